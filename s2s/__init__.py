@@ -1,0 +1,8 @@
+"""s2s: source-to-source automatic differentiation of NumPy code, compiled with Numba."""
+
+__version__ = "0.1.0"
+
+from .errors import S2SError  # noqa: E402
+from .api import grad, jit, source, value_and_grad, vjp  # noqa: E402
+
+__all__ = ["S2SError", "grad", "jit", "source", "value_and_grad", "vjp"]

@@ -1,0 +1,386 @@
+"""Static facts about a normalized function that the transforms rely on.
+
+- positions and enclosing loops of every statement (what may run after what),
+- activity: varied (depends on a differentiated input) and useful (reaches the output),
+- liveness, used to refuse in-place writes through aliases that would make a
+  derivative wrong,
+- which variables are subscripted, containers, or integer-valued.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import ir
+from .errors import S2SError
+from .frontend import is_user_function
+from .rules import Rule, lookup
+
+# Calls whose result may share memory with their first argument.
+VIEW_FUNCTIONS = {np.transpose, np.reshape, np.ravel, np.squeeze, np.expand_dims, np.asarray}
+INT_FUNCTIONS = {len, int, operator.floordiv, np.argmax, np.argmin, round}
+INT_ARITHMETIC = {operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod, operator.neg}
+
+
+@dataclass
+class StmtInfo:
+    pos: int
+    loops: tuple  # id() of enclosing For/While statements, outermost first
+    parent: Any  # enclosing compound statement, or None at function level
+    block_id: int  # id() of the list that holds the statement
+
+
+def rule_for(call: ir.Call, origin) -> Rule | None:
+    if is_user_function(call.fn):
+        return None
+    found = lookup(call.fn)
+    if found is None:
+        return None
+    return found
+
+
+def bind(call: ir.Call, found: Rule, origin) -> dict:
+    try:
+        return found.bind(call.args, call.kwargs)
+    except TypeError as exc:
+        raise S2SError(f"call to {found.name} does not match its derivative rule ({exc})", origin,
+                       "pass the arguments as NumPy documents them") from None
+
+
+def differentiable_sources(stmt) -> list[str]:
+    """Variables whose values flow differentiably into what the statement defines."""
+    if isinstance(stmt, ir.SetItem):
+        return [stmt.value.id] if isinstance(stmt.value, ir.Name) else []
+    if not isinstance(stmt, ir.Assign):
+        return []
+    value = stmt.value
+    if isinstance(value, ir.Name):
+        return [value.id]
+    if isinstance(value, ir.Const):
+        return []
+    if isinstance(value, ir.Subscript):
+        return ir.names_in(value.value)
+    if isinstance(value, ir.Attribute):
+        return [] if value.attr in ("shape", "ndim", "size", "dtype") else ir.names_in(value.value)
+    if isinstance(value, ir.Build):
+        return ir.names_in(value)
+    if isinstance(value, ir.Call):
+        found = rule_for(value, stmt.origin)
+        if found is None or found.kind == "refuse":
+            return ir.names_in(value)  # user functions; unknown and refused ones are checked later
+        if found.kind == "nondifferentiable":
+            return []
+        bound = bind(value, found, stmt.origin)
+        out = []
+        for param in found.differentiable_inputs():
+            atom = bound.get(param)
+            if isinstance(atom, ir.Name):
+                out.append(atom.id)
+        return out
+    return []
+
+
+@dataclass
+class Analysis:
+    fn: ir.Function
+    active_params: list[str]
+    seeds: list[str]  # variables whose adjoints are seeded (the result)
+    info: dict = field(default_factory=dict)
+    defs: dict = field(default_factory=dict)  # var -> [stmt] (params map to "param")
+    occurrences: dict = field(default_factory=dict)  # var -> [stmt]
+    varied: set = field(default_factory=set)
+    useful: set = field(default_factory=set)
+    subscripted: set = field(default_factory=set)
+    containers: set = field(default_factory=set)
+    int_like: set = field(default_factory=set)
+    mutated: set = field(default_factory=set)
+    alias_of: dict = field(default_factory=dict)
+    live_after: dict = field(default_factory=dict)
+
+    def run(self) -> "Analysis":
+        self._index(self.fn.body, (), None)
+        for p in self.fn.params:
+            self.defs.setdefault(p, []).insert(0, "param")
+        self._activity()
+        self._kinds()
+        self._check_calls()
+        self._aliases()
+        return self
+
+    # ---- structure --------------------------------------------------------------
+
+    def _index(self, block, loops, parent):
+        for stmt in block:
+            self.info[id(stmt)] = StmtInfo(len(self.info), loops, parent, id(block))
+            for var in ir.stmt_writes(stmt):
+                self.defs.setdefault(var, []).append(stmt)
+            for var in set(ir.stmt_reads(stmt)) | set(ir.stmt_writes(stmt)):
+                self.occurrences.setdefault(var, []).append(stmt)
+            inner = loops + (id(stmt),) if isinstance(stmt, (ir.For, ir.While)) else loops
+            for child in ir.child_blocks(stmt):
+                self._index(child, inner, stmt)
+
+    def statements(self):
+        return ir.walk(self.fn.body)
+
+    def is_active(self, var: str) -> bool:
+        return var in self.varied and var in self.useful
+
+    def atom_active(self, atom) -> bool:
+        return isinstance(atom, ir.Name) and self.is_active(atom.id)
+
+    def may_run_after(self, later, earlier) -> bool:
+        """Can statement `later` execute after statement `earlier` has executed?"""
+        if later == "param":
+            return False
+        a, b = self.info[id(later)], self.info[id(earlier)]
+        if set(a.loops) & set(b.loops):
+            return True
+        return a.pos > b.pos
+
+    def enclosing_loops(self, stmt) -> tuple:
+        return self.info[id(stmt)].loops
+
+    # ---- activity ---------------------------------------------------------------
+
+    def _activity(self):
+        stmts = list(self.statements())
+        self.varied = set(self.active_params)
+        changed = True
+        while changed:
+            changed = False
+            for stmt in stmts:
+                sources = differentiable_sources(stmt)
+                if any(s in self.varied for s in sources):
+                    for target in ir.stmt_writes(stmt):
+                        if not isinstance(stmt, ir.For) and target not in self.varied:
+                            self.varied.add(target)
+                            changed = True
+        self.useful = set(self.seeds)
+        changed = True
+        while changed:
+            changed = False
+            for stmt in stmts:
+                if isinstance(stmt, ir.For):
+                    continue
+                if any(t in self.useful for t in ir.stmt_writes(stmt)):
+                    for source in differentiable_sources(stmt):
+                        if source not in self.useful:
+                            self.useful.add(source)
+                            changed = True
+
+    def _check_calls(self):
+        for stmt in self.statements():
+            if not (isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Call)):
+                continue
+            call = stmt.value
+            if not any(self.atom_active(a) for a in list(call.args) + [a for _, a in call.kwargs]):
+                continue
+            if not any(self.is_active(t) for t in stmt.targets):
+                continue
+            if is_user_function(call.fn):
+                continue
+            found = lookup(call.fn)
+            name = getattr(call.fn, "__name__", repr(call.fn))
+            if found is None:
+                raise S2SError(f"no derivative rule for {name}", stmt.origin,
+                               "write the computation with supported NumPy functions, or add a "
+                               "rule in templates/")
+            if found.kind == "refuse":
+                raise S2SError(f"s2s does not differentiate {name} with respect to its arguments",
+                               stmt.origin, found.hint)
+
+    # ---- kinds of variables -----------------------------------------------------
+
+    def _kinds(self):
+        for stmt in self.statements():
+            if isinstance(stmt, ir.SetItem):
+                self.subscripted.add(stmt.base)
+            elif isinstance(stmt, ir.Assign):
+                value = stmt.value
+                if isinstance(value, ir.Subscript) and isinstance(value.value, ir.Name):
+                    self.subscripted.add(value.value.id)
+                    if all(isinstance(a, ir.Const) and isinstance(a.value, str) for a in value.index.items):
+                        self.containers.add(value.value.id)
+                elif isinstance(value, ir.Build):
+                    self.containers.update(stmt.targets)
+                elif isinstance(value, ir.Attribute) and value.attr not in ("shape", "ndim", "size", "dtype"):
+                    if isinstance(value.value, ir.Name):
+                        self.containers.add(value.value.id)
+                        self.subscripted.add(value.value.id)
+                if stmt.unpack and isinstance(value, ir.Name):
+                    self.containers.add(value.id)
+            elif isinstance(stmt, ir.For):
+                self.int_like.add(stmt.var)
+        changed = True
+        while changed:
+            changed = False
+            for stmt in self.statements():
+                if not isinstance(stmt, ir.Assign) or len(stmt.targets) != 1 or stmt.targets[0] in self.int_like:
+                    continue
+                if self._int_valued(stmt.value):
+                    self.int_like.add(stmt.targets[0])
+                    changed = True
+        # A variable assigned anything else is not known to be an int.
+        for stmt in self.statements():
+            if isinstance(stmt, ir.Assign) and len(stmt.targets) == 1 and not self._int_valued(stmt.value):
+                self.int_like.discard(stmt.targets[0])
+
+    def _int_valued(self, value) -> bool:
+        def ok(atom):
+            return (isinstance(atom, ir.Const) and isinstance(atom.value, (int, np.integer))
+                    and not isinstance(atom.value, bool)) or (
+                isinstance(atom, ir.Name) and atom.id in self.int_like)
+
+        if isinstance(value, (ir.Name, ir.Const)):
+            return ok(value)
+        if isinstance(value, ir.Call):
+            if value.fn in INT_FUNCTIONS:
+                return True
+            if value.fn in INT_ARITHMETIC:
+                return all(ok(a) for a in value.args)
+        if isinstance(value, ir.Attribute) and value.attr in ("ndim", "size"):
+            return True
+        if isinstance(value, ir.Subscript) and isinstance(value.value, ir.Name):
+            defs = [d for d in self.defs.get(value.value.id, []) if d != "param"]
+            return bool(defs) and all(isinstance(d, ir.Assign) and isinstance(d.value, ir.Attribute)
+                                      and d.value.attr == "shape" for d in defs)
+        return False
+
+    def is_container(self, var: str) -> bool:
+        return var in self.containers
+
+    # ---- aliasing ---------------------------------------------------------------
+
+    def _aliases(self):
+        """Refuse in-place writes that another live name could observe."""
+        parent: dict[str, str] = {}
+
+        def find(v):
+            while parent.get(v, v) != v:
+                v = parent[v]
+            return v
+
+        def union(a, b):
+            ra, rb = find(a), find(b)
+            if ra != rb:
+                parent[max(ra, rb)] = min(ra, rb)
+
+        for stmt in self.statements():
+            if not isinstance(stmt, ir.Assign):
+                continue
+            value = stmt.value
+            sources: list[str] = []
+            if isinstance(value, ir.Name):
+                sources = [value.id]
+            elif isinstance(value, ir.Subscript) and isinstance(value.value, ir.Name):
+                sources = [value.value.id]
+            elif isinstance(value, ir.Attribute) and isinstance(value.value, ir.Name):
+                sources = [value.value.id]
+            elif isinstance(value, ir.Build):
+                sources = ir.names_in(value)
+            elif isinstance(value, ir.Call) and (value.fn in VIEW_FUNCTIONS or is_user_function(value.fn)):
+                sources = ir.names_in(value) if is_user_function(value.fn) else ir.names_in(value.args[0])
+            for source in sources:
+                for target in stmt.targets:
+                    union(target, source)
+        mutations = [s for s in self.statements()
+                     if isinstance(s, ir.SetItem) or (isinstance(s, ir.Assign) and s.inplace)]
+        if not mutations:
+            return
+        self._liveness()
+        classes: dict[str, set] = {}
+        for var in set(self.occurrences) | set(self.fn.params):
+            classes.setdefault(find(var), set()).add(var)
+        for stmt in mutations:
+            var = stmt.base if isinstance(stmt, ir.SetItem) else stmt.targets[0]
+            self.mutated.add(var)
+            others = classes.get(find(var), {var}) - {var}
+            if isinstance(stmt, ir.Assign):
+                # x op= v on a name: NumPy updates arrays in place, numbers are rebound.
+                live = sorted(o for o in others if o in self.live_after[id(stmt)])
+                if live:
+                    raise S2SError(
+                        f"`{var} {_op_symbol(stmt.value.fn)}= ...` would also change {live[0]}, "
+                        f"which may share memory with {var}", stmt.origin,
+                        f"write `{var} = {var} {_op_symbol(stmt.value.fn)} ...` to make a new value")
+                continue
+            params = sorted(o for o in classes.get(find(var), {var}) if o in self.fn.params)
+            if params:
+                raise S2SError(
+                    f"writing into {var} changes the argument {params[0]} in place", stmt.origin,
+                    f"copy it first: {var} = {params[0]}.copy()" if var == params[0]
+                    else f"copy it first: {var} = {var}.copy()")
+            live = sorted(o for o in others if o in self.live_after[id(stmt)])
+            if live:
+                raise S2SError(
+                    f"writing into {var} would also change {live[0]}, which may share its memory",
+                    stmt.origin, f"make {var} a copy ({var} = ....copy()) before writing into it")
+        for var in self.mutated:
+            self.alias_of[var] = classes.get(find(var), {var})
+
+    def _liveness(self):
+        result = self.fn.result
+        exit_live = set(self.fn.params) | set(ir.names_in(result))
+        self._live_block(self.fn.body, exit_live)
+
+    def _live_block(self, block, live_out: set) -> set:
+        live = set(live_out)
+        for stmt in reversed(block):
+            self.live_after[id(stmt)] = set(live)
+            live = self._live_stmt(stmt, live)
+        return live
+
+    def _live_stmt(self, stmt, live: set) -> set:
+        if isinstance(stmt, ir.If):
+            return (self._live_block(stmt.body, live) | self._live_block(stmt.orelse, live)
+                    | set(ir.stmt_reads(stmt)))
+        if isinstance(stmt, (ir.For, ir.While)):
+            head = set(live)
+            for _ in range(len(self.info) + 2):
+                if isinstance(stmt, ir.For):
+                    body_in = self._live_block(stmt.body, head) - {stmt.var}
+                    new = live | body_in
+                else:
+                    cond_in = self._live_block(stmt.cond, head | set(ir.names_in(stmt.test)))
+                    body_in = self._live_block(stmt.body, cond_in)
+                    new = live | cond_in | body_in
+                if new == head:
+                    break
+                head = new
+            return head | set(ir.stmt_reads(stmt))
+        kills = set(stmt.targets) if isinstance(stmt, ir.Assign) and not stmt.inplace else set()
+        return (live - kills) | set(ir.stmt_reads(stmt))
+
+    def defs_may_clobber(self, var: str, at, *, operand: bool) -> bool:
+        """May `var` change between statement `at` and the reverse sweep's visit of it?
+
+        operand: the value is read by `at` (so `at` itself overwriting var clobbers it);
+        otherwise the value is the one `at` produced.
+        """
+        sites = list(self.defs.get(var, []))
+        for other in self.alias_of.get(var, ()):  # in-place writes through aliases
+            if other != var:
+                sites += [d for d in self.defs.get(other, []) if isinstance(d, ir.SetItem)]
+        for site in sites:
+            if site == "param":
+                continue
+            if isinstance(site, ir.For) and site.var == var and id(site) in self.enclosing_loops(at):
+                continue  # the reverse loop reconstructs its own loop variable
+            if site is at:
+                if operand or self.enclosing_loops(at):
+                    return True
+                continue
+            if self.may_run_after(site, at):
+                return True
+        return False
+
+
+def _op_symbol(fn) -> str:
+    return {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
+            operator.pow: "**", operator.matmul: "@", operator.floordiv: "//",
+            operator.mod: "%"}.get(fn, "?")

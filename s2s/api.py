@@ -1,0 +1,174 @@
+"""grad, value_and_grad, vjp, jit and source: the public transforms, as objects with .source."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from . import backends, pipeline, pytree
+from .errors import S2SError
+
+
+def _argnums_tuple(argnums) -> tuple[int, ...]:
+    if isinstance(argnums, int):
+        return (argnums,)
+    return tuple(argnums)
+
+
+class Transformed:
+    """The result of a transform: callable, with the generated module in .source."""
+
+    def __init__(self, fun: Callable, kind: str, argnums=0, has_aux: bool = False, backend: str = "python"):
+        if isinstance(fun, Transformed):
+            if kind in ("grad", "value_and_grad", "vjp"):
+                raise S2SError(f"{kind} of an already transformed function is not supported yet",
+                               hint="differentiate the original function")
+        self.fun = fun
+        self.kind = kind
+        self.argnums = argnums
+        self.has_aux = has_aux
+        self.backend = backend
+        functools.update_wrapper(self, fun)
+        self._source: str | None = None
+        self._module = None
+
+    @property
+    def source(self) -> str:
+        if self._source is None:
+            self._source = pipeline.module_source(self.fun, "grad", _argnums_tuple(self.argnums),
+                                                  has_aux=self.has_aux)
+        return self._source
+
+    def module(self):
+        if self._module is None:
+            self._module = backends.load(self.source, self.fun.__name__, self.backend)
+        return self._module
+
+    def with_backend(self, backend: str) -> "Transformed":
+        other = Transformed(self.fun, self.kind, self.argnums, self.has_aux, backend)
+        other._source = self._source
+        return other
+
+    def _vjp_function(self):
+        return getattr(self.module(), f"{self._entry_name()}_vjp")
+
+    def _entry_name(self) -> str:
+        import re
+
+        match = re.search(r"^def (\w+)_value_and_grad\(", self.source, re.M)
+        return match.group(1)
+
+    def _check_args(self, args):
+        for k in _argnums_tuple(self.argnums):
+            if not -len(args) <= k < len(args):
+                raise S2SError(f"argnums {k} is out of range for {len(args)} arguments")
+            if any(pytree.is_integer_leaf(leaf) for leaf in pytree.leaves(args[k])):
+                raise S2SError(
+                    f"cannot differentiate with respect to argument {k} of {self.fun.__name__}: it "
+                    "holds integers", hint="pass floats (e.g. 1.0 instead of 1) or leave it out of argnums")
+
+    def _call_args(self, args):
+        if self.backend == "cpu":
+            return tuple(pytree.to_numba(a) for a in args)
+        return args
+
+    def __call__(self, *args):
+        self._check_args(args)
+        out, grads = self._vjp_function()(*self._call_args(args), 1.0)
+        value = out[0] if self.has_aux else out
+        if np.ndim(value) != 0:
+            raise S2SError(f"grad of {self.fun.__name__} needs a scalar output, got shape {np.shape(value)}",
+                           hint="use s2s.vjp or s2s.jacrev for vector outputs")
+        argnums = _argnums_tuple(self.argnums)
+        grads = tuple(pytree.restructure(g, args[k]) for g, k in zip(grads, argnums))
+        grad = grads[0] if isinstance(self.argnums, int) else grads
+        if self.kind == "value_and_grad":
+            if self.has_aux:
+                return (out[0], out[1]), grad
+            return out, grad
+        if self.has_aux:
+            return grad, out[1]
+        return grad
+
+
+def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Transformed:
+    """Reverse-mode gradient of a scalar function, as in jax.grad.
+
+    >>> import numpy as np, s2s
+    >>> def f(x):
+    ...     return np.sum(np.sin(x) ** 2)
+    >>> float(s2s.grad(f)(np.array([0.5]))[0]) == float(np.sin(1.0))
+    True
+    """
+    return Transformed(fun, "grad", argnums, has_aux)
+
+
+def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Transformed:
+    """Like grad, but also returns the value: (value, grad) or ((value, aux), grad)."""
+    return Transformed(fun, "value_and_grad", argnums, has_aux)
+
+
+def vjp(fun: Callable, *primals, has_aux: bool = False):
+    """(out, vjp_fun): vjp_fun(cotangent) returns a tuple with one adjoint per primal.
+
+    The generated code runs the forward sweep again on each call of vjp_fun.
+    """
+    argnums = tuple(range(len(primals)))
+    transformed = Transformed(fun, "vjp", argnums, has_aux)
+    for k, primal in enumerate(primals):
+        if any(pytree.is_integer_leaf(leaf) for leaf in pytree.leaves(primal)):
+            raise S2SError(f"vjp: argument {k} of {fun.__name__} holds integers",
+                           hint="pass floats, or close over integer arguments in a wrapper")
+    out = fun(*primals)
+
+    def vjp_fun(cotangent):
+        args = transformed._call_args(primals)
+        _, grads = transformed._vjp_function()(*args, cotangent)
+        return tuple(pytree.restructure(g, p) for g, p in zip(grads, primals))
+
+    vjp_fun.source = transformed.source
+    if has_aux:
+        return out[0], vjp_fun, out[1]
+    return out, vjp_fun
+
+
+def jit(fun: Callable, *, backend: str = "cpu", static_argnums: Sequence[int] = ()) -> Callable:
+    """Compile a transformed function (or a plain one) for a backend: "cpu" (numba.njit) or "python"."""
+    if isinstance(fun, Transformed):
+        return fun.with_backend(backend)
+    return Primal(fun, backend)
+
+
+class Primal:
+    """A user function compiled as it is (its normalized primal), for s2s.jit(f)."""
+
+    def __init__(self, fun: Callable, backend: str):
+        self.fun = fun
+        self.backend = backend
+        functools.update_wrapper(self, fun)
+        self._source = None
+        self._compiled = None
+
+    @property
+    def source(self) -> str:
+        if self._source is None:
+            self._source = pipeline.primal_module_source(self.fun)
+        return self._source
+
+    def __call__(self, *args):
+        if self._compiled is None:
+            module = backends.load(self.source, self.fun.__name__, self.backend)
+            self._compiled = getattr(module, self.fun.__name__)
+        if self.backend == "cpu":
+            args = tuple(pytree.to_numba(a) for a in args)
+        return self._compiled(*args)
+
+
+def source(transformed: Any) -> str:
+    """The readable generated source of a transformed function."""
+    text = getattr(transformed, "source", None)
+    if not isinstance(text, str):
+        raise S2SError("s2s.source takes the result of an s2s transform")
+    return text

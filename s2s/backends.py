@@ -1,0 +1,63 @@
+"""Run generated source: as plain NumPy ("python") or compiled by numba.njit ("cpu")."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+import tempfile
+import types
+
+from .errors import S2SError
+
+BACKENDS = ("python", "cpu", "cuda")
+
+
+def cache_dir() -> str:
+    root = os.environ.get("S2S_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "s2s")
+    os.makedirs(root, mode=0o700, exist_ok=True)
+    return root
+
+
+def write_module(source: str, stem: str) -> str:
+    """Store generated source in a real file (tracebacks, pdb and inspect need one)."""
+    digest = hashlib.sha256(source.encode()).hexdigest()[:20]
+    path = os.path.join(cache_dir(), f"{stem}_{digest}.py")
+    if not os.path.exists(path):
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(source)
+        os.replace(tmp, path)
+    return path
+
+
+_loaded: dict[tuple[str, str], types.ModuleType] = {}
+
+
+def load(source: str, stem: str, backend: str = "python") -> types.ModuleType:
+    """Import generated source as a module; for "cpu", every function is numba.njit'ed."""
+    if backend not in BACKENDS:
+        raise S2SError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    if backend == "cuda":
+        raise S2SError("the cuda backend is not available yet", hint='use backend="cpu"')
+    path = write_module(source, stem)
+    key = (path, backend)
+    if key in _loaded:
+        return _loaded[key]
+    module_name = f"s2s_generated.{os.path.splitext(os.path.basename(path))[0]}_{backend}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    if backend == "cpu":
+        import numba
+
+        from . import runtime_numba  # noqa: F401  (registers the runtime overloads)
+
+        for attr, value in list(vars(module).items()):
+            if isinstance(value, types.FunctionType) and value.__module__ == module_name:
+                setattr(module, attr, numba.njit(cache=True)(value))
+    _loaded[key] = module
+    return module

@@ -1,0 +1,237 @@
+"""Turn the core language and rule instances into formatted Python source.
+
+Statements are built as Python `ast` nodes; comments travel as marker statements that
+become `# ...` lines after unparsing, and black formats the module. The output depends
+only on the input, so the same function gives byte-identical source every time.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import operator
+import re
+from typing import Any
+
+import numpy as np
+
+from . import ir
+from .errors import S2SError
+from .frontend import is_user_function, spelling
+
+BINOPS = {
+    operator.add: ast.Add, operator.sub: ast.Sub, operator.mul: ast.Mult,
+    operator.truediv: ast.Div, operator.floordiv: ast.FloorDiv, operator.mod: ast.Mod,
+    operator.pow: ast.Pow, operator.matmul: ast.MatMult,
+}
+COMPARES = {
+    operator.lt: ast.Lt, operator.le: ast.LtE, operator.gt: ast.Gt, operator.ge: ast.GtE,
+    operator.eq: ast.Eq, operator.ne: ast.NotEq, operator.is_: ast.Is, operator.is_not: ast.IsNot,
+}
+_COMMENT = re.compile(r"^(\s*)__s2s_comment_(\d+)__$", re.M)
+
+
+def parse_expr(text: str) -> ast.expr:
+    return ast.parse(text, mode="eval").body
+
+
+def name(id_: str, store: bool = False) -> ast.Name:
+    return ast.Name(id_, ast.Store() if store else ast.Load())
+
+
+def runtime_call(helper: str, *args: ast.expr) -> ast.Call:
+    return ast.Call(ast.Attribute(name("runtime"), helper, ast.Load()), list(args), [])
+
+
+def assign(target: str | ast.expr, value: ast.expr) -> ast.Assign:
+    tgt = name(target, True) if isinstance(target, str) else target
+    return ast.Assign([tgt], value, lineno=0)
+
+
+class Emitter:
+    """Shared state of one generated module: function names, constants and comments."""
+
+    def __init__(self):
+        self.comments: list[str] = []
+        self.function_names: dict[int, str] = {}
+        self.constants: dict[str, Any] = {}
+
+    # ---- comments ---------------------------------------------------------------
+
+    def comment(self, text: str) -> ast.stmt:
+        self.comments.append(text.replace("\n", " "))
+        return ast.Expr(name(f"__s2s_comment_{len(self.comments) - 1}__"))
+
+    def origin_comment(self, origin, prefix: str = "") -> ast.stmt:
+        return self.comment(f"{prefix}{origin.short()}  {origin.text}")
+
+    # ---- atoms and expressions --------------------------------------------------
+
+    def const(self, value: Any) -> ast.expr:
+        if isinstance(value, bool) or value is None or isinstance(value, str):
+            return ast.Constant(value)
+        if isinstance(value, (np.integer,)):
+            value = int(value)
+        if isinstance(value, np.floating):
+            value = float(value)
+        if isinstance(value, float):
+            if math.isinf(value):
+                inf = parse_expr("math.inf")
+                return inf if value > 0 else ast.UnaryOp(ast.USub(), inf)
+            if math.isnan(value):
+                return parse_expr("math.nan")
+        if isinstance(value, (int, float, complex)):
+            if isinstance(value, (int, float)) and value < 0:
+                return ast.UnaryOp(ast.USub(), ast.Constant(-value))
+            return ast.Constant(value)
+        if isinstance(value, tuple):
+            return ast.Tuple([self.const(v) for v in value], ast.Load())
+        if isinstance(value, type) and issubclass(value, np.generic):
+            return parse_expr(f"np.{value.__name__}")
+        if value is Ellipsis:
+            return ast.Constant(Ellipsis)
+        raise S2SError(f"cannot write the constant {value!r} into generated code")
+
+    def atom(self, atom: ir.Atom) -> ast.expr:
+        if isinstance(atom, ir.Name):
+            return name(atom.id)
+        return self.const(atom.value)
+
+    def function_ref(self, fn: Any) -> ast.expr:
+        if is_user_function(fn):
+            return name(self.function_names.get(id(fn), fn.__name__))
+        spelled = spelling(fn)
+        if spelled is None:
+            raise S2SError(f"cannot name {fn!r} in generated code")
+        return parse_expr(spelled)
+
+    def index(self, index: ir.Index) -> ast.expr:
+        items = []
+        for item in index.items:
+            if isinstance(item, ir.Slice):
+                items.append(ast.Slice(*(None if a is None else self.atom(a)
+                                         for a in (item.lower, item.upper, item.step))))
+            elif isinstance(item, ir.NewAxis):
+                items.append(ast.Constant(None))
+            elif isinstance(item, ir.EllipsisIndex):
+                items.append(ast.Constant(Ellipsis))
+            else:
+                items.append(self.atom(item))
+        if len(items) == 1:
+            return items[0]
+        return ast.Tuple(items, ast.Load())
+
+    def call(self, fn: Any, args: list[ast.expr], kwargs: list[tuple[str, ast.expr]]) -> ast.expr:
+        if fn in BINOPS and len(args) == 2 and not kwargs:
+            return ast.BinOp(args[0], BINOPS[fn](), args[1])
+        if fn in COMPARES and len(args) == 2:
+            return ast.Compare(args[0], [COMPARES[fn]()], [args[1]])
+        if fn is operator.neg:
+            return ast.UnaryOp(ast.USub(), args[0])
+        if fn is operator.not_:
+            return ast.UnaryOp(ast.Not(), args[0])
+        return ast.Call(self.function_ref(fn), args, [ast.keyword(k, v) for k, v in kwargs])
+
+    def expr(self, value: ir.Expr) -> ast.expr:
+        if isinstance(value, (ir.Name, ir.Const)):
+            return self.atom(value)
+        if isinstance(value, ir.Call):
+            return self.call(value.fn, [self.atom(a) for a in value.args],
+                             [(k, self.atom(a)) for k, a in value.kwargs])
+        if isinstance(value, ir.Subscript):
+            return ast.Subscript(self.atom(value.value), self.index(value.index), ast.Load())
+        if isinstance(value, ir.Attribute):
+            return ast.Attribute(self.atom(value.value), value.attr, ast.Load())
+        if isinstance(value, ir.Build):
+            elts = [self.atom(a) for a in value.elts]
+            if value.kind == "tuple":
+                return ast.Tuple(elts, ast.Load())
+            if value.kind == "list":
+                return ast.List(elts, ast.Load())
+            return ast.Dict([self.const(k) for k in value.keys], elts)
+        raise TypeError(value)
+
+    # ---- primal statements ------------------------------------------------------
+
+    def primal(self, stmt, body_of=None) -> ast.stmt:
+        """One statement of the core language as it runs in the primal program.
+
+        body_of(block) emits nested blocks, so a transform can add to them.
+        """
+        body_of = body_of or self.primal_block
+        if isinstance(stmt, ir.Assign):
+            if stmt.unpack:
+                target = ast.Tuple([name(t, True) for t in stmt.targets], ast.Store())
+                return ast.Assign([target], self.expr(stmt.value), lineno=0)
+            return assign(stmt.targets[0], self.expr(stmt.value))
+        if isinstance(stmt, ir.SetItem):
+            target = ast.Subscript(name(stmt.base), self.index(stmt.index), ast.Store())
+            if stmt.op is None:
+                return ast.Assign([target], self.atom(stmt.value), lineno=0)
+            op = ast.Add() if stmt.op == "+" else ast.Sub()
+            return ast.AugAssign(target, op, self.atom(stmt.value))
+        if isinstance(stmt, ir.ExprStmt):
+            return ast.Expr(self.expr(stmt.value))
+        if isinstance(stmt, ir.If):
+            return self.if_(stmt.test, stmt.negated, body_of(stmt.body), body_of(stmt.orelse))
+        if isinstance(stmt, ir.For):
+            return self.for_range(stmt.var, [stmt.start, stmt.stop, stmt.step], body_of(stmt.body))
+        if isinstance(stmt, ir.While):
+            return self.while_(stmt, body_of(stmt.cond), body_of(stmt.body))
+        if isinstance(stmt, ir.Return):
+            return ast.Return(self.atom(stmt.value))
+        raise TypeError(stmt)
+
+    def if_(self, test: ir.Atom, negated: bool, body: list, orelse: list) -> ast.stmt:
+        condition = self.atom(test)
+        if negated:
+            condition = ast.UnaryOp(ast.Not(), condition)
+        if not body and orelse:
+            condition = ast.UnaryOp(ast.Not(), self.atom(test)) if not negated else self.atom(test)
+            body, orelse = orelse, []
+        return ast.If(condition, body or [ast.Pass()], orelse)
+
+    def for_range(self, var: str, bounds: list, body: list) -> ast.stmt:
+        start, stop, step = bounds
+        args = [stop]
+        if not (isinstance(start, ir.Const) and start.value == 0 and isinstance(step, ir.Const) and step.value == 1):
+            args = [start, stop]
+        if not (isinstance(step, ir.Const) and step.value == 1):
+            args = [start, stop, step]
+        iterator = ast.Call(name("range"), [self.atom(a) if isinstance(a, (ir.Name, ir.Const)) else a
+                                            for a in args], [])
+        return ast.For(name(var, True), iterator, body or [ast.Pass()], [], lineno=0)
+
+    def while_(self, stmt: ir.While, cond: list, body: list) -> list | ast.stmt:
+        """cond; while test: body; cond -- written with the condition block inside the loop."""
+        if not cond:
+            return ast.While(self.atom(stmt.test), body or [ast.Pass()], [])
+        loop_body = cond + [ast.If(ast.UnaryOp(ast.Not(), self.atom(stmt.test)), [ast.Break()], [])] + body
+        return ast.While(ast.Constant(True), loop_body, [])
+
+    def primal_block(self, block: list) -> list:
+        out: list = []
+        last_origin = None
+        for stmt in block:
+            if stmt.origin != last_origin and not isinstance(stmt, ir.Return):
+                out.append(self.origin_comment(stmt.origin))
+                last_origin = stmt.origin
+            emitted = self.primal(stmt)
+            out.extend(emitted if isinstance(emitted, list) else [emitted])
+        return out
+
+    # ---- modules ----------------------------------------------------------------
+
+    def render(self, header: list[str], body: list[ast.stmt]) -> str:
+        module = ast.Module(body=body, type_ignores=[])
+        ast.fix_missing_locations(module)
+        text = ast.unparse(module)
+        text = _COMMENT.sub(lambda m: f"{m.group(1)}# {self.comments[int(m.group(2))]}", text)
+        text = "\n".join(f"# {line}" if line else "#" for line in header) + "\n" + text + "\n"
+        return format_source(text)
+
+
+def format_source(text: str) -> str:
+    import black
+
+    return black.format_str(text, mode=black.Mode(target_versions={black.TargetVersion.PY310}))

@@ -1,0 +1,289 @@
+"""The small core language that every transform works on.
+
+normalize.py lowers a user's function into it: one operation per statement (ANF),
+only structured control flow (if / counted for / while; no break, continue or early
+return), and every statement keeps the Origin of the user statement it came from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from .errors import Origin
+
+
+@dataclass(frozen=True)
+class Name:
+    id: str
+
+
+@dataclass(frozen=True)
+class Const:
+    value: Any
+
+
+Atom = Union[Name, Const]
+
+
+@dataclass(frozen=True)
+class Slice:
+    lower: Atom | None
+    upper: Atom | None
+    step: Atom | None
+
+
+@dataclass(frozen=True)
+class NewAxis:
+    pass
+
+
+@dataclass(frozen=True)
+class EllipsisIndex:
+    pass
+
+
+IndexItem = Union[Atom, Slice, NewAxis, EllipsisIndex]
+
+
+@dataclass(frozen=True)
+class Index:
+    """x[items]; `is_tuple` keeps x[i, j] apart from x[(i, j)] only for printing."""
+
+    items: tuple[IndexItem, ...]
+
+    def atoms(self) -> list[Atom]:
+        out: list[Atom] = []
+        for item in self.items:
+            if isinstance(item, Slice):
+                out += [a for a in (item.lower, item.upper, item.step) if a is not None]
+            elif isinstance(item, (Name, Const)):
+                out.append(item)
+        return out
+
+    def is_basic_int(self) -> bool:
+        """Only integer constants and slices: a write never repeats an element."""
+        return all(
+            isinstance(item, (Slice, NewAxis, EllipsisIndex))
+            or (isinstance(item, Const) and isinstance(item.value, int))
+            for item in self.items
+        )
+
+
+# ---- right-hand sides -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Call:
+    """fn(*args, **kwargs). fn is the real object: operator.add, np.sin, a user function."""
+
+    fn: Any
+    args: tuple[Atom, ...]
+    kwargs: tuple[tuple[str, Atom], ...] = ()
+
+
+@dataclass(frozen=True)
+class Subscript:
+    value: Atom
+    index: Index
+
+
+@dataclass(frozen=True)
+class Attribute:
+    """A non-differentiable attribute (.shape, .ndim, .size, .dtype) or a namedtuple field."""
+
+    value: Atom
+    attr: str
+
+
+@dataclass(frozen=True)
+class Build:
+    """A tuple, list or dict display; dict keys are constants."""
+
+    kind: str  # "tuple" | "list" | "dict"
+    elts: tuple[Atom, ...]
+    keys: tuple[Any, ...] = ()
+
+
+Expr = Union[Name, Const, Call, Subscript, Attribute, Build]
+
+
+# ---- statements -------------------------------------------------------------------
+
+
+@dataclass
+class Assign:
+    """target = value, or a, b = value (unpacking) when targets has several names."""
+
+    targets: tuple[str, ...]
+    value: Expr
+    origin: Origin
+    inplace: bool = False  # from `x op= v`: NumPy updates an array x in place
+
+    @property
+    def unpack(self) -> bool:
+        return len(self.targets) != 1
+
+
+@dataclass
+class SetItem:
+    """base[index] = value (op None), base[index] += value (op "+"), -= (op "-")."""
+
+    base: str
+    index: Index
+    value: Atom
+    op: str | None
+    origin: Origin
+
+
+@dataclass
+class ExprStmt:
+    """A call kept for its effect (print)."""
+
+    value: Call
+    origin: Origin
+
+
+@dataclass
+class If:
+    """if test: body else: orelse; `negated` prints `if not test:`."""
+
+    test: Atom
+    body: list
+    orelse: list
+    origin: Origin
+    negated: bool = False
+
+
+@dataclass
+class For:
+    """for var in range(start, stop, step)."""
+
+    var: str
+    start: Atom
+    stop: Atom
+    step: Atom
+    body: list
+    origin: Origin
+
+
+@dataclass
+class While:
+    """cond; while test: body; cond  (cond computes test every iteration)."""
+
+    cond: list
+    test: Atom
+    body: list
+    origin: Origin
+
+
+@dataclass
+class Return:
+    value: Atom
+    origin: Origin
+
+
+# Only before control-flow lowering:
+@dataclass
+class Break:
+    origin: Origin
+
+
+@dataclass
+class Continue:
+    origin: Origin
+
+
+Stmt = Union[Assign, SetItem, ExprStmt, If, For, While, Return, Break, Continue]
+
+
+@dataclass
+class Function:
+    """A normalized user function: params, body ending in exactly one Return."""
+
+    name: str
+    params: list[str]
+    body: list
+    origin: Origin
+    filename: str
+    source_hash: str
+    callees: dict[str, Any] = field(default_factory=dict)  # generated name -> Python function
+    constants: dict[str, Any] = field(default_factory=dict)  # module constants it reads
+
+    @property
+    def result(self) -> Atom:
+        last = self.body[-1]
+        assert isinstance(last, Return)
+        return last.value
+
+
+def child_blocks(stmt) -> list[list]:
+    if isinstance(stmt, If):
+        return [stmt.body, stmt.orelse]
+    if isinstance(stmt, For):
+        return [stmt.body]
+    if isinstance(stmt, While):
+        return [stmt.cond, stmt.body]
+    return []
+
+
+def walk(block: list):
+    """Every statement of a block, nested ones included, in program order."""
+    for stmt in block:
+        yield stmt
+        for child in child_blocks(stmt):
+            yield from walk(child)
+
+
+def names_in(expr) -> list[str]:
+    """The variables an expression (or atom, or index) reads."""
+    if isinstance(expr, Name):
+        return [expr.id]
+    if isinstance(expr, Const) or expr is None:
+        return []
+    if isinstance(expr, Call):
+        out = []
+        for a in expr.args:
+            out += names_in(a)
+        for _, a in expr.kwargs:
+            out += names_in(a)
+        return out
+    if isinstance(expr, Subscript):
+        return names_in(expr.value) + [a.id for a in expr.index.atoms() if isinstance(a, Name)]
+    if isinstance(expr, Attribute):
+        return names_in(expr.value)
+    if isinstance(expr, Build):
+        return [a.id for a in expr.elts if isinstance(a, Name)]
+    if isinstance(expr, Index):
+        return [a.id for a in expr.atoms() if isinstance(a, Name)]
+    raise TypeError(expr)
+
+
+def stmt_reads(stmt) -> list[str]:
+    """Variables read by the statement itself (not by nested blocks)."""
+    if isinstance(stmt, Assign):
+        return names_in(stmt.value)
+    if isinstance(stmt, SetItem):
+        return [stmt.base] + names_in(stmt.index) + names_in(stmt.value)
+    if isinstance(stmt, ExprStmt):
+        return names_in(stmt.value)
+    if isinstance(stmt, If):
+        return names_in(stmt.test)
+    if isinstance(stmt, For):
+        return names_in(stmt.start) + names_in(stmt.stop) + names_in(stmt.step)
+    if isinstance(stmt, While):
+        return names_in(stmt.test)
+    if isinstance(stmt, Return):
+        return names_in(stmt.value)
+    return []
+
+
+def stmt_writes(stmt) -> list[str]:
+    """Variables the statement itself binds or modifies in place."""
+    if isinstance(stmt, Assign):
+        return list(stmt.targets)
+    if isinstance(stmt, SetItem):
+        return [stmt.base]
+    if isinstance(stmt, For):
+        return [stmt.var]
+    return []

@@ -1,0 +1,56 @@
+"""Pytrees at the API boundary: tuples, lists, dicts (sorted keys, as JAX) and namedtuples."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+def is_namedtuple(x: Any) -> bool:
+    return isinstance(x, tuple) and hasattr(x, "_fields")
+
+
+def leaves(tree: Any) -> list:
+    if isinstance(tree, dict):
+        return [leaf for k in sorted(tree) for leaf in leaves(tree[k])]
+    if isinstance(tree, (tuple, list)):
+        return [leaf for item in tree for leaf in leaves(item)]
+    return [tree]
+
+
+def restructure(grad: Any, like: Any) -> Any:
+    """Give a gradient the container types and dtypes of its argument."""
+    if isinstance(like, dict):
+        return {k: restructure(grad[k], like[k]) for k in like}
+    if is_namedtuple(like):
+        return type(like)(*(restructure(g, x) for g, x in zip(grad, like)))
+    if isinstance(like, list):
+        return [restructure(g, x) for g, x in zip(grad, like)]
+    if isinstance(like, tuple):
+        return tuple(restructure(g, x) for g, x in zip(grad, like))
+    if isinstance(like, np.ndarray):
+        return np.asarray(grad, dtype=like.dtype).reshape(like.shape)
+    if isinstance(like, np.floating):
+        return type(like)(grad)
+    return float(grad) if np.ndim(grad) == 0 else grad
+
+
+def is_integer_leaf(x: Any) -> bool:
+    if isinstance(x, (bool, int, np.integer, np.bool_)):
+        return True
+    return isinstance(x, np.ndarray) and (np.issubdtype(x.dtype, np.integer) or x.dtype == bool)
+
+
+def to_numba(tree: Any) -> Any:
+    """Numba takes tuples, not lists; dicts have no typed form here."""
+    from .errors import S2SError
+
+    if isinstance(tree, dict):
+        raise S2SError("s2s.jit does not take dicts as arguments",
+                       hint="pass a tuple or a namedtuple, or use backend='python'")
+    if is_namedtuple(tree):
+        return type(tree)(*(to_numba(x) for x in tree))
+    if isinstance(tree, (tuple, list)):
+        return tuple(to_numba(x) for x in tree)
+    return tree

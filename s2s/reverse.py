@@ -1,0 +1,684 @@
+"""The vjp transform: a normalized function -> Python source of its reverse mode.
+
+The generated function runs a forward sweep (the primal, plus pushes of the values the
+reverse sweep will need and that the primal later overwrites) and then a reverse sweep
+that visits the statements backwards, applying each statement's rule from templates/.
+
+Conventions (see DESIGN.md section 3):
+- the adjoint of `x` is `x_bar`, the tape of `x` is `x_tape`, both fresh if taken;
+- a value is taped only where a later assignment may overwrite it (analysis.py);
+  the reverse sweep pops it back into the variable itself;
+- adjoints of variables assigned once in straight-line code start at their first
+  contribution (`x_bar = ...`); the others are set to zero where their scope begins
+  and reset where the variable is assigned, so nothing is multiplied by zero;
+- only adjoints of subscripted arrays are updated in place (they are always fresh).
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import inspect
+from dataclasses import dataclass
+
+from . import ir, runtime
+from .analysis import Analysis, bind, rule_for
+from .codegen import Emitter, assign, name, runtime_call
+from .errors import S2SError
+from .frontend import is_user_function
+
+
+@dataclass(frozen=True)
+class Need:
+    var: str
+    when: str  # "pre": the value the statement reads; "post": the value it produced
+
+
+class Names:
+    def __init__(self, taken):
+        self.taken = set(taken)
+
+    def fresh(self, base: str) -> str:
+        candidate, k = base, 1
+        while candidate in self.taken:
+            k += 1
+            candidate = f"{base}_{k}"
+        self.taken.add(candidate)
+        return candidate
+
+
+def _all_names(fn: ir.Function) -> set[str]:
+    names = set(fn.params) | set(fn.constants)
+    for stmt in ir.walk(fn.body):
+        names.update(ir.stmt_reads(stmt))
+        names.update(ir.stmt_writes(stmt))
+    return names
+
+
+class VJP:
+    def __init__(self, fn: ir.Function, emitter: Emitter, active_params: list[str],
+                 function_name: str, has_aux: bool = False):
+        self.fn = fn
+        self.has_aux = has_aux
+        self.em = emitter
+        self.function_name = function_name
+        self.names = Names(_all_names(fn) | {"np", "math", "runtime"})
+        result = fn.result
+        seeds = [result.id] if isinstance(result, ir.Name) else []
+        self.an = Analysis(fn, active_params, seeds).run()
+        self.active_params = active_params
+        self.bars: dict[str, str] = {}
+        self.tapes: dict[tuple, str] = {}  # (var, id(stmt), when) -> tape name
+        self.tape_order: list[str] = []
+        self.trips: dict[int, str] = {}  # id(loop) -> trip-count variable
+        self.live: set[str] = set()  # straight-line adjoints that hold a value
+        self.materialized: set[str] = set()
+        self.popped_into: set[str] = set()
+        self._plan_scopes()
+        self.may_mutate = set()
+        for members in self.an.alias_of.values():
+            self.may_mutate |= set(members)
+
+    # ---- names ------------------------------------------------------------------
+
+    def bar(self, var: str) -> str:
+        if var not in self.bars:
+            self.bars[var] = self.names.fresh(f"{var}_bar")
+        return self.bars[var]
+
+    # ---- scopes of adjoints -----------------------------------------------------
+
+    def _plan_scopes(self):
+        """For each variable: the block whose reversal owns its adjoint, and whether it
+        is a straight-line temporary (one assignment, all uses in that block)."""
+        chains: dict[int, tuple] = {}
+        top: dict[int, object] = {}  # id(stmt) -> its ancestor directly in each block
+
+        def visit(block, chain):
+            for stmt in block:
+                chains[id(stmt)] = chain + (id(block),)
+                for child in ir.child_blocks(stmt):
+                    visit(child, chains[id(stmt)])
+
+        visit(self.fn.body, ())
+        self.block_of: dict[int, list] = {}
+        for stmt in ir.walk(self.fn.body):
+            for child in ir.child_blocks(stmt):
+                self.block_of[id(child)] = child
+        self.block_of[id(self.fn.body)] = self.fn.body
+        self.chains = chains
+        self.scope: dict[str, int] = {}
+        self.straight: set[str] = set()
+        for var, occurrences in self.an.occurrences.items():
+            paths = [chains[id(s)] for s in occurrences]
+            if var in self.fn.params:
+                paths.append((id(self.fn.body),))
+            common = paths[0]
+            for path in paths[1:]:
+                k = 0
+                while k < min(len(common), len(path)) and common[k] == path[k]:
+                    k += 1
+                common = common[:k]
+            while len(common) > 1 and not self._defined_first(var, self.block_of[common[-1]]):
+                common = common[:-1]
+            self.scope[var] = common[-1]
+            defs = self.an.defs.get(var, [])
+            direct = all(chains[id(s)] == common for s in occurrences)
+            if direct and len(defs) <= 1 and var not in self.an.subscripted:
+                self.straight.add(var)
+
+    def _defined_first(self, var: str, block: list) -> bool:
+        """Is var assigned directly in block before anything in block reads it?"""
+        for stmt in block:
+            if isinstance(stmt, ir.Assign) and var in stmt.targets and not stmt.inplace \
+                    and var not in ir.stmt_reads(stmt):
+                return True
+            if any(var in set(ir.stmt_reads(s)) | set(ir.stmt_writes(s)) for s in ir.walk([stmt])):
+                return False
+        return False
+
+    def needs_reset(self, var: str) -> bool:
+        defs = self.an.defs.get(var, [])
+        if len(defs) != 1 or defs[0] == "param":
+            return True
+        return self.chains[id(defs[0])][-1] != self.scope[var]
+
+    # ---- which statements have reverse work -------------------------------------
+
+    def has_work(self, stmt) -> bool:
+        an = self.an
+        if isinstance(stmt, ir.Assign):
+            if not any(an.is_active(t) for t in stmt.targets):
+                return False
+            from .analysis import differentiable_sources
+            return any(an.is_active(s) for s in differentiable_sources(stmt))
+        if isinstance(stmt, ir.SetItem):
+            return an.is_active(stmt.base)
+        if isinstance(stmt, (ir.If, ir.For, ir.While)):
+            return any(self.has_work(s) for b in ir.child_blocks(stmt) for s in b)
+        return False
+
+    # ---- rule instances ---------------------------------------------------------
+
+    def instantiate(self, stmt: ir.Assign, rename: dict[str, str] | None = None):
+        """The reverse lines of a rule at this call: (locals, contributions, needs)."""
+        call = stmt.value
+        found = rule_for(call, stmt.origin)
+        bound = bind(call, found, stmt.origin)
+        target = stmt.targets[0]
+        rename = rename or {}
+        local_names = {n: self.names.fresh(f"{target}_{n}") for n in found.locals} if found.locals else {}
+        used: set[Need] = set()
+        em = self.em
+
+        class Substitute(ast.NodeTransformer):
+            def visit_Name(self, node):
+                ident = node.id
+                if ident == found.result:
+                    used.add(Need(target, "post"))
+                    return name(target)
+                if ident == f"{found.result}_bar":
+                    return name(owner.bar(target))
+                if ident in bound:
+                    atom = bound[ident]
+                    if isinstance(atom, ir.Name):
+                        used.add(Need(atom.id, "pre"))
+                        return name(rename.get(atom.id, atom.id))
+                    return em.const(atom.value if isinstance(atom, ir.Const) else atom)
+                if ident in local_names:
+                    return name(local_names[ident])
+                if ident in found.helpers:
+                    return ast.Attribute(name("runtime"), ident, ast.Load())
+                return node
+
+            def visit_Call(self, node):
+                self.generic_visit(node)
+                return _drop_defaults(node, found)
+
+        owner = self
+        contributions = []
+        referenced_locals: set[str] = set()
+        for stmt_t in found.reverse:
+            param = stmt_t.target.id[: -len("_bar")]
+            atom = bound.get(param)
+            if not (isinstance(atom, ir.Name) and self.an.is_active(atom.id)):
+                continue
+            expr = copy.deepcopy(stmt_t.value)
+            referenced_locals |= {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)} & set(found.locals)
+            expr = Substitute().visit(expr)
+            if isinstance(stmt_t.op, ast.Sub):
+                expr = ast.UnaryOp(ast.USub(), expr)
+            contributions.append((atom.id, _simplify(expr)))
+        local_stmts = []
+        for local, value in found.locals.items():
+            if local in referenced_locals:
+                local_stmts.append(assign(local_names[local], _simplify(Substitute().visit(copy.deepcopy(value)))))
+        return local_stmts, contributions, used
+
+    def needs(self, stmt) -> set[Need]:
+        """The values the reverse sweep reads when it handles this statement."""
+        an = self.an
+        out: set[Need] = set()
+        if isinstance(stmt, ir.Assign):
+            value = stmt.value
+            if isinstance(value, ir.Call) and is_user_function(value.fn):
+                out |= {Need(a.id, "pre") for a in value.args if isinstance(a, ir.Name)}
+            elif isinstance(value, ir.Call):
+                out |= self.instantiate(stmt)[2]
+            elif isinstance(value, ir.Subscript):
+                out |= {Need(n, "pre") for n in ir.names_in(value.index)}
+            if stmt.unpack:
+                out |= {Need(t, "post") for t in stmt.targets if not self.an.is_active(t)
+                        or t in self.straight}
+        elif isinstance(stmt, ir.SetItem):
+            out |= {Need(n, "pre") for n in ir.names_in(stmt.index)}
+            if an.atom_active(stmt.value):
+                out.add(Need(stmt.value.id, "pre"))
+        elif isinstance(stmt, ir.If):
+            out |= {Need(n, "pre") for n in ir.names_in(stmt.test)}
+        elif isinstance(stmt, ir.For):
+            for atom in self.reverse_range_atoms(stmt):
+                out |= {Need(n, "pre") for n in ir.names_in(atom)}
+        return {n for n in out if n.var not in self.fn.constants}
+
+    def taped(self, stmt) -> list[tuple[Need, str]]:
+        """Needs of this statement that must be taped, with their tape names."""
+        result = []
+        for need in sorted(self.needs(stmt), key=lambda n: (n.var, n.when)):
+            if self.an.defs_may_clobber(need.var, stmt, operand=need.when == "pre"):
+                key = (need.var, id(stmt), need.when)
+                if key not in self.tapes:
+                    self.tapes[key] = self.names.fresh(f"{need.var}_tape")
+                    self.tape_order.append(self.tapes[key])
+                result.append((need, self.tapes[key]))
+        return result
+
+    def push(self, need: Need, tape: str) -> ast.stmt:
+        value = name(need.var)
+        if need.var in self.may_mutate:
+            value = runtime_call("copy", value)
+        return ast.Expr(ast.Call(ast.Attribute(name(tape), "append", ast.Load()), [value], []))
+
+    def pop_into(self, target: str, tape: str) -> ast.stmt:
+        self.popped_into.add(target)
+        return assign(target, ast.Call(ast.Attribute(name(tape), "pop", ast.Load()), [], []))
+
+    # ---- forward sweep ----------------------------------------------------------
+
+    def forward_block(self, block: list) -> list:
+        out: list = []
+        last_origin = None
+        for stmt in block:
+            if isinstance(stmt, ir.Return):
+                continue
+            if stmt.origin != last_origin:
+                out.append(self.em.origin_comment(stmt.origin))
+                last_origin = stmt.origin
+            work = self.has_work(stmt)
+            taped = self.taped(stmt) if work else []
+            out += [self.push(n, t) for n, t in taped if n.when == "pre"]
+            if work and isinstance(stmt, ir.For) and self.loop_trips(stmt):
+                out.append(assign(self.loop_trips(stmt), ast.Call(
+                    name("len"), [ast.Call(name("range"), [self.em.atom(stmt.start), self.em.atom(stmt.stop),
+                                                          self.em.atom(stmt.step)], [])], [])))
+            if work and isinstance(stmt, ir.While):
+                trips = self.while_trips(stmt)
+                out.append(assign(trips, ast.Constant(0)))
+                loop = self.em.primal(stmt, body_of=self.forward_block)
+                loop.body.append(assign(trips, ast.BinOp(name(trips), ast.Add(), ast.Constant(1))))
+                out.append(loop)
+            else:
+                emitted = self.em.primal(stmt, body_of=self.forward_block)
+                out.extend(emitted if isinstance(emitted, list) else [emitted])
+            out += [self.push(n, t) for n, t in taped if n.when == "post"]
+        return out
+
+    def loop_trips(self, stmt: ir.For) -> str | None:
+        """A trip-count variable, needed when the step is not a constant +-1."""
+        if isinstance(stmt.step, ir.Const) and stmt.step.value in (1, -1):
+            return None
+        if id(stmt) not in self.trips:
+            self.trips[id(stmt)] = self.names.fresh(f"{stmt.var}_trips")
+        return self.trips[id(stmt)]
+
+    def while_trips(self, stmt: ir.While) -> str:
+        if id(stmt) not in self.trips:
+            self.trips[id(stmt)] = self.names.fresh("while_trips")
+        return self.trips[id(stmt)]
+
+    def reverse_range_atoms(self, stmt: ir.For) -> list:
+        trips = self.loop_trips(stmt)
+        if trips is None:
+            return [stmt.start, stmt.stop]
+        return [stmt.start, stmt.step, ir.Name(trips)]
+
+    # ---- reverse sweep ----------------------------------------------------------
+
+    def reverse_block(self, block: list) -> list:
+        out: list = []
+        block_id = id(block)
+        last_origin = None
+        for stmt in reversed(block):
+            if not self.has_work(stmt):
+                continue
+            if stmt.origin != last_origin:
+                out.append(self.em.origin_comment(stmt.origin, "Grad of: "))
+                last_origin = stmt.origin
+            self.materialize(stmt, block_id, out)
+            out += self.reverse_stmt(stmt)
+        return out
+
+    def materialize(self, stmt, block_id: int, out: list):
+        """Zero adjoints owned by this block before the first statement that touches them."""
+        touched = set()
+        for s in ir.walk([stmt]):
+            touched |= set(ir.stmt_reads(s)) | set(ir.stmt_writes(s))
+        for var in sorted(touched):
+            if (var in self.straight or var in self.materialized or self.scope.get(var) != block_id
+                    or not self.an.is_active(var)):
+                continue
+            out.append(assign(self.bar(var), runtime_call("zeros_like", name(var))))
+            self.materialized.add(var)
+
+    def reverse_stmt(self, stmt) -> list:
+        taped = self.taped(stmt)
+        if isinstance(stmt, ir.If):
+            out = [self.pop_into(n.var, t) for n, t in taped]
+            body = self.reverse_block(stmt.body)
+            orelse = self.reverse_block(stmt.orelse)
+            return out + [self.em.if_(stmt.test, stmt.negated, body, orelse)]
+        if isinstance(stmt, ir.For):
+            out = [self.pop_into(n.var, t) for n, t in taped]
+            body = self.reverse_block(stmt.body)
+            return out + [ast.For(name(stmt.var, True), self.reverse_range(stmt), body or [ast.Pass()], [],
+                                  lineno=0)]
+        if isinstance(stmt, ir.While):
+            out = [self.pop_into(n.var, t) for n, t in taped]
+            trips = self.while_trips(stmt)
+            cond = self.reverse_block(stmt.cond)
+            body = self.reverse_block(stmt.body) + cond
+            counter = self.names.fresh("_")
+            return out + cond + [ast.For(name(counter, True), ast.Call(name("range"), [name(trips)], []),
+                                         body or [ast.Pass()], [], lineno=0)]
+        if isinstance(stmt, ir.SetItem):
+            return self.reverse_setitem(stmt, taped)
+        return self.reverse_assign(stmt, taped)
+
+    def reverse_range(self, stmt: ir.For) -> ast.expr:
+        em = self.em
+        start, stop, step = stmt.start, stmt.stop, stmt.step
+        trips = self.loop_trips(stmt)
+        if trips is None and step.value == 1:
+            first = _simplify(ast.BinOp(em.atom(stop), ast.Sub(), ast.Constant(1)))
+            last = _simplify(ast.BinOp(em.atom(start), ast.Sub(), ast.Constant(1)))
+            return ast.Call(name("range"), [first, last, em.const(-1)], [])
+        if trips is None:
+            first = _simplify(ast.BinOp(em.atom(stop), ast.Add(), ast.Constant(1)))
+            last = _simplify(ast.BinOp(em.atom(start), ast.Add(), ast.Constant(1)))
+            return ast.Call(name("range"), [first, last], [])
+        first = ast.BinOp(em.atom(start), ast.Add(),
+                          ast.BinOp(ast.BinOp(name(trips), ast.Sub(), ast.Constant(1)), ast.Mult(), em.atom(step)))
+        last = ast.BinOp(em.atom(start), ast.Sub(), em.atom(step))
+        return ast.Call(name("range"), [first, last, _simplify(ast.UnaryOp(ast.USub(), em.atom(step)))], [])
+
+    # ---- adjoint bookkeeping ----------------------------------------------------
+
+    def accumulate(self, var: str, contribution: ast.expr, out: list):
+        if not self.an.is_active(var):
+            return
+        bar = self.bar(var)
+        if var in self.straight and var not in self.live:
+            if self._may_alias_owned(contribution):
+                contribution = runtime_call("copy", contribution)
+            out.append(assign(bar, contribution))
+            self.live.add(var)
+        elif self.an.is_container(var):
+            out.append(assign(bar, runtime_call("tree_add", name(bar), contribution)))
+        elif var in self.an.subscripted:
+            out.append(ast.AugAssign(name(bar, True), ast.Add(), contribution))
+        elif isinstance(contribution, ast.UnaryOp) and isinstance(contribution.op, ast.USub):
+            out.append(assign(bar, ast.BinOp(name(bar), ast.Sub(), contribution.operand)))
+        else:
+            out.append(assign(bar, ast.BinOp(name(bar), ast.Add(), contribution)))
+
+    def _may_alias_owned(self, expr: ast.expr) -> bool:
+        """Could expr share memory with an adjoint that is later updated in place?"""
+        owned = {self.bars[v] for v in self.an.subscripted if v in self.bars}
+        if isinstance(expr, ast.Name):
+            return expr.id in owned
+        if isinstance(expr, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.Constant)):
+            return False
+        return any(isinstance(n, ast.Name) and n.id in owned for n in ast.walk(expr))
+
+    def adjoint_of(self, var: str) -> ast.expr | None:
+        """The current adjoint of var, or None where it is known to be zero."""
+        if var in self.straight and var not in self.live:
+            return None
+        if not self.an.is_active(var):
+            return None
+        return name(self.bar(var))
+
+    def kill(self, var: str, self_contribution: ast.expr | None, out: list):
+        """var was assigned here: before this point its adjoint starts again from zero."""
+        if var in self.straight:
+            self.live.discard(var)
+            return
+        if not self.an.is_active(var):
+            return
+        bar = self.bar(var)
+        if self_contribution is not None:
+            if var in self.an.subscripted and self._may_alias_owned(self_contribution):
+                self_contribution = runtime_call("copy", self_contribution)
+            out.append(assign(bar, self_contribution))
+        elif self.needs_reset(var):
+            out.append(assign(bar, runtime_call("zeros_like", name(bar))))
+
+    # ---- statements -------------------------------------------------------------
+
+    def reverse_assign(self, stmt: ir.Assign, taped) -> list:
+        out: list = []
+        value = stmt.value
+        target = stmt.targets[0]
+        rename: dict[str, str] = {}
+        pre = {n.var for n, _ in taped if n.when == "pre"}
+        post = {n.var for n, _ in taped if n.when == "post"}
+        for var in pre & post:
+            rename[var] = self.names.fresh(f"{var}_in")
+        for need, tape in taped:
+            into = rename.get(need.var, need.var) if need.when == "pre" else need.var
+            out.append(self.pop_into(into, tape))
+        if stmt.unpack:
+            return out + self.reverse_unpack(stmt)
+        y_bar = self.adjoint_of(target)
+        if y_bar is None:
+            self.kill(target, None, out)
+            return out
+        contributions: list[tuple[str, ast.expr]] = []
+        em = self.em
+        if isinstance(value, ir.Name):
+            contributions = [(value.id, y_bar)]
+        elif isinstance(value, ir.Const):
+            contributions = []
+        elif isinstance(value, ir.Build):
+            for k, atom in enumerate(value.elts):
+                if isinstance(atom, ir.Name):
+                    key = em.const(value.keys[k]) if value.kind == "dict" else ast.Constant(k)
+                    contributions.append((atom.id, ast.Subscript(y_bar, key, ast.Load())))
+        elif isinstance(value, ir.Subscript):
+            return out + self.reverse_subscript(stmt, y_bar)
+        elif isinstance(value, ir.Attribute):
+            base = value.value.id
+            if self.an.is_active(base):
+                bar = self.bar(base)
+                out.append(assign(bar, runtime_call("add_attr", name(bar), ast.Constant(value.attr), y_bar)))
+            self.kill(target, None, out)
+            return out
+        elif isinstance(value, ir.Call) and is_user_function(value.fn):
+            callee = em.function_names[id(value.fn)] + "_vjp"
+            grads = self.names.fresh(f"{em.function_names[id(value.fn)]}_bars")
+            args = [name(rename.get(a.id, a.id)) if isinstance(a, ir.Name) else em.atom(a) for a in value.args]
+            out.append(assign(grads, ast.Subscript(ast.Call(name(callee), args + [y_bar], []),
+                                                   ast.Constant(1), ast.Load())))
+            for k, atom in enumerate(value.args):
+                if isinstance(atom, ir.Name):
+                    contributions.append((atom.id, ast.Subscript(name(grads), ast.Constant(k), ast.Load())))
+        else:
+            local_stmts, contributions, _ = self.instantiate(stmt, rename)
+            out += local_stmts
+        own = [c for v, c in contributions if v == target]
+        for var, contribution in contributions:
+            if var != target:
+                self.accumulate(var, contribution, out)
+        total = None
+        for c in own:
+            total = c if total is None else ast.BinOp(total, ast.Add(), c)
+        self.kill(target, total, out)
+        return out
+
+    def reverse_unpack(self, stmt: ir.Assign) -> list:
+        out: list = []
+        source = stmt.value.id
+        parts = []
+        any_live = False
+        for t in stmt.targets:
+            adj = self.adjoint_of(t)
+            if adj is None:
+                parts.append(runtime_call("zeros_like", name(t)))
+            else:
+                any_live = True
+                parts.append(adj)
+        if any_live:
+            self.accumulate(source, ast.Tuple(parts, ast.Load()), out)
+        for t in stmt.targets:
+            self.kill(t, None, out)
+        return out
+
+    def reverse_subscript(self, stmt: ir.Assign, y_bar: ast.expr) -> list:
+        out: list = []
+        value = stmt.value
+        target = stmt.targets[0]
+        base = value.value.id
+        if self.an.is_active(base):
+            bar = self.bar(base)
+            index = self.em.index(value.index)
+            consts = all(isinstance(i, ir.Const) for i in value.index.items)
+            if self.an.is_container(base) or (consts and (base in self.fn.params or self._unpacked(base))):
+                out.append(assign(bar, runtime_call("add_at", name(bar), index, y_bar)))
+            elif self._basic(value.index):
+                out.append(ast.AugAssign(ast.Subscript(name(bar), index, ast.Store()), ast.Add(), y_bar))
+            else:
+                out.append(ast.Expr(runtime_call("index_add", name(bar), index, y_bar)))
+        self.kill(target, None, out)
+        return out
+
+    def _unpacked(self, var: str) -> bool:
+        defs = [d for d in self.an.defs.get(var, []) if d != "param"]
+        return any(isinstance(d, ir.Assign) and isinstance(d.value, ir.Call) and is_user_function(d.value.fn)
+                   for d in defs)
+
+    def _basic(self, index: ir.Index) -> bool:
+        """Only ints and slices: an in-place `+=` never meets a repeated element."""
+        for item in index.items:
+            if isinstance(item, ir.Name) and item.id not in self.an.int_like:
+                return False
+        return True
+
+    def reverse_setitem(self, stmt: ir.SetItem, taped) -> list:
+        out = [self.pop_into(n.var, t) for n, t in taped]
+        bar = self.bar(stmt.base)
+        index = self.em.index(stmt.index)
+        basic = self._basic(stmt.index)
+        if self.an.atom_active(stmt.value):
+            if basic:
+                picked = ast.Subscript(name(bar), index, ast.Load())
+            else:
+                picked = runtime_call("take", name(bar), index)
+            contribution = runtime_call("unbroadcast", picked, name(stmt.value.id))
+            if stmt.op == "-":
+                contribution = ast.UnaryOp(ast.USub(), contribution)
+            self.accumulate(stmt.value.id, contribution, out)
+        if stmt.op is None:
+            if basic:
+                out.append(ast.Assign([ast.Subscript(name(bar), index, ast.Store())], ast.Constant(0.0), lineno=0))
+            else:
+                out.append(ast.Expr(runtime_call("clear", name(bar), index)))
+        return out
+
+    # ---- the function -----------------------------------------------------------
+
+    def build(self) -> ast.FunctionDef:
+        fn = self.fn
+        out_bar = self.names.fresh("out_bar")
+        forward = self.forward_block(fn.body)
+        result = fn.result
+        reverse: list = []
+        if isinstance(result, ir.Name) and self.an.is_active(result.id):
+            var = result.id
+            seed = name(out_bar)
+            if self.has_aux:
+                # fn returns (value, aux): only the value is differentiated.
+                aux = ast.Subscript(name(var), ast.Constant(1), ast.Load())
+                seed = ast.Tuple([seed, runtime_call("zeros_like", aux)], ast.Load())
+            elif var in self.an.subscripted:
+                seed = runtime_call("copy", seed)
+            reverse.append(self.em.comment("Reverse sweep: adjoints flow back from the result"))
+            reverse.append(assign(self.bar(var), seed))
+            if var in self.straight:
+                self.live.add(var)
+            else:
+                self.materialized.add(var)
+            reverse += self.reverse_block(fn.body)
+        grads = []
+        for p in self.active_params:
+            adj = self.adjoint_of(p) if (p in self.straight and p in self.live) or (
+                p not in self.straight and p in self.materialized) else None
+            grads.append(adj if adj is not None else runtime_call("zeros_like", name(p)))
+        output = self.em.atom(result)
+        body = []
+        if self.tape_order:
+            body.append(self.em.comment("Tapes: values the reverse sweep needs after they are overwritten"))
+            body += [assign(t, ast.List([], ast.Load())) for t in self.tape_order]
+        body += forward
+        if isinstance(result, ir.Name) and result.id in self.popped_into:
+            saved = self.names.fresh("out")
+            body.append(assign(saved, name(result.id)))
+            output = name(saved)
+        body += reverse
+        body.append(ast.Return(ast.Tuple([output, ast.Tuple(grads, ast.Load())], ast.Load())))
+        args = ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in fn.params] + [ast.arg(out_bar)],
+                             kwonlyargs=[], kw_defaults=[], defaults=[])
+        doc = ast.Expr(ast.Constant(
+            f"Reverse mode of {fn.name} ({fn.origin.short()}): returns (value, adjoints of "
+            f"{', '.join(self.active_params) or 'nothing'})."))
+        return ast.FunctionDef(self.function_name, args, [doc] + body, [], None, lineno=0)
+
+
+# ---- helpers for rule instances ------------------------------------------------------
+
+
+def _drop_defaults(node: ast.Call, found) -> ast.Call:
+    """Leave out trailing arguments equal to the called helper's defaults (readability)."""
+    func = node.func
+    target = None
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "runtime":
+        target = getattr(runtime, func.attr, None)
+    if target is not None:
+        params = list(inspect.signature(target).parameters.values())
+        while node.args and len(node.args) <= len(params):
+            default = params[len(node.args) - 1].default
+            last = node.args[-1]
+            if default is inspect.Parameter.empty or not isinstance(last, ast.Constant) or last.value != default \
+                    or type(last.value) is not type(default):
+                break
+            node.args.pop()
+    if found.signature is not None:
+        defaults = {k: p.default for k, p in found.signature.parameters.items()
+                    if p.default is not inspect.Parameter.empty}
+        node.keywords = [kw for kw in node.keywords
+                         if not (kw.arg in defaults and isinstance(kw.value, ast.Constant)
+                                 and kw.value.value == defaults[kw.arg]
+                                 and type(kw.value.value) is type(defaults[kw.arg]))]
+        # np.transpose(x, None) and friends: a trailing positional None is the default.
+        if isinstance(func, ast.Attribute) and not target:
+            while node.args and len(node.args) > 1 and isinstance(node.args[-1], ast.Constant) \
+                    and node.args[-1].value is None:
+                node.args.pop()
+    return node
+
+
+def _number(node) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) \
+        and not isinstance(node.value, bool)
+
+
+def _simplify(node: ast.expr) -> ast.expr:
+    """Fold constants and drop multiplications by one, so rules read like hand-written code."""
+    for child_name, child in ast.iter_fields(node):
+        if isinstance(child, ast.expr):
+            setattr(node, child_name, _simplify(child))
+        elif isinstance(child, list):
+            setattr(node, child_name, [_simplify(c) if isinstance(c, ast.expr) else c for c in child])
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        if isinstance(node.operand, ast.UnaryOp) and isinstance(node.operand.op, ast.USub):
+            return node.operand.operand
+        if _number(node.operand):
+            return ast.Constant(-node.operand.value) if node.operand.value >= 0 else ast.Constant(-node.operand.value)
+    if isinstance(node, ast.BinOp):
+        left, right, op = node.left, node.right, node.op
+        if _number(left) and _number(right) and isinstance(op, (ast.Add, ast.Sub, ast.Mult)):
+            value = {ast.Add: left.value + right.value, ast.Sub: left.value - right.value,
+                     ast.Mult: left.value * right.value}[type(op)]
+            return ast.Constant(value) if value >= 0 else ast.UnaryOp(ast.USub(), ast.Constant(-value))
+        if isinstance(op, ast.Pow) and _number(right) and right.value == 1:
+            return left
+        if isinstance(op, ast.Mult) and _number(right) and right.value == 1 and type(right.value) is int:
+            return left
+        if isinstance(op, ast.Mult) and _number(left) and left.value == 1 and type(left.value) is int:
+            return right
+        if isinstance(op, (ast.Add, ast.Sub)) and _number(right) and right.value == 0:
+            return left
+        if isinstance(op, ast.Sub) and isinstance(right, ast.UnaryOp) and isinstance(right.op, ast.USub):
+            return ast.BinOp(left, ast.Add(), right.operand)
+        if isinstance(op, ast.Add) and isinstance(right, ast.UnaryOp) and isinstance(right.op, ast.USub):
+            return ast.BinOp(left, ast.Sub(), right.operand)
+    return node

@@ -1,0 +1,337 @@
+"""Helpers that generated code calls, as `runtime.<name>`.
+
+Each helper is plain NumPy here, which the python backend runs. runtime_numba.py gives
+every helper a `numba.extending.overload`, so that the same generated source compiles
+under `numba.njit` for scalars and arrays of any ndim.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+# ---- values and trees -------------------------------------------------------------
+
+
+def _is_namedtuple(x) -> bool:
+    return isinstance(x, tuple) and hasattr(x, "_fields")
+
+
+def zeros_like(x):
+    """A zero adjoint with the structure, shape and float dtype of x."""
+    if isinstance(x, np.ndarray):
+        dtype = x.dtype if np.issubdtype(x.dtype, np.inexact) else np.float64
+        return np.zeros(x.shape, dtype)
+    if _is_namedtuple(x):
+        return type(x)(*(zeros_like(v) for v in x))
+    if isinstance(x, (tuple, list)):
+        return tuple(zeros_like(v) for v in x)
+    if isinstance(x, dict):
+        return {k: zeros_like(v) for k, v in x.items()}
+    if isinstance(x, (np.floating, np.complexfloating)):
+        return type(x)(0)
+    return 0.0
+
+
+def ones_like(x):
+    """The seed of a gradient: one, with x's float dtype."""
+    if isinstance(x, (np.floating, np.ndarray)):
+        return np.ones_like(x)[()]
+    return 1.0
+
+
+def copy(x):
+    """A copy that later in-place writes cannot change (scalars are returned as they are)."""
+    if isinstance(x, np.ndarray):
+        return x.copy()
+    if isinstance(x, tuple) and not _is_namedtuple(x):
+        return tuple(copy(v) for v in x)
+    return x
+
+
+def tree_add(a, b):
+    """a + b, leaf by leaf, for adjoints of tuples, lists and dicts."""
+    if isinstance(a, dict):
+        return {k: tree_add(a[k], b[k]) for k in a}
+    if _is_namedtuple(a):
+        return type(a)(*(tree_add(x, y) for x, y in zip(a, b)))
+    if isinstance(a, (tuple, list)):
+        return tuple(tree_add(x, y) for x, y in zip(a, b))
+    return a + b
+
+
+def add_at(c, key, value):
+    """Add value to element `key` of c: in place for arrays, a new container otherwise."""
+    if isinstance(c, np.ndarray):
+        c[key] += value
+        return c
+    if isinstance(c, dict):
+        out = dict(c)
+        out[key] = tree_add(out[key], value)
+        return out
+    if _is_namedtuple(c):
+        return c._replace(**{c._fields[key]: tree_add(c[key], value)})
+    items = list(c)
+    items[key] = tree_add(items[key], value)
+    return tuple(items)
+
+
+def add_attr(c, name, value):
+    """Add value to field `name` of the namedtuple c."""
+    return c._replace(**{name: tree_add(getattr(c, name), value)})
+
+
+def index_add(a, index, value):
+    """a[index] += value in place, accumulating repeated entries of an index array."""
+    if any(isinstance(i, (np.ndarray, list)) for i in (index if isinstance(index, tuple) else (index,))):
+        np.add.at(a, index, value)
+    else:
+        a[index] += value
+
+
+def take(a, index):
+    """a[index] as a copy, for the adjoint of a write x[index] = v.
+
+    A write with repeated entries in an index array keeps only one of them, so its
+    derivative is refused rather than summed.
+    """
+    items = index if isinstance(index, tuple) else (index,)
+    for i in items:
+        if isinstance(i, (np.ndarray, list)) and np.issubdtype(np.asarray(i).dtype, np.integer):
+            flat = np.ravel(i)
+            if len(np.unique(flat)) != len(flat):
+                raise ValueError(
+                    "s2s: a write x[idx] = v whose index array repeats entries has no "
+                    "derivative s2s can take; remove the repeated entries from idx"
+                )
+    out = np.array(a[index], copy=True)
+    return out if out.ndim else out[()]
+
+
+def clear(a, index):
+    """a[index] = 0 in place: the overwritten elements no longer reach the result."""
+    a[index] = 0.0
+
+
+def shape(x):
+    return np.shape(x)
+
+
+# ---- broadcasting -----------------------------------------------------------------
+
+
+def unbroadcast(g, x):
+    """Sum g over the axes along which x (a value or a shape) was broadcast."""
+    target = x if isinstance(x, tuple) else np.shape(x)
+    g_shape = np.shape(g)
+    if g_shape == target:
+        return g
+    if len(target) == 0:
+        total = np.sum(g)
+        return total.astype(g.dtype)[()] if isinstance(g, np.ndarray) else total
+    if len(g_shape) == 0 or len(g_shape) < len(target):
+        return np.broadcast_to(g, target).copy()
+    lead = len(g_shape) - len(target)
+    axes = tuple(range(lead)) + tuple(
+        lead + k for k, n in enumerate(target) if n == 1 and g_shape[lead + k] != 1
+    )
+    return np.sum(g, axis=axes).reshape(target)
+
+
+def _expand(g, x_shape, axis, keepdims):
+    """Broadcast the adjoint of a reduction over `axis` back to x's shape."""
+    if axis is None:
+        return np.broadcast_to(g, x_shape)
+    if not keepdims:
+        axes = axis if isinstance(axis, tuple) else (axis,)
+        axes = tuple(sorted(a % len(x_shape) for a in axes))
+        for a in axes:
+            g = np.expand_dims(g, a)
+    return np.broadcast_to(g, x_shape)
+
+
+def _count(x_shape, axis):
+    if axis is None:
+        return int(np.prod(x_shape))
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    return int(np.prod([x_shape[a] for a in axes]))
+
+
+# ---- reductions -------------------------------------------------------------------
+
+
+def sum_bar(g, x, axis=None, keepdims=False):
+    return np.array(_expand(g, np.shape(x), axis, keepdims))
+
+
+def mean_bar(g, x, axis=None, keepdims=False):
+    return _expand(g, np.shape(x), axis, keepdims) / _count(np.shape(x), axis)
+
+
+def _max_mask(y, x, axis, keepdims):
+    hits = (x == _expand(y, np.shape(x), axis, keepdims)).astype(np.result_type(x, 0.0))
+    counts = np.sum(hits, axis=axis, keepdims=True)
+    return hits / counts
+
+
+def max_bar(g, y, x, axis=None, keepdims=False):
+    return _max_mask(y, x, axis, keepdims) * _expand(g, np.shape(x), axis, keepdims)
+
+
+def max_dot(x_dot, y, x, axis=None, keepdims=False):
+    return np.sum(_max_mask(y, x, axis, keepdims) * x_dot, axis=axis, keepdims=keepdims)
+
+
+def _prod_others(x, axis):
+    """The product of all other elements along axis, without dividing (exact at zeros)."""
+    if axis is None:
+        flat = np.ravel(x)
+        left = np.concatenate(([1.0], np.cumprod(flat)[:-1]))
+        right = np.concatenate((np.cumprod(flat[::-1])[:-1][::-1], [1.0]))
+        return (left * right).reshape(np.shape(x))
+    moved = np.moveaxis(x, axis, -1)
+    ones = np.ones(moved.shape[:-1] + (1,))
+    left = np.concatenate((ones, np.cumprod(moved, axis=-1)[..., :-1]), axis=-1)
+    right = np.concatenate((np.cumprod(moved[..., ::-1], axis=-1)[..., :-1][..., ::-1], ones), axis=-1)
+    return np.moveaxis(left * right, -1, axis)
+
+
+def prod_bar(g, y, x, axis=None, keepdims=False):
+    return _prod_others(x, axis) * _expand(g, np.shape(x), axis, keepdims)
+
+
+def prod_dot(x_dot, y, x, axis=None, keepdims=False):
+    return np.sum(_prod_others(x, axis) * x_dot, axis=axis, keepdims=keepdims)
+
+
+def var_bar(g, x, axis=None, ddof=0, keepdims=False):
+    centered = x - np.mean(x, axis=axis, keepdims=True)
+    return 2.0 * centered * _expand(g, np.shape(x), axis, keepdims) / (_count(np.shape(x), axis) - ddof)
+
+
+def var_dot(x_dot, x, axis=None, ddof=0, keepdims=False):
+    centered = x - np.mean(x, axis=axis, keepdims=True)
+    return 2.0 * np.sum(centered * x_dot, axis=axis, keepdims=keepdims) / (_count(np.shape(x), axis) - ddof)
+
+
+def std_bar(g, y, x, axis=None, ddof=0, keepdims=False):
+    return var_bar(g / (2.0 * y), x, axis, ddof, keepdims)
+
+
+# ---- products ---------------------------------------------------------------------
+
+
+def matmul_bar_x(g, x, y):
+    if np.ndim(x) == 1 and np.ndim(y) == 1:
+        return g * y
+    if np.ndim(y) == 1:
+        return unbroadcast(g[..., None] * y, x)
+    if np.ndim(x) == 1:
+        return unbroadcast(np.matmul(y, g[..., None])[..., 0], x)
+    return unbroadcast(np.matmul(g, np.swapaxes(y, -1, -2)), x)
+
+
+def matmul_bar_y(g, x, y):
+    if np.ndim(x) == 1 and np.ndim(y) == 1:
+        return g * x
+    if np.ndim(x) == 1:
+        return unbroadcast(x[:, None] * g[..., None, :], y)
+    if np.ndim(y) == 1:
+        return unbroadcast(np.matmul(np.swapaxes(x, -1, -2), g[..., None])[..., 0], y)
+    return unbroadcast(np.matmul(np.swapaxes(x, -1, -2), g), y)
+
+
+def dot_bar_x(g, x, y):
+    if np.ndim(x) == 0 or np.ndim(y) == 0:
+        return unbroadcast(g * y, x)
+    if np.ndim(x) <= 2 and np.ndim(y) <= 2:
+        return matmul_bar_x(g, x, y)
+    raise ValueError("s2s: the derivative of np.dot is implemented for up to 2-D arrays; use np.matmul")
+
+
+def dot_bar_y(g, x, y):
+    if np.ndim(x) == 0 or np.ndim(y) == 0:
+        return unbroadcast(g * x, y)
+    if np.ndim(x) <= 2 and np.ndim(y) <= 2:
+        return matmul_bar_y(g, x, y)
+    raise ValueError("s2s: the derivative of np.dot is implemented for up to 2-D arrays; use np.matmul")
+
+
+def outer_bar_x(g, x, y):
+    return np.reshape(np.dot(g, np.ravel(y)), np.shape(x))
+
+
+def outer_bar_y(g, x, y):
+    return np.reshape(np.dot(np.ravel(x), g), np.shape(y))
+
+
+def trace_bar(g, x):
+    return g * np.eye(np.shape(x)[0], np.shape(x)[1])
+
+
+# ---- shapes -----------------------------------------------------------------------
+
+
+def transpose_bar(g, axes=None):
+    if axes is None:
+        return np.transpose(g)
+    return np.transpose(g, np.argsort(axes))
+
+
+def reshape_bar(g, x):
+    return np.reshape(g, np.shape(x))
+
+
+def concatenate_bar(g, xs, axis=0):
+    sizes = np.cumsum([np.shape(x)[axis] for x in xs])[:-1]
+    return tuple(np.split(g, sizes, axis=axis))
+
+
+def stack_bar(g, xs, axis=0):
+    return tuple(np.take(g, k, axis=axis) for k in range(len(xs)))
+
+
+def array_bar(g, x):
+    if isinstance(x, (tuple, list)):
+        return tuple(array_bar(g[k], v) for k, v in enumerate(x))
+    return g if np.ndim(x) else g[()]
+
+
+def clip_inside(a, a_min, a_max):
+    """1.0 where clip passes a through, 0.0 where it is cut off."""
+    inside = np.ones(np.shape(a), dtype=bool)
+    if a_min is not None:
+        inside = inside & (a >= a_min)
+    if a_max is not None:
+        inside = inside & (a <= a_max)
+    return inside * 1.0
+
+
+# ---- linear algebra ---------------------------------------------------------------
+
+
+def _norm_check(x, ord, axis):
+    if ord not in (None, 2, "fro") or (ord == 2 and axis is None and np.ndim(x) != 1):
+        raise ValueError(f"s2s: the derivative of np.linalg.norm is implemented for the 2-norm "
+                         f"and the Frobenius norm, not ord={ord!r}")
+    if axis is not None and not isinstance(axis, (int, np.integer)):
+        raise ValueError("s2s: the derivative of np.linalg.norm takes axis=None or one int axis")
+
+
+def norm_bar(g, y, x, ord=None, axis=None, keepdims=False):
+    _norm_check(x, ord, axis)
+    y_full = _expand(y, np.shape(x), axis, keepdims)
+    scale = np.where(y_full == 0, 0.0, _expand(g, np.shape(x), axis, keepdims) / np.where(y_full == 0, 1.0, y_full))
+    return x * scale
+
+
+def norm_dot(x_dot, y, x, ord=None, axis=None, keepdims=False):
+    _norm_check(x, ord, axis)
+    y_full = _expand(y, np.shape(x), axis, keepdims)
+    safe = np.where(y_full == 0, 1.0, y_full)
+    return np.sum(np.where(y_full == 0, 0.0, x / safe) * x_dot, axis=axis, keepdims=keepdims)
+
+
+def solve_bar_a(b_adjoint, x):
+    if np.ndim(x) == 1:
+        return np.outer(b_adjoint, x)
+    return b_adjoint @ np.swapaxes(x, -1, -2)

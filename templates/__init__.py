@@ -1,0 +1,1 @@
+"""Derivative rules of s2s, written as ordinary Python functions (see s2s/rules.py)."""

@@ -1,0 +1,230 @@
+"""Rules for NumPy reductions, linear algebra, shape functions and array creation."""
+
+import operator
+
+import numpy as np
+
+from s2s.rules import nondifferentiable, refuse_when_active, rule
+from s2s.runtime import (
+    array_bar,
+    clip_inside,
+    concatenate_bar,
+    dot_bar_x,
+    dot_bar_y,
+    matmul_bar_x,
+    matmul_bar_y,
+    max_bar,
+    max_dot,
+    mean_bar,
+    norm_bar,
+    norm_dot,
+    outer_bar_x,
+    outer_bar_y,
+    prod_bar,
+    prod_dot,
+    reshape_bar,
+    solve_bar_a,
+    stack_bar,
+    std_bar,
+    sum_bar,
+    trace_bar,
+    transpose_bar,
+    unbroadcast,
+    var_bar,
+    var_dot,
+)
+
+# ---- reductions -------------------------------------------------------------------
+
+
+@rule(np.sum)
+def sum(y, x, axis=None, keepdims=False):
+    y_dot = np.sum(x_dot, axis=axis, keepdims=keepdims)
+    x_bar += sum_bar(y_bar, x, axis, keepdims)
+
+
+@rule(np.mean)
+def mean(y, x, axis=None, keepdims=False):
+    y_dot = np.mean(x_dot, axis=axis, keepdims=keepdims)
+    x_bar += mean_bar(y_bar, x, axis, keepdims)
+
+
+@rule(np.max, np.amax, np.min, np.amin)
+def max(y, x, axis=None, keepdims=False):
+    """Ties share the derivative equally, as in JAX."""
+    y_dot = max_dot(x_dot, y, x, axis, keepdims)
+    x_bar += max_bar(y_bar, y, x, axis, keepdims)
+
+
+@rule(np.prod)
+def prod(y, x, axis=None, keepdims=False):
+    y_dot = prod_dot(x_dot, y, x, axis, keepdims)
+    x_bar += prod_bar(y_bar, y, x, axis, keepdims)
+
+
+@rule(np.var)
+def var(y, x, axis=None, ddof=0, keepdims=False):
+    y_dot = var_dot(x_dot, x, axis, ddof, keepdims)
+    x_bar += var_bar(y_bar, x, axis, ddof, keepdims)
+
+
+@rule(np.std)
+def std(y, x, axis=None, ddof=0, keepdims=False):
+    y_dot = var_dot(x_dot, x, axis, ddof, keepdims) / (2.0 * y)
+    x_bar += std_bar(y_bar, y, x, axis, ddof, keepdims)
+
+
+# ---- products ---------------------------------------------------------------------
+
+
+@rule(np.dot, np.inner)
+def dot(z, x, y):
+    z_dot = np.dot(x_dot, y) + np.dot(x, y_dot)
+    x_bar += dot_bar_x(z_bar, x, y)
+    y_bar += dot_bar_y(z_bar, x, y)
+
+
+@rule(operator.matmul, np.matmul)
+def matmul(z, x, y):
+    z_dot = x_dot @ y + x @ y_dot
+    x_bar += matmul_bar_x(z_bar, x, y)
+    y_bar += matmul_bar_y(z_bar, x, y)
+
+
+@rule(np.outer)
+def outer(z, x, y):
+    z_dot = np.outer(x_dot, y) + np.outer(x, y_dot)
+    x_bar += outer_bar_x(z_bar, x, y)
+    y_bar += outer_bar_y(z_bar, x, y)
+
+
+@rule(np.trace)
+def trace(y, x):
+    y_dot = np.trace(x_dot)
+    x_bar += trace_bar(y_bar, x)
+
+
+# ---- shapes -----------------------------------------------------------------------
+
+
+@rule(np.transpose)
+def transpose(y, x, axes=None):
+    y_dot = np.transpose(x_dot, axes)
+    x_bar += transpose_bar(y_bar, axes)
+
+
+@rule(np.reshape)
+def reshape(y, x, shape):
+    y_dot = np.reshape(x_dot, shape)
+    x_bar += reshape_bar(y_bar, x)
+
+
+@rule(np.ravel)
+def ravel(y, x):
+    y_dot = np.ravel(x_dot)
+    x_bar += reshape_bar(y_bar, x)
+
+
+@rule(np.squeeze)
+def squeeze(y, x, axis=None):
+    y_dot = np.squeeze(x_dot, axis)
+    x_bar += reshape_bar(y_bar, x)
+
+
+@rule(np.expand_dims)
+def expand_dims(y, x, axis):
+    y_dot = np.expand_dims(x_dot, axis)
+    x_bar += reshape_bar(y_bar, x)
+
+
+@rule(np.concatenate)
+def concatenate(y, xs, axis=0):
+    y_dot = np.concatenate(xs_dot, axis)
+    xs_bar += concatenate_bar(y_bar, xs, axis)
+
+
+@rule(np.stack)
+def stack(y, xs, axis=0):
+    y_dot = np.stack(xs_dot, axis)
+    xs_bar += stack_bar(y_bar, xs, axis)
+
+
+@rule(np.array, np.asarray)
+def array(y, x):
+    y_dot = np.array(x_dot)
+    x_bar += array_bar(y_bar, x)
+
+
+# ---- selection --------------------------------------------------------------------
+
+
+@rule(np.where)
+def where(z, condition, x, y):
+    z_dot = np.where(condition, x_dot, y_dot)
+    x_bar += unbroadcast(np.where(condition, z_bar, 0.0), x)
+    y_bar += unbroadcast(np.where(condition, 0.0, z_bar), y)
+
+
+@rule(np.clip)
+def clip(y, a, a_min, a_max):
+    y_dot = np.where(clip_inside(a, a_min, a_max), a_dot, 0.0)
+    a_bar += unbroadcast(y_bar * clip_inside(a, a_min, a_max), a)
+    a_min_bar += unbroadcast(y_bar * (a < a_min), a_min)
+    a_max_bar += unbroadcast(y_bar * (a > a_max), a_max)
+
+
+# ---- linear algebra ---------------------------------------------------------------
+
+
+@rule(np.linalg.norm)
+def norm(y, x, ord=None, axis=None, keepdims=False):
+    y_dot = norm_dot(x_dot, y, x, ord, axis, keepdims)
+    x_bar += norm_bar(y_bar, y, x, ord, axis, keepdims)
+
+
+@rule(np.linalg.solve)
+def solve(x, a, b):
+    x_dot = np.linalg.solve(a, b_dot - a_dot @ x)
+    b_adjoint = np.linalg.solve(np.transpose(a), x_bar)
+    b_bar += b_adjoint
+    a_bar -= solve_bar_a(b_adjoint, x)
+
+
+@rule(np.linalg.det)
+def det(y, a):
+    y_dot = y * np.trace(np.linalg.solve(a, a_dot))
+    a_bar += y_bar * y * np.transpose(np.linalg.inv(a))
+
+
+@rule(np.linalg.inv)
+def inv(y, a):
+    y_dot = -(y @ a_dot @ y)
+    a_bar -= np.transpose(y) @ y_bar @ np.transpose(y)
+
+
+# ---- creation ---------------------------------------------------------------------
+
+
+@rule(np.full)
+def full(y, shape, fill_value):
+    y_dot = np.full(shape, fill_value_dot)
+    fill_value_bar += np.sum(y_bar)
+
+
+@rule(np.full_like)
+def full_like(y, a, fill_value):
+    y_dot = np.full_like(a, fill_value_dot)
+    fill_value_bar += np.sum(y_bar)
+
+
+DECLARATIONS = [
+    nondifferentiable(
+        np.zeros, np.ones, np.empty, np.zeros_like, np.ones_like, np.empty_like, np.eye,
+        np.identity, np.shape, np.ndim, np.size, np.argmax, np.argmin, np.argsort,
+        np.searchsorted, np.count_nonzero, np.any, np.all,
+    ),
+    refuse_when_active(
+        "build the array from a constant grid and scale it: start + (stop - start) * grid",
+        np.arange, np.linspace,
+    ),
+]
