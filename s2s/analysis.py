@@ -321,7 +321,8 @@ class Analysis:
                     f"writing into {var} would also change {live[0]}, which may share its memory",
                     stmt.origin, f"make {var} a copy ({var} = ....copy()) before writing into it")
         for var in self.mutated:
-            self.alias_of[var] = classes.get(find(var), {var})
+            for member in classes.get(find(var), {var}):
+                self.alias_of[member] = classes.get(find(var), {var})
 
     def _liveness(self):
         result = self.fn.result

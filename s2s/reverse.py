@@ -138,10 +138,11 @@ class VJP:
         return False
 
     def needs_reset(self, var: str) -> bool:
-        defs = self.an.defs.get(var, [])
-        if len(defs) != 1 or defs[0] == "param":
+        """Can the adjoint of var receive contributions again after this assignment?"""
+        killing = [d for d in self.an.defs.get(var, []) if not isinstance(d, ir.SetItem)]
+        if len(killing) != 1 or killing[0] == "param":
             return True
-        return self.chains[id(defs[0])][-1] != self.scope[var]
+        return self.chains[id(killing[0])][-1] != self.scope[var]
 
     # ---- which statements have reverse work -------------------------------------
 

@@ -1,6 +1,7 @@
 """Rules for Python's operators and builtins."""
 
 import builtins
+import math
 import operator
 
 import numpy as np
@@ -37,7 +38,7 @@ def truediv(z, x, y):
     y_bar -= unbroadcast(z_bar * z / y, y)
 
 
-@rule(operator.pow, np.power, builtins.pow)
+@rule(operator.pow, np.power, builtins.pow, math.pow)
 def pow(z, x, y):
     z_dot = y * x ** (y - 1) * x_dot + z * np.log(x) * y_dot
     x_bar += unbroadcast(z_bar * y * x ** (y - 1), x)

@@ -1,0 +1,411 @@
+"""User programs that the feature tests differentiate: one per language feature.
+
+Each CASE is (function, args builder, argnums, jit) where jit says whether the primal
+compiles under numba.njit (then s2s.jit(s2s.grad(f)) must as well).
+"""
+
+import math
+from collections import namedtuple
+
+import numpy as np
+
+from helpers_module import smooth_step
+
+# ---- operators ------------------------------------------------------------------------
+
+
+def scalar_operators(x, y):
+    a = (x + y) * (x - y) / (y * 2.0) + x**3 - (-y) ** 2
+    b = x % 0.7 + 2.0**x + x**y
+    return a + b
+
+
+def broadcast_operators(a, b):
+    c = a * b + b / (a + 3.0) - a**2 + 1.0 / b
+    return np.sum(c - b + 2.0 * a)
+
+
+def matmul_products(A, x):
+    y = A @ x
+    z = x @ A.T
+    return np.sum(y**2) + x @ x + np.sum(z) + np.sum(A @ A.T)
+
+
+def comparisons(x, y):
+    if x < y and not x == y:
+        r = x * y
+    else:
+        r = x + y
+    if 0.0 < x < 5.0 or y > 10.0:
+        r = r * 2.0
+    return r
+
+
+# ---- assignment -----------------------------------------------------------------------
+
+
+def chained_and_tuple(x, y):
+    a = b = x * 2.0
+    c, d = y, a * b
+    c, d = d * c, c + d
+    return c * d + a
+
+
+def augmented_names(x):
+    y = x * 1.0
+    y += 3.0 * x
+    y -= x
+    y *= x
+    y /= 2.0
+    y **= 2
+    return np.sum(y)
+
+
+def augmented_subscripts(x):
+    z = np.zeros(4)
+    z[0] += x[0]
+    z[1] -= x[1] * 2.0
+    z[2] = x[2]
+    z[2] *= x[0]
+    z[3] /= 2.0
+    z[1:3] += x[1:3] ** 2
+    return np.sum(z * z)
+
+
+# ---- subscripts -----------------------------------------------------------------------
+
+
+def subscript_reads(x):
+    y = x[1:4] * x[-1] + x[::2][1]
+    return np.sum(y) + x[0] * x[-2] + np.sum(x[:-1] * x[1:])
+
+
+def subscript_2d(A):
+    return A[1, 2] * np.sum(A[:, 0]) + np.sum(A[0] ** 2) + np.sum(A[1:, ::2]) + A[-1, -1]
+
+
+def writes_into_new_arrays(x):
+    y = np.zeros(4)
+    y[0] = x[0]
+    y[1:3] = x[1:3] ** 2
+    y[3] = y[0] * y[1]
+    y[0] = 5.0
+    w = np.empty(2)
+    w[0] = x[3]
+    w[1] = x[0] * x[3]
+    return np.sum(y * x) + w[0] * w[1]
+
+
+def writes_into_copy(x):
+    y = x.copy()
+    y[0] = y[1] * 3.0
+    y[2:] = np.sin(y[:-2])
+    return np.sum(y**2)
+
+
+def overwritten_variable(x):
+    s = x[0]
+    for i in range(3):
+        s = np.sin(s) * x[1] + s
+    s = s * s
+    return s
+
+
+def recurrence_in_place(x, a):
+    y = np.zeros(6)
+    y[0] = x
+    for i in range(1, 6):
+        y[i] = y[i - 1] * a + np.cos(y[i - 1])
+    return np.sum(y**2)
+
+
+# ---- control flow ---------------------------------------------------------------------
+
+
+def if_elif_else(x):
+    if x > 1.0:
+        y = x**2
+    elif x > 0.0:
+        y = np.sin(x) * x
+    else:
+        y = -x
+    return y * 3.0
+
+
+def range_loops(x, n):
+    s = 0.0
+    for i in range(n):
+        s = s + x**i / (i + 1.0)
+    for j in range(2, 9, 3):
+        s = s * x + j
+    for k in range(5, 0, -2):
+        s = s - x * k
+    for m in range(-3, 4, 2):
+        s = s + m * np.sin(x * s)
+    return s
+
+
+def loop_over_rows(A):
+    s = 0.0
+    for row in A:
+        s = s * 0.5 + np.sum(row**2)
+    return s
+
+
+def while_loop(x):
+    y = x
+    n = 0
+    while y < 10.0:
+        y = y * 1.5 + 0.1
+        n += 1
+    return y * n
+
+
+def break_and_continue(x):
+    s = 0.0
+    for i in range(10):
+        if i % 2 == 0:
+            continue
+        s = s + x * i
+        if s > 5.0:
+            break
+    return s * x
+
+
+def while_with_break(x):
+    y = x
+    while y < 100.0:
+        y = y * y + 1.0
+        if y > 20.0:
+            break
+    return y
+
+
+def early_returns(x):
+    if x < 0.0:
+        return -x * 2.0
+    for i in range(5):
+        x = x * 1.1
+        if x > 3.0:
+            return x**2
+    return x
+
+
+def nested_loops(A, b):
+    n = A.shape[0]
+    out = np.zeros(n)
+    for i in range(n):
+        acc = 0.0
+        for j in range(n):
+            acc = acc + A[i, j] * b[j]
+        out[i] = np.tanh(acc)
+    return np.sum(out * b)
+
+
+# ---- calls ----------------------------------------------------------------------------
+
+
+def helper_pair(a, b):
+    return a * np.sin(b), a + b
+
+
+def calls_user_functions(x, y):
+    p, q = helper_pair(x, y)
+    r = helper_pair(q, p)[0]
+    return p * q + r + smooth_step(x - y, 3.0)
+
+
+def helper_with_loop(v, steps):
+    for i in range(steps):
+        v = v + 0.1 * np.cos(v)
+    return v
+
+
+def calls_in_a_loop(x):
+    s = x
+    for i in range(3):
+        s = helper_with_loop(s, 2) * x
+    return np.sum(s)
+
+
+# ---- builtins and math ----------------------------------------------------------------
+
+
+def builtins_and_math(x, y):
+    a = abs(x - y) + min(x, y) * max(x, 2.0 * y) + float(x)
+    b = math.sin(x) * math.exp(y) + math.log(x + 3.0) + math.sqrt(x * x + 1.0)
+    c = math.tanh(y) + math.atan2(y, x) + math.erf(x) + math.pow(x + 2.0, 1.5)
+    return a + b + c
+
+
+def uses_len(x):
+    n = len(x)
+    s = 0.0
+    for i in range(n):
+        s = s + x[i] * (i + 1)
+    return s / n
+
+
+# ---- numpy ----------------------------------------------------------------------------
+
+
+def elementwise_family(x):
+    a = np.sin(x) + np.cos(x) + np.tan(x) + np.arcsin(x) + np.arccos(x) + np.arctan(x)
+    b = np.sinh(x) + np.cosh(x) + np.tanh(x) + np.exp(x) + np.expm1(x)
+    c = np.log(x + 2.0) + np.log1p(x) + np.log2(x + 2.0) + np.log10(x + 2.0) + np.sqrt(x + 1.0)
+    d = np.square(x) + np.power(x + 2.0, 1.7) + np.abs(x) + np.sign(x) * x
+    return np.sum(a * b + c * d)
+
+
+def reductions(A):
+    a = np.sum(A) + np.mean(A) + np.prod(A[0]) + np.max(A) + np.min(A)
+    b = np.var(A) + np.std(A)
+    return a + b
+
+
+def reductions_with_axis(A):
+    a = np.sum(np.sum(A, axis=0) ** 2) + np.sum(np.mean(A, axis=1) ** 2)
+    b = np.sum(np.max(A, axis=1)) + np.sum(np.min(A, axis=0) * 2.0)
+    c = np.sum(np.var(A, axis=0)) + np.sum(np.std(A, axis=1)) + np.sum(np.prod(A, axis=1))
+    d = np.sum(np.sum(A, axis=1, keepdims=True) * A)
+    return a + b + c + d
+
+
+def linear_algebra(A, x):
+    a = np.dot(A, x) + np.matmul(A, x)
+    b = np.outer(x, x)
+    c = np.inner(x, x) + np.trace(A) + np.dot(x, x)
+    return np.sum(a**2) + np.sum(b * A) + c
+
+
+def shape_functions(A, x):
+    a = np.transpose(A) @ x
+    b = np.reshape(A, (A.size,))
+    c = np.ravel(A) * 2.0
+    d = np.concatenate((x, a, x * 2.0))
+    e = np.stack((x, a))
+    f = np.squeeze(np.expand_dims(x, 0))
+    return np.sum(a) + np.sum(b * c) + np.sum(d**2) + np.sum(e * e) + np.sum(f**3)
+
+
+def selection_functions(x, y):
+    a = np.where(x > y, x * y, x + y)
+    b = np.clip(x, -0.5, 0.5)
+    c = np.maximum(x, y) + np.minimum(x, 0.1)
+    return np.sum(a + b * c)
+
+
+def creation_functions(x):
+    n = x.shape[0]
+    z = np.zeros(n) + np.ones(n) * 2.0 + np.zeros_like(x) + np.ones_like(x)
+    f = np.full(n, x[0])
+    e = np.eye(n) @ x
+    r = np.arange(n) * x
+    g = np.linspace(0.0, 1.0, n) * x
+    return np.sum(z * x + f * e + r + g)
+
+
+def linalg_functions(A, b):
+    x = np.linalg.solve(A, b)
+    d = np.linalg.det(A)
+    Ai = np.linalg.inv(A)
+    return np.linalg.norm(x) + d + np.sum(Ai * Ai)
+
+
+def methods_and_attributes(A, x):
+    n = A.shape[0] + A.ndim + A.size
+    s = A.sum() + A.mean() + A.T.sum() + A.reshape(A.size).dot(A.ravel())
+    y = A.dot(x)
+    z = A.copy()
+    z[0, 0] = y[0]
+    return s * n + np.sum(z) + np.sum(A.sum(axis=0) * x)
+
+
+def array_from_scalars(x, y):
+    v = np.array([x * y, x + y, np.sin(x)])
+    return np.sum(v**2)
+
+
+# ---- pytrees --------------------------------------------------------------------------
+
+
+def tuple_params(params, x):
+    w, b = params
+    return np.sum((x @ w + b) ** 2)
+
+
+def list_params(params, x):
+    w = params[0]
+    b = params[1]
+    return np.sum(np.tanh(x @ w) + b)
+
+
+def dict_params(params, x):
+    return np.sum((x * params["scale"] + params["shift"]) ** 2)
+
+
+Point = namedtuple("Point", ["a", "b"])
+
+
+def namedtuple_params(p, x):
+    return np.sum(p.a * x + p.b * x**2)
+
+
+def returns_tuple(x):
+    return np.sin(x) * 2.0, np.cos(x)
+
+
+def has_aux_loss(x):
+    loss = np.sum(x**2)
+    return loss, np.max(x)
+
+
+def rng_args():
+    return np.random.default_rng(42)
+
+
+CASES = {
+    "scalar_operators": (scalar_operators, lambda r: (1.3, 0.8), (0, 1), True),
+    "broadcast_operators": (broadcast_operators, lambda r: (r.random((3, 4)) + 0.5, r.random(4) + 0.5), (0, 1), True),
+    "matmul_products": (matmul_products, lambda r: (r.standard_normal((3, 3)), r.standard_normal(3)), (0, 1), True),
+    "comparisons": (comparisons, lambda r: (1.5, 2.5), (0, 1), True),
+    "chained_and_tuple": (chained_and_tuple, lambda r: (0.7, -1.2), (0, 1), True),
+    "augmented_names": (augmented_names, lambda r: (r.standard_normal(5),), (0,), True),
+    "augmented_subscripts": (augmented_subscripts, lambda r: (r.standard_normal(4),), (0,), True),
+    "subscript_reads": (subscript_reads, lambda r: (r.standard_normal(6),), (0,), True),
+    "subscript_2d": (subscript_2d, lambda r: (r.standard_normal((4, 5)),), (0,), True),
+    "writes_into_new_arrays": (writes_into_new_arrays, lambda r: (r.standard_normal(4),), (0,), True),
+    "writes_into_copy": (writes_into_copy, lambda r: (r.standard_normal(5),), (0,), True),
+    "overwritten_variable": (overwritten_variable, lambda r: (r.standard_normal(2),), (0,), True),
+    "recurrence_in_place": (recurrence_in_place, lambda r: (0.3, 0.9), (0, 1), True),
+    "if_elif_else_pos": (if_elif_else, lambda r: (1.7,), (0,), True),
+    "if_elif_else_mid": (if_elif_else, lambda r: (0.4,), (0,), True),
+    "if_elif_else_neg": (if_elif_else, lambda r: (-0.4,), (0,), True),
+    "range_loops": (range_loops, lambda r: (0.9, 4), (0,), True),
+    "loop_over_rows": (loop_over_rows, lambda r: (r.standard_normal((4, 3)),), (0,), True),
+    "while_loop": (while_loop, lambda r: (1.3,), (0,), True),
+    "break_and_continue": (break_and_continue, lambda r: (0.8,), (0,), True),
+    "while_with_break": (while_with_break, lambda r: (1.1,), (0,), True),
+    "early_returns_neg": (early_returns, lambda r: (-1.0,), (0,), True),
+    "early_returns_loop": (early_returns, lambda r: (2.0,), (0,), True),
+    "early_returns_end": (early_returns, lambda r: (0.5,), (0,), True),
+    "nested_loops": (nested_loops, lambda r: (r.standard_normal((3, 3)), r.standard_normal(3)), (0, 1), True),
+    "calls_user_functions": (calls_user_functions, lambda r: (0.6, 1.1), (0, 1), True),
+    "calls_in_a_loop": (calls_in_a_loop, lambda r: (r.standard_normal(3),), (0,), True),
+    "builtins_and_math": (builtins_and_math, lambda r: (0.6, 0.3), (0, 1), True),
+    "uses_len": (uses_len, lambda r: (r.standard_normal(5),), (0,), True),
+    "elementwise_family": (elementwise_family, lambda r: (r.uniform(-0.8, 0.8, 5),), (0,), True),
+    "reductions": (reductions, lambda r: (r.uniform(0.5, 1.5, (3, 4)),), (0,), True),
+    "reductions_with_axis": (reductions_with_axis, lambda r: (r.uniform(0.5, 1.5, (3, 4)),), (0,), False),
+    "linear_algebra": (linear_algebra, lambda r: (r.standard_normal((3, 3)), r.standard_normal(3)), (0, 1), True),
+    "shape_functions": (shape_functions, lambda r: (r.standard_normal((3, 3)), r.standard_normal(3)), (0, 1), True),
+    "selection_functions": (selection_functions, lambda r: (r.standard_normal(6), r.standard_normal(6)), (0, 1), True),
+    "creation_functions": (creation_functions, lambda r: (r.standard_normal(4),), (0,), True),
+    "linalg_functions": (linalg_functions, lambda r: (r.standard_normal((3, 3)) + 3 * np.eye(3), r.standard_normal(3)), (0, 1), True),
+    "methods_and_attributes": (methods_and_attributes, lambda r: (r.standard_normal((3, 3)), r.standard_normal(3)), (0, 1), True),
+    "array_from_scalars": (array_from_scalars, lambda r: (0.4, 1.3), (0, 1), True),
+    "tuple_params": (tuple_params, lambda r: ((r.standard_normal(3), 0.5), r.standard_normal((4, 3))), (0,), True),
+    "list_params": (list_params, lambda r: ([r.standard_normal(3), r.standard_normal(1)], r.standard_normal((4, 3))), (0,), True),
+    "dict_params": (dict_params, lambda r: ({"scale": r.standard_normal(3), "shift": 0.3}, r.standard_normal(3)), (0,), False),
+    "namedtuple_params": (namedtuple_params, lambda r: (Point(r.standard_normal(3), 0.7), r.standard_normal(3)), (0,), True),
+}
