@@ -692,9 +692,11 @@ class Normalizer:
             raise self.error(node, "print(...) returns None; call it as a statement")
         if callee in (builtins.range, builtins.enumerate, builtins.zip):
             raise self.error(node, f"{callee.__name__}(...) is supported only as the iterable of a for loop")
-        args, kwargs = self.arguments(node)
+        args, kwargs = self.arguments(node, lists_as_tuples=not is_user_function(callee))
         if is_user_function(callee):
             return self.user_call(node, callee, args, kwargs)
+        if callee is np.matmul and len(args) == 2 and not kwargs:
+            callee = operator.matmul  # the same function; Numba compiles `@`, not np.matmul
         if callee is np.array or callee is np.asarray:
             if kwargs:
                 raise self.error(node, f"{callee.__name__} with keyword arguments is not supported")
@@ -708,12 +710,16 @@ class Normalizer:
             return False
         return isinstance(self.resolver.resolve(node), types.ModuleType)
 
-    def arguments(self, node: cst.Call):
+    def arguments(self, node: cst.Call, lists_as_tuples: bool = False):
         args, kwargs = [], []
         for arg in node.args:
             if arg.star:
                 raise self.error(arg, "starred arguments are not supported", "pass arguments one by one")
-            value = self.expr(arg.value)
+            if lists_as_tuples and isinstance(arg.value, cst.List):
+                # np.array([a, b]) == np.array((a, b)), and Numba types tuples, not lists.
+                value = self.assign(ir.Build("tuple", self.elements(arg.value.elements)))
+            else:
+                value = self.expr(arg.value)
             if arg.keyword is None:
                 if kwargs:
                     raise self.error(arg, "positional argument after keyword argument")

@@ -183,8 +183,10 @@ def _unbroadcast(g, x):
     loops, idx_g, idx_o = [], [f"i{k}" for k in range(n)], []
     for k in range(t):
         idx_o.append(f"(i{lead + k} if shape[{k}] != 1 else 0)")
-    lines = ["def impl(g, x):", f"    shape = {shape_of}", "    if g.shape == shape:", "        return g",
-             "    out = np.zeros(shape, g.dtype)"]
+    lines = ["def impl(g, x):", f"    shape = {shape_of}"]
+    if n == t:
+        lines += ["    if g.shape == shape:", "        return g"]
+    lines.append("    out = np.zeros(shape, g.dtype)")
     indent = "    "
     for k in range(n):
         lines.append(f"{indent}for i{k} in range(g.shape[{k}]):")
@@ -194,44 +196,44 @@ def _unbroadcast(g, x):
     return _compile("\n".join(lines) + "\n", "impl")
 
 
-def _expand_source(name: str, ndim: int, body: str, keepdims_ok: bool = True) -> str:
-    """impl(g, x, axis, keepdims) that maps every index of x to the reduced index of g."""
-    lines = [f"def {name}(g, x, axis, keepdims):", "    out = np.empty(x.shape, np.float64)",
-             "    for idx in np.ndindex(x.shape):"]
+def _expand(g, x, axis):
+    """Broadcast the adjoint g of a reduction of x over `axis` back to x's shape."""
+
+
+@overload(_expand)
+def _expand_overload(g, x, axis):
+    if _scalar(g):
+        return lambda g, x, axis: np.full(x.shape, g)
+    if g.ndim == x.ndim:  # keepdims=True: ordinary broadcasting
+        return lambda g, x, axis: np.zeros(x.shape, g.dtype) + g
+    ndim = x.ndim
+    lines = ["def impl(g, x, axis):", "    out = np.empty(x.shape, g.dtype)",
+             f"    a = axis % {ndim}", "    for idx in np.ndindex(x.shape):"]
     for a in range(ndim):
         drop = [f"idx[{k}]" for k in range(ndim) if k != a]
-        keep = [("0" if k == a else f"idx[{k}]") for k in range(ndim)]
         dropped = ", ".join(drop) + ("," if len(drop) == 1 else "")
-        kept = ", ".join(keep) + ("," if len(keep) == 1 else "")
-        gd = f"g[{dropped}]" if drop else "g"
-        lines.append(f"        {'if' if a == 0 else 'elif'} axis == {a} or axis == {a - ndim}:")
-        lines.append(f"            v = g[{kept}] if keepdims else {gd}")
-    lines.append("        else:")
-    lines.append("            v = g.ravel()[0]")
-    lines.append(f"        out[idx] = {body}")
+        lines.append(f"        {'if' if a == 0 else 'elif'} a == {a}:")
+        lines.append(f"            out[idx] = g[{dropped}]")
     lines.append("    return out")
-    return "\n".join(lines) + "\n"
+    return _compile("\n".join(lines) + "\n", "impl")
 
 
-def _reduction_overload(helper, body_full: str, body_axis: str, extra: str = ""):
+def _reduction_overload(helper, body_full: str, body_axis: str):
     """Overload a reduction adjoint: axis None for any ndim, one int axis by generated code."""
 
     def typer(g, x, axis=None, keepdims=False):
         if _is_none(axis):
-            return _compile(f"def impl(g, x, axis=None, keepdims=False):\n{extra}    return {body_full}\n", "impl")
+            return _compile(f"def impl(g, x, axis=None, keepdims=False):\n    return {body_full}\n", "impl")
         if isinstance(axis, types.Integer):
-            src = _expand_source("expand", x.ndim, "v")
-            expand = register_jitable(_compile(src, "expand"))
-            return _compile(f"def impl(g, x, axis=None, keepdims=False):\n{extra}    return {body_axis}\n",
-                            "impl", expand=expand)
+            return _compile(f"def impl(g, x, axis=None, keepdims=False):\n    return {body_axis}\n",
+                            "impl", expand=_expand)
         raise TypingError("s2s: under jit, reductions take axis=None or one int axis")
 
     overload(helper)(typer)
 
 
-_reduction_overload(rt.sum_bar, "np.full(x.shape, g)", "expand(g, x, axis, keepdims)")
-_reduction_overload(rt.mean_bar, "np.full(x.shape, g / x.size)",
-                    "expand(g, x, axis, keepdims) / x.shape[axis]")
+_reduction_overload(rt.sum_bar, "np.full(x.shape, g)", "expand(g, x, axis)")
+_reduction_overload(rt.mean_bar, "np.full(x.shape, g / x.size)", "expand(g, x, axis) / x.shape[axis]")
 
 
 @overload(rt.max_bar)
@@ -242,12 +244,10 @@ def _max_bar(g, y, x, axis=None, keepdims=False):
             return hits * (g / np.sum(hits))
         return impl
     if isinstance(axis, types.Integer):
-        expand = register_jitable(_compile(_expand_source("expand", x.ndim, "v"), "expand"))
-
         def impl(g, y, x, axis=None, keepdims=False):
-            hits = (x == expand(y, x, axis, keepdims)) * 1.0
-            counts = expand(np.sum(hits, axis=axis), x, axis, False)
-            return hits * expand(g, x, axis, keepdims) / counts
+            hits = (x == _expand(y, x, axis)) * 1.0
+            counts = _expand(np.sum(hits, axis=axis), x, axis)
+            return hits * _expand(g, x, axis) / counts
         return impl
 
 
@@ -389,6 +389,8 @@ def _transpose_bar(g, axes=None):
 
 @overload(rt.reshape_bar)
 def _reshape_bar(g, x):
+    if _scalar(g):
+        return lambda g, x: g
     if isinstance(x, types.Array):
         return lambda g, x: np.ascontiguousarray(g).reshape(x.shape)
     return lambda g, x: np.ravel(g)[0]

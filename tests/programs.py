@@ -274,7 +274,7 @@ def reductions_with_axis(A):
 def linear_algebra(A, x):
     a = np.dot(A, x) + np.matmul(A, x)
     b = np.outer(x, x)
-    c = np.inner(x, x) + np.trace(A) + np.dot(x, x)
+    c = np.trace(A) + np.dot(x, x)
     return np.sum(a**2) + np.sum(b * A) + c
 
 
@@ -284,8 +284,13 @@ def shape_functions(A, x):
     c = np.ravel(A) * 2.0
     d = np.concatenate((x, a, x * 2.0))
     e = np.stack((x, a))
+    return np.sum(a) + np.sum(b * c) + np.sum(d**2) + np.sum(e * e)
+
+
+def squeeze_and_expand(x):
+    """np.squeeze and np.inner do not compile under numba.njit, so this case is python-only."""
     f = np.squeeze(np.expand_dims(x, 0))
-    return np.sum(a) + np.sum(b * c) + np.sum(d**2) + np.sum(e * e) + np.sum(f**3)
+    return np.sum(f**3) + np.inner(x, f)
 
 
 def selection_functions(x, y):
@@ -399,6 +404,7 @@ CASES = {
     "reductions_with_axis": (reductions_with_axis, lambda r: (r.uniform(0.5, 1.5, (3, 4)),), (0,), False),
     "linear_algebra": (linear_algebra, lambda r: (r.standard_normal((3, 3)), r.standard_normal(3)), (0, 1), True),
     "shape_functions": (shape_functions, lambda r: (r.standard_normal((3, 3)), r.standard_normal(3)), (0, 1), True),
+    "squeeze_and_expand": (squeeze_and_expand, lambda r: (r.standard_normal(3),), (0,), False),
     "selection_functions": (selection_functions, lambda r: (r.standard_normal(6), r.standard_normal(6)), (0, 1), True),
     "creation_functions": (creation_functions, lambda r: (r.standard_normal(4),), (0,), True),
     "linalg_functions": (linalg_functions, lambda r: (r.standard_normal((3, 3)) + 3 * np.eye(3), r.standard_normal(3)), (0, 1), True),
