@@ -286,6 +286,8 @@ class Normalizer:
         value = node.value
         if isinstance(value, (cst.SimpleString, cst.ConcatenatedString)):
             return  # a docstring
+        if isinstance(value, (cst.Yield, cst.Await)):
+            self.expr(value)  # raises the specific refusal
         if isinstance(value, cst.Call) and self.resolver.resolve(value.func) is builtins.print \
                 and not (isinstance(value.func, cst.Name) and value.func.value in self.locals):
             args = tuple(self.print_argument(a) for a in value.args)

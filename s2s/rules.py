@@ -120,9 +120,30 @@ def _parse_template(template) -> Rule:
     return rule_
 
 
+def _ensure_templates_package() -> None:
+    """Installed, templates/ is the package s2s.templates; in a source checkout that is not
+    installed (python -m pytest from the repository), load it from the checkout."""
+    import importlib.util
+    import os
+    import sys
+
+    try:
+        importlib.import_module("s2s.templates")
+        return
+    except ModuleNotFoundError:
+        pass
+    here = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "templates")
+    spec = importlib.util.spec_from_file_location(
+        "s2s.templates", os.path.join(here, "__init__.py"), submodule_search_locations=[here])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["s2s.templates"] = module
+    spec.loader.exec_module(module)
+
+
 @lru_cache(maxsize=None)
 def load_rules() -> dict:
     """The registry: {function object: Rule}, built from the template modules."""
+    _ensure_templates_package()
     registry: dict[Any, Rule] = {}
     for module_name in TEMPLATE_MODULES:
         module = importlib.import_module(module_name)

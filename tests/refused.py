@@ -1,0 +1,86 @@
+"""Programs s2s must refuse with an S2SError naming file, line and column."""
+
+import numpy as np
+
+COUNTER = [0]
+
+
+def uses_try(x):
+    try:
+        y = x * 2.0
+    except ValueError:
+        y = x
+    return y
+
+
+def uses_with(x):
+    with open("f") as handle:
+        y = x
+    return y
+
+
+def uses_global(x):
+    global COUNTER
+    return x
+
+
+def uses_nonlocal(x):
+    def inner():
+        return x
+    return inner()
+
+
+def uses_yield(x):
+    yield x
+
+
+def uses_lambda(x):
+    f = lambda t: t * 2.0  # noqa: E731
+    return f(x)
+
+
+def uses_class(x):
+    class Box:
+        pass
+    return x
+
+
+def uses_comprehension(x):
+    return np.sum(np.array([t * 2.0 for t in x]))
+
+
+def no_rule(x):
+    return np.sum(np.fft.fft(x).real)
+
+
+def writes_argument(x):
+    x[0] = 1.0
+    return np.sum(x)
+
+
+def writes_through_alias(x):
+    y = np.zeros(3)
+    z = y
+    y[0] = x
+    return np.sum(z) + y[1]
+
+
+def augmented_alias(x):
+    y = x * 1.0
+    z = y
+    y += 1.0
+    return np.sum(z * y)
+
+
+def arange_of_active(x):
+    return np.sum(np.arange(x, 5.0))
+
+
+def recursive(x, n):
+    if n == 0:
+        return x
+    return recursive(x * 2.0, n - 1)
+
+
+def bare_return(x):
+    return

@@ -1,0 +1,105 @@
+"""The public API follows JAX: argnums, has_aux, value_and_grad, vjp, pytrees, dtypes."""
+
+import numpy as np
+import pytest
+
+import s2s
+from programs import Point, has_aux_loss, returns_tuple, tuple_params
+
+
+def loss(params, x, y):
+    w, b = params
+    pred = x @ w + b
+    return np.mean((pred - y) ** 2)
+
+
+def data():
+    rng = np.random.default_rng(1)
+    return (rng.standard_normal(3), 0.4), rng.standard_normal((6, 3)), rng.standard_normal(6)
+
+
+def analytic(params, x, y):
+    w, b = params
+    r = x @ w + b - y
+    return 2 * x.T @ r / len(y), 2 * np.mean(r), -2 * r / len(y)
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_grad_of_the_issue_example_matches_the_formula(backend):
+    params, x, y = data()
+    g = s2s.jit(s2s.grad(loss), backend=backend)
+    gw, gb = g(params, x, y)
+    ew, eb, ey = analytic(params, x, y)
+    np.testing.assert_allclose(gw, ew, rtol=1e-12)
+    assert isinstance(gb, float) and abs(gb - eb) < 1e-12
+    (gw2, gb2), gy = s2s.jit(s2s.grad(loss, argnums=(0, 2)), backend=backend)(params, x, y)
+    np.testing.assert_allclose(gy, ey, rtol=1e-12)
+    np.testing.assert_allclose(gw2, ew, rtol=1e-12)
+
+
+def test_value_and_grad_and_vjp():
+    params, x, y = data()
+    value, (gw, gb) = s2s.value_and_grad(loss)(params, x, y)
+    assert value == pytest.approx(loss(params, x, y), rel=1e-14)
+    out, pullback = s2s.vjp(loss, params, x, y)
+    assert out == pytest.approx(value)
+    (pw, pb), px, py = pullback(2.0)
+    np.testing.assert_allclose(pw, 2 * gw, rtol=1e-12)
+    ew, eb, ey = analytic(params, x, y)
+    np.testing.assert_allclose(py, 2 * ey, rtol=1e-12)
+    assert px.shape == x.shape
+
+
+def test_vjp_of_a_tuple_output():
+    x = np.array([0.3, -1.2, 2.0])
+    (a, b), pullback = s2s.vjp(returns_tuple, x)
+    u, v = np.array([1.0, 2.0, 3.0]), np.array([-1.0, 0.5, 0.25])
+    (gx,) = pullback((u, v))
+    np.testing.assert_allclose(gx, 2 * np.cos(x) * u - np.sin(x) * v, rtol=1e-12)
+
+
+def test_has_aux():
+    x = np.array([0.5, -2.0, 1.0])
+    g, aux = s2s.grad(has_aux_loss, has_aux=True)(x)
+    np.testing.assert_allclose(g, 2 * x)
+    assert aux == 1.0
+    (value, aux2), g2 = s2s.value_and_grad(has_aux_loss, has_aux=True)(x)
+    assert value == pytest.approx(np.sum(x**2)) and aux2 == 1.0
+    np.testing.assert_allclose(g2, 2 * x)
+
+
+def test_gradients_have_the_structure_of_their_argument():
+    x = np.random.default_rng(0).standard_normal((4, 3))
+    w = np.array([0.1, 0.2, 0.3])
+    g = s2s.grad(tuple_params)([w, 0.5], x)
+    assert isinstance(g, list) and g[0].shape == (3,) and isinstance(g[1], float)
+    r = x @ w + 0.5
+    np.testing.assert_allclose(g[0], 2 * x.T @ r)
+
+    def f(p, x):
+        return np.sum(p.a * x + p.b * x**2)
+
+    gp = s2s.grad(f)(Point(np.ones(3), 2.0), np.array([1.0, 2.0, 3.0]))
+    assert isinstance(gp, Point)
+    np.testing.assert_allclose(gp.a, [1.0, 2.0, 3.0])
+    assert gp.b == pytest.approx(14.0)
+
+
+def test_float32_stays_float32():
+    def f(x):
+        return np.sum(np.sin(x) * 2.0)
+
+    x = np.linspace(0, 1, 5, dtype=np.float32)
+    g = s2s.grad(f)(x)
+    assert g.dtype == np.float32
+    np.testing.assert_allclose(g, 2 * np.cos(x), rtol=1e-6)
+
+
+def test_source_is_deterministic_and_readable():
+    a = s2s.source(s2s.grad(loss))
+    b = s2s.source(s2s.grad(loss))
+    assert a == b
+    assert "def loss_vjp(params, x, y, out_bar):" in a
+    assert "# test_api.py:" in a and "# Grad of: test_api.py:" in a
+    assert "w_bar" in a and "b_bar" in a
+    compile(a, "generated", "exec")

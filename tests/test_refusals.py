@@ -1,0 +1,74 @@
+"""Every construct s2s does not handle raises S2SError with file:line:column and a way out."""
+
+import os
+import re
+
+import numpy as np
+import pytest
+
+import refused
+import s2s
+
+CASES = {
+    "uses_try": ("try statements are not supported", "try:"),
+    "uses_with": ("with statements are not supported", "with open"),
+    "uses_global": ("global statements are not supported", "global COUNTER"),
+    "uses_nonlocal": ("nested function definitions are not supported", "def inner"),
+    "uses_yield": ("yield is not supported", "yield x"),
+    "uses_lambda": ("lambda expressions are not supported", "lambda t"),
+    "uses_class": ("class definitions are not supported", "class Box"),
+    "uses_comprehension": ("comprehensions are not supported", "for t in x"),
+    "no_rule": ("no derivative rule for fft", "np.fft.fft"),
+    "writes_argument": ("changes the argument x in place", "x[0] = 1.0"),
+    "writes_through_alias": ("would also change z", "y[0] = x"),
+    "augmented_alias": ("would also change z", "y += 1.0"),
+    "arange_of_active": ("does not differentiate arange", "np.arange"),
+    "bare_return": ("a bare return has no value", "return"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_refusal_names_file_line_column_and_construct(name):
+    reason, code = CASES[name]
+    fn = getattr(refused, name)
+    with pytest.raises(s2s.S2SError) as info:
+        s2s.grad(fn).source
+    message = str(info.value)
+    assert reason in message
+    match = re.match(r"(.+):(\d+):(\d+): ", message)
+    assert match, message
+    assert os.path.basename(match.group(1)) == "refused.py"
+    line = int(match.group(2))
+    with open(refused.__file__) as handle:
+        assert code in handle.read().splitlines()[line - 1]
+    assert ";" in message.splitlines()[0] or "hint" not in message  # a way out follows the reason
+
+
+def test_refusal_of_recursion():
+    with pytest.raises(s2s.S2SError, match="recursive calls are not supported"):
+        s2s.grad(refused.recursive).source
+
+
+def test_gradient_with_respect_to_integer_is_an_error():
+    def f(x, n):
+        return x * n
+
+    with pytest.raises(s2s.S2SError, match="holds integers"):
+        s2s.grad(f, argnums=1)(2.0, 3)
+    with pytest.raises(s2s.S2SError, match="holds integers"):
+        s2s.grad(f)(np.arange(3), 3.0)
+
+
+def test_grad_needs_scalar_output():
+    def f(x):
+        return x * 2.0
+
+    with pytest.raises(s2s.S2SError, match="scalar output"):
+        s2s.grad(f)(np.ones(3))
+
+
+def test_lambda_and_builtin_are_refused():
+    with pytest.raises(s2s.S2SError, match="lambda"):
+        s2s.grad(lambda x: x).source
+    with pytest.raises(s2s.S2SError):
+        s2s.grad(np.sin).source
