@@ -74,6 +74,7 @@ class VJP:
         self.live: set[str] = set()  # straight-line adjoints that hold a value
         self.materialized: set[str] = set()
         self.popped_into: set[str] = set()
+        self.shared: set | None = None
         self._plan_scopes()
         self.may_mutate = set()
         for members in self.an.alias_of.values():
@@ -229,8 +230,8 @@ class VJP:
             elif isinstance(value, ir.Subscript):
                 out |= {Need(n, "pre") for n in ir.names_in(value.index)}
             if stmt.unpack:
-                out |= {Need(t, "post") for t in stmt.targets if not self.an.is_active(t)
-                        or t in self.straight}
+                # An active target's adjoint holds a value by now; the others are zeros_like(t).
+                out |= {Need(t, "post") for t in stmt.targets if not self.an.is_active(t)}
         elif isinstance(stmt, ir.SetItem):
             out |= {Need(n, "pre") for n in ir.names_in(stmt.index)}
             if an.atom_active(stmt.value):
@@ -242,10 +243,34 @@ class VJP:
                 out |= {Need(n, "pre") for n in ir.names_in(atom)}
         return {n for n in out if n.var not in self.fn.constants}
 
+    def _plan_shared_pops(self, block: list) -> None:
+        """A value popped for a later statement of the same block is still in its variable
+        when the reverse sweep reaches an earlier statement that reads the same version:
+        such needs are met without a tape of their own."""
+        covered: set[str] = set()
+        for stmt in reversed(block):
+            for child in ir.child_blocks(stmt):
+                self._plan_shared_pops(child)
+            needs = self.needs(stmt) if self.has_work(stmt) else set()
+            for n in needs:
+                if n.when == "post" and n.var in covered:
+                    self.shared.add((id(stmt), n))
+            for s in ir.walk([stmt]):
+                covered -= set(ir.stmt_writes(s))
+            for n in needs:
+                if n.when == "pre" and n.var in covered:
+                    self.shared.add((id(stmt), n))
+            covered |= {n.var for n in needs if n.when == "pre"}
+
     def taped(self, stmt) -> list[tuple[Need, str]]:
         """Needs of this statement that must be taped, with their tape names."""
+        if self.shared is None:
+            self.shared = set()
+            self._plan_shared_pops(self.fn.body)
         result = []
         for need in sorted(self.needs(stmt), key=lambda n: (n.var, n.when)):
+            if (id(stmt), need) in self.shared:
+                continue
             if self.an.defs_may_clobber(need.var, stmt, operand=need.when == "pre"):
                 key = (need.var, id(stmt), need.when)
                 if key not in self.tapes:
