@@ -49,12 +49,14 @@ def pendulum_rhs_vjp(theta, omega, damping, length, out_bar):
 def final_state_loss_vjp(params, theta0, omega0, target, steps, dt, out_bar):
     """Reverse mode of final_state_loss (ode.py:25): returns (value, adjoints of params)."""
     # Tapes: values the reverse sweep needs after they are overwritten
-    dtheta_tape = []
-    _t2_tape = []
-    theta_tape = []
-    domega_tape = []
-    _t3_tape = []
     omega_tape = []
+    theta_tape = []
+    dtheta_shape_tape = []
+    _t2_shape_tape = []
+    theta_shape_tape = []
+    domega_shape_tape = []
+    _t3_shape_tape = []
+    omega_shape_tape = []
     # ode.py:26  damping, length = params
     damping, length = params
     # ode.py:27  theta = theta0
@@ -64,19 +66,21 @@ def final_state_loss_vjp(params, theta0, omega0, target, steps, dt, out_bar):
     # ode.py:29  for step in range(steps):
     for step in range(steps):
         # ode.py:30  dtheta, domega = pendulum_rhs(theta, omega, damping, length)
+        omega_tape.append(omega)
+        theta_tape.append(theta)
         _t1 = pendulum_rhs(theta, omega, damping, length)
         dtheta, domega = _t1
         # ode.py:31  theta = theta + dt * dtheta
-        dtheta_tape.append(dtheta)
+        dtheta_shape_tape.append(runtime.shape(dtheta))
         _t2 = dt * dtheta
-        _t2_tape.append(_t2)
-        theta_tape.append(theta)
+        _t2_shape_tape.append(runtime.shape(_t2))
+        theta_shape_tape.append(runtime.shape(theta))
         theta = theta + _t2
         # ode.py:32  omega = omega + dt * domega
-        domega_tape.append(domega)
+        domega_shape_tape.append(runtime.shape(domega))
         _t3 = dt * domega
-        _t3_tape.append(_t3)
-        omega_tape.append(omega)
+        _t3_shape_tape.append(runtime.shape(_t3))
+        omega_shape_tape.append(runtime.shape(omega))
         omega = omega + _t3
     # ode.py:33  return (theta - target[0]) ** 2 + (omega - target[1]) ** 2
     _t4 = target[0]
@@ -102,21 +106,23 @@ def final_state_loss_vjp(params, theta0, omega0, target, steps, dt, out_bar):
     length_bar = runtime.zeros_like(length)
     for step in range(steps - 1, -1, -1):
         # Grad of: ode.py:32  omega = omega + dt * domega
-        _t3 = _t3_tape.pop()
-        omega = omega_tape.pop()
-        _t3_bar = runtime.unbroadcast(omega_bar, _t3)
-        omega_bar = runtime.unbroadcast(omega_bar, omega)
-        domega = domega_tape.pop()
-        domega_bar = runtime.unbroadcast(dt * _t3_bar, domega)
+        _t3_shape = _t3_shape_tape.pop()
+        omega_shape = omega_shape_tape.pop()
+        _t3_bar = runtime.unbroadcast(omega_bar, _t3_shape)
+        omega_bar = runtime.unbroadcast(omega_bar, omega_shape)
+        domega_shape = domega_shape_tape.pop()
+        domega_bar = runtime.unbroadcast(dt * _t3_bar, domega_shape)
         # Grad of: ode.py:31  theta = theta + dt * dtheta
-        _t2 = _t2_tape.pop()
-        theta = theta_tape.pop()
-        _t2_bar = runtime.unbroadcast(theta_bar, _t2)
-        theta_bar = runtime.unbroadcast(theta_bar, theta)
-        dtheta = dtheta_tape.pop()
-        dtheta_bar = runtime.unbroadcast(dt * _t2_bar, dtheta)
+        _t2_shape = _t2_shape_tape.pop()
+        theta_shape = theta_shape_tape.pop()
+        _t2_bar = runtime.unbroadcast(theta_bar, _t2_shape)
+        theta_bar = runtime.unbroadcast(theta_bar, theta_shape)
+        dtheta_shape = dtheta_shape_tape.pop()
+        dtheta_bar = runtime.unbroadcast(dt * _t2_bar, dtheta_shape)
         # Grad of: ode.py:30  dtheta, domega = pendulum_rhs(theta, omega, damping, length)
         _t1_bar = (dtheta_bar, domega_bar)
+        omega = omega_tape.pop()
+        theta = theta_tape.pop()
         pendulum_rhs_bars = pendulum_rhs_vjp(theta, omega, damping, length, _t1_bar)[1]
         theta_bar = theta_bar + pendulum_rhs_bars[0]
         omega_bar = omega_bar + pendulum_rhs_bars[1]

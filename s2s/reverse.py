@@ -32,6 +32,11 @@ from .frontend import is_user_function
 class Need:
     var: str
     when: str  # "pre": the value the statement reads; "post": the value it produced
+    shape: bool = False  # only its shape is read (by unbroadcast and friends)
+
+
+# Runtime helpers that read only the shape of one argument: helper -> argument index.
+SHAPE_ARGUMENTS = {"unbroadcast": 1, "sum_bar": 1, "mean_bar": 1, "reshape_bar": 1}
 
 
 class Names:
@@ -74,7 +79,8 @@ class VJP:
         self.live: set[str] = set()  # straight-line adjoints that hold a value
         self.materialized: set[str] = set()
         self.popped_into: set[str] = set()
-        self.shared: set | None = None
+        self.plan: dict | None = None
+        self.shape_vars: dict[str, str] = {}
         self._plan_scopes()
         self.may_mutate = set()
         for members in self.an.alias_of.values():
@@ -162,8 +168,13 @@ class VJP:
 
     # ---- rule instances ---------------------------------------------------------
 
-    def instantiate(self, stmt: ir.Assign, rename: dict[str, str] | None = None):
-        """The reverse lines of a rule at this call: (locals, contributions, needs)."""
+    def instantiate(self, stmt: ir.Assign, rename: dict[str, str] | None = None,
+                    shapes: dict[str, str] | None = None):
+        """The reverse lines of a rule at this call: (locals, contributions, needs).
+
+        shapes maps a variable to the name holding its shape, where only that is at hand.
+        """
+        shapes = shapes or {}
         call = stmt.value
         found = rule_for(call, stmt.origin)
         bound = bind(call, found, stmt.origin)
@@ -176,6 +187,8 @@ class VJP:
         class Substitute(ast.NodeTransformer):
             def visit_Name(self, node):
                 ident = node.id
+                if getattr(node, "_s2s_done", False):
+                    return node
                 if ident == found.result:
                     used.add(Need(target, "post"))
                     return name(target)
@@ -194,6 +207,17 @@ class VJP:
                 return node
 
             def visit_Call(self, node):
+                index = SHAPE_ARGUMENTS.get(node.func.id) if isinstance(node.func, ast.Name) \
+                    and node.func.id in found.helpers else None
+                if index is not None and index < len(node.args) and isinstance(node.args[index], ast.Name):
+                    ident = node.args[index].id
+                    atom = ir.Name(target) if ident == found.result else bound.get(ident)
+                    if isinstance(atom, ir.Name):
+                        when = "post" if ident == found.result else "pre"
+                        used.add(Need(atom.id, when, shape=True))
+                        replacement = name(shapes.get(atom.id) or rename.get(atom.id, atom.id))
+                        replacement._s2s_done = True
+                        node.args[index] = replacement
                 self.generic_visit(node)
                 return _drop_defaults(node, found)
 
@@ -226,7 +250,10 @@ class VJP:
             if isinstance(value, ir.Call) and is_user_function(value.fn):
                 out |= {Need(a.id, "pre") for a in value.args if isinstance(a, ir.Name)}
             elif isinstance(value, ir.Call):
-                out |= self.instantiate(stmt)[2]
+                used = self.instantiate(stmt)[2]
+                full = {(n.var, n.when) for n in used if not n.shape}
+                out |= {Need(n.var, n.when, shape=(n.var, n.when) not in full) for n in used}
+                out = {n for n in out if not (n.shape and (n.var, n.when) in full)}
             elif isinstance(value, ir.Subscript):
                 out |= {Need(n, "pre") for n in ir.names_in(value.index)}
             if stmt.unpack:
@@ -235,7 +262,7 @@ class VJP:
         elif isinstance(stmt, ir.SetItem):
             out |= {Need(n, "pre") for n in ir.names_in(stmt.index)}
             if an.atom_active(stmt.value):
-                out.add(Need(stmt.value.id, "pre"))
+                out.add(Need(stmt.value.id, "pre", shape=True))
         elif isinstance(stmt, ir.If):
             out |= {Need(n, "pre") for n in ir.names_in(stmt.test)}
         elif isinstance(stmt, ir.For):
@@ -243,47 +270,95 @@ class VJP:
                 out |= {Need(n, "pre") for n in ir.names_in(atom)}
         return {n for n in out if n.var not in self.fn.constants}
 
-    def _plan_shared_pops(self, block: list) -> None:
-        """A value popped for a later statement of the same block is still in its variable
-        when the reverse sweep reaches an earlier statement that reads the same version:
-        such needs are met without a tape of their own."""
-        covered: set[str] = set()
+    def _plan_block(self, block: list) -> None:
+        """Decide, for every value the reverse sweep reads, where it comes from.
+
+        A value is taped only where a later assignment may overwrite it. A value popped
+        for a later statement of the same block is still in its variable when the reverse
+        sweep reaches an earlier statement that reads the same version, so that one needs
+        no tape of its own. A value read only for its shape is taped as runtime.shape(v).
+        """
+        covered_value: set[str] = set()
+        covered_shape: set[str] = set()
+
+        def decide(stmt, need):
+            if need.var in covered_value:
+                return None, "value"
+            if need.shape and need.var in covered_shape:
+                return None, "shape"
+            if not self.an.defs_may_clobber(need.var, stmt, operand=need.when == "pre"):
+                return None, "value"
+            return ("shape" if need.shape else "value"), ("shape" if need.shape else "value")
+
         for stmt in reversed(block):
             for child in ir.child_blocks(stmt):
-                self._plan_shared_pops(child)
-            needs = self.needs(stmt) if self.has_work(stmt) else set()
-            for n in needs:
-                if n.when == "post" and n.var in covered:
-                    self.shared.add((id(stmt), n))
+                self._plan_block(child)
+            needs = sorted(self.needs(stmt), key=lambda n: (n.var, n.when, n.shape)) if self.has_work(stmt) else []
+            for need in needs:
+                if need.when == "post":
+                    self.plan[(id(stmt), need)] = decide(stmt, need)
             for s in ir.walk([stmt]):
-                covered -= set(ir.stmt_writes(s))
-            for n in needs:
-                if n.when == "pre" and n.var in covered:
-                    self.shared.add((id(stmt), n))
-            covered |= {n.var for n in needs if n.when == "pre"}
+                written = set(ir.stmt_writes(s))
+                covered_value -= written
+                covered_shape -= written
+            for need in needs:
+                if need.when == "pre":
+                    self.plan[(id(stmt), need)] = decide(stmt, need)
+            for need in needs:
+                if need.when == "pre":
+                    source = self.plan[(id(stmt), need)][1]
+                    (covered_shape if source == "shape" else covered_value).add(need.var)
+
+    def _ensure_plan(self):
+        if self.plan is None:
+            self.plan = {}
+            self._plan_block(self.fn.body)
 
     def taped(self, stmt) -> list[tuple[Need, str]]:
-        """Needs of this statement that must be taped, with their tape names."""
-        if self.shared is None:
-            self.shared = set()
-            self._plan_shared_pops(self.fn.body)
+        """Needs of this statement that get a tape of their own, with the tape names."""
+        self._ensure_plan()
         result = []
-        for need in sorted(self.needs(stmt), key=lambda n: (n.var, n.when)):
-            if (id(stmt), need) in self.shared:
+        for need in sorted(self.needs(stmt), key=lambda n: (n.var, n.when, n.shape)):
+            action = self.plan[(id(stmt), need)][0]
+            if action is None:
                 continue
-            if self.an.defs_may_clobber(need.var, stmt, operand=need.when == "pre"):
-                key = (need.var, id(stmt), need.when)
-                if key not in self.tapes:
-                    self.tapes[key] = self.names.fresh(f"{need.var}_tape")
-                    self.tape_order.append(self.tapes[key])
-                result.append((need, self.tapes[key]))
+            key = (need.var, id(stmt), need.when)
+            if key not in self.tapes:
+                base = f"{need.var}_shape_tape" if need.shape else f"{need.var}_tape"
+                self.tapes[key] = self.names.fresh(base)
+                self.tape_order.append(self.tapes[key])
+            result.append((need, self.tapes[key]))
         return result
+
+    def shape_sources(self, stmt) -> dict[str, str]:
+        """Variables whose shape, not value, is at hand for this statement: var -> name."""
+        self._ensure_plan()
+        return {need.var: self.shape_var(need.var) for need in self.needs(stmt)
+                if need.shape and self.plan[(id(stmt), need)][1] == "shape"}
+
+    def shape_var(self, var: str) -> str:
+        if var not in self.shape_vars:
+            self.shape_vars[var] = self.names.fresh(f"{var}_shape")
+        return self.shape_vars[var]
 
     def push(self, need: Need, tape: str) -> ast.stmt:
         value = name(need.var)
-        if need.var in self.may_mutate:
+        if need.shape:
+            value = runtime_call("shape", value)
+        elif need.var in self.may_mutate:
             value = runtime_call("copy", value)
         return ast.Expr(ast.Call(ast.Attribute(name(tape), "append", ast.Load()), [value], []))
+
+    def pops(self, taped, rename: dict[str, str] | None = None) -> list:
+        rename = rename or {}
+        out = []
+        for need, tape in taped:
+            if need.shape:
+                out.append(self.pop_into(self.shape_var(need.var), tape))
+            else:
+                into = rename.get(need.var, need.var) if need.when == "pre" else need.var
+                out.append(self.pop_into(into, tape))
+        return out
 
     def pop_into(self, target: str, tape: str) -> ast.stmt:
         self.popped_into.add(target)
@@ -369,17 +444,17 @@ class VJP:
     def reverse_stmt(self, stmt) -> list:
         taped = self.taped(stmt)
         if isinstance(stmt, ir.If):
-            out = [self.pop_into(n.var, t) for n, t in taped]
+            out = self.pops(taped)
             body = self.reverse_block(stmt.body)
             orelse = self.reverse_block(stmt.orelse)
             return out + [self.em.if_(stmt.test, stmt.negated, body, orelse)]
         if isinstance(stmt, ir.For):
-            out = [self.pop_into(n.var, t) for n, t in taped]
+            out = self.pops(taped)
             body = self.reverse_block(stmt.body)
             return out + [ast.For(name(stmt.var, True), self.reverse_range(stmt), body or [ast.Pass()], [],
                                   lineno=0)]
         if isinstance(stmt, ir.While):
-            out = [self.pop_into(n.var, t) for n, t in taped]
+            out = self.pops(taped)
             trips = self.while_trips(stmt)
             cond = self.reverse_block(stmt.cond)
             body = self.reverse_block(stmt.body) + cond
@@ -466,13 +541,11 @@ class VJP:
         value = stmt.value
         target = stmt.targets[0]
         rename: dict[str, str] = {}
-        pre = {n.var for n, _ in taped if n.when == "pre"}
-        post = {n.var for n, _ in taped if n.when == "post"}
+        pre = {n.var for n, _ in taped if n.when == "pre" and not n.shape}
+        post = {n.var for n, _ in taped if n.when == "post" and not n.shape}
         for var in pre & post:
             rename[var] = self.names.fresh(f"{var}_in")
-        for need, tape in taped:
-            into = rename.get(need.var, need.var) if need.when == "pre" else need.var
-            out.append(self.pop_into(into, tape))
+        out += self.pops(taped, rename)
         if stmt.unpack:
             return out + self.reverse_unpack(stmt)
         y_bar = self.adjoint_of(target)
@@ -509,7 +582,7 @@ class VJP:
                 if isinstance(atom, ir.Name):
                     contributions.append((atom.id, ast.Subscript(name(grads), ast.Constant(k), ast.Load())))
         else:
-            local_stmts, contributions, _ = self.instantiate(stmt, rename)
+            local_stmts, contributions, _ = self.instantiate(stmt, rename, self.shape_sources(stmt))
             out += local_stmts
         own = [c for v, c in contributions if v == target]
         for var, contribution in contributions:
@@ -570,7 +643,8 @@ class VJP:
         return True
 
     def reverse_setitem(self, stmt: ir.SetItem, taped) -> list:
-        out = [self.pop_into(n.var, t) for n, t in taped]
+        out = self.pops(taped)
+        shapes = self.shape_sources(stmt)
         bar = self.bar(stmt.base)
         index = self.em.index(stmt.index)
         basic = self._basic(stmt.index)
@@ -579,7 +653,7 @@ class VJP:
                 picked = ast.Subscript(name(bar), index, ast.Load())
             else:
                 picked = runtime_call("take", name(bar), index)
-            contribution = runtime_call("unbroadcast", picked, name(stmt.value.id))
+            contribution = runtime_call("unbroadcast", picked, name(shapes.get(stmt.value.id, stmt.value.id)))
             if stmt.op == "-":
                 contribution = ast.UnaryOp(ast.USub(), contribution)
             self.accumulate(stmt.value.id, contribution, out)

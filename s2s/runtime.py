@@ -159,12 +159,17 @@ def _count(x_shape, axis):
 # ---- reductions -------------------------------------------------------------------
 
 
+def _shape_of(x):
+    """x's shape; generated code passes a shape instead of x where only that was taped."""
+    return x if isinstance(x, tuple) else np.shape(x)
+
+
 def sum_bar(g, x, axis=None, keepdims=False):
-    return np.array(_expand(g, np.shape(x), axis, keepdims))
+    return np.array(_expand(g, _shape_of(x), axis, keepdims))
 
 
 def mean_bar(g, x, axis=None, keepdims=False):
-    return _expand(g, np.shape(x), axis, keepdims) / _count(np.shape(x), axis)
+    return _expand(g, _shape_of(x), axis, keepdims) / _count(_shape_of(x), axis)
 
 
 def _max_mask(y, x, axis, keepdims):
@@ -278,7 +283,8 @@ def transpose_bar(g, axes=None):
 
 
 def reshape_bar(g, x):
-    return np.reshape(g, np.shape(x))
+    shape = _shape_of(x)
+    return np.reshape(g, shape) if shape else np.ravel(g)[0]
 
 
 def concatenate_bar(g, xs, axis=0):

@@ -196,6 +196,19 @@ def _unbroadcast(g, x):
     return _compile("\n".join(lines) + "\n", "impl")
 
 
+def _shape_of(x):
+    """x's shape, or x itself where generated code passes a shape."""
+
+
+@overload(_shape_of)
+def _shape_of_overload(x):
+    if isinstance(x, types.BaseTuple):
+        return lambda x: x
+    if isinstance(x, types.Array):
+        return lambda x: x.shape
+    return lambda x: ()
+
+
 def _expand(g, x, axis):
     """Broadcast the adjoint g of a reduction of x over `axis` back to x's shape."""
 
@@ -203,19 +216,19 @@ def _expand(g, x, axis):
 @overload(_expand)
 def _expand_overload(g, x, axis):
     if _scalar(g):
-        return lambda g, x, axis: np.full(x.shape, g)
-    if g.ndim == x.ndim:  # keepdims=True: ordinary broadcasting
-        return lambda g, x, axis: np.zeros(x.shape, g.dtype) + g
-    ndim = x.ndim
-    lines = ["def impl(g, x, axis):", "    out = np.empty(x.shape, g.dtype)",
-             f"    a = axis % {ndim}", "    for idx in np.ndindex(x.shape):"]
+        return lambda g, x, axis: np.full(_shape_of(x), g)
+    ndim = len(x) if isinstance(x, types.BaseTuple) else x.ndim
+    if g.ndim == ndim:  # keepdims=True: ordinary broadcasting
+        return lambda g, x, axis: np.zeros(_shape_of(x), g.dtype) + g
+    lines = ["def impl(g, x, axis):", "    shape = _shape_of(x)", "    out = np.empty(shape, g.dtype)",
+             f"    a = axis % {ndim}", "    for idx in np.ndindex(shape):"]
     for a in range(ndim):
         drop = [f"idx[{k}]" for k in range(ndim) if k != a]
         dropped = ", ".join(drop) + ("," if len(drop) == 1 else "")
         lines.append(f"        {'if' if a == 0 else 'elif'} a == {a}:")
         lines.append(f"            out[idx] = g[{dropped}]")
     lines.append("    return out")
-    return _compile("\n".join(lines) + "\n", "impl")
+    return _compile("\n".join(lines) + "\n", "impl", _shape_of=_shape_of)
 
 
 def _reduction_overload(helper, body_full: str, body_axis: str):
@@ -223,17 +236,19 @@ def _reduction_overload(helper, body_full: str, body_axis: str):
 
     def typer(g, x, axis=None, keepdims=False):
         if _is_none(axis):
-            return _compile(f"def impl(g, x, axis=None, keepdims=False):\n    return {body_full}\n", "impl")
+            return _compile(f"def impl(g, x, axis=None, keepdims=False):\n    shape = _shape_of(x)\n"
+                            f"    return {body_full}\n", "impl", _shape_of=_shape_of)
         if isinstance(axis, types.Integer):
-            return _compile(f"def impl(g, x, axis=None, keepdims=False):\n    return {body_axis}\n",
-                            "impl", expand=_expand)
+            return _compile(f"def impl(g, x, axis=None, keepdims=False):\n    shape = _shape_of(x)\n"
+                            f"    return {body_axis}\n", "impl", expand=_expand, _shape_of=_shape_of)
         raise TypingError("s2s: under jit, reductions take axis=None or one int axis")
 
     overload(helper)(typer)
 
 
-_reduction_overload(rt.sum_bar, "np.full(x.shape, g)", "expand(g, x, axis)")
-_reduction_overload(rt.mean_bar, "np.full(x.shape, g / x.size)", "expand(g, x, axis) / x.shape[axis]")
+_reduction_overload(rt.sum_bar, "np.full(shape, g)", "expand(g, x, axis)")
+_reduction_overload(rt.mean_bar, "np.full(shape, g / np.prod(np.array(shape)))",
+                    "expand(g, x, axis) / shape[axis]")
 
 
 @overload(rt.max_bar)
@@ -391,8 +406,8 @@ def _transpose_bar(g, axes=None):
 def _reshape_bar(g, x):
     if _scalar(g):
         return lambda g, x: g
-    if isinstance(x, types.Array):
-        return lambda g, x: np.ascontiguousarray(g).reshape(x.shape)
+    if isinstance(x, types.Array) or (isinstance(x, types.BaseTuple) and len(x) > 0):
+        return lambda g, x: np.ascontiguousarray(g).reshape(_shape_of(x))
     return lambda g, x: np.ravel(g)[0]
 
 
