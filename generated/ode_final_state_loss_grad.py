@@ -96,11 +96,9 @@ def final_state_loss_vjp(params, theta0, omega0, target, steps, dt, out_bar):
     _t6_bar = runtime.unbroadcast(_t10_bar, _t6)
     _t9_bar = runtime.unbroadcast(_t10_bar, _t9)
     _t8_bar = runtime.unbroadcast(_t9_bar * 2 * _t8, _t8)
-    omega_bar = runtime.zeros_like(omega)
-    omega_bar = omega_bar + runtime.unbroadcast(_t8_bar, omega)
+    omega_bar = runtime.unbroadcast(_t8_bar, omega)
     _t5_bar = runtime.unbroadcast(_t6_bar * 2 * _t5, _t5)
-    theta_bar = runtime.zeros_like(theta)
-    theta_bar = theta_bar + runtime.unbroadcast(_t5_bar, theta)
+    theta_bar = runtime.unbroadcast(_t5_bar, theta)
     # Grad of: ode.py:29  for step in range(steps):
     damping_bar = runtime.zeros_like(damping)
     length_bar = runtime.zeros_like(length)

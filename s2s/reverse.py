@@ -78,6 +78,7 @@ class VJP:
         self.trips: dict[int, str] = {}  # id(loop) -> trip-count variable
         self.live: set[str] = set()  # straight-line adjoints that hold a value
         self.materialized: set[str] = set()
+        self.pending: set[str] = set()  # adjoints known to be zero, not yet assigned
         self.popped_into: set[str] = set()
         self.plan: dict | None = None
         self.shape_vars: dict[str, str] = {}
@@ -430,7 +431,8 @@ class VJP:
         return out
 
     def materialize(self, stmt, block_id: int, out: list):
-        """Zero adjoints owned by this block before the first statement that touches them."""
+        """Adjoints owned by this block start at the first statement that touches them:
+        as that statement's contribution (pending), or as zeros before a nested block."""
         touched = set()
         for s in ir.walk([stmt]):
             touched |= set(ir.stmt_reads(s)) | set(ir.stmt_writes(s))
@@ -438,8 +440,16 @@ class VJP:
             if (var in self.straight or var in self.materialized or self.scope.get(var) != block_id
                     or not self.an.is_active(var)):
                 continue
-            out.append(assign(self.bar(var), runtime_call("zeros_like", name(var))))
             self.materialized.add(var)
+            self.pending.add(var)
+        if isinstance(stmt, (ir.If, ir.For, ir.While)):
+            for var in sorted(touched & self.pending):
+                self.ensure_materialized(var, out)
+
+    def ensure_materialized(self, var: str, out: list):
+        if var in self.pending:
+            out.append(assign(self.bar(var), runtime_call("zeros_like", name(var))))
+            self.pending.discard(var)
 
     def reverse_stmt(self, stmt) -> list:
         taped = self.taped(stmt)
@@ -493,6 +503,12 @@ class VJP:
                 contribution = runtime_call("copy", contribution)
             out.append(assign(bar, contribution))
             self.live.add(var)
+        elif var in self.pending:
+            fresh = isinstance(contribution, (ast.BinOp, ast.UnaryOp))
+            if self._may_alias_owned(contribution) or (var in self.an.subscripted and not fresh):
+                contribution = runtime_call("copy", contribution)
+            out.append(assign(bar, contribution))
+            self.pending.discard(var)
         elif self.an.is_container(var):
             out.append(assign(bar, runtime_call("tree_add", name(bar), contribution)))
         elif var in self.an.subscripted:
@@ -515,7 +531,7 @@ class VJP:
         """The current adjoint of var, or None where it is known to be zero."""
         if var in self.straight and var not in self.live:
             return None
-        if not self.an.is_active(var):
+        if not self.an.is_active(var) or var in self.pending:
             return None
         return name(self.bar(var))
 
@@ -524,7 +540,7 @@ class VJP:
         if var in self.straight:
             self.live.discard(var)
             return
-        if not self.an.is_active(var):
+        if not self.an.is_active(var) or var in self.pending:
             return
         bar = self.bar(var)
         if self_contribution is not None:
@@ -568,6 +584,7 @@ class VJP:
         elif isinstance(value, ir.Attribute):
             base = value.value.id
             if self.an.is_active(base):
+                self.ensure_materialized(base, out)
                 bar = self.bar(base)
                 out.append(assign(bar, runtime_call("add_attr", name(bar), ast.Constant(value.attr), y_bar)))
             self.kill(target, None, out)
@@ -618,6 +635,7 @@ class VJP:
         target = stmt.targets[0]
         base = value.value.id
         if self.an.is_active(base):
+            self.ensure_materialized(base, out)
             bar = self.bar(base)
             index = self.em.index(value.index)
             consts = all(isinstance(i, ir.Const) for i in value.index.items)
@@ -644,6 +662,8 @@ class VJP:
 
     def reverse_setitem(self, stmt: ir.SetItem, taped) -> list:
         out = self.pops(taped)
+        if stmt.base in self.pending:
+            return out  # the adjoint of the array is zero here: nothing flows to the value
         shapes = self.shape_sources(stmt)
         bar = self.bar(stmt.base)
         index = self.em.index(stmt.index)
@@ -691,7 +711,7 @@ class VJP:
         grads = []
         for p in self.active_params:
             adj = self.adjoint_of(p) if (p in self.straight and p in self.live) or (
-                p not in self.straight and p in self.materialized) else None
+                p not in self.straight and p in self.materialized and p not in self.pending) else None
             grads.append(adj if adj is not None else runtime_call("zeros_like", name(p)))
         output = self.em.atom(result)
         body = []
