@@ -269,6 +269,8 @@ class VJP:
         elif isinstance(stmt, ir.For):
             for atom in self.reverse_range_atoms(stmt):
                 out |= {Need(n, "pre") for n in ir.names_in(atom)}
+        elif isinstance(stmt, ir.While):
+            out.add(Need(self.while_trips(stmt), "post"))  # known once the loop has run
         return {n for n in out if n.var not in self.fn.constants}
 
     def _plan_block(self, block: list) -> None:
@@ -287,7 +289,12 @@ class VJP:
                 return None, "value"
             if need.shape and need.var in covered_shape:
                 return None, "shape"
-            if not self.an.defs_may_clobber(need.var, stmt, operand=need.when == "pre"):
+            if need.var in self.trips.values():
+                # A trip counter is set where its loop starts: again on each outer iteration.
+                clobbered = bool(self.an.enclosing_loops(stmt))
+            else:
+                clobbered = self.an.defs_may_clobber(need.var, stmt, operand=need.when == "pre")
+            if not clobbered:
                 return None, "value"
             return ("shape" if need.shape else "value"), ("shape" if need.shape else "value")
 

@@ -415,3 +415,95 @@ CASES = {
     "dict_params": (dict_params, lambda r: ({"scale": r.standard_normal(3), "shift": 0.3}, r.standard_normal(3)), (0,), False),
     "namedtuple_params": (namedtuple_params, lambda r: (Point(r.standard_normal(3), 0.7), r.standard_normal(3)), (0,), True),
 }
+
+
+# ---- harder combinations --------------------------------------------------------------
+
+
+def branches_in_loop_used_after(x):
+    y = x
+    for i in range(6):
+        if i % 3 == 0:
+            y = np.sin(y) * 2.0
+        elif i % 3 == 1:
+            y = y * y
+        else:
+            z = y + 1.0
+            y = z / (1.0 + y * y)
+    return y + i * x
+
+
+def array_accumulation(X, w):
+    acc = np.zeros(X.shape[1])
+    for i in range(X.shape[0]):
+        acc = acc + X[i] * w[i]
+    total = acc
+    return np.sum(total**2)
+
+
+def while_inside_for(x):
+    s = 0.0
+    for i in range(3):
+        t = x + i
+        while t < 5.0:
+            t = t * 1.7 + 0.2
+        s = s + t * x
+    return s
+
+
+def computed_indices(x):
+    y = np.zeros(2 * x.shape[0])
+    for i in range(x.shape[0]):
+        j = 2 * i
+        y[j] = x[i] ** 2
+        y[j + 1] = y[j] * x[i]
+    return np.sum(y * y)
+
+
+def defined_in_loop_used_after(x):
+    for i in range(4):
+        last = x * (i + 1.0)
+        x = np.cos(last)
+    return last * x
+
+
+def heat_equation(u0, alpha):
+    u = u0.copy()
+    for step in range(20):
+        lap = u[2:] - 2.0 * u[1:-1] + u[:-2]
+        new = u.copy()
+        new[1:-1] = u[1:-1] + alpha * lap
+        u = new
+    return np.sum(u**2)
+
+
+def monte_carlo_paths(s0, sigma, z):
+    n_paths = z.shape[0]
+    n_steps = z.shape[1]
+    total = 0.0
+    for p in range(n_paths):
+        s = s0
+        for t in range(n_steps):
+            s = s * np.exp(-0.5 * sigma * sigma * 0.01 + sigma * 0.1 * z[p, t])
+        total = total + max(s - 1.0, 0.0)
+    return total / n_paths
+
+
+def row_view_then_write(A):
+    B = A.copy()
+    r = B[0]
+    s = np.sum(r * r)
+    B[0, 0] = s
+    return np.sum(B * B)
+
+
+CASES.update({
+    "branches_in_loop_used_after": (branches_in_loop_used_after, lambda r: (0.7,), (0,), True),
+    "array_accumulation": (array_accumulation, lambda r: (r.standard_normal((4, 3)), r.standard_normal(4)), (0, 1), True),
+    "while_inside_for": (while_inside_for, lambda r: (1.3,), (0,), True),
+    "computed_indices": (computed_indices, lambda r: (r.standard_normal(3),), (0,), True),
+    "defined_in_loop_used_after": (defined_in_loop_used_after, lambda r: (0.4,), (0,), True),
+    "heat_equation": (heat_equation, lambda r: (r.standard_normal(8), 0.2), (0, 1), True),
+    "monte_carlo_paths": (monte_carlo_paths, lambda r: (1.0, 0.3, r.standard_normal((5, 6))), (0, 1), True),
+    "row_view_then_write": (row_view_then_write, lambda r: (r.standard_normal((3, 3)),), (0,), True),
+})
