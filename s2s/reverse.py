@@ -437,6 +437,20 @@ class VJP:
             out += self.reverse_stmt(stmt)
         return out
 
+    def nested(self, *blocks) -> list:
+        """Reverse a nested block; adjoints of outer variables leave it holding arrays,
+        so that every path (and every iteration) hands the same state on."""
+        before = set(self.pending)
+        owned = {id(b) for b in blocks}
+        out: list = []
+        for block in blocks:
+            out += self.reverse_block(block)
+        for var in sorted(self.pending - before):
+            if self.scope.get(var) not in owned:
+                self.ensure_materialized(var, out)
+        self.pending = before
+        return out
+
     def materialize(self, stmt, block_id: int, out: list):
         """Adjoints owned by this block start at the first statement that touches them:
         as that statement's contribution (pending), or as zeros before a nested block."""
@@ -462,19 +476,19 @@ class VJP:
         taped = self.taped(stmt)
         if isinstance(stmt, ir.If):
             out = self.pops(taped)
-            body = self.reverse_block(stmt.body)
-            orelse = self.reverse_block(stmt.orelse)
+            body = self.nested(stmt.body)
+            orelse = self.nested(stmt.orelse)
             return out + [self.em.if_(stmt.test, stmt.negated, body, orelse)]
         if isinstance(stmt, ir.For):
             out = self.pops(taped)
-            body = self.reverse_block(stmt.body)
+            body = self.nested(stmt.body)
             return out + [ast.For(name(stmt.var, True), self.reverse_range(stmt), body or [ast.Pass()], [],
                                   lineno=0)]
         if isinstance(stmt, ir.While):
             out = self.pops(taped)
             trips = self.while_trips(stmt)
-            cond = self.reverse_block(stmt.cond)
-            body = self.reverse_block(stmt.body) + cond
+            cond = self.nested(stmt.cond)
+            body = self.nested(stmt.body, stmt.cond)
             counter = self.names.fresh("_")
             return out + cond + [ast.For(name(counter, True), ast.Call(name("range"), [name(trips)], []),
                                          body or [ast.Pass()], [], lineno=0)]
@@ -555,7 +569,7 @@ class VJP:
                 self_contribution = runtime_call("copy", self_contribution)
             out.append(assign(bar, self_contribution))
         elif self.needs_reset(var):
-            out.append(assign(bar, runtime_call("zeros_like", name(bar))))
+            self.pending.add(var)  # zero from here on; assigned where it next receives a value
 
     # ---- statements -------------------------------------------------------------
 
