@@ -131,6 +131,21 @@ def final_state_loss_vjp(params, theta0, omega0, target, steps, dt, out_bar):
     return (_t10, (params_bar,))
 
 
+def final_state_loss_vjp_rows(params, theta0, omega0, target, steps, dt, cotangents):
+    """Adjoints of params for each row of cotangents, a stack of output cotangents."""
+    n = cotangents.shape[0]
+    first = final_state_loss_vjp(
+        params, theta0, omega0, target, steps, dt, cotangents[0]
+    )[1][0]
+    out = np.empty((n,) + np.shape(first))
+    out[0] = first
+    for r in range(1, n):
+        out[r] = final_state_loss_vjp(
+            params, theta0, omega0, target, steps, dt, cotangents[r]
+        )[1][0]
+    return out
+
+
 def final_state_loss_value_and_grad(params, theta0, omega0, target, steps, dt):
     """Value and gradient of final_state_loss with respect to params."""
     return final_state_loss_vjp(params, theta0, omega0, target, steps, dt, 1.0)

@@ -136,7 +136,7 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
 
 def jit(fun: Callable, *, backend: str = "cpu", static_argnums: Sequence[int] = ()) -> Callable:
     """Compile a transformed function (or a plain one) for a backend: "cpu" (numba.njit) or "python"."""
-    if isinstance(fun, Transformed):
+    if isinstance(fun, (Transformed, Jacobian)):
         return fun.with_backend(backend)
     return Primal(fun, backend)
 
@@ -164,6 +164,138 @@ class Primal:
         if self.backend == "cpu":
             args = tuple(pytree.to_numba(a) for a in args)
         return self._compiled(*args)
+
+
+class ForwardTransformed:
+    """The generated forward-mode module of a function (jvp), loaded for a backend."""
+
+    def __init__(self, fun: Callable, backend: str = "python"):
+        self.fun = fun
+        self.backend = backend
+        self._source: str | None = None
+        self._module = None
+
+    @property
+    def source(self) -> str:
+        if self._source is None:
+            self._source = pipeline.module_source(self.fun, "jvp")
+        return self._source
+
+    def module(self):
+        if self._module is None:
+            self._module = backends.load(self.source, self.fun.__name__ + "_jvp", self.backend)
+        return self._module
+
+    def entry(self, suffix: str = "_jvp"):
+        import re
+
+        names = re.findall(r"^def (\w+)_jvp\(", self.source, re.M)
+        return getattr(self.module(), names[-1] + suffix)
+
+    def call_args(self, args):
+        if self.backend == "cpu":
+            return tuple(pytree.to_numba(a) for a in args)
+        return tuple(args)
+
+
+def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backend: str = "python"):
+    """Forward mode, as jax.jvp: (fun(*primals), the derivative along tangents).
+
+    >>> import numpy as np, s2s
+    >>> def f(x):
+    ...     return x * np.sin(x)
+    >>> out, out_dot = s2s.jvp(f, (1.0,), (1.0,))
+    >>> bool(abs(out_dot - (np.sin(1.0) + np.cos(1.0))) < 1e-12)
+    True
+    """
+    primals, tangents = tuple(primals), tuple(tangents)
+    if len(primals) != len(tangents):
+        raise S2SError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
+    for k, (p, t) in enumerate(zip(primals, tangents)):
+        if [np.shape(a) for a in pytree.leaves(p)] != [np.shape(a) for a in pytree.leaves(t)]:
+            raise S2SError(f"jvp: the tangent of argument {k} does not have the structure and shapes "
+                           "of its primal")
+    transformed = ForwardTransformed(fun, backend)
+    out, out_dot = transformed.entry()(*transformed.call_args(primals + tangents))
+    return out, out_dot
+
+
+def _jacobian_layout(rows: np.ndarray, out_shape: tuple, in_shape: tuple, forward: bool) -> np.ndarray:
+    """JAX's layout: output shape + input shape."""
+    if forward:  # rows[c] = d out / d x_c
+        return np.moveaxis(rows.reshape((-1,) + out_shape), 0, -1).reshape(out_shape + in_shape)
+    return rows.reshape(out_shape + in_shape)
+
+
+def _basis(shape: tuple, dtype) -> np.ndarray:
+    n = int(np.prod(shape))
+    return np.eye(n, dtype=dtype).reshape((n,) + shape)
+
+
+class Jacobian:
+    """jacfwd / jacrev: a Jacobian by pushing (pulling) a stack of basis vectors through
+    compiled generated code in one call."""
+
+    def __init__(self, fun: Callable, argnums, forward: bool, backend: str = "python"):
+        self.fun = fun
+        self.argnums = argnums
+        self.forward = forward
+        self.backend = backend
+        functools.update_wrapper(self, fun)
+
+    @property
+    def source(self) -> str:
+        if self.forward:
+            return ForwardTransformed(self.fun).source
+        return Transformed(self.fun, "vjp", _argnums_tuple(self.argnums)[:1]).source
+
+    def with_backend(self, backend: str) -> "Jacobian":
+        return Jacobian(self.fun, self.argnums, self.forward, backend)
+
+    def _one(self, args, k):
+        x = args[k]
+        if not isinstance(x, (float, int, np.floating, np.ndarray)) or pytree.is_integer_leaf(x):
+            raise S2SError(f"jacobians are taken with respect to float scalars and arrays; argument {k} "
+                           f"is {type(x).__name__}", hint="pass the array, or flatten the pytree first")
+        x_arr = np.asarray(x, dtype=np.result_type(x, np.float64) if not isinstance(x, np.ndarray) else x.dtype)
+        in_shape = np.shape(x)
+        if self.forward:
+            transformed = ForwardTransformed(self.fun, self.backend)
+            columns = transformed.entry(f"_jvp_columns_{k}")
+            call = list(args)
+            call[k] = x if np.ndim(x) else float(x)
+            tangents = _basis(in_shape, x_arr.dtype)
+            if not in_shape:
+                tangents = tangents.reshape(1)
+            rows = columns(*transformed.call_args(call), tangents)
+            out_shape = rows.shape[1:]
+            return _jacobian_layout(rows, out_shape, in_shape, True)
+        transformed = Transformed(self.fun, "vjp", (k,), backend=self.backend)
+        out = self.fun(*args)
+        if not isinstance(out, (float, int, np.floating, np.ndarray)):
+            raise S2SError("jacrev takes functions with an array or scalar output")
+        out_shape = np.shape(out)
+        cotangents = _basis(out_shape, np.result_type(out, np.float64))
+        if not out_shape:
+            cotangents = cotangents.reshape(1)
+        rows = getattr(transformed.module(), f"{transformed._entry_name()}_vjp_rows")(
+            *transformed._call_args(args), cotangents)
+        return _jacobian_layout(rows, out_shape, in_shape, False)
+
+    def __call__(self, *args):
+        if isinstance(self.argnums, int):
+            return self._one(args, self.argnums)
+        return tuple(self._one(args, k) for k in self.argnums)
+
+
+def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0) -> Jacobian:
+    """The Jacobian by forward mode (one tangent per input element), laid out as in JAX."""
+    return Jacobian(fun, argnums, forward=True)
+
+
+def jacrev(fun: Callable, argnums: int | Sequence[int] = 0) -> Jacobian:
+    """The Jacobian by reverse mode (one cotangent per output element), laid out as in JAX."""
+    return Jacobian(fun, argnums, forward=False)
 
 
 def source(transformed: Any) -> str:

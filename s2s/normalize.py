@@ -213,6 +213,8 @@ class Normalizer:
         if isinstance(node, cst.SimpleStatementLine):
             for small in node.body:
                 self.small_statement(small)
+        elif isinstance(node, cst.BaseSmallStatement):  # the body of `def f(x): return ...`
+            self.small_statement(node)
         elif isinstance(node, cst.If):
             self.if_statement(node)
         elif isinstance(node, cst.For):

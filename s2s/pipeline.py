@@ -11,6 +11,7 @@ from . import ir
 from .codegen import Emitter, assign, name
 from .errors import S2SError
 from .normalize import normalize
+from .forward import JVP
 from .reverse import VJP
 
 
@@ -95,9 +96,20 @@ def vjp_functions(functions: list[ir.Function], emitter: Emitter, argnums: tuple
     return defs
 
 
+def jvp_functions(functions: list[ir.Function], emitter: Emitter) -> list:
+    """Primal and forward-mode functions for the callees, then the forward mode of the entry."""
+    defs = []
+    for lowered in functions:
+        gname = emitter.function_names[id(lowered.python)]
+        defs.append(JVP(lowered, emitter, list(lowered.params), f"{gname}_jvp").build())
+    return defs
+
+
 def module_source(fn: Any, mode: str, argnums: tuple[int, ...] = (0,), display_path: str | None = None,
                   has_aux: bool = False) -> str:
-    """The generated module for one transform of fn. mode: "vjp" or "grad"."""
+    """The generated module for one transform of fn. mode: "grad" (reverse) or "jvp" (forward)."""
+    if mode == "jvp":
+        return _jvp_module_source(fn, display_path)
     functions = collect(fn)
     emitter = Emitter()
     _assign_names(functions, emitter)
@@ -110,6 +122,8 @@ def module_source(fn: Any, mode: str, argnums: tuple[int, ...] = (0,), display_p
     for cname in sorted(emitter.constants):
         body.append(assign(cname, emitter.const(emitter.constants[cname])))
     body += vjp_functions(functions, emitter, argnums, has_aux)
+    if len(argnums) == 1:
+        body.append(_columns_driver(ename, entry.params, "vjp", argnums[0]))
     if mode == "grad":
         params = entry.params
         call = ast.Call(name(f"{ename}_vjp"), [name(p) for p in params] + [ast.Constant(1.0)], [])
@@ -133,3 +147,54 @@ def primal_module_source(fn: Any, display_path: str | None = None) -> str:
         body.append(assign(cname, emitter.const(emitter.constants[cname])))
     body += [primal_function(f, emitter) for f in functions]
     return emitter.render(_header(functions[-1], f"primal of {functions[-1].name}", display_path), body)
+
+
+def _jvp_module_source(fn: Any, display_path: str | None) -> str:
+    functions = collect(fn)
+    emitter = Emitter()
+    _assign_names(functions, emitter)
+    body: list = [ast.Import([ast.alias("math")]), ast.Import([ast.alias("numpy", "np")]),
+                  ast.ImportFrom("s2s", [ast.alias("runtime")], 0)]
+    for cname in sorted(emitter.constants):
+        body.append(assign(cname, emitter.const(emitter.constants[cname])))
+    body += jvp_functions(functions, emitter)
+    entry = functions[-1]
+    for k in range(len(entry.params)):
+        body.append(_columns_driver(emitter.function_names[id(entry.python)], entry.params, "jvp", k))
+    return emitter.render(_header(entry, f"jvp of {entry.name}", display_path), body)
+
+
+def _columns_driver(fname: str, params: list[str], mode: str, argnum: int = 0) -> ast.FunctionDef:
+    """A loop over a stack of tangents (jvp) or cotangents (vjp), for jacfwd and jacrev:
+    compiled with the rest of the module, so a Jacobian is one call, not one per column."""
+    if mode == "jvp":
+        stack = "tangents"
+        def tangents_for(row: str) -> str:
+            return ", ".join(f"{stack}[{row}]" if k == argnum else f"runtime.zeros_like({p})"
+                             for k, p in enumerate(params))
+
+        text = (
+            f"def {fname}_jvp_columns_{argnum}({', '.join(params)}, {stack}):\n"
+            f'    """Tangents of {fname} for each row of {stack}, a stack of tangents of {params[argnum]}."""\n'
+            f"    n = {stack}.shape[0]\n"
+            f"    first = {fname}_jvp({', '.join(params)}, {tangents_for('0')})[1]\n"
+            f"    out = np.empty((n,) + np.shape(first))\n"
+            f"    out[0] = first\n"
+            f"    for c in range(1, n):\n"
+            f"        out[c] = {fname}_jvp({', '.join(params)}, {tangents_for('c')})[1]\n"
+            f"    return out\n"
+        )
+    else:
+        stack = "cotangents"
+        text = (
+            f"def {fname}_vjp_rows({', '.join(params)}, {stack}):\n"
+            f'    """Adjoints of {params[argnum]} for each row of {stack}, a stack of output cotangents."""\n'
+            f"    n = {stack}.shape[0]\n"
+            f"    first = {fname}_vjp({', '.join(params)}, {stack}[0])[1][0]\n"
+            f"    out = np.empty((n,) + np.shape(first))\n"
+            f"    out[0] = first\n"
+            f"    for r in range(1, n):\n"
+            f"        out[r] = {fname}_vjp({', '.join(params)}, {stack}[r])[1][0]\n"
+            f"    return out\n"
+        )
+    return ast.parse(text).body[0]

@@ -21,6 +21,17 @@ def _float_tree_like(tree: Any, rng: np.random.Generator) -> Any:
     return float(rng.standard_normal())
 
 
+def _zero_tree_like(tree: Any) -> Any:
+    if isinstance(tree, dict):
+        return {k: _zero_tree_like(tree[k]) for k in tree}
+    if isinstance(tree, (tuple, list)):
+        items = [_zero_tree_like(x) for x in tree]
+        return type(tree)(*items) if pytree.is_namedtuple(tree) else type(tree)(items)
+    if isinstance(tree, np.ndarray):
+        return np.zeros(tree.shape, np.result_type(tree.dtype, np.float32))
+    return 0.0
+
+
 def _axpy(a: float, x: Any, y: Any) -> Any:
     """a * x + y over matching trees."""
     if isinstance(y, dict):
@@ -52,8 +63,6 @@ def check_grads(fun: Callable, args: Sequence[Any], order: int = 1, modes: Seque
     unknown = set(modes) - {"fwd", "rev"}
     if unknown:
         raise ValueError(f"unknown modes {sorted(unknown)}")
-    if "fwd" in modes:
-        raise S2SError("forward mode (jvp) is not implemented yet", hint='check with modes=("rev",)')
     args = list(args)
     if argnums is None:
         argnums = [k for k, a in enumerate(args)
@@ -71,6 +80,22 @@ def check_grads(fun: Callable, args: Sequence[Any], order: int = 1, modes: Seque
     out = fun(*args)
     jv = _axpy(-1.0, shifted(-eps), shifted(eps))
     jv = [np.asarray(a, np.float64) / (2 * eps) for a in pytree.leaves(jv)]
+    if "fwd" in modes:
+        from .api import ForwardTransformed
+
+        forward = ForwardTransformed(fun, backend)
+        tangents = [direction[k] if k in direction else _zero_tree_like(a) for k, a in enumerate(args)]
+        value, tangent = forward.entry()(*forward.call_args(list(args) + tangents))
+        for got, want in zip(pytree.leaves(value), pytree.leaves(out)):
+            np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12, err_msg="primal value differs")
+        for got, want in zip(pytree.leaves(tangent), jv):
+            scale = max(1.0, float(np.max(np.abs(want))) if np.size(want) else 1.0)
+            if not np.allclose(got, want, rtol=rtol * 10, atol=atol + rtol * scale * 10):
+                raise AssertionError(
+                    f"forward mode of {fun.__name__} disagrees with finite differences: "
+                    f"J v = {want!r} by finite differences, {got!r} by s2s")
+    if "rev" not in modes:
+        return
     cotangent = _float_tree_like(out, rng)
     transformed = Transformed(fun, "vjp", argnums, backend=backend)
     value, adjoints = transformed._vjp_function()(*transformed._call_args(args), cotangent)

@@ -7,7 +7,7 @@ import operator
 import numpy as np
 
 from s2s.rules import nondifferentiable, rule
-from s2s.runtime import unbroadcast
+from s2s.runtime import copy, unbroadcast
 
 
 @rule(operator.add)
@@ -58,9 +58,16 @@ def neg(y, x):
     x_bar -= y_bar
 
 
-@rule(builtins.float, np.copy)
+@rule(builtins.float)
 def identity(y, x):
     y_dot = x_dot
+    x_bar += y_bar
+
+
+@rule(np.copy)
+def copy_(y, x):
+    """A copy's tangent is a copy too: writes into y must not reach x's tangent."""
+    y_dot = copy(x_dot)
     x_bar += y_bar
 
 

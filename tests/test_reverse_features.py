@@ -1,4 +1,4 @@
-"""Every language feature of the core, differentiated in reverse mode on both backends.
+"""Every language feature of the core, differentiated in forward and reverse mode on both backends.
 
 Each case is checked against central finite differences (s2s.testing.check_grads), and
 the python and Numba backends must agree with each other.
@@ -22,10 +22,16 @@ def test_reverse_mode_matches_finite_differences(case):
     s2s.testing.check_grads(fn, args, modes=("rev",), argnums=argnums)
 
 
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_forward_mode_matches_finite_differences(case):
+    fn, args, argnums, _ = _args(case)
+    s2s.testing.check_grads(fn, args, modes=("fwd",), argnums=argnums)
+
+
 @pytest.mark.parametrize("case", sorted(c for c in CASES if CASES[c][3]))
 def test_numba_backend_matches_finite_differences_and_python(case):
     fn, args, argnums, _ = _args(case)
-    s2s.testing.check_grads(fn, args, modes=("rev",), argnums=argnums, backend="cpu")
+    s2s.testing.check_grads(fn, args, modes=("fwd", "rev"), argnums=argnums, backend="cpu")
     g = s2s.grad(fn, argnums=argnums)
     expected = g(*args)
     got = s2s.jit(g)(*args)

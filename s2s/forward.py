@@ -1,0 +1,283 @@
+"""The jvp transform: a normalized function -> Python source of its forward mode.
+
+Each statement is followed by the statement that computes its tangent (`x_dot`), from the
+`y_dot = ...` line of its rule in templates/. Tangents that are known to be zero are left
+out of the expressions at transform time; a variable that is assigned a value with no
+tangent gets `runtime.zeros_like(...)`, so its tangent exists wherever it does. No tape.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+
+from . import ir
+from .analysis import Analysis, bind, rule_for
+from .codegen import Emitter, assign, name, runtime_call
+from .frontend import is_user_function
+from .reverse import Names, _all_names, _drop_defaults, _simplify
+
+ZERO = "__s2s_zero__"  # marks a tangent known to be zero inside a rule's expression
+
+
+class JVP:
+    def __init__(self, fn: ir.Function, emitter: Emitter, active_params: list[str], function_name: str):
+        self.fn = fn
+        self.em = emitter
+        self.function_name = function_name
+        self.names = Names(_all_names(fn) | {"np", "math", "runtime"})
+        result = fn.result
+        seeds = [result.id] if isinstance(result, ir.Name) else []
+        self.an = Analysis(fn, active_params, seeds).run()
+        self.active_params = active_params
+        self.dots: dict[str, str] = {}
+
+    def dot(self, var: str) -> str:
+        if var not in self.dots:
+            self.dots[var] = self.names.fresh(f"{var}_dot")
+        return self.dots[var]
+
+    def has_tangent(self, atom) -> bool:
+        return isinstance(atom, ir.Name) and self.an.is_active(atom.id)
+
+    def tangent_or_zeros(self, atom) -> ast.expr:
+        if self.has_tangent(atom):
+            return name(self.dot(atom.id))
+        return runtime_call("zeros_like", self.em.atom(atom))
+
+    # ---- statements -------------------------------------------------------------
+
+    def block(self, block: list) -> list:
+        out: list = []
+        last_origin = None
+        for stmt in block:
+            if isinstance(stmt, ir.Return):
+                continue
+            if stmt.origin != last_origin:
+                out.append(self.em.origin_comment(stmt.origin))
+                last_origin = stmt.origin
+            out += self.statement(stmt)
+        return out
+
+    def statement(self, stmt) -> list:
+        em = self.em
+        if isinstance(stmt, (ir.If, ir.For, ir.While)):
+            return [em.primal(stmt, body_of=self.block)]
+        if isinstance(stmt, ir.ExprStmt):
+            return [em.primal(stmt)]
+        if isinstance(stmt, ir.SetItem):
+            return self.setitem(stmt)
+        return self.assignment(stmt)
+
+    def setitem(self, stmt: ir.SetItem) -> list:
+        out = [self.em.primal(stmt)]
+        if not self.an.is_active(stmt.base):
+            return out
+        target = ast.Subscript(name(self.dot(stmt.base)), self.em.index(stmt.index), ast.Store())
+        if stmt.op is None:
+            value = name(self.dot(stmt.value.id)) if self.has_tangent(stmt.value) else ast.Constant(0.0)
+            out.append(ast.Assign([target], value, lineno=0))
+        elif self.has_tangent(stmt.value):
+            op = ast.Add() if stmt.op == "+" else ast.Sub()
+            out.append(ast.AugAssign(target, op, name(self.dot(stmt.value.id))))
+        return out
+
+    def assignment(self, stmt: ir.Assign) -> list:
+        em = self.em
+        value = stmt.value
+        targets = stmt.targets
+        active = [t for t in targets if self.an.is_active(t)]
+        if isinstance(value, ir.Call) and is_user_function(value.fn) and active:
+            return self.user_call(stmt)
+        primal = em.primal(stmt)
+        if not active:
+            return [primal]
+        if stmt.unpack:
+            if self.has_tangent(value):
+                tgt = ast.Tuple([name(self.dot(t), True) for t in targets], ast.Store())
+                return [primal, ast.Assign([tgt], name(self.dot(value.id)), lineno=0)]
+            return [primal] + [assign(self.dot(t), runtime_call("zeros_like", name(t))) for t in targets]
+        target = targets[0]
+        zeros = assign(self.dot(target), runtime_call("zeros_like", name(target)))
+        if isinstance(value, ir.Name):
+            if self.has_tangent(value):
+                return [primal, assign(self.dot(target), name(self.dot(value.id)))]
+            return [primal, zeros]
+        if isinstance(value, ir.Const):
+            return [primal, zeros]
+        if isinstance(value, ir.Build):
+            elts = [self.tangent_or_zeros(a) for a in value.elts]
+            if value.kind == "dict":
+                tangent = ast.Dict([em.const(k) for k in value.keys], elts)
+            elif value.kind == "list":
+                tangent = ast.List(elts, ast.Load())
+            else:
+                tangent = ast.Tuple(elts, ast.Load())
+            return [primal, assign(self.dot(target), tangent)]
+        if isinstance(value, ir.Subscript):
+            if self.has_tangent(value.value):
+                return [primal, assign(self.dot(target), ast.Subscript(
+                    name(self.dot(value.value.id)), em.index(value.index), ast.Load()))]
+            return [primal, zeros]
+        if isinstance(value, ir.Attribute):
+            if self.has_tangent(value.value) and value.attr not in ("shape", "ndim", "size", "dtype"):
+                return [primal, assign(self.dot(target), ast.Attribute(
+                    name(self.dot(value.value.id)), value.attr, ast.Load()))]
+            return [primal, zeros]
+        return self.rule_call(stmt, primal, zeros)
+
+    def rule_call(self, stmt: ir.Assign, primal: ast.stmt, zeros: ast.stmt) -> list:
+        call = stmt.value
+        target = stmt.targets[0]
+        found = rule_for(call, stmt.origin)
+        if found is None or found.kind != "rule" or not found.forward:
+            return [primal, zeros]
+        bound = bind(call, found, stmt.origin)
+        em = self.em
+        operand_values: set[str] = set()
+        line = found.forward[0]
+        uses_result = any(isinstance(n, ast.Name) and n.id == found.result for n in ast.walk(line.value))
+        operands = {a.id for a in bound.values() if isinstance(a, ir.Name)}
+        result_name = [target]
+        if uses_result and target in operands:
+            # y = f(y) with a tangent that reads both: compute the new y under another name.
+            result_name[0] = self.names.fresh(f"{target}_new")
+        owner = self
+        local_names = {n: self.names.fresh(f"{target}_{n}") for n in found.locals}
+
+        class Substitute(ast.NodeTransformer):
+            def visit_Name(self, node):
+                ident = node.id
+                if ident in local_names:
+                    return name(local_names[ident])
+                if ident == found.result:
+                    return name(result_name[0])
+                if ident.endswith("_dot") and ident[:-4] in bound:
+                    atom = bound[ident[:-4]]
+                    if owner.has_tangent(atom):
+                        return name(owner.dot(atom.id))
+                    return name(ZERO)
+                if ident in bound:
+                    atom = bound[ident]
+                    if isinstance(atom, ir.Name):
+                        operand_values.add(atom.id)
+                        return name(atom.id)
+                    return em.const(atom.value if isinstance(atom, ir.Const) else atom)
+                if ident in found.helpers:
+                    return ast.Attribute(name("runtime"), ident, ast.Load())
+                return node
+
+            def visit_Call(self, node):
+                self.generic_visit(node)
+                return _drop_defaults(node, found)
+
+        expr = Substitute().visit(copy.deepcopy(line.value))
+        expr = _propagate_zeros(expr)
+        if _is_zero(expr):
+            return [primal, zeros]
+        expr = _fill_zeros(expr, bound, em)
+        expr = _simplify(expr)
+        # Template locals the tangent reads, in template order.
+        used = {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
+        locals_ = []
+        for local, value in reversed(list(found.locals.items())):
+            if local_names[local] in used:
+                local_expr = _simplify(Substitute().visit(copy.deepcopy(value)))
+                used |= {n.id for n in ast.walk(local_expr) if isinstance(n, ast.Name)}
+                locals_.insert(0, assign(local_names[local], local_expr))
+        if result_name[0] != target:
+            new = result_name[0]
+            return [assign(new, em.expr(call))] + locals_ + [assign(self.dot(target), expr),
+                                                            assign(target, name(new))]
+        if target in operand_values:
+            return locals_ + [assign(self.dot(target), expr), primal]  # before the primal overwrites y
+        return [primal] + locals_ + [assign(self.dot(target), expr)]
+
+    def user_call(self, stmt: ir.Assign) -> list:
+        call = stmt.value
+        callee = self.em.function_names[id(call.fn)] + "_jvp"
+        args = [self.em.atom(a) for a in call.args]
+        tangents = [self.tangent_or_zeros(a) for a in call.args]
+        target = stmt.targets[0]
+        tgt = ast.Tuple([name(target, True), name(self.dot(target), True)], ast.Store())
+        return [ast.Assign([tgt], ast.Call(name(callee), args + tangents, []), lineno=0)]
+
+    # ---- the function -----------------------------------------------------------
+
+    def build(self) -> ast.FunctionDef:
+        fn = self.fn
+        for p in self.active_params:
+            self.dot(p)
+        body = self.block(fn.body)
+        result = fn.result
+        tangent = self.tangent_or_zeros(result)
+        body.append(ast.Return(ast.Tuple([self.em.atom(result), tangent], ast.Load())))
+        params = list(fn.params) + [self.dot(p) for p in self.active_params]
+        args = ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in params], kwonlyargs=[],
+                             kw_defaults=[], defaults=[])
+        doc = ast.Expr(ast.Constant(
+            f"Forward mode of {fn.name} ({fn.origin.short()}): returns (value, tangent) for the "
+            f"tangents {', '.join(self.dot(p) for p in self.active_params)}."))
+        return ast.FunctionDef(self.function_name, args, [doc] + body, [], None, lineno=0)
+
+
+# ---- zero tangents -----------------------------------------------------------------
+
+
+def _is_zero(node) -> bool:
+    return isinstance(node, ast.Name) and node.id == ZERO
+
+
+def _propagate_zeros(node: ast.expr) -> ast.expr:
+    """Simplify products, quotients, sums and negations of zero tangents."""
+    for field, child in ast.iter_fields(node):
+        if isinstance(child, ast.expr):
+            setattr(node, field, _propagate_zeros(child))
+        elif isinstance(child, list):
+            setattr(node, field, [_propagate_zeros(c) if isinstance(c, ast.expr) else c for c in child])
+    if isinstance(node, ast.BinOp):
+        left, right = _is_zero(node.left), _is_zero(node.right)
+        if isinstance(node.op, (ast.Mult, ast.MatMult)) and (left or right):
+            return name(ZERO)
+        if isinstance(node.op, ast.Div) and left:
+            return name(ZERO)
+        if isinstance(node.op, ast.Add):
+            if left and right:
+                return name(ZERO)
+            if left:
+                return node.right
+            if right:
+                return node.left
+        if isinstance(node.op, ast.Sub):
+            if left and right:
+                return name(ZERO)
+            if right:
+                return node.left
+            if left:
+                return ast.UnaryOp(ast.USub(), node.right)
+    if isinstance(node, ast.UnaryOp) and _is_zero(node.operand):
+        return name(ZERO)
+    if isinstance(node, ast.Call) and any(_is_zero(a) for a in node.args) and _linear_call(node):
+        return name(ZERO)
+    return node
+
+
+def _linear_call(node: ast.Call) -> bool:
+    """Calls whose tangent lines are linear in their first argument (np.sum(x_dot), ...)."""
+    func = node.func
+    linear = {"sum", "mean", "transpose", "reshape", "ravel", "squeeze", "expand_dims", "trace",
+              "concatenate", "stack", "array", "max_dot", "prod_dot", "var_dot", "norm_dot"}
+    return isinstance(func, ast.Attribute) and func.attr in linear and bool(node.args) and _is_zero(node.args[0])
+
+
+def _fill_zeros(node: ast.expr, bound: dict, em: Emitter) -> ast.expr:
+    """Zero tangents that survive inside other calls become zeros_like(their primal)."""
+
+    class Fill(ast.NodeTransformer):
+        def visit_Name(self, n):
+            if n.id == ZERO:
+                return ast.Constant(0.0)
+            return n
+
+    return Fill().visit(node)
+
