@@ -133,15 +133,15 @@ def final_state_loss_vjp(params, theta0, omega0, target, steps, dt, out_bar):
 
 def final_state_loss_vjp_rows(params, theta0, omega0, target, steps, dt, cotangents):
     """Adjoints of params for each row of cotangents, a stack of output cotangents."""
-    n = cotangents.shape[0]
+    count = cotangents.shape[0]
     first = final_state_loss_vjp(
         params, theta0, omega0, target, steps, dt, cotangents[0]
     )[1][0]
-    out = np.empty((n,) + np.shape(first))
+    out = np.empty((count,) + np.shape(first))
     out[0] = first
-    for r in range(1, n):
-        out[r] = final_state_loss_vjp(
-            params, theta0, omega0, target, steps, dt, cotangents[r]
+    for row in range(1, count):
+        out[row] = final_state_loss_vjp(
+            params, theta0, omega0, target, steps, dt, cotangents[row]
         )[1][0]
     return out
 

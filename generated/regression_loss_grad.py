@@ -33,12 +33,12 @@ def loss_vjp(params, x, y, out_bar):
 
 def loss_vjp_rows(params, x, y, cotangents):
     """Adjoints of params for each row of cotangents, a stack of output cotangents."""
-    n = cotangents.shape[0]
+    count = cotangents.shape[0]
     first = loss_vjp(params, x, y, cotangents[0])[1][0]
-    out = np.empty((n,) + np.shape(first))
+    out = np.empty((count,) + np.shape(first))
     out[0] = first
-    for r in range(1, n):
-        out[r] = loss_vjp(params, x, y, cotangents[r])[1][0]
+    for row in range(1, count):
+        out[row] = loss_vjp(params, x, y, cotangents[row])[1][0]
     return out
 
 

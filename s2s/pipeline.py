@@ -167,34 +167,42 @@ def _jvp_module_source(fn: Any, display_path: str | None) -> str:
 def _columns_driver(fname: str, params: list[str], mode: str, argnum: int = 0) -> ast.FunctionDef:
     """A loop over a stack of tangents (jvp) or cotangents (vjp), for jacfwd and jacrev:
     compiled with the rest of the module, so a Jacobian is one call, not one per column."""
-    if mode == "jvp":
-        stack = "tangents"
-        def tangents_for(row: str) -> str:
-            return ", ".join(f"{stack}[{row}]" if k == argnum else f"runtime.zeros_like({p})"
-                             for k, p in enumerate(params))
+    taken = set(params)
 
-        text = (
-            f"def {fname}_jvp_columns_{argnum}({', '.join(params)}, {stack}):\n"
-            f'    """Tangents of {fname} for each row of {stack}, a stack of tangents of {params[argnum]}."""\n'
-            f"    n = {stack}.shape[0]\n"
-            f"    first = {fname}_jvp({', '.join(params)}, {tangents_for('0')})[1]\n"
-            f"    out = np.empty((n,) + np.shape(first))\n"
-            f"    out[0] = first\n"
-            f"    for c in range(1, n):\n"
-            f"        out[c] = {fname}_jvp({', '.join(params)}, {tangents_for('c')})[1]\n"
-            f"    return out\n"
-        )
+    def fresh(base: str) -> str:
+        candidate, k = base, 1
+        while candidate in taken:
+            k += 1
+            candidate = f"{base}_{k}"
+        taken.add(candidate)
+        return candidate
+
+    stack = fresh("tangents" if mode == "jvp" else "cotangents")
+    count, first, out, row = fresh("count"), fresh("first"), fresh("out"), fresh("row")
+    args = ", ".join(params)
+    if mode == "jvp":
+        def call(index: str) -> str:
+            tangents = ", ".join(f"{stack}[{index}]" if k == argnum else f"runtime.zeros_like({p})"
+                                 for k, p in enumerate(params))
+            return f"{fname}_jvp({args}, {tangents})[1]"
+
+        header = f"def {fname}_jvp_columns_{argnum}({args}, {stack}):\n"
+        doc = f"Tangents of {fname} for each row of {stack}, a stack of tangents of {params[argnum]}."
     else:
-        stack = "cotangents"
-        text = (
-            f"def {fname}_vjp_rows({', '.join(params)}, {stack}):\n"
-            f'    """Adjoints of {params[argnum]} for each row of {stack}, a stack of output cotangents."""\n'
-            f"    n = {stack}.shape[0]\n"
-            f"    first = {fname}_vjp({', '.join(params)}, {stack}[0])[1][0]\n"
-            f"    out = np.empty((n,) + np.shape(first))\n"
-            f"    out[0] = first\n"
-            f"    for r in range(1, n):\n"
-            f"        out[r] = {fname}_vjp({', '.join(params)}, {stack}[r])[1][0]\n"
-            f"    return out\n"
-        )
+        def call(index: str) -> str:
+            return f"{fname}_vjp({args}, {stack}[{index}])[1][0]"
+
+        header = f"def {fname}_vjp_rows({args}, {stack}):\n"
+        doc = f"Adjoints of {params[argnum]} for each row of {stack}, a stack of output cotangents."
+    text = (
+        header
+        + f'    """{doc}"""\n'
+        + f"    {count} = {stack}.shape[0]\n"
+        + f"    {first} = {call('0')}\n"
+        + f"    {out} = np.empty(({count},) + np.shape({first}))\n"
+        + f"    {out}[0] = {first}\n"
+        + f"    for {row} in range(1, {count}):\n"
+        + f"        {out}[{row}] = {call(row)}\n"
+        + f"    return {out}\n"
+    )
     return ast.parse(text).body[0]
