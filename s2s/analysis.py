@@ -292,41 +292,104 @@ class Analysis:
                      if isinstance(s, ir.SetItem) or (isinstance(s, ir.Assign) and s.inplace)]
         if not mutations:
             return
-        self._liveness()
+        self._liveness(params_live_at_exit=False)
+        read_later = dict(self.live_after)
+        self.live_after = {}
+        self._liveness(params_live_at_exit=True)
         classes: dict[str, set] = {}
         for var in set(self.occurrences) | set(self.fn.params):
             classes.setdefault(find(var), set()).add(var)
-        for stmt in mutations:
-            var = stmt.base if isinstance(stmt, ir.SetItem) else stmt.targets[0]
+        for var in {s.base if isinstance(s, ir.SetItem) else s.targets[0] for s in mutations}:
             self.mutated.add(var)
-            others = classes.get(find(var), {var}) - {var}
-            if isinstance(stmt, ir.Assign):
-                # x op= v on a name: NumPy updates arrays in place, numbers are rebound.
-                live = sorted(o for o in others if o in self.live_after[id(stmt)])
-                if live:
-                    raise S2SError(
-                        f"`{var} {_op_symbol(stmt.value.fn)}= ...` would also change {live[0]}, "
-                        f"which may share memory with {var}", stmt.origin,
-                        f"write `{var} = {var} {_op_symbol(stmt.value.fn)} ...` to make a new value")
-                continue
-            params = sorted(o for o in classes.get(find(var), {var}) if o in self.fn.params)
-            if params:
-                raise S2SError(
-                    f"writing into {var} changes the argument {params[0]} in place", stmt.origin,
-                    f"copy it first: {var} = {params[0]}.copy()" if var == params[0]
-                    else f"copy it first: {var} = {var}.copy()")
-            live = sorted(o for o in others if o in self.live_after[id(stmt)])
-            if live:
-                raise S2SError(
-                    f"writing into {var} would also change {live[0]}, which may share its memory",
-                    stmt.origin, f"make {var} a copy ({var} = ....copy()) before writing into it")
-        for var in self.mutated:
             for member in classes.get(find(var), {var}):
                 self.alias_of[member] = classes.get(find(var), {var})
+        self._points_to_check(read_later)
 
-    def _liveness(self):
+    # A flow-sensitive points-to analysis: which arrays may each name refer to here?
+    def _points_to_check(self, read_later: dict) -> None:
+        state = {p: frozenset({f"argument {p}"}) for p in self.fn.params}
+        self._pt_block(self.fn.body, state, read_later)
+
+    def _pt_block(self, block, state, read_later):
+        for stmt in block:
+            state = self._pt_stmt(stmt, state, read_later)
+        return state
+
+    @staticmethod
+    def _join(a: dict, b: dict) -> dict:
+        return {k: a.get(k, frozenset()) | b.get(k, frozenset()) for k in set(a) | set(b)}
+
+    def _pt_stmt(self, stmt, state, read_later):
+        if isinstance(stmt, ir.If):
+            return self._join(self._pt_block(stmt.body, dict(state), read_later),
+                              self._pt_block(stmt.orelse, dict(state), read_later))
+        if isinstance(stmt, (ir.For, ir.While)):
+            head = dict(state)
+            if isinstance(stmt, ir.For):
+                head[stmt.var] = frozenset({f"object {self.info[id(stmt)].pos}"})
+            for _ in range(50):
+                end = self._pt_block(stmt.body, dict(head), read_later) if isinstance(stmt, ir.For) else \
+                    self._pt_block(stmt.body, self._pt_block(stmt.cond, dict(head), read_later), read_later)
+                new = self._join(head, end)
+                if new == head:
+                    break
+                head = new
+            if isinstance(stmt, ir.While):
+                return self._pt_block(stmt.cond, head, read_later)
+            bounds = (stmt.start, stmt.stop, stmt.step)
+            if all(isinstance(b, ir.Const) for b in bounds) and len(range(*(b.value for b in bounds))):
+                return end  # the body runs at least once: its assignments have happened
+            return head
+        if isinstance(stmt, ir.SetItem):
+            self._check_write(stmt, stmt.base, state, self.live_after[id(stmt)], arguments_too=True)
+            return state
+        if not isinstance(stmt, ir.Assign):
+            return state
+        fresh = frozenset({f"object {self.info[id(stmt)].pos}"})
+        if stmt.inplace:
+            self._check_write(stmt, stmt.targets[0], state, read_later[id(stmt)], arguments_too=False)
+            return {**state, stmt.targets[0]: fresh}  # s2s rebinds: x = x op v
+        value = stmt.value
+        shared = frozenset()
+        if isinstance(value, ir.Name):
+            shared = state.get(value.id, frozenset())
+        elif isinstance(value, (ir.Subscript, ir.Attribute)) and isinstance(value.value, ir.Name):
+            if not (isinstance(value, ir.Attribute) and value.attr in ("shape", "ndim", "size", "dtype")):
+                shared = state.get(value.value.id, frozenset())
+        elif isinstance(value, ir.Build):
+            shared = frozenset().union(*(state.get(n, frozenset()) for n in ir.names_in(value))) | fresh
+        elif isinstance(value, ir.Call) and (value.fn in VIEW_FUNCTIONS or is_user_function(value.fn)):
+            names = ir.names_in(value) if is_user_function(value.fn) else ir.names_in(value.args[0])
+            shared = frozenset().union(*(state.get(n, frozenset()) for n in names)) | fresh
+        else:
+            shared = fresh
+        out = dict(state)
+        for target in stmt.targets:
+            out[target] = shared or fresh
+        return out
+
+    def _check_write(self, stmt, var, state, live, arguments_too):
+        objects = state.get(var, frozenset())
+        if arguments_too:
+            arguments = sorted(o.split()[1] for o in objects if o.startswith("argument "))
+            if arguments:
+                a = arguments[0]
+                raise S2SError(f"writing into {var} changes the argument {a} in place", stmt.origin,
+                               f"copy it first: {var} = {a}.copy()" if var == a
+                               else f"copy it first: {var} = {var}.copy()")
+        others = sorted(o for o, objs in state.items() if o != var and objs & objects and o in live)
+        if not others:
+            return
+        if isinstance(stmt, ir.Assign):
+            op = _op_symbol(stmt.value.fn)
+            raise S2SError(f"`{var} {op}= ...` would also change {others[0]}, which may share memory "
+                           f"with {var}", stmt.origin, f"write `{var} = {var} {op} ...` to make a new value")
+        raise S2SError(f"writing into {var} would also change {others[0]}, which may share its memory",
+                       stmt.origin, f"make {var} a copy ({var} = ....copy()) before writing into it")
+
+    def _liveness(self, params_live_at_exit: bool = True):
         result = self.fn.result
-        exit_live = set(self.fn.params) | set(ir.names_in(result))
+        exit_live = set(ir.names_in(result)) | (set(self.fn.params) if params_live_at_exit else set())
         self._live_block(self.fn.body, exit_live)
 
     def _live_block(self, block, live_out: set) -> set:

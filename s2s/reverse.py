@@ -157,10 +157,9 @@ class VJP:
     def has_work(self, stmt) -> bool:
         an = self.an
         if isinstance(stmt, ir.Assign):
-            if not any(an.is_active(t) for t in stmt.targets):
-                return False
-            from .analysis import differentiable_sources
-            return any(an.is_active(s) for s in differentiable_sources(stmt))
+            # Assigning an active variable ends its adjoint's life there, even when the
+            # value itself is a constant (y = np.zeros(n) in a loop).
+            return any(an.is_active(t) for t in stmt.targets)
         if isinstance(stmt, ir.SetItem):
             return an.is_active(stmt.base)
         if isinstance(stmt, (ir.If, ir.For, ir.While)):
@@ -178,6 +177,8 @@ class VJP:
         shapes = shapes or {}
         call = stmt.value
         found = rule_for(call, stmt.origin)
+        if found is None or found.kind != "rule":
+            return [], [], set()  # no input is differentiated (analysis refused the others)
         bound = bind(call, found, stmt.origin)
         target = stmt.targets[0]
         rename = rename or {}

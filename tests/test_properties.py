@@ -1,0 +1,136 @@
+"""Random programs, checked in forward and reverse mode against finite differences.
+
+Each run checks S2S_PROPERTY_EXAMPLES programs (default 200), derandomized so that CI is
+repeatable. Run many more with, for example:
+
+    S2S_PROPERTY_EXAMPLES=5000 python -m pytest tests/test_properties.py
+"""
+
+import hashlib
+import importlib.util
+import os
+import sys
+
+import numpy as np
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+import s2s
+
+EXAMPLES = int(os.environ.get("S2S_PROPERTY_EXAMPLES", "200"))
+SIZE = 4
+
+# Smooth operations, so that finite differences are a fair reference.
+UNARY = ["np.sin({e})", "np.cos({e})", "np.tanh({e})", "np.sqrt({e} * {e} + 1.0)", "np.log({e} * {e} + 1.0)",
+         "np.exp(np.sin({e}))", "({e}) ** 2", "-({e})", "np.arctan({e})", "abs({e}) + {e}"]
+BINARY = ["{l} + {r}", "{l} - {r}", "{l} * {r}", "{l} / ({r} * {r} + 1.0)", "np.arctan2({l}, {r} * {r} + 1.0)"]
+
+
+@st.composite
+def programs(draw):
+    scalars = ["a"]
+    vectors = ["x"]
+    lines = []
+    counter = [0]
+
+    def new(kind):
+        counter[0] += 1
+        name = f"v{counter[0]}"
+        (scalars if kind == "s" else vectors).append(name)
+        return name
+
+    def pick(kind):
+        pool = scalars if kind == "s" else vectors
+        return draw(st.sampled_from(pool[-4:]))
+
+    def expression(kind, depth=0):
+        choice = draw(st.integers(0, 3 if depth < 2 else 0))
+        if choice == 0:
+            if kind == "s" and draw(st.booleans()):
+                v = pick("v")
+                return draw(st.sampled_from([f"{v}[{draw(st.integers(-SIZE, SIZE - 1))}]",
+                                             f"np.sum({v})", f"np.mean({v} * {v})"]))
+            return pick(kind)
+        if choice == 1:
+            inner = expression(kind, depth + 1)
+            return draw(st.sampled_from(UNARY)).format(e=inner)
+        left, right = expression(kind, depth + 1), expression(draw(st.sampled_from([kind, "s"])), depth + 1)
+        return draw(st.sampled_from(BINARY)).format(l=left, r=right)
+
+    def statement(indent, depth):
+        kind = draw(st.sampled_from(["assign", "assign", "update", "write", "loop", "branch"]))
+        pad = "    " * indent
+        if kind == "assign":
+            k = draw(st.sampled_from(["s", "v"]))
+            expr = expression(k)
+            if expr.isidentifier():
+                # `y = x` makes y a second name for x; a later `y += ...` is then (rightly) refused.
+                expr = f"{expr} * 1.0"
+            lines.append(f"{pad}{new(k)} = {expr}")
+        elif kind == "update":
+            k = draw(st.sampled_from(["s", "v"]))
+            target = pick(k)
+            expr = expression(k)
+            if target in ("a", "x"):
+                lines.append(f"{pad}{new(k)} = {expr}")
+            else:
+                op = draw(st.sampled_from(["+=", "-=", "*="]))
+                lines.append(f"{pad}{target} {op} 0.5 * {expr}")
+        elif kind == "write":
+            value, source, scale = expression("s"), pick("v"), expression("s")
+            buffer = new("v")
+            lines.append(f"{pad}{buffer} = np.zeros({SIZE})")
+            lines.append(f"{pad}{buffer}[{draw(st.integers(0, SIZE - 1))}] = {value}")
+            lines.append(f"{pad}{buffer}[1:3] += {source}[0:2] * {scale}")
+        elif kind == "loop" and depth < 2:
+            start, vector, expr = pick("s"), pick("v"), expression("s", 1)
+            acc = new("s")
+            lines.append(f"{pad}{acc} = {start} * 1.0")
+            lines.append(f"{pad}for i in range({draw(st.integers(1, 4))}):")
+            lines.append(f"{pad}    {acc} = np.sin({acc}) * 0.9 + {vector}[i] * {expr}")
+            if draw(st.booleans()):
+                statement(indent + 1, depth + 1)
+        elif kind == "branch" and depth < 2:
+            test, first, second = pick("s"), expression("s"), expression("s")
+            out = new("s")
+            lines.append(f"{pad}if {test} > 0.1:")
+            lines.append(f"{pad}    {out} = {first}")
+            lines.append(f"{pad}else:")
+            lines.append(f"{pad}    {out} = {second} * 2.0")
+        else:
+            expr = expression("s")
+            lines.append(f"{pad}{new('s')} = {expr}")
+
+    for _ in range(draw(st.integers(1, 6))):
+        statement(1, 0)
+    ret = " + ".join([f"np.sum({v} * {v})" for v in vectors[-2:]] + scalars[-2:])
+    source = "import numpy as np\n\n\ndef program(x, a):\n" + "\n".join(lines) + f"\n    return {ret}\n"
+    return source
+
+
+def load(source: str, directory: str):
+    digest = hashlib.sha256(source.encode()).hexdigest()[:16]
+    path = os.path.join(directory, f"generated_program_{digest}.py")
+    with open(path, "w") as handle:
+        handle.write(source)
+    spec = importlib.util.spec_from_file_location(f"generated_program_{digest}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module.program
+
+
+@settings(max_examples=EXAMPLES, derandomize=True, deadline=None, phases=[Phase.generate],
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(source=programs(), seed=st.integers(0, 2**16))
+def test_random_programs_match_finite_differences(tmp_path_factory, source, seed):
+    program = load(source, str(tmp_path_factory.getbasetemp()))
+    rng = np.random.default_rng(seed)
+    x, a = rng.uniform(-1.0, 1.0, SIZE), float(rng.uniform(-1.0, 1.0))
+    value = program(x, a)
+    if not np.isfinite(value) or abs(value) > 1e6:
+        return  # overflowed: not a fair finite-difference check
+    try:
+        s2s.testing.check_grads(program, (x, a), modes=("fwd", "rev"), rtol=1e-4, atol=1e-5)
+    except AssertionError as failure:
+        raise AssertionError(f"{failure}\nprogram:\n{source}") from None
