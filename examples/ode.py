@@ -13,7 +13,7 @@ import numpy as np
 
 import s2s
 
-__s2s__ = ["final_state_loss"]
+__s2s__ = ["final_state_loss", "final_state"]
 
 GRAVITY = 9.81
 
@@ -33,6 +33,18 @@ def final_state_loss(params, theta0, omega0, target, steps, dt):
     return (theta - target[0]) ** 2 + (omega - target[1]) ** 2
 
 
+def final_state(params, theta0, omega0, steps, dt):
+    """The state (theta, omega) after `steps` Euler steps."""
+    damping, length = params
+    theta = theta0
+    omega = omega0
+    for step in range(steps):
+        dtheta, domega = pendulum_rhs(theta, omega, damping, length)
+        theta = theta + dt * dtheta
+        omega = omega + dt * domega
+    return np.array([theta, omega])
+
+
 def main():
     steps, dt = 2000, 0.001
     theta0, omega0 = 1.0, 0.0
@@ -49,6 +61,16 @@ def main():
     ])
     print("gradient:", g, " finite differences:", fd)
     assert np.allclose(g, fd, rtol=1e-5, atol=1e-8)
+
+    # Sensitivities of the final state to (damping, length), by forward mode.
+    sensitivities = s2s.jit(s2s.jacfwd(final_state))(params, theta0, omega0, steps, dt)
+    fd = np.stack([
+        (final_state(params + eps * e, theta0, omega0, steps, dt)
+         - final_state(params - eps * e, theta0, omega0, steps, dt)) / (2 * eps)
+        for e in np.eye(2)
+    ], axis=1)
+    print("d(theta, omega)/d(damping, length):\n", sensitivities)
+    assert np.allclose(sensitivities, fd, rtol=1e-5, atol=1e-8)
 
     # Fit the damping with the length fixed, by gradient descent.
     for it in range(200):

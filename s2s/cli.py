@@ -12,7 +12,7 @@ import traceback
 from . import __version__, pipeline
 from .errors import S2SError
 
-MODES = ("grad",)
+MODES = ("grad", "jvp")
 
 
 def load_user_module(path: str):
@@ -81,7 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--function", action="append",
                    help="a function to transform (repeatable; default: the module's __s2s__ list, "
                         "else its public functions)")
-    t.add_argument("--mode", default="grad", help="comma-separated transforms (available: grad)")
+    t.add_argument("--mode", default="grad", help="comma-separated transforms: grad (reverse mode), "
+                   "jvp (forward mode); default: grad")
     t.add_argument("-o", "--output", default="generated", help="output directory (default: generated/)")
     t.set_defaults(run=transform)
     return parser

@@ -431,11 +431,15 @@ class VJP:
         for stmt in reversed(block):
             if not self.has_work(stmt):
                 continue
+            emitted: list = []
+            self.materialize(stmt, block_id, emitted)
+            emitted += self.reverse_stmt(stmt)
+            if not emitted:
+                continue
             if stmt.origin != last_origin:
                 out.append(self.em.origin_comment(stmt.origin, "Grad of: "))
                 last_origin = stmt.origin
-            self.materialize(stmt, block_id, out)
-            out += self.reverse_stmt(stmt)
+            out += emitted
         return out
 
     def nested(self, *blocks) -> list:

@@ -8,13 +8,14 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-EXAMPLES = ["regression.py", "ode.py"]
+EXAMPLES = ["regression.py", "ode.py", "newton.py"]
+MODES = "grad,jvp"
 
 
 @pytest.mark.parametrize("example", EXAMPLES)
 def test_generated_code_is_current(example, tmp_path):
     path = os.path.join(ROOT, "examples", example)
-    result = subprocess.run([sys.executable, "-m", "s2s", "transform", path, "-o", str(tmp_path)],
+    result = subprocess.run([sys.executable, "-m", "s2s", "transform", path, "--mode", MODES, "-o", str(tmp_path)],
                             capture_output=True, text=True, cwd=ROOT)
     assert result.returncode == 0, result.stderr
     written = sorted(os.listdir(tmp_path))
@@ -27,7 +28,7 @@ def test_generated_code_is_current(example, tmp_path):
             diff = "".join(difflib.unified_diff(golden.splitlines(True), fresh.splitlines(True),
                                                 golden_path, "fresh"))
             pytest.fail(f"generated/{name} is out of date; regenerate with:\n"
-                        f"    s2s transform examples/{example}\n{diff[:3000]}")
+                        f"    s2s transform examples/{example} --mode {MODES}\n{diff[:3000]}")
 
 
 @pytest.mark.parametrize("example", EXAMPLES)
@@ -36,7 +37,7 @@ def test_generation_is_byte_identical_across_processes(example, tmp_path):
     outs = []
     for k in range(2):
         out = tmp_path / str(k)
-        subprocess.run([sys.executable, "-m", "s2s", "transform", path, "-o", str(out)], check=True,
+        subprocess.run([sys.executable, "-m", "s2s", "transform", path, "--mode", MODES, "-o", str(out)], check=True,
                        capture_output=True, cwd=ROOT, env={**os.environ, "PYTHONHASHSEED": str(k)})
         outs.append({n: (out / n).read_bytes() for n in os.listdir(out)})
     assert outs[0] == outs[1]
@@ -56,6 +57,8 @@ def test_generated_files_are_what_the_api_compiles(example):
     for name in module.__s2s__:
         golden = open(os.path.join(ROOT, "generated", f"{example[:-3]}_{name}_grad.py")).read()
         assert s2s.grad(getattr(module, name)).source == golden
+        golden = open(os.path.join(ROOT, "generated", f"{example[:-3]}_{name}_jvp.py")).read()
+        assert s2s.api.ForwardTransformed(getattr(module, name)).source == golden
 
 
 def test_examples_run(tmp_path):
@@ -63,4 +66,4 @@ def test_examples_run(tmp_path):
         result = subprocess.run([sys.executable, os.path.join(ROOT, "examples", example)],
                                 capture_output=True, text=True, cwd=tmp_path, timeout=600)
         assert result.returncode == 0, result.stdout + result.stderr
-    assert "recovered w:" in result.stdout or "fitted damping" in result.stdout
+        assert "recovered w:" in result.stdout or "fitted damping" in result.stdout or "root:" in result.stdout
