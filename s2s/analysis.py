@@ -381,9 +381,13 @@ class Analysis:
         if not others:
             return
         if isinstance(stmt, ir.Assign):
+            # For numbers `x op= v` rebinds x and nothing else changes; for arrays NumPy would
+            # also change the other name. Which one it is is known only when the code runs.
             op = _op_symbol(stmt.value.fn)
-            raise S2SError(f"`{var} {op}= ...` would also change {others[0]}, which may share memory "
-                           f"with {var}", stmt.origin, f"write `{var} = {var} {op} ...` to make a new value")
+            error = S2SError(f"`{var} {op}= ...` updates an array that {others[0]} also refers to",
+                             stmt.origin, f"write `{var} = {var} {op} ...` to make a new array")
+            stmt.alias_check = str(error).splitlines()[0]
+            return
         raise S2SError(f"writing into {var} would also change {others[0]}, which may share its memory",
                        stmt.origin, f"make {var} a copy ({var} = ....copy()) before writing into it")
 

@@ -159,6 +159,11 @@ class Emitter:
         body_of(block) emits nested blocks, so a transform can add to them.
         """
         body_of = body_of or self.primal_block
+        if isinstance(stmt, ir.Assign) and stmt.alias_check:
+            check = ast.Expr(runtime_call("require_number", self.atom(ir.Name(stmt.targets[0])),
+                                          ast.Constant(stmt.alias_check)))
+            plain = ir.Assign(stmt.targets, stmt.value, stmt.origin, stmt.inplace)
+            return [check, self.primal(plain)]
         if isinstance(stmt, ir.Assign):
             if stmt.unpack:
                 target = ast.Tuple([name(t, True) for t in stmt.targets], ast.Store())

@@ -119,6 +119,7 @@ class Assign:
     value: Expr
     origin: Origin
     inplace: bool = False  # from `x op= v`: NumPy updates an array x in place
+    alias_check: str = ""  # set by analysis: refuse at run time if x turns out to be an array
 
     @property
     def unpack(self) -> bool:

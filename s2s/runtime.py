@@ -116,6 +116,14 @@ def shape(x):
     return np.shape(x)
 
 
+def require_number(x, message):
+    """Refuse `x op= v` where x is an array that another live name shares (see analysis.py)."""
+    if isinstance(x, np.ndarray) and x.ndim > 0:
+        from .errors import S2SError
+
+        raise S2SError(message)
+
+
 # ---- broadcasting -----------------------------------------------------------------
 
 

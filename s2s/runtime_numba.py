@@ -148,6 +148,17 @@ def _clear(a, index):
     return impl
 
 
+@overload(rt.require_number)
+def _require_number(x, message):
+    if isinstance(x, types.Array) and x.ndim > 0:
+        text = message.literal_value if isinstance(message, types.StringLiteral) else "s2s: in-place update of a shared array"
+
+        def impl(x, message):
+            raise ValueError(text)
+        return impl
+    return lambda x, message: None
+
+
 @overload(rt.shape)
 def _shape(x):
     if isinstance(x, types.Array):

@@ -507,3 +507,13 @@ CASES.update({
     "monte_carlo_paths": (monte_carlo_paths, lambda r: (1.0, 0.3, r.standard_normal((5, 6))), (0, 1), True),
     "row_view_then_write": (row_view_then_write, lambda r: (r.standard_normal((3, 3)),), (0,), True),
 })
+
+
+def aliased_number_update(x, a):
+    """`y = a; y += ...` on numbers: y is rebound and a keeps its value (checked at run time)."""
+    y = a
+    y += x * 2.0
+    return y * a
+
+
+CASES["aliased_number_update"] = (aliased_number_update, lambda r: (0.3, 1.7), (0, 1), True)

@@ -72,6 +72,13 @@ def augmented_alias(x):
     return np.sum(z * y)
 
 
+def augmented_scalar_alias(x):
+    y = x * 1.0
+    z = y
+    y += 1.0
+    return z * y
+
+
 def arange_of_active(x):
     return np.sum(np.arange(x, 5.0))
 
