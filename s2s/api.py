@@ -7,8 +7,24 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import backends, pipeline, pytree
+from . import backends, cache, pytree
 from .errors import S2SError
+
+
+def _source(fun: Callable, transform: str, options: dict) -> str:
+    """Generated source from the cache, or generated now (the only path to libcst and black)."""
+
+    def generate():
+        from . import pipeline
+
+        return pipeline.generate(fun, transform, options)
+
+    if not callable(fun) or getattr(fun, "__code__", None) is None:
+        return generate()[0]  # not a Python function: let the pipeline refuse it
+    try:
+        return cache.cached_source(fun, transform, options, generate)
+    except OSError:
+        return generate()[0]
 
 
 def _argnums_tuple(argnums) -> tuple[int, ...]:
@@ -37,8 +53,8 @@ class Transformed:
     @property
     def source(self) -> str:
         if self._source is None:
-            self._source = pipeline.module_source(self.fun, "grad", _argnums_tuple(self.argnums),
-                                                  has_aux=self.has_aux)
+            self._source = _source(self.fun, "grad", {"argnums": list(_argnums_tuple(self.argnums)),
+                                                      "has_aux": self.has_aux})
         return self._source
 
     def module(self):
@@ -154,7 +170,7 @@ class Primal:
     @property
     def source(self) -> str:
         if self._source is None:
-            self._source = pipeline.primal_module_source(self.fun)
+            self._source = _source(self.fun, "primal", {})
         return self._source
 
     def __call__(self, *args):
@@ -178,7 +194,7 @@ class ForwardTransformed:
     @property
     def source(self) -> str:
         if self._source is None:
-            self._source = pipeline.module_source(self.fun, "jvp")
+            self._source = _source(self.fun, "jvp", {})
         return self._source
 
     def module(self):

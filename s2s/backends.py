@@ -6,30 +6,22 @@ import hashlib
 import importlib.util
 import os
 import sys
-import tempfile
 import types
 
+from . import cache
 from .errors import S2SError
 
 BACKENDS = ("python", "cpu", "cuda")
 
 
-def cache_dir() -> str:
-    root = os.environ.get("S2S_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "s2s")
-    os.makedirs(root, mode=0o700, exist_ok=True)
-    return root
-
-
 def write_module(source: str, stem: str) -> str:
-    """Store generated source in a real file (tracebacks, pdb and inspect need one)."""
+    """Store generated source in a real file (tracebacks, pdb, inspect and Numba's on-disk
+    cache need one), named by its hash so that later processes find the same file."""
+    directory = cache.usable_dir(os.path.join(cache.user_cache_dir(), "modules"))
     digest = hashlib.sha256(source.encode()).hexdigest()[:20]
-    path = os.path.join(cache_dir(), f"{stem}_{digest}.py")
-    if not os.path.exists(path):
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(source)
-        os.replace(tmp, path)
+    path = os.path.join(directory, f"{stem}_{digest}.py")
+    if not os.path.exists(path) or open(path, encoding="utf-8").read() != source:
+        cache.write_atomic(path, source)
     return path
 
 

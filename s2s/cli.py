@@ -1,18 +1,20 @@
-"""The `s2s` command: transform a module's functions and write the generated source."""
+"""The `s2s` command: transform, show and cache, sharing one engine with the API and the hook."""
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
 import inspect
+import io
 import os
 import sys
+import tokenize
 import traceback
 
-from . import __version__, pipeline
+from . import __version__, cache
 from .errors import S2SError
 
-MODES = ("grad", "jvp")
+MODES = {"grad": {"argnums": [0], "has_aux": False}, "vjp": None, "jvp": {}}
 
 
 def load_user_module(path: str):
@@ -47,6 +49,27 @@ def selected_functions(module, names: list[str] | None) -> list:
     return functions
 
 
+def parse_modes(text: str) -> list[str]:
+    modes = [m.strip() for m in text.split(",") if m.strip()]
+    for mode in modes:
+        if mode == "vmap":
+            raise S2SError("the vmap transform is not available yet", hint="use --mode grad,vjp,jvp")
+        if mode not in MODES:
+            raise S2SError(f"unknown mode {mode!r}; available: {', '.join(MODES)}")
+    return modes
+
+
+def generated_source(fn, mode: str) -> str:
+    """The same text the API and the import hook produce for this function and mode."""
+    from .api import _source
+
+    options = MODES[mode]
+    if options is None:
+        options = {"argnums": list(range(len(inspect.signature(fn).parameters))), "has_aux": False}
+        return _source(fn, "vjp", options)
+    return _source(fn, mode, options)
+
+
 def output_name(fn, mode: str) -> str:
     stem = os.path.splitext(os.path.basename(inspect.getsourcefile(fn)))[0]
     return f"{stem}_{fn.__name__}_{mode}.py"
@@ -54,37 +77,89 @@ def output_name(fn, mode: str) -> str:
 
 def transform(args) -> int:
     module = load_user_module(args.file)
-    modes = [m.strip() for m in args.mode.split(",") if m.strip()]
-    for mode in modes:
-        if mode not in MODES:
-            raise S2SError(f"unknown mode {mode!r}; available: {', '.join(MODES)}")
+    modes = parse_modes(args.mode)
     os.makedirs(args.output, exist_ok=True)
     for fn in selected_functions(module, args.function):
         for mode in modes:
-            source = pipeline.module_source(fn, mode)
             path = os.path.join(args.output, output_name(fn, mode))
-            tmp = path + ".tmp"
-            with open(tmp, "w", encoding="utf-8") as handle:
-                handle.write(source)
-            os.replace(tmp, path)
+            cache.write_atomic(path, generated_source(fn, mode))
+            os.chmod(path, 0o644)
             print(f"wrote {path}")
+    return 0
+
+
+def _highlight(source: str) -> str:
+    """ANSI colours for a terminal: keywords bold, comments dim, strings green, numbers cyan."""
+    import keyword
+
+    out, last = [], (1, 0)
+    lines = source.splitlines(keepends=True)
+
+    def text_between(start, end):
+        (r0, c0), (r1, c1) = start, end
+        if r0 == r1:
+            return lines[r0 - 1][c0:c1] if r0 - 1 < len(lines) else ""
+        return lines[r0 - 1][c0:] + "".join(lines[r0:r1 - 1]) + (lines[r1 - 1][:c1] if r1 - 1 < len(lines) else "")
+
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        out.append(text_between(last, tok.start))
+        text = tok.string
+        if tok.type == tokenize.COMMENT:
+            text = f"\x1b[2m{text}\x1b[0m"
+        elif tok.type == tokenize.STRING:
+            text = f"\x1b[32m{text}\x1b[0m"
+        elif tok.type == tokenize.NUMBER:
+            text = f"\x1b[36m{text}\x1b[0m"
+        elif tok.type == tokenize.NAME and keyword.iskeyword(text):
+            text = f"\x1b[1;35m{text}\x1b[0m"
+        out.append(text)
+        last = tok.end
+    return "".join(out)
+
+
+def show(args) -> int:
+    path, _, name = args.target.rpartition(":")
+    if not path or not name:
+        raise S2SError("show takes FILE.py:NAME")
+    module = load_user_module(path)
+    (fn,) = selected_functions(module, [name])
+    (mode,) = parse_modes(args.mode)
+    source = generated_source(fn, mode)
+    sys.stdout.write(_highlight(source) if sys.stdout.isatty() else source)
+    return 0
+
+
+def cache_command(args) -> int:
+    if args.action == "list":
+        for path in cache.entries() + cache.entries(os.path.join(cache.user_cache_dir(), "modules")):
+            print(path)
+    else:
+        removed = cache.clear() + cache.clear(os.path.join(cache.user_cache_dir(), "modules"))
+        print(f"removed {removed} entries from {cache.user_cache_dir()}")
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="s2s", description="Source-to-source differentiation of NumPy code.")
     parser.add_argument("--version", action="version", version=f"s2s {__version__}")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    parser.add_argument("--debug", action="store_true", help="show a traceback on errors")
     sub = parser.add_subparsers(dest="command", required=True)
     t = sub.add_parser("transform", help="write the generated code for a module's functions")
     t.add_argument("file", help="the user's .py file")
     t.add_argument("--function", action="append",
                    help="a function to transform (repeatable; default: the module's __s2s__ list, "
                         "else its public functions)")
-    t.add_argument("--mode", default="grad", help="comma-separated transforms: grad (reverse mode), "
-                   "jvp (forward mode); default: grad")
+    t.add_argument("--mode", default="grad", help="comma-separated transforms: grad (reverse mode with "
+                   "respect to the first argument), vjp (reverse mode, all arguments), jvp (forward mode)")
     t.add_argument("-o", "--output", default="generated", help="output directory (default: generated/)")
     t.set_defaults(run=transform)
+    s = sub.add_parser("show", help="print the generated code of one function")
+    s.add_argument("target", help="FILE.py:NAME")
+    s.add_argument("--mode", default="grad", help="grad, vjp or jvp (default: grad)")
+    s.set_defaults(run=show)
+    c = sub.add_parser("cache", help="list or clear the cache of generated code")
+    c.add_argument("action", choices=["list", "clear"])
+    c.set_defaults(run=cache_command)
     return parser
 
 

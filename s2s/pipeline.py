@@ -206,3 +206,27 @@ def _columns_driver(fname: str, params: list[str], mode: str, argnum: int = 0) -
         + f"    return {out}\n"
     )
     return ast.parse(text).body[0]
+
+
+TRANSFORMS = ("grad", "vjp", "jvp", "primal")
+
+
+def generate(fn: Any, transform: str, options: dict | None = None, display_path: str | None = None):
+    """(source, user functions it calls) for one transform of fn: the single entry point that
+    the API, the command line and the import hook share."""
+    options = options or {}
+    if transform not in TRANSFORMS:
+        raise S2SError(f"unknown transform {transform!r}; available: {', '.join(TRANSFORMS)}")
+    callees = [f.python for f in collect(fn)[:-1]]
+    if transform == "jvp":
+        source = module_source(fn, "jvp", display_path=display_path)
+    elif transform == "primal":
+        source = primal_module_source(fn, display_path)
+    else:
+        argnums = tuple(options.get("argnums", (0,)))
+        if transform == "vjp" and "argnums" not in options:
+            import inspect
+
+            argnums = tuple(range(len(inspect.signature(fn).parameters)))
+        source = module_source(fn, transform, argnums, display_path, bool(options.get("has_aux", False)))
+    return source, callees

@@ -1,0 +1,211 @@
+"""Generated modules on disk, shared by the API, the command line and the import hook.
+
+An entry is the generated source of one transform of one function, stored as a .py file
+whose last line is a checksum of the rest, so that a truncated or corrupted file is
+detected and regenerated, never executed. Its name is derived from a key over the s2s
+version, the transform and its options, and the source of the function; the entry lists
+the user functions the function calls, with the hash of each one's source, and a lookup
+checks those too. Looking an entry up needs neither libcst nor black.
+
+Entries live in the user cache directory (S2S_CACHE_DIR, else ~/.cache/s2s), created
+with user-only permissions; the import hook also writes them beside a module's bytecode
+(__pycache__/s2s/). A directory or file that is not owned by the current user, or that
+others can write, is refused with a warning and the entry is regenerated elsewhere.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import os
+import stat
+import sys
+import tempfile
+import warnings
+from typing import Any
+
+from . import __version__
+
+CHECKSUM_PREFIX = "# s2s-checksum: "
+MANIFEST_PREFIX = "# s2s-manifest: "
+
+
+def user_cache_dir() -> str:
+    root = os.environ.get("S2S_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "s2s")
+    return root
+
+
+def bytecode_cache_dir(fn: Any) -> str | None:
+    """The import hook's directory for fn's module: <module dir>/__pycache__/s2s."""
+    try:
+        path = inspect.getsourcefile(fn)
+    except TypeError:
+        return None
+    if not path:
+        return None
+    return os.path.join(os.path.dirname(os.path.abspath(path)), "__pycache__", "s2s")
+
+
+def _trusted(path: str) -> bool:
+    """Owned by us and not writable by anyone else."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return True
+    if hasattr(os, "getuid") and info.st_uid != os.getuid():
+        return False
+    return not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
+_fallback: str | None = None
+
+
+def usable_dir(directory: str) -> str:
+    """directory, created with mode 0700 if missing; or a private fallback if it is not trusted."""
+    global _fallback
+    try:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+    except OSError:
+        pass
+    if os.path.isdir(directory) and _trusted(directory):
+        return directory
+    warnings.warn(f"s2s: not using the cache directory {directory}: it is not owned by you or others "
+                  "can write to it; using a private temporary directory instead", stacklevel=3)
+    if _fallback is None:
+        _fallback = tempfile.mkdtemp(prefix="s2s-cache-")
+    return _fallback
+
+
+def source_hash(fn: Any) -> str:
+    return hashlib.sha256(inspect.getsource(fn).encode()).hexdigest()
+
+
+def entry_key(fn: Any, transform: str, options: dict) -> str:
+    payload = json.dumps({"s2s": __version__, "transform": transform, "options": options,
+                          "module": fn.__module__, "name": fn.__qualname__,
+                          "source": inspect.getsource(fn)}, sort_keys=True)
+    return hashlib.sha256(payload.encode()).hexdigest()[:24]
+
+
+def entry_name(fn: Any, transform: str, options: dict) -> str:
+    return f"{fn.__module__}.{fn.__name__}.{transform}.{entry_key(fn, transform, options)}.py"
+
+
+def _seal(source: str, manifest: dict) -> str:
+    body = source + MANIFEST_PREFIX + json.dumps(manifest, sort_keys=True) + "\n"
+    return body + CHECKSUM_PREFIX + hashlib.sha256(body.encode()).hexdigest() + "\n"
+
+
+def _unseal(text: str) -> tuple[str, dict] | None:
+    """The source and manifest of an entry, or None if it is damaged."""
+    body, sep, last = text.rpartition(CHECKSUM_PREFIX)
+    if not sep or hashlib.sha256(body.encode()).hexdigest() != last.strip():
+        return None
+    source, sep, manifest = body.rpartition(MANIFEST_PREFIX)
+    if not sep:
+        return None
+    try:
+        return source, json.loads(manifest)
+    except json.JSONDecodeError:
+        return None
+
+
+def callee_manifest(fn: Any, callees: list) -> dict:
+    return {"callees": sorted([c.__module__, c.__qualname__, source_hash(c)] for c in callees)}
+
+
+def _callees_current(fn: Any, manifest: dict) -> bool:
+    """Do the user functions recorded in the manifest still have the same source?"""
+    for module_name, qualname, digest in manifest.get("callees", []):
+        module = sys.modules.get(module_name)
+        target = module
+        for part in qualname.split("."):
+            target = getattr(target, part, None)
+        if target is None:
+            return False
+        try:
+            if source_hash(target) != digest:
+                return False
+        except (OSError, TypeError):
+            return False
+    return True
+
+
+def lookup(fn: Any, transform: str, options: dict) -> str | None:
+    """The cached source of this transform of fn, if a valid, current entry exists."""
+    try:
+        name = entry_name(fn, transform, options)
+    except (OSError, TypeError):
+        return None
+    for directory in filter(None, (bytecode_cache_dir(fn), user_cache_dir())):
+        path = os.path.join(directory, name)
+        if not os.path.exists(path):
+            continue
+        if not (_trusted(directory) and _trusted(path)):
+            warnings.warn(f"s2s: ignoring the cache entry {path}: it is not owned by you or others "
+                          "can write to it", stacklevel=3)
+            continue
+        with open(path, encoding="utf-8") as handle:
+            unsealed = _unseal(handle.read())
+        if unsealed is None:
+            continue  # truncated or corrupted: regenerate
+        source, manifest = unsealed
+        if _callees_current(fn, manifest):
+            return source
+    return None
+
+
+def store(fn: Any, transform: str, options: dict, source: str, callees: list,
+          directory: str | None = None) -> str:
+    """Write an entry atomically (temporary file, then rename); returns its path."""
+    target_dir = usable_dir(directory or user_cache_dir())
+    path = os.path.join(target_dir, entry_name(fn, transform, options))
+    write_atomic(path, _seal(source, callee_manifest(fn, callees)))
+    return path
+
+
+def write_atomic(path: str, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-", suffix=".py")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def entries(directory: str | None = None) -> list[str]:
+    directory = directory or user_cache_dir()
+    if not os.path.isdir(directory):
+        return []
+    return sorted(os.path.join(directory, n) for n in os.listdir(directory)
+                  if n.endswith(".py") and not n.startswith(".tmp-"))
+
+
+def clear(directory: str | None = None) -> int:
+    removed = 0
+    for path in entries(directory):
+        os.unlink(path)
+        removed += 1
+    return removed
+
+
+def cached_source(fn: Any, transform: str, options: dict, generate) -> str:
+    """The source of a transform: from the cache if current, else generate() and store it.
+
+    generate() returns (source, callees); it is the only path that imports libcst and black.
+    """
+    found = lookup(fn, transform, options)
+    if found is not None:
+        return found
+    source, callees = generate()
+    try:
+        store(fn, transform, options, source, callees)
+    except OSError as exc:
+        warnings.warn(f"s2s: could not write the cache: {exc}", stacklevel=2)
+    return source
