@@ -1,0 +1,203 @@
+"""The on-disk cache, the import hook and the command line share one engine."""
+
+import os
+import stat
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import numpy as np
+import pytest
+
+import s2s
+from s2s import cache
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+MODEL = '''
+import numpy as np
+
+from mypkg.helpers import squash
+
+__s2s__ = ["loss"]
+
+
+def loss(w, x):
+    return np.sum(squash(x @ w) ** 2)
+'''
+HELPERS = '''
+import numpy as np
+
+
+def squash(v):
+    return np.tanh(v)
+'''
+
+
+def make_package(root):
+    pkg = root / "mypkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "model.py").write_text(MODEL)
+    (pkg / "helpers.py").write_text(HELPERS)
+    return pkg
+
+
+def run(code, root, cache_dir, check=True):
+    env = {**os.environ, "S2S_CACHE_DIR": str(cache_dir), "PYTHONPATH": f"{root}{os.pathsep}{ROOT}"}
+    result = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                            text=True, env=env, cwd=root, timeout=600)
+    if check:
+        assert result.returncode == 0, result.stdout + result.stderr
+    return result
+
+
+def test_hook_writes_entries_that_a_second_process_uses_without_libcst_or_black(tmp_path):
+    pkg = make_package(tmp_path)
+    run("""
+        import s2s
+        s2s.install_import_hook("mypkg")
+        import mypkg.model
+    """, tmp_path, tmp_path / "cache")
+    written = sorted(os.listdir(pkg / "__pycache__" / "s2s"))
+    assert [n.split(".")[-3] for n in written] == ["grad", "jvp"]
+    result = run("""
+        import sys
+        import numpy as np
+        import s2s, mypkg.model
+        g = s2s.grad(mypkg.model.loss)
+        source = g.source
+        value = g(np.array([0.5, -0.2]), np.array([[1.0, 2.0], [0.3, -0.4]]))
+        assert "libcst" not in sys.modules and "black" not in sys.modules, "imported the transformer"
+        print(source, end="")
+    """, tmp_path, tmp_path / "cache")
+    entry = open(pkg / "__pycache__" / "s2s" / written[0]).read()
+    assert entry.startswith(result.stdout)
+    assert "def loss_vjp(w, x, out_bar):" in result.stdout
+    # Nothing was written to the user cache: the entry came from beside the bytecode.
+    assert not os.path.exists(tmp_path / "cache") or not cache.entries(str(tmp_path / "cache"))
+
+
+def test_api_command_line_and_hook_give_the_same_text(tmp_path):
+    pkg = make_package(tmp_path)
+    run("""
+        import s2s
+        s2s.install_import_hook("mypkg")
+        import mypkg.model
+    """, tmp_path, tmp_path / "cache")
+    hook_entry = next(n for n in os.listdir(pkg / "__pycache__" / "s2s") if ".grad." in n)
+    hook_text = open(pkg / "__pycache__" / "s2s" / hook_entry).read()
+    api = run("""
+        import s2s, mypkg.model
+        from s2s import pipeline
+        print(pipeline.generate(mypkg.model.loss, "grad", {"argnums": [0], "has_aux": False})[0], end="")
+    """, tmp_path, tmp_path / "other-cache").stdout
+    out = tmp_path / "out"
+    env = {**os.environ, "S2S_CACHE_DIR": str(tmp_path / "third-cache"), "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"}
+    subprocess.run([sys.executable, "-m", "s2s", "transform", str(pkg / "model.py"), "-o", str(out)],
+                   check=True, env=env, cwd=tmp_path, capture_output=True)
+    cli = (out / "model_loss_grad.py").read_text()
+    assert api == cli
+    assert hook_text.startswith(api)
+
+
+def test_an_edit_to_a_called_function_regenerates(tmp_path):
+    pkg = make_package(tmp_path)
+    code = """
+        import s2s, mypkg.model
+        print(s2s.grad(mypkg.model.loss).source, end="")
+    """
+    first = run(code, tmp_path, tmp_path / "cache").stdout
+    assert "np.tanh" in first
+    (pkg / "helpers.py").write_text(HELPERS.replace("np.tanh(v)", "np.sin(v)"))
+    second = run(code, tmp_path, tmp_path / "cache").stdout
+    assert "np.sin" in second and "np.tanh" not in second
+
+
+def test_damaged_entries_are_regenerated_not_executed(tmp_path, monkeypatch):
+    monkeypatch.setenv("S2S_CACHE_DIR", str(tmp_path))
+    from programs import scalar_operators
+
+    source = s2s.grad(scalar_operators).source
+    (entry,) = [p for p in cache.entries(str(tmp_path)) if ".grad." in p]
+    text = open(entry).read()
+    with open(entry, "w") as handle:  # truncated in the middle, as by a crash
+        handle.write(text[: len(text) // 2])
+    assert cache.lookup(scalar_operators, "grad", {"argnums": [0], "has_aux": False}) is None
+    with open(entry, "w") as handle:  # one byte changed
+        handle.write(text.replace("out_bar", "out_baz", 1))
+    assert cache.lookup(scalar_operators, "grad", {"argnums": [0], "has_aux": False}) is None
+    assert s2s.grad(scalar_operators).source == source
+    assert open(entry).read() == text
+
+
+def test_untrusted_cache_directories_are_refused(tmp_path, monkeypatch):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    monkeypatch.setenv("S2S_CACHE_DIR", str(shared))
+    from programs import if_elif_else
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        s2s.grad(if_elif_else).source
+    assert any("not owned by you or others can write" in str(w.message) for w in caught)
+    assert cache.entries(str(shared)) == []
+
+
+def test_new_cache_directories_are_private(tmp_path, monkeypatch):
+    monkeypatch.setenv("S2S_CACHE_DIR", str(tmp_path / "fresh"))
+    from programs import while_loop
+
+    s2s.grad(while_loop).source
+    assert stat.S_IMODE(os.stat(tmp_path / "fresh").st_mode) == 0o700
+
+
+def test_eight_processes_importing_at_once_leave_one_valid_entry(tmp_path):
+    pkg = make_package(tmp_path)
+    env = {**os.environ, "S2S_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"}
+    code = "import s2s; s2s.install_import_hook('mypkg'); import mypkg.model; print('ok')"
+    procs = [subprocess.Popen([sys.executable, "-c", code], env=env, cwd=tmp_path,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(8)]
+    results = [p.communicate(timeout=600) for p in procs]
+    assert all(p.returncode == 0 for p in procs), results
+    names = sorted(os.listdir(pkg / "__pycache__" / "s2s"))
+    assert [n.split(".")[-3] for n in names] == ["grad", "jvp"]  # no temporary files left
+    for name in names:
+        assert cache._unseal(open(pkg / "__pycache__" / "s2s" / name).read()) is not None
+
+
+def test_modules_outside_the_named_packages_are_untouched(tmp_path):
+    pkg = make_package(tmp_path)
+    run("""
+        import s2s
+        s2s.install_import_hook("otherpkg")
+        import mypkg.model
+    """, tmp_path, tmp_path / "cache")
+    assert not (pkg / "__pycache__" / "s2s").exists()
+
+
+def test_command_line(tmp_path):
+    path = os.path.join(ROOT, "examples", "ode.py")
+    env = {**os.environ, "S2S_CACHE_DIR": str(tmp_path / "cache")}
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "s2s", *args], capture_output=True, text=True,
+                              env=env, cwd=tmp_path, timeout=600)
+
+    shown = cli("show", f"{path}:final_state", "--mode", "jvp")
+    assert shown.returncode == 0 and "\x1b[" not in shown.stdout  # plain when piped
+    assert shown.stdout == open(os.path.join(ROOT, "generated", "ode_final_state_jvp.py")).read()
+    assert "show" in cli("--help").stdout and "--mode" in cli("transform", "--help").stdout
+    assert "FILE.py:NAME" in cli("show", "--help").stdout and "clear" in cli("cache", "--help").stdout
+    listed = cli("cache", "list")
+    assert listed.returncode == 0 and ".jvp." in listed.stdout
+    assert "removed" in cli("cache", "clear").stdout and cli("cache", "list").stdout == ""
+    bad = cli("transform", os.path.join(ROOT, "tests", "refused.py"), "--function", "uses_try")
+    assert bad.returncode == 1
+    assert len(bad.stderr.strip().splitlines()) == 1
+    assert "refused.py:" in bad.stderr and "try statements are not supported" in bad.stderr
+    debug = cli("--debug", "transform", os.path.join(ROOT, "tests", "refused.py"), "--function", "uses_try")
+    assert debug.returncode == 1 and "Traceback" in debug.stderr
+    assert "vmap transform is not available" in cli("transform", path, "--mode", "vmap").stderr
