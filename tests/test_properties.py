@@ -71,6 +71,8 @@ def programs(draw):
             k = draw(st.sampled_from(["s", "v"]))
             target = pick(k)
             expr = expression(k)
+            if expr.isidentifier():
+                expr = f"{expr} * 1.0"
             if target in ("a", "x"):
                 lines.append(f"{pad}{new(k)} = {expr}")
             else:
