@@ -3,8 +3,8 @@
 __version__ = "0.1.0"
 
 from .errors import S2SError  # noqa: E402
-from .api import grad, jacfwd, jacrev, jit, jvp, source, value_and_grad, vjp  # noqa: E402
+from .api import grad, hessian, jacfwd, jacrev, jit, jvp, source, value_and_grad, vjp  # noqa: E402
 from . import pytree, testing  # noqa: E402
 from .hook import install_import_hook  # noqa: E402
 
-__all__ = ["S2SError", "install_import_hook", "testing", "grad", "jacfwd", "jacrev", "jvp", "jit", "source", "value_and_grad", "vjp"]
+__all__ = ["S2SError", "install_import_hook", "testing", "grad", "hessian", "jacfwd", "jacrev", "jvp", "jit", "source", "value_and_grad", "vjp"]

@@ -55,9 +55,13 @@ def differentiable_sources(stmt) -> list[str]:
     """Variables whose values flow differentiably into what the statement defines."""
     if isinstance(stmt, ir.SetItem):
         return [stmt.value.id] if isinstance(stmt.value, ir.Name) else []
+    if isinstance(stmt, ir.Push):
+        return [stmt.value.id] if isinstance(stmt.value, ir.Name) else []
     if not isinstance(stmt, ir.Assign):
         return []
     value = stmt.value
+    if isinstance(value, ir.Pop):
+        return [value.tape]
     if isinstance(value, ir.Name):
         return [value.id]
     if isinstance(value, ir.Const):

@@ -37,10 +37,9 @@ class Transformed:
     """The result of a transform: callable, with the generated module in .source."""
 
     def __init__(self, fun: Callable, kind: str, argnums=0, has_aux: bool = False, backend: str = "python"):
-        if isinstance(fun, Transformed):
-            if kind in ("grad", "value_and_grad", "vjp"):
-                raise S2SError(f"{kind} of an already transformed function is not supported yet",
-                               hint="differentiate the original function")
+        if isinstance(fun, (Transformed, Jacobian, SecondOrder)):
+            raise S2SError(f"{kind} of an already transformed function is supported as grad(grad(f)) only",
+                           hint="use s2s.hessian(f) or s2s.jacfwd(s2s.jacrev(f)) for other second derivatives")
         self.fun = fun
         self.kind = kind
         self.argnums = argnums
@@ -109,7 +108,7 @@ class Transformed:
         return grad
 
 
-def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Transformed:
+def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
     """Reverse-mode gradient of a scalar function, as in jax.grad.
 
     >>> import numpy as np, s2s
@@ -118,6 +117,8 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False)
     >>> float(s2s.grad(f)(np.array([0.5]))[0]) == float(np.sin(1.0))
     True
     """
+    if isinstance(fun, Transformed) and fun.kind == "grad" and not fun.has_aux and not has_aux:
+        return _second_order(fun, argnums, scalar=True)
     return Transformed(fun, "grad", argnums, has_aux)
 
 
@@ -152,7 +153,7 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
 
 def jit(fun: Callable, *, backend: str = "cpu", static_argnums: Sequence[int] = ()) -> Callable:
     """Compile a transformed function (or a plain one) for a backend: "cpu" (numba.njit) or "python"."""
-    if isinstance(fun, (Transformed, Jacobian)):
+    if isinstance(fun, (Transformed, Jacobian, SecondOrder)):
         return fun.with_backend(backend)
     return Primal(fun, backend)
 
@@ -304,14 +305,106 @@ class Jacobian:
         return tuple(self._one(args, k) for k in self.argnums)
 
 
-def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0) -> Jacobian:
+class SecondOrder:
+    """Derivatives of a reverse-mode derivative, by forward mode over the generated reverse
+    code: hessian(f), jacfwd(jacrev(f)), jacrev(jacrev(f)), grad(grad(f))."""
+
+    def __init__(self, fun: Callable, inner_argnum: int, outer_argnums, scalar: bool, backend: str = "python"):
+        self.fun = fun
+        self.inner_argnum = inner_argnum
+        self.outer_argnums = outer_argnums
+        self.scalar = scalar  # grad(grad(f)): a number, as in JAX
+        self.backend = backend
+        functools.update_wrapper(self, fun)
+        self._module = None
+
+    def with_backend(self, backend: str) -> "SecondOrder":
+        return SecondOrder(self.fun, self.inner_argnum, self.outer_argnums, self.scalar, backend)
+
+    def _vjp_function(self):
+        inner = Transformed(self.fun, "vjp", (self.inner_argnum,))
+        return getattr(inner.module(), f"{inner._entry_name()}_vjp")
+
+    @property
+    def source(self) -> str:
+        return _source(self._vjp_function(), "second_order", {})
+
+    def module(self):
+        if self._module is None:
+            vjp_function = self._vjp_function()
+            self._module = backends.load(self.source, vjp_function.__name__ + "_jvp", self.backend)
+        return self._module
+
+    def _one(self, args, k):
+        x, wrt = args[self.inner_argnum], args[k]
+        for value, position in ((x, self.inner_argnum), (wrt, k)):
+            if not isinstance(value, (float, np.floating, np.ndarray)) or pytree.is_integer_leaf(value):
+                raise S2SError(f"second derivatives are taken with respect to float scalars and arrays; "
+                               f"argument {position} is {type(value).__name__}")
+        out = self.fun(*args)
+        if not isinstance(out, (float, int, np.floating, np.ndarray)):
+            raise S2SError("second derivatives take functions with an array or scalar output")
+        out_shape, in_shape, wrt_shape = np.shape(out), np.shape(x), np.shape(wrt)
+        if self.scalar and (out_shape or in_shape):
+            raise S2SError(f"grad of grad needs scalar outputs: grad({self.fun.__name__}) returns shape "
+                           f"{in_shape}", hint="use s2s.hessian or s2s.jacfwd(s2s.jacrev(f))")
+        cotangents = _basis(out_shape, np.float64).reshape((-1,) + out_shape) if out_shape else np.ones(1)
+        tangents = _basis(wrt_shape, np.float64).reshape((-1,) + wrt_shape) if wrt_shape else np.ones(1)
+        drivers = [n for n in dir(self.module()) if n.endswith(f"_second_order_{k}")]
+        call = [a if k2 not in (self.inner_argnum, k) or np.ndim(a) else float(a) for k2, a in enumerate(args)]
+        if self.backend == "cpu":
+            call = [pytree.to_numba(a) for a in call]
+        blocks = getattr(self.module(), drivers[0])(*call, cotangents, tangents)  # (rows, cols) + in_shape
+        if self.scalar:
+            return float(np.asarray(blocks).reshape(-1)[0])
+        blocks = np.asarray(blocks).reshape((len(cotangents), len(tangents)) + in_shape)
+        blocks = np.moveaxis(blocks, 1, -1)  # rows, in..., cols
+        return blocks.reshape(out_shape + in_shape + wrt_shape)
+
+    def __call__(self, *args):
+        if isinstance(self.outer_argnums, int):
+            return self._one(args, self.outer_argnums)
+        return tuple(self._one(args, k) for k in self.outer_argnums)
+
+
+def _second_order(inner, outer_argnums, scalar: bool) -> SecondOrder:
+    argnums = inner.argnums
+    if not isinstance(argnums, int):
+        raise S2SError("second derivatives of a transform with several argnums are not supported yet",
+                       hint="take argnums=0 (an int) in the inner transform")
+    if isinstance(inner, Jacobian) and inner.forward:
+        raise S2SError("second derivatives are taken forward over reverse",
+                       hint="use s2s.jacfwd(s2s.jacrev(f)) or s2s.hessian(f)")
+    return SecondOrder(inner.fun, argnums, outer_argnums, scalar)
+
+
+def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0):
     """The Jacobian by forward mode (one tangent per input element), laid out as in JAX."""
+    if isinstance(fun, (Jacobian, Transformed)):
+        return _second_order(fun, argnums, scalar=False)
     return Jacobian(fun, argnums, forward=True)
 
 
-def jacrev(fun: Callable, argnums: int | Sequence[int] = 0) -> Jacobian:
-    """The Jacobian by reverse mode (one cotangent per output element), laid out as in JAX."""
+def jacrev(fun: Callable, argnums: int | Sequence[int] = 0):
+    """The Jacobian by reverse mode (one cotangent per output element), laid out as in JAX.
+
+    Of a Jacobian or gradient it is computed forward over reverse, which gives the same numbers.
+    """
+    if isinstance(fun, (Jacobian, Transformed)):
+        return _second_order(fun, argnums, scalar=False)
     return Jacobian(fun, argnums, forward=False)
+
+
+def hessian(fun: Callable, argnums: int = 0) -> SecondOrder:
+    """The Hessian, jacfwd(jacrev(fun)): forward mode over the generated reverse code.
+
+    >>> import numpy as np, s2s
+    >>> def f(x):
+    ...     return np.sum(x ** 3)
+    >>> s2s.hessian(f)(np.array([1.0, 2.0])).tolist()
+    [[6.0, 0.0], [0.0, 12.0]]
+    """
+    return SecondOrder(fun, argnums, argnums, scalar=False)
 
 
 def source(transformed: Any) -> str:

@@ -11,6 +11,8 @@ Entries live in the user cache directory (S2S_CACHE_DIR, else ~/.cache/s2s), cre
 with user-only permissions; the import hook also writes them beside a module's bytecode
 (__pycache__/s2s/). A directory or file that is not owned by the current user, or that
 others can write, is refused with a warning and the entry is regenerated elsewhere.
+The key also covers a fingerprint of s2s's own source and templates, so that an edited
+s2s (a development checkout, a CI run on a reused machine) never reuses old entries.
 """
 
 from __future__ import annotations
@@ -82,8 +84,31 @@ def source_hash(fn: Any) -> str:
     return hashlib.sha256(inspect.getsource(fn).encode()).hexdigest()
 
 
+_fingerprint: str | None = None
+
+
+def implementation_fingerprint() -> str:
+    """A hash of s2s's own code and templates: an edited s2s never reuses old entries."""
+    global _fingerprint
+    if _fingerprint is None:
+        digest = hashlib.sha256(__version__.encode())
+        here = os.path.dirname(os.path.abspath(__file__))
+        # Installed, the templates are s2s/templates; in a checkout, ../templates.
+        folders = [here, os.path.join(here, "templates"), os.path.join(os.path.dirname(here), "templates")]
+        for folder in folders:
+            if not os.path.isdir(folder):
+                continue
+            for name in sorted(os.listdir(folder)):
+                if name.endswith(".py"):
+                    with open(os.path.join(folder, name), "rb") as handle:
+                        digest.update(name.encode() + b"\0" + handle.read())
+        _fingerprint = digest.hexdigest()[:16]
+    return _fingerprint
+
+
 def entry_key(fn: Any, transform: str, options: dict) -> str:
-    payload = json.dumps({"s2s": __version__, "transform": transform, "options": options,
+    payload = json.dumps({"s2s": __version__, "code": implementation_fingerprint(),
+                          "transform": transform, "options": options,
                           "module": fn.__module__, "name": fn.__qualname__,
                           "source": inspect.getsource(fn)}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:24]

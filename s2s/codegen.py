@@ -142,6 +142,8 @@ class Emitter:
             return ast.Subscript(self.atom(value.value), self.index(value.index), ast.Load())
         if isinstance(value, ir.Attribute):
             return ast.Attribute(self.atom(value.value), value.attr, ast.Load())
+        if isinstance(value, ir.Pop):
+            return ast.Call(ast.Attribute(name(value.tape), "pop", ast.Load()), [], [])
         if isinstance(value, ir.Build):
             elts = [self.atom(a) for a in value.elts]
             if value.kind == "tuple":
@@ -177,6 +179,9 @@ class Emitter:
             return ast.AugAssign(target, op, self.atom(stmt.value))
         if isinstance(stmt, ir.ExprStmt):
             return ast.Expr(self.expr(stmt.value))
+        if isinstance(stmt, ir.Push):
+            return ast.Expr(ast.Call(ast.Attribute(name(stmt.tape), "append", ast.Load()),
+                                     [self.atom(stmt.value)], []))
         if isinstance(stmt, ir.If):
             return self.if_(stmt.test, stmt.negated, body_of(stmt.body), body_of(stmt.orelse))
         if isinstance(stmt, ir.For):

@@ -64,10 +64,29 @@ class JVP:
         if isinstance(stmt, (ir.If, ir.For, ir.While)):
             return [em.primal(stmt, body_of=self.block)]
         if isinstance(stmt, ir.ExprStmt):
-            return [em.primal(stmt)]
+            return [em.primal(stmt)] + self.mutating_helper(stmt.value)
         if isinstance(stmt, ir.SetItem):
             return self.setitem(stmt)
+        if isinstance(stmt, ir.Push):
+            out = [em.primal(stmt)]
+            if self.an.is_active(stmt.tape):
+                out.append(ast.Expr(ast.Call(ast.Attribute(name(self.dot(stmt.tape)), "append", ast.Load()),
+                                             [self.tangent_or_zeros(stmt.value)], [])))
+            return out
         return self.assignment(stmt)
+
+    def mutating_helper(self, call: ir.Call) -> list:
+        """runtime.index_add(a, idx, v) and runtime.clear(a, idx) update a's tangent alike."""
+        from . import runtime
+
+        if call.fn not in (runtime.index_add, runtime.clear) or not self.has_tangent(call.args[0]):
+            return []
+        args = [name(self.dot(call.args[0].id)), self.em.atom(call.args[1])]
+        if call.fn is runtime.index_add:
+            if not self.has_tangent(call.args[2]):
+                return []
+            args.append(name(self.dot(call.args[2].id)))
+        return [ast.Expr(runtime_call(call.fn.__name__, *args))]
 
     def setitem(self, stmt: ir.SetItem) -> list:
         out = [self.em.primal(stmt)]
@@ -107,6 +126,11 @@ class JVP:
                 return [primal, assign(self.dot(target), name(self.dot(value.id)))]
             return [primal, zeros]
         if isinstance(value, ir.Const):
+            return [primal, zeros]
+        if isinstance(value, ir.Pop):
+            if self.an.is_active(value.tape):
+                return [primal, assign(self.dot(target), ast.Call(
+                    ast.Attribute(name(self.dot(value.tape)), "pop", ast.Load()), [], []))]
             return [primal, zeros]
         if isinstance(value, ir.Build):
             elts = [self.tangent_or_zeros(a) for a in value.elts]
@@ -158,8 +182,12 @@ class JVP:
                 if ident.endswith("_dot") and ident[:-4] in bound:
                     atom = bound[ident[:-4]]
                     if owner.has_tangent(atom):
-                        return name(owner.dot(atom.id))
-                    return name(ZERO)
+                        tangent = name(owner.dot(atom.id))
+                        tangent._s2s_tangent = True
+                        return tangent
+                    zero = name(ZERO)
+                    zero._s2s_primal = atom  # a zero tangent remembers its primal, for zeros_like
+                    return zero
                 if ident in bound:
                     atom = bound[ident]
                     if isinstance(atom, ir.Name):
@@ -260,25 +288,32 @@ def _propagate_zeros(node: ast.expr) -> ast.expr:
                 return ast.UnaryOp(ast.USub(), node.right)
     if isinstance(node, ast.UnaryOp) and _is_zero(node.operand):
         return name(ZERO)
-    if isinstance(node, ast.Call) and any(_is_zero(a) for a in node.args) and _linear_call(node):
-        return name(ZERO)
+    if isinstance(node, ast.Call) and any(_is_zero(a) for a in node.args):
+        others = [a for a in node.args if not _is_zero(a)] + [k.value for k in node.keywords]
+        if not any(_has_tangent(a) for a in others):
+            # A tangent line is linear in the tangents: with all of them zero, so is the call.
+            return name(ZERO)
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "tree_add":
+            return others[0]
+        if isinstance(node.func, ast.Attribute) and node.func.attr in ("add_at", "add_attr") \
+                and _is_zero(node.args[2]):
+            return node.args[0]
     return node
 
 
-def _linear_call(node: ast.Call) -> bool:
-    """Calls whose tangent lines are linear in their first argument (np.sum(x_dot), ...)."""
-    func = node.func
-    linear = {"sum", "mean", "transpose", "reshape", "ravel", "squeeze", "expand_dims", "trace",
-              "concatenate", "stack", "array", "max_dot", "prod_dot", "var_dot", "norm_dot"}
-    return isinstance(func, ast.Attribute) and func.attr in linear and bool(node.args) and _is_zero(node.args[0])
+def _has_tangent(node: ast.expr) -> bool:
+    return any(getattr(n, "_s2s_tangent", False) for n in ast.walk(node))
 
 
 def _fill_zeros(node: ast.expr, bound: dict, em: Emitter) -> ast.expr:
-    """Zero tangents that survive inside other calls become zeros_like(their primal)."""
+    """Zero tangents that survive next to nonzero ones become zeros_like(their primal)."""
 
     class Fill(ast.NodeTransformer):
         def visit_Name(self, n):
             if n.id == ZERO:
+                primal = getattr(n, "_s2s_primal", None)
+                if isinstance(primal, ir.Name):
+                    return runtime_call("zeros_like", name(primal.id))
                 return ast.Constant(0.0)
             return n
 

@@ -141,4 +141,8 @@ def spelling(obj: Any) -> str | None:
         return f"math.{name}"
     if getattr(builtins, name, None) is obj:
         return name
+    from . import runtime
+
+    if getattr(runtime, name, None) is obj:
+        return f"runtime.{name}"  # generated code that is transformed again
     return None

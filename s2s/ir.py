@@ -105,7 +105,6 @@ class Build:
     keys: tuple[Any, ...] = ()
 
 
-Expr = Union[Name, Const, Call, Subscript, Attribute, Build]
 
 
 # ---- statements -------------------------------------------------------------------
@@ -134,6 +133,25 @@ class SetItem:
     index: Index
     value: Atom
     op: str | None
+    origin: Origin
+
+
+@dataclass(frozen=True)
+class Pop:
+    """tape.pop(): the last value pushed (tapes appear when generated code is transformed again)."""
+
+    tape: str
+
+
+Expr = Union[Name, Const, Call, Subscript, Attribute, Build, Pop]
+
+
+@dataclass
+class Push:
+    """tape.append(value)."""
+
+    tape: str
+    value: Atom
     origin: Origin
 
 
@@ -257,6 +275,8 @@ def names_in(expr) -> list[str]:
         return [a.id for a in expr.elts if isinstance(a, Name)]
     if isinstance(expr, Index):
         return [a.id for a in expr.atoms() if isinstance(a, Name)]
+    if isinstance(expr, Pop):
+        return [expr.tape]
     raise TypeError(expr)
 
 
@@ -268,6 +288,8 @@ def stmt_reads(stmt) -> list[str]:
         return [stmt.base] + names_in(stmt.index) + names_in(stmt.value)
     if isinstance(stmt, ExprStmt):
         return names_in(stmt.value)
+    if isinstance(stmt, Push):
+        return [stmt.tape] + names_in(stmt.value)
     if isinstance(stmt, If):
         return names_in(stmt.test)
     if isinstance(stmt, For):
@@ -285,6 +307,8 @@ def stmt_writes(stmt) -> list[str]:
         return list(stmt.targets)
     if isinstance(stmt, SetItem):
         return [stmt.base]
+    if isinstance(stmt, Push):
+        return [stmt.tape]
     if isinstance(stmt, For):
         return [stmt.var]
     return []

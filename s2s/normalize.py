@@ -290,6 +290,21 @@ class Normalizer:
             return  # a docstring
         if isinstance(value, (cst.Yield, cst.Await)):
             self.expr(value)  # raises the specific refusal
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
+                and value.func.attr.value == "append" and isinstance(value.func.value, cst.Name) \
+                and value.func.value.value in self.locals and len(value.args) == 1:
+            # A tape of generated reverse code: tape.append(v).
+            self.emit(ir.Push(value.func.value.value, self.expr(self.positional(value.args[0])), self.origin))
+            return
+        if isinstance(value, cst.Call):
+            from . import runtime
+
+            callee = self.resolver.resolve(value.func)
+            if callee in (runtime.index_add, runtime.clear, runtime.require_number):
+                # Statements of generated code, when it is transformed again.
+                args, kwargs = self.arguments(value)
+                self.emit(ir.ExprStmt(ir.Call(callee, tuple(args), tuple(kwargs)), self.origin))
+                return
         if isinstance(value, cst.Call) and self.resolver.resolve(value.func) is builtins.print \
                 and not (isinstance(value.func, cst.Name) and value.func.value in self.locals):
             args = tuple(self.print_argument(a) for a in value.args)
@@ -472,8 +487,9 @@ class Normalizer:
         if isinstance(test, ir.Const):
             if not test.value:
                 return
-            raise self.error(node.test, "while True loops are not supported",
-                             "write the exit condition into the while test")
+            if not any(isinstance(n, cst.Break) for n in _walk_cst(node.body)):
+                raise self.error(node.test, "a while True loop without break never ends",
+                                 "write the exit condition into the while test")
         self.loop_depth += 1
         try:
             body = self.sub_block(lambda: self.block(node.body.body))
@@ -734,6 +750,9 @@ class Normalizer:
 
     def method_call(self, node: cst.Call, func: cst.Attribute) -> ir.Atom:
         method = func.attr.value
+        if method == "pop" and not node.args and isinstance(func.value, cst.Name) \
+                and func.value.value in self.locals:
+            return self.assign(ir.Pop(func.value.value))
         receiver = self.expr(func.value)
         args, kwargs = self.arguments(node)
         target = METHODS.get(method)
@@ -768,6 +787,12 @@ class Normalizer:
                                  "pass the argument explicitly")
         self.callees[callee.__name__] = callee
         return self.assign(ir.Call(callee, tuple(full)))
+
+
+def _walk_cst(node):
+    yield node
+    for child in node.children:
+        yield from _walk_cst(child)
 
 
 def normalize(fn: Any) -> ir.Function:

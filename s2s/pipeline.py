@@ -149,7 +149,7 @@ def primal_module_source(fn: Any, display_path: str | None = None) -> str:
     return emitter.render(_header(functions[-1], f"primal of {functions[-1].name}", display_path), body)
 
 
-def _jvp_module_source(fn: Any, display_path: str | None) -> str:
+def _jvp_module_source(fn: Any, display_path: str | None, second_order: bool = False) -> str:
     functions = collect(fn)
     emitter = Emitter()
     _assign_names(functions, emitter)
@@ -159,8 +159,13 @@ def _jvp_module_source(fn: Any, display_path: str | None) -> str:
         body.append(assign(cname, emitter.const(emitter.constants[cname])))
     body += jvp_functions(functions, emitter)
     entry = functions[-1]
-    for k in range(len(entry.params)):
-        body.append(_columns_driver(emitter.function_names[id(entry.python)], entry.params, "jvp", k))
+    fname = emitter.function_names[id(entry.python)]
+    if second_order:  # fn is a generated <name>_vjp(params..., out_bar)
+        for k in range(len(entry.params) - 1):
+            body.append(_second_order_driver(fname, entry.params, k))
+    else:
+        for k in range(len(entry.params)):
+            body.append(_columns_driver(fname, entry.params, "jvp", k))
     return emitter.render(_header(entry, f"jvp of {entry.name}", display_path), body)
 
 
@@ -208,7 +213,7 @@ def _columns_driver(fname: str, params: list[str], mode: str, argnum: int = 0) -
     return ast.parse(text).body[0]
 
 
-TRANSFORMS = ("grad", "vjp", "jvp", "primal")
+TRANSFORMS = ("grad", "vjp", "jvp", "primal", "second_order")
 
 
 def generate(fn: Any, transform: str, options: dict | None = None, display_path: str | None = None):
@@ -220,6 +225,8 @@ def generate(fn: Any, transform: str, options: dict | None = None, display_path:
     callees = [f.python for f in collect(fn)[:-1]]
     if transform == "jvp":
         source = module_source(fn, "jvp", display_path=display_path)
+    elif transform == "second_order":
+        source = _jvp_module_source(fn, display_path, second_order=True)
     elif transform == "primal":
         source = primal_module_source(fn, display_path)
     else:
@@ -230,3 +237,41 @@ def generate(fn: Any, transform: str, options: dict | None = None, display_path:
             argnums = tuple(range(len(inspect.signature(fn).parameters)))
         source = module_source(fn, transform, argnums, display_path, bool(options.get("has_aux", False)))
     return source, callees
+
+
+def _second_order_driver(vjp_name: str, params: list[str], argnum: int) -> ast.FunctionDef:
+    """Forward over reverse: for each output cotangent (row) and each tangent of one argument
+    (column), the derivative of the adjoint; compiled with the module, one call in all."""
+    taken = set(params)
+
+    def fresh(base: str) -> str:
+        candidate, k = base, 1
+        while candidate in taken:
+            k += 1
+            candidate = f"{base}_{k}"
+        taken.add(candidate)
+        return candidate
+
+    primal = params[:-1]
+    cot, tan, rows, cols, first, out, r, c = (fresh(n) for n in (
+        "cotangents", "tangents", "rows", "cols", "first", "out", "r", "c"))
+
+    def call(ri: str, ci: str) -> str:
+        tangents = ", ".join(f"{tan}[{ci}]" if k == argnum else f"runtime.zeros_like({p})"
+                             for k, p in enumerate(primal))
+        return (f"{vjp_name}_jvp({', '.join(primal)}, {cot}[{ri}], {tangents}, "
+                f"runtime.zeros_like({cot}[{ri}]))[1][1][0]")
+
+    text = (
+        f"def {vjp_name}_second_order_{argnum}({', '.join(primal)}, {cot}, {tan}):\n"
+        f'    """d/d{primal[argnum]} of the adjoint, for each row of {cot} and of {tan}."""\n'
+        f"    {rows} = {cot}.shape[0]\n"
+        f"    {cols} = {tan}.shape[0]\n"
+        f"    {first} = {call('0', '0')}\n"
+        f"    {out} = np.empty(({rows}, {cols}) + np.shape({first}))\n"
+        f"    for {r} in range({rows}):\n"
+        f"        for {c} in range({cols}):\n"
+        f"            {out}[{r}, {c}] = {call(r, c)}\n"
+        f"    return {out}\n"
+    )
+    return ast.parse(text).body[0]

@@ -63,6 +63,12 @@ def _all_names(fn: ir.Function) -> set[str]:
 class VJP:
     def __init__(self, fn: ir.Function, emitter: Emitter, active_params: list[str],
                  function_name: str, has_aux: bool = False):
+        for stmt in ir.walk(fn.body):
+            if isinstance(stmt, ir.Push) or (isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Pop)) or (
+                    isinstance(stmt, ir.ExprStmt) and stmt.value.fn in (runtime.index_add, runtime.clear)):
+                raise S2SError("reverse mode of generated reverse-mode code is not supported",
+                               stmt.origin, "take second derivatives forward over reverse: "
+                               "s2s.hessian, or s2s.jacfwd(s2s.jacrev(f))")
         self.fn = fn
         self.has_aux = has_aux
         self.em = emitter
@@ -388,9 +394,8 @@ class VJP:
             taped = self.taped(stmt) if work else []
             out += [self.push(n, t) for n, t in taped if n.when == "pre"]
             if work and isinstance(stmt, ir.For) and self.loop_trips(stmt):
-                out.append(assign(self.loop_trips(stmt), ast.Call(
-                    name("len"), [ast.Call(name("range"), [self.em.atom(stmt.start), self.em.atom(stmt.stop),
-                                                          self.em.atom(stmt.step)], [])], [])))
+                out.append(assign(self.loop_trips(stmt), runtime_call(
+                    "range_len", self.em.atom(stmt.start), self.em.atom(stmt.stop), self.em.atom(stmt.step))))
             if work and isinstance(stmt, ir.While):
                 trips = self.while_trips(stmt)
                 out.append(assign(trips, ast.Constant(0)))

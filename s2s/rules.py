@@ -30,6 +30,7 @@ TEMPLATE_MODULES = (
     "s2s.templates.syntax_rules",
     "s2s.templates.elementwise_rules",
     "s2s.templates.array_rules",
+    "s2s.templates.runtime_rules",
 )
 
 
@@ -77,8 +78,12 @@ class Rule:
         return self.params[0]
 
     def differentiable_inputs(self) -> set[str]:
-        """Inputs that receive an adjoint contribution."""
-        return {s.target.id[: -len("_bar")] for s in self.reverse}
+        """Inputs that receive an adjoint contribution, or whose tangent the result's reads."""
+        inputs = {s.target.id[: -len("_bar")] for s in self.reverse}
+        for line in self.forward:
+            inputs |= {n.id[: -len("_dot")] for n in ast.walk(line.value)
+                       if isinstance(n, ast.Name) and n.id.endswith("_dot") and n.id[:-4] in self.params}
+        return inputs
 
     def bind(self, args: tuple, kwargs: tuple) -> dict[str, Any]:
         """Map template placeholders (not the result) to call-site atoms or defaults."""

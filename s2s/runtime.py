@@ -116,6 +116,11 @@ def shape(x):
     return np.shape(x)
 
 
+def range_len(start, stop, step):
+    """len(range(start, stop, step)): the trip count of a loop, for its reverse."""
+    return len(range(start, stop, step))
+
+
 def require_number(x, message):
     """Refuse `x op= v` where x is an array that another live name shares (see analysis.py)."""
     if isinstance(x, np.ndarray) and x.ndim > 0:

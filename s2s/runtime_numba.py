@@ -159,6 +159,15 @@ def _require_number(x, message):
     return lambda x, message: None
 
 
+@overload(rt.range_len)
+def _range_len(start, stop, step):
+    def impl(start, stop, step):
+        if step > 0:
+            return max(0, (stop - start + step - 1) // step)
+        return max(0, (start - stop - step - 1) // -step)
+    return impl
+
+
 @overload(rt.shape)
 def _shape(x):
     if isinstance(x, types.Array):

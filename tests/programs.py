@@ -397,7 +397,7 @@ CASES = {
     "nested_loops": (nested_loops, lambda r: (r.standard_normal((3, 3)), r.standard_normal(3)), (0, 1), True),
     "calls_user_functions": (calls_user_functions, lambda r: (0.6, 1.1), (0, 1), True),
     "calls_in_a_loop": (calls_in_a_loop, lambda r: (r.standard_normal(3),), (0,), True),
-    "builtins_and_math": (builtins_and_math, lambda r: (0.6, 0.3), (0, 1), True),
+    "builtins_and_math": (builtins_and_math, lambda r: (0.6, 0.35), (0, 1), True),
     "uses_len": (uses_len, lambda r: (r.standard_normal(5),), (0,), True),
     "elementwise_family": (elementwise_family, lambda r: (r.uniform(-0.8, 0.8, 5),), (0,), True),
     "reductions": (reductions, lambda r: (r.uniform(0.5, 1.5, (3, 4)),), (0,), True),

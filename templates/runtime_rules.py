@@ -1,0 +1,170 @@
+"""Forward rules for the runtime helpers that generated reverse-mode code calls.
+
+They make generated code differentiable once more (forward over reverse: s2s.hessian).
+Helpers are linear or bilinear in their array arguments, or piecewise constant.
+"""
+
+from s2s import runtime
+from s2s.rules import nondifferentiable, rule
+from s2s.runtime import (
+    add_at,
+    add_attr,
+    array_bar,
+    concatenate_bar,
+    copy,
+    dot_bar_x,
+    dot_bar_y,
+    matmul_bar_x,
+    matmul_bar_y,
+    max_bar,
+    mean_bar,
+    norm_bar,
+    outer_bar_x,
+    outer_bar_y,
+    reshape_bar,
+    solve_bar_a,
+    stack_bar,
+    sum_bar,
+    take,
+    trace_bar,
+    transpose_bar,
+    tree_add,
+    unbroadcast,
+    var_bar,
+)
+
+
+@rule(runtime.copy)
+def copy_(y, x):
+    y_dot = copy(x_dot)
+
+
+@rule(runtime.unbroadcast)
+def unbroadcast_(y, g, x):
+    y_dot = unbroadcast(g_dot, x)
+
+
+@rule(runtime.sum_bar)
+def sum_bar_(y, g, x, axis=None, keepdims=False):
+    y_dot = sum_bar(g_dot, x, axis, keepdims)
+
+
+@rule(runtime.mean_bar)
+def mean_bar_(y, g, x, axis=None, keepdims=False):
+    y_dot = mean_bar(g_dot, x, axis, keepdims)
+
+
+@rule(runtime.max_bar)
+def max_bar_(r, g, y, x, axis=None, keepdims=False):
+    """Which elements are the maximum does not change under a small perturbation."""
+    r_dot = max_bar(g_dot, y, x, axis, keepdims)
+
+
+@rule(runtime.var_bar)
+def var_bar_(y, g, x, axis=None, ddof=0, keepdims=False):
+    y_dot = var_bar(g_dot, x, axis, ddof, keepdims) + var_bar(g, x_dot, axis, ddof, keepdims)
+
+
+@rule(runtime.std_bar)
+def std_bar_(r, g, y, x, axis=None, ddof=0, keepdims=False):
+    r_dot = var_bar(g_dot / (2.0 * y) - g * y_dot / (2.0 * y * y), x, axis, ddof, keepdims) + var_bar(
+        g / (2.0 * y), x_dot, axis, ddof, keepdims
+    )
+
+
+@rule(runtime.matmul_bar_x)
+def matmul_bar_x_(r, g, x, y):
+    r_dot = matmul_bar_x(g_dot, x, y) + matmul_bar_x(g, x, y_dot)
+
+
+@rule(runtime.matmul_bar_y)
+def matmul_bar_y_(r, g, x, y):
+    r_dot = matmul_bar_y(g_dot, x, y) + matmul_bar_y(g, x_dot, y)
+
+
+@rule(runtime.dot_bar_x)
+def dot_bar_x_(r, g, x, y):
+    r_dot = dot_bar_x(g_dot, x, y) + dot_bar_x(g, x, y_dot)
+
+
+@rule(runtime.dot_bar_y)
+def dot_bar_y_(r, g, x, y):
+    r_dot = dot_bar_y(g_dot, x, y) + dot_bar_y(g, x_dot, y)
+
+
+@rule(runtime.outer_bar_x)
+def outer_bar_x_(r, g, x, y):
+    r_dot = outer_bar_x(g_dot, x, y) + outer_bar_x(g, x, y_dot)
+
+
+@rule(runtime.outer_bar_y)
+def outer_bar_y_(r, g, x, y):
+    r_dot = outer_bar_y(g_dot, x, y) + outer_bar_y(g, x_dot, y)
+
+
+@rule(runtime.trace_bar)
+def trace_bar_(r, g, x):
+    r_dot = trace_bar(g_dot, x)
+
+
+@rule(runtime.transpose_bar)
+def transpose_bar_(r, g, axes=None):
+    r_dot = transpose_bar(g_dot, axes)
+
+
+@rule(runtime.reshape_bar)
+def reshape_bar_(r, g, x):
+    r_dot = reshape_bar(g_dot, x)
+
+
+@rule(runtime.concatenate_bar)
+def concatenate_bar_(r, g, xs, axis=0):
+    r_dot = concatenate_bar(g_dot, xs, axis)
+
+
+@rule(runtime.stack_bar)
+def stack_bar_(r, g, xs, axis=0):
+    r_dot = stack_bar(g_dot, xs, axis)
+
+
+@rule(runtime.array_bar)
+def array_bar_(r, g, x):
+    r_dot = array_bar(g_dot, x)
+
+
+@rule(runtime.norm_bar)
+def norm_bar_(r, g, y, x, ord=None, axis=None, keepdims=False):
+    r_dot = norm_bar(g_dot, y, x, ord, axis, keepdims) + norm_bar(g, y, x_dot, ord, axis, keepdims) - norm_bar(
+        g * y_dot / y, y, x, ord, axis, keepdims
+    )
+
+
+@rule(runtime.solve_bar_a)
+def solve_bar_a_(r, b_adjoint, x):
+    r_dot = solve_bar_a(b_adjoint_dot, x) + solve_bar_a(b_adjoint, x_dot)
+
+
+@rule(runtime.tree_add)
+def tree_add_(r, a, b):
+    r_dot = tree_add(a_dot, b_dot)
+
+
+@rule(runtime.add_at)
+def add_at_(r, c, key, value):
+    r_dot = add_at(c_dot, key, value_dot)
+
+
+@rule(runtime.add_attr)
+def add_attr_(r, c, name, value):
+    r_dot = add_attr(c_dot, name, value_dot)
+
+
+@rule(runtime.take)
+def take_(r, a, index):
+    r_dot = take(a_dot, index)
+
+
+DECLARATIONS = [
+    nondifferentiable(runtime.zeros_like, runtime.ones_like, runtime.shape, runtime.clip_inside,
+                      runtime.require_number, runtime.range_len),
+]
