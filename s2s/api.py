@@ -186,16 +186,17 @@ class Primal:
 class ForwardTransformed:
     """The generated forward-mode module of a function (jvp), loaded for a backend."""
 
-    def __init__(self, fun: Callable, backend: str = "python"):
+    def __init__(self, fun: Callable, backend: str = "python", has_aux: bool = False):
         self.fun = fun
         self.backend = backend
+        self.has_aux = has_aux
         self._source: str | None = None
         self._module = None
 
     @property
     def source(self) -> str:
         if self._source is None:
-            self._source = _source(self.fun, "jvp", {})
+            self._source = _source(self.fun, "jvp", {"has_aux": True} if self.has_aux else {})
         return self._source
 
     def module(self):
@@ -253,21 +254,22 @@ class Jacobian:
     """jacfwd / jacrev: a Jacobian by pushing (pulling) a stack of basis vectors through
     compiled generated code in one call."""
 
-    def __init__(self, fun: Callable, argnums, forward: bool, backend: str = "python"):
+    def __init__(self, fun: Callable, argnums, forward: bool, backend: str = "python", has_aux: bool = False):
         self.fun = fun
         self.argnums = argnums
         self.forward = forward
         self.backend = backend
+        self.has_aux = has_aux
         functools.update_wrapper(self, fun)
 
     @property
     def source(self) -> str:
         if self.forward:
-            return ForwardTransformed(self.fun).source
-        return Transformed(self.fun, "vjp", _argnums_tuple(self.argnums)[:1]).source
+            return ForwardTransformed(self.fun, has_aux=self.has_aux).source
+        return Transformed(self.fun, "vjp", _argnums_tuple(self.argnums)[:1], self.has_aux).source
 
     def with_backend(self, backend: str) -> "Jacobian":
-        return Jacobian(self.fun, self.argnums, self.forward, backend)
+        return Jacobian(self.fun, self.argnums, self.forward, backend, self.has_aux)
 
     def _one(self, args, k):
         x = args[k]
@@ -277,7 +279,7 @@ class Jacobian:
         x_arr = np.asarray(x, dtype=np.result_type(x, np.float64) if not isinstance(x, np.ndarray) else x.dtype)
         in_shape = np.shape(x)
         if self.forward:
-            transformed = ForwardTransformed(self.fun, self.backend)
+            transformed = ForwardTransformed(self.fun, self.backend, self.has_aux)
             columns = transformed.entry(f"_jvp_columns_{k}")
             call = list(args)
             call[k] = x if np.ndim(x) else float(x)
@@ -287,8 +289,10 @@ class Jacobian:
             rows = columns(*transformed.call_args(call), tangents)
             out_shape = rows.shape[1:]
             return _jacobian_layout(rows, out_shape, in_shape, True)
-        transformed = Transformed(self.fun, "vjp", (k,), backend=self.backend)
+        transformed = Transformed(self.fun, "vjp", (k,), self.has_aux, backend=self.backend)
         out = self.fun(*args)
+        if self.has_aux:
+            out = out[0]
         if not isinstance(out, (float, int, np.floating, np.ndarray)):
             raise S2SError("jacrev takes functions with an array or scalar output")
         out_shape = np.shape(out)
@@ -301,8 +305,12 @@ class Jacobian:
 
     def __call__(self, *args):
         if isinstance(self.argnums, int):
-            return self._one(args, self.argnums)
-        return tuple(self._one(args, k) for k in self.argnums)
+            jac = self._one(args, self.argnums)
+        else:
+            jac = tuple(self._one(args, k) for k in self.argnums)
+        if self.has_aux:
+            return jac, self.fun(*args)[1]
+        return jac
 
 
 class SecondOrder:
@@ -378,21 +386,24 @@ def _second_order(inner, outer_argnums, scalar: bool) -> SecondOrder:
     return SecondOrder(inner.fun, argnums, outer_argnums, scalar)
 
 
-def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0):
-    """The Jacobian by forward mode (one tangent per input element), laid out as in JAX."""
-    if isinstance(fun, (Jacobian, Transformed)):
+def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
+    """The Jacobian by forward mode (one tangent per input element), laid out as in JAX.
+
+    has_aux: fun returns (value, aux); the result is (jacobian, aux).
+    """
+    if isinstance(fun, (Jacobian, Transformed)) and not has_aux:
         return _second_order(fun, argnums, scalar=False)
-    return Jacobian(fun, argnums, forward=True)
+    return Jacobian(fun, argnums, forward=True, has_aux=has_aux)
 
 
-def jacrev(fun: Callable, argnums: int | Sequence[int] = 0):
+def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
     """The Jacobian by reverse mode (one cotangent per output element), laid out as in JAX.
 
     Of a Jacobian or gradient it is computed forward over reverse, which gives the same numbers.
     """
-    if isinstance(fun, (Jacobian, Transformed)):
+    if isinstance(fun, (Jacobian, Transformed)) and not has_aux:
         return _second_order(fun, argnums, scalar=False)
-    return Jacobian(fun, argnums, forward=False)
+    return Jacobian(fun, argnums, forward=False, has_aux=has_aux)
 
 
 def hessian(fun: Callable, argnums: int = 0) -> SecondOrder:

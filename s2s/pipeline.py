@@ -109,7 +109,7 @@ def module_source(fn: Any, mode: str, argnums: tuple[int, ...] = (0,), display_p
                   has_aux: bool = False) -> str:
     """The generated module for one transform of fn. mode: "grad" (reverse) or "jvp" (forward)."""
     if mode == "jvp":
-        return _jvp_module_source(fn, display_path)
+        return _jvp_module_source(fn, display_path, has_aux=has_aux)
     functions = collect(fn)
     emitter = Emitter()
     _assign_names(functions, emitter)
@@ -149,7 +149,8 @@ def primal_module_source(fn: Any, display_path: str | None = None) -> str:
     return emitter.render(_header(functions[-1], f"primal of {functions[-1].name}", display_path), body)
 
 
-def _jvp_module_source(fn: Any, display_path: str | None, second_order: bool = False) -> str:
+def _jvp_module_source(fn: Any, display_path: str | None, second_order: bool = False,
+                       has_aux: bool = False) -> str:
     functions = collect(fn)
     emitter = Emitter()
     _assign_names(functions, emitter)
@@ -165,11 +166,12 @@ def _jvp_module_source(fn: Any, display_path: str | None, second_order: bool = F
             body.append(_second_order_driver(fname, entry.params, k))
     else:
         for k in range(len(entry.params)):
-            body.append(_columns_driver(fname, entry.params, "jvp", k))
+            body.append(_columns_driver(fname, entry.params, "jvp", k, has_aux))
     return emitter.render(_header(entry, f"jvp of {entry.name}", display_path), body)
 
 
-def _columns_driver(fname: str, params: list[str], mode: str, argnum: int = 0) -> ast.FunctionDef:
+def _columns_driver(fname: str, params: list[str], mode: str, argnum: int = 0,
+                    has_aux: bool = False) -> ast.FunctionDef:
     """A loop over a stack of tangents (jvp) or cotangents (vjp), for jacfwd and jacrev:
     compiled with the rest of the module, so a Jacobian is one call, not one per column."""
     taken = set(params)
@@ -189,10 +191,12 @@ def _columns_driver(fname: str, params: list[str], mode: str, argnum: int = 0) -
         def call(index: str) -> str:
             tangents = ", ".join(f"{stack}[{index}]" if k == argnum else f"runtime.zeros_like({p})"
                                  for k, p in enumerate(params))
-            return f"{fname}_jvp({args}, {tangents})[1]"
+            return f"{fname}_jvp({args}, {tangents})[1]" + ("[0]" if has_aux else "")
 
         header = f"def {fname}_jvp_columns_{argnum}({args}, {stack}):\n"
         doc = f"Tangents of {fname} for each row of {stack}, a stack of tangents of {params[argnum]}."
+        if has_aux:
+            doc = doc[:-1] + " (of its first result; the second is auxiliary)."
     else:
         def call(index: str) -> str:
             return f"{fname}_vjp({args}, {stack}[{index}])[1][0]"
@@ -224,7 +228,7 @@ def generate(fn: Any, transform: str, options: dict | None = None, display_path:
         raise S2SError(f"unknown transform {transform!r}; available: {', '.join(TRANSFORMS)}")
     callees = [f.python for f in collect(fn)[:-1]]
     if transform == "jvp":
-        source = module_source(fn, "jvp", display_path=display_path)
+        source = module_source(fn, "jvp", display_path=display_path, has_aux=bool(options.get("has_aux", False)))
     elif transform == "second_order":
         source = _jvp_module_source(fn, display_path, second_order=True)
     elif transform == "primal":

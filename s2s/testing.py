@@ -55,11 +55,13 @@ def check_grads(fun: Callable, args: Sequence[Any], order: int = 1, modes: Seque
     rev: the vjp is checked by the identity <u, J v> = <J^T u, v>, with J v from central
     finite differences in float64 along a random direction v and a random cotangent u.
     fwd: the jvp J v against the same finite difference.
+    order=2 (scalar functions) also checks the Hessian, forward over reverse, against central
+    differences of the gradient.
     """
     from .api import Transformed
 
-    if order != 1:
-        raise S2SError("check_grads checks first derivatives only so far (order=1)")
+    if order not in (1, 2):
+        raise S2SError("check_grads checks first and second derivatives (order=1 or 2)")
     unknown = set(modes) - {"fwd", "rev"}
     if unknown:
         raise ValueError(f"unknown modes {sorted(unknown)}")
@@ -94,8 +96,45 @@ def check_grads(fun: Callable, args: Sequence[Any], order: int = 1, modes: Seque
                 raise AssertionError(
                     f"forward mode of {fun.__name__} disagrees with finite differences: "
                     f"J v = {want!r} by finite differences, {got!r} by s2s")
-    if "rev" not in modes:
-        return
+    if "rev" in modes:
+        _check_reverse(fun, args, argnums, direction, out, jv, rng, backend, rtol, atol)
+    if order == 2:
+        if np.ndim(out) != 0:
+            raise S2SError("check_grads(order=2) takes functions with a scalar output")
+        _check_second_order(fun, args, argnums, eps, rtol, atol, backend)
+
+
+def _check_second_order(fun, args, argnums, eps, rtol, atol, backend):
+    """The Hessian (forward over reverse) against central differences of the gradient,
+    which the first-order check has verified; for float and array arguments."""
+    from .api import grad, hessian, jit
+
+    for k in argnums:
+        x = args[k]
+        if not isinstance(x, (float, np.floating, np.ndarray)):
+            continue
+        H = jit(hessian(fun, argnums=k), backend=backend)(*args)
+        g = grad(fun, argnums=k)
+        flat = np.asarray(x, dtype=np.float64).ravel()
+        for i in range(flat.size):
+            step = np.zeros(flat.size)
+            step[i] = eps
+            moved = [list(args), list(args)]
+            moved[0][k] = (flat + step).reshape(np.shape(x)) if np.ndim(x) else float(flat[0] + eps)
+            moved[1][k] = (flat - step).reshape(np.shape(x)) if np.ndim(x) else float(flat[0] - eps)
+            column = (np.asarray(g(*moved[0])) - np.asarray(g(*moved[1]))) / (2 * eps)
+            got = np.asarray(H).reshape(np.shape(x) + (flat.size,))[..., i] if np.ndim(x) else H
+            scale = max(1.0, float(np.max(np.abs(column))))
+            if not np.allclose(got, column, rtol=rtol * 10, atol=atol + rtol * scale * 10):
+                raise AssertionError(
+                    f"second derivative of {fun.__name__} with respect to argument {k} disagrees with "
+                    f"finite differences of its gradient: column {i} is {got!r} by s2s, {column!r} by "
+                    "finite differences")
+
+
+def _check_reverse(fun, args, argnums, direction, out, jv, rng, backend, rtol, atol):
+    from .api import Transformed
+
     cotangent = _float_tree_like(out, rng)
     transformed = Transformed(fun, "vjp", argnums, backend=backend)
     value, adjoints = transformed._vjp_function()(*transformed._call_args(args), cotangent)

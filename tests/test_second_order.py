@@ -84,3 +84,39 @@ def test_reverse_over_reverse_is_refused_with_a_way_out():
 
     with pytest.raises(s2s.S2SError, match="grad\\(grad\\(f\\)\\) only"):
         s2s.value_and_grad(s2s.grad(while_loop))
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+@pytest.mark.parametrize("case", ["overwritten_variable", "heat_equation", "calls_in_a_loop", "while_loop"])
+def test_check_grads_order_two(case, backend):
+    fn, build, argnums, _ = CASES[case]
+    s2s.testing.check_grads(fn, build(np.random.default_rng(7)), order=2, argnums=argnums, backend=backend)
+
+
+def test_jacobians_with_aux():
+    from programs import has_aux_loss
+
+    x = np.array([0.5, -2.0, 1.0])
+    for jacobian in (s2s.jacfwd, s2s.jacrev):
+        g, aux = jacobian(has_aux_loss, has_aux=True)(x)
+        np.testing.assert_allclose(g, 2 * x)
+        assert aux == 1.0
+
+
+@pytest.mark.parametrize("case", sorted(c for c, (fn, b, a, j) in CASES.items() if 0 in a))
+def test_jacfwd_and_jacrev_give_the_gradient(case):
+    fn, build, argnums, jit = CASES[case]
+    args = build(np.random.default_rng(7))
+    if not isinstance(args[0], (float, np.ndarray)):
+        # Jacobians with respect to pytrees are not supported yet: a clear error, not a guess.
+        with pytest.raises(s2s.S2SError, match="float scalars and arrays"):
+            s2s.jacfwd(fn)(*args)
+        with pytest.raises(s2s.S2SError, match="float scalars and arrays"):
+            s2s.jacrev(fn)(*args)
+        return
+    g = s2s.grad(fn)(*args)
+    np.testing.assert_allclose(s2s.jacrev(fn)(*args), g, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(s2s.jacfwd(fn)(*args), g, rtol=1e-9, atol=1e-12)
+    if jit:
+        np.testing.assert_allclose(s2s.jit(s2s.jacfwd(fn))(*args), g, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(s2s.jit(s2s.jacrev(fn))(*args), g, rtol=1e-12, atol=1e-14)
