@@ -6,10 +6,10 @@ from s2s import runtime
 
 
 def residual_vjp(x, out_bar):
-    """Reverse mode of residual (newton.py:18): returns (value, adjoints of x)."""
-    # newton.py:19  r = np.zeros(3)
+    """Reverse mode of residual (newton.py:21): returns (value, adjoints of x)."""
+    # newton.py:22  r = np.zeros(3)
     r = np.zeros(3)
-    # newton.py:20  r[0] = x[0] * x[0] + x[1] * x[1] + x[2] * x[2] - 3.0
+    # newton.py:23  r[0] = x[0] * x[0] + x[1] * x[1] + x[2] * x[2] - 3.0
     _t1 = x[0]
     _t2 = x[0]
     _t3 = _t1 * _t2
@@ -23,7 +23,7 @@ def residual_vjp(x, out_bar):
     _t11 = _t7 + _t10
     _t12 = _t11 - 3.0
     r[0] = _t12
-    # newton.py:21  r[1] = np.exp(x[0]) + x[1] - math.e - 1.0
+    # newton.py:24  r[1] = np.exp(x[0]) + x[1] - math.e - 1.0
     _t13 = x[0]
     _t14 = np.exp(_t13)
     _t15 = x[1]
@@ -31,7 +31,7 @@ def residual_vjp(x, out_bar):
     _t17 = _t16 - 2.718281828459045
     _t18 = _t17 - 1.0
     r[1] = _t18
-    # newton.py:22  r[2] = x[0] * x[2] - np.sin(x[1]) - 1.0 + math.sin(1.0)
+    # newton.py:25  r[2] = x[0] * x[2] - np.sin(x[1]) - 1.0 + math.sin(1.0)
     _t19 = x[0]
     _t20 = x[2]
     _t21 = _t19 * _t20
@@ -44,7 +44,7 @@ def residual_vjp(x, out_bar):
     r[2] = _t27
     # Reverse sweep: adjoints flow back from the result
     r_bar = runtime.copy(out_bar)
-    # Grad of: newton.py:22  r[2] = x[0] * x[2] - np.sin(x[1]) - 1.0 + math.sin(1.0)
+    # Grad of: newton.py:25  r[2] = x[0] * x[2] - np.sin(x[1]) - 1.0 + math.sin(1.0)
     _t27_bar = runtime.copy(runtime.unbroadcast(r_bar[2], _t27))
     r_bar[2] = 0.0
     _t25_bar = runtime.unbroadcast(_t27_bar, _t25)
@@ -58,7 +58,7 @@ def residual_vjp(x, out_bar):
     _t20_bar = runtime.unbroadcast(_t19 * _t21_bar, _t20)
     x_bar = runtime.add_at(x_bar, 2, _t20_bar)
     x_bar = runtime.add_at(x_bar, 0, _t19_bar)
-    # Grad of: newton.py:21  r[1] = np.exp(x[0]) + x[1] - math.e - 1.0
+    # Grad of: newton.py:24  r[1] = np.exp(x[0]) + x[1] - math.e - 1.0
     _t18_bar = runtime.copy(runtime.unbroadcast(r_bar[1], _t18))
     r_bar[1] = 0.0
     _t17_bar = runtime.unbroadcast(_t18_bar, _t17)
@@ -68,7 +68,7 @@ def residual_vjp(x, out_bar):
     x_bar = runtime.add_at(x_bar, 1, _t15_bar)
     _t13_bar = _t14 * _t14_bar
     x_bar = runtime.add_at(x_bar, 0, _t13_bar)
-    # Grad of: newton.py:20  r[0] = x[0] * x[0] + x[1] * x[1] + x[2] * x[2] - 3.0
+    # Grad of: newton.py:23  r[0] = x[0] * x[0] + x[1] * x[1] + x[2] * x[2] - 3.0
     _t12_bar = runtime.copy(runtime.unbroadcast(r_bar[0], _t12))
     r_bar[0] = 0.0
     _t11_bar = runtime.unbroadcast(_t12_bar, _t11)

@@ -6,11 +6,11 @@ from s2s import runtime
 
 
 def residual_jvp(x, x_dot):
-    """Forward mode of residual (newton.py:18): returns (value, tangent) for the tangents x_dot."""
-    # newton.py:19  r = np.zeros(3)
+    """Forward mode of residual (newton.py:21): returns (value, tangent) for the tangents x_dot."""
+    # newton.py:22  r = np.zeros(3)
     r = np.zeros(3)
     r_dot = runtime.zeros_like(r)
-    # newton.py:20  r[0] = x[0] * x[0] + x[1] * x[1] + x[2] * x[2] - 3.0
+    # newton.py:23  r[0] = x[0] * x[0] + x[1] * x[1] + x[2] * x[2] - 3.0
     _t1 = x[0]
     _t1_dot = x_dot[0]
     _t2 = x[0]
@@ -37,7 +37,7 @@ def residual_jvp(x, x_dot):
     _t12_dot = _t11_dot
     r[0] = _t12
     r_dot[0] = _t12_dot
-    # newton.py:21  r[1] = np.exp(x[0]) + x[1] - math.e - 1.0
+    # newton.py:24  r[1] = np.exp(x[0]) + x[1] - math.e - 1.0
     _t13 = x[0]
     _t13_dot = x_dot[0]
     _t14 = np.exp(_t13)
@@ -52,7 +52,7 @@ def residual_jvp(x, x_dot):
     _t18_dot = _t17_dot
     r[1] = _t18
     r_dot[1] = _t18_dot
-    # newton.py:22  r[2] = x[0] * x[2] - np.sin(x[1]) - 1.0 + math.sin(1.0)
+    # newton.py:25  r[2] = x[0] * x[2] - np.sin(x[1]) - 1.0 + math.sin(1.0)
     _t19 = x[0]
     _t19_dot = x_dot[0]
     _t20 = x[2]
