@@ -141,7 +141,8 @@ def _check_reverse(fun, args, argnums, direction, out, jv, rng, backend, rtol, a
     for got, want in zip(pytree.leaves(value), pytree.leaves(out)):
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12, err_msg="primal value differs")
     lhs = _vdot(cotangent, jv)
-    rhs = sum(_vdot(adjoints[i], direction[k]) for i, k in enumerate(argnums))
+    # An array unpacked as `a, b = x` has a tuple adjoint; give it x's structure, as grad does.
+    rhs = sum(_vdot(pytree.restructure(adjoints[i], args[k]), direction[k]) for i, k in enumerate(argnums))
     scale = max(1.0, abs(lhs), abs(rhs))
     if not abs(lhs - rhs) <= atol + rtol * scale * 10:
         raise AssertionError(

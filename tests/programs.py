@@ -517,3 +517,12 @@ def aliased_number_update(x, a):
 
 
 CASES["aliased_number_update"] = (aliased_number_update, lambda r: (0.3, 1.7), (0, 1), True)
+
+
+def unpack_array_param(params, x):
+    """An array argument unpacked into names: its adjoint is built as a tuple, returned as an array."""
+    a, b = params
+    return a * np.sin(b * x)
+
+
+CASES["unpack_array_param"] = (unpack_array_param, lambda r: (np.array([0.5, 1.3]), 0.7), (0, 1), True)

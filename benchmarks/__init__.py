@@ -1,0 +1,1 @@
+"""Benchmarks of s2s: run with `python -m benchmarks` (needs the `bench` extra for JAX)."""
