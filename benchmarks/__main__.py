@@ -1,0 +1,189 @@
+"""Run the benchmarks side by side in one process: python -m benchmarks [--quick]
+
+For each workload: the primal under numba.njit, s2s.jit(s2s.grad(f)), a hand-written Numba
+adjoint where it is short, and jax.jit(jax.grad(...)) written as a JAX user would; first-call
+times (transform and compile) of s2s and JAX, and the transform time alone. Gradients are
+checked to agree before any time is reported. Writes benchmarks/results/results.md and
+results.png.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def per_call(fn, *args, min_time=0.3, repeat=5):
+    """Median seconds per call, steady state (the caller has warmed fn up)."""
+    runs = []
+    for _ in range(repeat):
+        count, start = 0, time.perf_counter()
+        while True:
+            fn(*args)
+            count += 1
+            elapsed = time.perf_counter() - start
+            if elapsed >= min_time / repeat:
+                break
+        runs.append(elapsed / count)
+    return statistics.median(runs)
+
+
+def first_call(fn, *args):
+    start = time.perf_counter()
+    fn(*args)
+    return time.perf_counter() - start
+
+
+def workloads(quick: bool):
+    rng = np.random.default_rng(0)
+    scale = 0.25 if quick else 1.0
+    n_paths = int(2000 * scale)
+    n_bodies = 128
+    mlp_params = (rng.standard_normal((784, 128)) * 0.05, np.zeros(128),
+                  rng.standard_normal((128, 10)) * 0.05, np.zeros(10))
+    return [
+        ("ode (Euler, 5000 steps)", "ode_euler", "loop",
+         (np.array([1.1, 0.4, 0.4, 0.1]), np.array([1.0, 1.0]), int(5000 * scale), 0.002)),
+        (f"n-body energy (n={n_bodies})", "nbody_energy", "loop",
+         (rng.standard_normal((n_bodies, 3)), rng.uniform(0.5, 1.5, n_bodies))),
+        (f"Monte Carlo ({n_paths} paths x 50 steps)", "monte_carlo_call", "loop",
+         ((1.0, 0.2), rng.standard_normal((n_paths, 50)), 0.02)),
+        ("MLP 784-128-10, batch 512", "mlp_loss", "array",
+         (mlp_params, rng.standard_normal((512, 784)), np.eye(10)[rng.integers(0, 10, 512)])),
+        ("Rosenbrock (10^6)", "rosenbrock", "array", (rng.standard_normal(int(1e6 * scale)),)),
+        ("heat 1-D (n=1000, 500 steps)", "heat", "loop",
+         (rng.standard_normal(1000), 0.2, int(500 * scale))),
+    ]
+
+
+def main(argv=None):
+    quick = "--quick" in (argv or sys.argv[1:])
+    os.environ["S2S_CACHE_DIR"] = tempfile.mkdtemp(prefix="s2s-bench-")  # cold: first calls compile
+    sys.path.insert(0, os.path.dirname(HERE))
+    import numba
+
+    import s2s
+    from benchmarks import hand_adjoints, workloads as w
+    from s2s import pipeline
+
+    try:
+        import jax
+
+        from benchmarks import jax_versions as jw
+    except ImportError:
+        jax = jw = None
+        print("JAX is not installed (pip install '.[bench]'): the JAX columns stay empty")
+
+    rows = []
+    for title, name, kind, args in workloads(quick):
+        f = getattr(w, name)
+        numba_args = tuple(tuple(a) if isinstance(a, (tuple, list)) else a for a in args)
+        row = {"workload": title, "kind": kind}
+        start = time.perf_counter()
+        pipeline.generate(f, "grad", {"argnums": [0], "has_aux": False})
+        row["transform_s"] = time.perf_counter() - start
+        primal = numba.njit(f)
+        primal(*numba_args)
+        grad = s2s.jit(s2s.grad(f))
+        row["first_s2s_s"] = first_call(grad, *args)
+        g = grad(*args)
+        reference = s2s.grad(f)(*args)  # the python backend, itself checked by the test suite
+        for a, b in zip(s2s.pytree.leaves(g), s2s.pytree.leaves(reference)):
+            assert np.allclose(a, b, rtol=1e-8, atol=1e-10), f"{name}: Numba and NumPy gradients differ"
+        row["primal_s"] = per_call(primal, *numba_args)
+        row["s2s_s"] = per_call(grad, *args)
+        hand = getattr(hand_adjoints, name + "_grad", None)
+        if hand is not None:
+            hg = hand(*numba_args)
+            assert np.allclose(np.ravel(hg), np.concatenate([np.ravel(x) for x in s2s.pytree.leaves(g)]),
+                               rtol=1e-8, atol=1e-10), f"{name}: hand adjoint disagrees"
+            row["hand_s"] = per_call(hand, *numba_args)
+        if jw is not None:
+            jf = getattr(jw, name)
+            static = (2,) if name in ("ode_euler", "heat") else ()
+            jgrad = jax.jit(jax.grad(jf), static_argnums=static)
+            jargs = tuple(tuple(a) if isinstance(a, (tuple, list)) else a for a in args)
+            row["first_jax_s"] = first_call(lambda *a: jax.block_until_ready(jgrad(*a)), *jargs)
+            jg = jgrad(*jargs)
+            for a, b in zip(jax.tree_util.tree_leaves(jg), s2s.pytree.leaves(g)):
+                assert np.allclose(np.asarray(a), b, rtol=1e-6, atol=1e-9), f"{name}: JAX gradient disagrees"
+            row["jax_s"] = per_call(lambda *a: jax.block_until_ready(jgrad(*a)), *jargs)
+        rows.append(row)
+        print(f"{title:40s} primal {row['primal_s'] * 1e3:9.3f} ms  s2s grad {row['s2s_s'] * 1e3:9.3f} ms"
+              f"  ratio {row['s2s_s'] / row['primal_s']:6.2f}"
+              + (f"  JAX {row['jax_s'] * 1e3:9.3f} ms" if "jax_s" in row else ""), flush=True)
+    write_results(rows, quick, jax)
+
+
+def write_results(rows, quick, jax):
+    import numba
+
+    out = os.path.join(HERE, "results")
+    os.makedirs(out, exist_ok=True)
+
+    def ms(value):
+        return f"{value * 1e3:.3f}" if value is not None else "-"
+
+    def ratio(a, b):
+        return f"{a / b:.2f}" if a is not None and b is not None else "-"
+
+    lines = [
+        "# s2s benchmarks" + (" (quick run)" if quick else ""),
+        "",
+        f"Machine: {platform.machine()}, {os.cpu_count()} cores, {platform.processor() or 'cpu'}; "
+        f"Python {platform.python_version()}, NumPy {np.__version__}, Numba {numba.__version__}"
+        + (f", JAX {jax.__version__}" if jax else ", JAX not installed") + ".",
+        "Times are medians of steady-state calls in one process; first calls include transform "
+        "and compilation (s2s with a cold cache).",
+        "",
+        "| workload | kind | primal (Numba) ms | s2s grad ms | grad / primal | hand adjoint ms | hand / primal "
+        "| JAX grad ms | JAX / s2s | s2s first call s | JAX first call s | transform s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['workload']} | {r['kind']} | {ms(r['primal_s'])} | {ms(r['s2s_s'])} | "
+            f"{ratio(r['s2s_s'], r['primal_s'])} | {ms(r.get('hand_s'))} | {ratio(r.get('hand_s'), r['primal_s'])} | "
+            f"{ms(r.get('jax_s'))} | {ratio(r.get('jax_s'), r['s2s_s'])} | {r['first_s2s_s']:.2f} | "
+            f"{r['first_jax_s']:.2f} | {r['transform_s']:.3f} |" if "first_jax_s" in r else
+            f"| {r['workload']} | {r['kind']} | {ms(r['primal_s'])} | {ms(r['s2s_s'])} | "
+            f"{ratio(r['s2s_s'], r['primal_s'])} | {ms(r.get('hand_s'))} | {ratio(r.get('hand_s'), r['primal_s'])} | "
+            f"- | - | {r['first_s2s_s']:.2f} | - | {r['transform_s']:.3f} |")
+    with open(os.path.join(out, "results.md"), "w") as handle:
+        handle.write("\n".join(lines) + "\n")
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed: no plot")
+        return
+    names = [r["workload"].split(" (")[0] for r in rows]
+    x = np.arange(len(rows))
+    fig, ax = plt.subplots(figsize=(10, 4.5))
+    ax.bar(x - 0.2, [r["s2s_s"] / r["primal_s"] for r in rows], 0.4, label="s2s grad / Numba primal")
+    if all("jax_s" in r for r in rows):
+        ax.bar(x + 0.2, [r["jax_s"] / r["s2s_s"] for r in rows], 0.4, label="JAX grad / s2s grad (>1: s2s faster)")
+    ax.axhline(3.0, color="gray", linestyle="--", linewidth=1, label="target grad/primal = 3")
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks(x, names, rotation=15)
+    ax.set_yscale("log")
+    ax.set_ylabel("ratio (log scale)")
+    ax.set_title("s2s gradients: cost relative to the primal, and speed relative to JAX")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "results.png"), dpi=110)
+    print(f"wrote {out}/results.md and results.png")
+
+
+if __name__ == "__main__":
+    main()
