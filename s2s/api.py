@@ -238,6 +238,11 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
     return out, out_dot
 
 
+def _zeros_tree(tree):
+    leaves, structure = pytree.flatten(tree)
+    return pytree.unflatten(structure, [np.zeros(np.shape(l)) if np.ndim(l) else 0.0 for l in leaves])
+
+
 def _jacobian_layout(rows: np.ndarray, out_shape: tuple, in_shape: tuple, forward: bool) -> np.ndarray:
     """JAX's layout: output shape + input shape."""
     if forward:  # rows[c] = d out / d x_c
@@ -273,9 +278,15 @@ class Jacobian:
 
     def _one(self, args, k):
         x = args[k]
-        if not isinstance(x, (float, int, np.floating, np.ndarray)) or pytree.is_integer_leaf(x):
+        if any(pytree.is_integer_leaf(leaf) for leaf in pytree.leaves(x)):
             raise S2SError(f"jacobians are taken with respect to float scalars and arrays; argument {k} "
-                           f"is {type(x).__name__}", hint="pass the array, or flatten the pytree first")
+                           "holds integers", hint="pass floats, or leave it out of argnums")
+        out = self.fun(*args)
+        if self.has_aux:
+            out = out[0]
+        simple = (float, np.floating, np.ndarray)
+        if not isinstance(x, simple) or not isinstance(out, simple):
+            return self._pytree(args, k, out)
         x_arr = np.asarray(x, dtype=np.result_type(x, np.float64) if not isinstance(x, np.ndarray) else x.dtype)
         in_shape = np.shape(x)
         if self.forward:
@@ -290,11 +301,6 @@ class Jacobian:
             out_shape = rows.shape[1:]
             return _jacobian_layout(rows, out_shape, in_shape, True)
         transformed = Transformed(self.fun, "vjp", (k,), self.has_aux, backend=self.backend)
-        out = self.fun(*args)
-        if self.has_aux:
-            out = out[0]
-        if not isinstance(out, (float, int, np.floating, np.ndarray)):
-            raise S2SError("jacrev takes functions with an array or scalar output")
         out_shape = np.shape(out)
         cotangents = _basis(out_shape, np.result_type(out, np.float64))
         if not out_shape:
@@ -302,6 +308,57 @@ class Jacobian:
         rows = getattr(transformed.module(), f"{transformed._entry_name()}_vjp_rows")(
             *transformed._call_args(args), cotangents)
         return _jacobian_layout(rows, out_shape, in_shape, False)
+
+    def _pytree(self, args, k, out):
+        """Pytree inputs or outputs: one generated-code call per input (fwd) or output (rev)
+        element, leaf by leaf; the result nests the input structure in the output structure."""
+        in_leaves, in_structure = pytree.flatten(args[k])
+        out_leaves, out_structure = pytree.flatten(out)
+        blocks = [[None] * len(in_leaves) for _ in out_leaves]
+        if self.forward:
+            transformed = ForwardTransformed(self.fun, self.backend, self.has_aux)
+            entry = transformed.entry()
+            for li, leaf in enumerate(in_leaves):
+                columns = []
+                for e in range(max(1, np.size(leaf))):
+                    basis = [np.zeros(np.shape(l)) if np.ndim(l) else 0.0 for l in in_leaves]
+                    if np.ndim(leaf):
+                        basis[li] = np.zeros(np.size(leaf))
+                        basis[li][e] = 1.0
+                        basis[li] = basis[li].reshape(np.shape(leaf))
+                    else:
+                        basis[li] = 1.0
+                    tangents = [pytree.unflatten(in_structure, basis) if j == k else _zeros_tree(a)
+                                for j, a in enumerate(args)]
+                    tangent = entry(*transformed.call_args(list(args) + tangents))[1]
+                    if self.has_aux:
+                        tangent = tangent[0]
+                    columns.append(pytree.flatten(tangent)[0])
+                for oi, o in enumerate(out_leaves):
+                    stacked = np.array([np.asarray(c[oi], np.float64) for c in columns])
+                    blocks[oi][li] = np.moveaxis(stacked, 0, -1).reshape(np.shape(o) + np.shape(leaf))
+        else:
+            transformed = Transformed(self.fun, "vjp", (k,), self.has_aux, backend=self.backend)
+            vjp_function = transformed._vjp_function()
+            for oi, o in enumerate(out_leaves):
+                rows = []
+                for e in range(max(1, np.size(o))):
+                    basis = [np.zeros(np.shape(l)) if np.ndim(l) else 0.0 for l in out_leaves]
+                    if np.ndim(o):
+                        basis[oi] = np.zeros(np.size(o))
+                        basis[oi][e] = 1.0
+                        basis[oi] = basis[oi].reshape(np.shape(o))
+                    else:
+                        basis[oi] = 1.0
+                    cotangent = pytree.unflatten(out_structure, basis)
+                    if self.backend == "cpu":
+                        cotangent = pytree.to_numba(cotangent)
+                    adjoint = vjp_function(*transformed._call_args(args), cotangent)[1][0]
+                    rows.append(pytree.flatten(pytree.restructure(adjoint, args[k]))[0])
+                for li, leaf in enumerate(in_leaves):
+                    stacked = np.array([np.asarray(r[li], np.float64) for r in rows])
+                    blocks[oi][li] = stacked.reshape(np.shape(o) + np.shape(leaf))
+        return pytree.unflatten(out_structure, [pytree.unflatten(in_structure, row) for row in blocks])
 
     def __call__(self, *args):
         if isinstance(self.argnums, int):

@@ -54,3 +54,31 @@ def to_numba(tree: Any) -> Any:
     if isinstance(tree, (tuple, list)):
         return tuple(to_numba(x) for x in tree)
     return tree
+
+
+def flatten(tree: Any) -> tuple[list, Any]:
+    """(leaves, structure): unflatten(structure, leaves) rebuilds the tree."""
+    if isinstance(tree, dict):
+        keys = sorted(tree)
+        parts = [flatten(tree[k]) for k in keys]
+        return [leaf for p in parts for leaf in p[0]], ("dict", keys, [p[1] for p in parts])
+    if isinstance(tree, (tuple, list)):
+        parts = [flatten(x) for x in tree]
+        kind = type(tree) if is_namedtuple(tree) else type(tree)
+        return [leaf for p in parts for leaf in p[0]], ("seq", kind, [p[1] for p in parts])
+    return [tree], ("leaf",)
+
+
+def unflatten(structure: Any, leaves: list) -> Any:
+    iterator = iter(leaves)
+
+    def build(node):
+        if node[0] == "leaf":
+            return next(iterator)
+        if node[0] == "dict":
+            return {k: build(child) for k, child in zip(node[1], node[2])}
+        items = [build(child) for child in node[2]]
+        kind = node[1]
+        return kind(*items) if issubclass(kind, tuple) and hasattr(kind, "_fields") else kind(items)
+
+    return build(structure)

@@ -107,16 +107,27 @@ def test_jacobians_with_aux():
 def test_jacfwd_and_jacrev_give_the_gradient(case):
     fn, build, argnums, jit = CASES[case]
     args = build(np.random.default_rng(7))
-    if not isinstance(args[0], (float, np.ndarray)):
-        # Jacobians with respect to pytrees are not supported yet: a clear error, not a guess.
-        with pytest.raises(s2s.S2SError, match="float scalars and arrays"):
-            s2s.jacfwd(fn)(*args)
-        with pytest.raises(s2s.S2SError, match="float scalars and arrays"):
-            s2s.jacrev(fn)(*args)
-        return
     g = s2s.grad(fn)(*args)
+    if not isinstance(args[0], (float, np.ndarray)):
+        # A pytree argument: the Jacobian of a scalar has the argument's structure, as in JAX.
+        for jacobian in (s2s.jacfwd, s2s.jacrev):
+            got = jacobian(fn)(*args)
+            assert type(got) is type(g)
+            for a, b in zip(s2s.pytree.leaves(got), s2s.pytree.leaves(g)):
+                np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+        return
     np.testing.assert_allclose(s2s.jacrev(fn)(*args), g, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(s2s.jacfwd(fn)(*args), g, rtol=1e-9, atol=1e-12)
     if jit:
         np.testing.assert_allclose(s2s.jit(s2s.jacfwd(fn))(*args), g, rtol=1e-9, atol=1e-12)
         np.testing.assert_allclose(s2s.jit(s2s.jacrev(fn))(*args), g, rtol=1e-12, atol=1e-14)
+
+
+def test_jacobians_of_pytree_outputs_nest_the_input_structure():
+    from programs import returns_tuple
+
+    x = np.array([0.3, -1.2, 2.0])
+    for jacobian in (s2s.jacfwd, s2s.jacrev):
+        a, b = jacobian(returns_tuple)(x)
+        np.testing.assert_allclose(a, np.diag(2 * np.cos(x)), atol=1e-12)
+        np.testing.assert_allclose(b, np.diag(-np.sin(x)), atol=1e-12)
