@@ -22,7 +22,8 @@ from .rules import Rule, lookup
 
 # Calls whose result may share memory with their first argument.
 VIEW_FUNCTIONS = {np.transpose, np.reshape, np.ravel, np.squeeze, np.expand_dims, np.asarray}
-INT_FUNCTIONS = {len, int, operator.floordiv, np.argmax, np.argmin, round}
+# Results that are always Python ints (np.argmax with an axis, round and // of arrays are not).
+INT_FUNCTIONS = {len, int}
 INT_ARITHMETIC = {operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod, operator.neg}
 
 
@@ -57,6 +58,9 @@ def differentiable_sources(stmt) -> list[str]:
         return [stmt.value.id] if isinstance(stmt.value, ir.Name) else []
     if isinstance(stmt, ir.Push):
         return [stmt.value.id] if isinstance(stmt.value, ir.Name) else []
+    if isinstance(stmt, ir.ExprStmt) and stmt.mutates:
+        # runtime.index_add(a, index, value) adds value into a; runtime.clear(a, index) zeroes.
+        return [a.id for a in stmt.value.args[2:3] if isinstance(a, ir.Name)]
     if not isinstance(stmt, ir.Assign):
         return []
     value = stmt.value

@@ -203,7 +203,14 @@ class JVP:
                 return _drop_defaults(node, found)
 
         expr = Substitute().visit(copy.deepcopy(line.value))
-        expr = _propagate_zeros(expr)
+        scalars = self.scalar_names()
+
+        def may_broadcast(zero) -> bool:
+            """A zero tangent of an array operand still sets the shape of a sum."""
+            primal = getattr(zero, "_s2s_primal", None)
+            return isinstance(primal, ir.Name) and primal.id not in scalars
+
+        expr = _propagate_zeros(expr, may_broadcast)
         if _is_zero(expr):
             return [primal, zeros]
         expr = _fill_zeros(expr, bound, em)
@@ -216,6 +223,8 @@ class JVP:
                 local_expr = _simplify(Substitute().visit(copy.deepcopy(value)))
                 used |= {n.id for n in ast.walk(local_expr) if isinstance(n, ast.Name)}
                 locals_.insert(0, assign(local_names[local], local_expr))
+        if isinstance(expr, ast.Name) and (target in self.an.subscripted or target in self.an.mutated):
+            expr = runtime_call("copy", expr)  # y is written in place later: not x's tangent
         if result_name[0] != target:
             new = result_name[0]
             return [assign(new, em.expr(call))] + locals_ + [assign(self.dot(target), expr),
@@ -223,6 +232,21 @@ class JVP:
         if target in operand_values:
             return locals_ + [assign(self.dot(target), expr), primal]  # before the primal overwrites y
         return [primal] + locals_ + [assign(self.dot(target), expr)]
+
+    def scalar_names(self) -> set[str]:
+        """Variables that are numbers wherever they are assigned: ints, math.* and float() results."""
+        if not hasattr(self, "_scalars"):
+            import math
+
+            def is_scalar(d):
+                return (isinstance(d, ir.Assign) and isinstance(d.value, ir.Call) and len(d.targets) == 1
+                        and (getattr(d.value.fn, "__module__", None) == "math" or d.value.fn in (float, int)
+                             or getattr(math, getattr(d.value.fn, "__name__", ""), None) is d.value.fn))
+
+            self._scalars = set(self.an.int_like) | {
+                v for v, defs in self.an.defs.items()
+                if defs and all(d != "param" and is_scalar(d) for d in defs)}
+        return self._scalars
 
     def user_call(self, stmt: ir.Assign) -> list:
         call = stmt.value
@@ -259,29 +283,31 @@ def _is_zero(node) -> bool:
     return isinstance(node, ast.Name) and node.id == ZERO
 
 
-def _propagate_zeros(node: ast.expr) -> ast.expr:
-    """Simplify products, quotients, sums and negations of zero tangents."""
+def _propagate_zeros(node: ast.expr, may_broadcast=lambda zero: False) -> ast.expr:
+    """Simplify products, quotients, sums and negations of zero tangents.
+
+    x_dot + 0 is x_dot only if the zero's operand cannot broadcast x_dot to a larger shape;
+    may_broadcast(zero) says when it can, and then the zero stays (as zeros_like(operand)).
+    """
     for field, child in ast.iter_fields(node):
         if isinstance(child, ast.expr):
-            setattr(node, field, _propagate_zeros(child))
+            setattr(node, field, _propagate_zeros(child, may_broadcast))
         elif isinstance(child, list):
-            setattr(node, field, [_propagate_zeros(c) if isinstance(c, ast.expr) else c for c in child])
+            setattr(node, field, [_propagate_zeros(c, may_broadcast) if isinstance(c, ast.expr) else c
+                                  for c in child])
     if isinstance(node, ast.BinOp):
         left, right = _is_zero(node.left), _is_zero(node.right)
         if isinstance(node.op, (ast.Mult, ast.MatMult)) and (left or right):
             return name(ZERO)
         if isinstance(node.op, ast.Div) and left:
             return name(ZERO)
-        if isinstance(node.op, ast.Add):
+        if isinstance(node.op, (ast.Add, ast.Sub)):
             if left and right:
                 return name(ZERO)
-            if left:
-                return node.right
-            if right:
-                return node.left
-        if isinstance(node.op, ast.Sub):
-            if left and right:
-                return name(ZERO)
+            if (left and may_broadcast(node.left)) or (right and may_broadcast(node.right)):
+                return node
+            if isinstance(node.op, ast.Add):
+                return node.right if left else node.left if right else node
             if right:
                 return node.left
             if left:

@@ -157,10 +157,12 @@ class Push:
 
 @dataclass
 class ExprStmt:
-    """A call kept for its effect (print)."""
+    """A call kept for its effect: print, or a runtime helper of generated code that updates
+    its first argument in place (mutates names it)."""
 
     value: Call
     origin: Origin
+    mutates: str | None = None
 
 
 @dataclass
@@ -309,6 +311,8 @@ def stmt_writes(stmt) -> list[str]:
         return [stmt.base]
     if isinstance(stmt, Push):
         return [stmt.tape]
+    if isinstance(stmt, ExprStmt) and stmt.mutates:
+        return [stmt.mutates]
     if isinstance(stmt, For):
         return [stmt.var]
     return []

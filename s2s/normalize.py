@@ -303,7 +303,8 @@ class Normalizer:
             if callee in (runtime.index_add, runtime.clear, runtime.require_number):
                 # Statements of generated code, when it is transformed again.
                 args, kwargs = self.arguments(value)
-                self.emit(ir.ExprStmt(ir.Call(callee, tuple(args), tuple(kwargs)), self.origin))
+                mutates = args[0].id if callee is not runtime.require_number and isinstance(args[0], ir.Name) else None
+                self.emit(ir.ExprStmt(ir.Call(callee, tuple(args), tuple(kwargs)), self.origin, mutates))
                 return
         if isinstance(value, cst.Call) and self.resolver.resolve(value.func) is builtins.print \
                 and not (isinstance(value.func, cst.Name) and value.func.value in self.locals):

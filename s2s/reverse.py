@@ -319,8 +319,10 @@ class VJP:
             for need in needs:
                 if need.when == "pre":
                     self.plan[(id(stmt), need)] = decide(stmt, need)
+            targets = set(stmt.targets) if isinstance(stmt, ir.Assign) else set()
             for need in needs:
-                if need.when == "pre":
+                if need.when == "pre" and need.var not in targets:
+                    # (the old value of an assigned variable may be popped under another name)
                     source = self.plan[(id(stmt), need)][1]
                     (covered_shape if source == "shape" else covered_value).add(need.var)
 
@@ -583,15 +585,23 @@ class VJP:
 
     # ---- statements -------------------------------------------------------------
 
+    def operand_renames(self, stmt, taped) -> dict[str, str]:
+        """y = f(y): the rule may read the new y (in place, or popped) and the old one (popped).
+        The old one is popped into y_in, so that it does not overwrite the new one."""
+        if not isinstance(stmt, ir.Assign):
+            return {}
+        post = {n.var for n in self.needs(stmt) if n.when == "post"}
+        rename = {}
+        for need, _ in taped:
+            if need.when == "pre" and not need.shape and need.var in stmt.targets and need.var in post:
+                rename[need.var] = self.names.fresh(f"{need.var}_in")
+        return rename
+
     def reverse_assign(self, stmt: ir.Assign, taped) -> list:
         out: list = []
         value = stmt.value
         target = stmt.targets[0]
-        rename: dict[str, str] = {}
-        pre = {n.var for n, _ in taped if n.when == "pre" and not n.shape}
-        post = {n.var for n, _ in taped if n.when == "post" and not n.shape}
-        for var in pre & post:
-            rename[var] = self.names.fresh(f"{var}_in")
+        rename = self.operand_renames(stmt, taped)
         out += self.pops(taped, rename)
         if stmt.unpack:
             return out + self.reverse_unpack(stmt)

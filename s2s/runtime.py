@@ -274,6 +274,16 @@ def dot_bar_y(g, x, y):
     raise ValueError("s2s: the derivative of np.dot is implemented for up to 2-D arrays; use np.matmul")
 
 
+def inner_bar_x(g, x, y):
+    """Adjoint of x in np.inner(x, y) (symmetric: pass (g, y, x) for y)."""
+    if np.ndim(x) == 0 or np.ndim(y) == 0:
+        return unbroadcast(g * y, x)
+    if np.ndim(x) == 1 and np.ndim(y) == 1:
+        return g * y
+    raise ValueError("s2s: the derivative of np.inner is implemented for vectors; use np.tensordot "
+                     "or x @ y.T for matrices")
+
+
 def outer_bar_x(g, x, y):
     return np.reshape(np.dot(g, np.ravel(y)), np.shape(x))
 

@@ -397,6 +397,15 @@ def _dot_bar_y(g, x, y):
     return lambda g, x, y: rt.matmul_bar_y(g, x, y)
 
 
+@overload(rt.inner_bar_x)
+def _inner_bar_x(g, x, y):
+    if _nd(x) == 0 or _nd(y) == 0:
+        return lambda g, x, y: rt.unbroadcast(g * y, x)
+    if _nd(x) == 1 and _nd(y) == 1:
+        return lambda g, x, y: g * y
+    raise TypingError("s2s: the derivative of np.inner is implemented for vectors")
+
+
 @overload(rt.outer_bar_x)
 def _outer_bar_x(g, x, y):
     return lambda g, x, y: np.dot(g, np.ravel(y)).reshape(x.shape)

@@ -11,6 +11,7 @@ from s2s.runtime import (
     concatenate_bar,
     dot_bar_x,
     dot_bar_y,
+    inner_bar_x,
     matmul_bar_x,
     matmul_bar_y,
     max_bar,
@@ -77,7 +78,15 @@ def std(y, x, axis=None, ddof=0, keepdims=False):
 # ---- products ---------------------------------------------------------------------
 
 
-@rule(np.dot, np.inner)
+@rule(np.inner)
+def inner(z, x, y):
+    """np.inner contracts the last axes: the same as np.dot for vectors only."""
+    z_dot = np.inner(x_dot, y) + np.inner(x, y_dot)
+    x_bar += inner_bar_x(z_bar, x, y)
+    y_bar += inner_bar_x(z_bar, y, x)
+
+
+@rule(np.dot)
 def dot(z, x, y):
     z_dot = np.dot(x_dot, y) + np.dot(x, y_dot)
     x_bar += dot_bar_x(z_bar, x, y)

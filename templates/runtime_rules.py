@@ -14,6 +14,7 @@ from s2s.runtime import (
     copy,
     dot_bar_x,
     dot_bar_y,
+    inner_bar_x,
     matmul_bar_x,
     matmul_bar_y,
     max_bar,
@@ -90,6 +91,11 @@ def dot_bar_x_(r, g, x, y):
 @rule(runtime.dot_bar_y)
 def dot_bar_y_(r, g, x, y):
     r_dot = dot_bar_y(g_dot, x, y) + dot_bar_y(g, x_dot, y)
+
+
+@rule(runtime.inner_bar_x)
+def inner_bar_x_(r, g, x, y):
+    r_dot = inner_bar_x(g_dot, x, y) + inner_bar_x(g, x, y_dot)
 
 
 @rule(runtime.outer_bar_x)

@@ -526,3 +526,78 @@ def unpack_array_param(params, x):
 
 
 CASES["unpack_array_param"] = (unpack_array_param, lambda r: (np.array([0.5, 1.3]), 0.7), (0, 1), True)
+
+
+# ---- found in review: y = f(y) whose rule reads both the old and the new y -------------
+
+
+def reassigned_from_itself(x):
+    y = x * 2.0
+    y = 1.0 / y
+    z = x + 1.0
+    z = 1.0 / z
+    return np.sum(y) + np.sum(z)
+
+
+def reassigned_chain(a, b):
+    y = a / b
+    y = b / y
+    y = a / y
+    s = 0.0
+    for i in range(3):
+        s = s + a * i + 1.0
+    s = 1.0 / s
+    return y * s
+
+
+def reassigned_in_loop(x):
+    y = x[0]
+    for i in range(3):
+        y = y ** x[1]
+        y = x[2] ** y
+    v = x * 2.0
+    v = np.linalg.norm(v)
+    return y + v
+
+
+def reassigned_reduction(A):
+    A = A * 1.5
+    A = np.max(A, axis=1)
+    return np.sum(A)
+
+
+CASES.update({
+    "reassigned_from_itself": (reassigned_from_itself, lambda r: (np.array([0.7, 0.4, 1.3]),), (0,), True),
+    "reassigned_chain": (reassigned_chain, lambda r: (0.7, 1.3), (0, 1), True),
+    "reassigned_in_loop": (reassigned_in_loop, lambda r: (np.array([0.9, 1.2, 1.1]),), (0,), True),
+    "reassigned_reduction": (reassigned_reduction, lambda r: (r.standard_normal((3, 4)),), (0,), False),
+})
+
+
+def gather_with_repeats(x, A):
+    """An index array from argmax repeats entries: the gather's adjoint must add them up."""
+    idx = np.argmax(A, axis=1)
+    return np.sum(x[idx] ** 2) + np.sum(x[idx // 1] * 0.5)
+
+
+def inner_of_vectors(x, y):
+    return np.inner(x, y) * np.sum(np.inner(x, 2.0))
+
+
+CASES.update({
+    "gather_with_repeats": (gather_with_repeats, lambda r: (np.array([0.7, -0.4, 1.3]),
+                                                          np.array([[1.0, 0, 0], [2.0, 0, 0], [0, 0, 5.0]])), (0,), False),
+    "inner_of_vectors": (inner_of_vectors, lambda r: (r.standard_normal(3), r.standard_normal(3)), (0, 1), False),
+})
+
+
+def sum_with_constant_array(a, x):
+    """a + ones(3): the tangent of a scalar broadcast to an array keeps the array's shape."""
+    c = np.ones(3)
+    z = a + c
+    y = x + 1.0
+    y[0] = 2.0 * y[1]  # must not write into x's tangent
+    return np.sum(z * y) * a
+
+
+CASES["sum_with_constant_array"] = (sum_with_constant_array, lambda r: (0.7, np.array([0.7, -0.4, 1.3])), (0, 1), True)
