@@ -4,8 +4,8 @@ An entry is the generated source of one transform of one function, stored as a .
 whose last line is a checksum of the rest, so that a truncated or corrupted file is
 detected and regenerated, never executed. Its name is derived from a key over the s2s
 version, the transform and its options, and the source of the function; the entry lists
-the user functions the function calls, with the hash of each one's source, and a lookup
-checks those too. Looking an entry up needs neither libcst nor black.
+the user functions the function calls, with the hash of each one's source, and the values
+of the module constants the generated code contains; a lookup checks those too. Looking an entry up needs neither libcst nor black.
 
 Entries live in the user cache directory (S2S_CACHE_DIR, else ~/.cache/s2s), created
 with user-only permissions; the import hook also writes them beside a module's bytecode
@@ -137,12 +137,19 @@ def _unseal(text: str) -> tuple[str, dict] | None:
         return None
 
 
-def callee_manifest(fn: Any, callees: list) -> dict:
-    return {"callees": sorted([c.__module__, c.__qualname__, source_hash(c)] for c in callees)}
+def callee_manifest(fn: Any, dependencies: dict) -> dict:
+    return {"callees": sorted([c.__module__, c.__qualname__, source_hash(c)]
+                              for c in dependencies.get("functions", [])),
+            "constants": [list(c) for c in dependencies.get("constants", [])]}
 
 
 def _callees_current(fn: Any, manifest: dict) -> bool:
-    """Do the user functions recorded in the manifest still have the same source?"""
+    """Do the user functions recorded in the manifest still have the same source, and the
+    module constants the same values?"""
+    for module_name, constant, text in manifest.get("constants", []):
+        module = sys.modules.get(module_name)
+        if module is None or repr(getattr(module, constant, None)) != text:
+            return False
     for module_name, qualname, digest in manifest.get("callees", []):
         module = sys.modules.get(module_name)
         target = module
@@ -182,12 +189,12 @@ def lookup(fn: Any, transform: str, options: dict) -> str | None:
     return None
 
 
-def store(fn: Any, transform: str, options: dict, source: str, callees: list,
+def store(fn: Any, transform: str, options: dict, source: str, dependencies: dict,
           directory: str | None = None) -> str:
     """Write an entry atomically (temporary file, then rename); returns its path."""
     target_dir = usable_dir(directory or user_cache_dir())
     path = os.path.join(target_dir, entry_name(fn, transform, options))
-    write_atomic(path, _seal(source, callee_manifest(fn, callees)))
+    write_atomic(path, _seal(source, callee_manifest(fn, dependencies)))
     return path
 
 
@@ -223,14 +230,14 @@ def clear(directory: str | None = None) -> int:
 def cached_source(fn: Any, transform: str, options: dict, generate) -> str:
     """The source of a transform: from the cache if current, else generate() and store it.
 
-    generate() returns (source, callees); it is the only path that imports libcst and black.
+    generate() returns (source, dependencies); it is the only path that imports libcst and black.
     """
     found = lookup(fn, transform, options)
     if found is not None:
         return found
-    source, callees = generate()
+    source, dependencies = generate()
     try:
-        store(fn, transform, options, source, callees)
+        store(fn, transform, options, source, dependencies)
     except OSError as exc:
         warnings.warn(f"s2s: could not write the cache: {exc}", stacklevel=2)
     return source

@@ -78,8 +78,8 @@ def transform_module(module: Any) -> list[str]:
                 continue
             from . import pipeline
 
-            source, callees = pipeline.generate(fn, transform, options)
-            written.append(cache.store(fn, transform, options, source, callees, directory))
+            source, dependencies = pipeline.generate(fn, transform, options)
+            written.append(cache.store(fn, transform, options, source, dependencies, directory))
     return written
 
 

@@ -221,12 +221,20 @@ TRANSFORMS = ("grad", "vjp", "jvp", "primal", "second_order")
 
 
 def generate(fn: Any, transform: str, options: dict | None = None, display_path: str | None = None):
-    """(source, user functions it calls) for one transform of fn: the single entry point that
-    the API, the command line and the import hook share."""
+    """(source, dependencies) for one transform of fn: the single entry point that the API,
+    the command line and the import hook share. dependencies names the user functions it
+    calls and the module constants whose values it contains, for the cache."""
     options = options or {}
     if transform not in TRANSFORMS:
         raise S2SError(f"unknown transform {transform!r}; available: {', '.join(TRANSFORMS)}")
-    callees = [f.python for f in collect(fn)[:-1]]
+    functions = collect(fn)
+    # What else the generated text depends on: the user functions it calls, and the values
+    # of the module constants it bakes in (GRAVITY = 9.81).
+    dependencies = {
+        "functions": [f.python for f in functions[:-1]],
+        "constants": sorted({(f.python.__module__, name, repr(value))
+                             for f in functions for name, value in f.constants.items()}),
+    }
     if transform == "jvp":
         source = module_source(fn, "jvp", display_path=display_path, has_aux=bool(options.get("has_aux", False)))
     elif transform == "second_order":
@@ -240,7 +248,7 @@ def generate(fn: Any, transform: str, options: dict | None = None, display_path:
 
             argnums = tuple(range(len(inspect.signature(fn).parameters)))
         source = module_source(fn, transform, argnums, display_path, bool(options.get("has_aux", False)))
-    return source, callees
+    return source, dependencies
 
 
 def _second_order_driver(vjp_name: str, params: list[str], argnum: int) -> ast.FunctionDef:

@@ -115,6 +115,20 @@ def test_an_edit_to_a_called_function_regenerates(tmp_path):
     assert "np.sin" in second and "np.tanh" not in second
 
 
+def test_an_edit_to_a_module_constant_regenerates(tmp_path):
+    pkg = make_package(tmp_path)
+    (pkg / "helpers.py").write_text(HELPERS.replace("return np.tanh(v)", "return np.tanh(v) * SCALE")
+                                    + "\nSCALE = 2.0\n")
+    code = """
+        import numpy as np, s2s, mypkg.model
+        print(s2s.grad(mypkg.model.loss)(np.array([0.5, -0.2]), np.array([[1.0, 2.0], [0.3, -0.4]]))[0])
+    """
+    first = float(run(code, tmp_path, tmp_path / "cache").stdout)
+    (pkg / "helpers.py").write_text((pkg / "helpers.py").read_text().replace("SCALE = 2.0", "SCALE = 3.0"))
+    second = float(run(code, tmp_path, tmp_path / "cache").stdout)
+    assert second == pytest.approx(first * 9.0 / 4.0, rel=1e-9)  # loss is quadratic in SCALE
+
+
 def test_damaged_entries_are_regenerated_not_executed(tmp_path, monkeypatch):
     monkeypatch.setenv("S2S_CACHE_DIR", str(tmp_path))
     from programs import scalar_operators
