@@ -238,6 +238,14 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
     return out, out_dot
 
 
+def _private_copies(args):
+    """Jacobians run the user's function as it is (for output shapes): on copies, so that an
+    in-place update inside it cannot reach the caller's arrays."""
+    import copy
+
+    return tuple(copy.deepcopy(a) for a in args)
+
+
 def _zeros_tree(tree):
     leaves, structure = pytree.flatten(tree)
     return pytree.unflatten(structure, [np.zeros(np.shape(l)) if np.ndim(l) else 0.0 for l in leaves])
@@ -361,6 +369,7 @@ class Jacobian:
         return pytree.unflatten(out_structure, [pytree.unflatten(in_structure, row) for row in blocks])
 
     def __call__(self, *args):
+        args = _private_copies(args)
         if isinstance(self.argnums, int):
             jac = self._one(args, self.argnums)
         else:
@@ -427,6 +436,7 @@ class SecondOrder:
         return blocks.reshape(out_shape + in_shape + wrt_shape)
 
     def __call__(self, *args):
+        args = _private_copies(args)
         if isinstance(self.outer_argnums, int):
             return self._one(args, self.outer_argnums)
         return tuple(self._one(args, k) for k in self.outer_argnums)
@@ -472,6 +482,9 @@ def hessian(fun: Callable, argnums: int = 0) -> SecondOrder:
     >>> s2s.hessian(f)(np.array([1.0, 2.0])).tolist()
     [[6.0, 0.0], [0.0, 12.0]]
     """
+    if not isinstance(argnums, int):
+        raise S2SError("s2s.hessian takes one int argnums so far",
+                       hint="take the blocks one at a time: s2s.jacfwd(s2s.jacrev(f, argnums=i), argnums=j)")
     return SecondOrder(fun, argnums, argnums, scalar=False)
 
 

@@ -106,9 +106,22 @@ def implementation_fingerprint() -> str:
     return _fingerprint
 
 
+def baked_state(fn: Any) -> str:
+    """Values generated code takes from a function object besides its source: default
+    arguments (inlined at call sites) and the values a closure captured."""
+    closure = []
+    if fn.__closure__:
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
+            try:
+                closure.append((name, repr(cell.cell_contents)))
+            except ValueError:
+                closure.append((name, "<empty>"))
+    return repr((fn.__defaults__, closure))
+
+
 def entry_key(fn: Any, transform: str, options: dict) -> str:
     payload = json.dumps({"s2s": __version__, "code": implementation_fingerprint(),
-                          "transform": transform, "options": options,
+                          "state": baked_state(fn), "transform": transform, "options": options,
                           "module": fn.__module__, "name": fn.__qualname__,
                           "source": inspect.getsource(fn)}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:24]
@@ -138,9 +151,10 @@ def _unseal(text: str) -> tuple[str, dict] | None:
 
 
 def callee_manifest(fn: Any, dependencies: dict) -> dict:
-    return {"callees": sorted([c.__module__, c.__qualname__, source_hash(c)]
+    return {"callees": sorted([c.__module__, c.__qualname__, source_hash(c), baked_state(c)]
                               for c in dependencies.get("functions", [])),
-            "constants": [list(c) for c in dependencies.get("constants", [])]}
+            "constants": [list(c) for c in dependencies.get("constants", [])],
+            "references": [list(r) for r in dependencies.get("references", [])]}
 
 
 def _callees_current(fn: Any, manifest: dict) -> bool:
@@ -150,7 +164,13 @@ def _callees_current(fn: Any, manifest: dict) -> bool:
         module = sys.modules.get(module_name)
         if module is None or repr(getattr(module, constant, None)) != text:
             return False
-    for module_name, qualname, digest in manifest.get("callees", []):
+    for caller_module, path, module_name, qualname in manifest.get("references", []):
+        target = sys.modules.get(caller_module)
+        for part in path.split("."):
+            target = getattr(target, part, None)
+        if getattr(target, "__module__", None) != module_name or getattr(target, "__qualname__", None) != qualname:
+            return False  # the caller's name now refers to another function
+    for module_name, qualname, digest, state in manifest.get("callees", []):
         module = sys.modules.get(module_name)
         target = module
         for part in qualname.split("."):
@@ -158,7 +178,7 @@ def _callees_current(fn: Any, manifest: dict) -> bool:
         if target is None:
             return False
         try:
-            if source_hash(target) != digest:
+            if source_hash(target) != digest or baked_state(target) != state:
                 return False
         except (OSError, TypeError):
             return False

@@ -121,6 +121,21 @@ class Emitter:
             return items[0]
         return ast.Tuple(items, ast.Load())
 
+    def index_value(self, index: ir.Index) -> ast.expr:
+        """The index as a value (an argument of a runtime helper): slices become slice(...)."""
+        items = []
+        for item in index.items:
+            if isinstance(item, ir.Slice):
+                items.append(ast.Call(name("slice"), [ast.Constant(None) if a is None else self.atom(a)
+                                                      for a in (item.lower, item.upper, item.step)], []))
+            elif isinstance(item, ir.NewAxis):
+                items.append(ast.Constant(None))
+            elif isinstance(item, ir.EllipsisIndex):
+                items.append(ast.Constant(Ellipsis))
+            else:
+                items.append(self.atom(item))
+        return items[0] if len(items) == 1 else ast.Tuple(items, ast.Load())
+
     def call(self, fn: Any, args: list[ast.expr], kwargs: list[tuple[str, ast.expr]]) -> ast.expr:
         if fn in BINOPS and len(args) == 2 and not kwargs:
             return ast.BinOp(args[0], BINOPS[fn](), args[1])

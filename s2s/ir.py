@@ -230,6 +230,7 @@ class Function:
     source_hash: str
     callees: dict[str, Any] = field(default_factory=dict)  # generated name -> Python function
     constants: dict[str, Any] = field(default_factory=dict)  # module constants it reads
+    references: list = field(default_factory=list)  # (dotted name, module, qualname) of callees
 
     @property
     def result(self) -> Atom:

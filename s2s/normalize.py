@@ -144,6 +144,7 @@ class Normalizer:
         self.names = _Names(self.locals)
         self.callees: dict[str, Any] = {}
         self.constants: dict[str, Any] = {}
+        self.references: set[tuple[str, str, str]] = set()
         self.out: list = []  # statements of the block being built
         self.origin: Origin | None = None
         self.loop_depth = 0
@@ -200,6 +201,7 @@ class Normalizer:
             source_hash=self.parsed.source_hash,
             callees=self.callees,
             constants=self.constants,
+            references=sorted(self.references),
         )
 
     # ---- statements ------------------------------------------------------------
@@ -715,6 +717,8 @@ class Normalizer:
             raise self.error(node, f"{callee.__name__}(...) is supported only as the iterable of a for loop")
         args, kwargs = self.arguments(node, lists_as_tuples=not is_user_function(callee))
         if is_user_function(callee):
+            # For the cache: the name the caller used must still refer to this function.
+            self.references.add((_dotted(func), callee.__module__, callee.__qualname__))
             return self.user_call(node, callee, args, kwargs)
         if callee is np.matmul and len(args) == 2 and not kwargs:
             callee = operator.matmul  # the same function; Numba compiles `@`, not np.matmul
@@ -788,6 +792,14 @@ class Normalizer:
                                  "pass the argument explicitly")
         self.callees[callee.__name__] = callee
         return self.assign(ir.Call(callee, tuple(full)))
+
+
+def _dotted(node: cst.BaseExpression) -> str:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return f"{_dotted(node.value)}.{node.attr.value}"
+    return ""
 
 
 def _walk_cst(node):

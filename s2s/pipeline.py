@@ -138,7 +138,13 @@ def module_source(fn: Any, mode: str, argnums: tuple[int, ...] = (0,), display_p
 
 def primal_module_source(fn: Any, display_path: str | None = None) -> str:
     """The normalized primal of fn and its callees, for s2s.jit of an untransformed function."""
+    from .analysis import Analysis
+
     functions = collect(fn)
+    for lowered in functions:
+        # The same refusals (and run-time checks) of in-place writes through aliases as the
+        # transforms: `z = y; z += x` must not silently become `z = z + x` here either.
+        Analysis(lowered, [], []).run()
     emitter = Emitter()
     _assign_names(functions, emitter)
     body: list = [ast.Import([ast.alias("math")]), ast.Import([ast.alias("numpy", "np")]),
@@ -234,6 +240,8 @@ def generate(fn: Any, transform: str, options: dict | None = None, display_path:
         "functions": [f.python for f in functions[:-1]],
         "constants": sorted({(f.python.__module__, name, repr(value))
                              for f in functions for name, value in f.constants.items()}),
+        "references": sorted({(f.python.__module__, path, module, qualname)
+                              for f in functions for path, module, qualname in f.references}),
     }
     if transform == "jvp":
         source = module_source(fn, "jvp", display_path=display_path, has_aux=bool(options.get("has_aux", False)))

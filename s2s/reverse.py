@@ -680,12 +680,13 @@ class VJP:
             bar = self.bar(base)
             index = self.em.index(value.index)
             consts = all(isinstance(i, ir.Const) for i in value.index.items)
+            argument = self.em.index_value(value.index)
             if self.an.is_container(base) or (consts and (base in self.fn.params or self._unpacked(base))):
-                out.append(assign(bar, runtime_call("add_at", name(bar), index, y_bar)))
+                out.append(assign(bar, runtime_call("add_at", name(bar), argument, y_bar)))
             elif self._basic(value.index):
                 out.append(ast.AugAssign(ast.Subscript(name(bar), index, ast.Store()), ast.Add(), y_bar))
             else:
-                out.append(ast.Expr(runtime_call("index_add", name(bar), index, y_bar)))
+                out.append(ast.Expr(runtime_call("index_add", name(bar), argument, y_bar)))
         self.kill(target, None, out)
         return out
 
@@ -713,7 +714,7 @@ class VJP:
             if basic:
                 picked = ast.Subscript(name(bar), index, ast.Load())
             else:
-                picked = runtime_call("take", name(bar), index)
+                picked = runtime_call("take", name(bar), self.em.index_value(stmt.index))
             contribution = runtime_call("unbroadcast", picked, name(shapes.get(stmt.value.id, stmt.value.id)))
             if stmt.op == "-":
                 contribution = ast.UnaryOp(ast.USub(), contribution)
@@ -722,7 +723,7 @@ class VJP:
             if basic:
                 out.append(ast.Assign([ast.Subscript(name(bar), index, ast.Store())], ast.Constant(0.0), lineno=0))
             else:
-                out.append(ast.Expr(runtime_call("clear", name(bar), index)))
+                out.append(ast.Expr(runtime_call("clear", name(bar), self.em.index_value(stmt.index))))
         return out
 
     # ---- the function -----------------------------------------------------------

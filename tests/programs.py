@@ -601,3 +601,13 @@ def sum_with_constant_array(a, x):
 
 
 CASES["sum_with_constant_array"] = (sum_with_constant_array, lambda r: (0.7, np.array([0.7, -0.4, 1.3])), (0, 1), True)
+
+
+def slice_and_index_array(A, idx):
+    """A slice and an index array in one subscript, read and written."""
+    B = np.zeros(A.shape)
+    B[:, idx] = A[:, idx] * 2.0
+    return np.sum(B * B) + np.sum(A[idx, 1:])
+
+
+CASES["slice_and_index_array"] = (slice_and_index_array, lambda r: (r.standard_normal((3, 4)), np.array([0, 2])), (0,), False)

@@ -91,3 +91,17 @@ def recursive(x, n):
 
 def bare_return(x):
     return
+
+
+def add_through_alias(x):
+    y = np.zeros(3)
+    z = y
+    z += x
+    return np.sum(y * x)
+
+
+def make_scaled(c):
+    def scaled(x):
+        return c * np.sum(x**2)
+
+    return scaled

@@ -129,6 +129,21 @@ def test_an_edit_to_a_module_constant_regenerates(tmp_path):
     assert second == pytest.approx(first * 9.0 / 4.0, rel=1e-9)  # loss is quadratic in SCALE
 
 
+def test_rebinding_the_name_of_a_called_function_regenerates(tmp_path):
+    pkg = make_package(tmp_path)
+    (pkg / "other.py").write_text(HELPERS.replace("np.tanh(v)", "v ** 3"))
+    (pkg / "model.py").write_text(MODEL.replace("from mypkg.helpers import squash",
+                                                "from mypkg import helpers, other\nsquash = helpers.squash"))
+    code = """
+        import numpy as np, s2s, mypkg.model
+        print(s2s.grad(mypkg.model.loss).source, end="")
+    """
+    assert "np.tanh" in run(code, tmp_path, tmp_path / "cache").stdout
+    (pkg / "model.py").write_text((pkg / "model.py").read_text().replace("squash = helpers.squash",
+                                                                         "squash = other.squash"))
+    assert "np.tanh" not in run(code, tmp_path, tmp_path / "cache").stdout
+
+
 def test_damaged_entries_are_regenerated_not_executed(tmp_path, monkeypatch):
     monkeypatch.setenv("S2S_CACHE_DIR", str(tmp_path))
     from programs import scalar_operators

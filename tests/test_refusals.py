@@ -79,3 +79,16 @@ def test_in_place_update_of_a_shared_array_is_refused_when_it_runs():
     assert "refused.py:" in str(info.value)
     # The same code on numbers is ordinary Python: y is rebound, z keeps its value.
     assert s2s.grad(refused.augmented_scalar_alias)(1.5) == pytest.approx(2 * 1.5 + 1.0)
+
+
+def test_jit_of_the_primal_keeps_numpy_aliasing_or_refuses():
+    """s2s.jit(f) runs the same alias checks as the transforms: `z = y; z += x` on arrays
+    changes y in NumPy, so it is refused rather than silently rebound."""
+    with pytest.raises(s2s.S2SError, match="updates an array that y also refers to"):
+        s2s.jit(refused.add_through_alias, backend="python")(np.array([0.5, 0.2, 0.1]))
+
+
+def test_closures_with_different_values_get_different_code():
+    x = np.array([1.0, 2.0])
+    np.testing.assert_allclose(s2s.grad(refused.make_scaled(1.0))(x), 2 * x)
+    np.testing.assert_allclose(s2s.grad(refused.make_scaled(3.0))(x), 6 * x)
