@@ -22,17 +22,6 @@ def pendulum_rhs(theta, omega, damping, length):
     return omega, -GRAVITY / length * math.sin(theta) - damping * omega
 
 
-def final_state_loss(params, theta0, omega0, target, steps, dt):
-    damping, length = params
-    theta = theta0
-    omega = omega0
-    for step in range(steps):
-        dtheta, domega = pendulum_rhs(theta, omega, damping, length)
-        theta = theta + dt * dtheta
-        omega = omega + dt * domega
-    return (theta - target[0]) ** 2 + (omega - target[1]) ** 2
-
-
 def final_state(params, theta0, omega0, steps, dt):
     """The state (theta, omega) after `steps` Euler steps."""
     damping, length = params
@@ -43,6 +32,10 @@ def final_state(params, theta0, omega0, steps, dt):
         theta = theta + dt * dtheta
         omega = omega + dt * domega
     return np.array([theta, omega])
+
+
+def final_state_loss(params, theta0, omega0, target, steps, dt):
+    return np.sum((final_state(params, theta0, omega0, steps, dt) - target) ** 2)
 
 
 def main():

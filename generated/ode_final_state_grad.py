@@ -47,7 +47,7 @@ def pendulum_rhs_vjp(theta, omega, damping, length, out_bar):
 
 
 def final_state_vjp(params, theta0, omega0, steps, dt, out_bar):
-    """Reverse mode of final_state (ode.py:36): returns (value, adjoints of params)."""
+    """Reverse mode of final_state (ode.py:25): returns (value, adjoints of params)."""
     # Tapes: values the reverse sweep needs after they are overwritten
     omega_tape = []
     theta_tape = []
@@ -57,59 +57,59 @@ def final_state_vjp(params, theta0, omega0, steps, dt, out_bar):
     domega_shape_tape = []
     _t3_shape_tape = []
     omega_shape_tape = []
-    # ode.py:38  damping, length = params
+    # ode.py:27  damping, length = params
     damping, length = params
-    # ode.py:39  theta = theta0
+    # ode.py:28  theta = theta0
     theta = theta0
-    # ode.py:40  omega = omega0
+    # ode.py:29  omega = omega0
     omega = omega0
-    # ode.py:41  for step in range(steps):
+    # ode.py:30  for step in range(steps):
     for step in range(steps):
-        # ode.py:42  dtheta, domega = pendulum_rhs(theta, omega, damping, length)
+        # ode.py:31  dtheta, domega = pendulum_rhs(theta, omega, damping, length)
         omega_tape.append(omega)
         theta_tape.append(theta)
         _t1 = pendulum_rhs(theta, omega, damping, length)
         dtheta, domega = _t1
-        # ode.py:43  theta = theta + dt * dtheta
+        # ode.py:32  theta = theta + dt * dtheta
         dtheta_shape_tape.append(runtime.shape(dtheta))
         _t2 = dt * dtheta
         _t2_shape_tape.append(runtime.shape(_t2))
         theta_shape_tape.append(runtime.shape(theta))
         theta = theta + _t2
-        # ode.py:44  omega = omega + dt * domega
+        # ode.py:33  omega = omega + dt * domega
         domega_shape_tape.append(runtime.shape(domega))
         _t3 = dt * domega
         _t3_shape_tape.append(runtime.shape(_t3))
         omega_shape_tape.append(runtime.shape(omega))
         omega = omega + _t3
-    # ode.py:45  return np.array([theta, omega])
+    # ode.py:34  return np.array([theta, omega])
     _t4 = (theta, omega)
     _t5 = np.array(_t4)
     # Reverse sweep: adjoints flow back from the result
     _t5_bar = out_bar
-    # Grad of: ode.py:45  return np.array([theta, omega])
+    # Grad of: ode.py:34  return np.array([theta, omega])
     _t4_bar = runtime.array_bar(_t5_bar, _t4)
     theta_bar = _t4_bar[0]
     omega_bar = _t4_bar[1]
-    # Grad of: ode.py:41  for step in range(steps):
+    # Grad of: ode.py:30  for step in range(steps):
     damping_bar = runtime.zeros_like(damping)
     length_bar = runtime.zeros_like(length)
     for step in range(steps - 1, -1, -1):
-        # Grad of: ode.py:44  omega = omega + dt * domega
+        # Grad of: ode.py:33  omega = omega + dt * domega
         _t3_shape = _t3_shape_tape.pop()
         omega_shape = omega_shape_tape.pop()
         _t3_bar = runtime.unbroadcast(omega_bar, _t3_shape)
         omega_bar = runtime.unbroadcast(omega_bar, omega_shape)
         domega_shape = domega_shape_tape.pop()
         domega_bar = runtime.unbroadcast(dt * _t3_bar, domega_shape)
-        # Grad of: ode.py:43  theta = theta + dt * dtheta
+        # Grad of: ode.py:32  theta = theta + dt * dtheta
         _t2_shape = _t2_shape_tape.pop()
         theta_shape = theta_shape_tape.pop()
         _t2_bar = runtime.unbroadcast(theta_bar, _t2_shape)
         theta_bar = runtime.unbroadcast(theta_bar, theta_shape)
         dtheta_shape = dtheta_shape_tape.pop()
         dtheta_bar = runtime.unbroadcast(dt * _t2_bar, dtheta_shape)
-        # Grad of: ode.py:42  dtheta, domega = pendulum_rhs(theta, omega, damping, length)
+        # Grad of: ode.py:31  dtheta, domega = pendulum_rhs(theta, omega, damping, length)
         _t1_bar = (dtheta_bar, domega_bar)
         omega = omega_tape.pop()
         theta = theta_tape.pop()
@@ -118,7 +118,7 @@ def final_state_vjp(params, theta0, omega0, steps, dt, out_bar):
         omega_bar = omega_bar + pendulum_rhs_bars[1]
         damping_bar = damping_bar + pendulum_rhs_bars[2]
         length_bar = length_bar + pendulum_rhs_bars[3]
-    # Grad of: ode.py:38  damping, length = params
+    # Grad of: ode.py:27  damping, length = params
     params_bar = (damping_bar, length_bar)
     return (_t5, (params_bar,))
 

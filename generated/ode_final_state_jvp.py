@@ -40,35 +40,35 @@ def final_state_jvp(
     steps_dot,
     dt_dot,
 ):
-    """Forward mode of final_state (ode.py:36): returns (value, tangent) for the tangents params_dot, theta0_dot, omega0_dot, steps_dot, dt_dot."""
-    # ode.py:38  damping, length = params
+    """Forward mode of final_state (ode.py:25): returns (value, tangent) for the tangents params_dot, theta0_dot, omega0_dot, steps_dot, dt_dot."""
+    # ode.py:27  damping, length = params
     damping, length = params
     damping_dot, length_dot = params_dot
-    # ode.py:39  theta = theta0
+    # ode.py:28  theta = theta0
     theta = theta0
     theta_dot = theta0_dot
-    # ode.py:40  omega = omega0
+    # ode.py:29  omega = omega0
     omega = omega0
     omega_dot = omega0_dot
-    # ode.py:41  for step in range(steps):
+    # ode.py:30  for step in range(steps):
     for step in range(steps):
-        # ode.py:42  dtheta, domega = pendulum_rhs(theta, omega, damping, length)
+        # ode.py:31  dtheta, domega = pendulum_rhs(theta, omega, damping, length)
         _t1, _t1_dot = pendulum_rhs_jvp(
             theta, omega, damping, length, theta_dot, omega_dot, damping_dot, length_dot
         )
         dtheta, domega = _t1
         dtheta_dot, domega_dot = _t1_dot
-        # ode.py:43  theta = theta + dt * dtheta
+        # ode.py:32  theta = theta + dt * dtheta
         _t2 = dt * dtheta
         _t2_dot = dt_dot * dtheta + dt * dtheta_dot
         theta = theta + _t2
         theta_dot = theta_dot + _t2_dot
-        # ode.py:44  omega = omega + dt * domega
+        # ode.py:33  omega = omega + dt * domega
         _t3 = dt * domega
         _t3_dot = dt_dot * domega + dt * domega_dot
         omega = omega + _t3
         omega_dot = omega_dot + _t3_dot
-    # ode.py:45  return np.array([theta, omega])
+    # ode.py:34  return np.array([theta, omega])
     _t4 = (theta, omega)
     _t4_dot = (theta_dot, omega_dot)
     _t5 = np.array(_t4)

@@ -238,6 +238,16 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
     return out, out_dot
 
 
+def _unit_leaves(leaves: list, which: int, element: int) -> list:
+    """Zeros shaped like leaves, with a one at `element` of leaf `which` (a basis vector)."""
+    out = [np.zeros(np.shape(leaf)) if np.ndim(leaf) else 0.0 for leaf in leaves]
+    if np.ndim(leaves[which]):
+        out[which].reshape(-1)[element] = 1.0
+    else:
+        out[which] = 1.0
+    return out
+
+
 def _private_copies(args):
     """Jacobians run the user's function as it is (for output shapes): on copies, so that an
     in-place update inside it cannot reach the caller's arrays."""
@@ -329,13 +339,7 @@ class Jacobian:
             for li, leaf in enumerate(in_leaves):
                 columns = []
                 for e in range(max(1, np.size(leaf))):
-                    basis = [np.zeros(np.shape(l)) if np.ndim(l) else 0.0 for l in in_leaves]
-                    if np.ndim(leaf):
-                        basis[li] = np.zeros(np.size(leaf))
-                        basis[li][e] = 1.0
-                        basis[li] = basis[li].reshape(np.shape(leaf))
-                    else:
-                        basis[li] = 1.0
+                    basis = _unit_leaves(in_leaves, li, e)
                     tangents = [pytree.unflatten(in_structure, basis) if j == k else _zeros_tree(a)
                                 for j, a in enumerate(args)]
                     tangent = entry(*transformed.call_args(list(args) + tangents))[1]
@@ -351,14 +355,7 @@ class Jacobian:
             for oi, o in enumerate(out_leaves):
                 rows = []
                 for e in range(max(1, np.size(o))):
-                    basis = [np.zeros(np.shape(l)) if np.ndim(l) else 0.0 for l in out_leaves]
-                    if np.ndim(o):
-                        basis[oi] = np.zeros(np.size(o))
-                        basis[oi][e] = 1.0
-                        basis[oi] = basis[oi].reshape(np.shape(o))
-                    else:
-                        basis[oi] = 1.0
-                    cotangent = pytree.unflatten(out_structure, basis)
+                    cotangent = pytree.unflatten(out_structure, _unit_leaves(out_leaves, oi, e))
                     if self.backend == "cpu":
                         cotangent = pytree.to_numba(cotangent)
                     adjoint = vjp_function(*transformed._call_args(args), cotangent)[1][0]

@@ -105,12 +105,17 @@ class Emitter:
             raise S2SError(f"cannot name {fn!r} in generated code")
         return parse_expr(spelled)
 
-    def index(self, index: ir.Index) -> ast.expr:
+    def index(self, index: ir.Index, as_value: bool = False) -> ast.expr:
+        """x[index] syntax; as_value gives the same index as an argument of a runtime helper,
+        where slices must be written slice(...)."""
         items = []
         for item in index.items:
             if isinstance(item, ir.Slice):
-                items.append(ast.Slice(*(None if a is None else self.atom(a)
-                                         for a in (item.lower, item.upper, item.step))))
+                parts = [None if a is None else self.atom(a) for a in (item.lower, item.upper, item.step)]
+                if as_value:
+                    items.append(ast.Call(name("slice"), [p or ast.Constant(None) for p in parts], []))
+                else:
+                    items.append(ast.Slice(*parts))
             elif isinstance(item, ir.NewAxis):
                 items.append(ast.Constant(None))
             elif isinstance(item, ir.EllipsisIndex):
@@ -120,21 +125,6 @@ class Emitter:
         if len(items) == 1:
             return items[0]
         return ast.Tuple(items, ast.Load())
-
-    def index_value(self, index: ir.Index) -> ast.expr:
-        """The index as a value (an argument of a runtime helper): slices become slice(...)."""
-        items = []
-        for item in index.items:
-            if isinstance(item, ir.Slice):
-                items.append(ast.Call(name("slice"), [ast.Constant(None) if a is None else self.atom(a)
-                                                      for a in (item.lower, item.upper, item.step)], []))
-            elif isinstance(item, ir.NewAxis):
-                items.append(ast.Constant(None))
-            elif isinstance(item, ir.EllipsisIndex):
-                items.append(ast.Constant(Ellipsis))
-            else:
-                items.append(self.atom(item))
-        return items[0] if len(items) == 1 else ast.Tuple(items, ast.Load())
 
     def call(self, fn: Any, args: list[ast.expr], kwargs: list[tuple[str, ast.expr]]) -> ast.expr:
         if fn in BINOPS and len(args) == 2 and not kwargs:

@@ -15,7 +15,7 @@ from . import ir
 from .analysis import Analysis, bind, rule_for
 from .codegen import Emitter, assign, name, runtime_call
 from .frontend import is_user_function
-from .reverse import Names, _all_names, _drop_defaults, _simplify
+from .reverse import _all_names, _drop_defaults, _simplify
 
 ZERO = "__s2s_zero__"  # marks a tangent known to be zero inside a rule's expression
 
@@ -25,7 +25,7 @@ class JVP:
         self.fn = fn
         self.em = emitter
         self.function_name = function_name
-        self.names = Names(_all_names(fn) | {"np", "math", "runtime"})
+        self.names = ir.Names(_all_names(fn) | {"np", "math", "runtime"})
         result = fn.result
         seeds = [result.id] if isinstance(result, ir.Name) else []
         self.an = Analysis(fn, active_params, seeds).run()

@@ -239,6 +239,31 @@ class Function:
         return last.value
 
 
+class Names:
+    """Fresh, deterministic names that never clash with the ones taken: base, base_2, ..."""
+
+    def __init__(self, taken=()):
+        self.taken = set(taken)
+        self.counter = 0
+
+    def fresh(self, base: str) -> str:
+        candidate, k = base, 1
+        while candidate in self.taken:
+            k += 1
+            candidate = f"{base}_{k}"
+        self.taken.add(candidate)
+        return candidate
+
+    def temp(self) -> str:
+        """_t1, _t2, ...: the intermediate values of normalized code."""
+        while True:
+            self.counter += 1
+            candidate = f"_t{self.counter}"
+            if candidate not in self.taken:
+                self.taken.add(candidate)
+                return candidate
+
+
 def child_blocks(stmt) -> list[list]:
     if isinstance(stmt, If):
         return [stmt.body, stmt.orelse]

@@ -83,30 +83,6 @@ def _is_constant(value: Any) -> bool:
     return isinstance(value, type) and issubclass(value, np.generic)
 
 
-class _Names:
-    """Fresh, deterministic names that never clash with the user's."""
-
-    def __init__(self, taken: set[str]):
-        self.taken = set(taken)
-        self.counter = 0
-
-    def temp(self) -> str:
-        while True:
-            self.counter += 1
-            name = f"_t{self.counter}"
-            if name not in self.taken:
-                self.taken.add(name)
-                return name
-
-    def fresh(self, base: str) -> str:
-        name, k = base, 1
-        while name in self.taken:
-            k += 1
-            name = f"{base}_{k}"
-        self.taken.add(name)
-        return name
-
-
 def _local_names(node: cst.FunctionDef) -> set[str]:
     """Every name the function binds (params and assignment targets)."""
     names = {p.name.value for p in node.params.params}
@@ -141,7 +117,7 @@ class Normalizer:
         self.fn = parsed.fn
         self.resolver = Resolver(parsed.fn)
         self.locals = _local_names(parsed.node)
-        self.names = _Names(self.locals)
+        self.names = ir.Names(self.locals)
         self.callees: dict[str, Any] = {}
         self.constants: dict[str, Any] = {}
         self.references: set[tuple[str, str, str]] = set()
@@ -816,7 +792,7 @@ def normalize(fn: Any) -> ir.Function:
 # ---- control-flow lowering --------------------------------------------------------
 
 
-def lower_control_flow(body: list, names: _Names, origin: Origin) -> list:
+def lower_control_flow(body: list, names: ir.Names, origin: Origin) -> list:
     """Replace break, continue and early returns by flags and guarded blocks.
 
     Every loop that is left early gets `_stop` (set by break and by return) and every
@@ -842,7 +818,7 @@ def lower_control_flow(body: list, names: _Names, origin: Origin) -> list:
 
 
 class _Lowering:
-    def __init__(self, names: _Names, early_returns: bool):
+    def __init__(self, names: ir.Names, early_returns: bool):
         self.names = names
         self.returned = names.fresh("_returned") if early_returns else None
         self.retval = names.fresh("_retval") if early_returns else None

@@ -180,16 +180,7 @@ def _columns_driver(fname: str, params: list[str], mode: str, argnum: int = 0,
                     has_aux: bool = False) -> ast.FunctionDef:
     """A loop over a stack of tangents (jvp) or cotangents (vjp), for jacfwd and jacrev:
     compiled with the rest of the module, so a Jacobian is one call, not one per column."""
-    taken = set(params)
-
-    def fresh(base: str) -> str:
-        candidate, k = base, 1
-        while candidate in taken:
-            k += 1
-            candidate = f"{base}_{k}"
-        taken.add(candidate)
-        return candidate
-
+    fresh = ir.Names(params).fresh
     stack = fresh("tangents" if mode == "jvp" else "cotangents")
     count, first, out, row = fresh("count"), fresh("first"), fresh("out"), fresh("row")
     args = ", ".join(params)
@@ -262,16 +253,7 @@ def generate(fn: Any, transform: str, options: dict | None = None, display_path:
 def _second_order_driver(vjp_name: str, params: list[str], argnum: int) -> ast.FunctionDef:
     """Forward over reverse: for each output cotangent (row) and each tangent of one argument
     (column), the derivative of the adjoint; compiled with the module, one call in all."""
-    taken = set(params)
-
-    def fresh(base: str) -> str:
-        candidate, k = base, 1
-        while candidate in taken:
-            k += 1
-            candidate = f"{base}_{k}"
-        taken.add(candidate)
-        return candidate
-
+    fresh = ir.Names(params).fresh
     primal = params[:-1]
     cot, tan, rows, cols, first, out, r, c = (fresh(n) for n in (
         "cotangents", "tangents", "rows", "cols", "first", "out", "r", "c"))

@@ -39,19 +39,6 @@ class Need:
 SHAPE_ARGUMENTS = {"unbroadcast": 1, "sum_bar": 1, "mean_bar": 1, "reshape_bar": 1}
 
 
-class Names:
-    def __init__(self, taken):
-        self.taken = set(taken)
-
-    def fresh(self, base: str) -> str:
-        candidate, k = base, 1
-        while candidate in self.taken:
-            k += 1
-            candidate = f"{base}_{k}"
-        self.taken.add(candidate)
-        return candidate
-
-
 def _all_names(fn: ir.Function) -> set[str]:
     names = set(fn.params) | set(fn.constants)
     for stmt in ir.walk(fn.body):
@@ -73,7 +60,7 @@ class VJP:
         self.has_aux = has_aux
         self.em = emitter
         self.function_name = function_name
-        self.names = Names(_all_names(fn) | {"np", "math", "runtime"})
+        self.names = ir.Names(_all_names(fn) | {"np", "math", "runtime"})
         result = fn.result
         seeds = [result.id] if isinstance(result, ir.Name) else []
         self.an = Analysis(fn, active_params, seeds).run()
@@ -680,7 +667,7 @@ class VJP:
             bar = self.bar(base)
             index = self.em.index(value.index)
             consts = all(isinstance(i, ir.Const) for i in value.index.items)
-            argument = self.em.index_value(value.index)
+            argument = self.em.index(value.index, as_value=True)
             if self.an.is_container(base) or (consts and (base in self.fn.params or self._unpacked(base))):
                 out.append(assign(bar, runtime_call("add_at", name(bar), argument, y_bar)))
             elif self._basic(value.index):
@@ -714,7 +701,7 @@ class VJP:
             if basic:
                 picked = ast.Subscript(name(bar), index, ast.Load())
             else:
-                picked = runtime_call("take", name(bar), self.em.index_value(stmt.index))
+                picked = runtime_call("take", name(bar), self.em.index(stmt.index, as_value=True))
             contribution = runtime_call("unbroadcast", picked, name(shapes.get(stmt.value.id, stmt.value.id)))
             if stmt.op == "-":
                 contribution = ast.UnaryOp(ast.USub(), contribution)
@@ -723,7 +710,7 @@ class VJP:
             if basic:
                 out.append(ast.Assign([ast.Subscript(name(bar), index, ast.Store())], ast.Constant(0.0), lineno=0))
             else:
-                out.append(ast.Expr(runtime_call("clear", name(bar), self.em.index_value(stmt.index))))
+                out.append(ast.Expr(runtime_call("clear", name(bar), self.em.index(stmt.index, as_value=True))))
         return out
 
     # ---- the function -----------------------------------------------------------
