@@ -7,4 +7,4 @@ from .api import grad, hessian, jacfwd, jacrev, jit, jvp, source, value_and_grad
 from . import pytree, testing  # noqa: E402
 from .hook import install_import_hook  # noqa: E402
 
-__all__ = ["S2SError", "install_import_hook", "testing", "grad", "hessian", "jacfwd", "jacrev", "jvp", "jit", "source", "value_and_grad", "vjp"]
+__all__ = ["S2SError", "install_import_hook", "pytree", "testing", "grad", "hessian", "jacfwd", "jacrev", "jvp", "jit", "source", "value_and_grad", "vjp"]

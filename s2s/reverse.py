@@ -93,7 +93,6 @@ class VJP:
         """For each variable: the block whose reversal owns its adjoint, and whether it
         is a straight-line temporary (one assignment, all uses in that block)."""
         chains: dict[int, tuple] = {}
-        top: dict[int, object] = {}  # id(stmt) -> its ancestor directly in each block
 
         def visit(block, chain):
             for stmt in block:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 from numba import types
 from numba.core.errors import TypingError
-from numba.cpython.unsafe.tuple import tuple_setitem
 from numba.extending import overload, register_jitable
 
 from . import runtime as rt
@@ -200,7 +199,7 @@ def _unbroadcast(g, x):
     if n < t:
         raise TypingError("s2s: unbroadcast to a larger ndim")
     lead = n - t
-    loops, idx_g, idx_o = [], [f"i{k}" for k in range(n)], []
+    idx_g, idx_o = [f"i{k}" for k in range(n)], []
     for k in range(t):
         idx_o.append(f"(i{lead + k} if shape[{k}] != 1 else 0)")
     lines = ["def impl(g, x):", f"    shape = {shape_of}"]

@@ -58,8 +58,6 @@ def check_grads(fun: Callable, args: Sequence[Any], order: int = 1, modes: Seque
     order=2 (scalar functions) also checks the Hessian, forward over reverse, against central
     differences of the gradient.
     """
-    from .api import Transformed
-
     if order not in (1, 2):
         raise S2SError("check_grads checks first and second derivatives (order=1 or 2)")
     unknown = set(modes) - {"fwd", "rev"}

@@ -7,7 +7,6 @@ import sys
 import textwrap
 import warnings
 
-import numpy as np
 import pytest
 
 import s2s
