@@ -238,6 +238,15 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
     return out, out_dot
 
 
+def _in_dtype(jacobian, argument):
+    """float32 in, float32 out, as grad does (the columns are computed in float64)."""
+    dtypes = {np.asarray(leaf).dtype for leaf in pytree.leaves(argument)}
+    if dtypes != {np.dtype(np.float32)}:
+        return jacobian
+    leaves, structure = pytree.flatten(jacobian)
+    return pytree.unflatten(structure, [np.asarray(leaf, np.float32) for leaf in leaves])
+
+
 def _unit_leaves(leaves: list, which: int, element: int) -> list:
     """Zeros shaped like leaves, with a one at `element` of leaf `which` (a basis vector)."""
     out = [np.zeros(np.shape(leaf)) if np.ndim(leaf) else 0.0 for leaf in leaves]
@@ -368,9 +377,9 @@ class Jacobian:
     def __call__(self, *args):
         args = _private_copies(args)
         if isinstance(self.argnums, int):
-            jac = self._one(args, self.argnums)
+            jac = _in_dtype(self._one(args, self.argnums), args[self.argnums])
         else:
-            jac = tuple(self._one(args, k) for k in self.argnums)
+            jac = tuple(_in_dtype(self._one(args, k), args[k]) for k in self.argnums)
         if self.has_aux:
             return jac, self.fun(*args)[1]
         return jac

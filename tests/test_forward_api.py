@@ -69,3 +69,11 @@ def test_scalar_input_jacobians_through_loops_and_calls():
 def test_jvp_checks_tangent_structure():
     with pytest.raises(s2s.S2SError, match="tangent of argument 0"):
         s2s.jvp(elementwise, (X, 2.0), (np.ones(2), 0.0))
+
+
+def test_float32_jacobians_stay_float32():
+    x = X.astype(np.float32)
+    for jacobian in (s2s.jacfwd, s2s.jacrev):
+        J = jacobian(elementwise)(x, np.float32(2.0))
+        assert J.dtype == np.float32
+        np.testing.assert_allclose(J, np.diag(2.0 * np.cos(x) + 2 * x), rtol=1e-6, atol=1e-6)
