@@ -73,14 +73,3 @@ def residual_jvp(x, x_dot):
     r[2] = _t27
     r_dot[2] = _t27_dot
     return (r, r_dot)
-
-
-def residual_jvp_columns_0(x, tangents):
-    """Tangents of residual for each row of tangents, a stack of tangents of x."""
-    count = tangents.shape[0]
-    first = residual_jvp(x, tangents[0])[1]
-    out = np.empty((count,) + np.shape(first))
-    out[0] = first
-    for row in range(1, count):
-        out[row] = residual_jvp(x, tangents[row])[1]
-    return out

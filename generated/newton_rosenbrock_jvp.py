@@ -40,14 +40,3 @@ def rosenbrock_jvp(x, x_dot):
         total = _t11 + _t14
         total_dot = _t11_dot + _t14_dot
     return (total, total_dot)
-
-
-def rosenbrock_jvp_columns_0(x, tangents):
-    """Tangents of rosenbrock for each row of tangents, a stack of tangents of x."""
-    count = tangents.shape[0]
-    first = rosenbrock_jvp(x, tangents[0])[1]
-    out = np.empty((count,) + np.shape(first))
-    out[0] = first
-    for row in range(1, count):
-        out[row] = rosenbrock_jvp(x, tangents[row])[1]
-    return out

@@ -186,17 +186,23 @@ class Primal:
 class ForwardTransformed:
     """The generated forward-mode module of a function (jvp), loaded for a backend."""
 
-    def __init__(self, fun: Callable, backend: str = "python", has_aux: bool = False):
+    def __init__(self, fun: Callable, backend: str = "python", has_aux: bool = False, columns: bool = False):
         self.fun = fun
         self.backend = backend
         self.has_aux = has_aux
+        self.columns = columns  # also the compiled loops over stacks of tangents (jacfwd)
         self._source: str | None = None
         self._module = None
 
     @property
     def source(self) -> str:
         if self._source is None:
-            self._source = _source(self.fun, "jvp", {"has_aux": True} if self.has_aux else {})
+            options = {}
+            if self.has_aux:
+                options["has_aux"] = True
+            if self.columns:
+                options["columns"] = True
+            self._source = _source(self.fun, "jvp", options)
         return self._source
 
     def module(self):
@@ -297,7 +303,7 @@ class Jacobian:
     @property
     def source(self) -> str:
         if self.forward:
-            return ForwardTransformed(self.fun, has_aux=self.has_aux).source
+            return ForwardTransformed(self.fun, has_aux=self.has_aux, columns=True).source
         return Transformed(self.fun, "vjp", _argnums_tuple(self.argnums)[:1], self.has_aux).source
 
     def with_backend(self, backend: str) -> "Jacobian":
@@ -317,7 +323,7 @@ class Jacobian:
         x_arr = np.asarray(x, dtype=np.result_type(x, np.float64) if not isinstance(x, np.ndarray) else x.dtype)
         in_shape = np.shape(x)
         if self.forward:
-            transformed = ForwardTransformed(self.fun, self.backend, self.has_aux)
+            transformed = ForwardTransformed(self.fun, self.backend, self.has_aux, columns=True)
             columns = transformed.entry(f"_jvp_columns_{k}")
             call = list(args)
             call[k] = x if np.ndim(x) else float(x)

@@ -106,10 +106,10 @@ def jvp_functions(functions: list[ir.Function], emitter: Emitter) -> list:
 
 
 def module_source(fn: Any, mode: str, argnums: tuple[int, ...] = (0,), display_path: str | None = None,
-                  has_aux: bool = False) -> str:
+                  has_aux: bool = False, columns: bool = False) -> str:
     """The generated module for one transform of fn. mode: "grad" (reverse) or "jvp" (forward)."""
     if mode == "jvp":
-        return _jvp_module_source(fn, display_path, has_aux=has_aux)
+        return _jvp_module_source(fn, display_path, has_aux=has_aux, columns=columns)
     functions = collect(fn)
     emitter = Emitter()
     _assign_names(functions, emitter)
@@ -156,7 +156,7 @@ def primal_module_source(fn: Any, display_path: str | None = None) -> str:
 
 
 def _jvp_module_source(fn: Any, display_path: str | None, second_order: bool = False,
-                       has_aux: bool = False) -> str:
+                       has_aux: bool = False, columns: bool = False) -> str:
     functions = collect(fn)
     emitter = Emitter()
     _assign_names(functions, emitter)
@@ -170,7 +170,7 @@ def _jvp_module_source(fn: Any, display_path: str | None, second_order: bool = F
     if second_order:  # fn is a generated <name>_vjp(params..., out_bar)
         for k in range(len(entry.params) - 1):
             body.append(_second_order_driver(fname, entry.params, k))
-    else:
+    elif columns:  # for jacfwd: a compiled loop over a stack of tangents, one per argument
         for k in range(len(entry.params)):
             body.append(_columns_driver(fname, entry.params, "jvp", k, has_aux))
     return emitter.render(_header(entry, f"jvp of {entry.name}", display_path), body)
@@ -235,7 +235,8 @@ def generate(fn: Any, transform: str, options: dict | None = None, display_path:
                               for f in functions for path, module, qualname in f.references}),
     }
     if transform == "jvp":
-        source = module_source(fn, "jvp", display_path=display_path, has_aux=bool(options.get("has_aux", False)))
+        source = module_source(fn, "jvp", display_path=display_path, has_aux=bool(options.get("has_aux", False)),
+                               columns=bool(options.get("columns", False)))
     elif transform == "second_order":
         source = _jvp_module_source(fn, display_path, second_order=True)
     elif transform == "primal":
