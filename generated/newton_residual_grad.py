@@ -91,17 +91,6 @@ def residual_vjp(x, out_bar):
     return (r, (x_bar,))
 
 
-def residual_vjp_rows(x, cotangents):
-    """Adjoints of x for each row of cotangents, a stack of output cotangents."""
-    count = cotangents.shape[0]
-    first = residual_vjp(x, cotangents[0])[1][0]
-    out = np.empty((count,) + np.shape(first))
-    out[0] = first
-    for row in range(1, count):
-        out[row] = residual_vjp(x, cotangents[row])[1][0]
-    return out
-
-
 def residual_value_and_grad(x):
     """Value and gradient of residual with respect to x."""
     return residual_vjp(x, 1.0)

@@ -87,17 +87,6 @@ def rosenbrock_vjp(x, out_bar):
     return (total, (x_bar,))
 
 
-def rosenbrock_vjp_rows(x, cotangents):
-    """Adjoints of x for each row of cotangents, a stack of output cotangents."""
-    count = cotangents.shape[0]
-    first = rosenbrock_vjp(x, cotangents[0])[1][0]
-    out = np.empty((count,) + np.shape(first))
-    out[0] = first
-    for row in range(1, count):
-        out[row] = rosenbrock_vjp(x, cotangents[row])[1][0]
-    return out
-
-
 def rosenbrock_value_and_grad(x):
     """Value and gradient of rosenbrock with respect to x."""
     return rosenbrock_vjp(x, 1.0)

@@ -123,19 +123,6 @@ def final_state_vjp(params, theta0, omega0, steps, dt, out_bar):
     return (_t5, (params_bar,))
 
 
-def final_state_vjp_rows(params, theta0, omega0, steps, dt, cotangents):
-    """Adjoints of params for each row of cotangents, a stack of output cotangents."""
-    count = cotangents.shape[0]
-    first = final_state_vjp(params, theta0, omega0, steps, dt, cotangents[0])[1][0]
-    out = np.empty((count,) + np.shape(first))
-    out[0] = first
-    for row in range(1, count):
-        out[row] = final_state_vjp(params, theta0, omega0, steps, dt, cotangents[row])[
-            1
-        ][0]
-    return out
-
-
 def final_state_value_and_grad(params, theta0, omega0, steps, dt):
     """Value and gradient of final_state with respect to params."""
     return final_state_vjp(params, theta0, omega0, steps, dt, 1.0)

@@ -176,21 +176,6 @@ def final_state_loss_vjp(params, theta0, omega0, target, steps, dt, out_bar):
     return (_t4, (params_bar,))
 
 
-def final_state_loss_vjp_rows(params, theta0, omega0, target, steps, dt, cotangents):
-    """Adjoints of params for each row of cotangents, a stack of output cotangents."""
-    count = cotangents.shape[0]
-    first = final_state_loss_vjp(
-        params, theta0, omega0, target, steps, dt, cotangents[0]
-    )[1][0]
-    out = np.empty((count,) + np.shape(first))
-    out[0] = first
-    for row in range(1, count):
-        out[row] = final_state_loss_vjp(
-            params, theta0, omega0, target, steps, dt, cotangents[row]
-        )[1][0]
-    return out
-
-
 def final_state_loss_value_and_grad(params, theta0, omega0, target, steps, dt):
     """Value and gradient of final_state_loss with respect to params."""
     return final_state_loss_vjp(params, theta0, omega0, target, steps, dt, 1.0)

@@ -31,17 +31,6 @@ def loss_vjp(params, x, y, out_bar):
     return (_t4, (params_bar,))
 
 
-def loss_vjp_rows(params, x, y, cotangents):
-    """Adjoints of params for each row of cotangents, a stack of output cotangents."""
-    count = cotangents.shape[0]
-    first = loss_vjp(params, x, y, cotangents[0])[1][0]
-    out = np.empty((count,) + np.shape(first))
-    out[0] = first
-    for row in range(1, count):
-        out[row] = loss_vjp(params, x, y, cotangents[row])[1][0]
-    return out
-
-
 def loss_value_and_grad(params, x, y):
     """Value and gradient of loss with respect to params."""
     return loss_vjp(params, x, y, 1.0)

@@ -36,7 +36,8 @@ def _argnums_tuple(argnums) -> tuple[int, ...]:
 class Transformed:
     """The result of a transform: callable, with the generated module in .source."""
 
-    def __init__(self, fun: Callable, kind: str, argnums=0, has_aux: bool = False, backend: str = "python"):
+    def __init__(self, fun: Callable, kind: str, argnums=0, has_aux: bool = False, backend: str = "python",
+                 rows: bool = False):
         if isinstance(fun, (Transformed, Jacobian, SecondOrder)):
             raise S2SError(f"{kind} of an already transformed function is supported as grad(grad(f)) only",
                            hint="use s2s.hessian(f) or s2s.jacfwd(s2s.jacrev(f)) for other second derivatives")
@@ -45,6 +46,7 @@ class Transformed:
         self.argnums = argnums
         self.has_aux = has_aux
         self.backend = backend
+        self.rows = rows  # also the compiled loop over stacks of cotangents (jacrev)
         functools.update_wrapper(self, fun)
         self._source: str | None = None
         self._module = None
@@ -52,8 +54,10 @@ class Transformed:
     @property
     def source(self) -> str:
         if self._source is None:
-            self._source = _source(self.fun, "grad", {"argnums": list(_argnums_tuple(self.argnums)),
-                                                      "has_aux": self.has_aux})
+            options = {"argnums": list(_argnums_tuple(self.argnums)), "has_aux": self.has_aux}
+            if self.rows:
+                options["rows"] = True
+            self._source = _source(self.fun, "grad", options)
         return self._source
 
     def module(self):
@@ -62,7 +66,7 @@ class Transformed:
         return self._module
 
     def with_backend(self, backend: str) -> "Transformed":
-        other = Transformed(self.fun, self.kind, self.argnums, self.has_aux, backend)
+        other = Transformed(self.fun, self.kind, self.argnums, self.has_aux, backend, self.rows)
         other._source = self._source
         return other
 
@@ -304,7 +308,7 @@ class Jacobian:
     def source(self) -> str:
         if self.forward:
             return ForwardTransformed(self.fun, has_aux=self.has_aux, columns=True).source
-        return Transformed(self.fun, "vjp", _argnums_tuple(self.argnums)[:1], self.has_aux).source
+        return Transformed(self.fun, "vjp", _argnums_tuple(self.argnums)[:1], self.has_aux, rows=True).source
 
     def with_backend(self, backend: str) -> "Jacobian":
         return Jacobian(self.fun, self.argnums, self.forward, backend, self.has_aux)
@@ -333,7 +337,7 @@ class Jacobian:
             rows = columns(*transformed.call_args(call), tangents)
             out_shape = rows.shape[1:]
             return _jacobian_layout(rows, out_shape, in_shape, True)
-        transformed = Transformed(self.fun, "vjp", (k,), self.has_aux, backend=self.backend)
+        transformed = Transformed(self.fun, "vjp", (k,), self.has_aux, backend=self.backend, rows=True)
         out_shape = np.shape(out)
         cotangents = _basis(out_shape, np.result_type(out, np.float64))
         if not out_shape:

@@ -106,7 +106,7 @@ def jvp_functions(functions: list[ir.Function], emitter: Emitter) -> list:
 
 
 def module_source(fn: Any, mode: str, argnums: tuple[int, ...] = (0,), display_path: str | None = None,
-                  has_aux: bool = False, columns: bool = False) -> str:
+                  has_aux: bool = False, columns: bool = False, rows: bool = False) -> str:
     """The generated module for one transform of fn. mode: "grad" (reverse) or "jvp" (forward)."""
     if mode == "jvp":
         return _jvp_module_source(fn, display_path, has_aux=has_aux, columns=columns)
@@ -122,7 +122,7 @@ def module_source(fn: Any, mode: str, argnums: tuple[int, ...] = (0,), display_p
     for cname in sorted(emitter.constants):
         body.append(assign(cname, emitter.const(emitter.constants[cname])))
     body += vjp_functions(functions, emitter, argnums, has_aux)
-    if len(argnums) == 1:
+    if rows:  # for jacrev: a compiled loop over a stack of output cotangents
         body.append(_columns_driver(ename, entry.params, "vjp", argnums[0]))
     if mode == "grad":
         params = entry.params
@@ -247,7 +247,8 @@ def generate(fn: Any, transform: str, options: dict | None = None, display_path:
             import inspect
 
             argnums = tuple(range(len(inspect.signature(fn).parameters)))
-        source = module_source(fn, transform, argnums, display_path, bool(options.get("has_aux", False)))
+        source = module_source(fn, transform, argnums, display_path, bool(options.get("has_aux", False)),
+                               rows=bool(options.get("rows", False)) and len(argnums) == 1)
     return source, dependencies
 
 
