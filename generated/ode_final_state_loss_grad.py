@@ -142,10 +142,10 @@ def final_state_vjp(params, theta0, omega0, steps, dt, out_bar):
         omega = omega_tape.pop()
         theta = theta_tape.pop()
         pendulum_rhs_bars = pendulum_rhs_vjp(theta, omega, damping, length, _t1_bar)[1]
-        theta_bar = theta_bar + pendulum_rhs_bars[0]
-        omega_bar = omega_bar + pendulum_rhs_bars[1]
-        damping_bar = damping_bar + pendulum_rhs_bars[2]
-        length_bar = length_bar + pendulum_rhs_bars[3]
+        theta_bar = runtime.tree_add(theta_bar, pendulum_rhs_bars[0])
+        omega_bar = runtime.tree_add(omega_bar, pendulum_rhs_bars[1])
+        damping_bar = runtime.tree_add(damping_bar, pendulum_rhs_bars[2])
+        length_bar = runtime.tree_add(length_bar, pendulum_rhs_bars[3])
     # Grad of: ode.py:29  omega = omega0
     omega0_bar = omega_bar
     # Grad of: ode.py:28  theta = theta0

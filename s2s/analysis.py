@@ -216,6 +216,11 @@ class Analysis:
                         self.containers.add(value.value.id)
                 elif isinstance(value, ir.Build):
                     self.containers.update(stmt.targets)
+                elif isinstance(value, ir.Call) and is_user_function(value.fn):
+                    # A helper may take or return a tuple, list, dict or namedtuple: adjoints that
+                    # meet there are added leaf by leaf (tree_add), never concatenated.
+                    self.containers.update(a.id for a in value.args if isinstance(a, ir.Name))
+                    self.containers.update(stmt.targets)
                 elif isinstance(value, ir.Attribute) and value.attr not in ("shape", "ndim", "size", "dtype"):
                     if isinstance(value.value, ir.Name):
                         self.containers.add(value.value.id)

@@ -305,7 +305,9 @@ class Normalizer:
             name = target.value
             if rename and isinstance(value, ir.Name) and value.id.startswith("_t") and self.out \
                     and isinstance(self.out[-1], ir.Assign) and self.out[-1].targets == (value.id,) \
-                    and value.id not in self.locals:
+                    and value.id not in self.locals \
+                    and not (isinstance(self.out[-1].value, ir.Subscript)
+                             and self.out[-1].value.value == ir.Name(name)):
                 # y = <expr>: give the last temporary the user's name.
                 self.out[-1].targets = (name,)
                 self.names.taken.discard(value.id)

@@ -250,6 +250,9 @@ class VJP:
                 out = {n for n in out if not (n.shape and (n.var, n.when) in full)}
             elif isinstance(value, ir.Subscript):
                 out |= {Need(n, "pre") for n in ir.names_in(value.index)}
+                if isinstance(value.value, ir.Name) and self.an.is_active(value.value.id):
+                    # x_bar[index] += t_bar needs an x_bar shaped like x here (x may change shape).
+                    out.add(Need(value.value.id, "pre", shape=True))
             if stmt.unpack:
                 # An active target's adjoint holds a value by now; the others are zeros_like(t).
                 out |= {Need(t, "post") for t in stmt.targets if not self.an.is_active(t)}
@@ -465,9 +468,15 @@ class VJP:
             for var in sorted(touched & self.pending):
                 self.ensure_materialized(var, out)
 
-    def ensure_materialized(self, var: str, out: list):
+    def ensure_materialized(self, var: str, out: list, shape: str | None = None):
+        """Zeros for a pending adjoint; shaped by `shape` (a name holding var's shape at this
+        point) where the variable itself may hold a later value of another shape."""
         if var in self.pending:
-            out.append(assign(self.bar(var), runtime_call("zeros_like", name(var))))
+            if shape is not None and shape != var:
+                value = runtime_call("zeros_shaped", name(shape), name(var))
+            else:
+                value = runtime_call("zeros_like", name(var))
+            out.append(assign(self.bar(var), value))
             self.pending.discard(var)
 
     def reverse_stmt(self, stmt) -> list:
@@ -662,7 +671,7 @@ class VJP:
         target = stmt.targets[0]
         base = value.value.id
         if self.an.is_active(base):
-            self.ensure_materialized(base, out)
+            self.ensure_materialized(base, out, self.shape_sources(stmt).get(base, base))
             bar = self.bar(base)
             index = self.em.index(value.index)
             consts = all(isinstance(i, ir.Const) for i in value.index.items)

@@ -32,6 +32,12 @@ def zeros_like(x):
     return 0.0
 
 
+def zeros_shaped(shape, like):
+    """Zeros of a given shape (a taped shape) with like's float dtype."""
+    dtype = like.dtype if isinstance(like, np.ndarray) and np.issubdtype(like.dtype, np.inexact) else np.float64
+    return np.zeros(shape, dtype)
+
+
 def ones_like(x):
     """The seed of a gradient: one, with x's float dtype."""
     if isinstance(x, (np.floating, np.ndarray)):

@@ -54,6 +54,12 @@ def _zeros_like(x):
         return _compile(f"def impl(x):\n    return ({items})\n", "impl")
 
 
+@overload(rt.zeros_shaped)
+def _zeros_shaped(shape, like):
+    dtype = like.dtype if isinstance(like, types.Array) and isinstance(like.dtype, types.Float) else types.float64
+    return lambda shape, like: np.zeros(shape, dtype)
+
+
 @overload(rt.ones_like)
 def _ones_like(x):
     if isinstance(x, types.Float):

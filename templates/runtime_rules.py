@@ -171,6 +171,6 @@ def take_(r, a, index):
 
 
 DECLARATIONS = [
-    nondifferentiable(runtime.zeros_like, runtime.ones_like, runtime.shape, runtime.clip_inside,
+    nondifferentiable(runtime.zeros_like, runtime.zeros_shaped, runtime.ones_like, runtime.shape, runtime.clip_inside,
                       runtime.require_number, runtime.range_len),
 ]

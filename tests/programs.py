@@ -611,3 +611,45 @@ def slice_and_index_array(A, idx):
 
 
 CASES["slice_and_index_array"] = (slice_and_index_array, lambda r: (r.standard_normal((3, 4)), np.array([0, 2])), (0,), False)
+
+
+# ---- found in review: pytrees through helpers, self-subscripts, shapes that change --------
+
+
+def linear_of_pair(p, x):
+    w, b = p
+    return np.sum(w * x) + b
+
+
+def pair_through_helpers(p, x):
+    """A tuple argument passed to a helper twice and in a loop: its adjoints add leaf by leaf."""
+    s = linear_of_pair(p, x) * linear_of_pair(p, x * x)
+    for i in range(3):
+        s = s + linear_of_pair(p, x * i) ** 2
+    return s
+
+
+def self_subscripts(x):
+    """y = y[...] reads the old y; the reversed order and the shorter array keep their shapes."""
+    x = x[::-1]
+    y = x[1:] * 1.0
+    y = y[1:]
+    return np.sum(x * np.arange(4.0)) + np.sum(y * y)
+
+
+def shrinking_in_loops(x):
+    y = x * 1.0
+    for i in range(2):
+        y = y[1:] + y[:-1] * y[1:]
+    z = x * 1.0
+    while z.shape[0] > 1:
+        z = z[1:] * z[:-1]
+    return np.sum(y * y) + np.sum(z)
+
+
+CASES.update({
+    "pair_through_helpers": (pair_through_helpers, lambda r: ((np.array([0.5, 0.1, -0.2]), 0.7),
+                                                             np.array([0.3, -0.7, 1.2])), (0,), True),
+    "self_subscripts": (self_subscripts, lambda r: (np.array([0.3, -0.7, 1.2, 0.5]),), (0,), True),
+    "shrinking_in_loops": (shrinking_in_loops, lambda r: (np.array([0.3, -0.7, 1.2, 0.5]),), (0,), True),
+})
