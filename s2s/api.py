@@ -95,7 +95,7 @@ class Transformed:
 
     def __call__(self, *args):
         self._check_args(args)
-        out, grads = self._vjp_function()(*self._call_args(args), 1.0)
+        out, grads = self._vjp_function()(*self._call_args(args), _seed(args))
         value = out[0] if self.has_aux else out
         if np.ndim(value) != 0:
             raise S2SError(f"grad of {self.fun.__name__} needs a scalar output, got shape {np.shape(value)}",
@@ -110,6 +110,14 @@ class Transformed:
         if self.has_aux:
             return grad, out[1]
         return grad
+
+
+def _seed(args) -> float:
+    """The cotangent 1 of a scalar output: float32 when every float input is float32, so that
+    a float32 program stays float32 (Numba types np.dot of mixed dtypes as an error)."""
+    dtypes = {np.asarray(leaf).dtype for leaf in pytree.leaves(args)
+              if np.issubdtype(np.asarray(leaf).dtype, np.floating)}
+    return np.float32(1.0) if dtypes == {np.dtype(np.float32)} else 1.0
 
 
 def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
