@@ -461,6 +461,12 @@ class Analysis:
         return False
 
 
+def analyse(fn: ir.Function, active_params: list[str]) -> Analysis:
+    """The analysis a transform starts from: derivatives flow from the returned value."""
+    result = fn.result
+    return Analysis(fn, active_params, [result.id] if isinstance(result, ir.Name) else []).run()
+
+
 def _op_symbol(fn) -> str:
     return {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
             operator.pow: "**", operator.matmul: "@", operator.floordiv: "//",

@@ -12,7 +12,7 @@ import ast
 import copy
 
 from . import ir
-from .analysis import Analysis, bind, rule_for
+from .analysis import analyse, bind, rule_for
 from .codegen import Emitter, assign, name, runtime_call
 from .frontend import is_user_function
 from .reverse import _all_names, _drop_defaults, _simplify
@@ -26,9 +26,7 @@ class JVP:
         self.em = emitter
         self.function_name = function_name
         self.names = ir.Names(_all_names(fn) | {"np", "math", "runtime"})
-        result = fn.result
-        seeds = [result.id] if isinstance(result, ir.Name) else []
-        self.an = Analysis(fn, active_params, seeds).run()
+        self.an = analyse(fn, active_params)
         self.active_params = active_params
         self.dots: dict[str, str] = {}
 

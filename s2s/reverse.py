@@ -22,7 +22,7 @@ import inspect
 from dataclasses import dataclass
 
 from . import ir, runtime
-from .analysis import Analysis, bind, rule_for
+from .analysis import analyse, bind, rule_for
 from .codegen import Emitter, assign, name, runtime_call
 from .errors import S2SError
 from .frontend import is_user_function
@@ -61,9 +61,7 @@ class VJP:
         self.em = emitter
         self.function_name = function_name
         self.names = ir.Names(_all_names(fn) | {"np", "math", "runtime"})
-        result = fn.result
-        seeds = [result.id] if isinstance(result, ir.Name) else []
-        self.an = Analysis(fn, active_params, seeds).run()
+        self.an = analyse(fn, active_params)
         self.active_params = active_params
         self.bars: dict[str, str] = {}
         self.tapes: dict[tuple, str] = {}  # (var, id(stmt), when) -> tape name
