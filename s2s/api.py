@@ -165,7 +165,9 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
 
 def jit(fun: Callable, *, backend: str = "cpu", static_argnums: Sequence[int] = ()) -> Callable:
     """Compile a transformed function (or a plain one) for a backend: "cpu" (numba.njit) or "python"."""
-    if isinstance(fun, (Transformed, Jacobian, SecondOrder)):
+    from .batched import Batched  # batched.py builds on this module
+
+    if isinstance(fun, (Transformed, Jacobian, SecondOrder, Batched)):
         return fun.with_backend(backend)
     return Primal(fun, backend)
 

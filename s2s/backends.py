@@ -28,8 +28,10 @@ def write_module(source: str, stem: str) -> str:
 _loaded: dict[tuple[str, str], types.ModuleType] = {}
 
 
-def load(source: str, stem: str, backend: str = "python") -> types.ModuleType:
-    """Import generated source as a module; for "cpu", every function is numba.njit'ed."""
+def load(source: str, stem: str, backend: str = "python", parallel: tuple[str, ...] = ()) -> types.ModuleType:
+    """Import generated source as a module; for "cpu", every function is numba.njit'ed, and
+    the functions named in `parallel` (batched drivers over runtime.prange) with parallel=True.
+    Only the outermost driver is parallel: Numba's default threading layer cannot nest."""
     if backend not in BACKENDS:
         raise S2SError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
     if backend == "cuda":
@@ -50,6 +52,6 @@ def load(source: str, stem: str, backend: str = "python") -> types.ModuleType:
 
         for attr, value in list(vars(module).items()):
             if isinstance(value, types.FunctionType) and value.__module__ == module_name:
-                setattr(module, attr, numba.njit(cache=True)(value))
+                setattr(module, attr, numba.njit(cache=True, parallel=attr in parallel)(value))
     _loaded[key] = module
     return module

@@ -370,3 +370,22 @@ def solve_bar_a(b_adjoint, x):
     if np.ndim(x) == 1:
         return np.outer(b_adjoint, x)
     return b_adjoint @ np.swapaxes(x, -1, -2)
+
+# ---- batching (vmap) --------------------------------------------------------------
+
+
+def __getattr__(name):
+    # `runtime.prange` is numba.prange, imported on first use so that generated code that
+    # does not batch never imports Numba. Under numba.njit(parallel=True) a loop over it
+    # runs in parallel; in Python it is range.
+    if name == "prange":
+        import numba
+
+        return numba.prange
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def batch_empty(n, example):
+    """An uninitialised stack of n values shaped and typed like example (batch axis first)."""
+    example = np.asarray(example)
+    return np.empty((n,) + example.shape, example.dtype)

@@ -516,3 +516,16 @@ def _solve_bar_a(b_adjoint, x):
     if _nd(x) == 1:
         return lambda b_adjoint, x: np.outer(b_adjoint, x)
     return lambda b_adjoint, x: np.dot(b_adjoint, x.T)
+
+# ---- batching (vmap) --------------------------------------------------------------
+
+
+@overload(rt.batch_empty)
+def _batch_empty(n, example):
+    if isinstance(example, types.Array):
+        return lambda n, example: np.empty((n,) + example.shape, example.dtype)
+    if _scalar(example):
+        dtype = example
+
+        return lambda n, example: np.empty(n, dtype)
+    raise TypingError("s2s: vmap stacks arrays and numbers, not " + str(example))

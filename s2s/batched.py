@@ -1,0 +1,310 @@
+"""s2s.vmap: the public batching transform, as an object with .source, composable with the others.
+
+A batched function is specialised when it is called, as JAX traces on the first call: the
+argument structure, the mapped axes and the per-example output structure decide the driver
+that batching.py writes. Each specialisation is generated and compiled once.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import inspect
+import re
+from typing import Any, Callable
+
+import numpy as np
+
+from . import api, backends, batching, pytree
+from .errors import S2SError
+
+
+def _axis_tree(arg: Any, spec: Any, where: str) -> batching.ArgTree:
+    """The argument's structure with the mapped axis of each leaf (JAX's pytree prefixes)."""
+    if spec is None or isinstance(spec, (int, np.integer)) and not isinstance(spec, bool):
+        if isinstance(arg, dict):
+            keys = sorted(arg)
+            return ("dict", keys, [_axis_tree(arg[k], spec, f"{where}[{k!r}]") for k in keys])
+        if isinstance(arg, (tuple, list)):
+            return ("seq", [_axis_tree(x, spec, f"{where}[{k}]") for k, x in enumerate(arg)])
+        if spec is None:
+            return ("leaf", None)
+        ndim = np.ndim(arg)
+        if not -ndim <= spec < max(ndim, 1) or ndim == 0:
+            raise S2SError(f"vmap: in_axes asks to map {where} over axis {spec}, but it has "
+                           f"{ndim} dimensions", hint="pass None for values that are not batched")
+        return ("leaf", int(spec) % ndim)
+    if isinstance(spec, dict) and isinstance(arg, dict) and sorted(spec) == sorted(arg):
+        keys = sorted(arg)
+        return ("dict", keys, [_axis_tree(arg[k], spec[k], f"{where}[{k!r}]") for k in keys])
+    if isinstance(spec, (tuple, list)) and isinstance(arg, (tuple, list)) and len(spec) == len(arg):
+        return ("seq", [_axis_tree(x, s, f"{where}[{k}]") for k, (x, s) in enumerate(zip(arg, spec))])
+    raise S2SError(f"vmap: in_axes entry {spec!r} for {where} does not match its structure "
+                   f"({type(arg).__name__})", hint="give an int or None, or a prefix of the argument's tree")
+
+
+def _mapped_leaves(arg: Any, tree: batching.ArgTree, where: str):
+    """(description, axis, size) of each batched leaf."""
+    if tree[0] == "leaf":
+        if tree[1] is not None:
+            yield where, tree[1], np.shape(arg)[tree[1]]
+        return
+    keys = tree[1] if tree[0] == "dict" else range(len(tree[1]))
+    for key, child in zip(keys, tree[-1]):
+        yield from _mapped_leaves(arg[key], child, f"{where}[{key!r}]")
+
+
+def _example(arg: Any, tree: batching.ArgTree, index: int) -> Any:
+    """A private copy of one example of the argument (the probe must not write to the caller's arrays)."""
+    if tree[0] == "leaf":
+        return np.take(arg, index, axis=tree[1]) if tree[1] is not None else copy.deepcopy(arg)
+    if tree[0] == "dict":
+        return {k: _example(arg[k], child, index) for k, child in zip(tree[1], tree[2])}
+    items = [_example(x, child, index) for x, child in zip(arg, tree[1])]
+    return type(arg)(*items) if pytree.is_namedtuple(arg) else type(arg)(items)
+
+
+def _has_namedtuple(arg: Any, tree: batching.ArgTree) -> bool:
+    if tree[0] == "leaf":
+        return False
+    if pytree.is_namedtuple(arg) and batching.is_batched(tree):
+        return True
+    keys = tree[1] if tree[0] == "dict" else range(len(tree[1]))
+    return any(_has_namedtuple(arg[k], child) for k, child in zip(keys, tree[-1]))
+
+
+def _signature(args: tuple, trees: list) -> tuple:
+    """What a specialisation depends on: structures, mapped axes, ndims and dtypes."""
+    def leaf_key(x):
+        return (type(x).__name__, np.ndim(x), str(np.asarray(x).dtype)) if not isinstance(x, (tuple, list, dict)) else None
+
+    return tuple((repr(pytree.flatten(a)[1]), repr(t), tuple(leaf_key(x) for x in pytree.leaves(a)))
+                 for a, t in zip(args, trees))
+
+
+def _param_names(fun: Callable, count: int) -> list[str]:
+    try:
+        names = [p.name for p in inspect.signature(fun).parameters.values()
+                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        names = []
+    if len(names) != count or len(set(names)) != count:
+        names = [f"arg{k}" for k in range(count)]
+    return names
+
+
+def _view_paths(view: Any, structure: Any) -> list[str]:
+    """Index paths into a kernel's return value for each output leaf; view is a raw path (the
+    subtree there has the output's structure) or a tuple of views, one per output element."""
+    if isinstance(view, str):
+        return batching.leaf_paths(structure, view)
+    if structure[0] != "seq" or len(structure[2]) != len(view):
+        raise S2SError("vmap: the output does not have the expected structure")  # internal
+    return [p for v, child in zip(view, structure[2]) for p in _view_paths(v, child)]
+
+
+def _entry_of(source: str) -> str:
+    return re.findall(r"^def (\w+)\(", source, re.M)[-1]
+
+
+class Batched:
+    """s2s.vmap(fun): fun mapped over an axis of its arguments."""
+
+    def __init__(self, fun: Callable, in_axes: Any = 0, out_axes: Any = 0, backend: str | None = None):
+        if not callable(fun):
+            raise S2SError(f"vmap takes a function, got {type(fun).__name__}")
+        self.fun = fun
+        self.in_axes = in_axes
+        self.out_axes = out_axes
+        self.backend = backend or getattr(fun, "backend", "python")
+        # Name and docstring only: copying fun's __dict__ would overwrite this object's fields
+        # when fun is another s2s transform.
+        functools.update_wrapper(self, fun, updated=())
+        self._specialised: dict = {}
+        self._last_source: str | None = None
+
+    def with_backend(self, backend: str) -> "Batched":
+        return Batched(self.fun, self.in_axes, self.out_axes, backend)
+
+    @property
+    def source(self) -> str:
+        """The generated module of the last specialisation (call the function once first)."""
+        if self._last_source is None:
+            raise S2SError("the batched source depends on the arguments' structure and mapped axes",
+                           hint="call the vmapped function once, then read its .source")
+        return self._last_source
+
+    # ---- arguments ------------------------------------------------------------------
+
+    def _trees(self, args: tuple) -> list:
+        spec = self.in_axes
+        if isinstance(spec, list):
+            spec = tuple(spec)
+        if isinstance(spec, tuple):
+            if len(spec) != len(args):
+                raise S2SError(f"vmap: in_axes has {len(spec)} entries but the function was called "
+                               f"with {len(args)} arguments", hint="give one entry per positional argument")
+        else:
+            spec = (spec,) * len(args)
+        trees = [_axis_tree(a, s, f"argument {k}") for k, (a, s) in enumerate(zip(args, spec))]
+        mapped = [m for k, (a, t) in enumerate(zip(args, trees)) for m in _mapped_leaves(a, t, f"argument {k}")]
+        if not mapped:
+            raise S2SError("vmap needs at least one mapped argument; in_axes maps none",
+                           hint="give the batched argument's axis in in_axes (e.g. 0)")
+        sizes = {size for _, _, size in mapped}
+        if len(sizes) != 1:
+            detail = "; ".join(f"{where} has size {size} along axis {axis}" for where, axis, size in mapped)
+            raise S2SError(f"vmap got inconsistent sizes for the mapped axes: {detail}",
+                           hint="map arguments that have the same batch size")
+        if sizes == {0}:
+            raise S2SError("vmap over an empty batch (size 0) is not supported",
+                           hint="skip the call when there are no examples")
+        return trees
+
+    # ---- the per-example code -------------------------------------------------------
+
+    def _kernel(self, example: tuple, backend: str):
+        """(Kernel or None, per-example output): None when fun has no generated code (then the
+        python backend loops over the examples in Python)."""
+        fun = self.fun
+        if isinstance(fun, Batched):
+            inner_trees = fun._trees(example)
+            spec = fun._specialise(example, inner_trees, backend)
+            kernel = batching.Kernel(spec["source"], spec["driver"], [],
+                                     [f"[{k}]" for k in range(len(spec["leaf_dtypes"]))],
+                                     spec["leaf_ndims"], f"vmap of {spec['description']}")
+            return kernel, spec["probe"]
+        if isinstance(fun, api.Transformed) and fun.kind in ("grad", "value_and_grad"):
+            output = fun.with_backend("python")(*example)
+            source = fun.source
+            entry = f"{fun._entry_name()}_vjp"
+            grads = "[1][0]" if isinstance(fun.argnums, int) else "[1]"
+            if fun.kind == "grad":
+                view = (grads, "[0][1]") if fun.has_aux else grads
+            else:
+                view = ((("[0][0]", "[0][1]") if fun.has_aux else "[0]"), grads)
+            seed = api._seed(example)
+            extra = ["np.float32(1.0)" if isinstance(seed, np.float32) else "1.0"]
+            what = f"{'grad' if fun.kind == 'grad' else 'value_and_grad'} of {fun.fun.__name__}"
+        elif isinstance(fun, api.Primal) or inspect.isfunction(fun) and not isinstance(fun, type):
+            plain = fun.fun if isinstance(fun, api.Primal) else fun
+            output = plain(*copy.deepcopy(example))
+            try:
+                source = api._source(plain, "primal", {})
+            except S2SError:
+                if backend == "python" and not isinstance(fun, api.Primal):
+                    return None, output  # e.g. a lambda around s2s.jvp: loop in Python
+                raise
+            entry, view, extra, what = _entry_of(source), "", [], plain.__name__
+        else:
+            return None, fun(*example)
+        structure = pytree.flatten(output)[1]
+        leaves = pytree.leaves(output)
+        kernel = batching.Kernel(source, entry, extra, _view_paths(view, structure),
+                                 [np.ndim(x) for x in leaves], what)
+        return kernel, output
+
+    def _out_axes(self, output: Any) -> list:
+        """The out_axes entry of each output leaf, resolved against its per-example ndim."""
+        leaves, structure = pytree.flatten(output)
+
+        def expand(spec, node, out):
+            if spec is None or isinstance(spec, (int, np.integer)):
+                out.extend([spec] * len(batching.leaf_paths(node)))
+            elif node[0] == "seq" and isinstance(spec, (tuple, list)) and len(spec) == len(node[2]):
+                for s, child in zip(spec, node[2]):
+                    expand(s, child, out)
+            elif node[0] == "dict" and isinstance(spec, dict) and sorted(spec) == node[1]:
+                for key, child in zip(node[1], node[2]):
+                    expand(spec[key], child, out)
+            else:
+                raise S2SError(f"vmap: out_axes {self.out_axes!r} does not match the output's structure",
+                               hint="give an int, None, or a prefix of the output tree")
+            return out
+
+        axes = expand(self.out_axes, structure, [])
+        resolved = []
+        for axis, leaf in zip(axes, leaves):
+            if axis is None:
+                resolved.append(None)
+                continue
+            ndim = np.ndim(leaf) + 1
+            if not -ndim <= axis < ndim:
+                raise S2SError(f"vmap: out_axes {axis} is out of range for an output with {ndim - 1} "
+                               "dimensions per example")
+            resolved.append(int(axis) % ndim)
+        return resolved
+
+    def _specialise(self, args: tuple, trees: list, backend: str) -> dict:
+        key = (_signature(args, trees), backend)
+        if key in self._specialised:
+            return self._specialised[key]
+        if backend == "cpu" and any(_has_namedtuple(a, t) for a, t in zip(args, trees)):
+            raise S2SError("s2s.jit(s2s.vmap(f)) maps tuples, lists and arrays, not the leaves of a namedtuple",
+                           hint="pass the namedtuple's fields as a tuple, or use in_axes=None for it")
+        example = tuple(_example(a, t, 0) for a, t in zip(args, trees))
+        kernel, probe = self._kernel(example, backend)
+        axes = self._out_axes(probe)
+        spec = {"probe": probe, "structure": pytree.flatten(probe)[1], "out_axes": axes,
+                "leaf_dtypes": [np.asarray(x).dtype for x in pytree.leaves(probe)],
+                "leaf_ndims": [np.ndim(x) for x in pytree.leaves(probe)]}
+        if kernel is None:
+            if backend != "python":
+                raise S2SError(f"vmap of {getattr(self.fun, '__name__', self.fun)!r} has no generated code to compile",
+                               hint="vmap a plain function, s2s.grad, s2s.value_and_grad, s2s.jit or s2s.vmap "
+                                    "of one; or use backend='python'")
+            spec.update(source=None, driver=None, call=None, description=getattr(self.fun, "__name__", "function"))
+        else:
+            params = _param_names(self.fun.fun if isinstance(self.fun, (api.Transformed, api.Primal)) else self.fun,
+                                  len(args))
+            base = kernel.entry[:-4] + "_grad" if kernel.entry.endswith("_vjp") else kernel.entry
+            if isinstance(self.fun, api.Transformed) and self.fun.kind == "value_and_grad":
+                base = kernel.entry[:-4] + "_value_and_grad"
+            # out_axes None: stack, then check every example agrees (as JAX refuses a batched output)
+            source = batching.module_source(base, params, trees, kernel, [a or 0 for a in axes])
+            spec.update(source=source, driver=f"{base}_vmap", description=kernel.description)
+            module = backends.load(source, base + "_vmap", backend, parallel=(f"{base}_vmap",))
+            spec["call"] = getattr(module, f"{base}_vmap")
+        self._specialised[key] = spec
+        return spec
+
+    def __call__(self, *args):
+        trees = self._trees(args)
+        spec = self._specialise(args, trees, self.backend)
+        self._last_source = spec["source"]
+        if spec["call"] is None:  # no generated code: a Python loop over examples
+            n = next(size for k, (a, t) in enumerate(zip(args, trees)) for _, _, size in _mapped_leaves(a, t, ""))
+            outputs = [pytree.leaves(self.fun(*(_example(a, t, b) for a, t in zip(args, trees)))) for b in range(n)]
+            stacked = [np.stack([np.asarray(o[k]) for o in outputs]) for k in range(len(spec["leaf_dtypes"]))]
+            stacked = [np.moveaxis(s, 0, a) if a else s for s, a in zip(stacked, spec["out_axes"])]
+        else:
+            call_args = tuple(pytree.to_numba(a) for a in args) if self.backend == "cpu" else args
+            stacked = list(spec["call"](*call_args))
+        leaves = []
+        for value, dtype, axis in zip(stacked, spec["leaf_dtypes"], spec["out_axes"]):
+            value = np.asarray(value)
+            if axis is None:  # out_axes=None: the output must not depend on the example
+                if not np.all(value == value[:1]):
+                    raise S2SError("vmap: out_axes=None for an output that differs between examples",
+                                   hint="give that output an axis in out_axes")
+                value = value[0]
+            if np.issubdtype(dtype, np.floating) and value.dtype != dtype:
+                value = value.astype(dtype)
+            leaves.append(value)
+        return pytree.unflatten(spec["structure"], leaves)
+
+
+def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Batched:
+    """Map fun over an axis of its arguments, as jax.vmap.
+
+    in_axes and out_axes are an int, None (not mapped), a tuple with one entry per positional
+    argument, or a pytree prefix of the arguments (outputs). Under s2s.jit the examples run in
+    parallel over compiled per-example code.
+
+    >>> import numpy as np, s2s
+    >>> def f(w, x):
+    ...     return np.sum(w * x)
+    >>> s2s.vmap(f, in_axes=(None, 0))(np.ones(3), np.arange(6.0).reshape(2, 3)).tolist()
+    [3.0, 12.0]
+    """
+    return Batched(fun, in_axes, out_axes)

@@ -1,0 +1,138 @@
+"""The vmap transform: a batched driver around per-example generated code.
+
+The batched function is the per-example module (the primal, the reverse mode of a grad, or
+another batched module) with one more function, `<name>_vmap`, that loops over the examples:
+
+    def loss_grad_vmap(params, xs, ys):
+        n = xs.shape[0]
+        result = loss_vjp(params, xs[0], ys[0], 1.0)
+        out_0 = runtime.batch_empty(n, result[1][0])
+        out_0[0] = result[1][0]
+        for b in runtime.prange(1, n):
+            result = loss_vjp(params, xs[b], ys[b], 1.0)
+            out_0[b] = result[1][0]
+        return (out_0,)
+
+`runtime.prange` is numba.prange: under s2s.jit the module is compiled with
+`parallel=True` and the examples run on all cores; on the python backend it is range.
+The driver is specialised to the argument structure and the mapped axes (known when the
+batched function is called, as in JAX's tracing), so the indexing it does is written out:
+`xs[:, b]` for in_axes=1. It returns the stacked output leaves as a flat tuple; out_axes
+other than 0 are applied with np.transpose.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from . import ir
+from .codegen import format_source
+
+# An argument tree: ("leaf", axis or None) | ("seq", [children]) | ("dict", keys, [children]).
+ArgTree = tuple
+
+
+@dataclass
+class Kernel:
+    """The per-example code a driver calls: a module, its entry, and how to call it."""
+
+    source: str  # the per-example module
+    entry: str  # the function the driver calls
+    extra_args: list[str]  # appended to the call (the cotangent seed of a gradient)
+    leaf_paths: list[str]  # where each output leaf sits in the entry's return value
+    leaf_ndims: list[int]  # per-example ndim of each output leaf
+    description: str  # "grad of loss with respect to params"
+
+
+def is_batched(tree: ArgTree) -> bool:
+    if tree[0] == "leaf":
+        return tree[1] is not None
+    return any(is_batched(child) for child in tree[-1])
+
+
+def example_expr(path: str, tree: ArgTree, index: str) -> str:
+    """The per-example value of the argument at path: indexed where it is batched."""
+    if not is_batched(tree):
+        return path
+    if tree[0] == "leaf":
+        return f"{path}[{':, ' * tree[1]}{index}]"
+    if tree[0] == "dict":
+        items = ", ".join(f"{key!r}: {example_expr(f'{path}[{key!r}]', child, index)}"
+                          for key, child in zip(tree[1], tree[2]))
+        return "{" + items + "}"
+    items = [example_expr(f"{path}[{k}]", child, index) for k, child in enumerate(tree[1])]
+    return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+
+
+def first_batched(path: str, tree: ArgTree) -> str | None:
+    """`xs.shape[0]`: the batch size, read from the first batched leaf."""
+    if tree[0] == "leaf":
+        return f"{path}.shape[{tree[1]}]" if tree[1] is not None else None
+    keys = tree[1] if tree[0] == "dict" else range(len(tree[1]))
+    for key, child in zip(keys, tree[-1]):
+        found = first_batched(f"{path}[{key!r}]", child)
+        if found:
+            return found
+    return None
+
+
+def described_axes(params: list[str], trees: list[ArgTree]) -> str:
+    parts = []
+    for p, tree in zip(params, trees):
+        if tree[0] == "leaf" and tree[1] is not None:
+            parts.append(f"axis {tree[1]} of {p}")
+        elif tree[0] != "leaf" and is_batched(tree):
+            parts.append(f"the mapped leaves of {p}")
+    return ", ".join(parts)
+
+
+def driver_source(name: str, params: list[str], trees: list[ArgTree], kernel: Kernel,
+                  out_axes: list[int]) -> str:
+    """The `<name>_vmap` function: a loop over examples, parallel under s2s.jit."""
+    fresh = ir.Names(params + [kernel.entry]).fresh
+    n, b, result = fresh("n"), fresh("b"), fresh("result")
+    outs = [fresh(f"out_{k}") for k in range(len(kernel.leaf_paths))]
+    size = next(s for s in (first_batched(p, t) for p, t in zip(params, trees)) if s)
+
+    def call(index: str) -> str:
+        args = [example_expr(p, t, index) for p, t in zip(params, trees)] + kernel.extra_args
+        return f"{result} = {kernel.entry}({', '.join(args)})"
+
+    doc = (f"Vmap of {kernel.description}, batched over {described_axes(params, trees)}: "
+           "a loop over the examples (parallel under s2s.jit).")
+    lines = [f"def {name}_vmap({', '.join(params)}):", f'    """{doc}"""', f"    {n} = {size}", f"    {call('0')}"]
+    for out, path in zip(outs, kernel.leaf_paths):
+        lines += [f"    {out} = runtime.batch_empty({n}, {result}{path})", f"    {out}[0] = {result}{path}"]
+    lines += [f"    for {b} in runtime.prange(1, {n}):", f"        {call(b)}"]
+    lines += [f"        {out}[{b}] = {result}{path}" for out, path in zip(outs, kernel.leaf_paths)]
+    returned = []
+    for out, axis, ndim in zip(outs, out_axes, kernel.leaf_ndims):
+        if axis == 0:
+            returned.append(out)
+        else:  # the batch axis moves from the front to `axis`
+            order = list(range(1, ndim + 1))
+            order.insert(axis, 0)
+            returned.append(f"np.transpose({out}, {tuple(order)})")
+    lines.append(f"    return ({', '.join(returned)}{',' if len(returned) == 1 else ''})")
+    return "\n".join(lines) + "\n"
+
+
+def module_source(name: str, params: list[str], trees: list[ArgTree], kernel: Kernel,
+                  out_axes: list[int]) -> str:
+    """The per-example module with the batched driver appended, and a header that says how
+    the function was batched."""
+    header = (f"# Generated by s2s: vmap of {kernel.description}, batched over "
+              f"{described_axes(params, trees)} by a loop over the examples\n"
+              f"# (runtime.prange: parallel under s2s.jit). The per-example code follows:\n")
+    text = header + kernel.source + "\n\n" + driver_source(name, params, trees, kernel, out_axes)
+    return format_source(text)
+
+
+def leaf_paths(tree: Any, prefix: str = "") -> list[str]:
+    """Index paths of the leaves of a (flattened-order) pytree structure from pytree.flatten."""
+    if tree[0] == "leaf":
+        return [prefix]
+    if tree[0] == "dict":
+        return [p for key, child in zip(tree[1], tree[2]) for p in leaf_paths(child, f"{prefix}[{key!r}]")]
+    return [p for k, child in enumerate(tree[2]) for p in leaf_paths(child, f"{prefix}[{k}]")]

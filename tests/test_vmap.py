@@ -1,0 +1,210 @@
+"""s2s.vmap: every case against a Python loop over the examples, on both backends."""
+
+import collections
+
+import numpy as np
+import pytest
+
+import s2s
+
+BACKENDS = ["python", "cpu"]
+rng = np.random.default_rng(7)
+
+
+def batched(fun, backend, **axes):
+    return s2s.jit(s2s.vmap(fun, **axes), backend=backend)
+
+
+def logistic_loss(w, x, y):
+    p = 1.0 / (1.0 + np.exp(-np.dot(x, w)))
+    return -(y * np.log(p) + (1.0 - y) * np.log(1.0 - p))
+
+
+def two_outputs(x, y):
+    return np.sin(x) * y, x + 1.0
+
+
+def euler_decay(rate, x0, steps):
+    """A loop with in-place writes per example."""
+    path = np.zeros(steps + 1)
+    path[0] = x0
+    for k in range(steps):
+        path[k + 1] = path[k] - 0.01 * rate * path[k]
+    return path
+
+
+def weighted(params, x):
+    w, b = params
+    return np.tanh(x @ w + b)
+
+
+def outer_self(x):
+    return np.outer(x, x)
+
+
+def sum_weighted(params, x):
+    return np.sum(weighted(params, x))
+
+
+def sum_squares(x):
+    return np.sum(x * x)
+
+
+def scaled_pair(w, x):
+    return w * 2.0, x * w
+
+
+def identity(x):
+    return x
+
+
+def field_product(p):
+    return p.x * p.y
+
+
+def loop_over(fun, args, in_axes):
+    """The reference: fun called on each example, outputs stacked on axis 0."""
+    n = next(np.shape(a)[ax] for a, ax in zip(args, in_axes) if ax is not None)
+    outputs = [fun(*(a if ax is None else np.take(a, i, axis=ax) for a, ax in zip(args, in_axes)))
+               for i in range(n)]
+    if isinstance(outputs[0], tuple):
+        return tuple(np.stack(parts) for parts in zip(*outputs))
+    return np.stack(outputs)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_per_example_gradients_match_the_formula_and_the_loop(backend):
+    w, xs, ys = rng.normal(size=3), rng.normal(size=(16, 3)), (rng.random(16) > 0.5).astype(float)
+    got = batched(s2s.grad(logistic_loss), backend, in_axes=(None, 0, 0))(w, xs, ys)
+    p = 1.0 / (1.0 + np.exp(-xs @ w))
+    np.testing.assert_allclose(got, (p - ys)[:, None] * xs, rtol=1e-12)
+    np.testing.assert_allclose(got, loop_over(s2s.grad(logistic_loss), (w, xs, ys), (None, 0, 0)), rtol=1e-12)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_axes_negative_and_out_axes(backend):
+    xs, ys = rng.normal(size=(5, 3)), rng.normal(size=(3, 5))
+    a, b = batched(two_outputs, backend, in_axes=(0, -1), out_axes=(1, 0))(xs, ys)
+    ref_a, ref_b = loop_over(two_outputs, (xs, ys), (0, 1))
+    np.testing.assert_allclose(a, ref_a.T)
+    np.testing.assert_allclose(b, ref_b)
+    c = batched(outer_self, backend, out_axes=-1)(xs)
+    np.testing.assert_allclose(c, np.moveaxis(loop_over(outer_self, (xs,), (0,)), 0, -1))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_loops_with_in_place_writes_and_scalar_arguments(backend):
+    rates = rng.random(6)
+    got = batched(euler_decay, backend, in_axes=(0, None, None))(rates, 1.0, 50)
+    np.testing.assert_allclose(got, loop_over(euler_decay, (rates, 1.0, 50), (0, None, None)))
+    np.testing.assert_allclose(got[:, -1], (1 - 0.01 * rates) ** 50)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_pytree_prefix_in_axes_and_tuple_outputs(backend):
+    ws, b, xs = rng.normal(size=(4, 3, 2)), rng.normal(size=2), rng.normal(size=(4, 3))
+    got = batched(weighted, backend, in_axes=((0, None), 0))((ws, b), xs)
+    ref = np.stack([weighted((ws[i], b), xs[i]) for i in range(4)])
+    np.testing.assert_allclose(got, ref)
+    # the gradient has the structure of params: a tuple of per-example stacks
+    gw, gb = batched(s2s.grad(sum_weighted), backend, in_axes=((0, None), 0))((ws, b), xs)
+    t = 1.0 - np.tanh(np.einsum("ni,nij->nj", xs, ws) + b) ** 2
+    np.testing.assert_allclose(gb, t, rtol=1e-12)
+    np.testing.assert_allclose(gw, xs[:, :, None] * t[:, None, :], rtol=1e-12)
+
+
+def test_dict_arguments_on_the_python_backend():
+    params = {"w": rng.normal(size=(3, 3)), "b": rng.normal(size=3)}
+    xs = rng.normal(size=(5, 3))
+
+    def f(p, x):
+        return np.sum(np.tanh(p["w"] @ x + p["b"]))
+
+    got = s2s.vmap(s2s.grad(f), in_axes=(None, 0))(params, xs)
+    ref = [s2s.grad(f)(params, x) for x in xs]
+    assert sorted(got) == ["b", "w"]
+    np.testing.assert_allclose(got["w"], np.stack([r["w"] for r in ref]))
+    np.testing.assert_allclose(got["b"], np.stack([r["b"] for r in ref]))
+    # ... and by finite differences for one example
+    h, e = 1e-6, np.eye(3)[0]
+    fd = (f({"w": params["w"], "b": params["b"] + h * e}, xs[2]) - f({"w": params["w"], "b": params["b"] - h * e}, xs[2])) / (2 * h)
+    np.testing.assert_allclose(got["b"][2, 0], fd, rtol=1e-6)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_nested_vmap_is_a_table(backend):
+    W, xs, ys = rng.normal(size=(4, 3)), rng.normal(size=(6, 3)), (rng.random(6) > 0.5).astype(float)
+    inner = s2s.vmap(logistic_loss, in_axes=(None, 0, 0))
+    table = batched(inner, backend, in_axes=(0, None, None))(W, xs, ys)
+    ref = np.array([[logistic_loss(W[a], xs[i], ys[i]) for i in range(6)] for a in range(4)])
+    np.testing.assert_allclose(table, ref, rtol=1e-12)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_value_and_grad_with_aux(backend):
+    def f(x):
+        return np.sum(x**3), np.max(x)
+
+    xs = rng.normal(size=(5, 4))
+    (value, aux), g = batched(s2s.value_and_grad(f, has_aux=True), backend)(xs)
+    np.testing.assert_allclose(value, np.sum(xs**3, axis=1))
+    np.testing.assert_allclose(aux, np.max(xs, axis=1))
+    np.testing.assert_allclose(g, 3 * xs**2, rtol=1e-12)
+
+
+def test_float32_stays_float32():
+    xs = rng.normal(size=(4, 3)).astype(np.float32)
+    g = s2s.vmap(s2s.grad(sum_squares))(xs)
+    assert g.dtype == np.float32
+    np.testing.assert_allclose(g, 2 * xs, rtol=1e-6)
+
+
+def test_out_axes_none_needs_an_unbatched_output():
+    xs = rng.normal(size=(4, 3))
+    same, mapped = s2s.vmap(scaled_pair, in_axes=(None, 0), out_axes=(None, 0))(1.5, xs)
+    assert float(same) == 3.0
+    np.testing.assert_allclose(mapped, xs * 1.5)
+    with pytest.raises(s2s.S2SError, match="out_axes=None"):
+        s2s.vmap(identity, out_axes=None)(xs)
+
+
+def test_functions_without_generated_code_loop_in_python():
+    def sin_jvp(t):
+        return s2s.jvp(np_sin, (0.3,), (t,))[1]
+
+    ts = np.array([1.0, 2.0, -0.5])
+    np.testing.assert_allclose(s2s.vmap(sin_jvp)(ts), np.cos(0.3) * ts, rtol=1e-12)
+    with pytest.raises(s2s.S2SError, match="cannot be used as a value"):
+        s2s.jit(s2s.vmap(sin_jvp))(ts)
+
+
+def np_sin(x):
+    return np.sin(x)
+
+
+def test_clear_errors():
+    with pytest.raises(s2s.S2SError, match=r"inconsistent sizes.*argument 0 has size 3.*argument 1 has size 4"):
+        s2s.vmap(two_outputs)(np.ones((3, 2)), np.ones((4, 2)))
+    with pytest.raises(s2s.S2SError, match="at least one mapped argument"):
+        s2s.vmap(two_outputs, in_axes=None)(np.ones(3), np.ones(3))
+    with pytest.raises(s2s.S2SError, match="over axis 0, but it has 0 dimensions"):
+        s2s.vmap(two_outputs)(1.0, np.ones(3))
+    with pytest.raises(s2s.S2SError, match="in_axes has 1 entries"):
+        s2s.vmap(two_outputs, in_axes=(0,))(np.ones(3), np.ones(3))
+    with pytest.raises(s2s.S2SError, match="call the vmapped function once"):
+        s2s.source(s2s.vmap(two_outputs))
+    Point = collections.namedtuple("Point", "x y")
+    with pytest.raises(s2s.S2SError, match="namedtuple"):
+        s2s.jit(s2s.vmap(field_product))(Point(np.ones(3), np.ones(3)))
+
+
+def test_generated_driver_reads_as_a_loop_and_is_deterministic():
+    xs, ys = rng.normal(size=(5, 3)), rng.normal(size=(3, 5))
+    f = s2s.vmap(two_outputs, in_axes=(0, 1))
+    f(xs, ys)
+    assert "def two_outputs_vmap(x, y):" in f.source
+    assert "for b in runtime.prange(1, n):" in f.source
+    assert "result = two_outputs(x[b], y[:, b])" in f.source
+    g = s2s.vmap(two_outputs, in_axes=(0, 1))
+    g(xs, ys)
+    assert f.source == g.source
