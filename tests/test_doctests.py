@@ -3,8 +3,14 @@
 import doctest
 
 import s2s.api
+import s2s.batched
 
 
 def test_api_docstring_examples():
     result = doctest.testmod(s2s.api)
     assert result.attempted >= 8 and result.failed == 0
+
+
+def test_vmap_docstring_examples():
+    result = doctest.testmod(s2s.batched)
+    assert result.attempted >= 1 and result.failed == 0
