@@ -120,10 +120,41 @@ def main(argv=None):
         print(f"{title:40s} primal {row['primal_s'] * 1e3:9.3f} ms  s2s grad {row['s2s_s'] * 1e3:9.3f} ms"
               f"  ratio {row['s2s_s'] / row['primal_s']:6.2f}"
               + (f"  JAX {row['jax_s'] * 1e3:9.3f} ms" if "jax_s" in row else ""), flush=True)
-    write_results(rows, quick, jax)
+    batched_rows = batching_rows(quick, jax, per_call, first_call)
+    write_results(rows, quick, jax, batched_rows)
 
 
-def write_results(rows, quick, jax):
+def batching_rows(quick, jax, per_call, first_call):
+    """vmap: s2s.jit(s2s.vmap(s2s.grad(f))) against a hand-written prange loop and JAX."""
+    import s2s
+    from benchmarks import batching
+
+    jax_fns = batching.jax_versions() if jax is not None else {}
+    rows = []
+    for title, f, hand, in_axes, args in batching.workloads(quick):
+        row = {"workload": title}
+        numba_args = tuple(tuple(a) if isinstance(a, (tuple, list)) else a for a in args)
+        fast = s2s.jit(s2s.vmap(s2s.grad(f), in_axes=in_axes))
+        row["first_s2s_s"] = first_call(fast, *args)
+        got = fast(*args)
+        expected = hand(*numba_args)
+        for a, b in zip(s2s.pytree.leaves(got), s2s.pytree.leaves(expected)):
+            assert np.allclose(a, b, rtol=1e-9, atol=1e-12), f"{f.__name__}: vmap and hand loop disagree"
+        row["s2s_s"] = per_call(fast, *args)
+        row["hand_s"] = per_call(hand, *numba_args)
+        if f.__name__ in jax_fns:
+            jf = jax_fns[f.__name__]
+            row["first_jax_s"] = first_call(lambda *a: jax.block_until_ready(jf(*a)), *numba_args)
+            for a, b in zip(jax.tree_util.tree_leaves(jf(*numba_args)), s2s.pytree.leaves(got)):
+                assert np.allclose(np.asarray(a), b, rtol=1e-6, atol=1e-9), f"{f.__name__}: JAX disagrees"
+            row["jax_s"] = per_call(lambda *a: jax.block_until_ready(jf(*a)), *numba_args)
+        rows.append(row)
+        print(f"{title:48s} s2s vmap(grad) {row['s2s_s'] * 1e3:9.3f} ms  hand prange {row['hand_s'] * 1e3:9.3f} ms"
+              + (f"  JAX {row['jax_s'] * 1e3:9.3f} ms" if "jax_s" in row else ""), flush=True)
+    return rows
+
+
+def write_results(rows, quick, jax, batched_rows=()):
     import numba
 
     out = os.path.join(HERE, "results")
@@ -157,6 +188,24 @@ def write_results(rows, quick, jax):
             f"| {r['workload']} | {r['kind']} | {ms(r['primal_s'])} | {ms(r['s2s_s'])} | "
             f"{ratio(r['s2s_s'], r['primal_s'])} | {ms(r.get('hand_s'))} | {ratio(r.get('hand_s'), r['primal_s'])} | "
             f"- | - | {r['first_s2s_s']:.2f} | - | {r['transform_s']:.3f} |")
+    if batched_rows:
+        lines += [
+            "",
+            "## Per-example gradients: s2s.jit(s2s.vmap(s2s.grad(f)))",
+            "",
+            f"A parallel loop (Numba prange) over compiled per-example code, on {os.cpu_count()} cores; the "
+            "hand-written loop is a Numba prange loop with the derivative written out.",
+            "",
+            "| workload | s2s vmap(grad) ms | hand prange ms | s2s / hand | JAX vmap(grad) ms | JAX / s2s "
+            "| s2s first call s | JAX first call s |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for r in batched_rows:
+            lines.append(f"| {r['workload']} | {ms(r['s2s_s'])} | {ms(r['hand_s'])} | {ratio(r['s2s_s'], r['hand_s'])} "
+                         f"| {ms(r.get('jax_s'))} | {ratio(r.get('jax_s'), r['s2s_s'])} | {r['first_s2s_s']:.2f} "
+                         f"| {r['first_jax_s']:.2f} |" if "jax_s" in r else
+                         f"| {r['workload']} | {ms(r['s2s_s'])} | {ms(r['hand_s'])} | {ratio(r['s2s_s'], r['hand_s'])} "
+                         f"| - | - | {r['first_s2s_s']:.2f} | - |")
     with open(os.path.join(out, "results.md"), "w") as handle:
         handle.write("\n".join(lines) + "\n")
     try:
