@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import copy
 import functools
+import importlib.util
 import inspect
+import os
 import re
+import sys
 from typing import Any, Callable
 
 import numpy as np
 
-from . import api, backends, batching, pytree
+from . import api, backends, batching, ir, pytree
 from .errors import S2SError
 
 
@@ -122,6 +125,7 @@ class Batched:
         functools.update_wrapper(self, fun, updated=())
         self._specialised: dict = {}
         self._last_source: str | None = None
+        self._loop_function: Callable | None = None
 
     def with_backend(self, backend: str) -> "Batched":
         return Batched(self.fun, self.in_axes, self.out_axes, backend)
@@ -133,6 +137,58 @@ class Batched:
             raise S2SError("the batched source depends on the arguments' structure and mapped axes",
                            hint="call the vmapped function once, then read its .source")
         return self._last_source
+
+    # ---- inside other transforms -----------------------------------------------------
+
+    def as_loop_function(self) -> Callable:
+        """This vmap as a plain Python loop over the examples, for grad, jvp and jit of a
+        function that calls it: the transforms differentiate the loop like user code.
+        Written to a real file (the transforms read its source)."""
+        if self._loop_function is not None:
+            return self._loop_function
+        fun = self.fun.as_loop_function() if isinstance(self.fun, Batched) else self.fun
+        if not inspect.isfunction(fun) or fun.__name__ == "<lambda>":
+            raise S2SError("transforms of a function that calls s2s.vmap(f) need f to be a plain function "
+                           "(defined with def) or another such vmap",
+                           hint="call the vmapped function outside the transform, or vmap the function itself")
+        params = _param_names(fun, len(inspect.signature(fun).parameters))
+        axes = self.in_axes if isinstance(self.in_axes, (tuple, list)) else (self.in_axes,) * len(params)
+        if len(axes) != len(params) or not all(
+                a is None or isinstance(a, int) and not isinstance(a, bool) and a >= 0 for a in axes):
+            raise S2SError(f"inside another transform, vmap takes in_axes of None or non-negative ints, one per "
+                           f"parameter of {fun.__name__}, got {self.in_axes!r}",
+                           hint="map whole arguments (pytree prefixes and negative axes need the argument shapes)")
+        if self.out_axes != 0 or not any(a is not None for a in axes):
+            raise S2SError("inside another transform, vmap takes out_axes=0 and at least one mapped argument")
+        trees = [("leaf", a) for a in axes]
+        fresh = ir.Names(params + [fun.__name__]).fresh
+        n, b, first, out = fresh("n"), fresh("b"), fresh("first"), fresh("out")
+        size = next(batching.first_batched(p, t) for p, t in zip(params, trees) if t[1] is not None)
+
+        def call(index):
+            return f"{fun.__name__}({', '.join(batching.example_expr(p, t, index) for p, t in zip(params, trees))})"
+
+        source = (
+            f"import numpy as np\n\n\n"
+            f"def {fun.__name__}_vmap({', '.join(params)}):\n"
+            f'    """s2s.vmap({fun.__name__}, in_axes={self.in_axes!r}) as a loop over the examples."""\n'
+            f"    {n} = {size}\n"
+            f"    {first} = {call('0')}\n"
+            f"    {out} = np.zeros(({n},) + np.shape({first}))\n"
+            f"    {out}[0] = {first}\n"
+            f"    for {b} in range(1, {n}):\n"
+            f"        {out}[{b}] = {call(b)}\n"
+            f"    return {out}\n"
+        )
+        path = backends.write_module(source, f"{fun.__name__}_vmap_loop")
+        module_name = "s2s_generated." + os.path.splitext(os.path.basename(path))[0]
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        spec.loader.exec_module(module)
+        setattr(module, fun.__name__, fun)  # the per-example function the loop calls
+        self._loop_function = getattr(module, f"{fun.__name__}_vmap")
+        return self._loop_function
 
     # ---- arguments ------------------------------------------------------------------
 

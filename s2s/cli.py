@@ -53,7 +53,10 @@ def parse_modes(text: str) -> list[str]:
     modes = [m.strip() for m in text.split(",") if m.strip()]
     for mode in modes:
         if mode == "vmap":
-            raise S2SError("the vmap transform is not available yet", hint="use --mode grad,vjp,jvp")
+            raise S2SError("the batched source depends on the argument shapes and mapped axes, which a file "
+                           "alone does not give",
+                           hint="call s2s.vmap(f, in_axes=...) once on example arguments and read its .source; "
+                                "or use --mode grad,vjp,jvp")
         if mode not in MODES:
             raise S2SError(f"unknown mode {mode!r}; available: {', '.join(MODES)}")
     return modes

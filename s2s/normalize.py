@@ -689,6 +689,14 @@ class Normalizer:
         if callee is MISSING:
             raise self.error(func, "cannot resolve the called function",
                              "call numpy, math, builtins or module-level functions")
+        if hasattr(callee, "as_loop_function"):  # an s2s.vmap object: transformed as its loop
+            self.references.add((_dotted(func), callee.__module__, callee.__qualname__))
+            try:
+                callee = callee.as_loop_function()
+            except S2SError as exc:
+                raise self.error(node, exc.reason, exc.hint) from None
+            args, kwargs = self.arguments(node)
+            return self.user_call(node, callee, args, kwargs)
         if callee is builtins.print:
             raise self.error(node, "print(...) returns None; call it as a statement")
         if callee in (builtins.range, builtins.enumerate, builtins.zip):

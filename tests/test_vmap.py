@@ -208,3 +208,44 @@ def test_generated_driver_reads_as_a_loop_and_is_deterministic():
     g = s2s.vmap(two_outputs, in_axes=(0, 1))
     g(xs, ys)
     assert f.source == g.source
+
+
+def tanh_layer(params, x):
+    w, b = params
+    return np.tanh(x @ w + b)
+
+
+predict = s2s.vmap(tanh_layer, in_axes=(None, 0))
+predict_grid = s2s.vmap(s2s.vmap(tanh_layer, in_axes=(None, 0)), in_axes=(None, 1))
+predict_negative = s2s.vmap(tanh_layer, in_axes=(None, -1))
+
+
+def mse_through_vmap(params, xs, ys):
+    return np.mean((predict(params, xs) - ys) ** 2)
+
+
+def sum_through_nested_vmap(params, grid):
+    return np.sum(predict_grid(params, grid) ** 2)
+
+
+def through_negative_axes(params, xs):
+    return np.sum(predict_negative(params, xs))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_grad_of_a_function_that_calls_a_vmapped_function(backend):
+    params = (rng.normal(size=(3, 2)), rng.normal(size=2))
+    xs, ys = rng.normal(size=(6, 3)), rng.normal(size=(6, 2))
+    gw, gb = s2s.jit(s2s.grad(mse_through_vmap), backend=backend)(params, xs, ys)
+    # the closed form of the mean squared error of a tanh layer
+    t = np.tanh(xs @ params[0] + params[1])
+    delta = 2.0 * (t - ys) * (1.0 - t**2) / ys.size
+    np.testing.assert_allclose(gw, xs.T @ delta, rtol=1e-12)
+    np.testing.assert_allclose(gb, np.sum(delta, axis=0), rtol=1e-12)
+    grid = rng.normal(size=(4, 5, 3))
+    s2s.testing.check_grads(sum_through_nested_vmap, (params, grid), order=1)
+
+
+def test_vmap_inside_transforms_needs_whole_argument_axes():
+    with pytest.raises(s2s.S2SError, match=r"test_vmap.py:\d+:\d+: inside another transform, vmap takes in_axes"):
+        s2s.grad(through_negative_axes)((np.ones((3, 2)), np.ones(2)), np.ones((3, 4)))
