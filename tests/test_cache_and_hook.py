@@ -228,4 +228,4 @@ def test_command_line(tmp_path):
     assert "refused.py:" in bad.stderr and "try statements are not supported" in bad.stderr
     debug = cli("--debug", "transform", os.path.join(ROOT, "tests", "refused.py"), "--function", "uses_try")
     assert debug.returncode == 1 and "Traceback" in debug.stderr
-    assert "vmap transform is not available" in cli("transform", path, "--mode", "vmap").stderr
+    assert "call s2s.vmap(f, in_axes=...) once" in cli("transform", path, "--mode", "vmap").stderr
