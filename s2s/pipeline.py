@@ -179,7 +179,8 @@ def _jvp_module_source(fn: Any, display_path: str | None, second_order: bool = F
 def _columns_driver(fname: str, params: list[str], mode: str, argnum: int = 0,
                     has_aux: bool = False) -> ast.FunctionDef:
     """A loop over a stack of tangents (jvp) or cotangents (vjp), for jacfwd and jacrev:
-    compiled with the rest of the module, so a Jacobian is one call, not one per column."""
+    compiled with the rest of the module, so a Jacobian is one call, not one per column, and
+    the columns are a batch: runtime.prange runs them in parallel under s2s.jit."""
     fresh = ir.Names(params).fresh
     stack = fresh("tangents" if mode == "jvp" else "cotangents")
     count, first, out, row = fresh("count"), fresh("first"), fresh("out"), fresh("row")
@@ -207,7 +208,7 @@ def _columns_driver(fname: str, params: list[str], mode: str, argnum: int = 0,
         + f"    {first} = {call('0')}\n"
         + f"    {out} = np.empty(({count},) + np.shape({first}))\n"
         + f"    {out}[0] = {first}\n"
-        + f"    for {row} in range(1, {count}):\n"
+        + f"    for {row} in runtime.prange(1, {count}):\n"
         + f"        {out}[{row}] = {call(row)}\n"
         + f"    return {out}\n"
     )
