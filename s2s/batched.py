@@ -224,12 +224,14 @@ class Batched:
         python backend loops over the examples in Python)."""
         fun = self.fun
         if isinstance(fun, Batched):
-            inner_trees = fun._trees(example)
-            spec = fun._specialise(example, inner_trees, backend)
+            spec = fun._specialise(example, fun._trees(example), backend)
+            if spec["call"] is None:
+                return None, fun.with_backend("python")(*example)
+            output = fun.with_backend("python")(*example)  # batched: the inner batch axis is in it
             kernel = batching.Kernel(spec["source"], spec["driver"], [],
                                      [f"[{k}]" for k in range(len(spec["leaf_dtypes"]))],
-                                     spec["leaf_ndims"], f"vmap of {spec['description']}")
-            return kernel, spec["probe"]
+                                     [np.ndim(x) for x in pytree.leaves(output)], f"vmap of {spec['description']}")
+            return kernel, output
         if isinstance(fun, api.Transformed) and fun.kind in ("grad", "value_and_grad"):
             output = fun.with_backend("python")(*example)
             source = fun.source

@@ -249,3 +249,13 @@ def test_grad_of_a_function_that_calls_a_vmapped_function(backend):
 def test_vmap_inside_transforms_needs_whole_argument_axes():
     with pytest.raises(s2s.S2SError, match=r"test_vmap.py:\d+:\d+: inside another transform, vmap takes in_axes"):
         s2s.grad(through_negative_axes)((np.ones((3, 2)), np.ones(2)), np.ones((3, 4)))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_nested_vmap_with_inner_out_axes(backend):
+    xs, ys = rng.normal(size=(3, 4)), rng.normal(size=(5, 4))
+    inner = s2s.vmap(outer_self, out_axes=1)  # (4, n, 4) per outer example
+    got = batched(inner, backend, in_axes=1, out_axes=-1)(np.stack([xs[:, :2]] * 5, axis=1))
+    ref = np.stack([np.stack([np.outer(r, r) for r in xs[:, :2]], axis=1)] * 5, axis=-1)
+    assert got.shape == ref.shape == (2, 3, 2, 5)
+    np.testing.assert_allclose(got, ref)
