@@ -370,3 +370,26 @@ def solve_bar_a(b_adjoint, x):
     if np.ndim(x) == 1:
         return np.outer(b_adjoint, x)
     return b_adjoint @ np.swapaxes(x, -1, -2)
+
+
+# ---- shape tapes --------------------------------------------------------------------
+# The reverse sweep needs the shape of some overwritten values (to unbroadcast adjoints).
+# Pushing a shape returns it, and popping is handed the variable that received the push:
+# under Numba that variable's type (its ndim) says how much was pushed, so the shapes of
+# scalars cost nothing (runtime_numba.py). Here shapes are plain tuples on a list.
+
+
+def shape_tape():
+    return []
+
+
+def push_shape(tape, x):
+    """Push x's shape and return it."""
+    shape = np.shape(x)
+    tape.append(shape)
+    return shape
+
+
+def pop_shape(tape, like):
+    """The last shape pushed; `like` holds a shape pushed on the same tape."""
+    return tape.pop()
