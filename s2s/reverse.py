@@ -67,6 +67,7 @@ class VJP:
         self.tapes: dict[tuple, str] = {}  # (var, id(stmt), when) -> tape name
         self.tape_order: list[str] = []
         self.shape_tapes: set[str] = set()
+        self.invariant: dict[str, bool] = {}
         self.trips: dict[int, str] = {}  # id(loop) -> trip-count variable
         self.live: set[str] = set()  # straight-line adjoints that hold a value
         self.materialized: set[str] = set()
@@ -288,7 +289,8 @@ class VJP:
                 # A trip counter is set where its loop starts: again on each outer iteration.
                 clobbered = bool(self.an.enclosing_loops(stmt))
             else:
-                clobbered = self.an.defs_may_clobber(need.var, stmt, operand=need.when == "pre")
+                clobbered = self.an.defs_may_clobber(need.var, stmt, operand=need.when == "pre") \
+                    and not self.loop_invariant(need.var)
             if not clobbered:
                 return None, "value", None
             if need.shape:
@@ -319,6 +321,37 @@ class VJP:
                         covered_shape[need.var] = key
                     else:
                         covered_value.add(need.var)
+
+    def loop_invariant(self, var: str, seen: frozenset = frozenset()) -> bool:
+        """Is var assigned once, in a loop, from operands that nothing in that loop changes
+        (or that are loop-invariant themselves)?
+
+        Then every iteration stores the same value (-0.5 * sigma in a time loop), and the
+        value left in var after the loop is the one each iteration read: no tape.
+        """
+        if var in seen:
+            return False
+        if var not in self.invariant:
+            defs = self.an.defs.get(var, [])
+            site = defs[0] if len(defs) == 1 else None
+            loops = set(self.an.enclosing_loops(site)) if isinstance(site, ir.Assign) else set()
+            ok = bool(loops) and var not in self.may_mutate and var not in self.an.subscripted \
+                and not site.inplace and not site.unpack and isinstance(site.value, ir.Call) \
+                and not is_user_function(site.value.fn)
+            if ok:
+                found = rule_for(site.value, site.origin)
+                ok = found is not None and found.kind == "rule"  # a pure function of its arguments
+            for operand in ir.stmt_reads(site) if ok else []:
+                writers = list(self.an.defs.get(operand, []))
+                for other in self.an.alias_of.get(operand, ()):  # in-place writes through aliases
+                    writers += [d for d in self.an.defs.get(other, []) if isinstance(d, ir.SetItem)]
+                inside = any(w != "param" and (id(w) in loops or loops & set(self.an.enclosing_loops(w)))
+                             for w in writers)
+                if inside and not self.loop_invariant(operand, seen | {var}):
+                    ok = False
+                    break
+            self.invariant[var] = ok
+        return self.invariant[var]
 
     def _ensure_plan(self):
         if self.plan is None:
