@@ -10,16 +10,16 @@ def rosenbrock_vjp(x, out_bar):
     # Tapes: values the reverse sweep needs after they are overwritten
     _t4_tape = []
     _t6_tape = []
-    _t5_shape_tape = []
-    _t7_shape_tape = []
+    _t5_shape_tape = runtime.shape_tape()
+    _t7_shape_tape = runtime.shape_tape()
     _t8_tape = []
-    _t9_shape_tape = []
-    _t10_shape_tape = []
-    total_shape_tape = []
-    _t12_shape_tape = []
+    _t9_shape_tape = runtime.shape_tape()
+    _t10_shape_tape = runtime.shape_tape()
+    total_shape_tape = runtime.shape_tape()
+    _t12_shape_tape = runtime.shape_tape()
     _t13_tape = []
-    _t11_shape_tape = []
-    _t14_shape_tape = []
+    _t11_shape_tape = runtime.shape_tape()
+    _t14_shape_tape = runtime.shape_tape()
     # newton.py:30  total = 0.0
     total = 0.0
     # newton.py:31  for i in range(x.shape[0] - 1):
@@ -34,23 +34,23 @@ def rosenbrock_vjp(x, out_bar):
         _t6 = x[i]
         _t6_tape.append(_t6)
         _t7 = _t6**2
-        _t5_shape_tape.append(runtime.shape(_t5))
-        _t7_shape_tape.append(runtime.shape(_t7))
+        _t5_shape = runtime.push_shape(_t5_shape_tape, _t5)
+        _t7_shape = runtime.push_shape(_t7_shape_tape, _t7)
         _t8 = _t5 - _t7
         _t8_tape.append(_t8)
         _t9 = _t8**2
-        _t9_shape_tape.append(runtime.shape(_t9))
+        _t9_shape = runtime.push_shape(_t9_shape_tape, _t9)
         _t10 = 100.0 * _t9
-        _t10_shape_tape.append(runtime.shape(_t10))
-        total_shape_tape.append(runtime.shape(total))
+        _t10_shape = runtime.push_shape(_t10_shape_tape, _t10)
+        total_shape = runtime.push_shape(total_shape_tape, total)
         _t11 = total + _t10
         _t12 = x[i]
-        _t12_shape_tape.append(runtime.shape(_t12))
+        _t12_shape = runtime.push_shape(_t12_shape_tape, _t12)
         _t13 = 1.0 - _t12
         _t13_tape.append(_t13)
         _t14 = _t13**2
-        _t11_shape_tape.append(runtime.shape(_t11))
-        _t14_shape_tape.append(runtime.shape(_t14))
+        _t11_shape = runtime.push_shape(_t11_shape_tape, _t11)
+        _t14_shape = runtime.push_shape(_t14_shape_tape, _t14)
         total = _t11 + _t14
     # Reverse sweep: adjoints flow back from the result
     total_bar = out_bar
@@ -58,25 +58,25 @@ def rosenbrock_vjp(x, out_bar):
     x_bar = runtime.zeros_like(x)
     for i in range(_t3 - 1, -1, -1):
         # Grad of: newton.py:32  total = total + 100.0 * (x[i + 1] - x[i] ** 2) ** 2 + (1.0 - x[i]) ** 2
-        _t11_shape = _t11_shape_tape.pop()
-        _t14_shape = _t14_shape_tape.pop()
+        _t11_shape = runtime.pop_shape(_t11_shape_tape, _t11_shape)
+        _t14_shape = runtime.pop_shape(_t14_shape_tape, _t14_shape)
         _t11_bar = runtime.unbroadcast(total_bar, _t11_shape)
         _t14_bar = runtime.unbroadcast(total_bar, _t14_shape)
         _t13 = _t13_tape.pop()
         _t13_bar = runtime.unbroadcast(_t14_bar * 2 * _t13, _t13)
-        _t12_shape = _t12_shape_tape.pop()
+        _t12_shape = runtime.pop_shape(_t12_shape_tape, _t12_shape)
         _t12_bar = -runtime.unbroadcast(_t13_bar, _t12_shape)
         x_bar[i] += _t12_bar
-        _t10_shape = _t10_shape_tape.pop()
-        total_shape = total_shape_tape.pop()
+        _t10_shape = runtime.pop_shape(_t10_shape_tape, _t10_shape)
+        total_shape = runtime.pop_shape(total_shape_tape, total_shape)
         total_bar = runtime.unbroadcast(_t11_bar, total_shape)
         _t10_bar = runtime.unbroadcast(_t11_bar, _t10_shape)
-        _t9_shape = _t9_shape_tape.pop()
+        _t9_shape = runtime.pop_shape(_t9_shape_tape, _t9_shape)
         _t9_bar = runtime.unbroadcast(100.0 * _t10_bar, _t9_shape)
         _t8 = _t8_tape.pop()
         _t8_bar = runtime.unbroadcast(_t9_bar * 2 * _t8, _t8)
-        _t5_shape = _t5_shape_tape.pop()
-        _t7_shape = _t7_shape_tape.pop()
+        _t5_shape = runtime.pop_shape(_t5_shape_tape, _t5_shape)
+        _t7_shape = runtime.pop_shape(_t7_shape_tape, _t7_shape)
         _t5_bar = runtime.unbroadcast(_t8_bar, _t5_shape)
         _t7_bar = -runtime.unbroadcast(_t8_bar, _t7_shape)
         _t6 = _t6_tape.pop()

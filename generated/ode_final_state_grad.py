@@ -51,12 +51,12 @@ def final_state_vjp(params, theta0, omega0, steps, dt, out_bar):
     # Tapes: values the reverse sweep needs after they are overwritten
     omega_tape = []
     theta_tape = []
-    dtheta_shape_tape = []
-    _t2_shape_tape = []
-    theta_shape_tape = []
-    domega_shape_tape = []
-    _t3_shape_tape = []
-    omega_shape_tape = []
+    dtheta_shape_tape = runtime.shape_tape()
+    _t2_shape_tape = runtime.shape_tape()
+    theta_shape_tape = runtime.shape_tape()
+    domega_shape_tape = runtime.shape_tape()
+    _t3_shape_tape = runtime.shape_tape()
+    omega_shape_tape = runtime.shape_tape()
     # ode.py:27  damping, length = params
     damping, length = params
     # ode.py:28  theta = theta0
@@ -71,16 +71,16 @@ def final_state_vjp(params, theta0, omega0, steps, dt, out_bar):
         _t1 = pendulum_rhs(theta, omega, damping, length)
         dtheta, domega = _t1
         # ode.py:32  theta = theta + dt * dtheta
-        dtheta_shape_tape.append(runtime.shape(dtheta))
+        dtheta_shape = runtime.push_shape(dtheta_shape_tape, dtheta)
         _t2 = dt * dtheta
-        _t2_shape_tape.append(runtime.shape(_t2))
-        theta_shape_tape.append(runtime.shape(theta))
+        _t2_shape = runtime.push_shape(_t2_shape_tape, _t2)
+        theta_shape = runtime.push_shape(theta_shape_tape, theta)
         theta = theta + _t2
         # ode.py:33  omega = omega + dt * domega
-        domega_shape_tape.append(runtime.shape(domega))
+        domega_shape = runtime.push_shape(domega_shape_tape, domega)
         _t3 = dt * domega
-        _t3_shape_tape.append(runtime.shape(_t3))
-        omega_shape_tape.append(runtime.shape(omega))
+        _t3_shape = runtime.push_shape(_t3_shape_tape, _t3)
+        omega_shape = runtime.push_shape(omega_shape_tape, omega)
         omega = omega + _t3
     # ode.py:34  return np.array([theta, omega])
     _t4 = (theta, omega)
@@ -96,18 +96,18 @@ def final_state_vjp(params, theta0, omega0, steps, dt, out_bar):
     length_bar = runtime.zeros_like(length)
     for step in range(steps - 1, -1, -1):
         # Grad of: ode.py:33  omega = omega + dt * domega
-        _t3_shape = _t3_shape_tape.pop()
-        omega_shape = omega_shape_tape.pop()
+        _t3_shape = runtime.pop_shape(_t3_shape_tape, _t3_shape)
+        omega_shape = runtime.pop_shape(omega_shape_tape, omega_shape)
         _t3_bar = runtime.unbroadcast(omega_bar, _t3_shape)
         omega_bar = runtime.unbroadcast(omega_bar, omega_shape)
-        domega_shape = domega_shape_tape.pop()
+        domega_shape = runtime.pop_shape(domega_shape_tape, domega_shape)
         domega_bar = runtime.unbroadcast(dt * _t3_bar, domega_shape)
         # Grad of: ode.py:32  theta = theta + dt * dtheta
-        _t2_shape = _t2_shape_tape.pop()
-        theta_shape = theta_shape_tape.pop()
+        _t2_shape = runtime.pop_shape(_t2_shape_tape, _t2_shape)
+        theta_shape = runtime.pop_shape(theta_shape_tape, theta_shape)
         _t2_bar = runtime.unbroadcast(theta_bar, _t2_shape)
         theta_bar = runtime.unbroadcast(theta_bar, theta_shape)
-        dtheta_shape = dtheta_shape_tape.pop()
+        dtheta_shape = runtime.pop_shape(dtheta_shape_tape, dtheta_shape)
         dtheta_bar = runtime.unbroadcast(dt * _t2_bar, dtheta_shape)
         # Grad of: ode.py:31  dtheta, domega = pendulum_rhs(theta, omega, damping, length)
         _t1_bar = (dtheta_bar, domega_bar)

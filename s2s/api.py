@@ -50,6 +50,7 @@ class Transformed:
         functools.update_wrapper(self, fun)
         self._source: str | None = None
         self._module = None
+        self._vjp = None
 
     @property
     def source(self) -> str:
@@ -72,7 +73,10 @@ class Transformed:
         return other
 
     def _vjp_function(self):
-        return getattr(self.module(), f"{self._entry_name()}_vjp")
+        # Looked up once: searching the source on every call costs more than a small gradient.
+        if self._vjp is None:
+            self._vjp = getattr(self.module(), f"{self._entry_name()}_vjp")
+        return self._vjp
 
     def _entry_name(self) -> str:
         import re
@@ -123,9 +127,17 @@ def _drivers(source: str, suffix: str) -> tuple[str, ...]:
 def _seed(args) -> float:
     """The cotangent 1 of a scalar output: float32 when every float input is float32, so that
     a float32 program stays float32 (Numba types np.dot of mixed dtypes as an error)."""
-    dtypes = {np.asarray(leaf).dtype for leaf in pytree.leaves(args)
-              if np.issubdtype(np.asarray(leaf).dtype, np.floating)}
-    return np.float32(1.0) if dtypes == {np.dtype(np.float32)} else 1.0
+    single = False
+    for leaf in pytree.leaves(args):  # (on every call: no np.asarray, no issubdtype)
+        dtype = getattr(leaf, "dtype", None)
+        if dtype is None:
+            if isinstance(leaf, float):
+                return 1.0
+        elif dtype.kind == "f":
+            if dtype != np.float32:
+                return 1.0
+            single = True
+    return np.float32(1.0) if single else 1.0
 
 
 def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):

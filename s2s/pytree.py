@@ -44,6 +44,8 @@ def is_integer_leaf(x: Any) -> bool:
 
 def to_numba(tree: Any) -> Any:
     """Numba takes tuples, not lists; dicts have no typed form here."""
+    if isinstance(tree, (np.ndarray, float, int)):
+        return tree  # (the common leaves, first: this runs on every compiled call)
     from .errors import S2SError
 
     if isinstance(tree, dict):

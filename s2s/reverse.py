@@ -66,6 +66,8 @@ class VJP:
         self.bars: dict[str, str] = {}
         self.tapes: dict[tuple, str] = {}  # (var, id(stmt), when) -> tape name
         self.tape_order: list[str] = []
+        self.shape_tapes: set[str] = set()
+        self.invariant: dict[str, bool] = {}
         self.trips: dict[int, str] = {}  # id(loop) -> trip-count variable
         self.live: set[str] = set()  # straight-line adjoints that hold a value
         self.materialized: set[str] = set()
@@ -273,24 +275,27 @@ class VJP:
         A value is taped only where a later assignment may overwrite it. A value popped
         for a later statement of the same block is still in its variable when the reverse
         sweep reaches an earlier statement that reads the same version, so that one needs
-        no tape of its own. A value read only for its shape is taped as runtime.shape(v).
+        no tape of its own. A value read only for its shape has a shape tape (runtime.push_shape).
         """
         covered_value: set[str] = set()
-        covered_shape: set[str] = set()
+        covered_shape: dict[str, tuple] = {}  # var -> the tape key its shape was popped from
 
         def decide(stmt, need):
             if need.var in covered_value:
-                return None, "value"
+                return None, "value", None
             if need.shape and need.var in covered_shape:
-                return None, "shape"
+                return None, "shape", covered_shape[need.var]
             if need.var in self.trips.values():
                 # A trip counter is set where its loop starts: again on each outer iteration.
                 clobbered = bool(self.an.enclosing_loops(stmt))
             else:
-                clobbered = self.an.defs_may_clobber(need.var, stmt, operand=need.when == "pre")
+                clobbered = self.an.defs_may_clobber(need.var, stmt, operand=need.when == "pre") \
+                    and not self.loop_invariant(need.var)
             if not clobbered:
-                return None, "value"
-            return ("shape" if need.shape else "value"), ("shape" if need.shape else "value")
+                return None, "value", None
+            if need.shape:
+                return "shape", "shape", (need.var, id(stmt), need.when)
+            return "value", "value", None
 
         for stmt in reversed(block):
             for child in ir.child_blocks(stmt):
@@ -302,7 +307,8 @@ class VJP:
             for s in ir.walk([stmt]):
                 written = set(ir.stmt_writes(s))
                 covered_value -= written
-                covered_shape -= written
+                for var in written:
+                    covered_shape.pop(var, None)
             for need in needs:
                 if need.when == "pre":
                     self.plan[(id(stmt), need)] = decide(stmt, need)
@@ -310,8 +316,42 @@ class VJP:
             for need in needs:
                 if need.when == "pre" and need.var not in targets:
                     # (the old value of an assigned variable may be popped under another name)
-                    source = self.plan[(id(stmt), need)][1]
-                    (covered_shape if source == "shape" else covered_value).add(need.var)
+                    _, source, key = self.plan[(id(stmt), need)]
+                    if source == "shape":
+                        covered_shape[need.var] = key
+                    else:
+                        covered_value.add(need.var)
+
+    def loop_invariant(self, var: str, seen: frozenset = frozenset()) -> bool:
+        """Is var assigned once, in a loop, from operands that nothing in that loop changes
+        (or that are loop-invariant themselves)?
+
+        Then every iteration stores the same value (-0.5 * sigma in a time loop), and the
+        value left in var after the loop is the one each iteration read: no tape.
+        """
+        if var in seen:
+            return False
+        if var not in self.invariant:
+            defs = self.an.defs.get(var, [])
+            site = defs[0] if len(defs) == 1 else None
+            loops = set(self.an.enclosing_loops(site)) if isinstance(site, ir.Assign) else set()
+            ok = bool(loops) and var not in self.may_mutate and var not in self.an.subscripted \
+                and not site.inplace and not site.unpack and isinstance(site.value, ir.Call) \
+                and not is_user_function(site.value.fn)
+            if ok:
+                found = rule_for(site.value, site.origin)
+                ok = found is not None and found.kind == "rule"  # a pure function of its arguments
+            for operand in ir.stmt_reads(site) if ok else []:
+                writers = list(self.an.defs.get(operand, []))
+                for other in self.an.alias_of.get(operand, ()):  # in-place writes through aliases
+                    writers += [d for d in self.an.defs.get(other, []) if isinstance(d, ir.SetItem)]
+                inside = any(w != "param" and (id(w) in loops or loops & set(self.an.enclosing_loops(w)))
+                             for w in writers)
+                if inside and not self.loop_invariant(operand, seen | {var}):
+                    ok = False
+                    break
+            self.invariant[var] = ok
+        return self.invariant[var]
 
     def _ensure_plan(self):
         if self.plan is None:
@@ -331,34 +371,41 @@ class VJP:
                 base = f"{need.var}_shape_tape" if need.shape else f"{need.var}_tape"
                 self.tapes[key] = self.names.fresh(base)
                 self.tape_order.append(self.tapes[key])
+                if need.shape:
+                    self.shape_tapes.add(self.tapes[key])
             result.append((need, self.tapes[key]))
         return result
 
     def shape_sources(self, stmt) -> dict[str, str]:
         """Variables whose shape, not value, is at hand for this statement: var -> name."""
         self._ensure_plan()
-        return {need.var: self.shape_var(need.var) for need in self.needs(stmt)
+        return {need.var: self.shape_var(self.plan[(id(stmt), need)][2]) for need in self.needs(stmt)
                 if need.shape and self.plan[(id(stmt), need)][1] == "shape"}
 
-    def shape_var(self, var: str) -> str:
-        if var not in self.shape_vars:
-            self.shape_vars[var] = self.names.fresh(f"{var}_shape")
-        return self.shape_vars[var]
+    def shape_var(self, key: tuple) -> str:
+        """The variable holding a taped shape: one per tape, because under Numba it also
+        carries the shape's type (its ndim) from the push to the pop (runtime.pop_shape)."""
+        if key not in self.shape_vars:
+            self.shape_vars[key] = self.names.fresh(f"{key[0]}_shape")
+        return self.shape_vars[key]
 
-    def push(self, need: Need, tape: str) -> ast.stmt:
+    def push(self, stmt, need: Need, tape: str) -> ast.stmt:
         value = name(need.var)
         if need.shape:
-            value = runtime_call("shape", value)
-        elif need.var in self.may_mutate:
+            key = (need.var, id(stmt), need.when)
+            return assign(self.shape_var(key), runtime_call("push_shape", name(tape), value))
+        if need.var in self.may_mutate:
             value = runtime_call("copy", value)
         return ast.Expr(ast.Call(ast.Attribute(name(tape), "append", ast.Load()), [value], []))
 
-    def pops(self, taped, rename: dict[str, str] | None = None) -> list:
+    def pops(self, stmt, taped, rename: dict[str, str] | None = None) -> list:
         rename = rename or {}
         out = []
         for need, tape in taped:
             if need.shape:
-                out.append(self.pop_into(self.shape_var(need.var), tape))
+                shape = self.shape_var((need.var, id(stmt), need.when))
+                self.popped_into.add(shape)
+                out.append(assign(shape, runtime_call("pop_shape", name(tape), name(shape))))
             else:
                 into = rename.get(need.var, need.var) if need.when == "pre" else need.var
                 out.append(self.pop_into(into, tape))
@@ -381,7 +428,7 @@ class VJP:
                 last_origin = stmt.origin
             work = self.has_work(stmt)
             taped = self.taped(stmt) if work else []
-            out += [self.push(n, t) for n, t in taped if n.when == "pre"]
+            out += [self.push(stmt, n, t) for n, t in taped if n.when == "pre"]
             if work and isinstance(stmt, ir.For) and self.loop_trips(stmt):
                 out.append(assign(self.loop_trips(stmt), runtime_call(
                     "range_len", self.em.atom(stmt.start), self.em.atom(stmt.stop), self.em.atom(stmt.step))))
@@ -394,7 +441,7 @@ class VJP:
             else:
                 emitted = self.em.primal(stmt, body_of=self.forward_block)
                 out.extend(emitted if isinstance(emitted, list) else [emitted])
-            out += [self.push(n, t) for n, t in taped if n.when == "post"]
+            out += [self.push(stmt, n, t) for n, t in taped if n.when == "post"]
         return out
 
     def loop_trips(self, stmt: ir.For) -> str | None:
@@ -480,17 +527,17 @@ class VJP:
     def reverse_stmt(self, stmt) -> list:
         taped = self.taped(stmt)
         if isinstance(stmt, ir.If):
-            out = self.pops(taped)
+            out = self.pops(stmt, taped)
             body = self.nested(stmt.body)
             orelse = self.nested(stmt.orelse)
             return out + [self.em.if_(stmt.test, stmt.negated, body, orelse)]
         if isinstance(stmt, ir.For):
-            out = self.pops(taped)
+            out = self.pops(stmt, taped)
             body = self.nested(stmt.body)
             return out + [ast.For(name(stmt.var, True), self.reverse_range(stmt), body or [ast.Pass()], [],
                                   lineno=0)]
         if isinstance(stmt, ir.While):
-            out = self.pops(taped)
+            out = self.pops(stmt, taped)
             trips = self.while_trips(stmt)
             cond = self.nested(stmt.cond)
             body = self.nested(stmt.body, stmt.cond)
@@ -595,7 +642,7 @@ class VJP:
         value = stmt.value
         target = stmt.targets[0]
         rename = self.operand_renames(stmt, taped)
-        out += self.pops(taped, rename)
+        out += self.pops(stmt, taped, rename)
         if stmt.unpack:
             return out + self.reverse_unpack(stmt)
         y_bar = self.adjoint_of(target)
@@ -696,7 +743,7 @@ class VJP:
         return True
 
     def reverse_setitem(self, stmt: ir.SetItem, taped) -> list:
-        out = self.pops(taped)
+        out = self.pops(stmt, taped)
         if stmt.base in self.pending:
             return out  # the adjoint of the array is zero here: nothing flows to the value
         shapes = self.shape_sources(stmt)
@@ -752,7 +799,8 @@ class VJP:
         body = []
         if self.tape_order:
             body.append(self.em.comment("Tapes: values the reverse sweep needs after they are overwritten"))
-            body += [assign(t, ast.List([], ast.Load())) for t in self.tape_order]
+            body += [assign(t, runtime_call("shape_tape") if t in self.shape_tapes else ast.List([], ast.Load()))
+                     for t in self.tape_order]
         body += forward
         if isinstance(result, ir.Name) and result.id in self.popped_into:
             saved = self.names.fresh("out")

@@ -389,3 +389,26 @@ def batch_empty(n, example):
     """An uninitialised stack of n values shaped and typed like example (batch axis first)."""
     example = np.asarray(example)
     return np.empty((n,) + example.shape, example.dtype)
+
+
+# ---- shape tapes --------------------------------------------------------------------
+# The reverse sweep needs the shape of some overwritten values (to unbroadcast adjoints).
+# Pushing a shape returns it, and popping is handed the variable that received the push:
+# under Numba that variable's type (its ndim) says how much was pushed, so the shapes of
+# scalars cost nothing (runtime_numba.py). Here shapes are plain tuples on a list.
+
+
+def shape_tape():
+    return []
+
+
+def push_shape(tape, x):
+    """Push x's shape and return it."""
+    shape = np.shape(x)
+    tape.append(shape)
+    return shape
+
+
+def pop_shape(tape, like):
+    """The last shape pushed; `like` holds a shape pushed on the same tape."""
+    return tape.pop()

@@ -529,3 +529,42 @@ def _batch_empty(n, example):
 
         return lambda n, example: np.empty(n, dtype)
     raise TypingError("s2s: vmap stacks arrays and numbers, not " + str(example))
+
+
+# ---- shape tapes --------------------------------------------------------------------
+# A shape tape is a flat list of int64 dimensions: a value of ndim k pushes k ints, a
+# scalar pushes nothing. pop_shape learns k from the type of `like` (a shape pushed on
+# the same tape: every variable that the reverse transform passes there receives only
+# pushes and pops of that one tape, so its type is the pushed values' shape type).
+
+
+@overload(rt.shape_tape)
+def _shape_tape():
+    def impl():
+        tape = [0]
+        tape.pop()
+        return tape
+    return impl
+
+
+@overload(rt.push_shape)
+def _push_shape(tape, x):
+    if not isinstance(x, types.Array):
+        return lambda tape, x: ()
+
+    def impl(tape, x):
+        shape = x.shape
+        for dim in shape:
+            tape.append(dim)
+        return shape
+    return impl
+
+
+@overload(rt.pop_shape)
+def _pop_shape(tape, like):
+    ndim = len(like) if isinstance(like, types.BaseTuple) else 0
+    if ndim == 0:
+        return lambda tape, like: ()
+    pops = "".join(f"    d{k} = tape.pop()\n" for k in reversed(range(ndim)))
+    dims = ", ".join(f"d{k}" for k in range(ndim)) + ("," if ndim == 1 else "")
+    return _compile(f"def impl(tape, like):\n{pops}    return ({dims})\n", "impl")

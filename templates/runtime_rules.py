@@ -172,5 +172,6 @@ def take_(r, a, index):
 
 DECLARATIONS = [
     nondifferentiable(runtime.zeros_like, runtime.zeros_shaped, runtime.ones_like, runtime.shape, runtime.clip_inside,
-                      runtime.require_number, runtime.range_len),
+                      runtime.require_number, runtime.range_len, runtime.shape_tape,
+                      runtime.push_shape, runtime.pop_shape),
 ]

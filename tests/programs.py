@@ -647,7 +647,25 @@ def shrinking_in_loops(x):
     return np.sum(y * y) + np.sum(z)
 
 
+def invariants_and_changing_ndim(x, c):
+    """Loop-invariant temporaries (k, w) need no tape; y changes ndim between its loops."""
+    y = x * 1.0
+    total = 0.0
+    for i in range(3):
+        for j in range(i):
+            k = c * c
+            w = np.exp(x) * c
+            total = total + k * np.sum(y * w)
+        y = y * (c + 0.5)
+    y = np.sum(y)
+    for i in range(2):
+        y = y + c * y
+    return y + total
+
+
 CASES.update({
+    "invariants_and_changing_ndim": (invariants_and_changing_ndim, lambda r: (np.array([0.3, -0.7, 1.2]), 0.8),
+                                     (0, 1), True),
     "pair_through_helpers": (pair_through_helpers, lambda r: ((np.array([0.5, 0.1, -0.2]), 0.7),
                                                              np.array([0.3, -0.7, 1.2])), (0,), True),
     "self_subscripts": (self_subscripts, lambda r: (np.array([0.3, -0.7, 1.2, 0.5]),), (0,), True),
