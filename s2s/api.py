@@ -227,6 +227,7 @@ class ForwardTransformed:
         self.columns = columns  # also the compiled loops over stacks of tangents (jacfwd)
         self._source: str | None = None
         self._module = None
+        self._entries: dict = {}
 
     @property
     def source(self) -> str:
@@ -246,10 +247,12 @@ class ForwardTransformed:
         return self._module
 
     def entry(self, suffix: str = "_jvp"):
-        import re
+        if suffix not in self._entries:  # looked up once: a small jvp costs less than a regex
+            import re
 
-        names = re.findall(r"^def (\w+)_jvp\(", self.source, re.M)
-        return getattr(self.module(), names[-1] + suffix)
+            names = re.findall(r"^def (\w+)_jvp\(", self.source, re.M)
+            self._entries[suffix] = getattr(self.module(), names[-1] + suffix)
+        return self._entries[suffix]
 
     def call_args(self, args):
         if self.backend == "cpu":
@@ -257,8 +260,31 @@ class ForwardTransformed:
         return tuple(args)
 
 
+_FORWARD: "weakref.WeakKeyDictionary" = None
+
+
+def _forward_transformed(fun: Callable, backend: str) -> ForwardTransformed:
+    """One ForwardTransformed per function and backend, as s2s.grad(f) holds one module: s2s.jvp
+    is called in loops, and looking the source up in the cache on each call would dominate."""
+    global _FORWARD
+    import weakref
+
+    if _FORWARD is None:
+        _FORWARD = weakref.WeakKeyDictionary()
+    try:
+        per_backend = _FORWARD.setdefault(fun, {})
+    except TypeError:  # not weak-referenceable: no memo
+        return ForwardTransformed(fun, backend)
+    if backend not in per_backend:
+        per_backend[backend] = ForwardTransformed(fun, backend)
+    return per_backend[backend]
+
+
 def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backend: str = "python"):
     """Forward mode, as jax.jvp: (fun(*primals), the derivative along tangents).
+
+    The forward-mode module of fun is generated (or read from the cache) on the first call
+    and kept for later calls with the same function object, as s2s.jvp is called in loops.
 
     >>> import numpy as np, s2s
     >>> def f(x):
@@ -274,7 +300,7 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
         if [np.shape(a) for a in pytree.leaves(p)] != [np.shape(a) for a in pytree.leaves(t)]:
             raise S2SError(f"jvp: the tangent of argument {k} does not have the structure and shapes "
                            "of its primal")
-    transformed = ForwardTransformed(fun, backend)
+    transformed = _forward_transformed(fun, backend)
     out, out_dot = transformed.entry()(*transformed.call_args(primals + tangents))
     return out, out_dot
 
