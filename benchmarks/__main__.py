@@ -116,12 +116,50 @@ def main(argv=None):
             for a, b in zip(jax.tree_util.tree_leaves(jg), s2s.pytree.leaves(g)):
                 assert np.allclose(np.asarray(a), b, rtol=1e-6, atol=1e-9), f"{name}: JAX gradient disagrees"
             row["jax_s"] = per_call(lambda *a: jax.block_until_ready(jgrad(*a)), *jargs)
+        forward_row(row, f, args, name, jax, jw)
         rows.append(row)
         print(f"{title:40s} primal {row['primal_s'] * 1e3:9.3f} ms  s2s grad {row['s2s_s'] * 1e3:9.3f} ms"
               f"  ratio {row['s2s_s'] / row['primal_s']:6.2f}"
               + (f"  JAX {row['jax_s'] * 1e3:9.3f} ms" if "jax_s" in row else ""), flush=True)
     batched_rows = batching_rows(quick, jax, per_call, first_call)
     write_results(rows, quick, jax, batched_rows)
+
+
+def forward_row(row, f, args, name, jax, jw):
+    """Forward mode: one jvp along a random direction of the first argument, s2s (compiled)
+    against jax.jit of jax.jvp; the tangent is checked against central differences first."""
+    import s2s
+
+    rng = np.random.default_rng(1)
+    direction = s2s.pytree.unflatten(s2s.pytree.flatten(args[0])[1],
+                                     [rng.standard_normal(np.shape(leaf)) for leaf in s2s.pytree.leaves(args[0])])
+    tangents = (direction,) + tuple(s2s.pytree.unflatten(s2s.pytree.flatten(a)[1], [np.zeros(np.shape(x)) if isinstance(
+        x, np.ndarray) else 0.0 * x for x in s2s.pytree.leaves(a)]) for a in args[1:])
+
+    def shifted(h):
+        leaves = [x + h * d for x, d in zip(s2s.pytree.leaves(args[0]), s2s.pytree.leaves(direction))]
+        return (s2s.pytree.unflatten(s2s.pytree.flatten(args[0])[1], leaves),) + tuple(args[1:])
+
+    def jvp():
+        return s2s.jvp(f, args, tangents, backend="cpu")
+
+    jvp()
+    h = 1e-6
+    fd = (f(*shifted(h)) - f(*shifted(-h))) / (2 * h)
+    assert np.allclose(jvp()[1], fd, rtol=1e-5, atol=1e-8), f"{name}: jvp disagrees with central differences"
+    row["jvp_s"] = per_call(jvp)
+    if jw is not None:
+        import functools
+
+        jf = getattr(jw, name)
+        rest = tuple(tuple(a) if isinstance(a, (tuple, list)) else a for a in args[1:])
+        first = tuple(args[0]) if isinstance(args[0], (tuple, list)) else args[0]
+        jdirection = tuple(direction) if isinstance(direction, (tuple, list)) else direction
+        static = (3,) if name in ("ode_euler", "heat") else ()  # the step count, as for grad
+        jjvp = jax.jit(lambda p, t, *more: jax.jvp(lambda q: jf(q, *more), (p,), (t,)), static_argnums=static)
+        out = jax.block_until_ready(jjvp(first, jdirection, *rest))
+        assert np.allclose(float(out[1]), jvp()[1], rtol=1e-6, atol=1e-9), f"{name}: JAX jvp disagrees"
+        row["jax_jvp_s"] = per_call(lambda: jax.block_until_ready(jjvp(first, jdirection, *rest)))
 
 
 def batching_rows(quick, jax, per_call, first_call):
@@ -188,6 +226,20 @@ def write_results(rows, quick, jax, batched_rows=()):
             f"| {r['workload']} | {r['kind']} | {ms(r['primal_s'])} | {ms(r['s2s_s'])} | "
             f"{ratio(r['s2s_s'], r['primal_s'])} | {ms(r.get('hand_s'))} | {ratio(r.get('hand_s'), r['primal_s'])} | "
             f"- | - | {r['first_s2s_s']:.2f} | - | {r['transform_s']:.3f} |")
+    lines += [
+        "",
+        "## Forward mode: one jvp along a random direction of the first argument",
+        "",
+        "`s2s.jvp(f, primals, tangents, backend=\"cpu\")` against `jax.jit` of `jax.jvp`, both checked "
+        "against central differences first.",
+        "",
+        "| workload | primal (Numba) ms | s2s jvp ms | jvp / primal | JAX jvp ms | JAX / s2s |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        if "jvp_s" in r:
+            lines.append(f"| {r['workload']} | {ms(r['primal_s'])} | {ms(r['jvp_s'])} | {ratio(r['jvp_s'], r['primal_s'])} "
+                         f"| {ms(r.get('jax_jvp_s'))} | {ratio(r.get('jax_jvp_s'), r['jvp_s'])} |")
     if batched_rows:
         lines += [
             "",

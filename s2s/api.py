@@ -300,9 +300,22 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
         if [np.shape(a) for a in pytree.leaves(p)] != [np.shape(a) for a in pytree.leaves(t)]:
             raise S2SError(f"jvp: the tangent of argument {k} does not have the structure and shapes "
                            "of its primal")
+    if backend == "cpu":
+        tangents = tuple(_scalar_like(t, p) for p, t in zip(primals, tangents))
     transformed = _forward_transformed(fun, backend)
     out, out_dot = transformed.entry()(*transformed.call_args(primals + tangents))
     return out, out_dot
+
+
+def _scalar_like(tangent, primal):
+    """The tangent of a number as a number: Numba types a 0-d array and a float differently,
+    and the generated code adds them (s_dot = s0_dot, then s_dot * ...)."""
+    if not isinstance(primal, np.ndarray) and isinstance(tangent, np.ndarray) and tangent.ndim == 0:
+        return tangent.item()
+    if isinstance(primal, (tuple, list)) and isinstance(tangent, (tuple, list)) and len(primal) == len(tangent):
+        return type(tangent)(*(_scalar_like(t, p) for t, p in zip(tangent, primal))) if pytree.is_namedtuple(
+            tangent) else type(tangent)(_scalar_like(t, p) for t, p in zip(tangent, primal))
+    return tangent
 
 
 def _in_dtype(jacobian, argument):

@@ -77,3 +77,19 @@ def test_float32_jacobians_stay_float32():
         J = jacobian(elementwise)(x, np.float32(2.0))
         assert J.dtype == np.float32
         np.testing.assert_allclose(J, np.diag(2.0 * np.cos(x) + 2 * x), rtol=1e-6, atol=1e-6)
+
+
+def scaled_path(params, z):
+    s0, sigma = params
+    s = s0
+    for t in range(z.shape[0]):
+        s = s * np.exp(sigma * z[t])
+    return s
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_jvp_takes_zero_dimensional_tangents_of_numbers(backend):
+    z = np.array([0.1, -0.2, 0.3])
+    out, out_dot = s2s.jvp(scaled_path, ((2.0, 0.5), z), ((np.array(1.0), np.array(0.0)), np.zeros(3)),
+                           backend=backend)
+    np.testing.assert_allclose(out_dot, np.exp(0.5 * np.sum(z)), rtol=1e-12)
