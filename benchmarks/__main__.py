@@ -71,7 +71,7 @@ def main(argv=None):
     import numba
 
     import s2s
-    from benchmarks import hand_adjoints, workloads as w
+    from benchmarks import hand_adjoints, tape_memory, workloads as w
     from s2s import pipeline
 
     try:
@@ -117,6 +117,7 @@ def main(argv=None):
                 assert np.allclose(np.asarray(a), b, rtol=1e-6, atol=1e-9), f"{name}: JAX gradient disagrees"
             row["jax_s"] = per_call(lambda *a: jax.block_until_ready(jgrad(*a)), *jargs)
         forward_row(row, f, args, name, jax, jw)
+        row["tape_bytes"] = tape_memory.tape_bytes(f, args)
         rows.append(row)
         print(f"{title:40s} primal {row['primal_s'] * 1e3:9.3f} ms  s2s grad {row['s2s_s'] * 1e3:9.3f} ms"
               f"  ratio {row['s2s_s'] / row['primal_s']:6.2f}"
@@ -201,6 +202,9 @@ def write_results(rows, quick, jax, batched_rows=()):
     def ms(value):
         return f"{value * 1e3:.3f}" if value is not None else "-"
 
+    def kib(value):
+        return f"{value / 1024:.1f} KiB"
+
     def ratio(a, b):
         return f"{a / b:.2f}" if a is not None and b is not None else "-"
 
@@ -214,18 +218,21 @@ def write_results(rows, quick, jax, batched_rows=()):
         "and compilation (s2s with a cold cache).",
         "",
         "| workload | kind | primal (Numba) ms | s2s grad ms | grad / primal | hand adjoint ms | hand / primal "
-        "| JAX grad ms | JAX / s2s | s2s first call s | JAX first call s | transform s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| JAX grad ms | JAX / s2s | s2s first call s | JAX first call s | transform s | tape memory |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
             f"| {r['workload']} | {r['kind']} | {ms(r['primal_s'])} | {ms(r['s2s_s'])} | "
             f"{ratio(r['s2s_s'], r['primal_s'])} | {ms(r.get('hand_s'))} | {ratio(r.get('hand_s'), r['primal_s'])} | "
             f"{ms(r.get('jax_s'))} | {ratio(r.get('jax_s'), r['s2s_s'])} | {r['first_s2s_s']:.2f} | "
-            f"{r['first_jax_s']:.2f} | {r['transform_s']:.3f} |" if "first_jax_s" in r else
+            f"{r['first_jax_s']:.2f} | {r['transform_s']:.3f} | {kib(r['tape_bytes'])} |" if "first_jax_s" in r else
             f"| {r['workload']} | {r['kind']} | {ms(r['primal_s'])} | {ms(r['s2s_s'])} | "
             f"{ratio(r['s2s_s'], r['primal_s'])} | {ms(r.get('hand_s'))} | {ratio(r.get('hand_s'), r['primal_s'])} | "
-            f"- | - | {r['first_s2s_s']:.2f} | - | {r['transform_s']:.3f} |")
+            f"- | - | {r['first_s2s_s']:.2f} | - | {r['transform_s']:.3f} | {kib(r['tape_bytes'])} |")
+    lines.append("")
+    lines.append("Tape memory: bytes the forward sweep stores for the reverse sweep in one gradient call "
+                 "(benchmarks/tape_memory.py; 8 bytes a number, as Numba stores them).")
     lines += [
         "",
         "## Forward mode: one jvp along a random direction of the first argument",
