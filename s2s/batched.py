@@ -319,12 +319,35 @@ class Batched:
             if isinstance(self.fun, api.Transformed) and self.fun.kind == "value_and_grad":
                 base = kernel.entry[:-4] + "_value_and_grad"
             # out_axes None: stack, then check every example agrees (as JAX refuses a batched output)
-            source = batching.module_source(base, params, trees, kernel, [a or 0 for a in axes])
+            source, why_loop = None, ""
+            if backend == "python":
+                source, why_loop = self._vectorized(params, trees, spec, kernel)
+            if source is None:
+                source = batching.module_source(base, params, trees, kernel, [a or 0 for a in axes], why_loop)
             spec.update(source=source, driver=f"{base}_vmap", description=kernel.description)
             module = backends.load(source, base + "_vmap", backend, parallel=(f"{base}_vmap",))
             spec["call"] = getattr(module, f"{base}_vmap")
         self._specialised[key] = spec
         return spec
+
+    def _vectorized(self, params, trees, spec, kernel) -> tuple[str | None, str]:
+        """On the python backend, a plain function is batched by rules into vectorised NumPy
+        where every statement has one: (source, "") or (None, why not)."""
+        from . import vectorize
+
+        fun = self.fun
+        if isinstance(fun, api.Primal):
+            fun = fun.fun
+        if not inspect.isfunction(fun) or isinstance(self.fun, (Batched, api.Transformed)):
+            return None, "batching rules cover plain functions; this is " + kernel.description
+        if any(t[0] != "leaf" for t in trees):
+            return None, "batching rules take arrays and numbers as arguments, not pytrees"
+        try:
+            source = vectorize.module_source(fun, params, [t[1] for t in trees], spec["structure"],
+                                             kernel.leaf_paths, [a or 0 for a in spec["out_axes"]], kernel.description)
+        except vectorize.NoBatchingRule as exc:
+            return None, str(exc)
+        return source, ""
 
     def __call__(self, *args):
         trees = self._trees(args)

@@ -391,6 +391,102 @@ def batch_empty(n, example):
     return np.empty((n,) + example.shape, example.dtype)
 
 
+# Vectorised batching (vectorize.py) keeps the batch on the LAST axis. These helpers serve
+# only the python backend (s2s.jit batches by a parallel loop instead), so they have no
+# Numba overloads.
+
+
+def lift(w):
+    """An unbatched operand of a batched operation: a trailing axis of length one."""
+    return np.asarray(w)[..., None]
+
+
+def batch_broadcast(v, n):
+    """v, the same for every example, as a writable batch of n copies."""
+    v = np.asarray(v)
+    return np.repeat(v[..., None], n, axis=-1)
+
+
+def example_shape(x):
+    return np.shape(x)[:-1]
+
+
+def example_ndim(x):
+    return np.ndim(x) - 1
+
+
+def example_size(x):
+    return int(np.prod(np.shape(x)[:-1]))
+
+
+def example_len(x):
+    if np.ndim(x) < 2:
+        raise TypeError("len() of a number")
+    return np.shape(x)[0]
+
+
+def example_axes(x):
+    """Every per-example axis: a reduction with axis=None, per example."""
+    return tuple(range(np.ndim(x) - 1))
+
+
+def batched_transpose(x, axes=None):
+    last = np.ndim(x) - 1
+    axes = tuple(reversed(range(last))) if axes is None else tuple(a % last for a in axes)
+    return np.transpose(x, axes + (last,))
+
+
+def batched_reshape(x, shape):
+    """Per-example reshape: with the batch innermost, C order keeps each example's elements."""
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    return np.reshape(x, shape + (np.shape(x)[-1],))
+
+
+def _batched_items(items, n, batched):
+    return [np.asarray(v) if b else batch_broadcast(v, n) for v, b in zip(items, batched)]
+
+
+def batched_concatenate(items, axis, n, batched):
+    return np.concatenate(_batched_items(items, n, batched), axis=axis)
+
+
+def batched_stack(items, axis, n, batched):
+    return np.stack(_batched_items(items, n, batched), axis=axis)
+
+
+def batched_array(items, n, batched):
+    """np.array of a tuple of per-example values, some batched."""
+    return np.array(_batched_items(items, n, batched))
+
+
+def batched_matmul(a, b, a_batched, b_batched):
+    """a @ b (or np.dot, for up to 2-D operands) for each example; the batch is last."""
+    da, db = np.ndim(a) - a_batched, np.ndim(b) - b_batched
+    if da == 0 or db == 0:
+        return (a if a_batched else lift(a)) * (b if b_batched else lift(b))
+    if da <= 2 and db <= 2:
+        left = "ij"[2 - da:] if da == 2 else "j"
+        right = "jk"[:db]
+        out = (left[0] if da == 2 else "") + (right[1] if db == 2 else "")
+        spec = f"{left}{'z' if a_batched else ''},{right}{'z' if b_batched else ''}->{out}z"
+        return np.einsum(spec, a, b)
+    front_a = np.moveaxis(a, -1, 0) if a_batched else a
+    front_b = np.moveaxis(b, -1, 0) if b_batched else b
+    return np.moveaxis(np.matmul(front_a, front_b), 0, -1)
+
+
+def batched_outer(a, b, a_batched, b_batched):
+    a = np.reshape(a, (-1, np.shape(a)[-1])) if a_batched else np.reshape(a, (-1, 1))
+    b = np.reshape(b, (-1, np.shape(b)[-1])) if b_batched else np.reshape(b, (-1, 1))
+    return a[:, None, :] * b[None, :, :]
+
+
+def batched_inner(a, b, a_batched, b_batched):
+    if np.ndim(a) - a_batched > 1 or np.ndim(b) - b_batched > 1:
+        raise ValueError("s2s: vmap on the python backend batches np.inner of 1-D operands")
+    return np.sum((a if a_batched else lift(a)) * (b if b_batched else lift(b)), axis=0)
+
+
 # ---- shape tapes --------------------------------------------------------------------
 # The reverse sweep needs the shape of some overwritten values (to unbroadcast adjoints).
 # Pushing a shape returns it, and popping is handed the variable that received the push:

@@ -1,6 +1,7 @@
 """s2s.vmap: every case against a Python loop over the examples, on both backends."""
 
 import collections
+import math
 
 import numpy as np
 import pytest
@@ -200,14 +201,83 @@ def test_clear_errors():
 
 def test_generated_driver_reads_as_a_loop_and_is_deterministic():
     xs, ys = rng.normal(size=(5, 3)), rng.normal(size=(3, 5))
-    f = s2s.vmap(two_outputs, in_axes=(0, 1))
+    f = s2s.jit(s2s.vmap(two_outputs, in_axes=(0, 1)))
     f(xs, ys)
     assert "def two_outputs_vmap(x, y):" in f.source
     assert "for b in runtime.prange(1, n):" in f.source
     assert "result = two_outputs(x[b], y[:, b])" in f.source
-    g = s2s.vmap(two_outputs, in_axes=(0, 1))
+    g = s2s.jit(s2s.vmap(two_outputs, in_axes=(0, 1)))
     g(xs, ys)
     assert f.source == g.source
+
+
+def test_the_python_backend_vectorises_by_batching_rules():
+    xs, ys = rng.normal(size=(5, 3)), rng.normal(size=(3, 5))
+    f = s2s.vmap(two_outputs, in_axes=(0, 1))
+    f(xs, ys)
+    assert "vectorised by batching rules" in f.source.splitlines()[0]
+    assert "_t1 = np.sin(x)" in f.source and "x = np.moveaxis(x, 0, -1)" in f.source
+    assert "for " not in f.source
+    rates = rng.random(6)
+    g = s2s.vmap(euler_decay, in_axes=(0, None, None))
+    g(rates, 1.0, 50)
+    assert "vectorised by batching rules" in g.source and "path = runtime.batch_broadcast(" in g.source
+
+
+def branch_on_example(x):
+    if np.sum(x) > 0.0:
+        return x * 2.0
+    return -x
+
+
+def test_statements_without_batching_rules_fall_back_to_the_loop():
+    xs = rng.normal(size=(6, 3))
+    f = s2s.vmap(branch_on_example)
+    np.testing.assert_allclose(f(xs), loop_over(branch_on_example, (xs,), (0,)))
+    assert "by a loop over the examples" in f.source
+    assert "Not vectorised: " in f.source and "a branch on a value that differs between examples" in f.source
+
+
+def reductions_and_axes(a, v):
+    s = np.sum(a, axis=0) + np.max(a, axis=-1) + np.mean(a) + np.sum(a, axis=1, keepdims=True)[:, 0]
+    m = a @ v + np.dot(a.T, v) * 0.5 + a.T @ a @ v
+    t = a[..., 0] + a[1:, -1].sum() + len(a) + a.shape[1] + a.ndim
+    w = np.where(v > 0.0, v, 0.1 * v) + np.clip(v, -0.5, 0.5) + np.outer(v, v)[0] + np.inner(v, v)
+    return s + m + t + w + max(np.min(v), 0.0) + abs(float(np.sum(v)))
+
+
+def writes_and_callees(a, v):
+    out = np.zeros(a.shape[0])
+    for i in range(a.shape[0]):
+        out[i] = np.sum(a[i] * v) + math.exp(-v[0] ** 2)
+    k = 0
+    while k < 2:
+        out = out + scaled(v[k], a[k])
+        k = k + 1
+    pair = (out, np.sum(v))
+    return pair[0] * pair[1], scaled(2.0, out)
+
+
+def scaled(c, x):
+    return c * x
+
+
+@pytest.mark.parametrize("in_axes", [(0, 0), (None, 0), (0, None), (2, -1)])
+def test_batching_rules_agree_with_the_loop(in_axes):
+    a, v = rng.normal(size=(4, 3, 3)), rng.normal(size=(4, 3))
+    if in_axes == (2, -1):
+        a, v = np.moveaxis(a, 0, 2), v.T
+    elif in_axes[0] is None:
+        a = a[0]
+    elif in_axes[1] is None:
+        v = v[0]
+    for fun in (reductions_and_axes, writes_and_callees):
+        f = s2s.vmap(fun, in_axes=in_axes)
+        got = f(a, v)
+        assert "vectorised by batching rules" in f.source, f.source
+        ref = loop_over(fun, (a, v), [ax if ax is None else ax % np.ndim(x) for ax, x in zip(in_axes, (a, v))])
+        for g, r in zip(got if isinstance(got, tuple) else (got,), ref if isinstance(ref, tuple) else (ref,)):
+            np.testing.assert_allclose(g, r, rtol=1e-12, atol=1e-12)
 
 
 def tanh_layer(params, x):

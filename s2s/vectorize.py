@@ -1,0 +1,402 @@
+"""Batching by rules: a per-example function rewritten as vectorised NumPy over the batch.
+
+The python backend runs a vmapped plain function this way instead of a Python loop over the
+examples. Batched values carry the batch on their LAST axis: NumPy broadcasts from the right,
+so an elementwise operation between two batched values of different per-example ranks lines
+the batch axes up by itself (a per-example scalar is an array of shape (n,), a per-example
+vector of shape (k,) an array (k, n)), and indexing, slicing and reductions over explicit
+axes act on the leading, per-example axes unchanged. An unbatched operand of a batched
+operation gets a trailing axis of length one (`runtime.lift(w)`).
+
+Each statement of the normalized function has a batching rule, chosen by what its operands
+are (batched or not): elementwise arithmetic and ufuncs, reductions (their axes translated),
+subscripts with unbatched indices, writes into arrays, matmul and dot, tuples, calls to
+other user functions (batched in turn), and `if`/`for`/`while` whose tests and bounds are
+not batched. Where no rule applies (a branch on a batched value, an index that differs by
+example, a function without a rule), NoBatchingRule says where, and the caller falls back
+to the loop over examples of batching.py.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import math
+import operator
+from typing import Any
+
+import numpy as np
+
+from . import ir
+from .codegen import BINOPS, COMPARES, Emitter, name, parse_expr, runtime_call
+from .errors import S2SError
+from .frontend import is_user_function
+
+# A batching pattern: True (batched), False (not), or a tuple of patterns (a tuple value).
+Pattern = Any
+
+
+class NoBatchingRule(S2SError):
+    """This statement has no batching rule: batch by a loop over the examples instead."""
+
+
+ELEMENTWISE_OPERATORS = set(BINOPS) - {operator.matmul} | set(COMPARES) - {operator.is_, operator.is_not} | {
+    operator.neg, operator.pos}
+
+MATH_TO_NUMPY = {
+    math.sin: np.sin, math.cos: np.cos, math.tan: np.tan, math.asin: np.arcsin, math.acos: np.arccos,
+    math.atan: np.arctan, math.sinh: np.sinh, math.cosh: np.cosh, math.tanh: np.tanh, math.exp: np.exp,
+    math.expm1: np.expm1, math.log: np.log, math.log1p: np.log1p, math.log2: np.log2, math.log10: np.log10,
+    math.sqrt: np.sqrt, math.fabs: np.abs, math.floor: np.floor, math.ceil: np.ceil, math.atan2: np.arctan2,
+    math.pow: np.power, math.hypot: np.hypot,
+}
+BUILTIN_TO_NUMPY = {builtins.abs: np.abs, builtins.max: np.maximum, builtins.min: np.minimum}
+REDUCTIONS = {np.sum, np.mean, np.max, np.min, np.prod, np.amax, np.amin, np.var, np.std, np.all, np.any}
+# Functions whose result has the shape of their (broadcast) arguments, batch axis included.
+SAME_SHAPE = {np.where, np.clip, np.copy, np.zeros_like, np.ones_like, np.empty_like, np.asarray, np.array}
+# Shape-free functions of unbatched arguments that create arrays: their result is not batched.
+CREATORS = {np.zeros, np.ones, np.empty, np.full, np.eye, np.arange, np.linspace, np.identity}
+
+
+def join(a: Pattern, b: Pattern) -> Pattern:
+    if isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b):
+        return tuple(join(x, y) for x, y in zip(a, b))
+    return anything(a) or anything(b)
+
+
+def anything(p: Pattern) -> bool:
+    return any(anything(x) for x in p) if isinstance(p, tuple) else bool(p)
+
+
+def element(p: Pattern, k: int) -> Pattern:
+    return p[k] if isinstance(p, tuple) and -len(p) <= k < len(p) else anything(p)
+
+
+class Vectorizer:
+    """Writes `<name>_batched(params)`: fn over a batch, batch on the last axis, for one
+    pattern of batched parameters; callees are specialised for their own patterns."""
+
+    def __init__(self, functions: list[ir.Function], emitter: Emitter):
+        self.by_python = {id(f.python): f for f in functions}
+        self.emitter = emitter
+        self.written: dict[tuple, tuple[str, Pattern]] = {}  # (function, patterns) -> (name, result)
+        self.defs: list[ast.FunctionDef] = []
+        self.batch = ""  # the batch-size variable of the function being written
+
+    # ---- patterns ---------------------------------------------------------------------
+
+    def function(self, fn: ir.Function, params: tuple, entry: bool = False) -> tuple[str, Pattern]:
+        """The batched version of fn for these parameter patterns: (its name, its result's pattern).
+        With no batched parameter it is fn itself."""
+        base = self.emitter.function_names[id(fn.python)]
+        if not any(anything(p) for p in params):
+            return base, False
+        key = (id(fn), params)
+        if key in self.written:
+            return self.written[key]
+        suffix = "".join("b" if anything(p) else "u" for p in params)
+        fname = f"{base}_batched" if entry else f"{base}_batched_{suffix}"
+        env = dict(zip(fn.params, params))
+        for _ in range(20):  # patterns only grow: a fixpoint in a few rounds
+            before = dict(env)
+            self._patterns(fn.body, env)
+            if env == before:
+                break
+        result = self._pattern_of(fn.result, env)
+        self.written[key] = (fname, result)
+        saved = self.batch
+        taken = set(fn.params) | {t for stmt in ir.walk(fn.body) for t in ir.stmt_writes(stmt)}
+        self.batch = ir.Names(taken).fresh("n")
+        size = next(_first_batched(p, pattern) for p, pattern in zip(fn.params, params) if anything(pattern))
+        body = [ast.Expr(ast.Constant(f"{fn.name} ({fn.origin.short()}) over a batch on the last axis of "
+                                      f"{self._batched_params(fn, params)}.")),
+                ast.Assign([name(self.batch, True)], parse_expr(f"{size}.shape[-1]"), lineno=0)]
+        body += self._block(fn.body, env)
+        self.batch = saved
+        args = ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in fn.params], kwonlyargs=[],
+                             kw_defaults=[], defaults=[])
+        self.defs.append(ast.FunctionDef(fname, args, body, [], None, lineno=0))
+        return fname, result
+
+    @staticmethod
+    def _batched_params(fn, params) -> str:
+        return ", ".join(p for p, pattern in zip(fn.params, params) if anything(pattern))
+
+    def _pattern_of(self, atom, env) -> Pattern:
+        if isinstance(atom, ir.Name):
+            return env.get(atom.id, False)
+        return False
+
+    def _set(self, env, target: str, pattern: Pattern) -> None:
+        env[target] = join(env[target], pattern) if target in env else pattern
+
+    def _patterns(self, block: list, env: dict) -> None:
+        for stmt in block:
+            if isinstance(stmt, ir.Assign):
+                value = self._value_pattern(stmt.value, env, stmt)
+                if stmt.unpack:
+                    for k, target in enumerate(stmt.targets):
+                        self._set(env, target, element(value, k))
+                else:
+                    self._set(env, stmt.targets[0], value)
+            elif isinstance(stmt, ir.SetItem):
+                if anything(self._pattern_of(stmt.value, env)) or any(
+                        anything(env.get(n, False)) for n in ir.names_in(stmt.index)):
+                    self._set(env, stmt.base, True)
+            elif isinstance(stmt, (ir.Push, ir.ExprStmt)) and not (
+                    isinstance(stmt, ir.ExprStmt) and stmt.value.fn is builtins.print):
+                raise NoBatchingRule(f"no batching rule for {type(stmt).__name__}", stmt.origin)
+            for child in ir.child_blocks(stmt):
+                self._patterns(child, env)
+
+    def _value_pattern(self, value, env, stmt) -> Pattern:
+        if isinstance(value, (ir.Name, ir.Const)):
+            return self._pattern_of(value, env)
+        if isinstance(value, ir.Build):
+            if value.kind == "dict":
+                return any(anything(self._pattern_of(a, env)) for a in value.elts)
+            return tuple(self._pattern_of(a, env) for a in value.elts)
+        if isinstance(value, ir.Subscript):
+            base = self._pattern_of(value.value, env)
+            if isinstance(base, tuple) and len(value.index.items) == 1 and isinstance(value.index.items[0], ir.Const):
+                return element(base, value.index.items[0].value)
+            return anything(base) or any(anything(env.get(n, False)) for n in ir.names_in(value.index))
+        if isinstance(value, ir.Attribute):
+            base = self._pattern_of(value.value, env)
+            if value.attr in ("shape", "ndim", "size", "dtype"):
+                return False  # per-example facts, the same for every example
+            return anything(base)
+        if isinstance(value, ir.Call):
+            args = [self._pattern_of(a, env) for a in value.args] + [self._pattern_of(a, env) for _, a in value.kwargs]
+            if is_user_function(value.fn):
+                callee = self.by_python[id(value.fn)]
+                return self.function(callee, tuple(args[:len(value.args)]))[1]
+            if value.fn in (np.shape, builtins.len) or value.fn in CREATORS and not any(map(anything, args)):
+                return False
+            return any(anything(a) for a in args)
+        if isinstance(value, ir.Pop):
+            raise NoBatchingRule("no batching rule for tapes", stmt.origin)
+        raise NoBatchingRule(f"no batching rule for {type(value).__name__}", stmt.origin)
+
+    # ---- statements -------------------------------------------------------------------
+
+    def _block(self, block: list, env: dict) -> list:
+        out: list = []
+        last_origin = None
+        for stmt in block:
+            if stmt.origin != last_origin and not isinstance(stmt, ir.Return):
+                out.append(self.emitter.origin_comment(stmt.origin))
+                last_origin = stmt.origin
+            out.extend(self._stmt(stmt, env))
+        return out
+
+    def _atom(self, atom, env, lift: bool = False) -> ast.expr:
+        """An operand; `lift` adds the trailing batch axis to an unbatched array operand."""
+        expr = self.emitter.atom(atom)
+        if lift and isinstance(atom, ir.Name) and not anything(env.get(atom.id, False)):
+            return runtime_call("lift", expr)
+        return expr
+
+    def _stmt(self, stmt, env) -> list:
+        e = self.emitter
+        if isinstance(stmt, ir.Assign):
+            value = self._expr(stmt.value, env, stmt)
+            target_pattern = env.get(stmt.targets[0], False) if not stmt.unpack else None
+            computed = self._value_pattern(stmt.value, env, stmt)
+            out = []
+            if stmt.alias_check:
+                out.append(ast.Expr(runtime_call("require_number", name(stmt.targets[0]), ast.Constant(stmt.alias_check))))
+            if stmt.unpack:
+                target = ast.Tuple([name(t, True) for t in stmt.targets], ast.Store())
+                out.append(ast.Assign([target], value, lineno=0))
+                for k, t in enumerate(stmt.targets):  # an unbatched element of a batched variable
+                    if anything(env[t]) and not anything(element(computed, k)):
+                        out.append(ast.Assign([name(t, True)], runtime_call("batch_broadcast", name(t), name(self.batch)),
+                                              lineno=0))
+                return out
+            if anything(target_pattern) and not anything(computed):
+                # Unbatched here, batched elsewhere (a later write, another branch): give it the batch.
+                value = runtime_call("batch_broadcast", value, name(self.batch))
+            out.append(ast.Assign([name(stmt.targets[0], True)], value, lineno=0))
+            return out
+        if isinstance(stmt, ir.SetItem):
+            base_batched = anything(env.get(stmt.base, False))
+            index = self._index(stmt.index, env, stmt) if base_batched else e.index(stmt.index)
+            target = ast.Subscript(name(stmt.base), index, ast.Store())
+            value = self._atom(stmt.value, env, lift=base_batched)
+            if stmt.op is None:
+                return [ast.Assign([target], value, lineno=0)]
+            return [ast.AugAssign(target, ast.Add() if stmt.op == "+" else ast.Sub(), value)]
+        if isinstance(stmt, ir.ExprStmt):
+            return [ast.Expr(e.expr(stmt.value))]
+        if isinstance(stmt, ir.If):
+            if anything(self._pattern_of(stmt.test, env)):
+                raise NoBatchingRule("a branch on a value that differs between examples", stmt.origin)
+            return [e.if_(stmt.test, stmt.negated, self._block(stmt.body, env), self._block(stmt.orelse, env))]
+        if isinstance(stmt, ir.For):
+            if any(anything(self._pattern_of(a, env)) for a in (stmt.start, stmt.stop, stmt.step)):
+                raise NoBatchingRule("a loop whose trip count differs between examples", stmt.origin)
+            return [e.for_range(stmt.var, [stmt.start, stmt.stop, stmt.step], self._block(stmt.body, env))]
+        if isinstance(stmt, ir.While):
+            if anything(self._pattern_of(stmt.test, env)):
+                raise NoBatchingRule("a while loop whose test differs between examples", stmt.origin)
+            result = e.while_(stmt, self._block(stmt.cond, env), self._block(stmt.body, env))
+            return result if isinstance(result, list) else [result]
+        if isinstance(stmt, ir.Return):
+            return [ast.Return(e.atom(stmt.value))]
+        raise NoBatchingRule(f"no batching rule for {type(stmt).__name__}", stmt.origin)
+
+    def _index(self, index: ir.Index, env, stmt) -> ast.expr:
+        """A per-example index of a batched array: the same leading axes; after an Ellipsis the
+        batch axis is kept with a final `:`."""
+        if any(anything(env.get(n, False)) for n in ir.names_in(index)):
+            raise NoBatchingRule("an index that differs between examples", stmt.origin)
+        items = list(index.items)
+        if any(isinstance(item, ir.EllipsisIndex) for item in items):
+            items.append(ir.Slice(None, None, None))
+        return self.emitter.index(ir.Index(tuple(items)))
+
+    # ---- expressions ------------------------------------------------------------------
+
+    def _expr(self, value, env, stmt) -> ast.expr:
+        e = self.emitter
+        if isinstance(value, (ir.Name, ir.Const, ir.Build)):
+            return e.expr(value)
+        if isinstance(value, ir.Subscript):
+            base = self._pattern_of(value.value, env)
+            if isinstance(base, tuple) or not anything(base):
+                if any(anything(env.get(n, False)) for n in ir.names_in(value.index)):
+                    raise NoBatchingRule("an index that differs between examples", stmt.origin)
+                return e.expr(value)
+            return ast.Subscript(e.atom(value.value), self._index(value.index, env, stmt), ast.Load())
+        if isinstance(value, ir.Attribute):
+            if not anything(self._pattern_of(value.value, env)):
+                return e.expr(value)
+            if value.attr in ("shape", "ndim", "size"):
+                return runtime_call(f"example_{value.attr}", e.atom(value.value))
+            if value.attr == "T":
+                return runtime_call("batched_transpose", e.atom(value.value))
+            raise NoBatchingRule(f"no batching rule for the attribute .{value.attr}", stmt.origin)
+        if isinstance(value, ir.Call):
+            return self._call(value, env, stmt)
+        raise NoBatchingRule(f"no batching rule for {type(value).__name__}", stmt.origin)
+
+    def _call(self, call: ir.Call, env, stmt) -> ast.expr:
+        e = self.emitter
+        fn = call.fn
+        patterns = [self._pattern_of(a, env) for a in call.args]
+        batched = [anything(p) for p in patterns]
+        kw_batched = any(anything(self._pattern_of(a, env)) for _, a in call.kwargs)
+        if is_user_function(fn):
+            callee = self.by_python[id(fn)]
+            fname, _ = self.function(callee, tuple(patterns))
+            return ast.Call(name(fname), [e.atom(a) for a in call.args], [])
+        if fn in (np.shape, builtins.len) and batched[0]:
+            return runtime_call("example_shape" if fn is np.shape else "example_len", e.atom(call.args[0]))
+        if not any(batched) and not kw_batched:
+            return e.expr(call)
+        if kw_batched:
+            raise NoBatchingRule(f"no batching rule for a keyword argument that differs between examples "
+                                 f"({getattr(fn, '__name__', fn)})", stmt.origin)
+        fn = MATH_TO_NUMPY.get(fn, BUILTIN_TO_NUMPY.get(fn, fn)) if len(call.args) <= 2 else fn
+        args = [self._atom(a, env, lift=True) for a in call.args]
+        kwargs = [(k, e.atom(a)) for k, a in call.kwargs]
+        if fn in ELEMENTWISE_OPERATORS or isinstance(fn, np.ufunc) or fn in SAME_SHAPE:
+            return e.call(fn, args, kwargs)
+        if fn is np.transpose and len(call.args) <= 2 and not kwargs:
+            return runtime_call("batched_transpose", *args)
+        if fn in (np.reshape, np.ravel) and not kwargs and batched[0] and not any(batched[1:]):
+            shape = args[1] if len(args) > 1 else ast.Constant(-1)
+            return runtime_call("batched_reshape", args[0], shape)
+        if fn is np.expand_dims and len(call.args) == 2 and isinstance(call.args[1], ir.Const) and not kwargs:
+            return e.call(fn, [args[0], e.const(_shift_axes(call.args[1].value))], [])
+        if fn in (np.concatenate, np.stack) and len(call.args) == 1 and isinstance(patterns[0], tuple):
+            given = dict(call.kwargs)
+            axis = given.get("axis", ir.Const(0))
+            if not isinstance(axis, ir.Const) or axis.value is None or set(given) - {"axis"}:
+                raise NoBatchingRule(f"no batching rule for {fn.__name__} with these arguments", stmt.origin)
+            return runtime_call(f"batched_{fn.__name__}", e.atom(call.args[0]), e.const(_shift_axes(axis.value)),
+                                name(self.batch), e.const(tuple(anything(p) for p in patterns[0])))
+        if fn in (builtins.float,) and len(args) == 1:
+            return ast.Call(parse_expr("np.asarray"), args, [ast.keyword("dtype", parse_expr("float"))])
+        if fn in REDUCTIONS and len(call.args) == 1:
+            given = dict(call.kwargs)
+            axis = given.get("axis")
+            others = [(k, e.atom(a)) for k, a in call.kwargs if k != "axis"]
+            if axis is None or isinstance(axis, ir.Const) and axis.value is None:
+                axis_expr = runtime_call("example_axes", e.atom(call.args[0]))
+            elif isinstance(axis, ir.Const):
+                axis_expr = e.const(_shift_axes(axis.value))
+            else:
+                raise NoBatchingRule("no batching rule for a reduction over a computed axis", stmt.origin)
+            return e.call(fn, args, [("axis", axis_expr)] + others)
+        if fn in (operator.matmul, np.dot, np.matmul, np.inner, np.outer) and len(args) == 2 and not kwargs:
+            helper = {np.outer: "batched_outer", np.inner: "batched_inner"}.get(fn, "batched_matmul")
+            return runtime_call(helper, e.atom(call.args[0]), e.atom(call.args[1]),
+                                ast.Constant(batched[0]), ast.Constant(batched[1]))
+        if fn is np.array and len(args) == 1 and isinstance(patterns[0], tuple):
+            # np.array([theta, omega]) of per-example numbers: the rows stack along the leading axis
+            return runtime_call("batched_array", e.atom(call.args[0]), name(self.batch),
+                                e.const(tuple(anything(p) for p in patterns[0])))
+        raise NoBatchingRule(f"no batching rule for {getattr(fn, '__name__', fn)}", stmt.origin)
+
+
+def _first_batched(path: str, pattern: Pattern) -> str | None:
+    if not isinstance(pattern, tuple):
+        return path if pattern else None
+    return next((found for k, p in enumerate(pattern) if (found := _first_batched(f"{path}[{k}]", p))), None)
+
+
+def _shift_axes(axis):
+    """A per-example axis as an axis of the batched array (batch last): negative axes move by one."""
+    if isinstance(axis, tuple):
+        return tuple(_shift_axes(a) for a in axis)
+    return axis - 1 if axis < 0 else axis
+
+
+def leaf_patterns(structure: Any, pattern: Pattern) -> list[bool]:
+    """The pattern of each leaf of an output structure (from pytree.flatten), in order."""
+    if structure[0] == "leaf":
+        return [anything(pattern)]
+    children = structure[2]
+    return [p for k, child in enumerate(children)
+            for p in leaf_patterns(child, element(pattern, k) if structure[0] == "seq" else anything(pattern))]
+
+
+def module_source(fn: Any, params: list[str], axes: list, out_structure: Any, leaf_paths: list[str],
+                  out_axes: list[int], description: str) -> str:
+    """The vectorised module of fn: primal and batched functions, and `<name>_vmap`, which moves
+    the mapped axes last, calls the batched entry, and returns the output leaves with the batch
+    moved to out_axes. Raises NoBatchingRule where a statement has no rule."""
+    from .pipeline import _assign_names, _header, collect, primal_function
+
+    functions = collect(fn)
+    emitter = Emitter()
+    _assign_names(functions, emitter)
+    entry = functions[-1]
+    vectorizer = Vectorizer(functions, emitter)
+    batched_name, result = vectorizer.function(entry, tuple(a is not None for a in axes), entry=True)
+    body: list = [ast.Import([ast.alias("math")]), ast.Import([ast.alias("numpy", "np")]),
+                  ast.ImportFrom("s2s", [ast.alias("runtime")], 0)]
+    for cname in sorted(emitter.constants):
+        body.append(ast.Assign([name(cname, True)], emitter.const(emitter.constants[cname]), lineno=0))
+    body += [primal_function(f, emitter) for f in functions[:-1]]  # callees called with unbatched arguments
+    body += vectorizer.defs
+    fresh = ir.Names(params + [batched_name]).fresh
+    n, out = fresh("n"), fresh("result")
+    size = next(f"{p}.shape[{a}]" for p, a in zip(params, axes) if a is not None)
+    where = ", ".join(f"axis {a} of {p}" for p, a in zip(params, axes) if a is not None)
+    lines = [f"def {emitter.function_names[id(entry.python)]}_vmap({', '.join(params)}):",
+             f'    """Vmap of {description}, batched over {where}: vectorised NumPy by batching rules '
+             f'(the batch moves to the last axis)."""',
+             f"    {n} = {size}"]
+    lines += [f"    {p} = np.moveaxis({p}, {a}, -1)" for p, a in zip(params, axes) if a is not None]
+    lines.append(f"    {out} = {batched_name}({', '.join(params)})")
+    leaves = []
+    for path, batched, axis in zip(leaf_paths, leaf_patterns(out_structure, result), out_axes):
+        value = f"{out}{path}" if batched else f"runtime.batch_broadcast({out}{path}, {n})"
+        leaves.append(f"np.moveaxis({value}, -1, {axis})")
+    lines.append(f"    return ({', '.join(leaves)}{',' if len(leaves) == 1 else ''})")
+    body += ast.parse("\n".join(lines) + "\n").body
+    header = _header(entry, f"vmap of {entry.name}, vectorised by batching rules", None)
+    return emitter.render(header, body)
