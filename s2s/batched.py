@@ -325,8 +325,11 @@ class Batched:
             if source is None:
                 source = batching.module_source(base, params, trees, kernel, [a or 0 for a in axes], why_loop)
             spec.update(source=source, driver=f"{base}_vmap", description=kernel.description)
-            module = backends.load(source, base + "_vmap", backend, parallel=(f"{base}_vmap",))
-            spec["call"] = getattr(module, f"{base}_vmap")
+            if "vectorized_call" in spec:
+                spec["call"] = spec.pop("vectorized_call")
+            else:
+                module = backends.load(source, base + "_vmap", backend, parallel=(f"{base}_vmap",))
+                spec["call"] = getattr(module, f"{base}_vmap")
         self._specialised[key] = spec
         return spec
 
@@ -338,16 +341,59 @@ class Batched:
         fun = self.fun
         if isinstance(fun, api.Primal):
             fun = fun.fun
-        if not inspect.isfunction(fun) or isinstance(self.fun, (Batched, api.Transformed)):
-            return None, "batching rules cover plain functions; this is " + kernel.description
-        if any(t[0] != "leaf" for t in trees):
-            return None, "batching rules take arrays and numbers as arguments, not pytrees"
+        if isinstance(fun, api.Transformed):
+            return self._vectorized_grad(params, trees, spec)
+        if not inspect.isfunction(fun) or isinstance(self.fun, Batched):
+            return None, "batching rules cover plain functions and their gradients; this is " + kernel.description
         try:
-            source = vectorize.module_source(fun, params, [t[1] for t in trees], spec["structure"],
-                                             kernel.leaf_paths, [a or 0 for a in spec["out_axes"]], kernel.description)
+            source = vectorize.module_source(fun, params, trees, spec["structure"], kernel.leaf_paths,
+                                             [a or 0 for a in spec["out_axes"]], kernel.description)
         except vectorize.NoBatchingRule as exc:
             return None, str(exc)
         return source, ""
+
+    def _vectorized_grad(self, params, trees, spec) -> tuple[str | None, str]:
+        """vmap(grad(f)) on the python backend: the gradient of the vectorised batch's total
+        (vectorize.total_module_source), the differentiated arguments broadcast to the batch.
+        Sets spec["call"] to the Python driver; returns its two modules as the source."""
+        from . import vectorize
+
+        fun = self.fun
+        argnums = api._argnums_tuple(fun.argnums)
+        forced = [k in argnums or k - len(trees) in argnums for k in range(len(trees))]
+        try:
+            source, batched_name, total_name, result = vectorize.total_module_source(
+                fun.fun, params, trees, forced, fun.has_aux)
+            module = _import_generated(source, total_name)
+            gradient = api.Transformed(getattr(module, total_name), "grad", fun.argnums)
+            grad_source = gradient.source
+        except S2SError as exc:  # no batching rule, or no derivative rule for the batched code
+            return None, str(exc)
+        batched = getattr(module, batched_name)
+        # which output leaves carry the batch: every gradient (its argument was broadcast), and
+        # the value's leaves where the batched entry's result pattern says so
+        value_pattern = vectorize.element(result, 0) if fun.has_aux else result
+        if fun.kind == "grad":
+            pattern = (True, vectorize.element(result, 1)) if fun.has_aux else True
+        else:
+            pattern = ((value_pattern, vectorize.element(result, 1)) if fun.has_aux else value_pattern, True)
+        batched_leaves = vectorize.leaf_patterns(spec["structure"], pattern)
+        out_axes = [a or 0 for a in spec["out_axes"]]
+
+        def call(*args):
+            n = next(size for k, (a, t) in enumerate(zip(args, trees)) for _, _, size in _mapped_leaves(a, t, ""))
+            moved = tuple(_moved(a, t, f, n) for a, t, f in zip(args, trees, forced))
+            grads = gradient(*moved)
+            if fun.kind == "grad" and not fun.has_aux:
+                output = grads
+            else:
+                value = batched(*moved)
+                output = (grads, value[1]) if fun.kind == "grad" else (value, grads)
+            return tuple(np.moveaxis(np.asarray(leaf) if is_batched else _runtime().batch_broadcast(leaf, n), -1, axis)
+                         for leaf, is_batched, axis in zip(pytree.leaves(output), batched_leaves, out_axes))
+
+        spec["vectorized_call"] = call
+        return source + "\n\n# The gradient of the batch total, by s2s.grad:\n\n" + grad_source, ""
 
     def __call__(self, *args):
         trees = self._trees(args)
@@ -373,6 +419,37 @@ class Batched:
                 value = value.astype(dtype)
             leaves.append(value)
         return pytree.unflatten(spec["structure"], leaves)
+
+
+def _moved(arg: Any, tree: batching.ArgTree, forced: bool, n: int) -> Any:
+    """An argument of a vectorised batch: mapped axes last, forced (differentiated) leaves
+    broadcast to the batch."""
+    if tree[0] == "leaf":
+        if tree[1] is not None:
+            return np.moveaxis(arg, tree[1], -1)
+        return _runtime().batch_broadcast(arg, n) if forced else arg
+    if tree[0] == "dict" or not (forced or batching.is_batched(tree)):
+        return arg
+    return tuple(_moved(a, t, forced, n) for a, t in zip(arg, tree[1]))
+
+
+def _runtime():
+    from . import runtime
+
+    return runtime
+
+
+def _import_generated(source: str, stem: str):
+    """Generated source as a module in a real file, so that s2s can read its functions again."""
+    path = backends.write_module(source, stem)
+    module_name = "s2s_generated." + os.path.splitext(os.path.basename(path))[0]
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Batched:

@@ -475,6 +475,42 @@ def batched_matmul(a, b, a_batched, b_batched):
     return np.moveaxis(np.matmul(front_a, front_b), 0, -1)
 
 
+def _matmul_specs(a, b, a_batched, b_batched):
+    """The einsum subscripts of batched_matmul for operands of up to two per-example axes."""
+    da, db = np.ndim(a) - a_batched, np.ndim(b) - b_batched
+    left = "ij" if da == 2 else "j"
+    right = "jk"[:db]
+    out = (left[0] if da == 2 else "") + (right[1] if db == 2 else "")
+    return f"{left}{'z' if a_batched else ''}", f"{right}{'z' if b_batched else ''}", f"{out}z"
+
+
+def batched_matmul_bar_a(g, a, b, a_batched, b_batched):
+    """The adjoint of a in batched_matmul(a, b, ...), from the output adjoint g."""
+    da, db = np.ndim(a) - a_batched, np.ndim(b) - b_batched
+    if da == 0 or db == 0:
+        return unbroadcast(g * (b if b_batched else lift(b)), a if a_batched else lift(a)).reshape(np.shape(a))
+    if da > 2 or db > 2:
+        raise ValueError("s2s: the derivative of a vmapped matmul is vectorised for operands of up to 2 dimensions")
+    sa, sb, so = _matmul_specs(a, b, a_batched, b_batched)
+    return np.einsum(f"{so},{sb}->{sa}", g, b)
+
+
+def batched_matmul_bar_b(g, a, b, a_batched, b_batched):
+    da, db = np.ndim(a) - a_batched, np.ndim(b) - b_batched
+    if da == 0 or db == 0:
+        return unbroadcast(g * (a if a_batched else lift(a)), b if b_batched else lift(b)).reshape(np.shape(b))
+    if da > 2 or db > 2:
+        raise ValueError("s2s: the derivative of a vmapped matmul is vectorised for operands of up to 2 dimensions")
+    sa, sb, so = _matmul_specs(a, b, a_batched, b_batched)
+    return np.einsum(f"{so},{sa}->{sb}", g, a)
+
+
+def batched_transpose_bar(g, axes=None):
+    last = np.ndim(g) - 1
+    axes = tuple(reversed(range(last))) if axes is None else tuple(a % last for a in axes)
+    return np.transpose(g, tuple(np.argsort(axes)) + (last,))
+
+
 def batched_outer(a, b, a_batched, b_batched):
     a = np.reshape(a, (-1, np.shape(a)[-1])) if a_batched else np.reshape(a, (-1, 1))
     b = np.reshape(b, (-1, np.shape(b)[-1])) if b_batched else np.reshape(b, (-1, 1))

@@ -363,40 +363,89 @@ def leaf_patterns(structure: Any, pattern: Pattern) -> list[bool]:
             for p in leaf_patterns(child, element(pattern, k) if structure[0] == "seq" else anything(pattern))]
 
 
-def module_source(fn: Any, params: list[str], axes: list, out_structure: Any, leaf_paths: list[str],
-                  out_axes: list[int], description: str) -> str:
-    """The vectorised module of fn: primal and batched functions, and `<name>_vmap`, which moves
-    the mapped axes last, calls the batched entry, and returns the output leaves with the batch
-    moved to out_axes. Raises NoBatchingRule where a statement has no rule."""
-    from .pipeline import _assign_names, _header, collect, primal_function
+def tree_pattern(tree, forced: bool = False) -> Pattern:
+    """The batching pattern of an argument (batching.ArgTree); forced: batched even where its
+    axis is None (the differentiated arguments of a vmapped gradient, broadcast to the batch)."""
+    if tree[0] == "leaf":
+        return forced or tree[1] is not None
+    if tree[0] == "dict":
+        if forced or any(anything(tree_pattern(c)) for c in tree[2]):
+            raise NoBatchingRule("batching rules take tuples and arrays as arguments, not dicts")
+        return False
+    return tuple(tree_pattern(c, forced) for c in tree[1])
+
+
+def argument_expr(path: str, tree, forced: bool, n: str) -> str:
+    """The argument of the batched entry: mapped axes moved last, forced leaves broadcast."""
+    if tree[0] == "leaf":
+        if tree[1] is not None:
+            return f"np.moveaxis({path}, {tree[1]}, -1)"
+        return f"runtime.batch_broadcast({path}, {n})" if forced else path
+    if tree[0] == "dict" or not anything(tree_pattern(tree, forced)):
+        return path
+    items = [argument_expr(f"{path}[{k}]", c, forced, n) for k, c in enumerate(tree[1])]
+    return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+
+
+def _batched_module(fn: Any, patterns: tuple):
+    from .pipeline import _assign_names, collect, primal_function
 
     functions = collect(fn)
     emitter = Emitter()
     _assign_names(functions, emitter)
     entry = functions[-1]
     vectorizer = Vectorizer(functions, emitter)
-    batched_name, result = vectorizer.function(entry, tuple(a is not None for a in axes), entry=True)
+    batched_name, result = vectorizer.function(entry, patterns, entry=True)
     body: list = [ast.Import([ast.alias("math")]), ast.Import([ast.alias("numpy", "np")]),
                   ast.ImportFrom("s2s", [ast.alias("runtime")], 0)]
     for cname in sorted(emitter.constants):
         body.append(ast.Assign([name(cname, True)], emitter.const(emitter.constants[cname]), lineno=0))
     body += [primal_function(f, emitter) for f in functions[:-1]]  # callees called with unbatched arguments
     body += vectorizer.defs
+    return emitter, entry, body, batched_name, result
+
+
+def module_source(fn: Any, params: list[str], trees: list, out_structure: Any, leaf_paths: list[str],
+                  out_axes: list[int], description: str) -> str:
+    """The vectorised module of fn: primal and batched functions, and `<name>_vmap`, which moves
+    the mapped axes last, calls the batched entry, and returns the output leaves with the batch
+    moved to out_axes. Raises NoBatchingRule where a statement has no rule."""
+    from .batching import described_axes, first_batched
+    from .pipeline import _header
+
+    emitter, entry, body, batched_name, result = _batched_module(fn, tuple(tree_pattern(t) for t in trees))
     fresh = ir.Names(params + [batched_name]).fresh
     n, out = fresh("n"), fresh("result")
-    size = next(f"{p}.shape[{a}]" for p, a in zip(params, axes) if a is not None)
-    where = ", ".join(f"axis {a} of {p}" for p, a in zip(params, axes) if a is not None)
+    size = next(s for s in (first_batched(p, t) for p, t in zip(params, trees)) if s)
     lines = [f"def {emitter.function_names[id(entry.python)]}_vmap({', '.join(params)}):",
-             f'    """Vmap of {description}, batched over {where}: vectorised NumPy by batching rules '
-             f'(the batch moves to the last axis)."""',
+             f'    """Vmap of {description}, batched over {described_axes(params, trees)}: vectorised NumPy by '
+             f'batching rules (the batch moves to the last axis)."""',
              f"    {n} = {size}"]
-    lines += [f"    {p} = np.moveaxis({p}, {a}, -1)" for p, a in zip(params, axes) if a is not None]
-    lines.append(f"    {out} = {batched_name}({', '.join(params)})")
+    args = [argument_expr(p, t, False, n) for p, t in zip(params, trees)]
+    lines.append(f"    {out} = {batched_name}({', '.join(args)})")
     leaves = []
     for path, batched, axis in zip(leaf_paths, leaf_patterns(out_structure, result), out_axes):
         value = f"{out}{path}" if batched else f"runtime.batch_broadcast({out}{path}, {n})"
         leaves.append(f"np.moveaxis({value}, -1, {axis})")
     lines.append(f"    return ({', '.join(leaves)}{',' if len(leaves) == 1 else ''})")
     body += ast.parse("\n".join(lines) + "\n").body
-    header = _header(entry, f"vmap of {entry.name}, vectorised by batching rules", None)
-    return emitter.render(header, body)
+    return emitter.render(_header(entry, f"vmap of {entry.name}, vectorised by batching rules", None), body)
+
+
+def total_module_source(fn: Any, params: list[str], trees: list, forced: list[bool], has_aux: bool):
+    """For vmap(grad(fn)): the vectorised batch of fn, with its differentiated arguments batched
+    too, and `<name>_batched_total`, the sum of its outputs over the batch. Examples do not
+    interact, so the gradient of the total with respect to a batched argument holds each
+    example's gradient in its column. Returns (source, batched name, total name, result pattern)."""
+    from .pipeline import _header
+
+    patterns = tuple(tree_pattern(t, f) for t, f in zip(trees, forced))
+    emitter, entry, body, batched_name, result = _batched_module(fn, patterns)
+    total = f"{emitter.function_names[id(entry.python)]}_batched_total"
+    value = f"{batched_name}({', '.join(params)})" + ("[0]" if has_aux else "")
+    body += ast.parse(
+        f"def {total}({', '.join(params)}):\n"
+        f'    """The sum over the batch: its gradient holds the gradient of each example."""\n'
+        f"    return np.sum({value})\n").body
+    what = f"the batch of {entry.name} and its total, for vmap of its gradient"
+    return emitter.render(_header(entry, what, None), body), batched_name, total, result

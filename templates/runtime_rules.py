@@ -4,17 +4,27 @@ They make generated code differentiable once more (forward over reverse: s2s.hes
 Helpers are linear or bilinear in their array arguments, or piecewise constant.
 """
 
+import numpy as np
+
 from s2s import runtime
 from s2s.rules import nondifferentiable, rule
 from s2s.runtime import (
     add_at,
     add_attr,
     array_bar,
+    batch_broadcast,
+    batched_matmul,
+    batched_matmul_bar_a,
+    batched_matmul_bar_b,
+    batched_reshape,
+    batched_transpose,
+    batched_transpose_bar,
     concatenate_bar,
     copy,
     dot_bar_x,
     dot_bar_y,
     inner_bar_x,
+    lift,
     matmul_bar_x,
     matmul_bar_y,
     max_bar,
@@ -174,4 +184,51 @@ DECLARATIONS = [
     nondifferentiable(runtime.zeros_like, runtime.zeros_shaped, runtime.ones_like, runtime.shape, runtime.clip_inside,
                       runtime.require_number, runtime.range_len, runtime.shape_tape,
                       runtime.push_shape, runtime.pop_shape),
+]
+
+
+# ---- vectorised batching (python backend) ------------------------------------------
+# vmap(grad(f)) on the python backend differentiates the vectorised batch of f (vectorize.py):
+# these are the reverse rules of the helpers that code calls.
+
+
+@rule(runtime.lift)
+def lift_(y, x):
+    y_dot = lift(x_dot)
+    x_bar += np.sum(y_bar, axis=-1)
+
+
+@rule(runtime.batch_broadcast)
+def batch_broadcast_(y, x, n):
+    y_dot = batch_broadcast(x_dot, n)
+    x_bar += np.sum(y_bar, axis=-1)
+
+
+@rule(runtime.batched_matmul)
+def batched_matmul_(y, a, b, a_batched, b_batched):
+    y_dot = batched_matmul(a_dot, b, a_batched, b_batched) + batched_matmul(a, b_dot, a_batched, b_batched)
+    a_bar += batched_matmul_bar_a(y_bar, a, b, a_batched, b_batched)
+    b_bar += batched_matmul_bar_b(y_bar, a, b, a_batched, b_batched)
+
+
+@rule(runtime.batched_transpose)
+def batched_transpose_(y, x, axes=None):
+    y_dot = batched_transpose(x_dot, axes)
+    x_bar += batched_transpose_bar(y_bar, axes)
+
+
+@rule(runtime.batched_reshape)
+def batched_reshape_(y, x, shape):
+    y_dot = batched_reshape(x_dot, shape)
+    x_bar += np.reshape(y_bar, np.shape(x))
+
+
+DECLARATIONS += [
+    nondifferentiable(
+        runtime.example_axes,
+        runtime.example_shape,
+        runtime.example_ndim,
+        runtime.example_size,
+        runtime.example_len,
+    ),
 ]

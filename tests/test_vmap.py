@@ -216,12 +216,17 @@ def test_the_python_backend_vectorises_by_batching_rules():
     f = s2s.vmap(two_outputs, in_axes=(0, 1))
     f(xs, ys)
     assert "vectorised by batching rules" in f.source.splitlines()[0]
-    assert "_t1 = np.sin(x)" in f.source and "x = np.moveaxis(x, 0, -1)" in f.source
+    assert "_t1 = np.sin(x)" in f.source and "two_outputs_batched(np.moveaxis(x, 0, -1), np.moveaxis(y, 1, -1))" in f.source
     assert "for " not in f.source
     rates = rng.random(6)
     g = s2s.vmap(euler_decay, in_axes=(0, None, None))
     g(rates, 1.0, 50)
     assert "vectorised by batching rules" in g.source and "path = runtime.batch_broadcast(" in g.source
+    # gradients: the gradient of the vectorised batch's total, its differentiated argument broadcast
+    h = s2s.vmap(s2s.grad(logistic_loss), in_axes=(None, 0, 0))
+    h(rng.normal(size=3), xs, rng.random(5))
+    assert "the batch of logistic_loss and its total" in h.source and "def logistic_loss_batched_total" in h.source
+    assert "prange" not in h.source
 
 
 def branch_on_example(x):
