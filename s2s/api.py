@@ -33,11 +33,19 @@ def _argnums_tuple(argnums) -> tuple[int, ...]:
     return tuple(argnums)
 
 
+def _unbatched(fun: Callable) -> Callable:
+    """A transform of s2s.vmap(f) transforms the vmap's loop over the examples, a plain function."""
+    from .batched import Batched
+
+    return fun.as_loop_function() if isinstance(fun, Batched) else fun
+
+
 class Transformed:
     """The result of a transform: callable, with the generated module in .source."""
 
     def __init__(self, fun: Callable, kind: str, argnums=0, has_aux: bool = False, backend: str = "python",
                  rows: bool = False):
+        fun = _unbatched(fun)
         if isinstance(fun, (Transformed, Jacobian, SecondOrder)):
             raise S2SError(f"{kind} of an already transformed function is supported as grad(grad(f)) only",
                            hint="use s2s.hessian(f) or s2s.jacfwd(s2s.jacrev(f)) for other second derivatives")
@@ -47,7 +55,7 @@ class Transformed:
         self.has_aux = has_aux
         self.backend = backend
         self.rows = rows  # also the compiled loop over stacks of cotangents (jacrev)
-        functools.update_wrapper(self, fun)
+        functools.update_wrapper(self, fun, updated=())  # not fun's __dict__: it may be a transform
         self._source: str | None = None
         self._module = None
         self._vjp = None
@@ -98,13 +106,22 @@ class Transformed:
             return tuple(pytree.to_numba(a) for a in args)
         return args
 
-    def __call__(self, *args):
-        self._check_args(args)
-        out, grads = self._vjp_function()(*self._call_args(args), _seed(args))
-        value = out[0] if self.has_aux else out
+    def _require_scalar(self, value) -> None:
         if np.ndim(value) != 0:
             raise S2SError(f"grad of {self.fun.__name__} needs a scalar output, got shape {np.shape(value)}",
                            hint="use s2s.vjp or s2s.jacrev for vector outputs")
+
+    def __call__(self, *args):
+        self._check_args(args)
+        try:
+            out, grads = self._vjp_function()(*self._call_args(args), _seed(args))
+        except Exception:  # noqa: BLE001 - re-raised unless the output explains it
+            # The seed is a number; a reverse sweep that indexes it (or Numba typing it) fails
+            # before the output's shape is known. Say why.
+            value = self.fun(*_private_copies(args))
+            self._require_scalar(value[0] if self.has_aux else value)
+            raise
+        self._require_scalar(out[0] if self.has_aux else out)
         argnums = _argnums_tuple(self.argnums)
         grads = tuple(pytree.restructure(g, args[k]) for g, k in zip(grads, argnums))
         grad = grads[0] if isinstance(self.argnums, int) else grads
@@ -198,7 +215,7 @@ class Primal:
     def __init__(self, fun: Callable, backend: str):
         self.fun = fun
         self.backend = backend
-        functools.update_wrapper(self, fun)
+        functools.update_wrapper(self, fun, updated=())  # not fun's __dict__: it may be a transform
         self._source = None
         self._compiled = None
 
@@ -221,6 +238,7 @@ class ForwardTransformed:
     """The generated forward-mode module of a function (jvp), loaded for a backend."""
 
     def __init__(self, fun: Callable, backend: str = "python", has_aux: bool = False, columns: bool = False):
+        fun = _unbatched(fun)
         self.fun = fun
         self.backend = backend
         self.has_aux = has_aux
@@ -367,12 +385,13 @@ class Jacobian:
     compiled generated code in one call."""
 
     def __init__(self, fun: Callable, argnums, forward: bool, backend: str = "python", has_aux: bool = False):
+        fun = _unbatched(fun)
         self.fun = fun
         self.argnums = argnums
         self.forward = forward
         self.backend = backend
         self.has_aux = has_aux
-        functools.update_wrapper(self, fun)
+        functools.update_wrapper(self, fun, updated=())  # not fun's __dict__: it may be a transform
 
     @property
     def source(self) -> str:
@@ -470,12 +489,13 @@ class SecondOrder:
     code: hessian(f), jacfwd(jacrev(f)), jacrev(jacrev(f)), grad(grad(f))."""
 
     def __init__(self, fun: Callable, inner_argnum: int, outer_argnums, scalar: bool, backend: str = "python"):
+        fun = _unbatched(fun)
         self.fun = fun
         self.inner_argnum = inner_argnum
         self.outer_argnums = outer_argnums
         self.scalar = scalar  # grad(grad(f)): a number, as in JAX
         self.backend = backend
-        functools.update_wrapper(self, fun)
+        functools.update_wrapper(self, fun, updated=())  # not fun's __dict__: it may be a transform
         self._module = None
 
     def with_backend(self, backend: str) -> "SecondOrder":

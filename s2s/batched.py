@@ -22,6 +22,11 @@ from . import api, backends, batching, ir, pytree
 from .errors import S2SError
 
 
+def _seq_kind(arg) -> str:
+    """Namedtuples are rebuilt with their own type when a driver indexes their leaves."""
+    return "namedtuple" if pytree.is_namedtuple(arg) else "seq"
+
+
 def _axis_tree(arg: Any, spec: Any, where: str) -> batching.ArgTree:
     """The argument's structure with the mapped axis of each leaf (JAX's pytree prefixes)."""
     if spec is None or isinstance(spec, (int, np.integer)) and not isinstance(spec, bool):
@@ -29,7 +34,7 @@ def _axis_tree(arg: Any, spec: Any, where: str) -> batching.ArgTree:
             keys = sorted(arg)
             return ("dict", keys, [_axis_tree(arg[k], spec, f"{where}[{k!r}]") for k in keys])
         if isinstance(arg, (tuple, list)):
-            return ("seq", [_axis_tree(x, spec, f"{where}[{k}]") for k, x in enumerate(arg)])
+            return (_seq_kind(arg), [_axis_tree(x, spec, f"{where}[{k}]") for k, x in enumerate(arg)])
         if spec is None:
             return ("leaf", None)
         ndim = np.ndim(arg)
@@ -41,7 +46,7 @@ def _axis_tree(arg: Any, spec: Any, where: str) -> batching.ArgTree:
         keys = sorted(arg)
         return ("dict", keys, [_axis_tree(arg[k], spec[k], f"{where}[{k!r}]") for k in keys])
     if isinstance(spec, (tuple, list)) and isinstance(arg, (tuple, list)) and len(spec) == len(arg):
-        return ("seq", [_axis_tree(x, s, f"{where}[{k}]") for k, (x, s) in enumerate(zip(arg, spec))])
+        return (_seq_kind(arg), [_axis_tree(x, s, f"{where}[{k}]") for k, (x, s) in enumerate(zip(arg, spec))])
     raise S2SError(f"vmap: in_axes entry {spec!r} for {where} does not match its structure "
                    f"({type(arg).__name__})", hint="give an int or None, or a prefix of the argument's tree")
 
@@ -77,12 +82,19 @@ def _has_namedtuple(arg: Any, tree: batching.ArgTree) -> bool:
 
 
 def _signature(args: tuple, trees: list) -> tuple:
-    """What a specialisation depends on: structures, mapped axes, ndims and dtypes."""
-    def leaf_key(x):
-        return (type(x).__name__, np.ndim(x), str(np.asarray(x).dtype)) if not isinstance(x, (tuple, list, dict)) else None
+    """What a specialisation depends on: structures, mapped axes, and each leaf's type, dtype and
+    per-example shape (the output structure may depend on shapes; the batch size does not)."""
+    def key(arg, tree):
+        if tree[0] == "leaf":
+            shape = list(np.shape(arg))
+            if tree[1] is not None:
+                del shape[tree[1]]
+            return (type(arg).__name__, str(np.asarray(arg).dtype), tuple(shape), tree[1])
+        if tree[0] == "dict":
+            return ("dict", tuple((k, key(arg[k], c)) for k, c in zip(tree[1], tree[2])))
+        return (tree[0], type(arg).__name__, tuple(key(a, c) for a, c in zip(arg, tree[1])))
 
-    return tuple((repr(pytree.flatten(a)[1]), repr(t), tuple(leaf_key(x) for x in pytree.leaves(a)))
-                 for a, t in zip(args, trees))
+    return tuple(key(a, t) for a, t in zip(args, trees))
 
 
 def _param_names(fun: Callable, count: int) -> list[str]:
@@ -123,6 +135,9 @@ class Batched:
         # Name and docstring only: copying fun's __dict__ would overwrite this object's fields
         # when fun is another s2s transform.
         functools.update_wrapper(self, fun, updated=())
+        # Callers record the name they call and this qualname (cache.py checks both), so it
+        # names the axes too: rebinding `predict` to a vmap with other axes is a change.
+        self.__qualname__ = f"vmap({getattr(fun, '__qualname__', fun)}, in_axes={in_axes!r}, out_axes={out_axes!r})"
         self._specialised: dict = {}
         self._last_source: str | None = None
         self._loop_function: Callable | None = None
@@ -169,15 +184,16 @@ class Batched:
             return f"{fun.__name__}({', '.join(batching.example_expr(p, t, index) for p, t in zip(params, trees))})"
 
         source = (
-            f"import numpy as np\n\n\n"
+            f"import numpy as np\n"
+            f"from s2s import runtime\n\n\n"
             f"def {fun.__name__}_vmap({', '.join(params)}):\n"
             f'    """s2s.vmap({fun.__name__}, in_axes={self.in_axes!r}) as a loop over the examples."""\n'
             f"    {n} = {size}\n"
-            f"    {first} = {call('0')}\n"
-            f"    {out} = np.zeros(({n},) + np.shape({first}))\n"
+            f"    {first} = runtime.batch_example({call('0')}, None)\n"
+            f"    {out} = runtime.batch_empty({n}, {first})\n"
             f"    {out}[0] = {first}\n"
             f"    for {b} in range(1, {n}):\n"
-            f"        {out}[{b}] = {call(b)}\n"
+            f"        {out}[{b}] = runtime.batch_example({call(b)}, {first})\n"
             f"    return {out}\n"
         )
         path = backends.write_module(source, f"{fun.__name__}_vmap_loop")
@@ -225,7 +241,7 @@ class Batched:
         fun = self.fun
         if isinstance(fun, Batched):
             spec = fun._specialise(example, fun._trees(example), backend)
-            if spec["call"] is None:
+            if spec["driver"] is None:
                 return None, fun.with_backend("python")(*example)
             output = fun.with_backend("python")(*example)  # batched: the inner batch axis is in it
             kernel = batching.Kernel(spec["source"], spec["driver"], [],
@@ -311,7 +327,9 @@ class Batched:
                 raise S2SError(f"vmap of {getattr(self.fun, '__name__', self.fun)!r} has no generated code to compile",
                                hint="vmap a plain function, s2s.grad, s2s.value_and_grad, s2s.jit or s2s.vmap "
                                     "of one; or use backend='python'")
-            spec.update(source=None, driver=None, call=None, description=getattr(self.fun, "__name__", "function"))
+            what = getattr(self.fun, "__name__", type(self.fun).__name__)
+            spec.update(source=f"# s2s.vmap of {what}: it has no generated code, so the python backend calls it "
+                               f"once per example, in Python.\n", driver=None, call=None, description=what)
         else:
             params = _param_names(self.fun.fun if isinstance(self.fun, (api.Transformed, api.Primal)) else self.fun,
                                   len(args))
@@ -325,8 +343,8 @@ class Batched:
             if source is None:
                 source = batching.module_source(base, params, trees, kernel, [a or 0 for a in axes], why_loop)
             spec.update(source=source, driver=f"{base}_vmap", description=kernel.description)
-            if "vectorized_call" in spec:
-                spec["call"] = spec.pop("vectorized_call")
+            if "vectorized_call" in spec:  # a Python driver around generated code: nothing to embed
+                spec["call"], spec["driver"] = spec.pop("vectorized_call"), None
             else:
                 module = backends.load(source, base + "_vmap", backend, parallel=(f"{base}_vmap",))
                 spec["call"] = getattr(module, f"{base}_vmap")
@@ -395,23 +413,62 @@ class Batched:
         spec["vectorized_call"] = call
         return source + "\n\n# The gradient of the batch total, by s2s.grad:\n\n" + grad_source, ""
 
-    def __call__(self, *args):
-        trees = self._trees(args)
+    def _with_defaults(self, args: tuple) -> tuple:
+        """Parameters left to their defaults are passed, unmapped: the generated code takes them all."""
+        fun = self.fun
+        while isinstance(fun, (Batched, api.Transformed, api.Primal)):
+            fun = fun.fun
+        try:
+            params = [p for p in inspect.signature(fun).parameters.values()
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        except (TypeError, ValueError):
+            return args
+        missing = params[len(args):]
+        if not missing or any(p.default is inspect.Parameter.empty for p in missing):
+            return args
+        return args + tuple(p.default for p in missing)
+
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            raise S2SError(f"vmap: pass the arguments positionally (got {', '.join(kwargs)} by keyword)",
+                           hint="in_axes names positions, as in JAX")
+        given = len(args)
+        args = self._with_defaults(args)
+        in_axes = self.in_axes
+        if given < len(args):  # defaults are not mapped
+            spec = tuple(in_axes) if isinstance(in_axes, (tuple, list)) else (in_axes,) * given
+            if len(spec) == given:
+                self.in_axes = spec + (None,) * (len(args) - given)
+        try:
+            trees = self._trees(args)
+        finally:
+            self.in_axes = in_axes
         spec = self._specialise(args, trees, self.backend)
         self._last_source = spec["source"]
         if spec["call"] is None:  # no generated code: a Python loop over examples
             n = next(size for k, (a, t) in enumerate(zip(args, trees)) for _, _, size in _mapped_leaves(a, t, ""))
-            outputs = [pytree.leaves(self.fun(*(_example(a, t, b) for a, t in zip(args, trees)))) for b in range(n)]
+            outputs = [pytree.flatten(self.fun(*(_example(a, t, b) for a, t in zip(args, trees)))) for b in range(n)]
+            if any(repr(structure) != repr(spec["structure"]) for _, structure in outputs) or any(
+                    np.shape(x) != np.shape(y) for leaves, _ in outputs for x, y in zip(leaves, outputs[0][0])):
+                raise S2SError("vmap: the examples' outputs differ in structure or shape",
+                               hint="return values of the same shape for every example")
+            outputs = [leaves for leaves, _ in outputs]
             stacked = [np.stack([np.asarray(o[k]) for o in outputs]) for k in range(len(spec["leaf_dtypes"]))]
             stacked = [np.moveaxis(s, 0, a) if a else s for s, a in zip(stacked, spec["out_axes"])]
         else:
             call_args = tuple(pytree.to_numba(a) for a in args) if self.backend == "cpu" else args
-            stacked = list(spec["call"](*call_args))
+            try:
+                stacked = list(spec["call"](*call_args))
+            except ValueError as exc:  # runtime.batch_example: an example's output has another shape
+                if "s2s: vmap" not in str(exc):
+                    raise
+                raise S2SError(str(exc).replace("s2s: vmap: ", "vmap: "),
+                               hint="return values of the same shape for every example") from None
         leaves = []
         for value, dtype, axis in zip(stacked, spec["leaf_dtypes"], spec["out_axes"]):
             value = np.asarray(value)
             if axis is None:  # out_axes=None: the output must not depend on the example
-                if not np.all(value == value[:1]):
+                if not all(np.array_equal(v, value[0], equal_nan=value.dtype.kind in "fc") for v in value[1:]):
                     raise S2SError("vmap: out_axes=None for an output that differs between examples",
                                    hint="give that output an axis in out_axes")
                 value = value[0]
@@ -430,7 +487,8 @@ def _moved(arg: Any, tree: batching.ArgTree, forced: bool, n: int) -> Any:
         return _runtime().batch_broadcast(arg, n) if forced else arg
     if tree[0] == "dict" or not (forced or batching.is_batched(tree)):
         return arg
-    return tuple(_moved(a, t, forced, n) for a, t in zip(arg, tree[1]))
+    items = [_moved(a, t, forced, n) for a, t in zip(arg, tree[1])]
+    return type(arg)(*items) if tree[0] == "namedtuple" else tuple(items)
 
 
 def _runtime():

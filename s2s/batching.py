@@ -8,9 +8,11 @@ another batched module) with one more function, `<name>_vmap`, that loops over t
         result = loss_vjp(params, xs[0], ys[0], 1.0)
         out_0 = runtime.batch_empty(n, result[1][0])
         out_0[0] = result[1][0]
+        mismatch = np.zeros(n, dtype=np.bool_)
         for b in runtime.prange(1, n):
             result = loss_vjp(params, xs[b], ys[b], 1.0)
-            out_0[b] = result[1][0]
+            mismatch[b] |= runtime.batch_store(out_0, b, result[1][0])
+        runtime.check_batch(mismatch)
         return (out_0,)
 
 `runtime.prange` is numba.prange: under s2s.jit the module is compiled with
@@ -28,7 +30,8 @@ from typing import Any
 
 from . import ir
 
-# An argument tree: ("leaf", axis or None) | ("seq", [children]) | ("dict", keys, [children]).
+# An argument tree: ("leaf", axis or None) | ("seq", [children]) | ("namedtuple", [children])
+# | ("dict", keys, [children]).
 ArgTree = tuple
 
 
@@ -61,6 +64,8 @@ def example_expr(path: str, tree: ArgTree, index: str) -> str:
                           for key, child in zip(tree[1], tree[2]))
         return "{" + items + "}"
     items = [example_expr(f"{path}[{k}]", child, index) for k, child in enumerate(tree[1])]
+    if tree[0] == "namedtuple":  # the python backend only: s2s.jit refuses mapped namedtuple leaves
+        return f"type({path})({', '.join(items)})"
     return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
 
 
@@ -90,7 +95,7 @@ def driver_source(name: str, params: list[str], trees: list[ArgTree], kernel: Ke
                   out_axes: list[int]) -> str:
     """The `<name>_vmap` function: a loop over examples, parallel under s2s.jit."""
     fresh = ir.Names(params + [kernel.entry]).fresh
-    n, b, result = fresh("n"), fresh("b"), fresh("result")
+    n, b, result, mismatch = fresh("n"), fresh("b"), fresh("result"), fresh("mismatch")
     outs = [fresh(f"out_{k}") for k in range(len(kernel.leaf_paths))]
     size = next(s for s in (first_batched(p, t) for p, t in zip(params, trees)) if s)
 
@@ -103,8 +108,13 @@ def driver_source(name: str, params: list[str], trees: list[ArgTree], kernel: Ke
     lines = [f"def {name}_vmap({', '.join(params)}):", f'    """{doc}"""', f"    {n} = {size}", f"    {call('0')}"]
     for out, path in zip(outs, kernel.leaf_paths):
         lines += [f"    {out} = runtime.batch_empty({n}, {result}{path})", f"    {out}[0] = {result}{path}"]
-    lines += [f"    for {b} in runtime.prange(1, {n}):", f"        {call(b)}"]
-    lines += [f"        {out}[{b}] = {result}{path}" for out, path in zip(outs, kernel.leaf_paths)]
+    # Every example's output must have the first one's shape (a smaller one would broadcast):
+    # batch_store flags a mismatch, and check_batch raises after the parallel loop.
+    lines += [f"    {mismatch} = np.zeros({n}, dtype=np.bool_)",
+              f"    for {b} in runtime.prange(1, {n}):", f"        {call(b)}"]
+    lines += [f"        {mismatch}[{b}] |= runtime.batch_store({out}, {b}, {result}{path})"
+              for out, path in zip(outs, kernel.leaf_paths)]
+    lines.append(f"    runtime.check_batch({mismatch})")
     returned = []
     for out, axis, ndim in zip(outs, out_axes, kernel.leaf_ndims):
         if axis == 0:

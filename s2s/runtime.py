@@ -391,6 +391,34 @@ def batch_empty(n, example):
     return np.empty((n,) + example.shape, example.dtype)
 
 
+def batch_example(value, first):
+    """One example's output of a vmapped function, checked against the first example's: the
+    outputs are stacked, so they must be arrays or numbers of one shape (as JAX requires)."""
+    if isinstance(value, (tuple, list, dict)):
+        raise ValueError("s2s: vmap: inside another transform, a vmapped function returns one array "
+                         "or number per example, not a tuple")
+    if first is not None and np.shape(value) != np.shape(first):
+        raise ValueError(f"s2s: vmap: an example's output has shape {np.shape(value)}, "
+                         f"the first example's {np.shape(first)}")
+    return value
+
+
+def batch_store(out, b, value):
+    """out[b] = value, unless value's shape is not the stacked one: then True, and nothing is
+    stored. (Raising inside a parallel loop is not reliable under Numba; the driver raises
+    after the loop, in check_batch.)"""
+    if np.shape(value) != np.shape(out)[1:]:
+        return True
+    out[b] = value
+    return False
+
+
+def check_batch(mismatch):
+    if np.any(mismatch):
+        raise ValueError(f"s2s: vmap: example {int(np.argmax(mismatch))}'s output does not have the "
+                         "first example's shape")
+
+
 # Vectorised batching (vectorize.py) keeps the batch on the LAST axis. These helpers serve
 # only the python backend (s2s.jit batches by a parallel loop instead), so they have no
 # Numba overloads.

@@ -384,6 +384,8 @@ def argument_expr(path: str, tree, forced: bool, n: str) -> str:
     if tree[0] == "dict" or not anything(tree_pattern(tree, forced)):
         return path
     items = [argument_expr(f"{path}[{k}]", c, forced, n) for k, c in enumerate(tree[1])]
+    if tree[0] == "namedtuple":
+        return f"type({path})({', '.join(items)})"
     return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
 
 

@@ -334,3 +334,132 @@ def test_nested_vmap_with_inner_out_axes(backend):
     ref = np.stack([np.stack([np.outer(r, r) for r in xs[:, :2]], axis=1)] * 5, axis=-1)
     assert got.shape == ref.shape == (2, 3, 2, 5)
     np.testing.assert_allclose(got, ref)
+
+
+# ---- regressions from the review of vmap ----------------------------------------------
+
+
+def positives(x):
+    return x[x > 0]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_examples_with_outputs_of_another_shape_are_refused(backend):
+    with pytest.raises(s2s.S2SError, match="output does not have the first example's shape"):
+        batched(positives, backend)(np.array([[1.0, 2.0, 3.0], [1.0, -2.0, -3.0]]))
+
+
+def pair_of_outputs(w, x):
+    return np.sin(w * x), w + x
+
+
+paired = s2s.vmap(pair_of_outputs, in_axes=(None, 0))
+
+
+def uses_paired(w, xs):
+    a, b = paired(w, xs)
+    return np.sum(a) + np.sum(b**2)
+
+
+def squares(x):
+    return x * x
+
+
+squared = s2s.vmap(squares)
+
+
+def uses_squared(xs):
+    return squared(xs)
+
+
+def test_a_vmap_inside_a_transform_returns_one_array_per_example_in_its_dtype():
+    with pytest.raises(ValueError, match="not a tuple"):
+        s2s.jit(uses_paired, backend="python")(0.5, np.ones((2, 3)))
+    out = s2s.jit(uses_squared, backend="python")(np.ones((2, 3), np.float32))
+    assert out.dtype == np.float32
+
+
+def sum_squared(x):
+    return np.sum(x) ** 2
+
+
+def test_transforms_of_a_vmap_differentiate_the_batch():
+    vf = s2s.vmap(sum_squared)
+    X = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    for jac in (s2s.jacfwd(vf)(X), s2s.jacrev(vf)(X)):
+        assert jac.shape == (2, 2, 3)
+        np.testing.assert_allclose(jac[0, 0], 12.0)
+        np.testing.assert_allclose(jac[1, 1], 30.0)
+        np.testing.assert_allclose(jac[0, 1], 0.0)
+    np.testing.assert_allclose(s2s.vjp(vf, X)[1](np.ones(2))[0], [[12.0] * 3, [30.0] * 3])
+    with pytest.raises(s2s.S2SError, match="scalar output"):
+        s2s.grad(vf)(X)
+
+
+def mapped_model(w, x):
+    return np.sum(np.sin(w * x))
+
+
+def test_rebinding_a_module_level_vmap_regenerates_the_callers_gradient():
+    global predict_for_rebinding
+    xs = np.arange(6.0).reshape(3, 2) / 5
+    predict_for_rebinding = s2s.vmap(mapped_model, in_axes=(None, 0))
+    s2s.grad(loss_through_rebinding)(np.array([0.3, 0.5]), xs)
+    predict_for_rebinding = s2s.vmap(mapped_model, in_axes=(0, 0))
+    W = np.array([[0.3, 0.5], [0.1, 0.2], [0.7, 0.9]])
+    expected = 2 * np.sum(np.sin(W * xs), 1)[:, None] * xs * np.cos(W * xs)
+    np.testing.assert_allclose(s2s.grad(loss_through_rebinding)(W, xs), expected, rtol=1e-12)
+
+
+predict_for_rebinding = None
+
+
+def loss_through_rebinding(w, xs):
+    return np.sum(predict_for_rebinding(w, xs) ** 2)
+
+
+def test_namedtuple_leaves_map_on_the_python_backend():
+    P = collections.namedtuple("P", "w b")
+    got = s2s.vmap(field_sum, in_axes=(P(None, 0), 0))(P(np.ones(3), np.arange(4.0)), np.ones((4, 3)))
+    np.testing.assert_allclose(got, [3.0, 4.0, 5.0, 6.0])
+
+
+def field_sum(p, x):
+    return np.sum(p.w * x) + p.b
+
+
+def to_tuple(x):
+    return tuple(x)
+
+
+def test_specialisations_follow_the_per_example_shape():
+    v = s2s.vmap(to_tuple)
+    assert len(v(np.ones((2, 3)))) == 3
+    assert len(v(np.ones((2, 4)))) == 4
+
+
+def inner_product(a, b):
+    return np.sum(a * b)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_vmap_of_vmap_of_grad(backend):
+    A, B = np.arange(6.0).reshape(2, 3), np.arange(15.0).reshape(3, 5)
+    t = s2s.vmap(s2s.vmap(s2s.grad(inner_product), in_axes=(0, None)), in_axes=(None, 1))
+    np.testing.assert_allclose(s2s.jit(t, backend=backend)(A, B), np.broadcast_to(B.T[:, None, :], (5, 2, 3)))
+
+
+def with_default(x, y=2.0):
+    return x * y
+
+
+def nan_aux(x, c):
+    return x * 2.0, c * np.nan
+
+
+def test_defaults_keywords_and_nan_outputs():
+    np.testing.assert_allclose(s2s.vmap(with_default)(np.ones(3)), [2.0, 2.0, 2.0])
+    with pytest.raises(s2s.S2SError, match="positionally"):
+        s2s.vmap(with_default)(np.ones(3), y=3.0)
+    out, aux = s2s.vmap(nan_aux, in_axes=(0, None), out_axes=(0, None))(np.ones(3), 1.0)
+    assert np.isnan(aux)
