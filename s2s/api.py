@@ -115,10 +115,15 @@ class Transformed:
         self._check_args(args)
         try:
             out, grads = self._vjp_function()(*self._call_args(args), _seed(args))
-        except Exception:  # noqa: BLE001 - re-raised unless the output explains it
+        except S2SError:
+            raise
+        except Exception as failure:  # noqa: BLE001 - re-raised unless the output explains it
             # The seed is a number; a reverse sweep that indexes it (or Numba typing it) fails
             # before the output's shape is known. Say why.
-            value = self.fun(*_private_copies(args))
+            try:
+                value = self.fun(*_private_copies(args))
+            except Exception:  # noqa: BLE001
+                raise failure from None
             self._require_scalar(value[0] if self.has_aux else value)
             raise
         self._require_scalar(out[0] if self.has_aux else out)

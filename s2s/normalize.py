@@ -697,6 +697,8 @@ class Normalizer:
                 raise self.error(node, exc.reason, exc.hint) from None
             args, kwargs = self.arguments(node)
             return self.user_call(node, callee, args, kwargs)
+        if getattr(callee, "__module__", None) == "s2s.api" and getattr(callee, "__name__", "") == "jvp":
+            return self.jvp_call(node)
         if callee is builtins.print:
             raise self.error(node, "print(...) returns None; call it as a statement")
         if callee in (builtins.range, builtins.enumerate, builtins.zip):
@@ -755,6 +757,29 @@ class Normalizer:
         if method == "transpose" and len(args) > 1:
             args = [self.assign(ir.Build("tuple", tuple(args)))]
         return self.assign(ir.Call(target, (receiver, *args), tuple(kwargs)))
+
+    def jvp_call(self, node: cst.Call) -> ir.Atom:
+        """s2s.jvp(f, (x, ...), (t, ...)) inside a transformed function: a call to f's generated
+        forward mode, f_jvp(x, ..., t, ...), which the transform reads like user code. So
+        s2s.vmap and s2s.jit of a function that calls s2s.jvp compile, as JAX's vmap(jvp) does."""
+        hint = "write s2s.jvp(f, (x, ...), (t, ...)) with a module-level function and tuple displays"
+        if len(node.args) != 3 or any(arg.keyword or arg.star for arg in node.args):
+            raise self.error(node, "s2s.jvp inside a transformed function takes three positional arguments", hint)
+        fun = self.resolver.resolve(node.args[0].value)
+        primals, tangents = node.args[1].value, node.args[2].value
+        if not is_user_function(fun) or not all(isinstance(v, (cst.Tuple, cst.List)) for v in (primals, tangents)) \
+                or len(primals.elements) != len(tangents.elements):
+            raise self.error(node, "s2s.jvp inside a transformed function needs a module-level function and "
+                             "tuples of primals and tangents of one length", hint)
+        from .api import _forward_transformed
+
+        try:
+            entry = _forward_transformed(fun, "python").entry()
+        except S2SError as exc:
+            raise self.error(node, f"s2s.jvp of {fun.__name__}: {exc}") from None
+        self.references.add((_dotted(node.args[0].value), fun.__module__, fun.__qualname__))
+        args = [self.expr(e.value) for e in primals.elements] + [self.expr(e.value) for e in tangents.elements]
+        return self.user_call(node, entry, args, [])
 
     def user_call(self, node, callee, args, kwargs) -> ir.Atom:
         import inspect

@@ -170,17 +170,48 @@ def test_out_axes_none_needs_an_unbatched_output():
 
 
 def test_functions_without_generated_code_loop_in_python():
-    def sin_jvp(t):
-        return s2s.jvp(np_sin, (0.3,), (t,))[1]
+    def guarded(t):
+        try:
+            return np.sin(t)
+        except ValueError:
+            return 0.0
 
     ts = np.array([1.0, 2.0, -0.5])
-    np.testing.assert_allclose(s2s.vmap(sin_jvp)(ts), np.cos(0.3) * ts, rtol=1e-12)
-    with pytest.raises(s2s.S2SError, match="cannot be used as a value"):
-        s2s.jit(s2s.vmap(sin_jvp))(ts)
+    f = s2s.vmap(guarded)
+    np.testing.assert_allclose(f(ts), np.sin(ts))
+    assert "it has no generated code" in f.source
+    with pytest.raises(s2s.S2SError, match="try statements are not supported"):
+        s2s.jit(s2s.vmap(guarded))(ts)
 
 
 def np_sin(x):
-    return np.sin(x)
+    return np.sin(x) * x
+
+
+def directional(x, t):
+    out, out_dot = s2s.jvp(np_sin, (x,), (t,))
+    return out_dot
+
+
+def squared_directional(x, t):
+    return np.sum(directional(x, t) ** 2)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_vmap_of_jvp_compiles_and_grad_of_jvp_matches_finite_differences(backend):
+    x, ts = np.array([0.3, 0.7, 1.1]), rng.normal(size=(4, 3))
+    got = batched(directional, backend, in_axes=(None, 0))(x, ts)
+    np.testing.assert_allclose(got, (np.cos(x) * x + np.sin(x)) * ts, rtol=1e-12)
+    s2s.testing.check_grads(squared_directional, (x, ts[0]), order=1)
+
+
+def bad_jvp(x):
+    return s2s.jvp(np_sin, x, x)
+
+
+def test_jvp_inside_a_transform_needs_tuple_displays():
+    with pytest.raises(s2s.S2SError, match=r"test_vmap.py:\d+:\d+: s2s.jvp inside a transformed function needs"):
+        s2s.grad(bad_jvp)(1.0)
 
 
 def test_clear_errors():
