@@ -30,6 +30,34 @@ COMPARES = {
 }
 _COMMENT = re.compile(r"^(\s*)__s2s_comment_(\d+)__$", re.M)
 
+# NumPy that numba.njit rejects, and the runtime helper generated code calls instead (the
+# helper is NumPy itself on the python backend). Reductions are only rerouted when they
+# take an axis, keepdims or ddof: Numba compiles np.sum(x) as it is.
+REDUCTIONS = {"sum": "reduce_sum", "mean": "reduce_mean", "max": "reduce_max", "amax": "reduce_max",
+              "min": "reduce_min", "amin": "reduce_min", "prod": "reduce_prod", "var": "reduce_var",
+              "std": "reduce_std"}
+ALWAYS_REROUTED = {"squeeze": "squeeze", "inner": "inner"}
+
+
+class _RouteNumbaRejects(ast.NodeTransformer):
+    """np.max(x, axis=1, keepdims=True) -> runtime.reduce_max(x, axis=1, keepdims=True).
+
+    Done on the finished module, so that the user's own calls and the calls that
+    derivative templates write (np.sum(x_dot, axis=axis, keepdims=keepdims)) agree.
+    """
+
+    def visit_Call(self, node: ast.Call) -> ast.Call:
+        self.generic_visit(node)
+        func = node.func
+        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "np"):
+            return node
+        helper = ALWAYS_REROUTED.get(func.attr)
+        if helper is None and func.attr in REDUCTIONS and (len(node.args) > 1 or node.keywords):
+            helper = REDUCTIONS[func.attr]
+        if helper is not None:
+            node.func = ast.Attribute(name("runtime"), helper, ast.Load())
+        return node
+
 
 def parse_expr(text: str) -> ast.expr:
     return ast.parse(text, mode="eval").body
@@ -238,7 +266,7 @@ class Emitter:
     # ---- modules ----------------------------------------------------------------
 
     def render(self, header: list[str], body: list[ast.stmt]) -> str:
-        module = ast.Module(body=body, type_ignores=[])
+        module = _RouteNumbaRejects().visit(ast.Module(body=body, type_ignores=[]))
         ast.fix_missing_locations(module)
         text = ast.unparse(module)
         text = _COMMENT.sub(lambda m: f"{m.group(1)}# {self.comments[int(m.group(2))]}", text)

@@ -176,6 +176,50 @@ def _count(x_shape, axis):
 
 
 # ---- reductions -------------------------------------------------------------------
+#
+# Generated code calls these where the user wrote np.sum(x, axis=..., keepdims=...) and
+# friends: numba.njit rejects most reductions over an axis (see codegen.NUMBA_REJECTS),
+# so runtime_numba.py compiles them from the static axis and keepdims. Here they are
+# NumPy itself.
+
+
+def reduce_sum(x, axis=None, keepdims=False):
+    return np.sum(x, axis=axis, keepdims=keepdims)
+
+
+def reduce_mean(x, axis=None, keepdims=False):
+    return np.mean(x, axis=axis, keepdims=keepdims)
+
+
+def reduce_max(x, axis=None, keepdims=False):
+    return np.max(x, axis=axis, keepdims=keepdims)
+
+
+def reduce_min(x, axis=None, keepdims=False):
+    return np.min(x, axis=axis, keepdims=keepdims)
+
+
+def reduce_prod(x, axis=None, keepdims=False):
+    return np.prod(x, axis=axis, keepdims=keepdims)
+
+
+def reduce_var(x, axis=None, ddof=0, keepdims=False):
+    return np.var(x, axis=axis, ddof=ddof, keepdims=keepdims)
+
+
+def reduce_std(x, axis=None, ddof=0, keepdims=False):
+    return np.std(x, axis=axis, ddof=ddof, keepdims=keepdims)
+
+
+def squeeze(x, axis=None):
+    return np.squeeze(x, axis)
+
+
+def inner(x, y):
+    return np.inner(x, y)
+
+
+# ---- adjoints of reductions -------------------------------------------------------
 
 
 def _shape_of(x):
@@ -207,16 +251,17 @@ def max_dot(x_dot, y, x, axis=None, keepdims=False):
 
 def _prod_others(x, axis):
     """The product of all other elements along axis, without dividing (exact at zeros)."""
-    if axis is None:
-        flat = np.ravel(x)
-        left = np.concatenate(([1.0], np.cumprod(flat)[:-1]))
-        right = np.concatenate((np.cumprod(flat[::-1])[:-1][::-1], [1.0]))
-        return (left * right).reshape(np.shape(x))
-    moved = np.moveaxis(x, axis, -1)
-    ones = np.ones(moved.shape[:-1] + (1,))
-    left = np.concatenate((ones, np.cumprod(moved, axis=-1)[..., :-1]), axis=-1)
-    right = np.concatenate((np.cumprod(moved[..., ::-1], axis=-1)[..., :-1][..., ::-1], ones), axis=-1)
-    return np.moveaxis(left * right, -1, axis)
+    x = np.asarray(x)
+    axes = tuple(range(x.ndim)) if axis is None else axis if isinstance(axis, tuple) else (axis,)
+    axes = tuple(sorted(a % x.ndim for a in axes))
+    kept = tuple(a for a in range(x.ndim) if a not in axes)
+    # The reduced axes, moved last and merged into one, make every case a row of a matrix.
+    moved = np.transpose(x, kept + axes)
+    rows = moved.reshape(moved.shape[: len(kept)] + (-1,))
+    ones = np.ones(rows.shape[:-1] + (1,))
+    left = np.concatenate((ones, np.cumprod(rows, axis=-1)[..., :-1]), axis=-1)
+    right = np.concatenate((np.cumprod(rows[..., ::-1], axis=-1)[..., :-1][..., ::-1], ones), axis=-1)
+    return np.transpose((left * right).reshape(moved.shape), np.argsort(kept + axes))
 
 
 def prod_bar(g, y, x, axis=None, keepdims=False):
@@ -281,13 +326,24 @@ def dot_bar_y(g, x, y):
 
 
 def inner_bar_x(g, x, y):
-    """Adjoint of x in np.inner(x, y) (symmetric: pass (g, y, x) for y)."""
+    """Adjoint of x in np.inner(x, y), which contracts the last axes (up to 2-D)."""
     if np.ndim(x) == 0 or np.ndim(y) == 0:
         return unbroadcast(g * y, x)
     if np.ndim(x) == 1 and np.ndim(y) == 1:
         return g * y
-    raise ValueError("s2s: the derivative of np.inner is implemented for vectors; use np.tensordot "
-                     "or x @ y.T for matrices")
+    if np.ndim(x) == 2 and np.ndim(y) == 1:
+        return np.outer(g, y)
+    if np.ndim(x) <= 2 and np.ndim(y) == 2:
+        return np.dot(g, y)
+    raise ValueError("s2s: the derivative of np.inner is implemented for up to 2-D arrays; use "
+                     "np.tensordot")
+
+
+def inner_bar_y(g, x, y):
+    """Adjoint of y in np.inner(x, y): np.inner(y, x) is its transpose."""
+    if np.ndim(x) == 2 and np.ndim(y) == 2:
+        return inner_bar_x(np.transpose(g), y, x)
+    return inner_bar_x(g, y, x)
 
 
 def outer_bar_x(g, x, y):

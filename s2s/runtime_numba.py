@@ -7,6 +7,9 @@ reductions over an axis), it is written out for that ndim and compiled.
 
 from __future__ import annotations
 
+import inspect
+
+import numba
 import numpy as np
 from numba import types
 from numba.core.errors import TypingError
@@ -33,6 +36,10 @@ def _is_false(t) -> bool:
 
 def _scalar(t) -> bool:
     return isinstance(t, (types.Number, types.Boolean))
+
+
+def _nd(t):
+    return t.ndim if isinstance(t, types.Array) else 0
 
 
 # ---- values and trees -------------------------------------------------------------
@@ -234,130 +241,305 @@ def _shape_of_overload(x):
     return lambda x: ()
 
 
-def _expand(g, x, axis):
-    """Broadcast the adjoint g of a reduction of x over `axis` back to x's shape."""
+# Numba types the result of a reduction over an axis by its ndim, which depends on the
+# axis and keepdims: the overloads below need them as compile-time constants. Generated
+# code writes them as literals (axis=1, axis=(0, 2), keepdims=True), which Numba types as
+# literal types when asked first (prefer_literal); an axis that arrives as an argument of
+# the compiled function is made literal by numba.literally, which recompiles for its value.
+# From the static axes each overload writes straight-line code for that ndim: the reduced
+# axes are moved last and merged, so that every reduction is one over the rows of a matrix.
 
 
-@overload(_expand)
-def _expand_overload(g, x, axis):
-    if _scalar(g):
-        return lambda g, x, axis: np.full(_shape_of(x), g)
-    ndim = len(x) if isinstance(x, types.BaseTuple) else x.ndim
-    if g.ndim == ndim:  # keepdims=True: ordinary broadcasting
-        return lambda g, x, axis: np.zeros(_shape_of(x), g.dtype) + g
-    lines = ["def impl(g, x, axis):", "    shape = _shape_of(x)", "    out = np.empty(shape, g.dtype)",
-             f"    a = axis % {ndim}", "    for idx in np.ndindex(shape):"]
-    for a in range(ndim):
-        drop = [f"idx[{k}]" for k in range(ndim) if k != a]
-        dropped = ", ".join(drop) + ("," if len(drop) == 1 else "")
-        lines.append(f"        {'if' if a == 0 else 'elif'} a == {a}:")
-        lines.append(f"            out[idx] = g[{dropped}]")
-    lines.append("    return out")
-    return _compile("\n".join(lines) + "\n", "impl", _shape_of=_shape_of)
+def _ndim_of(t) -> int:
+    if isinstance(t, types.Array):
+        return t.ndim
+    if isinstance(t, types.BaseTuple):
+        return len(t)  # a shape
+    return 0
 
 
-def _reduction_overload(helper, body_full: str, body_axis: str):
-    """Overload a reduction adjoint: axis None for any ndim, one int axis by generated code."""
-
-    def typer(g, x, axis=None, keepdims=False):
-        if _is_none(axis):
-            return _compile(f"def impl(g, x, axis=None, keepdims=False):\n    shape = _shape_of(x)\n"
-                            f"    return {body_full}\n", "impl", _shape_of=_shape_of)
-        if isinstance(axis, types.Integer):
-            return _compile(f"def impl(g, x, axis=None, keepdims=False):\n    shape = _shape_of(x)\n"
-                            f"    return {body_axis}\n", "impl", expand=_expand, _shape_of=_shape_of)
-        raise TypingError("s2s: under jit, reductions take axis=None or one int axis")
-
-    overload(helper)(typer)
+def _literal_int(t):
+    if isinstance(t, types.IntegerLiteral):
+        return t.literal_value
+    if isinstance(t, types.Omitted) and isinstance(t.value, int):
+        return t.value
+    if isinstance(t, int) and not isinstance(t, bool):
+        return t
+    return None
 
 
-_reduction_overload(rt.sum_bar, "np.full(shape, g)", "expand(g, x, axis)")
-_reduction_overload(rt.mean_bar, "np.full(shape, g / np.prod(np.array(shape)))",
-                    "expand(g, x, axis) / shape[axis]")
-
-
-@overload(rt.max_bar)
-def _max_bar(g, y, x, axis=None, keepdims=False):
+def _static_axes(axis, ndim: int):
+    """The reduced axes as a sorted tuple of non-negative ints, or None while not literal."""
     if _is_none(axis):
-        def impl(g, y, x, axis=None, keepdims=False):
-            hits = (x == y) * 1.0
-            return hits * (g / np.sum(hits))
-        return impl
-    if isinstance(axis, types.Integer):
-        def impl(g, y, x, axis=None, keepdims=False):
-            hits = (x == _expand(y, x, axis)) * 1.0
-            counts = _expand(np.sum(hits, axis=axis), x, axis)
-            return hits * _expand(g, x, axis) / counts
-        return impl
+        return tuple(range(ndim))
+    items = list(axis.types) if isinstance(axis, types.BaseTuple) else [axis]
+    values = [_literal_int(t) for t in items]
+    if any(v is None for v in values):
+        return None
+    if any(not -ndim <= v < ndim for v in values):
+        raise TypingError(f"s2s: axis {tuple(values) if len(values) != 1 else values[0]} is out of bounds "
+                          f"for an array of dimension {ndim}")
+    axes = sorted(v % ndim for v in values)
+    if len(set(axes)) != len(axes):
+        raise TypingError("s2s: a repeated axis in a reduction")
+    return tuple(axes)
 
 
-@overload(rt.max_dot)
-def _max_dot(x_dot, y, x, axis=None, keepdims=False):
+def _static_bool(t):
+    if isinstance(t, bool):
+        return t
+    if isinstance(t, types.Omitted):
+        return bool(t.value)
+    if isinstance(t, types.BooleanLiteral):
+        return t.literal_value
+    if isinstance(t, types.IntegerLiteral):
+        return bool(t.literal_value)
+    return None
+
+
+def _tuple_source(items) -> str:
+    items = list(items)
+    return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+
+
+class _Axes:
+    """Source fragments for a reduction of an ndim-array over static axes."""
+
+    def __init__(self, ndim: int, axes: tuple, keepdims: bool):
+        self.ndim, self.axes, self.keepdims = ndim, axes, keepdims
+        self.kept = tuple(k for k in range(ndim) if k not in axes)
+        self.perm = self.kept + axes
+        self.axis = _tuple_source(str(a) for a in axes)  # axis=..., for nested helpers
+        self.keep = str(keepdims)
+        self.count = " * ".join(f"shape[{a}]" for a in axes) or "1"
+        self.outer = " * ".join(f"shape[{k}]" for k in self.kept) or "1"
+        self.scalar = not keepdims and not self.kept
+        if keepdims:
+            self.reduced = _tuple_source("1" if k in axes else f"shape[{k}]" for k in range(ndim))
+        else:
+            self.reduced = _tuple_source(f"shape[{k}]" for k in self.kept)
+        self.keep_shape = _tuple_source("1" if k in axes else f"shape[{k}]" for k in range(ndim))
+        self.moved_shape = _tuple_source(f"shape[{p}]" for p in self.perm)
+        self.inverse = _tuple_source(str(self.perm.index(k)) for k in range(ndim))
+
+    def rows(self, x: str) -> str:
+        """x with the reduced axes moved last, as a C-contiguous (outer, count) matrix."""
+        moved = x if self.perm == tuple(range(self.ndim)) else f"np.transpose({x}, {_tuple_source(map(str, self.perm))})"
+        return f"np.ascontiguousarray({moved}).reshape(({self.outer}, {self.count}))"
+
+    def unmove(self, rows: str) -> str:
+        """The inverse of rows(): an (outer, count) matrix back in x's layout."""
+        moved = f"{rows}.reshape({self.moved_shape})"
+        return moved if self.perm == tuple(range(self.ndim)) else f"np.transpose({moved}, {self.inverse})"
+
+
+def _params(helper) -> str:
+    return ", ".join(str(p) for p in inspect.signature(helper).parameters.values())
+
+
+def _axis_overload(helper, subject: str):
+    """Overload a helper whose code depends on its static axis and keepdims.
+
+    build(t, axes) gets the argument types by name and an _Axes for the ndim of the
+    argument `subject`; it returns the body's source lines and names they use.
+    """
+    params = _params(helper)
+    names = list(inspect.signature(helper).parameters)
+
+    def register(build):
+        def typer(*args):
+            t = dict(zip(names, args))
+            keepdims = _static_bool(t.get("keepdims", False))
+            axes = _static_axes(t.get("axis"), _ndim_of(t[subject]))
+            if axes is None or keepdims is None:
+                wanted = [n for n, ok in (("axis", axes is not None), ("keepdims", keepdims is not None)) if not ok]
+                body = "".join(f"    numba.literally({n})\n" for n in wanted)
+                return _compile(f"def impl({params}):\n{body}", "impl", numba=numba)
+            lines, env = build(t, _Axes(_ndim_of(t[subject]), axes, keepdims))
+            body = "".join(f"    {line}\n" for line in lines)
+            return _compile(f"def impl({params}):\n{body}", "impl", _shape_of=_shape_of, _expand=_expand,
+                            _others=_others, **env)
+
+        # Numba checks that a typer has the helper's signature.
+        typer_src = f"def typer({params}):\n    return inner({', '.join(names)})\n"
+        overload(helper, prefer_literal=True)(_compile(typer_src, "typer", inner=typer))
+        return build
+
+    return register
+
+
+def _float_of(t):
+    dtype = t.dtype if isinstance(t, types.Array) else t
+    return dtype if isinstance(dtype, types.Float) else types.float64
+
+
+def _row_var(row, ddof):
+    centered = row - np.mean(row)
+    return np.sum(centered * centered) / (row.size - ddof)
+
+
+_row_var_jit = register_jitable(_row_var)
+
+
+def _reduce(op: str, result_dtype):
+    """Build the body of rt.reduce_<op>: the row reduction, written into the result's shape."""
+
+    def build(t, ax):
+        x = t["x"]
+        if not isinstance(x, types.Array):
+            raise TypingError("s2s: under jit, a reduction over an axis takes an array")
+        if ax.ndim == 0:
+            return [f"return {op.format(row='x')}"], {"_row_var": _row_var_jit}
+        lines = ["shape = x.shape", f"rows = {ax.rows('x')}",
+                 "out = np.empty(rows.shape[0], dtype)",
+                 "for i in range(rows.shape[0]):",
+                 f"    out[i] = {op.format(row='rows[i]')}",
+                 "return out[0]" if ax.scalar else f"return out.reshape({ax.reduced})"]
+        return lines, {"dtype": result_dtype(x.dtype), "_row_var": _row_var_jit}
+
+    return build
+
+
+def _sum_dtype(dtype):
+    return dtype if isinstance(dtype, (types.Float, types.Complex)) else types.int64
+
+
+def _mean_dtype(dtype):
+    return dtype if isinstance(dtype, (types.Float, types.Complex)) else types.float64
+
+
+_axis_overload(rt.reduce_sum, "x")(_reduce("np.sum({row})", _sum_dtype))
+_axis_overload(rt.reduce_prod, "x")(_reduce("np.prod({row})", _sum_dtype))
+_axis_overload(rt.reduce_max, "x")(_reduce("np.max({row})", lambda d: d))
+_axis_overload(rt.reduce_min, "x")(_reduce("np.min({row})", lambda d: d))
+_axis_overload(rt.reduce_mean, "x")(_reduce("np.mean({row})", _mean_dtype))
+_axis_overload(rt.reduce_var, "x")(_reduce("_row_var({row}, ddof)", _mean_dtype))
+_axis_overload(rt.reduce_std, "x")(_reduce("np.sqrt(_row_var({row}, ddof))", _mean_dtype))
+
+
+def _expand(g, x, axis=None, keepdims=False):
+    """Broadcast g, the adjoint of a reduction of x (a value or a shape), back to x's shape."""
+
+
+@_axis_overload(_expand, "x")
+def _expand_build(t, ax):
+    g = t["g"]
+    if not isinstance(g, types.Array):
+        return ["return np.full(_shape_of(x), g)"], {}
+    # A fresh array, not a broadcast view: adjoints are added into in place later.
+    g_full = "g" if ax.keepdims else f"np.ascontiguousarray(g).reshape({ax.keep_shape})"
+    return ["shape = _shape_of(x)", f"return np.zeros(shape, dtype) + {g_full}"], {"dtype": _float_of(g)}
+
+
+def _others(x, axis=None):
+    """The product of all other elements along axis, for each element of x (exact at zeros)."""
+
+
+@_axis_overload(_others, "x")
+def _others_build(t, ax):
+    lines = ["shape = x.shape", f"rows = {ax.rows('x')}", "out = np.empty(rows.shape, dtype)",
+             "for i in range(rows.shape[0]):",
+             "    acc = 1.0",
+             "    for k in range(rows.shape[1]):",
+             "        out[i, k] = acc",
+             "        acc *= rows[i, k]",
+             "    acc = 1.0",
+             "    for k in range(rows.shape[1] - 1, -1, -1):",
+             "        out[i, k] *= acc",
+             "        acc *= rows[i, k]",
+             f"return {ax.unmove('out')}"]
+    return lines, {"dtype": _float_of(t["x"])}
+
+
+@_axis_overload(rt.sum_bar, "x")
+def _sum_bar(t, ax):
+    return [f"return _expand(g, x, {ax.axis}, {ax.keep})"], {}
+
+
+@_axis_overload(rt.mean_bar, "x")
+def _mean_bar(t, ax):
+    return ["shape = _shape_of(x)", f"return _expand(g, x, {ax.axis}, {ax.keep}) / ({ax.count})"], {}
+
+
+def _max_weights(ax) -> list:
+    """Ties share the derivative equally (as runtime.max_bar does, and JAX)."""
+    return [f"hits = (x == _expand(y, x, {ax.axis}, {ax.keep})).astype(dtype)",
+            f"weights = hits / rt.reduce_sum(hits, {ax.axis}, True)"]
+
+
+@_axis_overload(rt.max_bar, "x")
+def _max_bar(t, ax):
+    lines = _max_weights(ax) + [f"return weights * _expand(g, x, {ax.axis}, {ax.keep})"]
+    return lines, {"dtype": _float_of(t["x"])}
+
+
+@_axis_overload(rt.max_dot, "x")
+def _max_dot(t, ax):
+    lines = _max_weights(ax) + [f"return rt.reduce_sum(weights * x_dot, {ax.axis}, {ax.keep})"]
+    return lines, {"dtype": _float_of(t["x"])}
+
+
+@_axis_overload(rt.prod_bar, "x")
+def _prod_bar(t, ax):
+    return [f"return _others(x, {ax.axis}) * _expand(g, x, {ax.axis}, {ax.keep})"], {}
+
+
+@_axis_overload(rt.prod_dot, "x")
+def _prod_dot(t, ax):
+    return [f"return rt.reduce_sum(_others(x, {ax.axis}) * x_dot, {ax.axis}, {ax.keep})"], {}
+
+
+@_axis_overload(rt.var_bar, "x")
+def _var_bar(t, ax):
+    return ["shape = x.shape", f"centered = x - rt.reduce_mean(x, {ax.axis}, True)",
+            f"return 2.0 * centered * _expand(g, x, {ax.axis}, {ax.keep}) / ({ax.count} - ddof)"], {}
+
+
+@_axis_overload(rt.var_dot, "x")
+def _var_dot(t, ax):
+    return ["shape = x.shape", f"centered = x - rt.reduce_mean(x, {ax.axis}, True)",
+            f"return 2.0 * rt.reduce_sum(centered * x_dot, {ax.axis}, {ax.keep}) / ({ax.count} - ddof)"], {}
+
+
+@_axis_overload(rt.std_bar, "x")
+def _std_bar(t, ax):
+    return [f"return rt.var_bar(g / (2.0 * y), x, {ax.axis}, ddof, {ax.keep})"], {}
+
+
+@overload(rt.squeeze, prefer_literal=True)
+def _squeeze(x, axis=None):
+    if _scalar(x):
+        return lambda x, axis=None: x
     if _is_none(axis):
-        def impl(x_dot, y, x, axis=None, keepdims=False):
-            hits = (x == y) * 1.0
-            return np.sum(hits * x_dot) / np.sum(hits)
-        return impl
+        raise TypingError("s2s: under jit, np.squeeze needs axis=... (which axes go decides the "
+                          "result's ndim, which Numba must know when it compiles)")
+    axes = _static_axes(axis, x.ndim)
+    if axes is None:
+        return lambda x, axis=None: numba.literally(axis)
+    checks = "".join(f"    if x.shape[{a}] != 1:\n        raise ValueError('cannot select an axis to squeeze out "
+                     f"which has size not equal to one')\n" for a in axes)
+    shape = _tuple_source(f"x.shape[{k}]" for k in range(x.ndim) if k not in axes)
+    return _compile(f"def impl(x, axis=None):\n{checks}    return np.ascontiguousarray(x).reshape({shape})\n", "impl")
 
 
-def _flat_others(x):
-    flat = np.ravel(x)
-    n = flat.size
-    out = np.empty(n)
-    acc = 1.0
-    for k in range(n):
-        out[k] = acc
-        acc *= flat[k]
-    acc = 1.0
-    for k in range(n - 1, -1, -1):
-        out[k] *= acc
-        acc *= flat[k]
-    return out.reshape(x.shape)
-
-
-_flat_others_jit = register_jitable(_flat_others)
-
-
-@overload(rt.prod_bar)
-def _prod_bar(g, y, x, axis=None, keepdims=False):
-    if _is_none(axis):
-        return lambda g, y, x, axis=None, keepdims=False: _flat_others_jit(x) * g
-    raise TypingError("s2s: under jit, the derivative of np.prod takes axis=None")
-
-
-@overload(rt.prod_dot)
-def _prod_dot(x_dot, y, x, axis=None, keepdims=False):
-    if _is_none(axis):
-        return lambda x_dot, y, x, axis=None, keepdims=False: np.sum(_flat_others_jit(x) * x_dot)
-
-
-@overload(rt.var_bar)
-def _var_bar(g, x, axis=None, ddof=0, keepdims=False):
-    if _is_none(axis):
-        return lambda g, x, axis=None, ddof=0, keepdims=False: 2.0 * (x - np.mean(x)) * g / (x.size - ddof)
-    raise TypingError("s2s: under jit, the derivative of np.var takes axis=None")
-
-
-@overload(rt.var_dot)
-def _var_dot(x_dot, x, axis=None, ddof=0, keepdims=False):
-    if _is_none(axis):
-        return lambda x_dot, x, axis=None, ddof=0, keepdims=False: \
-            2.0 * np.sum((x - np.mean(x)) * x_dot) / (x.size - ddof)
-
-
-@overload(rt.std_bar)
-def _std_bar(g, y, x, axis=None, ddof=0, keepdims=False):
-    if _is_none(axis):
-        return lambda g, y, x, axis=None, ddof=0, keepdims=False: \
-            2.0 * (x - np.mean(x)) * (g / (2.0 * y)) / (x.size - ddof)
-    raise TypingError("s2s: under jit, the derivative of np.std takes axis=None")
+@overload(rt.inner)
+def _inner(x, y):
+    nx, ny = _nd(x), _nd(y)
+    if nx == 0 or ny == 0:
+        return lambda x, y: x * y
+    if nx == 1 and ny == 1:
+        return lambda x, y: np.dot(x, y)
+    if nx == 2 and ny == 1:
+        return lambda x, y: np.dot(x, y)
+    if nx == 1 and ny == 2:
+        return lambda x, y: np.dot(y, x)
+    if nx == 2 and ny == 2:
+        return lambda x, y: np.dot(x, y.T)
+    raise TypingError("s2s: under jit, np.inner takes arrays of up to 2 dimensions; use np.tensordot "
+                      "or x @ y.T")
 
 
 # ---- products ---------------------------------------------------------------------
-
-
-def _nd(t):
-    return t.ndim if isinstance(t, types.Array) else 0
 
 
 @overload(rt.matmul_bar_x)
@@ -404,11 +586,23 @@ def _dot_bar_y(g, x, y):
 
 @overload(rt.inner_bar_x)
 def _inner_bar_x(g, x, y):
-    if _nd(x) == 0 or _nd(y) == 0:
+    nx, ny = _nd(x), _nd(y)
+    if nx == 0 or ny == 0:
         return lambda g, x, y: rt.unbroadcast(g * y, x)
-    if _nd(x) == 1 and _nd(y) == 1:
+    if nx == 1 and ny == 1:
         return lambda g, x, y: g * y
-    raise TypingError("s2s: the derivative of np.inner is implemented for vectors")
+    if nx == 2 and ny == 1:
+        return lambda g, x, y: np.outer(g, y)
+    if nx <= 2 and ny == 2:
+        return lambda g, x, y: np.dot(g, y)
+    raise TypingError("s2s: the derivative of np.inner is implemented for up to 2-D arrays")
+
+
+@overload(rt.inner_bar_y)
+def _inner_bar_y(g, x, y):
+    if _nd(x) == 2 and _nd(y) == 2:
+        return lambda g, x, y: rt.inner_bar_x(np.transpose(g), y, x)
+    return lambda g, x, y: rt.inner_bar_x(g, y, x)
 
 
 @overload(rt.outer_bar_x)

@@ -4,6 +4,7 @@ import operator
 
 import numpy as np
 
+from s2s import runtime
 from s2s.rules import nondifferentiable, refuse_when_active, rule
 from s2s.runtime import (
     array_bar,
@@ -12,6 +13,7 @@ from s2s.runtime import (
     dot_bar_x,
     dot_bar_y,
     inner_bar_x,
+    inner_bar_y,
     matmul_bar_x,
     matmul_bar_y,
     max_bar,
@@ -36,40 +38,42 @@ from s2s.runtime import (
 )
 
 # ---- reductions -------------------------------------------------------------------
+# Generated code calls runtime.reduce_<name> where a reduction takes an axis, keepdims or
+# ddof (codegen.REDUCTIONS); reading generated code again (second order) meets those.
 
 
-@rule(np.sum)
+@rule(np.sum, runtime.reduce_sum)
 def sum(y, x, axis=None, keepdims=False):
     y_dot = np.sum(x_dot, axis=axis, keepdims=keepdims)
     x_bar += sum_bar(y_bar, x, axis, keepdims)
 
 
-@rule(np.mean)
+@rule(np.mean, runtime.reduce_mean)
 def mean(y, x, axis=None, keepdims=False):
     y_dot = np.mean(x_dot, axis=axis, keepdims=keepdims)
     x_bar += mean_bar(y_bar, x, axis, keepdims)
 
 
-@rule(np.max, np.amax, np.min, np.amin)
+@rule(np.max, np.amax, np.min, np.amin, runtime.reduce_max, runtime.reduce_min)
 def max(y, x, axis=None, keepdims=False):
     """Ties share the derivative equally, as in JAX."""
     y_dot = max_dot(x_dot, y, x, axis, keepdims)
     x_bar += max_bar(y_bar, y, x, axis, keepdims)
 
 
-@rule(np.prod)
+@rule(np.prod, runtime.reduce_prod)
 def prod(y, x, axis=None, keepdims=False):
     y_dot = prod_dot(x_dot, y, x, axis, keepdims)
     x_bar += prod_bar(y_bar, y, x, axis, keepdims)
 
 
-@rule(np.var)
+@rule(np.var, runtime.reduce_var)
 def var(y, x, axis=None, ddof=0, keepdims=False):
     y_dot = var_dot(x_dot, x, axis, ddof, keepdims)
     x_bar += var_bar(y_bar, x, axis, ddof, keepdims)
 
 
-@rule(np.std)
+@rule(np.std, runtime.reduce_std)
 def std(y, x, axis=None, ddof=0, keepdims=False):
     y_dot = var_dot(x_dot, x, axis, ddof, keepdims) / (2.0 * y)
     x_bar += std_bar(y_bar, y, x, axis, ddof, keepdims)
@@ -78,12 +82,12 @@ def std(y, x, axis=None, ddof=0, keepdims=False):
 # ---- products ---------------------------------------------------------------------
 
 
-@rule(np.inner)
+@rule(np.inner, runtime.inner)
 def inner(z, x, y):
     """np.inner contracts the last axes: the same as np.dot for vectors only."""
     z_dot = np.inner(x_dot, y) + np.inner(x, y_dot)
     x_bar += inner_bar_x(z_bar, x, y)
-    y_bar += inner_bar_x(z_bar, y, x)
+    y_bar += inner_bar_y(z_bar, x, y)
 
 
 @rule(np.dot)
@@ -134,7 +138,7 @@ def ravel(y, x):
     x_bar += reshape_bar(y_bar, x)
 
 
-@rule(np.squeeze)
+@rule(np.squeeze, runtime.squeeze)
 def squeeze(y, x, axis=None):
     y_dot = np.squeeze(x_dot, axis)
     x_bar += reshape_bar(y_bar, x)

@@ -24,6 +24,7 @@ from s2s.runtime import (
     dot_bar_x,
     dot_bar_y,
     inner_bar_x,
+    inner_bar_y,
     lift,
     matmul_bar_x,
     matmul_bar_y,
@@ -106,6 +107,11 @@ def dot_bar_y_(r, g, x, y):
 @rule(runtime.inner_bar_x)
 def inner_bar_x_(r, g, x, y):
     r_dot = inner_bar_x(g_dot, x, y) + inner_bar_x(g, x, y_dot)
+
+
+@rule(runtime.inner_bar_y)
+def inner_bar_y_(r, g, x, y):
+    r_dot = inner_bar_y(g_dot, x, y) + inner_bar_y(g, x_dot, y)
 
 
 @rule(runtime.outer_bar_x)

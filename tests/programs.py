@@ -288,7 +288,8 @@ def shape_functions(A, x):
 
 
 def squeeze_and_expand(x):
-    """np.squeeze and np.inner do not compile under numba.njit, so this case is python-only."""
+    """np.squeeze without axis= cannot compile under numba.njit (its result's ndim depends on the
+    shape), so this case is python-only; squeeze_with_axis is the compiled one."""
     f = np.squeeze(np.expand_dims(x, 0))
     return np.sum(f**3) + np.inner(x, f)
 
@@ -401,7 +402,7 @@ CASES = {
     "uses_len": (uses_len, lambda r: (r.standard_normal(5),), (0,), True),
     "elementwise_family": (elementwise_family, lambda r: (r.uniform(-0.8, 0.8, 5),), (0,), True),
     "reductions": (reductions, lambda r: (r.uniform(0.5, 1.5, (3, 4)),), (0,), True),
-    "reductions_with_axis": (reductions_with_axis, lambda r: (r.uniform(0.5, 1.5, (3, 4)),), (0,), False),
+    "reductions_with_axis": (reductions_with_axis, lambda r: (r.uniform(0.5, 1.5, (3, 4)),), (0,), True),
     "linear_algebra": (linear_algebra, lambda r: (r.standard_normal((3, 3)), r.standard_normal(3)), (0, 1), True),
     "shape_functions": (shape_functions, lambda r: (r.standard_normal((3, 3)), r.standard_normal(3)), (0, 1), True),
     "squeeze_and_expand": (squeeze_and_expand, lambda r: (r.standard_normal(3),), (0,), False),
@@ -570,7 +571,7 @@ CASES.update({
     "reassigned_from_itself": (reassigned_from_itself, lambda r: (np.array([0.7, 0.4, 1.3]),), (0,), True),
     "reassigned_chain": (reassigned_chain, lambda r: (0.7, 1.3), (0, 1), True),
     "reassigned_in_loop": (reassigned_in_loop, lambda r: (np.array([0.9, 1.2, 1.1]),), (0,), True),
-    "reassigned_reduction": (reassigned_reduction, lambda r: (r.standard_normal((3, 4)),), (0,), False),
+    "reassigned_reduction": (reassigned_reduction, lambda r: (r.standard_normal((3, 4)),), (0,), True),
 })
 
 
@@ -587,7 +588,7 @@ def inner_of_vectors(x, y):
 CASES.update({
     "gather_with_repeats": (gather_with_repeats, lambda r: (np.array([0.7, -0.4, 1.3]),
                                                           np.array([[1.0, 0, 0], [2.0, 0, 0], [0, 0, 5.0]])), (0,), False),
-    "inner_of_vectors": (inner_of_vectors, lambda r: (r.standard_normal(3), r.standard_normal(3)), (0, 1), False),
+    "inner_of_vectors": (inner_of_vectors, lambda r: (r.standard_normal(3), r.standard_normal(3)), (0, 1), True),
 })
 
 
@@ -670,4 +671,55 @@ CASES.update({
                                                              np.array([0.3, -0.7, 1.2])), (0,), True),
     "self_subscripts": (self_subscripts, lambda r: (np.array([0.3, -0.7, 1.2, 0.5]),), (0,), True),
     "shrinking_in_loops": (shrinking_in_loops, lambda r: (np.array([0.3, -0.7, 1.2, 0.5]),), (0,), True),
+})
+
+
+# ---- reductions over axes that numba.njit rejects (runtime.reduce_*) ---------------------
+
+
+def log_softmax_cross_entropy(logits, labels):
+    """The numerically stable log-softmax of a classifier, as a NumPy user writes it."""
+    z = logits - np.max(logits, axis=1, keepdims=True)
+    log_probs = z - np.log(np.sum(np.exp(z), axis=1, keepdims=True))
+    return -np.mean(np.sum(log_probs * labels, axis=-1))
+
+
+def variance_over_axis0(X):
+    """Standardised columns: np.var and np.std over axis 0, the mean kept for broadcasting."""
+    centered = (X - X.mean(axis=0, keepdims=True)) / np.sqrt(np.var(X, axis=0) + 0.1)
+    return np.sum(centered ** 3) + np.sum(X.std(axis=0, ddof=1)) + np.sum(np.var(X, axis=-2, keepdims=True))
+
+
+def keepdims_max_min(X):
+    """Max and min over one axis and over several; ties share the derivative equally."""
+    m = np.max(X, axis=-1, keepdims=True)
+    n = X.min(axis=(0, 2))
+    top = np.amax(X, axis=(1, 2), keepdims=True)
+    return np.sum(np.exp(X - m)) + np.sum(n * n) + np.sum(top * X) + np.sum(np.max(X, keepdims=True))
+
+
+def tuple_axes_reductions(X):
+    a = np.sum(X, axis=(0, 2)) * np.mean(X, axis=(-1, 0))
+    b = np.sum(X, axis=(1,), keepdims=True) * X
+    c = np.prod(X, axis=(0, -1)) + np.prod(X, axis=1, keepdims=True).sum(axis=0)[0, 0]
+    return np.sum(a) + np.sum(b * b) + np.sum(c) + np.var(X, ddof=1)
+
+
+def squeeze_with_axis(X, y):
+    """np.squeeze with axis=, and np.inner of matrices, compile under s2s.jit."""
+    s = np.squeeze(X[:, 1:2, :], axis=1)
+    t = np.squeeze(X[0:1, 0:1, :], axis=(0, 1))
+    return np.sum(np.inner(s, y) ** 2) + np.sum(np.inner(t, y)) * np.inner(t, t)
+
+
+CASES.update({
+    "log_softmax_cross_entropy": (log_softmax_cross_entropy, lambda r: (r.standard_normal((4, 5)),
+                                                                        np.eye(5)[[0, 3, 1, 4]]), (0,), True),
+    "variance_over_axis0": (variance_over_axis0, lambda r: (r.standard_normal((5, 3)),), (0,), True),
+    "keepdims_max_min": (keepdims_max_min, lambda r: (r.standard_normal((2, 3, 4)),), (0,), True),
+    # Two-way ties only: a central difference across a tie of two sees half of each side.
+    "keepdims_max_with_ties": (keepdims_max_min, lambda r: (np.array([[[1.0, 2.0, 2.0, 0.5], [0.3, 0.3, -1.0, 0.1],
+                                                                      [0.7, 0.1, 0.2, 0.0]]]),), (0,), True),
+    "tuple_axes_reductions": (tuple_axes_reductions, lambda r: (r.uniform(0.5, 1.5, (2, 3, 2)),), (0,), True),
+    "squeeze_with_axis": (squeeze_with_axis, lambda r: (r.standard_normal((3, 2, 4)), r.standard_normal((2, 4))), (0, 1), True),
 })

@@ -69,6 +69,86 @@ def test_reduction_adjoints(shape, axis):
         np.testing.assert_allclose(jit_call(rt.var_bar, 1.0, x), rt.var_bar(1.0, x))
 
 
+REDUCTIONS = ["sum", "mean", "max", "min", "prod", "var", "std"]
+AXES = [((5,), None), ((5,), 0), ((3, 4), 1), ((3, 4), -2), ((3, 4), (0, 1)), ((2, 3, 4), None),
+        ((2, 3, 4), 0), ((2, 3, 4), -1), ((2, 3, 4), (0, 2)), ((2, 3, 4), (-1, 1))]
+
+
+def jit_source(body: str, *args):
+    """Compile `def f(x, ...): return <body>` with numba.njit; axis and keepdims are literals
+    in the source, as generated code writes them."""
+    names = ", ".join(f"a{k}" for k in range(len(args)))
+    namespace = {"rt": rt, "np": np}
+    exec(f"def f({names}):\n    return {body}\n", namespace)
+    return numba.njit(namespace["f"])(*args)
+
+
+@pytest.mark.parametrize("shape,axis", AXES)
+def test_reductions_over_axes_match_numpy(shape, axis):
+    """runtime.reduce_<name> is NumPy's reduction, under numba.njit too, for every axis form."""
+    x = rng.uniform(0.5, 1.5, shape)
+    calls = [f"rt.reduce_{name}(a0, axis={axis!r}, keepdims={keep})" for name in REDUCTIONS for keep in (False, True)]
+    got = jit_source("(" + ", ".join(calls) + ",)", x)
+    for (name, keep), value in zip([(n, k) for n in REDUCTIONS for k in (False, True)], got):
+        expected = getattr(np, name)(x, axis=axis, keepdims=keep)
+        assert np.shape(value) == np.shape(expected), (name, keep)
+        np.testing.assert_allclose(value, expected, rtol=1e-12, err_msg=f"{name} keepdims={keep}")
+        np.testing.assert_array_equal(getattr(rt, f"reduce_{name}")(x, axis=axis, keepdims=keep), expected)
+    ddof = jit_source(f"(rt.reduce_var(a0, {axis!r}, 1), rt.reduce_std(a0, axis={axis!r}, ddof=1, keepdims=True))", x)
+    np.testing.assert_allclose(ddof[0], np.var(x, axis=axis, ddof=1), rtol=1e-12)
+    np.testing.assert_allclose(ddof[1], np.std(x, axis=axis, ddof=1, keepdims=True), rtol=1e-12)
+
+
+@pytest.mark.parametrize("shape,axis,keep", [((5,), None, True), ((3, 4), 1, False), ((2, 3, 4), (0, 2), True),
+                                            ((2, 3, 4), -1, False)])
+def test_reduction_adjoints_over_axes(shape, axis, keep):
+    """The adjoint and tangent helpers of reductions agree with their NumPy versions under jit."""
+    x = rng.uniform(0.5, 1.5, shape)
+    x_dot = rng.standard_normal(shape)
+    x[(0,) * len(shape)] = np.max(x)  # a tie in the max: the derivative is shared equally
+    a = f"{axis!r}"
+    helpers = {
+        "sum_bar": ("g, a1", np.sum), "mean_bar": ("g, a1", np.mean), "max_bar": ("g, y, a1", np.max),
+        "prod_bar": ("g, y, a1", np.prod), "var_bar": ("g, a1", np.var), "std_bar": ("g, y, a1", np.std),
+        "max_dot": ("a2, y, a1", np.max), "prod_dot": ("a2, y, a1", np.prod), "var_dot": ("a2, a1", np.var),
+    }
+    for helper, (args, reducer) in helpers.items():
+        y = reducer(x, axis=axis, keepdims=keep)
+        g = y * 0.0 + rng.uniform(0.5, 1.5, np.shape(y))
+        ddof = ", 0" if helper.startswith(("var", "std")) else ""
+        body = f"rt.{helper}({args.replace('g', 'a0').replace('y', 'a3')}, {a}{ddof}, {keep})"
+        got = jit_source(body, g, x, x_dot, y)
+        py_args = [{"g": g, "y": y, "a1": x, "a2": x_dot}[n.strip()] for n in args.split(",")]
+        expected = getattr(rt, helper)(*py_args, axis, *((0,) if ddof else ()), keep)
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-14, err_msg=helper)
+
+
+def test_reduction_axis_from_an_argument():
+    """An axis that is an argument of the compiled function is made a compile-time constant."""
+    x = rng.standard_normal((3, 4))
+    f = numba.njit(lambda x, k: rt.reduce_max(x, k, True))
+    np.testing.assert_array_equal(f(x, 0), np.max(x, axis=0, keepdims=True))
+    np.testing.assert_array_equal(f(x, 1), np.max(x, axis=1, keepdims=True))
+
+
+def test_squeeze_and_inner():
+    x = rng.standard_normal((3, 1, 2, 1))
+    np.testing.assert_array_equal(jit_source("rt.squeeze(a0, axis=1)", x), np.squeeze(x, axis=1))
+    np.testing.assert_array_equal(jit_source("rt.squeeze(a0, (-1, 1))", x), np.squeeze(x, axis=(-1, 1)))
+    with pytest.raises(numba.core.errors.TypingError, match="np.squeeze needs axis"):
+        jit_source("rt.squeeze(a0)", x)
+    with pytest.raises(ValueError, match="size not equal to one"):
+        jit_source("rt.squeeze(a0, 0)", x)
+    for xs, ys in [((3,), (3,)), ((2, 3), (3,)), ((3,), (4, 3)), ((2, 3), (4, 3)), ((), (3,))]:
+        a, b = rng.standard_normal(xs), rng.standard_normal(ys)
+        a = a if xs else 1.5
+        np.testing.assert_allclose(jit_source("rt.inner(a0, a1)", a, b), np.inner(a, b), rtol=1e-12)
+        g = rng.standard_normal(np.shape(np.inner(a, b)))
+        if xs:
+            np.testing.assert_allclose(jit_call(rt.inner_bar_x, g, a, b), rt.inner_bar_x(g, a, b), rtol=1e-12)
+        np.testing.assert_allclose(jit_call(rt.inner_bar_y, g, a, b), rt.inner_bar_y(g, a, b), rtol=1e-12)
+
+
 def test_prod_adjoint_is_exact_at_zero():
     x = np.array([2.0, 0.0, 3.0])
     np.testing.assert_allclose(rt.prod_bar(1.0, 0.0, x), [0.0, 6.0, 0.0])

@@ -8,7 +8,10 @@ import s2s
 from programs import CASES
 
 # Cases whose derivative rules have no forward-over-reverse form yet (see the closing note).
-NOT_TWICE = {"reductions", "reductions_with_axis"}  # np.prod's adjoint has no tangent rule
+NOT_TWICE = {
+    "reductions", "reductions_with_axis", "tuple_axes_reductions",  # np.prod's adjoint has no tangent rule
+    "keepdims_max_with_ties",  # at a tie the gradient jumps: no second derivative to check
+}
 
 
 def _second_order_cases():
