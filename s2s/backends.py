@@ -18,7 +18,9 @@ def write_module(source: str, stem: str) -> str:
     """Store generated source in a real file (tracebacks, pdb, inspect and Numba's on-disk
     cache need one), named by its hash so that later processes find the same file."""
     directory = cache.usable_dir(os.path.join(cache.user_cache_dir(), "modules"))
-    digest = hashlib.sha256(source.encode()).hexdigest()[:20]
+    # The name also changes with s2s's own code: Numba's cache of this file keeps the runtime
+    # overloads compiled into it, and only checks the file itself.
+    digest = hashlib.sha256((cache.implementation_fingerprint() + source).encode()).hexdigest()[:20]
     path = os.path.join(directory, f"{stem}_{digest}.py")
     if not os.path.exists(path) or open(path, encoding="utf-8").read() != source:
         cache.write_atomic(path, source)

@@ -7,6 +7,7 @@ reductions over an axis), it is written out for that ndim and compiled.
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 
 import numba
@@ -19,9 +20,15 @@ from . import runtime as rt
 
 
 def _compile(source: str, name: str, **env):
-    namespace = {"np": np, "rt": rt, **env}
-    exec(source, namespace)  # noqa: S102 - source is generated here from ndims, not user input
-    return namespace[name]
+    # Numba names a compiled function by its module, qualified name and a per-process
+    # counter. Cached generated modules hold these implementations and are loaded into one
+    # process from runs that counted differently: every `impl` needs a name of its own,
+    # or a cached caller may link to another `impl` with the same name and argument types.
+    digest = hashlib.sha256((source + repr(sorted((k, repr(v)) for k, v in env.items()))).encode()).hexdigest()[:16]
+    unique = f"{name}_{digest}"
+    namespace = {"np": np, "rt": rt, "__name__": __name__, **env}
+    exec(source.replace(f"def {name}(", f"def {unique}(", 1), namespace)  # noqa: S102 - generated here
+    return namespace[unique]
 
 
 def _is_none(t) -> bool:
