@@ -71,8 +71,7 @@ class Transformed:
 
     def module(self):
         if self._module is None:
-            self._module = backends.load(self.source, self.fun.__name__, self.backend,
-                                         parallel=_drivers(self.source, "_vjp_rows"))
+            self._module = backends.load(self.source, self.fun.__name__, self.backend)
         return self._module
 
     def with_backend(self, backend: str) -> "Transformed":
@@ -137,13 +136,6 @@ class Transformed:
         if self.has_aux:
             return grad, out[1]
         return grad
-
-
-def _drivers(source: str, suffix: str) -> tuple[str, ...]:
-    """The Jacobian drivers in a module: loops over runtime.prange, compiled parallel."""
-    import re
-
-    return tuple(re.findall(rf"^def (\w+{suffix})\(", source, re.M))
 
 
 def _seed(args) -> float:
@@ -265,8 +257,7 @@ class ForwardTransformed:
 
     def module(self):
         if self._module is None:
-            self._module = backends.load(self.source, self.fun.__name__ + "_jvp", self.backend,
-                                         parallel=_drivers(self.source, r"_jvp_columns_\d+"))
+            self._module = backends.load(self.source, self.fun.__name__ + "_jvp", self.backend)
         return self._module
 
     def entry(self, suffix: str = "_jvp"):

@@ -179,8 +179,9 @@ def _jvp_module_source(fn: Any, display_path: str | None, second_order: bool = F
 def _columns_driver(fname: str, params: list[str], mode: str, argnum: int = 0,
                     has_aux: bool = False) -> ast.FunctionDef:
     """A loop over a stack of tangents (jvp) or cotangents (vjp), for jacfwd and jacrev:
-    compiled with the rest of the module, so a Jacobian is one call, not one per column, and
-    the columns are a batch: runtime.prange runs them in parallel under s2s.jit."""
+    compiled with the rest of the module, so a Jacobian is one call, not one per column. The
+    columns are a batch (runtime.prange), compiled without parallel=True for now: a parfor on
+    every Jacobian adds to its first-call compile time, which is not measured against the gain."""
     fresh = ir.Names(params).fresh
     stack = fresh("tangents" if mode == "jvp" else "cotangents")
     count, first, out, row = fresh("count"), fresh("first"), fresh("out"), fresh("row")
