@@ -494,3 +494,11 @@ def test_defaults_keywords_and_nan_outputs():
         s2s.vmap(with_default)(np.ones(3), y=3.0)
     out, aux = s2s.vmap(nan_aux, in_axes=(0, None), out_axes=(0, None))(np.ones(3), 1.0)
     assert np.isnan(aux)
+
+
+def test_vmap_of_a_jitted_function_is_compiled():
+    xs = rng.normal(size=(4, 3))
+    v = s2s.vmap(s2s.jit(outer_self))
+    assert v.backend == "cpu"
+    np.testing.assert_allclose(v(xs), np.stack([np.outer(x, x) for x in xs]))
+    assert "runtime.prange" in v.source
