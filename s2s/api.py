@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import weakref
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -274,15 +275,13 @@ class ForwardTransformed:
         return tuple(args)
 
 
-_FORWARD: "weakref.WeakKeyDictionary" = None
+_FORWARD: "weakref.WeakKeyDictionary | None" = None
 
 
 def _forward_transformed(fun: Callable, backend: str) -> ForwardTransformed:
     """One ForwardTransformed per function and backend, as s2s.grad(f) holds one module: s2s.jvp
     is called in loops, and looking the source up in the cache on each call would dominate."""
     global _FORWARD
-    import weakref
-
     if _FORWARD is None:
         _FORWARD = weakref.WeakKeyDictionary()
     try:
