@@ -196,12 +196,7 @@ class Batched:
             f"        {out}[{b}] = runtime.batch_example({call(b)}, {first})\n"
             f"    return {out}\n"
         )
-        path = backends.write_module(source, f"{fun.__name__}_vmap_loop")
-        module_name = "s2s_generated." + os.path.splitext(os.path.basename(path))[0]
-        spec = importlib.util.spec_from_file_location(module_name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[module_name] = module
-        spec.loader.exec_module(module)
+        module = _import_generated(source, f"{fun.__name__}_vmap_loop")
         setattr(module, fun.__name__, fun)  # the per-example function the loop calls
         self._loop_function = getattr(module, f"{fun.__name__}_vmap")
         return self._loop_function

@@ -549,11 +549,8 @@ def batched_matmul(a, b, a_batched, b_batched):
     if da == 0 or db == 0:
         return (a if a_batched else lift(a)) * (b if b_batched else lift(b))
     if da <= 2 and db <= 2:
-        left = "ij"[2 - da:] if da == 2 else "j"
-        right = "jk"[:db]
-        out = (left[0] if da == 2 else "") + (right[1] if db == 2 else "")
-        spec = f"{left}{'z' if a_batched else ''},{right}{'z' if b_batched else ''}->{out}z"
-        return np.einsum(spec, a, b)
+        sa, sb, so = _matmul_specs(a, b, a_batched, b_batched)
+        return np.einsum(f"{sa},{sb}->{so}", a, b)
     front_a = np.moveaxis(a, -1, 0) if a_batched else a
     front_b = np.moveaxis(b, -1, 0) if b_batched else b
     return np.moveaxis(np.matmul(front_a, front_b), 0, -1)
