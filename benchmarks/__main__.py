@@ -43,24 +43,29 @@ def first_call(fn, *args):
 
 
 def workloads(quick: bool):
+    """(title, function name, kind, arguments); --quick runs a quarter of each size, and the
+    titles give the sizes actually run."""
     rng = np.random.default_rng(0)
     scale = 0.25 if quick else 1.0
+    n_steps = int(5000 * scale)
     n_paths = int(2000 * scale)
     n_bodies = 128
+    n_rosenbrock = int(1e6 * scale)
+    n_heat_steps = int(500 * scale)
     mlp_params = (rng.standard_normal((784, 128)) * 0.05, np.zeros(128),
                   rng.standard_normal((128, 10)) * 0.05, np.zeros(10))
     return [
-        ("ode (Euler, 5000 steps)", "ode_euler", "loop",
-         (np.array([1.1, 0.4, 0.4, 0.1]), np.array([1.0, 1.0]), int(5000 * scale), 0.002)),
+        (f"ode (Euler, {n_steps} steps)", "ode_euler", "loop",
+         (np.array([1.1, 0.4, 0.4, 0.1]), np.array([1.0, 1.0]), n_steps, 0.002)),
         (f"n-body energy (n={n_bodies})", "nbody_energy", "loop",
          (rng.standard_normal((n_bodies, 3)), rng.uniform(0.5, 1.5, n_bodies))),
         (f"Monte Carlo ({n_paths} paths x 50 steps)", "monte_carlo_call", "loop",
          ((1.0, 0.2), rng.standard_normal((n_paths, 50)), 0.02)),
         ("MLP 784-128-10, batch 512", "mlp_loss", "array",
          (mlp_params, rng.standard_normal((512, 784)), np.eye(10)[rng.integers(0, 10, 512)])),
-        ("Rosenbrock (10^6)", "rosenbrock", "array", (rng.standard_normal(int(1e6 * scale)),)),
-        ("heat 1-D (n=1000, 500 steps)", "heat", "loop",
-         (rng.standard_normal(1000), 0.2, int(500 * scale))),
+        (f"Rosenbrock ({n_rosenbrock} elements)", "rosenbrock", "array", (rng.standard_normal(n_rosenbrock),)),
+        (f"heat 1-D (n=1000, {n_heat_steps} steps)", "heat", "loop",
+         (rng.standard_normal(1000), 0.2, n_heat_steps)),
     ]
 
 
