@@ -314,7 +314,7 @@ def dot_bar_x(g, x, y):
         return unbroadcast(g * y, x)
     if np.ndim(x) <= 2 and np.ndim(y) <= 2:
         return matmul_bar_x(g, x, y)
-    raise ValueError("s2s: the derivative of np.dot is implemented for up to 2-D arrays; use np.matmul")
+    return batched_product_bar_a(g, "dot", x, y, False, False)  # an unbatched einsum
 
 
 def dot_bar_y(g, x, y):
@@ -322,7 +322,7 @@ def dot_bar_y(g, x, y):
         return unbroadcast(g * x, y)
     if np.ndim(x) <= 2 and np.ndim(y) <= 2:
         return matmul_bar_y(g, x, y)
-    raise ValueError("s2s: the derivative of np.dot is implemented for up to 2-D arrays; use np.matmul")
+    return batched_product_bar_b(g, "dot", x, y, False, False)  # an unbatched einsum
 
 
 def inner_bar_x(g, x, y):
@@ -335,12 +335,15 @@ def inner_bar_x(g, x, y):
         return np.outer(g, y)
     if np.ndim(x) <= 2 and np.ndim(y) == 2:
         return np.dot(g, y)
-    raise ValueError("s2s: the derivative of np.inner is implemented for up to 2-D arrays; use "
-                     "np.tensordot")
+    return batched_product_bar_a(g, "inner", x, y, False, False)  # an unbatched einsum
 
 
 def inner_bar_y(g, x, y):
     """Adjoint of y in np.inner(x, y): np.inner(y, x) is its transpose."""
+    if np.ndim(x) == 0 or np.ndim(y) == 0:
+        return unbroadcast(g * x, y)
+    if np.ndim(x) > 2 or np.ndim(y) > 2:
+        return batched_product_bar_b(g, "inner", x, y, False, False)  # an unbatched einsum
     if np.ndim(x) == 2 and np.ndim(y) == 2:
         return inner_bar_x(np.transpose(g), y, x)
     return inner_bar_x(g, y, x)
@@ -543,65 +546,84 @@ def batched_array(items, n, batched):
     return np.array(_batched_items(items, n, batched))
 
 
-def batched_matmul(a, b, a_batched, b_batched):
-    """a @ b (or np.dot, for up to 2-D operands) for each example; the batch is last."""
-    da, db = np.ndim(a) - a_batched, np.ndim(b) - b_batched
+# Products of two per-example operands, batched on the last axis: one einsum whose
+# subscripts give each example's product, with the batch letter z on the batched operands
+# and the result. NumPy's four products differ beyond two dimensions: matmul broadcasts its
+# leading axes ("..."), dot contracts a's last axis with b's second-to-last, inner contracts
+# the last axes, outer multiplies the flattened operands.
+PRODUCTS = ("matmul", "dot", "inner", "outer")
+
+
+def _product_specs(kind, da, db, a_batched, b_batched):
+    """einsum subscripts (a, b, result) of the batched product of da- and db-dimensional examples."""
+    if kind == "outer":
+        sa, sb, so = "i", "j", "ij"
+    elif kind == "matmul" or da <= 2 and db <= 2 and kind == "dot":
+        lead = "..." if da > 2 or db > 2 else ""
+        sa = "j" if da == 1 else lead + "ij"
+        sb = "j" if db == 1 else lead + "jk"
+        so = (lead if da >= 2 or db >= 2 else "") + ("i" if da >= 2 else "") + ("k" if db >= 2 else "")
+    else:  # dot beyond two dimensions, and inner: the contracted letter is j
+        a_rest, b_rest = "abcdef"[: da - 1], "pqrstu"[: max(db - 1, 0)]
+        sa = a_rest + "j"
+        if kind == "inner":
+            sb = b_rest + "j"
+            so = a_rest + b_rest
+        else:
+            sb = b_rest[:-1] + "j" + b_rest[-1:] if db >= 2 else "j"
+            so = a_rest + b_rest
+    return sa + "z" * a_batched, sb + "z" * b_batched, so + "z" * (a_batched or b_batched)
+
+
+def _product_operands(kind, a, b, a_batched, b_batched):
+    """The operands as the einsum sees them (outer flattens each example) and their example ndims."""
+    if kind == "outer":
+        a = np.reshape(a, (-1, np.shape(a)[-1])) if a_batched else np.ravel(a)
+        b = np.reshape(b, (-1, np.shape(b)[-1])) if b_batched else np.ravel(b)
+    return a, b, np.ndim(a) - a_batched, np.ndim(b) - b_batched
+
+
+def batched_product(kind, a, b, a_batched, b_batched):
+    """np.matmul, np.dot, np.inner or np.outer (kind) of a and b for each example; batch last."""
+    a, b, da, db = _product_operands(kind, a, b, a_batched, b_batched)
     if da == 0 or db == 0:
         return (a if a_batched else lift(a)) * (b if b_batched else lift(b))
-    if da <= 2 and db <= 2:
-        sa, sb, so = _matmul_specs(a, b, a_batched, b_batched)
-        return np.einsum(f"{sa},{sb}->{so}", a, b)
-    front_a = np.moveaxis(a, -1, 0) if a_batched else a
-    front_b = np.moveaxis(b, -1, 0) if b_batched else b
-    return np.moveaxis(np.matmul(front_a, front_b), 0, -1)
+    sa, sb, so = _product_specs(kind, da, db, a_batched, b_batched)
+    return np.einsum(f"{sa},{sb}->{so}", a, b)
 
 
-def _matmul_specs(a, b, a_batched, b_batched):
-    """The einsum subscripts of batched_matmul for operands of up to two per-example axes."""
-    da, db = np.ndim(a) - a_batched, np.ndim(b) - b_batched
-    left = "ij" if da == 2 else "j"
-    right = "jk"[:db]
-    out = (left[0] if da == 2 else "") + (right[1] if db == 2 else "")
-    return f"{left}{'z' if a_batched else ''}", f"{right}{'z' if b_batched else ''}", f"{out}z"
-
-
-def batched_matmul_bar_a(g, a, b, a_batched, b_batched):
-    """The adjoint of a in batched_matmul(a, b, ...), from the output adjoint g."""
-    da, db = np.ndim(a) - a_batched, np.ndim(b) - b_batched
+def batched_product_bar_a(g, kind, a, b, a_batched, b_batched):
+    """The adjoint of a in batched_product(kind, a, b, ...), from the result's adjoint g."""
+    shape = np.shape(a)
+    a, b, da, db = _product_operands(kind, a, b, a_batched, b_batched)
     if da == 0 or db == 0:
-        return unbroadcast(g * (b if b_batched else lift(b)), a if a_batched else lift(a)).reshape(np.shape(a))
-    if da > 2 or db > 2:
-        raise ValueError("s2s: the derivative of a vmapped matmul is vectorised for operands of up to 2 dimensions")
-    sa, sb, so = _matmul_specs(a, b, a_batched, b_batched)
-    return np.einsum(f"{so},{sb}->{sa}", g, b)
+        product = g * (b if b_batched else lift(b))
+        return unbroadcast(product, a if a_batched else lift(a)).reshape(shape)
+    sa, sb, so = _product_specs(kind, da, db, a_batched, b_batched)
+    return unbroadcast(np.einsum(f"{so},{sb}->{_with_lead(sa, so)}", g, b), a).reshape(shape)
 
 
-def batched_matmul_bar_b(g, a, b, a_batched, b_batched):
-    da, db = np.ndim(a) - a_batched, np.ndim(b) - b_batched
+def batched_product_bar_b(g, kind, a, b, a_batched, b_batched):
+    """The adjoint of b in batched_product(kind, a, b, ...), from the result's adjoint g."""
+    shape = np.shape(b)
+    a, b, da, db = _product_operands(kind, a, b, a_batched, b_batched)
     if da == 0 or db == 0:
-        return unbroadcast(g * (a if a_batched else lift(a)), b if b_batched else lift(b)).reshape(np.shape(b))
-    if da > 2 or db > 2:
-        raise ValueError("s2s: the derivative of a vmapped matmul is vectorised for operands of up to 2 dimensions")
-    sa, sb, so = _matmul_specs(a, b, a_batched, b_batched)
-    return np.einsum(f"{so},{sa}->{sb}", g, a)
+        product = g * (a if a_batched else lift(a))
+        return unbroadcast(product, b if b_batched else lift(b)).reshape(shape)
+    sa, sb, so = _product_specs(kind, da, db, a_batched, b_batched)
+    return unbroadcast(np.einsum(f"{so},{sa}->{_with_lead(sb, so)}", g, a), b).reshape(shape)
+
+
+def _with_lead(spec, result_spec):
+    """An operand's subscripts in its adjoint's einsum: matmul's broadcast leading axes come
+    back at their broadcast size (unbroadcast then sums them), even for a 1-D operand."""
+    return "..." + spec if "..." in result_spec and "..." not in spec else spec
 
 
 def batched_transpose_bar(g, axes=None):
     last = np.ndim(g) - 1
     axes = tuple(reversed(range(last))) if axes is None else tuple(a % last for a in axes)
     return np.transpose(g, tuple(np.argsort(axes)) + (last,))
-
-
-def batched_outer(a, b, a_batched, b_batched):
-    a = np.reshape(a, (-1, np.shape(a)[-1])) if a_batched else np.reshape(a, (-1, 1))
-    b = np.reshape(b, (-1, np.shape(b)[-1])) if b_batched else np.reshape(b, (-1, 1))
-    return a[:, None, :] * b[None, :, :]
-
-
-def batched_inner(a, b, a_batched, b_batched):
-    if np.ndim(a) - a_batched > 1 or np.ndim(b) - b_batched > 1:
-        raise ValueError("s2s: vmap on the python backend batches np.inner of 1-D operands")
-    return np.sum((a if a_batched else lift(a)) * (b if b_batched else lift(b)), axis=0)
 
 
 # ---- shape tapes --------------------------------------------------------------------

@@ -331,8 +331,8 @@ class Vectorizer:
                 raise NoBatchingRule("no batching rule for a reduction over a computed axis", stmt.origin)
             return e.call(fn, args, [("axis", axis_expr)] + others)
         if fn in (operator.matmul, np.dot, np.matmul, np.inner, np.outer) and len(args) == 2 and not kwargs:
-            helper = {np.outer: "batched_outer", np.inner: "batched_inner"}.get(fn, "batched_matmul")
-            return runtime_call(helper, e.atom(call.args[0]), e.atom(call.args[1]),
+            kind = {np.outer: "outer", np.inner: "inner", np.dot: "dot"}.get(fn, "matmul")
+            return runtime_call("batched_product", ast.Constant(kind), e.atom(call.args[0]), e.atom(call.args[1]),
                                 ast.Constant(batched[0]), ast.Constant(batched[1]))
         if fn is np.array and len(args) == 1 and isinstance(patterns[0], tuple):
             # np.array([theta, omega]) of per-example numbers: the rows stack along the leading axis

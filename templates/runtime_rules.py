@@ -13,9 +13,9 @@ from s2s.runtime import (
     add_attr,
     array_bar,
     batch_broadcast,
-    batched_matmul,
-    batched_matmul_bar_a,
-    batched_matmul_bar_b,
+    batched_product,
+    batched_product_bar_a,
+    batched_product_bar_b,
     batched_reshape,
     batched_transpose,
     batched_transpose_bar,
@@ -210,11 +210,11 @@ def batch_broadcast_(y, x, n):
     x_bar += np.sum(y_bar, axis=-1)
 
 
-@rule(runtime.batched_matmul)
-def batched_matmul_(y, a, b, a_batched, b_batched):
-    y_dot = batched_matmul(a_dot, b, a_batched, b_batched) + batched_matmul(a, b_dot, a_batched, b_batched)
-    a_bar += batched_matmul_bar_a(y_bar, a, b, a_batched, b_batched)
-    b_bar += batched_matmul_bar_b(y_bar, a, b, a_batched, b_batched)
+@rule(runtime.batched_product)
+def batched_product_(y, kind, a, b, a_batched, b_batched):
+    y_dot = batched_product(kind, a_dot, b, a_batched, b_batched) + batched_product(kind, a, b_dot, a_batched, b_batched)
+    a_bar += batched_product_bar_a(y_bar, kind, a, b, a_batched, b_batched)
+    b_bar += batched_product_bar_b(y_bar, kind, a, b, a_batched, b_batched)
 
 
 @rule(runtime.batched_transpose)

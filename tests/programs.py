@@ -725,3 +725,13 @@ CASES.update({
     "tuple_axes_reductions": (tuple_axes_reductions, lambda r: (r.uniform(0.5, 1.5, (2, 3, 2)),), (0,), False),
     "squeeze_with_axis": (squeeze_with_axis, lambda r: (r.standard_normal((3, 2, 4)), r.standard_normal((2, 4))), (0, 1), True),
 })
+
+
+def products_beyond_two_dimensions(A, B, v):
+    """np.dot and np.inner contract other axes than matmul beyond 2-D (numba.njit rejects them)."""
+    return np.sum(np.sin(np.dot(A, B))) + np.sum(np.inner(A, v) ** 2) + np.sum(np.cos(A @ v))
+
+
+CASES["products_beyond_two_dimensions"] = (
+    products_beyond_two_dimensions,
+    lambda r: (r.standard_normal((2, 3, 4)), r.standard_normal((2, 4, 3)), r.standard_normal(4)), (0, 1, 2), False)

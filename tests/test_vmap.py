@@ -502,3 +502,50 @@ def test_vmap_of_a_jitted_function_is_compiled():
     assert v.backend == "cpu"
     np.testing.assert_allclose(v(xs), np.stack([np.outer(x, x) for x in xs]))
     assert "runtime.prange" in v.source
+
+
+def sin_matmul(a, b):
+    return np.sum(np.sin(a @ b))
+
+
+def sin_dot(a, b):
+    return np.sum(np.sin(np.dot(a, b)))
+
+
+def sin_inner(a, b):
+    return np.sum(np.sin(np.inner(a, b)))
+
+
+def central_difference_grad(fun, args, k, h=1e-6):
+    x = np.array(args[k], dtype=float)
+    grad = np.zeros_like(x)
+    for index in np.ndindex(x.shape):
+        up, down = list(args), list(args)
+        up[k], down[k] = x.copy(), x.copy()
+        up[k][index] += h
+        down[k][index] -= h
+        grad[index] = (fun(*up) - fun(*down)) / (2 * h)
+    return grad
+
+
+@pytest.mark.parametrize("fun, a_shape, b_shape", [
+    (sin_matmul, (2, 3, 4), (4,)), (sin_matmul, (4,), (2, 4, 3)), (sin_matmul, (1, 3, 4), (2, 4, 4)),
+    (sin_matmul, (3, 4), (2, 4, 3)), (sin_dot, (2, 3, 4), (2, 4, 3)), (sin_dot, (4,), (2, 4, 3)),
+    (sin_inner, (2, 3, 4), (4,)), (sin_inner, (3, 4), (2, 4)),
+])
+@pytest.mark.parametrize("in_axes", [(0, 0), (0, None), (None, 0)])
+def test_products_beyond_two_dimensions_per_example_vectorise_with_their_gradients(fun, a_shape, b_shape, in_axes):
+    """matmul broadcasts leading axes, dot and inner contract other axes: the batch size 4
+    equals a contracted size, so a batch axis taken for an example axis would go unnoticed."""
+    a = rng.standard_normal(((4,) if in_axes[0] == 0 else ()) + a_shape)
+    b = rng.standard_normal(((4,) if in_axes[1] == 0 else ()) + b_shape)
+
+    def example(i):
+        return (a[i] if in_axes[0] == 0 else a, b[i] if in_axes[1] == 0 else b)
+
+    values = s2s.vmap(fun, in_axes=in_axes)(a, b)
+    np.testing.assert_allclose(values, [fun(*example(i)) for i in range(4)], rtol=1e-12)
+    a_bar, b_bar = s2s.vmap(s2s.grad(fun, argnums=(0, 1)), in_axes=in_axes)(a, b)
+    for i in range(4):
+        np.testing.assert_allclose(a_bar[i], central_difference_grad(fun, example(i), 0), atol=1e-6)
+        np.testing.assert_allclose(b_bar[i], central_difference_grad(fun, example(i), 1), atol=1e-6)
