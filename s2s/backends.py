@@ -19,8 +19,11 @@ def write_module(source: str, stem: str) -> str:
     cache need one), named by its hash so that later processes find the same file."""
     directory = cache.usable_dir(os.path.join(cache.user_cache_dir(), "modules"))
     # The name also changes with s2s's own code: Numba's cache of this file keeps the runtime
-    # overloads compiled into it, and only checks the file itself.
-    digest = hashlib.sha256((cache.implementation_fingerprint() + source).encode()).hexdigest()[:20]
+    # overloads compiled into it, and only checks the file itself. It does not record the
+    # LLVM optimisation level either: code compiled under NUMBA_OPT (the test suite lowers it)
+    # is kept apart from code compiled at Numba's default.
+    key = cache.implementation_fingerprint() + os.environ.get("NUMBA_OPT", "") + source
+    digest = hashlib.sha256(key.encode()).hexdigest()[:20]
     path = os.path.join(directory, f"{stem}_{digest}.py")
     if not os.path.exists(path) or open(path, encoding="utf-8").read() != source:
         cache.write_atomic(path, source)
