@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import importlib.util
 import os
@@ -19,8 +20,11 @@ def write_module(source: str, stem: str) -> str:
     cache need one), named by its hash so that later processes find the same file."""
     directory = cache.usable_dir(os.path.join(cache.user_cache_dir(), "modules"))
     # The name also changes with s2s's own code: Numba's cache of this file keeps the runtime
-    # overloads compiled into it, and only checks the file itself.
-    digest = hashlib.sha256((cache.implementation_fingerprint() + source).encode()).hexdigest()[:20]
+    # overloads compiled into it, and only checks the file itself. It does not record the
+    # LLVM optimisation level either: code compiled under NUMBA_OPT (the test suite lowers it)
+    # is kept apart from code compiled at Numba's default.
+    key = cache.implementation_fingerprint() + os.environ.get("NUMBA_OPT", "") + source
+    digest = hashlib.sha256(key.encode()).hexdigest()[:20]
     path = os.path.join(directory, f"{stem}_{digest}.py")
     if not os.path.exists(path) or open(path, encoding="utf-8").read() != source:
         cache.write_atomic(path, source)
@@ -28,6 +32,32 @@ def write_module(source: str, stem: str) -> str:
 
 
 _loaded: dict[tuple[str, str], types.ModuleType] = {}
+# Compiled functions by what decides their machine code: modules of different transforms
+# of one function hold the same function (grad, jacrev and hessian modules each hold f_vjp),
+# which is compiled once per process, not once per module.
+_compiled: dict[tuple[str, bool], object] = {}
+
+
+def _function_keys(source: str) -> dict[str, str]:
+    """For each top-level function of generated source, a hash of its code, of the module's
+    other statements (imports, constants) and of every generated function it calls, directly
+    or not: two functions with equal keys compile to the same code."""
+    tree = ast.parse(source)
+    functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
+    context = "\n".join(ast.dump(node) for node in tree.body if not isinstance(node, ast.FunctionDef))
+    code = {name: ast.dump(node) for name, node in functions.items()}
+    calls = {name: {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in functions}
+             for name, node in functions.items()}
+    keys = {}
+    for name in functions:
+        reached, stack = {name}, [name]
+        while stack:
+            for callee in calls[stack.pop()] - reached:
+                reached.add(callee)
+                stack.append(callee)
+        text = "\n".join([name, context] + [f"{n}\n{code[n]}" for n in sorted(reached)])
+        keys[name] = hashlib.sha256(text.encode()).hexdigest()
+    return keys
 
 
 def load(source: str, stem: str, backend: str = "python", parallel: tuple[str, ...] = ()) -> types.ModuleType:
@@ -52,8 +82,15 @@ def load(source: str, stem: str, backend: str = "python", parallel: tuple[str, .
 
         from . import runtime_numba  # noqa: F401  (registers the runtime overloads)
 
+        keys = _function_keys(source)
         for attr, value in list(vars(module).items()):
             if isinstance(value, types.FunctionType) and value.__module__ == module_name:
-                setattr(module, attr, numba.njit(cache=True, parallel=attr in parallel)(value))
+                shared = (keys.get(attr), attr in parallel)
+                if shared[0] is None or value.__name__ != attr:  # not a generated `def`
+                    setattr(module, attr, numba.njit(cache=True, parallel=attr in parallel)(value))
+                    continue
+                if shared not in _compiled:
+                    _compiled[shared] = numba.njit(cache=True, parallel=attr in parallel)(value)
+                setattr(module, attr, _compiled[shared])
     _loaded[key] = module
     return module

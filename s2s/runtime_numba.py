@@ -388,21 +388,88 @@ def _row_var(row, ddof):
 _row_var_jit = register_jitable(_row_var)
 
 
+# The helpers below are written as loop nests over x's own indices rather than as NumPy
+# calls on a transposed, reshaped copy: Numba compiles a loop nest of scalar reads and
+# writes several times faster, and these helpers are generated per ndim and axis.
+
+
+def _nest(dims, body, reverse=False) -> list:
+    """Lines of nested loops: `for i<k> in range(shape[k])` for each k in dims, around body."""
+    lines, indent = [], ""
+    for k in dims:
+        span = f"range(shape[{k}] - 1, -1, -1)" if reverse else f"range(shape[{k}])"
+        lines.append(f"{indent}for i{k} in {span}:")
+        indent += "    "
+    return lines + [indent + line for line in body]
+
+
+def _index(items) -> str:
+    items = list(items)
+    return ", ".join(items) + ("," if len(items) == 1 else "")
+
+
+def _x_index(ax) -> str:
+    return _index(f"i{k}" for k in range(ax.ndim))
+
+
+def _out_index(ax) -> str:
+    """The element of the reduction's result (a 1-element array when it is a scalar)."""
+    if ax.scalar:
+        return "0"
+    return _index(("0" if k in ax.axes else f"i{k}") if ax.keepdims else f"i{k}"
+                  for k in range(ax.ndim) if ax.keepdims or k not in ax.axes)
+
+
+def _result(ax) -> tuple:
+    """The allocation shape of the result, and the expression that returns it."""
+    return ("1", "out[0]") if ax.scalar else (ax.reduced, "out")
+
+
+_UPDATE = {
+    "sum": "out[{o}] += x[{i}]",
+    "mean": "out[{o}] += x[{i}]",
+    "prod": "out[{o}] *= x[{i}]",
+    # `v != v`: a NaN is kept, as NumPy's max and min do
+    "max": "v = x[{i}]\nif v > out[{o}] or v != v:\n    out[{o}] = v",
+    "min": "v = x[{i}]\nif v < out[{o}] or v != v:\n    out[{o}] = v",
+}
+
+
 def _reduce(op: str, result_dtype):
-    """Build the body of rt.reduce_<op>: the row reduction, written into the result's shape."""
+    """Build the body of rt.reduce_<op>: one pass over x (two for var and std)."""
 
     def build(t, ax):
         x = t["x"]
         if not isinstance(x, types.Array):
             raise TypingError("s2s: under jit, a reduction over an axis takes an array")
+        env = {"dtype": result_dtype(x.dtype)}
         if ax.ndim == 0:
-            return [f"return {op.format(row='x')}"], {"_row_var": _row_var_jit}
-        lines = ["shape = x.shape", f"rows = {ax.rows('x')}",
-                 "out = np.empty(rows.shape[0], dtype)",
-                 "for i in range(rows.shape[0]):",
-                 f"    out[i] = {op.format(row='rows[i]')}",
-                 "return out[0]" if ax.scalar else f"return out.reshape({ax.reduced})"]
-        return lines, {"dtype": result_dtype(x.dtype), "_row_var": _row_var_jit}
+            row = {"var": "_row_var(x, ddof)", "std": "np.sqrt(_row_var(x, ddof))"}.get(op, f"np.{op}(x)")
+            return [f"return {row}"], {"_row_var": _row_var_jit}
+        i, o = _x_index(ax), _out_index(ax)
+        size, result = _result(ax)
+        every = list(range(ax.ndim))
+        lines = ["shape = x.shape"]
+        if op in ("max", "min"):
+            first = _index("0" if k in ax.axes else f"i{k}" for k in every)
+            lines += [f"if {ax.count} == 0 and {ax.outer} != 0:",
+                      f"    raise ValueError('zero-size array to reduction operation {op}imum which has no identity')",
+                      f"out = np.empty({size}, dtype)"]
+            lines += _nest(ax.kept, [f"out[{o}] = x[{first}]"])
+        else:
+            lines.append(f"out = np.{'ones' if op == 'prod' else 'zeros'}({size}, dtype)")
+        if op in ("var", "std"):
+            lines += _nest(every, [f"out[{o}] += x[{i}]"])
+            lines += ["mean = out / (" + ax.count + ")", f"out = np.zeros({size}, dtype)"]
+            lines += _nest(every, [f"d = x[{i}] - mean[{o}]", f"out[{o}] += d * d"])
+            lines.append(f"out /= ({ax.count}) - ddof")
+            if op == "std":
+                lines.append("out = np.sqrt(out)")
+        else:
+            lines += _nest(every, _UPDATE[op].format(o=o, i=i).split("\n"))
+            if op == "mean":
+                lines.append(f"out /= ({ax.count})")
+        return lines + [f"return {result}"], env
 
     return build
 
@@ -415,13 +482,13 @@ def _mean_dtype(dtype):
     return dtype if isinstance(dtype, (types.Float, types.Complex)) else types.float64
 
 
-_axis_overload(rt.reduce_sum, "x")(_reduce("np.sum({row})", _sum_dtype))
-_axis_overload(rt.reduce_prod, "x")(_reduce("np.prod({row})", _sum_dtype))
-_axis_overload(rt.reduce_max, "x")(_reduce("np.max({row})", lambda d: d))
-_axis_overload(rt.reduce_min, "x")(_reduce("np.min({row})", lambda d: d))
-_axis_overload(rt.reduce_mean, "x")(_reduce("np.mean({row})", _mean_dtype))
-_axis_overload(rt.reduce_var, "x")(_reduce("_row_var({row}, ddof)", _mean_dtype))
-_axis_overload(rt.reduce_std, "x")(_reduce("np.sqrt(_row_var({row}, ddof))", _mean_dtype))
+_axis_overload(rt.reduce_sum, "x")(_reduce("sum", _sum_dtype))
+_axis_overload(rt.reduce_prod, "x")(_reduce("prod", _sum_dtype))
+_axis_overload(rt.reduce_max, "x")(_reduce("max", lambda d: d))
+_axis_overload(rt.reduce_min, "x")(_reduce("min", lambda d: d))
+_axis_overload(rt.reduce_mean, "x")(_reduce("mean", _mean_dtype))
+_axis_overload(rt.reduce_var, "x")(_reduce("var", _mean_dtype))
+_axis_overload(rt.reduce_std, "x")(_reduce("std", _mean_dtype))
 
 
 def _expand(g, x, axis=None, keepdims=False):
@@ -434,8 +501,15 @@ def _expand_build(t, ax):
     if not isinstance(g, types.Array):
         return ["return np.full(_shape_of(x), g)"], {}
     # A fresh array, not a broadcast view: adjoints are added into in place later.
-    g_full = "g" if ax.keepdims else f"np.ascontiguousarray(g).reshape({ax.keep_shape})"
-    return ["shape = _shape_of(x)", f"return np.zeros(shape, dtype) + {g_full}"], {"dtype": _float_of(g)}
+    if g.ndim != (ax.ndim if ax.keepdims else len(ax.kept)) or ax.ndim == 0 or g.ndim == 0:
+        g_full = "g" if ax.keepdims else f"np.ascontiguousarray(g).reshape({ax.keep_shape})"
+        return ["shape = _shape_of(x)", f"return np.zeros(shape, dtype) + {g_full}"], {"dtype": _float_of(g)}
+    every = list(range(ax.ndim))
+    g_index = _index(("0" if k in ax.axes else f"i{k}") if ax.keepdims else f"i{k}"
+                     for k in every if ax.keepdims or k not in ax.axes)
+    lines = ["shape = _shape_of(x)", "out = np.empty(shape, dtype)"]
+    lines += _nest(every, [f"out[{_x_index(ax)}] = g[{g_index}]"])
+    return lines + ["return out"], {"dtype": _float_of(g)}
 
 
 def _others(x, axis=None):
@@ -444,18 +518,15 @@ def _others(x, axis=None):
 
 @_axis_overload(_others, "x")
 def _others_build(t, ax):
-    lines = ["shape = x.shape", f"rows = {ax.rows('x')}", "out = np.empty(rows.shape, dtype)",
-             "for i in range(rows.shape[0]):",
-             "    acc = 1.0",
-             "    for k in range(rows.shape[1]):",
-             "        out[i, k] = acc",
-             "        acc *= rows[i, k]",
-             "    acc = 1.0",
-             "    for k in range(rows.shape[1] - 1, -1, -1):",
-             "        out[i, k] *= acc",
-             "        acc *= rows[i, k]",
-             f"return {ax.unmove('out')}"]
-    return lines, {"dtype": _float_of(t["x"])}
+    # For each position along the kept axes, a forward pass over the reduced axes (in C
+    # order) leaves the product of the elements before each one, a backward pass multiplies
+    # in the product of those after it.
+    i = _x_index(ax)
+    step = [f"out[{i}] = acc", f"acc *= x[{i}]"]
+    back = [f"out[{i}] *= acc", f"acc *= x[{i}]"]
+    body = ["acc = 1.0"] + _nest(ax.axes, step) + ["acc = 1.0"] + _nest(ax.axes, back, reverse=True)
+    lines = ["shape = x.shape", "out = np.empty(shape, dtype)"] + _nest(ax.kept, body)
+    return lines + ["return out"], {"dtype": _float_of(t["x"])}
 
 
 @_axis_overload(rt.sum_bar, "x")
@@ -465,7 +536,28 @@ def _sum_bar(t, ax):
 
 @_axis_overload(rt.mean_bar, "x")
 def _mean_bar(t, ax):
-    return ["shape = _shape_of(x)", f"return _expand(g, x, {ax.axis}, {ax.keep}) / ({ax.count})"], {}
+    if ax.ndim == 0:
+        return ["shape = _shape_of(x)", f"return _expand(g, x, {ax.axis}, {ax.keep}) / ({ax.count})"], {}
+    lines = ["shape = _shape_of(x)", f"out = _expand(g, x, {ax.axis}, {ax.keep})", f"n = {ax.count}"]
+    return lines + _nest(range(ax.ndim), [f"out[{_x_index(ax)}] /= n"]) + ["return out"], {}
+
+
+# The adjoint and tangent helpers below are loop nests too where the arguments have the
+# reduction's shapes (g and y: the result's, x_dot: x's); other argument types get the
+# array expressions after each `else`.
+
+
+def _at(name, t, ax):
+    """How the loop body reads `name` of type t, a value of the reduction's result shape:
+    an element, or the number itself where the result is one; None for other types."""
+    if isinstance(t, types.Array):
+        expected = ax.ndim if ax.keepdims else len(ax.kept)
+        return f"{name}[{_out_index(ax)}]" if t.ndim == expected and expected > 0 and ax.ndim > 0 else None
+    return name if _scalar(t) and ax.scalar else None
+
+
+def _same_shape(t, ax) -> bool:
+    return isinstance(t, types.Array) and t.ndim == ax.ndim and ax.ndim > 0
 
 
 def _max_weights(ax) -> list:
@@ -474,38 +566,92 @@ def _max_weights(ax) -> list:
             f"weights = hits / rt.reduce_sum(hits, {ax.axis}, True)"]
 
 
+def _max_ties(ax, y) -> list:
+    """Loops that count, in `counts`, the elements of x equal to the max or min y."""
+    size, _ = _result(ax)
+    return ["shape = x.shape", f"counts = np.zeros({size}, dtype)"] + _nest(
+        range(ax.ndim), [f"if x[{_x_index(ax)}] == {y}:", f"    counts[{_out_index(ax)}] += 1.0"])
+
+
+def _tie_weight(ax, y) -> list:
+    # 1 / counts for the elements equal to y; with no element equal (a NaN), NaN as 0 / 0
+    # gives in NumPy's version
+    o, i = _out_index(ax), _x_index(ax)
+    return [f"c = counts[{o}]", "w = np.nan if c == 0.0 else 0.0",
+            f"if c != 0.0 and x[{i}] == {y}:", "    w = 1.0 / c"]
+
+
 @_axis_overload(rt.max_bar, "x")
 def _max_bar(t, ax):
-    lines = _max_weights(ax) + [f"return weights * _expand(g, x, {ax.axis}, {ax.keep})"]
-    return lines, {"dtype": _float_of(t["x"])}
+    g, y = _at("g", t["g"], ax), _at("y", t["y"], ax)
+    if g is None or y is None or not _same_shape(t["x"], ax):
+        lines = _max_weights(ax) + [f"return weights * _expand(g, x, {ax.axis}, {ax.keep})"]
+        return lines, {"dtype": _float_of(t["x"])}
+    lines = _max_ties(ax, y) + ["out = np.empty(shape, dtype)"]
+    lines += _nest(range(ax.ndim), _tie_weight(ax, y) + [f"out[{_x_index(ax)}] = w * {g}"])
+    return lines + ["return out"], {"dtype": _float_of(t["x"])}
 
 
 @_axis_overload(rt.max_dot, "x")
 def _max_dot(t, ax):
-    lines = _max_weights(ax) + [f"return rt.reduce_sum(weights * x_dot, {ax.axis}, {ax.keep})"]
-    return lines, {"dtype": _float_of(t["x"])}
+    y = _at("y", t["y"], ax)
+    if y is None or not _same_shape(t["x"], ax) or not _same_shape(t["x_dot"], ax):
+        lines = _max_weights(ax) + [f"return rt.reduce_sum(weights * x_dot, {ax.axis}, {ax.keep})"]
+        return lines, {"dtype": _float_of(t["x"])}
+    size, result = _result(ax)
+    lines = _max_ties(ax, y) + [f"out = np.zeros({size}, dtype)"]
+    lines += _nest(range(ax.ndim), _tie_weight(ax, y) + [f"out[{_out_index(ax)}] += w * x_dot[{_x_index(ax)}]"])
+    return lines + [f"return {result}"], {"dtype": _float_of(t["x"])}
 
 
 @_axis_overload(rt.prod_bar, "x")
 def _prod_bar(t, ax):
-    return [f"return _others(x, {ax.axis}) * _expand(g, x, {ax.axis}, {ax.keep})"], {}
+    g = _at("g", t["g"], ax)
+    if g is None or not _same_shape(t["x"], ax):
+        return [f"return _others(x, {ax.axis}) * _expand(g, x, {ax.axis}, {ax.keep})"], {}
+    lines = ["shape = x.shape", f"out = _others(x, {ax.axis})"]
+    lines += _nest(range(ax.ndim), [f"out[{_x_index(ax)}] *= {g}"])
+    return lines + ["return out"], {}
 
 
 @_axis_overload(rt.prod_dot, "x")
 def _prod_dot(t, ax):
-    return [f"return rt.reduce_sum(_others(x, {ax.axis}) * x_dot, {ax.axis}, {ax.keep})"], {}
+    if not _same_shape(t["x"], ax) or not _same_shape(t["x_dot"], ax):
+        return [f"return rt.reduce_sum(_others(x, {ax.axis}) * x_dot, {ax.axis}, {ax.keep})"], {}
+    size, result = _result(ax)
+    i = _x_index(ax)
+    lines = ["shape = x.shape", f"others = _others(x, {ax.axis})", f"out = np.zeros({size}, others.dtype)"]
+    lines += _nest(range(ax.ndim), [f"out[{_out_index(ax)}] += others[{i}] * x_dot[{i}]"])
+    return lines + [f"return {result}"], {}
+
+
+def _centered(ax) -> str:
+    """x's element minus the mean of its group (`mean`, computed with keepdims=True)."""
+    return f"(x[{_x_index(ax)}] - mean[{_index('0' if k in ax.axes else f'i{k}' for k in range(ax.ndim))}])"
 
 
 @_axis_overload(rt.var_bar, "x")
 def _var_bar(t, ax):
-    return ["shape = x.shape", f"centered = x - rt.reduce_mean(x, {ax.axis}, True)",
-            f"return 2.0 * centered * _expand(g, x, {ax.axis}, {ax.keep}) / ({ax.count} - ddof)"], {}
+    g = _at("g", t["g"], ax)
+    if g is None or not _same_shape(t["x"], ax):
+        return ["shape = x.shape", f"centered = x - rt.reduce_mean(x, {ax.axis}, True)",
+                f"return 2.0 * centered * _expand(g, x, {ax.axis}, {ax.keep}) / ({ax.count} - ddof)"], {}
+    lines = ["shape = x.shape", f"mean = rt.reduce_mean(x, {ax.axis}, True)", "out = np.empty(shape, mean.dtype)",
+             f"n = ({ax.count}) - ddof"]
+    lines += _nest(range(ax.ndim), [f"out[{_x_index(ax)}] = 2.0 * {_centered(ax)} * {g} / n"])
+    return lines + ["return out"], {}
 
 
 @_axis_overload(rt.var_dot, "x")
 def _var_dot(t, ax):
-    return ["shape = x.shape", f"centered = x - rt.reduce_mean(x, {ax.axis}, True)",
-            f"return 2.0 * rt.reduce_sum(centered * x_dot, {ax.axis}, {ax.keep}) / ({ax.count} - ddof)"], {}
+    if not _same_shape(t["x"], ax) or not _same_shape(t["x_dot"], ax):
+        return ["shape = x.shape", f"centered = x - rt.reduce_mean(x, {ax.axis}, True)",
+                f"return 2.0 * rt.reduce_sum(centered * x_dot, {ax.axis}, {ax.keep}) / ({ax.count} - ddof)"], {}
+    size, result = _result(ax)
+    lines = ["shape = x.shape", f"mean = rt.reduce_mean(x, {ax.axis}, True)", f"out = np.zeros({size}, mean.dtype)"]
+    lines += _nest(range(ax.ndim), [f"out[{_out_index(ax)}] += {_centered(ax)} * x_dot[{_x_index(ax)}]"])
+    lines += [f"out = 2.0 * out / (({ax.count}) - ddof)"]
+    return lines + [f"return {result}"], {}
 
 
 @_axis_overload(rt.std_bar, "x")
