@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import hashlib
 import importlib.util
 import inspect
 import os
@@ -183,11 +184,19 @@ class Batched:
         def call(index):
             return f"{fun.__name__}({', '.join(batching.example_expr(p, t, index) for p, t in zip(params, trees))})"
 
+        # The module is shared by everything that maps this function, so its source names the
+        # function fully: two functions called f in different modules get modules of their own.
+        try:
+            code = inspect.getsource(fun)
+        except (OSError, TypeError):
+            code = ""
+        origin = f"{fun.__module__}.{fun.__qualname__}, source sha256 {hashlib.sha256(code.encode()).hexdigest()[:16]}"
         source = (
             f"import numpy as np\n"
             f"from s2s import runtime\n\n\n"
             f"def {fun.__name__}_vmap({', '.join(params)}):\n"
-            f'    """s2s.vmap({fun.__name__}, in_axes={self.in_axes!r}) as a loop over the examples."""\n'
+            f'    """s2s.vmap({fun.__name__}, in_axes={self.in_axes!r}) as a loop over the examples.\n\n'
+            f'    {fun.__name__} is {origin}."""\n'
             f"    {n} = {size}\n"
             f"    {first} = runtime.batch_example({call('0')}, None)\n"
             f"    {out} = runtime.batch_empty({n}, {first})\n"

@@ -549,3 +549,21 @@ def test_products_beyond_two_dimensions_per_example_vectorise_with_their_gradien
     for i in range(4):
         np.testing.assert_allclose(a_bar[i], central_difference_grad(fun, example(i), 0), atol=1e-6)
         np.testing.assert_allclose(b_bar[i], central_difference_grad(fun, example(i), 1), atol=1e-6)
+
+
+def test_vmapped_functions_of_one_name_in_two_modules_keep_their_own_gradients(tmp_path, monkeypatch):
+    """The loop module that transforms read is shared per mapped function: two functions
+    called f in different modules must not share it (jit reused the other f's loop)."""
+    for scale in (2, 3):
+        (tmp_path / f"scaled_by_{scale}.py").write_text(
+            "import numpy as np\nimport s2s\n\n\n"
+            f"def f(x):\n    return x * {scale}.0\n\n\nvf = s2s.vmap(f)\n\n\n"
+            "def total(xs):\n    return np.sum(vf(xs))\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import scaled_by_2
+    import scaled_by_3
+
+    xs = np.ones(3)
+    for backend in BACKENDS:
+        for module, scale in ((scaled_by_2, 2.0), (scaled_by_3, 3.0)):
+            np.testing.assert_array_equal(s2s.jit(s2s.grad(module.total), backend=backend)(xs), scale)
