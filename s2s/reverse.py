@@ -101,6 +101,7 @@ class VJP:
         self.recipes: dict[str, tuple | None] = {}  # var -> (its definition, recomputed operands)
         self.recompute_plan: dict[int, tuple] = {}  # id(stmt) -> (needed vars, statements to re-run)
         self.remat_wanted: set[str] = set()
+        self.local_recipes: dict[tuple, tuple] = {}  # (var, id(stmt)) -> a recipe for that place only
         self.shape_vars: dict[str, str] = {}
         self._plan_scopes()
         self.may_mutate = set()
@@ -322,7 +323,7 @@ class VJP:
                     and not self.loop_invariant(need.var)
             if not clobbered:
                 return None, "value", None
-            if self.recomputable(stmt, need):
+            if self.recomputable(stmt, need, covered_value):
                 return "recompute", "value", None
             if need.shape:
                 return "shape", "shape", (need.var, id(stmt), need.when)
@@ -345,7 +346,7 @@ class VJP:
                     self.plan[(id(stmt), need)] = decide(stmt, need)
             recomputed = sorted({n.var for n in needs if self.plan[(id(stmt), n)][0] == "recompute"})
             if recomputed:
-                statements = self.recompute_statements(recomputed, covered_value)
+                statements = self.recompute_statements(stmt, recomputed, covered_value)
                 self.recompute_plan[id(stmt)] = (recomputed, statements)
                 # They stay in their variables for earlier statements (the versions this one reads).
                 covered_value |= {t for d in statements if d is not stmt for t in d.targets}
@@ -491,22 +492,62 @@ class VJP:
             ok = found[0] is not stmt and self._before(found[0], stmt)
         return ok and len(self._closure(need.var)) <= RECOMPUTE_MAX_STATEMENTS
 
-    def recomputable(self, stmt, need: Need) -> bool:
+    def recomputable(self, stmt, need: Need, covered: set[str]) -> bool:
         """Recompute this value rather than tape it? Shapes alone are recomputed only for
         values the reverse sweep recomputes anyway (a shape tape costs next to nothing)."""
         if need.shape and need.var not in self.remat_wanted:
             return False
-        return self._recomputable_at(stmt, need)
+        if self._recomputable_at(stmt, need):
+            return True
+        return not need.shape and need.when == "pre" and self._recipe_from_covered(stmt, need.var, covered)
 
-    def recompute_statements(self, variables: list[str], covered: set[str]) -> list:
+    def _recipe_from_covered(self, stmt, var: str, covered: set[str]) -> bool:
+        """A recipe for var here, whose operands may also be values the reverse sweep has
+        popped for later statements of this block (covered) and that still hold the version
+        var was computed from: `_t2 = b * x` where x is popped back anyway."""
+        defs = self.an.defs.get(var, [])
+        site = defs[0] if len(defs) == 1 else None
+        if not (isinstance(site, ir.Assign) and site.targets == (var,) and not site.inplace
+                and not site.alias_check and var not in self.may_mutate and site is not stmt
+                and self.an.info[id(site)].block_id == self.an.info[id(stmt)].block_id
+                and self._before(site, stmt)):
+            return False
+        operands = self._pure_operands(site.value)
+        if operands is None:
+            return False
+        block = self.block_of[self.an.info[id(site)].block_id]
+        start = next(k for k, s in enumerate(block) if s is site)
+        end = next(k for k, s in enumerate(block) if s is stmt)
+        written = {w for s in ir.walk(block[start:end]) for w in ir.stmt_writes(s)}
+        recomputed = []
+        depth = 1
+        for operand in operands:
+            if operand in self.fn.constants or self._available(operand, site):
+                continue
+            inner = self.recipe(operand)
+            if inner is not None and self._before(inner[0], site):
+                recomputed.append(operand)
+                depth = max(depth, inner[2] + 1)
+            elif operand not in covered or operand in written:
+                return False
+        found = (site, tuple(sorted(set(recomputed))), depth)
+        size = 1 + len(set().union(set(), *(self._closure(o) for o in recomputed)))
+        if depth > RECOMPUTE_MAX_DEPTH or size > RECOMPUTE_MAX_STATEMENTS:
+            return False
+        self.local_recipes[(var, id(stmt))] = found
+        return True
+
+    def recompute_statements(self, stmt, variables: list[str], covered: set[str]) -> list:
         """The definitions to re-run, in program order, for variables; values still in their
         variables (covered) are not computed again."""
         sites: dict[int, ir.Assign] = {}
 
         def visit(var, top):
-            if (not top and var in covered) or id(self.recipes[var][0]) in sites:
+            found = self.local_recipes.get((var, id(stmt))) if top else None
+            found = found or self.recipes[var]
+            if (not top and var in covered) or id(found[0]) in sites:
                 return
-            site, operands, _ = self.recipes[var]
+            site, operands, _ = found
             sites[id(site)] = site
             for operand in operands:
                 visit(operand, False)
