@@ -451,8 +451,8 @@ class VJP:
             return ir.names_in(value)
         if isinstance(value, ir.Call):
             if is_user_function(value.fn) or value.kwargs or not _cheap_pure(value.fn) \
-                    or value.fn is operator.matmul:
-                return None
+                    or (isinstance(value.fn, np.ufunc) and len(value.args) != value.fn.nin):
+                return None  # (a ufunc's further positional argument is `out`: it writes)
             return ir.names_in(value)
         if isinstance(value, ir.Attribute) and value.attr in ("shape", "ndim", "size", "dtype"):
             return ir.names_in(value)  # (writes into an array keep these)
