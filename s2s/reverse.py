@@ -43,24 +43,35 @@ class Need:
 SHAPE_ARGUMENTS = {"unbroadcast": 1, "sum_bar": 1, "mean_bar": 1, "reshape_bar": 1}
 
 # Rematerialisation: functions cheap and pure enough that the reverse sweep may call them
-# again, on the same operands, rather than read their result from a tape. NumPy ufuncs
-# (np.sqrt, np.exp, np.maximum, ...) and math functions qualify as well (see _cheap_pure).
+# again, on the same operands, rather than read their result from a tape: arithmetic,
+# comparisons and the elementwise functions that compile to an instruction or two.
+# Transcendental ones (np.exp, np.log, np.sin, x ** y with y not an integer constant...) are
+# libm calls that cost more than a tape's push and pop: their results stay on tapes.
 CHEAP_PURE = {
     operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv, operator.mod,
-    operator.pow, operator.neg, operator.pos, operator.not_, operator.lt, operator.le, operator.gt,
+    operator.neg, operator.pos, operator.not_, operator.lt, operator.le, operator.gt,
     operator.ge, operator.eq, operator.ne, abs, min, max, float,
+    np.add, np.subtract, np.multiply, np.divide, np.negative, np.positive, np.absolute, np.fabs,
+    np.sqrt, np.square, np.maximum, np.minimum, np.fmax, np.fmin, np.floor, np.ceil, np.trunc,
+    np.sign, np.copysign, np.less, np.less_equal, np.greater, np.greater_equal, np.equal,
+    np.not_equal, np.logical_and, np.logical_or, np.logical_not,
+    math.sqrt, math.fabs, math.floor, math.ceil, math.trunc, math.copysign,
 }
 # A recomputed value re-runs at most this many statements, nested at most this deep.
 RECOMPUTE_MAX_STATEMENTS = 32
 RECOMPUTE_MAX_DEPTH = 12
 
 
-def _cheap_pure(fn) -> bool:
-    if fn in CHEAP_PURE:
-        return True
-    if isinstance(fn, np.ufunc):
-        return True
-    return getattr(fn, "__module__", None) == "math" and getattr(math, getattr(fn, "__name__", ""), None) is fn
+def _cheap_pure(call: ir.Call) -> bool:
+    if call.kwargs or (isinstance(call.fn, np.ufunc) and len(call.args) != call.fn.nin):
+        return False  # (a ufunc's further positional argument is `out`: it writes)
+    if call.fn is operator.pow:  # x ** 2 compiles to multiplications, x ** y to a call
+        exponent = call.args[1]
+        return isinstance(exponent, ir.Const) and type(exponent.value) is int and 0 <= exponent.value <= 4
+    try:
+        return call.fn in CHEAP_PURE
+    except TypeError:  # unhashable
+        return False
 
 
 def _all_names(fn: ir.Function) -> set[str]:
@@ -407,8 +418,8 @@ class VJP:
         """How the reverse sweep can compute var again instead of popping it from a tape.
 
         (definition, recomputed operands, depth), or None. var qualifies when its only
-        definition is `var = <cheap pure expression>` (arithmetic, comparisons, ufuncs and
-        math functions, constants, copies, `.shape`, reads `a[...]` of an array that nothing in the
+        definition is `var = <cheap pure expression>` (arithmetic, comparisons, CHEAP_PURE
+        functions, constants, copies, `.shape`, reads `a[...]` of an array that nothing in the
         function writes, directly or through an alias) whose operands are, where the
         reverse sweep handles a later statement of the same iteration, still what they were:
         constants, variables never assigned after the definition runs (parameters, values
@@ -450,9 +461,8 @@ class VJP:
         if isinstance(value, (ir.Const, ir.Name)):
             return ir.names_in(value)
         if isinstance(value, ir.Call):
-            if is_user_function(value.fn) or value.kwargs or not _cheap_pure(value.fn) \
-                    or (isinstance(value.fn, np.ufunc) and len(value.args) != value.fn.nin):
-                return None  # (a ufunc's further positional argument is `out`: it writes)
+            if is_user_function(value.fn) or not _cheap_pure(value):
+                return None
             return ir.names_in(value)
         if isinstance(value, ir.Attribute) and value.attr in ("shape", "ndim", "size", "dtype"):
             return ir.names_in(value)  # (writes into an array keep these)

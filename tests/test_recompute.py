@@ -17,7 +17,7 @@ def pairwise(pos, w):
         for j in range(i + 1, pos.shape[0]):
             d = pos[i] - pos[j]
             r = np.sqrt(d * d + 0.1)
-            total = total + w[i] * w[j] * np.sin(r) / r
+            total = total + w[i] * w[j] * d * d / r
     return total
 
 
@@ -29,7 +29,7 @@ def branch_on_recomputed(x, a):
         if d > 0.0:
             total = total + d * d
         else:
-            total = total - np.cos(d) * x
+            total = total - np.sqrt(1.0 + d * d) * x
     return total
 
 
@@ -62,6 +62,14 @@ def written_through_alias_after_loop(x, a):
         total = total + np.sin(u)
     c[:] = 0.5
     return total + np.sum(c)
+
+
+def transcendental_taped(x, a):
+    total = 0.0
+    for i in range(a.shape[0]):
+        e = np.exp(a[i] * x)
+        total = total + e * e
+    return total
 
 
 def _rng():
@@ -103,6 +111,12 @@ def test_recomputed_inside_branches_and_int_indices():
     _check(branch_on_recomputed, [0.7, rng.standard_normal(5)])
     text = s2s.source(s2s.grad(branch_on_recomputed, argnums=(0, 1)))
     assert "_tape = []" not in text and "Recomputed rather than taped" in text
+
+
+def test_transcendental_results_stay_on_tapes():
+    _check(transcendental_taped, [0.7, _rng().standard_normal(5)])
+    text = s2s.source(s2s.grad(transcendental_taped, argnums=(0, 1)))
+    assert "e_tape.append(e)" in text and text.count("e = np.exp(_t") == 1
 
 
 @pytest.mark.parametrize("fn", [read_then_written_in_loop, written_after_loop, written_through_alias_after_loop])
