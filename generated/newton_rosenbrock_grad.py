@@ -8,16 +8,9 @@ from s2s import runtime
 def rosenbrock_vjp(x, out_bar):
     """Reverse mode of rosenbrock (newton.py:29): returns (value, adjoints of x)."""
     # Tapes: values the reverse sweep needs after they are overwritten
-    _t4_tape = []
-    _t6_tape = []
-    _t5_shape_tape = runtime.shape_tape()
-    _t7_shape_tape = runtime.shape_tape()
-    _t8_tape = []
     _t9_shape_tape = runtime.shape_tape()
     _t10_shape_tape = runtime.shape_tape()
     total_shape_tape = runtime.shape_tape()
-    _t12_shape_tape = runtime.shape_tape()
-    _t13_tape = []
     _t11_shape_tape = runtime.shape_tape()
     _t14_shape_tape = runtime.shape_tape()
     # newton.py:30  total = 0.0
@@ -29,15 +22,10 @@ def rosenbrock_vjp(x, out_bar):
     for i in range(_t3):
         # newton.py:32  total = total + 100.0 * (x[i + 1] - x[i] ** 2) ** 2 + (1.0 - x[i]) ** 2
         _t4 = i + 1
-        _t4_tape.append(_t4)
         _t5 = x[_t4]
         _t6 = x[i]
-        _t6_tape.append(_t6)
         _t7 = _t6**2
-        _t5_shape = runtime.push_shape(_t5_shape_tape, _t5)
-        _t7_shape = runtime.push_shape(_t7_shape_tape, _t7)
         _t8 = _t5 - _t7
-        _t8_tape.append(_t8)
         _t9 = _t8**2
         _t9_shape = runtime.push_shape(_t9_shape_tape, _t9)
         _t10 = 100.0 * _t9
@@ -45,9 +33,7 @@ def rosenbrock_vjp(x, out_bar):
         total_shape = runtime.push_shape(total_shape_tape, total)
         _t11 = total + _t10
         _t12 = x[i]
-        _t12_shape = runtime.push_shape(_t12_shape_tape, _t12)
         _t13 = 1.0 - _t12
-        _t13_tape.append(_t13)
         _t14 = _t13**2
         _t11_shape = runtime.push_shape(_t11_shape_tape, _t11)
         _t14_shape = runtime.push_shape(_t14_shape_tape, _t14)
@@ -62,10 +48,11 @@ def rosenbrock_vjp(x, out_bar):
         _t14_shape = runtime.pop_shape(_t14_shape_tape, _t14_shape)
         _t11_bar = runtime.unbroadcast(total_bar, _t11_shape)
         _t14_bar = runtime.unbroadcast(total_bar, _t14_shape)
-        _t13 = _t13_tape.pop()
+        # Recomputed rather than taped: _t13 (newton.py:32)
+        _t12 = x[i]
+        _t13 = 1.0 - _t12
         _t13_bar = runtime.unbroadcast(_t14_bar * 2 * _t13, _t13)
-        _t12_shape = runtime.pop_shape(_t12_shape_tape, _t12_shape)
-        _t12_bar = -runtime.unbroadcast(_t13_bar, _t12_shape)
+        _t12_bar = -runtime.unbroadcast(_t13_bar, _t12)
         x_bar[i] += _t12_bar
         _t10_shape = runtime.pop_shape(_t10_shape_tape, _t10_shape)
         total_shape = runtime.pop_shape(total_shape_tape, total_shape)
@@ -73,16 +60,17 @@ def rosenbrock_vjp(x, out_bar):
         _t10_bar = runtime.unbroadcast(_t11_bar, _t10_shape)
         _t9_shape = runtime.pop_shape(_t9_shape_tape, _t9_shape)
         _t9_bar = runtime.unbroadcast(100.0 * _t10_bar, _t9_shape)
-        _t8 = _t8_tape.pop()
+        # Recomputed rather than taped: _t8 (newton.py:32)
+        _t4 = i + 1
+        _t5 = x[_t4]
+        _t6 = x[i]
+        _t7 = _t6**2
+        _t8 = _t5 - _t7
         _t8_bar = runtime.unbroadcast(_t9_bar * 2 * _t8, _t8)
-        _t5_shape = runtime.pop_shape(_t5_shape_tape, _t5_shape)
-        _t7_shape = runtime.pop_shape(_t7_shape_tape, _t7_shape)
-        _t5_bar = runtime.unbroadcast(_t8_bar, _t5_shape)
-        _t7_bar = -runtime.unbroadcast(_t8_bar, _t7_shape)
-        _t6 = _t6_tape.pop()
+        _t5_bar = runtime.unbroadcast(_t8_bar, _t5)
+        _t7_bar = -runtime.unbroadcast(_t8_bar, _t7)
         _t6_bar = runtime.unbroadcast(_t7_bar * 2 * _t6, _t6)
         x_bar[i] += _t6_bar
-        _t4 = _t4_tape.pop()
         x_bar[_t4] += _t5_bar
     return (total, (x_bar,))
 
