@@ -19,7 +19,6 @@ reader's names stay. The rules are conservative; anything not known to be safe s
 from __future__ import annotations
 
 import ast
-import itertools
 import re
 
 import numpy as np
@@ -137,7 +136,6 @@ def _child_blocks(stmt) -> list[list]:
 # never stands in for a number under Numba.
 
 _SCALAR = ("number",)
-_counter = itertools.count()
 
 
 class _Info:
@@ -609,7 +607,7 @@ def _propagate_copies(function: ast.FunctionDef) -> int:
     is where the reverse sweep starts.)"""
     done = 0
     while True:
-        loads, stores = _count_names(function)
+        _, stores = _count_names(function)
         found = None
         for k, stmt in enumerate(function.body):
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
