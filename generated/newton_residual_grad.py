@@ -24,8 +24,7 @@ def residual_vjp(x, out_bar):
     _t12 = _t11 - 3.0
     r[0] = _t12
     # newton.py:24  r[1] = np.exp(x[0]) + x[1] - math.e - 1.0
-    _t13 = x[0]
-    _t14 = np.exp(_t13)
+    _t14 = np.exp(x[0])
     _t15 = x[1]
     _t16 = _t14 + _t15
     _t17 = _t16 - 2.718281828459045
@@ -39,8 +38,7 @@ def residual_vjp(x, out_bar):
     _t23 = np.sin(_t22)
     _t24 = _t21 - _t23
     _t25 = _t24 - 1.0
-    _t26 = math.sin(1.0)
-    _t27 = _t25 + _t26
+    _t27 = _t25 + math.sin(1.0)
     r[2] = _t27
     # Reverse sweep: adjoints flow back from the result
     r_bar = runtime.copy(out_bar)
@@ -51,9 +49,8 @@ def residual_vjp(x, out_bar):
     _t24_bar = runtime.unbroadcast(_t25_bar, _t24)
     _t21_bar = runtime.unbroadcast(_t24_bar, _t21)
     _t23_bar = -runtime.unbroadcast(_t24_bar, _t23)
-    _t22_bar = np.cos(_t22) * _t23_bar
     x_bar = runtime.zeros_like(x)
-    x_bar = runtime.add_at(x_bar, 1, _t22_bar)
+    x_bar = runtime.add_at(x_bar, 1, np.cos(_t22) * _t23_bar)
     _t19_bar = runtime.unbroadcast(_t21_bar * _t20, _t19)
     _t20_bar = runtime.unbroadcast(_t19 * _t21_bar, _t20)
     x_bar = runtime.add_at(x_bar, 2, _t20_bar)
@@ -66,8 +63,7 @@ def residual_vjp(x, out_bar):
     _t14_bar = runtime.unbroadcast(_t16_bar, _t14)
     _t15_bar = runtime.unbroadcast(_t16_bar, _t15)
     x_bar = runtime.add_at(x_bar, 1, _t15_bar)
-    _t13_bar = _t14 * _t14_bar
-    x_bar = runtime.add_at(x_bar, 0, _t13_bar)
+    x_bar = runtime.add_at(x_bar, 0, _t14 * _t14_bar)
     # Grad of: newton.py:23  r[0] = x[0] * x[0] + x[1] * x[1] + x[2] * x[2] - 3.0
     _t12_bar = runtime.copy(runtime.unbroadcast(r_bar[0], _t12))
     r_bar[0] = 0.0

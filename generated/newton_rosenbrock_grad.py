@@ -16,9 +16,7 @@ def rosenbrock_vjp(x, out_bar):
     # newton.py:30  total = 0.0
     total = 0.0
     # newton.py:31  for i in range(x.shape[0] - 1):
-    _t1 = x.shape
-    _t2 = _t1[0]
-    _t3 = _t2 - 1
+    _t3 = x.shape[0] - 1
     for i in range(_t3):
         # newton.py:32  total = total + 100.0 * (x[i + 1] - x[i] ** 2) ** 2 + (1.0 - x[i]) ** 2
         _t4 = i + 1

@@ -11,32 +11,17 @@ def rosenbrock_jvp(x, x_dot):
     total = 0.0
     total_dot = runtime.zeros_like(total)
     # newton.py:31  for i in range(x.shape[0] - 1):
-    _t1 = x.shape
-    _t2 = _t1[0]
-    _t3 = _t2 - 1
+    _t3 = x.shape[0] - 1
     for i in range(_t3):
         # newton.py:32  total = total + 100.0 * (x[i + 1] - x[i] ** 2) ** 2 + (1.0 - x[i]) ** 2
         _t4 = i + 1
-        _t5 = x[_t4]
-        _t5_dot = x_dot[_t4]
         _t6 = x[i]
-        _t6_dot = x_dot[i]
-        _t7 = _t6**2
-        _t7_dot = 2 * _t6 * _t6_dot
-        _t8 = _t5 - _t7
-        _t8_dot = _t5_dot - _t7_dot
-        _t9 = _t8**2
-        _t9_dot = 2 * _t8 * _t8_dot
-        _t10 = 100.0 * _t9
-        _t10_dot = 100.0 * _t9_dot
-        _t11 = total + _t10
-        _t11_dot = total_dot + _t10_dot
-        _t12 = x[i]
-        _t12_dot = x_dot[i]
-        _t13 = 1.0 - _t12
-        _t13_dot = -_t12_dot
-        _t14 = _t13**2
-        _t14_dot = 2 * _t13 * _t13_dot
-        total = _t11 + _t14
-        total_dot = _t11_dot + _t14_dot
+        _t8 = x[_t4] - _t6**2
+        _t13 = 1.0 - x[i]
+        total = total + 100.0 * _t8**2 + _t13**2
+        total_dot = (
+            total_dot
+            + 100.0 * (2 * _t8 * (x_dot[_t4] - 2 * _t6 * x_dot[i]))
+            + 2 * _t13 * -x_dot[i]
+        )
     return (total, total_dot)

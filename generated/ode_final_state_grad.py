@@ -8,28 +8,19 @@ GRAVITY = 9.81
 
 
 def pendulum_rhs(theta, omega, damping, length):
-    """pendulum_rhs (ode.py:21), one operation per line."""
+    """pendulum_rhs (ode.py:21), normalized."""
     # ode.py:22  return omega, -GRAVITY / length * math.sin(theta) - damping * omega
-    _t1 = -GRAVITY
-    _t2 = _t1 / length
-    _t3 = math.sin(theta)
-    _t4 = _t2 * _t3
-    _t5 = damping * omega
-    _t6 = _t4 - _t5
-    _t7 = (omega, _t6)
-    return _t7
+    return (omega, -GRAVITY / length * math.sin(theta) - damping * omega)
 
 
 def pendulum_rhs_vjp(theta, omega, damping, length, out_bar):
     """Reverse mode of pendulum_rhs (ode.py:21): returns (value, adjoints of theta, omega, damping, length)."""
     # ode.py:22  return omega, -GRAVITY / length * math.sin(theta) - damping * omega
-    _t1 = -GRAVITY
-    _t2 = _t1 / length
+    _t2 = -GRAVITY / length
     _t3 = math.sin(theta)
     _t4 = _t2 * _t3
     _t5 = damping * omega
-    _t6 = _t4 - _t5
-    _t7 = (omega, _t6)
+    _t7 = (omega, _t4 - _t5)
     # Reverse sweep: adjoints flow back from the result
     _t7_bar = out_bar
     # Grad of: ode.py:22  return omega, -GRAVITY / length * math.sin(theta) - damping * omega

@@ -12,19 +12,15 @@ def pendulum_rhs_jvp(
 ):
     """Forward mode of pendulum_rhs (ode.py:21): returns (value, tangent) for the tangents theta_dot, omega_dot, damping_dot, length_dot."""
     # ode.py:22  return omega, -GRAVITY / length * math.sin(theta) - damping * omega
-    _t1 = -GRAVITY
-    _t2 = _t1 / length
-    _t2_dot = -(_t2 * length_dot / length)
+    _t2 = -GRAVITY / length
     _t3 = math.sin(theta)
-    _t3_dot = np.cos(theta) * theta_dot
-    _t4 = _t2 * _t3
-    _t4_dot = _t2_dot * _t3 + _t2 * _t3_dot
-    _t5 = damping * omega
-    _t5_dot = damping_dot * omega + damping * omega_dot
-    _t6 = _t4 - _t5
-    _t6_dot = _t4_dot - _t5_dot
-    _t7 = (omega, _t6)
-    _t7_dot = (omega_dot, _t6_dot)
+    _t7 = (omega, _t2 * _t3 - damping * omega)
+    _t7_dot = (
+        omega_dot,
+        -(_t2 * length_dot / length) * _t3
+        + _t2 * (np.cos(theta) * theta_dot)
+        - (damping_dot * omega + damping * omega_dot),
+    )
     return (_t7, _t7_dot)
 
 
@@ -59,18 +55,12 @@ def final_state_jvp(
         dtheta, domega = _t1
         dtheta_dot, domega_dot = _t1_dot
         # ode.py:32  theta = theta + dt * dtheta
-        _t2 = dt * dtheta
-        _t2_dot = dt_dot * dtheta + dt * dtheta_dot
-        theta = theta + _t2
-        theta_dot = theta_dot + _t2_dot
+        theta = theta + dt * dtheta
+        theta_dot = theta_dot + (dt_dot * dtheta + dt * dtheta_dot)
         # ode.py:33  omega = omega + dt * domega
-        _t3 = dt * domega
-        _t3_dot = dt_dot * domega + dt * domega_dot
-        omega = omega + _t3
-        omega_dot = omega_dot + _t3_dot
+        omega = omega + dt * domega
+        omega_dot = omega_dot + (dt_dot * domega + dt * domega_dot)
     # ode.py:34  return np.array([theta, omega])
-    _t4 = (theta, omega)
-    _t4_dot = (theta_dot, omega_dot)
-    _t5 = np.array(_t4)
-    _t5_dot = np.array(_t4_dot)
+    _t5 = np.array((theta, omega))
+    _t5_dot = np.array((theta_dot, omega_dot))
     return (_t5, _t5_dot)

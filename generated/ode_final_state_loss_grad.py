@@ -8,28 +8,19 @@ GRAVITY = 9.81
 
 
 def pendulum_rhs(theta, omega, damping, length):
-    """pendulum_rhs (ode.py:21), one operation per line."""
+    """pendulum_rhs (ode.py:21), normalized."""
     # ode.py:22  return omega, -GRAVITY / length * math.sin(theta) - damping * omega
-    _t1 = -GRAVITY
-    _t2 = _t1 / length
-    _t3 = math.sin(theta)
-    _t4 = _t2 * _t3
-    _t5 = damping * omega
-    _t6 = _t4 - _t5
-    _t7 = (omega, _t6)
-    return _t7
+    return (omega, -GRAVITY / length * math.sin(theta) - damping * omega)
 
 
 def pendulum_rhs_vjp(theta, omega, damping, length, out_bar):
     """Reverse mode of pendulum_rhs (ode.py:21): returns (value, adjoints of theta, omega, damping, length)."""
     # ode.py:22  return omega, -GRAVITY / length * math.sin(theta) - damping * omega
-    _t1 = -GRAVITY
-    _t2 = _t1 / length
+    _t2 = -GRAVITY / length
     _t3 = math.sin(theta)
     _t4 = _t2 * _t3
     _t5 = damping * omega
-    _t6 = _t4 - _t5
-    _t7 = (omega, _t6)
+    _t7 = (omega, _t4 - _t5)
     # Reverse sweep: adjoints flow back from the result
     _t7_bar = out_bar
     # Grad of: ode.py:22  return omega, -GRAVITY / length * math.sin(theta) - damping * omega
@@ -47,7 +38,7 @@ def pendulum_rhs_vjp(theta, omega, damping, length, out_bar):
 
 
 def final_state(params, theta0, omega0, steps, dt):
-    """final_state (ode.py:25), one operation per line."""
+    """final_state (ode.py:25), normalized."""
     # ode.py:27  damping, length = params
     damping, length = params
     # ode.py:28  theta = theta0
@@ -60,14 +51,11 @@ def final_state(params, theta0, omega0, steps, dt):
         _t1 = pendulum_rhs(theta, omega, damping, length)
         dtheta, domega = _t1
         # ode.py:32  theta = theta + dt * dtheta
-        _t2 = dt * dtheta
-        theta = theta + _t2
+        theta = theta + dt * dtheta
         # ode.py:33  omega = omega + dt * domega
-        _t3 = dt * domega
-        omega = omega + _t3
+        omega = omega + dt * domega
     # ode.py:34  return np.array([theta, omega])
-    _t4 = (theta, omega)
-    _t5 = np.array(_t4)
+    _t5 = np.array((theta, omega))
     return _t5
 
 

@@ -17,9 +17,6 @@ def loss_jvp(params, x, y, params_dot, x_dot, y_dot):
     pred_dot = _t1_dot + b_dot
     # regression.py:16  return np.mean((pred - y) ** 2)
     _t2 = pred - y
-    _t2_dot = pred_dot - y_dot
-    _t3 = _t2**2
-    _t3_dot = 2 * _t2 * _t2_dot
-    _t4 = np.mean(_t3)
-    _t4_dot = np.mean(_t3_dot)
+    _t4 = np.mean(_t2**2)
+    _t4_dot = np.mean(2 * _t2 * (pred_dot - y_dot))
     return (_t4, _t4_dot)

@@ -265,8 +265,13 @@ class Emitter:
 
     # ---- modules ----------------------------------------------------------------
 
-    def render(self, header: list[str], body: list[ast.stmt]) -> str:
+    def render(self, header: list[str], body: list[ast.stmt], fuse: bool = False) -> str:
+        """The module's formatted source; fuse folds single-use temporaries (s2s/fuse.py)."""
         module = _RouteNumbaRejects().visit(ast.Module(body=body, type_ignores=[]))
+        if fuse:
+            from .fuse import fuse_module
+
+            module.body = fuse_module(module.body)
         ast.fix_missing_locations(module)
         text = ast.unparse(module)
         text = _COMMENT.sub(lambda m: f"{m.group(1)}# {self.comments[int(m.group(2))]}", text)

@@ -69,7 +69,7 @@ def _header(fn: ir.Function, what: str, display_path: str | None) -> list[str]:
 def primal_function(lowered: ir.Function, emitter: Emitter) -> ast.FunctionDef:
     args = ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in lowered.params], kwonlyargs=[],
                          kw_defaults=[], defaults=[])
-    doc = ast.Expr(ast.Constant(f"{lowered.name} ({lowered.origin.short()}), one operation per line."))
+    doc = ast.Expr(ast.Constant(f"{lowered.name} ({lowered.origin.short()}), normalized."))
     body = [doc] + emitter.primal_block(lowered.body)
     return ast.FunctionDef(emitter.function_names[id(lowered.python)], args, body, [], None, lineno=0)
 
@@ -133,7 +133,7 @@ def module_source(fn: Any, mode: str, argnums: tuple[int, ...] = (0,), display_p
                                     f"{', '.join(params[k] for k in argnums)}."))
         body.append(ast.FunctionDef(f"{ename}_value_and_grad", args, [doc, ast.Return(call)], [], None, lineno=0))
     what = f"{mode} of {entry.name} with respect to {', '.join(entry.params[k] for k in argnums)}"
-    return emitter.render(_header(entry, what, display_path), body)
+    return emitter.render(_header(entry, what, display_path), body, fuse=True)
 
 
 def primal_module_source(fn: Any, display_path: str | None = None) -> str:
@@ -152,7 +152,8 @@ def primal_module_source(fn: Any, display_path: str | None = None) -> str:
     for cname in sorted(emitter.constants):
         body.append(assign(cname, emitter.const(emitter.constants[cname])))
     body += [primal_function(f, emitter) for f in functions]
-    return emitter.render(_header(functions[-1], f"primal of {functions[-1].name}", display_path), body)
+    return emitter.render(_header(functions[-1], f"primal of {functions[-1].name}", display_path), body,
+                          fuse=True)
 
 
 def _jvp_module_source(fn: Any, display_path: str | None, second_order: bool = False,
@@ -173,7 +174,7 @@ def _jvp_module_source(fn: Any, display_path: str | None, second_order: bool = F
     elif columns:  # for jacfwd: a compiled loop over a stack of tangents, one per argument
         for k in range(len(entry.params)):
             body.append(_columns_driver(fname, entry.params, "jvp", k, has_aux))
-    return emitter.render(_header(entry, f"jvp of {entry.name}", display_path), body)
+    return emitter.render(_header(entry, f"jvp of {entry.name}", display_path), body, fuse=True)
 
 
 def _columns_driver(fname: str, params: list[str], mode: str, argnum: int = 0,
