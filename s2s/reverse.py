@@ -67,6 +67,7 @@ class VJP:
         self.tapes: dict[tuple, str] = {}  # (var, id(stmt), when) -> tape name
         self.tape_order: list[str] = []
         self.shape_tapes: set[str] = set()
+        self.counted: dict[str, tuple[str, ast.expr]] = {}  # tape -> (its count, its capacity)
         self.invariant: dict[str, bool] = {}
         self.trips: dict[int, str] = {}  # id(loop) -> trip-count variable
         self.live: set[str] = set()  # straight-line adjoints that hold a value
@@ -373,6 +374,11 @@ class VJP:
                 self.tape_order.append(self.tapes[key])
                 if need.shape:
                     self.shape_tapes.add(self.tapes[key])
+                else:
+                    capacity = self.tape_capacity(stmt)
+                    if capacity is not None:
+                        tape = self.tapes[key]
+                        self.counted[tape] = (self.names.fresh(f"{tape}_len"), capacity)
             result.append((need, self.tapes[key]))
         return result
 
@@ -389,14 +395,57 @@ class VJP:
             self.shape_vars[key] = self.names.fresh(f"{key[0]}_shape")
         return self.shape_vars[key]
 
-    def push(self, stmt, need: Need, tape: str) -> ast.stmt:
+    def tape_capacity(self, stmt) -> ast.expr | None:
+        """How many values a tape pushed at stmt receives at most, where that is known on
+        entry to its loops: every enclosing loop is a range loop whose bounds nothing in the
+        outermost one assigns. Then the count is the product of their trip counts, evaluated
+        at the first push (inside all of them, where the bounds still hold their values on
+        entry). None for a tape in a while loop or in a loop with varying bounds: a list."""
+        loops = [self.loop_stmt(k) for k in self.an.enclosing_loops(stmt)]
+        if any(not isinstance(loop, ir.For) for loop in loops):
+            return None
+        if not loops:
+            return ast.Constant(1)
+        assigned = {var for s in ir.walk([loops[0]]) for var in ir.stmt_writes(s)}
+        capacity = None
+        for loop in loops:
+            bounds = (loop.start, loop.stop, loop.step)
+            if any(isinstance(b, ir.Name) and b.id in assigned for b in bounds):
+                return None
+            trips = self.trip_count(loop)
+            capacity = trips if capacity is None else ast.BinOp(capacity, ast.Mult(), trips)
+        return capacity
+
+    def trip_count(self, loop: ir.For) -> ast.expr:
+        """The trip count of a loop that runs at least once (it holds a push that ran)."""
+        em = self.em
+        start, stop, step = loop.start, loop.stop, loop.step
+        if isinstance(step, ir.Const) and step.value in (1, -1):
+            first, last = (stop, start) if step.value == 1 else (start, stop)
+            if isinstance(last, ir.Const) and last.value == 0:
+                return em.atom(first)
+            return _simplify(ast.BinOp(em.atom(first), ast.Sub(), em.atom(last)))
+        return name(self.loop_trips(loop))
+
+    def loop_stmt(self, key: int):
+        if not hasattr(self, "_loops"):
+            self._loops = {id(s): s for s in ir.walk(self.fn.body) if isinstance(s, (ir.For, ir.While))}
+        return self._loops[key]
+
+    def push(self, stmt, need: Need, tape: str) -> list:
         value = name(need.var)
         if need.shape:
             key = (need.var, id(stmt), need.when)
-            return assign(self.shape_var(key), runtime_call("push_shape", name(tape), value))
+            return [assign(self.shape_var(key), runtime_call("push_shape", name(tape), value))]
         if need.var in self.may_mutate:
             value = runtime_call("copy", value)
-        return ast.Expr(ast.Call(ast.Attribute(name(tape), "append", ast.Load()), [value], []))
+        if tape in self.counted:
+            count, capacity = self.counted[tape]
+            create = assign(tape, runtime_call("new_tape", name(need.var), copy.deepcopy(capacity)))
+            return [ast.If(ast.Compare(name(count), [ast.Eq()], [ast.Constant(0)]), [create], []),
+                    ast.Assign([ast.Subscript(name(tape), name(count), ast.Store())], value, lineno=0),
+                    ast.AugAssign(name(count, True), ast.Add(), ast.Constant(1))]
+        return [ast.Expr(ast.Call(ast.Attribute(name(tape), "append", ast.Load()), [value], []))]
 
     def pops(self, stmt, taped, rename: dict[str, str] | None = None) -> list:
         rename = rename or {}
@@ -408,12 +457,16 @@ class VJP:
                 out.append(assign(shape, runtime_call("pop_shape", name(tape), name(shape))))
             else:
                 into = rename.get(need.var, need.var) if need.when == "pre" else need.var
-                out.append(self.pop_into(into, tape))
+                out += self.pop_into(into, tape)
         return out
 
-    def pop_into(self, target: str, tape: str) -> ast.stmt:
+    def pop_into(self, target: str, tape: str) -> list:
         self.popped_into.add(target)
-        return assign(target, ast.Call(ast.Attribute(name(tape), "pop", ast.Load()), [], []))
+        if tape in self.counted:
+            count = self.counted[tape][0]
+            return [ast.AugAssign(name(count, True), ast.Sub(), ast.Constant(1)),
+                    assign(target, ast.Subscript(name(tape), name(count), ast.Load()))]
+        return [assign(target, ast.Call(ast.Attribute(name(tape), "pop", ast.Load()), [], []))]
 
     # ---- forward sweep ----------------------------------------------------------
 
@@ -428,7 +481,7 @@ class VJP:
                 last_origin = stmt.origin
             work = self.has_work(stmt)
             taped = self.taped(stmt) if work else []
-            out += [self.push(stmt, n, t) for n, t in taped if n.when == "pre"]
+            out += [line for n, t in taped if n.when == "pre" for line in self.push(stmt, n, t)]
             if work and isinstance(stmt, ir.For) and self.loop_trips(stmt):
                 out.append(assign(self.loop_trips(stmt), runtime_call(
                     "range_len", self.em.atom(stmt.start), self.em.atom(stmt.stop), self.em.atom(stmt.step))))
@@ -441,7 +494,7 @@ class VJP:
             else:
                 emitted = self.em.primal(stmt, body_of=self.forward_block)
                 out.extend(emitted if isinstance(emitted, list) else [emitted])
-            out += [self.push(stmt, n, t) for n, t in taped if n.when == "post"]
+            out += [line for n, t in taped if n.when == "post" for line in self.push(stmt, n, t)]
         return out
 
     def loop_trips(self, stmt: ir.For) -> str | None:
@@ -799,8 +852,18 @@ class VJP:
         body = []
         if self.tape_order:
             body.append(self.em.comment("Tapes: values the reverse sweep needs after they are overwritten"))
-            body += [assign(t, runtime_call("shape_tape") if t in self.shape_tapes else ast.List([], ast.Load()))
-                     for t in self.tape_order]
+            if self.counted:
+                example = next(t for t in self.tape_order if t in self.counted)
+                body.append(self.em.comment("In range loops a tape is made at its first push, with room for one "
+                                            "value per iteration"))
+                body.append(self.em.comment(f"(the loops' trip counts, known on entry); {self.counted[example][0]} "
+                                            f"counts the values on {example}."))
+            for t in self.tape_order:
+                if t in self.counted:
+                    body.append(assign(self.counted[t][0], ast.Constant(0)))
+                else:
+                    body.append(assign(t, runtime_call("shape_tape") if t in self.shape_tapes
+                                       else ast.List([], ast.Load())))
         body += forward
         if isinstance(result, ir.Name) and result.id in self.popped_into:
             saved = self.names.fresh("out")
