@@ -8,16 +8,18 @@ from s2s import runtime
 def rosenbrock_vjp(x, out_bar):
     """Reverse mode of rosenbrock (newton.py:29): returns (value, adjoints of x)."""
     # Tapes: values the reverse sweep needs after they are overwritten
-    _t4_tape = []
-    _t6_tape = []
+    # In range loops a tape is made at its first push, with room for one value per iteration
+    # (the loops' trip counts, known on entry); _t4_tape_len counts the values on _t4_tape.
+    _t4_tape_len = 0
+    _t6_tape_len = 0
     _t5_shape_tape = runtime.shape_tape()
     _t7_shape_tape = runtime.shape_tape()
-    _t8_tape = []
+    _t8_tape_len = 0
     _t9_shape_tape = runtime.shape_tape()
     _t10_shape_tape = runtime.shape_tape()
     total_shape_tape = runtime.shape_tape()
     _t12_shape_tape = runtime.shape_tape()
-    _t13_tape = []
+    _t13_tape_len = 0
     _t11_shape_tape = runtime.shape_tape()
     _t14_shape_tape = runtime.shape_tape()
     # newton.py:30  total = 0.0
@@ -29,15 +31,24 @@ def rosenbrock_vjp(x, out_bar):
     for i in range(_t3):
         # newton.py:32  total = total + 100.0 * (x[i + 1] - x[i] ** 2) ** 2 + (1.0 - x[i]) ** 2
         _t4 = i + 1
-        _t4_tape.append(_t4)
+        if _t4_tape_len == 0:
+            _t4_tape = runtime.new_tape(_t4, _t3)
+        _t4_tape[_t4_tape_len] = _t4
+        _t4_tape_len += 1
         _t5 = x[_t4]
         _t6 = x[i]
-        _t6_tape.append(_t6)
+        if _t6_tape_len == 0:
+            _t6_tape = runtime.new_tape(_t6, _t3)
+        _t6_tape[_t6_tape_len] = _t6
+        _t6_tape_len += 1
         _t7 = _t6**2
         _t5_shape = runtime.push_shape(_t5_shape_tape, _t5)
         _t7_shape = runtime.push_shape(_t7_shape_tape, _t7)
         _t8 = _t5 - _t7
-        _t8_tape.append(_t8)
+        if _t8_tape_len == 0:
+            _t8_tape = runtime.new_tape(_t8, _t3)
+        _t8_tape[_t8_tape_len] = _t8
+        _t8_tape_len += 1
         _t9 = _t8**2
         _t9_shape = runtime.push_shape(_t9_shape_tape, _t9)
         _t10 = 100.0 * _t9
@@ -47,7 +58,10 @@ def rosenbrock_vjp(x, out_bar):
         _t12 = x[i]
         _t12_shape = runtime.push_shape(_t12_shape_tape, _t12)
         _t13 = 1.0 - _t12
-        _t13_tape.append(_t13)
+        if _t13_tape_len == 0:
+            _t13_tape = runtime.new_tape(_t13, _t3)
+        _t13_tape[_t13_tape_len] = _t13
+        _t13_tape_len += 1
         _t14 = _t13**2
         _t11_shape = runtime.push_shape(_t11_shape_tape, _t11)
         _t14_shape = runtime.push_shape(_t14_shape_tape, _t14)
@@ -62,7 +76,8 @@ def rosenbrock_vjp(x, out_bar):
         _t14_shape = runtime.pop_shape(_t14_shape_tape, _t14_shape)
         _t11_bar = runtime.unbroadcast(total_bar, _t11_shape)
         _t14_bar = runtime.unbroadcast(total_bar, _t14_shape)
-        _t13 = _t13_tape.pop()
+        _t13_tape_len -= 1
+        _t13 = _t13_tape[_t13_tape_len]
         _t13_bar = runtime.unbroadcast(_t14_bar * 2 * _t13, _t13)
         _t12_shape = runtime.pop_shape(_t12_shape_tape, _t12_shape)
         _t12_bar = -runtime.unbroadcast(_t13_bar, _t12_shape)
@@ -73,16 +88,19 @@ def rosenbrock_vjp(x, out_bar):
         _t10_bar = runtime.unbroadcast(_t11_bar, _t10_shape)
         _t9_shape = runtime.pop_shape(_t9_shape_tape, _t9_shape)
         _t9_bar = runtime.unbroadcast(100.0 * _t10_bar, _t9_shape)
-        _t8 = _t8_tape.pop()
+        _t8_tape_len -= 1
+        _t8 = _t8_tape[_t8_tape_len]
         _t8_bar = runtime.unbroadcast(_t9_bar * 2 * _t8, _t8)
         _t5_shape = runtime.pop_shape(_t5_shape_tape, _t5_shape)
         _t7_shape = runtime.pop_shape(_t7_shape_tape, _t7_shape)
         _t5_bar = runtime.unbroadcast(_t8_bar, _t5_shape)
         _t7_bar = -runtime.unbroadcast(_t8_bar, _t7_shape)
-        _t6 = _t6_tape.pop()
+        _t6_tape_len -= 1
+        _t6 = _t6_tape[_t6_tape_len]
         _t6_bar = runtime.unbroadcast(_t7_bar * 2 * _t6, _t6)
         x_bar[i] += _t6_bar
-        _t4 = _t4_tape.pop()
+        _t4_tape_len -= 1
+        _t4 = _t4_tape[_t4_tape_len]
         x_bar[_t4] += _t5_bar
     return (total, (x_bar,))
 

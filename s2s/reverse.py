@@ -17,8 +17,10 @@ Conventions (see DESIGN.md section 3):
 from __future__ import annotations
 
 import ast
+import builtins
 import copy
 import inspect
+import operator
 from dataclasses import dataclass
 
 from . import ir, runtime
@@ -51,7 +53,8 @@ class VJP:
     def __init__(self, fn: ir.Function, emitter: Emitter, active_params: list[str],
                  function_name: str, has_aux: bool = False):
         for stmt in ir.walk(fn.body):
-            if isinstance(stmt, ir.Push) or (isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Pop)) or (
+            if isinstance(stmt, ir.Push) or (isinstance(stmt, ir.Assign) and (isinstance(stmt.value, ir.Pop) or (
+                    isinstance(stmt.value, ir.Call) and stmt.value.fn is runtime.new_tape))) or (
                     isinstance(stmt, ir.ExprStmt) and stmt.value.fn in (runtime.index_add, runtime.clear)):
                 raise S2SError("reverse mode of generated reverse-mode code is not supported",
                                stmt.origin, "take second derivatives forward over reverse: "
@@ -68,6 +71,8 @@ class VJP:
         self.tape_order: list[str] = []
         self.shape_tapes: set[str] = set()
         self.counted: dict[str, tuple[str, ast.expr]] = {}  # tape -> (its count, its capacity)
+        self.loop_totals: dict[int, str] = {}  # id(loop) -> its trip count in all (counting_loop)
+        self.counting_loops: dict[int, list] = {}  # id(outermost loop) -> the loops counting before it
         self.invariant: dict[str, bool] = {}
         self.trips: dict[int, str] = {}  # id(loop) -> trip-count variable
         self.live: set[str] = set()  # straight-line adjoints that hold a value
@@ -411,10 +416,84 @@ class VJP:
         for loop in loops:
             bounds = (loop.start, loop.stop, loop.step)
             if any(isinstance(b, ir.Name) and b.id in assigned for b in bounds):
-                return None
+                total = self.counting_loop(loops, assigned)
+                return None if total is None else name(total)
             trips = self.trip_count(loop)
             capacity = trips if capacity is None else ast.BinOp(capacity, ast.Mult(), trips)
         return capacity
+
+    PURE = {operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod, operator.neg,
+            builtins.min, builtins.max, builtins.len, builtins.abs, builtins.int}
+
+    def counting_loop(self, loops: list, assigned: set) -> str | None:
+        """The trip count in all of the innermost of these nested loops, where its bounds (or an
+        outer loop's) change from one outer iteration to the next (`range(i + 1, n)`): a loop
+        before the outermost one repeats the loops and the integer arithmetic of their bounds,
+        and adds up the trips. None where those bounds need more (a branch, a call, a value
+        carried between iterations): then the tapes in these loops are lists."""
+        innermost = loops[-1]
+        if id(innermost) in self.loop_totals:
+            return self.loop_totals[id(innermost)]
+        index_in = {}  # id(stmt) -> (level, position) for the top-level statements of each loop body
+        for level, loop in enumerate(loops[:-1]):
+            for position, s in enumerate(loop.body):
+                index_in[id(s)] = (level, position)
+            if id(loops[level + 1]) not in index_in:
+                return None  # the next loop sits in a branch: not every iteration reaches it
+        loop_vars = {loop.var: level for level, loop in enumerate(loops[:-1])}
+        chosen: dict[int, ir.Assign] = {}
+        # (a name, where it is read: the level of the loop body and the position in it)
+        needed = [(b.id, index_in[id(loop)]) for loop in loops[1:] for b in (loop.start, loop.stop, loop.step)
+                  if isinstance(b, ir.Name) and b.id in assigned]
+        while needed:
+            var, (level, position) = needed.pop()
+            if var in loop_vars:
+                if loop_vars[var] > level:
+                    return None
+                continue
+            if var not in assigned:
+                continue
+            defs = [d for d in self.an.defs.get(var, []) if d != "param" and id(loops[0]) in self.an.enclosing_loops(d)]
+            if len(defs) != 1 or id(defs[0]) not in index_in:
+                return None
+            d = defs[0]
+            d_level, d_position = index_in[id(d)]
+            before = position if d_level == level else index_in[id(loops[d_level + 1])][1]
+            if not (isinstance(d, ir.Assign) and not d.inplace and not d.unpack) or d_level > level \
+                    or d_position >= before:
+                return None  # not an assignment, or read before it is made in this iteration
+            value = d.value
+            if isinstance(value, ir.Call):
+                if value.fn not in self.PURE or value.kwargs:
+                    return None
+            elif isinstance(value, ir.Subscript):
+                base = value.value
+                if isinstance(base, ir.Name) and (base.id in self.may_mutate or base.id in self.an.mutated):
+                    return None  # (an array that the loops may write into)
+            elif not isinstance(value, (ir.Name, ir.Const, ir.Attribute)):
+                return None
+            if id(d) not in chosen:
+                chosen[id(d)] = d
+                needed += [(r, (d_level, d_position)) for r in ir.stmt_reads(d)]
+        total = self.names.fresh(f"{innermost.var}_total")
+        self.loop_totals[id(innermost)] = total
+        renames = {loop.var: self.names.fresh(f"{loop.var}_") for loop in loops[:-1]}
+        renames |= {d.targets[0]: self.names.fresh(f"{d.targets[0]}_") for d in chosen.values()}
+
+        def nest(level: int) -> list:
+            loop = loops[level]
+            if level == len(loops) - 1:
+                bounds = [self.em.atom(b) for b in (loop.start, loop.stop, loop.step)]
+                return [ast.AugAssign(name(total, True), ast.Add(), runtime_call("range_len", *bounds))]
+            body = [self.em.primal(s) for s in loop.body if id(s) in chosen] + nest(level + 1)
+            return [self.em.for_range(loop.var, [loop.start, loop.stop, loop.step], body)]
+
+        counting = [self.em.comment(f"{total}: the trips of the loop at {innermost.origin.short()} in all "
+                                    f"(its tapes' capacity)"),
+                    assign(total, ast.Constant(0))] + nest(0)
+        counting = [_Rename(renames).visit(c) for c in counting]
+        self.counting_loops.setdefault(id(loops[0]), []).extend(counting)
+        return total
 
     def trip_count(self, loop: ir.For) -> ast.expr:
         """The trip count of a loop that runs at least once (it holds a push that ran)."""
@@ -476,6 +555,7 @@ class VJP:
         for stmt in block:
             if isinstance(stmt, ir.Return):
                 continue
+            mark = len(out)  # where the counting loops of a loop go (found while emitting it)
             if stmt.origin != last_origin:
                 out.append(self.em.origin_comment(stmt.origin))
                 last_origin = stmt.origin
@@ -494,6 +574,7 @@ class VJP:
             else:
                 emitted = self.em.primal(stmt, body_of=self.forward_block)
                 out.extend(emitted if isinstance(emitted, list) else [emitted])
+                out[mark:mark] = self.counting_loops.pop(id(stmt), [])
             out += [line for n, t in taped if n.when == "post" for line in self.push(stmt, n, t)]
         return out
 
@@ -880,6 +961,16 @@ class VJP:
 
 
 # ---- helpers for rule instances ------------------------------------------------------
+
+
+class _Rename(ast.NodeTransformer):
+    def __init__(self, renames: dict[str, str]):
+        self.renames = renames
+
+    def visit_Name(self, node):
+        if node.id in self.renames:
+            return ast.Name(self.renames[node.id], node.ctx)
+        return node
 
 
 def _drop_defaults(node: ast.Call, found) -> ast.Call:
