@@ -434,6 +434,9 @@ class VJP:
         innermost = loops[-1]
         if id(innermost) in self.loop_totals:
             return self.loop_totals[id(innermost)]
+        outermost = loops[0]
+        if any(isinstance(b, ir.Name) and b.id in assigned for b in (outermost.start, outermost.stop, outermost.step)):
+            return None  # the outermost loop's own bounds change in it: its range() saw them on entry
         index_in = {}  # id(stmt) -> (level, position) for the top-level statements of each loop body
         for level, loop in enumerate(loops[:-1]):
             for position, s in enumerate(loop.body):
