@@ -40,8 +40,10 @@ def pendulum_rhs_vjp(theta, omega, damping, length, out_bar):
 def final_state_vjp(params, theta0, omega0, steps, dt, out_bar):
     """Reverse mode of final_state (ode.py:25): returns (value, adjoints of params)."""
     # Tapes: values the reverse sweep needs after they are overwritten
-    omega_tape = []
-    theta_tape = []
+    # In range loops a tape is made at its first push, with room for one value per iteration
+    # (the loops' trip counts, known on entry); omega_tape_len counts the values on omega_tape.
+    omega_tape_len = 0
+    theta_tape_len = 0
     dtheta_shape_tape = runtime.shape_tape()
     _t2_shape_tape = runtime.shape_tape()
     theta_shape_tape = runtime.shape_tape()
@@ -57,8 +59,14 @@ def final_state_vjp(params, theta0, omega0, steps, dt, out_bar):
     # ode.py:30  for step in range(steps):
     for step in range(steps):
         # ode.py:31  dtheta, domega = pendulum_rhs(theta, omega, damping, length)
-        omega_tape.append(omega)
-        theta_tape.append(theta)
+        if omega_tape_len == 0:
+            omega_tape = runtime.new_tape(omega, steps)
+        omega_tape[omega_tape_len] = omega
+        omega_tape_len += 1
+        if theta_tape_len == 0:
+            theta_tape = runtime.new_tape(theta, steps)
+        theta_tape[theta_tape_len] = theta
+        theta_tape_len += 1
         _t1 = pendulum_rhs(theta, omega, damping, length)
         dtheta, domega = _t1
         # ode.py:32  theta = theta + dt * dtheta
@@ -102,8 +110,10 @@ def final_state_vjp(params, theta0, omega0, steps, dt, out_bar):
         dtheta_bar = runtime.unbroadcast(dt * _t2_bar, dtheta_shape)
         # Grad of: ode.py:31  dtheta, domega = pendulum_rhs(theta, omega, damping, length)
         _t1_bar = (dtheta_bar, domega_bar)
-        omega = omega_tape.pop()
-        theta = theta_tape.pop()
+        omega_tape_len -= 1
+        omega = omega_tape[omega_tape_len]
+        theta_tape_len -= 1
+        theta = theta_tape[theta_tape_len]
         pendulum_rhs_bars = pendulum_rhs_vjp(theta, omega, damping, length, _t1_bar)[1]
         theta_bar = runtime.tree_add(theta_bar, pendulum_rhs_bars[0])
         omega_bar = runtime.tree_add(omega_bar, pendulum_rhs_bars[1])

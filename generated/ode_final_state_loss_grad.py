@@ -62,12 +62,14 @@ def final_state(params, theta0, omega0, steps, dt):
 def final_state_vjp(params, theta0, omega0, steps, dt, out_bar):
     """Reverse mode of final_state (ode.py:25): returns (value, adjoints of params, theta0, omega0, steps, dt)."""
     # Tapes: values the reverse sweep needs after they are overwritten
-    omega_tape = []
-    theta_tape = []
-    dtheta_tape = []
+    # In range loops a tape is made at its first push, with room for one value per iteration
+    # (the loops' trip counts, known on entry); omega_tape_len counts the values on omega_tape.
+    omega_tape_len = 0
+    theta_tape_len = 0
+    dtheta_tape_len = 0
     _t2_shape_tape = runtime.shape_tape()
     theta_shape_tape = runtime.shape_tape()
-    domega_tape = []
+    domega_tape_len = 0
     _t3_shape_tape = runtime.shape_tape()
     omega_shape_tape = runtime.shape_tape()
     # ode.py:27  damping, length = params
@@ -79,18 +81,30 @@ def final_state_vjp(params, theta0, omega0, steps, dt, out_bar):
     # ode.py:30  for step in range(steps):
     for step in range(steps):
         # ode.py:31  dtheta, domega = pendulum_rhs(theta, omega, damping, length)
-        omega_tape.append(omega)
-        theta_tape.append(theta)
+        if omega_tape_len == 0:
+            omega_tape = runtime.new_tape(omega, steps)
+        omega_tape[omega_tape_len] = omega
+        omega_tape_len += 1
+        if theta_tape_len == 0:
+            theta_tape = runtime.new_tape(theta, steps)
+        theta_tape[theta_tape_len] = theta
+        theta_tape_len += 1
         _t1 = pendulum_rhs(theta, omega, damping, length)
         dtheta, domega = _t1
         # ode.py:32  theta = theta + dt * dtheta
-        dtheta_tape.append(dtheta)
+        if dtheta_tape_len == 0:
+            dtheta_tape = runtime.new_tape(dtheta, steps)
+        dtheta_tape[dtheta_tape_len] = dtheta
+        dtheta_tape_len += 1
         _t2 = dt * dtheta
         _t2_shape = runtime.push_shape(_t2_shape_tape, _t2)
         theta_shape = runtime.push_shape(theta_shape_tape, theta)
         theta = theta + _t2
         # ode.py:33  omega = omega + dt * domega
-        domega_tape.append(domega)
+        if domega_tape_len == 0:
+            domega_tape = runtime.new_tape(domega, steps)
+        domega_tape[domega_tape_len] = domega
+        domega_tape_len += 1
         _t3 = dt * domega
         _t3_shape = runtime.push_shape(_t3_shape_tape, _t3)
         omega_shape = runtime.push_shape(omega_shape_tape, omega)
@@ -114,7 +128,8 @@ def final_state_vjp(params, theta0, omega0, steps, dt, out_bar):
         omega_shape = runtime.pop_shape(omega_shape_tape, omega_shape)
         _t3_bar = runtime.unbroadcast(omega_bar, _t3_shape)
         omega_bar = runtime.unbroadcast(omega_bar, omega_shape)
-        domega = domega_tape.pop()
+        domega_tape_len -= 1
+        domega = domega_tape[domega_tape_len]
         dt_bar = dt_bar + runtime.unbroadcast(_t3_bar * domega, dt)
         domega_bar = runtime.unbroadcast(dt * _t3_bar, domega)
         # Grad of: ode.py:32  theta = theta + dt * dtheta
@@ -122,13 +137,16 @@ def final_state_vjp(params, theta0, omega0, steps, dt, out_bar):
         theta_shape = runtime.pop_shape(theta_shape_tape, theta_shape)
         _t2_bar = runtime.unbroadcast(theta_bar, _t2_shape)
         theta_bar = runtime.unbroadcast(theta_bar, theta_shape)
-        dtheta = dtheta_tape.pop()
+        dtheta_tape_len -= 1
+        dtheta = dtheta_tape[dtheta_tape_len]
         dt_bar = dt_bar + runtime.unbroadcast(_t2_bar * dtheta, dt)
         dtheta_bar = runtime.unbroadcast(dt * _t2_bar, dtheta)
         # Grad of: ode.py:31  dtheta, domega = pendulum_rhs(theta, omega, damping, length)
         _t1_bar = (dtheta_bar, domega_bar)
-        omega = omega_tape.pop()
-        theta = theta_tape.pop()
+        omega_tape_len -= 1
+        omega = omega_tape[omega_tape_len]
+        theta_tape_len -= 1
+        theta = theta_tape[theta_tape_len]
         pendulum_rhs_bars = pendulum_rhs_vjp(theta, omega, damping, length, _t1_bar)[1]
         theta_bar = runtime.tree_add(theta_bar, pendulum_rhs_bars[0])
         omega_bar = runtime.tree_add(omega_bar, pendulum_rhs_bars[1])

@@ -60,11 +60,12 @@ class Transformed:
         self._source: str | None = None
         self._module = None
         self._vjp = None
+        self._argnums = _argnums_tuple(argnums)
 
     @property
     def source(self) -> str:
         if self._source is None:
-            options = {"argnums": list(_argnums_tuple(self.argnums)), "has_aux": self.has_aux}
+            options = {"argnums": list(self._argnums), "has_aux": self.has_aux}
             if self.rows:
                 options["rows"] = True
             self._source = _source(self.fun, "grad", options)
@@ -93,10 +94,12 @@ class Transformed:
         return match.group(1)
 
     def _check_args(self, args):
-        for k in _argnums_tuple(self.argnums):
+        for k in self._argnums:
             if not -len(args) <= k < len(args):
                 raise S2SError(f"argnums {k} is out of range for {len(args)} arguments")
-            if any(pytree.is_integer_leaf(leaf) for leaf in pytree.leaves(args[k])):
+            arg = args[k]
+            if any(pytree.is_integer_leaf(leaf) for leaf in ((arg,) if isinstance(arg, np.ndarray)
+                                                             else pytree.leaves(arg))):
                 raise S2SError(
                     f"cannot differentiate with respect to argument {k} of {self.fun.__name__}: it "
                     "holds integers", hint="pass floats (e.g. 1.0 instead of 1) or leave it out of argnums")
@@ -107,7 +110,7 @@ class Transformed:
         return args
 
     def _require_scalar(self, value) -> None:
-        if np.ndim(value) != 0:
+        if not isinstance(value, float) and np.ndim(value) != 0:
             raise S2SError(f"grad of {self.fun.__name__} needs a scalar output, got shape {np.shape(value)}",
                            hint="use s2s.vjp or s2s.jacrev for vector outputs")
 
@@ -127,8 +130,7 @@ class Transformed:
             self._require_scalar(value[0] if self.has_aux else value)
             raise
         self._require_scalar(out[0] if self.has_aux else out)
-        argnums = _argnums_tuple(self.argnums)
-        grads = tuple(pytree.restructure(g, args[k]) for g, k in zip(grads, argnums))
+        grads = tuple(pytree.restructure(g, args[k]) for g, k in zip(grads, self._argnums))
         grad = grads[0] if isinstance(self.argnums, int) else grads
         if self.kind == "value_and_grad":
             if self.has_aux:
@@ -143,15 +145,16 @@ def _seed(args) -> float:
     """The cotangent 1 of a scalar output: float32 when every float input is float32, so that
     a float32 program stays float32 (Numba types np.dot of mixed dtypes as an error)."""
     single = False
-    for leaf in pytree.leaves(args):  # (on every call: no np.asarray, no issubdtype)
-        dtype = getattr(leaf, "dtype", None)
-        if dtype is None:
-            if isinstance(leaf, float):
-                return 1.0
-        elif dtype.kind == "f":
-            if dtype != np.float32:
-                return 1.0
-            single = True
+    for arg in args:  # (on every call: no np.asarray, no issubdtype, leaves only where needed)
+        for leaf in (arg,) if isinstance(arg, np.ndarray) else pytree.leaves(arg):
+            dtype = getattr(leaf, "dtype", None)
+            if dtype is None:
+                if isinstance(leaf, float):
+                    return 1.0
+            elif dtype.kind == "f":
+                if dtype != np.float32:
+                    return 1.0
+                single = True
     return np.float32(1.0) if single else 1.0
 
 

@@ -81,6 +81,7 @@ class Emitter:
 
     def __init__(self):
         self.comments: list[str] = []
+        self.origin_comments: set[int] = set()  # indices of the comments that head a statement's code
         self.function_names: dict[int, str] = {}
         self.constants: dict[str, Any] = {}
 
@@ -91,6 +92,7 @@ class Emitter:
         return ast.Expr(name(f"__s2s_comment_{len(self.comments) - 1}__"))
 
     def origin_comment(self, origin, prefix: str = "") -> ast.stmt:
+        self.origin_comments.add(len(self.comments))
         return self.comment(f"{prefix}{origin.short()}  {origin.text}")
 
     # ---- atoms and expressions --------------------------------------------------
@@ -271,7 +273,7 @@ class Emitter:
         if fuse:
             from .fuse import fuse_module
 
-            module.body = fuse_module(module.body)
+            module.body = fuse_module(module.body, headings=self.origin_comments)
         ast.fix_missing_locations(module)
         text = ast.unparse(module)
         text = _COMMENT.sub(lambda m: f"{m.group(1)}# {self.comments[int(m.group(2))]}", text)

@@ -24,7 +24,7 @@ import re
 import numpy as np
 
 TEMPORARY = re.compile(r"^_t\d+(_bar|_dot)?$")
-_COMMENT = re.compile(r"^__s2s_comment_\d+__$")
+_COMMENT = re.compile(r"^__s2s_comment_(\d+)__$")
 
 # Runtime helpers that read their arguments and return a value, changing nothing (not
 # add_at, index_add, clear, push_shape...: they write into their first argument).
@@ -119,6 +119,10 @@ def _stores(node) -> set[str]:
 
 def _is_comment(stmt) -> bool:
     return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Name) and bool(_COMMENT.match(stmt.value.id))
+
+
+def _is_heading(stmt, headings: set[int] | None) -> bool:
+    return _is_comment(stmt) and (headings is None or int(_COMMENT.match(stmt.value.id).group(1)) in headings)
 
 
 def _child_blocks(stmt) -> list[list]:
@@ -646,7 +650,8 @@ def _numbers_for_sum_bars(function: ast.FunctionDef, shadowed: set[str]) -> int:
     return replaced
 
 
-def fuse_function(function: ast.FunctionDef, shadowed: set[str] = frozenset()) -> ast.FunctionDef:
+def fuse_function(function: ast.FunctionDef, shadowed: set[str] = frozenset(),
+                  headings: set[int] | None = None) -> ast.FunctionDef:
     """Apply the pass to one generated function in place (and return it).
 
     shadowed: names that the module binds to something else than the modules and builtins
@@ -662,26 +667,28 @@ def fuse_function(function: ast.FunctionDef, shadowed: set[str] = frozenset()) -
     if _numbers_for_sum_bars(function, set(shadowed)):
         _propagate_copies(function)
         function.body = _Folder(function, set(shadowed)).block(function.body)
-    _drop_empty_groups(function)
+    _drop_empty_groups(function, headings)
     return function
 
 
-def _drop_empty_groups(function: ast.FunctionDef) -> None:
-    """An origin comment whose statements all went (dead, or copies propagated)."""
+def _drop_empty_groups(function: ast.FunctionDef, headings: set[int] | None) -> None:
+    """An origin comment whose statements all went (dead, or copies propagated). headings:
+    the indices of origin comments (None: every comment); other comments, such as the lines
+    of a longer note, stay where they are."""
     for holder in ast.walk(function):
         for field in ("body", "orelse", "finalbody"):
             block = getattr(holder, field, None)
             if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
                 keep = [stmt for k, stmt in enumerate(block)
-                        if not (_is_comment(stmt) and (k + 1 == len(block) or _is_comment(block[k + 1])))]
+                        if not (_is_heading(stmt, headings) and (k + 1 == len(block) or _is_comment(block[k + 1])))]
                 setattr(holder, field, keep or [ast.Pass()])
 
 
-def fuse_module(body: list[ast.stmt]) -> list[ast.stmt]:
+def fuse_module(body: list[ast.stmt], headings: set[int] | None = None) -> list[ast.stmt]:
     """The pass on every function of a generated module."""
     defined = {stmt.name for stmt in body if isinstance(stmt, ast.FunctionDef)}
     defined |= {t.id for stmt in body if isinstance(stmt, ast.Assign) for t in stmt.targets if isinstance(t, ast.Name)}
     for stmt in body:
         if isinstance(stmt, ast.FunctionDef):
-            fuse_function(stmt, defined)
+            fuse_function(stmt, defined, headings)
     return body

@@ -30,6 +30,8 @@ def restructure(grad: Any, like: Any) -> Any:
     if isinstance(like, tuple):
         return tuple(restructure(g, x) for g, x in zip(grad, like))
     if isinstance(like, np.ndarray):
+        if isinstance(grad, np.ndarray) and grad.dtype == like.dtype and grad.shape == like.shape:
+            return grad  # (the common case, first: this runs on every call)
         return np.asarray(grad, dtype=like.dtype).reshape(like.shape)
     if isinstance(like, np.floating):
         return type(like)(grad)
@@ -39,7 +41,7 @@ def restructure(grad: Any, like: Any) -> Any:
 def is_integer_leaf(x: Any) -> bool:
     if isinstance(x, (bool, int, np.integer, np.bool_)):
         return True
-    return isinstance(x, np.ndarray) and (np.issubdtype(x.dtype, np.integer) or x.dtype == bool)
+    return isinstance(x, np.ndarray) and x.dtype.kind in "iub"  # signed, unsigned, bool
 
 
 def to_numba(tree: Any) -> Any:

@@ -17,6 +17,7 @@ Conventions (see DESIGN.md section 3):
 from __future__ import annotations
 
 import ast
+import builtins
 import copy
 import inspect
 import math
@@ -86,7 +87,8 @@ class VJP:
     def __init__(self, fn: ir.Function, emitter: Emitter, active_params: list[str],
                  function_name: str, has_aux: bool = False):
         for stmt in ir.walk(fn.body):
-            if isinstance(stmt, ir.Push) or (isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Pop)) or (
+            if isinstance(stmt, ir.Push) or (isinstance(stmt, ir.Assign) and (isinstance(stmt.value, ir.Pop) or (
+                    isinstance(stmt.value, ir.Call) and stmt.value.fn is runtime.new_tape))) or (
                     isinstance(stmt, ir.ExprStmt) and stmt.value.fn in (runtime.index_add, runtime.clear)):
                 raise S2SError("reverse mode of generated reverse-mode code is not supported",
                                stmt.origin, "take second derivatives forward over reverse: "
@@ -102,6 +104,9 @@ class VJP:
         self.tapes: dict[tuple, str] = {}  # (var, id(stmt), when) -> tape name
         self.tape_order: list[str] = []
         self.shape_tapes: set[str] = set()
+        self.counted: dict[str, tuple[str, ast.expr]] = {}  # tape -> (its count, its capacity)
+        self.loop_totals: dict[int, str] = {}  # id(loop) -> its trip count in all (counting_loop)
+        self.counting_loops: dict[int, list] = {}  # id(outermost loop) -> the loops counting before it
         self.invariant: dict[str, bool] = {}
         self.trips: dict[int, str] = {}  # id(loop) -> trip-count variable
         self.live: set[str] = set()  # straight-line adjoints that hold a value
@@ -596,6 +601,11 @@ class VJP:
                 self.tape_order.append(self.tapes[key])
                 if need.shape:
                     self.shape_tapes.add(self.tapes[key])
+                else:
+                    capacity = self.tape_capacity(stmt)
+                    if capacity is not None:
+                        tape = self.tapes[key]
+                        self.counted[tape] = (self.names.fresh(f"{tape}_len"), capacity)
             result.append((need, self.tapes[key]))
         return result
 
@@ -612,14 +622,134 @@ class VJP:
             self.shape_vars[key] = self.names.fresh(f"{key[0]}_shape")
         return self.shape_vars[key]
 
-    def push(self, stmt, need: Need, tape: str) -> ast.stmt:
+    def tape_capacity(self, stmt) -> ast.expr | None:
+        """How many values a tape pushed at stmt receives at most, where that is known on
+        entry to its loops: every enclosing loop is a range loop whose bounds nothing in the
+        outermost one assigns. Then the count is the product of their trip counts, evaluated
+        at the first push (inside all of them, where the bounds still hold their values on
+        entry). None for a tape in a while loop or in a loop with varying bounds: a list."""
+        loops = [self.loop_stmt(k) for k in self.an.enclosing_loops(stmt)]
+        if any(not isinstance(loop, ir.For) for loop in loops):
+            return None
+        if not loops:
+            return ast.Constant(1)
+        assigned = {var for s in ir.walk([loops[0]]) for var in ir.stmt_writes(s)}
+        capacity = None
+        for loop in loops:
+            bounds = (loop.start, loop.stop, loop.step)
+            if any(isinstance(b, ir.Name) and b.id in assigned for b in bounds):
+                total = self.counting_loop(loops, assigned)
+                return None if total is None else name(total)
+            trips = self.trip_count(loop)
+            capacity = trips if capacity is None else ast.BinOp(capacity, ast.Mult(), trips)
+        return capacity
+
+    PURE = {operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod, operator.neg,
+            builtins.min, builtins.max, builtins.len, builtins.abs, builtins.int}
+
+    def counting_loop(self, loops: list, assigned: set) -> str | None:
+        """The trip count in all of the innermost of these nested loops, where its bounds (or an
+        outer loop's) change from one outer iteration to the next (`range(i + 1, n)`): a loop
+        before the outermost one repeats the loops and the integer arithmetic of their bounds,
+        and adds up the trips. None where those bounds need more (a branch, a call, a value
+        carried between iterations): then the tapes in these loops are lists."""
+        innermost = loops[-1]
+        if id(innermost) in self.loop_totals:
+            return self.loop_totals[id(innermost)]
+        outermost = loops[0]
+        if any(isinstance(b, ir.Name) and b.id in assigned for b in (outermost.start, outermost.stop, outermost.step)):
+            return None  # the outermost loop's own bounds change in it: its range() saw them on entry
+        index_in = {}  # id(stmt) -> (level, position) for the top-level statements of each loop body
+        for level, loop in enumerate(loops[:-1]):
+            for position, s in enumerate(loop.body):
+                index_in[id(s)] = (level, position)
+            if id(loops[level + 1]) not in index_in:
+                return None  # the next loop sits in a branch: not every iteration reaches it
+        loop_vars = {loop.var: level for level, loop in enumerate(loops[:-1])}
+        chosen: dict[int, ir.Assign] = {}
+        # (a name, where it is read: the level of the loop body and the position in it)
+        needed = [(b.id, index_in[id(loop)]) for loop in loops[1:] for b in (loop.start, loop.stop, loop.step)
+                  if isinstance(b, ir.Name) and b.id in assigned]
+        while needed:
+            var, (level, position) = needed.pop()
+            if var in loop_vars:
+                if loop_vars[var] > level:
+                    return None
+                continue
+            if var not in assigned:
+                continue
+            defs = [d for d in self.an.defs.get(var, []) if d != "param" and id(loops[0]) in self.an.enclosing_loops(d)]
+            if len(defs) != 1 or id(defs[0]) not in index_in:
+                return None
+            d = defs[0]
+            d_level, d_position = index_in[id(d)]
+            before = position if d_level == level else index_in[id(loops[d_level + 1])][1]
+            if not (isinstance(d, ir.Assign) and not d.inplace and not d.unpack) or d_level > level \
+                    or d_position >= before:
+                return None  # not an assignment, or read before it is made in this iteration
+            value = d.value
+            if isinstance(value, ir.Call):
+                if value.fn not in self.PURE or value.kwargs:
+                    return None
+            elif isinstance(value, ir.Subscript):
+                base = value.value
+                if isinstance(base, ir.Name) and (base.id in self.may_mutate or base.id in self.an.mutated):
+                    return None  # (an array that the loops may write into)
+            elif not isinstance(value, (ir.Name, ir.Const, ir.Attribute)):
+                return None
+            if id(d) not in chosen:
+                chosen[id(d)] = d
+                needed += [(r, (d_level, d_position)) for r in ir.stmt_reads(d)]
+        total = self.names.fresh(f"{innermost.var}_total")
+        self.loop_totals[id(innermost)] = total
+        renames = {loop.var: self.names.fresh(f"{loop.var}_") for loop in loops[:-1]}
+        renames |= {d.targets[0]: self.names.fresh(f"{d.targets[0]}_") for d in chosen.values()}
+
+        def nest(level: int) -> list:
+            loop = loops[level]
+            if level == len(loops) - 1:
+                bounds = [self.em.atom(b) for b in (loop.start, loop.stop, loop.step)]
+                return [ast.AugAssign(name(total, True), ast.Add(), runtime_call("range_len", *bounds))]
+            body = [self.em.primal(s) for s in loop.body if id(s) in chosen] + nest(level + 1)
+            return [self.em.for_range(loop.var, [loop.start, loop.stop, loop.step], body)]
+
+        counting = [self.em.comment(f"{total}: the trips of the loop at {innermost.origin.short()} in all "
+                                    f"(its tapes' capacity)"),
+                    assign(total, ast.Constant(0))] + nest(0)
+        counting = [_Rename(renames).visit(c) for c in counting]
+        self.counting_loops.setdefault(id(loops[0]), []).extend(counting)
+        return total
+
+    def trip_count(self, loop: ir.For) -> ast.expr:
+        """The trip count of a loop that runs at least once (it holds a push that ran)."""
+        em = self.em
+        start, stop, step = loop.start, loop.stop, loop.step
+        if isinstance(step, ir.Const) and step.value in (1, -1):
+            first, last = (stop, start) if step.value == 1 else (start, stop)
+            if isinstance(last, ir.Const) and last.value == 0:
+                return em.atom(first)
+            return _simplify(ast.BinOp(em.atom(first), ast.Sub(), em.atom(last)))
+        return name(self.loop_trips(loop))
+
+    def loop_stmt(self, key: int):
+        if not hasattr(self, "_loops"):
+            self._loops = {id(s): s for s in ir.walk(self.fn.body) if isinstance(s, (ir.For, ir.While))}
+        return self._loops[key]
+
+    def push(self, stmt, need: Need, tape: str) -> list:
         value = name(need.var)
         if need.shape:
             key = (need.var, id(stmt), need.when)
-            return assign(self.shape_var(key), runtime_call("push_shape", name(tape), value))
+            return [assign(self.shape_var(key), runtime_call("push_shape", name(tape), value))]
         if need.var in self.may_mutate:
             value = runtime_call("copy", value)
-        return ast.Expr(ast.Call(ast.Attribute(name(tape), "append", ast.Load()), [value], []))
+        if tape in self.counted:
+            count, capacity = self.counted[tape]
+            create = assign(tape, runtime_call("new_tape", name(need.var), copy.deepcopy(capacity)))
+            return [ast.If(ast.Compare(name(count), [ast.Eq()], [ast.Constant(0)]), [create], []),
+                    ast.Assign([ast.Subscript(name(tape), name(count), ast.Store())], value, lineno=0),
+                    ast.AugAssign(name(count, True), ast.Add(), ast.Constant(1))]
+        return [ast.Expr(ast.Call(ast.Attribute(name(tape), "append", ast.Load()), [value], []))]
 
     def pops(self, stmt, taped, rename: dict[str, str] | None = None) -> list:
         rename = rename or {}
@@ -631,12 +761,16 @@ class VJP:
                 out.append(assign(shape, runtime_call("pop_shape", name(tape), name(shape))))
             else:
                 into = rename.get(need.var, need.var) if need.when == "pre" else need.var
-                out.append(self.pop_into(into, tape))
+                out += self.pop_into(into, tape)
         return out
 
-    def pop_into(self, target: str, tape: str) -> ast.stmt:
+    def pop_into(self, target: str, tape: str) -> list:
         self.popped_into.add(target)
-        return assign(target, ast.Call(ast.Attribute(name(tape), "pop", ast.Load()), [], []))
+        if tape in self.counted:
+            count = self.counted[tape][0]
+            return [ast.AugAssign(name(count, True), ast.Sub(), ast.Constant(1)),
+                    assign(target, ast.Subscript(name(tape), name(count), ast.Load()))]
+        return [assign(target, ast.Call(ast.Attribute(name(tape), "pop", ast.Load()), [], []))]
 
     # ---- forward sweep ----------------------------------------------------------
 
@@ -646,12 +780,13 @@ class VJP:
         for stmt in block:
             if isinstance(stmt, ir.Return):
                 continue
+            mark = len(out)  # where the counting loops of a loop go (found while emitting it)
             if stmt.origin != last_origin:
                 out.append(self.em.origin_comment(stmt.origin))
                 last_origin = stmt.origin
             work = self.has_work(stmt)
             taped = self.taped(stmt) if work else []
-            out += [self.push(stmt, n, t) for n, t in taped if n.when == "pre"]
+            out += [line for n, t in taped if n.when == "pre" for line in self.push(stmt, n, t)]
             if work and isinstance(stmt, ir.For) and self.loop_trips(stmt):
                 out.append(assign(self.loop_trips(stmt), runtime_call(
                     "range_len", self.em.atom(stmt.start), self.em.atom(stmt.stop), self.em.atom(stmt.step))))
@@ -664,7 +799,8 @@ class VJP:
             else:
                 emitted = self.em.primal(stmt, body_of=self.forward_block)
                 out.extend(emitted if isinstance(emitted, list) else [emitted])
-            out += [self.push(stmt, n, t) for n, t in taped if n.when == "post"]
+                out[mark:mark] = self.counting_loops.pop(id(stmt), [])
+            out += [line for n, t in taped if n.when == "post" for line in self.push(stmt, n, t)]
         return out
 
     def loop_trips(self, stmt: ir.For) -> str | None:
@@ -1022,8 +1158,18 @@ class VJP:
         body = []
         if self.tape_order:
             body.append(self.em.comment("Tapes: values the reverse sweep needs after they are overwritten"))
-            body += [assign(t, runtime_call("shape_tape") if t in self.shape_tapes else ast.List([], ast.Load()))
-                     for t in self.tape_order]
+            if self.counted:
+                example = next(t for t in self.tape_order if t in self.counted)
+                body.append(self.em.comment("In range loops a tape is made at its first push, with room for one "
+                                            "value per iteration"))
+                body.append(self.em.comment(f"(the loops' trip counts, known on entry); {self.counted[example][0]} "
+                                            f"counts the values on {example}."))
+            for t in self.tape_order:
+                if t in self.counted:
+                    body.append(assign(self.counted[t][0], ast.Constant(0)))
+                else:
+                    body.append(assign(t, runtime_call("shape_tape") if t in self.shape_tapes
+                                       else ast.List([], ast.Load())))
         body += forward
         if isinstance(result, ir.Name) and result.id in self.popped_into:
             saved = self.names.fresh("out")
@@ -1040,6 +1186,16 @@ class VJP:
 
 
 # ---- helpers for rule instances ------------------------------------------------------
+
+
+class _Rename(ast.NodeTransformer):
+    def __init__(self, renames: dict[str, str]):
+        self.renames = renames
+
+    def visit_Name(self, node):
+        if node.id in self.renames:
+            return ast.Name(self.renames[node.id], node.ctx)
+        return node
 
 
 def _drop_defaults(node: ast.Call, found) -> ast.Call:

@@ -626,6 +626,19 @@ def batched_transpose_bar(g, axes=None):
     return np.transpose(g, tuple(np.argsort(axes)) + (last,))
 
 
+# ---- value tapes --------------------------------------------------------------------
+# A value that the reverse sweep needs after the primal overwrites it goes on a tape. In
+# loops whose trip counts are known on entry (range loops) the tape is made at the first
+# push with room for every iteration, and the generated code keeps a count of the values
+# on it: `tape[count] = x; count += 1`, then `count -= 1; x = tape[count]` in the reverse
+# sweep. Here it is a list; under Numba an array of numbers (runtime_numba.py).
+
+
+def new_tape(x, capacity):
+    """A tape with room for `capacity` values like x (a slot is written before it is read)."""
+    return [x] * capacity
+
+
 # ---- shape tapes --------------------------------------------------------------------
 # The reverse sweep needs the shape of some overwritten values (to unbroadcast adjoints).
 # Pushing a shape returns it, and popping is handed the variable that received the push:

@@ -925,6 +925,26 @@ def _batch_empty(n, example):
     raise TypingError("s2s: vmap stacks arrays and numbers, not " + str(example))
 
 
+# ---- value tapes --------------------------------------------------------------------
+# Numbers go on an array of their own dtype: a store and a load per push and pop. Other
+# values (arrays, whose shapes may change from one iteration to the next, and tuples) go
+# on a list of references, as on the python backend.
+
+
+@overload(rt.new_tape)
+def _new_tape(x, capacity):
+    if _scalar(x):
+        dtype = types.unliteral(x)
+
+        def number_tape(x, capacity):
+            return np.empty(capacity, dtype)
+        return number_tape
+
+    def reference_tape(x, capacity):
+        return [x] * capacity
+    return reference_tape
+
+
 # ---- shape tapes --------------------------------------------------------------------
 # A shape tape is a flat list of int64 dimensions: a value of ndim k pushes k ints, a
 # scalar pushes nothing. pop_shape learns k from the type of `like` (a shape pushed on

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from . import ir
+from . import ir, runtime
 from .codegen import BINOPS, COMPARES, Emitter, name, parse_expr, runtime_call
 from .errors import S2SError
 from .frontend import is_user_function
@@ -168,6 +168,8 @@ class Vectorizer:
             return anything(base)
         if isinstance(value, ir.Call):
             args = [self._pattern_of(a, env) for a in value.args] + [self._pattern_of(a, env) for _, a in value.kwargs]
+            if value.fn is runtime.new_tape:
+                raise NoBatchingRule("no batching rule for tapes", stmt.origin)
             if is_user_function(value.fn):
                 callee = self.by_python[id(value.fn)]
                 return self.function(callee, tuple(args[:len(value.args)]))[1]

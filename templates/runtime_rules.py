@@ -30,6 +30,7 @@ from s2s.runtime import (
     matmul_bar_y,
     max_bar,
     mean_bar,
+    new_tape,
     norm_bar,
     outer_bar_x,
     outer_bar_y,
@@ -184,6 +185,12 @@ def add_attr_(r, c, name, value):
 @rule(runtime.take)
 def take_(r, a, index):
     r_dot = take(a_dot, index)
+
+
+@rule(runtime.new_tape)
+def new_tape_(t, x, capacity):
+    """The tangents of the values on a tape go on a tape of their own, made alongside it."""
+    t_dot = new_tape(x_dot, capacity)
 
 
 DECLARATIONS = [

@@ -664,12 +664,35 @@ def invariants_and_changing_ndim(x, c):
     return y + total
 
 
+def counted_tapes(x, w, n):
+    """Tapes in range loops (preallocated, runtime.new_tape): an array value in nested loops
+    (one with step -1, one whose trips change), a number taped inside an `if`, an outer loop
+    of step 2 that may not run."""
+    v = x * 1.0
+    s = 0.5
+    for i in range(1, 2 * n, 2):
+        for j in range(2, 0, -1):
+            v = np.sin(v) * w[j]
+        first = i // 2
+        for k in range(first, n):  # trips that change with i: counted before the loops
+            s = np.sin(s) * w[k % 3] + 0.2
+        if i % 4 == 1:
+            s = s * np.sum(v)
+        else:
+            s = np.cos(s + w[0])
+    return s + np.sum(v * v)
+
+
 CASES.update({
     "invariants_and_changing_ndim": (invariants_and_changing_ndim, lambda r: (np.array([0.3, -0.7, 1.2]), 0.8),
                                      (0, 1), True),
     "pair_through_helpers": (pair_through_helpers, lambda r: ((np.array([0.5, 0.1, -0.2]), 0.7),
                                                              np.array([0.3, -0.7, 1.2])), (0,), True),
     "self_subscripts": (self_subscripts, lambda r: (np.array([0.3, -0.7, 1.2, 0.5]),), (0,), True),
+    "counted_tapes": (counted_tapes, lambda r: (np.array([0.3, -0.7, 1.2]), np.array([0.4, 1.1, 0.9]), 3),
+                      (0, 1), True),
+    "counted_tapes_zero_trips": (counted_tapes, lambda r: (np.array([0.3, -0.7, 1.2]), np.array([0.4, 1.1, 0.9]), 0),
+                                 (0, 1), True),
     "shrinking_in_loops": (shrinking_in_loops, lambda r: (np.array([0.3, -0.7, 1.2, 0.5]),), (0,), True),
 })
 

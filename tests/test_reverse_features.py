@@ -37,3 +37,22 @@ def test_numba_backend_matches_finite_differences_and_python(case):
     got = s2s.jit(g)(*args)
     for a, b in zip(s2s.pytree.leaves(got), s2s.pytree.leaves(expected)):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+def float32_recurrence(x, n):
+    y = x[0]
+    for i in range(n):
+        y = np.sin(y) * x[1]
+    return y * y
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_tapes_in_range_loops_keep_float32(backend):
+    """A float32 number taped in a range loop stays float32 (under Numba, on a float32 array)."""
+    x = np.array([0.7, 1.3], np.float32)
+    g = s2s.jit(s2s.grad(float32_recurrence), backend=backend)(x, 6)
+    assert g.dtype == np.float32
+    eps = 1e-6
+    wide = x.astype(np.float64)
+    fd = [(float32_recurrence(wide + eps * e, 6) - float32_recurrence(wide - eps * e, 6)) / (2 * eps) for e in np.eye(2)]
+    np.testing.assert_allclose(g, fd, rtol=1e-4)

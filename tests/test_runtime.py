@@ -167,3 +167,16 @@ def test_matmul_adjoints(xs, ys):
     d = rng.standard_normal(xs)
     fd = (np.sum(g * ((x + eps * d) @ y)) - np.sum(g * ((x - eps * d) @ y))) / (2 * eps)
     assert fd == pytest.approx(np.sum(rt.matmul_bar_x(g, x, y) * d), rel=1e-6)
+
+
+@pytest.mark.parametrize("value", [np.float32(1.5), 3, True, 1.0 + 2.0j, np.ones(3), (1.0, np.ones(2))])
+def test_new_tape_holds_values_of_their_own_type(value):
+    namespace = {"rt": rt}
+    exec("def roundtrip(x):\n    tape = rt.new_tape(x, 3)\n    tape[2] = x\n    return tape[2], tape\n", namespace)
+    got, tape = numba.njit(namespace["roundtrip"])(value)
+    for a, b in zip(np.atleast_1d(got) if not isinstance(value, tuple) else got, np.atleast_1d(value)
+                    if not isinstance(value, tuple) else value):
+        np.testing.assert_array_equal(a, b)
+    if np.isscalar(value):  # numbers go on an array of their dtype
+        assert isinstance(tape, np.ndarray) and tape.shape == (3,) and tape.dtype == np.asarray(value).dtype
+    assert rt.new_tape(value, 3)[2] is value  # the python backend keeps the values themselves
