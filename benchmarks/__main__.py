@@ -69,8 +69,30 @@ def workloads(quick: bool):
     ]
 
 
+def keep_freed_buffers() -> bool:
+    """Tell glibc's malloc to keep freed buffers of up to 32 MiB in the heap.
+
+    By default glibc hands each large freed buffer back to the OS and maps fresh pages for the
+    next one, until a process's history raises that threshold by itself. Code that allocates a
+    temporary per array operation (Numba's, and s2s's adjoints more than the primal) then pays
+    a page fault per page on every call, and the array-heavy ratios moved by 2-3x from run to
+    run with what the process had done before. Fixing the threshold makes runs comparable; it
+    is what the threshold reaches on its own once a large buffer has been freed.
+    """
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+        return bool(libc.mallopt(M_MMAP_THRESHOLD, 32 << 20) and libc.mallopt(M_TRIM_THRESHOLD, 512 << 20))
+    except (OSError, AttributeError):  # not glibc
+        return False
+
+
 def main(argv=None):
     quick = "--quick" in (argv or sys.argv[1:])
+    kept = keep_freed_buffers()
     os.environ["S2S_CACHE_DIR"] = tempfile.mkdtemp(prefix="s2s-bench-")  # cold: first calls compile
     sys.path.insert(0, os.path.dirname(HERE))
     import numba
@@ -135,7 +157,7 @@ def main(argv=None):
               f"  ratio {row['s2s_s'] / row['primal_s']:6.2f}"
               + (f"  JAX {row['jax_s'] * 1e3:9.3f} ms" if "jax_s" in row else ""), flush=True)
     batched_rows = batching_rows(quick, jax, per_call, first_call)
-    write_results(rows, quick, jax, batched_rows)
+    write_results(rows, quick, jax, batched_rows, kept)
 
 
 def forward_row(row, f, args, name, jax, jw):
@@ -205,7 +227,7 @@ def batching_rows(quick, jax, per_call, first_call):
     return rows
 
 
-def write_results(rows, quick, jax, batched_rows=()):
+def write_results(rows, quick, jax, batched_rows=(), kept_freed_buffers=False):
     import numba
 
     out = os.path.join(HERE, "results")
@@ -227,7 +249,11 @@ def write_results(rows, quick, jax, batched_rows=()):
         f"Python {platform.python_version()}, NumPy {np.__version__}, Numba {numba.__version__}"
         + (f", JAX {jax.__version__}" if jax else ", JAX not installed") + ".",
         "Times are medians of steady-state calls in one process; first calls include transform "
-        "and compilation (s2s with a cold cache).",
+        "and compilation (s2s with a cold cache)."
+        + (" glibc's malloc keeps freed buffers of up to 32 MiB (mallopt; see keep_freed_buffers in "
+           "benchmarks/__main__.py): otherwise each large temporary faults its pages in again and the "
+           "array-heavy ratios move by 2-3x with the process's history." if kept_freed_buffers else
+           " (malloc's thresholds were left at their defaults.)"),
         "",
         "| workload | kind | primal (Numba) ms | s2s grad ms | grad / primal | hand adjoint ms | hand / primal "
         "| JAX grad ms | JAX / s2s | s2s first call s | JAX first call s | transform s | tape memory |",
