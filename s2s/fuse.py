@@ -30,7 +30,8 @@ _COMMENT = re.compile(r"^__s2s_comment_(\d+)__$")
 # add_at, index_add, clear, push_shape...: they write into their first argument).
 PURE_RUNTIME = {
     "unbroadcast", "sum_bar", "mean_bar", "max_bar", "prod_bar", "var_bar", "std_bar", "max_dot",
-    "prod_dot", "var_dot", "zeros_like", "zeros_shaped", "ones_like", "copy", "tree_add", "add_attr", "take", "shape", "range_len", "reduce_sum", "reduce_mean", "reduce_max",
+    "prod_dot", "var_dot", "zeros_like", "zeros_shaped", "ones_like", "copy", "tree_add", "add_attr",
+    "take", "shape", "range_len", "reduce_sum", "reduce_mean", "reduce_max",
     "reduce_min", "reduce_prod", "reduce_var", "reduce_std", "squeeze", "inner", "matmul_bar_x",
     "matmul_bar_y", "dot_bar_x", "dot_bar_y", "inner_bar_x", "inner_bar_y", "outer_bar_x",
     "outer_bar_y", "trace_bar", "transpose_bar", "reshape_bar", "clip_inside",

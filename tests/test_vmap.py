@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import s2s
+from finite_differences import central_difference_grad
 
 BACKENDS = ["python", "cpu"]
 rng = np.random.default_rng(7)
@@ -514,18 +515,6 @@ def sin_dot(a, b):
 
 def sin_inner(a, b):
     return np.sum(np.sin(np.inner(a, b)))
-
-
-def central_difference_grad(fun, args, k, h=1e-6):
-    x = np.array(args[k], dtype=float)
-    grad = np.zeros_like(x)
-    for index in np.ndindex(x.shape):
-        up, down = list(args), list(args)
-        up[k], down[k] = x.copy(), x.copy()
-        up[k][index] += h
-        down[k][index] -= h
-        grad[index] = (fun(*up) - fun(*down)) / (2 * h)
-    return grad
 
 
 @pytest.mark.parametrize("fun, a_shape, b_shape", [
