@@ -61,9 +61,18 @@ class Transformed:
         self._module = None
         self._vjp = None
         self._argnums = _argnums_tuple(argnums)
+        # Under s2s.jit a gradient is generated for what its arguments are (numbers, arrays
+        # and their ndim: shapes.argument_facts), as JAX traces per signature: the vjp for
+        # each kind of call, and the source of the latest.
+        self._by_facts: dict = {}
+        self._specialised_source: str | None = None
 
     @property
     def source(self) -> str:
+        """The generated module; under s2s.jit, once called, the one specialised for the
+        latest call's kinds of arguments."""
+        if self._specialised_source is not None:
+            return self._specialised_source
         if self._source is None:
             options = {"argnums": list(self._argnums), "has_aux": self.has_aux}
             if self.rows:
@@ -87,11 +96,25 @@ class Transformed:
             self._vjp = getattr(self.module(), f"{self._entry_name()}_vjp")
         return self._vjp
 
-    def _entry_name(self) -> str:
+    def _entry_name(self, source: str | None = None) -> str:
         import re
 
-        match = re.search(r"^def (\w+)_value_and_grad\(", self.source, re.M)
+        match = re.search(r"^def (\w+)_value_and_grad\(", source or self.source, re.M)
         return match.group(1)
+
+    def _specialised_vjp(self, args):
+        """The vjp generated for these kinds of arguments (s2s.jit of grad and value_and_grad)."""
+        key = _kinds(args)
+        found = self._by_facts.get(key)
+        if found is None:
+            from .shapes import argument_facts
+
+            options = {"argnums": list(self._argnums), "has_aux": self.has_aux, "facts": argument_facts(args)}
+            source = _source(self.fun, "grad", options)
+            module = backends.load(source, self.fun.__name__, self.backend)
+            found = self._by_facts[key] = (getattr(module, f"{self._entry_name(source)}_vjp"), source)
+        self._specialised_source = found[1]
+        return found[0]
 
     def _check_args(self, args):
         for k in self._argnums:
@@ -117,7 +140,8 @@ class Transformed:
     def __call__(self, *args):
         self._check_args(args)
         try:
-            out, grads = self._vjp_function()(*self._call_args(args), _seed(args))
+            vjp_function = self._specialised_vjp(args) if self.backend == "cpu" else self._vjp_function()
+            out, grads = vjp_function(*self._call_args(args), _seed(args))
         except S2SError:
             raise
         except Exception as failure:  # noqa: BLE001 - re-raised unless the output explains it
@@ -139,6 +163,13 @@ class Transformed:
         if self.has_aux:
             return grad, out[1]
         return grad
+
+
+def _kinds(args) -> tuple:
+    """A key for what the arguments are, as shapes.argument_facts sees them (cheap: on
+    every call)."""
+    return tuple((type(a), a.ndim) if isinstance(a, np.ndarray)
+                 else (type(a), _kinds(a)) if isinstance(a, (tuple, list)) else type(a) for a in args)
 
 
 def _seed(args) -> float:

@@ -501,11 +501,13 @@ class _Folder:
                 for t in node.targets:
                     for n in ast.walk(t):
                         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-                            fresh = t is n and len(node.targets) == 1 and isinstance(node.value, ast.Call) \
-                                and isinstance(node.value.func, ast.Attribute) \
-                                and isinstance(node.value.func.value, ast.Name) \
-                                and node.value.func.value.id == "runtime" and "runtime" not in self.shadowed \
-                                and node.value.func.attr in fresh_calls
+                            value = node.value
+                            # Arithmetic always builds a new object (or a number).
+                            fresh = t is n and len(node.targets) == 1 and (
+                                isinstance(value, (ast.BinOp, ast.UnaryOp)) or isinstance(value, ast.Call)
+                                and isinstance(value.func, ast.Attribute) and isinstance(value.func.value, ast.Name)
+                                and value.func.value.id == "runtime" and "runtime" not in self.shadowed
+                                and value.func.attr in fresh_calls)
                             ok[n.id] = ok.get(n.id, True) and fresh
             elif isinstance(node, (ast.For, ast.comprehension)):
                 for n in ast.walk(node.target):
@@ -606,28 +608,55 @@ def _count_names(function) -> tuple[dict, dict]:
     return loads, stores
 
 
+def _drop_self_assignments(function: ast.FunctionDef) -> int:
+    """`x = x` (left where a rule's unbroadcast proved to be nothing) does nothing."""
+    dropped = 0
+    for holder in ast.walk(function):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(holder, field, None)
+            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                keep = [s for s in block if not (isinstance(s, ast.Assign) and len(s.targets) == 1
+                                                 and isinstance(s.targets[0], ast.Name)
+                                                 and isinstance(s.value, ast.Name)
+                                                 and s.targets[0].id == s.value.id)]
+                dropped += len(block) - len(keep)
+                setattr(holder, field, keep or [ast.Pass()])
+    return dropped
+
+
 def _propagate_copies(function: ast.FunctionDef) -> int:
-    """`_tN_bar = _tM_bar` at the top level of the function, where both are assigned once:
-    every later read of _tN_bar reads _tM_bar. (A parameter's copy stays: `_t9_bar = out_bar`
-    is where the reverse sweep starts.)"""
+    """`_tN_bar = y_bar`, where both are assigned once, y_bar earlier in the same block and
+    every read of _tN_bar follows in that block: those reads read y_bar. (A
+    parameter's copy stays: `_t9_bar = out_bar` is where the reverse sweep starts.)"""
     done = 0
     while True:
-        _, stores = _count_names(function)
+        loads, stores = _count_names(function)
         found = None
-        for k, stmt in enumerate(function.body):
-            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
-                    and isinstance(stmt.value, ast.Name) and TEMPORARY.match(stmt.targets[0].id) \
-                    and TEMPORARY.match(stmt.value.id) \
-                    and stores.get(stmt.targets[0].id) == 1 and stores.get(stmt.value.id, 0) == 1:
-                source = stmt.value.id
-                earlier = function.body[:k]
-                if any(source in _stores(s) for s in earlier):
-                    found = (k, stmt.targets[0].id, source)
+        for holder in ast.walk(function):
+            for field in ("body", "orelse", "finalbody"):
+                block = getattr(holder, field, None)
+                if not (isinstance(block, list) and block and isinstance(block[0], ast.stmt)):
+                    continue
+                for k, stmt in enumerate(block):
+                    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 \
+                            and isinstance(stmt.targets[0], ast.Name) and isinstance(stmt.value, ast.Name) \
+                            and TEMPORARY.match(stmt.targets[0].id) \
+                            and stores.get(stmt.targets[0].id) == 1 and stores.get(stmt.value.id, 0) == 1:
+                        copy_name, source = stmt.targets[0].id, stmt.value.id
+                        if not any(source in _stores(s) for s in block[:k]):
+                            continue
+                        later = sum(1 for s in block[k + 1:] for n in _loads(s) if n.id == copy_name)
+                        if later == loads.get(copy_name, 0):
+                            found = (block, k, copy_name, source)
+                            break
+                if found:
                     break
+            if found:
+                break
         if found is None:
             return done
-        k, copy_name, source = found
-        del function.body[k]
+        block, k, copy_name, source = found
+        del block[k]
         for node in ast.walk(function):
             if isinstance(node, ast.Name) and node.id == copy_name:
                 node.id = source
@@ -662,6 +691,7 @@ def fuse_function(function: ast.FunctionDef, shadowed: set[str] = frozenset(),
     for arg in function.args.args:
         shapes.env[arg.arg] = _Info(("parameter", arg.arg), False, False)
     shapes.block(function.body)
+    _drop_self_assignments(function)
     _dead_temporaries(function, set(shadowed))
     _propagate_copies(function)
     function.body = _Folder(function, set(shadowed)).block(function.body)

@@ -75,7 +75,7 @@ def primal_function(lowered: ir.Function, emitter: Emitter) -> ast.FunctionDef:
 
 
 def vjp_functions(functions: list[ir.Function], emitter: Emitter, argnums: tuple[int, ...],
-                  has_aux: bool = False) -> list:
+                  has_aux: bool = False, facts: dict | None = None) -> list:
     """Primal and reverse-mode functions for the callees, then the reverse mode of the entry."""
     defs = []
     for lowered in functions[:-1]:
@@ -92,7 +92,7 @@ def vjp_functions(functions: list[ir.Function], emitter: Emitter, argnums: tuple
     if len(set(active)) != len(active):
         raise S2SError(f"argnums {argnums} repeats an argument")
     ename = emitter.function_names[id(entry.python)]
-    defs.append(VJP(entry, emitter, active, f"{ename}_vjp", has_aux).build())
+    defs.append(VJP(entry, emitter, active, f"{ename}_vjp", has_aux, facts).build())
     return defs
 
 
@@ -106,8 +106,12 @@ def jvp_functions(functions: list[ir.Function], emitter: Emitter) -> list:
 
 
 def module_source(fn: Any, mode: str, argnums: tuple[int, ...] = (0,), display_path: str | None = None,
-                  has_aux: bool = False, columns: bool = False, rows: bool = False) -> str:
-    """The generated module for one transform of fn. mode: "grad" (reverse) or "jvp" (forward)."""
+                  has_aux: bool = False, columns: bool = False, rows: bool = False,
+                  facts: list | None = None) -> str:
+    """The generated module for one transform of fn. mode: "grad" (reverse) or "jvp" (forward).
+
+    facts: what each argument is (shapes.argument_facts), for code specialised to them
+    (s2s.jit of a gradient); None for code that takes any arguments."""
     if mode == "jvp":
         return _jvp_module_source(fn, display_path, has_aux=has_aux, columns=columns)
     functions = collect(fn)
@@ -121,7 +125,10 @@ def module_source(fn: Any, mode: str, argnums: tuple[int, ...] = (0,), display_p
     body.append(ast.ImportFrom("s2s", [ast.alias("runtime")], 0))
     for cname in sorted(emitter.constants):
         body.append(assign(cname, emitter.const(emitter.constants[cname])))
-    body += vjp_functions(functions, emitter, argnums, has_aux)
+    named_facts = None
+    if facts is not None:
+        named_facts = {p: (facts[k] if k < len(facts) else None) for k, p in enumerate(entry.params)}
+    body += vjp_functions(functions, emitter, argnums, has_aux, named_facts)
     if rows:  # for jacrev: a compiled loop over a stack of output cotangents
         body.append(_columns_driver(ename, entry.params, "vjp", argnums[0]))
     if mode == "grad":
@@ -133,7 +140,19 @@ def module_source(fn: Any, mode: str, argnums: tuple[int, ...] = (0,), display_p
                                     f"{', '.join(params[k] for k in argnums)}."))
         body.append(ast.FunctionDef(f"{ename}_value_and_grad", args, [doc, ast.Return(call)], [], None, lineno=0))
     what = f"{mode} of {entry.name} with respect to {', '.join(entry.params[k] for k in argnums)}"
-    return emitter.render(_header(entry, what, display_path), body, fuse=True)
+    header = _header(entry, what, display_path)
+    if named_facts is not None:
+        header.insert(1, "Specialised (s2s.jit) for arguments: "
+                      + ", ".join(f"{p} {_describe_fact(f)}" for p, f in named_facts.items()) + ".")
+    return emitter.render(header, body, fuse=True)
+
+
+def _describe_fact(fact) -> str:
+    if isinstance(fact, list) and fact[0] == "array":
+        return f"{fact[1]}-d array"
+    if isinstance(fact, list) and fact[0] == "tuple":
+        return "(" + ", ".join(_describe_fact(f) for f in fact[1]) + ")"
+    return fact if isinstance(fact, str) else "any"
 
 
 def primal_module_source(fn: Any, display_path: str | None = None) -> str:
@@ -250,8 +269,9 @@ def generate(fn: Any, transform: str, options: dict | None = None, display_path:
             import inspect
 
             argnums = tuple(range(len(inspect.signature(fn).parameters)))
+        facts = options.get("facts") if transform == "grad" else None
         source = module_source(fn, transform, argnums, display_path, bool(options.get("has_aux", False)),
-                               rows=bool(options.get("rows", False)) and len(argnums) == 1)
+                               rows=bool(options.get("rows", False)) and len(argnums) == 1, facts=facts)
     return source, dependencies
 
 

@@ -31,6 +31,7 @@ from .analysis import analyse, bind, rule_for
 from .codegen import Emitter, assign, name, runtime_call
 from .errors import S2SError
 from .frontend import is_user_function
+from .shapes import ShapeClasses, broadcast, call_info, same_shape
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,7 @@ def _all_names(fn: ir.Function) -> set[str]:
 
 class VJP:
     def __init__(self, fn: ir.Function, emitter: Emitter, active_params: list[str],
-                 function_name: str, has_aux: bool = False):
+                 function_name: str, has_aux: bool = False, facts: dict | None = None):
         for stmt in ir.walk(fn.body):
             if isinstance(stmt, ir.Push) or (isinstance(stmt, ir.Assign) and (isinstance(stmt.value, ir.Pop) or (
                     isinstance(stmt.value, ir.Call) and stmt.value.fn is runtime.new_tape))) or (
@@ -119,6 +120,9 @@ class VJP:
         self.remat_wanted: set[str] = set()
         self.local_recipes: dict[tuple, tuple] = {}  # (var, id(stmt)) -> a recipe for that place only
         self.shape_vars: dict[str, str] = {}
+        # What the arguments are (s2s.jit sees them at the call; shapes.py): where it proves
+        # that an adjoint already has its variable's shape, no unbroadcast and no shape tape.
+        self.classes = ShapeClasses(fn, facts) if facts is not None else None
         self._plan_scopes()
         self.may_mutate = set()
         for members in self.an.alias_of.values():
@@ -245,6 +249,10 @@ class VJP:
                 return node
 
             def visit_Call(self, node):
+                if isinstance(node.func, ast.Name) and node.func.id == "unbroadcast" \
+                        and "unbroadcast" in found.helpers and len(node.args) == 2 and not node.keywords \
+                        and owner.template_same_shape(node.args[0], node.args[1], stmt, found, bound):
+                    return self.visit(node.args[0])  # g has x's shape already
                 index = SHAPE_ARGUMENTS.get(node.func.id) if isinstance(node.func, ast.Name) \
                     and node.func.id in found.helpers else None
                 if index is not None and index < len(node.args) and isinstance(node.args[index], ast.Name):
@@ -279,6 +287,60 @@ class VJP:
                 local_stmts.append(assign(local_names[local], _simplify(Substitute().visit(copy.deepcopy(value)))))
         return local_stmts, contributions, used
 
+    def template_same_shape(self, g: ast.expr, x: ast.expr, stmt: ir.Assign, found, bound) -> bool:
+        """In a rule's `unbroadcast(g, x)` at this statement: does g provably have x's shape?"""
+        if self.classes is None:
+            return False
+        return same_shape(self._template_class(g, stmt, found, bound, ()),
+                          self._template_class(x, stmt, found, bound, ()))
+
+    def _template_class(self, expr: ast.expr, stmt: ir.Assign, found, bound, seen: tuple):
+        """The shape class (shapes.py) of a rule's expression at this statement. An adjoint
+        has its variable's shape: every contribution to it is unbroadcast to that shape."""
+        classes = self.classes
+
+        def of(e):
+            return self._template_class(e, stmt, found, bound, seen)
+
+        if isinstance(expr, ast.Name):
+            ident = expr.id
+            if ident in (found.result, f"{found.result}_bar"):
+                return classes.post(stmt, stmt.targets[0])
+            if ident in bound:
+                atom = bound[ident]
+                if isinstance(atom, ir.Name):
+                    return classes.pre(stmt, atom.id)
+                return classes.constant(atom) if isinstance(atom, ir.Const) else None
+            if ident in found.locals and ident not in seen:
+                return self._template_class(found.locals[ident], stmt, found, bound, seen + (ident,))
+            return None
+        if isinstance(expr, ast.Constant):
+            return classes.constant(ir.Const(expr.value))
+        if isinstance(expr, ast.BinOp) and not isinstance(expr.op, ast.MatMult):
+            return broadcast(of(expr.left), of(expr.right))
+        if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, (ast.USub, ast.UAdd)):
+            return broadcast(of(expr.operand))
+        if isinstance(expr, ast.Compare) and len(expr.comparators) == 1:
+            return broadcast(of(expr.left), of(expr.comparators[0]))
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) \
+                and isinstance(expr.func.value, ast.Name) and expr.func.value.id == "np" and not expr.keywords:
+            fn = getattr(np, expr.func.attr, None)
+            return call_info(fn, [of(a) for a in expr.args]) if fn is not None else None
+        return None
+
+    def exact_setitem(self, stmt: ir.SetItem) -> bool:
+        """base[index] = value where value provably has the shape of base[index]: its adjoint
+        is the slice of base's adjoint as it is, with no unbroadcast and no shape tape."""
+        if self.classes is None or not isinstance(stmt.value, ir.Name):
+            return False
+        env = self.classes.before.get(id(stmt), {})
+        return same_shape(self.classes.subscript(env.get(stmt.base), stmt.index, env), env.get(stmt.value.id))
+
+    def shape_invariant(self, var: str) -> bool:
+        """var has one provable shape wherever it is bound: its value in the reverse sweep,
+        whichever it is, shapes its adjoint (no shape tape)."""
+        return self.classes is not None and self.classes.everywhere(var) is not None
+
     def needs(self, stmt) -> set[Need]:
         """The values the reverse sweep reads when it handles this statement."""
         an = self.an
@@ -294,7 +356,8 @@ class VJP:
                 out = {n for n in out if not (n.shape and (n.var, n.when) in full)}
             elif isinstance(value, ir.Subscript):
                 out |= {Need(n, "pre") for n in ir.names_in(value.index)}
-                if isinstance(value.value, ir.Name) and self.an.is_active(value.value.id):
+                if isinstance(value.value, ir.Name) and self.an.is_active(value.value.id) \
+                        and not self.shape_invariant(value.value.id):
                     # x_bar[index] += t_bar needs an x_bar shaped like x here (x may change shape).
                     out.add(Need(value.value.id, "pre", shape=True))
             if stmt.unpack:
@@ -302,7 +365,7 @@ class VJP:
                 out |= {Need(t, "post") for t in stmt.targets if not self.an.is_active(t)}
         elif isinstance(stmt, ir.SetItem):
             out |= {Need(n, "pre") for n in ir.names_in(stmt.index)}
-            if an.atom_active(stmt.value):
+            if an.atom_active(stmt.value) and not self.exact_setitem(stmt):
                 out.add(Need(stmt.value.id, "pre", shape=True))
         elif isinstance(stmt, ir.If):
             out |= {Need(n, "pre") for n in ir.names_in(stmt.test)}
@@ -1114,7 +1177,10 @@ class VJP:
                 picked = ast.Subscript(name(bar), index, ast.Load())
             else:
                 picked = runtime_call("take", name(bar), self.em.index(stmt.index, as_value=True))
-            contribution = runtime_call("unbroadcast", picked, name(shapes.get(stmt.value.id, stmt.value.id)))
+            if self.exact_setitem(stmt):
+                contribution = picked
+            else:
+                contribution = runtime_call("unbroadcast", picked, name(shapes.get(stmt.value.id, stmt.value.id)))
             if stmt.op == "-":
                 contribution = ast.UnaryOp(ast.USub(), contribution)
             self.accumulate(stmt.value.id, contribution, out)
