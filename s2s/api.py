@@ -102,15 +102,20 @@ class Transformed:
         match = re.search(r"^def (\w+)_value_and_grad\(", source or self.source, re.M)
         return match.group(1)
 
+    def specialised_source(self, args) -> str:
+        """The module generated for these kinds of arguments (numbers, arrays and their ndim),
+        as s2s.jit runs it; its gradient's seed is a number."""
+        from .shapes import argument_facts
+
+        options = {"argnums": list(self._argnums), "has_aux": self.has_aux, "facts": argument_facts(args)}
+        return _source(self.fun, "grad", options)
+
     def _specialised_vjp(self, args):
         """The vjp generated for these kinds of arguments (s2s.jit of grad and value_and_grad)."""
         key = _kinds(args)
         found = self._by_facts.get(key)
         if found is None:
-            from .shapes import argument_facts
-
-            options = {"argnums": list(self._argnums), "has_aux": self.has_aux, "facts": argument_facts(args)}
-            source = _source(self.fun, "grad", options)
+            source = self.specialised_source(args)
             module = backends.load(source, self.fun.__name__, self.backend)
             found = self._by_facts[key] = (getattr(module, f"{self._entry_name(source)}_vjp"), source)
         self._specialised_source = found[1]

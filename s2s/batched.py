@@ -254,8 +254,9 @@ class Batched:
             return kernel, output
         if isinstance(fun, api.Transformed) and fun.kind in ("grad", "value_and_grad"):
             output = fun.with_backend("python")(*example)
-            source = fun.source
-            entry = f"{fun._entry_name()}_vjp"
+            # Compiled, the per-example gradient is specialised for the examples' kinds.
+            source = fun.specialised_source(example) if backend == "cpu" else fun.source
+            entry = f"{fun._entry_name(source)}_vjp"
             grads = "[1][0]" if isinstance(fun.argnums, int) else "[1]"
             if fun.kind == "grad":
                 view = (grads, "[0][1]") if fun.has_aux else grads

@@ -141,8 +141,8 @@ def call_info(fn, args: list, kwargs: tuple = ()):
         if fn is len and len(args) == 1:
             return INTEGER if args[0] is not None and args[0][0] in ("arr", "tup") else None
         if fn in (operator.matmul, np.dot, np.inner) and len(args) == 2:
-            one_d = all(a is not None and a[0] == "arr" and len(a[2]) == 1 for a in args)
-            return NUMBER if one_d and args[0] == args[1] else None
+            # Two vectors make a number (or an error, if their lengths differ).
+            return NUMBER if all(a is not None and a[0] == "arr" and len(a[2]) == 1 for a in args) else None
     except TypeError:  # an unhashable callable
         return None
     if _is_ufunc(fn, len(args)):
