@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import s2s
+from specialised import specialised_grad
 
 EXAMPLES = int(os.environ.get("S2S_PROPERTY_EXAMPLES", "200"))
 SIZE = 4
@@ -49,7 +50,8 @@ def programs(draw):
             if kind == "s" and draw(st.booleans()):
                 v = pick("v")
                 return draw(st.sampled_from([f"{v}[{draw(st.integers(-SIZE, SIZE - 1))}]",
-                                             f"np.sum({v})", f"np.mean({v} * {v})"]))
+                                             f"np.sum({v})", f"np.mean({v} * {v})",
+                                             f"np.sum({v}[1:-1] * {v}[2:] - {v}[:-2] * a)"]))
             return pick(kind)
         if choice == 1:
             inner = expression(kind, depth + 1)
@@ -83,7 +85,8 @@ def programs(draw):
             buffer = new("v")
             lines.append(f"{pad}{buffer} = np.zeros({SIZE})")
             lines.append(f"{pad}{buffer}[{draw(st.integers(0, SIZE - 1))}] = {value}")
-            lines.append(f"{pad}{buffer}[1:3] += {source}[0:2] * {scale}")
+            shifted = draw(st.sampled_from(["[1:3] += {v}[0:2]", "[1:] += {v}[:-1]", "[1:-1] -= {v}[2:]"]))
+            lines.append(f"{pad}{buffer}{shifted.format(v=source)} * {scale}")
         elif kind == "loop" and depth < 2:
             start, vector, expr = pick("s"), pick("v"), expression("s", 1)
             acc = new("s")
@@ -134,5 +137,9 @@ def test_random_programs_match_finite_differences(tmp_path_factory, source, seed
         return  # overflowed: not a fair finite-difference check
     try:
         s2s.testing.check_grads(program, (x, a), modes=("fwd", "rev"), rtol=1e-4, atol=1e-5)
+        # The module s2s.jit would compile for (array, float), run as NumPy, agrees.
+        for argnum in (0, 1):
+            expected = s2s.grad(program, argnums=argnum)(x, a)
+            np.testing.assert_allclose(specialised_grad(program, (x, a), argnum), expected, rtol=1e-12, atol=1e-12)
     except AssertionError as failure:
         raise AssertionError(f"{failure}\nprogram:\n{source}") from None

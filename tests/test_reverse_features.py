@@ -9,6 +9,7 @@ import pytest
 
 import s2s
 from programs import CASES
+from specialised import specialised_grad
 
 
 def _args(case):
@@ -20,6 +21,18 @@ def _args(case):
 def test_reverse_mode_matches_finite_differences(case):
     fn, args, argnums, _ = _args(case)
     s2s.testing.check_grads(fn, args, modes=("rev",), argnums=argnums)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_gradient_specialised_for_the_arguments_agrees(case):
+    """The module s2s.jit compiles for these arguments' kinds (unbroadcast left out where shapes
+    are proved equal), run as NumPy, gives the general module's gradient."""
+    fn, args, argnums, _ = _args(case)
+    expected = s2s.grad(fn, argnums=argnums)(*args)
+    got = specialised_grad(fn, args, argnums)
+    for a, b in zip(s2s.pytree.leaves(got), s2s.pytree.leaves(expected)):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+        assert np.shape(a) == np.shape(b)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

@@ -1,0 +1,20 @@
+"""The gradient that s2s.jit compiles for given arguments, run as plain NumPy.
+
+s2s.jit generates a gradient for what its arguments are (s2s/shapes.py). The module is
+valid NumPy too, so the tests can run it on the python backend: cheap (no compilation)
+for every corpus program and every random program.
+"""
+
+import s2s
+from s2s import api, backends, pytree
+
+
+def specialised_grad(fun, args, argnums=0):
+    g = s2s.grad(fun, argnums=argnums)
+    source = g.specialised_source(args)
+    module = backends.load(source, fun.__name__, "python")
+    vjp = getattr(module, f"{g._entry_name(source)}_vjp")
+    _, grads = vjp(*args, api._seed(args))
+    picked = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    grads = tuple(pytree.restructure(gr, args[k]) for gr, k in zip(grads, picked))
+    return grads[0] if isinstance(argnums, int) else grads
