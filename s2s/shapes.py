@@ -103,7 +103,10 @@ _BINARY = _INT_ARITHMETIC | {operator.truediv, operator.pow, operator.lt, operat
                              operator.ge, operator.eq, operator.ne}
 _UNARY_KEEPS_INT = {operator.neg, operator.pos, abs}
 _WHOLE_REDUCTIONS = {np.sum, np.mean, np.max, np.min, np.prod, np.var, np.std, np.amax, np.amin}
+# Of an array, an array of its shape; of a number, the runtime helpers give a number and
+# NumPy's a 0-d array (not followed).
 _SAME_SHAPE = {np.copy, runtime.copy, np.zeros_like, np.ones_like, np.empty_like, runtime.zeros_like}
+_NUMBER_STAYS = {runtime.copy, runtime.zeros_like}
 _MATH_INT = {math.floor, math.ceil, math.trunc}
 
 
@@ -114,9 +117,10 @@ def _is_ufunc(fn, nargs: int) -> bool:
 def call_info(fn, args: list, kwargs: tuple = ()):
     """The class of fn(*args) from its arguments' classes (None where unknown)."""
     try:
+        if fn in _SAME_SHAPE and len(args) == 1 and all(k == "dtype" for k, _ in kwargs):
+            kind = args[0][0] if args[0] is not None else None
+            return args[0] if kind == "arr" or kind == "num" and fn in _NUMBER_STAYS else None
         if kwargs:
-            if fn in _SAME_SHAPE and all(k == "dtype" for k, _ in kwargs) and len(args) == 1:
-                return args[0] if args[0] is not None and args[0][0] in ("num", "arr") else None
             return None
         if fn in _BINARY and len(args) == 2:
             return broadcast(*args, is_int=fn in _INT_ARITHMETIC)
@@ -124,8 +128,6 @@ def call_info(fn, args: list, kwargs: tuple = ()):
             return broadcast(args[0], is_int=True)
         if fn is operator.not_ and len(args) == 1:
             return NUMBER if args[0] is not None and args[0][0] == "num" else None
-        if fn in _SAME_SHAPE and len(args) == 1:
-            return args[0] if args[0] is not None and args[0][0] in ("num", "arr") else None
         if fn in _WHOLE_REDUCTIONS and len(args) == 1:
             return NUMBER if args[0] is not None and args[0][0] in ("num", "arr") else None
         if fn is np.where and len(args) == 3:
