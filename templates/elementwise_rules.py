@@ -114,8 +114,10 @@ def log10(y, x):
 
 @rule(np.sqrt, math.sqrt)
 def sqrt(y, x):
+    """The adjoint multiplies by 1 / y, as the division rule's does: where sqrt(x) is also
+    a divisor (1 / sqrt(x), x / norm), the compiler computes that reciprocal once."""
     y_dot = x_dot / (2.0 * y)
-    x_bar += y_bar / (2.0 * y)
+    x_bar += 0.5 * y_bar * (1.0 / y)
 
 
 @rule(np.square)
