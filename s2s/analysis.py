@@ -18,7 +18,7 @@ import numpy as np
 from . import ir
 from .errors import S2SError
 from .frontend import is_user_function
-from .rules import Rule, lookup
+from .rules import SELF_PRODUCT, Rule, lookup
 
 # Calls whose result may share memory with their first argument.
 VIEW_FUNCTIONS = {np.transpose, np.reshape, np.ravel, np.squeeze, np.expand_dims, np.asarray}
@@ -38,10 +38,10 @@ class StmtInfo:
 def rule_for(call: ir.Call, origin) -> Rule | None:
     if is_user_function(call.fn):
         return None
-    found = lookup(call.fn)
-    if found is None:
-        return None
-    return found
+    if call.fn is operator.mul and len(call.args) == 2 and not call.kwargs \
+            and all(isinstance(a, ir.Name) for a in call.args) and call.args[0].id == call.args[1].id:
+        return lookup(SELF_PRODUCT)  # x * x: one contribution to x's adjoint
+    return lookup(call.fn)
 
 
 def bind(call: ir.Call, found: Rule, origin) -> dict:

@@ -31,6 +31,7 @@ from .analysis import analyse, bind, rule_for
 from .codegen import Emitter, assign, name, runtime_call
 from .errors import S2SError
 from .frontend import is_user_function
+from .rules import QUOTIENT_UNREAD, Rule, lookup
 from .shapes import ShapeClasses, broadcast, call_info, same_shape
 
 
@@ -123,6 +124,7 @@ class VJP:
         # What the arguments are (s2s.jit sees them at the call; shapes.py): where it proves
         # that an adjoint already has its variable's shape, no unbroadcast and no shape tape.
         self.classes = ShapeClasses(fn, facts) if facts is not None else None
+        self.variants: dict[int, Rule | None] = {}  # id(stmt) -> the rule its reverse lines use
         self._plan_scopes()
         self.may_mutate = set()
         for members in self.an.alias_of.values():
@@ -216,7 +218,7 @@ class VJP:
         """
         shapes = shapes or {}
         call = stmt.value
-        found = rule_for(call, stmt.origin)
+        found = self.rule_variant(stmt, rule_for(call, stmt.origin))
         if found is None or found.kind != "rule":
             return [], [], set()  # no input is differentiated (analysis refused the others)
         bound = bind(call, found, stmt.origin)
@@ -340,6 +342,20 @@ class VJP:
         """var has one provable shape wherever it is bound: its value in the reverse sweep,
         whichever it is, shapes its adjoint (no shape tape)."""
         return self.classes is not None and self.classes.everywhere(var) is not None
+
+    def rule_variant(self, stmt: ir.Assign, found: Rule | None) -> Rule | None:
+        """The rule whose reverse lines this call gets: in a loop, a quotient that no other
+        rule reads has a rule without it (each iteration's quotient would otherwise be taped,
+        or recomputed by a second division)."""
+        if found is not lookup(operator.truediv) or not self.an.enclosing_loops(stmt):
+            return found
+        if id(stmt) not in self.variants:
+            self.variants[id(stmt)] = found  # (while its readers are asked)
+            z = stmt.targets[0]
+            read = any(n.var == z and not n.shape for other in self.an.occurrences.get(z, [])
+                       if other is not stmt for n in self.needs(other))
+            self.variants[id(stmt)] = found if read else lookup(QUOTIENT_UNREAD)
+        return self.variants[id(stmt)]
 
     def needs(self, stmt) -> set[Need]:
         """The values the reverse sweep reads when it handles this statement."""

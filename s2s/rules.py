@@ -57,6 +57,22 @@ def refuse_when_active(hint: str, *objects: Any) -> tuple:
     return ("refuse", objects, hint)
 
 
+class Case:
+    """A key for the rule of a special case of a call, which the function alone does not
+    name: analysis.rule_for picks one by the call's arguments (SELF_PRODUCT), the reverse
+    transform one by what reads the call's result (QUOTIENT_UNREAD)."""
+
+    def __init__(self, name: str):
+        self.__name__ = name
+
+    def __repr__(self) -> str:
+        return self.__name__
+
+
+SELF_PRODUCT = Case("x * x")  # operator.mul of one variable by itself
+QUOTIENT_UNREAD = Case("x / y in a loop")  # operator.truediv whose result no other rule reads
+
+
 # ---- the registry -----------------------------------------------------------------
 
 

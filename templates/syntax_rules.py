@@ -6,7 +6,7 @@ import operator
 
 import numpy as np
 
-from s2s.rules import nondifferentiable, rule
+from s2s.rules import QUOTIENT_UNREAD, SELF_PRODUCT, nondifferentiable, rule
 from s2s.runtime import copy, unbroadcast
 
 
@@ -31,11 +31,28 @@ def mul(z, x, y):
     y_bar += unbroadcast(x * z_bar, y)
 
 
+@rule(SELF_PRODUCT)
+def mul_self(z, x, y):
+    """x * x, both operands one variable: one contribution to x's adjoint rather than two."""
+    z_dot = (x + x) * x_dot
+    x_bar += (x + x) * z_bar
+
+
 @rule(operator.truediv)
 def truediv(z, x, y):
     z_dot = x_dot / y - z * y_dot / y
     x_bar += unbroadcast(z_bar / y, x)
     y_bar -= unbroadcast(z_bar * z / y, y)
+
+
+@rule(QUOTIENT_UNREAD)
+def truediv_in_loop(z, x, y):
+    """x / y in a loop, where no other rule reads z: y's adjoint z_bar * z / y written with
+    x and 1 / y (which the compiler computes once), so that the reverse sweep neither tapes
+    z nor divides again to recompute it."""
+    z_dot = x_dot / y - z * y_dot / y
+    x_bar += unbroadcast(z_bar / y, x)
+    y_bar -= unbroadcast(z_bar * x * (1.0 / y) * (1.0 / y), y)
 
 
 @rule(operator.pow, np.power, builtins.pow, math.pow)

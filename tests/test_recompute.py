@@ -162,3 +162,25 @@ def test_recomputed_from_values_popped_for_later_statements():
     _check(popped_operand_overwritten_in_between, [1.3, 0.7, 0.4])
     text = s2s.source(s2s.grad(popped_operand_overwritten_in_between, argnums=(0, 1, 2)))
     assert _pushes(text, "u")
+
+
+def quotients(x, a):
+    total = 0.0
+    for i in range(a.shape[0]):
+        d = a[i] - x
+        r = np.sqrt(d * d + 0.5)
+        u = x / r
+        total = total + a[i] / r + u * u
+    return total
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_quotients_no_rule_reads_are_not_divided_again(backend):
+    """a[i] / r feeds only a sum: its rule reads a[i] and 1 / r, and the reverse sweep
+    neither tapes the quotient nor divides again to recompute it. u = x / r is read by
+    u * u's rule, so its own rule reads u. d * d gives d one contribution."""
+    _check(quotients, [0.7, _rng().standard_normal(5)], backend)
+    text = s2s.source(s2s.grad(quotients, argnums=(0, 1)))
+    assert not _has_value_tapes(text)
+    assert "* (1.0 / r) * (1.0 / r), r)" in text and "u_bar * u / r, r)" in text
+    assert "d_bar = (d + d) * " in text
