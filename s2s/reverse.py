@@ -125,6 +125,7 @@ class VJP:
         # that an adjoint already has its variable's shape, no unbroadcast and no shape tape.
         self.classes = ShapeClasses(fn, facts) if facts is not None else None
         self.variants: dict[int, Rule | None] = {}  # id(stmt) -> the rule its reverse lines use
+        self.rule_locals: dict[tuple, str] = {}  # (id(stmt), id(rule), local) -> its name
         self._plan_scopes()
         self.may_mutate = set()
         for members in self.an.alias_of.values():
@@ -224,7 +225,8 @@ class VJP:
         bound = bind(call, found, stmt.origin)
         target = stmt.targets[0]
         rename = rename or {}
-        local_names = {n: self.names.fresh(f"{target}_{n}") for n in found.locals} if found.locals else {}
+        # A rule's locals are named once per statement: planning instantiates it again.
+        local_names = {n: self.local_name(stmt, found, n) for n in found.locals} if found.locals else {}
         used: set[Need] = set()
         em = self.em
 
@@ -356,6 +358,12 @@ class VJP:
                        if other is not stmt for n in self.needs(other))
             self.variants[id(stmt)] = found if read else lookup(QUOTIENT_UNREAD)
         return self.variants[id(stmt)]
+
+    def local_name(self, stmt, found, local: str) -> str:
+        key = (id(stmt), id(found), local)
+        if key not in self.rule_locals:
+            self.rule_locals[key] = self.names.fresh(f"{stmt.targets[0]}_{local}")
+        return self.rule_locals[key]
 
     def needs(self, stmt) -> set[Need]:
         """The values the reverse sweep reads when it handles this statement."""
