@@ -27,8 +27,8 @@ wrote so far (`x_bar = runtime.zeros_like(x)`, `_t11_bar = out_bar`) move before
 The order of the statements inside one element is kept, so a read of an array that the run
 writes is allowed only where the loop gives it the value the NumPy code gives it: a later
 statement reads or writes an array no further ahead than an earlier statement wrote or read
-it (offsets b <= a); several `+=` into one array are free, as addition commutes (up to
-rounding). Division, `%` and unknown calls stay NumPy (Numba raises on a scalar division
+it (offsets b <= a); several `+=` and `-=` into one array are free, as addition commutes
+(up to rounding). Division, `%` and unknown calls stay NumPy (Numba raises on a scalar division
 by zero, NumPy gives inf). Anything not proven stays as it was.
 """
 
@@ -304,6 +304,7 @@ class _Looper:
                 self.load_count[node.id] = self.load_count.get(node.id, 0) + 1
         self.params = {a.arg for a in function.args.args}
         self.loops = 0
+        self._private_cache: dict = {}
 
     # ---- blocks ---------------------------------------------------------------------
 
@@ -331,7 +332,7 @@ class _Looper:
             converted = self.loopable(stmt, run, fresh, body, refused)
             if converted is not None:
                 run.items.append(("loop", stmt, converted))
-            elif run.items and self.hoistable(stmt, run):
+            elif run.items and self.hoistable(stmt, run, body):
                 run.items.append(("hoist", stmt, None))
             else:
                 back = self.close(run, out, refused)
@@ -358,17 +359,27 @@ class _Looper:
         if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id in fresh:
             stores.discard(stmt.target.id)  # w += e on an array changes w in place
         fresh -= stores
-        if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
-                and _dotted(stmt.value) in ALLOCATIONS and not stmt.value.keywords
-                and _dotted(stmt.value)[0] not in self.shadowed):
-            c = self.lengths.cls(stmt.value)
-            if c is not None and c != NUM:
-                fresh.add(stmt.targets[0].id)
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            value = stmt.value
+            dotted = _dotted(value)
+            new_array = isinstance(value, (ast.BinOp, ast.UnaryOp)) or (
+                dotted is not None and dotted[0] not in self.shadowed and not value.keywords
+                and (dotted in ALLOCATIONS or dotted == ("runtime", "sum_bar")
+                     or (dotted[0] == "np" and dotted[1] in ELEMENTWISE_UFUNCS)))
+            c = self.lengths.cls(value)
+            if new_array and c is not None and c != NUM and c is not _TOP:
+                fresh.add(stmt.targets[0].id)  # arithmetic on arrays makes a new array
 
     # ---- what may join a run ------------------------------------------------------
 
     def _private(self, name: str, stmt, body: list) -> bool:
         """name is bound by stmt alone and read only by later simple statements of body."""
+        key = (name, id(stmt))
+        if key not in self._private_cache:
+            self._private_cache[key] = self._find_private(name, stmt, body)
+        return self._private_cache[key]
+
+    def _find_private(self, name: str, stmt, body: list) -> bool:
         if name in self.params or self.store_count.get(name, 0) != 1:
             return False
         try:
@@ -462,7 +473,7 @@ class _Looper:
             place = ast.Subscript(ast.Name(array, ast.Load()), index, ast.Store())
             if isinstance(stmt, ast.AugAssign):
                 converted = ast.AugAssign(place, stmt.op, element)
-                mode = "add" if isinstance(stmt.op, ast.Add) else "write"
+                mode = "add" if isinstance(stmt.op, (ast.Add, ast.Sub)) else "write"
             else:
                 converted = ast.Assign([place], element, lineno=0)
                 mode = "write"
@@ -526,10 +537,10 @@ class _Looper:
             if isinstance(node.op, (ast.Div, ast.FloorDiv, ast.Mod, ast.MatMult)):
                 raise _Refuse
             if isinstance(node.op, ast.Pow) and not (isinstance(node.right, ast.Constant)
-                                                     and isinstance(node.right.value, (int, float))
-                                                     and not isinstance(node.right.value, bool)
+                                                     and type(node.right.value) in (int, float)
+                                                     and float(node.right.value).is_integer()
                                                      and node.right.value >= 0):
-                raise _Refuse
+                raise _Refuse  # a whole power, as a number, means the same in NumPy and Numba
             return ast.BinOp(self.element(node.left, run, new), node.op, self.element(node.right, run, new))
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
             return ast.UnaryOp(node.op, self.element(node.operand, run, new))
@@ -541,15 +552,30 @@ class _Looper:
             if (dotted is not None and dotted[0] == "np" and "np" not in self.shadowed
                     and dotted[1] in ELEMENTWISE_UFUNCS and _call_kind(node, self.shadowed) == "fusable"):
                 return ast.Call(node.func, [self.element(a, run, new) for a in node.args], [])
+            if dotted == ("runtime", "sum_bar") and "runtime" not in self.shadowed and len(node.args) == 2:
+                # the adjoint of a sum: g in every element of an array shaped like its operand
+                self._same_length(self.lengths.cls(node.args[1]), run, new)
+                if self.lengths.cls(node.args[0]) != NUM:
+                    raise _Refuse
+                return self.element(node.args[0], run, new)
         raise _Refuse
 
-    def hoistable(self, stmt, run: _Run) -> bool:
+    def hoistable(self, stmt, run: _Run, body: list) -> bool:
         """A statement that binds a name to a pure value and may run before the loop."""
-        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            target = stmt.targets[0].id
+        elif isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
+            target = stmt.target.id  # a counter, such as a tape's length
+            if self.lengths.env.get(target) != NUM:
+                return False
+        else:
             return False
         if not changes_nothing(stmt.value, self.shadowed):
             return False
-        target = stmt.targets[0].id
+        c = self.lengths.cls(stmt.value)
+        if isinstance(stmt, ast.Assign) and c not in (None, NUM, _TOP) and c != run.length and _dotted(
+                stmt.value) not in ALLOCATIONS and self._private(target, stmt, body):
+            return False  # better a number of a loop of its own length
         return not (_loads(stmt.value) & run.stored) and target not in run.loaded | run.stored
 
     # ---- a finished run ------------------------------------------------------------
@@ -571,12 +597,18 @@ class _Looper:
             refused.add(id(run.items[cut][1]))
             return [s for _, s, _ in run.items]
         loops = [(kind, s, c) for kind, s, c in run.items if kind == "loop"]
-        worth = len(loops) >= 2 or (len(loops) == 1 and isinstance(loops[0][1], (ast.Assign, ast.AugAssign))
-                                    and isinstance(loops[0][1].targets[0] if isinstance(loops[0][1], ast.Assign)
-                                                   else loops[0][1].target, ast.Subscript))
-        if not worth:
-            out.extend(s for _, s, _ in run.items)
-            return []
+        # one statement is worth a loop where it updates a slice with an expression that Numba
+        # would compute into an array of its own first
+        worth = len(loops) >= 2 or (
+            len(loops) == 1 and isinstance(loops[0][1], (ast.Assign, ast.AugAssign))
+            and isinstance(loops[0][1].targets[0] if isinstance(loops[0][1], ast.Assign) else loops[0][1].target,
+                           ast.Subscript)
+            and not isinstance(loops[0][1].value, (ast.Name, ast.Subscript, ast.Constant)))
+        if not worth:  # the first statement stays NumPy; the others may start a run of their own
+            first = run.items[0][1]
+            out.append(first)
+            self._update_fresh(first, run.fresh, in_loop=False)
+            return [s for _, s, _ in run.items[1:]]
         # trailing comments go after the loop
         items = list(run.items)
         trailing = []
@@ -594,7 +626,7 @@ class _Looper:
         what = f"{root}.shape[0] - {trim}" if trim else f"{root}.shape[0]"
         note = f"The statements below as one loop over their {what} elements ({self.index} of x[a:] is x[{self.index} + a])"
         if scalars:
-            note += f"; {', '.join(scalars)} are numbers here"
+            note += f"; {', '.join(scalars)} {'are numbers' if len(scalars) > 1 else 'is a number'} here"
         if run.accumulators:
             note += f"; {', '.join(run.accumulators)} {'sums' if len(run.accumulators) == 1 else 'sum'} their terms"
         if self.comment is not None:
