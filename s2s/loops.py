@@ -36,8 +36,6 @@ from __future__ import annotations
 
 import ast
 
-import numpy as np
-
 from .fuse import _call_kind, _is_comment, changes_nothing
 
 NUM = ("num",)
@@ -63,6 +61,12 @@ def _dotted(node) -> tuple[str, str] | None:
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
         return node.func.value.id, node.func.attr
     return None
+
+
+def _at(k: str, offset: int) -> ast.expr:
+    """k + offset, the index of element k of a slice starting at offset."""
+    index = ast.Name(k, ast.Load())
+    return index if offset == 0 else ast.BinOp(index, ast.Add(), ast.Constant(offset))
 
 
 def _meet(a, b):
@@ -458,8 +462,8 @@ class _Looper:
                 raise _Refuse
             if array not in fresh or array in run.temps or array in run.accumulators:
                 raise _Refuse
-            self._same_length(self.lengths.cls(target if isinstance(target, ast.Subscript) else ast.Name(array, ast.Load())),
-                              run, new)
+            whole = target if isinstance(target, ast.Subscript) else ast.Name(array, ast.Load())
+            self._same_length(self.lengths.cls(whole), run, new)
             if array in _loads(stmt.value):
                 raise _Refuse
             if isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, (ast.Div, ast.FloorDiv, ast.Mod, ast.Pow,
@@ -469,7 +473,7 @@ class _Looper:
             value_cls = self.lengths.cls(stmt.value)
             if value_cls != NUM:
                 self._same_length(value_cls, run, new)
-            index = ast.Name(k, ast.Load()) if offset == 0 else ast.BinOp(ast.Name(k, ast.Load()), ast.Add(), ast.Constant(offset))
+            index = _at(k, offset)
             place = ast.Subscript(ast.Name(array, ast.Load()), index, ast.Store())
             if isinstance(stmt, ast.AugAssign):
                 converted = ast.AugAssign(place, stmt.op, element)
@@ -531,7 +535,7 @@ class _Looper:
             self._same_length(cls, run, new)
             offset = _slice_bounds(node.slice)[0]
             new["accesses"].append((node.value.id, offset, "read"))
-            index = ast.Name(k, ast.Load()) if offset == 0 else ast.BinOp(ast.Name(k, ast.Load()), ast.Add(), ast.Constant(offset))
+            index = _at(k, offset)
             return ast.Subscript(ast.Name(node.value.id, ast.Load()), index, ast.Load())
         if isinstance(node, ast.BinOp):
             if isinstance(node.op, (ast.Div, ast.FloorDiv, ast.Mod, ast.MatMult)):
@@ -609,22 +613,24 @@ class _Looper:
             out.append(first)
             self._update_fresh(first, run.fresh, in_loop=False)
             return [s for _, s, _ in run.items[1:]]
-        # trailing comments go after the loop
-        items = list(run.items)
-        trailing = []
-        while items and items[-1][0] == "comment":
-            trailing.insert(0, items.pop()[1])
+        # comments after the last statement of the loop go after it
+        last = max(j for j, (kind, _, _) in enumerate(run.items) if kind == "loop")
+        items = run.items[:last + 1] + [item for item in run.items[last + 1:] if item[0] == "hoist"]
+        trailing = [s for kind, s, _ in run.items[last + 1:] if kind == "comment"]
         hoisted = [s for kind, s, _ in items if kind == "hoist"]
         out.extend(hoisted)
         for name in run.accumulators:
             out.append(ast.Assign([ast.Name(name, ast.Store())], ast.Constant(0), lineno=0))
         root, trim = run.length[1], run.length[2]
-        size = ast.Subscript(ast.Attribute(ast.Name(root, ast.Load()), "shape", ast.Load()), ast.Constant(0), ast.Load())
+        size = ast.Subscript(ast.Attribute(ast.Name(root, ast.Load()), "shape", ast.Load()), ast.Constant(0),
+                             ast.Load())
         if trim:
-            size = ast.Call(ast.Name("max", ast.Load()), [ast.Constant(0), ast.BinOp(size, ast.Sub(), ast.Constant(trim))], [])
+            size = ast.Call(ast.Name("max", ast.Load()),
+                            [ast.Constant(0), ast.BinOp(size, ast.Sub(), ast.Constant(trim))], [])
         scalars = list(run.temps)
         what = f"{root}.shape[0] - {trim}" if trim else f"{root}.shape[0]"
-        note = f"The statements below as one loop over their {what} elements ({self.index} of x[a:] is x[{self.index} + a])"
+        k = self.index
+        note = f"The statements below as one loop over their {what} elements (element {k} of x[a:] is x[{k} + a])"
         if scalars:
             note += f"; {', '.join(scalars)} {'are numbers' if len(scalars) > 1 else 'is a number'} here"
         if run.accumulators:
@@ -632,11 +638,8 @@ class _Looper:
         if self.comment is not None:
             out.append(self.comment(note))
         loop_body = [c for kind, _, c in items if kind in ("loop", "comment")]
-        loop = ast.For(ast.Name(self.index, ast.Store()), ast.Call(ast.Name("range", ast.Load()), [size], []), loop_body, [],
-                       lineno=0)
-        loop._s2s_loop = True
-        loop._s2s_hoisted = hoisted
-        loop._s2s_items = [s for kind, s, _ in items if kind == "loop"]
+        loop = ast.For(ast.Name(self.index, ast.Store()), ast.Call(ast.Name("range", ast.Load()), [size], []),
+                       loop_body, [], lineno=0)
         out.append(loop)
         out.extend(trailing)
         self.loops += 1
