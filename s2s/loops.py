@@ -268,8 +268,6 @@ def _aliasing_loads(stmt, shadowed) -> set[str]:
         if isinstance(child, ast.Subscript) and isinstance(child.ctx, ast.Store):
             continue
         out.add(node.id)
-    if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
-        out.discard(stmt.target.id) if stmt.target.id not in _loads(stmt.value) else None
     return out
 
 
@@ -283,9 +281,6 @@ class _Run:
         self.accesses: list[tuple[str, int, str]] = []  # (array, offset, "read" | "write" | "add")
         self.stored: set[str] = set()  # names the loop statements bind or write
         self.loaded: set[str] = set()  # names the loop statements read
-
-    def loop_count(self) -> int:
-        return sum(1 for kind, _, _ in self.items if kind == "loop")
 
 
 class _Looper:
@@ -309,6 +304,7 @@ class _Looper:
         self.params = {a.arg for a in function.args.args}
         self.loops = 0
         self._private_cache: dict = {}
+        self._block_loads: dict = {}
 
     # ---- blocks ---------------------------------------------------------------------
 
@@ -378,26 +374,28 @@ class _Looper:
 
     def _private(self, name: str, stmt, body: list) -> bool:
         """name is bound by stmt alone and read only by later simple statements of body."""
-        key = (name, id(stmt))
-        if key not in self._private_cache:
-            self._private_cache[key] = self._find_private(name, stmt, body)
-        return self._private_cache[key]
+        key = (name, id(stmt), id(body))
+        if key not in self._private_cache:  # (the statement and block are kept, so ids stay theirs)
+            self._private_cache[key] = (self._find_private(name, stmt, body), stmt, body)
+        return self._private_cache[key][0]
 
     def _find_private(self, name: str, stmt, body: list) -> bool:
         if name in self.params or self.store_count.get(name, 0) != 1:
             return False
-        try:
-            position = next(k for k, s in enumerate(body) if s is stmt)
-        except StopIteration:
+        if id(body) not in self._block_loads:  # name -> [(position, simple statement)] per load
+            table: dict[str, list] = {}
+            for position, s in enumerate(body):
+                simple = isinstance(s, (ast.Assign, ast.AugAssign, ast.Expr))
+                for n in ast.walk(s):
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                        table.setdefault(n.id, []).append((position, simple))
+            self._block_loads[id(body)] = (table, {id(s): position for position, s in enumerate(body)}, body)
+        table, positions, _ = self._block_loads[id(body)]
+        position = positions.get(id(stmt))
+        loads = table.get(name, [])
+        if position is None or any(at <= position or not simple for at, simple in loads):
             return False
-        loads = 0
-        for k, s in enumerate(body):
-            count = sum(1 for n in ast.walk(s) if isinstance(n, ast.Name) and n.id == name
-                        and isinstance(n.ctx, ast.Load))
-            if count and (k <= position or not isinstance(s, (ast.Assign, ast.AugAssign, ast.Expr))):
-                return False
-            loads += count
-        return loads == self.load_count.get(name, 0)
+        return len(loads) == self.load_count.get(name, 0)
 
     def loopable(self, stmt, run: _Run, fresh: set[str], body: list, refused: set[int]) -> ast.stmt | None:
         """stmt as the loop's statement for element k, or None where it may not join run."""
@@ -519,7 +517,7 @@ class _Looper:
                 raise _Refuse
             if any(isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Div, ast.FloorDiv, ast.Mod, ast.Pow))
                    for n in ast.walk(node)):
-                raise _Refuse  # numbers divided, as the NumPy code did, would raise under Numba too; stay simple
+                raise _Refuse  # kept NumPy: a scalar division by zero raises under Numba
             return node
         if isinstance(node, ast.Name):
             if node.id in run.temps:
