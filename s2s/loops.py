@@ -628,7 +628,8 @@ class _Looper:
         scalars = list(run.temps)
         what = f"{root}.shape[0] - {trim}" if trim else f"{root}.shape[0]"
         k = self.index
-        note = f"The statements below as one loop over their {what} elements (element {k} of x[a:] is x[{k} + a])"
+        note = (f"One loop for the elementwise statements below: {k} runs over their {what} elements"
+                f" (v[a:] -> v[{k} + a])")
         if scalars:
             note += f"; {', '.join(scalars)} {'are numbers' if len(scalars) > 1 else 'is a number'} here"
         if run.accumulators:
