@@ -215,7 +215,8 @@ class _Lengths:
                 c = self.cls(node.args[0])
                 return c if c in (None, _TOP) else NUM
             if dotted in ALLOCATIONS and len(node.args) == 1:
-                return self.cls(node.args[0])
+                c = self.cls(node.args[0])
+                return None if c == NUM and module == "np" else c  # np.copy(2.0) is a 0-d array
             if dotted == ("runtime", "sum_bar") and len(node.args) == 2:
                 g, x = self.cls(node.args[0]), self.cls(node.args[1])
                 if g is _TOP or x is _TOP:
