@@ -267,13 +267,19 @@ class Emitter:
 
     # ---- modules ----------------------------------------------------------------
 
-    def render(self, header: list[str], body: list[ast.stmt], fuse: bool = False) -> str:
-        """The module's formatted source; fuse folds single-use temporaries (s2s/fuse.py)."""
+    def render(self, header: list[str], body: list[ast.stmt], fuse: bool = False, facts: dict | None = None) -> str:
+        """The module's formatted source; fuse folds single-use temporaries (s2s/fuse.py);
+        facts ({function name: {parameter: fact}}, for code specialised to its arguments)
+        then turns runs of elementwise statements of those functions into loops (s2s/loops.py)."""
         module = _RouteNumbaRejects().visit(ast.Module(body=body, type_ignores=[]))
         if fuse:
             from .fuse import fuse_module
 
             module.body = fuse_module(module.body, headings=self.origin_comments)
+        if facts:
+            from .loops import loop_module
+
+            module.body = loop_module(module.body, facts, comment=self.comment)
         ast.fix_missing_locations(module)
         text = ast.unparse(module)
         text = _COMMENT.sub(lambda m: f"{m.group(1)}# {self.comments[int(m.group(2))]}", text)

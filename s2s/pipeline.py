@@ -144,7 +144,8 @@ def module_source(fn: Any, mode: str, argnums: tuple[int, ...] = (0,), display_p
     if named_facts is not None:
         header.insert(1, "Specialised (s2s.jit) for arguments: "
                       + ", ".join(f"{p} {_describe_fact(f)}" for p, f in named_facts.items()) + ".")
-    return emitter.render(header, body, fuse=True)
+    loop_facts = None if named_facts is None else {f"{ename}_vjp": {**named_facts, "out_bar": "float"}}
+    return emitter.render(header, body, fuse=True, facts=loop_facts)
 
 
 def _describe_fact(fact) -> str:

@@ -1,0 +1,669 @@
+"""Explicit elementwise loops, for code specialised to its arguments (s2s.jit of a gradient).
+
+Each NumPy statement of the generated code allocates and fills an array of its own; Numba
+fuses a nested array expression into one loop, but not a chain of statements, and not a
+slice update `x_bar[:-1] += e` with its expression. Where the arguments' facts prove it
+(s2s/shapes.py: which parameters are 1-d arrays, which are numbers), this pass turns a run
+of elementwise statements over 1-d arrays of one length into one `for` loop over scalars:
+
+    _t4 = x[1:] - _t2 ** 2             for k in range(max(0, x.shape[0] - 1)):
+    x_bar[:-1] += _t4 * _t2      ->        _t4 = x[k + 1] - _t2 ** 2
+    x_bar[1:] += _t4                       x_bar[k] += _t4 * _t2
+                                           x_bar[k + 1] += _t4
+
+Lengths: a 1-d array parameter x that the function never rebinds has n elements; x[a:],
+x[:-b] and x[a:-b] (constants a, b >= 0) have max(0, n - a - b), their element k is x[k + a];
+elementwise results, copies and zeros_like keep their operand's length; numbers broadcast.
+A run is a sequence of statements of one block whose arrays all have the run's length:
+
+- `t = <elementwise expression>`: t becomes a scalar of the loop (t must be a temporary
+  the run alone reads, and not a view of an array the code writes);
+- `s = np.sum(<elementwise expression>)`: s accumulates, from 0, and is read after the loop;
+- `w[a:-b] += e`, `w[a:-b] = e`, `w += e`: w[k + a] is updated, where w was allocated in
+  this block (zeros_like, copy...) and nothing since made another name for it.
+
+Statements between them that only bind a name to a pure value reading nothing the run
+wrote so far (`x_bar = runtime.zeros_like(x)`, `_t11_bar = out_bar`) move before the loop.
+The order of the statements inside one element is kept, so a read of an array that the run
+writes is allowed only where the loop gives it the value the NumPy code gives it: a later
+statement reads or writes an array no further ahead than an earlier statement wrote or read
+it (offsets b <= a); several `+=` and `-=` into one array are free, as addition commutes
+(up to rounding). Division, `%` and unknown calls stay NumPy (Numba raises on a scalar division
+by zero, NumPy gives inf). Anything not proven stays as it was.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from .fuse import _call_kind, _is_comment, changes_nothing
+
+NUM = ("num",)
+_TOP = ("top",)  # not yet known, in the fixpoint over a function's assignments
+
+# ufuncs that are safe on scalars under Numba (no division, no exponent that can raise).
+ELEMENTWISE_UFUNCS = {
+    "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "exp", "exp2",
+    "expm1", "log", "log2", "log10", "log1p", "sqrt", "square", "abs", "absolute", "fabs",
+    "negative", "positive", "sign", "add", "subtract", "multiply", "maximum", "minimum",
+}
+# Calls that allocate a new array of their (first) argument's shape.
+ALLOCATIONS = {("np", "zeros_like"), ("np", "ones_like"), ("np", "empty_like"), ("np", "copy"),
+               ("runtime", "zeros_like"), ("runtime", "copy")}
+COPIES = {("np", "copy"), ("runtime", "copy")}
+
+
+class _Refuse(Exception):
+    pass
+
+
+def _dotted(node) -> tuple[str, str] | None:
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
+        return node.func.value.id, node.func.attr
+    return None
+
+
+def _at(k: str, offset: int) -> ast.expr:
+    """k + offset, the index of element k of a slice starting at offset."""
+    index = ast.Name(k, ast.Load())
+    return index if offset == 0 else ast.BinOp(index, ast.Add(), ast.Constant(offset))
+
+
+def _meet(a, b):
+    if a is _TOP:
+        return b
+    if b is _TOP:
+        return a
+    return a if a == b else None
+
+
+def _combine(classes):
+    """The class of an elementwise operation: numbers broadcast, arrays must agree."""
+    if any(c is None for c in classes):
+        return None
+    if any(c is _TOP for c in classes):
+        return _TOP
+    arrays = {c for c in classes if c != NUM}
+    if not arrays:
+        return NUM
+    return arrays.pop() if len(arrays) == 1 else None
+
+
+def _slice_bounds(node) -> tuple[int, int] | None:
+    """a, b of a slice a:-b (constants, a >= 0, b > 0; None for absent) or None."""
+    if not isinstance(node, ast.Slice) or node.step is not None:
+        return None
+    lower = 0
+    if node.lower is not None:
+        if not (isinstance(node.lower, ast.Constant) and type(node.lower.value) is int and node.lower.value >= 0):
+            return None
+        lower = node.lower.value
+    upper = 0
+    if node.upper is not None:
+        u = node.upper
+        if isinstance(u, ast.UnaryOp) and isinstance(u.op, ast.USub) and isinstance(u.operand, ast.Constant):
+            value = u.operand.value
+            if type(value) is not int or value <= 0:
+                return None
+            upper = value
+        elif isinstance(u, ast.Constant) and type(u.value) is int and u.value < 0:
+            upper = -u.value
+        else:
+            return None
+    return lower, upper
+
+
+class _Lengths:
+    """Which names hold numbers and which hold 1-d arrays of which length, everywhere in a
+    function (one class per name, from all its assignments: a fixpoint)."""
+
+    def __init__(self, function: ast.FunctionDef, facts: dict, shadowed: set[str]):
+        self.shadowed = shadowed
+        self.env: dict[str, tuple | None] = {}
+        params = [a.arg for a in function.args.args]
+        defs: dict[str, list] = {}
+        unknown: set[str] = set()
+        for node in ast.walk(function):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                defs.setdefault(node.targets[0].id, []).append(node.value)
+            elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+                defs.setdefault(node.target.id, []).append(ast.BinOp(node.target, node.op, node.value))
+            elif isinstance(node, (ast.Assign, ast.AugAssign, ast.For, ast.With, ast.AnnAssign, ast.Delete,
+                                   ast.NamedExpr, ast.comprehension, ast.Global, ast.Nonlocal)):
+                for n in ast.walk(node.target if isinstance(node, (ast.For, ast.comprehension, ast.AugAssign))
+                                  else node):
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+                        unknown.add(n.id)
+                    if isinstance(node, (ast.Global, ast.Nonlocal)):
+                        unknown.update(node.names)
+        self.roots = set()
+        for p in params:
+            fact = facts.get(p)
+            if p in defs or p in unknown:
+                self.env[p] = None
+            elif fact in ("float", "int", "bool"):
+                self.env[p] = NUM
+            elif fact == ["array", 1] or fact == ("array", 1):
+                self.env[p] = ("arr", p, 0)
+                self.roots.add(p)
+            else:
+                self.env[p] = None
+        for n in unknown:
+            self.env[n] = None
+        pending = {n: values for n, values in defs.items() if n not in self.env}
+        for n in pending:
+            self.env[n] = _TOP
+        for _ in range(50):
+            changed = False
+            for n, values in pending.items():
+                new = _TOP
+                for v in values:
+                    new = _meet(new, self.cls(v))
+                    if new is None:
+                        break
+                if new != self.env[n]:
+                    self.env[n], changed = new, True
+            if not changed:
+                break
+        else:  # no fixpoint: know nothing
+            for n in pending:
+                self.env[n] = None
+        for n, c in list(self.env.items()):
+            if c is _TOP:  # only ever assigned from itself
+                self.env[n] = None
+
+    def cls(self, node):
+        """NUM, ("arr", root, trim) (a 1-d array of max(0, len(root) - trim) elements),
+        _TOP (during the fixpoint) or None (not known)."""
+        if isinstance(node, ast.Constant):
+            return NUM if isinstance(node.value, (int, float, bool)) else None
+        if isinstance(node, ast.Name):
+            return self.env.get(node.id)
+        if isinstance(node, ast.Subscript):
+            base = self.cls(node.value)
+            bounds = _slice_bounds(node.slice)
+            if base is _TOP:
+                return _TOP
+            if base is None or base == NUM or bounds is None:
+                return None
+            return ("arr", base[1], base[2] + bounds[0] + bounds[1])
+        if isinstance(node, ast.BinOp):
+            if isinstance(node.op, ast.MatMult):
+                return None
+            return _combine([self.cls(node.left), self.cls(node.right)])
+        if isinstance(node, ast.UnaryOp):
+            return self.cls(node.operand) if isinstance(node.op, (ast.USub, ast.UAdd)) else None
+        if isinstance(node, ast.Compare):
+            if len(node.ops) != 1:
+                return None
+            return _combine([self.cls(node.left), self.cls(node.comparators[0])])
+        if isinstance(node, ast.Call):
+            if node.keywords:
+                return None
+            kind = _call_kind(node, self.shadowed)
+            dotted = _dotted(node)
+            if dotted is None:
+                return None
+            module, attr = dotted
+            if module in self.shadowed:
+                return None
+            if module == "np" and attr in ELEMENTWISE_UFUNCS and kind == "fusable":
+                return _combine([self.cls(a) for a in node.args])
+            if module == "math":
+                return NUM if _combine([self.cls(a) for a in node.args]) == NUM else None
+            if module == "np" and attr == "sum" and len(node.args) == 1:
+                c = self.cls(node.args[0])
+                return c if c in (None, _TOP) else NUM
+            if dotted in ALLOCATIONS and len(node.args) == 1:
+                c = self.cls(node.args[0])
+                return None if c == NUM and module == "np" else c  # np.copy(2.0) is a 0-d array
+            if dotted == ("runtime", "sum_bar") and len(node.args) == 2:
+                g, x = self.cls(node.args[0]), self.cls(node.args[1])
+                if g is _TOP or x is _TOP:
+                    return _TOP
+                return x if g == NUM and x is not None and x != NUM else None
+            return None
+        return None
+
+
+def _loads(node) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _stores(node) -> set[str]:
+    out = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))}
+    for n in ast.walk(node):
+        if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
+            out.add(n.target.id)
+    return out
+
+
+_SAFE_PARENTS = (ast.BinOp, ast.UnaryOp, ast.Compare)
+
+
+def _aliasing_loads(stmt, shadowed) -> set[str]:
+    """Names whose array this statement may give another name (or hand to a call that might):
+    every load except as an operand of arithmetic, an argument of an elementwise function or
+    of an allocation, and the array of a subscript write or of `w += e`."""
+    if not isinstance(stmt, (ast.Assign, ast.AugAssign, ast.Expr)):
+        return _loads(stmt)
+    parents = {}
+    for node in ast.walk(stmt):
+        for child in ast.iter_child_nodes(node):
+            parents[id(child)] = node
+    out = set()
+    for node in ast.walk(stmt):
+        if not (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)):
+            continue
+        child, parent = node, parents.get(id(node))
+        while isinstance(parent, ast.Subscript) and parent.value is child:
+            child, parent = parent, parents.get(id(parent))
+        if isinstance(parent, _SAFE_PARENTS):
+            continue
+        if isinstance(parent, ast.Call) and child in parent.args:
+            dotted = _dotted(parent)
+            if dotted is not None and dotted[0] not in shadowed and (
+                    (dotted[0] == "np" and (dotted[1] in ELEMENTWISE_UFUNCS or dotted[1] == "sum"))
+                    or dotted in ALLOCATIONS):
+                continue
+        if isinstance(child, ast.Subscript) and isinstance(child.ctx, ast.Store):
+            continue
+        out.add(node.id)
+    return out
+
+
+class _Run:
+    def __init__(self, fresh: set[str]):
+        self.fresh = set(fresh)  # the fresh arrays before the run, to scan it again
+        self.items: list[tuple[str, ast.stmt, ast.stmt | None]] = []  # (kind, original, in-loop)
+        self.length = None
+        self.temps: dict[str, int] = {}  # scalar temporary -> item index of its definition
+        self.accumulators: list[str] = []
+        self.accesses: list[tuple[str, int, str]] = []  # (array, offset, "read" | "write" | "add")
+        self.stored: set[str] = set()  # names the loop statements bind or write
+        self.loaded: set[str] = set()  # names the loop statements read
+
+
+class _Looper:
+    def __init__(self, function: ast.FunctionDef, facts: dict, shadowed: set[str], comment):
+        self.function = function
+        self.shadowed = shadowed
+        self.comment = comment
+        self.lengths = _Lengths(function, facts, shadowed)
+        used = {n.id for n in ast.walk(function) if isinstance(n, ast.Name)} | {a.arg for a in function.args.args}
+        self.index = next(c for c in ["k"] + [f"k{j}" for j in range(1, 1000)] if c not in used)
+        self.store_count: dict[str, int] = {}
+        for node in ast.walk(function):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                self.store_count[node.id] = self.store_count.get(node.id, 0) + 1
+            elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+                self.store_count[node.target.id] = self.store_count.get(node.target.id, 0) + 2
+        self.load_count: dict[str, int] = {}
+        for node in ast.walk(function):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                self.load_count[node.id] = self.load_count.get(node.id, 0) + 1
+        self.params = {a.arg for a in function.args.args}
+        self.loops = 0
+        self._private_cache: dict = {}
+        self._block_loads: dict = {}
+
+    # ---- blocks ---------------------------------------------------------------------
+
+    def block(self, body: list) -> list:
+        for stmt in body:
+            for field in ("body", "orelse", "finalbody"):
+                inner = getattr(stmt, field, None)
+                if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                    setattr(stmt, field, self.block(inner))
+        out: list = []
+        refused: set[int] = set()  # statements whose temporary is read after their run
+        fresh: set[str] = set()
+        queue = list(body)
+        run = _Run(fresh)
+        while queue or run.items:
+            if not queue:
+                back = self.close(run, out, refused)
+                queue, fresh = back, run.fresh
+                run = _Run(fresh)
+                continue
+            stmt = queue.pop(0)
+            if _is_comment(stmt):
+                (run.items.append(("comment", stmt, stmt)) if run.items else out.append(stmt))
+                continue
+            converted = self.loopable(stmt, run, fresh, body, refused)
+            if converted is not None:
+                run.items.append(("loop", stmt, converted))
+            elif run.items and self.hoistable(stmt, run, body):
+                run.items.append(("hoist", stmt, None))
+            else:
+                back = self.close(run, out, refused)
+                if back:  # scan the run's statements again, now that one of them is refused
+                    queue, fresh = back + [stmt] + queue, run.fresh
+                    run = _Run(fresh)
+                    continue
+                run = _Run(fresh)
+                converted = self.loopable(stmt, run, fresh, body, refused)
+                if converted is not None:
+                    run.items.append(("loop", stmt, converted))
+                else:
+                    out.append(stmt)
+            self._update_fresh(stmt, fresh, in_loop=converted is not None)
+        return out
+
+    def _update_fresh(self, stmt, fresh: set[str], in_loop: bool) -> None:
+        """fresh: arrays allocated in this block that no other name refers to."""
+        if _is_comment(stmt):
+            return
+        if not in_loop:
+            fresh -= _aliasing_loads(stmt, self.shadowed)
+        stores = _stores(stmt)
+        if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id in fresh:
+            stores.discard(stmt.target.id)  # w += e on an array changes w in place
+        fresh -= stores
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            value = stmt.value
+            dotted = _dotted(value)
+            new_array = isinstance(value, (ast.BinOp, ast.UnaryOp)) or (
+                dotted is not None and dotted[0] not in self.shadowed and not value.keywords
+                and (dotted in ALLOCATIONS or dotted == ("runtime", "sum_bar")
+                     or (dotted[0] == "np" and dotted[1] in ELEMENTWISE_UFUNCS)))
+            c = self.lengths.cls(value)
+            if new_array and c is not None and c != NUM and c is not _TOP:
+                fresh.add(stmt.targets[0].id)  # arithmetic on arrays makes a new array
+
+    # ---- what may join a run ------------------------------------------------------
+
+    def _private(self, name: str, stmt, body: list) -> bool:
+        """name is bound by stmt alone and read only by later simple statements of body."""
+        key = (name, id(stmt), id(body))
+        if key not in self._private_cache:  # (the statement and block are kept, so ids stay theirs)
+            self._private_cache[key] = (self._find_private(name, stmt, body), stmt, body)
+        return self._private_cache[key][0]
+
+    def _find_private(self, name: str, stmt, body: list) -> bool:
+        if name in self.params or self.store_count.get(name, 0) != 1:
+            return False
+        if id(body) not in self._block_loads:  # name -> [(position, simple statement)] per load
+            table: dict[str, list] = {}
+            for position, s in enumerate(body):
+                simple = isinstance(s, (ast.Assign, ast.AugAssign, ast.Expr))
+                for n in ast.walk(s):
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                        table.setdefault(n.id, []).append((position, simple))
+            self._block_loads[id(body)] = (table, {id(s): position for position, s in enumerate(body)}, body)
+        table, positions, _ = self._block_loads[id(body)]
+        position = positions.get(id(stmt))
+        loads = table.get(name, [])
+        if position is None or any(at <= position or not simple for at, simple in loads):
+            return False
+        return len(loads) == self.load_count.get(name, 0)
+
+    def loopable(self, stmt, run: _Run, fresh: set[str], body: list, refused: set[int]) -> ast.stmt | None:
+        """stmt as the loop's statement for element k, or None where it may not join run."""
+        if id(stmt) in refused:
+            return None
+        if not run.items:
+            run.fresh = set(fresh)
+        try:
+            return self._loopable(stmt, run, fresh, body)
+        except _Refuse:
+            return None
+
+    def _same_length(self, cls, run: _Run, new: dict) -> None:
+        if cls is None or cls == NUM or cls is _TOP or cls[1] not in self.lengths.roots:
+            raise _Refuse
+        length = run.length or new.get("length")
+        if length is None:
+            new["length"] = cls
+        elif cls != length:
+            raise _Refuse
+
+    def _loopable(self, stmt, run: _Run, fresh: set[str], body: list) -> ast.stmt:
+        new: dict = {"accesses": []}
+        k = self.index
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            target = stmt.targets[0].id
+            value = stmt.value
+            if target in run.loaded or target in run.stored:
+                raise _Refuse
+            dotted = _dotted(value)
+            if dotted == ("np", "sum") and len(value.args) == 1 and not value.keywords and "np" not in self.shadowed:
+                self._same_length(self.lengths.cls(value.args[0]), run, new)
+                element = self.element(value.args[0], run, new)
+                kind, converted = "accumulator", ast.AugAssign(ast.Name(target, ast.Store()), ast.Add(), element)
+            else:
+                if dotted in COPIES and len(value.args) == 1 and not value.keywords and dotted[0] not in self.shadowed:
+                    value = value.args[0]
+                elif isinstance(value, (ast.Name, ast.Subscript)):
+                    # a view: its later uses would see later writes into the array
+                    base = value.value if isinstance(value, ast.Subscript) else value
+                    if not (isinstance(base, ast.Name) and base.id in self.params):
+                        raise _Refuse
+                self._same_length(self.lengths.cls(value), run, new)
+                if not self._private(target, stmt, body):
+                    raise _Refuse
+                element = self.element(value, run, new)
+                kind, converted = "temp", ast.Assign([ast.Name(target, ast.Store())], element, lineno=0)
+            stored = {target}
+        elif isinstance(stmt, (ast.Assign, ast.AugAssign)):
+            target = stmt.targets[0] if isinstance(stmt, ast.Assign) else stmt.target
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) != 1:
+                raise _Refuse
+            if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+                array = target.value.id
+                bounds = _slice_bounds(target.slice)
+                if bounds is None:
+                    raise _Refuse
+                offset = bounds[0]
+            elif isinstance(target, ast.Name) and isinstance(stmt, ast.AugAssign):
+                array, offset = target.id, 0
+            else:
+                raise _Refuse
+            if array not in fresh or array in run.temps or array in run.accumulators:
+                raise _Refuse
+            whole = target if isinstance(target, ast.Subscript) else ast.Name(array, ast.Load())
+            self._same_length(self.lengths.cls(whole), run, new)
+            if array in _loads(stmt.value):
+                raise _Refuse
+            if isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, (ast.Div, ast.FloorDiv, ast.Mod, ast.Pow,
+                                                                        ast.MatMult)):
+                raise _Refuse
+            element = self.element(stmt.value, run, new)
+            value_cls = self.lengths.cls(stmt.value)
+            if value_cls != NUM:
+                self._same_length(value_cls, run, new)
+            index = _at(k, offset)
+            place = ast.Subscript(ast.Name(array, ast.Load()), index, ast.Store())
+            if isinstance(stmt, ast.AugAssign):
+                converted = ast.AugAssign(place, stmt.op, element)
+                mode = "add" if isinstance(stmt.op, (ast.Add, ast.Sub)) else "write"
+            else:
+                converted = ast.Assign([place], element, lineno=0)
+                mode = "write"
+            new["accesses"].append((array, offset, mode))
+            kind, stored = "write", {array}
+        else:
+            raise _Refuse
+        # hazards: a later statement touches an array no further ahead than an earlier one
+        for array, b, mode in new["accesses"]:
+            for other, a, other_mode in run.accesses:
+                if other != array or (mode == "read" and other_mode == "read"):
+                    continue
+                if mode == "add" and other_mode == "add":
+                    continue
+                if b > a:
+                    raise _Refuse
+        reads = _loads(stmt.value) | ({stmt.targets[0].value.id} if kind == "write" and isinstance(stmt, ast.Assign)
+                                      else set())
+        if reads & set(run.accumulators):
+            raise _Refuse
+        # commit
+        if run.length is None:
+            run.length = new["length"]
+        run.accesses += new["accesses"]
+        if kind == "temp":
+            run.temps[target] = len(run.items)
+        elif kind == "accumulator":
+            run.accumulators.append(target)
+        run.stored |= stored
+        run.loaded |= _loads(stmt)
+        return converted
+
+    def element(self, node, run: _Run, new: dict) -> ast.expr:
+        """Element k of an elementwise expression (scalars for arrays), recording its reads."""
+        k = self.index
+        cls = self.lengths.cls(node)
+        if cls == NUM and not any(isinstance(n, ast.Subscript) for n in ast.walk(node)):
+            if not changes_nothing(node, self.shadowed) or _loads(node) & run.stored:
+                raise _Refuse
+            if any(isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Div, ast.FloorDiv, ast.Mod, ast.Pow))
+                   for n in ast.walk(node)):
+                raise _Refuse  # kept NumPy: a scalar division by zero raises under Numba
+            return node
+        if isinstance(node, ast.Name):
+            if node.id in run.temps:
+                return ast.Name(node.id, ast.Load())
+            self._same_length(cls, run, new)
+            if node.id in run.stored:
+                raise _Refuse
+            new["accesses"].append((node.id, 0, "read"))
+            return ast.Subscript(ast.Name(node.id, ast.Load()), ast.Name(k, ast.Load()), ast.Load())
+        if isinstance(node, ast.Subscript):
+            if not isinstance(node.value, ast.Name) or node.value.id in run.temps:
+                raise _Refuse
+            self._same_length(cls, run, new)
+            offset = _slice_bounds(node.slice)[0]
+            new["accesses"].append((node.value.id, offset, "read"))
+            index = _at(k, offset)
+            return ast.Subscript(ast.Name(node.value.id, ast.Load()), index, ast.Load())
+        if isinstance(node, ast.BinOp):
+            if isinstance(node.op, (ast.Div, ast.FloorDiv, ast.Mod, ast.MatMult)):
+                raise _Refuse
+            if isinstance(node.op, ast.Pow) and not (isinstance(node.right, ast.Constant)
+                                                     and type(node.right.value) in (int, float)
+                                                     and float(node.right.value).is_integer()
+                                                     and node.right.value >= 0):
+                raise _Refuse  # a whole power, as a number, means the same in NumPy and Numba
+            return ast.BinOp(self.element(node.left, run, new), node.op, self.element(node.right, run, new))
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            return ast.UnaryOp(node.op, self.element(node.operand, run, new))
+        if isinstance(node, ast.Compare) and len(node.ops) == 1:
+            return ast.Compare(self.element(node.left, run, new), node.ops,
+                               [self.element(node.comparators[0], run, new)])
+        if isinstance(node, ast.Call) and not node.keywords:
+            dotted = _dotted(node)
+            if (dotted is not None and dotted[0] == "np" and "np" not in self.shadowed
+                    and dotted[1] in ELEMENTWISE_UFUNCS and _call_kind(node, self.shadowed) == "fusable"):
+                return ast.Call(node.func, [self.element(a, run, new) for a in node.args], [])
+            if dotted == ("runtime", "sum_bar") and "runtime" not in self.shadowed and len(node.args) == 2:
+                # the adjoint of a sum: g in every element of an array shaped like its operand
+                self._same_length(self.lengths.cls(node.args[1]), run, new)
+                if self.lengths.cls(node.args[0]) != NUM:
+                    raise _Refuse
+                return self.element(node.args[0], run, new)
+        raise _Refuse
+
+    def hoistable(self, stmt, run: _Run, body: list) -> bool:
+        """A statement that binds a name to a pure value and may run before the loop."""
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            target = stmt.targets[0].id
+        elif isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
+            target = stmt.target.id  # a counter, such as a tape's length
+            if self.lengths.env.get(target) != NUM:
+                return False
+        else:
+            return False
+        if not changes_nothing(stmt.value, self.shadowed):
+            return False
+        c = self.lengths.cls(stmt.value)
+        if isinstance(stmt, ast.Assign) and c not in (None, NUM, _TOP) and c != run.length and _dotted(
+                stmt.value) not in ALLOCATIONS and self._private(target, stmt, body):
+            return False  # better a number of a loop of its own length
+        return not (_loads(stmt.value) & run.stored) and target not in run.loaded | run.stored
+
+    # ---- a finished run ------------------------------------------------------------
+
+    def close(self, run: _Run, out: list, refused: set[int]) -> list:
+        """Write the run out (as a loop where worth it); statements to scan again where a
+        temporary of the run is read after it (its definition is then refused)."""
+        if not run.items:
+            return []
+        escaping = []
+        for name, position in run.temps.items():
+            loads = sum(1 for kind, s, _ in run.items if kind == "loop"
+                        for n in ast.walk(s) if isinstance(n, ast.Name) and n.id == name
+                        and isinstance(n.ctx, ast.Load))
+            if loads != self.load_count.get(name, 0):
+                escaping.append(position)
+        if escaping:
+            cut = min(escaping)
+            refused.add(id(run.items[cut][1]))
+            return [s for _, s, _ in run.items]
+        loops = [(kind, s, c) for kind, s, c in run.items if kind == "loop"]
+        # one statement is worth a loop where it updates a slice with an expression that Numba
+        # would compute into an array of its own first
+        worth = len(loops) >= 2 or (
+            len(loops) == 1 and isinstance(loops[0][1], (ast.Assign, ast.AugAssign))
+            and isinstance(loops[0][1].targets[0] if isinstance(loops[0][1], ast.Assign) else loops[0][1].target,
+                           ast.Subscript)
+            and not isinstance(loops[0][1].value, (ast.Name, ast.Subscript, ast.Constant)))
+        if not worth:  # the first statement stays NumPy; the others may start a run of their own
+            first = run.items[0][1]
+            out.append(first)
+            self._update_fresh(first, run.fresh, in_loop=False)
+            return [s for _, s, _ in run.items[1:]]
+        # comments after the last statement of the loop go after it
+        last = max(j for j, (kind, _, _) in enumerate(run.items) if kind == "loop")
+        items = run.items[:last + 1] + [item for item in run.items[last + 1:] if item[0] == "hoist"]
+        trailing = [s for kind, s, _ in run.items[last + 1:] if kind == "comment"]
+        hoisted = [s for kind, s, _ in items if kind == "hoist"]
+        out.extend(hoisted)
+        for name in run.accumulators:
+            out.append(ast.Assign([ast.Name(name, ast.Store())], ast.Constant(0), lineno=0))
+        root, trim = run.length[1], run.length[2]
+        size = ast.Subscript(ast.Attribute(ast.Name(root, ast.Load()), "shape", ast.Load()), ast.Constant(0),
+                             ast.Load())
+        if trim:
+            size = ast.Call(ast.Name("max", ast.Load()),
+                            [ast.Constant(0), ast.BinOp(size, ast.Sub(), ast.Constant(trim))], [])
+        scalars = list(run.temps)
+        what = f"{root}.shape[0] - {trim}" if trim else f"{root}.shape[0]"
+        k = self.index
+        note = (f"One loop for the elementwise statements below: {k} runs over their {what} elements"
+                f" (v[a:] -> v[{k} + a])")
+        if scalars:
+            note += f"; {', '.join(scalars)} {'are numbers' if len(scalars) > 1 else 'is a number'} here"
+        if run.accumulators:
+            note += f"; {', '.join(run.accumulators)} {'sums' if len(run.accumulators) == 1 else 'sum'} their terms"
+        if self.comment is not None:
+            out.append(self.comment(note))
+        loop_body = [c for kind, _, c in items if kind in ("loop", "comment")]
+        loop = ast.For(ast.Name(self.index, ast.Store()), ast.Call(ast.Name("range", ast.Load()), [size], []),
+                       loop_body, [], lineno=0)
+        out.append(loop)
+        out.extend(trailing)
+        self.loops += 1
+        return []
+
+
+def loop_function(function: ast.FunctionDef, facts: dict, shadowed: set[str] = frozenset(), comment=None) -> int:
+    """Apply the pass to one function in place; facts: its parameters' (shapes.argument_facts).
+    Returns how many loops it wrote."""
+    if {"range", "max"} & set(shadowed):
+        return 0
+    looper = _Looper(function, facts, set(shadowed), comment)
+    if not looper.lengths.roots:
+        return 0
+    function.body = looper.block(function.body)
+    return looper.loops
+
+
+def loop_module(body: list[ast.stmt], facts: dict[str, dict], comment=None) -> list[ast.stmt]:
+    """The pass on the functions of a generated module named in facts (function name ->
+    {parameter: fact})."""
+    defined = {stmt.name for stmt in body if isinstance(stmt, ast.FunctionDef)}
+    defined |= {t.id for stmt in body if isinstance(stmt, ast.Assign) for t in stmt.targets if isinstance(t, ast.Name)}
+    for stmt in body:
+        if isinstance(stmt, ast.FunctionDef) and stmt.name in facts:
+            loop_function(stmt, facts[stmt.name], defined, comment)
+    return body
