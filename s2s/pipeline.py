@@ -129,6 +129,7 @@ def module_source(fn: Any, mode: str, argnums: tuple[int, ...] = (0,), display_p
     if facts is not None:
         named_facts = {p: (facts[k] if k < len(facts) else None) for k, p in enumerate(entry.params)}
     body += vjp_functions(functions, emitter, argnums, has_aux, named_facts)
+    seed = body[-1].args.args[-1].arg  # the entry vjp's last parameter: out_bar, or a fresh name
     if rows:  # for jacrev: a compiled loop over a stack of output cotangents
         body.append(_columns_driver(ename, entry.params, "vjp", argnums[0]))
     if mode == "grad":
@@ -144,7 +145,8 @@ def module_source(fn: Any, mode: str, argnums: tuple[int, ...] = (0,), display_p
     if named_facts is not None:
         header.insert(1, "Specialised (s2s.jit) for arguments: "
                       + ", ".join(f"{p} {_describe_fact(f)}" for p, f in named_facts.items()) + ".")
-    loop_facts = None if named_facts is None else {f"{ename}_vjp": {**named_facts, "out_bar": "float"}}
+    # The gradient's seed is a number (s2s.jit calls the vjp with 1.0).
+    loop_facts = None if named_facts is None else {f"{ename}_vjp": {**named_facts, seed: "float"}}
     return emitter.render(header, body, fuse=True, facts=loop_facts)
 
 
