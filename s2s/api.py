@@ -283,6 +283,7 @@ class ForwardTransformed:
         self._source: str | None = None
         self._module = None
         self._entries: dict = {}
+        self._by_facts: dict = {}  # kinds of the arguments -> the specialised entry (cpu)
 
     @property
     def source(self) -> str:
@@ -312,6 +313,23 @@ class ForwardTransformed:
         if self.backend == "cpu":
             return tuple(pytree.to_numba(a) for a in args)
         return tuple(args)
+
+    def specialised_source(self, args) -> str:
+        """The forward module generated for these kinds of primals and tangents (s2s.jvp on
+        the cpu backend): its elementwise statements over 1-d arrays run as loops."""
+        from .shapes import argument_facts
+
+        return _source(self.fun, "jvp", {"facts": argument_facts(args)})
+
+    def specialised_entry(self, args):
+        key = _kinds(args)
+        if key not in self._by_facts:
+            import re
+
+            source = self.specialised_source(args)
+            module = backends.load(source, self.fun.__name__ + "_jvp", self.backend)
+            self._by_facts[key] = getattr(module, re.findall(r"^def (\w+)_jvp\(", source, re.M)[-1] + "_jvp")
+        return self._by_facts[key]
 
 
 _FORWARD: "weakref.WeakKeyDictionary | None" = None
@@ -355,7 +373,9 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
     if backend == "cpu":
         tangents = tuple(_scalar_like(t, p) for p, t in zip(primals, tangents))
     transformed = _forward_transformed(fun, backend)
-    out, out_dot = transformed.entry()(*transformed.call_args(primals + tangents))
+    call = transformed.call_args(primals + tangents)
+    entry = transformed.specialised_entry(call) if backend == "cpu" else transformed.entry()
+    out, out_dot = entry(*call)
     return out, out_dot
 
 

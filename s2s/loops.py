@@ -148,6 +148,11 @@ class _Lengths:
                 self.roots.add(p)
             else:
                 self.env[p] = None
+        for p in params:  # a tangent has its primal's shape (s2s.jvp checks it): ["like", primal]
+            fact = facts.get(p)
+            if isinstance(fact, (list, tuple)) and len(fact) == 2 and fact[0] == "like" \
+                    and fact[1] in self.roots and p not in defs and p not in unknown:
+                self.env[p] = ("arr", fact[1], 0)
         for n in unknown:
             self.env[n] = None
         pending = {n: values for n, values in defs.items() if n not in self.env}

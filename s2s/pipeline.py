@@ -113,7 +113,7 @@ def module_source(fn: Any, mode: str, argnums: tuple[int, ...] = (0,), display_p
     facts: what each argument is (shapes.argument_facts), for code specialised to them
     (s2s.jit of a gradient); None for code that takes any arguments."""
     if mode == "jvp":
-        return _jvp_module_source(fn, display_path, has_aux=has_aux, columns=columns)
+        return _jvp_module_source(fn, display_path, has_aux=has_aux, columns=columns, facts=facts)
     functions = collect(fn)
     emitter = Emitter()
     _assign_names(functions, emitter)
@@ -151,6 +151,8 @@ def module_source(fn: Any, mode: str, argnums: tuple[int, ...] = (0,), display_p
 
 
 def _describe_fact(fact) -> str:
+    if isinstance(fact, list) and fact[0] == "like":
+        return f"shaped like {fact[1]}"
     if isinstance(fact, list) and fact[0] == "array":
         return f"{fact[1]}-d array"
     if isinstance(fact, list) and fact[0] == "tuple":
@@ -179,7 +181,9 @@ def primal_module_source(fn: Any, display_path: str | None = None) -> str:
 
 
 def _jvp_module_source(fn: Any, display_path: str | None, second_order: bool = False,
-                       has_aux: bool = False, columns: bool = False) -> str:
+                       has_aux: bool = False, columns: bool = False, facts: list | None = None) -> str:
+    """facts: what each primal and then each tangent is, for s2s.jvp under s2s.jit's backend:
+    the entry's elementwise statements over 1-d arrays then run as loops (loops.py)."""
     functions = collect(fn)
     emitter = Emitter()
     _assign_names(functions, emitter)
@@ -196,7 +200,20 @@ def _jvp_module_source(fn: Any, display_path: str | None, second_order: bool = F
     elif columns:  # for jacfwd: a compiled loop over a stack of tangents, one per argument
         for k in range(len(entry.params)):
             body.append(_columns_driver(fname, entry.params, "jvp", k, has_aux))
-    return emitter.render(_header(entry, f"jvp of {entry.name}", display_path), body, fuse=True)
+    header = _header(entry, f"jvp of {entry.name}", display_path)
+    loop_facts = None
+    if facts is not None:
+        jvp_def = next(d for d in body if isinstance(d, ast.FunctionDef) and d.name == f"{fname}_jvp")
+        names = [a.arg for a in jvp_def.args.args]
+        named = {p: (facts[k] if k < len(facts) else None) for k, p in enumerate(names)}
+        primals = len(entry.params)
+        for k, p in enumerate(names[primals:]):  # s2s.jvp checks that a tangent has its primal's shape
+            if k < primals and named[p] == named[names[k]] and named[p] == ["array", 1]:
+                named[p] = ["like", names[k]]
+        header.insert(1, "Specialised (s2s.jit) for arguments: "
+                      + ", ".join(f"{p} {_describe_fact(f)}" for p, f in named.items()) + ".")
+        loop_facts = {jvp_def.name: named}
+    return emitter.render(header, body, fuse=True, facts=loop_facts)
 
 
 def _columns_driver(fname: str, params: list[str], mode: str, argnum: int = 0,
@@ -261,7 +278,7 @@ def generate(fn: Any, transform: str, options: dict | None = None, display_path:
     }
     if transform == "jvp":
         source = module_source(fn, "jvp", display_path=display_path, has_aux=bool(options.get("has_aux", False)),
-                               columns=bool(options.get("columns", False)))
+                               columns=bool(options.get("columns", False)), facts=options.get("facts"))
     elif transform == "second_order":
         source = _jvp_module_source(fn, display_path, second_order=True)
     elif transform == "primal":

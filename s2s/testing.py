@@ -57,6 +57,8 @@ def check_grads(fun: Callable, args: Sequence[Any], order: int = 1, modes: Seque
     fwd: the jvp J v against the same finite difference.
     order=2 (scalar functions) also checks the Hessian, forward over reverse, against central
     differences of the gradient.
+    backend="cpu" checks the compiled modules that s2s.jvp and s2s.jit(s2s.grad(f)) run,
+    which are specialised to the arguments' kinds (numbers, arrays and their ndim).
     """
     if order not in (1, 2):
         raise S2SError("check_grads checks first and second derivatives (order=1 or 2)")
@@ -85,7 +87,10 @@ def check_grads(fun: Callable, args: Sequence[Any], order: int = 1, modes: Seque
 
         forward = ForwardTransformed(fun, backend)
         tangents = [direction[k] if k in direction else _zero_tree_like(a) for k, a in enumerate(args)]
-        value, tangent = forward.entry()(*forward.call_args(list(args) + tangents))
+        call = forward.call_args(list(args) + tangents)
+        # On the cpu backend, the module s2s.jvp compiles: specialised to the arguments' kinds.
+        entry = forward.specialised_entry(call) if backend == "cpu" else forward.entry()
+        value, tangent = entry(*call)
         for got, want in zip(pytree.leaves(value), pytree.leaves(out)):
             np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12, err_msg="primal value differs")
         for got, want in zip(pytree.leaves(tangent), jv):
@@ -135,7 +140,11 @@ def _check_reverse(fun, args, argnums, direction, out, jv, rng, backend, rtol, a
 
     cotangent = _float_tree_like(out, rng)
     transformed = Transformed(fun, "vjp", argnums, backend=backend)
-    value, adjoints = transformed._vjp_function()(*transformed._call_args(args), cotangent)
+    # A scalar output's cotangent is a number: on the cpu backend, check the module that
+    # s2s.jit(s2s.grad(f)) compiles, specialised to the arguments' kinds.
+    specialised = backend == "cpu" and isinstance(cotangent, float)
+    vjp_function = transformed._specialised_vjp(args) if specialised else transformed._vjp_function()
+    value, adjoints = vjp_function(*transformed._call_args(args), cotangent)
     for got, want in zip(pytree.leaves(value), pytree.leaves(out)):
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12, err_msg="primal value differs")
     lhs = _vdot(cotangent, jv)

@@ -1,4 +1,4 @@
-"""The gradient that s2s.jit compiles for given arguments, run as plain NumPy.
+"""The gradient (and jvp) that s2s.jit compiles for given arguments, run as plain NumPy.
 
 s2s.jit generates a gradient for what its arguments are (s2s/shapes.py). The module is
 valid NumPy too, so the tests can run it on the python backend: cheap (no compilation)
@@ -18,3 +18,14 @@ def specialised_grad(fun, args, argnums=0):
     picked = (argnums,) if isinstance(argnums, int) else tuple(argnums)
     grads = tuple(pytree.restructure(gr, args[k]) for gr, k in zip(grads, picked))
     return grads[0] if isinstance(argnums, int) else grads
+
+
+def specialised_jvp(fun, primals, tangents):
+    """(value, tangent) from the forward module that s2s.jvp compiles for these arguments."""
+    import re
+
+    forward = api.ForwardTransformed(fun)
+    source = forward.specialised_source(tuple(primals) + tuple(tangents))
+    module = backends.load(source, fun.__name__ + "_jvp", "python")
+    entry = getattr(module, re.findall(r"^def (\w+)_jvp\(", source, re.M)[-1] + "_jvp")
+    return entry(*primals, *tangents)

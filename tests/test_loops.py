@@ -215,3 +215,20 @@ def test_float32_stays_float32():
 
 def test_the_command_line_code_stays_numpy():
     assert "for k in range(" not in s2s.source(s2s.grad(rosen))
+
+
+def shifted_products(x, s):
+    return np.sum(x[1:-1] * x[2:] * s + np.sin(x[2:]) * x[:-2])
+
+
+def test_jvp_on_the_cpu_backend_loops_too():
+    x, s = np.linspace(0.2, 1.4, 8), 0.7
+    x_dot, s_dot = np.linspace(-1.0, 1.0, 8), 0.3
+    forward = s2s.api.ForwardTransformed(shifted_products)
+    assert "for k in range(max(0, x.shape[0] - 2))" in forward.specialised_source((x, s, x_dot, s_dot))
+    value, tangent = s2s.jvp(shifted_products, (x, s), (x_dot, s_dot), backend="cpu")
+    h = 1e-6
+    expected = (shifted_products(x + h * x_dot, s + h * s_dot) - shifted_products(x - h * x_dot, s - h * s_dot)) / (2 * h)
+    np.testing.assert_allclose(value, shifted_products(x, s), rtol=1e-12)
+    np.testing.assert_allclose(tangent, expected, rtol=1e-7)
+    np.testing.assert_allclose(tangent, s2s.jvp(shifted_products, (x, s), (x_dot, s_dot))[1], rtol=1e-12)

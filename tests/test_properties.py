@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import s2s
-from specialised import specialised_grad
+from specialised import specialised_grad, specialised_jvp
 
 EXAMPLES = int(os.environ.get("S2S_PROPERTY_EXAMPLES", "200"))
 SIZE = 4
@@ -141,5 +141,9 @@ def test_random_programs_match_finite_differences(tmp_path_factory, source, seed
         for argnum in (0, 1):
             expected = s2s.grad(program, argnums=argnum)(x, a)
             np.testing.assert_allclose(specialised_grad(program, (x, a), argnum), expected, rtol=1e-12, atol=1e-12)
+        tangents = (rng.standard_normal(SIZE), float(rng.standard_normal()))
+        value, tangent = specialised_jvp(program, (x, a), tangents)
+        expected_value, expected_tangent = s2s.jvp(program, (x, a), tangents)
+        np.testing.assert_allclose([value, tangent], [expected_value, expected_tangent], rtol=1e-10, atol=1e-10)
     except AssertionError as failure:
         raise AssertionError(f"{failure}\nprogram:\n{source}") from None
