@@ -137,13 +137,14 @@ def test_random_programs_match_finite_differences(tmp_path_factory, source, seed
         return  # overflowed: not a fair finite-difference check
     try:
         s2s.testing.check_grads(program, (x, a), modes=("fwd", "rev"), rtol=1e-4, atol=1e-5)
-        # The module s2s.jit would compile for (array, float), run as NumPy, agrees.
-        for argnum in (0, 1):
-            expected = s2s.grad(program, argnums=argnum)(x, a)
-            np.testing.assert_allclose(specialised_grad(program, (x, a), argnum), expected, rtol=1e-12, atol=1e-12)
-        tangents = (rng.standard_normal(SIZE), float(rng.standard_normal()))
-        value, tangent = specialised_jvp(program, (x, a), tangents)
-        expected_value, expected_tangent = s2s.jvp(program, (x, a), tangents)
-        np.testing.assert_allclose([value, tangent], [expected_value, expected_tangent], rtol=1e-10, atol=1e-10)
+        if seed % 3 == 0:  # (a third of the programs: generating two more modules costs ~0.4 s)
+            # The modules s2s.jit would compile for (array, float), run as NumPy, agree.
+            expected = s2s.grad(program, argnums=(0, 1))(x, a)
+            for got, want in zip(specialised_grad(program, (x, a), (0, 1)), expected):
+                np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+            tangents = (rng.standard_normal(SIZE), float(rng.standard_normal()))
+            value, tangent = specialised_jvp(program, (x, a), tangents)
+            expected_value, expected_tangent = s2s.jvp(program, (x, a), tangents)
+            np.testing.assert_allclose([value, tangent], [expected_value, expected_tangent], rtol=1e-10, atol=1e-10)
     except AssertionError as failure:
         raise AssertionError(f"{failure}\nprogram:\n{source}") from None
