@@ -37,6 +37,7 @@ from __future__ import annotations
 import ast
 
 from .fuse import _call_kind, _is_comment, changes_nothing
+from .shapes import constant_trim
 
 NUM = ("num",)
 _TOP = ("top",)  # not yet known, in the fixpoint over a function's assignments
@@ -90,27 +91,21 @@ def _combine(classes):
 
 
 def _slice_bounds(node) -> tuple[int, int] | None:
-    """a, b of a slice a:-b (constants, a >= 0, b > 0; None for absent) or None."""
+    """a, b of a slice a:-b (constants, a >= 0, b > 0; 0 for absent) or None."""
     if not isinstance(node, ast.Slice) or node.step is not None:
         return None
-    lower = 0
-    if node.lower is not None:
-        if not (isinstance(node.lower, ast.Constant) and type(node.lower.value) is int and node.lower.value >= 0):
+
+    def value(bound):
+        if bound is None:
             return None
-        lower = node.lower.value
-    upper = 0
-    if node.upper is not None:
-        u = node.upper
-        if isinstance(u, ast.UnaryOp) and isinstance(u.op, ast.USub) and isinstance(u.operand, ast.Constant):
-            value = u.operand.value
-            if type(value) is not int or value <= 0:
-                return None
-            upper = value
-        elif isinstance(u, ast.Constant) and type(u.value) is int and u.value < 0:
-            upper = -u.value
-        else:
-            return None
-    return lower, upper
+        if isinstance(bound, ast.UnaryOp) and isinstance(bound.op, ast.USub) and isinstance(bound.operand, ast.Constant) \
+                and type(bound.operand.value) is int:
+            return -bound.operand.value
+        return bound.value if isinstance(bound, ast.Constant) else bound  # (not an int: refused)
+
+    lower = value(node.lower)
+    trim = constant_trim(lower, value(node.upper), None)
+    return None if trim is None else (lower or 0, trim - (lower or 0))
 
 
 class _Lengths:

@@ -343,19 +343,21 @@ def _element(info, count: int):
     return ("arr", info[1], axes) if axes else NUMBER
 
 
-def _constant_trim(item: ir.Slice) -> int | None:
-    """x[a:-b] with constants a >= 0, b > 0 (either may be left out) has max(0, n - a - b)
-    elements along its axis: the trim a + b. Anything else: None."""
-    if item.step is not None and not (isinstance(item.step, ir.Const) and item.step.value == 1):
+def constant_trim(lower, upper, step) -> int | None:
+    """x[lower:upper:step] with int constants (None where left out; anything else is not a
+    constant): x[a:-b] with a >= 0, b > 0 has max(0, n - a - b) elements along its axis,
+    the trim a + b. Any other slice: None. (loops.py reads slices of generated code so too.)"""
+    if step is not None and (type(step) is not int or step != 1):
         return None
-    lower = 0
-    if item.lower is not None:
-        if not (isinstance(item.lower, ir.Const) and type(item.lower.value) is int and item.lower.value >= 0):
-            return None
-        lower = item.lower.value
-    upper = 0
-    if item.upper is not None:
-        if not (isinstance(item.upper, ir.Const) and type(item.upper.value) is int and item.upper.value < 0):
-            return None
-        upper = -item.upper.value
-    return lower + upper
+    if lower is not None and (type(lower) is not int or lower < 0):
+        return None
+    if upper is not None and (type(upper) is not int or upper >= 0):
+        return None
+    return (lower or 0) - (upper or 0)
+
+
+def _constant_trim(item: ir.Slice) -> int | None:
+    def value(atom):
+        return None if atom is None else atom.value if isinstance(atom, ir.Const) else atom
+
+    return constant_trim(value(item.lower), value(item.upper), value(item.step))
