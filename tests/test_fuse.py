@@ -45,7 +45,7 @@ UNCHANGED = {
         def f(x):
             _t1 = x * 2.0
             x = 3.0
-            y = _t1 + 1.0
+            y = _t1 + x
             return y
     """,
     "a use inside a loop": """
@@ -221,3 +221,74 @@ def test_rosenbrock_gradient_is_fused_and_correct_on_both_backends():
     expected[1:] += 200.0 * (x[1:] - x[:-1] ** 2)
     np.testing.assert_allclose(g(x), expected, rtol=1e-12)
     np.testing.assert_allclose(s2s.jit(g)(x), expected, rtol=1e-12)
+
+
+def test_dead_code_goes_through_loops_where_nothing_reads_it():
+    # What only the left-out value needed: an accumulator of the reader's name, the loops
+    # left empty, and the temporaries they read.
+    assert fused("""
+        def f(pos, out_bar):
+            n = pos.shape[0]
+            energy = 0.0
+            for i in range(n):
+                _t2 = i + 1
+                for j in range(_t2, n):
+                    d = pos[i] - pos[j]
+                    energy = energy - 1.0 / d
+            pos_bar = runtime.zeros_like(pos)
+            for i in range(n - 1, -1, -1):
+                for j in range(n - 1, i, -1):
+                    pos_bar[j] += out_bar
+            return (None, (pos_bar,))
+    """) == same("""
+        def f(pos, out_bar):
+            n = pos.shape[0]
+            pos_bar = runtime.zeros_like(pos)
+            for i in range(n - 1, -1, -1):
+                for j in range(n - 1, i, -1):
+                    pos_bar[j] += out_bar
+            return (None, (pos_bar,))
+    """)
+
+
+KEPT_ALIVE = {
+    "read in a later iteration": """
+        def f(x, n):
+            s = 0.0
+            t = 0.0
+            for k in range(n):
+                t = s * 2.0
+                s = x[k]
+            return t
+    """,
+    "a loop variable read after the loop": """
+        def f(x, n):
+            k = 0
+            for k in range(n):
+                pass
+            return x * k
+    """,
+    "an in-place update of an array another name may share": """
+        def f(x):
+            v = x[1:]
+            v += 1.0
+            return x
+    """,
+    "a call that may change something": """
+        def f(x, tape):
+            v = runtime.new_tape(x, 3)
+            tape.append(x)
+            return x
+    """,
+    "a while loop (it must still run, or not end)": """
+        def f(x):
+            while x > 1.0:
+                pass
+            return x
+    """,
+}
+
+
+def test_what_dead_code_removal_keeps():
+    for why, source in KEPT_ALIVE.items():
+        assert fused(source) == same(source), why
