@@ -99,7 +99,9 @@ class Transformed:
     def _entry_name(self, source: str | None = None) -> str:
         import re
 
-        match = re.search(r"^def (\w+)_value_and_grad\(", source or self.source, re.M)
+        # (a module specialised for s2s.grad that leaves the value out has `<name>_grad` instead)
+        match = re.search(r"^def (\w+)_value_and_grad\(", source or self.source, re.M) \
+            or re.search(r"^def (\w+)_grad\(", source or self.source, re.M)
         return match.group(1)
 
     def specialised_source(self, args) -> str:
@@ -108,6 +110,8 @@ class Transformed:
         from .shapes import argument_facts
 
         options = {"argnums": list(self._argnums), "has_aux": self.has_aux, "facts": argument_facts(args)}
+        if self.kind == "grad":
+            options["value"] = False  # grad has no use for it (left out where proved a number)
         return _source(self.fun, "grad", options)
 
     def _specialised_vjp(self, args):
@@ -158,7 +162,8 @@ class Transformed:
                 raise failure from None
             self._require_scalar(value[0] if self.has_aux else value)
             raise
-        self._require_scalar(out[0] if self.has_aux else out)
+        if out is not None:  # None: a module that proved the value a number left it out
+            self._require_scalar(out[0] if self.has_aux else out)
         grads = tuple(pytree.restructure(g, args[k]) for g, k in zip(grads, self._argnums))
         grad = grads[0] if isinstance(self.argnums, int) else grads
         if self.kind == "value_and_grad":

@@ -75,8 +75,9 @@ def primal_function(lowered: ir.Function, emitter: Emitter) -> ast.FunctionDef:
 
 
 def vjp_functions(functions: list[ir.Function], emitter: Emitter, argnums: tuple[int, ...],
-                  has_aux: bool = False, facts: dict | None = None) -> list:
-    """Primal and reverse-mode functions for the callees, then the reverse mode of the entry."""
+                  has_aux: bool = False, facts: dict | None = None, value_needed: bool = True) -> tuple[list, bool]:
+    """Primal and reverse-mode functions for the callees, then the reverse mode of the entry;
+    and whether that leaves the value out (value_needed=False, where it is proved a number)."""
     defs = []
     for lowered in functions[:-1]:
         defs.append(primal_function(lowered, emitter))
@@ -92,8 +93,9 @@ def vjp_functions(functions: list[ir.Function], emitter: Emitter, argnums: tuple
     if len(set(active)) != len(active):
         raise S2SError(f"argnums {argnums} repeats an argument")
     ename = emitter.function_names[id(entry.python)]
-    defs.append(VJP(entry, emitter, active, f"{ename}_vjp", has_aux, facts).build())
-    return defs
+    entry_vjp = VJP(entry, emitter, active, f"{ename}_vjp", has_aux, facts, value_needed)
+    defs.append(entry_vjp.build())
+    return defs, entry_vjp.value_skipped
 
 
 def jvp_functions(functions: list[ir.Function], emitter: Emitter) -> list:
@@ -107,11 +109,12 @@ def jvp_functions(functions: list[ir.Function], emitter: Emitter) -> list:
 
 def module_source(fn: Any, mode: str, argnums: tuple[int, ...] = (0,), display_path: str | None = None,
                   has_aux: bool = False, columns: bool = False, rows: bool = False,
-                  facts: list | None = None) -> str:
+                  facts: list | None = None, value_needed: bool = True) -> str:
     """The generated module for one transform of fn. mode: "grad" (reverse) or "jvp" (forward).
 
     facts: what each argument is (shapes.argument_facts), for code specialised to them
-    (s2s.jit of a gradient); None for code that takes any arguments."""
+    (s2s.jit of a gradient); None for code that takes any arguments. value_needed=False (with
+    facts, for s2s.grad): the value is left out where it is proved a number."""
     if mode == "jvp":
         return _jvp_module_source(fn, display_path, has_aux=has_aux, columns=columns, facts=facts)
     functions = collect(fn)
@@ -128,7 +131,8 @@ def module_source(fn: Any, mode: str, argnums: tuple[int, ...] = (0,), display_p
     named_facts = None
     if facts is not None:
         named_facts = {p: (facts[k] if k < len(facts) else None) for k, p in enumerate(entry.params)}
-    body += vjp_functions(functions, emitter, argnums, has_aux, named_facts)
+    defs, value_skipped = vjp_functions(functions, emitter, argnums, has_aux, named_facts, value_needed)
+    body += defs
     seed = body[-1].args.args[-1].arg  # the entry vjp's last parameter: out_bar, or a fresh name
     if rows:  # for jacrev: a compiled loop over a stack of output cotangents
         body.append(_columns_driver(ename, entry.params, "vjp", argnums[0]))
@@ -137,9 +141,15 @@ def module_source(fn: Any, mode: str, argnums: tuple[int, ...] = (0,), display_p
         call = ast.Call(name(f"{ename}_vjp"), [name(p) for p in params] + [ast.Constant(1.0)], [])
         args = ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in params], kwonlyargs=[],
                              kw_defaults=[], defaults=[])
-        doc = ast.Expr(ast.Constant(f"Value and gradient of {entry.name} with respect to "
-                                    f"{', '.join(params[k] for k in argnums)}."))
-        body.append(ast.FunctionDef(f"{ename}_value_and_grad", args, [doc, ast.Return(call)], [], None, lineno=0))
+        wrt = ", ".join(params[k] for k in argnums)
+        if value_skipped:
+            doc = ast.Expr(ast.Constant(f"Gradient of {entry.name} with respect to {wrt}."))
+            call = ast.Subscript(call, ast.Constant(1), ast.Load())
+            body.append(ast.FunctionDef(f"{ename}_grad", args, [doc, ast.Return(call)], [], None, lineno=0))
+        else:
+            doc = ast.Expr(ast.Constant(f"Value and gradient of {entry.name} with respect to {wrt}."))
+            body.append(ast.FunctionDef(f"{ename}_value_and_grad", args, [doc, ast.Return(call)], [], None,
+                                        lineno=0))
     what = f"{mode} of {entry.name} with respect to {', '.join(entry.params[k] for k in argnums)}"
     header = _header(entry, what, display_path)
     if named_facts is not None:
@@ -291,7 +301,8 @@ def generate(fn: Any, transform: str, options: dict | None = None, display_path:
             argnums = tuple(range(len(inspect.signature(fn).parameters)))
         facts = options.get("facts") if transform == "grad" else None
         source = module_source(fn, transform, argnums, display_path, bool(options.get("has_aux", False)),
-                               rows=bool(options.get("rows", False)) and len(argnums) == 1, facts=facts)
+                               rows=bool(options.get("rows", False)) and len(argnums) == 1, facts=facts,
+                               value_needed=bool(options.get("value", True)))
     return source, dependencies
 
 

@@ -87,7 +87,8 @@ def _all_names(fn: ir.Function) -> set[str]:
 
 class VJP:
     def __init__(self, fn: ir.Function, emitter: Emitter, active_params: list[str],
-                 function_name: str, has_aux: bool = False, facts: dict | None = None):
+                 function_name: str, has_aux: bool = False, facts: dict | None = None,
+                 value_needed: bool = True):
         for stmt in ir.walk(fn.body):
             if isinstance(stmt, ir.Push) or (isinstance(stmt, ir.Assign) and (isinstance(stmt.value, ir.Pop) or (
                     isinstance(stmt.value, ir.Call) and stmt.value.fn is runtime.new_tape))) or (
@@ -124,6 +125,12 @@ class VJP:
         # What the arguments are (s2s.jit sees them at the call; shapes.py): where it proves
         # that an adjoint already has its variable's shape, no unbroadcast and no shape tape.
         self.classes = ShapeClasses(fn, facts) if facts is not None else None
+        # s2s.grad has no use for the value: where it is proved a number (so that no check of
+        # the output's shape is needed), the vjp returns None for it, and the folding pass then
+        # drops what only the value needed (a sum over a long vector is a chain of dependent
+        # additions that costs more than the rest of the gradient).
+        self.value_skipped = (not value_needed and not has_aux and self.classes is not None
+                              and self.classes.result is not None and self.classes.result[0] == "num")
         self.variants: dict[int, Rule | None] = {}  # id(stmt) -> the rule its reverse lines use
         self.rule_locals: dict[tuple, str] = {}  # (id(stmt), id(rule), local) -> its name
         self._plan_scopes()
@@ -1244,7 +1251,7 @@ class VJP:
             adj = self.adjoint_of(p) if (p in self.straight and p in self.live) or (
                 p not in self.straight and p in self.materialized and p not in self.pending) else None
             grads.append(adj if adj is not None else runtime_call("zeros_like", name(p)))
-        output = self.em.atom(result)
+        output = ast.Constant(None) if self.value_skipped else self.em.atom(result)
         body = []
         if self.tape_order:
             body.append(self.em.comment("Tapes: values the reverse sweep needs after they are overwritten"))
@@ -1261,7 +1268,7 @@ class VJP:
                     body.append(assign(t, runtime_call("shape_tape") if t in self.shape_tapes
                                        else ast.List([], ast.Load())))
         body += forward
-        if isinstance(result, ir.Name) and result.id in self.popped_into:
+        if isinstance(result, ir.Name) and result.id in self.popped_into and not self.value_skipped:
             saved = self.names.fresh("out")
             body.append(assign(saved, name(result.id)))
             output = name(saved)
@@ -1269,9 +1276,11 @@ class VJP:
         body.append(ast.Return(ast.Tuple([output, ast.Tuple(grads, ast.Load())], ast.Load())))
         args = ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in fn.params] + [ast.arg(out_bar)],
                              kwonlyargs=[], kw_defaults=[], defaults=[])
+        adjoints = f"adjoints of {', '.join(self.active_params) or 'nothing'}"
         doc = ast.Expr(ast.Constant(
-            f"Reverse mode of {fn.name} ({fn.origin.short()}): returns (value, adjoints of "
-            f"{', '.join(self.active_params) or 'nothing'})."))
+            f"Reverse mode of {fn.name} ({fn.origin.short()}): returns (None, {adjoints}); the value, a "
+            "number, is left out, as grad does not return it." if self.value_skipped else
+            f"Reverse mode of {fn.name} ({fn.origin.short()}): returns (value, {adjoints})."))
         return ast.FunctionDef(self.function_name, args, [doc] + body, [], None, lineno=0)
 
 

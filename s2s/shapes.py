@@ -178,7 +178,9 @@ class ShapeClasses:
         self.before: dict[int, dict] = {}
         self.after: dict[int, dict] = {}
         env = {p: _info_from_fact(facts.get(p), p) for p in fn.params}
-        self._block(fn.body, env)
+        self.at_exit = self._block(fn.body, env)
+        # (normalize lowers every return to one at the end: fn.result is read after the body)
+        self.result = self._atom(fn.result, self.at_exit) if fn.result is not None else None
 
     def pre(self, stmt, var: str):
         return self.before.get(id(stmt), {}).get(var)

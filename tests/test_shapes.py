@@ -181,3 +181,41 @@ def test_one_gradient_object_serves_several_kinds_of_arguments():
     np.testing.assert_allclose(np.sum(as_row), as_number, rtol=1e-12)
     np.testing.assert_allclose(as_row, central_difference_grad(broadcasts, (x, row, np.full(4, 1.5)), 2),
                                rtol=1e-6)
+
+
+# ---- grad leaves out a value it has no use for ----------------------------------------------
+
+
+def pair_energy(pos, mass):
+    n = pos.shape[0]
+    energy = 0.0
+    for i in range(n):
+        for j in range(i + 1, n):
+            d = pos[i, 0] - pos[j, 0]
+            energy = energy - mass[i] * mass[j] / np.sqrt(d * d + 0.01)
+    return energy
+
+
+def doubled(x):
+    return x * 2.0
+
+
+def test_grad_leaves_out_a_value_proved_a_number():
+    pos, mass = np.array([[0.1, 1.0], [0.5, -1.0], [-0.7, 0.0], [1.3, 2.0]]), np.array([1.0, 0.5, 2.0, 1.5])
+    g = s2s.jit(s2s.grad(pair_energy))
+    got = g(pos, mass)
+    source = s2s.source(g)
+    assert "returns (None, adjoints of pos)" in source and "def pair_energy_grad(pos, mass):" in source
+    code = "\n".join(line for line in source.splitlines() if not line.strip().startswith("#"))
+    assert "energy = " not in code and code.count("for i in range") == 1  # the forward sweep went
+    np.testing.assert_allclose(got, central_difference_grad(pair_energy, (pos, mass), 0), rtol=1e-6, atol=1e-9)
+    value, again = s2s.jit(s2s.value_and_grad(pair_energy))(pos, mass)  # value_and_grad keeps it
+    assert value == pytest.approx(pair_energy(pos, mass), rel=1e-12)
+    np.testing.assert_allclose(again, got, rtol=1e-12)
+
+
+def test_grad_keeps_a_value_not_proved_a_number_and_still_checks_it():
+    g = s2s.jit(s2s.grad(doubled))
+    with pytest.raises(s2s.S2SError, match="scalar output"):
+        g(np.ones(3))
+    assert "returns (value, adjoints of x)" in g.specialised_source((np.ones(3),))
