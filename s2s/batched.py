@@ -105,8 +105,8 @@ def _call_key(args: Any) -> Any:
     as much as a compiled per-example driver runs on thousands of small examples."""
     if isinstance(args, np.ndarray):
         return (args.dtype, args.shape)
-    if isinstance(args, (float, int, np.number)):  # (bool is an int)
-        return type(args)
+    if isinstance(args, (float, np.number)) or isinstance(args, int) and -2**63 <= args < 2**63:
+        return type(args)  # (bool is an int; a larger int is another dtype: the full path)
     if isinstance(args, (tuple, list)):
         keys = tuple(_call_key(x) for x in args)
         return None if None in keys else (type(args), keys)
@@ -462,7 +462,7 @@ class Batched:
         args = self._with_defaults(args)
         call_key = _call_key(args)
         if call_key is not None:
-            call_key = (given, call_key, self.backend)
+            call_key = (given, call_key, self.backend, repr(self.in_axes))
         found = self._by_call_key.get(call_key) if call_key is not None else None
         if found is not None:  # a call like an earlier one: its trees and checks hold
             spec, trees = found
@@ -478,6 +478,8 @@ class Batched:
                 self.in_axes = in_axes
             spec = self._specialise(args, trees, self.backend)
             if call_key is not None:
+                if len(self._by_call_key) >= 64:  # e.g. many batch sizes: keep the record small
+                    self._by_call_key.clear()
                 self._by_call_key[call_key] = (spec, trees)
         self._last_source = spec["source"]
         if spec["call"] is None:  # no generated code: a Python loop over examples
