@@ -102,7 +102,7 @@ def _call_key(args: Any) -> Any:
     """A cheap key that determines a call's specialisation and its checks: the types, dtypes
     and whole shapes of the leaves (so also the batch size), or None for anything else (then
     the call takes the full path). Computing _trees and _signature costs tens of microseconds,
-    as much as a compiled per-example driver runs on thousands of small examples."""
+    as long as the compiled driver takes for hundreds of small examples."""
     if isinstance(args, np.ndarray):
         return (args.dtype, args.shape)
     if isinstance(args, (float, np.number)) or isinstance(args, int) and -2**63 <= args < 2**63:
