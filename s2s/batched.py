@@ -98,6 +98,21 @@ def _signature(args: tuple, trees: list) -> tuple:
     return tuple(key(a, t) for a, t in zip(args, trees))
 
 
+def _call_key(args: Any) -> Any:
+    """A cheap key that determines a call's specialisation and its checks: the types, dtypes
+    and whole shapes of the leaves (so also the batch size), or None for anything else (then
+    the call takes the full path). Computing _trees and _signature costs tens of microseconds,
+    as long as the compiled driver takes for hundreds of small examples."""
+    if isinstance(args, np.ndarray):
+        return (args.dtype, args.shape)
+    if isinstance(args, (float, np.number)) or isinstance(args, int) and -2**63 <= args < 2**63:
+        return type(args)  # (bool is an int; a larger int is another dtype: the full path)
+    if isinstance(args, (tuple, list)):
+        keys = tuple(_call_key(x) for x in args)
+        return None if None in keys else (type(args), keys)
+    return None
+
+
 def _param_names(fun: Callable, count: int) -> list[str]:
     try:
         names = [p.name for p in inspect.signature(fun).parameters.values()
@@ -140,6 +155,8 @@ class Batched:
         # names the axes too: rebinding `predict` to a vmap with other axes is a change.
         self.__qualname__ = f"vmap({getattr(fun, '__qualname__', fun)}, in_axes={in_axes!r}, out_axes={out_axes!r})"
         self._specialised: dict = {}
+        self._by_call_key: dict = {}  # _call_key of a checked call -> its specialisation
+        self._defaults: tuple | None = None  # (positional parameters, their defaults), see _with_defaults
         self._last_source: str | None = None
         self._loop_function: Callable | None = None
 
@@ -326,6 +343,7 @@ class Batched:
         axes = self._out_axes(probe)
         spec = {"probe": probe, "structure": pytree.flatten(probe)[1], "out_axes": axes,
                 "leaf_dtypes": [np.asarray(x).dtype for x in pytree.leaves(probe)],
+                "floating": [np.issubdtype(np.asarray(x).dtype, np.floating) for x in pytree.leaves(probe)],
                 "leaf_ndims": [np.ndim(x) for x in pytree.leaves(probe)]}
         if kernel is None:
             if backend != "python":
@@ -420,18 +438,21 @@ class Batched:
 
     def _with_defaults(self, args: tuple) -> tuple:
         """Parameters left to their defaults are passed, unmapped: the generated code takes them all."""
-        fun = self.fun
-        while isinstance(fun, (Batched, api.Transformed, api.Primal)):
-            fun = fun.fun
-        try:
-            params = [p for p in inspect.signature(fun).parameters.values()
-                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        except (TypeError, ValueError):
+        if self._defaults is None:
+            fun = self.fun
+            while isinstance(fun, (Batched, api.Transformed, api.Primal)):
+                fun = fun.fun
+            try:
+                params = [p for p in inspect.signature(fun).parameters.values()
+                          if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+            except (TypeError, ValueError):
+                params = []
+            self._defaults = (len(params), tuple(p.default for p in params))
+        count, defaults = self._defaults
+        missing = defaults[len(args):count]
+        if not missing or any(d is inspect.Parameter.empty for d in missing):
             return args
-        missing = params[len(args):]
-        if not missing or any(p.default is inspect.Parameter.empty for p in missing):
-            return args
-        return args + tuple(p.default for p in missing)
+        return args + missing
 
     def __call__(self, *args, **kwargs):
         if kwargs:
@@ -439,16 +460,27 @@ class Batched:
                            hint="in_axes names positions, as in JAX")
         given = len(args)
         args = self._with_defaults(args)
-        in_axes = self.in_axes
-        if given < len(args):  # defaults are not mapped
-            spec = tuple(in_axes) if isinstance(in_axes, (tuple, list)) else (in_axes,) * given
-            if len(spec) == given:
-                self.in_axes = spec + (None,) * (len(args) - given)
-        try:
-            trees = self._trees(args)
-        finally:
-            self.in_axes = in_axes
-        spec = self._specialise(args, trees, self.backend)
+        call_key = _call_key(args)
+        if call_key is not None:
+            call_key = (given, call_key, self.backend, repr(self.in_axes))
+        found = self._by_call_key.get(call_key) if call_key is not None else None
+        if found is not None:  # a call like an earlier one: its trees and checks hold
+            spec, trees = found
+        else:
+            in_axes = self.in_axes
+            if given < len(args):  # defaults are not mapped
+                axes = tuple(in_axes) if isinstance(in_axes, (tuple, list)) else (in_axes,) * given
+                if len(axes) == given:
+                    self.in_axes = axes + (None,) * (len(args) - given)
+            try:
+                trees = self._trees(args)
+            finally:
+                self.in_axes = in_axes
+            spec = self._specialise(args, trees, self.backend)
+            if call_key is not None:
+                if len(self._by_call_key) >= 64:  # e.g. many batch sizes: keep the record small
+                    self._by_call_key.clear()
+                self._by_call_key[call_key] = (spec, trees)
         self._last_source = spec["source"]
         if spec["call"] is None:  # no generated code: a Python loop over examples
             n = next(size for k, (a, t) in enumerate(zip(args, trees)) for _, _, size in _mapped_leaves(a, t, ""))
@@ -470,14 +502,14 @@ class Batched:
                 raise S2SError(str(exc).replace("s2s: vmap: ", "vmap: "),
                                hint="return values of the same shape for every example") from None
         leaves = []
-        for value, dtype, axis in zip(stacked, spec["leaf_dtypes"], spec["out_axes"]):
+        for value, dtype, axis, floating in zip(stacked, spec["leaf_dtypes"], spec["out_axes"], spec["floating"]):
             value = np.asarray(value)
             if axis is None:  # out_axes=None: the output must not depend on the example
                 if not all(np.array_equal(v, value[0], equal_nan=value.dtype.kind in "fc") for v in value[1:]):
                     raise S2SError("vmap: out_axes=None for an output that differs between examples",
                                    hint="give that output an axis in out_axes")
                 value = value[0]
-            if np.issubdtype(dtype, np.floating) and value.dtype != dtype:
+            if floating and value.dtype != dtype:
                 value = value.astype(dtype)
             leaves.append(value)
         return pytree.unflatten(spec["structure"], leaves)

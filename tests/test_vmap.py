@@ -556,3 +556,54 @@ def test_vmapped_functions_of_one_name_in_two_modules_keep_their_own_gradients(t
     for backend in BACKENDS:
         for module, scale in ((scaled_by_2, 2.0), (scaled_by_3, 3.0)):
             np.testing.assert_array_equal(s2s.jit(s2s.grad(module.total), backend=backend)(xs), scale)
+
+
+def path_value(market, z, dt):
+    """One path of a loop-heavy per-example function, with a tuple of shared numbers."""
+    spot, sigma = market
+    s = spot
+    for t in range(z.shape[0]):
+        s = s * math.exp(-0.5 * sigma * sigma * dt + sigma * math.sqrt(dt) * z[t])
+    return s * s
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_per_example_gradients_match_central_differences(backend):
+    """Per-example gradients with respect to a shared argument and a mapped one (argnums=(0, 1))."""
+    w, xs, ys = rng.normal(size=3), rng.normal(size=(4, 3)), (rng.random(4) > 0.5).astype(float)
+    w_bar, x_bar = batched(s2s.grad(logistic_loss, argnums=(0, 1)), backend, in_axes=(None, 0, 0))(w, xs, ys)
+    assert w_bar.shape == x_bar.shape == (4, 3)
+    for i in range(4):
+        example = (w, xs[i], ys[i])
+        np.testing.assert_allclose(w_bar[i], central_difference_grad(logistic_loss, example, 0), rtol=1e-6, atol=1e-9)
+        np.testing.assert_allclose(x_bar[i], central_difference_grad(logistic_loss, example, 1), rtol=1e-6, atol=1e-9)
+
+
+def test_per_example_gradients_of_a_loop_with_a_shared_tuple_match_central_differences():
+    market, zs, dt = (1.05, 0.25), rng.normal(size=(3, 8)), 1.0 / 8
+    spot_bar, sigma_bar = s2s.vmap(s2s.grad(path_value), in_axes=(None, 0, None))(market, zs, dt)
+    for i in range(3):
+        fd_spot = central_difference_grad(lambda s: path_value((float(s), market[1]), zs[i], dt), (market[0],), 0)
+        fd_sigma = central_difference_grad(lambda v: path_value((market[0], float(v)), zs[i], dt), (market[1],), 0)
+        np.testing.assert_allclose(spot_bar[i], fd_spot, rtol=1e-6)
+        np.testing.assert_allclose(sigma_bar[i], fd_sigma, rtol=1e-6)
+
+
+def test_a_repeated_call_reuses_its_specialisation_and_still_checks_new_arguments():
+    f = s2s.vmap(two_outputs, in_axes=(0, None))
+    xs, y = rng.normal(size=(4, 3)), rng.normal(size=3)
+    first = f(xs, y)
+    assert len(f._specialised) == 1 and len(f._by_call_key) == 1
+    again = f(xs * 2.0, y)  # same kinds and shapes: the recorded specialisation, no new checks needed
+    np.testing.assert_allclose(again[0], np.sin(xs * 2.0) * y)
+    assert len(f._specialised) == 1 and len(f._by_call_key) == 1
+    np.testing.assert_allclose(f(xs[:2], y)[1], first[1][:2])  # another batch size: checked, same specialisation
+    assert len(f._specialised) == 1 and len(f._by_call_key) == 2
+    assert f(xs.astype(np.float32), y.astype(np.float32))[0].dtype == np.float32  # another dtype: its own
+    assert len(f._specialised) == 2
+    with pytest.raises(s2s.S2SError, match="in_axes asks to map argument 0 over axis 0, but it has 0 dimensions"):
+        f(1.0, y)
+    g = s2s.vmap(two_outputs)
+    g(xs, xs)
+    with pytest.raises(s2s.S2SError, match="inconsistent sizes"):
+        g(xs, xs[:3])
