@@ -48,7 +48,6 @@ def test_rosenbrock_becomes_one_loop():
             _t11_bar = out_bar
             x_bar = runtime.zeros_like(x)
             _t11 = 0
-            x_bar_k1_prev = 0.0
             for k in range(max(0, x.shape[0] - 1)):
                 _t2 = x[k]
                 _t4 = x[k + 1] - _t2 ** 2
@@ -57,12 +56,32 @@ def test_rosenbrock_becomes_one_loop():
                 x_bar[k] += -(_t11_bar * 2 * _t8)
                 _t4_bar = 100.0 * _t11_bar * 2 * _t4
                 x_bar[k] += -_t4_bar * 2 * _t2
+                x_bar[k + 1] += _t4_bar
+            return (_t11, (x_bar,))
+    """)
+
+
+def test_rosenbrock_without_its_value_carries_one_delay():
+    # grad does not compute the value: x_bar[k + 1] += ... waits in a number for one iteration
+    source = ROSENBROCK.replace("_t11 = np.sum(100.0 * _t4 ** 2 + _t8 ** 2)", "").replace("(_t11, ", "(None, ")
+    assert looped(source, {"x": ONE_D, "out_bar": "float"}) == same("""
+        def f_vjp(x, out_bar):
+            _t11_bar = out_bar
+            x_bar = runtime.zeros_like(x)
+            x_bar_k1_prev = 0.0
+            for k in range(max(0, x.shape[0] - 1)):
+                _t2 = x[k]
+                _t4 = x[k + 1] - _t2 ** 2
+                _t8 = 1.0 - x[k]
+                x_bar[k] += -(_t11_bar * 2 * _t8)
+                _t4_bar = 100.0 * _t11_bar * 2 * _t4
+                x_bar[k] += -_t4_bar * 2 * _t2
                 x_bar_k1 = _t4_bar
                 x_bar[k] += x_bar_k1_prev
                 x_bar_k1_prev = x_bar_k1
             if x.shape[0] > 1:
                 x_bar[x.shape[0] - 1] += x_bar_k1_prev
-            return (_t11, (x_bar,))
+            return (None, (x_bar,))
     """)
 
 
@@ -119,6 +138,14 @@ NOT_CARRIED = {
             w[1:] += x[:-1]
             w[:-1] = x[1:] * 2.0
             return w
+    """,
+    "beside a sum (not vectorised anyway)": """
+        def f(x, out_bar):
+            w = runtime.zeros_like(x)
+            s = np.sum(x[1:] * x[:-1])
+            w[:-1] += x[1:] * 2.0
+            w[1:] += x[:-1]
+            return (s, w)
     """,
     "not made by runtime.zeros_like (its dtype unknown)": """
         def f(x, out_bar):
@@ -279,12 +306,21 @@ def test_gradients_under_jit(fun, extra):
     assert "for k in range(" in compiled.source
 
 
+def shifted(x):
+    """The gradient's loop adds into x_bar at offsets k and k + 1 (one delay), with no sum."""
+    y = x.copy()
+    y[1:] = x[1:] * np.sin(x[:-1])
+    return np.sum(y * y)
+
+
 def stencil(x):
-    """Adjoint updates at three offsets (k, k + 1, k + 2): two carried, in the gradient's loop."""
-    return np.sum(x[2:] * x[:-2] - np.sin(x[1:-1]) * x[2:] + 0.5 * x[1:-1] ** 2)
+    """Offsets k, k + 1 and k + 2 (delays of one and two iterations)."""
+    y = x.copy()
+    y[1:-1] = x[2:] * x[:-2] - np.sin(x[1:-1]) * x[2:]
+    return np.sum(y * y)
 
 
-@pytest.mark.parametrize("fun", [rosen, stencil])
+@pytest.mark.parametrize("fun", [shifted, stencil])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_carried_updates_under_jit(fun, dtype):
     # lengths 0 to 3: the loop runs never, or fewer times than its delays are long
