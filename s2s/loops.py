@@ -28,8 +28,13 @@ The order of the statements inside one element is kept, so a read of an array th
 writes is allowed only where the loop gives it the value the NumPy code gives it: a later
 statement reads or writes an array no further ahead than an earlier statement wrote or read
 it (offsets b <= a); several `+=` and `-=` into one array are free, as addition commutes
-(up to rounding). Division, `%` and unknown calls stay NumPy (Numba raises on a scalar division
-by zero, NumPy gives inf). Anything not proven stays as it was.
+(up to rounding). Where the loop only adds into an adjoint (an array of runtime.zeros_like)
+at several offsets, the terms for the elements ahead of the loop's wait in numbers until
+the loop reaches them (`_Looper.carry`): `x_bar[k + 1] += t` would be read back by the next
+iteration, and that dependency through memory keeps LLVM from vectorising the loop (unless
+the loop also sums, which keeps it from vectorising in any case).
+Division, `%` and unknown calls stay NumPy (Numba raises on a scalar division by zero, NumPy
+gives inf). Anything not proven stays as it was.
 """
 
 from __future__ import annotations
@@ -282,6 +287,7 @@ class _Run:
         self.accesses: list[tuple[str, int, str]] = []  # (array, offset, "read" | "write" | "add")
         self.stored: set[str] = set()  # names the loop statements bind or write
         self.loaded: set[str] = set()  # names the loop statements read
+        self.zeroed: set[str] = set()  # arrays it writes that runtime.zeros_like made (a float dtype)
 
 
 class _Looper:
@@ -292,6 +298,7 @@ class _Looper:
         self.lengths = _Lengths(function, facts, shadowed)
         used = {n.id for n in ast.walk(function) if isinstance(n, ast.Name)} | {a.arg for a in function.args.args}
         self.index = next(c for c in ["k"] + [f"k{j}" for j in range(1, 1000)] if c not in used)
+        self.used = used | set(shadowed) | {self.index}  # names a carry (fresh_name) must not take
         self.store_count: dict[str, int] = {}
         for node in ast.walk(function):
             if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
@@ -350,8 +357,9 @@ class _Looper:
             self._update_fresh(stmt, fresh, in_loop=converted is not None)
         return out
 
-    def _update_fresh(self, stmt, fresh: set[str], in_loop: bool) -> None:
-        """fresh: arrays allocated in this block that no other name refers to."""
+    def _update_fresh(self, stmt, fresh: set, in_loop: bool) -> None:
+        """fresh: arrays allocated in this block that no other name refers to; with each
+        name w of them that runtime.zeros_like made (an array of a float dtype), ("zeros", w)."""
         if _is_comment(stmt):
             return
         if not in_loop:
@@ -359,7 +367,7 @@ class _Looper:
         stores = _stores(stmt)
         if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id in fresh:
             stores.discard(stmt.target.id)  # w += e on an array changes w in place
-        fresh -= stores
+        fresh -= stores | {("zeros", name) for name in stores}
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
             value = stmt.value
             dotted = _dotted(value)
@@ -370,6 +378,9 @@ class _Looper:
             c = self.lengths.cls(value)
             if new_array and c is not None and c != NUM and c is not _TOP:
                 fresh.add(stmt.targets[0].id)  # arithmetic on arrays makes a new array
+                if dotted == ("runtime", "zeros_like"):
+                    fresh.add(("zeros", stmt.targets[0].id))
+        fresh -= {mark for mark in fresh if isinstance(mark, tuple) and mark[1] not in fresh}
 
     # ---- what may join a run ------------------------------------------------------
 
@@ -481,6 +492,8 @@ class _Looper:
                 converted = ast.Assign([place], element, lineno=0)
                 mode = "write"
             new["accesses"].append((array, offset, mode))
+            if ("zeros", array) in fresh:
+                new["zeroed"] = array
             kind, stored = "write", {array}
         else:
             raise _Refuse
@@ -505,6 +518,8 @@ class _Looper:
             run.temps[target] = len(run.items)
         elif kind == "accumulator":
             run.accumulators.append(target)
+        if "zeroed" in new:
+            run.zeroed.add(new["zeroed"])
         run.stored |= stored
         run.loaded |= _loads(stmt)
         return converted
@@ -583,6 +598,113 @@ class _Looper:
 
     # ---- a finished run ------------------------------------------------------------
 
+    def fresh_name(self, base: str) -> str:
+        """base, or base with underscores after it, bound nowhere in the module so far."""
+        name = base
+        while name in self.used:
+            name += "_"
+        self.used.add(name)
+        return name
+
+    def carry(self, array: str, run: _Run, loop_body: list, root: str, trim: int) -> tuple[list, list, list]:
+        """Updates of array ahead of the loop's element, carried in numbers instead.
+
+        Where the loop only adds into array (a float array of runtime.zeros_like that no other
+        name refers to), at offsets low .. low + depth, iteration k adds into array[k + low + 1]
+        what iteration k + 1 reads back to add to: a dependency through memory from one
+        iteration to the next, which keeps LLVM from vectorising the loop. Instead, the terms
+        of each iteration for array[k + low + d] go into a number, array_k<low + d>, and reach
+        array[k + low] d iterations later through d numbers shifted once per iteration (the
+        previous iteration's, the one before...); the last ones go in after the loop. Each
+        element is then written by one iteration alone. (LLVM vectorises such delays, "fixed
+        order recurrences", where each is a copy of the next and all are read at the end of the
+        body; a sum of two delays carried as one number would not vectorise.)
+
+        Returns (statements before the loop, its body, statements after it); the body as it
+        was where this does not apply."""
+        k = self.index
+        if any(a == array and mode != "add" for a, _, mode in run.accesses):
+            return [], loop_body, []
+        updates = {}
+        for stmt in loop_body:
+            if isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, (ast.Add, ast.Sub)) \
+                    and isinstance(stmt.target, ast.Subscript) and isinstance(stmt.target.value, ast.Name) \
+                    and stmt.target.value.id == array:
+                offset = _offset(stmt.target.slice, k)
+                if offset is None:
+                    return [], loop_body, []
+                updates[id(stmt)] = offset
+        mentions = sum(1 for stmt in loop_body for n in ast.walk(stmt) if isinstance(n, ast.Name) and n.id == array)
+        if mentions != len(updates) or len(set(updates.values())) < 2:
+            return [], loop_body, []  # read in the loop, or one offset: nothing to carry
+        low, depth = min(updates.values()), max(updates.values()) - min(updates.values())
+        if low + depth > trim:
+            return [], loop_body, []  # (the length rule allows no such offsets)
+        distances = sorted({offset - low for offset in updates.values()} - {0})
+        terms = {d: self.fresh_name(f"{array}_{k}{low + d}") for d in distances}  # this iteration's
+        delayed = {d: [self.fresh_name(f"{terms[d]}_prev{j if j > 1 else ''}") for j in range(1, d + 1)]
+                   for d in distances}  # delayed[d][j - 1]: terms[d] of iteration k - j
+
+        def name(n, store=False):
+            return ast.Name(n, ast.Store() if store else ast.Load())
+
+        def element(index):
+            return ast.Subscript(name(array), index, ast.Store())
+
+        def total(names):
+            expr = name(names[0])
+            for n in names[1:]:
+                expr = ast.BinOp(expr, ast.Add(), name(n))
+            return expr
+
+        body, started = [], set()
+        for stmt in loop_body:
+            d = updates[id(stmt)] - low if id(stmt) in updates else 0
+            if d == 0:
+                body.append(stmt)
+            elif d not in started:
+                started.add(d)
+                value = stmt.value if isinstance(stmt.op, ast.Add) else ast.UnaryOp(ast.USub(), stmt.value)
+                body.append(ast.Assign([name(terms[d], True)], value, lineno=0))
+            else:
+                body.append(ast.AugAssign(name(terms[d], True), stmt.op, stmt.value))
+        # at the end of the body (LLVM needs the delays read after the terms are computed)
+        body.append(ast.AugAssign(element(_at(k, low)), ast.Add(), total([delayed[d][-1] for d in distances])))
+        for d in distances:
+            for j in range(d - 1, 0, -1):
+                body.append(ast.Assign([name(delayed[d][j], True)], name(delayed[d][j - 1]), lineno=0))
+            body.append(ast.Assign([name(delayed[d][0], True)], name(terms[d]), lineno=0))
+        before = []
+        if self.comment is not None:
+            def listed(words):
+                return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+
+            words = {2: "two", 3: "three", 4: "four"}
+            delays = [f"{delayed[d][-1]} {'is ' if d == distances[0] else ''}{terms[d]} of "
+                      + ("the previous iteration" if d == 1 else f"{words.get(d, d)} iterations back")
+                      for d in distances]
+            several = len(distances) > 1
+            before.append(self.comment(
+                f"{listed([terms[d] for d in distances])} {'are' if several else 'is'} what this iteration adds to"
+                f" {listed([f'{array}[{k} + {low + d}]' for d in distances])},"
+                f" {'elements' if several else 'an element'} the loop has not reached yet:"
+                f" {'they are' if several else 'it is'} added when the loop gets there ({listed(delays)}, for"
+                f" {array}[{k}{f' + {low}' if low else ''}]), or after the loop for the last"
+                f" element{'s' if depth > 1 else ''}. Each element of {array} is so written by one iteration only, and"
+                f" the loop can be vectorised; an element's terms are summed in another order than in the NumPy code"
+                f" (up to rounding)."))
+        for d in distances:
+            for n in delayed[d]:
+                before.append(ast.Assign([name(n, True)], ast.Constant(0.0), lineno=0))
+        length = ast.Subscript(ast.Attribute(name(root), "shape", ast.Load()), ast.Constant(0), ast.Load())
+        flush = []
+        for m in range(depth):  # the element low + m past the loop's last: delays of distance > m
+            pending = [delayed[d][d - m - 1] for d in distances if d > m]
+            flush.append(ast.AugAssign(element(ast.BinOp(length, ast.Sub(), ast.Constant(trim - low - m))),
+                                       ast.Add(), total(pending)))
+        after = [ast.If(ast.Compare(length, [ast.Gt()], [ast.Constant(trim)]), flush, [])]
+        return before, body, after
+
     def close(self, run: _Run, out: list, refused: set[int]) -> list:
         """Write the run out (as a loop where worth it); statements to scan again where a
         temporary of the run is read after it (its definition is then refused)."""
@@ -635,15 +757,34 @@ class _Looper:
             note += f"; {', '.join(scalars)} {'are numbers' if len(scalars) > 1 else 'is a number'} here"
         if run.accumulators:
             note += f"; {', '.join(run.accumulators)} {'sums' if len(run.accumulators) == 1 else 'sum'} their terms"
+        loop_body = [c for kind, _, c in items if kind in ("loop", "comment")]
+        after = []
+        # (not beside a sum: LLVM keeps a sum of floats in order, so such a loop is not vectorised
+        # anyway, and the delays would only cost a few moves per element, about 5% on Rosenbrock)
+        carried = run.zeroed if not run.accumulators else set()
+        for array in dict.fromkeys(array for array, _, _ in run.accesses if array in carried):
+            before, loop_body, flush = self.carry(array, run, loop_body, root, trim)
+            out.extend(before)
+            after.extend(flush)
         if self.comment is not None:
             out.append(self.comment(note))
-        loop_body = [c for kind, _, c in items if kind in ("loop", "comment")]
         loop = ast.For(ast.Name(self.index, ast.Store()), ast.Call(ast.Name("range", ast.Load()), [size], []),
                        loop_body, [], lineno=0)
         out.append(loop)
+        out.extend(after)
         out.extend(trailing)
         self.loops += 1
         return []
+
+
+def _offset(index, k: str) -> int | None:
+    """o of an index k + o (_at), or None."""
+    if isinstance(index, ast.Name) and index.id == k:
+        return 0
+    if isinstance(index, ast.BinOp) and isinstance(index.op, ast.Add) and isinstance(index.left, ast.Name) \
+            and index.left.id == k and isinstance(index.right, ast.Constant) and type(index.right.value) is int:
+        return index.right.value
+    return None
 
 
 def loop_function(function: ast.FunctionDef, facts: dict, shadowed: set[str] = frozenset(), comment=None) -> int:

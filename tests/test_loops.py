@@ -61,6 +61,109 @@ def test_rosenbrock_becomes_one_loop():
     """)
 
 
+def test_rosenbrock_without_its_value_carries_one_delay():
+    # grad does not compute the value: x_bar[k + 1] += ... waits in a number for one iteration
+    source = ROSENBROCK.replace("_t11 = np.sum(100.0 * _t4 ** 2 + _t8 ** 2)", "").replace("(_t11, ", "(None, ")
+    assert looped(source, {"x": ONE_D, "out_bar": "float"}) == same("""
+        def f_vjp(x, out_bar):
+            _t11_bar = out_bar
+            x_bar = runtime.zeros_like(x)
+            x_bar_k1_prev = 0.0
+            for k in range(max(0, x.shape[0] - 1)):
+                _t2 = x[k]
+                _t4 = x[k + 1] - _t2 ** 2
+                _t8 = 1.0 - x[k]
+                x_bar[k] += -(_t11_bar * 2 * _t8)
+                _t4_bar = 100.0 * _t11_bar * 2 * _t4
+                x_bar[k] += -_t4_bar * 2 * _t2
+                x_bar_k1 = _t4_bar
+                x_bar[k] += x_bar_k1_prev
+                x_bar_k1_prev = x_bar_k1
+            if x.shape[0] > 1:
+                x_bar[x.shape[0] - 1] += x_bar_k1_prev
+            return (None, (x_bar,))
+    """)
+
+
+def test_updates_ahead_are_carried_in_numbers():
+    # u_bar[k + 1] and u_bar[k + 2] would be read back by the next iterations (no vectorising):
+    # their terms wait in numbers, one per delay, until the loop reaches their element
+    assert looped("""
+        def f(u, alpha, out_bar):
+            u_bar = runtime.zeros_like(u)
+            _t9_bar = out_bar * u[1:-1]
+            _t7_bar = alpha * _t9_bar
+            u_bar[:-2] += _t7_bar
+            u_bar[1:-1] -= 2.0 * _t7_bar
+            u_bar[2:] += _t7_bar
+            u_bar[1:-1] += _t9_bar
+            return u_bar
+    """, {"u": ONE_D, "alpha": "float", "out_bar": "float"}) == same("""
+        def f(u, alpha, out_bar):
+            u_bar = runtime.zeros_like(u)
+            u_bar_k1_prev = 0.0
+            u_bar_k2_prev = 0.0
+            u_bar_k2_prev2 = 0.0
+            for k in range(max(0, u.shape[0] - 2)):
+                _t9_bar = out_bar * u[k + 1]
+                _t7_bar = alpha * _t9_bar
+                u_bar[k] += _t7_bar
+                u_bar_k1 = -(2.0 * _t7_bar)
+                u_bar_k2 = _t7_bar
+                u_bar_k1 += _t9_bar
+                u_bar[k] += u_bar_k1_prev + u_bar_k2_prev2
+                u_bar_k1_prev = u_bar_k1
+                u_bar_k2_prev2 = u_bar_k2_prev
+                u_bar_k2_prev = u_bar_k2
+            if u.shape[0] > 2:
+                u_bar[u.shape[0] - 2] += u_bar_k1_prev + u_bar_k2_prev2
+                u_bar[u.shape[0] - 1] += u_bar_k2_prev
+            return u_bar
+    """)
+
+
+NOT_CARRIED = {
+    "read in the loop": """
+        def f(x, out_bar):
+            w = runtime.zeros_like(x)
+            v = runtime.zeros_like(x)
+            w[1:] += x[:-1]
+            w[:-1] += x[1:] * 2.0
+            v[:-1] += w[:-1] * 3.0
+            return v
+    """,
+    "written with =": """
+        def f(x, out_bar):
+            w = runtime.zeros_like(x)
+            w[1:] += x[:-1]
+            w[:-1] = x[1:] * 2.0
+            return w
+    """,
+    "beside a sum (not vectorised anyway)": """
+        def f(x, out_bar):
+            w = runtime.zeros_like(x)
+            s = np.sum(x[1:] * x[:-1])
+            w[:-1] += x[1:] * 2.0
+            w[1:] += x[:-1]
+            return (s, w)
+    """,
+    "not made by runtime.zeros_like (its dtype unknown)": """
+        def f(x, out_bar):
+            w = np.zeros_like(x)
+            w[:-1] += x[1:] * 2.0
+            w[1:] += x[:-1]
+            return w
+    """,
+}
+
+
+@pytest.mark.parametrize("case", sorted(NOT_CARRIED))
+def test_updates_ahead_stay_where_not_proven_safe(case):
+    out = looped(NOT_CARRIED[case], {"x": ONE_D, "out_bar": "float"})
+    assert "for k in range(max(0, x.shape[0] - 1)):" in out  # a loop, but written as it was
+    assert "_prev" not in out and "w[k + 1] +=" in out
+
+
 def test_without_facts_nothing_changes():
     assert looped(ROSENBROCK, {"x": None, "out_bar": "float"}) == same(ROSENBROCK)
     assert looped(ROSENBROCK, {"x": ["array", 2], "out_bar": "float"}) == same(ROSENBROCK)
@@ -201,6 +304,36 @@ def test_gradients_under_jit(fun, extra):
         np.testing.assert_allclose(got, plain(*args), rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(got, central_difference_grad(fun, args, 0), rtol=1e-6, atol=1e-6)
     assert "for k in range(" in compiled.source
+
+
+def shifted(x):
+    """The gradient's loop adds into x_bar at offsets k and k + 1 (one delay), with no sum."""
+    y = x.copy()
+    y[1:] = x[1:] * np.sin(x[:-1])
+    return np.sum(y * y)
+
+
+def stencil(x):
+    """Offsets k, k + 1 and k + 2 (delays of one and two iterations)."""
+    y = x.copy()
+    y[1:-1] = x[2:] * x[:-2] - np.sin(x[1:-1]) * x[2:]
+    return np.sum(y * y)
+
+
+@pytest.mark.parametrize("fun", [shifted, stencil])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_carried_updates_under_jit(fun, dtype):
+    # lengths 0 to 3: the loop runs never, or fewer times than its delays are long
+    rng = np.random.default_rng(3)
+    compiled = s2s.jit(s2s.grad(fun))
+    for n in (0, 1, 2, 3, 7):
+        x = rng.standard_normal(n).astype(dtype)
+        got = compiled(x)
+        assert got.dtype == dtype and got.shape == x.shape
+        expected = central_difference_grad(fun, (x.astype(np.float64),), 0)
+        tolerance = 1e-6 if dtype == np.float64 else 1e-3
+        np.testing.assert_allclose(got, expected, rtol=tolerance, atol=tolerance)
+    assert "_prev = 0.0" in compiled.source and ("_prev2 = 0.0" in compiled.source) == (fun is stencil)
 
 
 def test_float32_stays_float32():
