@@ -705,6 +705,22 @@ class _Looper:
         after = [ast.If(ast.Compare(length, [ast.Gt()], [ast.Constant(trim)]), flush, [])]
         return before, body, after
 
+    def _drop_unread(self, run: _Run) -> None:
+        """Temporaries of the run that nothing reads (their one reader was
+        `runtime.sum_bar(g, t)`, which is g in the loop) go, and then what only they read."""
+        while True:
+            read = {n.id for kind, _, c in run.items if kind == "loop" for n in ast.walk(c)
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+            unread = {id(c): c.targets[0].id for kind, _, c in run.items
+                      if kind == "loop" and isinstance(c, ast.Assign) and len(c.targets) == 1
+                      and isinstance(c.targets[0], ast.Name) and c.targets[0].id in run.temps
+                      and c.targets[0].id not in read and changes_nothing(c.value, self.shadowed)}
+            if not unread:
+                return
+            run.items = [item for item in run.items if id(item[2]) not in unread]
+            for name in unread.values():
+                del run.temps[name]
+
     def close(self, run: _Run, out: list, refused: set[int]) -> list:
         """Write the run out (as a loop where worth it); statements to scan again where a
         temporary of the run is read after it (its definition is then refused)."""
@@ -721,6 +737,7 @@ class _Looper:
             cut = min(escaping)
             refused.add(id(run.items[cut][1]))
             return [s for _, s, _ in run.items]
+        self._drop_unread(run)
         loops = [(kind, s, c) for kind, s, c in run.items if kind == "loop"]
         # one statement is worth a loop where it updates a slice with an expression that Numba
         # would compute into an array of its own first

@@ -85,6 +85,29 @@ def test_rosenbrock_without_its_value_carries_one_delay():
     """)
 
 
+def test_a_temporary_only_its_sum_adjoint_read_goes():
+    # runtime.sum_bar(g, t) is g in the loop: t is left unread, and goes
+    assert looped("""
+        def f_vjp(x, out_bar):
+            _t1 = x[1:] * x[:-1]
+            _t2 = np.sin(_t1)
+            _t2_bar = runtime.sum_bar(out_bar, _t2)
+            x_bar = runtime.zeros_like(x)
+            x_bar[1:] += _t2_bar * np.cos(_t1) * x[:-1]
+            x_bar[1:] += x[1:]
+            return (None, (x_bar,))
+    """, {"x": ONE_D, "out_bar": "float"}) == same("""
+        def f_vjp(x, out_bar):
+            x_bar = runtime.zeros_like(x)
+            for k in range(max(0, x.shape[0] - 1)):
+                _t1 = x[k + 1] * x[k]
+                _t2_bar = out_bar
+                x_bar[k + 1] += _t2_bar * np.cos(_t1) * x[k]
+                x_bar[k + 1] += x[k + 1]
+            return (None, (x_bar,))
+    """)
+
+
 def test_updates_ahead_are_carried_in_numbers():
     # u_bar[k + 1] and u_bar[k + 2] would be read back by the next iterations (no vectorising):
     # their terms wait in numbers, one per delay, until the loop reaches their element
