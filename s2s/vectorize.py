@@ -207,7 +207,7 @@ class Vectorizer:
             computed = self._value_pattern(stmt.value, env, stmt)
             out = []
             if stmt.alias_check:
-                out.append(ast.Expr(runtime_call("require_number", name(stmt.targets[0]), ast.Constant(stmt.alias_check))))
+                out += e.alias_checks(stmt, batched=lambda var: anything(env.get(var, False)))
             if stmt.unpack:
                 target = ast.Tuple([name(t, True) for t in stmt.targets], ast.Store())
                 out.append(ast.Assign([target], value, lineno=0))
