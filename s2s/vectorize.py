@@ -394,7 +394,13 @@ def argument_expr(path: str, tree, forced: bool, n: str) -> str:
 def _batched_module(fn: Any, patterns: tuple):
     from .pipeline import _assign_names, collect, primal_function
 
+    from .analysis import Analysis
+
     functions = collect(fn)
+    for lowered in functions:
+        # The refusals (and run-time checks) of in-place writes through aliases, as in the
+        # transforms: `y = x[1]; x += v` must not silently become `x = x + v` for a 2-d x.
+        Analysis(lowered, [], []).run()
     emitter = Emitter()
     _assign_names(functions, emitter)
     entry = functions[-1]
