@@ -392,9 +392,8 @@ def argument_expr(path: str, tree, forced: bool, n: str) -> str:
 
 
 def _batched_module(fn: Any, patterns: tuple):
-    from .pipeline import _assign_names, collect, primal_function
-
     from .analysis import Analysis
+    from .pipeline import _assign_names, collect, primal_function
 
     functions = collect(fn)
     for lowered in functions:
