@@ -321,7 +321,28 @@ class Analysis:
     # A flow-sensitive points-to analysis: which arrays may each name refer to here?
     def _points_to_check(self, read_later: dict) -> None:
         state = {p: frozenset({f"argument {p}"}) for p in self.fn.params}
+        self.bound_before: dict[int, frozenset] = {}
+        self._bound_block(self.fn.body, frozenset(self.fn.params))
         self._pt_block(self.fn.body, state, read_later)
+
+    # Which names are bound on every path to a statement? A run-time check may read only those.
+    def _bound_block(self, block, bound: frozenset) -> frozenset:
+        for stmt in block:
+            self.bound_before[id(stmt)] = bound
+            if isinstance(stmt, ir.If):
+                bound = self._bound_block(stmt.body, bound) & self._bound_block(stmt.orelse, bound)
+            elif isinstance(stmt, ir.For):
+                end = self._bound_block(stmt.body, bound | {stmt.var})
+                bounds = (stmt.start, stmt.stop, stmt.step)
+                runs = all(isinstance(b, ir.Const) for b in bounds) and len(range(*(b.value for b in bounds)))
+                exits = any(isinstance(s, (ir.Break, ir.Continue)) for s in ir.walk(stmt.body))
+                bound = end if runs and not exits else bound  # else the body may not have run to its end
+            elif isinstance(stmt, ir.While):
+                bound = self._bound_block(stmt.cond, bound)
+                self._bound_block(stmt.body, bound)
+            elif isinstance(stmt, ir.Assign):
+                bound = bound | set(stmt.targets)
+        return bound
 
     def _pt_block(self, block, state, read_later):
         for stmt in block:
@@ -395,11 +416,22 @@ class Analysis:
             return
         if isinstance(stmt, ir.Assign):
             # For numbers `x op= v` rebinds x and nothing else changes; for arrays NumPy would
-            # also change the other name. Which one it is is known only when the code runs.
+            # also change the other name where it shares x's memory (`y = x[1]` is a row of a
+            # 2-d x, a number from a 1-d x). Which one it is is known only when the code runs.
             op = _op_symbol(stmt.value.fn)
-            error = S2SError(f"`{var} {op}= ...` updates an array that {others[0]} also refers to",
-                             stmt.origin, f"write `{var} = {var} {op} ...` to make a new array")
-            stmt.alias_check = str(error).splitlines()[0]
+
+            def message(other, relation="also refers to"):
+                error = S2SError(f"`{var} {op}= ...` updates an array that {other} {relation}",
+                                 stmt.origin, f"write `{var} = {var} {op} ...` to make a new array")
+                return str(error).splitlines()[0]
+
+            unbound = [o for o in others if o not in self.bound_before[id(stmt)]]
+            if unbound:  # not bound on every path here: the check cannot read it, so refuses any array
+                o = unbound[0]
+                relation = f"may also refer to ({o} is not bound on every path to here, so s2s cannot check)"
+                stmt.alias_check = ((None, message(o, relation)),)
+            else:
+                stmt.alias_check = tuple((o, message(o)) for o in others)
             return
         raise S2SError(f"writing into {var} would also change {others[0]}, which may share its memory",
                        stmt.origin, f"make {var} a copy ({var} = ....copy()) before writing into it")

@@ -197,10 +197,8 @@ class Emitter:
         """
         body_of = body_of or self.primal_block
         if isinstance(stmt, ir.Assign) and stmt.alias_check:
-            check = ast.Expr(runtime_call("require_number", self.atom(ir.Name(stmt.targets[0])),
-                                          ast.Constant(stmt.alias_check)))
             plain = ir.Assign(stmt.targets, stmt.value, stmt.origin, stmt.inplace)
-            return [check, self.primal(plain)]
+            return self.alias_checks(stmt) + [self.primal(plain)]
         if isinstance(stmt, ir.Assign):
             if stmt.unpack:
                 target = ast.Tuple([name(t, True) for t in stmt.targets], ast.Store())
@@ -226,6 +224,25 @@ class Emitter:
         if isinstance(stmt, ir.Return):
             return ast.Return(self.atom(stmt.value))
         raise TypeError(stmt)
+
+    def alias_checks(self, stmt: ir.Assign, batched=lambda var: False) -> list[ast.stmt]:
+        """The run-time checks before `x op= v`, which runs as `x = x op v`: refuse where NumPy
+        would also change another live name (analysis.py sets stmt.alias_check).
+        batched(var): var carries a trailing batch axis (vectorised code)."""
+        x = stmt.targets[0]
+        out = []
+        for other, message in stmt.alias_check:
+            if other is None:  # a name not bound on every path: refuse any array x
+                args = [self.atom(ir.Name(x)), ast.Constant(message)]
+                out.append(ast.Expr(runtime_call("require_number", *args)))
+                continue
+            args = [self.atom(ir.Name(x)), self.atom(ir.Name(other)), ast.Constant(message)]
+            keywords = [ast.keyword(f"{which}_batched", ast.Constant(True))
+                        for which, var in (("x", x), ("other", other)) if batched(var)]
+            call = runtime_call("require_unshared", *args)
+            call.keywords = keywords
+            out.append(ast.Expr(call))
+        return out
 
     def if_(self, test: ir.Atom, negated: bool, body: list, orelse: list) -> ast.stmt:
         condition = self.atom(test)

@@ -118,7 +118,9 @@ class Assign:
     value: Expr
     origin: Origin
     inplace: bool = False  # from `x op= v`: NumPy updates an array x in place
-    alias_check: str = ""  # set by analysis: refuse at run time if x turns out to be an array
+    # set by analysis for `x op= v`: (other, message) for each other live name that may share
+    # x's memory; run time refuses where it does (other None: where x is an array at all)
+    alias_check: tuple[tuple[str | None, str], ...] = ()
 
     @property
     def unpack(self) -> bool:

@@ -278,10 +278,11 @@ class Normalizer:
             from . import runtime
 
             callee = self.resolver.resolve(value.func)
-            if callee in (runtime.index_add, runtime.clear, runtime.require_number):
+            checks = (runtime.require_number, runtime.require_unshared)
+            if callee in (runtime.index_add, runtime.clear) + checks:
                 # Statements of generated code, when it is transformed again.
                 args, kwargs = self.arguments(value)
-                mutates = args[0].id if callee is not runtime.require_number and isinstance(args[0], ir.Name) else None
+                mutates = args[0].id if callee not in checks and isinstance(args[0], ir.Name) else None
                 self.emit(ir.ExprStmt(ir.Call(callee, tuple(args), tuple(kwargs)), self.origin, mutates))
                 return
         if isinstance(value, cst.Call) and self.resolver.resolve(value.func) is builtins.print \

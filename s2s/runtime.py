@@ -128,8 +128,35 @@ def range_len(start, stop, step):
 
 
 def require_number(x, message):
-    """Refuse `x op= v` where x is an array that another live name shares (see analysis.py)."""
+    """Refuse `x op= v` where x is an array: the conservative form of require_unshared, for
+    another name that may not be bound where the update runs (see analysis.py)."""
     if isinstance(x, np.ndarray) and x.ndim > 0:
+        from .errors import S2SError
+
+        raise S2SError(message)
+
+
+def _is_number(v, batched):
+    """A number, or (batched) a batch of numbers: a value no in-place update can reach."""
+    if isinstance(v, np.ndarray):
+        return v.ndim <= int(batched)
+    return v is None or isinstance(v, (int, float, complex, bool, str, np.generic))
+
+
+def require_unshared(x, other, message, x_batched=False, other_batched=False):
+    """Refuse `x op= v` where NumPy would also change `other` (see analysis.py).
+
+    Generated code runs `x = x op v`, a new value for x only. That is what NumPy does where
+    x is a number; where x is an array NumPy updates it in place, and the rebinding is right
+    only if no other live name refers to memory the update changes. Analysis names the
+    others that may (`y = x[1]` is a row of a 2-d x, a number from a 1-d x); this checks
+    their memory. A container (tuple, list, dict) counts as sharing. x_batched and
+    other_batched: the value carries a trailing batch axis (vectorised code), so its
+    examples are numbers when it is 1-d.
+    """
+    if _is_number(x, x_batched) or not isinstance(x, np.ndarray) or _is_number(other, other_batched):
+        return
+    if not isinstance(other, np.ndarray) or np.may_share_memory(x, other):
         from .errors import S2SError
 
         raise S2SError(message)

@@ -169,13 +169,61 @@ def _clear(a, index):
 
 @overload(rt.require_number)
 def _require_number(x, message):
-    if isinstance(x, types.Array) and x.ndim > 0:
-        text = message.literal_value if isinstance(message, types.StringLiteral) else "s2s: in-place update of a shared array"
+    from .errors import S2SError
 
+    if isinstance(x, types.Array) and x.ndim > 0:
         def impl(x, message):
-            raise ValueError(text)
+            raise S2SError(message)
         return impl
     return lambda x, message: None
+
+
+@register_jitable
+def _memory_extent(a):
+    """[low, high) of the bytes an array's elements span (empty when it has none)."""
+    low = np.int64(a.ctypes.data)
+    high = low
+    for k in range(a.ndim):
+        if a.shape[k] == 0:
+            return low, low
+        step = np.int64(a.shape[k] - 1) * np.int64(a.strides[k])
+        if step < 0:
+            low += step
+        else:
+            high += step
+    return low, high + np.int64(a.itemsize)
+
+
+@register_jitable
+def _may_share_memory(a, b):
+    """np.may_share_memory (which Numba lacks): do the byte ranges of a and b overlap?"""
+    a_low, a_high = _memory_extent(a)
+    b_low, b_high = _memory_extent(b)
+    return a_low < a_high and b_low < b_high and a_low < b_high and b_low < a_high
+
+
+@overload(rt.require_unshared)
+def _require_unshared(x, other, message, x_batched=False, other_batched=False):
+    from .errors import S2SError
+
+    def number(t):
+        return isinstance(t, (types.Number, types.Boolean, types.NoneType, types.UnicodeType,
+                              types.StringLiteral))
+
+    if not isinstance(x, types.Array) or x.ndim == 0 or (number(other) or
+                                                          isinstance(other, types.Array) and other.ndim == 0):
+        return lambda x, other, message, x_batched=False, other_batched=False: None
+    if not isinstance(other, types.Array):  # a container: it may hold x
+
+        def refuse(x, other, message, x_batched=False, other_batched=False):
+            if x.ndim > int(x_batched):
+                raise S2SError(message)
+        return refuse
+
+    def impl(x, other, message, x_batched=False, other_batched=False):
+        if x.ndim > int(x_batched) and other.ndim > int(other_batched) and _may_share_memory(x, other):
+            raise S2SError(message)
+    return impl
 
 
 @overload(rt.range_len)

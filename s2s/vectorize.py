@@ -207,7 +207,7 @@ class Vectorizer:
             computed = self._value_pattern(stmt.value, env, stmt)
             out = []
             if stmt.alias_check:
-                out.append(ast.Expr(runtime_call("require_number", name(stmt.targets[0]), ast.Constant(stmt.alias_check))))
+                out += e.alias_checks(stmt, batched=lambda var: anything(env.get(var, False)))
             if stmt.unpack:
                 target = ast.Tuple([name(t, True) for t in stmt.targets], ast.Store())
                 out.append(ast.Assign([target], value, lineno=0))
@@ -392,9 +392,14 @@ def argument_expr(path: str, tree, forced: bool, n: str) -> str:
 
 
 def _batched_module(fn: Any, patterns: tuple):
+    from .analysis import Analysis
     from .pipeline import _assign_names, collect, primal_function
 
     functions = collect(fn)
+    for lowered in functions:
+        # The refusals (and run-time checks) of in-place writes through aliases, as in the
+        # transforms: `y = x[1]; x += v` must not silently become `x = x + v` for a 2-d x.
+        Analysis(lowered, [], []).run()
     emitter = Emitter()
     _assign_names(functions, emitter)
     entry = functions[-1]

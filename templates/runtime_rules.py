@@ -195,7 +195,7 @@ def new_tape_(t, x, capacity):
 
 DECLARATIONS = [
     nondifferentiable(runtime.zeros_like, runtime.zeros_shaped, runtime.ones_like, runtime.shape, runtime.clip_inside,
-                      runtime.require_number, runtime.range_len, runtime.shape_tape,
+                      runtime.require_number, runtime.require_unshared, runtime.range_len, runtime.shape_tape,
                       runtime.push_shape, runtime.pop_shape),
 ]
 

@@ -79,6 +79,27 @@ def augmented_scalar_alias(x):
     return z * y
 
 
+def update_after_element(x):
+    # y = x[1]: a number for a 1-d x (the update leaves it alone), a row view for a 2-d x
+    # (NumPy's `x += ...` changes it too, which s2s refuses when it runs)
+    x = x * 2.0
+    y = x[1]
+    x += 3.0
+    return np.sum(y * x)
+
+
+def update_after_element_on_one_branch(x, c):
+    # y is not bound where `x += ...` runs when c <= 0: the check cannot read it
+    x = x * 2.0
+    if c > 0.0:
+        y = x[1]
+    x += 3.0
+    z = np.sum(x)
+    if c > 0.0:
+        z = z * y
+    return z
+
+
 def arange_of_active(x):
     return np.sum(np.arange(x, 5.0))
 

@@ -9,7 +9,6 @@ repeatable. Run many more with, for example:
 import hashlib
 import importlib.util
 import os
-import re
 import sys
 
 import numpy as np
@@ -66,10 +65,9 @@ def programs(draw):
         if kind == "assign":
             k = draw(st.sampled_from(["s", "v"]))
             expr = expression(k)
-            if expr.isidentifier() or re.fullmatch(r"\w+\[-?\d+\]", expr):
+            if expr.isidentifier():
                 # `y = x` makes y a second name for x; a later `y += ...` is then (rightly) refused.
-                # So is `x += ...` after `y = x[1]`: s2s does not know x's ndim, and for a 2-d x
-                # y would be a view (a known conservative refusal).
+                # (`y = x[1]` then `x += ...` is not: x is 1-d here, so y is a number, not a view.)
                 expr = f"{expr} * 1.0"
             lines.append(f"{pad}{new(k)} = {expr}")
         elif kind == "update":

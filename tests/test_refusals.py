@@ -8,6 +8,7 @@ import pytest
 
 import refused
 import s2s
+from finite_differences import central_difference_grad
 
 CASES = {
     "uses_try": ("try statements are not supported", "try:"),
@@ -81,11 +82,49 @@ def test_in_place_update_of_a_shared_array_is_refused_when_it_runs():
     assert s2s.grad(refused.augmented_scalar_alias)(1.5) == pytest.approx(2 * 1.5 + 1.0)
 
 
+def test_update_after_reading_an_element_is_refused_only_where_it_is_a_view():
+    """`y = x[1]; x += 3.0`: for a 1-d x, y is a number and NumPy leaves it alone, so s2s
+    differentiates it; for a 2-d x, y is a row of x that NumPy changes too: refused."""
+    x = np.array([0.3, -1.2, 2.0])
+    expected = central_difference_grad(refused.update_after_element, (x,), 0)
+    np.testing.assert_allclose(s2s.grad(refused.update_after_element)(x), expected, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(refused.update_after_element))(x), expected, rtol=1e-6, atol=1e-8)
+    direction = np.array([0.5, 1.0, -2.0])
+    value, tangent = s2s.jvp(refused.update_after_element, (x,), (direction,))
+    assert value == pytest.approx(refused.update_after_element(x))
+    assert tangent == pytest.approx(expected @ direction)
+    np.testing.assert_allclose(s2s.vmap(refused.update_after_element)(np.stack([x, 2 * x])),
+                               [refused.update_after_element(x), refused.update_after_element(2 * x)])
+    rows = np.ones((3, 2))
+    with pytest.raises(s2s.S2SError, match="updates an array that y also refers to") as info:
+        s2s.grad(refused.update_after_element)(rows)
+    assert "refused.py:" in str(info.value) and "write `x = x + ...`" in str(info.value)
+    with pytest.raises(s2s.S2SError, match="updates an array that y also refers to"):
+        s2s.jvp(refused.update_after_element, (rows,), (rows,))
+    with pytest.raises(s2s.S2SError, match="updates an array that y also refers to"):
+        s2s.vmap(refused.update_after_element)(np.ones((2, 3, 2)))
+
+
+def test_update_after_an_element_bound_on_one_branch_keeps_the_conservative_refusal():
+    """The check cannot read a name that is not bound on every path: it refuses any array,
+    and never fails with an unbound name."""
+    for c in (1.0, -1.0):
+        with pytest.raises(s2s.S2SError, match="updates an array that y may also refer to"):
+            s2s.grad(refused.update_after_element_on_one_branch)(np.ones(3), c)
+    # A number x passes it, y unbound (the branch that reads x[1] is not taken).
+    f = s2s.jit(refused.update_after_element_on_one_branch, backend="python")
+    assert f(1.5, -1.0) == pytest.approx(refused.update_after_element_on_one_branch(1.5, -1.0))
+
+
 def test_jit_of_the_primal_keeps_numpy_aliasing_or_refuses():
     """s2s.jit(f) runs the same alias checks as the transforms: `z = y; z += x` on arrays
     changes y in NumPy, so it is refused rather than silently rebound."""
     with pytest.raises(s2s.S2SError, match="updates an array that y also refers to"):
         s2s.jit(refused.add_through_alias, backend="python")(np.array([0.5, 0.2, 0.1]))
+    # Under Numba too, with the same message (file, line, column and a way out).
+    with pytest.raises(s2s.S2SError, match=r"refused\.py:\d+:\d+: `x \+= ...` updates an array that y"):
+        s2s.jit(refused.update_after_element)(np.ones((3, 2)))
+    assert s2s.jit(refused.update_after_element)(np.ones(3)) == pytest.approx(2.0 * 15.0)
 
 
 def test_closures_with_different_values_get_different_code():

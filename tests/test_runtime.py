@@ -7,6 +7,7 @@ import pytest
 
 from s2s import runtime as rt
 from s2s import runtime_numba  # noqa: F401
+from s2s.errors import S2SError
 
 rng = np.random.default_rng(3)
 
@@ -180,3 +181,25 @@ def test_new_tape_holds_values_of_their_own_type(value):
     if np.isscalar(value):  # numbers go on an array of their dtype
         assert isinstance(tape, np.ndarray) and tape.shape == (3,) and tape.dtype == np.asarray(value).dtype
     assert rt.new_tape(value, 3)[2] is value  # the python backend keeps the values themselves
+
+
+def test_require_unshared_refuses_where_the_memory_overlaps():
+    """x op= v runs as x = x op v: refused where another name shares x's memory (a row, the
+    array itself, a container that may hold it), not for a number, a copy or empty arrays;
+    the Numba overload agrees with NumPy's may_share_memory."""
+    a = np.ones((3, 4))
+    cases = [(a, a[1], True), (a, a[1:, ::-1], True), (a[::-1], a[2], True), (a, (a,), True),
+             (a, a.copy(), False), (a, 2.0, False), (a[0], a[0, 1], False), (np.ones(0), np.ones(0), False),
+             (2.0, a, False)]
+    for x, other, refused in cases:
+        for call in (rt.require_unshared, lambda *args: jit_call(rt.require_unshared, *args)):
+            if refused:
+                with pytest.raises(S2SError, match="shared"):
+                    call(x, other, "shared")
+            else:
+                call(x, other, "shared")
+    # Vectorised code: a trailing batch axis; a 1-d batch is a batch of numbers.
+    rt.require_unshared(a[0], a[0, 1:], "shared", x_batched=True, other_batched=True)
+    b = np.ones((3, 2, 4))  # a batch of 4 examples, each 3 x 2: b[1] is a row of each
+    with pytest.raises(S2SError, match="shared"):
+        rt.require_unshared(b, b[1], "shared", x_batched=True, other_batched=True)
