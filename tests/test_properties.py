@@ -22,9 +22,12 @@ EXAMPLES = int(os.environ.get("S2S_PROPERTY_EXAMPLES", "200"))
 SIZE = 4
 
 # Smooth operations, so that finite differences are a fair reference.
-UNARY = ["np.sin({e})", "np.cos({e})", "np.tanh({e})", "np.sqrt({e} * {e} + 1.0)", "np.log({e} * {e} + 1.0)",
-         "np.exp(np.sin({e}))", "({e}) ** 2", "-({e})", "np.arctan({e})", "abs({e}) + {e}"]
-BINARY = ["{l} + {r}", "{l} - {r}", "{l} * {r}", "{l} / ({r} * {r} + 1.0)", "np.arctan2({l}, {r} * {r} + 1.0)"]
+# (operands in parentheses: {e} may be `a + b`, and sqrt and log must see a square plus one)
+UNARY = ["np.sin({e})", "np.cos({e})", "np.tanh({e})", "np.sqrt(({e}) * ({e}) + 1.0)",
+         "np.log(({e}) * ({e}) + 1.0)", "np.exp(np.sin({e}))", "({e}) ** 2", "-({e})", "np.arctan({e})",
+         "abs({e}) + ({e})"]
+BINARY = ["{l} + {r}", "{l} - ({r})", "({l}) * ({r})", "({l}) / (({r}) * ({r}) + 1.0)",
+          "np.arctan2({l}, ({r}) * ({r}) + 1.0)"]
 
 
 @st.composite
