@@ -10,7 +10,8 @@ each generated function (Python ast, before black) and
    stands between an adjoint expression and the next one;
 2. folds `_tN = <pure expression>` into its only use, where that use is a later statement
    of the same straight-line block and of the same origin comment's group, and nothing in
-   between may rebind or mutate what the expression reads.
+   between may rebind or mutate what the expression reads;
+3. removes assignments whose values nothing reads later (_DeadCode), before the folding.
 
 Only temporaries the normalizer named (`_tN`, their adjoints `_tN_bar` and tangents `_tN_dot`) are folded: the
 reader's names stay. The rules are conservative; anything not known to be safe stays as it is.
@@ -564,45 +565,13 @@ class _Folder:
                                 self.shadowed)
 
 
-def _dead_temporaries(function: ast.FunctionDef, shadowed: set[str]) -> int:
-    """Remove `_tN = <expression that changes nothing>` whose value nothing reads."""
-    removed = 0
-    while True:
-        loads: dict[str, int] = {}
-        for node in ast.walk(function):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-                loads[node.id] = loads.get(node.id, 0) + 1
-            elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
-                loads[node.target.id] = loads.get(node.target.id, 0) + 1
-        changed = False
-        for holder in ast.walk(function):
-            for field in ("body", "orelse", "finalbody"):
-                block = getattr(holder, field, None)
-                if not isinstance(block, list) or not block or not isinstance(block[0], ast.stmt):
-                    continue
-                keep = []
-                for stmt in block:
-                    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 \
-                            and isinstance(stmt.targets[0], ast.Name) and TEMPORARY.match(stmt.targets[0].id) \
-                            and loads.get(stmt.targets[0].id, 0) == 0 and changes_nothing(stmt.value, shadowed):
-                        changed = True
-                        removed += 1
-                        continue
-                    keep.append(stmt)
-                if not keep and field != "orelse":
-                    keep = [ast.Pass()]
-                setattr(holder, field, keep)
-        if not changed:
-            return removed
-
-
 _FRESH = (ast.Constant, ast.BinOp, ast.UnaryOp, ast.Compare)
 
 
 class _DeadCode:
-    """Statements whose results nothing reads later, by liveness through loops and branches.
-
-    A grad that leaves out its value (reverse.VJP, value_needed=False) leaves the
+    """Statements whose results nothing reads later, by liveness through loops and branches:
+    temporaries left unread once an unbroadcast or copy is dropped, and what only a left-out
+    value needed. A grad that leaves out its value (reverse.VJP, value_needed=False) leaves the
     statements that only computed it, user names included (n-body's `energy = energy - ...`
     in its pair loop). Only assignments to names are removed, and only where the value
     changes nothing; `v += e` only where v is always bound to a new value (a number, or an
@@ -809,7 +778,6 @@ def fuse_function(function: ast.FunctionDef, shadowed: set[str] = frozenset(),
         shapes.env[arg.arg] = _Info(("parameter", arg.arg), False, False)
     shapes.block(function.body)
     _drop_self_assignments(function)
-    _dead_temporaries(function, set(shadowed))
     _dead_code(function, set(shadowed))
     _propagate_copies(function)
     function.body = _Folder(function, set(shadowed)).block(function.body)
