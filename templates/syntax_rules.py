@@ -57,9 +57,12 @@ def truediv_in_loop(z, x, y):
 
 @rule(operator.pow, np.power, builtins.pow, math.pow)
 def pow(z, x, y):
-    z_dot = y * x ** (y - 1) * x_dot + z * np.log(x) * y_dot
+    """The exponent's derivative is z * log(x), taken as 0 where x == 0 (as JAX does): there
+    z is 0 for a positive exponent, and log(1) stands in for log(0) = -inf, whose product
+    with 0 would be NaN."""
+    z_dot = y * x ** (y - 1) * x_dot + z * np.log(np.where(x == 0, 1.0, x)) * y_dot
     x_bar += unbroadcast(z_bar * y * x ** (y - 1), x)
-    y_bar += unbroadcast(z_bar * z * np.log(x), y)
+    y_bar += unbroadcast(z_bar * z * np.log(np.where(x == 0, 1.0, x)), y)
 
 
 @rule(operator.mod, np.mod)
