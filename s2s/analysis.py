@@ -21,7 +21,7 @@ from .frontend import is_user_function
 from .rules import SELF_PRODUCT, Rule, lookup
 
 # Calls whose result may share memory with their first argument.
-VIEW_FUNCTIONS = {np.transpose, np.reshape, np.ravel, np.squeeze, np.expand_dims, np.asarray}
+VIEW_FUNCTIONS = {np.transpose, np.swapaxes, np.reshape, np.ravel, np.squeeze, np.expand_dims, np.asarray}
 # Results that are always Python ints (np.argmax with an axis, round and // of arrays are not).
 INT_FUNCTIONS = {len, int}
 INT_ARITHMETIC = {operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod, operator.neg}

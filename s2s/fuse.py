@@ -36,12 +36,14 @@ PURE_RUNTIME = {
     "reduce_min", "reduce_prod", "reduce_var", "reduce_std", "squeeze", "inner", "matmul_bar_x",
     "matmul_bar_y", "dot_bar_x", "dot_bar_y", "inner_bar_x", "inner_bar_y", "outer_bar_x",
     "outer_bar_y", "trace_bar", "transpose_bar", "reshape_bar", "clip_inside",
+    "matrix_trace", "matrix_trace_bar", "per_matrix", "per_matrix_bar",
 }
 # NumPy functions that are not ufuncs but read their arguments only.
 PURE_NUMPY = {"sum", "mean", "prod", "max", "min", "amax", "amin", "dot", "matmul", "where", "copy",
               "transpose", "reshape", "shape", "outer", "inner", "trace", "var", "std", "zeros",
               "ones", "empty_like", "zeros_like", "ones_like", "full", "arange", "linspace", "float64",
-              "float32", "int64", "array", "asarray", "concatenate", "stack", "clip", "cumsum"}
+              "float32", "int64", "array", "asarray", "concatenate", "stack", "clip", "cumsum",
+              "swapaxes"}
 PURE_BUILTINS = {"abs", "min", "max", "float", "int", "len"}
 # What a temporary may be folded as: the operations Numba fuses, and reads.
 FUSABLE_BUILTINS = {"abs", "min", "max", "float", "int"}

@@ -452,6 +452,27 @@ def norm_dot(x_dot, y, x, ord=None, axis=None, keepdims=False):
     return np.sum(np.where(y_full == 0, 0.0, x / safe) * x_dot, axis=axis, keepdims=keepdims)
 
 
+def matrix_trace(x):
+    """The trace of each matrix of a stack (the last two axes); a number for a matrix."""
+    return np.trace(x, axis1=-2, axis2=-1)
+
+
+def matrix_trace_bar(g, x):
+    """Adjoint of matrix_trace: each matrix's g on its diagonal."""
+    return per_matrix(g) * np.eye(np.shape(x)[-2], np.shape(x)[-1])
+
+
+def per_matrix(s):
+    """One number per matrix of a stack (s of the stack's leading shape), shaped to broadcast
+    against the stack: s[..., None, None]; a number stays a number."""
+    return s[..., None, None] if np.ndim(s) else s
+
+
+def per_matrix_bar(g, s):
+    """Adjoint of per_matrix: g summed over each matrix, in the shape of s."""
+    return np.sum(g, axis=(-2, -1)) if np.ndim(s) else np.sum(g)
+
+
 def solve_bar_a(b_adjoint, x):
     if np.ndim(x) == 1:
         return np.outer(b_adjoint, x)

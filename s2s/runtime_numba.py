@@ -906,6 +906,42 @@ def _norm_dot(x_dot, y, x, ord=None, axis=None, keepdims=False):
         return impl
 
 
+@overload(rt.matrix_trace)
+def _matrix_trace(x):
+    if _nd(x) == 2:
+        return lambda x: np.trace(x)
+    lead = _nd(x) - 2
+    source = (
+        "def matrix_trace(x):\n"
+        "    out = np.zeros(x.shape[:-2], x.dtype)\n"
+        "    for k in np.ndindex(x.shape[:-2]):\n"
+        "        for i in range(min(x.shape[-2], x.shape[-1])):\n"
+        f"            out[k] += x[{_index([f'k[{d}]' for d in range(lead)] + ['i', 'i'])}]\n"
+        "    return out\n")
+    return _compile(source, "matrix_trace")
+
+
+@overload(rt.matrix_trace_bar)
+def _matrix_trace_bar(g, x):
+    return lambda g, x: rt.per_matrix(g) * np.eye(x.shape[-2], x.shape[-1])
+
+
+@overload(rt.per_matrix)
+def _per_matrix(s):
+    if _scalar(s):
+        return lambda s: s
+    return lambda s: s.reshape(s.shape + (1, 1))
+
+
+@overload(rt.per_matrix_bar)
+def _per_matrix_bar(g, s):
+    if _scalar(s):
+        return lambda g, s: np.sum(g)
+    if _nd(g) == 2:
+        return lambda g, s: np.sum(g, axis=0).sum(axis=0)
+    return lambda g, s: np.sum(np.sum(g, axis=g.ndim - 1), axis=g.ndim - 2)
+
+
 @overload(rt.solve_bar_a)
 def _solve_bar_a(b_adjoint, x):
     if _nd(x) == 1:

@@ -16,6 +16,7 @@ from s2s.runtime import (
     inner_bar_y,
     matmul_bar_x,
     matmul_bar_y,
+    matrix_trace,
     max_bar,
     max_dot,
     mean_bar,
@@ -23,6 +24,7 @@ from s2s.runtime import (
     norm_dot,
     outer_bar_x,
     outer_bar_y,
+    per_matrix,
     prod_bar,
     prod_dot,
     reshape_bar,
@@ -144,6 +146,12 @@ def squeeze(y, x, axis=None):
     x_bar += reshape_bar(y_bar, x)
 
 
+@rule(np.swapaxes)
+def swapaxes(y, x, axis1, axis2):
+    y_dot = np.swapaxes(x_dot, axis1, axis2)
+    x_bar += np.swapaxes(y_bar, axis1, axis2)
+
+
 @rule(np.expand_dims)
 def expand_dims(y, x, axis):
     y_dot = np.expand_dims(x_dot, axis)
@@ -197,22 +205,24 @@ def norm(y, x, ord=None, axis=None, keepdims=False):
 
 @rule(np.linalg.solve)
 def solve(x, a, b):
+    """a may be a stack of matrices: transposes swap the last two axes only."""
     x_dot = np.linalg.solve(a, b_dot - a_dot @ x)
-    b_adjoint = np.linalg.solve(np.transpose(a), x_bar)
+    b_adjoint = np.linalg.solve(np.swapaxes(a, -1, -2), x_bar)
     b_bar += b_adjoint
     a_bar -= solve_bar_a(b_adjoint, x)
 
 
 @rule(np.linalg.det)
 def det(y, a):
-    y_dot = y * np.trace(np.linalg.solve(a, a_dot))
-    a_bar += y_bar * y * np.transpose(np.linalg.inv(a))
+    """a may be a stack of matrices, y then holds one determinant per matrix."""
+    y_dot = y * matrix_trace(np.linalg.solve(a, a_dot))
+    a_bar += per_matrix(y_bar * y) * np.swapaxes(np.linalg.inv(a), -1, -2)
 
 
 @rule(np.linalg.inv)
 def inv(y, a):
     y_dot = -(y @ a_dot @ y)
-    a_bar -= np.transpose(y) @ y_bar @ np.transpose(y)
+    a_bar -= np.swapaxes(y, -1, -2) @ y_bar @ np.swapaxes(y, -1, -2)
 
 
 # ---- creation ---------------------------------------------------------------------

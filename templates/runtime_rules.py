@@ -28,12 +28,16 @@ from s2s.runtime import (
     lift,
     matmul_bar_x,
     matmul_bar_y,
+    matrix_trace,
+    matrix_trace_bar,
     max_bar,
     mean_bar,
     new_tape,
     norm_bar,
     outer_bar_x,
     outer_bar_y,
+    per_matrix,
+    per_matrix_bar,
     reshape_bar,
     solve_bar_a,
     stack_bar,
@@ -165,6 +169,28 @@ def norm_bar_(r, g, y, x, ord=None, axis=None, keepdims=False):
 @rule(runtime.solve_bar_a)
 def solve_bar_a_(r, b_adjoint, x):
     r_dot = solve_bar_a(b_adjoint_dot, x) + solve_bar_a(b_adjoint, x_dot)
+
+
+@rule(runtime.matrix_trace)
+def matrix_trace_(y, x):
+    y_dot = matrix_trace(x_dot)
+    x_bar += matrix_trace_bar(y_bar, x)
+
+
+@rule(runtime.matrix_trace_bar)
+def matrix_trace_bar_(r, g, x):
+    r_dot = matrix_trace_bar(g_dot, x)
+
+
+@rule(runtime.per_matrix)
+def per_matrix_(y, s):
+    y_dot = per_matrix(s_dot)
+    s_bar += per_matrix_bar(y_bar, s)
+
+
+@rule(runtime.per_matrix_bar)
+def per_matrix_bar_(r, g, s):
+    r_dot = per_matrix_bar(g_dot, s)
 
 
 @rule(runtime.tree_add)
