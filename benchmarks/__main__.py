@@ -99,7 +99,7 @@ def main(argv=None):
 
     import s2s
     from benchmarks import hand_adjoints, tape_memory, workloads as w
-    from s2s import pipeline
+    from s2s.driver import pipeline
 
     try:
         import jax

@@ -83,7 +83,7 @@ def check_grads(fun: Callable, args: Sequence[Any], order: int = 1, modes: Seque
     jv = _axpy(-1.0, shifted(-eps), shifted(eps))
     jv = [np.asarray(a, np.float64) / (2 * eps) for a in pytree.leaves(jv)]
     if "fwd" in modes:
-        from .api import ForwardTransformed
+        from .doors.api import ForwardTransformed
 
         forward = ForwardTransformed(fun, backend)
         tangents = [direction[k] if k in direction else _zero_tree_like(a) for k, a in enumerate(args)]
@@ -110,7 +110,7 @@ def check_grads(fun: Callable, args: Sequence[Any], order: int = 1, modes: Seque
 def _check_second_order(fun, args, argnums, eps, rtol, atol, backend):
     """The Hessian (forward over reverse) against central differences of the gradient,
     which the first-order check has verified; for float and array arguments."""
-    from .api import grad, hessian, jit
+    from .doors.api import grad, hessian, jit
 
     for k in argnums:
         x = args[k]
@@ -136,7 +136,7 @@ def _check_second_order(fun, args, argnums, eps, rtol, atol, backend):
 
 
 def _check_reverse(fun, args, argnums, direction, out, jv, rng, backend, rtol, atol):
-    from .api import Transformed
+    from .doors.api import Transformed
 
     cotangent = _float_tree_like(out, rng)
     transformed = Transformed(fun, "vjp", argnums, backend=backend)

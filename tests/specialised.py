@@ -1,12 +1,13 @@
 """The gradient (and jvp) that s2s.jit compiles for given arguments, run as plain NumPy.
 
-s2s.jit generates a gradient for what its arguments are (s2s/shapes.py). The module is
+s2s.jit generates a gradient for what its arguments are (s2s/analysis/shapes.py). The module is
 valid NumPy too, so the tests can run it on the python backend: cheap (no compilation)
 for every corpus program and every random program.
 """
 
 import s2s
-from s2s import api, backends, pytree
+from s2s.doors import api
+from s2s import backends, pytree
 
 
 def specialised_grad(fun, args, argnums=0):

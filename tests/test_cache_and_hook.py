@@ -10,7 +10,7 @@ import warnings
 import pytest
 
 import s2s
-from s2s import cache
+from s2s.driver import cache
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -89,7 +89,7 @@ def test_api_command_line_and_hook_give_the_same_text(tmp_path):
     hook_text = open(pkg / "__pycache__" / "s2s" / hook_entry).read()
     api = run("""
         import s2s, mypkg.model
-        from s2s import pipeline
+        from s2s.driver import pipeline
         print(pipeline.generate(mypkg.model.loss, "grad", {"argnums": [0], "has_aux": False})[0], end="")
     """, tmp_path, tmp_path / "other-cache").stdout
     out = tmp_path / "out"

@@ -2,15 +2,15 @@
 
 import doctest
 
-import s2s.api
-import s2s.batched
+import s2s.doors.api
+import s2s.doors.vmap
 
 
 def test_api_docstring_examples():
-    result = doctest.testmod(s2s.api)
+    result = doctest.testmod(s2s.doors.api)
     assert result.attempted >= 8 and result.failed == 0
 
 
 def test_vmap_docstring_examples():
-    result = doctest.testmod(s2s.batched)
+    result = doctest.testmod(s2s.doors.vmap)
     assert result.attempted >= 1 and result.failed == 0

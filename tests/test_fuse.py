@@ -1,4 +1,4 @@
-"""The pass that folds single-use temporaries (s2s/fuse.py): before/after strings."""
+"""The pass that folds single-use temporaries (s2s/optimize/fuse.py): before/after strings."""
 
 import ast
 import textwrap
@@ -6,7 +6,7 @@ import textwrap
 import numpy as np
 
 import s2s
-from s2s.fuse import fuse_function
+from s2s.optimize.fuse import fuse_function
 
 
 def fused(source: str) -> str:

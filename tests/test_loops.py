@@ -1,4 +1,4 @@
-"""Explicit elementwise loops in code specialised to its arguments (s2s/loops.py): where the
+"""Explicit elementwise loops in code specialised to its arguments (s2s/optimize/loops.py): where the
 loop appears and where it must not (strings, no compilation), and gradients of small
 programs under s2s.jit against central differences and the python backend."""
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import s2s
-from s2s.loops import loop_function
+from s2s.optimize.loops import loop_function
 
 from finite_differences import central_difference_grad
 
@@ -380,7 +380,7 @@ def shifted_products(x, s):
 def test_jvp_on_the_cpu_backend_loops_too():
     x, s = np.linspace(0.2, 1.4, 8), 0.7
     x_dot, s_dot = np.linspace(-1.0, 1.0, 8), 0.3
-    forward = s2s.api.ForwardTransformed(shifted_products)
+    forward = s2s.doors.api.ForwardTransformed(shifted_products)
     assert "for k in range(max(0, x.shape[0] - 2))" in forward.specialised_source((x, s, x_dot, s_dot))
     value, tangent = s2s.jvp(shifted_products, (x, s), (x_dot, s_dot), backend="cpu")
     h = 1e-6

@@ -1,4 +1,4 @@
-"""Gradients generated for what their arguments are (s2s.jit; s2s/shapes.py).
+"""Gradients generated for what their arguments are (s2s.jit; s2s/analysis/shapes.py).
 
 Under s2s.jit a gradient is generated for its arguments' kinds (numbers, arrays and their
 ndim). Where the shape classes prove that an adjoint already has its variable's shape, the
@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 import s2s
-from s2s import ir, pipeline
-from s2s.normalize import normalize
-from s2s.shapes import INTEGER, NUMBER, ShapeClasses, argument_facts
+from s2s.ir import nodes as ir
+from s2s.driver import pipeline
+from s2s.frontend.lower import normalize
+from s2s.analysis.shapes import INTEGER, NUMBER, ShapeClasses, argument_facts
 
 from finite_differences import central_difference_grad
 

@@ -8,15 +8,17 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import backends, cache, pytree
-from .errors import S2SError
+from .. import backends, pytree
+from ..driver import cache
+from ..errors import S2SError
+from ..frontend.nested import register_nested_transform
 
 
 def _source(fun: Callable, transform: str, options: dict) -> str:
     """Generated source from the cache, or generated now (the only path to libcst and black)."""
 
     def generate():
-        from . import pipeline
+        from ..driver import pipeline
 
         return pipeline.generate(fun, transform, options)
 
@@ -36,7 +38,7 @@ def _argnums_tuple(argnums) -> tuple[int, ...]:
 
 def _unbatched(fun: Callable) -> Callable:
     """A transform of s2s.vmap(f) transforms the vmap's loop over the examples, a plain function."""
-    from .batched import Batched
+    from .vmap import Batched
 
     return fun.as_loop_function() if isinstance(fun, Batched) else fun
 
@@ -107,7 +109,7 @@ class Transformed:
     def specialised_source(self, args) -> str:
         """The module generated for these kinds of arguments (numbers, arrays and their ndim),
         as s2s.jit runs it; its gradient's seed is a number."""
-        from .shapes import argument_facts
+        from ..analysis.shapes import argument_facts
 
         options = {"argnums": list(self._argnums), "has_aux": self.has_aux, "facts": argument_facts(args)}
         if self.kind == "grad":
@@ -244,7 +246,7 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
 
 def jit(fun: Callable, *, backend: str = "cpu", static_argnums: Sequence[int] = ()) -> Callable:
     """Compile a transformed function (or a plain one) for a backend: "cpu" (numba.njit) or "python"."""
-    from .batched import Batched  # batched.py builds on this module
+    from .vmap import Batched  # doors/vmap.py builds on this module
 
     if isinstance(fun, (Transformed, Jacobian, SecondOrder, Batched)):
         return fun.with_backend(backend)
@@ -322,7 +324,7 @@ class ForwardTransformed:
     def specialised_source(self, args) -> str:
         """The forward module generated for these kinds of primals and tangents (s2s.jvp on
         the cpu backend): its elementwise statements over 1-d arrays run as loops."""
-        from .shapes import argument_facts
+        from ..analysis.shapes import argument_facts
 
         return _source(self.fun, "jvp", {"facts": argument_facts(args)})
 
@@ -382,6 +384,10 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
     entry = transformed.specialised_entry(call) if backend == "cpu" else transformed.entry()
     out, out_dot = entry(*call)
     return out, out_dot
+
+
+# s2s.jvp(f, ...) inside a transformed function calls f's generated forward mode.
+register_nested_transform(jvp, lambda fun: _forward_transformed(fun, "python").entry())
 
 
 def _scalar_like(tangent, primal):

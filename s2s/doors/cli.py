@@ -11,8 +11,9 @@ import sys
 import tokenize
 import traceback
 
-from . import __version__, cache
-from .errors import S2SError
+from ..version import __version__
+from ..driver import cache
+from ..errors import S2SError
 
 MODES = {"grad": {"argnums": [0], "has_aux": False}, "vjp": None, "jvp": {}}
 

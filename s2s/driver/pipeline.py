@@ -6,13 +6,13 @@ import ast
 import os
 from typing import Any
 
-from . import __version__ as VERSION
-from . import ir
-from .codegen import Emitter, assign, name
-from .errors import S2SError
-from .normalize import normalize
-from .forward import JVP
-from .reverse import VJP
+from ..version import __version__ as VERSION
+from ..ir import nodes as ir
+from ..codegen.emit import Emitter, assign, name
+from ..errors import S2SError
+from ..frontend.lower import normalize
+from ..transforms.forward import JVP
+from ..transforms.reverse import VJP
 
 
 def collect(fn: Any) -> list[ir.Function]:
@@ -172,7 +172,7 @@ def _describe_fact(fact) -> str:
 
 def primal_module_source(fn: Any, display_path: str | None = None) -> str:
     """The normalized primal of fn and its callees, for s2s.jit of an untransformed function."""
-    from .analysis import Analysis
+    from ..analysis.activity import Analysis
 
     functions = collect(fn)
     for lowered in functions:
@@ -193,7 +193,7 @@ def primal_module_source(fn: Any, display_path: str | None = None) -> str:
 def _jvp_module_source(fn: Any, display_path: str | None, second_order: bool = False,
                        has_aux: bool = False, columns: bool = False, facts: list | None = None) -> str:
     """facts: what each primal and then each tangent is, for s2s.jvp under s2s.jit's backend:
-    the entry's elementwise statements over 1-d arrays then run as loops (loops.py)."""
+    the entry's elementwise statements over 1-d arrays then run as loops (optimize/loops.py)."""
     functions = collect(fn)
     emitter = Emitter()
     _assign_names(functions, emitter)

@@ -9,8 +9,8 @@ import os
 import sys
 import types
 
-from . import cache
-from .errors import S2SError
+from ..driver import cache
+from ..errors import S2SError
 
 BACKENDS = ("python", "cpu", "cuda")
 
@@ -80,7 +80,7 @@ def load(source: str, stem: str, backend: str = "python", parallel: tuple[str, .
     if backend == "cpu":
         import numba
 
-        from . import runtime_numba  # noqa: F401  (registers the runtime overloads)
+        from ..runtime import numba_overloads as runtime_numba  # noqa: F401  (registers the runtime overloads)
 
         keys = _function_keys(source)
         for attr, value in list(vars(module).items()):

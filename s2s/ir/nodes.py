@@ -1,6 +1,6 @@
 """The small core language that every transform works on.
 
-normalize.py lowers a user's function into it: one operation per statement (ANF),
+frontend/lower.py lowers a user's function into it: one operation per statement (ANF),
 only structured control flow (if / counted for / while; no break, continue or early
 return), and every statement keeps the Origin of the user statement it came from.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-from .errors import Origin
+from ..errors import Origin
 
 
 @dataclass(frozen=True)

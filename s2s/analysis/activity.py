@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from . import ir
-from .errors import S2SError
-from .frontend import is_user_function
-from .rules import SELF_PRODUCT, Rule, lookup
+from ..ir import nodes as ir
+from ..errors import S2SError
+from ..frontend.source import is_user_function
+from ..rules import SELF_PRODUCT, Rule, lookup
 
 # Calls whose result may share memory with their first argument.
 VIEW_FUNCTIONS = {np.transpose, np.swapaxes, np.reshape, np.ravel, np.squeeze, np.expand_dims, np.asarray}

@@ -14,7 +14,7 @@ subscripts with unbatched indices, writes into arrays, matmul and dot, tuples, c
 other user functions (batched in turn), and `if`/`for`/`while` whose tests and bounds are
 not batched. Where no rule applies (a branch on a batched value, an index that differs by
 example, a function without a rule), NoBatchingRule says where, and the caller falls back
-to the loop over examples of batching.py.
+to the loop over examples of transforms/batching.py.
 """
 
 from __future__ import annotations
@@ -27,10 +27,11 @@ from typing import Any
 
 import numpy as np
 
-from . import ir, runtime
-from .codegen import BINOPS, COMPARES, Emitter, name, parse_expr, runtime_call
-from .errors import S2SError
-from .frontend import is_user_function
+from ..ir import nodes as ir
+from .. import runtime
+from ..codegen.emit import BINOPS, COMPARES, Emitter, name, parse_expr, runtime_call
+from ..errors import S2SError
+from ..frontend.source import is_user_function
 
 # A batching pattern: True (batched), False (not), or a tuple of patterns (a tuple value).
 Pattern = Any
@@ -392,8 +393,8 @@ def argument_expr(path: str, tree, forced: bool, n: str) -> str:
 
 
 def _batched_module(fn: Any, patterns: tuple):
-    from .analysis import Analysis
-    from .pipeline import _assign_names, collect, primal_function
+    from ..analysis.activity import Analysis
+    from ..driver.pipeline import _assign_names, collect, primal_function
 
     functions = collect(fn)
     for lowered in functions:
@@ -420,7 +421,7 @@ def module_source(fn: Any, params: list[str], trees: list, out_structure: Any, l
     the mapped axes last, calls the batched entry, and returns the output leaves with the batch
     moved to out_axes. Raises NoBatchingRule where a statement has no rule."""
     from .batching import described_axes, first_batched
-    from .pipeline import _header
+    from ..driver.pipeline import _header
 
     emitter, entry, body, batched_name, result = _batched_module(fn, tuple(tree_pattern(t) for t in trees))
     fresh = ir.Names(params + [batched_name]).fresh
@@ -446,7 +447,7 @@ def total_module_source(fn: Any, params: list[str], trees: list, forced: list[bo
     too, and `<name>_batched_total`, the sum of its outputs over the batch. Examples do not
     interact, so the gradient of the total with respect to a batched argument holds each
     example's gradient in its column. Returns (source, batched name, total name, result pattern)."""
-    from .pipeline import _header
+    from ..driver.pipeline import _header
 
     patterns = tuple(tree_pattern(t, f) for t, f in zip(trees, forced))
     emitter, entry, body, batched_name, result = _batched_module(fn, patterns)

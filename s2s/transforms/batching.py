@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from . import ir
+from ..ir import nodes as ir
 
 # An argument tree: ("leaf", axis or None) | ("seq", [children]) | ("namedtuple", [children])
 # | ("dict", keys, [children]).
@@ -136,7 +136,7 @@ def module_source(name: str, params: list[str], trees: list[ArgTree], kernel: Ke
               f"# (runtime.prange: parallel under s2s.jit). The per-example code follows:\n")
     if why_loop:
         header += "".join(f"# {line}\n" for line in f"Not vectorised: {why_loop}".splitlines())
-    from .codegen import format_source  # black: only when a new specialisation is written
+    from ..codegen.emit import format_source  # black: only when a new specialisation is written
 
     text = header + kernel.source + "\n\n" + driver_source(name, params, trees, kernel, out_axes)
     return format_source(text)

@@ -27,7 +27,7 @@ import tempfile
 import warnings
 from typing import Any
 
-from . import __version__
+from ..version import __version__
 
 CHECKSUM_PREFIX = "# s2s-checksum: "
 MANIFEST_PREFIX = "# s2s-manifest: "
@@ -92,16 +92,17 @@ def implementation_fingerprint() -> str:
     global _fingerprint
     if _fingerprint is None:
         digest = hashlib.sha256(__version__.encode())
-        here = os.path.dirname(os.path.abspath(__file__))
-        # Installed, the templates are s2s/templates; in a checkout, ../templates.
-        folders = [here, os.path.join(here, "templates"), os.path.join(os.path.dirname(here), "templates")]
-        for folder in folders:
-            if not os.path.isdir(folder):
-                continue
-            for name in sorted(os.listdir(folder)):
-                if name.endswith(".py"):
-                    with open(os.path.join(folder, name), "rb") as handle:
-                        digest.update(name.encode() + b"\0" + handle.read())
+        package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # s2s/
+        # Installed, the templates are s2s/templates (inside the walk); in a checkout, ../templates.
+        checkout_templates = os.path.join(os.path.dirname(package), "templates")
+        files = []
+        for top in (package, checkout_templates):
+            for folder, subfolders, names in os.walk(top):
+                subfolders[:] = sorted(d for d in subfolders if d != "__pycache__")
+                files += [os.path.join(folder, n) for n in sorted(names) if n.endswith(".py")]
+        for path in files:
+            with open(path, "rb") as handle:
+                digest.update(os.path.basename(path).encode() + b"\0" + handle.read())
         _fingerprint = digest.hexdigest()[:16]
     return _fingerprint
 

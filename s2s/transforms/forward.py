@@ -11,10 +11,10 @@ from __future__ import annotations
 import ast
 import copy
 
-from . import ir
-from .analysis import analyse, bind, rule_for
-from .codegen import Emitter, assign, name, runtime_call
-from .frontend import is_user_function
+from ..ir import nodes as ir
+from ..analysis.activity import analyse, bind, rule_for
+from ..codegen.emit import Emitter, assign, name, runtime_call
+from ..frontend.source import is_user_function
 from .reverse import _all_names, _drop_defaults, _simplify
 
 ZERO = "__s2s_zero__"  # marks a tangent known to be zero inside a rule's expression
@@ -75,7 +75,7 @@ class JVP:
 
     def mutating_helper(self, call: ir.Call) -> list:
         """runtime.index_add(a, idx, v) and runtime.clear(a, idx) update a's tangent alike."""
-        from . import runtime
+        from .. import runtime
 
         if call.fn not in (runtime.index_add, runtime.clear) or not self.has_tangent(call.args[0]):
             return []

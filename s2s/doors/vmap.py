@@ -2,7 +2,7 @@
 
 A batched function is specialised when it is called, as JAX traces on the first call: the
 argument structure, the mapped axes and the per-example output structure decide the driver
-that batching.py writes. Each specialisation is generated and compiled once.
+that transforms/batching.py writes. Each specialisation is generated and compiled once.
 """
 
 from __future__ import annotations
@@ -19,8 +19,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import api, backends, batching, ir, pytree
-from .errors import S2SError
+from . import api
+from .. import backends, pytree
+from ..transforms import batching
+from ..ir import nodes as ir
+from ..errors import S2SError
 
 
 def _seq_kind(arg) -> str:
@@ -151,7 +154,7 @@ class Batched:
         # Name and docstring only: copying fun's __dict__ would overwrite this object's fields
         # when fun is another s2s transform.
         functools.update_wrapper(self, fun, updated=())
-        # Callers record the name they call and this qualname (cache.py checks both), so it
+        # Callers record the name they call and this qualname (driver/cache.py checks both), so it
         # names the axes too: rebinding `predict` to a vmap with other axes is a change.
         self.__qualname__ = f"vmap({getattr(fun, '__qualname__', fun)}, in_axes={in_axes!r}, out_axes={out_axes!r})"
         self._specialised: dict = {}
@@ -377,7 +380,7 @@ class Batched:
     def _vectorized(self, params, trees, spec, kernel) -> tuple[str | None, str]:
         """On the python backend, a plain function is batched by rules into vectorised NumPy
         where every statement has one: (source, "") or (None, why not)."""
-        from . import vectorize
+        from ..transforms import vectorize
 
         fun = self.fun
         if isinstance(fun, api.Primal):
@@ -397,7 +400,7 @@ class Batched:
         """vmap(grad(f)) on the python backend: the gradient of the vectorised batch's total
         (vectorize.total_module_source), the differentiated arguments broadcast to the batch.
         Sets spec["call"] to the Python driver; returns its two modules as the source."""
-        from . import vectorize
+        from ..transforms import vectorize
 
         fun = self.fun
         argnums = api._argnums_tuple(fun.argnums)
@@ -529,7 +532,7 @@ def _moved(arg: Any, tree: batching.ArgTree, forced: bool, n: int) -> Any:
 
 
 def _runtime():
-    from . import runtime
+    from .. import runtime
 
     return runtime
 

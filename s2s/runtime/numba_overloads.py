@@ -1,4 +1,4 @@
-"""numba.extending.overload implementations of every helper in runtime.py.
+"""numba.extending.overload implementations of every helper in s2s/runtime.
 
 Numba sees argument types at compile time, so each overload picks the code for scalars,
 arrays of a given ndim, tuples or None. Where the code depends on ndim (unbroadcast,
@@ -16,7 +16,7 @@ from numba import types
 from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
 
-from . import runtime as rt
+from .. import runtime as rt
 
 
 def _compile(source: str, name: str, **env):
@@ -169,7 +169,7 @@ def _clear(a, index):
 
 @overload(rt.require_number)
 def _require_number(x, message):
-    from .errors import S2SError
+    from ..errors import S2SError
 
     if isinstance(x, types.Array) and x.ndim > 0:
         def impl(x, message):
@@ -204,7 +204,7 @@ def _may_share_memory(a, b):
 
 @overload(rt.require_unshared)
 def _require_unshared(x, other, message, x_batched=False, other_batched=False):
-    from .errors import S2SError
+    from ..errors import S2SError
 
     def number(t):
         return isinstance(t, (types.Number, types.Boolean, types.NoneType, types.UnicodeType,

@@ -6,7 +6,7 @@ that visits the statements backwards, applying each statement's rule from templa
 
 Conventions (see DESIGN.md section 3):
 - the adjoint of `x` is `x_bar`, the tape of `x` is `x_tape`, both fresh if taken;
-- a value is taped only where a later assignment may overwrite it (analysis.py);
+- a value is taped only where a later assignment may overwrite it (analysis/activity.py);
   the reverse sweep pops it back into the variable itself;
 - adjoints of variables assigned once in straight-line code start at their first
   contribution (`x_bar = ...`); the others are set to zero where their scope begins
@@ -26,13 +26,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import ir, runtime
-from .analysis import analyse, bind, rule_for
-from .codegen import Emitter, assign, name, runtime_call
-from .errors import S2SError
-from .frontend import is_user_function
-from .rules import QUOTIENT_UNREAD, Rule, lookup
-from .shapes import ShapeClasses, broadcast, call_info, same_shape
+from ..ir import nodes as ir
+from .. import runtime
+from ..analysis.activity import analyse, bind, rule_for
+from ..codegen.emit import Emitter, assign, name, runtime_call
+from ..errors import S2SError
+from ..frontend.source import is_user_function
+from ..rules import QUOTIENT_UNREAD, Rule, lookup
+from ..analysis.shapes import ShapeClasses, broadcast, call_info, same_shape
 
 
 @dataclass(frozen=True)
@@ -122,7 +123,7 @@ class VJP:
         self.remat_wanted: set[str] = set()
         self.local_recipes: dict[tuple, tuple] = {}  # (var, id(stmt)) -> a recipe for that place only
         self.shape_vars: dict[str, str] = {}
-        # What the arguments are (s2s.jit sees them at the call; shapes.py): where it proves
+        # What the arguments are (s2s.jit sees them at the call; analysis/shapes.py): where it proves
         # that an adjoint already has its variable's shape, no unbroadcast and no shape tape.
         self.classes = ShapeClasses(fn, facts) if facts is not None else None
         # s2s.grad has no use for the value: where it is proved a number (so that no check of
@@ -306,7 +307,7 @@ class VJP:
                           self._template_class(x, stmt, found, bound, ()))
 
     def _template_class(self, expr: ast.expr, stmt: ir.Assign, found, bound, seen: tuple):
-        """The shape class (shapes.py) of a rule's expression at this statement. An adjoint
+        """The shape class (analysis/shapes.py) of a rule's expression at this statement. An adjoint
         has its variable's shape: every contribution to it is unbroadcast to that shape."""
         classes = self.classes
 

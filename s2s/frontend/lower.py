@@ -1,4 +1,4 @@
-"""Lower a parsed user function into the core language of ir.py.
+"""Lower a parsed user function into the core language of ir/nodes.py.
 
 One pass over the libcst tree: every expression becomes a chain of single-operation
 assignments to temporaries (_t1, _t2, ...), augmented and chained assignments are
@@ -14,14 +14,15 @@ import builtins
 import numbers
 import operator
 import types
-from typing import Any
+from typing import Any, Callable
 
 import libcst as cst
 import numpy as np
 
-from . import ir
-from .errors import Origin, S2SError
-from .frontend import MISSING, ParsedFunction, Resolver, is_user_function, parse_function
+from ..ir import nodes as ir
+from ..errors import Origin, S2SError
+from .nested import NESTED_TRANSFORMS
+from .source import MISSING, ParsedFunction, Resolver, is_user_function, parse_function
 
 BINARY_OPS = {
     cst.Add: operator.add,
@@ -275,7 +276,7 @@ class Normalizer:
             self.emit(ir.Push(value.func.value.value, self.expr(self.positional(value.args[0])), self.origin))
             return
         if isinstance(value, cst.Call):
-            from . import runtime
+            from .. import runtime
 
             callee = self.resolver.resolve(value.func)
             checks = (runtime.require_number, runtime.require_unshared)
@@ -698,8 +699,9 @@ class Normalizer:
                 raise self.error(node, exc.reason, exc.hint) from None
             args, kwargs = self.arguments(node)
             return self.user_call(node, callee, args, kwargs)
-        if getattr(callee, "__module__", None) == "s2s.api" and getattr(callee, "__name__", "") == "jvp":
-            return self.jvp_call(node)
+        entry_of = next((e for public, e in NESTED_TRANSFORMS.items() if callee is public), None)
+        if entry_of is not None:
+            return self.jvp_call(node, entry_of)
         if callee is builtins.print:
             raise self.error(node, "print(...) returns None; call it as a statement")
         if callee in (builtins.range, builtins.enumerate, builtins.zip):
@@ -759,7 +761,7 @@ class Normalizer:
             args = [self.assign(ir.Build("tuple", tuple(args)))]
         return self.assign(ir.Call(target, (receiver, *args), tuple(kwargs)))
 
-    def jvp_call(self, node: cst.Call) -> ir.Atom:
+    def jvp_call(self, node: cst.Call, entry_of: Callable) -> ir.Atom:
         """s2s.jvp(f, (x, ...), (t, ...)) inside a transformed function: a call to f's generated
         forward mode, f_jvp(x, ..., t, ...), which the transform reads like user code. So
         s2s.vmap and s2s.jit of a function that calls s2s.jvp compile, as JAX's vmap(jvp) does."""
@@ -772,10 +774,8 @@ class Normalizer:
                 or len(primals.elements) != len(tangents.elements):
             raise self.error(node, "s2s.jvp inside a transformed function needs a module-level function and "
                              "tuples of primals and tangents of one length", hint)
-        from .api import _forward_transformed
-
         try:
-            entry = _forward_transformed(fun, "python").entry()
+            entry = entry_of(fun)
         except S2SError as exc:
             raise self.error(node, f"s2s.jvp of {fun.__name__}: {exc}") from None
         self.references.add((_dotted(node.args[0].value), fun.__module__, fun.__qualname__))

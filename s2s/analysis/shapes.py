@@ -4,7 +4,7 @@ s2s.jit sees the arguments of every call: which are numbers, which are arrays an
 ndim (`argument_facts`). From these facts a forward pass over the IR gives a value a shape
 class where one can be proved; two values of one class have equal shapes. The reverse
 transform then leaves out `runtime.unbroadcast(g, x)` where g provably has x's shape
-already, and the shape tapes that fed it, which lets the folding pass (fuse.py) join the
+already, and the shape tapes that fed it, which lets the folding pass (optimize/fuse.py) join the
 adjoint expressions that stood on either side.
 
 The classes:
@@ -31,7 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from . import ir, runtime
+from ..ir import nodes as ir
+from .. import runtime
 
 NUMBER = ("num", False)
 INTEGER = ("num", True)
@@ -348,7 +349,7 @@ def _element(info, count: int):
 def constant_trim(lower, upper, step) -> int | None:
     """x[lower:upper:step] with int constants (None where left out; anything else is not a
     constant): x[a:-b] with a >= 0, b > 0 has max(0, n - a - b) elements along its axis,
-    the trim a + b. Any other slice: None. (loops.py reads slices of generated code so too.)"""
+    the trim a + b. Any other slice: None. (optimize/loops.py reads slices of generated code so too.)"""
     if step is not None and (type(step) is not int or step != 1):
         return None
     if lower is not None and (type(lower) is not int or lower < 0):

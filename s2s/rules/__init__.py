@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from . import runtime
+from .. import runtime
 
 TEMPLATE_MODULES = (
     "s2s.templates.syntax_rules",
@@ -153,7 +153,8 @@ def _ensure_templates_package() -> None:
         return
     except ModuleNotFoundError:
         pass
-    here = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "templates")
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # s2s/
+    here = os.path.join(os.path.dirname(package), "templates")
     spec = importlib.util.spec_from_file_location(
         "s2s.templates", os.path.join(here, "__init__.py"), submodule_search_locations=[here])
     module = importlib.util.module_from_spec(spec)

@@ -15,7 +15,7 @@ import libcst as cst
 import numpy as np
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from .errors import Origin, S2SError
+from ..errors import Origin, S2SError
 
 
 @dataclass
@@ -141,7 +141,7 @@ def spelling(obj: Any) -> str | None:
         return f"math.{name}"
     if getattr(builtins, name, None) is obj:
         return name
-    from . import runtime
+    from .. import runtime
 
     if getattr(runtime, name, None) is obj:
         return f"runtime.{name}"  # generated code that is transformed again

@@ -42,7 +42,7 @@ from __future__ import annotations
 import ast
 
 from .fuse import _call_kind, _is_comment, changes_nothing
-from .shapes import constant_trim
+from ..analysis.shapes import constant_trim
 
 NUM = ("num",)
 _TOP = ("top",)  # not yet known, in the fixpoint over a function's assignments

@@ -22,7 +22,7 @@ import importlib.machinery
 import sys
 from typing import Any
 
-from . import cache
+from ..driver import cache
 
 HOOK_TRANSFORMS = (("grad", {"argnums": [0], "has_aux": False}), ("jvp", {}))
 
@@ -65,7 +65,7 @@ def transform_module(module: Any) -> list[str]:
     """Write the cache entries for the functions module.__s2s__ names; returns their paths."""
     import inspect
 
-    from .errors import S2SError
+    from ..errors import S2SError
 
     written = []
     for name in getattr(module, "__s2s__", ()):
@@ -76,7 +76,7 @@ def transform_module(module: Any) -> list[str]:
         for transform, options in HOOK_TRANSFORMS:
             if cache.lookup(fn, transform, options) is not None:
                 continue
-            from . import pipeline
+            from ..driver import pipeline
 
             source, dependencies = pipeline.generate(fn, transform, options)
             written.append(cache.store(fn, transform, options, source, dependencies, directory))

@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from . import ir
-from .errors import S2SError
-from .frontend import is_user_function, spelling
+from ..ir import nodes as ir
+from ..errors import S2SError
+from ..frontend.source import is_user_function, spelling
 
 BINOPS = {
     operator.add: ast.Add, operator.sub: ast.Sub, operator.mul: ast.Mult,
@@ -227,7 +227,7 @@ class Emitter:
 
     def alias_checks(self, stmt: ir.Assign, batched=lambda var: False) -> list[ast.stmt]:
         """The run-time checks before `x op= v`, which runs as `x = x op v`: refuse where NumPy
-        would also change another live name (analysis.py sets stmt.alias_check).
+        would also change another live name (analysis/activity.py sets stmt.alias_check).
         batched(var): var carries a trailing batch axis (vectorised code)."""
         x = stmt.targets[0]
         out = []
@@ -290,11 +290,11 @@ class Emitter:
         then turns runs of elementwise statements of those functions into loops (s2s/loops.py)."""
         module = _RouteNumbaRejects().visit(ast.Module(body=body, type_ignores=[]))
         if fuse:
-            from .fuse import fuse_module
+            from ..optimize.fuse import fuse_module
 
             module.body = fuse_module(module.body, headings=self.origin_comments)
         if facts:
-            from .loops import loop_module
+            from ..optimize.loops import loop_module
 
             module.body = loop_module(module.body, facts, comment=self.comment)
         ast.fix_missing_locations(module)

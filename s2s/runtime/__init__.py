@@ -1,6 +1,6 @@
 """Helpers that generated code calls, as `runtime.<name>`.
 
-Each helper is plain NumPy here, which the python backend runs. runtime_numba.py gives
+Each helper is plain NumPy here, which the python backend runs. runtime/numba_overloads.py gives
 every helper a `numba.extending.overload`, so that the same generated source compiles
 under `numba.njit` for scalars and arrays of any ndim.
 """
@@ -129,9 +129,9 @@ def range_len(start, stop, step):
 
 def require_number(x, message):
     """Refuse `x op= v` where x is an array: the conservative form of require_unshared, for
-    another name that may not be bound where the update runs (see analysis.py)."""
+    another name that may not be bound where the update runs (see analysis/activity.py)."""
     if isinstance(x, np.ndarray) and x.ndim > 0:
-        from .errors import S2SError
+        from ..errors import S2SError
 
         raise S2SError(message)
 
@@ -144,7 +144,7 @@ def _is_number(v, batched):
 
 
 def require_unshared(x, other, message, x_batched=False, other_batched=False):
-    """Refuse `x op= v` where NumPy would also change `other` (see analysis.py).
+    """Refuse `x op= v` where NumPy would also change `other` (see analysis/activity.py).
 
     Generated code runs `x = x op v`, a new value for x only. That is what NumPy does where
     x is a number; where x is an array NumPy updates it in place, and the rebinding is right
@@ -157,7 +157,7 @@ def require_unshared(x, other, message, x_batched=False, other_batched=False):
     if _is_number(x, x_batched) or not isinstance(x, np.ndarray) or _is_number(other, other_batched):
         return
     if not isinstance(other, np.ndarray) or np.may_share_memory(x, other):
-        from .errors import S2SError
+        from ..errors import S2SError
 
         raise S2SError(message)
 
@@ -206,7 +206,7 @@ def _count(x_shape, axis):
 #
 # Generated code calls these where the user wrote np.sum(x, axis=..., keepdims=...) and
 # friends: numba.njit rejects most reductions over an axis (see codegen.NUMBA_REJECTS),
-# so runtime_numba.py compiles them from the static axis and keepdims. Here they are
+# so runtime/numba_overloads.py compiles them from the static axis and keepdims. Here they are
 # NumPy itself.
 
 
@@ -526,7 +526,7 @@ def check_batch(mismatch):
                          "first example's shape")
 
 
-# Vectorised batching (vectorize.py) keeps the batch on the LAST axis. These helpers serve
+# Vectorised batching (transforms/vectorize.py) keeps the batch on the LAST axis. These helpers serve
 # only the python backend (s2s.jit batches by a parallel loop instead), so they have no
 # Numba overloads.
 
@@ -679,7 +679,7 @@ def batched_transpose_bar(g, axes=None):
 # loops whose trip counts are known on entry (range loops) the tape is made at the first
 # push with room for every iteration, and the generated code keeps a count of the values
 # on it: `tape[count] = x; count += 1`, then `count -= 1; x = tape[count]` in the reverse
-# sweep. Here it is a list; under Numba an array of numbers (runtime_numba.py).
+# sweep. Here it is a list; under Numba an array of numbers (runtime/numba_overloads.py).
 
 
 def new_tape(x, capacity):
@@ -691,7 +691,7 @@ def new_tape(x, capacity):
 # The reverse sweep needs the shape of some overwritten values (to unbroadcast adjoints).
 # Pushing a shape returns it, and popping is handed the variable that received the push:
 # under Numba that variable's type (its ndim) says how much was pushed, so the shapes of
-# scalars cost nothing (runtime_numba.py). Here shapes are plain tuples on a list.
+# scalars cost nothing (runtime/numba_overloads.py). Here shapes are plain tuples on a list.
 
 
 def shape_tape():

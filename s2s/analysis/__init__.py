@@ -1,0 +1,1 @@
+"""Analyses of the IR: activity, aliases, liveness, recorded values, and shape classes."""

@@ -1,0 +1,1 @@
+"""Runs the pipeline (function -> module source) and keeps its results in the cache."""

@@ -1,0 +1,1 @@
+"""The intermediate representation: one operation per statement, each with its origin."""

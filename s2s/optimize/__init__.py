@@ -1,0 +1,1 @@
+"""Passes over emitted Python: dead code, folding of temporaries, elementwise loops, carries."""
