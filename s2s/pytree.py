@@ -6,6 +6,8 @@ from typing import Any
 
 import numpy as np
 
+from .errors import S2SError
+
 
 def is_namedtuple(x: Any) -> bool:
     return isinstance(x, tuple) and hasattr(x, "_fields")
@@ -48,8 +50,6 @@ def to_numba(tree: Any) -> Any:
     """Numba takes tuples, not lists; dicts have no typed form here."""
     if isinstance(tree, (np.ndarray, float, int)):
         return tree  # (the common leaves, first: this runs on every compiled call)
-    from .errors import S2SError
-
     if isinstance(tree, dict):
         raise S2SError("s2s.jit does not take dicts as arguments",
                        hint="pass a tuple or a namedtuple, or use backend='python'")

@@ -8,6 +8,7 @@ import numpy as np
 
 from . import pytree
 from .errors import S2SError
+from .doors.api import ForwardTransformed, Transformed, grad, hessian, jit
 
 
 def _float_tree_like(tree: Any, rng: np.random.Generator) -> Any:
@@ -83,8 +84,6 @@ def check_grads(fun: Callable, args: Sequence[Any], order: int = 1, modes: Seque
     jv = _axpy(-1.0, shifted(-eps), shifted(eps))
     jv = [np.asarray(a, np.float64) / (2 * eps) for a in pytree.leaves(jv)]
     if "fwd" in modes:
-        from .doors.api import ForwardTransformed
-
         forward = ForwardTransformed(fun, backend)
         tangents = [direction[k] if k in direction else _zero_tree_like(a) for k, a in enumerate(args)]
         call = forward.call_args(list(args) + tangents)
@@ -110,8 +109,6 @@ def check_grads(fun: Callable, args: Sequence[Any], order: int = 1, modes: Seque
 def _check_second_order(fun, args, argnums, eps, rtol, atol, backend):
     """The Hessian (forward over reverse) against central differences of the gradient,
     which the first-order check has verified; for float and array arguments."""
-    from .doors.api import grad, hessian, jit
-
     for k in argnums:
         x = args[k]
         if not isinstance(x, (float, np.floating, np.ndarray)):
@@ -136,8 +133,6 @@ def _check_second_order(fun, args, argnums, eps, rtol, atol, backend):
 
 
 def _check_reverse(fun, args, argnums, direction, out, jv, rng, backend, rtol, atol):
-    from .doors.api import Transformed
-
     cotangent = _float_tree_like(out, rng)
     transformed = Transformed(fun, "vjp", argnums, backend=backend)
     # A scalar output's cotangent is a number: on the cpu backend, check the module that

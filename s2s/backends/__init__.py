@@ -9,6 +9,7 @@ import os
 import sys
 import types
 
+from .. import runtime
 from ..driver import cache
 from ..errors import S2SError
 
@@ -80,8 +81,7 @@ def load(source: str, stem: str, backend: str = "python", parallel: tuple[str, .
     if backend == "cpu":
         import numba
 
-        from ..runtime import numba_overloads as runtime_numba  # noqa: F401  (registers the runtime overloads)
-
+        runtime.register_numba_overloads()
         keys = _function_keys(source)
         for attr, value in list(vars(module).items()):
             if isinstance(value, types.FunctionType) and value.__module__ == module_name:

@@ -30,34 +30,6 @@ COMPARES = {
 }
 _COMMENT = re.compile(r"^(\s*)__s2s_comment_(\d+)__$", re.M)
 
-# NumPy that numba.njit rejects, and the runtime helper generated code calls instead (the
-# helper is NumPy itself on the python backend). Reductions are only rerouted when they
-# take an axis, keepdims or ddof: Numba compiles np.sum(x) as it is.
-REDUCTIONS = {"sum": "reduce_sum", "mean": "reduce_mean", "max": "reduce_max", "amax": "reduce_max",
-              "min": "reduce_min", "amin": "reduce_min", "prod": "reduce_prod", "var": "reduce_var",
-              "std": "reduce_std"}
-ALWAYS_REROUTED = {"squeeze": "squeeze", "inner": "inner"}
-
-
-class _RouteNumbaRejects(ast.NodeTransformer):
-    """np.max(x, axis=1, keepdims=True) -> runtime.reduce_max(x, axis=1, keepdims=True).
-
-    Done on the finished module, so that the user's own calls and the calls that
-    derivative templates write (np.sum(x_dot, axis=axis, keepdims=keepdims)) agree.
-    """
-
-    def visit_Call(self, node: ast.Call) -> ast.Call:
-        self.generic_visit(node)
-        func = node.func
-        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "np"):
-            return node
-        helper = ALWAYS_REROUTED.get(func.attr)
-        if helper is None and func.attr in REDUCTIONS and (len(node.args) > 1 or node.keywords):
-            helper = REDUCTIONS[func.attr]
-        if helper is not None:
-            node.func = ast.Attribute(name("runtime"), helper, ast.Load())
-        return node
-
 
 def parse_expr(text: str) -> ast.expr:
     return ast.parse(text, mode="eval").body
@@ -284,27 +256,11 @@ class Emitter:
 
     # ---- modules ----------------------------------------------------------------
 
-    def render(self, header: list[str], body: list[ast.stmt], fuse: bool = False, facts: dict | None = None) -> str:
-        """The module's formatted source; fuse folds single-use temporaries (s2s/fuse.py);
-        facts ({function name: {parameter: fact}}, for code specialised to its arguments)
-        then turns runs of elementwise statements of those functions into loops (s2s/loops.py)."""
-        module = _RouteNumbaRejects().visit(ast.Module(body=body, type_ignores=[]))
-        if fuse:
-            from ..optimize.fuse import fuse_module
-
-            module.body = fuse_module(module.body, headings=self.origin_comments)
-        if facts:
-            from ..optimize.loops import loop_module
-
-            module.body = loop_module(module.body, facts, comment=self.comment)
+    def text(self, header: list[str], body: list[ast.stmt]) -> str:
+        """The module as Python text, before formatting: header lines as comments, then the
+        body, its comment markers turned back into `# ...` lines."""
+        module = ast.Module(body=body, type_ignores=[])
         ast.fix_missing_locations(module)
         text = ast.unparse(module)
         text = _COMMENT.sub(lambda m: f"{m.group(1)}# {self.comments[int(m.group(2))]}", text)
-        text = "\n".join(f"# {line}" if line else "#" for line in header) + "\n" + text + "\n"
-        return format_source(text)
-
-
-def format_source(text: str) -> str:
-    import black
-
-    return black.format_str(text, mode=black.Mode(target_versions={black.TargetVersion.PY310}))
+        return "\n".join(f"# {line}" if line else "#" for line in header) + "\n" + text + "\n"

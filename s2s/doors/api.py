@@ -8,7 +8,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .. import backends, pytree
+from .. import backends, driver, pytree
+from ..analysis.shapes import argument_facts
 from ..driver import cache
 from ..errors import S2SError
 from ..frontend.nested import register_nested_transform
@@ -18,9 +19,7 @@ def _source(fun: Callable, transform: str, options: dict) -> str:
     """Generated source from the cache, or generated now (the only path to libcst and black)."""
 
     def generate():
-        from ..driver import pipeline
-
-        return pipeline.generate(fun, transform, options)
+        return driver.generate(fun, transform, options)
 
     if not callable(fun) or getattr(fun, "__code__", None) is None:
         return generate()[0]  # not a Python function: let the pipeline refuse it
@@ -38,9 +37,7 @@ def _argnums_tuple(argnums) -> tuple[int, ...]:
 
 def _unbatched(fun: Callable) -> Callable:
     """A transform of s2s.vmap(f) transforms the vmap's loop over the examples, a plain function."""
-    from .vmap import Batched
-
-    return fun.as_loop_function() if isinstance(fun, Batched) else fun
+    return fun.as_loop_function() if hasattr(fun, "as_loop_function") else fun
 
 
 class Transformed:
@@ -109,8 +106,6 @@ class Transformed:
     def specialised_source(self, args) -> str:
         """The module generated for these kinds of arguments (numbers, arrays and their ndim),
         as s2s.jit runs it; its gradient's seed is a number."""
-        from ..analysis.shapes import argument_facts
-
         options = {"argnums": list(self._argnums), "has_aux": self.has_aux, "facts": argument_facts(args)}
         if self.kind == "grad":
             options["value"] = False  # grad has no use for it (left out where proved a number)
@@ -246,9 +241,7 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
 
 def jit(fun: Callable, *, backend: str = "cpu", static_argnums: Sequence[int] = ()) -> Callable:
     """Compile a transformed function (or a plain one) for a backend: "cpu" (numba.njit) or "python"."""
-    from .vmap import Batched  # doors/vmap.py builds on this module
-
-    if isinstance(fun, (Transformed, Jacobian, SecondOrder, Batched)):
+    if hasattr(fun, "with_backend"):  # an s2s transform: Transformed, Jacobian, SecondOrder, Batched
         return fun.with_backend(backend)
     return Primal(fun, backend)
 
@@ -324,8 +317,6 @@ class ForwardTransformed:
     def specialised_source(self, args) -> str:
         """The forward module generated for these kinds of primals and tangents (s2s.jvp on
         the cpu backend): its elementwise statements over 1-d arrays run as loops."""
-        from ..analysis.shapes import argument_facts
-
         return _source(self.fun, "jvp", {"facts": argument_facts(args)})
 
     def specialised_entry(self, args):

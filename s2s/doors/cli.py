@@ -14,6 +14,7 @@ import traceback
 from ..version import __version__
 from ..driver import cache
 from ..errors import S2SError
+from .api import _source
 
 MODES = {"grad": {"argnums": [0], "has_aux": False}, "vjp": None, "jvp": {}}
 
@@ -65,8 +66,6 @@ def parse_modes(text: str) -> list[str]:
 
 def generated_source(fn, mode: str) -> str:
     """The same text the API and the import hook produce for this function and mode."""
-    from .api import _source
-
     options = MODES[mode]
     if options is None:
         options = {"argnums": list(range(len(inspect.signature(fn).parameters))), "has_aux": False}

@@ -22,7 +22,9 @@ import importlib.machinery
 import sys
 from typing import Any
 
+from .. import driver
 from ..driver import cache
+from ..errors import S2SError
 
 HOOK_TRANSFORMS = (("grad", {"argnums": [0], "has_aux": False}), ("jvp", {}))
 
@@ -65,8 +67,6 @@ def transform_module(module: Any) -> list[str]:
     """Write the cache entries for the functions module.__s2s__ names; returns their paths."""
     import inspect
 
-    from ..errors import S2SError
-
     written = []
     for name in getattr(module, "__s2s__", ()):
         fn = getattr(module, name, None)
@@ -76,9 +76,7 @@ def transform_module(module: Any) -> list[str]:
         for transform, options in HOOK_TRANSFORMS:
             if cache.lookup(fn, transform, options) is not None:
                 continue
-            from ..driver import pipeline
-
-            source, dependencies = pipeline.generate(fn, transform, options)
+            source, dependencies = driver.generate(fn, transform, options)
             written.append(cache.store(fn, transform, options, source, dependencies, directory))
     return written
 

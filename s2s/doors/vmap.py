@@ -20,6 +20,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import api
+from .. import runtime
 from .. import backends, pytree
 from ..transforms import batching
 from ..ir import nodes as ir
@@ -433,7 +434,7 @@ class Batched:
             else:
                 value = batched(*moved)
                 output = (grads, value[1]) if fun.kind == "grad" else (value, grads)
-            return tuple(np.moveaxis(np.asarray(leaf) if is_batched else _runtime().batch_broadcast(leaf, n), -1, axis)
+            return tuple(np.moveaxis(np.asarray(leaf) if is_batched else runtime.batch_broadcast(leaf, n), -1, axis)
                          for leaf, is_batched, axis in zip(pytree.leaves(output), batched_leaves, out_axes))
 
         spec["vectorized_call"] = call
@@ -524,17 +525,11 @@ def _moved(arg: Any, tree: batching.ArgTree, forced: bool, n: int) -> Any:
     if tree[0] == "leaf":
         if tree[1] is not None:
             return np.moveaxis(arg, tree[1], -1)
-        return _runtime().batch_broadcast(arg, n) if forced else arg
+        return runtime.batch_broadcast(arg, n) if forced else arg
     if tree[0] == "dict" or not (forced or batching.is_batched(tree)):
         return arg
     items = [_moved(a, t, forced, n) for a, t in zip(arg, tree[1])]
     return type(arg)(*items) if tree[0] == "namedtuple" else tuple(items)
-
-
-def _runtime():
-    from .. import runtime
-
-    return runtime
 
 
 def _import_generated(source: str, stem: str):

@@ -20,6 +20,7 @@ import libcst as cst
 import numpy as np
 
 from ..ir import nodes as ir
+from .. import runtime
 from ..errors import Origin, S2SError
 from .nested import NESTED_TRANSFORMS
 from .source import MISSING, ParsedFunction, Resolver, is_user_function, parse_function
@@ -276,8 +277,6 @@ class Normalizer:
             self.emit(ir.Push(value.func.value.value, self.expr(self.positional(value.args[0])), self.origin))
             return
         if isinstance(value, cst.Call):
-            from .. import runtime
-
             callee = self.resolver.resolve(value.func)
             checks = (runtime.require_number, runtime.require_unshared)
             if callee in (runtime.index_add, runtime.clear) + checks:

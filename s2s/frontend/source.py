@@ -15,6 +15,8 @@ import libcst as cst
 import numpy as np
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from .. import runtime
+
 from ..errors import Origin, S2SError
 
 
@@ -141,8 +143,6 @@ def spelling(obj: Any) -> str | None:
         return f"math.{name}"
     if getattr(builtins, name, None) is obj:
         return name
-    from .. import runtime
-
     if getattr(runtime, name, None) is obj:
         return f"runtime.{name}"  # generated code that is transformed again
     return None

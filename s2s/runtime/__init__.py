@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import S2SError
+
 # ---- values and trees -------------------------------------------------------------
 
 
@@ -131,8 +133,6 @@ def require_number(x, message):
     """Refuse `x op= v` where x is an array: the conservative form of require_unshared, for
     another name that may not be bound where the update runs (see analysis/activity.py)."""
     if isinstance(x, np.ndarray) and x.ndim > 0:
-        from ..errors import S2SError
-
         raise S2SError(message)
 
 
@@ -157,8 +157,6 @@ def require_unshared(x, other, message, x_batched=False, other_batched=False):
     if _is_number(x, x_batched) or not isinstance(x, np.ndarray) or _is_number(other, other_batched):
         return
     if not isinstance(other, np.ndarray) or np.may_share_memory(x, other):
-        from ..errors import S2SError
-
         raise S2SError(message)
 
 
@@ -479,6 +477,12 @@ def solve_bar_a(b_adjoint, x):
     return b_adjoint @ np.swapaxes(x, -1, -2)
 
 # ---- batching (vmap) --------------------------------------------------------------
+
+
+def register_numba_overloads() -> None:
+    """Give every helper its numba.extending.overload (numba_overloads.py), once: called by the
+    cpu backend before it compiles generated code, so that the python backend never loads Numba."""
+    from . import numba_overloads  # noqa: F401  (importing it registers the overloads)
 
 
 def __getattr__(name):

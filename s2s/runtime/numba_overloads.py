@@ -17,6 +17,7 @@ from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
 
 from .. import runtime as rt
+from ..errors import S2SError
 
 
 def _compile(source: str, name: str, **env):
@@ -169,8 +170,6 @@ def _clear(a, index):
 
 @overload(rt.require_number)
 def _require_number(x, message):
-    from ..errors import S2SError
-
     if isinstance(x, types.Array) and x.ndim > 0:
         def impl(x, message):
             raise S2SError(message)
@@ -204,8 +203,6 @@ def _may_share_memory(a, b):
 
 @overload(rt.require_unshared)
 def _require_unshared(x, other, message, x_batched=False, other_batched=False):
-    from ..errors import S2SError
-
     def number(t):
         return isinstance(t, (types.Number, types.Boolean, types.NoneType, types.UnicodeType,
                               types.StringLiteral))

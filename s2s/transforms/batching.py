@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..codegen.format import format_source
 from ..ir import nodes as ir
 
 # An argument tree: ("leaf", axis or None) | ("seq", [children]) | ("namedtuple", [children])
@@ -136,8 +137,6 @@ def module_source(name: str, params: list[str], trees: list[ArgTree], kernel: Ke
               f"# (runtime.prange: parallel under s2s.jit). The per-example code follows:\n")
     if why_loop:
         header += "".join(f"# {line}\n" for line in f"Not vectorised: {why_loop}".splitlines())
-    from ..codegen.emit import format_source  # black: only when a new specialisation is written
-
     text = header + kernel.source + "\n\n" + driver_source(name, params, trees, kernel, out_axes)
     return format_source(text)
 

@@ -12,6 +12,7 @@ import ast
 import copy
 
 from ..ir import nodes as ir
+from .. import runtime
 from ..analysis.activity import analyse, bind, rule_for
 from ..codegen.emit import Emitter, assign, name, runtime_call
 from ..frontend.source import is_user_function
@@ -75,8 +76,6 @@ class JVP:
 
     def mutating_helper(self, call: ir.Call) -> list:
         """runtime.index_add(a, idx, v) and runtime.clear(a, idx) update a's tangent alike."""
-        from .. import runtime
-
         if call.fn not in (runtime.index_add, runtime.clear) or not self.has_tangent(call.args[0]):
             return []
         args = [name(self.dot(call.args[0].id)), self.em.atom(call.args[1])]

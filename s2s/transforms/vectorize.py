@@ -27,11 +27,17 @@ from typing import Any
 
 import numpy as np
 
-from ..ir import nodes as ir
 from .. import runtime
+from ..analysis.activity import Analysis
 from ..codegen.emit import BINOPS, COMPARES, Emitter, name, parse_expr, runtime_call
+from ..codegen.format import format_source
+from ..codegen.module import assign_names, header, primal_function, prologue
+from ..codegen.numba_routes import route_numba_rejects
 from ..errors import S2SError
+from ..frontend.collect import collect
 from ..frontend.source import is_user_function
+from ..ir import nodes as ir
+from .batching import described_axes, first_batched
 
 # A batching pattern: True (batched), False (not), or a tuple of patterns (a tuple value).
 Pattern = Any
@@ -393,23 +399,17 @@ def argument_expr(path: str, tree, forced: bool, n: str) -> str:
 
 
 def _batched_module(fn: Any, patterns: tuple):
-    from ..analysis.activity import Analysis
-    from ..driver.pipeline import _assign_names, collect, primal_function
-
     functions = collect(fn)
     for lowered in functions:
         # The refusals (and run-time checks) of in-place writes through aliases, as in the
         # transforms: `y = x[1]; x += v` must not silently become `x = x + v` for a 2-d x.
         Analysis(lowered, [], []).run()
     emitter = Emitter()
-    _assign_names(functions, emitter)
+    assign_names(functions, emitter)
     entry = functions[-1]
     vectorizer = Vectorizer(functions, emitter)
     batched_name, result = vectorizer.function(entry, patterns, entry=True)
-    body: list = [ast.Import([ast.alias("math")]), ast.Import([ast.alias("numpy", "np")]),
-                  ast.ImportFrom("s2s", [ast.alias("runtime")], 0)]
-    for cname in sorted(emitter.constants):
-        body.append(ast.Assign([name(cname, True)], emitter.const(emitter.constants[cname]), lineno=0))
+    body = prologue(emitter)
     body += [primal_function(f, emitter) for f in functions[:-1]]  # callees called with unbatched arguments
     body += vectorizer.defs
     return emitter, entry, body, batched_name, result
@@ -420,9 +420,6 @@ def module_source(fn: Any, params: list[str], trees: list, out_structure: Any, l
     """The vectorised module of fn: primal and batched functions, and `<name>_vmap`, which moves
     the mapped axes last, calls the batched entry, and returns the output leaves with the batch
     moved to out_axes. Raises NoBatchingRule where a statement has no rule."""
-    from .batching import described_axes, first_batched
-    from ..driver.pipeline import _header
-
     emitter, entry, body, batched_name, result = _batched_module(fn, tuple(tree_pattern(t) for t in trees))
     fresh = ir.Names(params + [batched_name]).fresh
     n, out = fresh("n"), fresh("result")
@@ -439,7 +436,7 @@ def module_source(fn: Any, params: list[str], trees: list, out_structure: Any, l
         leaves.append(f"np.moveaxis({value}, -1, {axis})")
     lines.append(f"    return ({', '.join(leaves)}{',' if len(leaves) == 1 else ''})")
     body += ast.parse("\n".join(lines) + "\n").body
-    return emitter.render(_header(entry, f"vmap of {entry.name}, vectorised by batching rules", None), body)
+    return _render(emitter, header(entry, f"vmap of {entry.name}, vectorised by batching rules", None), body)
 
 
 def total_module_source(fn: Any, params: list[str], trees: list, forced: list[bool], has_aux: bool):
@@ -447,8 +444,6 @@ def total_module_source(fn: Any, params: list[str], trees: list, forced: list[bo
     too, and `<name>_batched_total`, the sum of its outputs over the batch. Examples do not
     interact, so the gradient of the total with respect to a batched argument holds each
     example's gradient in its column. Returns (source, batched name, total name, result pattern)."""
-    from ..driver.pipeline import _header
-
     patterns = tuple(tree_pattern(t, f) for t, f in zip(trees, forced))
     emitter, entry, body, batched_name, result = _batched_module(fn, patterns)
     total = f"{emitter.function_names[id(entry.python)]}_batched_total"
@@ -458,4 +453,8 @@ def total_module_source(fn: Any, params: list[str], trees: list, forced: list[bo
         f'    """The sum over the batch: its gradient holds the gradient of each example."""\n'
         f"    return np.sum({value})\n").body
     what = f"the batch of {entry.name} and its total, for vmap of its gradient"
-    return emitter.render(_header(entry, what, None), body), batched_name, total, result
+    return _render(emitter, header(entry, what, None), body), batched_name, total, result
+
+
+def _render(emitter: Emitter, lines: list[str], body: list) -> str:
+    return format_source(emitter.text(lines, route_numba_rejects(body)))
