@@ -12,6 +12,7 @@ import tokenize
 import traceback
 
 from ..version import __version__
+from .. import driver
 from ..driver import cache
 from ..errors import S2SError
 from .api import _source
@@ -73,6 +74,18 @@ def generated_source(fn, mode: str) -> str:
     return _source(fn, mode, options)
 
 
+def source_after(fn, mode: str, after: str) -> str:
+    """The code of this function and mode as it stands after one pass of its pipeline
+    (generated afresh, not read from the cache)."""
+    transform, options = mode, MODES[mode]
+    if options is None:
+        transform = "vjp"
+        options = {"argnums": list(range(len(inspect.signature(fn).parameters))), "has_aux": False}
+    captured = io.StringIO()
+    driver.generate(fn, transform, options, after=after, out=captured)
+    return captured.getvalue()
+
+
 def output_name(fn, mode: str) -> str:
     stem = os.path.splitext(os.path.basename(inspect.getsourcefile(fn)))[0]
     return f"{stem}_{fn.__name__}_{mode}.py"
@@ -127,7 +140,10 @@ def show(args) -> int:
     module = load_user_module(path)
     (fn,) = selected_functions(module, [name])
     (mode,) = parse_modes(args.mode)
-    source = generated_source(fn, mode)
+    if args.after:
+        source = source_after(fn, mode, args.after)
+    else:
+        source = generated_source(fn, mode)
     sys.stdout.write(_highlight(source) if sys.stdout.isatty() else source)
     return 0
 
@@ -159,6 +175,8 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("show", help="print the generated code of one function")
     s.add_argument("target", help="FILE.py:NAME")
     s.add_argument("--mode", default="grad", help="grad, vjp or jvp (default: grad)")
+    s.add_argument("--after", metavar="PASS", help="print the code as it stands after this pass of the "
+                   "transform's pipeline (lower, reverse or forward, numba_routes, fuse, loops, unparse, format)")
     s.set_defaults(run=show)
     c = sub.add_parser("cache", help="list or clear the cache of generated code")
     c.add_argument("action", choices=["list", "clear"])

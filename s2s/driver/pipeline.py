@@ -9,6 +9,7 @@ the code as it stands after a pass; an internal error names the pass it happened
 from __future__ import annotations
 
 import ast
+import copy
 import inspect
 import os
 import sys
@@ -245,8 +246,9 @@ def dump(unit: Unit) -> str:
         return unit.text
     if unit.body is not None:
         return unit.emitter.text(unit.header, list(unit.body))
-    defs = [primal_function(f, unit.emitter) for f in unit.functions]
-    return unit.emitter.text([f"after lowering: {unit.entry.name} and its callees"], defs)
+    emitter = copy.deepcopy(unit.emitter)  # printing adds comments, which the passes after must not see
+    defs = [primal_function(f, emitter) for f in unit.functions]
+    return emitter.text([f"after lowering: {unit.entry.name} and its callees"], defs)
 
 
 def run(unit: Unit, after: str | None = None, out=None) -> Unit:
