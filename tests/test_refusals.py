@@ -45,8 +45,11 @@ def test_refusal_names_file_line_column_and_construct(name):
 
 
 def test_refusal_of_recursion():
-    with pytest.raises(s2s.S2SError, match="recursive calls are not supported"):
+    with pytest.raises(s2s.S2SError, match="recursive calls are not supported") as info:
         s2s.grad(refused.recursive).source
+    # The location is the recursive call: every refusal names a file, line and column.
+    assert info.value.origin is not None and info.value.origin.filename.endswith("refused.py")
+    assert "return recursive(x * 2.0, n - 1)" in info.value.origin.text
 
 
 def test_gradient_with_respect_to_integer_is_an_error():

@@ -27,9 +27,14 @@ def write_module(source: str, stem: str) -> str:
     key = cache.implementation_fingerprint() + os.environ.get("NUMBA_OPT", "") + source
     digest = hashlib.sha256(key.encode()).hexdigest()[:20]
     path = os.path.join(directory, f"{stem}_{digest}.py")
-    if not os.path.exists(path) or open(path, encoding="utf-8").read() != source:
+    if not os.path.exists(path) or _read(path) != source:
         cache.write_atomic(path, source)
     return path
+
+
+def _read(path: str) -> str:
+    with open(path, encoding="utf-8") as handle:
+        return handle.read()
 
 
 _loaded: dict[tuple[str, str], types.ModuleType] = {}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import S2SError
+from ..errors import Origin, S2SError
 from ..ir import nodes as ir
 from .lower import normalize
 
@@ -14,18 +14,21 @@ def collect(fn: Any) -> list[ir.Function]:
     order: list[ir.Function] = []
     seen: dict[int, ir.Function] = {}
     stack: list[Any] = []
+    callers: list[ir.Function] = []
 
     def visit(f):
         if id(f) in seen:
             return
         if f in stack:
             chain = " -> ".join(g.__name__ for g in stack + [f])
-            raise S2SError(f"recursive calls are not supported ({chain})",
+            raise S2SError(f"recursive calls are not supported ({chain})", _call_site(callers[-1], f),
                            hint="rewrite the recursion as a loop")
         stack.append(f)
         lowered = normalize(f)
+        callers.append(lowered)
         for callee in sorted(lowered.callees.values(), key=lambda c: c.__name__):
             visit(callee)
+        callers.pop()
         stack.pop()
         seen[id(f)] = lowered
         lowered.python = f
@@ -33,3 +36,20 @@ def collect(fn: Any) -> list[ir.Function]:
 
     visit(fn)
     return order
+
+
+def _call_site(caller: ir.Function, callee: Any) -> Origin:
+    """Where caller calls callee (the first such statement), else where caller is defined."""
+
+    def search(block: list) -> Origin | None:
+        for stmt in block:
+            value = getattr(stmt, "value", None)
+            if isinstance(value, ir.Call) and value.fn is callee:
+                return stmt.origin
+            for inner in (getattr(stmt, "cond", None), getattr(stmt, "body", None), getattr(stmt, "orelse", None)):
+                found = search(inner) if isinstance(inner, list) else None
+                if found is not None:
+                    return found
+        return None
+
+    return search(caller.body) or caller.origin
