@@ -121,3 +121,28 @@ def test_check_grads_catches_an_error_in_one_component_that_one_projection_misse
     wrong = (right[0] * np.array([1.0, 1.0, 1.0014, 1.0, 1.0]), right[1])
     with pytest.raises(AssertionError, match="component"):
         _check_reverse_components(weighted_sines, [x, a], (0, 1), cotangent, wrong, 1e-6, 1e-5, 1e-6)
+
+
+def power_with_default(x, a=2.0):
+    return np.sum(x**a)
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_default_and_keyword_arguments_bind_as_in_python(backend):
+    """grad(f)(x) uses a's default; grad(f)(x, a=3.0) passes it by keyword (as JAX accepts)."""
+    x = np.array([1.0, 2.0, 3.0])
+    g = s2s.jit(s2s.grad(power_with_default), backend=backend)
+    np.testing.assert_allclose(g(x), 2 * x, rtol=1e-14)
+    np.testing.assert_allclose(g(x, a=3.0), 3 * x**2, rtol=1e-14)
+    assert s2s.jit(power_with_default, backend=backend)(x, a=1.0) == pytest.approx(6.0)
+    np.testing.assert_allclose(s2s.jacfwd(power_with_default)(x), 2 * x, rtol=1e-14)
+    np.testing.assert_allclose(s2s.jacrev(power_with_default)(x, a=3.0), 3 * x**2, rtol=1e-14)
+    np.testing.assert_allclose(s2s.hessian(power_with_default)(x), 2 * np.eye(3), rtol=1e-14)
+
+
+def test_a_differentiated_argument_passed_by_keyword_is_refused():
+    x = np.array([1.0, 2.0, 3.0])
+    with pytest.raises(s2s.S2SError, match="argument 1 of power_with_default is differentiated"):
+        s2s.grad(power_with_default, argnums=1)(x, a=3.0)
+    with pytest.raises(s2s.S2SError, match="unexpected keyword argument 'b'"):
+        s2s.grad(power_with_default)(x, b=3.0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 import weakref
 from typing import Any, Callable, Sequence
 
@@ -29,6 +30,42 @@ def _source(fun: Callable, transform: str, options: dict) -> str:
         return generate()[0]
 
 
+class _Binder:
+    """Binds a call's arguments as the user's function would: keywords moved to their
+    positions and defaults filled in, since generated code takes every parameter by position."""
+
+    def __init__(self, fun: Callable):
+        self.fun = fun
+        self._signature = None
+        self._count = None
+
+    def __call__(self, args: tuple, kwargs: dict, argnums: tuple[int, ...] = ()) -> tuple:
+        if self._count is None:
+            try:
+                self._signature = inspect.signature(self.fun)
+                self._count = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                                  for p in self._signature.parameters.values())
+            except (TypeError, ValueError):
+                self._count = -1
+        if not kwargs and len(args) == self._count or self._count == -1 and not kwargs:
+            return args
+        name = getattr(self.fun, "__name__", "the function")
+        for k in argnums:
+            if k >= len(args):
+                raise S2SError(f"argument {k} of {name} is differentiated, so it must be passed by position "
+                               f"(got {len(args)} positional arguments)",
+                               hint="pass it positionally, as JAX requires for argnums")
+        if self._signature is None:
+            raise S2SError(f"{name} takes no keyword arguments here", hint="pass the arguments positionally")
+        try:
+            bound = self._signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise S2SError(f"call to {name}: {exc}") from None
+        bound.apply_defaults()
+        params = list(self._signature.parameters.values())[:self._count]
+        return tuple(bound.arguments[p.name] for p in params)
+
+
 def _argnums_tuple(argnums) -> tuple[int, ...]:
     if isinstance(argnums, int):
         return (argnums,)
@@ -50,6 +87,7 @@ class Transformed:
             raise S2SError(f"{kind} of an already transformed function is supported as grad(grad(f)) only",
                            hint="use s2s.hessian(f) or s2s.jacfwd(s2s.jacrev(f)) for other second derivatives")
         self.fun = fun
+        self._bind = _Binder(fun)
         self.kind = kind
         self.argnums = argnums
         self.has_aux = has_aux
@@ -143,7 +181,8 @@ class Transformed:
             raise S2SError(f"grad of {self.fun.__name__} needs a scalar output, got shape {np.shape(value)}",
                            hint="use s2s.vjp or s2s.jacrev for vector outputs")
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
+        args = self._bind(args, kwargs, self._argnums)
         self._check_args(args)
         try:
             vjp_function = self._specialised_vjp(args) if self.backend == "cpu" else self._vjp_function()
@@ -251,6 +290,7 @@ class Primal:
 
     def __init__(self, fun: Callable, backend: str):
         self.fun = fun
+        self._bind = _Binder(fun)
         self.backend = backend
         functools.update_wrapper(self, fun, updated=())  # not fun's __dict__: it may be a transform
         self._source = None
@@ -262,7 +302,8 @@ class Primal:
             self._source = _source(self.fun, "primal", {})
         return self._source
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
+        args = self._bind(args, kwargs)
         if self._compiled is None:
             module = backends.load(self.source, self.fun.__name__, self.backend)
             self._compiled = getattr(module, self.fun.__name__)
@@ -443,6 +484,7 @@ class Jacobian:
     def __init__(self, fun: Callable, argnums, forward: bool, backend: str = "python", has_aux: bool = False):
         fun = _unbatched(fun)
         self.fun = fun
+        self._bind = _Binder(fun)
         self.argnums = argnums
         self.forward = forward
         self.backend = backend
@@ -529,8 +571,8 @@ class Jacobian:
                     blocks[oi][li] = stacked.reshape(np.shape(o) + np.shape(leaf))
         return pytree.unflatten(out_structure, [pytree.unflatten(in_structure, row) for row in blocks])
 
-    def __call__(self, *args):
-        args = _private_copies(args)
+    def __call__(self, *args, **kwargs):
+        args = _private_copies(self._bind(args, kwargs, _argnums_tuple(self.argnums)))
         if isinstance(self.argnums, int):
             jac = _in_dtype(self._one(args, self.argnums), args[self.argnums])
         else:
@@ -547,6 +589,7 @@ class SecondOrder:
     def __init__(self, fun: Callable, inner_argnum: int, outer_argnums, scalar: bool, backend: str = "python"):
         fun = _unbatched(fun)
         self.fun = fun
+        self._bind = _Binder(fun)
         self.inner_argnum = inner_argnum
         self.outer_argnums = outer_argnums
         self.scalar = scalar  # grad(grad(f)): a number, as in JAX
@@ -597,8 +640,8 @@ class SecondOrder:
         blocks = np.moveaxis(blocks, 1, -1)  # rows, in..., cols
         return blocks.reshape(out_shape + in_shape + wrt_shape)
 
-    def __call__(self, *args):
-        args = _private_copies(args)
+    def __call__(self, *args, **kwargs):
+        args = _private_copies(self._bind(args, kwargs, _argnums_tuple(self.outer_argnums)))
         if isinstance(self.outer_argnums, int):
             return self._one(args, self.outer_argnums)
         return tuple(self._one(args, k) for k in self.outer_argnums)
