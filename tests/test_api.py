@@ -146,3 +146,19 @@ def test_a_differentiated_argument_passed_by_keyword_is_refused():
         s2s.grad(power_with_default, argnums=1)(x, a=3.0)
     with pytest.raises(s2s.S2SError, match="unexpected keyword argument 'b'"):
         s2s.grad(power_with_default)(x, b=3.0)
+
+
+def test_a_cotangent_must_match_the_output():
+    x = np.array([0.3, -1.2, 2.0])
+    (a, b), pullback = s2s.vjp(returns_tuple, x)
+    u = np.ones(3)
+    with pytest.raises(s2s.S2SError, match="the cotangent is an array or number, the output a tuple of 2"):
+        pullback(u)
+    with pytest.raises(s2s.S2SError, match=r"cotangent \(leaf 1\) has shape \(\), the output \(3,\)"):
+        pullback((u, 1.0))
+    with pytest.raises(s2s.S2SError, match="dtype float32, the output float64"):
+        pullback((u, u.astype(np.float32)))
+    with pytest.raises(s2s.S2SError, match="dtype int64"):
+        pullback((u, np.ones(3, dtype=np.int64)))
+    (gx,) = pullback((u, u))  # the right cotangent still works
+    np.testing.assert_allclose(gx, 2 * np.cos(x) - np.sin(x), rtol=1e-12)

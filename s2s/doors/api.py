@@ -268,6 +268,7 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
     out = fun(*primals)
 
     def vjp_fun(cotangent):
+        _check_cotangent(cotangent, out[0] if has_aux else out, fun)
         args = transformed._call_args(primals)
         _, grads = transformed._vjp_function()(*args, cotangent)
         return tuple(pytree.restructure(g, p) for g, p in zip(grads, primals))
@@ -276,6 +277,36 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
     if has_aux:
         return out[0], vjp_fun, out[1]
     return out, vjp_fun
+
+
+def _describe_tree(tree) -> str:
+    if tree[0] == "leaf":
+        return "an array or number"
+    if tree[0] == "dict":
+        return f"a dict with keys {tree[1]}"
+    return f"a {tree[1].__name__} of {len(tree[2])}"
+
+
+def _check_cotangent(cotangent: Any, out: Any, fun: Callable) -> None:
+    """A cotangent has its output's structure, shapes and float dtypes, as JAX requires: a
+    number for a (3,) output would otherwise be broadcast silently."""
+    out_leaves, out_tree = pytree.flatten(out)
+    ct_leaves, ct_tree = pytree.flatten(cotangent)
+    name = getattr(fun, "__name__", "the function")
+    if ct_tree != out_tree:
+        raise S2SError(f"vjp of {name}: the cotangent is {_describe_tree(ct_tree)}, the output "
+                       f"{_describe_tree(out_tree)}",
+                       hint="pass a cotangent shaped like the output")
+    for k, (c, o) in enumerate(zip(ct_leaves, out_leaves)):
+        where = f" (leaf {k})" if len(out_leaves) > 1 else ""
+        if np.shape(c) != np.shape(o):
+            raise S2SError(f"vjp of {name}: the cotangent{where} has shape {np.shape(c)}, the output {np.shape(o)}",
+                           hint="pass a cotangent of the output's shape")
+        c_dtype = np.asarray(c).dtype
+        if c_dtype.kind not in "fc" or isinstance(c, np.ndarray) and np.asarray(o).dtype.kind in "fc" \
+                and c_dtype != np.asarray(o).dtype:
+            raise S2SError(f"vjp of {name}: the cotangent{where} has dtype {c_dtype}, the output "
+                           f"{np.asarray(o).dtype}", hint="pass a cotangent of the output's float dtype")
 
 
 def jit(fun: Callable, *, backend: str = "cpu", static_argnums: Sequence[int] = ()) -> Callable:
