@@ -116,7 +116,12 @@ def copy_overlapping_operands(function: ast.FunctionDef) -> None:
             parent[r] = roots[0]
 
     def stored(target: ast.expr) -> set[str]:
-        return {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+        """The names a binding target binds or writes into (not those of its indices)."""
+        if isinstance(target, (ast.Tuple, ast.List)):
+            return set().union(*map(stored, target.elts))
+        while isinstance(target, (ast.Subscript, ast.Attribute, ast.Starred)):
+            target = target.value
+        return {target.id} if isinstance(target, ast.Name) else set()
 
     for node in ast.walk(function):
         if isinstance(node, ast.Assign):
