@@ -200,6 +200,13 @@ UNCHANGED = {
             w[1:] += w[:-1] * 2.0
             return w
     """,
+    "an overlapping update, its right side copied first (s2s/codegen.py)": """
+        def f(x, out_bar):
+            w = np.copy(x)
+            w[1:] += runtime.copy(w[:-1])
+            w[:-1] -= runtime.copy(w[1:])
+            return w
+    """,
     "a write into a parameter": """
         def f(x, out_bar):
             x[:-1] += x[1:] * 2.0

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import s2s
+from finite_differences import central_difference_grad
 from programs import CASES
 from specialised import specialised_grad
 
@@ -69,3 +70,120 @@ def test_tapes_in_range_loops_keep_float32(backend):
     wide = x.astype(np.float64)
     fd = [(float32_recurrence(wide + eps * e, 6) - float32_recurrence(wide - eps * e, 6)) / (2 * eps) for e in np.eye(2)]
     np.testing.assert_allclose(g, fd, rtol=1e-4)
+
+
+# In-place updates whose right side overlaps the elements they write. NumPy reads the right side
+# in full before it writes; Numba, left alone, updates element by element and reads elements it
+# has already updated (z[1:] += z[:-1] became a running sum). Each is checked, on both backends,
+# against NumPy's own value and central finite differences.
+
+
+def shift_add(x):
+    z = x.copy()
+    z[1:] += z[:-1]
+    return np.sum(z * z)
+
+
+def shift_subtract(x):
+    z = np.sin(x)
+    z[1:] -= z[:-1]
+    return np.sum(z * z * x)
+
+
+def shift_add_backwards(x):
+    z = x * 2.0
+    z[:-1] += z[1:]
+    z[1:] += z[:-1]
+    return np.sum(z * z)
+
+
+def shift_add_through_a_view(x):
+    z = x.copy()
+    behind = z[:-1]
+    z[1:] += behind
+    z += z[::-1]
+    return np.sum(z * z * z)
+
+
+def shift_assign(x):
+    z = x.copy()
+    z[1:] = z[:-1] * 2.0
+    w = z * x
+    w[:-1] = w[1:]
+    return np.sum(w * z)
+
+
+def rows_add(X):
+    Z = X.copy()
+    Z[1:, :] += Z[:-1, :]
+    Z[:, 1:] -= Z[:, :-1]
+    return np.sum(Z * Z)
+
+
+OVERLAPPING = {
+    "shift_add": (shift_add, np.array([0.3, 0.5, -0.2, 0.9])),
+    "shift_subtract": (shift_subtract, np.array([0.3, 0.5, -0.2, 0.9, 1.1])),
+    "shift_add_backwards": (shift_add_backwards, np.array([0.3, 0.5, -0.2, 0.9, 1.1])),
+    "shift_add_through_a_view": (shift_add_through_a_view, np.array([0.3, 0.5, -0.2, 0.9, 1.1])),
+    "shift_assign": (shift_assign, np.array([0.3, 0.5, -0.2, 0.9, 1.1])),
+    "rows_add": (rows_add, np.arange(12.0).reshape(4, 3) * 0.1 - 0.3),
+}
+
+
+def test_overlapping_updates_are_not_noops():
+    """The programs read the right side before the write: an element-by-element update differs."""
+    z = np.array([0.3, 0.5, -0.2, 0.9])
+    running = z.copy()
+    for k in range(1, 4):
+        running[k] += running[k - 1]
+    assert shift_add(z) == pytest.approx(np.sum((z + np.r_[0.0, z[:-1]]) ** 2))
+    assert not np.isclose(shift_add(z), np.sum(running ** 2))
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["python", "jit"])
+@pytest.mark.parametrize("case", sorted(OVERLAPPING))
+def test_overlapping_in_place_updates_value_and_grad(case, jit):
+    fn, x = OVERLAPPING[case]
+    transform = s2s.value_and_grad(fn)
+    value, grad = (s2s.jit(transform) if jit else transform)(x.copy())
+    assert value == pytest.approx(fn(x.copy()), rel=1e-12)
+    np.testing.assert_allclose(grad, central_difference_grad(fn, [x], 0), rtol=1e-6, atol=1e-8)
+
+
+def test_overlapping_in_place_update_grad_under_jit():
+    """s2s.jit(s2s.grad(f)): the module that leaves the value out (the reported case)."""
+    x = np.array([0.3, 0.5, -0.2, 0.9])
+    grad = s2s.jit(s2s.grad(shift_add))(x)
+    np.testing.assert_allclose(grad, [2.2, 2.2, 2.0, 1.4], rtol=1e-12)
+    np.testing.assert_allclose(grad, central_difference_grad(shift_add, [x], 0), rtol=1e-6)
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+@pytest.mark.parametrize("case", sorted(OVERLAPPING))
+def test_overlapping_in_place_updates_jvp(case, backend):
+    fn, x = OVERLAPPING[case]
+    v = np.random.default_rng(3).standard_normal(x.shape)
+    value, tangent = s2s.jvp(fn, (x.copy(),), (v,), backend=backend)
+    eps = 1e-6
+    assert value == pytest.approx(fn(x.copy()), rel=1e-12)
+    assert tangent == pytest.approx((fn(x + eps * v) - fn(x - eps * v)) / (2 * eps), rel=1e-6, abs=1e-8)
+
+
+def test_updates_from_fresh_arrays_are_not_copied():
+    """Only a right side that may share the target's memory is copied first."""
+    def f(x):
+        z = x.copy()
+        z[1:] += x[:-1]
+        z[:-1] -= z[1:] * 2.0
+        return np.sum(z * z)
+
+    source = s2s.grad(f).source
+    assert "+= runtime.copy(" not in source and "-= runtime.copy(" not in source
+    assert "z[1:] += runtime.copy(" in s2s.grad(shift_add).source
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_overlapping_in_place_update_second_order(backend):
+    """The Hessian (forward over reverse) of an overlapping update, against differences of the gradient."""
+    fn, x = OVERLAPPING["shift_add_backwards"]
+    s2s.testing.check_grads(fn, [x], order=2, backend=backend)

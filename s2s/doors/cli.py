@@ -176,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("target", help="FILE.py:NAME")
     s.add_argument("--mode", default="grad", help="grad, vjp or jvp (default: grad)")
     s.add_argument("--after", metavar="PASS", help="print the code as it stands after this pass of the "
-                   "transform's pipeline (lower, reverse or forward, numba_routes, fuse, loops, unparse, format)")
+                   "transform's pipeline (lower, reverse or forward, numba_routes, fuse, overlaps, loops, unparse, format)")
     s.set_defaults(run=show)
     c = sub.add_parser("cache", help="list or clear the cache of generated code")
     c.add_argument("action", choices=["list", "clear"])

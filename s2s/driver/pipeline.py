@@ -21,6 +21,7 @@ from ..codegen.emit import Emitter, name
 from ..codegen.format import format_source
 from ..codegen.module import assign_names, header, primal_function, prologue
 from ..codegen.numba_routes import route_numba_rejects
+from ..codegen.overlaps import copy_overlaps
 from ..errors import S2SError
 from ..frontend.collect import collect
 from ..ir import nodes as ir
@@ -196,6 +197,12 @@ def fuse(unit: Unit) -> None:
     unit.body = fuse_module(unit.body, headings=unit.emitter.origin_comments)
 
 
+def overlaps(unit: Unit) -> None:
+    """Copy the right side of an in-place update that may overlap its target
+    (`z[1:] += z[:-1]`): NumPy reads it whole before writing, Numba element by element."""
+    unit.body = copy_overlaps(unit.body)
+
+
 def loops(unit: Unit) -> None:
     """In code specialised to its arguments: runs of elementwise statements over 1-d arrays
     become one explicit loop, with carried adjoint updates (nothing to do in other code)."""
@@ -222,15 +229,16 @@ class Pass:
 LOWER, CHECK_ALIASES, PRIMAL = Pass("lower", lower), Pass("check_aliases", check_aliases), Pass("primal", primal)
 REVERSE, FORWARD = Pass("reverse", reverse), Pass("forward", forward)
 NUMBA_ROUTES, FUSE, LOOPS = Pass("numba_routes", numba_routes), Pass("fuse", fuse), Pass("loops", loops)
+OVERLAPS = Pass("overlaps", overlaps)
 UNPARSE, FORMAT = Pass("unparse", unparse), Pass("format", format_)
 
 # The pipeline of each transform, in the order its passes run.
 PIPELINES: dict[str, tuple[Pass, ...]] = {
-    "grad": (LOWER, REVERSE, NUMBA_ROUTES, FUSE, LOOPS, UNPARSE, FORMAT),
-    "vjp": (LOWER, REVERSE, NUMBA_ROUTES, FUSE, LOOPS, UNPARSE, FORMAT),
-    "jvp": (LOWER, FORWARD, NUMBA_ROUTES, FUSE, LOOPS, UNPARSE, FORMAT),
-    "second_order": (LOWER, FORWARD, NUMBA_ROUTES, FUSE, UNPARSE, FORMAT),
-    "primal": (LOWER, CHECK_ALIASES, PRIMAL, NUMBA_ROUTES, FUSE, UNPARSE, FORMAT),
+    "grad": (LOWER, REVERSE, NUMBA_ROUTES, FUSE, OVERLAPS, LOOPS, UNPARSE, FORMAT),
+    "vjp": (LOWER, REVERSE, NUMBA_ROUTES, FUSE, OVERLAPS, LOOPS, UNPARSE, FORMAT),
+    "jvp": (LOWER, FORWARD, NUMBA_ROUTES, FUSE, OVERLAPS, LOOPS, UNPARSE, FORMAT),
+    "second_order": (LOWER, FORWARD, NUMBA_ROUTES, FUSE, OVERLAPS, UNPARSE, FORMAT),
+    "primal": (LOWER, CHECK_ALIASES, PRIMAL, NUMBA_ROUTES, FUSE, OVERLAPS, UNPARSE, FORMAT),
 }
 TRANSFORMS = tuple(PIPELINES)
 

@@ -33,6 +33,7 @@ from ..codegen.emit import BINOPS, COMPARES, Emitter, name, parse_expr, runtime_
 from ..codegen.format import format_source
 from ..codegen.module import assign_names, header, primal_function, prologue
 from ..codegen.numba_routes import route_numba_rejects
+from ..codegen.overlaps import copy_overlaps
 from ..errors import S2SError
 from ..frontend.collect import collect
 from ..frontend.source import is_user_function
@@ -457,4 +458,4 @@ def total_module_source(fn: Any, params: list[str], trees: list, forced: list[bo
 
 
 def _render(emitter: Emitter, lines: list[str], body: list) -> str:
-    return format_source(emitter.text(lines, route_numba_rejects(body)))
+    return format_source(emitter.text(lines, copy_overlaps(route_numba_rejects(body))))
