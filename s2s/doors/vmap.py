@@ -13,7 +13,6 @@ import hashlib
 import importlib.util
 import inspect
 import os
-import re
 import sys
 from typing import Any, Callable
 
@@ -136,10 +135,6 @@ def _view_paths(view: Any, structure: Any) -> list[str]:
     if structure[0] != "seq" or len(structure[2]) != len(view):
         raise S2SError("vmap: the output does not have the expected structure")  # internal
     return [p for v, child in zip(view, structure[2]) for p in _view_paths(v, child)]
-
-
-def _entry_of(source: str) -> str:
-    return re.findall(r"^def (\w+)\(", source, re.M)[-1]
 
 
 class Batched:
@@ -276,8 +271,8 @@ class Batched:
         if isinstance(fun, api.Transformed) and fun.kind in ("grad", "value_and_grad"):
             output = fun.with_backend("python")(*example)
             # Compiled, the per-example gradient is specialised for the examples' kinds.
-            source = fun.specialised_source(example) if backend == "cpu" else fun.source
-            entry = f"{fun._entry_name(source)}_vjp"
+            source, entries = fun.specialised(example) if backend == "cpu" else fun.generated()
+            entry = entries["vjp"]
             grads = "[1][0]" if isinstance(fun.argnums, int) else "[1]"
             if fun.kind == "grad":
                 view = (grads, "[0][1]") if fun.has_aux else grads
@@ -290,12 +285,12 @@ class Batched:
             plain = fun.fun if isinstance(fun, api.Primal) else fun
             output = plain(*copy.deepcopy(example))
             try:
-                source = api._source(plain, "primal", {})
+                source, entries = api._generated(plain, "primal", {})
             except S2SError:
                 if backend == "python" and not isinstance(fun, api.Primal):
                     return None, output  # e.g. a lambda around s2s.jvp: loop in Python
                 raise
-            entry, view, extra, what = _entry_of(source), "", [], plain.__name__
+            entry, view, extra, what = entries["name"], "", [], plain.__name__
         else:
             return None, fun(*example)
         structure = pytree.flatten(output)[1]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import json
 import os
 import sys
 from dataclasses import dataclass, field
@@ -44,6 +45,7 @@ class Unit:
     body: list[ast.stmt] | None = None  # the module's statements, from the transform on
     loop_facts: dict | None = None  # {function: {parameter: fact}} of specialised functions, for "loops"
     text: str | None = None  # from "unparse" on
+    entries: dict = field(default_factory=dict)  # the module's entry points, by role, from the transform
 
     @property
     def entry(self) -> ir.Function:
@@ -77,6 +79,7 @@ def primal(unit: Unit) -> None:
     """The normalized primal of the function and its callees (s2s.jit of a plain function)."""
     unit.body = prologue(unit.emitter) + [primal_function(f, unit.emitter) for f in unit.functions]
     unit.header = header(unit.entry, f"primal of {unit.entry.name}", unit.display_path)
+    unit.entries = {"name": unit.entry_name()}
 
 
 def _argnums(unit: Unit) -> tuple[int, ...]:
@@ -113,8 +116,10 @@ def reverse(unit: Unit) -> None:
     seed = body[-1].args.args[-1].arg  # the entry vjp's last parameter: out_bar, or a fresh name
     if unit.options.get("rows") and len(argnums) == 1:  # jacrev: a compiled loop over output cotangents
         body.append(columns_driver(ename, entry.params, "vjp", argnums[0]))
+    unit.entries = {"name": ename, "vjp": f"{ename}_vjp"}
     if unit.transform == "grad":
         body.append(_grad_wrapper(ename, entry, argnums, entry_vjp.value_skipped))
+        unit.entries["grad"] = body[-1].name
     what = f"{unit.transform} of {entry.name} with respect to {', '.join(entry.params[k] for k in argnums)}"
     unit.header = header(entry, what, unit.display_path)
     if named_facts is not None:
@@ -147,6 +152,7 @@ def forward(unit: Unit) -> None:
         gname = emitter.function_names[id(lowered.python)]
         body.append(JVP(lowered, emitter, list(lowered.params), f"{gname}_jvp").build())
     fname = unit.entry_name()
+    unit.entries = {"name": fname, "jvp": f"{fname}_jvp"}
     if unit.transform == "second_order":  # fn is a generated <name>_vjp(params..., out_bar)
         for k in range(len(entry.params) - 1):
             body.append(second_order_driver(fname, entry.params, k))
@@ -274,7 +280,9 @@ def generate(fn: Any, transform: str, options: dict | None = None, display_path:
              after: str | None = None, out=None):
     """(source, dependencies) for one transform of fn: the single entry point that the API,
     the command line and the import hook share. dependencies names the user functions it
-    calls and the module constants whose values it contains, for the cache.
+    calls and the module constants whose values it contains, for the cache, and the
+    module's entry points ("entries": {role: function name, ...}, JSON values), which the
+    cache stores with the module and the doors call.
 
     after (or the environment variable S2S_DUMP_AFTER): print the code after that pass."""
     options = options or {}
@@ -292,5 +300,7 @@ def generate(fn: Any, transform: str, options: dict | None = None, display_path:
                              for f in functions for name, value in f.constants.items()}),
         "references": sorted({(f.python.__module__, path, module, qualname)
                               for f in functions for path, module, qualname in f.references}),
+        # as the cache gives them back (tuples become lists)
+        "entries": json.loads(json.dumps(unit.entries)),
     }
     return unit.text, dependencies
