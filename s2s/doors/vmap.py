@@ -3,6 +3,11 @@
 A batched function is specialised when it is called, as JAX traces on the first call: the
 argument structure, the mapped axes and the per-example output structure decide the driver
 that transforms/batching.py writes. Each specialisation is generated and compiled once.
+
+The per-example modules (primal, grad) and, on the python backend, the vectorised modules
+(the "vmap" and "vmap_total" transforms of driver/pipeline.py) come through the one door of
+the engine, api._generated, so they are cached like every transform, with the names of their
+entry points; the loop driver around a per-example module is written here.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from .. import runtime
 from .. import backends, pytree
 from ..transforms import batching
 from ..ir import nodes as ir
-from ..errors import S2SError
+from ..errors import NoBatchingRule, S2SError
 
 
 def _seq_kind(arg) -> str:
@@ -135,6 +140,21 @@ def _view_paths(view: Any, structure: Any) -> list[str]:
     if structure[0] != "seq" or len(structure[2]) != len(view):
         raise S2SError("vmap: the output does not have the expected structure")  # internal
     return [p for v, child in zip(view, structure[2]) for p in _view_paths(v, child)]
+
+
+def _plain_structure(structure: Any) -> list:
+    """A pytree.flatten structure as JSON values (options of the vmap transform): the type of
+    a sequence by its name."""
+    if structure[0] == "leaf":
+        return ["leaf"]
+    if structure[0] == "dict":
+        return ["dict", list(structure[1]), [_plain_structure(c) for c in structure[2]]]
+    return ["seq", structure[1].__name__, [_plain_structure(c) for c in structure[2]]]
+
+
+def _pattern(value: Any) -> batching.Pattern:
+    """A batching pattern as recorded with a module (JSON: lists for tuples)."""
+    return tuple(_pattern(v) for v in value) if isinstance(value, list) else value
 
 
 class Batched:
@@ -375,9 +395,7 @@ class Batched:
 
     def _vectorized(self, params, trees, spec, kernel) -> tuple[str | None, str]:
         """On the python backend, a plain function is batched by rules into vectorised NumPy
-        where every statement has one: (source, "") or (None, why not)."""
-        from ..transforms import vectorize
-
+        where every statement has one (the "vmap" transform): (source, "") or (None, why not)."""
         fun = self.fun
         if isinstance(fun, api.Primal):
             fun = fun.fun
@@ -385,39 +403,40 @@ class Batched:
             return self._vectorized_grad(params, trees, spec)
         if not inspect.isfunction(fun) or isinstance(self.fun, Batched):
             return None, "batching rules cover plain functions and their gradients; this is " + kernel.description
+        options = {"params": params, "trees": trees, "out_structure": _plain_structure(spec["structure"]),
+                   "leaf_paths": kernel.leaf_paths, "out_axes": [a or 0 for a in spec["out_axes"]],
+                   "description": kernel.description}
         try:
-            source = vectorize.module_source(fun, params, trees, spec["structure"], kernel.leaf_paths,
-                                             [a or 0 for a in spec["out_axes"]], kernel.description)
-        except vectorize.NoBatchingRule as exc:
+            source = api._source(fun, "vmap", options)
+        except NoBatchingRule as exc:
             return None, str(exc)
         return source, ""
 
     def _vectorized_grad(self, params, trees, spec) -> tuple[str | None, str]:
         """vmap(grad(f)) on the python backend: the gradient of the vectorised batch's total
-        (vectorize.total_module_source), the differentiated arguments broadcast to the batch.
+        (the "vmap_total" transform), the differentiated arguments broadcast to the batch.
         Sets spec["call"] to the Python driver; returns its two modules as the source."""
-        from ..transforms import vectorize
-
         fun = self.fun
         argnums = api._argnums_tuple(fun.argnums)
         forced = [k in argnums or k - len(trees) in argnums for k in range(len(trees))]
+        options = {"params": params, "trees": trees, "forced": forced, "has_aux": fun.has_aux}
         try:
-            source, batched_name, total_name, result = vectorize.total_module_source(
-                fun.fun, params, trees, forced, fun.has_aux)
-            module = _import_generated(source, total_name)
-            gradient = api.Transformed(getattr(module, total_name), "grad", fun.argnums)
+            source, entries = api._generated(fun.fun, "vmap_total", options)
+            module = _import_generated(source, entries["total"])
+            gradient = api.Transformed(getattr(module, entries["total"]), "grad", fun.argnums)
             grad_source = gradient.source
         except S2SError as exc:  # no batching rule, or no derivative rule for the batched code
             return None, str(exc)
-        batched = getattr(module, batched_name)
+        batched = getattr(module, entries["batched"])
+        result = _pattern(entries["result"])
         # which output leaves carry the batch: every gradient (its argument was broadcast), and
         # the value's leaves where the batched entry's result pattern says so
-        value_pattern = vectorize.element(result, 0) if fun.has_aux else result
+        value_pattern = batching.element(result, 0) if fun.has_aux else result
         if fun.kind == "grad":
-            pattern = (True, vectorize.element(result, 1)) if fun.has_aux else True
+            pattern = (True, batching.element(result, 1)) if fun.has_aux else True
         else:
-            pattern = ((value_pattern, vectorize.element(result, 1)) if fun.has_aux else value_pattern, True)
-        batched_leaves = vectorize.leaf_patterns(spec["structure"], pattern)
+            pattern = ((value_pattern, batching.element(result, 1)) if fun.has_aux else value_pattern, True)
+        batched_leaves = batching.leaf_patterns(spec["structure"], pattern)
         out_axes = [a or 0 for a in spec["out_axes"]]
 
         def call(*args):

@@ -29,6 +29,7 @@ from ..optimize.loops import loop_module
 from ..transforms.drivers import columns_driver, second_order_driver
 from ..transforms.forward import JVP
 from ..transforms.reverse import VJP
+from ..transforms.vectorize import total_module, vmap_module
 
 
 @dataclass
@@ -191,6 +192,23 @@ def _describe_fact(fact) -> str:
     return fact if isinstance(fact, str) else "any"
 
 
+def vectorize(unit: Unit) -> None:
+    """vmap by batching rules (transforms/vectorize.py): the function over a batch as
+    vectorised NumPy, and for "vmap" its `<name>_vmap` driver, for "vmap_total" the sum over
+    the batch that vmap(grad(f)) differentiates. The options say what the vmap door knows
+    from the call: params, trees (batching.ArgTree of each argument), and for "vmap"
+    out_structure, leaf_paths, out_axes and description; for "vmap_total" forced and has_aux."""
+    o = unit.options
+    if unit.transform == "vmap_total":
+        unit.body, unit.header, entries = total_module(unit.functions, unit.emitter, o["params"], o["trees"],
+                                                       o["forced"], bool(o.get("has_aux")), unit.display_path)
+    else:
+        unit.body, unit.header, entries = vmap_module(unit.functions, unit.emitter, o["params"], o["trees"],
+                                                      o["out_structure"], o["leaf_paths"], o["out_axes"],
+                                                      o["description"], unit.display_path)
+    unit.entries = {"name": unit.entry_name(), **entries}
+
+
 def numba_routes(unit: Unit) -> None:
     """NumPy that numba.njit rejects (np.max(x, axis=1, keepdims=True)) -> runtime helpers."""
     unit.body = route_numba_rejects(unit.body)
@@ -225,7 +243,7 @@ class Pass:
 
 
 LOWER, CHECK_ALIASES, PRIMAL = Pass("lower", lower), Pass("check_aliases", check_aliases), Pass("primal", primal)
-REVERSE, FORWARD = Pass("reverse", reverse), Pass("forward", forward)
+REVERSE, FORWARD, VECTORIZE = Pass("reverse", reverse), Pass("forward", forward), Pass("vectorize", vectorize)
 NUMBA_ROUTES, FUSE, LOOPS = Pass("numba_routes", numba_routes), Pass("fuse", fuse), Pass("loops", loops)
 UNPARSE, FORMAT = Pass("unparse", unparse), Pass("format", format_)
 
@@ -236,6 +254,9 @@ PIPELINES: dict[str, tuple[Pass, ...]] = {
     "jvp": (LOWER, FORWARD, NUMBA_ROUTES, FUSE, LOOPS, UNPARSE, FORMAT),
     "second_order": (LOWER, FORWARD, NUMBA_ROUTES, FUSE, UNPARSE, FORMAT),
     "primal": (LOWER, CHECK_ALIASES, PRIMAL, NUMBA_ROUTES, FUSE, UNPARSE, FORMAT),
+    # vmap by batching rules (s2s.vmap on the python backend), rendered without fuse
+    "vmap": (LOWER, CHECK_ALIASES, VECTORIZE, NUMBA_ROUTES, UNPARSE, FORMAT),
+    "vmap_total": (LOWER, CHECK_ALIASES, VECTORIZE, NUMBA_ROUTES, UNPARSE, FORMAT),
 }
 TRANSFORMS = tuple(PIPELINES)
 
