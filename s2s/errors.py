@@ -39,3 +39,8 @@ class S2SError(Exception):
             if origin.text:
                 text += f"\n    {origin.text}"
         super().__init__(text)
+
+
+class NoBatchingRule(S2SError):
+    """A statement has no batching rule (transforms/vectorize.py): batch by a loop over the
+    examples instead (transforms/batching.py)."""

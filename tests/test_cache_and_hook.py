@@ -1,5 +1,6 @@
 """The on-disk cache, the import hook and the command line share one engine."""
 
+import importlib.util
 import os
 import stat
 import subprocess
@@ -7,6 +8,7 @@ import sys
 import textwrap
 import warnings
 
+import numpy as np
 import pytest
 
 import s2s
@@ -228,4 +230,38 @@ def test_command_line(tmp_path):
     assert "refused.py:" in bad.stderr and "try statements are not supported" in bad.stderr
     debug = cli("--debug", "transform", os.path.join(ROOT, "tests", "refused.py"), "--function", "uses_try")
     assert debug.returncode == 1 and "Traceback" in debug.stderr
-    assert "call s2s.vmap(f, in_axes=...) once" in cli("transform", path, "--mode", "vmap").stderr
+    pytree_axes = cli("transform", path, "--mode", "vmap", "--in-axes", "(0, None),0,0,None,None")
+    assert pytree_axes.returncode == 1 and "call s2s.vmap(f, in_axes=...) on example arguments" in pytree_axes.stderr
+    assert "--in-axes applies to --mode vmap" in cli("transform", path, "--in-axes", "0").stderr
+
+
+def test_command_line_writes_vmap_as_a_loop_over_the_examples(tmp_path):
+    """`s2s transform --mode vmap --in-axes ...`: the module runs, and agrees with a loop of the
+    primal over the examples; `s2s show` prints the same text, which is what s2s.jit(s2s.vmap)
+    compiles for such arguments."""
+    path = os.path.join(ROOT, "examples", "regression.py")
+    env = {**os.environ, "S2S_CACHE_DIR": str(tmp_path / "cache")}
+    out = tmp_path / "out"
+    written = subprocess.run([sys.executable, "-m", "s2s", "transform", path, "--mode", "vmap",
+                              "--in-axes", "None,0,0", "-o", str(out)],
+                             capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    assert written.returncode == 0, written.stderr
+    assert os.listdir(out) == ["regression_loss_vmap.py"]
+    spec = importlib.util.spec_from_file_location("regression_loss_vmap", out / "regression_loss_vmap.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    rng = np.random.default_rng(3)
+    params, xs, ys = (rng.normal(size=3), 0.5), rng.normal(size=(6, 4, 3)), rng.normal(size=(6, 4))
+    (got,) = module.loss_vmap(params, xs, ys)
+    spec = importlib.util.spec_from_file_location("regression_example", path)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    expected = np.array([example.loss(params, xs[b], ys[b]) for b in range(len(xs))])
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+    shown = subprocess.run([sys.executable, "-m", "s2s", "show", f"{path}:loss", "--mode", "vmap",
+                            "--in-axes", "None,0,0"], capture_output=True, text=True, env=env, cwd=tmp_path,
+                           timeout=600)
+    assert shown.returncode == 0 and shown.stdout == (out / "regression_loss_vmap.py").read_text()
+    compiled = s2s.jit(s2s.vmap(example.loss, in_axes=(None, 0, 0)))
+    np.testing.assert_allclose(compiled(params, xs, ys), expected, rtol=1e-12)
+    assert compiled.source == shown.stdout

@@ -607,3 +607,41 @@ def test_a_repeated_call_reuses_its_specialisation_and_still_checks_new_argument
     g(xs, xs)
     with pytest.raises(s2s.S2SError, match="inconsistent sizes"):
         g(xs, xs[:3])
+
+
+def test_a_second_vmap_of_the_same_function_reads_its_modules_from_the_cache(tmp_path, monkeypatch):
+    """The vectorised modules go through the engine: generated once, then read from the cache
+    with their entry points, by a new s2s.vmap object too."""
+    monkeypatch.setenv("S2S_CACHE_DIR", str(tmp_path))
+    from s2s.driver import cache, pipeline
+
+    generated = []
+    generate = pipeline.generate
+
+    def counting(fn, transform, *args, **kwargs):
+        generated.append(transform)
+        return generate(fn, transform, *args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "generate", counting)
+    xs, y = rng.normal(size=(4, 3)), rng.normal(size=3)
+    first = s2s.vmap(two_outputs, in_axes=(0, None))(xs, y)
+    assert generated == ["primal", "vmap"]
+    (entry,) = [p for p in cache.entries(str(tmp_path)) if ".vmap." in p]
+    manifest = cache._unseal(open(entry).read())[1]
+    assert manifest["entries"] == {"name": "two_outputs", "vmap": "two_outputs_vmap", "batched": "two_outputs_batched"}
+    again = s2s.vmap(two_outputs, in_axes=(0, None))
+    second = again(xs, y)
+    assert generated == ["primal", "vmap"]  # nothing generated again
+    assert "vectorised by batching rules" in again.source
+    for a, b in zip(first, second):
+        np.testing.assert_array_equal(a, b)
+
+    w, ys = rng.normal(size=3), (rng.random(4) > 0.5).astype(float)
+    grads = s2s.vmap(s2s.grad(logistic_loss), in_axes=(None, 0, 0))(w, xs, ys)
+    assert "vmap_total" in generated
+    count = len(generated)
+    np.testing.assert_array_equal(s2s.vmap(s2s.grad(logistic_loss), in_axes=(None, 0, 0))(w, xs, ys), grads)
+    assert len(generated) == count
+    (entry,) = [p for p in cache.entries(str(tmp_path)) if ".vmap_total." in p]
+    recorded = cache._unseal(open(entry).read())[1]["entries"]
+    assert recorded["total"] == "logistic_loss_batched_total" and recorded["result"] is True

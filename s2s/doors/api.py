@@ -16,18 +16,29 @@ from ..errors import S2SError
 from ..frontend.nested import register_nested_transform
 
 
-def _source(fun: Callable, transform: str, options: dict) -> str:
-    """Generated source from the cache, or generated now (the only path to libcst and black)."""
+def _generated(fun: Callable, transform: str, options: dict) -> tuple[str, dict]:
+    """(source, entries): a generated module from the cache, or generated now (the only path
+    to libcst and black), and the names of its entry points by role ("name": the user
+    function's generated name; "vjp", "grad", "jvp", "vmap", ...: driver.pipeline)."""
 
     def generate():
         return driver.generate(fun, transform, options)
 
+    def uncached():
+        source, dependencies = generate()
+        return source, dependencies["entries"]
+
     if not callable(fun) or getattr(fun, "__code__", None) is None:
-        return generate()[0]  # not a Python function: let the pipeline refuse it
+        return uncached()  # not a Python function: let the pipeline refuse it
     try:
         return cache.cached_source(fun, transform, options, generate)
     except OSError:
-        return generate()[0]
+        return uncached()
+
+
+def _source(fun: Callable, transform: str, options: dict) -> str:
+    """The generated module's source (see _generated)."""
+    return _generated(fun, transform, options)[0]
 
 
 class _Binder:
@@ -95,6 +106,7 @@ class Transformed:
         self.rows = rows  # also the compiled loop over stacks of cotangents (jacrev)
         functools.update_wrapper(self, fun, updated=())  # not fun's __dict__: it may be a transform
         self._source: str | None = None
+        self._entries: dict = {}  # the entry points of _source
         self._module = None
         self._vjp = None
         self._argnums = _argnums_tuple(argnums)
@@ -103,6 +115,7 @@ class Transformed:
         # each kind of call, and the source of the latest.
         self._by_facts: dict = {}
         self._specialised_source: str | None = None
+        self._specialised_entries: dict = {}
 
     @property
     def source(self) -> str:
@@ -110,12 +123,16 @@ class Transformed:
         latest call's kinds of arguments."""
         if self._specialised_source is not None:
             return self._specialised_source
+        return self.generated()[0]
+
+    def generated(self) -> tuple[str, dict]:
+        """(source, entries) of the module for any kind of arguments."""
         if self._source is None:
             options = {"argnums": list(self._argnums), "has_aux": self.has_aux}
             if self.rows:
                 options["rows"] = True
-            self._source = _source(self.fun, "grad", options)
-        return self._source
+            self._source, self._entries = _generated(self.fun, "grad", options)
+        return self._source, self._entries
 
     def module(self):
         if self._module is None:
@@ -124,7 +141,7 @@ class Transformed:
 
     def with_backend(self, backend: str) -> "Transformed":
         other = Transformed(self.fun, self.kind, self.argnums, self.has_aux, backend, self.rows)
-        other._source = self._source
+        other._source, other._entries = self._source, self._entries
         return other
 
     def _vjp_function(self):
@@ -133,31 +150,30 @@ class Transformed:
             self._vjp = getattr(self.module(), f"{self._entry_name()}_vjp")
         return self._vjp
 
-    def _entry_name(self, source: str | None = None) -> str:
-        import re
+    def _entry_name(self) -> str:
+        """The generated name of the function (its vjp is `<name>_vjp`) in .source."""
+        return (self._specialised_entries if self._specialised_source is not None else self.generated()[1])["name"]
 
-        # (a module specialised for s2s.grad that leaves the value out has `<name>_grad` instead)
-        match = re.search(r"^def (\w+)_value_and_grad\(", source or self.source, re.M) \
-            or re.search(r"^def (\w+)_grad\(", source or self.source, re.M)
-        return match.group(1)
-
-    def specialised_source(self, args) -> str:
-        """The module generated for these kinds of arguments (numbers, arrays and their ndim),
-        as s2s.jit runs it; its gradient's seed is a number."""
+    def specialised(self, args) -> tuple[str, dict]:
+        """(source, entries) of the module generated for these kinds of arguments (numbers,
+        arrays and their ndim), as s2s.jit runs it; its gradient's seed is a number."""
         options = {"argnums": list(self._argnums), "has_aux": self.has_aux, "facts": argument_facts(args)}
         if self.kind == "grad":
             options["value"] = False  # grad has no use for it (left out where proved a number)
-        return _source(self.fun, "grad", options)
+        return _generated(self.fun, "grad", options)
+
+    def specialised_source(self, args) -> str:
+        return self.specialised(args)[0]
 
     def _specialised_vjp(self, args):
         """The vjp generated for these kinds of arguments (s2s.jit of grad and value_and_grad)."""
         key = _kinds(args)
         found = self._by_facts.get(key)
         if found is None:
-            source = self.specialised_source(args)
+            source, entries = self.specialised(args)
             module = backends.load(source, self.fun.__name__, self.backend)
-            found = self._by_facts[key] = (getattr(module, f"{self._entry_name(source)}_vjp"), source)
-        self._specialised_source = found[1]
+            found = self._by_facts[key] = (getattr(module, entries["vjp"]), source, entries)
+        self._specialised_source, self._specialised_entries = found[1], found[2]
         return found[0]
 
     def _check_args(self, args):
@@ -353,6 +369,7 @@ class ForwardTransformed:
         self.has_aux = has_aux
         self.columns = columns  # also the compiled loops over stacks of tangents (jacfwd)
         self._source: str | None = None
+        self._names: dict = {}  # the entry points of _source
         self._module = None
         self._entries: dict = {}
         self._by_facts: dict = {}  # kinds of the arguments -> the specialised entry (cpu)
@@ -365,7 +382,7 @@ class ForwardTransformed:
                 options["has_aux"] = True
             if self.columns:
                 options["columns"] = True
-            self._source = _source(self.fun, "jvp", options)
+            self._source, self._names = _generated(self.fun, "jvp", options)
         return self._source
 
     def module(self):
@@ -374,11 +391,9 @@ class ForwardTransformed:
         return self._module
 
     def entry(self, suffix: str = "_jvp"):
-        if suffix not in self._entries:  # looked up once: a small jvp costs less than a regex
-            import re
-
-            names = re.findall(r"^def (\w+)_jvp\(", self.source, re.M)
-            self._entries[suffix] = getattr(self.module(), names[-1] + suffix)
+        if suffix not in self._entries:  # looked up once: a small jvp costs less than a getattr
+            self.source  # generated with its names
+            self._entries[suffix] = getattr(self.module(), self._names["name"] + suffix)
         return self._entries[suffix]
 
     def call_args(self, args):
@@ -394,11 +409,9 @@ class ForwardTransformed:
     def specialised_entry(self, args):
         key = _kinds(args)
         if key not in self._by_facts:
-            import re
-
-            source = self.specialised_source(args)
+            source, names = _generated(self.fun, "jvp", {"facts": argument_facts(args)})
             module = backends.load(source, self.fun.__name__ + "_jvp", self.backend)
-            self._by_facts[key] = getattr(module, re.findall(r"^def (\w+)_jvp\(", source, re.M)[-1] + "_jvp")
+            self._by_facts[key] = getattr(module, names["jvp"])
         return self._by_facts[key]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib.util
 import inspect
 import io
@@ -16,8 +17,10 @@ from .. import driver
 from ..driver import cache
 from ..errors import S2SError
 from .api import _source
+from .vmap import loop_source
 
-MODES = {"grad": {"argnums": [0], "has_aux": False}, "vjp": None, "jvp": {}}
+# vmap: the loop over the examples, from --in-axes (vmap.loop_source)
+MODES = {"grad": {"argnums": [0], "has_aux": False}, "vjp": None, "jvp": {}, "vmap": None}
 
 
 def load_user_module(path: str):
@@ -55,18 +58,28 @@ def selected_functions(module, names: list[str] | None) -> list:
 def parse_modes(text: str) -> list[str]:
     modes = [m.strip() for m in text.split(",") if m.strip()]
     for mode in modes:
-        if mode == "vmap":
-            raise S2SError("the batched source depends on the argument shapes and mapped axes, which a file "
-                           "alone does not give",
-                           hint="call s2s.vmap(f, in_axes=...) once on example arguments and read its .source; "
-                                "or use --mode grad,vjp,jvp")
         if mode not in MODES:
             raise S2SError(f"unknown mode {mode!r}; available: {', '.join(MODES)}")
     return modes
 
 
-def generated_source(fn, mode: str) -> str:
-    """The same text the API and the import hook produce for this function and mode."""
+def parse_in_axes(text: str | None):
+    """--in-axes: "None,0,0" (one entry per parameter) or "0" (every parameter); default 0."""
+    if text is None:
+        return 0
+    try:
+        axes = ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError):
+        raise S2SError(f"--in-axes {text!r} is not a comma-separated list of ints and None",
+                       hint="e.g. --in-axes None,0,0") from None
+    return list(axes) if isinstance(axes, tuple) else axes
+
+
+def generated_source(fn, mode: str, in_axes=0) -> str:
+    """The same text the API and the import hook produce for this function and mode (for vmap,
+    what s2s.jit(s2s.vmap(fn, in_axes)) compiles: the loop over the examples)."""
+    if mode == "vmap":
+        return loop_source(fn, in_axes)
     options = MODES[mode]
     if options is None:
         options = {"argnums": list(range(len(inspect.signature(fn).parameters))), "has_aux": False}
@@ -74,9 +87,12 @@ def generated_source(fn, mode: str) -> str:
     return _source(fn, mode, options)
 
 
-def source_after(fn, mode: str, after: str) -> str:
+def source_after(fn, mode: str, after: str, in_axes=0) -> str:
     """The code of this function and mode as it stands after one pass of its pipeline
     (generated afresh, not read from the cache)."""
+    if mode == "vmap":
+        raise S2SError("--after shows the passes of one pipeline; the loop form of vmap wraps the "
+                       "primal's module", hint="use --mode grad, vjp or jvp with --after")
     transform, options = mode, MODES[mode]
     if options is None:
         transform = "vjp"
@@ -94,14 +110,21 @@ def output_name(fn, mode: str) -> str:
 def transform(args) -> int:
     module = load_user_module(args.file)
     modes = parse_modes(args.mode)
+    in_axes = _in_axes(args, modes)
     os.makedirs(args.output, exist_ok=True)
     for fn in selected_functions(module, args.function):
         for mode in modes:
             path = os.path.join(args.output, output_name(fn, mode))
-            cache.write_atomic(path, generated_source(fn, mode))
+            cache.write_atomic(path, generated_source(fn, mode, in_axes))
             os.chmod(path, 0o644)
             print(f"wrote {path}")
     return 0
+
+
+def _in_axes(args, modes: list[str]):
+    if args.in_axes is not None and "vmap" not in modes:
+        raise S2SError("--in-axes applies to --mode vmap")
+    return parse_in_axes(args.in_axes)
 
 
 def _highlight(source: str) -> str:
@@ -141,9 +164,9 @@ def show(args) -> int:
     (fn,) = selected_functions(module, [name])
     (mode,) = parse_modes(args.mode)
     if args.after:
-        source = source_after(fn, mode, args.after)
+        source = source_after(fn, mode, args.after, _in_axes(args, [mode]))
     else:
-        source = generated_source(fn, mode)
+        source = generated_source(fn, mode, _in_axes(args, [mode]))
     sys.stdout.write(_highlight(source) if sys.stdout.isatty() else source)
     return 0
 
@@ -158,6 +181,11 @@ def cache_command(args) -> int:
     return 0
 
 
+IN_AXES_HELP = ("for vmap: the mapped axis of each argument, or None for one passed whole, e.g. None,0,0 "
+                "(default: 0 for every argument); a mapped argument is one array, and the function returns "
+                "one array or number per example (pytrees need s2s.vmap on example arguments)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="s2s", description="Source-to-source differentiation of NumPy code.")
     parser.add_argument("--version", action="version", version=f"s2s {__version__}")
@@ -169,12 +197,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a function to transform (repeatable; default: the module's __s2s__ list, "
                         "else its public functions)")
     t.add_argument("--mode", default="grad", help="comma-separated transforms: grad (reverse mode with "
-                   "respect to the first argument), vjp (reverse mode, all arguments), jvp (forward mode)")
+                   "respect to the first argument), vjp (reverse mode, all arguments), jvp (forward mode), "
+                   "vmap (a loop over the examples, mapped as --in-axes says)")
+    t.add_argument("--in-axes", help=IN_AXES_HELP)
     t.add_argument("-o", "--output", default="generated", help="output directory (default: generated/)")
     t.set_defaults(run=transform)
     s = sub.add_parser("show", help="print the generated code of one function")
     s.add_argument("target", help="FILE.py:NAME")
-    s.add_argument("--mode", default="grad", help="grad, vjp or jvp (default: grad)")
+    s.add_argument("--mode", default="grad", help="grad, vjp, jvp or vmap (default: grad)")
+    s.add_argument("--in-axes", help=IN_AXES_HELP)
     s.add_argument("--after", metavar="PASS", help="print the code as it stands after this pass of the "
                    "transform's pipeline (lower, reverse or forward, numba_routes, fuse, overlaps, loops, unparse, format)")
     s.set_defaults(run=show)

@@ -3,6 +3,12 @@
 A batched function is specialised when it is called, as JAX traces on the first call: the
 argument structure, the mapped axes and the per-example output structure decide the driver
 that transforms/batching.py writes. Each specialisation is generated and compiled once.
+
+The per-example modules (primal, grad) and, on the python backend, the vectorised modules
+(the "vmap" and "vmap_total" transforms of driver/pipeline.py) come through the one door of
+the engine, api._generated, so they are cached like every transform, with the names of their
+entry points; the loop driver around a per-example module is written here. loop_source
+writes that loop from the axes alone, for the command line.
 """
 
 from __future__ import annotations
@@ -13,7 +19,6 @@ import hashlib
 import importlib.util
 import inspect
 import os
-import re
 import sys
 from typing import Any, Callable
 
@@ -24,7 +29,7 @@ from .. import runtime
 from .. import backends, pytree
 from ..transforms import batching
 from ..ir import nodes as ir
-from ..errors import S2SError
+from ..errors import NoBatchingRule, S2SError
 
 
 def _seq_kind(arg) -> str:
@@ -138,8 +143,19 @@ def _view_paths(view: Any, structure: Any) -> list[str]:
     return [p for v, child in zip(view, structure[2]) for p in _view_paths(v, child)]
 
 
-def _entry_of(source: str) -> str:
-    return re.findall(r"^def (\w+)\(", source, re.M)[-1]
+def _plain_structure(structure: Any) -> list:
+    """A pytree.flatten structure as JSON values (options of the vmap transform): the type of
+    a sequence by its name."""
+    if structure[0] == "leaf":
+        return ["leaf"]
+    if structure[0] == "dict":
+        return ["dict", list(structure[1]), [_plain_structure(c) for c in structure[2]]]
+    return ["seq", structure[1].__name__, [_plain_structure(c) for c in structure[2]]]
+
+
+def _pattern(value: Any) -> batching.Pattern:
+    """A batching pattern as recorded with a module (JSON: lists for tuples)."""
+    return tuple(_pattern(v) for v in value) if isinstance(value, list) else value
 
 
 class Batched:
@@ -276,8 +292,8 @@ class Batched:
         if isinstance(fun, api.Transformed) and fun.kind in ("grad", "value_and_grad"):
             output = fun.with_backend("python")(*example)
             # Compiled, the per-example gradient is specialised for the examples' kinds.
-            source = fun.specialised_source(example) if backend == "cpu" else fun.source
-            entry = f"{fun._entry_name(source)}_vjp"
+            source, entries = fun.specialised(example) if backend == "cpu" else fun.generated()
+            entry = entries["vjp"]
             grads = "[1][0]" if isinstance(fun.argnums, int) else "[1]"
             if fun.kind == "grad":
                 view = (grads, "[0][1]") if fun.has_aux else grads
@@ -290,12 +306,12 @@ class Batched:
             plain = fun.fun if isinstance(fun, api.Primal) else fun
             output = plain(*copy.deepcopy(example))
             try:
-                source = api._source(plain, "primal", {})
+                source, entries = api._generated(plain, "primal", {})
             except S2SError:
                 if backend == "python" and not isinstance(fun, api.Primal):
                     return None, output  # e.g. a lambda around s2s.jvp: loop in Python
                 raise
-            entry, view, extra, what = _entry_of(source), "", [], plain.__name__
+            entry, view, extra, what = entries["name"], "", [], plain.__name__
         else:
             return None, fun(*example)
         structure = pytree.flatten(output)[1]
@@ -380,9 +396,7 @@ class Batched:
 
     def _vectorized(self, params, trees, spec, kernel) -> tuple[str | None, str]:
         """On the python backend, a plain function is batched by rules into vectorised NumPy
-        where every statement has one: (source, "") or (None, why not)."""
-        from ..transforms import vectorize
-
+        where every statement has one (the "vmap" transform): (source, "") or (None, why not)."""
         fun = self.fun
         if isinstance(fun, api.Primal):
             fun = fun.fun
@@ -390,39 +404,40 @@ class Batched:
             return self._vectorized_grad(params, trees, spec)
         if not inspect.isfunction(fun) or isinstance(self.fun, Batched):
             return None, "batching rules cover plain functions and their gradients; this is " + kernel.description
+        options = {"params": params, "trees": trees, "out_structure": _plain_structure(spec["structure"]),
+                   "leaf_paths": kernel.leaf_paths, "out_axes": [a or 0 for a in spec["out_axes"]],
+                   "description": kernel.description}
         try:
-            source = vectorize.module_source(fun, params, trees, spec["structure"], kernel.leaf_paths,
-                                             [a or 0 for a in spec["out_axes"]], kernel.description)
-        except vectorize.NoBatchingRule as exc:
+            source = api._source(fun, "vmap", options)
+        except NoBatchingRule as exc:
             return None, str(exc)
         return source, ""
 
     def _vectorized_grad(self, params, trees, spec) -> tuple[str | None, str]:
         """vmap(grad(f)) on the python backend: the gradient of the vectorised batch's total
-        (vectorize.total_module_source), the differentiated arguments broadcast to the batch.
+        (the "vmap_total" transform), the differentiated arguments broadcast to the batch.
         Sets spec["call"] to the Python driver; returns its two modules as the source."""
-        from ..transforms import vectorize
-
         fun = self.fun
         argnums = api._argnums_tuple(fun.argnums)
         forced = [k in argnums or k - len(trees) in argnums for k in range(len(trees))]
+        options = {"params": params, "trees": trees, "forced": forced, "has_aux": fun.has_aux}
         try:
-            source, batched_name, total_name, result = vectorize.total_module_source(
-                fun.fun, params, trees, forced, fun.has_aux)
-            module = _import_generated(source, total_name)
-            gradient = api.Transformed(getattr(module, total_name), "grad", fun.argnums)
+            source, entries = api._generated(fun.fun, "vmap_total", options)
+            module = _import_generated(source, entries["total"])
+            gradient = api.Transformed(getattr(module, entries["total"]), "grad", fun.argnums)
             grad_source = gradient.source
         except S2SError as exc:  # no batching rule, or no derivative rule for the batched code
             return None, str(exc)
-        batched = getattr(module, batched_name)
+        batched = getattr(module, entries["batched"])
+        result = _pattern(entries["result"])
         # which output leaves carry the batch: every gradient (its argument was broadcast), and
         # the value's leaves where the batched entry's result pattern says so
-        value_pattern = vectorize.element(result, 0) if fun.has_aux else result
+        value_pattern = batching.element(result, 0) if fun.has_aux else result
         if fun.kind == "grad":
-            pattern = (True, vectorize.element(result, 1)) if fun.has_aux else True
+            pattern = (True, batching.element(result, 1)) if fun.has_aux else True
         else:
-            pattern = ((value_pattern, vectorize.element(result, 1)) if fun.has_aux else value_pattern, True)
-        batched_leaves = vectorize.leaf_patterns(spec["structure"], pattern)
+            pattern = ((value_pattern, batching.element(result, 1)) if fun.has_aux else value_pattern, True)
+        batched_leaves = batching.leaf_patterns(spec["structure"], pattern)
         out_axes = [a or 0 for a in spec["out_axes"]]
 
         def call(*args):
@@ -543,6 +558,37 @@ def _import_generated(source: str, stem: str):
     sys.modules[module_name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def loop_source(fun: Callable, in_axes: Any = 0) -> str:
+    """The loop form of s2s.vmap(fun, in_axes) written from the axes alone, for the command
+    line, which has no example arguments to call the function on: fun's primal module and
+    `<name>_vmap`, a loop over the examples (parallel under s2s.jit), the text that
+    s2s.jit(s2s.vmap(fun, in_axes)) compiles for such arguments. An argument mapped along an
+    int axis is one array, one passed whole (None) any value; fun returns one array or number
+    per example, and `<name>_vmap` returns the stacked outputs as a 1-tuple. Mapped pytree
+    arguments and pytree outputs need the API (their structure comes from example arguments)."""
+    if not inspect.isfunction(fun):
+        raise S2SError(f"vmap from the command line takes a plain function, got {type(fun).__name__}")
+    params = [p.name for p in inspect.signature(fun).parameters.values()]
+    axes = tuple(in_axes) if isinstance(in_axes, (tuple, list)) else (in_axes,) * len(params)
+    if any(isinstance(a, (tuple, list, dict)) for a in axes):
+        raise S2SError(f"vmap from the command line maps whole arguments (an int axis or None for each), "
+                       f"not the leaves of pytree arguments: in_axes {in_axes!r}",
+                       hint="call s2s.vmap(f, in_axes=...) on example arguments and read its .source")
+    if len(axes) != len(params) or not all(
+            a is None or isinstance(a, int) and not isinstance(a, bool) and a >= 0 for a in axes):
+        raise S2SError(f"vmap from the command line takes in_axes of None or non-negative ints, one per "
+                       f"parameter of {fun.__name__} ({', '.join(params)}), got {in_axes!r}",
+                       hint="e.g. --in-axes None,0,0; negative axes need the API (they depend on the shapes)")
+    if all(a is None for a in axes):
+        raise S2SError("vmap needs at least one mapped argument; in_axes maps none",
+                       hint="give the batched argument's axis in in_axes (e.g. 0)")
+    source, entries = api._generated(fun, "primal", {})
+    name = entries["name"]
+    # One output leaf at the top of the result: its ndim only matters for out_axes other than 0.
+    kernel = batching.Kernel(source, name, [], [""], [0], fun.__name__)
+    return batching.module_source(name, params, [("leaf", a) for a in axes], kernel, [0])
 
 
 def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Batched:

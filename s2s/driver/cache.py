@@ -5,7 +5,10 @@ whose last line is a checksum of the rest, so that a truncated or corrupted file
 detected and regenerated, never executed. Its name is derived from a key over the s2s
 version, the transform and its options, and the source of the function; the entry lists
 the user functions the function calls, with the hash of each one's source, and the values
-of the module constants the generated code contains; a lookup checks those too. Looking an entry up needs neither libcst nor black.
+of the module constants the generated code contains; a lookup checks those too. The entry
+also records the module's entry points ({role: function name}, from driver.generate), which
+a lookup gives back with the source, so that callers never search the text for them.
+Looking an entry up needs neither libcst nor black.
 
 Entries live in the user cache directory (S2S_CACHE_DIR, else ~/.cache/s2s), created
 with user-only permissions; the import hook also writes them beside a module's bytecode
@@ -155,7 +158,8 @@ def callee_manifest(fn: Any, dependencies: dict) -> dict:
     return {"callees": sorted([c.__module__, c.__qualname__, source_hash(c), baked_state(c)]
                               for c in dependencies.get("functions", [])),
             "constants": [list(c) for c in dependencies.get("constants", [])],
-            "references": [list(r) for r in dependencies.get("references", [])]}
+            "references": [list(r) for r in dependencies.get("references", [])],
+            "entries": dependencies.get("entries", {})}
 
 
 def _callees_current(fn: Any, manifest: dict) -> bool:
@@ -186,8 +190,9 @@ def _callees_current(fn: Any, manifest: dict) -> bool:
     return True
 
 
-def lookup(fn: Any, transform: str, options: dict) -> str | None:
-    """The cached source of this transform of fn, if a valid, current entry exists."""
+def lookup(fn: Any, transform: str, options: dict) -> tuple[str, dict] | None:
+    """(source, entries) of this transform of fn, if a valid, current entry exists; entries
+    names the module's entry points by role (driver.generate)."""
     try:
         name = entry_name(fn, transform, options)
     except (OSError, TypeError):
@@ -205,8 +210,8 @@ def lookup(fn: Any, transform: str, options: dict) -> str | None:
         if unsealed is None:
             continue  # truncated or corrupted: regenerate
         source, manifest = unsealed
-        if _callees_current(fn, manifest):
-            return source
+        if "entries" in manifest and _callees_current(fn, manifest):
+            return source, manifest["entries"]
     return None
 
 
@@ -248,8 +253,8 @@ def clear(directory: str | None = None) -> int:
     return removed
 
 
-def cached_source(fn: Any, transform: str, options: dict, generate) -> str:
-    """The source of a transform: from the cache if current, else generate() and store it.
+def cached_source(fn: Any, transform: str, options: dict, generate) -> tuple[str, dict]:
+    """(source, entries) of a transform: from the cache if current, else generate() and store it.
 
     generate() returns (source, dependencies); it is the only path that imports libcst and black.
     """
@@ -261,4 +266,6 @@ def cached_source(fn: Any, transform: str, options: dict, generate) -> str:
         store(fn, transform, options, source, dependencies)
     except OSError as exc:
         warnings.warn(f"s2s: could not write the cache: {exc}", stacklevel=2)
-    return source
+    except TypeError:  # options that JSON cannot hold (a pytree key of another type): not cached
+        pass
+    return source, dependencies.get("entries", {})

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import copy
 import inspect
+import json
 import os
 import sys
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from ..optimize.loops import loop_module
 from ..transforms.drivers import columns_driver, second_order_driver
 from ..transforms.forward import JVP
 from ..transforms.reverse import VJP
+from ..transforms.vectorize import total_module, vmap_module
 
 
 @dataclass
@@ -46,6 +48,7 @@ class Unit:
     body: list[ast.stmt] | None = None  # the module's statements, from the transform on
     loop_facts: dict | None = None  # {function: {parameter: fact}} of specialised functions, for "loops"
     text: str | None = None  # from "unparse" on
+    entries: dict = field(default_factory=dict)  # the module's entry points, by role, from the transform
 
     @property
     def entry(self) -> ir.Function:
@@ -79,6 +82,7 @@ def primal(unit: Unit) -> None:
     """The normalized primal of the function and its callees (s2s.jit of a plain function)."""
     unit.body = prologue(unit.emitter) + [primal_function(f, unit.emitter) for f in unit.functions]
     unit.header = header(unit.entry, f"primal of {unit.entry.name}", unit.display_path)
+    unit.entries = {"name": unit.entry_name()}
 
 
 def _argnums(unit: Unit) -> tuple[int, ...]:
@@ -115,8 +119,10 @@ def reverse(unit: Unit) -> None:
     seed = body[-1].args.args[-1].arg  # the entry vjp's last parameter: out_bar, or a fresh name
     if unit.options.get("rows") and len(argnums) == 1:  # jacrev: a compiled loop over output cotangents
         body.append(columns_driver(ename, entry.params, "vjp", argnums[0]))
+    unit.entries = {"name": ename, "vjp": f"{ename}_vjp"}
     if unit.transform == "grad":
         body.append(_grad_wrapper(ename, entry, argnums, entry_vjp.value_skipped))
+        unit.entries["grad"] = body[-1].name
     what = f"{unit.transform} of {entry.name} with respect to {', '.join(entry.params[k] for k in argnums)}"
     unit.header = header(entry, what, unit.display_path)
     if named_facts is not None:
@@ -149,6 +155,7 @@ def forward(unit: Unit) -> None:
         gname = emitter.function_names[id(lowered.python)]
         body.append(JVP(lowered, emitter, list(lowered.params), f"{gname}_jvp").build())
     fname = unit.entry_name()
+    unit.entries = {"name": fname, "jvp": f"{fname}_jvp"}
     if unit.transform == "second_order":  # fn is a generated <name>_vjp(params..., out_bar)
         for k in range(len(entry.params) - 1):
             body.append(second_order_driver(fname, entry.params, k))
@@ -185,6 +192,23 @@ def _describe_fact(fact) -> str:
     if isinstance(fact, list) and fact[0] == "tuple":
         return "(" + ", ".join(_describe_fact(f) for f in fact[1]) + ")"
     return fact if isinstance(fact, str) else "any"
+
+
+def vectorize(unit: Unit) -> None:
+    """vmap by batching rules (transforms/vectorize.py): the function over a batch as
+    vectorised NumPy, and for "vmap" its `<name>_vmap` driver, for "vmap_total" the sum over
+    the batch that vmap(grad(f)) differentiates. The options say what the vmap door knows
+    from the call: params, trees (batching.ArgTree of each argument), and for "vmap"
+    out_structure, leaf_paths, out_axes and description; for "vmap_total" forced and has_aux."""
+    o = unit.options
+    if unit.transform == "vmap_total":
+        unit.body, unit.header, entries = total_module(unit.functions, unit.emitter, o["params"], o["trees"],
+                                                       o["forced"], bool(o.get("has_aux")), unit.display_path)
+    else:
+        unit.body, unit.header, entries = vmap_module(unit.functions, unit.emitter, o["params"], o["trees"],
+                                                      o["out_structure"], o["leaf_paths"], o["out_axes"],
+                                                      o["description"], unit.display_path)
+    unit.entries = {"name": unit.entry_name(), **entries}
 
 
 def numba_routes(unit: Unit) -> None:
@@ -227,7 +251,7 @@ class Pass:
 
 
 LOWER, CHECK_ALIASES, PRIMAL = Pass("lower", lower), Pass("check_aliases", check_aliases), Pass("primal", primal)
-REVERSE, FORWARD = Pass("reverse", reverse), Pass("forward", forward)
+REVERSE, FORWARD, VECTORIZE = Pass("reverse", reverse), Pass("forward", forward), Pass("vectorize", vectorize)
 NUMBA_ROUTES, FUSE, LOOPS = Pass("numba_routes", numba_routes), Pass("fuse", fuse), Pass("loops", loops)
 OVERLAPS = Pass("overlaps", overlaps)
 UNPARSE, FORMAT = Pass("unparse", unparse), Pass("format", format_)
@@ -239,6 +263,9 @@ PIPELINES: dict[str, tuple[Pass, ...]] = {
     "jvp": (LOWER, FORWARD, NUMBA_ROUTES, FUSE, OVERLAPS, LOOPS, UNPARSE, FORMAT),
     "second_order": (LOWER, FORWARD, NUMBA_ROUTES, FUSE, OVERLAPS, UNPARSE, FORMAT),
     "primal": (LOWER, CHECK_ALIASES, PRIMAL, NUMBA_ROUTES, FUSE, OVERLAPS, UNPARSE, FORMAT),
+    # vmap by batching rules (s2s.vmap on the python backend), rendered without fuse
+    "vmap": (LOWER, CHECK_ALIASES, VECTORIZE, NUMBA_ROUTES, OVERLAPS, UNPARSE, FORMAT),
+    "vmap_total": (LOWER, CHECK_ALIASES, VECTORIZE, NUMBA_ROUTES, OVERLAPS, UNPARSE, FORMAT),
 }
 TRANSFORMS = tuple(PIPELINES)
 
@@ -284,7 +311,9 @@ def generate(fn: Any, transform: str, options: dict | None = None, display_path:
              after: str | None = None, out=None):
     """(source, dependencies) for one transform of fn: the single entry point that the API,
     the command line and the import hook share. dependencies names the user functions it
-    calls and the module constants whose values it contains, for the cache.
+    calls and the module constants whose values it contains, for the cache, and the
+    module's entry points ("entries": {role: function name, ...}, JSON values), which the
+    cache stores with the module and the doors call.
 
     after (or the environment variable S2S_DUMP_AFTER): print the code after that pass."""
     options = options or {}
@@ -302,5 +331,7 @@ def generate(fn: Any, transform: str, options: dict | None = None, display_path:
                              for f in functions for name, value in f.constants.items()}),
         "references": sorted({(f.python.__module__, path, module, qualname)
                               for f in functions for path, module, qualname in f.references}),
+        # as the cache gives them back (tuples become lists)
+        "entries": json.loads(json.dumps(unit.entries)),
     }
     return unit.text, dependencies

@@ -48,6 +48,28 @@ class Kernel:
     description: str  # "grad of loss with respect to params"
 
 
+# A batching pattern of a value: True (batched), False (not), or a tuple of patterns (a tuple
+# value). The vectorised modules of transforms/vectorize.py record their result's pattern.
+Pattern = Any
+
+
+def anything(p: Pattern) -> bool:
+    return any(anything(x) for x in p) if isinstance(p, tuple) else bool(p)
+
+
+def element(p: Pattern, k: int) -> Pattern:
+    return p[k] if isinstance(p, tuple) and -len(p) <= k < len(p) else anything(p)
+
+
+def leaf_patterns(structure: Any, pattern: Pattern) -> list[bool]:
+    """The pattern of each leaf of an output structure (from pytree.flatten), in order."""
+    if structure[0] == "leaf":
+        return [anything(pattern)]
+    children = structure[2]
+    return [p for k, child in enumerate(children)
+            for p in leaf_patterns(child, element(pattern, k) if structure[0] == "seq" else anything(pattern))]
+
+
 def is_batched(tree: ArgTree) -> bool:
     if tree[0] == "leaf":
         return tree[1] is not None

@@ -15,6 +15,9 @@ other user functions (batched in turn), and `if`/`for`/`while` whose tests and b
 not batched. Where no rule applies (a branch on a batched value, an index that differs by
 example, a function without a rule), NoBatchingRule says where, and the caller falls back
 to the loop over examples of transforms/batching.py.
+
+The pipeline's "vectorize" pass (driver/pipeline.py, transforms "vmap" and "vmap_total")
+calls vmap_module or total_module for the statements; rendering them is the pipeline's.
 """
 
 from __future__ import annotations
@@ -28,25 +31,12 @@ from typing import Any
 import numpy as np
 
 from .. import runtime
-from ..analysis.activity import Analysis
 from ..codegen.emit import BINOPS, COMPARES, Emitter, name, parse_expr, runtime_call
-from ..codegen.format import format_source
-from ..codegen.module import assign_names, header, primal_function, prologue
-from ..codegen.numba_routes import route_numba_rejects
-from ..codegen.overlaps import copy_overlaps
-from ..errors import S2SError
-from ..frontend.collect import collect
+from ..codegen.module import header, primal_function, prologue
+from ..errors import NoBatchingRule
 from ..frontend.source import is_user_function
 from ..ir import nodes as ir
-from .batching import described_axes, first_batched
-
-# A batching pattern: True (batched), False (not), or a tuple of patterns (a tuple value).
-Pattern = Any
-
-
-class NoBatchingRule(S2SError):
-    """This statement has no batching rule: batch by a loop over the examples instead."""
-
+from .batching import Pattern, anything, described_axes, element, first_batched, leaf_patterns
 
 ELEMENTWISE_OPERATORS = set(BINOPS) - {operator.matmul} | set(COMPARES) - {operator.is_, operator.is_not} | {
     operator.neg, operator.pos}
@@ -70,14 +60,6 @@ def join(a: Pattern, b: Pattern) -> Pattern:
     if isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b):
         return tuple(join(x, y) for x, y in zip(a, b))
     return anything(a) or anything(b)
-
-
-def anything(p: Pattern) -> bool:
-    return any(anything(x) for x in p) if isinstance(p, tuple) else bool(p)
-
-
-def element(p: Pattern, k: int) -> Pattern:
-    return p[k] if isinstance(p, tuple) and -len(p) <= k < len(p) else anything(p)
 
 
 class Vectorizer:
@@ -364,15 +346,6 @@ def _shift_axes(axis):
     return axis - 1 if axis < 0 else axis
 
 
-def leaf_patterns(structure: Any, pattern: Pattern) -> list[bool]:
-    """The pattern of each leaf of an output structure (from pytree.flatten), in order."""
-    if structure[0] == "leaf":
-        return [anything(pattern)]
-    children = structure[2]
-    return [p for k, child in enumerate(children)
-            for p in leaf_patterns(child, element(pattern, k) if structure[0] == "seq" else anything(pattern))]
-
-
 def tree_pattern(tree, forced: bool = False) -> Pattern:
     """The batching pattern of an argument (batching.ArgTree); forced: batched even where its
     axis is None (the differentiated arguments of a vmapped gradient, broadcast to the batch)."""
@@ -399,33 +372,33 @@ def argument_expr(path: str, tree, forced: bool, n: str) -> str:
     return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
 
 
-def _batched_module(fn: Any, patterns: tuple):
-    functions = collect(fn)
-    for lowered in functions:
-        # The refusals (and run-time checks) of in-place writes through aliases, as in the
-        # transforms: `y = x[1]; x += v` must not silently become `x = x + v` for a 2-d x.
-        Analysis(lowered, [], []).run()
-    emitter = Emitter()
-    assign_names(functions, emitter)
-    entry = functions[-1]
+def _batched_module(functions: list[ir.Function], emitter: Emitter, patterns: tuple):
+    """The prologue, the callees' primals (called with unbatched arguments) and the batched
+    functions: (statements, batched entry's name, its result's pattern)."""
     vectorizer = Vectorizer(functions, emitter)
-    batched_name, result = vectorizer.function(entry, patterns, entry=True)
-    body = prologue(emitter)
-    body += [primal_function(f, emitter) for f in functions[:-1]]  # callees called with unbatched arguments
+    batched_name, result = vectorizer.function(functions[-1], patterns, entry=True)
+    body = prologue(emitter)  # after the batched functions: it holds the constants they read
+    body += [primal_function(f, emitter) for f in functions[:-1]]
     body += vectorizer.defs
-    return emitter, entry, body, batched_name, result
+    return body, batched_name, result
 
 
-def module_source(fn: Any, params: list[str], trees: list, out_structure: Any, leaf_paths: list[str],
-                  out_axes: list[int], description: str) -> str:
-    """The vectorised module of fn: primal and batched functions, and `<name>_vmap`, which moves
-    the mapped axes last, calls the batched entry, and returns the output leaves with the batch
-    moved to out_axes. Raises NoBatchingRule where a statement has no rule."""
-    emitter, entry, body, batched_name, result = _batched_module(fn, tuple(tree_pattern(t) for t in trees))
+def vmap_module(functions: list[ir.Function], emitter: Emitter, params: list[str], trees: list,
+                out_structure: Any, leaf_paths: list[str], out_axes: list[int], description: str,
+                display_path: str | None = None):
+    """The statements of the vectorised module of the lowered functions (callees first, named
+    by the emitter): primal and batched functions, and `<name>_vmap`, which moves the mapped
+    axes last, calls the batched entry, and returns the output leaves with the batch moved to
+    out_axes. Raises NoBatchingRule where a statement has no rule.
+
+    Returns (statements, header lines, entries: the names of "vmap" and "batched")."""
+    entry = functions[-1]
+    body, batched_name, result = _batched_module(functions, emitter, tuple(tree_pattern(t) for t in trees))
     fresh = ir.Names(params + [batched_name]).fresh
     n, out = fresh("n"), fresh("result")
     size = next(s for s in (first_batched(p, t) for p, t in zip(params, trees)) if s)
-    lines = [f"def {emitter.function_names[id(entry.python)]}_vmap({', '.join(params)}):",
+    vmap_name = f"{emitter.function_names[id(entry.python)]}_vmap"
+    lines = [f"def {vmap_name}({', '.join(params)}):",
              f'    """Vmap of {description}, batched over {described_axes(params, trees)}: vectorised NumPy by '
              f'batching rules (the batch moves to the last axis)."""',
              f"    {n} = {size}"]
@@ -437,16 +410,22 @@ def module_source(fn: Any, params: list[str], trees: list, out_structure: Any, l
         leaves.append(f"np.moveaxis({value}, -1, {axis})")
     lines.append(f"    return ({', '.join(leaves)}{',' if len(leaves) == 1 else ''})")
     body += ast.parse("\n".join(lines) + "\n").body
-    return _render(emitter, header(entry, f"vmap of {entry.name}, vectorised by batching rules", None), body)
+    lines = header(entry, f"vmap of {entry.name}, vectorised by batching rules", display_path)
+    return body, lines, {"vmap": vmap_name, "batched": batched_name}
 
 
-def total_module_source(fn: Any, params: list[str], trees: list, forced: list[bool], has_aux: bool):
+def total_module(functions: list[ir.Function], emitter: Emitter, params: list[str], trees: list,
+                 forced: list[bool], has_aux: bool, display_path: str | None = None):
     """For vmap(grad(fn)): the vectorised batch of fn, with its differentiated arguments batched
     too, and `<name>_batched_total`, the sum of its outputs over the batch. Examples do not
     interact, so the gradient of the total with respect to a batched argument holds each
-    example's gradient in its column. Returns (source, batched name, total name, result pattern)."""
+    example's gradient in its column.
+
+    Returns (statements, header lines, entries: the names of "batched" and "total", and
+    "result", the batching pattern of the batched entry's result)."""
+    entry = functions[-1]
     patterns = tuple(tree_pattern(t, f) for t, f in zip(trees, forced))
-    emitter, entry, body, batched_name, result = _batched_module(fn, patterns)
+    body, batched_name, result = _batched_module(functions, emitter, patterns)
     total = f"{emitter.function_names[id(entry.python)]}_batched_total"
     value = f"{batched_name}({', '.join(params)})" + ("[0]" if has_aux else "")
     body += ast.parse(
@@ -454,8 +433,4 @@ def total_module_source(fn: Any, params: list[str], trees: list, forced: list[bo
         f'    """The sum over the batch: its gradient holds the gradient of each example."""\n'
         f"    return np.sum({value})\n").body
     what = f"the batch of {entry.name} and its total, for vmap of its gradient"
-    return _render(emitter, header(entry, what, None), body), batched_name, total, result
-
-
-def _render(emitter: Emitter, lines: list[str], body: list) -> str:
-    return format_source(emitter.text(lines, copy_overlaps(route_numba_rejects(body))))
+    return body, header(entry, what, display_path), {"batched": batched_name, "total": total, "result": result}
