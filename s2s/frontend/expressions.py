@@ -1,0 +1,404 @@
+"""Lowering of expressions: each becomes a chain of single-operation assignments to
+temporaries, method calls and attributes become the NumPy functions they stand for, and calls
+are resolved to the real objects they name. The statement side is lower.py."""
+
+from __future__ import annotations
+
+import builtins
+import numbers
+import operator
+import types
+from typing import Any, Callable
+
+import libcst as cst
+import numpy as np
+
+from ..errors import S2SError
+from ..ir import nodes as ir
+from .nested import NESTED_TRANSFORMS
+from .source import MISSING, is_user_function
+
+BINARY_OPS = {
+    cst.Add: operator.add,
+    cst.Subtract: operator.sub,
+    cst.Multiply: operator.mul,
+    cst.Divide: operator.truediv,
+    cst.FloorDivide: operator.floordiv,
+    cst.Modulo: operator.mod,
+    cst.Power: operator.pow,
+    cst.MatrixMultiply: operator.matmul,
+}
+COMPARE_OPS = {
+    cst.LessThan: operator.lt,
+    cst.LessThanEqual: operator.le,
+    cst.GreaterThan: operator.gt,
+    cst.GreaterThanEqual: operator.ge,
+    cst.Equal: operator.eq,
+    cst.NotEqual: operator.ne,
+    cst.Is: operator.is_,
+    cst.IsNot: operator.is_not,
+}
+# x.method(...) -> np.function(x, ...)
+METHODS = {
+    "sum": np.sum,
+    "mean": np.mean,
+    "prod": np.prod,
+    "max": np.max,
+    "min": np.min,
+    "var": np.var,
+    "std": np.std,
+    "dot": np.dot,
+    "ravel": np.ravel,
+    "copy": np.copy,
+    "transpose": np.transpose,
+    "reshape": np.reshape,
+    "squeeze": np.squeeze,
+    "trace": np.trace,
+    "clip": np.clip,
+}
+PLAIN_ATTRIBUTES = {"shape", "ndim", "size", "dtype"}
+SCALAR_TYPES = (numbers.Number, np.number, np.bool_)
+
+
+def _is_constant(value: Any) -> bool:
+    if isinstance(value, (bool, int, float, complex, str, type(None), np.number, np.bool_)):
+        return True
+    if isinstance(value, tuple):
+        return all(_is_constant(v) for v in value)
+    return isinstance(value, type) and issubclass(value, np.generic)
+
+
+def _dotted(node: cst.BaseExpression) -> str:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return f"{_dotted(node.value)}.{node.attr.value}"
+    return ""
+
+
+class ExpressionLowering:
+    """The expression half of the Normalizer (lower.py), which gives it emit, assign, error,
+    resolver, callees and references."""
+
+    def positional(self, arg: cst.Arg) -> cst.BaseExpression:
+        if arg.keyword is not None or arg.star:
+            raise self.error(arg, "keyword or starred arguments are not supported here")
+        return arg.value
+
+    def expr(self, node: cst.BaseExpression) -> ir.Atom:
+        if isinstance(node, cst.Name):
+            return self.name(node)
+        if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary)):
+            return ir.Const(node.evaluated_value)
+        if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
+            return ir.Const(node.evaluated_value)
+        if isinstance(node, cst.UnaryOperation):
+            return self.unary(node)
+        if isinstance(node, cst.BinaryOperation):
+            op = BINARY_OPS.get(type(node.operator))
+            if op is None:
+                raise self.error(node, f"the operator {type(node.operator).__name__} is not supported")
+            left = self.expr(node.left)
+            right = self.expr(node.right)
+            return self.assign(ir.Call(op, (left, right)))
+        if isinstance(node, cst.BooleanOperation):
+            return self.boolean(node)
+        if isinstance(node, cst.Comparison):
+            return self.comparison(node)
+        if isinstance(node, cst.IfExp):
+            return self.if_expression(node)
+        if isinstance(node, cst.Call):
+            return self.call(node)
+        if isinstance(node, cst.Attribute):
+            return self.attribute(node)
+        if isinstance(node, cst.Subscript):
+            value = self.expr(node.value)
+            return self.assign(ir.Subscript(value, self.index(node)))
+        if isinstance(node, cst.Tuple):
+            return self.assign(ir.Build("tuple", self.elements(node.elements)))
+        if isinstance(node, cst.List):
+            return self.assign(ir.Build("list", self.elements(node.elements)))
+        if isinstance(node, cst.Dict):
+            return self.dictionary(node)
+        if isinstance(node, (cst.ListComp, cst.GeneratorExp, cst.SetComp, cst.DictComp)):
+            raise self.error(node, "comprehensions are not supported",
+                             "write the loop out, filling an array made with np.zeros or np.empty")
+        if isinstance(node, cst.Lambda):
+            raise self.error(node, "lambda expressions are not supported",
+                             "define a function with def at module level")
+        if isinstance(node, cst.FormattedString):
+            raise self.error(node, "f-strings are not supported", "pass the values to print separately")
+        if isinstance(node, (cst.Yield, cst.Await)):
+            raise self.error(node, f"{type(node).__name__.lower()} is not supported",
+                             "s2s differentiates plain functions, not generators or coroutines")
+        if isinstance(node, cst.NamedExpr):
+            raise self.error(node, "assignment expressions (:=) are not supported",
+                             "assign in a statement of its own")
+        if isinstance(node, cst.Set):
+            raise self.error(node, "sets are not supported")
+        raise self.error(node, f"{type(node).__name__} expressions are not supported")
+
+    def name(self, node: cst.Name) -> ir.Atom:
+        name = node.value
+        if name in self.locals:
+            return ir.Name(name)
+        if name in ("True", "False", "None"):
+            return ir.Const({"True": True, "False": False, "None": None}[name])
+        value = self.resolver.lookup(name)
+        if value is MISSING:
+            raise self.error(node, f"the name {name!r} is not defined")
+        if isinstance(value, SCALAR_TYPES) or (isinstance(value, tuple) and _is_constant(value)):
+            self.constants[name] = value
+            return ir.Name(name)
+        if isinstance(value, np.ndarray):
+            raise self.error(node, f"the global array {name!r} cannot be baked into generated code",
+                             "pass it to the function as an argument")
+        raise self.error(node, f"the global {name!r} ({type(value).__name__}) cannot be used as a value",
+                         "pass it as an argument")
+
+    def unary(self, node: cst.UnaryOperation) -> ir.Atom:
+        operand = self.expr(node.expression)
+        if isinstance(node.operator, cst.Plus):
+            return operand
+        if isinstance(node.operator, cst.Minus):
+            if isinstance(operand, ir.Const) and isinstance(operand.value, numbers.Number):
+                return ir.Const(-operand.value)
+            return self.assign(ir.Call(operator.neg, (operand,)))
+        if isinstance(node.operator, cst.Not):
+            return self.assign(ir.Call(operator.not_, (operand,)))
+        raise self.error(node, "the ~ operator is not supported")
+
+    def boolean(self, node: cst.BooleanOperation) -> ir.Atom:
+        # Short-circuit: the right side runs only when the left does not decide.
+        result = self.names.temp()
+        left = self.expr(node.left)
+        self.emit(ir.Assign((result,), left, self.origin))
+        right_block = self.sub_block(lambda: self.emit(
+            ir.Assign((result,), self.expr(node.right), self.origin)))
+        if isinstance(node.operator, cst.And):
+            self.emit(ir.If(ir.Name(result), right_block, [], self.origin))
+        else:
+            self.emit(ir.If(ir.Name(result), right_block, [], self.origin, negated=True))
+        return ir.Name(result)
+
+    def comparison(self, node: cst.Comparison) -> ir.Atom:
+        parts = []
+        left = self.expr(node.left)
+        for target in node.comparisons:
+            op = COMPARE_OPS.get(type(target.operator))
+            if op is None:
+                raise self.error(node, f"the comparison {type(target.operator).__name__} is not supported")
+            parts.append((op, target.comparator))
+        if len(parts) == 1:
+            op, comparator = parts[0]
+            return self.assign(ir.Call(op, (left, self.expr(comparator))))
+        # a < b < c: evaluate b once, stop at the first false comparison.
+        result = self.names.temp()
+
+        def chain(left_atom, remaining):
+            op, comparator = remaining[0]
+            right_atom = self.expr(comparator)
+            self.emit(ir.Assign((result,), ir.Call(op, (left_atom, right_atom)), self.origin))
+            if len(remaining) > 1:
+                rest = self.sub_block(lambda: chain(right_atom, remaining[1:]))
+                self.emit(ir.If(ir.Name(result), rest, [], self.origin))
+
+        chain(left, parts)
+        return ir.Name(result)
+
+    def if_expression(self, node: cst.IfExp) -> ir.Atom:
+        result = self.names.temp()
+        test = self.expr(node.test)
+        body = self.sub_block(lambda: self.emit(ir.Assign((result,), self.expr(node.body), self.origin)))
+        orelse = self.sub_block(lambda: self.emit(ir.Assign((result,), self.expr(node.orelse), self.origin)))
+        self.emit(ir.If(test, body, orelse, self.origin))
+        return ir.Name(result)
+
+    def elements(self, elements) -> tuple[ir.Atom, ...]:
+        out = []
+        for element in elements:
+            if isinstance(element, cst.StarredElement):
+                raise self.error(element, "starred elements are not supported")
+            out.append(self.expr(element.value))
+        return tuple(out)
+
+    def dictionary(self, node: cst.Dict) -> ir.Atom:
+        keys, values = [], []
+        for element in node.elements:
+            if not isinstance(element, cst.DictElement):
+                raise self.error(element, "** in a dict display is not supported")
+            key = self.expr(element.key)
+            if not isinstance(key, ir.Const):
+                raise self.error(element.key, "dict keys must be constants")
+            keys.append(key.value)
+            values.append(self.expr(element.value))
+        return self.assign(ir.Build("dict", tuple(values), tuple(keys)))
+
+    def index(self, node: cst.Subscript) -> ir.Index:
+        items: list[ir.IndexItem] = []
+        for element in node.slice:
+            item = element.slice
+            if isinstance(item, cst.Slice):
+                items.append(ir.Slice(
+                    self.optional(item.lower), self.optional(item.upper), self.optional(item.step)))
+            elif isinstance(item.value, cst.Ellipsis):
+                items.append(ir.EllipsisIndex())
+            else:
+                value = item.value
+                obj = self.resolver.resolve(value) if isinstance(value, cst.Attribute) else MISSING
+                if (isinstance(value, cst.Name) and value.value == "None") or (
+                        obj is None and isinstance(value, cst.Attribute)):
+                    items.append(ir.NewAxis())
+                elif isinstance(value, cst.Tuple) and len(node.slice) == 1:
+                    for e in value.elements:
+                        items.append(self.expr(e.value))
+                else:
+                    items.append(self.expr(value))
+        return ir.Index(tuple(items))
+
+    def optional(self, node) -> ir.Atom | None:
+        return None if node is None else self.expr(node)
+
+    def attribute(self, node: cst.Attribute) -> ir.Atom:
+        root = node
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        if isinstance(root, cst.Name) and root.value not in self.locals:
+            value = self.resolver.resolve(node)
+            if value is MISSING:
+                raise self.error(node, "unknown attribute")
+            if _is_constant(value) and not isinstance(value, str):
+                return ir.Const(value)
+            raise self.error(node, "this attribute cannot be used as a value here")
+        base = self.expr(node.value)
+        attr = node.attr.value
+        if attr == "T":
+            return self.assign(ir.Call(np.transpose, (base,)))
+        if attr in PLAIN_ATTRIBUTES or not attr.startswith("_"):
+            return self.assign(ir.Attribute(base, attr))
+        raise self.error(node, f"the attribute .{attr} is not supported")
+
+    def call(self, node: cst.Call) -> ir.Atom:
+        func = node.func
+        if isinstance(func, cst.Attribute) and not self._is_module_path(func.value):
+            return self.method_call(node, func)
+        if isinstance(func, cst.Name) and func.value in self.locals:
+            raise self.error(node, "calling a local variable is not supported",
+                             "call module-level functions by name")
+        callee = self.resolver.resolve(func)
+        if callee is MISSING:
+            raise self.error(func, "cannot resolve the called function",
+                             "call numpy, math, builtins or module-level functions")
+        if hasattr(callee, "as_loop_function"):  # an s2s.vmap object: transformed as its loop
+            self.references.add((_dotted(func), callee.__module__, callee.__qualname__))
+            try:
+                callee = callee.as_loop_function()
+            except S2SError as exc:
+                raise self.error(node, exc.reason, exc.hint) from None
+            args, kwargs = self.arguments(node)
+            return self.user_call(node, callee, args, kwargs)
+        entry_of = next((e for public, e in NESTED_TRANSFORMS.items() if callee is public), None)
+        if entry_of is not None:
+            return self.jvp_call(node, entry_of)
+        if callee is builtins.print:
+            raise self.error(node, "print(...) returns None; call it as a statement")
+        if callee in (builtins.range, builtins.enumerate, builtins.zip):
+            raise self.error(node, f"{callee.__name__}(...) is supported only as the iterable of a for loop")
+        args, kwargs = self.arguments(node, lists_as_tuples=not is_user_function(callee))
+        if is_user_function(callee):
+            # For the cache: the name the caller used must still refer to this function.
+            self.references.add((_dotted(func), callee.__module__, callee.__qualname__))
+            return self.user_call(node, callee, args, kwargs)
+        if callee is np.matmul and len(args) == 2 and not kwargs:
+            callee = operator.matmul  # the same function; Numba compiles `@`, not np.matmul
+        if callee is np.array or callee is np.asarray:
+            if kwargs:
+                raise self.error(node, f"{callee.__name__} with keyword arguments is not supported")
+        return self.assign(ir.Call(callee, tuple(args), tuple(kwargs)))
+
+    def _is_module_path(self, node: cst.BaseExpression) -> bool:
+        root = node
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        if not isinstance(root, cst.Name) or root.value in self.locals:
+            return False
+        return isinstance(self.resolver.resolve(node), types.ModuleType)
+
+    def arguments(self, node: cst.Call, lists_as_tuples: bool = False):
+        args, kwargs = [], []
+        for arg in node.args:
+            if arg.star:
+                raise self.error(arg, "starred arguments are not supported", "pass arguments one by one")
+            if lists_as_tuples and isinstance(arg.value, cst.List):
+                # np.array([a, b]) == np.array((a, b)), and Numba types tuples, not lists.
+                value = self.assign(ir.Build("tuple", self.elements(arg.value.elements)))
+            else:
+                value = self.expr(arg.value)
+            if arg.keyword is None:
+                if kwargs:
+                    raise self.error(arg, "positional argument after keyword argument")
+                args.append(value)
+            else:
+                kwargs.append((arg.keyword.value, value))
+        return args, kwargs
+
+    def method_call(self, node: cst.Call, func: cst.Attribute) -> ir.Atom:
+        method = func.attr.value
+        if method == "pop" and not node.args and isinstance(func.value, cst.Name) \
+                and func.value.value in self.locals:
+            return self.assign(ir.Pop(func.value.value))
+        receiver = self.expr(func.value)
+        args, kwargs = self.arguments(node)
+        target = METHODS.get(method)
+        if target is None:
+            raise self.error(node, f"the method .{method}() is not supported",
+                             "call the NumPy function instead")
+        if method == "reshape" and len(args) > 1:
+            args = [self.assign(ir.Build("tuple", tuple(args)))]
+        if method == "transpose" and len(args) > 1:
+            args = [self.assign(ir.Build("tuple", tuple(args)))]
+        return self.assign(ir.Call(target, (receiver, *args), tuple(kwargs)))
+
+    def jvp_call(self, node: cst.Call, entry_of: Callable) -> ir.Atom:
+        """s2s.jvp(f, (x, ...), (t, ...)) inside a transformed function: a call to f's generated
+        forward mode, f_jvp(x, ..., t, ...), which the transform reads like user code. So
+        s2s.vmap and s2s.jit of a function that calls s2s.jvp compile, as JAX's vmap(jvp) does."""
+        hint = "write s2s.jvp(f, (x, ...), (t, ...)) with a module-level function and tuple displays"
+        if len(node.args) != 3 or any(arg.keyword or arg.star for arg in node.args):
+            raise self.error(node, "s2s.jvp inside a transformed function takes three positional arguments", hint)
+        fun = self.resolver.resolve(node.args[0].value)
+        primals, tangents = node.args[1].value, node.args[2].value
+        if not is_user_function(fun) or not all(isinstance(v, (cst.Tuple, cst.List)) for v in (primals, tangents)) \
+                or len(primals.elements) != len(tangents.elements):
+            raise self.error(node, "s2s.jvp inside a transformed function needs a module-level function and "
+                             "tuples of primals and tangents of one length", hint)
+        try:
+            entry = entry_of(fun)
+        except S2SError as exc:
+            raise self.error(node, f"s2s.jvp of {fun.__name__}: {exc}") from None
+        self.references.add((_dotted(node.args[0].value), fun.__module__, fun.__qualname__))
+        args = [self.expr(e.value) for e in primals.elements] + [self.expr(e.value) for e in tangents.elements]
+        return self.user_call(node, entry, args, [])
+
+    def user_call(self, node, callee, args, kwargs) -> ir.Atom:
+        import inspect
+
+        try:
+            signature = inspect.signature(callee)
+            bound = signature.bind(*args, **dict(kwargs))
+        except TypeError as exc:
+            raise self.error(node, f"call to {callee.__name__} does not match its signature ({exc})")
+        full = []
+        for param in signature.parameters.values():
+            if param.kind not in (param.POSITIONAL_OR_KEYWORD, param.POSITIONAL_ONLY):
+                raise self.error(node, f"{callee.__name__} has *args or keyword-only parameters",
+                                 "give it plain positional parameters")
+            if param.name in bound.arguments:
+                full.append(bound.arguments[param.name])
+            elif _is_constant(param.default):
+                full.append(ir.Const(param.default))
+            else:
+                raise self.error(node, f"the default of {callee.__name__}({param.name}=...) is not a constant",
+                                 "pass the argument explicitly")
+        self.callees[callee.__name__] = callee
+        return self.assign(ir.Call(callee, tuple(full)))
