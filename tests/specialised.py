@@ -8,13 +8,14 @@ for every corpus program and every random program.
 import s2s
 from s2s.doors import api
 from s2s import backends, pytree
+from s2s.analysis.shapes import argument_facts
 
 
 def specialised_grad(fun, args, argnums=0):
     g = s2s.grad(fun, argnums=argnums)
-    source = g.specialised_source(args)
+    source, entries = g.specialised(args)
     module = backends.load(source, fun.__name__, "python")
-    vjp = getattr(module, f"{g._entry_name(source)}_vjp")
+    vjp = getattr(module, entries["vjp"])
     _, grads = vjp(*args, api._seed(args))
     picked = (argnums,) if isinstance(argnums, int) else tuple(argnums)
     grads = tuple(pytree.restructure(gr, args[k]) for gr, k in zip(grads, picked))
@@ -23,10 +24,7 @@ def specialised_grad(fun, args, argnums=0):
 
 def specialised_jvp(fun, primals, tangents):
     """(value, tangent) from the forward module that s2s.jvp compiles for these arguments."""
-    import re
-
-    forward = api.ForwardTransformed(fun)
-    source = forward.specialised_source(tuple(primals) + tuple(tangents))
+    source, entries = api._generated(fun, "jvp", {"facts": argument_facts(tuple(primals) + tuple(tangents))})
     module = backends.load(source, fun.__name__ + "_jvp", "python")
-    entry = getattr(module, re.findall(r"^def (\w+)_jvp\(", source, re.M)[-1] + "_jvp")
+    entry = getattr(module, entries["jvp"])
     return entry(*primals, *tangents)

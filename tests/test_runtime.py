@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from s2s import runtime as rt
-from s2s.runtime import numba_overloads as runtime_numba  # noqa: F401
+from s2s.runtime import overloads as runtime_numba  # noqa: F401
 from s2s.errors import S2SError
 
 rng = np.random.default_rng(3)

@@ -122,7 +122,7 @@ def _parse_template(template) -> Rule:
     rule_ = Rule(template.__name__, "rule", params, signature)
     module = inspect.getmodule(template)
     rule_.helpers = frozenset(
-        n for n, v in vars(module).items() if getattr(v, "__module__", None) == runtime.__name__
+        n for n, v in vars(module).items() if runtime.is_helper(v)
     )
     rule_.where = f"{inspect.getsourcefile(template)}:{inspect.getsourcelines(template)[1]}"
     for stmt in body:

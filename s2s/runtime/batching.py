@@ -1,0 +1,189 @@
+"""Batching (vmap): the batch on the last axis, and the batched products and shapes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .values import unbroadcast
+
+
+def batch_empty(n, example):
+    """An uninitialised stack of n values shaped and typed like example (batch axis first)."""
+    example = np.asarray(example)
+    return np.empty((n,) + example.shape, example.dtype)
+
+
+def batch_example(value, first):
+    """One example's output of a vmapped function, checked against the first example's: the
+    outputs are stacked, so they must be arrays or numbers of one shape (as JAX requires)."""
+    if isinstance(value, (tuple, list, dict)):
+        raise ValueError("s2s: vmap: inside another transform, a vmapped function returns one array "
+                         "or number per example, not a tuple")
+    if first is not None and np.shape(value) != np.shape(first):
+        raise ValueError(f"s2s: vmap: an example's output has shape {np.shape(value)}, "
+                         f"the first example's {np.shape(first)}")
+    return value
+
+
+def batch_store(out, b, value):
+    """out[b] = value, unless value's shape is not the stacked one: then True, and nothing is
+    stored. (Raising inside a parallel loop is not reliable under Numba; the driver raises
+    after the loop, in check_batch.)"""
+    if np.shape(value) != np.shape(out)[1:]:
+        return True
+    out[b] = value
+    return False
+
+
+def check_batch(mismatch):
+    if np.any(mismatch):
+        raise ValueError(f"s2s: vmap: example {int(np.argmax(mismatch))}'s output does not have the "
+                         "first example's shape")
+
+
+# Vectorised batching (transforms/vectorize.py) keeps the batch on the LAST axis. These helpers serve
+# only the python backend (s2s.jit batches by a parallel loop instead), so they have no
+# Numba overloads.
+
+
+def lift(w):
+    """An unbatched operand of a batched operation: a trailing axis of length one."""
+    return np.asarray(w)[..., None]
+
+
+def batch_broadcast(v, n):
+    """v, the same for every example, as a writable batch of n copies."""
+    v = np.asarray(v)
+    return np.repeat(v[..., None], n, axis=-1)
+
+
+def example_shape(x):
+    return np.shape(x)[:-1]
+
+
+def example_ndim(x):
+    return np.ndim(x) - 1
+
+
+def example_size(x):
+    return int(np.prod(np.shape(x)[:-1]))
+
+
+def example_len(x):
+    if np.ndim(x) < 2:
+        raise TypeError("len() of a number")
+    return np.shape(x)[0]
+
+
+def example_axes(x):
+    """Every per-example axis: a reduction with axis=None, per example."""
+    return tuple(range(np.ndim(x) - 1))
+
+
+def batched_transpose(x, axes=None):
+    last = np.ndim(x) - 1
+    axes = tuple(reversed(range(last))) if axes is None else tuple(a % last for a in axes)
+    return np.transpose(x, axes + (last,))
+
+
+def batched_reshape(x, shape):
+    """Per-example reshape: with the batch innermost, C order keeps each example's elements."""
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    return np.reshape(x, shape + (np.shape(x)[-1],))
+
+
+def _batched_items(items, n, batched):
+    return [np.asarray(v) if b else batch_broadcast(v, n) for v, b in zip(items, batched)]
+
+
+def batched_concatenate(items, axis, n, batched):
+    return np.concatenate(_batched_items(items, n, batched), axis=axis)
+
+
+def batched_stack(items, axis, n, batched):
+    return np.stack(_batched_items(items, n, batched), axis=axis)
+
+
+def batched_array(items, n, batched):
+    """np.array of a tuple of per-example values, some batched."""
+    return np.array(_batched_items(items, n, batched))
+
+
+# Products of two per-example operands, batched on the last axis: one einsum whose
+# subscripts give each example's product, with the batch letter z on the batched operands
+# and the result. NumPy's four products differ beyond two dimensions: matmul broadcasts its
+# leading axes ("..."), dot contracts a's last axis with b's second-to-last, inner contracts
+# the last axes, outer multiplies the flattened operands.
+PRODUCTS = ("matmul", "dot", "inner", "outer")
+
+
+def _product_specs(kind, da, db, a_batched, b_batched):
+    """einsum subscripts (a, b, result) of the batched product of da- and db-dimensional examples."""
+    if kind == "outer":
+        sa, sb, so = "i", "j", "ij"
+    elif kind == "matmul" or da <= 2 and db <= 2 and kind == "dot":
+        lead = "..." if da > 2 or db > 2 else ""
+        sa = "j" if da == 1 else lead + "ij"
+        sb = "j" if db == 1 else lead + "jk"
+        so = (lead if da >= 2 or db >= 2 else "") + ("i" if da >= 2 else "") + ("k" if db >= 2 else "")
+    else:  # dot beyond two dimensions, and inner: the contracted letter is j
+        a_rest, b_rest = "abcdef"[: da - 1], "pqrstu"[: max(db - 1, 0)]
+        sa = a_rest + "j"
+        if kind == "inner":
+            sb = b_rest + "j"
+            so = a_rest + b_rest
+        else:
+            sb = b_rest[:-1] + "j" + b_rest[-1:] if db >= 2 else "j"
+            so = a_rest + b_rest
+    return sa + "z" * a_batched, sb + "z" * b_batched, so + "z" * (a_batched or b_batched)
+
+
+def _product_operands(kind, a, b, a_batched, b_batched):
+    """The operands as the einsum sees them (outer flattens each example) and their example ndims."""
+    if kind == "outer":
+        a = np.reshape(a, (-1, np.shape(a)[-1])) if a_batched else np.ravel(a)
+        b = np.reshape(b, (-1, np.shape(b)[-1])) if b_batched else np.ravel(b)
+    return a, b, np.ndim(a) - a_batched, np.ndim(b) - b_batched
+
+
+def batched_product(kind, a, b, a_batched, b_batched):
+    """np.matmul, np.dot, np.inner or np.outer (kind) of a and b for each example; batch last."""
+    a, b, da, db = _product_operands(kind, a, b, a_batched, b_batched)
+    if da == 0 or db == 0:
+        return (a if a_batched else lift(a)) * (b if b_batched else lift(b))
+    sa, sb, so = _product_specs(kind, da, db, a_batched, b_batched)
+    return np.einsum(f"{sa},{sb}->{so}", a, b)
+
+
+def batched_product_bar_a(g, kind, a, b, a_batched, b_batched):
+    """The adjoint of a in batched_product(kind, a, b, ...), from the result's adjoint g."""
+    shape = np.shape(a)
+    a, b, da, db = _product_operands(kind, a, b, a_batched, b_batched)
+    if da == 0 or db == 0:
+        product = g * (b if b_batched else lift(b))
+        return unbroadcast(product, a if a_batched else lift(a)).reshape(shape)
+    sa, sb, so = _product_specs(kind, da, db, a_batched, b_batched)
+    return unbroadcast(np.einsum(f"{so},{sb}->{_with_lead(sa, so)}", g, b), a).reshape(shape)
+
+
+def batched_product_bar_b(g, kind, a, b, a_batched, b_batched):
+    """The adjoint of b in batched_product(kind, a, b, ...), from the result's adjoint g."""
+    shape = np.shape(b)
+    a, b, da, db = _product_operands(kind, a, b, a_batched, b_batched)
+    if da == 0 or db == 0:
+        product = g * (a if a_batched else lift(a))
+        return unbroadcast(product, b if b_batched else lift(b)).reshape(shape)
+    sa, sb, so = _product_specs(kind, da, db, a_batched, b_batched)
+    return unbroadcast(np.einsum(f"{so},{sa}->{_with_lead(sb, so)}", g, a), b).reshape(shape)
+
+
+def _with_lead(spec, result_spec):
+    """An operand's subscripts in its adjoint's einsum: matmul's broadcast leading axes come
+    back at their broadcast size (unbroadcast then sums them), even for a 1-D operand."""
+    return "..." + spec if "..." in result_spec and "..." not in spec else spec
+
+
+def batched_transpose_bar(g, axes=None):
+    last = np.ndim(g) - 1
+    axes = tuple(reversed(range(last))) if axes is None else tuple(a % last for a in axes)
+    return np.transpose(g, tuple(np.argsort(axes)) + (last,))

@@ -1,0 +1,218 @@
+"""Overloads of products, shapes and linear algebra."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import types
+from numba.core.errors import TypingError
+from numba.extending import overload
+
+from ... import runtime as rt
+from .common import _compile, _is_none, _nd, _scalar
+from .reductions import _index, _shape_of
+
+
+@overload(rt.matmul_bar_x)
+def _matmul_bar_x(g, x, y):
+    nx, ny = _nd(x), _nd(y)
+    if nx == 1 and ny == 1:
+        return lambda g, x, y: g * y
+    if nx == 2 and ny == 1:
+        return lambda g, x, y: np.outer(g, y)
+    if nx == 1 and ny == 2:
+        return lambda g, x, y: np.dot(y, g)
+    if nx == 2 and ny == 2:
+        return lambda g, x, y: np.dot(g, y.T)
+    raise TypingError("s2s: under jit, matmul derivatives are for 1-D and 2-D arrays")
+
+
+@overload(rt.matmul_bar_y)
+def _matmul_bar_y(g, x, y):
+    nx, ny = _nd(x), _nd(y)
+    if nx == 1 and ny == 1:
+        return lambda g, x, y: g * x
+    if nx == 2 and ny == 1:
+        return lambda g, x, y: np.dot(x.T, g)
+    if nx == 1 and ny == 2:
+        return lambda g, x, y: np.outer(x, g)
+    if nx == 2 and ny == 2:
+        return lambda g, x, y: np.dot(x.T, g)
+    raise TypingError("s2s: under jit, matmul derivatives are for 1-D and 2-D arrays")
+
+
+@overload(rt.dot_bar_x)
+def _dot_bar_x(g, x, y):
+    if _nd(x) == 0 or _nd(y) == 0:
+        return lambda g, x, y: rt.unbroadcast(g * y, x)
+    return lambda g, x, y: rt.matmul_bar_x(g, x, y)
+
+
+@overload(rt.dot_bar_y)
+def _dot_bar_y(g, x, y):
+    if _nd(x) == 0 or _nd(y) == 0:
+        return lambda g, x, y: rt.unbroadcast(g * x, y)
+    return lambda g, x, y: rt.matmul_bar_y(g, x, y)
+
+
+@overload(rt.inner_bar_x)
+def _inner_bar_x(g, x, y):
+    nx, ny = _nd(x), _nd(y)
+    if nx == 0 or ny == 0:
+        return lambda g, x, y: rt.unbroadcast(g * y, x)
+    if nx == 1 and ny == 1:
+        return lambda g, x, y: g * y
+    if nx == 2 and ny == 1:
+        return lambda g, x, y: np.outer(g, y)
+    if nx <= 2 and ny == 2:
+        return lambda g, x, y: np.dot(g, y)
+    raise TypingError("s2s: the derivative of np.inner is implemented for up to 2-D arrays")
+
+
+@overload(rt.inner_bar_y)
+def _inner_bar_y(g, x, y):
+    if _nd(x) == 2 and _nd(y) == 2:
+        return lambda g, x, y: rt.inner_bar_x(np.transpose(g), y, x)
+    return lambda g, x, y: rt.inner_bar_x(g, y, x)
+
+
+@overload(rt.outer_bar_x)
+def _outer_bar_x(g, x, y):
+    return lambda g, x, y: np.dot(g, np.ravel(y)).reshape(x.shape)
+
+
+@overload(rt.outer_bar_y)
+def _outer_bar_y(g, x, y):
+    return lambda g, x, y: np.dot(np.ravel(x), g).reshape(y.shape)
+
+
+@overload(rt.trace_bar)
+def _trace_bar(g, x):
+    return lambda g, x: g * np.eye(x.shape[0], x.shape[1])
+
+
+# ---- shapes -----------------------------------------------------------------------
+
+
+@overload(rt.transpose_bar)
+def _transpose_bar(g, axes=None):
+    if _is_none(axes):
+        return lambda g, axes=None: np.transpose(g)
+    return lambda g, axes=None: np.transpose(g, np.argsort(np.array(axes)))
+
+
+@overload(rt.reshape_bar)
+def _reshape_bar(g, x):
+    if _scalar(g):
+        return lambda g, x: g
+    if isinstance(x, types.Array) or (isinstance(x, types.BaseTuple) and len(x) > 0):
+        return lambda g, x: np.ascontiguousarray(g).reshape(_shape_of(x))
+    return lambda g, x: np.ravel(g)[0]
+
+
+@overload(rt.concatenate_bar)
+def _concatenate_bar(g, xs, axis=0):
+    n = len(xs)
+    lines = ["def impl(g, xs, axis=0):", "    if axis != 0:",
+             "        raise ValueError('s2s: under jit, np.concatenate derivatives take axis=0')",
+             "    start = 0"]
+    parts = []
+    for k in range(n):
+        lines.append(f"    stop{k} = start + xs[{k}].shape[0]")
+        lines.append(f"    part{k} = g[start:stop{k}].copy()")
+        lines.append(f"    start = stop{k}")
+        parts.append(f"part{k}")
+    lines.append(f"    return ({', '.join(parts)},)")
+    return _compile("\n".join(lines) + "\n", "impl")
+
+
+@overload(rt.stack_bar)
+def _stack_bar(g, xs, axis=0):
+    n = len(xs)
+    items = "".join(f"g[{k}].copy(), " for k in range(n))
+    return _compile("def impl(g, xs, axis=0):\n    if axis != 0:\n"
+                    "        raise ValueError('s2s: under jit, np.stack derivatives take axis=0')\n"
+                    f"    return ({items})\n", "impl")
+
+
+@overload(rt.array_bar)
+def _array_bar(g, x):
+    if isinstance(x, types.BaseTuple):
+        items = "".join(f"rt.reshape_bar(g[{k}], x[{k}]), " for k in range(len(x)))
+        return _compile(f"def impl(g, x):\n    return ({items})\n", "impl")
+    if isinstance(x, types.List):
+        raise TypingError("s2s: under jit, build arrays with np.array((a, b)) from a tuple")
+    return lambda g, x: g
+
+
+@overload(rt.clip_inside)
+def _clip_inside(a, a_min, a_max):
+    low = "True" if _is_none(a_min) else "a >= a_min"
+    high = "True" if _is_none(a_max) else "a <= a_max"
+    return _compile(f"def impl(a, a_min, a_max):\n    return (({low}) & ({high})) * 1.0\n", "impl")
+
+
+# ---- linear algebra ---------------------------------------------------------------
+
+
+@overload(rt.norm_bar)
+def _norm_bar(g, y, x, ord=None, axis=None, keepdims=False):
+    if _is_none(ord) and _is_none(axis):
+        def impl(g, y, x, ord=None, axis=None, keepdims=False):
+            if y == 0:
+                return x * 0.0
+            return x * (g / y)
+        return impl
+    raise TypingError("s2s: under jit, the derivative of np.linalg.norm takes the default ord and axis")
+
+
+@overload(rt.norm_dot)
+def _norm_dot(x_dot, y, x, ord=None, axis=None, keepdims=False):
+    if _is_none(ord) and _is_none(axis):
+        def impl(x_dot, y, x, ord=None, axis=None, keepdims=False):
+            if y == 0:
+                return 0.0
+            return np.sum(x * x_dot) / y
+        return impl
+
+
+@overload(rt.matrix_trace)
+def _matrix_trace(x):
+    if _nd(x) == 2:
+        return lambda x: np.trace(x)
+    lead = _nd(x) - 2
+    source = (
+        "def matrix_trace(x):\n"
+        "    out = np.zeros(x.shape[:-2], x.dtype)\n"
+        "    for k in np.ndindex(x.shape[:-2]):\n"
+        "        for i in range(min(x.shape[-2], x.shape[-1])):\n"
+        f"            out[k] += x[{_index([f'k[{d}]' for d in range(lead)] + ['i', 'i'])}]\n"
+        "    return out\n")
+    return _compile(source, "matrix_trace")
+
+
+@overload(rt.matrix_trace_bar)
+def _matrix_trace_bar(g, x):
+    return lambda g, x: rt.per_matrix(g) * np.eye(x.shape[-2], x.shape[-1])
+
+
+@overload(rt.per_matrix)
+def _per_matrix(s):
+    if _scalar(s):
+        return lambda s: s
+    return lambda s: s.reshape(s.shape + (1, 1))
+
+
+@overload(rt.per_matrix_bar)
+def _per_matrix_bar(g, s):
+    if _scalar(s):
+        return lambda g, s: np.sum(g)
+    if _nd(g) == 2:
+        return lambda g, s: np.sum(g, axis=0).sum(axis=0)
+    return lambda g, s: np.sum(np.sum(g, axis=g.ndim - 1), axis=g.ndim - 2)
+
+
+@overload(rt.solve_bar_a)
+def _solve_bar_a(b_adjoint, x):
+    if _nd(x) == 1:
+        return lambda b_adjoint, x: np.outer(b_adjoint, x)
+    return lambda b_adjoint, x: np.dot(b_adjoint, x.T)

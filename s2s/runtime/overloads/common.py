@@ -1,0 +1,40 @@
+"""Shared by the overloads: compiling generated implementations, reading Numba types."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+from numba import types
+
+from ... import runtime as rt
+
+
+def _compile(source: str, name: str, **env):
+    # Numba names a compiled function by its module, qualified name and a per-process
+    # counter. Cached generated modules hold these implementations and are loaded into one
+    # process from runs that counted differently: every `impl` needs a name of its own,
+    # or a cached caller may link to another `impl` with the same name and argument types.
+    digest = hashlib.sha256((source + repr(sorted((k, repr(v)) for k, v in env.items()))).encode()).hexdigest()[:16]
+    unique = f"{name}_{digest}"
+    namespace = {"np": np, "rt": rt, "__name__": __name__, **env}
+    exec(source.replace(f"def {name}(", f"def {unique}(", 1), namespace)  # noqa: S102 - generated here
+    return namespace[unique]
+
+
+def _is_none(t) -> bool:
+    return t is None or isinstance(t, (types.NoneType, types.Omitted)) and (
+        not isinstance(t, types.Omitted) or t.value is None)
+
+
+def _is_false(t) -> bool:
+    return t is None or (isinstance(t, types.Omitted) and not t.value) or (
+        isinstance(t, types.BooleanLiteral) and not t.literal_value)
+
+
+def _scalar(t) -> bool:
+    return isinstance(t, (types.Number, types.Boolean))
+
+
+def _nd(t):
+    return t.ndim if isinstance(t, types.Array) else 0

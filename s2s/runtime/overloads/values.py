@@ -1,0 +1,198 @@
+"""Overloads of the value and tree helpers (zeros, copies, in-place adds, checks)."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import types
+from numba.core.errors import TypingError
+from numba.extending import overload, register_jitable
+
+from ... import runtime as rt
+from ...errors import S2SError
+from .common import _compile, _scalar
+
+
+@overload(rt.zeros_like)
+def _zeros_like(x):
+    if isinstance(x, types.Array):
+        dtype = x.dtype if isinstance(x.dtype, types.Float) else types.float64
+        return lambda x: np.zeros(x.shape, dtype)
+    if isinstance(x, types.Float):
+        return lambda x: x * 0.0
+    if _scalar(x):
+        return lambda x: 0.0
+    if isinstance(x, types.BaseTuple):
+        items = "".join(f"rt.zeros_like(x[{k}]), " for k in range(len(x)))
+        if isinstance(x, types.BaseNamedTuple):
+            return _compile(f"def impl(x):\n    return cls({items})\n", "impl", cls=x.instance_class)
+        return _compile(f"def impl(x):\n    return ({items})\n", "impl")
+
+
+@overload(rt.zeros_shaped)
+def _zeros_shaped(shape, like):
+    dtype = like.dtype if isinstance(like, types.Array) and isinstance(like.dtype, types.Float) else types.float64
+    return lambda shape, like: np.zeros(shape, dtype)
+
+
+@overload(rt.ones_like)
+def _ones_like(x):
+    if isinstance(x, types.Float):
+        return lambda x: x * 0.0 + 1.0
+    if _scalar(x):
+        return lambda x: 1.0
+
+
+@overload(rt.copy)
+def _copy(x):
+    if isinstance(x, types.Array):
+        return lambda x: x.copy()
+    if _scalar(x):
+        return lambda x: x
+    if isinstance(x, types.BaseTuple) and not isinstance(x, types.BaseNamedTuple):
+        items = "".join(f"rt.copy(x[{k}]), " for k in range(len(x)))
+        return _compile(f"def impl(x):\n    return ({items})\n", "impl")
+    if isinstance(x, types.BaseNamedTuple):
+        return lambda x: x
+
+
+@overload(rt.tree_add)
+def _tree_add(a, b):
+    if isinstance(a, types.BaseTuple):
+        items = "".join(f"rt.tree_add(a[{k}], b[{k}]), " for k in range(len(a)))
+        if isinstance(a, types.BaseNamedTuple):
+            return _compile(f"def impl(a, b):\n    return cls({items})\n", "impl", cls=a.instance_class)
+        return _compile(f"def impl(a, b):\n    return ({items})\n", "impl")
+    return lambda a, b: a + b
+
+
+@overload(rt.add_at)
+def _add_at(c, key, value):
+    if isinstance(c, types.Array):
+        def impl(c, key, value):
+            c[key] += value
+            return c
+        return impl
+    if isinstance(c, types.BaseTuple) and isinstance(key, types.IntegerLiteral):
+        k = key.literal_value % len(c)
+        items = "".join(
+            (f"rt.tree_add(c[{j}], value), " if j == k else f"c[{j}], ") for j in range(len(c)))
+        if isinstance(c, types.BaseNamedTuple):
+            return _compile(f"def impl(c, key, value):\n    return cls({items})\n", "impl", cls=c.instance_class)
+        return _compile(f"def impl(c, key, value):\n    return ({items})\n", "impl")
+    if isinstance(c, types.BaseTuple):
+        raise TypingError("s2s: index a tuple argument with an integer constant")
+
+
+@overload(rt.add_attr)
+def _add_attr(c, name, value):
+    if isinstance(c, types.BaseNamedTuple) and isinstance(name, types.StringLiteral):
+        fields = list(c.fields)
+        k = fields.index(name.literal_value)
+        items = "".join((f"rt.tree_add(c[{j}], value), " if j == k else f"c[{j}], ") for j in range(len(c)))
+        return _compile(f"def impl(c, name, value):\n    return cls({items})\n", "impl", cls=c.instance_class)
+
+
+@overload(rt.index_add)
+def _index_add(a, index, value):
+    items = index.types if isinstance(index, types.BaseTuple) else (index,)
+    if any(isinstance(i, types.Array) for i in items):
+        if len(items) == 1 and isinstance(items[0], types.Array) and items[0].ndim == 1 \
+                and isinstance(items[0].dtype, types.Integer) and a.ndim == 1:
+            def impl(a, index, value):
+                flat = np.ravel(np.asarray(value) * np.ones(len(index)))
+                for k in range(len(index)):
+                    a[index[k]] += flat[k]
+            return impl
+        raise TypingError("s2s: under jit, a gather x[idx] with an index array is differentiated "
+                          "for 1-D x and a 1-D integer idx only")
+
+    def impl(a, index, value):
+        a[index] += value
+    return impl
+
+
+@overload(rt.take)
+def _take(a, index):
+    items = index.types if isinstance(index, types.BaseTuple) else (index,)
+    if any(isinstance(i, types.Array) and isinstance(i.dtype, types.Integer) for i in items):
+        raise TypingError("s2s: under jit, a write x[idx] = v with an integer index array is not "
+                          "differentiated; use a loop or a boolean mask")
+    return lambda a, index: rt.copy(a[index])
+
+
+@overload(rt.clear)
+def _clear(a, index):
+    def impl(a, index):
+        a[index] = 0.0
+    return impl
+
+
+@overload(rt.require_number)
+def _require_number(x, message):
+    if isinstance(x, types.Array) and x.ndim > 0:
+        def impl(x, message):
+            raise S2SError(message)
+        return impl
+    return lambda x, message: None
+
+
+@register_jitable
+def _memory_extent(a):
+    """[low, high) of the bytes an array's elements span (empty when it has none)."""
+    low = np.int64(a.ctypes.data)
+    high = low
+    for k in range(a.ndim):
+        if a.shape[k] == 0:
+            return low, low
+        step = np.int64(a.shape[k] - 1) * np.int64(a.strides[k])
+        if step < 0:
+            low += step
+        else:
+            high += step
+    return low, high + np.int64(a.itemsize)
+
+
+@register_jitable
+def _may_share_memory(a, b):
+    """np.may_share_memory (which Numba lacks): do the byte ranges of a and b overlap?"""
+    a_low, a_high = _memory_extent(a)
+    b_low, b_high = _memory_extent(b)
+    return a_low < a_high and b_low < b_high and a_low < b_high and b_low < a_high
+
+
+@overload(rt.require_unshared)
+def _require_unshared(x, other, message, x_batched=False, other_batched=False):
+    def number(t):
+        return isinstance(t, (types.Number, types.Boolean, types.NoneType, types.UnicodeType,
+                              types.StringLiteral))
+
+    if not isinstance(x, types.Array) or x.ndim == 0 or (number(other) or
+                                                          isinstance(other, types.Array) and other.ndim == 0):
+        return lambda x, other, message, x_batched=False, other_batched=False: None
+    if not isinstance(other, types.Array):  # a container: it may hold x
+
+        def refuse(x, other, message, x_batched=False, other_batched=False):
+            if x.ndim > int(x_batched):
+                raise S2SError(message)
+        return refuse
+
+    def impl(x, other, message, x_batched=False, other_batched=False):
+        if x.ndim > int(x_batched) and other.ndim > int(other_batched) and _may_share_memory(x, other):
+            raise S2SError(message)
+    return impl
+
+
+@overload(rt.range_len)
+def _range_len(start, stop, step):
+    def impl(start, stop, step):
+        if step > 0:
+            return max(0, (stop - start + step - 1) // step)
+        return max(0, (start - stop - step - 1) // -step)
+    return impl
+
+
+@overload(rt.shape)
+def _shape(x):
+    if isinstance(x, types.Array):
+        return lambda x: x.shape
+    return lambda x: ()

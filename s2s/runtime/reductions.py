@@ -1,0 +1,117 @@
+"""Reductions that Numba rejects with axis/keepdims/ddof, and the adjoints of reductions."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .values import _count, _expand
+
+
+#
+# Generated code calls these where the user wrote np.sum(x, axis=..., keepdims=...) and
+# friends: numba.njit rejects most reductions over an axis (see codegen.NUMBA_REJECTS),
+# so runtime/overloads/ compiles them from the static axis and keepdims. Here they are
+# NumPy itself.
+
+
+def reduce_sum(x, axis=None, keepdims=False):
+    return np.sum(x, axis=axis, keepdims=keepdims)
+
+
+def reduce_mean(x, axis=None, keepdims=False):
+    return np.mean(x, axis=axis, keepdims=keepdims)
+
+
+def reduce_max(x, axis=None, keepdims=False):
+    return np.max(x, axis=axis, keepdims=keepdims)
+
+
+def reduce_min(x, axis=None, keepdims=False):
+    return np.min(x, axis=axis, keepdims=keepdims)
+
+
+def reduce_prod(x, axis=None, keepdims=False):
+    return np.prod(x, axis=axis, keepdims=keepdims)
+
+
+def reduce_var(x, axis=None, ddof=0, keepdims=False):
+    return np.var(x, axis=axis, ddof=ddof, keepdims=keepdims)
+
+
+def reduce_std(x, axis=None, ddof=0, keepdims=False):
+    return np.std(x, axis=axis, ddof=ddof, keepdims=keepdims)
+
+
+def squeeze(x, axis=None):
+    return np.squeeze(x, axis)
+
+
+def inner(x, y):
+    return np.inner(x, y)
+
+
+# ---- adjoints of reductions -------------------------------------------------------
+
+
+def _shape_of(x):
+    """x's shape; generated code passes a shape instead of x where only that was taped."""
+    return x if isinstance(x, tuple) else np.shape(x)
+
+
+def sum_bar(g, x, axis=None, keepdims=False):
+    return np.array(_expand(g, _shape_of(x), axis, keepdims))
+
+
+def mean_bar(g, x, axis=None, keepdims=False):
+    return _expand(g, _shape_of(x), axis, keepdims) / _count(_shape_of(x), axis)
+
+
+def _max_mask(y, x, axis, keepdims):
+    hits = (x == _expand(y, np.shape(x), axis, keepdims)).astype(np.result_type(x, 0.0))
+    counts = np.sum(hits, axis=axis, keepdims=True)
+    return hits / counts
+
+
+def max_bar(g, y, x, axis=None, keepdims=False):
+    return _max_mask(y, x, axis, keepdims) * _expand(g, np.shape(x), axis, keepdims)
+
+
+def max_dot(x_dot, y, x, axis=None, keepdims=False):
+    return np.sum(_max_mask(y, x, axis, keepdims) * x_dot, axis=axis, keepdims=keepdims)
+
+
+def _prod_others(x, axis):
+    """The product of all other elements along axis, without dividing (exact at zeros)."""
+    x = np.asarray(x)
+    axes = tuple(range(x.ndim)) if axis is None else axis if isinstance(axis, tuple) else (axis,)
+    axes = tuple(sorted(a % x.ndim for a in axes))
+    kept = tuple(a for a in range(x.ndim) if a not in axes)
+    # The reduced axes, moved last and merged into one, make every case a row of a matrix.
+    moved = np.transpose(x, kept + axes)
+    rows = moved.reshape(moved.shape[: len(kept)] + (-1,))
+    ones = np.ones(rows.shape[:-1] + (1,))
+    left = np.concatenate((ones, np.cumprod(rows, axis=-1)[..., :-1]), axis=-1)
+    right = np.concatenate((np.cumprod(rows[..., ::-1], axis=-1)[..., :-1][..., ::-1], ones), axis=-1)
+    return np.transpose((left * right).reshape(moved.shape), np.argsort(kept + axes))
+
+
+def prod_bar(g, y, x, axis=None, keepdims=False):
+    return _prod_others(x, axis) * _expand(g, np.shape(x), axis, keepdims)
+
+
+def prod_dot(x_dot, y, x, axis=None, keepdims=False):
+    return np.sum(_prod_others(x, axis) * x_dot, axis=axis, keepdims=keepdims)
+
+
+def var_bar(g, x, axis=None, ddof=0, keepdims=False):
+    centered = x - np.mean(x, axis=axis, keepdims=True)
+    return 2.0 * centered * _expand(g, np.shape(x), axis, keepdims) / (_count(np.shape(x), axis) - ddof)
+
+
+def var_dot(x_dot, x, axis=None, ddof=0, keepdims=False):
+    centered = x - np.mean(x, axis=axis, keepdims=True)
+    return 2.0 * np.sum(centered * x_dot, axis=axis, keepdims=keepdims) / (_count(np.shape(x), axis) - ddof)
+
+
+def std_bar(g, y, x, axis=None, ddof=0, keepdims=False):
+    return var_bar(g / (2.0 * y), x, axis, ddof, keepdims)

@@ -1,0 +1,193 @@
+"""Values and trees: zeros, ones, copies, sums of adjoints, in-place adds; broadcasting."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import S2SError
+
+
+def _is_namedtuple(x) -> bool:
+    return isinstance(x, tuple) and hasattr(x, "_fields")
+
+
+def zeros_like(x):
+    """A zero adjoint with the structure, shape and float dtype of x."""
+    if isinstance(x, np.ndarray):
+        dtype = x.dtype if np.issubdtype(x.dtype, np.inexact) else np.float64
+        return np.zeros(x.shape, dtype)
+    if _is_namedtuple(x):
+        return type(x)(*(zeros_like(v) for v in x))
+    if isinstance(x, (tuple, list)):
+        return tuple(zeros_like(v) for v in x)
+    if isinstance(x, dict):
+        return {k: zeros_like(v) for k, v in x.items()}
+    if isinstance(x, (np.floating, np.complexfloating)):
+        return type(x)(0)
+    return 0.0
+
+
+def zeros_shaped(shape, like):
+    """Zeros of a given shape (a taped shape) with like's float dtype."""
+    dtype = like.dtype if isinstance(like, np.ndarray) and np.issubdtype(like.dtype, np.inexact) else np.float64
+    return np.zeros(shape, dtype)
+
+
+def ones_like(x):
+    """The seed of a gradient: one, with x's float dtype."""
+    if isinstance(x, (np.floating, np.ndarray)):
+        return np.ones_like(x)[()]
+    return 1.0
+
+
+def copy(x):
+    """A copy that later in-place writes cannot change (scalars are returned as they are)."""
+    if isinstance(x, np.ndarray):
+        return x.copy()
+    if isinstance(x, tuple) and not _is_namedtuple(x):
+        return tuple(copy(v) for v in x)
+    return x
+
+
+def tree_add(a, b):
+    """a + b, leaf by leaf, for adjoints of tuples, lists and dicts."""
+    if isinstance(a, dict):
+        return {k: tree_add(a[k], b[k]) for k in a}
+    if _is_namedtuple(a):
+        return type(a)(*(tree_add(x, y) for x, y in zip(a, b)))
+    if isinstance(a, (tuple, list)):
+        return tuple(tree_add(x, y) for x, y in zip(a, b))
+    return a + b
+
+
+def add_at(c, key, value):
+    """Add value to element `key` of c: in place for arrays, a new container otherwise."""
+    if isinstance(c, np.ndarray):
+        c[key] += value
+        return c
+    if isinstance(c, dict):
+        out = dict(c)
+        out[key] = tree_add(out[key], value)
+        return out
+    if _is_namedtuple(c):
+        return c._replace(**{c._fields[key]: tree_add(c[key], value)})
+    items = list(c)
+    items[key] = tree_add(items[key], value)
+    return tuple(items)
+
+
+def add_attr(c, name, value):
+    """Add value to field `name` of the namedtuple c."""
+    return c._replace(**{name: tree_add(getattr(c, name), value)})
+
+
+def index_add(a, index, value):
+    """a[index] += value in place, accumulating repeated entries of an index array."""
+    if any(isinstance(i, (np.ndarray, list)) for i in (index if isinstance(index, tuple) else (index,))):
+        np.add.at(a, index, value)
+    else:
+        a[index] += value
+
+
+def take(a, index):
+    """a[index] as a copy, for the adjoint of a write x[index] = v.
+
+    A write with repeated entries in an index array keeps only one of them, so its
+    derivative is refused rather than summed.
+    """
+    items = index if isinstance(index, tuple) else (index,)
+    for i in items:
+        if isinstance(i, (np.ndarray, list)) and np.issubdtype(np.asarray(i).dtype, np.integer):
+            flat = np.ravel(i)
+            if len(np.unique(flat)) != len(flat):
+                raise ValueError(
+                    "s2s: a write x[idx] = v whose index array repeats entries has no "
+                    "derivative s2s can take; remove the repeated entries from idx"
+                )
+    out = np.array(a[index], copy=True)
+    return out if out.ndim else out[()]
+
+
+def clear(a, index):
+    """a[index] = 0 in place: the overwritten elements no longer reach the result."""
+    a[index] = 0.0
+
+
+def shape(x):
+    return np.shape(x)
+
+
+def range_len(start, stop, step):
+    """len(range(start, stop, step)): the trip count of a loop, for its reverse."""
+    return len(range(start, stop, step))
+
+
+def require_number(x, message):
+    """Refuse `x op= v` where x is an array: the conservative form of require_unshared, for
+    another name that may not be bound where the update runs (see analysis/activity.py)."""
+    if isinstance(x, np.ndarray) and x.ndim > 0:
+        raise S2SError(message)
+
+
+def _is_number(v, batched):
+    """A number, or (batched) a batch of numbers: a value no in-place update can reach."""
+    if isinstance(v, np.ndarray):
+        return v.ndim <= int(batched)
+    return v is None or isinstance(v, (int, float, complex, bool, str, np.generic))
+
+
+def require_unshared(x, other, message, x_batched=False, other_batched=False):
+    """Refuse `x op= v` where NumPy would also change `other` (see analysis/activity.py).
+
+    Generated code runs `x = x op v`, a new value for x only. That is what NumPy does where
+    x is a number; where x is an array NumPy updates it in place, and the rebinding is right
+    only if no other live name refers to memory the update changes. Analysis names the
+    others that may (`y = x[1]` is a row of a 2-d x, a number from a 1-d x); this checks
+    their memory. A container (tuple, list, dict) counts as sharing. x_batched and
+    other_batched: the value carries a trailing batch axis (vectorised code), so its
+    examples are numbers when it is 1-d.
+    """
+    if _is_number(x, x_batched) or not isinstance(x, np.ndarray) or _is_number(other, other_batched):
+        return
+    if not isinstance(other, np.ndarray) or np.may_share_memory(x, other):
+        raise S2SError(message)
+
+
+# ---- broadcasting -----------------------------------------------------------------
+
+
+def unbroadcast(g, x):
+    """Sum g over the axes along which x (a value or a shape) was broadcast."""
+    target = x if isinstance(x, tuple) else np.shape(x)
+    g_shape = np.shape(g)
+    if g_shape == target:
+        return g
+    if len(target) == 0:
+        total = np.sum(g)
+        return total.astype(g.dtype)[()] if isinstance(g, np.ndarray) else total
+    if len(g_shape) == 0 or len(g_shape) < len(target):
+        return np.broadcast_to(g, target).copy()
+    lead = len(g_shape) - len(target)
+    axes = tuple(range(lead)) + tuple(
+        lead + k for k, n in enumerate(target) if n == 1 and g_shape[lead + k] != 1
+    )
+    return np.sum(g, axis=axes).reshape(target)
+
+
+def _expand(g, x_shape, axis, keepdims):
+    """Broadcast the adjoint of a reduction over `axis` back to x's shape."""
+    if axis is None:
+        return np.broadcast_to(g, x_shape)
+    if not keepdims:
+        axes = axis if isinstance(axis, tuple) else (axis,)
+        axes = tuple(sorted(a % len(x_shape) for a in axes))
+        for a in axes:
+            g = np.expand_dims(g, a)
+    return np.broadcast_to(g, x_shape)
+
+
+def _count(x_shape, axis):
+    if axis is None:
+        return int(np.prod(x_shape))
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    return int(np.prod([x_shape[a] for a in axes]))
