@@ -121,16 +121,7 @@ class Variants:
         return [d for lowered in self.functions for d in made[id(lowered.python)]]
 
 
-def vjp_functions(functions: list[ir.Function], emitter: Emitter, argnums: tuple[int, ...],
-                  has_aux: bool = False, facts: dict | None = None, value_needed: bool = True) -> tuple[list, bool]:
-    """Primal and reverse-mode functions for the callees, then the reverse mode of the entry;
-    and whether that leaves the value out (value_needed=False, where it is proved a number)."""
-    defs = []
-    for lowered in functions[:-1]:
-        defs.append(primal_function(lowered, emitter))
-        gname = emitter.function_names[id(lowered.python)]
-        defs.append(VJP(lowered, emitter, list(lowered.params), f"{gname}_vjp").build())
-    entry = functions[-1]
+def _argnum_params(entry: ir.Function, argnums: tuple[int, ...]) -> list[str]:
     active = []
     for k in argnums:
         if not -len(entry.params) <= k < len(entry.params):
@@ -139,10 +130,34 @@ def vjp_functions(functions: list[ir.Function], emitter: Emitter, argnums: tuple
         active.append(entry.params[k])
     if len(set(active)) != len(active):
         raise S2SError(f"argnums {argnums} repeats an argument")
+    return active
+
+
+def vjp_functions(functions: list[ir.Function], emitter: Emitter, argnums: tuple[int, ...],
+                  has_aux: bool = False, facts: dict | None = None, value_needed: bool = True) -> tuple[list, bool]:
+    """Primal and reverse-mode functions for the callees, then the reverse mode of the entry;
+    and whether that leaves the value out (value_needed=False, where it is proved a number)."""
+    entry = functions[-1]
+    active = _argnum_params(entry, argnums)
     ename = emitter.function_names[id(entry.python)]
-    entry_vjp = VJP(entry, emitter, active, f"{ename}_vjp", has_aux, facts, value_needed)
-    defs.append(entry_vjp.build())
-    return defs, entry_vjp.value_skipped
+    variants = Variants(functions, emitter, "_vjp")
+    variants.name(entry.python, tuple(active), fixed=f"{ename}_vjp")
+    skipped = []
+
+    def make(lowered, params, fname):
+        if lowered is entry:
+            vjp = VJP(entry, emitter, params, fname, variants, has_aux, facts, value_needed)
+            skipped.append(vjp.value_skipped)
+            return vjp.build()
+        return VJP(lowered, emitter, params, fname, variants).build()
+
+    transformed = variants.transform(make)
+    defs = []
+    for lowered in functions[:-1]:
+        defs.append(primal_function(lowered, emitter))
+        defs += [d for d in transformed if d.name in variants.wanted[id(lowered.python)].values()]
+    defs.append(transformed[-1])
+    return defs, skipped[0]
 
 
 def jvp_functions(functions: list[ir.Function], emitter: Emitter,
