@@ -310,8 +310,19 @@ class ForwardTransformed:
         if suffix not in self._entries:  # looked up once: a small jvp costs less than a regex
             import re
 
-            names = re.findall(r"^def (\w+)_jvp\(", self.source, re.M)
+            names = re.findall(rf"^def (\w+){suffix}\(", self.source, re.M)
             self._entries[suffix] = getattr(self.module(), names[-1] + suffix)
+        return self._entries[suffix]
+
+    def entry_wrt(self, k: int):
+        """The forward mode with respect to argument k alone, which its columns driver calls
+        (the others' tangents are symbolic zeros): of a module made with columns=True."""
+        import re
+
+        suffix = f"_jvp_columns_{k}"
+        if suffix not in self._entries:
+            called = re.search(rf"^def \w+{suffix}\(.*?^    \w+ = (\w+)\(", self.source, re.M | re.S).group(1)
+            self._entries[suffix] = getattr(self.module(), called)
         return self._entries[suffix]
 
     def call_args(self, args):
@@ -422,11 +433,6 @@ def _private_copies(args):
     return tuple(copy.deepcopy(a) for a in args)
 
 
-def _zeros_tree(tree):
-    leaves, structure = pytree.flatten(tree)
-    return pytree.unflatten(structure, [np.zeros(np.shape(l)) if np.ndim(l) else 0.0 for l in leaves])
-
-
 def _jacobian_layout(rows: np.ndarray, out_shape: tuple, in_shape: tuple, forward: bool) -> np.ndarray:
     """JAX's layout: output shape + input shape."""
     if forward:  # rows[c] = d out / d x_c
@@ -501,15 +507,13 @@ class Jacobian:
         out_leaves, out_structure = pytree.flatten(out)
         blocks = [[None] * len(in_leaves) for _ in out_leaves]
         if self.forward:
-            transformed = ForwardTransformed(self.fun, self.backend, self.has_aux)
-            entry = transformed.entry()
+            transformed = ForwardTransformed(self.fun, self.backend, self.has_aux, columns=True)
+            entry = transformed.entry_wrt(k)  # takes the tangent of argument k only
             for li, leaf in enumerate(in_leaves):
                 columns = []
                 for e in range(max(1, np.size(leaf))):
-                    basis = _unit_leaves(in_leaves, li, e)
-                    tangents = [pytree.unflatten(in_structure, basis) if j == k else _zeros_tree(a)
-                                for j, a in enumerate(args)]
-                    tangent = entry(*transformed.call_args(list(args) + tangents))[1]
+                    tangent = pytree.unflatten(in_structure, _unit_leaves(in_leaves, li, e))
+                    tangent = entry(*transformed.call_args(list(args) + [tangent]))[1]
                     if self.has_aux:
                         tangent = tangent[0]
                     columns.append(pytree.flatten(tangent)[0])

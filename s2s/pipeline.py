@@ -74,16 +74,54 @@ def primal_function(lowered: ir.Function, emitter: Emitter) -> ast.FunctionDef:
     return ast.FunctionDef(emitter.function_names[id(lowered.python)], args, body, [], None, lineno=0)
 
 
-def vjp_functions(functions: list[ir.Function], emitter: Emitter, argnums: tuple[int, ...],
-                  has_aux: bool = False, facts: dict | None = None, value_needed: bool = True) -> tuple[list, bool]:
-    """Primal and reverse-mode functions for the callees, then the reverse mode of the entry;
-    and whether that leaves the value out (value_needed=False, where it is proved a number)."""
-    defs = []
-    for lowered in functions[:-1]:
-        defs.append(primal_function(lowered, emitter))
-        gname = emitter.function_names[id(lowered.python)]
-        defs.append(VJP(lowered, emitter, list(lowered.params), f"{gname}_vjp").build())
-    entry = functions[-1]
+class Variants:
+    """The transforms of user functions that their callers need, one per set of arguments.
+
+    A call helper(x, 2.0) needs the tangent (adjoint) of x only: the constant's is a symbolic
+    zero, so the callee gets a jvp (vjp) of its own for x, `helper_jvp_wrt_x`, where the
+    tangent of 2.0 is never an array of zeros that a rule multiplies by an infinite partial
+    (log(x) at x = 0), nor an adjoint computed and thrown away. With every argument it is
+    `helper_jvp` (`helper_vjp`). Callers are transformed before their callees (`transform`),
+    so each callee is transformed for exactly the sets that its calls ask for.
+    """
+
+    def __init__(self, functions: list[ir.Function], emitter: Emitter, suffix: str):
+        self.functions = functions
+        self.emitter = emitter
+        self.suffix = suffix
+        self.wanted: dict[int, dict[tuple[str, ...], str]] = {id(f.python): {} for f in functions}
+        self.params = {id(f.python): f.params for f in functions}
+        self.taken = set(emitter.function_names.values())
+
+    def __call__(self, fn: Any, positions: tuple[int, ...]) -> str:
+        """The name of fn's transform for the arguments at these positions."""
+        params = self.params[id(fn)]
+        return self.name(fn, tuple(dict.fromkeys(params[k] for k in positions)))
+
+    def name(self, fn: Any, active: tuple[str, ...], fixed: str | None = None) -> str:
+        variants = self.wanted[id(fn)]
+        if active not in variants:
+            base = self.emitter.function_names[id(fn)] + self.suffix
+            candidate = fixed or (base if list(active) == self.params[id(fn)] else f"{base}_wrt_{'_'.join(active)}")
+            unique, k = candidate, 1
+            while unique in self.taken:
+                k += 1
+                unique = f"{candidate}_{k}"
+            self.taken.add(unique)
+            variants[active] = unique
+        return variants[active]
+
+    def transform(self, make) -> list:
+        """make(lowered, active params, name) -> a FunctionDef, for every wanted variant: callers
+        first, so that their calls are known; returned callees first, each in the order asked."""
+        made: dict[int, list] = {}
+        for lowered in reversed(self.functions):
+            made[id(lowered.python)] = [make(lowered, list(active), fname)
+                                        for active, fname in self.wanted[id(lowered.python)].items()]
+        return [d for lowered in self.functions for d in made[id(lowered.python)]]
+
+
+def _argnum_params(entry: ir.Function, argnums: tuple[int, ...]) -> list[str]:
     active = []
     for k in argnums:
         if not -len(entry.params) <= k < len(entry.params):
@@ -92,19 +130,57 @@ def vjp_functions(functions: list[ir.Function], emitter: Emitter, argnums: tuple
         active.append(entry.params[k])
     if len(set(active)) != len(active):
         raise S2SError(f"argnums {argnums} repeats an argument")
+    return active
+
+
+def vjp_functions(functions: list[ir.Function], emitter: Emitter, argnums: tuple[int, ...],
+                  has_aux: bool = False, facts: dict | None = None, value_needed: bool = True) -> tuple[list, bool]:
+    """Primal and reverse-mode functions for the callees, then the reverse mode of the entry;
+    and whether that leaves the value out (value_needed=False, where it is proved a number)."""
+    entry = functions[-1]
+    active = _argnum_params(entry, argnums)
     ename = emitter.function_names[id(entry.python)]
-    entry_vjp = VJP(entry, emitter, active, f"{ename}_vjp", has_aux, facts, value_needed)
-    defs.append(entry_vjp.build())
-    return defs, entry_vjp.value_skipped
+    variants = Variants(functions, emitter, "_vjp")
+    variants.name(entry.python, tuple(active), fixed=f"{ename}_vjp")
+    skipped = []
 
+    def make(lowered, params, fname):
+        if lowered is entry:
+            vjp = VJP(entry, emitter, params, fname, variants, has_aux, facts, value_needed)
+            skipped.append(vjp.value_skipped)
+            return vjp.build()
+        return VJP(lowered, emitter, params, fname, variants).build()
 
-def jvp_functions(functions: list[ir.Function], emitter: Emitter) -> list:
-    """Primal and forward-mode functions for the callees, then the forward mode of the entry."""
+    transformed = variants.transform(make)
     defs = []
-    for lowered in functions:
-        gname = emitter.function_names[id(lowered.python)]
-        defs.append(JVP(lowered, emitter, list(lowered.params), f"{gname}_jvp").build())
-    return defs
+    for lowered in functions[:-1]:
+        defs.append(primal_function(lowered, emitter))
+        defs += [d for d in transformed if d.name in variants.wanted[id(lowered.python)].values()]
+    defs.append(transformed[-1])
+    return defs, skipped[0]
+
+
+def jvp_functions(functions: list[ir.Function], emitter: Emitter,
+                  entry_active: list[list[str]]) -> tuple[list, list[str]]:
+    """Forward-mode functions: the entry's for each list of active parameters in entry_active
+    (`<name>_jvp` for all of them, `<name>_jvp_wrt_x` for x alone), those of its callees that
+    these call, and the primals of the callees that they call without tangents; and the names
+    of the entry's, in the order of entry_active."""
+    entry = functions[-1]
+    variants = Variants(functions, emitter, "_jvp")
+    entry_names = [variants.name(entry.python, tuple(active)) for active in entry_active]
+    defs = variants.transform(lambda lowered, params, fname: JVP(lowered, emitter, params, fname, variants).build())
+    primals = {emitter.function_names[id(f.python)]: f for f in functions[:-1]}
+    called = {n.id for d in defs for n in ast.walk(d) if isinstance(n, ast.Name) and n.id in primals}
+    pending = list(called)
+    while pending:  # and the callees of those
+        for callee in primals[pending.pop()].callees.values():
+            cname = emitter.function_names[id(callee)]
+            if cname not in called:
+                called.add(cname)
+                pending.append(cname)
+    return [primal_function(f, emitter) for f in functions[:-1]
+            if emitter.function_names[id(f.python)] in called] + defs, entry_names
 
 
 def module_source(fn: Any, mode: str, argnums: tuple[int, ...] = (0,), display_path: str | None = None,
@@ -201,15 +277,24 @@ def _jvp_module_source(fn: Any, display_path: str | None, second_order: bool = F
                   ast.ImportFrom("s2s", [ast.alias("runtime")], 0)]
     for cname in sorted(emitter.constants):
         body.append(assign(cname, emitter.const(emitter.constants[cname])))
-    body += jvp_functions(functions, emitter)
     entry = functions[-1]
     fname = emitter.function_names[id(entry.python)]
+    # Drivers differentiate with respect to one argument: the others' tangents are symbolic
+    # zeros (and so is the output cotangent's, in second order), not arrays of zeros.
     if second_order:  # fn is a generated <name>_vjp(params..., out_bar)
-        for k in range(len(entry.params) - 1):
-            body.append(_second_order_driver(fname, entry.params, k))
+        entry_active = [[p] for p in entry.params[:-1]]
     elif columns:  # for jacfwd: a compiled loop over a stack of tangents, one per argument
-        for k in range(len(entry.params)):
-            body.append(_columns_driver(fname, entry.params, "jvp", k, has_aux))
+        entry_active = [[p] for p in entry.params]
+    else:
+        entry_active = [list(entry.params)]
+    defs, entry_names = jvp_functions(functions, emitter, entry_active)
+    body += defs
+    if second_order:
+        for k, jvp_name in enumerate(entry_names):
+            body.append(_second_order_driver(fname, jvp_name, entry.params, k))
+    elif columns:
+        for k, jvp_name in enumerate(entry_names):
+            body.append(_columns_driver(fname, entry.params, "jvp", k, has_aux, jvp_name))
     header = _header(entry, f"jvp of {entry.name}", display_path)
     loop_facts = None
     if facts is not None:
@@ -227,20 +312,19 @@ def _jvp_module_source(fn: Any, display_path: str | None, second_order: bool = F
 
 
 def _columns_driver(fname: str, params: list[str], mode: str, argnum: int = 0,
-                    has_aux: bool = False) -> ast.FunctionDef:
+                    has_aux: bool = False, jvp_name: str | None = None) -> ast.FunctionDef:
     """A loop over a stack of tangents (jvp) or cotangents (vjp), for jacfwd and jacrev:
     compiled with the rest of the module, so a Jacobian is one call, not one per column. The
     columns are a batch (runtime.prange), compiled without parallel=True for now: a parfor on
-    every Jacobian adds to its first-call compile time, which is not measured against the gain."""
+    every Jacobian adds to its first-call compile time, which is not measured against the gain.
+    jvp_name: the forward mode with respect to params[argnum] alone (mode "jvp")."""
     fresh = ir.Names(params).fresh
     stack = fresh("tangents" if mode == "jvp" else "cotangents")
     count, first, out, row = fresh("count"), fresh("first"), fresh("out"), fresh("row")
     args = ", ".join(params)
     if mode == "jvp":
         def call(index: str) -> str:
-            tangents = ", ".join(f"{stack}[{index}]" if k == argnum else f"runtime.zeros_like({p})"
-                                 for k, p in enumerate(params))
-            return f"{fname}_jvp({args}, {tangents})[1]" + ("[0]" if has_aux else "")
+            return f"{jvp_name}({args}, {stack}[{index}])[1]" + ("[0]" if has_aux else "")
 
         header = f"def {fname}_jvp_columns_{argnum}({args}, {stack}):\n"
         doc = f"Tangents of {fname} for each row of {stack}, a stack of tangents of {params[argnum]}."
@@ -306,19 +390,17 @@ def generate(fn: Any, transform: str, options: dict | None = None, display_path:
     return source, dependencies
 
 
-def _second_order_driver(vjp_name: str, params: list[str], argnum: int) -> ast.FunctionDef:
+def _second_order_driver(vjp_name: str, jvp_name: str, params: list[str], argnum: int) -> ast.FunctionDef:
     """Forward over reverse: for each output cotangent (row) and each tangent of one argument
-    (column), the derivative of the adjoint; compiled with the module, one call in all."""
+    (column), the derivative of the adjoint; compiled with the module, one call in all.
+    jvp_name: the forward mode of vjp_name with respect to params[argnum] alone."""
     fresh = ir.Names(params).fresh
     primal = params[:-1]
     cot, tan, rows, cols, first, out, r, c = (fresh(n) for n in (
         "cotangents", "tangents", "rows", "cols", "first", "out", "r", "c"))
 
     def call(ri: str, ci: str) -> str:
-        tangents = ", ".join(f"{tan}[{ci}]" if k == argnum else f"runtime.zeros_like({p})"
-                             for k, p in enumerate(primal))
-        return (f"{vjp_name}_jvp({', '.join(primal)}, {cot}[{ri}], {tangents}, "
-                f"runtime.zeros_like({cot}[{ri}]))[1][1][0]")
+        return f"{jvp_name}({', '.join(primal)}, {cot}[{ri}], {tan}[{ci}])[1][1][0]"
 
     text = (
         f"def {vjp_name}_second_order_{argnum}({', '.join(primal)}, {cot}, {tan}):\n"
