@@ -59,17 +59,17 @@ def final_state(params, theta0, omega0, steps, dt):
     return _t5
 
 
-def final_state_vjp(params, theta0, omega0, steps, dt, out_bar):
-    """Reverse mode of final_state (ode.py:25): returns (value, adjoints of params, theta0, omega0, steps, dt)."""
+def final_state_vjp_wrt_params(params, theta0, omega0, steps, dt, out_bar):
+    """Reverse mode of final_state (ode.py:25): returns (value, adjoints of params)."""
     # Tapes: values the reverse sweep needs after they are overwritten
     # In range loops a tape is made at its first push, with room for one value per iteration
     # (the loops' trip counts, known on entry); omega_tape_len counts the values on omega_tape.
     omega_tape_len = 0
     theta_tape_len = 0
-    dtheta_tape_len = 0
+    dtheta_shape_tape = runtime.shape_tape()
     _t2_shape_tape = runtime.shape_tape()
     theta_shape_tape = runtime.shape_tape()
-    domega_tape_len = 0
+    domega_shape_tape = runtime.shape_tape()
     _t3_shape_tape = runtime.shape_tape()
     omega_shape_tape = runtime.shape_tape()
     # ode.py:27  damping, length = params
@@ -92,19 +92,13 @@ def final_state_vjp(params, theta0, omega0, steps, dt, out_bar):
         _t1 = pendulum_rhs(theta, omega, damping, length)
         dtheta, domega = _t1
         # ode.py:32  theta = theta + dt * dtheta
-        if dtheta_tape_len == 0:
-            dtheta_tape = runtime.new_tape(dtheta, steps)
-        dtheta_tape[dtheta_tape_len] = dtheta
-        dtheta_tape_len += 1
+        dtheta_shape = runtime.push_shape(dtheta_shape_tape, dtheta)
         _t2 = dt * dtheta
         _t2_shape = runtime.push_shape(_t2_shape_tape, _t2)
         theta_shape = runtime.push_shape(theta_shape_tape, theta)
         theta = theta + _t2
         # ode.py:33  omega = omega + dt * domega
-        if domega_tape_len == 0:
-            domega_tape = runtime.new_tape(domega, steps)
-        domega_tape[domega_tape_len] = domega
-        domega_tape_len += 1
+        domega_shape = runtime.push_shape(domega_shape_tape, domega)
         _t3 = dt * domega
         _t3_shape = runtime.push_shape(_t3_shape_tape, _t3)
         omega_shape = runtime.push_shape(omega_shape_tape, omega)
@@ -120,7 +114,6 @@ def final_state_vjp(params, theta0, omega0, steps, dt, out_bar):
     omega_bar = _t4_bar[1]
     # Grad of: ode.py:30  for step in range(steps):
     damping_bar = runtime.zeros_like(damping)
-    dt_bar = runtime.zeros_like(dt)
     length_bar = runtime.zeros_like(length)
     for step in range(steps - 1, -1, -1):
         # Grad of: ode.py:33  omega = omega + dt * domega
@@ -128,19 +121,15 @@ def final_state_vjp(params, theta0, omega0, steps, dt, out_bar):
         omega_shape = runtime.pop_shape(omega_shape_tape, omega_shape)
         _t3_bar = runtime.unbroadcast(omega_bar, _t3_shape)
         omega_bar = runtime.unbroadcast(omega_bar, omega_shape)
-        domega_tape_len -= 1
-        domega = domega_tape[domega_tape_len]
-        dt_bar = dt_bar + runtime.unbroadcast(_t3_bar * domega, dt)
-        domega_bar = runtime.unbroadcast(dt * _t3_bar, domega)
+        domega_shape = runtime.pop_shape(domega_shape_tape, domega_shape)
+        domega_bar = runtime.unbroadcast(dt * _t3_bar, domega_shape)
         # Grad of: ode.py:32  theta = theta + dt * dtheta
         _t2_shape = runtime.pop_shape(_t2_shape_tape, _t2_shape)
         theta_shape = runtime.pop_shape(theta_shape_tape, theta_shape)
         _t2_bar = runtime.unbroadcast(theta_bar, _t2_shape)
         theta_bar = runtime.unbroadcast(theta_bar, theta_shape)
-        dtheta_tape_len -= 1
-        dtheta = dtheta_tape[dtheta_tape_len]
-        dt_bar = dt_bar + runtime.unbroadcast(_t2_bar * dtheta, dt)
-        dtheta_bar = runtime.unbroadcast(dt * _t2_bar, dtheta)
+        dtheta_shape = runtime.pop_shape(dtheta_shape_tape, dtheta_shape)
+        dtheta_bar = runtime.unbroadcast(dt * _t2_bar, dtheta_shape)
         # Grad of: ode.py:31  dtheta, domega = pendulum_rhs(theta, omega, damping, length)
         _t1_bar = (dtheta_bar, domega_bar)
         omega_tape_len -= 1
@@ -152,16 +141,9 @@ def final_state_vjp(params, theta0, omega0, steps, dt, out_bar):
         omega_bar = runtime.tree_add(omega_bar, pendulum_rhs_bars[1])
         damping_bar = runtime.tree_add(damping_bar, pendulum_rhs_bars[2])
         length_bar = runtime.tree_add(length_bar, pendulum_rhs_bars[3])
-    # Grad of: ode.py:29  omega = omega0
-    omega0_bar = omega_bar
-    # Grad of: ode.py:28  theta = theta0
-    theta0_bar = theta_bar
     # Grad of: ode.py:27  damping, length = params
     params_bar = (damping_bar, length_bar)
-    return (
-        _t5,
-        (params_bar, theta0_bar, omega0_bar, runtime.zeros_like(steps), dt_bar),
-    )
+    return (_t5, (params_bar,))
 
 
 def final_state_loss_vjp(params, theta0, omega0, target, steps, dt, out_bar):
@@ -177,7 +159,9 @@ def final_state_loss_vjp(params, theta0, omega0, target, steps, dt, out_bar):
     _t3_bar = runtime.sum_bar(_t4_bar, _t3)
     _t2_bar = runtime.unbroadcast(_t3_bar * 2 * _t2, _t2)
     _t1_bar = runtime.unbroadcast(_t2_bar, _t1)
-    final_state_bars = final_state_vjp(params, theta0, omega0, steps, dt, _t1_bar)[1]
+    final_state_bars = final_state_vjp_wrt_params(
+        params, theta0, omega0, steps, dt, _t1_bar
+    )[1]
     params_bar = final_state_bars[0]
     return (_t4, (params_bar,))
 

@@ -1,9 +1,13 @@
 """jvp, jacfwd and jacrev against known derivatives, with JAX's output layout."""
 
+import re
+import warnings
+
 import numpy as np
 import pytest
 
 import s2s
+from finite_differences import central_difference_grad
 from programs import calls_user_functions, range_loops
 
 
@@ -93,3 +97,77 @@ def test_jvp_takes_zero_dimensional_tangents_of_numbers(backend):
     out, out_dot = s2s.jvp(scaled_path, ((2.0, 0.5), z), ((np.array(1.0), np.array(0.0)), np.zeros(3)),
                            backend=backend)
     np.testing.assert_allclose(out_dot, np.exp(0.5 * np.sum(z)), rtol=1e-12)
+
+
+# Arguments that are not differentiated, and constants passed to helpers, have symbolic zero
+# tangents: no term of theirs is computed, so none is 0 * inf (the partial of sqrt(y) at
+# y = 0, of x ** a in a at x <= 0) and none turns a finite derivative into nan.
+
+
+def sqrt_weighted(x, y):
+    return np.sum(x * np.sqrt(y))
+
+
+def power(x, a):
+    return x**a
+
+
+def square_through_helper(x):
+    return power(x, 2.0)
+
+
+def sqrt_weighted_on_a_grid(x):
+    return sqrt_weighted(x, np.arange(3.0) ** 2)  # y = [0, 1, 4], computed, without a tangent
+
+
+Y0 = np.array([0.0, 1.0, 4.0])
+X0 = np.array([0.0, -1.0, 2.0])
+
+
+def _jvp_def(source: str, name: str) -> str:
+    return re.search(rf"^def {name}\(.*?(?=^def |\Z)", source, re.M | re.S).group(0)
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_jacfwd_of_one_argument_takes_the_others_tangents_as_symbolic_zeros(backend):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # no 0 * inf computed and thrown away either
+        jx = s2s.jit(s2s.jacfwd(sqrt_weighted), backend=backend)(np.ones(3), Y0)
+        jh = s2s.jit(s2s.jacfwd(square_through_helper), backend=backend)(X0)
+    np.testing.assert_allclose(jx, np.sqrt(Y0), rtol=1e-15)
+    np.testing.assert_allclose(jx, central_difference_grad(sqrt_weighted, (np.ones(3), Y0), 0), rtol=1e-8)
+    np.testing.assert_allclose(jh, np.diag(2 * X0), atol=1e-15)
+    fd = np.array([central_difference_grad(lambda x: square_through_helper(x)[i], (X0,), 0) for i in range(3)])
+    np.testing.assert_allclose(jh, fd, rtol=1e-7, atol=1e-9)
+    # The forward mode with respect to x alone has no tangent of y, nor the helper one of a.
+    source = s2s.source(s2s.jacfwd(sqrt_weighted))
+    assert "y_dot" not in _jvp_def(source, "sqrt_weighted_jvp_wrt_x")
+    source = s2s.source(s2s.jacfwd(square_through_helper))
+    assert "power_jvp_wrt_x(x, 2.0, x_dot)" in source and "a_dot" not in source and "np.log" not in source
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_jvp_through_helpers_called_with_constants_is_finite(backend):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        out, out_dot = s2s.jvp(square_through_helper, (X0,), (np.array([1.0, 2.0, 3.0]),), backend=backend)
+        value, tangent = s2s.jvp(sqrt_weighted_on_a_grid, (np.ones(3),), (np.array([1.0, 2.0, 3.0]),),
+                                 backend=backend)
+    np.testing.assert_allclose(out, X0**2)
+    np.testing.assert_allclose(out_dot, 2 * X0 * np.array([1.0, 2.0, 3.0]), atol=1e-15)
+    assert value == pytest.approx(3.0)
+    assert tangent == pytest.approx(1.0 * 0.0 + 2.0 * 1.0 + 3.0 * 2.0, rel=1e-14)
+
+
+def sqrt_weighted_affine(params, y):
+    w, b = params
+    return np.sum(w * np.sqrt(y)) + b
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_jacfwd_of_a_pytree_argument_takes_the_others_tangents_as_symbolic_zeros(backend):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        jw, jb = s2s.jit(s2s.jacfwd(sqrt_weighted_affine), backend=backend)((np.ones(3), 2.0), Y0)
+    np.testing.assert_allclose(jw, np.sqrt(Y0), rtol=1e-15)
+    assert float(jb) == 1.0

@@ -1,11 +1,14 @@
 """Second derivatives (forward over the generated reverse code) against finite differences
 of the gradient, for every feature case whose first argument is a float or an array."""
 
+import warnings
+
 import numpy as np
 import pytest
 
 import s2s
 from programs import CASES
+from test_forward_api import _jvp_def, power, sqrt_weighted
 
 # Cases whose derivative rules have no forward-over-reverse form yet (see the closing note).
 NOT_TWICE = {
@@ -134,3 +137,37 @@ def test_jacobians_of_pytree_outputs_nest_the_input_structure():
         a, b = jacobian(returns_tuple)(x)
         np.testing.assert_allclose(a, np.diag(2 * np.cos(x)), atol=1e-12)
         np.testing.assert_allclose(b, np.diag(-np.sin(x)), atol=1e-12)
+
+
+
+# Second derivatives with respect to one argument: the other arguments, the constants passed
+# to helpers and the output cotangent have symbolic zero tangents (no 0 * inf from the partials
+# of sqrt(y) at y = 0 or of x ** a in a at x <= 0).
+
+
+def sum_of_cubes(x):
+    return np.sum(power(x, 3.0))
+
+
+def sum_of_powers(x, a):
+    return np.sum(power(x, a))
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_hessians_with_respect_to_one_argument_are_finite(backend):
+    x = np.array([0.0, -1.0, 2.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        H_linear = s2s.jit(s2s.hessian(sqrt_weighted), backend=backend)(np.ones(3), np.array([0.0, 1.0, 4.0]))
+        H_cubes = s2s.jit(s2s.hessian(sum_of_cubes), backend=backend)(x)
+        H_powers = s2s.jit(s2s.hessian(sum_of_powers), backend=backend)(x, 3.0)
+    np.testing.assert_array_equal(H_linear, np.zeros((3, 3)))  # linear in x
+    np.testing.assert_allclose(H_cubes, np.diag(6 * x), atol=1e-15)
+    np.testing.assert_allclose(H_powers, np.diag(6 * x), atol=1e-15)
+    # Forward over the gradient with respect to x: the jvp for x alone, without tangents of
+    # the other argument or of the cotangent.
+    source = s2s.source(s2s.hessian(sum_of_powers))
+    assert "out_bar_dot" not in source
+    for name in ("sum_of_powers_vjp_jvp_wrt_x", "power_vjp_wrt_x_jvp_wrt_x", "power_jvp_wrt_x"):
+        jvp = _jvp_def(source, name)
+        assert "a_dot" not in jvp and "np.log" not in jvp

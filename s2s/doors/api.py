@@ -396,6 +396,15 @@ class ForwardTransformed:
             self._entries[suffix] = getattr(self.module(), self._names["name"] + suffix)
         return self._entries[suffix]
 
+    def entry_wrt(self, k: int):
+        """The forward mode with respect to argument k alone, which its columns driver calls
+        (the others' tangents are symbolic zeros): of a module made with columns=True."""
+        suffix = f"_jvp_columns_{k}"
+        if suffix not in self._entries:
+            self.source  # generated with its names
+            self._entries[suffix] = getattr(self.module(), self._names["wrt"][k])
+        return self._entries[suffix]
+
     def call_args(self, args):
         if self.backend == "cpu":
             return tuple(pytree.to_numba(a) for a in args)
@@ -504,11 +513,6 @@ def _private_copies(args):
     return tuple(copy.deepcopy(a) for a in args)
 
 
-def _zeros_tree(tree):
-    leaves, structure = pytree.flatten(tree)
-    return pytree.unflatten(structure, [np.zeros(np.shape(l)) if np.ndim(l) else 0.0 for l in leaves])
-
-
 def _jacobian_layout(rows: np.ndarray, out_shape: tuple, in_shape: tuple, forward: bool) -> np.ndarray:
     """JAX's layout: output shape + input shape."""
     if forward:  # rows[c] = d out / d x_c
@@ -584,15 +588,13 @@ class Jacobian:
         out_leaves, out_structure = pytree.flatten(out)
         blocks = [[None] * len(in_leaves) for _ in out_leaves]
         if self.forward:
-            transformed = ForwardTransformed(self.fun, self.backend, self.has_aux)
-            entry = transformed.entry()
+            transformed = ForwardTransformed(self.fun, self.backend, self.has_aux, columns=True)
+            entry = transformed.entry_wrt(k)  # takes the tangent of argument k only
             for li, leaf in enumerate(in_leaves):
                 columns = []
                 for e in range(max(1, np.size(leaf))):
-                    basis = _unit_leaves(in_leaves, li, e)
-                    tangents = [pytree.unflatten(in_structure, basis) if j == k else _zeros_tree(a)
-                                for j, a in enumerate(args)]
-                    tangent = entry(*transformed.call_args(list(args) + tangents))[1]
+                    tangent = pytree.unflatten(in_structure, _unit_leaves(in_leaves, li, e))
+                    tangent = entry(*transformed.call_args(list(args) + [tangent]))[1]
                     if self.has_aux:
                         tangent = tangent[0]
                     columns.append(pytree.flatten(tangent)[0])

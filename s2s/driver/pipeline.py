@@ -29,8 +29,7 @@ from ..ir import nodes as ir
 from ..optimize.fuse import fuse_module
 from ..optimize.loops import loop_module
 from ..transforms.drivers import columns_driver, second_order_driver
-from ..transforms.forward import JVP
-from ..transforms.reverse import VJP
+from ..transforms.variants import jvp_functions, vjp_functions
 from ..transforms.vectorize import total_module, vmap_module
 
 
@@ -97,31 +96,19 @@ def reverse(unit: Unit) -> None:
     has_aux = bool(unit.options.get("has_aux", False))
     facts = unit.options.get("facts") if unit.transform == "grad" else None
     value_needed = bool(unit.options.get("value", True))
-    body = prologue(emitter)
-    for lowered in unit.functions[:-1]:
-        body.append(primal_function(lowered, emitter))
-        gname = emitter.function_names[id(lowered.python)]
-        body.append(VJP(lowered, emitter, list(lowered.params), f"{gname}_vjp").build())
-    active = []
-    for k in argnums:
-        if not -len(entry.params) <= k < len(entry.params):
-            raise S2SError(f"argnums {k} is out of range for {entry.name}, which takes "
-                           f"{len(entry.params)} arguments")
-        active.append(entry.params[k])
-    if len(set(active)) != len(active):
-        raise S2SError(f"argnums {argnums} repeats an argument")
     named_facts = None
     if facts is not None:
         named_facts = {p: (facts[k] if k < len(facts) else None) for k, p in enumerate(entry.params)}
     ename = unit.entry_name()
-    entry_vjp = VJP(entry, emitter, active, f"{ename}_vjp", has_aux, named_facts, value_needed)
-    body.append(entry_vjp.build())
+    # The callees' primals and the vjps their calls need, then the entry's vjp.
+    defs, value_skipped = vjp_functions(unit.functions, emitter, argnums, has_aux, named_facts, value_needed)
+    body = prologue(emitter) + defs
     seed = body[-1].args.args[-1].arg  # the entry vjp's last parameter: out_bar, or a fresh name
     if unit.options.get("rows") and len(argnums) == 1:  # jacrev: a compiled loop over output cotangents
         body.append(columns_driver(ename, entry.params, "vjp", argnums[0]))
     unit.entries = {"name": ename, "vjp": f"{ename}_vjp"}
     if unit.transform == "grad":
-        body.append(_grad_wrapper(ename, entry, argnums, entry_vjp.value_skipped))
+        body.append(_grad_wrapper(ename, entry, argnums, value_skipped))
         unit.entries["grad"] = body[-1].name
     what = f"{unit.transform} of {entry.name} with respect to {', '.join(entry.params[k] for k in argnums)}"
     unit.header = header(entry, what, unit.display_path)
@@ -150,18 +137,27 @@ def forward(unit: Unit) -> None:
     """Forward mode of the function and its callees; for jacfwd a compiled loop over columns,
     for second_order (the function is a generated vjp) one over rows and columns."""
     emitter, entry = unit.emitter, unit.entry
-    body = prologue(emitter)
-    for lowered in unit.functions:
-        gname = emitter.function_names[id(lowered.python)]
-        body.append(JVP(lowered, emitter, list(lowered.params), f"{gname}_jvp").build())
     fname = unit.entry_name()
-    unit.entries = {"name": fname, "jvp": f"{fname}_jvp"}
+    # Drivers differentiate with respect to one argument: the others' tangents are symbolic
+    # zeros (and so is the output cotangent's, in second order), not arrays of zeros.
     if unit.transform == "second_order":  # fn is a generated <name>_vjp(params..., out_bar)
-        for k in range(len(entry.params) - 1):
-            body.append(second_order_driver(fname, entry.params, k))
+        entry_active = [[p] for p in entry.params[:-1]]
     elif unit.options.get("columns"):  # jacfwd: a compiled loop over a stack of tangents, one per argument
-        for k in range(len(entry.params)):
-            body.append(columns_driver(fname, entry.params, "jvp", k, bool(unit.options.get("has_aux"))))
+        entry_active = [[p] for p in entry.params]
+    else:
+        entry_active = [list(entry.params)]
+    defs, entry_names = jvp_functions(unit.functions, emitter, entry_active)
+    body = prologue(emitter) + defs
+    unit.entries = {"name": fname}
+    if unit.transform == "second_order":
+        for k, jvp_name in enumerate(entry_names):
+            body.append(second_order_driver(fname, jvp_name, entry.params, k))
+    elif unit.options.get("columns"):
+        unit.entries["wrt"] = entry_names  # the forward mode for each argument alone
+        for k, jvp_name in enumerate(entry_names):
+            body.append(columns_driver(fname, entry.params, "jvp", k, bool(unit.options.get("has_aux")), jvp_name))
+    else:
+        unit.entries["jvp"] = entry_names[0]
     unit.header = header(entry, f"jvp of {entry.name}", unit.display_path)
     facts = unit.options.get("facts") if unit.transform == "jvp" else None
     if facts is not None:

@@ -9,20 +9,19 @@ from ..ir import nodes as ir
 
 
 def columns_driver(fname: str, params: list[str], mode: str, argnum: int = 0,
-                    has_aux: bool = False) -> ast.FunctionDef:
+                   has_aux: bool = False, jvp_name: str | None = None) -> ast.FunctionDef:
     """A loop over a stack of tangents (jvp) or cotangents (vjp), for jacfwd and jacrev:
     compiled with the rest of the module, so a Jacobian is one call, not one per column. The
     columns are a batch (runtime.prange), compiled without parallel=True for now: a parfor on
-    every Jacobian adds to its first-call compile time, which is not measured against the gain."""
+    every Jacobian adds to its first-call compile time, which is not measured against the gain.
+    jvp_name: the forward mode with respect to params[argnum] alone (mode "jvp")."""
     fresh = ir.Names(params).fresh
     stack = fresh("tangents" if mode == "jvp" else "cotangents")
     count, first, out, row = fresh("count"), fresh("first"), fresh("out"), fresh("row")
     args = ", ".join(params)
     if mode == "jvp":
         def call(index: str) -> str:
-            tangents = ", ".join(f"{stack}[{index}]" if k == argnum else f"runtime.zeros_like({p})"
-                                 for k, p in enumerate(params))
-            return f"{fname}_jvp({args}, {tangents})[1]" + ("[0]" if has_aux else "")
+            return f"{jvp_name}({args}, {stack}[{index}])[1]" + ("[0]" if has_aux else "")
 
         header = f"def {fname}_jvp_columns_{argnum}({args}, {stack}):\n"
         doc = f"Tangents of {fname} for each row of {stack}, a stack of tangents of {params[argnum]}."
@@ -48,19 +47,17 @@ def columns_driver(fname: str, params: list[str], mode: str, argnum: int = 0,
     return ast.parse(text).body[0]
 
 
-def second_order_driver(vjp_name: str, params: list[str], argnum: int) -> ast.FunctionDef:
+def second_order_driver(vjp_name: str, jvp_name: str, params: list[str], argnum: int) -> ast.FunctionDef:
     """Forward over reverse: for each output cotangent (row) and each tangent of one argument
-    (column), the derivative of the adjoint; compiled with the module, one call in all."""
+    (column), the derivative of the adjoint; compiled with the module, one call in all.
+    jvp_name: the forward mode of vjp_name with respect to params[argnum] alone."""
     fresh = ir.Names(params).fresh
     primal = params[:-1]
     cot, tan, rows, cols, first, out, r, c = (fresh(n) for n in (
         "cotangents", "tangents", "rows", "cols", "first", "out", "r", "c"))
 
     def call(ri: str, ci: str) -> str:
-        tangents = ", ".join(f"{tan}[{ci}]" if k == argnum else f"runtime.zeros_like({p})"
-                             for k, p in enumerate(primal))
-        return (f"{vjp_name}_jvp({', '.join(primal)}, {cot}[{ri}], {tangents}, "
-                f"runtime.zeros_like({cot}[{ri}]))[1][1][0]")
+        return f"{jvp_name}({', '.join(primal)}, {cot}[{ri}], {tan}[{ci}])[1][1][0]"
 
     text = (
         f"def {vjp_name}_second_order_{argnum}({', '.join(primal)}, {cot}, {tan}):\n"

@@ -22,8 +22,11 @@ ZERO = "__s2s_zero__"  # marks a tangent known to be zero inside a rule's expres
 
 
 class JVP:
-    def __init__(self, fn: ir.Function, emitter: Emitter, active_params: list[str], function_name: str):
+    def __init__(self, fn: ir.Function, emitter: Emitter, active_params: list[str], function_name: str,
+                 variant):
         self.fn = fn
+        # variant(python function, positions of the arguments with tangents) -> that jvp's name
+        self.variant = variant
         self.em = emitter
         self.function_name = function_name
         self.names = ir.Names(_all_names(fn) | {"np", "math", "runtime"})
@@ -246,10 +249,12 @@ class JVP:
         return self._scalars
 
     def user_call(self, stmt: ir.Assign) -> list:
+        """y, y_dot = helper_jvp(...), with tangents for the arguments that have them only."""
         call = stmt.value
-        callee = self.em.function_names[id(call.fn)] + "_jvp"
         args = [self.em.atom(a) for a in call.args]
-        tangents = [self.tangent_or_zeros(a) for a in call.args]
+        with_tangent = [k for k, a in enumerate(call.args) if self.has_tangent(a)]
+        callee = self.variant(call.fn, tuple(with_tangent))
+        tangents = [name(self.dot(call.args[k].id)) for k in with_tangent]
         target = stmt.targets[0]
         tgt = ast.Tuple([name(target, True), name(self.dot(target), True)], ast.Store())
         return [ast.Assign([tgt], ast.Call(name(callee), args + tangents, []), lineno=0)]

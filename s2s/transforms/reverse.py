@@ -11,7 +11,9 @@ Conventions (see DESIGN.md section 3):
 - adjoints of variables assigned once in straight-line code start at their first
   contribution (`x_bar = ...`); the others are set to zero where their scope begins
   and reset where the variable is assigned, so nothing is multiplied by zero;
-- only adjoints of subscripted arrays are updated in place (they are always fresh).
+- only adjoints of subscripted arrays are updated in place (they are always fresh);
+- a call to a user function asks for the adjoints of its active arguments only: the
+  callee's vjp for those (`helper_vjp_wrt_x`, pipeline.Variants) computes no other.
 """
 
 from __future__ import annotations
@@ -88,7 +90,7 @@ def _all_names(fn: ir.Function) -> set[str]:
 
 class VJP:
     def __init__(self, fn: ir.Function, emitter: Emitter, active_params: list[str],
-                 function_name: str, has_aux: bool = False, facts: dict | None = None,
+                 function_name: str, variant, has_aux: bool = False, facts: dict | None = None,
                  value_needed: bool = True):
         for stmt in ir.walk(fn.body):
             if isinstance(stmt, ir.Push) or (isinstance(stmt, ir.Assign) and (isinstance(stmt.value, ir.Pop) or (
@@ -98,6 +100,9 @@ class VJP:
                                stmt.origin, "take second derivatives forward over reverse: "
                                "s2s.hessian, or s2s.jacfwd(s2s.jacrev(f))")
         self.fn = fn
+        # variant(python function, positions of the arguments whose adjoints a call needs) -> the
+        # name of the callee's vjp that returns those adjoints
+        self.variant = variant
         self.has_aux = has_aux
         self.em = emitter
         self.function_name = function_name
@@ -1125,14 +1130,15 @@ class VJP:
             self.kill(target, None, out)
             return out
         elif isinstance(value, ir.Call) and is_user_function(value.fn):
-            callee = em.function_names[id(value.fn)] + "_vjp"
+            # A vjp of the callee that returns the adjoints this call needs, and only those.
+            needed = [k for k, a in enumerate(value.args) if self.an.atom_active(a)]
+            callee = self.variant(value.fn, tuple(needed))
             grads = self.names.fresh(f"{em.function_names[id(value.fn)]}_bars")
             args = [name(rename.get(a.id, a.id)) if isinstance(a, ir.Name) else em.atom(a) for a in value.args]
             out.append(assign(grads, ast.Subscript(ast.Call(name(callee), args + [y_bar], []),
                                                    ast.Constant(1), ast.Load())))
-            for k, atom in enumerate(value.args):
-                if isinstance(atom, ir.Name):
-                    contributions.append((atom.id, ast.Subscript(name(grads), ast.Constant(k), ast.Load())))
+            for j, k in enumerate(needed):
+                contributions.append((value.args[k].id, ast.Subscript(name(grads), ast.Constant(j), ast.Load())))
         else:
             local_stmts, contributions, _ = self.instantiate(stmt, rename, self.shape_sources(stmt))
             out += local_stmts
