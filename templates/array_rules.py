@@ -44,7 +44,7 @@ from s2s.runtime import (
 
 # ---- reductions -------------------------------------------------------------------
 # Generated code calls runtime.reduce_<name> where a reduction takes an axis, keepdims or
-# ddof (codegen.REDUCTIONS); reading generated code again (second order) meets those.
+# ddof (numba= below, codegen/numba_routes.py); reading generated code again (second order) meets those.
 
 
 @rule(np.sum, runtime.reduce_sum, pure=True)
