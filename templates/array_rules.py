@@ -1,11 +1,14 @@
-"""Rules for NumPy reductions, linear algebra, shape functions and array creation."""
+"""Rules for NumPy reductions, linear algebra, shape functions and array creation.
+
+Under a rule, the facts of its functions that the passes read (s2s.rules.Facts): pure,
+reduction, view, numba (the runtime helper that Numba needs instead), ..."""
 
 import operator
 
 import numpy as np
 
 from s2s import runtime
-from s2s.rules import nondifferentiable, refuse_when_active, rule
+from s2s.rules import nondifferentiable, primitive, refuse_when_active, rule
 from s2s.runtime import (
     array_bar,
     clip_inside,
@@ -41,41 +44,48 @@ from s2s.runtime import (
 
 # ---- reductions -------------------------------------------------------------------
 # Generated code calls runtime.reduce_<name> where a reduction takes an axis, keepdims or
-# ddof (codegen.REDUCTIONS); reading generated code again (second order) meets those.
+# ddof (numba= below, codegen/numba_routes.py); reading generated code again (second order) meets those.
 
 
-@rule(np.sum, runtime.reduce_sum)
+@rule(np.sum, runtime.reduce_sum, pure=True)
+@primitive(np.sum, reduction=True, numba=runtime.reduce_sum)
 def sum(y, x, axis=None, keepdims=False):
     y_dot = np.sum(x_dot, axis=axis, keepdims=keepdims)
     x_bar += sum_bar(y_bar, x, axis, keepdims)
 
 
-@rule(np.mean, runtime.reduce_mean)
+@rule(np.mean, runtime.reduce_mean, pure=True)
+@primitive(np.mean, reduction=True, numba=runtime.reduce_mean)
 def mean(y, x, axis=None, keepdims=False):
     y_dot = np.mean(x_dot, axis=axis, keepdims=keepdims)
     x_bar += mean_bar(y_bar, x, axis, keepdims)
 
 
-@rule(np.max, np.amax, np.min, np.amin, runtime.reduce_max, runtime.reduce_min)
+@rule(np.max, np.amax, np.min, np.amin, runtime.reduce_max, runtime.reduce_min, pure=True)
+@primitive(np.max, np.amax, reduction=True, numba=runtime.reduce_max)
+@primitive(np.min, np.amin, reduction=True, numba=runtime.reduce_min)
 def max(y, x, axis=None, keepdims=False):
     """Ties share the derivative equally, as in JAX."""
     y_dot = max_dot(x_dot, y, x, axis, keepdims)
     x_bar += max_bar(y_bar, y, x, axis, keepdims)
 
 
-@rule(np.prod, runtime.reduce_prod)
+@rule(np.prod, runtime.reduce_prod, pure=True)
+@primitive(np.prod, reduction=True, numba=runtime.reduce_prod)
 def prod(y, x, axis=None, keepdims=False):
     y_dot = prod_dot(x_dot, y, x, axis, keepdims)
     x_bar += prod_bar(y_bar, y, x, axis, keepdims)
 
 
-@rule(np.var, runtime.reduce_var)
+@rule(np.var, runtime.reduce_var, pure=True)
+@primitive(np.var, reduction=True, numba=runtime.reduce_var)
 def var(y, x, axis=None, ddof=0, keepdims=False):
     y_dot = var_dot(x_dot, x, axis, ddof, keepdims)
     x_bar += var_bar(y_bar, x, axis, ddof, keepdims)
 
 
-@rule(np.std, runtime.reduce_std)
+@rule(np.std, runtime.reduce_std, pure=True)
+@primitive(np.std, reduction=True, numba=runtime.reduce_std)
 def std(y, x, axis=None, ddof=0, keepdims=False):
     y_dot = var_dot(x_dot, x, axis, ddof, keepdims) / (2.0 * y)
     x_bar += std_bar(y_bar, y, x, axis, ddof, keepdims)
@@ -84,7 +94,8 @@ def std(y, x, axis=None, ddof=0, keepdims=False):
 # ---- products ---------------------------------------------------------------------
 
 
-@rule(np.inner, runtime.inner)
+@rule(np.inner, runtime.inner, pure=True)
+@primitive(np.inner, numba=runtime.inner, numba_always=True)
 def inner(z, x, y):
     """np.inner contracts the last axes: the same as np.dot for vectors only."""
     z_dot = np.inner(x_dot, y) + np.inner(x, y_dot)
@@ -92,28 +103,28 @@ def inner(z, x, y):
     y_bar += inner_bar_y(z_bar, x, y)
 
 
-@rule(np.dot)
+@rule(np.dot, pure=True)
 def dot(z, x, y):
     z_dot = np.dot(x_dot, y) + np.dot(x, y_dot)
     x_bar += dot_bar_x(z_bar, x, y)
     y_bar += dot_bar_y(z_bar, x, y)
 
 
-@rule(operator.matmul, np.matmul)
+@rule(operator.matmul, np.matmul, pure=True)
 def matmul(z, x, y):
     z_dot = x_dot @ y + x @ y_dot
     x_bar += matmul_bar_x(z_bar, x, y)
     y_bar += matmul_bar_y(z_bar, x, y)
 
 
-@rule(np.outer)
+@rule(np.outer, pure=True)
 def outer(z, x, y):
     z_dot = np.outer(x_dot, y) + np.outer(x, y_dot)
     x_bar += outer_bar_x(z_bar, x, y)
     y_bar += outer_bar_y(z_bar, x, y)
 
 
-@rule(np.trace)
+@rule(np.trace, pure=True)
 def trace(y, x):
     y_dot = np.trace(x_dot)
     x_bar += trace_bar(y_bar, x)
@@ -122,55 +133,58 @@ def trace(y, x):
 # ---- shapes -----------------------------------------------------------------------
 
 
-@rule(np.transpose)
+@rule(np.transpose, pure=True, view=True)
 def transpose(y, x, axes=None):
     y_dot = np.transpose(x_dot, axes)
     x_bar += transpose_bar(y_bar, axes)
 
 
-@rule(np.reshape)
+@rule(np.reshape, pure=True, view=True)
 def reshape(y, x, shape):
     y_dot = np.reshape(x_dot, shape)
     x_bar += reshape_bar(y_bar, x)
 
 
-@rule(np.ravel)
+@rule(np.ravel, view=True)
 def ravel(y, x):
     y_dot = np.ravel(x_dot)
     x_bar += reshape_bar(y_bar, x)
 
 
 @rule(np.squeeze, runtime.squeeze)
+@primitive(np.squeeze, view=True, numba=runtime.squeeze, numba_always=True)
+@primitive(runtime.squeeze, pure=True)
 def squeeze(y, x, axis=None):
     y_dot = np.squeeze(x_dot, axis)
     x_bar += reshape_bar(y_bar, x)
 
 
-@rule(np.swapaxes)
+@rule(np.swapaxes, pure=True, view=True)
 def swapaxes(y, x, axis1, axis2):
     y_dot = np.swapaxes(x_dot, axis1, axis2)
     x_bar += np.swapaxes(y_bar, axis1, axis2)
 
 
-@rule(np.expand_dims)
+@rule(np.expand_dims, view=True)
 def expand_dims(y, x, axis):
     y_dot = np.expand_dims(x_dot, axis)
     x_bar += reshape_bar(y_bar, x)
 
 
-@rule(np.concatenate)
+@rule(np.concatenate, pure=True)
 def concatenate(y, xs, axis=0):
     y_dot = np.concatenate(xs_dot, axis)
     xs_bar += concatenate_bar(y_bar, xs, axis)
 
 
-@rule(np.stack)
+@rule(np.stack, pure=True)
 def stack(y, xs, axis=0):
     y_dot = np.stack(xs_dot, axis)
     xs_bar += stack_bar(y_bar, xs, axis)
 
 
-@rule(np.array, np.asarray)
+@rule(np.array, np.asarray, pure=True, broadcasts=True)
+@primitive(np.asarray, view=True)
 def array(y, x):
     y_dot = np.array(x_dot)
     x_bar += array_bar(y_bar, x)
@@ -179,16 +193,17 @@ def array(y, x):
 # ---- selection --------------------------------------------------------------------
 
 
-@rule(np.where)
+@rule(np.where, pure=True, broadcasts=True)
 def where(z, condition, x, y):
     z_dot = np.where(condition, x_dot, y_dot)
     x_bar += unbroadcast(np.where(condition, z_bar, 0.0), x)
     y_bar += unbroadcast(np.where(condition, 0.0, z_bar), y)
 
 
-@rule(np.clip)
+@rule(np.clip, pure=True, broadcasts=True)
 def clip(y, a, a_min, a_max):
-    y_dot = np.where(clip_inside(a, a_min, a_max), a_dot, 0.0)
+    """Where a is cut off, the result follows the bound: its tangent is the bound's."""
+    y_dot = clip_inside(a, a_min, a_max) * a_dot + (a < a_min) * a_min_dot + (a > a_max) * a_max_dot
     a_bar += unbroadcast(y_bar * clip_inside(a, a_min, a_max), a)
     a_min_bar += unbroadcast(y_bar * (a < a_min), a_min)
     a_max_bar += unbroadcast(y_bar * (a > a_max), a_max)
@@ -228,7 +243,7 @@ def inv(y, a):
 # ---- creation ---------------------------------------------------------------------
 
 
-@rule(np.full)
+@rule(np.full, pure=True, creates=True)
 def full(y, shape, fill_value):
     y_dot = np.full(shape, fill_value_dot)
     fill_value_bar += np.sum(y_bar)
@@ -241,13 +256,16 @@ def full_like(y, a, fill_value):
 
 
 DECLARATIONS = [
-    nondifferentiable(
-        np.zeros, np.ones, np.empty, np.zeros_like, np.ones_like, np.empty_like, np.eye,
-        np.identity, np.shape, np.ndim, np.size, np.argmax, np.argmin, np.argsort,
-        np.searchsorted, np.count_nonzero, np.any, np.all,
-    ),
+    nondifferentiable(np.zeros, np.ones, pure=True, creates=True),
+    nondifferentiable(np.empty, np.eye, np.identity, creates=True),
+    nondifferentiable(np.zeros_like, np.ones_like, np.empty_like, pure=True, like=True),
+    nondifferentiable(np.shape, pure=True),
+    nondifferentiable(np.ndim, np.size, np.argmax, np.argmin, np.argsort, np.searchsorted, np.count_nonzero),
+    nondifferentiable(np.any, np.all, reduction=True),
     refuse_when_active(
         "build the array from a constant grid and scale it: start + (stop - start) * grid",
-        np.arange, np.linspace,
+        np.arange, np.linspace, pure=True, creates=True,
     ),
+    # Without a rule: conversions and a cumulative sum that read their arguments only.
+    primitive(np.float64, np.float32, np.int64, np.cumsum, pure=True),
 ]

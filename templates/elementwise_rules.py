@@ -1,50 +1,68 @@
-"""Rules for elementwise functions of NumPy and the math module."""
+"""Rules for elementwise functions of NumPy and the math module.
+
+NumPy ufuncs and math functions are elementwise, pure and fused by Numba without saying so
+(s2s.rules.facts); the lines under a rule add what else the passes know: scalar_safe (loops
+may call it on scalars), cheap (recomputed rather than taped), numpy (the ufunc that
+vectorize uses for a math function)."""
 
 import math
 
 import numpy as np
 
-from s2s.rules import nondifferentiable, rule
+from s2s.rules import nondifferentiable, primitive, rule
 from s2s.runtime import unbroadcast
 
 
 @rule(np.sin, math.sin)
+@primitive(np.sin, scalar_safe=True)
+@primitive(math.sin, numpy=np.sin)
 def sin(y, x):
     y_dot = np.cos(x) * x_dot
     x_bar += np.cos(x) * y_bar
 
 
 @rule(np.cos, math.cos)
+@primitive(np.cos, scalar_safe=True)
+@primitive(math.cos, numpy=np.cos)
 def cos(y, x):
     y_dot = -np.sin(x) * x_dot
     x_bar -= np.sin(x) * y_bar
 
 
 @rule(np.tan, math.tan)
+@primitive(np.tan, scalar_safe=True)
+@primitive(math.tan, numpy=np.tan)
 def tan(y, x):
     y_dot = (1.0 + y * y) * x_dot
     x_bar += (1.0 + y * y) * y_bar
 
 
 @rule(np.arcsin, math.asin)
+@primitive(np.arcsin, scalar_safe=True)
+@primitive(math.asin, numpy=np.arcsin)
 def arcsin(y, x):
     y_dot = x_dot / np.sqrt(1.0 - x * x)
     x_bar += y_bar / np.sqrt(1.0 - x * x)
 
 
 @rule(np.arccos, math.acos)
+@primitive(np.arccos, scalar_safe=True)
+@primitive(math.acos, numpy=np.arccos)
 def arccos(y, x):
     y_dot = -x_dot / np.sqrt(1.0 - x * x)
     x_bar -= y_bar / np.sqrt(1.0 - x * x)
 
 
 @rule(np.arctan, math.atan)
+@primitive(np.arctan, scalar_safe=True)
+@primitive(math.atan, numpy=np.arctan)
 def arctan(y, x):
     y_dot = x_dot / (1.0 + x * x)
     x_bar += y_bar / (1.0 + x * x)
 
 
 @rule(np.arctan2, math.atan2)
+@primitive(math.atan2, numpy=np.arctan2)
 def arctan2(z, y, x):
     z_dot = (x * y_dot - y * x_dot) / (x * x + y * y)
     y_bar += unbroadcast(z_bar * x / (x * x + y * y), y)
@@ -52,6 +70,7 @@ def arctan2(z, y, x):
 
 
 @rule(np.hypot, math.hypot)
+@primitive(math.hypot, numpy=np.hypot)
 def hypot(z, x, y):
     z_dot = (x * x_dot + y * y_dot) / z
     x_bar += unbroadcast(z_bar * x / z, x)
@@ -59,60 +78,80 @@ def hypot(z, x, y):
 
 
 @rule(np.sinh, math.sinh)
+@primitive(np.sinh, scalar_safe=True)
+@primitive(math.sinh, numpy=np.sinh)
 def sinh(y, x):
     y_dot = np.cosh(x) * x_dot
     x_bar += np.cosh(x) * y_bar
 
 
 @rule(np.cosh, math.cosh)
+@primitive(np.cosh, scalar_safe=True)
+@primitive(math.cosh, numpy=np.cosh)
 def cosh(y, x):
     y_dot = np.sinh(x) * x_dot
     x_bar += np.sinh(x) * y_bar
 
 
 @rule(np.tanh, math.tanh)
+@primitive(np.tanh, scalar_safe=True)
+@primitive(math.tanh, numpy=np.tanh)
 def tanh(y, x):
     y_dot = (1.0 - y * y) * x_dot
     x_bar += (1.0 - y * y) * y_bar
 
 
 @rule(np.exp, math.exp)
+@primitive(np.exp, scalar_safe=True)
+@primitive(math.exp, numpy=np.exp)
 def exp(y, x):
     y_dot = y * x_dot
     x_bar += y * y_bar
 
 
 @rule(np.expm1, math.expm1)
+@primitive(np.expm1, scalar_safe=True)
+@primitive(math.expm1, numpy=np.expm1)
 def expm1(y, x):
     y_dot = (y + 1.0) * x_dot
     x_bar += (y + 1.0) * y_bar
 
 
 @rule(np.log, math.log)
+@primitive(np.log, scalar_safe=True)
+@primitive(math.log, numpy=np.log)
 def log(y, x):
     y_dot = x_dot / x
     x_bar += y_bar / x
 
 
 @rule(np.log1p, math.log1p)
+@primitive(np.log1p, scalar_safe=True)
+@primitive(math.log1p, numpy=np.log1p)
 def log1p(y, x):
     y_dot = x_dot / (1.0 + x)
     x_bar += y_bar / (1.0 + x)
 
 
 @rule(np.log2, math.log2)
+@primitive(np.log2, scalar_safe=True)
+@primitive(math.log2, numpy=np.log2)
 def log2(y, x):
     y_dot = x_dot / (x * np.log(2.0))
     x_bar += y_bar / (x * np.log(2.0))
 
 
 @rule(np.log10, math.log10)
+@primitive(np.log10, scalar_safe=True)
+@primitive(math.log10, numpy=np.log10)
 def log10(y, x):
     y_dot = x_dot / (x * np.log(10.0))
     x_bar += y_bar / (x * np.log(10.0))
 
 
 @rule(np.sqrt, math.sqrt)
+@primitive(np.sqrt, scalar_safe=True, cheap=True)
+@primitive(math.sqrt, numpy=np.sqrt, cheap=True)
 def sqrt(y, x):
     """The adjoint multiplies by 1 / y, as the division rule's does: where sqrt(x) is also
     a divisor (1 / sqrt(x), x / norm), the compiler computes that reciprocal once."""
@@ -120,13 +159,13 @@ def sqrt(y, x):
     x_bar += 0.5 * y_bar * (1.0 / y)
 
 
-@rule(np.square)
+@rule(np.square, scalar_safe=True, cheap=True)
 def square(y, x):
     y_dot = 2.0 * x * x_dot
     x_bar += 2.0 * x * y_bar
 
 
-@rule(math.fabs)
+@rule(math.fabs, numpy=np.abs, cheap=True)
 def fabs(y, x):
     y_dot = np.sign(x) * x_dot
     x_bar += np.sign(x) * y_bar
@@ -145,10 +184,18 @@ def erfc(y, x):
 
 
 DECLARATIONS = [
+    nondifferentiable(np.sign, scalar_safe=True, cheap=True),
+    nondifferentiable(np.floor, np.ceil, np.trunc, cheap=True),
+    nondifferentiable(math.floor, integer="always", cheap=True, numpy=np.floor),
+    nondifferentiable(math.ceil, integer="always", cheap=True, numpy=np.ceil),
+    nondifferentiable(math.trunc, integer="always", cheap=True),
+    nondifferentiable(np.round, np.rint, np.isnan, np.isinf, np.isfinite, math.isnan, math.isinf, math.isfinite),
     nondifferentiable(
-        np.sign, np.floor, np.ceil, np.round, np.rint, np.trunc, math.floor, math.ceil,
-        math.trunc, np.isnan, np.isinf, np.isfinite, math.isnan, math.isinf, math.isfinite,
         np.greater, np.less, np.greater_equal, np.less_equal, np.equal, np.not_equal,
-        np.logical_and, np.logical_or, np.logical_not,
+        np.logical_and, np.logical_or, np.logical_not, cheap=True,
     ),
+    # Elementwise functions without a rule of their own that the passes meet in generated code.
+    primitive(np.add, np.subtract, np.multiply, np.positive, np.fabs, scalar_safe=True, cheap=True),
+    primitive(np.exp2, scalar_safe=True),
+    primitive(np.divide, np.fmax, np.fmin, np.copysign, math.copysign, cheap=True),
 ]

@@ -1,5 +1,9 @@
 """Forward rules for the runtime helpers that generated reverse-mode code calls.
 
+Facts of a helper (s2s.rules.Facts): pure where it only reads its arguments (optimize/fuse.py;
+not add_at or push_shape, which write into their first argument),
+shape_argument where it reads only the shape of that argument (transforms/reverse.py).
+
 They make generated code differentiable once more (forward over reverse: s2s.hessian).
 Helpers are linear or bilinear in their array arguments, or piecewise constant.
 """
@@ -7,7 +11,7 @@ Helpers are linear or bilinear in their array arguments, or piecewise constant.
 import numpy as np
 
 from s2s import runtime
-from s2s.rules import nondifferentiable, rule
+from s2s.rules import nondifferentiable, primitive, rule
 from s2s.runtime import (
     add_at,
     add_attr,
@@ -51,95 +55,95 @@ from s2s.runtime import (
 )
 
 
-@rule(runtime.copy)
+@rule(runtime.copy, pure=True, like=True, number_stays=True, copies=True)
 def copy_(y, x):
     y_dot = copy(x_dot)
 
 
-@rule(runtime.unbroadcast)
+@rule(runtime.unbroadcast, pure=True, shape_argument=1)
 def unbroadcast_(y, g, x):
     y_dot = unbroadcast(g_dot, x)
 
 
-@rule(runtime.sum_bar)
+@rule(runtime.sum_bar, pure=True, shape_argument=1)
 def sum_bar_(y, g, x, axis=None, keepdims=False):
     y_dot = sum_bar(g_dot, x, axis, keepdims)
 
 
-@rule(runtime.mean_bar)
+@rule(runtime.mean_bar, pure=True, shape_argument=1)
 def mean_bar_(y, g, x, axis=None, keepdims=False):
     y_dot = mean_bar(g_dot, x, axis, keepdims)
 
 
-@rule(runtime.max_bar)
+@rule(runtime.max_bar, pure=True)
 def max_bar_(r, g, y, x, axis=None, keepdims=False):
     """Which elements are the maximum does not change under a small perturbation."""
     r_dot = max_bar(g_dot, y, x, axis, keepdims)
 
 
-@rule(runtime.var_bar)
+@rule(runtime.var_bar, pure=True)
 def var_bar_(y, g, x, axis=None, ddof=0, keepdims=False):
     y_dot = var_bar(g_dot, x, axis, ddof, keepdims) + var_bar(g, x_dot, axis, ddof, keepdims)
 
 
-@rule(runtime.std_bar)
+@rule(runtime.std_bar, pure=True)
 def std_bar_(r, g, y, x, axis=None, ddof=0, keepdims=False):
     r_dot = var_bar(g_dot / (2.0 * y) - g * y_dot / (2.0 * y * y), x, axis, ddof, keepdims) + var_bar(
         g / (2.0 * y), x_dot, axis, ddof, keepdims
     )
 
 
-@rule(runtime.matmul_bar_x)
+@rule(runtime.matmul_bar_x, pure=True)
 def matmul_bar_x_(r, g, x, y):
     r_dot = matmul_bar_x(g_dot, x, y) + matmul_bar_x(g, x, y_dot)
 
 
-@rule(runtime.matmul_bar_y)
+@rule(runtime.matmul_bar_y, pure=True)
 def matmul_bar_y_(r, g, x, y):
     r_dot = matmul_bar_y(g_dot, x, y) + matmul_bar_y(g, x_dot, y)
 
 
-@rule(runtime.dot_bar_x)
+@rule(runtime.dot_bar_x, pure=True)
 def dot_bar_x_(r, g, x, y):
     r_dot = dot_bar_x(g_dot, x, y) + dot_bar_x(g, x, y_dot)
 
 
-@rule(runtime.dot_bar_y)
+@rule(runtime.dot_bar_y, pure=True)
 def dot_bar_y_(r, g, x, y):
     r_dot = dot_bar_y(g_dot, x, y) + dot_bar_y(g, x_dot, y)
 
 
-@rule(runtime.inner_bar_x)
+@rule(runtime.inner_bar_x, pure=True)
 def inner_bar_x_(r, g, x, y):
     r_dot = inner_bar_x(g_dot, x, y) + inner_bar_x(g, x, y_dot)
 
 
-@rule(runtime.inner_bar_y)
+@rule(runtime.inner_bar_y, pure=True)
 def inner_bar_y_(r, g, x, y):
     r_dot = inner_bar_y(g_dot, x, y) + inner_bar_y(g, x_dot, y)
 
 
-@rule(runtime.outer_bar_x)
+@rule(runtime.outer_bar_x, pure=True)
 def outer_bar_x_(r, g, x, y):
     r_dot = outer_bar_x(g_dot, x, y) + outer_bar_x(g, x, y_dot)
 
 
-@rule(runtime.outer_bar_y)
+@rule(runtime.outer_bar_y, pure=True)
 def outer_bar_y_(r, g, x, y):
     r_dot = outer_bar_y(g_dot, x, y) + outer_bar_y(g, x_dot, y)
 
 
-@rule(runtime.trace_bar)
+@rule(runtime.trace_bar, pure=True)
 def trace_bar_(r, g, x):
     r_dot = trace_bar(g_dot, x)
 
 
-@rule(runtime.transpose_bar)
+@rule(runtime.transpose_bar, pure=True)
 def transpose_bar_(r, g, axes=None):
     r_dot = transpose_bar(g_dot, axes)
 
 
-@rule(runtime.reshape_bar)
+@rule(runtime.reshape_bar, pure=True, shape_argument=1)
 def reshape_bar_(r, g, x):
     r_dot = reshape_bar(g_dot, x)
 
@@ -171,29 +175,29 @@ def solve_bar_a_(r, b_adjoint, x):
     r_dot = solve_bar_a(b_adjoint_dot, x) + solve_bar_a(b_adjoint, x_dot)
 
 
-@rule(runtime.matrix_trace)
+@rule(runtime.matrix_trace, pure=True)
 def matrix_trace_(y, x):
     y_dot = matrix_trace(x_dot)
     x_bar += matrix_trace_bar(y_bar, x)
 
 
-@rule(runtime.matrix_trace_bar)
+@rule(runtime.matrix_trace_bar, pure=True)
 def matrix_trace_bar_(r, g, x):
     r_dot = matrix_trace_bar(g_dot, x)
 
 
-@rule(runtime.per_matrix)
+@rule(runtime.per_matrix, pure=True)
 def per_matrix_(y, s):
     y_dot = per_matrix(s_dot)
     s_bar += per_matrix_bar(y_bar, s)
 
 
-@rule(runtime.per_matrix_bar)
+@rule(runtime.per_matrix_bar, pure=True)
 def per_matrix_bar_(r, g, s):
     r_dot = per_matrix_bar(g_dot, s)
 
 
-@rule(runtime.tree_add)
+@rule(runtime.tree_add, pure=True)
 def tree_add_(r, a, b):
     r_dot = tree_add(a_dot, b_dot)
 
@@ -203,12 +207,12 @@ def add_at_(r, c, key, value):
     r_dot = add_at(c_dot, key, value_dot)
 
 
-@rule(runtime.add_attr)
+@rule(runtime.add_attr, pure=True)
 def add_attr_(r, c, name, value):
     r_dot = add_attr(c_dot, name, value_dot)
 
 
-@rule(runtime.take)
+@rule(runtime.take, pure=True)
 def take_(r, a, index):
     r_dot = take(a_dot, index)
 
@@ -220,9 +224,13 @@ def new_tape_(t, x, capacity):
 
 
 DECLARATIONS = [
-    nondifferentiable(runtime.zeros_like, runtime.zeros_shaped, runtime.ones_like, runtime.shape, runtime.clip_inside,
-                      runtime.require_number, runtime.require_unshared, runtime.range_len, runtime.shape_tape,
-                      runtime.push_shape, runtime.pop_shape),
+    nondifferentiable(runtime.zeros_like, pure=True, like=True, number_stays=True),
+    nondifferentiable(runtime.zeros_shaped, runtime.ones_like, runtime.shape, runtime.clip_inside, runtime.range_len,
+                      pure=True),
+    nondifferentiable(runtime.require_number, runtime.require_unshared, runtime.shape_tape, runtime.push_shape,
+                      runtime.pop_shape),
+    # Helpers of the forward and reverse templates that are never differentiated themselves.
+    primitive(runtime.prod_bar, runtime.max_dot, runtime.prod_dot, runtime.var_dot, pure=True),
 ]
 
 

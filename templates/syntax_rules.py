@@ -1,4 +1,7 @@
-"""Rules for Python's operators and builtins."""
+"""Rules for Python's operators and builtins.
+
+Facts of an operator (s2s.rules.Facts): elementwise on arrays (as written in Python),
+cheap to recompute, and integer="kept" where ints in give an int."""
 
 import builtins
 import math
@@ -6,25 +9,25 @@ import operator
 
 import numpy as np
 
-from s2s.rules import QUOTIENT_UNREAD, SELF_PRODUCT, nondifferentiable, rule
+from s2s.rules import QUOTIENT_UNREAD, SELF_PRODUCT, nondifferentiable, primitive, rule
 from s2s.runtime import copy, unbroadcast
 
 
-@rule(operator.add)
+@rule(operator.add, elementwise=True, cheap=True, integer="kept")
 def add(z, x, y):
     z_dot = x_dot + y_dot
     x_bar += unbroadcast(z_bar, x)
     y_bar += unbroadcast(z_bar, y)
 
 
-@rule(operator.sub)
+@rule(operator.sub, elementwise=True, cheap=True, integer="kept")
 def sub(z, x, y):
     z_dot = x_dot - y_dot
     x_bar += unbroadcast(z_bar, x)
     y_bar -= unbroadcast(z_bar, y)
 
 
-@rule(operator.mul)
+@rule(operator.mul, elementwise=True, cheap=True, integer="kept")
 def mul(z, x, y):
     z_dot = x_dot * y + x * y_dot
     x_bar += unbroadcast(z_bar * y, x)
@@ -38,7 +41,7 @@ def mul_self(z, x, y):
     x_bar += (x + x) * z_bar
 
 
-@rule(operator.truediv)
+@rule(operator.truediv, elementwise=True, cheap=True)
 def truediv(z, x, y):
     z_dot = x_dot / y - z * y_dot / y
     x_bar += unbroadcast(z_bar / y, x)
@@ -56,6 +59,8 @@ def truediv_in_loop(z, x, y):
 
 
 @rule(operator.pow, np.power, builtins.pow, math.pow)
+@primitive(operator.pow, elementwise=True)  # cheap where the exponent is a small int (transforms/reverse.py)
+@primitive(math.pow, numpy=np.power)
 def pow(z, x, y):
     """The exponent's derivative is z * log(x), taken as 0 where x == 0 (as JAX does): there
     z is 0 for a positive exponent, and log(1) stands in for log(0) = -inf, whose product
@@ -66,38 +71,45 @@ def pow(z, x, y):
 
 
 @rule(operator.mod, np.mod)
+@primitive(operator.mod, elementwise=True, cheap=True, integer="kept")
 def mod(z, x, y):
     z_dot = x_dot - np.floor(x / y) * y_dot
     x_bar += unbroadcast(z_bar, x)
     y_bar -= unbroadcast(z_bar * np.floor(x / y), y)
 
 
-@rule(operator.neg, np.negative)
+@rule(operator.neg, np.negative, cheap=True)
+@primitive(operator.neg, elementwise=True, integer="kept")
+@primitive(np.negative, scalar_safe=True)
 def neg(y, x):
     y_dot = -x_dot
     x_bar -= y_bar
 
 
-@rule(builtins.float)
+@rule(builtins.float, pure=True, fusable=True, cheap=True, cuda=True)
 def identity(y, x):
     y_dot = x_dot
     x_bar += y_bar
 
 
-@rule(np.copy)
+@rule(np.copy, pure=True, like=True, copies=True)
 def copy_(y, x):
     """A copy's tangent is a copy too: writes into y must not reach x's tangent."""
     y_dot = copy(x_dot)
     x_bar += y_bar
 
 
-@rule(builtins.abs, np.abs, np.absolute)
+@rule(builtins.abs, np.abs, np.absolute, cheap=True)
+@primitive(builtins.abs, elementwise=True, pure=True, fusable=True, integer="kept", numpy=np.abs)
+@primitive(np.abs, scalar_safe=True)
 def abs(y, x):
     y_dot = np.sign(x) * x_dot
     x_bar += np.sign(x) * y_bar
 
 
-@rule(builtins.max, np.maximum)
+@rule(builtins.max, np.maximum, cheap=True)
+@primitive(builtins.max, pure=True, fusable=True, integer="kept", numpy=np.maximum, cuda=True)
+@primitive(np.maximum, scalar_safe=True)
 def maximum(z, x, y):
     """Ties share the derivative equally, as in JAX."""
     x_wins = (x > y) + 0.5 * (x == y)
@@ -106,7 +118,9 @@ def maximum(z, x, y):
     y_bar += unbroadcast(z_bar * (1.0 - x_wins), y)
 
 
-@rule(builtins.min, np.minimum)
+@rule(builtins.min, np.minimum, cheap=True)
+@primitive(builtins.min, pure=True, fusable=True, integer="kept", numpy=np.minimum, cuda=True)
+@primitive(np.minimum, scalar_safe=True)
 def minimum(z, x, y):
     x_wins = (x < y) + 0.5 * (x == y)
     z_dot = x_dot * x_wins + y_dot * (1.0 - x_wins)
@@ -115,9 +129,13 @@ def minimum(z, x, y):
 
 
 DECLARATIONS = [
-    nondifferentiable(
-        operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne,
-        operator.not_, operator.is_, operator.is_not, operator.floordiv, np.floor_divide,
-        builtins.int, builtins.len, builtins.round, builtins.bool, builtins.print,
-    ),
+    nondifferentiable(operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne,
+                      elementwise=True, cheap=True),
+    nondifferentiable(operator.floordiv, elementwise=True, cheap=True, integer="kept"),
+    nondifferentiable(operator.not_, cheap=True),
+    nondifferentiable(operator.is_, operator.is_not, np.floor_divide, builtins.round, builtins.bool, builtins.print),
+    nondifferentiable(builtins.int, pure=True, fusable=True, integer="always", cuda=True),
+    nondifferentiable(builtins.len, pure=True, integer="always"),
+    # +x has no rule: lowering drops it (the facts are for the passes that meet it).
+    primitive(operator.pos, elementwise=True, cheap=True, integer="kept"),
 ]

@@ -18,13 +18,7 @@ import numpy as np
 from ..ir import nodes as ir
 from ..errors import S2SError
 from ..frontend.source import is_user_function
-from ..rules import SELF_PRODUCT, Rule, lookup
-
-# Calls whose result may share memory with their first argument.
-VIEW_FUNCTIONS = {np.transpose, np.swapaxes, np.reshape, np.ravel, np.squeeze, np.expand_dims, np.asarray}
-# Results that are always Python ints (np.argmax with an axis, round and // of arrays are not).
-INT_FUNCTIONS = {len, int}
-INT_ARITHMETIC = {operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod, operator.neg}
+from ..rules import SELF_PRODUCT, Rule, facts, lookup
 
 
 @dataclass
@@ -252,9 +246,12 @@ class Analysis:
         if isinstance(value, (ir.Name, ir.Const)):
             return ok(value)
         if isinstance(value, ir.Call):
-            if value.fn in INT_FUNCTIONS:
+            # Facts.integer: "always" an int (len, int, math.floor; not np.argmax with an axis,
+            # round or // of arrays), or "kept" from int arguments (+, -, *, //, %, -x, +x, abs, min, max)
+            integer = facts(value.fn).integer
+            if integer == "always":
                 return True
-            if value.fn in INT_ARITHMETIC:
+            if integer == "kept":
                 return all(ok(a) for a in value.args)
         if isinstance(value, ir.Attribute) and value.attr in ("ndim", "size"):
             return True
@@ -296,7 +293,7 @@ class Analysis:
                 sources = [value.value.id]
             elif isinstance(value, ir.Build):
                 sources = ir.names_in(value)
-            elif isinstance(value, ir.Call) and (value.fn in VIEW_FUNCTIONS or is_user_function(value.fn)):
+            elif isinstance(value, ir.Call) and (facts(value.fn).view or is_user_function(value.fn)):
                 sources = ir.names_in(value) if is_user_function(value.fn) else ir.names_in(value.args[0])
             for source in sources:
                 for target in stmt.targets:
@@ -392,7 +389,7 @@ class Analysis:
                 shared = state.get(value.value.id, frozenset())
         elif isinstance(value, ir.Build):
             shared = frozenset().union(*(state.get(n, frozenset()) for n in ir.names_in(value))) | fresh
-        elif isinstance(value, ir.Call) and (value.fn in VIEW_FUNCTIONS or is_user_function(value.fn)):
+        elif isinstance(value, ir.Call) and (facts(value.fn).view or is_user_function(value.fn)):
             names = ir.names_in(value) if is_user_function(value.fn) else ir.names_in(value.args[0])
             shared = frozenset().union(*(state.get(n, frozenset()) for n in names)) | fresh
         else:

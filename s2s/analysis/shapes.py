@@ -25,14 +25,13 @@ argument types.
 
 from __future__ import annotations
 
-import math
 import operator
 from typing import Any
 
 import numpy as np
 
 from ..ir import nodes as ir
-from .. import runtime
+from ..rules import facts
 
 NUMBER = ("num", False)
 INTEGER = ("num", True)
@@ -99,37 +98,27 @@ def broadcast(*infos, is_int: bool = False):
 
 # ---- which functions are elementwise ------------------------------------------------------
 
-_INT_ARITHMETIC = {operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod}
-_BINARY = _INT_ARITHMETIC | {operator.truediv, operator.pow, operator.lt, operator.le, operator.gt,
-                             operator.ge, operator.eq, operator.ne}
-_UNARY_KEEPS_INT = {operator.neg, operator.pos, abs}
-_WHOLE_REDUCTIONS = {np.sum, np.mean, np.max, np.min, np.prod, np.var, np.std, np.amax, np.amin}
-# Of an array, an array of its shape; of a number, the runtime helpers give a number and
-# NumPy's a 0-d array (not followed).
-_SAME_SHAPE = {np.copy, runtime.copy, np.zeros_like, np.ones_like, np.empty_like, runtime.zeros_like}
-_NUMBER_STAYS = {runtime.copy, runtime.zeros_like}
-_MATH_INT = {math.floor, math.ceil, math.trunc}
-
-
-def _is_ufunc(fn, nargs: int) -> bool:
-    return isinstance(fn, np.ufunc) and fn.nin == nargs and fn.nout == 1
+# What is known of each function (elementwise, keeps integers, a whole-array reduction, of
+# the shape of its argument) is declared with its derivative rule: s2s.rules.facts.
 
 
 def call_info(fn, args: list, kwargs: tuple = ()):
     """The class of fn(*args) from its arguments' classes (None where unknown)."""
+    known = facts(fn)
     try:
-        if fn in _SAME_SHAPE and len(args) == 1 and all(k == "dtype" for k, _ in kwargs):
+        if known.like and len(args) == 1 and all(k == "dtype" for k, _ in kwargs):
+            # Of an array, an array of its shape; of a number, the runtime helpers give a
+            # number and NumPy's a 0-d array (not followed).
             kind = args[0][0] if args[0] is not None else None
-            return args[0] if kind == "arr" or kind == "num" and fn in _NUMBER_STAYS else None
+            return args[0] if kind == "arr" or kind == "num" and known.number_stays else None
         if kwargs:
             return None
-        if fn in _BINARY and len(args) == 2:
-            return broadcast(*args, is_int=fn in _INT_ARITHMETIC)
-        if fn in _UNARY_KEEPS_INT and len(args) == 1:
-            return broadcast(args[0], is_int=True)
+        if known.elementwise and known.arity == len(args):
+            # operators, abs and ufuncs; ints stay ints through integer="kept" ones (+, -, *, //, %, -x, abs)
+            return broadcast(*args, is_int=known.integer == "kept")
         if fn is operator.not_ and len(args) == 1:
             return NUMBER if args[0] is not None and args[0][0] == "num" else None
-        if fn in _WHOLE_REDUCTIONS and len(args) == 1:
+        if known.reduction and len(args) == 1:
             return NUMBER if args[0] is not None and args[0][0] in ("num", "arr") else None
         if fn is np.where and len(args) == 3:
             return broadcast(*args)
@@ -148,12 +137,14 @@ def call_info(fn, args: list, kwargs: tuple = ()):
             return NUMBER if all(a is not None and a[0] == "arr" and len(a[2]) == 1 for a in args) else None
     except TypeError:  # an unhashable callable
         return None
-    if _is_ufunc(fn, len(args)):
-        return broadcast(*args)
-    if getattr(fn, "__module__", None) == "math":
+    if _is_math(fn):
         if args and all(a is not None and a[0] == "num" for a in args):
-            return INTEGER if fn in _MATH_INT else NUMBER
+            return INTEGER if known.integer == "always" else NUMBER
     return None
+
+
+def _is_math(fn) -> bool:
+    return getattr(fn, "__module__", None) == "math"
 
 
 # ---- the pass -------------------------------------------------------------------------------

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import ast
 
+from ..rules import facts, spelled
 from .emit import name
 
 # NumPy that numba.njit rejects, and the runtime helper generated code calls instead (the
-# helper is NumPy itself on the python backend). Reductions are only rerouted when they
-# take an axis, keepdims or ddof: Numba compiles np.sum(x) as it is.
-REDUCTIONS = {"sum": "reduce_sum", "mean": "reduce_mean", "max": "reduce_max", "amax": "reduce_max",
-              "min": "reduce_min", "amin": "reduce_min", "prod": "reduce_prod", "var": "reduce_var",
-              "std": "reduce_std"}
-ALWAYS_REROUTED = {"squeeze": "squeeze", "inner": "inner"}
+# helper is NumPy itself on the python backend) are declared with their rules (Facts.numba).
+# Reductions are only rerouted when they take an axis, keepdims or ddof: Numba compiles
+# np.sum(x) as it is; others (Facts.numba_always: np.squeeze, np.inner) always.
 
 
 class RouteNumbaRejects(ast.NodeTransformer):
@@ -27,11 +25,9 @@ class RouteNumbaRejects(ast.NodeTransformer):
         func = node.func
         if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "np"):
             return node
-        helper = ALWAYS_REROUTED.get(func.attr)
-        if helper is None and func.attr in REDUCTIONS and (len(node.args) > 1 or node.keywords):
-            helper = REDUCTIONS[func.attr]
-        if helper is not None:
-            node.func = ast.Attribute(name("runtime"), helper, ast.Load())
+        known = facts(spelled("np", func.attr))
+        if known.numba is not None and (known.numba_always or len(node.args) > 1 or node.keywords):
+            node.func = ast.Attribute(name("runtime"), known.numba.__name__, ast.Load())
         return node
 
 

@@ -22,59 +22,29 @@ from __future__ import annotations
 import ast
 import re
 
-import numpy as np
+from ..rules import facts, spelled
 
 TEMPORARY = re.compile(r"^_t\d+(_bar|_dot)?$")
 _COMMENT = re.compile(r"^__s2s_comment_(\d+)__$")
 
-# Runtime helpers that read their arguments and return a value, changing nothing (not
-# add_at, index_add, clear, push_shape...: they write into their first argument).
-PURE_RUNTIME = {
-    "unbroadcast", "sum_bar", "mean_bar", "max_bar", "prod_bar", "var_bar", "std_bar", "max_dot",
-    "prod_dot", "var_dot", "zeros_like", "zeros_shaped", "ones_like", "copy", "tree_add", "add_attr",
-    "take", "shape", "range_len", "reduce_sum", "reduce_mean", "reduce_max",
-    "reduce_min", "reduce_prod", "reduce_var", "reduce_std", "squeeze", "inner", "matmul_bar_x",
-    "matmul_bar_y", "dot_bar_x", "dot_bar_y", "inner_bar_x", "inner_bar_y", "outer_bar_x",
-    "outer_bar_y", "trace_bar", "transpose_bar", "reshape_bar", "clip_inside",
-    "matrix_trace", "matrix_trace_bar", "per_matrix", "per_matrix_bar",
-}
-# NumPy functions that are not ufuncs but read their arguments only.
-PURE_NUMPY = {"sum", "mean", "prod", "max", "min", "amax", "amin", "dot", "matmul", "where", "copy",
-              "transpose", "reshape", "shape", "outer", "inner", "trace", "var", "std", "zeros",
-              "ones", "empty_like", "zeros_like", "ones_like", "full", "arange", "linspace", "float64",
-              "float32", "int64", "array", "asarray", "concatenate", "stack", "clip", "cumsum",
-              "swapaxes"}
-PURE_BUILTINS = {"abs", "min", "max", "float", "int", "len"}
-# What a temporary may be folded as: the operations Numba fuses, and reads.
-FUSABLE_BUILTINS = {"abs", "min", "max", "float", "int"}
-
-
-def _is_ufunc(attr: str) -> bool:
-    return isinstance(getattr(np, attr, None), np.ufunc)
+def _called(node: ast.Call, shadowed: set[str]):
+    """The function a call of generated code names (`np.sin`, `runtime.copy`, `abs`), None
+    where it is not one of NumPy's, math's, the runtime's or a builtin, or its name is shadowed."""
+    func = node.func
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        return spelled(func.value.id, func.attr) if func.value.id not in shadowed else None
+    if isinstance(func, ast.Name) and func.id not in shadowed:
+        return spelled(None, func.id)
+    return None
 
 
 def _call_kind(node: ast.Call, shadowed: set[str]) -> str | None:
-    """"fusable" (an elementwise function), "pure" (reads only) or None (may change something)."""
+    """"fusable" (an elementwise function), "pure" (reads only) or None (may change something),
+    as the templates declare it (s2s.rules.Facts)."""
     if any(kw.arg == "out" or kw.arg is None for kw in node.keywords):
         return None
-    func = node.func
-    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
-        module, attr = func.value.id, func.attr
-        if module == "math" and "math" not in shadowed:
-            return "fusable"
-        if module == "np" and "np" not in shadowed:
-            if _is_ufunc(attr):
-                return "fusable"
-            return "pure" if attr in PURE_NUMPY else None
-        if module == "runtime" and "runtime" not in shadowed:
-            return "pure" if attr in PURE_RUNTIME else None
-        return None
-    if isinstance(func, ast.Name) and func.id not in shadowed:
-        if func.id in FUSABLE_BUILTINS:
-            return "fusable"
-        if func.id in PURE_BUILTINS:
-            return "pure"
-    return None
+    known = facts(_called(node, shadowed))
+    return "fusable" if known.fusable else "pure" if known.pure else None
 
 
 _READ_ONLY = (ast.Name, ast.Constant, ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp, ast.IfExp,
@@ -238,7 +208,8 @@ class _Shapes:
             return _Info(like.cls, True, like.nd) if like and like.cls != _SCALAR else None
         if module == "runtime" and attr == "copy" and len(args) == 1:
             return self.info(args[0])
-        if module == "np" and _is_ufunc(attr) and getattr(np, attr).nin == len(args) and getattr(np, attr).nout == 1:
+        known = facts(spelled(module, attr))
+        if module == "np" and known.elementwise and known.arity == len(args):  # a ufunc, one result
             if len(args) == 1:
                 inner = self.info(args[0])
                 return _Info(inner.cls, True, inner.nd) if inner else None

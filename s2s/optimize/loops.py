@@ -42,21 +42,27 @@ from __future__ import annotations
 import ast
 
 from .fuse import _call_kind, _is_comment, changes_nothing
+from ..rules import facts, spelled
 from ..analysis.shapes import constant_trim
 
 NUM = ("num",)
 _TOP = ("top",)  # not yet known, in the fixpoint over a function's assignments
 
-# ufuncs that are safe on scalars under Numba (no division, no exponent that can raise).
-ELEMENTWISE_UFUNCS = {
-    "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "exp", "exp2",
-    "expm1", "log", "log2", "log10", "log1p", "sqrt", "square", "abs", "absolute", "fabs",
-    "negative", "positive", "sign", "add", "subtract", "multiply", "maximum", "minimum",
-}
-# Calls that allocate a new array of their (first) argument's shape.
-ALLOCATIONS = {("np", "zeros_like"), ("np", "ones_like"), ("np", "empty_like"), ("np", "copy"),
-               ("runtime", "zeros_like"), ("runtime", "copy")}
-COPIES = {("np", "copy"), ("runtime", "copy")}
+
+
+def _facts(dotted: tuple[str, str] | None):
+    """The declared facts (s2s.rules.Facts) of the function `module.attr` names."""
+    return facts(spelled(*dotted)) if dotted is not None else facts(None)
+
+
+def _elementwise(dotted) -> bool:
+    """A NumPy function that is safe on scalars under Numba (no division, no exponent that can raise)."""
+    return dotted is not None and dotted[0] == "np" and _facts(dotted).scalar_safe
+
+
+def _allocation(dotted) -> bool:
+    """A new array of its (first) argument's shape (zeros_like, copy)."""
+    return _facts(dotted).like
 
 
 class _Refuse(Exception):
@@ -212,16 +218,16 @@ class _Lengths:
             module, attr = dotted
             if module in self.shadowed:
                 return None
-            if module == "np" and attr in ELEMENTWISE_UFUNCS and kind == "fusable":
+            if _elementwise(dotted) and kind == "fusable":
                 return _combine([self.cls(a) for a in node.args])
             if module == "math":
                 return NUM if _combine([self.cls(a) for a in node.args]) == NUM else None
             if module == "np" and attr == "sum" and len(node.args) == 1:
                 c = self.cls(node.args[0])
                 return c if c in (None, _TOP) else NUM
-            if dotted in ALLOCATIONS and len(node.args) == 1:
+            if _allocation(dotted) and len(node.args) == 1:
                 c = self.cls(node.args[0])
-                return None if c == NUM and module == "np" else c  # np.copy(2.0) is a 0-d array
+                return None if c == NUM and not _facts(dotted).number_stays else c  # np.copy(2.0) is a 0-d array
             if dotted == ("runtime", "sum_bar") and len(node.args) == 2:
                 g, x = self.cls(node.args[0]), self.cls(node.args[1])
                 if g is _TOP or x is _TOP:
@@ -268,8 +274,7 @@ def _aliasing_loads(stmt, shadowed) -> set[str]:
         if isinstance(parent, ast.Call) and child in parent.args:
             dotted = _dotted(parent)
             if dotted is not None and dotted[0] not in shadowed and (
-                    (dotted[0] == "np" and (dotted[1] in ELEMENTWISE_UFUNCS or dotted[1] == "sum"))
-                    or dotted in ALLOCATIONS):
+                    _elementwise(dotted) or dotted == ("np", "sum") or _allocation(dotted)):
                 continue
         if isinstance(child, ast.Subscript) and isinstance(child.ctx, ast.Store):
             continue
@@ -373,8 +378,7 @@ class _Looper:
             dotted = _dotted(value)
             new_array = isinstance(value, (ast.BinOp, ast.UnaryOp)) or (
                 dotted is not None and dotted[0] not in self.shadowed and not value.keywords
-                and (dotted in ALLOCATIONS or dotted == ("runtime", "sum_bar")
-                     or (dotted[0] == "np" and dotted[1] in ELEMENTWISE_UFUNCS)))
+                and (_allocation(dotted) or dotted == ("runtime", "sum_bar") or _elementwise(dotted)))
             c = self.lengths.cls(value)
             if new_array and c is not None and c != NUM and c is not _TOP:
                 fresh.add(stmt.targets[0].id)  # arithmetic on arrays makes a new array
@@ -443,7 +447,7 @@ class _Looper:
                 element = self.element(value.args[0], run, new)
                 kind, converted = "accumulator", ast.AugAssign(ast.Name(target, ast.Store()), ast.Add(), element)
             else:
-                if dotted in COPIES and len(value.args) == 1 and not value.keywords and dotted[0] not in self.shadowed:
+                if _facts(dotted).copies and len(value.args) == 1 and not value.keywords and dotted[0] not in self.shadowed:
                     value = value.args[0]
                 elif isinstance(value, (ast.Name, ast.Subscript)):
                     # a view: its later uses would see later writes into the array
@@ -567,8 +571,8 @@ class _Looper:
                                [self.element(node.comparators[0], run, new)])
         if isinstance(node, ast.Call) and not node.keywords:
             dotted = _dotted(node)
-            if (dotted is not None and dotted[0] == "np" and "np" not in self.shadowed
-                    and dotted[1] in ELEMENTWISE_UFUNCS and _call_kind(node, self.shadowed) == "fusable"):
+            if (_elementwise(dotted) and "np" not in self.shadowed
+                    and _call_kind(node, self.shadowed) == "fusable"):
                 return ast.Call(node.func, [self.element(a, run, new) for a in node.args], [])
             if dotted == ("runtime", "sum_bar") and "runtime" not in self.shadowed and len(node.args) == 2:
                 # the adjoint of a sum: g in every element of an array shaped like its operand
@@ -591,8 +595,8 @@ class _Looper:
         if not changes_nothing(stmt.value, self.shadowed):
             return False
         c = self.lengths.cls(stmt.value)
-        if isinstance(stmt, ast.Assign) and c not in (None, NUM, _TOP) and c != run.length and _dotted(
-                stmt.value) not in ALLOCATIONS and self._private(target, stmt, body):
+        if isinstance(stmt, ast.Assign) and c not in (None, NUM, _TOP) and c != run.length \
+                and not _allocation(_dotted(stmt.value)) and self._private(target, stmt, body):
             return False  # better a number of a loop of its own length
         return not (_loads(stmt.value) & run.stored) and target not in run.loaded | run.stored
 

@@ -12,17 +12,38 @@ are static options such as axis). Its body says, in plain Python:
 Bare names that the template module imported from s2s.runtime are runtime helpers and
 become `runtime.<name>` in generated code. The registry is built by `load_rules()`,
 never as a side effect of importing a template module.
+
+The same modules declare what the passes need to know of each primitive besides its
+derivative (class Facts: pure, elementwise, a view, keeps integers, ...), one line per
+primitive, next to its rule where it has one:
+
+    @rule(np.sum, runtime.reduce_sum, pure=True)          facts of every object named
+    @primitive(np.sum, reduction=True, numba=runtime.reduce_sum)   facts of np.sum alone
+    def sum(y, x, axis=None, keepdims=False): ...
+
+    DECLARATIONS = [nondifferentiable(np.floor, math.floor, cheap=True),
+                    primitive(np.zeros, np.ones, creates=True)]
+
+`load_facts()` gathers them; `facts(obj)` answers for one object (a NumPy ufunc or a
+math function is elementwise without saying so) and `spelled(module, attr)` turns the
+spelling in generated Python, ("np", "sin"), ("runtime", "sum_bar"), (None, "abs"),
+into the object, for the passes that read generated code.
 """
 
 from __future__ import annotations
 
 import ast
+import builtins
+import dataclasses
 import importlib
 import inspect
+import math
 import textwrap
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
+
+import numpy as np
 
 from .. import runtime
 
@@ -37,24 +58,42 @@ TEMPLATE_MODULES = (
 # ---- decorators used by the template modules ---------------------------------------
 
 
-def rule(*objects: Any):
-    """Register the decorated template for each of these functions."""
+def rule(*objects: Any, **facts: Any):
+    """Register the decorated template for each of these functions; keyword arguments are
+    facts (class Facts) of every one of them."""
 
     def mark(template):
         template.__s2s_rule__ = objects
+        if facts:
+            primitive(*objects, **facts)(template)
         return template
 
     return mark
 
 
-def nondifferentiable(*objects: Any) -> tuple:
+class primitive:
+    """Facts of these functions (keyword arguments: the fields of Facts). A declaration in
+    a template module's DECLARATIONS, or a decorator of a rule, under its @rule."""
+
+    def __init__(self, *objects: Any, **facts: Any):
+        unknown = set(facts) - {f.name for f in dataclasses.fields(Facts)}
+        if unknown:
+            raise TypeError(f"unknown facts {sorted(unknown)} of {objects}")
+        self.objects, self.facts = objects, facts
+
+    def __call__(self, template):
+        template.__s2s_facts__ = getattr(template, "__s2s_facts__", ()) + (self,)
+        return template
+
+
+def nondifferentiable(*objects: Any, **facts: Any) -> tuple:
     """Functions whose result is piecewise constant in their inputs (zero derivative)."""
-    return ("nondifferentiable", objects)
+    return ("nondifferentiable", objects, "", primitive(*objects, **facts))
 
 
-def refuse_when_active(hint: str, *objects: Any) -> tuple:
+def refuse_when_active(hint: str, *objects: Any, **facts: Any) -> tuple:
     """Functions s2s does not differentiate: an active input is an S2SError."""
-    return ("refuse", objects, hint)
+    return ("refuse", objects, hint, primitive(*objects, **facts))
 
 
 class Case:
@@ -71,6 +110,71 @@ class Case:
 
 SELF_PRODUCT = Case("x * x")  # operator.mul of one variable by itself
 QUOTIENT_UNREAD = Case("x / y in a loop")  # operator.truediv whose result no other rule reads
+
+
+# ---- facts of a primitive ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the passes know of a function besides its derivative. Every field is False or
+    None unless a template module declares it (NumPy ufuncs and math functions: see facts)."""
+
+    elementwise: bool = False  # applies to each element of its broadcast array arguments (ufuncs, operators)
+    pure: bool = False  # reads its arguments, returns a value, changes nothing (optimize/fuse.py)
+    fusable: bool = False  # pure, and Numba fuses it into the array expression around it
+    cheap: bool = False  # an instruction or two: the reverse sweep recomputes it rather than tape it
+    view: bool = False  # its result may share memory with its first argument (analysis/activity.py)
+    integer: str | None = None  # "kept": ints in give an int; "always": the result is an int
+    like: bool = False  # of one array, a new array of that array's shape (copy, zeros_like)
+    number_stays: bool = False  # like, and of a number a number (NumPy's give a 0-d array)
+    reduction: bool = False  # of one argument alone, a whole-array reduction to a number
+    broadcasts: bool = False  # its result has its arguments' broadcast shape (transforms/vectorize.py)
+    creates: bool = False  # creates an array from shapes and values alone (np.zeros)
+    copies: bool = False  # a copy of its one argument (optimize/loops.py)
+    scalar_safe: bool = False  # an elementwise NumPy function that never raises on Numba scalars
+    numba: Any = None  # the runtime helper generated code calls instead under Numba
+    numba_always: bool = False  # ... always, not only with an axis, keepdims or ddof
+    shape_argument: int | None = None  # runtime helpers: the argument it reads the shape of only
+    numpy: Any = None  # the NumPy function of the same meaning (math.sin: np.sin)
+    cuda: bool = False  # may run in a CUDA kernel's per-thread code
+    arity: int | None = None  # elementwise: how many arguments (a ufunc's nin)
+
+
+_NOTHING = Facts()
+
+
+def _is_math(obj: Any) -> bool:
+    return callable(obj) and getattr(obj, "__module__", None) == "math"
+
+
+def _arity(obj: Any) -> int | None:
+    if isinstance(obj, np.ufunc):
+        return obj.nin if obj.nout == 1 else None
+    try:
+        return len(inspect.signature(obj).parameters)
+    except (TypeError, ValueError):  # math.log(x[, base]), min(*args): none
+        return None
+
+
+def _implied(obj: Any) -> dict:
+    """What an object is without a declaration: a NumPy ufunc is elementwise (but not a
+    generalized one, np.matmul), pure, fused by Numba and runs in a CUDA kernel; a math
+    function too, but of numbers only (math.sin of an array raises: not elementwise)."""
+    if isinstance(obj, np.ufunc) and obj.signature is None:
+        return dict(elementwise=True, pure=True, fusable=True, cuda=True)
+    if _is_math(obj):
+        return dict(pure=True, fusable=True, cuda=True)
+    return {}
+
+
+def _merge(table: dict, declaration: primitive, where: str) -> None:
+    for obj in declaration.objects:
+        known = table.setdefault(obj, {})
+        for key, value in declaration.facts.items():
+            if key in known and known[key] != value:
+                raise ValueError(f"{where}: {key} of {getattr(obj, '__name__', obj)} declared twice, differently")
+            known[key] = value
 
 
 # ---- the registry -----------------------------------------------------------------
@@ -163,10 +267,10 @@ def _ensure_templates_package() -> None:
 
 
 @lru_cache(maxsize=None)
-def load_rules() -> dict:
-    """The registry: {function object: Rule}, built from the template modules."""
+def _load() -> tuple[dict, dict]:
     _ensure_templates_package()
     registry: dict[Any, Rule] = {}
+    declared: dict[Any, dict] = {}
     for module_name in TEMPLATE_MODULES:
         module = importlib.import_module(module_name)
         for value in vars(module).values():
@@ -175,13 +279,60 @@ def load_rules() -> dict:
                 parsed = _parse_template(value)
                 for obj in objects:
                     registry[obj] = parsed
+                for declaration in getattr(value, "__s2s_facts__", ()):
+                    _merge(declared, declaration, parsed.where)
         for declaration in getattr(module, "DECLARATIONS", ()):
-            kind, objects = declaration[0], declaration[1]
-            hint = declaration[2] if len(declaration) > 2 else ""
+            if isinstance(declaration, primitive):
+                _merge(declared, declaration, module_name)
+                continue
+            kind, objects, hint, its_facts = declaration
             for obj in objects:
                 registry[obj] = Rule(getattr(obj, "__name__", str(obj)), kind, hint=hint)
-    return registry
+            _merge(declared, its_facts, module_name)
+    table = {}
+    for obj, given in declared.items():
+        merged = {**_implied(obj), **given}
+        if merged.get("elementwise"):
+            merged.setdefault("cuda", True)
+            merged.setdefault("arity", _arity(obj))
+        table[obj] = Facts(**merged)
+    return registry, table
+
+
+def load_rules() -> dict:
+    """The registry: {function object: Rule}, built from the template modules."""
+    return _load()[0]
+
+
+def load_facts() -> dict:
+    """{function object: Facts}, as the template modules declare them (built with load_rules)."""
+    return _load()[1]
 
 
 def lookup(obj: Any) -> Rule | None:
     return load_rules().get(obj)
+
+
+def facts(obj: Any) -> Facts:
+    """What is known of obj: its declared facts, or those of a ufunc or math function, or none."""
+    try:
+        found = load_facts().get(obj)
+    except TypeError:  # an unhashable callable
+        return _NOTHING
+    if found is not None:
+        return found
+    implied = _implied(obj)
+    if implied:
+        return Facts(**implied, arity=_arity(obj))
+    return _NOTHING
+
+
+# The modules generated code calls functions of, by the names it imports them as (None: builtins).
+_SPELLINGS = {"np": np, "math": math, "runtime": runtime, None: builtins}
+
+
+def spelled(module: str | None, attr: str) -> Any:
+    """The object generated code names `module.attr` (`attr` alone for builtins); None if unknown.
+    (Whether the module's name is shadowed where it is read is the caller's to check.)"""
+    namespace = _SPELLINGS.get(module)
+    return getattr(namespace, attr, None) if namespace is not None else None

@@ -19,10 +19,8 @@ Conventions (see DESIGN.md section 3):
 from __future__ import annotations
 
 import ast
-import builtins
 import copy
 import inspect
-import math
 import operator
 from dataclasses import dataclass
 
@@ -34,7 +32,7 @@ from ..analysis.activity import analyse, bind, rule_for
 from ..codegen.emit import Emitter, assign, name, runtime_call
 from ..errors import S2SError
 from ..frontend.source import is_user_function
-from ..rules import QUOTIENT_UNREAD, Rule, lookup
+from ..rules import QUOTIENT_UNREAD, Rule, facts, lookup, spelled
 from ..analysis.shapes import ShapeClasses, broadcast, call_info, same_shape
 
 
@@ -45,24 +43,12 @@ class Need:
     shape: bool = False  # only its shape is read (by unbroadcast and friends)
 
 
-# Runtime helpers that read only the shape of one argument: helper -> argument index.
-SHAPE_ARGUMENTS = {"unbroadcast": 1, "sum_bar": 1, "mean_bar": 1, "reshape_bar": 1}
-
-# Rematerialisation: functions cheap and pure enough that the reverse sweep may call them
-# again, on the same operands, rather than read their result from a tape: arithmetic,
-# comparisons and the elementwise functions that compile to an instruction or two.
+# Rematerialisation: the reverse sweep may call a function again, on the same operands, rather
+# than read its result from a tape, where its rule declares it cheap (s2s.rules.Facts.cheap):
+# arithmetic, comparisons and the elementwise functions that compile to an instruction or two.
 # Transcendental ones (np.exp, np.log, np.sin, x ** y with y not an integer constant...) are
 # libm calls that cost more than a tape's push and pop: their results stay on tapes.
-CHEAP_PURE = {
-    operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv, operator.mod,
-    operator.neg, operator.pos, operator.not_, operator.lt, operator.le, operator.gt,
-    operator.ge, operator.eq, operator.ne, abs, min, max, float,
-    np.add, np.subtract, np.multiply, np.divide, np.negative, np.positive, np.absolute, np.fabs,
-    np.sqrt, np.square, np.maximum, np.minimum, np.fmax, np.fmin, np.floor, np.ceil, np.trunc,
-    np.sign, np.copysign, np.less, np.less_equal, np.greater, np.greater_equal, np.equal,
-    np.not_equal, np.logical_and, np.logical_or, np.logical_not,
-    math.sqrt, math.fabs, math.floor, math.ceil, math.trunc, math.copysign,
-}
+
 # A recomputed value re-runs at most this many statements, nested at most this deep.
 RECOMPUTE_MAX_STATEMENTS = 32
 RECOMPUTE_MAX_DEPTH = 12
@@ -74,10 +60,7 @@ def _cheap_pure(call: ir.Call) -> bool:
     if call.fn is operator.pow:  # x ** 2 compiles to multiplications, x ** y to a call
         exponent = call.args[1]
         return isinstance(exponent, ir.Const) and type(exponent.value) is int and 0 <= exponent.value <= 4
-    try:
-        return call.fn in CHEAP_PURE
-    except TypeError:  # unhashable
-        return False
+    return facts(call.fn).cheap
 
 
 def _all_names(fn: ir.Function) -> set[str]:
@@ -270,7 +253,8 @@ class VJP:
                         and "unbroadcast" in found.helpers and len(node.args) == 2 and not node.keywords \
                         and owner.template_same_shape(node.args[0], node.args[1], stmt, found, bound):
                     return self.visit(node.args[0])  # g has x's shape already
-                index = SHAPE_ARGUMENTS.get(node.func.id) if isinstance(node.func, ast.Name) \
+                # a runtime helper that reads only the shape of one argument (Facts.shape_argument)
+                index = facts(spelled("runtime", node.func.id)).shape_argument if isinstance(node.func, ast.Name) \
                     and node.func.id in found.helpers else None
                 if index is not None and index < len(node.args) and isinstance(node.args[index], ast.Name):
                     ident = node.args[index].id
@@ -523,7 +507,7 @@ class VJP:
         """How the reverse sweep can compute var again instead of popping it from a tape.
 
         (definition, recomputed operands, depth), or None. var qualifies when its only
-        definition is `var = <cheap pure expression>` (arithmetic, comparisons, CHEAP_PURE
+        definition is `var = <cheap pure expression>` (arithmetic, comparisons, cheap
         functions, constants, copies, `.shape`, reads `a[...]` of an array that nothing in the
         function writes, directly or through an alias) whose operands are, where the
         reverse sweep handles a later statement of the same iteration, still what they were:
@@ -744,9 +728,6 @@ class VJP:
             capacity = trips if capacity is None else ast.BinOp(capacity, ast.Mult(), trips)
         return capacity
 
-    PURE = {operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod, operator.neg,
-            builtins.min, builtins.max, builtins.len, builtins.abs, builtins.int}
-
     def counting_loop(self, loops: list, assigned: set) -> str | None:
         """The trip count in all of the innermost of these nested loops, where its bounds (or an
         outer loop's) change from one outer iteration to the next (`range(i + 1, n)`): a loop
@@ -789,7 +770,7 @@ class VJP:
                 return None  # not an assignment, or read before it is made in this iteration
             value = d.value
             if isinstance(value, ir.Call):
-                if value.fn not in self.PURE or value.kwargs:
+                if facts(value.fn).integer is None or value.kwargs:  # not integer arithmetic (Facts.integer)
                     return None
             elif isinstance(value, ir.Subscript):
                 base = value.value

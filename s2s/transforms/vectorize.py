@@ -24,36 +24,30 @@ from __future__ import annotations
 
 import ast
 import builtins
-import math
 import operator
 from typing import Any
 
 import numpy as np
 
 from .. import runtime
-from ..codegen.emit import BINOPS, COMPARES, Emitter, name, parse_expr, runtime_call
+from ..codegen.emit import Emitter, name, parse_expr, runtime_call
 from ..codegen.module import header, primal_function, prologue
 from ..errors import NoBatchingRule
+from ..rules import facts
 from ..frontend.source import is_user_function
 from ..ir import nodes as ir
 from .batching import Pattern, anything, described_axes, element, first_batched, leaf_patterns
 
-ELEMENTWISE_OPERATORS = set(BINOPS) - {operator.matmul} | set(COMPARES) - {operator.is_, operator.is_not} | {
-    operator.neg, operator.pos}
+# What each function is (s2s.rules.Facts, declared with its rule): elementwise (operators,
+# ufuncs), of its arguments' broadcast shape (np.where, np.copy, np.zeros_like: the batch axis
+# is kept), a reduction, a creator of arrays from unbatched shapes and values (np.zeros: its
+# result is not batched), or a math function or builtin with a NumPy ufunc of the same meaning.
 
-MATH_TO_NUMPY = {
-    math.sin: np.sin, math.cos: np.cos, math.tan: np.tan, math.asin: np.arcsin, math.acos: np.arccos,
-    math.atan: np.arctan, math.sinh: np.sinh, math.cosh: np.cosh, math.tanh: np.tanh, math.exp: np.exp,
-    math.expm1: np.expm1, math.log: np.log, math.log1p: np.log1p, math.log2: np.log2, math.log10: np.log10,
-    math.sqrt: np.sqrt, math.fabs: np.abs, math.floor: np.floor, math.ceil: np.ceil, math.atan2: np.arctan2,
-    math.pow: np.power, math.hypot: np.hypot,
-}
-BUILTIN_TO_NUMPY = {builtins.abs: np.abs, builtins.max: np.maximum, builtins.min: np.minimum}
-REDUCTIONS = {np.sum, np.mean, np.max, np.min, np.prod, np.amax, np.amin, np.var, np.std, np.all, np.any}
-# Functions whose result has the shape of their (broadcast) arguments, batch axis included.
-SAME_SHAPE = {np.where, np.clip, np.copy, np.zeros_like, np.ones_like, np.empty_like, np.asarray, np.array}
-# Shape-free functions of unbatched arguments that create arrays: their result is not batched.
-CREATORS = {np.zeros, np.ones, np.empty, np.full, np.eye, np.arange, np.linspace, np.identity}
+
+def _same_shape(fn) -> bool:
+    """The result has the shape of fn's (broadcast) arguments, batch axis included."""
+    known = facts(fn)
+    return known.elementwise or known.like or known.broadcasts
 
 
 def join(a: Pattern, b: Pattern) -> Pattern:
@@ -163,7 +157,7 @@ class Vectorizer:
             if is_user_function(value.fn):
                 callee = self.by_python[id(value.fn)]
                 return self.function(callee, tuple(args[:len(value.args)]))[1]
-            if value.fn in (np.shape, builtins.len) or value.fn in CREATORS and not any(map(anything, args)):
+            if value.fn in (np.shape, builtins.len) or facts(value.fn).creates and not any(map(anything, args)):
                 return False
             return any(anything(a) for a in args)
         if isinstance(value, ir.Pop):
@@ -290,10 +284,11 @@ class Vectorizer:
         if kw_batched:
             raise NoBatchingRule(f"no batching rule for a keyword argument that differs between examples "
                                  f"({getattr(fn, '__name__', fn)})", stmt.origin)
-        fn = MATH_TO_NUMPY.get(fn, BUILTIN_TO_NUMPY.get(fn, fn)) if len(call.args) <= 2 else fn
+        if len(call.args) <= 2 and facts(fn).numpy is not None:
+            fn = facts(fn).numpy  # math.sin -> np.sin, max -> np.maximum
         args = [self._atom(a, env, lift=True) for a in call.args]
         kwargs = [(k, e.atom(a)) for k, a in call.kwargs]
-        if fn in ELEMENTWISE_OPERATORS or isinstance(fn, np.ufunc) or fn in SAME_SHAPE:
+        if _same_shape(fn):
             return e.call(fn, args, kwargs)
         if fn is np.transpose and len(call.args) <= 2 and not kwargs:
             return runtime_call("batched_transpose", *args)
@@ -311,7 +306,7 @@ class Vectorizer:
                                 name(self.batch), e.const(tuple(anything(p) for p in patterns[0])))
         if fn in (builtins.float,) and len(args) == 1:
             return ast.Call(parse_expr("np.asarray"), args, [ast.keyword("dtype", parse_expr("float"))])
-        if fn in REDUCTIONS and len(call.args) == 1:
+        if facts(fn).reduction and len(call.args) == 1:
             given = dict(call.kwargs)
             axis = given.get("axis")
             others = [(k, e.atom(a)) for k, a in call.kwargs if k != "axis"]
