@@ -268,4 +268,9 @@ DECLARATIONS = [
     ),
     # Without a rule: conversions and a cumulative sum that read their arguments only.
     primitive(np.float64, np.float32, np.int64, np.cumsum, pure=True),
+    # New arrays (or numbers), never views of an argument: an in-place update may read them
+    # while it writes its target (codegen/overlaps.py).
+    primitive(np.array, np.zeros, np.ones, np.full, np.zeros_like, np.ones_like, np.empty_like, np.full_like,
+              np.arange, np.linspace, np.concatenate, np.stack, np.dot, np.matmul, np.outer, np.inner, np.sum,
+              np.mean, np.prod, np.cumsum, fresh=True),
 ]

@@ -231,6 +231,9 @@ DECLARATIONS = [
                       runtime.pop_shape),
     # Helpers of the forward and reverse templates that are never differentiated themselves.
     primitive(runtime.prod_bar, runtime.max_dot, runtime.prod_dot, runtime.var_dot, pure=True),
+    primitive(runtime.copy, runtime.zeros_like, runtime.zeros_shaped, runtime.ones_like, runtime.sum_bar, fresh=True),
+    # They return their first argument (an adjoint updated in place, or passed through) or a new value.
+    primitive(runtime.unbroadcast, runtime.add_at, runtime.add_attr, first_or_new=True),
 ]
 
 

@@ -7,17 +7,8 @@ import ast
 
 import numpy as np
 
+from ..rules import facts, spelled
 from .emit import runtime_call
-
-
-# Calls whose result is a new array (or a number), never a view of an argument.
-_NEW_ARRAYS = {("np", a) for a in ("copy", "array", "zeros", "ones", "full", "zeros_like", "ones_like",
-                                   "empty_like", "full_like", "arange", "linspace", "concatenate", "stack",
-                                   "dot", "matmul", "outer", "inner", "sum", "mean", "prod", "cumsum")} | {
-    ("runtime", a) for a in ("copy", "zeros_like", "zeros_shaped", "ones_like", "sum_bar")}
-
-# Calls whose result is their first argument or a new value.
-_FIRST_OR_NEW = {("runtime", "unbroadcast"), ("runtime", "add_at"), ("runtime", "add_attr")}
 
 
 def _view_roots(node: ast.expr) -> set[str]:
@@ -36,10 +27,11 @@ def _view_roots(node: ast.expr) -> set[str]:
     if isinstance(node, ast.Call) and not any(kw.arg == "out" or kw.arg is None for kw in node.keywords):
         func = node.func
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
-            if (func.value.id, func.attr) in _NEW_ARRAYS or func.value.id == "math" or (
+            known = facts(spelled(func.value.id, func.attr))
+            if known.fresh or func.value.id == "math" or (
                     func.value.id == "np" and isinstance(getattr(np, func.attr, None), np.ufunc)):
                 return set()
-            if (func.value.id, func.attr) in _FIRST_OR_NEW and node.args:
+            if known.first_or_new and node.args:
                 return _view_roots(node.args[0])
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 

@@ -139,6 +139,8 @@ class Facts:
     numpy: Any = None  # the NumPy function of the same meaning (math.sin: np.sin)
     cuda: bool = False  # may run in a CUDA kernel's per-thread code
     arity: int | None = None  # elementwise: how many arguments (a ufunc's nin)
+    fresh: bool = False  # its result is a new array or a number, never a view (codegen/overlaps.py)
+    first_or_new: bool = False  # its result is its first argument itself, or a new value
 
 
 _NOTHING = Facts()
