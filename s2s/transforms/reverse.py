@@ -391,8 +391,11 @@ class VJP:
         elif isinstance(stmt, ir.If):
             out |= {Need(n, "pre") for n in ir.names_in(stmt.test)}
         elif isinstance(stmt, ir.For):
+            # The trip count is assigned just before the loop (forward_block): taped after it,
+            # as a while loop's count is, so that the reverse loop reads this entry's count.
+            trips = self.loop_trips(stmt)
             for atom in self.reverse_range_atoms(stmt):
-                out |= {Need(n, "pre") for n in ir.names_in(atom)}
+                out |= {Need(n, "post" if n == trips else "pre") for n in ir.names_in(atom)}
         elif isinstance(stmt, ir.While):
             out.add(Need(self.while_trips(stmt), "post"))  # known once the loop has run
         return {n for n in out if n.var not in self.fn.constants}
