@@ -33,3 +33,74 @@ def test_nested_loops_with_a_stepped_inner_range(fun, backend):
     j_trips, the count pushed before it was assigned)."""
     x = np.array([0.3, 0.5, -0.2, 0.9, 1.1])
     check_grads(fun, (x,), order=2 if backend == "python" else 1, backend=backend)
+
+
+def mlp_over_a_list(Ws, x):
+    h = x
+    for i in range(len(Ws)):
+        h = np.tanh(h @ Ws[i])
+    return np.sum(h)
+
+
+def mlp_iterating(Ws, x):
+    h = x
+    for W in Ws:
+        h = np.tanh(h @ W)
+    return np.sum(h)
+
+
+def mlp_of_pairs(params, x):
+    h = x
+    for W, b in params:
+        h = np.tanh(h @ W + b)
+    return np.sum(h)
+
+
+def mlp_indexing_pairs(params, x):
+    h = x
+    for i in range(len(params)):
+        h = np.tanh(h @ params[i][0] + params[i][1])
+    return np.sum(h)
+
+
+def weighted_sum(ws, x):
+    s = 0.0
+    for i in range(len(ws)):
+        s = s + ws[i] * x[i]
+    return s
+
+
+def _network():
+    rng = np.random.default_rng(0)
+    Ws = [rng.standard_normal((3, 4)), rng.standard_normal((4, 2))]
+    bs = [rng.standard_normal(4), rng.standard_normal(2)]
+    return Ws, [(W, b) for W, b in zip(Ws, bs)], rng.standard_normal(3)
+
+
+@pytest.mark.parametrize("fun, pairs", [(mlp_over_a_list, False), (mlp_iterating, False), (mlp_of_pairs, True),
+                                        (mlp_indexing_pairs, True)])
+def test_loops_over_a_list_of_layers(fun, pairs):
+    """The usual MLP: layers of different widths in a list, indexed or iterated by a loop;
+    the gradient has the list's structure (python backend)."""
+    Ws, params, x = _network()
+    args = (params if pairs else Ws, x)
+    check_grads(fun, args, argnums=(0,), modes=("rev", "fwd"))
+    grad = s2s.grad(fun)(*args)
+    assert isinstance(grad, list) and len(grad) == 2
+    if pairs:
+        assert all(isinstance(g, tuple) and g[0].shape == W.shape and g[1].shape == b.shape
+                   for g, (W, b) in zip(grad, params))
+
+
+def test_a_loop_over_a_tuple_of_numbers():
+    x = np.array([0.3, -1.2, 2.0])
+    grad = s2s.grad(weighted_sum)((0.5, 1.5, 2.0), x)
+    assert isinstance(grad, tuple)
+    np.testing.assert_allclose(grad, x, rtol=1e-14)
+    check_grads(weighted_sum, ((0.5, 1.5, 2.0), x))
+
+
+def test_a_loop_over_a_tuple_under_jit_is_refused_with_its_line():
+    Ws, _, x = _network()
+    with pytest.raises(s2s.S2SError, match=r"test_crashes.py:\d+:\d+: under s2s.jit, Ws, a tuple or list, is read"):
+        s2s.jit(s2s.grad(mlp_over_a_list))(Ws, x)

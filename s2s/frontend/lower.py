@@ -369,19 +369,29 @@ class Normalizer(ExpressionLowering):
             for name, seq in zip(names, seqs):
                 prologue.append((name, ir.Subscript(seq, ir.Index((ir.Name(var),)))))
         else:
-            if not isinstance(node.target, cst.Name):
-                raise self.error(node.target, "unpacking in a for loop over an array is not supported",
-                                 "loop over range(len(x)) and index")
             seq = self.sequence(self.expr(iterator))
             start, step = ir.Const(0), ir.Const(1)
             stop = self.assign(ir.Call(len, (seq,)))
             var = self.names.fresh("_i")
-            prologue.append((node.target.value, ir.Subscript(seq, ir.Index((ir.Name(var),)))))
+            item = ir.Subscript(seq, ir.Index((ir.Name(var),)))
+            if isinstance(node.target, cst.Name):
+                prologue.append((node.target.value, item))
+            elif isinstance(node.target, (cst.Tuple, cst.List)) and len(node.target.elements) > 1 and all(
+                    isinstance(e.value, cst.Name) for e in node.target.elements):
+                # for W, b in params: each item is taken, then unpacked
+                names = self.target_names(node.target, len(node.target.elements))
+                if len(set(names)) != len(names):
+                    raise self.error(node.target, "the same name appears twice in an unpacking")
+                taken = self.names.fresh("_item")
+                prologue += [(taken, item), (tuple(names), ir.Name(taken))]
+            else:
+                raise self.error(node.target, "a for loop unpacks into plain names only",
+                                 "write `for a, b in pairs:`, or loop over range(len(x)) and index")
         self.loop_depth += 1
         try:
             def build_body():
-                for name, expr in prologue:
-                    self.emit(ir.Assign((name,), expr, origin))
+                for targets, expr in prologue:
+                    self.emit(ir.Assign(targets if isinstance(targets, tuple) else (targets,), expr, origin))
                 self.block(node.body.body)
             body = self.sub_block(build_body)
         finally:

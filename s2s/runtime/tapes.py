@@ -29,9 +29,20 @@ def shape_tape():
     return []
 
 
+class TreeShape(tuple):
+    """The shape of a tuple or list of values: the shapes of its items (its items may differ in
+    shape, as the (W, b) pairs of a network do, which np.shape refuses)."""
+
+
+def tree_shape(x):
+    if isinstance(x, (tuple, list)) and not hasattr(x, "_fields"):
+        return TreeShape(tree_shape(v) for v in x)
+    return np.shape(x)
+
+
 def push_shape(tape, x):
     """Push x's shape and return it."""
-    shape = np.shape(x)
+    shape = tree_shape(x)
     tape.append(shape)
     return shape
 

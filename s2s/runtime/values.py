@@ -11,6 +11,21 @@ def _is_namedtuple(x) -> bool:
     return isinstance(x, tuple) and hasattr(x, "_fields")
 
 
+class AdjointList(list):
+    """The adjoint of a tuple or list (python backend): a list, so that a loop can add into
+    one element, `Ws_bar[i] += g`, and a sum of adjoints, so that `+` and `+=` add element by
+    element (tree_add) where a tuple or list would concatenate."""
+
+    def __add__(self, other):
+        return tree_add(self, other)
+
+    __radd__ = __add__
+
+    def __iadd__(self, other):
+        self[:] = tree_add(self, other)
+        return self
+
+
 def zeros_like(x):
     """A zero adjoint with the structure, shape and float dtype of x."""
     if isinstance(x, np.ndarray):
@@ -19,7 +34,7 @@ def zeros_like(x):
     if _is_namedtuple(x):
         return type(x)(*(zeros_like(v) for v in x))
     if isinstance(x, (tuple, list)):
-        return tuple(zeros_like(v) for v in x)
+        return AdjointList(zeros_like(v) for v in x)
     if isinstance(x, dict):
         return {k: zeros_like(v) for k, v in x.items()}
     if isinstance(x, (np.floating, np.complexfloating)):
@@ -29,6 +44,9 @@ def zeros_like(x):
 
 def zeros_shaped(shape, like):
     """Zeros of a given shape (a taped shape) with like's float dtype."""
+    if isinstance(shape, tuple) and type(shape).__name__ == "TreeShape":  # of a tuple or list (tapes.py)
+        likes = like if isinstance(like, (tuple, list)) and len(like) == len(shape) else [None] * len(shape)
+        return AdjointList(zeros_shaped(s, item) for s, item in zip(shape, likes))
     dtype = like.dtype if isinstance(like, np.ndarray) and np.issubdtype(like.dtype, np.inexact) else np.float64
     return np.zeros(shape, dtype)
 
@@ -55,6 +73,8 @@ def tree_add(a, b):
         return {k: tree_add(a[k], b[k]) for k in a}
     if _is_namedtuple(a):
         return type(a)(*(tree_add(x, y) for x, y in zip(a, b)))
+    if isinstance(a, AdjointList) or isinstance(b, AdjointList):
+        return AdjointList(tree_add(x, y) for x, y in zip(a, b))
     if isinstance(a, (tuple, list)):
         return tuple(tree_add(x, y) for x, y in zip(a, b))
     return a + b
@@ -73,7 +93,7 @@ def add_at(c, key, value):
         return c._replace(**{c._fields[key]: tree_add(c[key], value)})
     items = list(c)
     items[key] = tree_add(items[key], value)
-    return tuple(items)
+    return AdjointList(items) if isinstance(c, AdjointList) else tuple(items)
 
 
 def add_attr(c, name, value):

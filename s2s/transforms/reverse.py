@@ -1165,6 +1165,12 @@ class VJP:
             index = self.em.index(value.index)
             consts = all(isinstance(i, ir.Const) for i in value.index.items)
             argument = self.em.index(value.index, as_value=True)
+            if not consts and self.classes is not None and (self.classes.pre(stmt, base) or ("",))[0] == "tup":
+                what = "a tuple or list" if base.startswith("_") else f"{base}, a tuple or list,"
+                raise S2SError(f"under s2s.jit, {what} is read at an index known only at run time (a loop "
+                               "over it), and Numba cannot add an adjoint into a tuple there", stmt.origin,
+                               "differentiate it without s2s.jit (the python backend takes it), or stack the "
+                               "values into one array")
             if self.an.is_container(base) or (consts and (base in self.fn.params or self._unpacked(base))):
                 out.append(assign(bar, runtime_call("add_at", name(bar), argument, y_bar)))
             elif self._basic(value.index):
