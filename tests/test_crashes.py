@@ -104,3 +104,18 @@ def test_a_loop_over_a_tuple_under_jit_is_refused_with_its_line():
     Ws, _, x = _network()
     with pytest.raises(s2s.S2SError, match=r"test_crashes.py:\d+:\d+: under s2s.jit, Ws, a tuple or list, is read"):
         s2s.jit(s2s.grad(mlp_over_a_list))(Ws, x)
+
+
+def squeezed(x):
+    y = np.squeeze(x)
+    return np.sum(y * y)
+
+
+def test_a_statement_numba_cannot_compile_is_an_s2s_error_at_its_line():
+    """Under s2s.jit, Numba's refusal names the user's statement (file:line:column), not a
+    line of the generated module; Numba's message stays in __cause__."""
+    with pytest.raises(s2s.S2SError, match=r"test_crashes.py:\d+:5: Numba cannot compile .*squeeze") as info:
+        s2s.jit(s2s.grad(squeezed))(np.ones((3, 1)))
+    assert "y = np.squeeze(x)" in str(info.value)
+    assert type(info.value.__cause__).__name__ == "TypingError"
+    np.testing.assert_allclose(s2s.grad(squeezed)(np.ones((3, 1))), 2 * np.ones((3, 1)))  # the python backend

@@ -12,6 +12,7 @@ import types
 from .. import runtime
 from ..driver import cache
 from ..errors import S2SError
+from . import failures
 
 BACKENDS = ("python", "cpu", "cuda")
 
@@ -99,3 +100,19 @@ def load(source: str, stem: str, backend: str = "python", parallel: tuple[str, .
                 setattr(module, attr, _compiled[shared])
     _loaded[key] = module
     return module
+
+
+def entry(module: types.ModuleType, name: str, fun=None):
+    """The generated function `name` of a loaded module, ready to call: under Numba, a
+    compilation error is an S2SError naming the user's statement (failures.py). fun: the
+    user's function, whose file names the statements of that file in full."""
+    function = getattr(module, name)
+    if not hasattr(function, "py_func"):  # plain Python (the python backend)
+        return function
+    try:
+        import inspect
+
+        files = (inspect.getsourcefile(fun),) if fun is not None else ()
+    except TypeError:
+        files = ()
+    return failures.checked(function, files)

@@ -147,7 +147,7 @@ class Transformed:
     def _vjp_function(self):
         # Looked up once: searching the source on every call costs more than a small gradient.
         if self._vjp is None:
-            self._vjp = getattr(self.module(), f"{self._entry_name()}_vjp")
+            self._vjp = backends.entry(self.module(), f"{self._entry_name()}_vjp", self.fun)
         return self._vjp
 
     def _entry_name(self) -> str:
@@ -172,7 +172,7 @@ class Transformed:
         if found is None:
             source, entries = self.specialised(args)
             module = backends.load(source, self.fun.__name__, self.backend)
-            found = self._by_facts[key] = (getattr(module, entries["vjp"]), source, entries)
+            found = self._by_facts[key] = (backends.entry(module, entries["vjp"], self.fun), source, entries)
         self._specialised_source, self._specialised_entries = found[1], found[2]
         return found[0]
 
@@ -353,7 +353,7 @@ class Primal:
         args = self._bind(args, kwargs)
         if self._compiled is None:
             module = backends.load(self.source, self.fun.__name__, self.backend)
-            self._compiled = getattr(module, self.fun.__name__)
+            self._compiled = backends.entry(module, self.fun.__name__, self.fun)
         if self.backend == "cpu":
             args = tuple(pytree.to_numba(a) for a in args)
         return self._compiled(*args)
@@ -393,7 +393,7 @@ class ForwardTransformed:
     def entry(self, suffix: str = "_jvp"):
         if suffix not in self._entries:  # looked up once: a small jvp costs less than a getattr
             self.source  # generated with its names
-            self._entries[suffix] = getattr(self.module(), self._names["name"] + suffix)
+            self._entries[suffix] = backends.entry(self.module(), self._names["name"] + suffix, self.fun)
         return self._entries[suffix]
 
     def entry_wrt(self, k: int):
@@ -402,7 +402,7 @@ class ForwardTransformed:
         suffix = f"_jvp_columns_{k}"
         if suffix not in self._entries:
             self.source  # generated with its names
-            self._entries[suffix] = getattr(self.module(), self._names["wrt"][k])
+            self._entries[suffix] = backends.entry(self.module(), self._names["wrt"][k], self.fun)
         return self._entries[suffix]
 
     def call_args(self, args):
@@ -420,7 +420,7 @@ class ForwardTransformed:
         if key not in self._by_facts:
             source, names = _generated(self.fun, "jvp", {"facts": argument_facts(args)})
             module = backends.load(source, self.fun.__name__ + "_jvp", self.backend)
-            self._by_facts[key] = getattr(module, names["jvp"])
+            self._by_facts[key] = backends.entry(module, names["jvp"], self.fun)
         return self._by_facts[key]
 
 
@@ -679,7 +679,7 @@ class SecondOrder:
         call = [a if k2 not in (self.inner_argnum, k) or np.ndim(a) else float(a) for k2, a in enumerate(args)]
         if self.backend == "cpu":
             call = [pytree.to_numba(a) for a in call]
-        blocks = getattr(self.module(), drivers[0])(*call, cotangents, tangents)  # (rows, cols) + in_shape
+        blocks = backends.entry(self.module(), drivers[0], self.fun)(*call, cotangents, tangents)  # (rows, cols) + in_shape
         if self.scalar:
             return float(np.asarray(blocks).reshape(-1)[0])
         blocks = np.asarray(blocks).reshape((len(cotangents), len(tangents)) + in_shape)

@@ -390,7 +390,10 @@ class Batched:
                 spec["call"], spec["driver"] = spec.pop("vectorized_call"), None
             else:
                 module = backends.load(source, base + "_vmap", backend, parallel=(f"{base}_vmap",))
-                spec["call"] = getattr(module, f"{base}_vmap")
+                user = self.fun
+                while hasattr(user, "fun"):  # the user's function inside transforms of it
+                    user = user.fun
+                spec["call"] = backends.entry(module, f"{base}_vmap", user if inspect.isfunction(user) else None)
         self._specialised[key] = spec
         return spec
 

@@ -1,0 +1,85 @@
+"""Numba's refusals of generated code, told as the user's statement that produced it.
+
+Numba names the generated file and line it could not compile. Every statement of a
+generated module follows a comment with its origin (`# model.py:12  y = np.sin(x) * w`), so
+the nearest such comment above that line is the user's statement: the S2SError names it,
+with Numba's reason in one line; Numba's whole message stays in __cause__.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+
+from ..errors import Origin, S2SError
+
+_WHERE = re.compile(r'File "([^"]+)", line (\d+)')
+_ORIGIN = re.compile(r"^\s*# (?:Grad of: )?([^\s:]+\.py):(\d+)  (.*)$")
+
+
+def _origin_above(path: str, line: int, sources: dict) -> Origin | None:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return None
+    for text in reversed(lines[:line]):
+        found = _ORIGIN.match(text)
+        if found:
+            name, number, statement = found.groups()
+            filename = sources.get(name, name)
+            return Origin(filename, int(number), _column(filename, int(number)), statement.strip())
+    return None
+
+
+def _column(filename: str, line: int) -> int:
+    """Where the statement starts on its line (1 where the file cannot be read)."""
+    try:
+        with open(filename, encoding="utf-8") as handle:
+            text = handle.read().splitlines()[line - 1]
+    except (OSError, IndexError):
+        return 1
+    return len(text) - len(text.lstrip()) + 1
+
+
+def _reason(message: str) -> str:
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    useful = [line for line in lines if not line.startswith(("Failed in nopython", "During:", "File ", "^"))
+              and not line.startswith(("- ", "There are ", "Of which", "Overload", "With argument", "No match",
+                                       "Rejected as", "Current", "<numerous>", "Known signatures"))]
+    reason = useful[0] if useful else (lines[0] if lines else "a compilation error")
+    signature = next((line for line in lines if line.startswith(">>>")), None)
+    if signature and signature not in reason:
+        reason += f" {signature[3:].strip()}"
+    return reason[:300]
+
+
+def translate(exc: Exception, user_files: tuple[str, ...] = ()) -> S2SError:
+    """The S2SError for a Numba error raised while compiling a generated module."""
+    message = str(exc)
+    sources = {os.path.basename(p): p for p in user_files if p}
+    origin = None
+    for path, line in reversed(_WHERE.findall(message)):
+        if os.path.basename(os.path.dirname(path)) in ("modules", "s2s") or path.endswith(".py"):
+            origin = _origin_above(path, int(line), sources)
+            if origin is not None:
+                break
+    return S2SError(f"Numba cannot compile the code generated for this statement: {_reason(message)}", origin,
+                    hint="backend='python' runs it as NumPy; rewrite the statement for Numba, or see "
+                         "Numba's full message in this error's __cause__")
+
+
+def checked(function, user_files: tuple[str, ...] = ()):
+    """function (a Numba dispatcher) called so that a compilation error is an S2SError."""
+    from numba.core.errors import NumbaError
+
+    @functools.wraps(function)
+    def call(*args):
+        try:
+            return function(*args)
+        except NumbaError as exc:
+            raise translate(exc, user_files) from exc
+
+    call.dispatcher = function
+    return call
