@@ -149,3 +149,15 @@ def test_templates_import_only_the_registry_and_the_runtime():
 def test_every_stage_is_in_a_layer():
     for module in MODULES:
         layer_of(module)
+
+
+def test_every_subpackage_ships_in_the_wheel():
+    """pyproject.toml lists the packages (templates/ is mapped to s2s.templates, which rules out
+    automatic discovery): a subpackage missing there imports in a checkout and not once installed."""
+    import tomllib
+
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as handle:
+        listed = set(tomllib.load(handle)["tool"]["setuptools"]["packages"])
+    packages = {m for m, p in MODULES.items() if p.endswith("__init__.py")}
+    assert packages == listed, f"missing from pyproject.toml: {sorted(packages - listed)}; " \
+                               f"listed but absent: {sorted(listed - packages)}"
