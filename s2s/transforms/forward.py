@@ -16,7 +16,7 @@ from .. import runtime
 from ..analysis.activity import analyse, bind, rule_for
 from ..codegen.emit import Emitter, assign, name, runtime_call
 from ..frontend.source import is_user_function
-from .reverse import _all_names, _drop_defaults, _simplify
+from .rule_helpers import all_names, drop_defaults, simplify
 
 ZERO = "__s2s_zero__"  # marks a tangent known to be zero inside a rule's expression
 
@@ -29,7 +29,7 @@ class JVP:
         self.variant = variant
         self.em = emitter
         self.function_name = function_name
-        self.names = ir.Names(_all_names(fn) | {"np", "math", "runtime"})
+        self.names = ir.Names(all_names(fn) | {"np", "math", "runtime"})
         self.an = analyse(fn, active_params)
         self.active_params = active_params
         self.dots: dict[str, str] = {}
@@ -200,7 +200,7 @@ class JVP:
 
             def visit_Call(self, node):
                 self.generic_visit(node)
-                return _drop_defaults(node, found)
+                return drop_defaults(node, found)
 
         expr = Substitute().visit(copy.deepcopy(line.value))
         scalars = self.scalar_names()
@@ -214,13 +214,13 @@ class JVP:
         if _is_zero(expr):
             return [primal, zeros]
         expr = _fill_zeros(expr, bound, em)
-        expr = _simplify(expr)
+        expr = simplify(expr)
         # Template locals the tangent reads, in template order.
         used = {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
         locals_ = []
         for local, value in reversed(list(found.locals.items())):
             if local_names[local] in used:
-                local_expr = _simplify(Substitute().visit(copy.deepcopy(value)))
+                local_expr = simplify(Substitute().visit(copy.deepcopy(value)))
                 used |= {n.id for n in ast.walk(local_expr) if isinstance(n, ast.Name)}
                 locals_.insert(0, assign(local_names[local], local_expr))
         if isinstance(expr, ast.Name) and (target in self.an.subscripted or target in self.an.mutated):

@@ -1,0 +1,229 @@
+"""The vjp transform: a normalized function -> Python source of its reverse mode.
+
+The generated function runs a forward sweep (the primal, plus pushes of the values the
+reverse sweep will need and that the primal later overwrites) and then a reverse sweep
+that visits the statements backwards, applying each statement's rule from templates/.
+
+Conventions (see DESIGN.md section 3):
+- the adjoint of `x` is `x_bar`, the tape of `x` is `x_tape`, both fresh if taken;
+- a value is taped only where a later assignment may overwrite it (analysis/activity.py);
+  the reverse sweep pops it back into the variable itself;
+- adjoints of variables assigned once in straight-line code start at their first
+  contribution (`x_bar = ...`); the others are set to zero where their scope begins
+  and reset where the variable is assigned, so nothing is multiplied by zero;
+- only adjoints of subscripted arrays are updated in place (they are always fresh);
+- a call to a user function asks for the adjoints of its active arguments only: the
+  callee's vjp for those (`helper_vjp_wrt_x`, transforms/variants.py) computes no other.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ...ir import nodes as ir
+from ... import runtime
+from ...analysis.activity import analyse
+from ...codegen.emit import Emitter, assign, name, runtime_call
+from ...errors import S2SError
+from ...rules import Rule
+from ...analysis.shapes import ShapeClasses
+from ..rule_helpers import all_names
+from .instances import RuleInstances
+from .planning import Planning
+from .sweep import Sweep
+
+
+class VJP(RuleInstances, Planning, Sweep):
+    def __init__(self, fn: ir.Function, emitter: Emitter, active_params: list[str],
+                 function_name: str, variant, has_aux: bool = False, facts: dict | None = None,
+                 value_needed: bool = True):
+        for stmt in ir.walk(fn.body):
+            if isinstance(stmt, ir.Push) or (isinstance(stmt, ir.Assign) and (isinstance(stmt.value, ir.Pop) or (
+                    isinstance(stmt.value, ir.Call) and stmt.value.fn is runtime.new_tape))) or (
+                    isinstance(stmt, ir.ExprStmt) and stmt.value.fn in (runtime.index_add, runtime.clear)):
+                raise S2SError("reverse mode of generated reverse-mode code is not supported",
+                               stmt.origin, "take second derivatives forward over reverse: "
+                               "s2s.hessian, or s2s.jacfwd(s2s.jacrev(f))")
+        self.fn = fn
+        # variant(python function, positions of the arguments whose adjoints a call needs) -> the
+        # name of the callee's vjp that returns those adjoints
+        self.variant = variant
+        self.has_aux = has_aux
+        self.em = emitter
+        self.function_name = function_name
+        self.names = ir.Names(all_names(fn) | {"np", "math", "runtime"})
+        self.an = analyse(fn, active_params)
+        self.active_params = active_params
+        self.bars: dict[str, str] = {}
+        self.tapes: dict[tuple, str] = {}  # (var, id(stmt), when) -> tape name
+        self.tape_order: list[str] = []
+        self.shape_tapes: set[str] = set()
+        self.counted: dict[str, tuple[str, ast.expr]] = {}  # tape -> (its count, its capacity)
+        self.loop_totals: dict[int, str] = {}  # id(loop) -> its trip count in all (counting_loop)
+        self.counting_loops: dict[int, list] = {}  # id(outermost loop) -> the loops counting before it
+        self.invariant: dict[str, bool] = {}
+        self.trips: dict[int, str] = {}  # id(loop) -> trip-count variable
+        self.live: set[str] = set()  # straight-line adjoints that hold a value
+        self.materialized: set[str] = set()
+        self.pending: set[str] = set()  # adjoints known to be zero, not yet assigned
+        self.popped_into: set[str] = set()
+        self.plan: dict | None = None
+        self.recipes: dict[str, tuple | None] = {}  # var -> (its definition, recomputed operands)
+        self.recompute_plan: dict[int, tuple] = {}  # id(stmt) -> (needed vars, statements to re-run)
+        self.remat_wanted: set[str] = set()
+        self.local_recipes: dict[tuple, tuple] = {}  # (var, id(stmt)) -> a recipe for that place only
+        self.shape_vars: dict[str, str] = {}
+        # What the arguments are (s2s.jit sees them at the call; analysis/shapes.py): where it proves
+        # that an adjoint already has its variable's shape, no unbroadcast and no shape tape.
+        self.classes = ShapeClasses(fn, facts) if facts is not None else None
+        # s2s.grad has no use for the value: where it is proved a number (so that no check of
+        # the output's shape is needed), the vjp returns None for it, and the folding pass then
+        # drops what only the value needed (a sum over a long vector is a chain of dependent
+        # additions that costs more than the rest of the gradient).
+        self.value_skipped = (not value_needed and not has_aux and self.classes is not None
+                              and self.classes.result is not None and self.classes.result[0] == "num")
+        self.variants: dict[int, Rule | None] = {}  # id(stmt) -> the rule its reverse lines use
+        self.rule_locals: dict[tuple, str] = {}  # (id(stmt), id(rule), local) -> its name
+        self._plan_scopes()
+        self.may_mutate = set()
+        for members in self.an.alias_of.values():
+            self.may_mutate |= set(members)
+
+    # ---- names ------------------------------------------------------------------
+
+    def bar(self, var: str) -> str:
+        if var not in self.bars:
+            self.bars[var] = self.names.fresh(f"{var}_bar")
+        return self.bars[var]
+
+    # ---- scopes of adjoints -----------------------------------------------------
+
+    def _plan_scopes(self):
+        """For each variable: the block whose reversal owns its adjoint, and whether it
+        is a straight-line temporary (one assignment, all uses in that block)."""
+        chains: dict[int, tuple] = {}
+
+        def visit(block, chain):
+            for stmt in block:
+                chains[id(stmt)] = chain + (id(block),)
+                for child in ir.child_blocks(stmt):
+                    visit(child, chains[id(stmt)])
+
+        visit(self.fn.body, ())
+        self.block_of: dict[int, list] = {}
+        for stmt in ir.walk(self.fn.body):
+            for child in ir.child_blocks(stmt):
+                self.block_of[id(child)] = child
+        self.block_of[id(self.fn.body)] = self.fn.body
+        self.chains = chains
+        self.scope: dict[str, int] = {}
+        self.straight: set[str] = set()
+        for var, occurrences in self.an.occurrences.items():
+            paths = [chains[id(s)] for s in occurrences]
+            if var in self.fn.params:
+                paths.append((id(self.fn.body),))
+            common = paths[0]
+            for path in paths[1:]:
+                k = 0
+                while k < min(len(common), len(path)) and common[k] == path[k]:
+                    k += 1
+                common = common[:k]
+            while len(common) > 1 and not self._defined_first(var, self.block_of[common[-1]]):
+                common = common[:-1]
+            self.scope[var] = common[-1]
+            defs = self.an.defs.get(var, [])
+            direct = all(chains[id(s)] == common for s in occurrences)
+            if direct and len(defs) <= 1 and var not in self.an.subscripted:
+                self.straight.add(var)
+
+    def _defined_first(self, var: str, block: list) -> bool:
+        """Is var assigned directly in block before anything in block reads it?"""
+        for stmt in block:
+            if isinstance(stmt, ir.Assign) and var in stmt.targets and not stmt.inplace \
+                    and var not in ir.stmt_reads(stmt):
+                return True
+            if any(var in set(ir.stmt_reads(s)) | set(ir.stmt_writes(s)) for s in ir.walk([stmt])):
+                return False
+        return False
+
+    def needs_reset(self, var: str) -> bool:
+        """Can the adjoint of var receive contributions again after this assignment?"""
+        killing = [d for d in self.an.defs.get(var, []) if not isinstance(d, ir.SetItem)]
+        if len(killing) != 1 or killing[0] == "param":
+            return True
+        return self.chains[id(killing[0])][-1] != self.scope[var]
+
+    # ---- which statements have reverse work -------------------------------------
+
+    def has_work(self, stmt) -> bool:
+        an = self.an
+        if isinstance(stmt, ir.Assign):
+            # Assigning an active variable ends its adjoint's life there, even when the
+            # value itself is a constant (y = np.zeros(n) in a loop).
+            return any(an.is_active(t) for t in stmt.targets)
+        if isinstance(stmt, ir.SetItem):
+            return an.is_active(stmt.base)
+        if isinstance(stmt, (ir.If, ir.For, ir.While)):
+            return any(self.has_work(s) for b in ir.child_blocks(stmt) for s in b)
+        return False
+
+    # ---- the function -----------------------------------------------------------
+
+    def build(self) -> ast.FunctionDef:
+        fn = self.fn
+        out_bar = self.names.fresh("out_bar")
+        forward = self.forward_block(fn.body)
+        result = fn.result
+        reverse: list = []
+        if isinstance(result, ir.Name) and self.an.is_active(result.id):
+            var = result.id
+            seed = name(out_bar)
+            if self.has_aux:
+                # fn returns (value, aux): only the value is differentiated.
+                aux = ast.Subscript(name(var), ast.Constant(1), ast.Load())
+                seed = ast.Tuple([seed, runtime_call("zeros_like", aux)], ast.Load())
+            elif var in self.an.subscripted:
+                seed = runtime_call("copy", seed)
+            reverse.append(self.em.comment("Reverse sweep: adjoints flow back from the result"))
+            reverse.append(assign(self.bar(var), seed))
+            if var in self.straight:
+                self.live.add(var)
+            else:
+                self.materialized.add(var)
+            reverse += self.reverse_block(fn.body)
+        grads = []
+        for p in self.active_params:
+            adj = self.adjoint_of(p) if (p in self.straight and p in self.live) or (
+                p not in self.straight and p in self.materialized and p not in self.pending) else None
+            grads.append(adj if adj is not None else runtime_call("zeros_like", name(p)))
+        output = ast.Constant(None) if self.value_skipped else self.em.atom(result)
+        body = []
+        if self.tape_order:
+            body.append(self.em.comment("Tapes: values the reverse sweep needs after they are overwritten"))
+            if self.counted:
+                example = next(t for t in self.tape_order if t in self.counted)
+                body.append(self.em.comment("In range loops a tape is made at its first push, with room for one "
+                                            "value per iteration"))
+                body.append(self.em.comment(f"(the loops' trip counts, known on entry); {self.counted[example][0]} "
+                                            f"counts the values on {example}."))
+            for t in self.tape_order:
+                if t in self.counted:
+                    body.append(assign(self.counted[t][0], ast.Constant(0)))
+                else:
+                    body.append(assign(t, runtime_call("shape_tape") if t in self.shape_tapes
+                                       else ast.List([], ast.Load())))
+        body += forward
+        if isinstance(result, ir.Name) and result.id in self.popped_into and not self.value_skipped:
+            saved = self.names.fresh("out")
+            body.append(assign(saved, name(result.id)))
+            output = name(saved)
+        body += reverse
+        body.append(ast.Return(ast.Tuple([output, ast.Tuple(grads, ast.Load())], ast.Load())))
+        args = ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in fn.params] + [ast.arg(out_bar)],
+                             kwonlyargs=[], kw_defaults=[], defaults=[])
+        adjoints = f"adjoints of {', '.join(self.active_params) or 'nothing'}"
+        doc = ast.Expr(ast.Constant(
+            f"Reverse mode of {fn.name} ({fn.origin.short()}): returns (None, {adjoints}); the value, a "
+            "number, is left out, as grad does not return it." if self.value_skipped else
+            f"Reverse mode of {fn.name} ({fn.origin.short()}): returns (value, {adjoints})."))
+        return ast.FunctionDef(self.function_name, args, [doc] + body, [], None, lineno=0)

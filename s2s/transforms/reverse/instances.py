@@ -1,0 +1,319 @@
+"""Reverse mode: instances of derivative rules at the statements that call them."""
+
+from __future__ import annotations
+
+import ast
+import copy
+import operator
+
+import numpy as np
+
+from ...ir import nodes as ir
+from ...analysis.activity import bind, rule_for
+from ...codegen.emit import assign, name
+from ...frontend.source import is_user_function
+from ...rules import QUOTIENT_UNREAD, Rule, facts, lookup, spelled
+from ...analysis.shapes import broadcast, call_info, same_shape
+from ..rule_helpers import drop_defaults, simplify
+from .planning import Need
+
+
+class RuleInstances:
+    """The rule-instance half of VJP (core.py)."""
+
+    def instantiate(self, stmt: ir.Assign, rename: dict[str, str] | None = None,
+                    shapes: dict[str, str] | None = None):
+        """The reverse lines of a rule at this call: (locals, contributions, needs).
+
+        shapes maps a variable to the name holding its shape, where only that is at hand.
+        """
+        shapes = shapes or {}
+        call = stmt.value
+        found = self.rule_variant(stmt, rule_for(call, stmt.origin))
+        if found is None or found.kind != "rule":
+            return [], [], set()  # no input is differentiated (analysis refused the others)
+        bound = bind(call, found, stmt.origin)
+        target = stmt.targets[0]
+        rename = rename or {}
+        # A rule's locals are named once per statement: planning instantiates it again.
+        local_names = {n: self.local_name(stmt, found, n) for n in found.locals} if found.locals else {}
+        used: set[Need] = set()
+        em = self.em
+
+        class Substitute(ast.NodeTransformer):
+            def visit_Name(self, node):
+                ident = node.id
+                if getattr(node, "_s2s_done", False):
+                    return node
+                if ident == found.result:
+                    used.add(Need(target, "post"))
+                    return name(target)
+                if ident == f"{found.result}_bar":
+                    return name(owner.bar(target))
+                if ident in bound:
+                    atom = bound[ident]
+                    if isinstance(atom, ir.Name):
+                        used.add(Need(atom.id, "pre"))
+                        return name(rename.get(atom.id, atom.id))
+                    return em.const(atom.value if isinstance(atom, ir.Const) else atom)
+                if ident in local_names:
+                    return name(local_names[ident])
+                if ident in found.helpers:
+                    return ast.Attribute(name("runtime"), ident, ast.Load())
+                return node
+
+            def visit_Call(self, node):
+                if isinstance(node.func, ast.Name) and node.func.id == "unbroadcast" \
+                        and "unbroadcast" in found.helpers and len(node.args) == 2 and not node.keywords \
+                        and owner.template_same_shape(node.args[0], node.args[1], stmt, found, bound):
+                    return self.visit(node.args[0])  # g has x's shape already
+                # a runtime helper that reads only the shape of one argument (Facts.shape_argument)
+                index = facts(spelled("runtime", node.func.id)).shape_argument if isinstance(node.func, ast.Name) \
+                    and node.func.id in found.helpers else None
+                if index is not None and index < len(node.args) and isinstance(node.args[index], ast.Name):
+                    ident = node.args[index].id
+                    atom = ir.Name(target) if ident == found.result else bound.get(ident)
+                    if isinstance(atom, ir.Name):
+                        when = "post" if ident == found.result else "pre"
+                        used.add(Need(atom.id, when, shape=True))
+                        replacement = name(shapes.get(atom.id) or rename.get(atom.id, atom.id))
+                        replacement._s2s_done = True
+                        node.args[index] = replacement
+                self.generic_visit(node)
+                return drop_defaults(node, found)
+
+        owner = self
+        contributions = []
+        referenced_locals: set[str] = set()
+        for stmt_t in found.reverse:
+            param = stmt_t.target.id[: -len("_bar")]
+            atom = bound.get(param)
+            if not (isinstance(atom, ir.Name) and self.an.is_active(atom.id)):
+                continue
+            expr = copy.deepcopy(stmt_t.value)
+            referenced_locals |= {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)} & set(found.locals)
+            expr = Substitute().visit(expr)
+            if isinstance(stmt_t.op, ast.Sub):
+                expr = ast.UnaryOp(ast.USub(), expr)
+            contributions.append((atom.id, simplify(expr)))
+        local_stmts = []
+        for local, value in found.locals.items():
+            if local in referenced_locals:
+                local_stmts.append(assign(local_names[local], simplify(Substitute().visit(copy.deepcopy(value)))))
+        return local_stmts, contributions, used
+
+    def template_same_shape(self, g: ast.expr, x: ast.expr, stmt: ir.Assign, found, bound) -> bool:
+        """In a rule's `unbroadcast(g, x)` at this statement: does g provably have x's shape?"""
+        if self.classes is None:
+            return False
+        return same_shape(self._template_class(g, stmt, found, bound, ()),
+                          self._template_class(x, stmt, found, bound, ()))
+
+    def _template_class(self, expr: ast.expr, stmt: ir.Assign, found, bound, seen: tuple):
+        """The shape class (analysis/shapes.py) of a rule's expression at this statement. An adjoint
+        has its variable's shape: every contribution to it is unbroadcast to that shape."""
+        classes = self.classes
+
+        def of(e):
+            return self._template_class(e, stmt, found, bound, seen)
+
+        if isinstance(expr, ast.Name):
+            ident = expr.id
+            if ident in (found.result, f"{found.result}_bar"):
+                return classes.post(stmt, stmt.targets[0])
+            if ident in bound:
+                atom = bound[ident]
+                if isinstance(atom, ir.Name):
+                    return classes.pre(stmt, atom.id)
+                return classes.constant(atom) if isinstance(atom, ir.Const) else None
+            if ident in found.locals and ident not in seen:
+                return self._template_class(found.locals[ident], stmt, found, bound, seen + (ident,))
+            return None
+        if isinstance(expr, ast.Constant):
+            return classes.constant(ir.Const(expr.value))
+        if isinstance(expr, ast.BinOp) and not isinstance(expr.op, ast.MatMult):
+            return broadcast(of(expr.left), of(expr.right))
+        if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, (ast.USub, ast.UAdd)):
+            return broadcast(of(expr.operand))
+        if isinstance(expr, ast.Compare) and len(expr.comparators) == 1:
+            return broadcast(of(expr.left), of(expr.comparators[0]))
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) \
+                and isinstance(expr.func.value, ast.Name) and expr.func.value.id == "np" and not expr.keywords:
+            fn = getattr(np, expr.func.attr, None)
+            return call_info(fn, [of(a) for a in expr.args]) if fn is not None else None
+        return None
+
+    def exact_setitem(self, stmt: ir.SetItem) -> bool:
+        """base[index] = value where value provably has the shape of base[index]: its adjoint
+        is the slice of base's adjoint as it is, with no unbroadcast and no shape tape."""
+        if self.classes is None or not isinstance(stmt.value, ir.Name):
+            return False
+        env = self.classes.before.get(id(stmt), {})
+        return same_shape(self.classes.subscript(env.get(stmt.base), stmt.index, env), env.get(stmt.value.id))
+
+    def shape_invariant(self, var: str) -> bool:
+        """var has one provable shape wherever it is bound: its value in the reverse sweep,
+        whichever it is, shapes its adjoint (no shape tape)."""
+        return self.classes is not None and self.classes.everywhere(var) is not None
+
+    def rule_variant(self, stmt: ir.Assign, found: Rule | None) -> Rule | None:
+        """The rule whose reverse lines this call gets: in a loop, a quotient that no other
+        rule reads has a rule without it (each iteration's quotient would otherwise be taped,
+        or recomputed by a second division)."""
+        if found is not lookup(operator.truediv) or not self.an.enclosing_loops(stmt):
+            return found
+        if id(stmt) not in self.variants:
+            self.variants[id(stmt)] = found  # (while its readers are asked)
+            z = stmt.targets[0]
+            read = any(n.var == z and not n.shape for other in self.an.occurrences.get(z, [])
+                       if other is not stmt for n in self.needs(other))
+            self.variants[id(stmt)] = found if read else lookup(QUOTIENT_UNREAD)
+        return self.variants[id(stmt)]
+
+    def local_name(self, stmt, found, local: str) -> str:
+        key = (id(stmt), id(found), local)
+        if key not in self.rule_locals:
+            self.rule_locals[key] = self.names.fresh(f"{stmt.targets[0]}_{local}")
+        return self.rule_locals[key]
+
+    def needs(self, stmt) -> set[Need]:
+        """The values the reverse sweep reads when it handles this statement."""
+        an = self.an
+        out: set[Need] = set()
+        if isinstance(stmt, ir.Assign):
+            value = stmt.value
+            if isinstance(value, ir.Call) and is_user_function(value.fn):
+                out |= {Need(a.id, "pre") for a in value.args if isinstance(a, ir.Name)}
+            elif isinstance(value, ir.Call):
+                used = self.instantiate(stmt)[2]
+                full = {(n.var, n.when) for n in used if not n.shape}
+                out |= {Need(n.var, n.when, shape=(n.var, n.when) not in full) for n in used}
+                out = {n for n in out if not (n.shape and (n.var, n.when) in full)}
+            elif isinstance(value, ir.Subscript):
+                out |= {Need(n, "pre") for n in ir.names_in(value.index)}
+                if isinstance(value.value, ir.Name) and self.an.is_active(value.value.id) \
+                        and not self.shape_invariant(value.value.id):
+                    # x_bar[index] += t_bar needs an x_bar shaped like x here (x may change shape).
+                    out.add(Need(value.value.id, "pre", shape=True))
+            if stmt.unpack:
+                # An active target's adjoint holds a value by now; the others are zeros_like(t).
+                out |= {Need(t, "post") for t in stmt.targets if not self.an.is_active(t)}
+        elif isinstance(stmt, ir.SetItem):
+            out |= {Need(n, "pre") for n in ir.names_in(stmt.index)}
+            if an.atom_active(stmt.value) and not self.exact_setitem(stmt):
+                out.add(Need(stmt.value.id, "pre", shape=True))
+        elif isinstance(stmt, ir.If):
+            out |= {Need(n, "pre") for n in ir.names_in(stmt.test)}
+        elif isinstance(stmt, ir.For):
+            # The trip count is assigned just before the loop (forward_block): taped after it,
+            # as a while loop's count is, so that the reverse loop reads this entry's count.
+            trips = self.loop_trips(stmt)
+            for atom in self.reverse_range_atoms(stmt):
+                out |= {Need(n, "post" if n == trips else "pre") for n in ir.names_in(atom)}
+        elif isinstance(stmt, ir.While):
+            out.add(Need(self.while_trips(stmt), "post"))  # known once the loop has run
+        return {n for n in out if n.var not in self.fn.constants}
+
+    def _plan_block(self, block: list) -> None:
+        """Decide, for every value the reverse sweep reads, where it comes from.
+
+        A value is taped only where a later assignment may overwrite it. A value popped
+        for a later statement of the same block is still in its variable when the reverse
+        sweep reaches an earlier statement that reads the same version, so that one needs
+        no tape of its own. A value read only for its shape has a shape tape (runtime.push_shape).
+        A value that cheap, pure statements of the same iteration compute from values the
+        reverse sweep has at hand is recomputed there instead (see recipe).
+        """
+        covered_value: set[str] = set()
+        covered_shape: dict[str, tuple] = {}  # var -> the tape key its shape was popped from
+
+        def decide(stmt, need):
+            if need.var in covered_value:
+                return None, "value", None
+            if need.shape and need.var in covered_shape:
+                return None, "shape", covered_shape[need.var]
+            if need.var in self.trips.values():
+                # A trip counter is set where its loop starts: again on each outer iteration.
+                clobbered = bool(self.an.enclosing_loops(stmt))
+            else:
+                clobbered = self.an.defs_may_clobber(need.var, stmt, operand=need.when == "pre") \
+                    and not self.loop_invariant(need.var)
+            if not clobbered:
+                return None, "value", None
+            if self.recomputable(stmt, need, covered_value):
+                return "recompute", "value", None
+            if need.shape:
+                return "shape", "shape", (need.var, id(stmt), need.when)
+            return "value", "value", None
+
+        for stmt in reversed(block):
+            for child in ir.child_blocks(stmt):
+                self._plan_block(child)
+            needs = sorted(self.needs(stmt), key=lambda n: (n.var, n.when, n.shape)) if self.has_work(stmt) else []
+            for need in needs:
+                if need.when == "post":
+                    self.plan[(id(stmt), need)] = decide(stmt, need)
+            for s in ir.walk([stmt]):
+                written = set(ir.stmt_writes(s))
+                covered_value -= written
+                for var in written:
+                    covered_shape.pop(var, None)
+            for need in needs:
+                if need.when == "pre":
+                    self.plan[(id(stmt), need)] = decide(stmt, need)
+            recomputed = sorted({n.var for n in needs if self.plan[(id(stmt), n)][0] == "recompute"})
+            if recomputed:
+                statements = self.recompute_statements(stmt, recomputed, covered_value)
+                self.recompute_plan[id(stmt)] = (recomputed, statements)
+                # They stay in their variables for earlier statements (the versions this one reads).
+                covered_value |= {t for d in statements if d is not stmt for t in d.targets}
+            targets = set(stmt.targets) if isinstance(stmt, ir.Assign) else set()
+            for need in needs:
+                if need.when == "pre" and need.var not in targets:
+                    # (the old value of an assigned variable may be popped under another name)
+                    _, source, key = self.plan[(id(stmt), need)]
+                    if source == "shape":
+                        covered_shape[need.var] = key
+                    else:
+                        covered_value.add(need.var)
+
+    def loop_invariant(self, var: str, seen: frozenset = frozenset()) -> bool:
+        """Is var assigned once, in a loop, from operands that nothing in that loop changes
+        (or that are loop-invariant themselves)?
+
+        Then every iteration stores the same value (-0.5 * sigma in a time loop), and the
+        value left in var after the loop is the one each iteration read: no tape.
+        """
+        if var in seen:
+            return False
+        if var not in self.invariant:
+            defs = self.an.defs.get(var, [])
+            site = defs[0] if len(defs) == 1 else None
+            loops = set(self.an.enclosing_loops(site)) if isinstance(site, ir.Assign) else set()
+            ok = bool(loops) and var not in self.may_mutate and var not in self.an.subscripted \
+                and not site.inplace and not site.unpack and isinstance(site.value, ir.Call) \
+                and not is_user_function(site.value.fn)
+            if ok:
+                found = rule_for(site.value, site.origin)
+                ok = found is not None and found.kind == "rule"  # a pure function of its arguments
+            for operand in ir.stmt_reads(site) if ok else []:
+                writers = list(self.an.defs.get(operand, []))
+                for other in self.an.alias_of.get(operand, ()):  # in-place writes through aliases
+                    writers += [d for d in self.an.defs.get(other, []) if isinstance(d, ir.SetItem)]
+                inside = any(w != "param" and (id(w) in loops or loops & set(self.an.enclosing_loops(w)))
+                             for w in writers)
+                if inside and not self.loop_invariant(operand, seen | {var}):
+                    ok = False
+                    break
+            self.invariant[var] = ok
+        return self.invariant[var]
+
+    def _ensure_plan(self):
+        if self.plan is None:
+            self.plan = {}
+            for stmt in ir.walk(self.fn.body):
+                if self.has_work(stmt):
+                    for need in self.needs(stmt):
+                        if not need.shape and self._recomputable_at(stmt, need):
+                            self.remat_wanted |= self._closure(need.var)
+            self._plan_block(self.fn.body)

@@ -1,0 +1,379 @@
+"""Reverse mode: the forward sweep (primal and pushes) and the reverse sweep (pops and rules)."""
+
+from __future__ import annotations
+
+import ast
+
+
+from ...ir import nodes as ir
+from ...codegen.emit import assign, name, runtime_call
+from ...errors import S2SError
+from ...frontend.source import is_user_function
+from ..rule_helpers import simplify
+
+
+class Sweep:
+    """The sweeps of VJP (core.py)."""
+
+    # ---- forward sweep ----------------------------------------------------------
+
+    def forward_block(self, block: list) -> list:
+        out: list = []
+        last_origin = None
+        for stmt in block:
+            if isinstance(stmt, ir.Return):
+                continue
+            mark = len(out)  # where the counting loops of a loop go (found while emitting it)
+            if stmt.origin != last_origin:
+                out.append(self.em.origin_comment(stmt.origin))
+                last_origin = stmt.origin
+            work = self.has_work(stmt)
+            taped = self.taped(stmt) if work else []
+            out += [line for n, t in taped if n.when == "pre" for line in self.push(stmt, n, t)]
+            if work and isinstance(stmt, ir.For) and self.loop_trips(stmt):
+                out.append(assign(self.loop_trips(stmt), runtime_call(
+                    "range_len", self.em.atom(stmt.start), self.em.atom(stmt.stop), self.em.atom(stmt.step))))
+            if work and isinstance(stmt, ir.While):
+                trips = self.while_trips(stmt)
+                out.append(assign(trips, ast.Constant(0)))
+                loop = self.em.primal(stmt, body_of=self.forward_block)
+                loop.body.append(assign(trips, ast.BinOp(name(trips), ast.Add(), ast.Constant(1))))
+                out.append(loop)
+            else:
+                emitted = self.em.primal(stmt, body_of=self.forward_block)
+                out.extend(emitted if isinstance(emitted, list) else [emitted])
+                out[mark:mark] = self.counting_loops.pop(id(stmt), [])
+            out += [line for n, t in taped if n.when == "post" for line in self.push(stmt, n, t)]
+        return out
+
+    def loop_trips(self, stmt: ir.For) -> str | None:
+        """A trip-count variable, needed when the step is not a constant +-1."""
+        if isinstance(stmt.step, ir.Const) and stmt.step.value in (1, -1):
+            return None
+        if id(stmt) not in self.trips:
+            self.trips[id(stmt)] = self.names.fresh(f"{stmt.var}_trips")
+        return self.trips[id(stmt)]
+
+    def while_trips(self, stmt: ir.While) -> str:
+        if id(stmt) not in self.trips:
+            self.trips[id(stmt)] = self.names.fresh("while_trips")
+        return self.trips[id(stmt)]
+
+    def reverse_range_atoms(self, stmt: ir.For) -> list:
+        trips = self.loop_trips(stmt)
+        if trips is None:
+            return [stmt.start, stmt.stop]
+        return [stmt.start, stmt.step, ir.Name(trips)]
+
+    # ---- reverse sweep ----------------------------------------------------------
+
+    def reverse_block(self, block: list) -> list:
+        out: list = []
+        block_id = id(block)
+        last_origin = None
+        for stmt in reversed(block):
+            if not self.has_work(stmt):
+                continue
+            emitted: list = []
+            self.materialize(stmt, block_id, emitted)
+            emitted += self.reverse_stmt(stmt)
+            if not emitted:
+                continue
+            if stmt.origin != last_origin:
+                out.append(self.em.origin_comment(stmt.origin, "Grad of: "))
+                last_origin = stmt.origin
+            out += emitted
+        return out
+
+    def nested(self, *blocks) -> list:
+        """Reverse a nested block; adjoints of outer variables leave it holding arrays,
+        so that every path (and every iteration) hands the same state on."""
+        before = set(self.pending)
+        owned = {id(b) for b in blocks}
+        out: list = []
+        for block in blocks:
+            out += self.reverse_block(block)
+        for var in sorted(self.pending - before):
+            if self.scope.get(var) not in owned:
+                self.ensure_materialized(var, out)
+        self.pending = before
+        return out
+
+    def materialize(self, stmt, block_id: int, out: list):
+        """Adjoints owned by this block start at the first statement that touches them:
+        as that statement's contribution (pending), or as zeros before a nested block."""
+        touched = set()
+        for s in ir.walk([stmt]):
+            touched |= set(ir.stmt_reads(s)) | set(ir.stmt_writes(s))
+        for var in sorted(touched):
+            if (var in self.straight or var in self.materialized or self.scope.get(var) != block_id
+                    or not self.an.is_active(var)):
+                continue
+            self.materialized.add(var)
+            self.pending.add(var)
+        if isinstance(stmt, (ir.If, ir.For, ir.While)):
+            for var in sorted(touched & self.pending):
+                self.ensure_materialized(var, out)
+
+    def ensure_materialized(self, var: str, out: list, shape: str | None = None):
+        """Zeros for a pending adjoint; shaped by `shape` (a name holding var's shape at this
+        point) where the variable itself may hold a later value of another shape."""
+        if var in self.pending:
+            if shape is not None and shape != var:
+                value = runtime_call("zeros_shaped", name(shape), name(var))
+            else:
+                value = runtime_call("zeros_like", name(var))
+            out.append(assign(self.bar(var), value))
+            self.pending.discard(var)
+
+    def reverse_stmt(self, stmt) -> list:
+        taped = self.taped(stmt)
+        if isinstance(stmt, ir.If):
+            out = self.pops(stmt, taped)
+            body = self.nested(stmt.body)
+            orelse = self.nested(stmt.orelse)
+            return out + [self.em.if_(stmt.test, stmt.negated, body, orelse)]
+        if isinstance(stmt, ir.For):
+            out = self.pops(stmt, taped)
+            body = self.nested(stmt.body)
+            return out + [ast.For(name(stmt.var, True), self.reverse_range(stmt), body or [ast.Pass()], [],
+                                  lineno=0)]
+        if isinstance(stmt, ir.While):
+            out = self.pops(stmt, taped)
+            trips = self.while_trips(stmt)
+            cond = self.nested(stmt.cond)
+            body = self.nested(stmt.body, stmt.cond)
+            counter = self.names.fresh("_")
+            return out + cond + [ast.For(name(counter, True), ast.Call(name("range"), [name(trips)], []),
+                                         body or [ast.Pass()], [], lineno=0)]
+        if isinstance(stmt, ir.SetItem):
+            return self.reverse_setitem(stmt, taped)
+        return self.reverse_assign(stmt, taped)
+
+    def reverse_range(self, stmt: ir.For) -> ast.expr:
+        em = self.em
+        start, stop, step = stmt.start, stmt.stop, stmt.step
+        trips = self.loop_trips(stmt)
+        if trips is None and step.value == 1:
+            first = simplify(ast.BinOp(em.atom(stop), ast.Sub(), ast.Constant(1)))
+            last = simplify(ast.BinOp(em.atom(start), ast.Sub(), ast.Constant(1)))
+            return ast.Call(name("range"), [first, last, em.const(-1)], [])
+        if trips is None:
+            first = simplify(ast.BinOp(em.atom(stop), ast.Add(), ast.Constant(1)))
+            last = simplify(ast.BinOp(em.atom(start), ast.Add(), ast.Constant(1)))
+            return ast.Call(name("range"), [first, last], [])
+        first = ast.BinOp(em.atom(start), ast.Add(),
+                          ast.BinOp(ast.BinOp(name(trips), ast.Sub(), ast.Constant(1)), ast.Mult(), em.atom(step)))
+        last = ast.BinOp(em.atom(start), ast.Sub(), em.atom(step))
+        return ast.Call(name("range"), [first, last, simplify(ast.UnaryOp(ast.USub(), em.atom(step)))], [])
+
+    # ---- adjoint bookkeeping ----------------------------------------------------
+
+    def accumulate(self, var: str, contribution: ast.expr, out: list):
+        if not self.an.is_active(var):
+            return
+        bar = self.bar(var)
+        if var in self.straight and var not in self.live:
+            if self._may_alias_owned(contribution):
+                contribution = runtime_call("copy", contribution)
+            out.append(assign(bar, contribution))
+            self.live.add(var)
+        elif var in self.pending:
+            fresh = isinstance(contribution, (ast.BinOp, ast.UnaryOp))
+            if self._may_alias_owned(contribution) or (var in self.an.subscripted and not fresh):
+                contribution = runtime_call("copy", contribution)
+            out.append(assign(bar, contribution))
+            self.pending.discard(var)
+        elif self.an.is_container(var):
+            out.append(assign(bar, runtime_call("tree_add", name(bar), contribution)))
+        elif var in self.an.subscripted:
+            out.append(ast.AugAssign(name(bar, True), ast.Add(), contribution))
+        elif isinstance(contribution, ast.UnaryOp) and isinstance(contribution.op, ast.USub):
+            out.append(assign(bar, ast.BinOp(name(bar), ast.Sub(), contribution.operand)))
+        else:
+            out.append(assign(bar, ast.BinOp(name(bar), ast.Add(), contribution)))
+
+    def _may_alias_owned(self, expr: ast.expr) -> bool:
+        """Could expr share memory with an adjoint that is later updated in place?"""
+        owned = {self.bars[v] for v in self.an.subscripted if v in self.bars}
+        if isinstance(expr, ast.Name):
+            return expr.id in owned
+        if isinstance(expr, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.Constant)):
+            return False
+        return any(isinstance(n, ast.Name) and n.id in owned for n in ast.walk(expr))
+
+    def adjoint_of(self, var: str) -> ast.expr | None:
+        """The current adjoint of var, or None where it is known to be zero."""
+        if var in self.straight and var not in self.live:
+            return None
+        if not self.an.is_active(var) or var in self.pending:
+            return None
+        return name(self.bar(var))
+
+    def kill(self, var: str, self_contribution: ast.expr | None, out: list):
+        """var was assigned here: before this point its adjoint starts again from zero."""
+        if var in self.straight:
+            self.live.discard(var)
+            return
+        if not self.an.is_active(var) or var in self.pending:
+            return
+        bar = self.bar(var)
+        if self_contribution is not None:
+            if var in self.an.subscripted and self._may_alias_owned(self_contribution):
+                self_contribution = runtime_call("copy", self_contribution)
+            out.append(assign(bar, self_contribution))
+        elif self.needs_reset(var):
+            self.pending.add(var)  # zero from here on; assigned where it next receives a value
+
+    # ---- statements -------------------------------------------------------------
+
+    def operand_renames(self, stmt, taped) -> dict[str, str]:
+        """y = f(y): the rule may read the new y (in place, or popped) and the old one (popped).
+        The old one is popped into y_in, so that it does not overwrite the new one."""
+        if not isinstance(stmt, ir.Assign):
+            return {}
+        post = {n.var for n in self.needs(stmt) if n.when == "post"}
+        rename = {}
+        for need, _ in taped:
+            if need.when == "pre" and not need.shape and need.var in stmt.targets and need.var in post:
+                rename[need.var] = self.names.fresh(f"{need.var}_in")
+        return rename
+
+    def reverse_assign(self, stmt: ir.Assign, taped) -> list:
+        out: list = []
+        value = stmt.value
+        target = stmt.targets[0]
+        rename = self.operand_renames(stmt, taped)
+        out += self.pops(stmt, taped, rename)
+        if stmt.unpack:
+            return out + self.reverse_unpack(stmt)
+        y_bar = self.adjoint_of(target)
+        if y_bar is None:
+            self.kill(target, None, out)
+            return out
+        contributions: list[tuple[str, ast.expr]] = []
+        em = self.em
+        if isinstance(value, ir.Name):
+            contributions = [(value.id, y_bar)]
+        elif isinstance(value, ir.Const):
+            contributions = []
+        elif isinstance(value, ir.Build):
+            for k, atom in enumerate(value.elts):
+                if isinstance(atom, ir.Name):
+                    key = em.const(value.keys[k]) if value.kind == "dict" else ast.Constant(k)
+                    contributions.append((atom.id, ast.Subscript(y_bar, key, ast.Load())))
+        elif isinstance(value, ir.Subscript):
+            return out + self.reverse_subscript(stmt, y_bar)
+        elif isinstance(value, ir.Attribute):
+            base = value.value.id
+            if self.an.is_active(base):
+                self.ensure_materialized(base, out)
+                bar = self.bar(base)
+                out.append(assign(bar, runtime_call("add_attr", name(bar), ast.Constant(value.attr), y_bar)))
+            self.kill(target, None, out)
+            return out
+        elif isinstance(value, ir.Call) and is_user_function(value.fn):
+            # A vjp of the callee that returns the adjoints this call needs, and only those.
+            needed = [k for k, a in enumerate(value.args) if self.an.atom_active(a)]
+            callee = self.variant(value.fn, tuple(needed))
+            grads = self.names.fresh(f"{em.function_names[id(value.fn)]}_bars")
+            args = [name(rename.get(a.id, a.id)) if isinstance(a, ir.Name) else em.atom(a) for a in value.args]
+            out.append(assign(grads, ast.Subscript(ast.Call(name(callee), args + [y_bar], []),
+                                                   ast.Constant(1), ast.Load())))
+            for j, k in enumerate(needed):
+                contributions.append((value.args[k].id, ast.Subscript(name(grads), ast.Constant(j), ast.Load())))
+        else:
+            local_stmts, contributions, _ = self.instantiate(stmt, rename, self.shape_sources(stmt))
+            out += local_stmts
+        own = [c for v, c in contributions if v == target]
+        for var, contribution in contributions:
+            if var != target:
+                self.accumulate(var, contribution, out)
+        total = None
+        for c in own:
+            total = c if total is None else ast.BinOp(total, ast.Add(), c)
+        self.kill(target, total, out)
+        return out
+
+    def reverse_unpack(self, stmt: ir.Assign) -> list:
+        out: list = []
+        source = stmt.value.id
+        parts = []
+        any_live = False
+        for t in stmt.targets:
+            adj = self.adjoint_of(t)
+            if adj is None:
+                parts.append(runtime_call("zeros_like", name(t)))
+            else:
+                any_live = True
+                parts.append(adj)
+        if any_live:
+            self.accumulate(source, ast.Tuple(parts, ast.Load()), out)
+        for t in stmt.targets:
+            self.kill(t, None, out)
+        return out
+
+    def reverse_subscript(self, stmt: ir.Assign, y_bar: ast.expr) -> list:
+        out: list = []
+        value = stmt.value
+        target = stmt.targets[0]
+        base = value.value.id
+        if self.an.is_active(base):
+            self.ensure_materialized(base, out, self.shape_sources(stmt).get(base, base))
+            bar = self.bar(base)
+            index = self.em.index(value.index)
+            consts = all(isinstance(i, ir.Const) for i in value.index.items)
+            argument = self.em.index(value.index, as_value=True)
+            if not consts and self.classes is not None and (self.classes.pre(stmt, base) or ("",))[0] == "tup":
+                what = "a tuple or list" if base.startswith("_") else f"{base}, a tuple or list,"
+                raise S2SError(f"under s2s.jit, {what} is read at an index known only at run time (a loop "
+                               "over it), and Numba cannot add an adjoint into a tuple there", stmt.origin,
+                               "differentiate it without s2s.jit (the python backend takes it), or stack the "
+                               "values into one array")
+            if self.an.is_container(base) or (consts and (base in self.fn.params or self._unpacked(base))):
+                out.append(assign(bar, runtime_call("add_at", name(bar), argument, y_bar)))
+            elif self._basic(value.index):
+                out.append(ast.AugAssign(ast.Subscript(name(bar), index, ast.Store()), ast.Add(), y_bar))
+            else:
+                out.append(ast.Expr(runtime_call("index_add", name(bar), argument, y_bar)))
+        self.kill(target, None, out)
+        return out
+
+    def _unpacked(self, var: str) -> bool:
+        defs = [d for d in self.an.defs.get(var, []) if d != "param"]
+        return any(isinstance(d, ir.Assign) and isinstance(d.value, ir.Call) and is_user_function(d.value.fn)
+                   for d in defs)
+
+    def _basic(self, index: ir.Index) -> bool:
+        """Only ints and slices: an in-place `+=` never meets a repeated element."""
+        for item in index.items:
+            if isinstance(item, ir.Name) and item.id not in self.an.int_like:
+                return False
+        return True
+
+    def reverse_setitem(self, stmt: ir.SetItem, taped) -> list:
+        out = self.pops(stmt, taped)
+        if stmt.base in self.pending:
+            return out  # the adjoint of the array is zero here: nothing flows to the value
+        shapes = self.shape_sources(stmt)
+        bar = self.bar(stmt.base)
+        index = self.em.index(stmt.index)
+        basic = self._basic(stmt.index)
+        if self.an.atom_active(stmt.value):
+            if basic:
+                picked = ast.Subscript(name(bar), index, ast.Load())
+            else:
+                picked = runtime_call("take", name(bar), self.em.index(stmt.index, as_value=True))
+            if self.exact_setitem(stmt):
+                contribution = picked
+            else:
+                contribution = runtime_call("unbroadcast", picked, name(shapes.get(stmt.value.id, stmt.value.id)))
+            if stmt.op == "-":
+                contribution = ast.UnaryOp(ast.USub(), contribution)
+            self.accumulate(stmt.value.id, contribution, out)
+        if stmt.op is None:
+            if basic:
+                out.append(ast.Assign([ast.Subscript(name(bar), index, ast.Store())], ast.Constant(0.0), lineno=0))
+            else:
+                out.append(ast.Expr(runtime_call("clear", name(bar), self.em.index(stmt.index, as_value=True))))
+        return out

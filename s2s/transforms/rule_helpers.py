@@ -1,0 +1,98 @@
+"""Helpers for instantiating derivative templates, shared by the forward and reverse transforms:
+renaming placeholders, dropping default arguments, folding zeros and ones, the names in use."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+
+
+from ..ir import nodes as ir
+from .. import runtime
+
+
+
+def all_names(fn: ir.Function) -> set[str]:
+    names = set(fn.params) | set(fn.constants)
+    for stmt in ir.walk(fn.body):
+        names.update(ir.stmt_reads(stmt))
+        names.update(ir.stmt_writes(stmt))
+    return names
+
+
+class Rename(ast.NodeTransformer):
+    def __init__(self, renames: dict[str, str]):
+        self.renames = renames
+
+    def visit_Name(self, node):
+        if node.id in self.renames:
+            return ast.Name(self.renames[node.id], node.ctx)
+        return node
+
+
+def drop_defaults(node: ast.Call, found) -> ast.Call:
+    """Leave out trailing arguments equal to the called helper's defaults (readability)."""
+    func = node.func
+    target = None
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "runtime":
+        target = getattr(runtime, func.attr, None)
+    if target is not None:
+        params = list(inspect.signature(target).parameters.values())
+        while node.args and len(node.args) <= len(params):
+            default = params[len(node.args) - 1].default
+            last = node.args[-1]
+            if default is inspect.Parameter.empty or not isinstance(last, ast.Constant) or last.value != default \
+                    or type(last.value) is not type(default):
+                break
+            node.args.pop()
+    if found.signature is not None:
+        defaults = {k: p.default for k, p in found.signature.parameters.items()
+                    if p.default is not inspect.Parameter.empty}
+        node.keywords = [kw for kw in node.keywords
+                         if not (kw.arg in defaults and isinstance(kw.value, ast.Constant)
+                                 and kw.value.value == defaults[kw.arg]
+                                 and type(kw.value.value) is type(defaults[kw.arg]))]
+        # np.transpose(x, None) and friends: a trailing positional None is the default.
+        if isinstance(func, ast.Attribute) and not target:
+            while node.args and len(node.args) > 1 and isinstance(node.args[-1], ast.Constant) \
+                    and node.args[-1].value is None:
+                node.args.pop()
+    return node
+
+
+def _number(node) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) \
+        and not isinstance(node.value, bool)
+
+
+def simplify(node: ast.expr) -> ast.expr:
+    """Fold constants and drop multiplications by one, so rules read like hand-written code."""
+    for child_name, child in ast.iter_fields(node):
+        if isinstance(child, ast.expr):
+            setattr(node, child_name, simplify(child))
+        elif isinstance(child, list):
+            setattr(node, child_name, [simplify(c) if isinstance(c, ast.expr) else c for c in child])
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        if isinstance(node.operand, ast.UnaryOp) and isinstance(node.operand.op, ast.USub):
+            return node.operand.operand
+        if _number(node.operand):
+            return ast.Constant(-node.operand.value) if node.operand.value >= 0 else ast.Constant(-node.operand.value)
+    if isinstance(node, ast.BinOp):
+        left, right, op = node.left, node.right, node.op
+        if _number(left) and _number(right) and isinstance(op, (ast.Add, ast.Sub, ast.Mult)):
+            value = {ast.Add: left.value + right.value, ast.Sub: left.value - right.value,
+                     ast.Mult: left.value * right.value}[type(op)]
+            return ast.Constant(value) if value >= 0 else ast.UnaryOp(ast.USub(), ast.Constant(-value))
+        if isinstance(op, ast.Pow) and _number(right) and right.value == 1:
+            return left
+        if isinstance(op, ast.Mult) and _number(right) and right.value == 1 and type(right.value) is int:
+            return left
+        if isinstance(op, ast.Mult) and _number(left) and left.value == 1 and type(left.value) is int:
+            return right
+        if isinstance(op, (ast.Add, ast.Sub)) and _number(right) and right.value == 0:
+            return left
+        if isinstance(op, ast.Sub) and isinstance(right, ast.UnaryOp) and isinstance(right.op, ast.USub):
+            return ast.BinOp(left, ast.Add(), right.operand)
+        if isinstance(op, ast.Add) and isinstance(right, ast.UnaryOp) and isinstance(right.op, ast.USub):
+            return ast.BinOp(left, ast.Sub(), right.operand)
+    return node
