@@ -13,6 +13,8 @@ from s2s.runtime import (
     array_bar,
     clip_inside,
     concatenate_bar,
+    cumsum,
+    cumsum_bar,
     dot_bar_x,
     dot_bar_y,
     inner_bar_x,
@@ -165,6 +167,19 @@ def swapaxes(y, x, axis1, axis2):
     x_bar += np.swapaxes(y_bar, axis1, axis2)
 
 
+@rule(np.flip, pure=True, view=True)
+def flip(y, x, axis=None):
+    y_dot = np.flip(x_dot, axis)
+    x_bar += np.flip(y_bar, axis)
+
+
+@rule(np.cumsum, runtime.cumsum, pure=True, fresh=True)
+@primitive(np.cumsum, numba=runtime.cumsum, numba_always=True)
+def cumsum_(y, x, axis=None):
+    y_dot = cumsum(x_dot, axis)
+    x_bar += cumsum_bar(y_bar, x, axis)
+
+
 @rule(np.expand_dims, view=True)
 def expand_dims(y, x, axis):
     y_dot = np.expand_dims(x_dot, axis)
@@ -267,10 +282,10 @@ DECLARATIONS = [
         np.arange, np.linspace, pure=True, creates=True,
     ),
     # Without a rule: conversions and a cumulative sum that read their arguments only.
-    primitive(np.float64, np.float32, np.int64, np.cumsum, pure=True),
+    primitive(np.float64, np.float32, np.int64, pure=True),
     # New arrays (or numbers), never views of an argument: an in-place update may read them
     # while it writes its target (codegen/overlaps.py).
     primitive(np.array, np.zeros, np.ones, np.full, np.zeros_like, np.ones_like, np.empty_like, np.full_like,
               np.arange, np.linspace, np.concatenate, np.stack, np.dot, np.matmul, np.outer, np.inner, np.sum,
-              np.mean, np.prod, np.cumsum, fresh=True),
+              np.mean, np.prod, fresh=True),
 ]

@@ -149,6 +149,14 @@ def log10(y, x):
     x_bar += y_bar / (x * np.log(10.0))
 
 
+@rule(np.logaddexp)
+def logaddexp(z, x, y):
+    """log(exp(x) + exp(y)): each operand's weight is its share, exp(operand - z), at most 1."""
+    z_dot = x_dot * np.exp(x - z) + y_dot * np.exp(y - z)
+    x_bar += unbroadcast(z_bar * np.exp(x - z), x)
+    y_bar += unbroadcast(z_bar * np.exp(y - z), y)
+
+
 @rule(np.sqrt, math.sqrt)
 @primitive(np.sqrt, scalar_safe=True, cheap=True)
 @primitive(math.sqrt, numpy=np.sqrt, cheap=True)

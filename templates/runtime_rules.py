@@ -25,6 +25,7 @@ from s2s.runtime import (
     batched_transpose_bar,
     concatenate_bar,
     copy,
+    cumsum_bar,
     dot_bar_x,
     dot_bar_y,
     inner_bar_x,
@@ -195,6 +196,11 @@ def per_matrix_(y, s):
 @rule(runtime.per_matrix_bar, pure=True)
 def per_matrix_bar_(r, g, s):
     r_dot = per_matrix_bar(g_dot, s)
+
+
+@rule(runtime.cumsum_bar, pure=True)
+def cumsum_bar_(r, g, x, axis=None):
+    r_dot = cumsum_bar(g_dot, x, axis)
 
 
 @rule(runtime.tree_add, pure=True)

@@ -13,21 +13,24 @@ from s2s.rules import QUOTIENT_UNREAD, SELF_PRODUCT, nondifferentiable, primitiv
 from s2s.runtime import copy, unbroadcast
 
 
-@rule(operator.add, elementwise=True, cheap=True, integer="kept")
+@rule(operator.add, np.add, cheap=True)
+@primitive(operator.add, elementwise=True, integer="kept")
 def add(z, x, y):
     z_dot = x_dot + y_dot
     x_bar += unbroadcast(z_bar, x)
     y_bar += unbroadcast(z_bar, y)
 
 
-@rule(operator.sub, elementwise=True, cheap=True, integer="kept")
+@rule(operator.sub, np.subtract, cheap=True)
+@primitive(operator.sub, elementwise=True, integer="kept")
 def sub(z, x, y):
     z_dot = x_dot - y_dot
     x_bar += unbroadcast(z_bar, x)
     y_bar -= unbroadcast(z_bar, y)
 
 
-@rule(operator.mul, elementwise=True, cheap=True, integer="kept")
+@rule(operator.mul, np.multiply, cheap=True)
+@primitive(operator.mul, elementwise=True, integer="kept")
 def mul(z, x, y):
     z_dot = x_dot * y + x * y_dot
     x_bar += unbroadcast(z_bar * y, x)
@@ -41,7 +44,8 @@ def mul_self(z, x, y):
     x_bar += (x + x) * z_bar
 
 
-@rule(operator.truediv, elementwise=True, cheap=True)
+@rule(operator.truediv, np.divide, cheap=True)  # np.true_divide is np.divide
+@primitive(operator.truediv, elementwise=True)
 def truediv(z, x, y):
     z_dot = x_dot / y - z * y_dot / y
     x_bar += unbroadcast(z_bar / y, x)

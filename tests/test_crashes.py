@@ -119,3 +119,30 @@ def test_a_statement_numba_cannot_compile_is_an_s2s_error_at_its_line():
     assert "y = np.squeeze(x)" in str(info.value)
     assert type(info.value.__cause__).__name__ == "TypingError"
     np.testing.assert_allclose(s2s.grad(squeezed)(np.ones((3, 1))), 2 * np.ones((3, 1)))  # the python backend
+
+
+def ufunc_spellings(x, y):
+    return np.sum(np.multiply(np.add(x, y), np.subtract(x, 2.0 * y)) + np.divide(x, y) + np.true_divide(y, x))
+
+
+def new_array_rules(x, y):
+    return np.sum(np.logaddexp(x, y) * np.cumsum(x) + np.flip(y) * x)
+
+
+def cumsum_over_an_axis(A):
+    return np.sum(np.cumsum(A, axis=0) * np.flip(A, 1))
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+@pytest.mark.parametrize("fun", [ufunc_spellings, new_array_rules])
+def test_rules_people_use(fun, backend):
+    """The ufunc spellings of the operators, np.logaddexp, np.cumsum and np.flip have rules."""
+    x, y = np.array([0.3, 0.7, 1.2]), np.array([1.5, 0.4, 2.0])
+    check_grads(fun, (x, y), order=2 if backend == "python" else 1, backend=backend)
+
+
+def test_cumsum_over_an_axis_on_the_python_backend_and_its_refusal_under_jit():
+    A = np.arange(6.0).reshape(2, 3) / 7
+    check_grads(cumsum_over_an_axis, (A,), order=2)
+    with pytest.raises(s2s.S2SError, match="test_crashes.py:.*np.cumsum takes no axis"):
+        s2s.jit(s2s.grad(cumsum_over_an_axis))(A)

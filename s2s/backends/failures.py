@@ -48,7 +48,9 @@ def _reason(message: str) -> str:
     useful = [line for line in lines if not line.startswith(("Failed in nopython", "During:", "File ", "^"))
               and not line.startswith(("- ", "There are ", "Of which", "Overload", "With argument", "No match",
                                        "Rejected as", "Current", "<numerous>", "Known signatures"))]
-    reason = useful[0] if useful else (lines[0] if lines else "a compilation error")
+    own = [line for line in lines if line.startswith(("s2s:", "TypingError: s2s:"))]  # a runtime overload's refusal
+    reason = own[0].split("s2s:", 1)[1].strip() if own else useful[0] if useful else (
+        lines[0] if lines else "a compilation error")
     signature = next((line for line in lines if line.startswith(">>>")), None)
     if signature and signature not in reason:
         reason += f" {signature[3:].strip()}"

@@ -95,6 +95,18 @@ def reshape_bar(g, x):
     return np.reshape(g, shape) if shape else np.ravel(g)[0]
 
 
+def cumsum(x, axis=None):
+    """np.cumsum(x, axis), which Numba takes without an axis only."""
+    return np.cumsum(x, axis)
+
+
+def cumsum_bar(g, x, axis=None):
+    """Adjoint of cumsum: sums from the end, along the axis (over the flattened x for None)."""
+    if axis is None:
+        return np.reshape(np.flip(np.cumsum(np.flip(np.ravel(g)))), np.shape(x))
+    return np.flip(np.cumsum(np.flip(g, axis), axis), axis)
+
+
 def concatenate_bar(g, xs, axis=0):
     sizes = np.cumsum([np.shape(x)[axis] for x in xs])[:-1]
     return tuple(np.split(g, sizes, axis=axis))
