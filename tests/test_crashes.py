@@ -146,3 +146,41 @@ def test_cumsum_over_an_axis_on_the_python_backend_and_its_refusal_under_jit():
     check_grads(cumsum_over_an_axis, (A,), order=2)
     with pytest.raises(s2s.S2SError, match="test_crashes.py:.*np.cumsum takes no axis"):
         s2s.jit(s2s.grad(cumsum_over_an_axis))(A)
+
+
+def local_named_runtime(x):
+    runtime = x * 2.0
+    np_ = runtime * x
+    return np.sum(np_)
+
+
+def helper_h(x):
+    return x * x
+
+
+def helper_h_vjp(x):  # what helper_h's reverse mode would be called
+    return np.sin(x)
+
+
+def calls_h_and_h_vjp(x):
+    return np.sum(helper_h(x) + helper_h_vjp(x))
+
+
+def scaled_value_and_grad(x):
+    return x * 3.0
+
+
+def scaled(x):
+    return np.sum(scaled_value_and_grad(x))
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_user_names_that_generated_code_also_uses(backend):
+    """A local named runtime, helpers named h and h_vjp, a helper named f_value_and_grad next
+    to f: generated modules resolve their own names whatever the user calls things."""
+    x = np.array([0.3, 0.5])
+    np.testing.assert_allclose(s2s.jit(s2s.grad(local_named_runtime), backend=backend)(x), 4 * x, rtol=1e-14)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(calls_h_and_h_vjp), backend=backend)(x), 2 * x + np.cos(x),
+                               rtol=1e-14)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(scaled), backend=backend)(x), [3.0, 3.0], rtol=1e-14)
+    np.testing.assert_allclose(s2s.jacfwd(local_named_runtime)(x), 4 * x, rtol=1e-14)

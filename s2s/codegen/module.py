@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 
 from ..errors import S2SError
 from ..ir import nodes as ir
@@ -12,13 +13,22 @@ from ..version import __version__
 from .emit import Emitter, assign
 
 
+# What generated modules add to a function's name (f_vjp, f_value_and_grad, f_jvp_wrt_x, ...).
+_GENERATED = re.compile(r"_(vjp|jvp)(_wrt_\w+|_rows|_columns_\d+|_second_order_\d+)?"
+                        r"|_(grad|value_and_grad|vmap|batched|batched_total)")
+
+
 def assign_names(functions: list[ir.Function], emitter: Emitter) -> None:
-    """A distinct generated name for each function, and the module constants they read."""
+    """A distinct generated name for each function, and the module constants they read.
+
+    A user function whose name is another's plus a generated suffix (a helper named
+    f_value_and_grad next to f) gets a numbered name, so that neither hides the other."""
+    bases = {f.name for f in functions}
     used: set[str] = set()
     for lowered in functions:
         base = lowered.name
         candidate, k = base, 1
-        while candidate in used:
+        while candidate in used or _shadows(candidate, bases - {base}):
             k += 1
             candidate = f"{base}_{k}"
         used.add(candidate)
@@ -28,6 +38,11 @@ def assign_names(functions: list[ir.Function], emitter: Emitter) -> None:
                 raise S2SError(f"two functions read different globals named {cname!r}",
                                hint="rename one of them")
             emitter.constants[cname] = value
+
+
+def _shadows(name: str, others: set[str]) -> bool:
+    """Is name what generated code calls one of the others' transforms (f_vjp for f)?"""
+    return any(name.startswith(other + "_") and _GENERATED.fullmatch(name[len(other):]) for other in others)
 
 
 def header(fn: ir.Function, what: str, display_path: str | None) -> list[str]:

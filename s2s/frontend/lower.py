@@ -447,6 +447,19 @@ def _walk_cst(node):
         yield from _walk_cst(child)
 
 
+# Names that generated modules import (math, numpy as np, s2s.runtime): a user's variable of
+# one of these names would hide the module from the generated code around it.
+RESERVED = ("math", "np", "runtime")
+
+
 def normalize(fn: Any) -> ir.Function:
     """Parse and lower a user function into the core language."""
-    return Normalizer(parse_function(fn)).function()
+    lowered = Normalizer(parse_function(fn)).function()
+    used = set(lowered.params) | {w for s in ir.walk(lowered.body) for w in ir.stmt_writes(s)}
+    clashes = sorted(used & set(RESERVED))
+    if clashes:
+        names = ir.Names(used | {n for s in ir.walk(lowered.body) for n in ir.stmt_reads(s)} | set(RESERVED))
+        mapping = {n: names.fresh(f"{n}_") for n in clashes}
+        lowered.params = [mapping.get(p, p) for p in lowered.params]
+        lowered.body = ir.rename(lowered.body, mapping)
+    return lowered

@@ -7,6 +7,7 @@ return), and every statement keeps the Origin of the user statement it came from
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Union
 
@@ -344,3 +345,32 @@ def stmt_writes(stmt) -> list[str]:
     if isinstance(stmt, For):
         return [stmt.var]
     return []
+
+
+# Fields of statements that hold variable names as strings (the rest hold atoms and blocks).
+_NAME_FIELDS = {"targets", "base", "var", "tape", "mutates"}
+
+
+def rename(node, mapping: dict[str, str]):
+    """node (a statement, expression, block or function body) with variables renamed."""
+    if not mapping:
+        return node
+    if isinstance(node, Name):
+        return Name(mapping.get(node.id, node.id))
+    if isinstance(node, list):
+        return [rename(item, mapping) for item in node]
+    if isinstance(node, tuple):
+        return tuple(rename(item, mapping) for item in node)
+    if not dataclasses.is_dataclass(node) or isinstance(node, type):
+        return node
+    changes = {}
+    for f in dataclasses.fields(node):
+        value = getattr(node, f.name)
+        if f.name in _NAME_FIELDS:
+            if isinstance(value, str):
+                changes[f.name] = mapping.get(value, value)
+            elif isinstance(value, tuple):
+                changes[f.name] = tuple(mapping.get(v, v) if isinstance(v, str) else v for v in value)
+        elif isinstance(value, (Name, list, tuple)) or dataclasses.is_dataclass(value):
+            changes[f.name] = rename(value, mapping)
+    return dataclasses.replace(node, **changes) if changes else node
