@@ -203,3 +203,28 @@ def test_grad_computes_no_adjoint_of_an_argument_it_does_not_differentiate(backe
     gx, ga = s2s.grad(sum_of_powers_through_a_helper, argnums=(0, 1))(x + 1, 2.0)
     np.testing.assert_allclose(gx, 2 * (x + 1), rtol=1e-15)
     assert ga == pytest.approx(np.sum((x + 1) ** 2 * np.log(x + 1)), rel=1e-14)
+
+
+def sum_of_squares(x):
+    return np.sum(x**2)
+
+
+def dict_output(x):
+    return {"a": x * 2.0, "b": np.sin(x)}
+
+
+def test_float32_stays_float32_in_hessians_and_compiled_values():
+    x = np.array([0.3, 0.5], dtype=np.float32)
+    h = s2s.hessian(sum_of_squares)(x)
+    assert h.dtype == np.float32
+    np.testing.assert_allclose(h, 2 * np.eye(2), rtol=1e-6)
+    value, grad = s2s.jit(s2s.value_and_grad(sum_of_squares))(x)
+    assert type(value) is np.float32 and grad.dtype == np.float32  # as on the python backend
+    assert value == pytest.approx(0.34, rel=1e-6)
+
+
+def test_jit_of_jacrev_with_a_dict_output_says_it_is_the_output():
+    with pytest.raises(s2s.S2SError, match="its output is a dict"):
+        s2s.jit(s2s.jacrev(dict_output))(np.array([0.3, 0.5]))
+    jac = s2s.jacrev(dict_output)(np.array([0.3, 0.5]))  # the python backend takes it
+    np.testing.assert_allclose(jac["a"], 2 * np.eye(2))

@@ -216,6 +216,8 @@ class Transformed:
             raise
         if out is not None:  # None: a module that proved the value a number left it out
             self._require_scalar(out[0] if self.has_aux else out)
+            if self.backend == "cpu" and self.kind == "value_and_grad" and not self.has_aux:
+                out = _numpy_scalar(out, args)
         grads = tuple(pytree.restructure(g, args[k]) for g, k in zip(grads, self._argnums))
         grad = grads[0] if isinstance(self.argnums, int) else grads
         if self.kind == "value_and_grad":
@@ -513,6 +515,29 @@ def _private_copies(args):
     return tuple(copy.deepcopy(a) for a in args)
 
 
+def _numpy_scalar(value, args):
+    """Numba returns a float32 number as a Python float: NumPy's value of float32 arguments is
+    an np.float32 (what the python backend returns)."""
+    if isinstance(value, float):
+        dtypes = {np.asarray(leaf).dtype for leaf in pytree.leaves(args)
+                  if isinstance(leaf, (np.ndarray, np.floating))} & {np.dtype(np.float32), np.dtype(np.float64)}
+        if dtypes == {np.dtype(np.float32)}:
+            return np.float32(value)
+    return value
+
+
+def _containers(tree):
+    """The tuples, lists and dicts inside a pytree."""
+    if isinstance(tree, dict):
+        yield tree
+        for value in tree.values():
+            yield from _containers(value)
+    elif isinstance(tree, (tuple, list)):
+        yield tree
+        for value in tree:
+            yield from _containers(value)
+
+
 def _jacobian_layout(rows: np.ndarray, out_shape: tuple, in_shape: tuple, forward: bool) -> np.ndarray:
     """JAX's layout: output shape + input shape."""
     if forward:  # rows[c] = d out / d x_c
@@ -609,6 +634,10 @@ class Jacobian:
                 for e in range(max(1, np.size(o))):
                     cotangent = pytree.unflatten(out_structure, _unit_leaves(out_leaves, oi, e))
                     if self.backend == "cpu":
+                        if isinstance(out, dict) or any(isinstance(node, dict) for node in _containers(out)):
+                            raise S2SError(f"s2s.jit of jacrev({self.fun.__name__}): its output is a dict, which "
+                                           "compiled code cannot take back as a cotangent",
+                                           hint="return a tuple or a namedtuple, or use backend='python'")
                         cotangent = pytree.to_numba(cotangent)
                     adjoint = vjp_function(*transformed._call_args(args), cotangent)[1][0]
                     rows.append(pytree.flatten(pytree.restructure(adjoint, args[k]))[0])
@@ -688,9 +717,10 @@ class SecondOrder:
 
     def __call__(self, *args, **kwargs):
         args = _private_copies(self._bind(args, kwargs, _argnums_tuple(self.outer_argnums)))
+        # float32 in, float32 out, as the first derivatives (the second are computed in float64)
         if isinstance(self.outer_argnums, int):
-            return self._one(args, self.outer_argnums)
-        return tuple(self._one(args, k) for k in self.outer_argnums)
+            return _in_dtype(self._one(args, self.outer_argnums), args[self.outer_argnums])
+        return tuple(_in_dtype(self._one(args, k), args[k]) for k in self.outer_argnums)
 
 
 def _second_order(inner, outer_argnums, scalar: bool) -> SecondOrder:
