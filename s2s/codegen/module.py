@@ -28,7 +28,8 @@ def assign_names(functions: list[ir.Function], emitter: Emitter) -> None:
     for lowered in functions:
         base = lowered.name
         candidate, k = base, 1
-        while candidate in used or _shadows(candidate, bases - {base}):
+        shadows = _shadows(base, bases - {base})
+        while candidate in used or (shadows and candidate == base):
             k += 1
             candidate = f"{base}_{k}"
         used.add(candidate)
