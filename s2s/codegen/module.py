@@ -28,7 +28,9 @@ def assign_names(functions: list[ir.Function], emitter: Emitter) -> None:
     for lowered in functions:
         base = lowered.name
         candidate, k = base, 1
-        shadows = _shadows(base, bases - {base})
+        # (Functions of a generated module, transformed again for second order, are named so.)
+        generated = getattr(lowered.python, "__module__", "").startswith("s2s_generated")
+        shadows = not generated and _shadows(base, bases - {base})
         while candidate in used or (shadows and candidate == base):
             k += 1
             candidate = f"{base}_{k}"
