@@ -376,7 +376,13 @@ class Analysis:
             return state
         if not isinstance(stmt, ir.Assign):
             return state
-        fresh = frozenset({f"object {self.info[id(stmt)].pos}"})
+        site = f"object {self.info[id(stmt)].pos}"
+        fresh = frozenset({site})
+        if any(site in objects for objects in state.values()):
+            # What this statement made on an earlier pass of a loop is another array than the
+            # one it makes now (`v = u.copy()` after `u = v`, double-buffered time stepping).
+            older = f"{site} earlier"
+            state = {k: (objects - fresh) | {older} if site in objects else objects for k, objects in state.items()}
         if stmt.inplace:
             self._check_write(stmt, stmt.targets[0], state, read_later[id(stmt)], arguments_too=False)
             return {**state, stmt.targets[0]: fresh}  # s2s rebinds: x = x op v
