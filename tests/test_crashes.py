@@ -202,3 +202,24 @@ def test_double_buffered_time_stepping_is_not_refused(backend):
     step before (the alias analysis told them apart by where they were made, not when)."""
     u = np.array([0.1, 0.5, -0.3, 0.8])
     check_grads(double_buffered_heat, (u, 3), argnums=(0,), backend=backend)
+
+
+def reshaped(x):
+    return np.sum(np.reshape(x, (3, 3)) ** 2 * np.arange(9.0).reshape(3, 3))
+
+
+def reshaped_by_method(x, a, b):
+    return np.sum(x.reshape(a, b)[0] * 2.0)
+
+
+def test_vmap_of_a_reshape_keeps_the_shape_unbatched():
+    """vmap (vectorised NumPy) of np.reshape(x, (3, 3)) and x.reshape(a, b): the shape tuple was
+    lifted as if it were batched data."""
+    X = np.random.default_rng(1).standard_normal((4, 9))
+    batched = s2s.vmap(reshaped)
+    np.testing.assert_allclose(batched(X), [reshaped(x) for x in X], rtol=1e-13)
+    assert "batched_reshape" in s2s.source(batched)  # vectorised, not the loop over examples
+    np.testing.assert_allclose(s2s.vmap(reshaped_by_method, in_axes=(0, None, None))(X, 3, 3),
+                               [reshaped_by_method(x, 3, 3) for x in X], rtol=1e-13)
+    grads = s2s.vmap(s2s.grad(reshaped))(X)
+    np.testing.assert_allclose(grads, 2 * X * np.arange(9.0), rtol=1e-13)

@@ -293,7 +293,8 @@ class Vectorizer:
         if fn is np.transpose and len(call.args) <= 2 and not kwargs:
             return runtime_call("batched_transpose", *args)
         if fn in (np.reshape, np.ravel) and not kwargs and batched[0] and not any(batched[1:]):
-            shape = args[1] if len(args) > 1 else ast.Constant(-1)
+            # the shape as it is: lifting it (a tuple of ints) would make it batched data
+            shape = e.atom(call.args[1]) if len(call.args) > 1 else ast.Constant(-1)
             return runtime_call("batched_reshape", args[0], shape)
         if fn is np.expand_dims and len(call.args) == 2 and isinstance(call.args[1], ir.Const) and not kwargs:
             return e.call(fn, [args[0], e.const(_shift_axes(call.args[1].value))], [])
