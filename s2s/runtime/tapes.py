@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .values import tree_shape
+
 
 
 # A value that the reverse sweep needs after the primal overwrites it goes on a tape. In
@@ -27,17 +29,6 @@ def new_tape(x, capacity):
 
 def shape_tape():
     return []
-
-
-class TreeShape(tuple):
-    """The shape of a tuple or list of values: the shapes of its items (its items may differ in
-    shape, as the (W, b) pairs of a network do, which np.shape refuses)."""
-
-
-def tree_shape(x):
-    if isinstance(x, (tuple, list)) and not hasattr(x, "_fields"):
-        return TreeShape(tree_shape(v) for v in x)
-    return np.shape(x)
 
 
 def push_shape(tape, x):

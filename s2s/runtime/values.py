@@ -26,6 +26,17 @@ class AdjointList(list):
         return self
 
 
+class TreeShape(tuple):
+    """The shape of a tuple or list of values: the shapes of its items (its items may differ in
+    shape, as the (W, b) pairs of a network do, which np.shape refuses)."""
+
+
+def tree_shape(x):
+    if isinstance(x, (tuple, list)) and not hasattr(x, "_fields"):
+        return TreeShape(tree_shape(v) for v in x)
+    return np.shape(x)
+
+
 def zeros_like(x):
     """A zero adjoint with the structure, shape and float dtype of x."""
     if isinstance(x, np.ndarray):
@@ -44,7 +55,7 @@ def zeros_like(x):
 
 def zeros_shaped(shape, like):
     """Zeros of a given shape (a taped shape) with like's float dtype."""
-    if isinstance(shape, tuple) and type(shape).__name__ == "TreeShape":  # of a tuple or list (tapes.py)
+    if isinstance(shape, TreeShape):  # of a tuple or list, from a shape tape
         likes = like if isinstance(like, (tuple, list)) and len(like) == len(shape) else [None] * len(shape)
         return AdjointList(zeros_shaped(s, item) for s, item in zip(shape, likes))
     dtype = like.dtype if isinstance(like, np.ndarray) and np.issubdtype(like.dtype, np.inexact) else np.float64
