@@ -24,6 +24,12 @@ def _origin_above(path: str, line: int, sources: dict) -> Origin | None:
             lines = handle.read().splitlines()
     except OSError:
         return None
+    return origin_above(lines, line, sources)
+
+
+def origin_above(lines: list[str], line: int, sources: dict) -> Origin | None:
+    """The user's statement that line (1-based) of a generated module's lines belongs to: the
+    nearest origin comment above it. sources: the user's files by base name."""
     for text in reversed(lines[:line]):
         found = _ORIGIN.match(text)
         if found:

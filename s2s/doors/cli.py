@@ -171,6 +171,19 @@ def show(args) -> int:
     return 0
 
 
+def check(args) -> int:
+    """The static report of `s2s check`; exit status 1 where a transform or backend refuses."""
+    from . import check as checking
+
+    module = load_user_module(args.file)
+    reports = [(fn, checking.check_function(fn)) for fn in selected_functions(module, args.function)]
+    if args.json:
+        print(checking.dumps([checking.as_json(fn, report) for fn, report in reports]))
+    else:
+        print("\n\n".join(checking.render(fn, report) for fn, report in reports))
+    return 0 if all(checking.accepted_everywhere(report) for _, report in reports) else 1
+
+
 def cache_command(args) -> int:
     if args.action == "list":
         for path in cache.entries() + cache.entries(os.path.join(cache.user_cache_dir(), "modules")):
@@ -209,6 +222,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--after", metavar="PASS", help="print the code as it stands after this pass of the "
                    "transform's pipeline (lower, reverse or forward, numba_routes, fuse, overlaps, loops, unparse, format)")
     s.set_defaults(run=show)
+    k = sub.add_parser("check", help="report, without compiling, which transforms and backends take each "
+                       "function, and the first blocker of each refusal")
+    k.add_argument("file", help="the user's .py file")
+    k.add_argument("--function", action="append",
+                   help="a function to check (repeatable; default: the module's __s2s__ list, else its "
+                        "public functions)")
+    k.add_argument("--json", action="store_true", help="the report as JSON")
+    k.set_defaults(run=check)
     c = sub.add_parser("cache", help="list or clear the cache of generated code")
     c.add_argument("action", choices=["list", "clear"])
     c.set_defaults(run=cache_command)

@@ -1,0 +1,187 @@
+"""`s2s check module.py`: which transforms and backends will take each function, found without
+compiling anything, with the first blocker of each refusal at the user's file:line:column.
+
+For every function it generates the code of each transform (the same pipeline the API runs,
+so a refusal here is the S2SError the API would raise), and for the cpu backend it asks
+Numba's typing registry, without compiling, whether Numba knows every NumPy and math function
+the generated code calls. What only a call can decide (argument types and shapes: a list of
+arrays, a dict, a stack of matrices for np.linalg) is checked when the function is called.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import json
+import math
+import os
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from .. import driver
+from ..backends.failures import origin_above
+from ..errors import S2SError
+from ..runtime import register_numba_overloads
+
+BACKENDS = ("python", "cpu", "cuda")
+# (row, what the API call is)
+TRANSFORMS = (
+    ("jit", "s2s.jit(f)"),
+    ("grad", "s2s.grad(f)"),
+    ("jvp", "s2s.jvp(f, ...)"),
+    ("hessian", "s2s.hessian(f)"),
+    ("vmap", "s2s.jit(s2s.vmap(f))"),
+)
+NO_CUDA = ("there is no CUDA backend in this version of s2s yet", "run it with backend='cpu'")
+
+
+@dataclass
+class Blocker:
+    """Why one transform or backend will not take the function: the first statement in the way."""
+
+    where: str  # file:line:column, or the function where the statement is not known
+    statement: str
+    reason: str
+    way_out: str
+
+    def lines(self) -> list[str]:
+        first = f"{self.where}  {self.statement}".rstrip() if self.statement else self.where
+        return [first, f"    {self.reason}", f"    way out: {self.way_out}"]
+
+
+def _blocker(exc: S2SError, fn) -> Blocker:
+    origin = exc.origin
+    if origin is None:
+        where = f"{inspect.getsourcefile(fn)}:{fn.__code__.co_firstlineno}:1 (function {fn.__name__})"
+        return Blocker(where, "", exc.reason, exc.hint or "see the message")
+    return Blocker(f"{origin.filename}:{origin.line}:{origin.column}", origin.text, exc.reason,
+                   exc.hint or "see the message")
+
+
+def _generate(fn, row: str):
+    """(source, user files) of the transform the row names, or raise its S2SError."""
+    if row == "hessian":
+        from .api import SecondOrder
+
+        return SecondOrder(fn, 0, 0, scalar=False).source, _user_files(fn)
+    if row == "vmap":
+        from .vmap import loop_source
+
+        return loop_source(fn, 0), _user_files(fn)
+    transform, options = {"jit": ("primal", {}), "grad": ("grad", {"argnums": [0]}), "jvp": ("jvp", {})}[row]
+    source, dependencies = driver.generate(fn, transform, options)
+    return source, _user_files(fn, dependencies["functions"])
+
+
+def _user_files(fn, callees=()) -> dict[str, str]:
+    files = {}
+    for f in (fn, *callees):
+        try:
+            path = inspect.getsourcefile(f)
+        except TypeError:
+            continue
+        if path:
+            files[os.path.basename(path)] = path
+    return files
+
+
+def _numba_typing():
+    """Numba's typing context with its NumPy and linalg registries and s2s's overloads loaded."""
+    from numba.core.registry import cpu_target
+
+    register_numba_overloads()
+    cpu_target.target_context.refresh()
+    cpu_target.typing_context.refresh()
+    return cpu_target.typing_context
+
+
+def _resolved(node: ast.expr):
+    """The numpy or math object an `np.x`, `np.linalg.x` or `math.x` expression names, or None."""
+    path = []
+    while isinstance(node, ast.Attribute):
+        path.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name) or node.id not in ("np", "math") or not path:
+        return None
+    value = np if node.id == "np" else math
+    for part in reversed(path):
+        value = getattr(value, part, None)
+    return value
+
+
+def numba_blocker(source: str, files: dict[str, str]) -> Blocker | None:
+    """The first call in a generated module to a NumPy or math function Numba does not know."""
+    typing = _numba_typing()
+    lines = source.splitlines()
+    calls = [node for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Call)]
+    for call in sorted(calls, key=lambda node: (node.lineno, node.col_offset)):
+        value = _resolved(call.func)
+        if value is None:
+            continue
+        try:
+            known = typing._get_global_type(value) is not None
+        except Exception:  # noqa: BLE001 - an object Numba cannot even describe
+            known = False
+        if known:
+            continue
+        spelled = ast.unparse(call.func)
+        origin = origin_above(lines, call.lineno, files)
+        where = f"{origin.filename}:{origin.line}:{origin.column}" if origin else "generated code"
+        return Blocker(where, origin.text if origin else "", f"Numba does not compile {spelled}",
+                       "backend='python' runs it as NumPy, or write it with functions Numba knows")
+    return None
+
+
+def check_function(fn) -> dict:
+    """{row: {backend: None (accepted) or Blocker}} for one function."""
+    report = {}
+    for row, _ in TRANSFORMS:
+        try:
+            source, files = _generate(fn, row)
+        except S2SError as exc:
+            blocker = _blocker(exc, fn)
+            report[row] = {"python": blocker, "cpu": blocker}
+        else:
+            report[row] = {"python": None, "cpu": numba_blocker(source, files)}
+        report[row]["cuda"] = Blocker("", "", *NO_CUDA)
+    return report
+
+
+def render(fn, report: dict) -> str:
+    """The report of one function as a table, then the blockers it refers to, numbered."""
+    where = f"{inspect.getsourcefile(fn)}:{fn.__code__.co_firstlineno}"
+    out = [f"{fn.__name__}  ({where})", f"  {'':<9}" + "".join(f"{b:<10}" for b in BACKENDS[:2]) + BACKENDS[2]]
+    notes: list[Blocker] = []
+    for row, _ in TRANSFORMS:
+        cells = []
+        for backend in BACKENDS[:2]:
+            blocker = report[row][backend]
+            if blocker is None:
+                cells.append("ok")
+                continue
+            if blocker not in notes:
+                notes.append(blocker)
+            cells.append(f"no [{notes.index(blocker) + 1}]")
+        out.append(f"  {row:<9}" + "".join(f"{c:<10}" for c in cells) + "-")
+    out.append(f"  cuda: {NO_CUDA[0]}")
+    for k, blocker in enumerate(notes, 1):
+        first, *rest = blocker.lines()
+        out.append(f"  [{k}] {first}")
+        out.extend(f"  {line}" for line in rest)
+    return "\n".join(out)
+
+
+def as_json(fn, report: dict) -> dict:
+    return {"function": fn.__name__, "file": inspect.getsourcefile(fn), "line": fn.__code__.co_firstlineno,
+            "transforms": {row: {b: (None if v is None else asdict(v)) for b, v in cells.items()}
+                           for row, cells in report.items()}}
+
+
+def accepted_everywhere(report: dict) -> bool:
+    return all(cells[b] is None for cells in report.values() for b in BACKENDS[:2])
+
+
+def dumps(items: list[dict]) -> str:
+    return json.dumps(items, indent=2)
+

@@ -1,0 +1,83 @@
+"""`s2s check`: the static report agrees with what the API does when the function is called."""
+
+import json
+import textwrap
+
+import numpy as np
+import pytest
+
+import s2s
+from s2s.doors import check as checking
+from s2s.doors.cli import load_user_module, main
+
+MODULE = textwrap.dedent('''
+    import numpy as np
+
+    def smooth(x, w):
+        y = np.tanh(x * w)
+        return np.sum(y ** 2)
+
+    def padded(x):
+        t = np.pad(x, 1)
+        return np.sum(t)
+
+    def recursive(x):
+        if x > 1.0:
+            return recursive(x - 1.0)
+        return x
+''')
+
+
+@pytest.fixture(scope="module")
+def module(tmp_path_factory):
+    path = tmp_path_factory.mktemp("check") / "checked_module.py"
+    path.write_text(MODULE)
+    return load_user_module(str(path))
+
+
+def test_accepted_function_is_ok_everywhere_and_compiles(module):
+    report = checking.check_function(module.smooth)
+    assert checking.accepted_everywhere(report)
+    assert all(report[row]["cuda"] is not None for row in report)  # no CUDA backend yet: said, not hidden
+    # what check accepts for the cpu backend, s2s.jit compiles
+    x, w = np.linspace(-1.0, 1.0, 5), 0.7
+    grad = s2s.jit(s2s.grad(module.smooth, argnums=1))(x, w)
+    assert np.isclose(grad, np.sum(2 * np.tanh(x * w) * (1 - np.tanh(x * w) ** 2) * x))
+
+
+def test_numba_refusal_is_found_without_compiling_and_is_real(module):
+    report = checking.check_function(module.padded)
+    jit = report["jit"]
+    assert jit["python"] is None
+    blocker = jit["cpu"]
+    assert blocker.where.endswith("checked_module.py:9:5")
+    assert "np.pad" in blocker.reason and blocker.statement == "t = np.pad(x, 1)"
+    # and the API agrees: the cpu backend refuses the same statement when it compiles
+    with pytest.raises(s2s.S2SError, match="checked_module.py:9"):
+        s2s.jit(module.padded)(np.ones(3))
+    assert s2s.jit(module.padded, backend="python")(np.ones(3)) == 3.0
+
+
+def test_transform_refusal_names_the_first_blocker(module):
+    report = checking.check_function(module.recursive)
+    for row, cells in report.items():
+        assert cells["python"] is cells["cpu"]
+        assert cells["python"].where.endswith("checked_module.py:14:9"), row
+        assert "recursi" in cells["python"].reason and cells["python"].way_out
+    with pytest.raises(s2s.S2SError, match="checked_module.py:14:9"):
+        s2s.grad(module.recursive)(3.0)
+
+
+def test_command_line_table_json_and_exit_status(module, capsys):
+    path = module.__file__
+    assert main(["check", path, "--function", "smooth"]) == 0
+    table = capsys.readouterr().out
+    assert "smooth" in table and "no [" not in table and "no CUDA backend" in table
+    assert main(["check", path]) == 1
+    table = capsys.readouterr().out
+    assert "[1]" in table and "checked_module.py:9:5  t = np.pad(x, 1)" in table
+    assert main(["check", path, "--json", "--function", "padded"]) == 1
+    (item,) = json.loads(capsys.readouterr().out)
+    assert item["function"] == "padded"
+    assert item["transforms"]["jit"]["python"] is None
+    assert item["transforms"]["jit"]["cpu"]["reason"] == "Numba does not compile np.pad"
