@@ -22,17 +22,6 @@ def _float_tree_like(tree: Any, rng: np.random.Generator) -> Any:
     return float(rng.standard_normal())
 
 
-def _zero_tree_like(tree: Any) -> Any:
-    if isinstance(tree, dict):
-        return {k: _zero_tree_like(tree[k]) for k in tree}
-    if isinstance(tree, (tuple, list)):
-        items = [_zero_tree_like(x) for x in tree]
-        return type(tree)(*items) if pytree.is_namedtuple(tree) else type(tree)(items)
-    if isinstance(tree, np.ndarray):
-        return np.zeros(tree.shape, np.result_type(tree.dtype, np.float32))
-    return 0.0
-
-
 def _axpy(a: float, x: Any, y: Any) -> Any:
     """a * x + y over matching trees."""
     if isinstance(y, dict):
@@ -84,9 +73,10 @@ def check_grads(fun: Callable, args: Sequence[Any], order: int = 1, modes: Seque
     jv = _axpy(-1.0, shifted(-eps), shifted(eps))
     jv = [np.asarray(a, np.float64) / (2 * eps) for a in pytree.leaves(jv)]
     if "fwd" in modes:
-        forward = ForwardTransformed(fun, backend)
-        tangents = [direction[k] if k in direction else _zero_tree_like(a) for k, a in enumerate(args)]
-        call = forward.call_args(list(args) + tangents)
+        # Tangents for the arguments checked; the others' are symbolic zeros, as constants are.
+        forward = ForwardTransformed(fun, backend, active=argnums)
+        primals = tuple(Transformed(fun, "vjp", argnums)._bind(tuple(args), {}, argnums))  # defaults filled in
+        call = forward.call_args(primals + tuple(direction[k] for k in argnums))
         # On the cpu backend, the module s2s.jvp compiles: specialised to the arguments' kinds.
         entry = forward.specialised_entry(call) if backend == "cpu" else forward.entry()
         value, tangent = entry(*call)
@@ -135,6 +125,7 @@ def _check_second_order(fun, args, argnums, eps, rtol, atol, backend):
 def _check_reverse(fun, args, argnums, direction, out, jv, rng, backend, rtol, atol):
     cotangent = _float_tree_like(out, rng)
     transformed = Transformed(fun, "vjp", argnums, backend=backend)
+    args = list(transformed._bind(tuple(args), {}, tuple(argnums)))  # defaults filled in
     # A scalar output's cotangent is a number: on the cpu backend, check the module that
     # s2s.jit(s2s.grad(f)) compiles, specialised to the arguments' kinds.
     specialised = backend == "cpu" and isinstance(cotangent, float)

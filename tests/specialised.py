@@ -13,6 +13,7 @@ from s2s.analysis.shapes import argument_facts
 
 def specialised_grad(fun, args, argnums=0):
     g = s2s.grad(fun, argnums=argnums)
+    args = g._bind(tuple(args), {}, (argnums,) if isinstance(argnums, int) else tuple(argnums))  # defaults
     source, entries = g.specialised(args)
     module = backends.load(source, fun.__name__, "python")
     vjp = getattr(module, entries["vjp"])
@@ -22,9 +23,15 @@ def specialised_grad(fun, args, argnums=0):
     return grads[0] if isinstance(argnums, int) else grads
 
 
-def specialised_jvp(fun, primals, tangents):
-    """(value, tangent) from the forward module that s2s.jvp compiles for these arguments."""
-    source, entries = api._generated(fun, "jvp", {"facts": argument_facts(tuple(primals) + tuple(tangents))})
+def specialised_jvp(fun, primals, tangents, active=None):
+    """(value, tangent) from the forward module that s2s.jvp compiles for these arguments;
+    active: the arguments that have tangents (the others' are symbolic zeros), default all."""
+    primals = s2s.grad(fun)._bind(tuple(primals), {}, ())  # defaults filled in
+    options = {} if active is None else {"active": list(active)}
+    if active is None:
+        tangents = tuple(tangents) + tuple(api.zero_tangent(p) for p in primals[len(tangents):])
+    options["facts"] = argument_facts(tuple(primals) + tuple(tangents))
+    source, entries = api._generated(fun, "jvp", options)
     module = backends.load(source, fun.__name__ + "_jvp", "python")
     entry = getattr(module, entries["jvp"])
     return entry(*primals, *tangents)

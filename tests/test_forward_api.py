@@ -171,3 +171,28 @@ def test_jacfwd_of_a_pytree_argument_takes_the_others_tangents_as_symbolic_zeros
         jw, jb = s2s.jit(s2s.jacfwd(sqrt_weighted_affine), backend=backend)((np.ones(3), 2.0), Y0)
     np.testing.assert_allclose(jw, np.sqrt(Y0), rtol=1e-15)
     assert float(jb) == 1.0
+
+
+def _power_with_default(x, a=3.0):
+    return np.sum(x ** a)
+
+
+def test_jvp_fills_defaults_as_constants():
+    # jax.jvp calls fun(*primals): a parameter left out takes its default, with no tangent
+    x, t = np.array([0.0, 1.0, 2.0]), np.array([1.0, -1.0, 0.5])
+    out, out_dot = s2s.jvp(_power_with_default, (x,), (t,))
+    assert out == 9.0
+    assert np.isclose(out_dot, np.sum(3.0 * x ** 2 * t))
+    out, out_dot = s2s.jvp(_power_with_default, (x,), (t,), backend="cpu")
+    assert np.isclose(out_dot, np.sum(3.0 * x ** 2 * t))
+
+
+def test_check_grads_takes_constants_that_are_not_differentiated():
+    # d has zeros under sqrt: its tangent must be a symbolic zero, not 0 * inf
+    def f(x, d, c=0.5):
+        return np.sum(x * np.sqrt(d)) + c * np.sum(x * x)
+
+    x, d = np.array([0.3, -0.2, 0.7]), np.array([0.0, 1.0, 4.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        s2s.testing.check_grads(f, (x, d), argnums=(0,))

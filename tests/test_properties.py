@@ -1,5 +1,12 @@
 """Random programs, checked in forward and reverse mode against finite differences.
 
+Each program is `program(x, a, d, c=0.5)`, differentiated with respect to x and a: d is data
+with exact zeros (fed to sqrt, log and pow, where a derivative that multiplies a zero tangent
+by an infinity would be NaN) and c a default argument. Statements include nested loops with
+stepped inner ranges, loops over lists of arrays, self-overlapping slice updates and helpers
+called with constants; a third of the programs also run the modules s2s.jit compiles, and a
+fifth the gradient in float32.
+
 Each run checks S2S_PROPERTY_EXAMPLES programs (default 200), derandomized so that CI is
 repeatable. Run many more with, for example:
 
@@ -10,6 +17,7 @@ import hashlib
 import importlib.util
 import os
 import sys
+import warnings
 
 import numpy as np
 from hypothesis import HealthCheck, Phase, given, settings
@@ -29,6 +37,22 @@ UNARY = ["np.sin({e})", "np.cos({e})", "np.tanh({e})", "np.sqrt(({e}) * ({e}) + 
 BINARY = ["{l} + {r}", "{l} - ({r})", "({l}) * ({r})", "({l}) / (({r}) * ({r}) + 1.0)",
           "np.arctan2({l}, ({r}) * ({r}) + 1.0)"]
 
+# Vectors made from the data d (zeros included): sqrt, log and pow where a tangent or adjoint
+# that is not needed must not be computed (0 * inf is NaN).
+DATA = ["np.sqrt(d)", "d ** (a * a + 1.0)", "np.log(d + 1.0)", "d * c", "np.sqrt(d) * x"]
+HELPERS = """import numpy as np
+
+
+def power(u, p):
+    return u ** p
+
+
+def root_scaled(u, s):
+    return np.sqrt(u) * s
+
+
+"""
+
 
 @st.composite
 def programs(draw):
@@ -40,7 +64,8 @@ def programs(draw):
     def new(kind):
         counter[0] += 1
         name = f"v{counter[0]}"
-        (scalars if kind == "s" else vectors).append(name)
+        if kind in ("s", "v"):  # (a list is not an operand of expressions)
+            (scalars if kind == "s" else vectors).append(name)
         return name
 
     def pick(kind):
@@ -50,6 +75,8 @@ def programs(draw):
     def expression(kind, depth=0):
         choice = draw(st.integers(0, 3 if depth < 2 else 0))
         if choice == 0:
+            if kind == "v" and draw(st.integers(0, 4)) == 0:  # data with zeros, not differentiated
+                return draw(st.sampled_from(DATA))
             if kind == "s" and draw(st.booleans()):
                 v = pick("v")
                 return draw(st.sampled_from([f"{v}[{draw(st.integers(-SIZE, SIZE - 1))}]",
@@ -63,7 +90,8 @@ def programs(draw):
         return draw(st.sampled_from(BINARY)).format(l=left, r=right)
 
     def statement(indent, depth):
-        kind = draw(st.sampled_from(["assign", "assign", "update", "write", "loop", "branch"]))
+        kind = draw(st.sampled_from(["assign", "assign", "update", "write", "loop", "branch", "nested",
+                                     "overlap", "list", "helper"]))
         pad = "    " * indent
         if kind == "assign":
             k = draw(st.sampled_from(["s", "v"]))
@@ -99,6 +127,36 @@ def programs(draw):
             lines.append(f"{pad}    {acc} = np.sin({acc}) * 0.9 + {vector}[i] * {expr}")
             if draw(st.booleans()):
                 statement(indent + 1, depth + 1)
+        elif kind == "nested" and depth < 2:  # a triangular inner loop with a step other than 1
+            start, vector, expr = pick("s"), pick("v"), expression("s", 1)
+            acc = new("s")
+            inner = draw(st.sampled_from([f"range(i, {SIZE}, 2)", f"range({SIZE} - 1, i, -2)", "range(0, i + 1, 3)"]))
+            lines.append(f"{pad}{acc} = {start} * 1.0")
+            lines.append(f"{pad}for i in range({draw(st.integers(1, SIZE))}):")
+            lines.append(f"{pad}    for j in {inner}:")
+            lines.append(f"{pad}        {acc} = {acc} * 0.8 + {vector}[j] * {expr}")
+        elif kind == "overlap":  # NumPy reads the right side whole before it writes
+            source, scale = pick("v"), expression("s")
+            buffer = new("v")
+            lines.append(f"{pad}{buffer} = {source} * 1.0")
+            shifted = draw(st.sampled_from(["[1:] += {b}[:-1]", "[:-1] -= {b}[1:]", "[2:] += {b}[:-2]"]))
+            lines.append(f"{pad}{buffer}{shifted.format(b=buffer)} * {scale}")
+        elif kind == "list" and depth < 2:  # a loop over a list of arrays, as over layers
+            first, second, weight = pick("v"), expression("v", 1), pick("v")
+            parts, acc = new("list"), new("s")
+            lines.append(f"{pad}{parts} = [{first} * 1.0, {second}]")
+            lines.append(f"{pad}{acc} = 0.0")
+            if draw(st.booleans()):
+                lines.append(f"{pad}for p in {parts}:")
+                lines.append(f"{pad}    {acc} = {acc} + np.sum(np.sin(p) * {weight})")
+            else:
+                lines.append(f"{pad}for k in range(len({parts})):")
+                lines.append(f"{pad}    {acc} = {acc} * 0.5 + np.sum({parts}[k] * {parts}[k])")
+        elif kind == "helper":  # a user function called with a constant argument
+            call = draw(st.sampled_from(["power({v}, 2.0)", "power({v}, 3.0) * a", "root_scaled(d, {s})",
+                                         "root_scaled(d, 2.0) * {v}", "power(d, c) * {v}"]))
+            value = call.format(v=pick("v"), s=expression("s", 1))
+            lines.append(f"{pad}{new('v')} = {value}")
         elif kind == "branch" and depth < 2:
             test, first, second = pick("s"), expression("s"), expression("s")
             out = new("s")
@@ -113,8 +171,7 @@ def programs(draw):
     for _ in range(draw(st.integers(1, 6))):
         statement(1, 0)
     ret = " + ".join([f"np.sum({v} * {v})" for v in vectors[-2:]] + scalars[-2:])
-    source = "import numpy as np\n\n\ndef program(x, a):\n" + "\n".join(lines) + f"\n    return {ret}\n"
-    return source
+    return HELPERS + "def program(x, a, d, c=0.5):\n" + "\n".join(lines) + f"\n    return {ret}\n"
 
 
 def load(source: str, directory: str):
@@ -136,19 +193,34 @@ def test_random_programs_match_finite_differences(tmp_path_factory, source, seed
     program = load(source, str(tmp_path_factory.getbasetemp()))
     rng = np.random.default_rng(seed)
     x, a = rng.uniform(-1.0, 1.0, SIZE), float(rng.uniform(-1.0, 1.0))
-    value = program(x, a)
+    d = rng.uniform(0.0, 2.0, SIZE) * (rng.uniform(size=SIZE) < 0.6)  # about 40% exact zeros
+    with np.errstate(all="raise"):
+        try:
+            value = program(x, a, d)
+        except FloatingPointError:
+            return  # overflowed: not a fair finite-difference check
     if not np.isfinite(value) or abs(value) > 1e6:
-        return  # overflowed: not a fair finite-difference check
+        return
     try:
-        s2s.testing.check_grads(program, (x, a), modes=("fwd", "rev"), rtol=1e-4, atol=1e-5)
+        # No RuntimeWarning (a log or division of a zero that is not needed) from the derivatives.
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            s2s.testing.check_grads(program, (x, a, d), argnums=(0, 1), modes=("fwd", "rev"), rtol=1e-4, atol=1e-5)
+            expected = s2s.grad(program, argnums=(0, 1))(x, a, d)
         if seed % 3 == 0:  # (a third of the programs: generating two more modules costs ~0.4 s)
-            # The modules s2s.jit would compile for (array, float), run as NumPy, agree.
-            expected = s2s.grad(program, argnums=(0, 1))(x, a)
-            for got, want in zip(specialised_grad(program, (x, a), (0, 1)), expected):
+            # The modules s2s.jit would compile for (array, float, array), run as NumPy, agree.
+            for got, want in zip(specialised_grad(program, (x, a, d), (0, 1)), expected):
                 np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
             tangents = (rng.standard_normal(SIZE), float(rng.standard_normal()))
-            value, tangent = specialised_jvp(program, (x, a), tangents)
-            expected_value, expected_tangent = s2s.jvp(program, (x, a), tangents)
+            value, tangent = specialised_jvp(program, (x, a, d), tangents, active=(0, 1))
+            expected_value = program(x, a, d)
+            expected_tangent = np.sum(expected[0] * tangents[0]) + expected[1] * tangents[1]
             np.testing.assert_allclose([value, tangent], [expected_value, expected_tangent], rtol=1e-10, atol=1e-10)
+        if seed % 5 == 1:  # float32 in, float32 out, near the float64 gradient checked above
+            single = s2s.grad(program, argnums=(0, 1))(x.astype(np.float32), np.float32(a), d.astype(np.float32))
+            assert single[0].dtype == np.float32, single[0].dtype
+            scale = max(1.0, float(np.max(np.abs(expected[0]))), abs(float(expected[1])))
+            np.testing.assert_allclose(single[0], expected[0], rtol=1e-3, atol=1e-3 * scale)
+            np.testing.assert_allclose(float(single[1]), expected[1], rtol=1e-3, atol=1e-3 * scale)
     except AssertionError as failure:
         raise AssertionError(f"{failure}\nprogram:\n{source}") from None

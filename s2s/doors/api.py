@@ -364,12 +364,16 @@ class Primal:
 class ForwardTransformed:
     """The generated forward-mode module of a function (jvp), loaded for a backend."""
 
-    def __init__(self, fun: Callable, backend: str = "python", has_aux: bool = False, columns: bool = False):
+    def __init__(self, fun: Callable, backend: str = "python", has_aux: bool = False, columns: bool = False,
+                 active: tuple[int, ...] | None = None):
         fun = _unbatched(fun)
         self.fun = fun
         self.backend = backend
         self.has_aux = has_aux
         self.columns = columns  # also the compiled loops over stacks of tangents (jacfwd)
+        # only these arguments have tangents (the entry takes them after the primals); the
+        # others' are symbolic zeros, never multiplied (0 * inf is NaN); None: every argument
+        self.active = None if active is None else tuple(active)
         self._source: str | None = None
         self._names: dict = {}  # the entry points of _source
         self._module = None
@@ -384,6 +388,8 @@ class ForwardTransformed:
                 options["has_aux"] = True
             if self.columns:
                 options["columns"] = True
+            if self.active is not None:
+                options["active"] = list(self.active)
             self._source, self._names = _generated(self.fun, "jvp", options)
         return self._source
 
@@ -395,7 +401,9 @@ class ForwardTransformed:
     def entry(self, suffix: str = "_jvp"):
         if suffix not in self._entries:  # looked up once: a small jvp costs less than a getattr
             self.source  # generated with its names
-            self._entries[suffix] = backends.entry(self.module(), self._names["name"] + suffix, self.fun)
+            function_name = self._names.get("jvp", "") if suffix == "_jvp" else ""  # program_jvp_wrt_x_a
+            self._entries[suffix] = backends.entry(self.module(), function_name or self._names["name"] + suffix,
+                                                   self.fun)
         return self._entries[suffix]
 
     def entry_wrt(self, k: int):
@@ -406,6 +414,19 @@ class ForwardTransformed:
             self.source  # generated with its names
             self._entries[suffix] = backends.entry(self.module(), self._names["wrt"][k], self.fun)
         return self._entries[suffix]
+
+    def with_defaults(self, primals: tuple, tangents: tuple) -> tuple[tuple, tuple]:
+        """The primals and tangents for every parameter: those the call leaves out take their
+        defaults, with zero tangents (jax.jvp calls fun(*primals), so defaults are constants)."""
+        try:
+            parameters = list(inspect.signature(self.fun).parameters.values())
+        except (TypeError, ValueError):
+            return primals, tangents
+        missing = [p for p in parameters[len(primals):] if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        if not missing or any(p.default is p.empty for p in missing):
+            return primals, tangents  # too few arguments: the call raises its own TypeError
+        defaults = tuple(p.default for p in missing)
+        return primals + defaults, tangents + tuple(zero_tangent(d) for d in defaults)
 
     def call_args(self, args):
         if self.backend == "cpu":
@@ -420,7 +441,10 @@ class ForwardTransformed:
     def specialised_entry(self, args):
         key = _kinds(args)
         if key not in self._by_facts:
-            source, names = _generated(self.fun, "jvp", {"facts": argument_facts(args)})
+            options = {"facts": argument_facts(args)}
+            if self.active is not None:
+                options["active"] = list(self.active)
+            source, names = _generated(self.fun, "jvp", options)
             module = backends.load(source, self.fun.__name__ + "_jvp", self.backend)
             self._by_facts[key] = backends.entry(module, names["jvp"], self.fun)
         return self._by_facts[key]
@@ -464,9 +488,10 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
         if [np.shape(a) for a in pytree.leaves(p)] != [np.shape(a) for a in pytree.leaves(t)]:
             raise S2SError(f"jvp: the tangent of argument {k} does not have the structure and shapes "
                            "of its primal")
+    transformed = _forward_transformed(fun, backend)
+    primals, tangents = transformed.with_defaults(primals, tangents)
     if backend == "cpu":
         tangents = tuple(_scalar_like(t, p) for p, t in zip(primals, tangents))
-    transformed = _forward_transformed(fun, backend)
     call = transformed.call_args(primals + tangents)
     entry = transformed.specialised_entry(call) if backend == "cpu" else transformed.entry()
     out, out_dot = entry(*call)
@@ -475,6 +500,18 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
 
 # s2s.jvp(f, ...) inside a transformed function calls f's generated forward mode.
 register_nested_transform(jvp, lambda fun: _forward_transformed(fun, "python").entry())
+
+
+def zero_tangent(tree: Any) -> Any:
+    """A tangent of zeros with the structure of tree: float arrays for arrays, 0.0 for numbers."""
+    if isinstance(tree, dict):
+        return {k: zero_tangent(tree[k]) for k in tree}
+    if isinstance(tree, (tuple, list)):
+        items = [zero_tangent(x) for x in tree]
+        return type(tree)(*items) if pytree.is_namedtuple(tree) else type(tree)(items)
+    if isinstance(tree, np.ndarray):
+        return np.zeros(tree.shape, np.result_type(tree.dtype, np.float32))
+    return 0.0
 
 
 def _scalar_like(tangent, primal):

@@ -144,6 +144,8 @@ def forward(unit: Unit) -> None:
         entry_active = [[p] for p in entry.params[:-1]]
     elif unit.options.get("columns"):  # jacfwd: a compiled loop over a stack of tangents, one per argument
         entry_active = [[p] for p in entry.params]
+    elif unit.options.get("active") is not None:  # tangents for these arguments only
+        entry_active = [[entry.params[k] for k in unit.options["active"]]]
     else:
         entry_active = [list(entry.params)]
     defs, entry_names = jvp_functions(unit.functions, emitter, entry_active)
@@ -163,12 +165,13 @@ def forward(unit: Unit) -> None:
     if facts is not None:
         # What each primal and then each tangent is, for s2s.jvp under s2s.jit's backend: the
         # entry's elementwise statements over 1-d arrays then run as loops (optimize/loops.py).
-        jvp_def = next(d for d in body if isinstance(d, ast.FunctionDef) and d.name == f"{fname}_jvp")
+        jvp_def = next(d for d in body if isinstance(d, ast.FunctionDef) and d.name == entry_names[0])
         names = [a.arg for a in jvp_def.args.args]
         named = {p: (facts[k] if k < len(facts) else None) for k, p in enumerate(names)}
         primals = len(entry.params)
-        for k, p in enumerate(names[primals:]):  # s2s.jvp checks that a tangent has its primal's shape
-            if k < primals and named[p] == named[names[k]] and named[p] == ["array", 1]:
+        active = [entry.params.index(p) for p in entry_active[0]]  # the argument of each tangent
+        for p, k in zip(names[primals:], active):  # s2s.jvp checks that a tangent has its primal's shape
+            if named[p] == named[names[k]] and named[p] == ["array", 1]:
                 named[p] = ["like", names[k]]
         unit.header.insert(1, _specialised_line(named))
         unit.loop_facts = {jvp_def.name: named}
