@@ -41,200 +41,9 @@ from __future__ import annotations
 
 import ast
 
-from .fuse import _call_kind, _is_comment, changes_nothing
-from ..rules import facts, spelled
-from ..analysis.shapes import constant_trim
-
-NUM = ("num",)
-_TOP = ("top",)  # not yet known, in the fixpoint over a function's assignments
-
-
-
-def _facts(dotted: tuple[str, str] | None):
-    """The declared facts (s2s.rules.Facts) of the function `module.attr` names."""
-    return facts(spelled(*dotted)) if dotted is not None else facts(None)
-
-
-def _elementwise(dotted) -> bool:
-    """A NumPy function that is safe on scalars under Numba (no division, no exponent that can raise)."""
-    return dotted is not None and dotted[0] == "np" and _facts(dotted).scalar_safe
-
-
-def _allocation(dotted) -> bool:
-    """A new array of its (first) argument's shape (zeros_like, copy)."""
-    return _facts(dotted).like
-
-
-class _Refuse(Exception):
-    pass
-
-
-def _dotted(node) -> tuple[str, str] | None:
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
-        return node.func.value.id, node.func.attr
-    return None
-
-
-def _at(k: str, offset: int) -> ast.expr:
-    """k + offset, the index of element k of a slice starting at offset."""
-    index = ast.Name(k, ast.Load())
-    return index if offset == 0 else ast.BinOp(index, ast.Add(), ast.Constant(offset))
-
-
-def _meet(a, b):
-    if a is _TOP:
-        return b
-    if b is _TOP:
-        return a
-    return a if a == b else None
-
-
-def _combine(classes):
-    """The class of an elementwise operation: numbers broadcast, arrays must agree."""
-    if any(c is None for c in classes):
-        return None
-    if any(c is _TOP for c in classes):
-        return _TOP
-    arrays = {c for c in classes if c != NUM}
-    if not arrays:
-        return NUM
-    return arrays.pop() if len(arrays) == 1 else None
-
-
-def _slice_bounds(node) -> tuple[int, int] | None:
-    """a, b of a slice a:-b (constants, a >= 0, b > 0; 0 for absent) or None."""
-    if not isinstance(node, ast.Slice) or node.step is not None:
-        return None
-
-    def value(bound):
-        if bound is None:
-            return None
-        if isinstance(bound, ast.UnaryOp) and isinstance(bound.op, ast.USub) and isinstance(bound.operand, ast.Constant) \
-                and type(bound.operand.value) is int:
-            return -bound.operand.value
-        return bound.value if isinstance(bound, ast.Constant) else bound  # (not an int: refused)
-
-    lower = value(node.lower)
-    trim = constant_trim(lower, value(node.upper), None)
-    return None if trim is None else (lower or 0, trim - (lower or 0))
-
-
-class _Lengths:
-    """Which names hold numbers and which hold 1-d arrays of which length, everywhere in a
-    function (one class per name, from all its assignments: a fixpoint)."""
-
-    def __init__(self, function: ast.FunctionDef, facts: dict, shadowed: set[str]):
-        self.shadowed = shadowed
-        self.env: dict[str, tuple | None] = {}
-        params = [a.arg for a in function.args.args]
-        defs: dict[str, list] = {}
-        unknown: set[str] = set()
-        for node in ast.walk(function):
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                defs.setdefault(node.targets[0].id, []).append(node.value)
-            elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
-                defs.setdefault(node.target.id, []).append(ast.BinOp(node.target, node.op, node.value))
-            elif isinstance(node, (ast.Assign, ast.AugAssign, ast.For, ast.With, ast.AnnAssign, ast.Delete,
-                                   ast.NamedExpr, ast.comprehension, ast.Global, ast.Nonlocal)):
-                for n in ast.walk(node.target if isinstance(node, (ast.For, ast.comprehension, ast.AugAssign))
-                                  else node):
-                    if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
-                        unknown.add(n.id)
-                    if isinstance(node, (ast.Global, ast.Nonlocal)):
-                        unknown.update(node.names)
-        self.roots = set()
-        for p in params:
-            fact = facts.get(p)
-            if p in defs or p in unknown:
-                self.env[p] = None
-            elif fact in ("float", "int", "bool"):
-                self.env[p] = NUM
-            elif fact == ["array", 1] or fact == ("array", 1):
-                self.env[p] = ("arr", p, 0)
-                self.roots.add(p)
-            else:
-                self.env[p] = None
-        for p in params:  # a tangent has its primal's shape (s2s.jvp checks it): ["like", primal]
-            fact = facts.get(p)
-            if isinstance(fact, (list, tuple)) and len(fact) == 2 and fact[0] == "like" \
-                    and fact[1] in self.roots and p not in defs and p not in unknown:
-                self.env[p] = ("arr", fact[1], 0)
-        for n in unknown:
-            self.env[n] = None
-        pending = {n: values for n, values in defs.items() if n not in self.env}
-        for n in pending:
-            self.env[n] = _TOP
-        for _ in range(50):
-            changed = False
-            for n, values in pending.items():
-                new = _TOP
-                for v in values:
-                    new = _meet(new, self.cls(v))
-                    if new is None:
-                        break
-                if new != self.env[n]:
-                    self.env[n], changed = new, True
-            if not changed:
-                break
-        else:  # no fixpoint: know nothing
-            for n in pending:
-                self.env[n] = None
-        for n, c in list(self.env.items()):
-            if c is _TOP:  # only ever assigned from itself
-                self.env[n] = None
-
-    def cls(self, node):
-        """NUM, ("arr", root, trim) (a 1-d array of max(0, len(root) - trim) elements),
-        _TOP (during the fixpoint) or None (not known)."""
-        if isinstance(node, ast.Constant):
-            return NUM if isinstance(node.value, (int, float, bool)) else None
-        if isinstance(node, ast.Name):
-            return self.env.get(node.id)
-        if isinstance(node, ast.Subscript):
-            base = self.cls(node.value)
-            bounds = _slice_bounds(node.slice)
-            if base is _TOP:
-                return _TOP
-            if base is None or base == NUM or bounds is None:
-                return None
-            return ("arr", base[1], base[2] + bounds[0] + bounds[1])
-        if isinstance(node, ast.BinOp):
-            if isinstance(node.op, ast.MatMult):
-                return None
-            return _combine([self.cls(node.left), self.cls(node.right)])
-        if isinstance(node, ast.UnaryOp):
-            return self.cls(node.operand) if isinstance(node.op, (ast.USub, ast.UAdd)) else None
-        if isinstance(node, ast.Compare):
-            if len(node.ops) != 1:
-                return None
-            return _combine([self.cls(node.left), self.cls(node.comparators[0])])
-        if isinstance(node, ast.Call):
-            if node.keywords:
-                return None
-            kind = _call_kind(node, self.shadowed)
-            dotted = _dotted(node)
-            if dotted is None:
-                return None
-            module, attr = dotted
-            if module in self.shadowed:
-                return None
-            if _elementwise(dotted) and kind == "fusable":
-                return _combine([self.cls(a) for a in node.args])
-            if module == "math":
-                return NUM if _combine([self.cls(a) for a in node.args]) == NUM else None
-            if module == "np" and attr == "sum" and len(node.args) == 1:
-                c = self.cls(node.args[0])
-                return c if c in (None, _TOP) else NUM
-            if _allocation(dotted) and len(node.args) == 1:
-                c = self.cls(node.args[0])
-                return None if c == NUM and not _facts(dotted).number_stays else c  # np.copy(2.0) is a 0-d array
-            if dotted == ("runtime", "sum_bar") and len(node.args) == 2:
-                g, x = self.cls(node.args[0]), self.cls(node.args[1])
-                if g is _TOP or x is _TOP:
-                    return _TOP
-                return x if g == NUM and x is not None and x != NUM else None
-            return None
-        return None
+from .emitted import call_kind, changes_nothing, is_comment
+from .lengths import (NUM, TOP, Lengths, Refuse, allocation, declared_facts, dotted_call, element_index,
+                      scalar_elementwise, slice_bounds)
 
 
 def _loads(node) -> set[str]:
@@ -272,9 +81,9 @@ def _aliasing_loads(stmt, shadowed) -> set[str]:
         if isinstance(parent, _SAFE_PARENTS):
             continue
         if isinstance(parent, ast.Call) and child in parent.args:
-            dotted = _dotted(parent)
+            dotted = dotted_call(parent)
             if dotted is not None and dotted[0] not in shadowed and (
-                    _elementwise(dotted) or dotted == ("np", "sum") or _allocation(dotted)):
+                    scalar_elementwise(dotted) or dotted == ("np", "sum") or allocation(dotted)):
                 continue
         if isinstance(child, ast.Subscript) and isinstance(child.ctx, ast.Store):
             continue
@@ -300,7 +109,7 @@ class _Looper:
         self.function = function
         self.shadowed = shadowed
         self.comment = comment
-        self.lengths = _Lengths(function, facts, shadowed)
+        self.lengths = Lengths(function, facts, shadowed)
         used = {n.id for n in ast.walk(function) if isinstance(n, ast.Name)} | {a.arg for a in function.args.args}
         self.index = next(c for c in ["k"] + [f"k{j}" for j in range(1, 1000)] if c not in used)
         self.used = used | set(shadowed) | {self.index}  # names a carry (fresh_name) must not take
@@ -339,7 +148,7 @@ class _Looper:
                 run = _Run(fresh)
                 continue
             stmt = queue.pop(0)
-            if _is_comment(stmt):
+            if is_comment(stmt):
                 (run.items.append(("comment", stmt, stmt)) if run.items else out.append(stmt))
                 continue
             converted = self.loopable(stmt, run, fresh, body, refused)
@@ -365,7 +174,7 @@ class _Looper:
     def _update_fresh(self, stmt, fresh: set, in_loop: bool) -> None:
         """fresh: arrays allocated in this block that no other name refers to; with each
         name w of them that runtime.zeros_like made (an array of a float dtype), ("zeros", w)."""
-        if _is_comment(stmt):
+        if is_comment(stmt):
             return
         if not in_loop:
             fresh -= _aliasing_loads(stmt, self.shadowed)
@@ -375,12 +184,12 @@ class _Looper:
         fresh -= stores | {("zeros", name) for name in stores}
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
             value = stmt.value
-            dotted = _dotted(value)
+            dotted = dotted_call(value)
             new_array = isinstance(value, (ast.BinOp, ast.UnaryOp)) or (
                 dotted is not None and dotted[0] not in self.shadowed and not value.keywords
-                and (_allocation(dotted) or dotted == ("runtime", "sum_bar") or _elementwise(dotted)))
+                and (allocation(dotted) or dotted == ("runtime", "sum_bar") or scalar_elementwise(dotted)))
             c = self.lengths.cls(value)
-            if new_array and c is not None and c != NUM and c is not _TOP:
+            if new_array and c is not None and c != NUM and c is not TOP:
                 fresh.add(stmt.targets[0].id)  # arithmetic on arrays makes a new array
                 if dotted == ("runtime", "zeros_like"):
                     fresh.add(("zeros", stmt.targets[0].id))
@@ -421,17 +230,17 @@ class _Looper:
             run.fresh = set(fresh)
         try:
             return self._loopable(stmt, run, fresh, body)
-        except _Refuse:
+        except Refuse:
             return None
 
     def _same_length(self, cls, run: _Run, new: dict) -> None:
-        if cls is None or cls == NUM or cls is _TOP or cls[1] not in self.lengths.roots:
-            raise _Refuse
+        if cls is None or cls == NUM or cls is TOP or cls[1] not in self.lengths.roots:
+            raise Refuse
         length = run.length or new.get("length")
         if length is None:
             new["length"] = cls
         elif cls != length:
-            raise _Refuse
+            raise Refuse
 
     def _loopable(self, stmt, run: _Run, fresh: set[str], body: list) -> ast.stmt:
         new: dict = {"accesses": []}
@@ -440,54 +249,54 @@ class _Looper:
             target = stmt.targets[0].id
             value = stmt.value
             if target in run.loaded or target in run.stored:
-                raise _Refuse
-            dotted = _dotted(value)
+                raise Refuse
+            dotted = dotted_call(value)
             if dotted == ("np", "sum") and len(value.args) == 1 and not value.keywords and "np" not in self.shadowed:
                 self._same_length(self.lengths.cls(value.args[0]), run, new)
                 element = self.element(value.args[0], run, new)
                 kind, converted = "accumulator", ast.AugAssign(ast.Name(target, ast.Store()), ast.Add(), element)
             else:
-                if _facts(dotted).copies and len(value.args) == 1 and not value.keywords and dotted[0] not in self.shadowed:
+                if declared_facts(dotted).copies and len(value.args) == 1 and not value.keywords and dotted[0] not in self.shadowed:
                     value = value.args[0]
                 elif isinstance(value, (ast.Name, ast.Subscript)):
                     # a view: its later uses would see later writes into the array
                     base = value.value if isinstance(value, ast.Subscript) else value
                     if not (isinstance(base, ast.Name) and base.id in self.params):
-                        raise _Refuse
+                        raise Refuse
                 self._same_length(self.lengths.cls(value), run, new)
                 if not self._private(target, stmt, body):
-                    raise _Refuse
+                    raise Refuse
                 element = self.element(value, run, new)
                 kind, converted = "temp", ast.Assign([ast.Name(target, ast.Store())], element, lineno=0)
             stored = {target}
         elif isinstance(stmt, (ast.Assign, ast.AugAssign)):
             target = stmt.targets[0] if isinstance(stmt, ast.Assign) else stmt.target
             if isinstance(stmt, ast.Assign) and len(stmt.targets) != 1:
-                raise _Refuse
+                raise Refuse
             if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
                 array = target.value.id
-                bounds = _slice_bounds(target.slice)
+                bounds = slice_bounds(target.slice)
                 if bounds is None:
-                    raise _Refuse
+                    raise Refuse
                 offset = bounds[0]
             elif isinstance(target, ast.Name) and isinstance(stmt, ast.AugAssign):
                 array, offset = target.id, 0
             else:
-                raise _Refuse
+                raise Refuse
             if array not in fresh or array in run.temps or array in run.accumulators:
-                raise _Refuse
+                raise Refuse
             whole = target if isinstance(target, ast.Subscript) else ast.Name(array, ast.Load())
             self._same_length(self.lengths.cls(whole), run, new)
             if array in _loads(stmt.value):
-                raise _Refuse
+                raise Refuse
             if isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, (ast.Div, ast.FloorDiv, ast.Mod, ast.Pow,
                                                                         ast.MatMult)):
-                raise _Refuse
+                raise Refuse
             element = self.element(stmt.value, run, new)
             value_cls = self.lengths.cls(stmt.value)
             if value_cls != NUM:
                 self._same_length(value_cls, run, new)
-            index = _at(k, offset)
+            index = element_index(k, offset)
             place = ast.Subscript(ast.Name(array, ast.Load()), index, ast.Store())
             if isinstance(stmt, ast.AugAssign):
                 converted = ast.AugAssign(place, stmt.op, element)
@@ -500,7 +309,7 @@ class _Looper:
                 new["zeroed"] = array
             kind, stored = "write", {array}
         else:
-            raise _Refuse
+            raise Refuse
         # hazards: a later statement touches an array no further ahead than an earlier one
         for array, b, mode in new["accesses"]:
             for other, a, other_mode in run.accesses:
@@ -509,11 +318,11 @@ class _Looper:
                 if mode == "add" and other_mode == "add":
                     continue
                 if b > a:
-                    raise _Refuse
+                    raise Refuse
         reads = _loads(stmt.value) | ({stmt.targets[0].value.id} if kind == "write" and isinstance(stmt, ast.Assign)
                                       else set())
         if reads & set(run.accumulators):
-            raise _Refuse
+            raise Refuse
         # commit
         if run.length is None:
             run.length = new["length"]
@@ -534,35 +343,35 @@ class _Looper:
         cls = self.lengths.cls(node)
         if cls == NUM and not any(isinstance(n, ast.Subscript) for n in ast.walk(node)):
             if not changes_nothing(node, self.shadowed) or _loads(node) & run.stored:
-                raise _Refuse
+                raise Refuse
             if any(isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Div, ast.FloorDiv, ast.Mod, ast.Pow))
                    for n in ast.walk(node)):
-                raise _Refuse  # kept NumPy: a scalar division by zero raises under Numba
+                raise Refuse  # kept NumPy: a scalar division by zero raises under Numba
             return node
         if isinstance(node, ast.Name):
             if node.id in run.temps:
                 return ast.Name(node.id, ast.Load())
             self._same_length(cls, run, new)
             if node.id in run.stored:
-                raise _Refuse
+                raise Refuse
             new["accesses"].append((node.id, 0, "read"))
             return ast.Subscript(ast.Name(node.id, ast.Load()), ast.Name(k, ast.Load()), ast.Load())
         if isinstance(node, ast.Subscript):
             if not isinstance(node.value, ast.Name) or node.value.id in run.temps:
-                raise _Refuse
+                raise Refuse
             self._same_length(cls, run, new)
-            offset = _slice_bounds(node.slice)[0]
+            offset = slice_bounds(node.slice)[0]
             new["accesses"].append((node.value.id, offset, "read"))
-            index = _at(k, offset)
+            index = element_index(k, offset)
             return ast.Subscript(ast.Name(node.value.id, ast.Load()), index, ast.Load())
         if isinstance(node, ast.BinOp):
             if isinstance(node.op, (ast.Div, ast.FloorDiv, ast.Mod, ast.MatMult)):
-                raise _Refuse
+                raise Refuse
             if isinstance(node.op, ast.Pow) and not (isinstance(node.right, ast.Constant)
                                                      and type(node.right.value) in (int, float)
                                                      and float(node.right.value).is_integer()
                                                      and node.right.value >= 0):
-                raise _Refuse  # a whole power, as a number, means the same in NumPy and Numba
+                raise Refuse  # a whole power, as a number, means the same in NumPy and Numba
             return ast.BinOp(self.element(node.left, run, new), node.op, self.element(node.right, run, new))
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
             return ast.UnaryOp(node.op, self.element(node.operand, run, new))
@@ -570,17 +379,17 @@ class _Looper:
             return ast.Compare(self.element(node.left, run, new), node.ops,
                                [self.element(node.comparators[0], run, new)])
         if isinstance(node, ast.Call) and not node.keywords:
-            dotted = _dotted(node)
-            if (_elementwise(dotted) and "np" not in self.shadowed
-                    and _call_kind(node, self.shadowed) == "fusable"):
+            dotted = dotted_call(node)
+            if (scalar_elementwise(dotted) and "np" not in self.shadowed
+                    and call_kind(node, self.shadowed) == "fusable"):
                 return ast.Call(node.func, [self.element(a, run, new) for a in node.args], [])
             if dotted == ("runtime", "sum_bar") and "runtime" not in self.shadowed and len(node.args) == 2:
                 # the adjoint of a sum: g in every element of an array shaped like its operand
                 self._same_length(self.lengths.cls(node.args[1]), run, new)
                 if self.lengths.cls(node.args[0]) != NUM:
-                    raise _Refuse
+                    raise Refuse
                 return self.element(node.args[0], run, new)
-        raise _Refuse
+        raise Refuse
 
     def hoistable(self, stmt, run: _Run, body: list) -> bool:
         """A statement that binds a name to a pure value and may run before the loop."""
@@ -595,8 +404,8 @@ class _Looper:
         if not changes_nothing(stmt.value, self.shadowed):
             return False
         c = self.lengths.cls(stmt.value)
-        if isinstance(stmt, ast.Assign) and c not in (None, NUM, _TOP) and c != run.length \
-                and not _allocation(_dotted(stmt.value)) and self._private(target, stmt, body):
+        if isinstance(stmt, ast.Assign) and c not in (None, NUM, TOP) and c != run.length \
+                and not allocation(dotted_call(stmt.value)) and self._private(target, stmt, body):
             return False  # better a number of a loop of its own length
         return not (_loads(stmt.value) & run.stored) and target not in run.loaded | run.stored
 
@@ -673,7 +482,7 @@ class _Looper:
             else:
                 body.append(ast.AugAssign(name(terms[d], True), stmt.op, stmt.value))
         # at the end of the body (LLVM needs the delays read after the terms are computed)
-        body.append(ast.AugAssign(element(_at(k, low)), ast.Add(), total([delayed[d][-1] for d in distances])))
+        body.append(ast.AugAssign(element(element_index(k, low)), ast.Add(), total([delayed[d][-1] for d in distances])))
         for d in distances:
             for j in range(d - 1, 0, -1):
                 body.append(ast.Assign([name(delayed[d][j], True)], name(delayed[d][j - 1]), lineno=0))
@@ -799,7 +608,7 @@ class _Looper:
 
 
 def _offset(index, k: str) -> int | None:
-    """o of an index k + o (_at), or None."""
+    """o of an index k + o (element_index), or None."""
     if isinstance(index, ast.Name) and index.id == k:
         return 0
     if isinstance(index, ast.BinOp) and isinstance(index.op, ast.Add) and isinstance(index.left, ast.Name) \
