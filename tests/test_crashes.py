@@ -121,6 +121,33 @@ def test_a_statement_numba_cannot_compile_is_an_s2s_error_at_its_line():
     np.testing.assert_allclose(s2s.grad(squeezed)(np.ones((3, 1))), 2 * np.ones((3, 1)))  # the python backend
 
 
+def accumulates_an_array_from_a_number(x, n):
+    s = 0.0
+    for i in range(n):
+        s = s + x * i
+    return np.sum(s)
+
+
+def int_that_becomes_a_float(a):
+    out = 1
+    for i in range(3):
+        out = out * a
+    return out
+
+
+def test_a_variable_of_two_types_under_jit_says_how_to_type_it():
+    """Numba types a variable once: the refusal names the statement and says what to write."""
+    x = np.array([0.3, 0.7, 0.9])
+    with pytest.raises(s2s.S2SError, match=r"test_crashes.py:\d+:5: .*np.zeros_like\(x\) rather than 0.0"):
+        s2s.jit(accumulates_an_array_from_a_number)(x, 3)
+    with pytest.raises(s2s.S2SError, match=r"test_crashes.py:\d+:9: .*1.0 rather than 1"):
+        s2s.jit(s2s.grad(int_that_becomes_a_float))(1.5)
+    # both are right on the python backend (value and closed-form derivatives)
+    assert s2s.jit(accumulates_an_array_from_a_number, backend="python")(x, 3) == pytest.approx(3 * np.sum(x))
+    np.testing.assert_allclose(s2s.grad(accumulates_an_array_from_a_number)(x, 3), 3.0 * np.ones(3))
+    assert s2s.grad(int_that_becomes_a_float)(1.5) == pytest.approx(3 * 1.5 ** 2)
+
+
 def ufunc_spellings(x, y):
     return np.sum(np.multiply(np.add(x, y), np.subtract(x, 2.0 * y)) + np.divide(x, y) + np.true_divide(y, x))
 

@@ -73,9 +73,14 @@ def translate(exc: Exception, user_files: tuple[str, ...] = ()) -> S2SError:
             origin = _origin_above(path, int(line), sources)
             if origin is not None:
                 break
+    hint = ("backend='python' runs it as NumPy; rewrite the statement for Numba, or see Numba's full message "
+            "in this error's __cause__")
+    if "Cannot unify" in message:  # `s = 0.0` then `s = s + x` (an array), `out = 1` then `out = out * a`
+        hint = ("a variable here takes values of two types (a number and an array, or an int and a float); "
+                "under Numba give it its final type from its first assignment (np.zeros_like(x) rather than "
+                "0.0, 1.0 rather than 1), or use backend='python'")
     return S2SError(f"Numba cannot compile the code generated for this statement: {_reason(message)}", origin,
-                    hint="backend='python' runs it as NumPy; rewrite the statement for Numba, or see "
-                         "Numba's full message in this error's __cause__")
+                    hint=hint)
 
 
 def checked(function, user_files: tuple[str, ...] = ()):
