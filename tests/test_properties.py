@@ -11,6 +11,9 @@ Each run checks S2S_PROPERTY_EXAMPLES programs (default 200), derandomized so th
 repeatable. Run many more with, for example:
 
     S2S_PROPERTY_EXAMPLES=5000 python -m pytest tests/test_properties.py
+
+and S2S_PROPERTY_SEED=N draws another sequence of programs (to run several at once, one seed
+each, over more cores).
 """
 
 import hashlib
@@ -21,12 +24,14 @@ import warnings
 
 import numpy as np
 from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
 import s2s
 from specialised import specialised_grad, specialised_jvp
 
 EXAMPLES = int(os.environ.get("S2S_PROPERTY_EXAMPLES", "200"))
+SEED = os.environ.get("S2S_PROPERTY_SEED")  # None: the derandomized sequence CI runs
 SIZE = 4
 
 # Smooth operations, so that finite differences are a fair reference.
@@ -186,8 +191,9 @@ def load(source: str, directory: str):
     return module.program
 
 
-@settings(max_examples=EXAMPLES, derandomize=True, deadline=None, phases=[Phase.generate],
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=EXAMPLES, derandomize=SEED is None, deadline=None, phases=[Phase.generate],
+          database=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@hypothesis_seed(int(SEED or 0))
 @given(source=programs(), seed=st.integers(0, 2**16))
 def test_random_programs_match_finite_differences(tmp_path_factory, source, seed):
     program = load(source, str(tmp_path_factory.getbasetemp()))
