@@ -54,7 +54,8 @@ def no_rule(x):
 
 
 def writes_argument(x):
-    x[0] = 1.0
+    y = x  # a write into the argument through another name (a direct x[0] = ... works on a private copy)
+    y[0] = 1.0
     return np.sum(x)
 
 

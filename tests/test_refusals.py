@@ -20,7 +20,7 @@ CASES = {
     "uses_class": ("class definitions are not supported", "class Box"),
     "uses_comprehension": ("comprehensions are not supported", "for t in x"),
     "no_rule": ("no derivative rule for fft", "np.fft.fft"),
-    "writes_argument": ("changes the argument x in place", "x[0] = 1.0"),
+    "writes_argument": ("writing into y changes the argument x in place", "y[0] = 1.0"),
     "writes_through_alias": ("would also change z", "y[0] = x"),
     "arange_of_active": ("does not differentiate arange", "np.arange"),
     "bare_return": ("a bare return has no value", "return"),

@@ -11,6 +11,7 @@ import s2s
 from finite_differences import central_difference_grad
 from programs import CASES
 from specialised import specialised_grad
+from s2s.testing import check_grads
 
 
 def _args(case):
@@ -187,3 +188,54 @@ def test_overlapping_in_place_update_second_order(backend):
     """The Hessian (forward over reverse) of an overlapping update, against differences of the gradient."""
     fn, x = OVERLAPPING["shift_add_backwards"]
     s2s.testing.check_grads(fn, [x], order=2, backend=backend)
+
+
+def writes_into_its_argument(x, a, b):
+    x[0] = a * b
+    return np.sum(x * x)
+
+
+def writes_into_its_argument_after_reading_it(x):
+    y = x ** 2
+    x[0] = y[1] * y[2]
+    return np.sum(x * y)
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_writes_into_an_argument_work_on_a_private_copy(backend):
+    """x[0] = v on a parameter: the derivatives are those of the function of the values passed,
+    and the caller's array is not changed (s2s.jit too: it works on the same private copy)."""
+    x = np.array([1.0, 2.0, 3.0])
+    grads = s2s.jit(s2s.grad(writes_into_its_argument, argnums=(0, 1, 2)), backend=backend)(x, 2.0, 3.0)
+    # f = (a b)^2 + x1^2 + x2^2
+    np.testing.assert_allclose(grads[0], [0.0, 4.0, 6.0])
+    assert grads[1] == pytest.approx(2 * 2.0 * 3.0 ** 2) and grads[2] == pytest.approx(2 * 3.0 * 2.0 ** 2)
+    # f = x0^2 x1^2 x2^2 + x1^3 + x2^3
+    closed = [2 * x[0] * x[1] ** 2 * x[2] ** 2, 2 * x[1] * x[2] ** 2 * x[0] ** 2 + 3 * x[1] ** 2,
+              2 * x[2] * x[1] ** 2 * x[0] ** 2 + 3 * x[2] ** 2]
+    np.testing.assert_allclose(s2s.jit(s2s.grad(writes_into_its_argument_after_reading_it), backend=backend)(x), closed)
+    np.testing.assert_array_equal(x, [1.0, 2.0, 3.0])
+    check_grads(writes_into_its_argument_after_reading_it, (x,), order=2, backend=backend)
+    np.testing.assert_array_equal(x, [1.0, 2.0, 3.0])
+
+
+def updates_its_argument_in_place(x):
+    x += 1.0
+    return x ** 3
+
+
+def test_jacobians_and_hessians_do_not_see_the_functions_own_writes():
+    """jacfwd, jacrev and hessian run the user's function for its output's shape: on copies, so
+    that `x += 1.0` inside it does not move the point they differentiate at."""
+    x = np.array([0.5, -1.0, 2.0])
+    expected = np.diag(3 * (x + 1.0) ** 2)
+    np.testing.assert_allclose(s2s.jacfwd(updates_its_argument_in_place)(x), expected)
+    np.testing.assert_allclose(s2s.jacrev(updates_its_argument_in_place)(x), expected)
+    hessian = s2s.hessian(sum_of_cubes_after_an_update)(x)
+    np.testing.assert_allclose(hessian, np.diag(6 * (x + 1.0)))
+    np.testing.assert_array_equal(x, [0.5, -1.0, 2.0])
+
+
+def sum_of_cubes_after_an_update(x):
+    x += 1.0
+    return np.sum(x ** 3)

@@ -615,7 +615,7 @@ class Jacobian:
         if any(pytree.is_integer_leaf(leaf) for leaf in pytree.leaves(x)):
             raise S2SError(f"jacobians are taken with respect to float scalars and arrays; argument {k} "
                            "holds integers", hint="pass floats, or leave it out of argnums")
-        out = self.fun(*args)
+        out = self.fun(*_private_copies(args))  # (fun may write into its arguments)
         if self.has_aux:
             out = out[0]
         simple = (float, np.floating, np.ndarray)
@@ -690,7 +690,7 @@ class Jacobian:
         else:
             jac = tuple(_in_dtype(self._one(args, k), args[k]) for k in self.argnums)
         if self.has_aux:
-            return jac, self.fun(*args)[1]
+            return jac, self.fun(*_private_copies(args))[1]
         return jac
 
 
@@ -732,7 +732,7 @@ class SecondOrder:
             if not isinstance(value, (float, np.floating, np.ndarray)) or pytree.is_integer_leaf(value):
                 raise S2SError(f"second derivatives are taken with respect to float scalars and arrays; "
                                f"argument {position} is {type(value).__name__}")
-        out = self.fun(*args)
+        out = self.fun(*_private_copies(args))  # (fun may write into its arguments)
         if not isinstance(out, (float, int, np.floating, np.ndarray)):
             raise S2SError("second derivatives take functions with an array or scalar output")
         out_shape, in_shape, wrt_shape = np.shape(out), np.shape(x), np.shape(wrt)

@@ -506,7 +506,8 @@ class Batched:
         self._last_source = spec["source"]
         if spec["call"] is None:  # no generated code: a Python loop over examples
             n = next(size for k, (a, t) in enumerate(zip(args, trees)) for _, _, size in _mapped_leaves(a, t, ""))
-            outputs = [pytree.flatten(self.fun(*(_example(a, t, b) for a, t in zip(args, trees)))) for b in range(n)]
+            outputs = [pytree.flatten(self.fun(*copy.deepcopy([_example(a, t, b) for a, t in zip(args, trees)])))
+                       for b in range(n)]  # (copies: fun may write into its arguments)
             if any(repr(structure) != repr(spec["structure"]) for _, structure in outputs) or any(
                     np.shape(x) != np.shape(y) for leaves, _ in outputs for x, y in zip(leaves, outputs[0][0])):
                 raise S2SError("vmap: the examples' outputs differ in structure or shape",

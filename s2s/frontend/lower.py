@@ -10,10 +10,12 @@ transform only sees structured control flow.
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import operator
 from typing import Any
 
 import libcst as cst
+import numpy as np
 
 from .. import runtime
 from ..errors import Origin, S2SError
@@ -118,6 +120,7 @@ class Normalizer(ExpressionLowering):
         if not any(isinstance(s, ir.Return) for s in ir.walk(body)):
             raise self.error(node, f"{node.name.value} has no return statement",
                              "return the value to differentiate")
+        body = self.private_copies(names, body) + body
         body = lower_control_flow(body, self.names, self.origin)
         return ir.Function(
             name=node.name.value,
@@ -130,6 +133,19 @@ class Normalizer(ExpressionLowering):
             constants=self.constants,
             references=sorted(self.references),
         )
+
+    def private_copies(self, params: list[str], body: list) -> list:
+        """`x = np.copy(x)` first for each parameter the function writes into (`x[0] = v`):
+        the generated code works on a private copy, so it differentiates with respect to the
+        values the caller passed and never changes the caller's array (as JAX, which has no
+        in-place writes; NumPy's own call would change it). A write through another name
+        (`y = x; y[0] = v`) is still refused by the alias analysis, with its line."""
+        written = {stmt.base for stmt in ir.walk(body) if isinstance(stmt, ir.SetItem)}
+        origin = self.parsed.origin(self.parsed.node)
+        return [ir.Assign((p,), ir.Call(np.copy, (ir.Name(p),)),
+                          dataclasses.replace(origin, text=f"{p} = np.copy({p})  (s2s: the function writes into {p}; "
+                                                           "its derivatives work on a private copy)"))
+                for p in params if p in written]
 
     # ---- statements ------------------------------------------------------------
 
