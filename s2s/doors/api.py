@@ -14,6 +14,7 @@ from ..analysis.shapes import argument_facts
 from ..driver import cache
 from ..errors import S2SError
 from ..frontend.nested import register_nested_transform
+from .primitives import as_function
 
 
 def _generated(fun: Callable, transform: str, options: dict) -> tuple[str, dict]:
@@ -84,8 +85,9 @@ def _argnums_tuple(argnums) -> tuple[int, ...]:
 
 
 def _unbatched(fun: Callable) -> Callable:
-    """A transform of s2s.vmap(f) transforms the vmap's loop over the examples, a plain function."""
-    return fun.as_loop_function() if hasattr(fun, "as_loop_function") else fun
+    """A transform of s2s.vmap(f) transforms the vmap's loop over the examples, a plain function;
+    one of np.tanh transforms `def tanh(x): return np.tanh(x)` (primitives.py)."""
+    return fun.as_loop_function() if hasattr(fun, "as_loop_function") else as_function(fun)
 
 
 class Transformed:
@@ -338,6 +340,7 @@ class Primal:
     """A user function compiled as it is (its normalized primal), for s2s.jit(f)."""
 
     def __init__(self, fun: Callable, backend: str):
+        fun = as_function(fun)
         self.fun = fun
         self._bind = _Binder(fun)
         self.backend = backend

@@ -30,6 +30,7 @@ from .. import backends, pytree
 from ..transforms import batching
 from ..ir import nodes as ir
 from ..errors import NoBatchingRule, S2SError
+from .primitives import as_function
 
 
 def _seq_kind(arg) -> str:
@@ -164,7 +165,7 @@ class Batched:
     def __init__(self, fun: Callable, in_axes: Any = 0, out_axes: Any = 0, backend: str | None = None):
         if not callable(fun):
             raise S2SError(f"vmap takes a function, got {type(fun).__name__}")
-        self.fun = fun
+        self.fun = as_function(fun)  # np.dot -> def dot(x, y): return np.dot(x, y)
         self.in_axes = in_axes
         self.out_axes = out_axes
         self.backend = backend or getattr(fun, "backend", "python")

@@ -1,0 +1,53 @@
+"""Snippets of JAX's tutorials, with `import numpy as jnp` and `import s2s as jax`, run by s2s
+and checked against closed forms (and JAX's printed values where the tutorial shows them)."""
+
+import math
+
+import numpy as jnp
+import numpy as np
+import pytest
+
+import s2s as jax
+
+
+def test_grad_of_a_numpy_function_as_it_is():
+    # the autodiff tutorial: grad_tanh = grad(jnp.tanh); print(grad_tanh(2.0)) -> 0.070650816
+    grad_tanh = jax.grad(jnp.tanh)
+    assert grad_tanh(2.0) == pytest.approx(1 - math.tanh(2.0) ** 2, rel=1e-14)
+    single = grad_tanh(np.float32(2.0))  # JAX's default float32: the tutorial's printed value
+    assert single.dtype == np.float32 and single == pytest.approx(0.070650816, abs=1e-8)
+    # d2/dx2 tanh = -2 tanh (1 - tanh^2)
+    assert jax.grad(jax.grad(jnp.tanh))(2.0) == pytest.approx(-2 * math.tanh(2.0) * (1 - math.tanh(2.0) ** 2))
+    np.testing.assert_allclose(jax.jacfwd(jnp.sin)(np.array([0.0, 1.0])), np.diag(np.cos([0.0, 1.0])))
+    assert jax.grad(math.sin)(1.0) == pytest.approx(math.cos(1.0))
+    A = np.array([[2.0, 1.0], [0.5, 3.0]])
+    np.testing.assert_allclose(jax.grad(jnp.linalg.det)(A), np.linalg.det(A) * np.linalg.inv(A).T)
+
+
+def test_jit_and_vmap_of_numpy_functions():
+    x = np.linspace(-1.0, 1.0, 5)
+    np.testing.assert_allclose(jax.jit(jnp.tanh)(x), np.tanh(x))
+    batch = np.arange(6.0).reshape(3, 2)
+    np.testing.assert_allclose(jax.vmap(jnp.dot)(batch, batch), np.sum(batch * batch, axis=1))
+    assert "def tanh(x):" in open(jax.grad(jnp.tanh).fun.__code__.co_filename).read()
+
+
+def selu(x, alpha=1.67, lmbda=1.05):
+    return lmbda * jnp.where(x > 0, x, alpha * jnp.exp(x) - alpha)
+
+
+def sum_logistic(x):
+    return jnp.sum(1.0 / (1.0 + jnp.exp(-x)))
+
+
+def test_quickstart_selu_and_logistic():
+    x = np.linspace(-2.0, 2.0, 7)
+    np.testing.assert_allclose(jax.jit(selu)(x), selu(x))
+    derivative = jax.grad(sum_logistic)(x)
+    s = 1 / (1 + np.exp(-x))
+    np.testing.assert_allclose(derivative, s * (1 - s), rtol=1e-13)
+    np.testing.assert_allclose(jax.jit(jax.grad(sum_logistic))(x), s * (1 - s), rtol=1e-13)
+    # the selu's derivative, with its default arguments, in both modes
+    expected = np.where(x > 0, 1.05, 1.05 * 1.67 * np.exp(x))
+    np.testing.assert_allclose(jax.vmap(jax.grad(selu))(x), expected, rtol=1e-13)
+    np.testing.assert_allclose(np.diag(jax.jacfwd(selu)(x)), expected, rtol=1e-13)
