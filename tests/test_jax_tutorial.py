@@ -51,3 +51,22 @@ def test_quickstart_selu_and_logistic():
     expected = np.where(x > 0, 1.05, 1.05 * 1.67 * np.exp(x))
     np.testing.assert_allclose(jax.vmap(jax.grad(selu))(x), expected, rtol=1e-13)
     np.testing.assert_allclose(np.diag(jax.jacfwd(selu)(x)), expected, rtol=1e-13)
+
+
+def mixed(x, y):
+    return x ** 3 * y ** 2 + math.sin(x * y)
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_third_derivatives_as_the_tutorial_takes_them(backend):
+    # print(jax.grad(jax.grad(jax.grad(jnp.tanh)))(2.)) -> d3/dx3 tanh = -2 (1 - t^2)(1 - 3 t^2)
+    t = math.tanh(2.0)
+    third = jax.jit(jax.grad(jax.grad(jax.grad(jnp.tanh))), backend=backend)
+    assert third(2.0) == pytest.approx(-2 * (1 - t * t) * (1 - 3 * t * t), rel=1e-13)
+    assert third(np.float32(2.0)).dtype == np.float32
+    # d/dx d/dy d/dx of x^3 y^2 + sin(xy) = 12 x y - 2 y sin(xy) - x y^2 cos(xy)
+    x, y = 0.7, 1.3
+    d3 = jax.jit(jax.grad(jax.grad(jax.grad(mixed, 0), 1), 0), backend=backend)(x, y)
+    assert d3 == pytest.approx(12 * x * y - 2 * y * math.sin(x * y) - x * y * y * math.cos(x * y), rel=1e-12)
+    with pytest.raises(jax.S2SError, match="float scalars"):
+        jax.grad(jax.grad(jax.grad(jnp.tanh)))(np.array([2.0]))

@@ -266,6 +266,10 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False)
     """
     if isinstance(fun, Transformed) and fun.kind == "grad" and not fun.has_aux and not has_aux:
         return _second_order(fun, argnums, scalar=True)
+    if isinstance(fun, SecondOrder) and fun.scalar and isinstance(argnums, int) and not has_aux:
+        from .higher import ThirdOrder  # (higher.py builds on this module)
+
+        return ThirdOrder(fun, argnums)
     return Transformed(fun, "grad", argnums, has_aux)
 
 
