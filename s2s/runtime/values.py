@@ -222,3 +222,9 @@ def _count(x_shape, axis):
         return int(np.prod(x_shape))
     axes = axis if isinstance(axis, tuple) else (axis,)
     return int(np.prod([x_shape[a] for a in axes]))
+
+
+def stop_gradient(x):
+    """x itself, as a value of zero derivative (s2s.lax.stop_gradient, JAX's lax.stop_gradient):
+    the transforms propagate no tangent or adjoint through it (templates/runtime_rules.py)."""
+    return x

@@ -19,7 +19,7 @@ def _zeros_like(x):
         return lambda x: np.zeros(x.shape, dtype)
     if isinstance(x, types.Float):
         return lambda x: x * 0.0
-    if _scalar(x):
+    if _scalar(x) or isinstance(x, types.NoneType):  # None: s2s.lax.scan's outputs of `return c, None`
         return lambda x: 0.0
     if isinstance(x, types.BaseTuple):
         items = "".join(f"rt.zeros_like(x[{k}]), " for k in range(len(x)))
@@ -196,3 +196,8 @@ def _shape(x):
     if isinstance(x, types.Array):
         return lambda x: x.shape
     return lambda x: ()
+
+
+@overload(rt.stop_gradient)
+def _stop_gradient(x):
+    return lambda x: x
