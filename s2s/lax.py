@@ -42,8 +42,9 @@ def switch(index: Any, branches: Sequence[Callable], *operands: Any) -> Any:
     return branches[k](*operands)
 
 
-def fori_loop(lower: int, upper: int, body_fun: Callable, init_val: Any) -> Any:
-    """val = body_fun(i, val) for i in range(lower, upper); returns val.
+def fori_loop(lower: int, upper: int, body_fun: Callable, init_val: Any, unroll: Any = None) -> Any:
+    """val = body_fun(i, val) for i in range(lower, upper); returns val. (unroll, a hint to
+    XLA in JAX, is accepted and ignored: Numba compiles the loop.)
 
     >>> fori_loop(0, 4, lambda i, total: total + i, 0)
     6
@@ -66,12 +67,13 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
     return val
 
 
-def scan(f: Callable, init: Any, xs: Any, length: int | None = None, reverse: bool = False) -> tuple:
+def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reverse: bool = False,
+         unroll: Any = 1) -> tuple:
     """carry, y = f(carry, x) over the leading axis of xs; returns (carry, ys stacked).
 
     xs and the ys may be pytrees (tuple, list, dict) of arrays, or None; with xs None, length
     gives the number of steps. With reverse=True the steps run from the last to the first,
-    and ys[i] is still the output of the step that read xs[i].
+    and ys[i] is still the output of the step that read xs[i]. unroll is accepted and ignored.
 
     >>> carry, ys = scan(lambda c, x: (c + x, 2 * c), 0.0, np.array([1.0, 2.0, 3.0]))
     >>> float(carry), ys.tolist()

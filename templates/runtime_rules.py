@@ -235,7 +235,7 @@ DECLARATIONS = [
                       pure=True),
     # s2s.lax.stop_gradient: the identity, through which no derivative flows (its result is its argument).
     nondifferentiable(runtime.stop_gradient, pure=True, view=True, broadcasts=True),
-    nondifferentiable(runtime.require_number, runtime.require_unshared, runtime.shape_tape, runtime.push_shape,
+    nondifferentiable(runtime.require_number, runtime.require_unshared, runtime.require_distinct, runtime.shape_tape, runtime.push_shape,
                       runtime.pop_shape),
     # Helpers of the forward and reverse templates that are never differentiated themselves.
     primitive(runtime.prod_bar, runtime.max_dot, runtime.prod_dot, runtime.var_dot, pure=True),

@@ -184,7 +184,7 @@ def scan_without_outputs(h0, a):
     def step(h, _):
         return jnp.tanh(a * h + 0.3), None
 
-    h, nothing = lax.scan(step, h0, None, length=6)
+    h, nothing = lax.scan(step, h0, length=6, unroll=2)  # xs left out; unroll (XLA's hint) ignored
     return jnp.sum(h)
 
 
@@ -200,6 +200,35 @@ def nested_forms(x, a):
 
     c, ys = lax.scan(step, 0.2, x)
     return c + jnp.sum(ys)
+
+
+def leaky_step(i, state):
+    """A module-level body: called, and differentiated through, rather than inlined."""
+    w, b = state
+    return (w * 0.9 + i * 0.01, b - 0.1 * jnp.sum(w))
+
+
+def module_level_body(w, b):
+    w, b = lax.fori_loop(0, 5, leaky_step, (w, b))
+    return jnp.sum(w ** 2) + b
+
+
+def def_used_twice(x):
+    def body(i, v):
+        return v * 1.1 + jnp.sin(v)
+
+    a = lax.fori_loop(0, 3, body, x)
+    b = lax.fori_loop(0, 2, body, a * 2.0)
+    return jnp.sum(a * b)
+
+
+def closure_sees_latest(x):
+    """A lambda reads the variable's value where the form runs it, as Python does."""
+    s = 2.0
+    y = lax.cond(True, lambda v: v * s, lambda v: v, x)
+    s = 3.0
+    z = lax.cond(True, lambda v: v * s, lambda v: v, x)
+    return jnp.sum(y * z)
 
 
 def masked(x):
@@ -230,6 +259,10 @@ H0 = np.array([0.1, -0.3, 0.2])
     (scan_without_outputs, (X, 0.9), 1),
     (nested_forms, (X, 0.8), 0),
     (nested_forms, (X, 0.8), 1),
+    (module_level_body, (X, 0.5), 0),
+    (module_level_body, (X, 0.5), 1),
+    (def_used_twice, (X,), 0),
+    (closure_sees_latest, (X,), 0),
 ], ids=lambda v: getattr(v, "__name__", None) or ("" if isinstance(v, tuple) else str(v)))
 def test_grad_against_finite_differences(fun, args, k, backend):
     assert_grad(fun, args, backend, k)
@@ -239,6 +272,10 @@ def test_grad_against_finite_differences(fun, args, k, backend):
 @pytest.mark.parametrize("index", [-2, 0, 1, 2, 5])
 def test_switch_clamps_its_index_in_grad(index, backend):
     assert_grad(switch_three, (X, index), backend)
+
+
+def test_closure_reads_the_latest_value():
+    np.testing.assert_allclose(s2s.grad(closure_sees_latest)(X), 12.0 * X)  # d/dx sum(2x * 3x)
 
 
 def test_stop_gradient_and_select():
@@ -456,6 +493,40 @@ def test_vmap_of_at_updates():
     got = s2s.jit(s2s.vmap(s2s.grad(at_updates)))(BATCH)
     np.testing.assert_allclose(got, [central_difference_grad(at_updates_numpy, (row,), 0) for row in BATCH],
                                rtol=1e-6, atol=1e-8)
+
+
+def at_gather_add(x, v, idx):
+    y = x.at[idx].add(v)
+    return jnp.sum(y * y)
+
+
+def at_gather_add_numpy(x, v, idx):
+    y = x.copy()
+    y[idx] += v
+    return np.sum(y * y)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_at_add_refuses_repeated_index_entries(backend):
+    """JAX adds every repeat of an index; NumPy's y[idx] += v adds one: refused, not different."""
+    x, v = X[:3].copy(), np.array([1.0, 2.0, 3.0])
+    with pytest.raises(s2s.S2SError, match=r"test_lax.py:\d+:\d+: x.at\[...\].add\(v\) with an index array that "
+                       r"names an element twice"):
+        s2s.jit(at_gather_add, backend=backend)(x, v, np.array([0, 2, 0]))
+    distinct = np.array([2, 0, 1])
+    assert s2s.jit(at_gather_add, backend=backend)(x, v, distinct) == pytest.approx(at_gather_add_numpy(x, v, distinct))
+    np.testing.assert_allclose(s2s.grad(at_gather_add, argnums=1)(x, v, distinct),
+                               central_difference_grad(at_gather_add_numpy, (x, v, distinct), 1))
+
+
+def test_at_updates_second_order_and_vjp():
+    H = s2s.hessian(at_extremes)(X, 0.4)
+    want = np.array([central_difference_grad(lambda x: s2s.grad(at_extremes)(x, 0.4)[i], (X,), 0, h=1e-5)
+                     for i in range(4)])
+    np.testing.assert_allclose(H, want, rtol=1e-5, atol=1e-6)
+    out, pullback = s2s.vjp(at_updates, X)
+    assert out == pytest.approx(at_updates_numpy(X))
+    np.testing.assert_allclose(pullback(1.0)[0], central_difference_grad(at_updates_numpy, (X,), 0), rtol=1e-6)
 
 
 def test_at_updates_leave_their_array_unchanged():

@@ -304,14 +304,13 @@ class Batched:
             what = f"{'grad' if fun.kind == 'grad' else 'value_and_grad'} of {fun.fun.__name__}"
         elif isinstance(fun, api.Primal) or inspect.isfunction(fun) and not isinstance(fun, type):
             plain = fun.fun if isinstance(fun, api.Primal) else fun
+            output = api._plain_value(plain, copy.deepcopy(example))
             try:
                 source, entries = api._generated(plain, "primal", {})
             except S2SError:
                 if backend == "python" and not isinstance(fun, api.Primal):
-                    return None, plain(*copy.deepcopy(example))  # e.g. a lambda around s2s.jvp: loop in Python
+                    return None, output  # e.g. a lambda around s2s.jvp: loop in Python
                 raise
-            # The example runs as generated: plain NumPy has no x.at[i].set(v) (s2s.lax).
-            output = api.jit(plain, backend="python")(*copy.deepcopy(example))
             entry, view, extra, what = entries["name"], "", [], plain.__name__
         else:
             return None, fun(*example)

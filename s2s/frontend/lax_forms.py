@@ -106,9 +106,7 @@ class LaxLowering:
             obj = self.resolver.resolve(node)
         if not is_user_function(obj):
             raise self.error(node, f"the {role} of s2s.lax.{form} must be a function s2s can read", FUNCTION_HINT)
-        from .expressions import _dotted
-
-        self.references.add((_dotted(node), obj.__module__, obj.__qualname__))
+        self.references.add((cst.Module([]).code_for_node(node), obj.__module__, obj.__qualname__))
         return obj
 
     def lower_tree(self, node: cst.BaseExpression, depth: int) -> Any:
@@ -356,7 +354,7 @@ class LaxLowering:
             raise self.error(a["reverse"], "reverse= of s2s.lax.scan must be True or False in the source")
         reverse = bool(reverse.value)
         # xs: None, a tuple display of arrays, or one array (each sliced along its first axis).
-        xs_node = a["xs"]
+        xs_node = a.get("xs", cst.Name("None"))
         xs_tree = None if isinstance(xs_node, cst.Name) and xs_node.value == "None" else self.lower_tree(xs_node, 1)
         leaves = xs_tree if isinstance(xs_tree, list) else [] if xs_tree is None else [xs_tree]
         if "length" in a and not (isinstance(a["length"], cst.Name) and a["length"].value == "None"):
@@ -442,6 +440,14 @@ class LaxLowering:
             raise self.error(node, f"x.at[...].{method}(v) takes one positional argument here",
                              "JAX's mode=, indices_are_sorted= and unique_indices= are not supported")
         value = self.expr(node.args[0].value)
+        names = tuple(a for a in index.atoms() if isinstance(a, ir.Name))
+        if method != "set" and names:
+            o = self.origin
+            message = (f"{o.filename}:{o.line}:{o.column}: x.at[...].{method}(v) with an index array that names an "
+                       f"element twice, which JAX combines every time and NumPy's update once; "
+                       f"remove the repeated entries\n    {o.text}")
+            items = self.assign(ir.Build("tuple", names))
+            self.emit(ir.ExprStmt(ir.Call(runtime.require_distinct, (items, ir.Const(message))), o))
         updated = self.names.temp()
         self.emit(ir.Assign((updated,), ir.Call(np.copy, (base,)), self.origin))
         op = AT_METHODS[method]

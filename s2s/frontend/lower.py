@@ -209,7 +209,7 @@ class Normalizer(ExpressionLowering, LaxLowering):
             return
         if isinstance(value, cst.Call):
             callee = self.resolver.resolve(value.func)
-            checks = (runtime.require_number, runtime.require_unshared)
+            checks = (runtime.require_number, runtime.require_unshared, runtime.require_distinct)
             if callee in (runtime.index_add, runtime.clear) + checks:
                 # Statements of generated code, when it is transformed again.
                 args, kwargs = self.arguments(value)
