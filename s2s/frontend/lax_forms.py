@@ -272,7 +272,8 @@ class LaxLowering:
         fns = [self.function_argument(e.value, "switch", "branch") for e in items.elements]
         if len(fns) == 1:
             return self.branches(node, "switch", None, fns, operands)
-        # JAX clamps the index into range(len(branches)).
+        # JAX clamps the (integer) index into range(len(branches)).
+        index = self.assign(ir.Call(builtins.int, (index,)))
         low = self.assign(ir.Call(builtins.max, (index, ir.Const(0))))
         index = self.assign(ir.Call(builtins.min, (low, ir.Const(len(fns) - 1))))
         return self.branches(node, "switch", index, fns, operands)
