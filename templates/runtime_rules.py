@@ -233,7 +233,9 @@ DECLARATIONS = [
     nondifferentiable(runtime.zeros_like, pure=True, like=True, number_stays=True),
     nondifferentiable(runtime.zeros_shaped, runtime.ones_like, runtime.shape, runtime.clip_inside, runtime.range_len,
                       pure=True),
-    nondifferentiable(runtime.require_number, runtime.require_unshared, runtime.shape_tape, runtime.push_shape,
+    # s2s.lax.stop_gradient: the identity, through which no derivative flows (its result is its argument).
+    nondifferentiable(runtime.stop_gradient, pure=True, view=True, broadcasts=True),
+    nondifferentiable(runtime.require_number, runtime.require_unshared, runtime.require_distinct, runtime.shape_tape, runtime.push_shape,
                       runtime.pop_shape),
     # Helpers of the forward and reverse templates that are never differentiated themselves.
     primitive(runtime.prod_bar, runtime.max_dot, runtime.prod_dot, runtime.var_dot, pure=True),

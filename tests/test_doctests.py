@@ -14,3 +14,10 @@ def test_api_docstring_examples():
 def test_vmap_docstring_examples():
     result = doctest.testmod(s2s.doors.vmap)
     assert result.attempted >= 1 and result.failed == 0
+
+
+def test_lax_docstring_examples():
+    import s2s.lax
+
+    result = doctest.testmod(s2s.lax)
+    assert result.attempted >= 7 and result.failed == 0

@@ -18,7 +18,7 @@ PACKAGE = os.path.join(ROOT, "s2s")
 LAYERS = [
     {"version", "errors"},  # nothing of s2s below them
     {"pytree", "tree_util", "tree", "ir"},  # values (pytrees: JAX's tree utilities too) and the intermediate representation
-    {"runtime"},  # what generated code calls (and its Numba overloads)
+    {"runtime", "lax"},  # what generated code calls (and its Numba overloads); s2s.lax runs on it
     {"rules", "templates"},  # the registry of primitives, loaded from templates/
     {"frontend"},  # source -> IR
     {"analysis"},  # facts about the IR

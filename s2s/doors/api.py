@@ -211,7 +211,7 @@ class Transformed:
             # The seed is a number; a reverse sweep that indexes it (or Numba typing it) fails
             # before the output's shape is known. Say why.
             try:
-                value = self.fun(*_private_copies(args))
+                value = _plain_value(self.fun, _private_copies(args))
             except Exception:  # noqa: BLE001
                 raise failure from None
             self._require_scalar(value[0] if self.has_aux else value)
@@ -289,7 +289,7 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
         if any(pytree.is_integer_leaf(leaf) for leaf in pytree.leaves(primal)):
             raise S2SError(f"vjp: argument {k} of {fun.__name__} holds integers",
                            hint="pass floats, or close over integer arguments in a wrapper")
-    out = fun(*primals)
+    out = _plain_value(fun, primals)
 
     def vjp_fun(cotangent):
         _check_cotangent(cotangent, out[0] if has_aux else out, fun)
@@ -338,6 +338,17 @@ def jit(fun: Callable, *, backend: str = "cpu", static_argnums: Sequence[int] = 
     if hasattr(fun, "with_backend"):  # an s2s transform: Transformed, Jacobian, SecondOrder, Batched
         return fun.with_backend(backend)
     return Primal(fun, backend)
+
+
+def _plain_value(fun: Callable, args: Sequence) -> Any:
+    """fun(*args), for its value's shape; a function that uses JAX's x.at[i].set(v), which NumPy
+    arrays do not have and s2s writes out, runs as its generated primal on the python backend."""
+    try:
+        return fun(*args)
+    except AttributeError as exc:
+        if "'at'" not in str(exc) or not inspect.isfunction(fun):
+            raise
+    return Primal(fun, "python")(*args)
 
 
 class Primal:
@@ -622,7 +633,7 @@ class Jacobian:
         if any(pytree.is_integer_leaf(leaf) for leaf in pytree.leaves(x)):
             raise S2SError(f"jacobians are taken with respect to float scalars and arrays; argument {k} "
                            "holds integers", hint="pass floats, or leave it out of argnums")
-        out = self.fun(*_private_copies(args))  # (fun may write into its arguments)
+        out = _plain_value(self.fun, _private_copies(args))  # (copies: fun may write into its arguments)
         if self.has_aux:
             out = out[0]
         simple = (float, np.floating, np.ndarray)
@@ -739,7 +750,7 @@ class SecondOrder:
             if not isinstance(value, (float, np.floating, np.ndarray)) or pytree.is_integer_leaf(value):
                 raise S2SError(f"second derivatives are taken with respect to float scalars and arrays; "
                                f"argument {position} is {type(value).__name__}")
-        out = self.fun(*_private_copies(args))  # (fun may write into its arguments)
+        out = _plain_value(self.fun, _private_copies(args))  # (copies: fun may write into its arguments)
         if not isinstance(out, (float, int, np.floating, np.ndarray)):
             raise S2SError("second derivatives take functions with an array or scalar output")
         out_shape, in_shape, wrt_shape = np.shape(out), np.shape(x), np.shape(wrt)

@@ -305,7 +305,7 @@ class Batched:
             what = f"{'grad' if fun.kind == 'grad' else 'value_and_grad'} of {fun.fun.__name__}"
         elif isinstance(fun, api.Primal) or inspect.isfunction(fun) and not isinstance(fun, type):
             plain = fun.fun if isinstance(fun, api.Primal) else fun
-            output = plain(*copy.deepcopy(example))
+            output = api._plain_value(plain, copy.deepcopy(example))
             try:
                 source, entries = api._generated(plain, "primal", {})
             except S2SError:

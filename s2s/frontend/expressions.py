@@ -15,6 +15,8 @@ import numpy as np
 
 from ..errors import S2SError
 from ..ir import nodes as ir
+from .. import lax
+from .lax_forms import FORMS as LAX_FORMS
 from .nested import NESTED_TRANSFORMS
 from .source import MISSING, is_user_function
 
@@ -124,7 +126,8 @@ class ExpressionLowering:
             raise self.error(node, "comprehensions are not supported",
                              "write the loop out, filling an array made with np.zeros or np.empty")
         if isinstance(node, cst.Lambda):
-            raise self.error(node, "lambda expressions are not supported",
+            raise self.error(node, "lambda expressions are supported only as the functions passed to "
+                             "s2s.lax forms (cond, switch, fori_loop, while_loop, scan)",
                              "define a function with def at module level")
         if isinstance(node, cst.FormattedString):
             raise self.error(node, "f-strings are not supported", "pass the values to print separately")
@@ -144,6 +147,8 @@ class ExpressionLowering:
             return ir.Name(name)
         if name in ("True", "False", "None"):
             return ir.Const({"True": True, "False": False, "None": None}[name])
+        if name in self.def_names:
+            raise self._nested_def_error(node, name)
         value = self.resolver.lookup(name)
         if value is MISSING:
             raise self.error(node, f"the name {name!r} is not defined")
@@ -274,6 +279,9 @@ class ExpressionLowering:
         attr = node.attr.value
         if attr == "T":
             return self.assign(ir.Call(np.transpose, (base,)))
+        if attr == "at":
+            raise self.error(node, "x.at[...] is supported only followed by an update: "
+                             "x.at[i].set(v), .add(v), .multiply(v), .divide(v), .power(v), .min(v), .max(v), .get()")
         if attr in PLAIN_ATTRIBUTES or not attr.startswith("_"):
             return self.assign(ir.Attribute(base, attr))
         raise self.error(node, f"the attribute .{attr} is not supported")
@@ -285,7 +293,13 @@ class ExpressionLowering:
         if isinstance(func, cst.Name) and func.value in self.locals:
             raise self.error(node, "calling a local variable is not supported",
                              "call module-level functions by name")
+        if isinstance(func, cst.Name) and func.value in self.def_names:
+            raise self._nested_def_error(node, func.value)
         callee = self.resolver.resolve(func)
+        if any(callee is form for form in LAX_FORMS):
+            return self.lax_call(node, callee)
+        if callee is lax.select:
+            callee = np.where  # the same function, which the registry and Numba know
         if callee is MISSING:
             raise self.error(func, "cannot resolve the called function",
                              "call numpy, math, builtins or module-level functions")
@@ -316,6 +330,11 @@ class ExpressionLowering:
                 raise self.error(node, f"{callee.__name__} with keyword arguments is not supported")
         return self.assign(ir.Call(callee, tuple(args), tuple(kwargs)))
 
+    def _nested_def_error(self, node: cst.CSTNode, name: str) -> S2SError:
+        return self.error(node, f"the nested function {name} can only be passed to s2s.lax forms "
+                          "(cond, switch, fori_loop, while_loop, scan)",
+                          "define it at module level to call it; s2s differentiates through the call")
+
     def _is_module_path(self, node: cst.BaseExpression) -> bool:
         root = node
         while isinstance(root, cst.Attribute):
@@ -344,6 +363,9 @@ class ExpressionLowering:
 
     def method_call(self, node: cst.Call, func: cst.Attribute) -> ir.Atom:
         method = func.attr.value
+        if isinstance(func.value, cst.Subscript) and isinstance(func.value.value, cst.Attribute) \
+                and func.value.value.attr.value == "at":
+            return self.at_update(node, method, func.value)  # JAX's x.at[i].set(v) and friends
         if method == "pop" and not node.args and isinstance(func.value, cst.Name) \
                 and func.value.value in self.locals:
             return self.assign(ir.Pop(func.value.value))

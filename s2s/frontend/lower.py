@@ -22,6 +22,7 @@ from ..errors import Origin, S2SError
 from ..ir import nodes as ir
 from .control_flow import lower_control_flow
 from .expressions import ExpressionLowering
+from .lax_forms import LaxLowering, assigned_names, walk_own
 from .source import MISSING, ParsedFunction, Resolver, parse_function
 
 AUG_OPS = {
@@ -37,34 +38,12 @@ AUG_OPS = {
 
 
 def _local_names(node: cst.FunctionDef) -> set[str]:
-    """Every name the function binds (params and assignment targets)."""
-    names = {p.name.value for p in node.params.params}
-
-    class Collect(cst.CSTVisitor):
-        def _target(self, target: cst.BaseExpression) -> None:
-            if isinstance(target, cst.Name):
-                names.add(target.value)
-            elif isinstance(target, (cst.Tuple, cst.List)):
-                for element in target.elements:
-                    self._target(element.value)
-
-        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-            self._target(node.target)
-
-        def visit_AugAssign(self, node: cst.AugAssign) -> None:
-            self._target(node.target)
-
-        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-            self._target(node.target)
-
-        def visit_For(self, node: cst.For) -> None:
-            self._target(node.target)
-
-    node.body.visit(Collect())
-    return names
+    """Every name the function binds (params and assignment targets; not those of the
+    lambdas and defs nested in it, which s2s.lax forms inline under names of their own)."""
+    return {p.name.value for p in node.params.params} | assigned_names(node.body)
 
 
-class Normalizer(ExpressionLowering):
+class Normalizer(ExpressionLowering, LaxLowering):
     def __init__(self, parsed: ParsedFunction):
         self.parsed = parsed
         self.fn = parsed.fn
@@ -77,6 +56,10 @@ class Normalizer(ExpressionLowering):
         self.out: list = []  # statements of the block being built
         self.origin: Origin | None = None
         self.loop_depth = 0
+        # Nested defs: every name, and those defined so far (to be inlined by s2s.lax forms).
+        self.def_names = {n.name.value for n in walk_own(parsed.node.body) if isinstance(n, cst.FunctionDef)}
+        self.local_defs: dict = {}
+        self.at_results: set[str] = set()  # the temporaries that x.at[i].set(v) and friends update
 
     # ---- helpers ---------------------------------------------------------------
 
@@ -167,8 +150,7 @@ class Normalizer(ExpressionLowering):
         elif isinstance(node, cst.While):
             self.while_statement(node)
         elif isinstance(node, cst.FunctionDef):
-            raise self.error(node, "nested function definitions are not supported",
-                             "define the helper at module level; s2s differentiates through calls to it")
+            self.nested_def(node)  # inlined where an s2s.lax form calls it, refused elsewhere
         elif isinstance(node, cst.ClassDef):
             raise self.error(node, "class definitions are not supported",
                              "define the class at module level")
@@ -243,7 +225,7 @@ class Normalizer(ExpressionLowering):
             return
         if isinstance(value, cst.Call):
             callee = self.resolver.resolve(value.func)
-            checks = (runtime.require_number, runtime.require_unshared)
+            checks = (runtime.require_number, runtime.require_unshared, runtime.require_distinct)
             if callee in (runtime.index_add, runtime.clear) + checks:
                 # Statements of generated code, when it is transformed again.
                 args, kwargs = self.arguments(value)
@@ -279,10 +261,18 @@ class Normalizer(ExpressionLowering):
                 self.names.taken.discard(value.id)
                 self.names.counter -= 1 if self.names.counter and value.id == f"_t{self.names.counter}" else 0
                 return
+            if rename and isinstance(value, ir.Name) and value.id in self.at_results \
+                    and self.rename_update(value.id, name):
+                return
             self.emit(ir.Assign((name,), value, self.origin))
         elif isinstance(target, (cst.Tuple, cst.List)):
-            names = []
+            names, nested = [], []
             for element in target.elements:
+                if isinstance(element, cst.Element) and isinstance(element.value, (cst.Tuple, cst.List)):
+                    # (h, c), ys = ...: the inner tuple is unpacked in turn (JAX code does this)
+                    names.append(self.names.temp())
+                    nested.append((element.value, names[-1]))
+                    continue
                 if isinstance(element, cst.StarredElement) or not isinstance(element.value, cst.Name):
                     raise self.error(element, "only unpacking into plain names is supported",
                                      "unpack into names, then index or unpack those")
@@ -293,6 +283,8 @@ class Normalizer(ExpressionLowering):
                 raise self.error(target, "unpacking a single element is not supported",
                                  "write `a = value[0]`")
             self.emit(ir.Assign(tuple(names), value, self.origin))
+            for inner, name in nested:
+                self.assign_to(inner, ir.Name(name), node, rename=False)
         elif isinstance(target, cst.Subscript):
             base = self.subscript_base(target)
             index = self.index(target)
@@ -302,6 +294,18 @@ class Normalizer(ExpressionLowering):
                              "build a new value instead (namedtuple._replace is not supported either)")
         else:
             raise self.error(target, f"cannot assign to {type(target).__name__}")
+
+    def rename_update(self, temp: str, name: str) -> bool:
+        """y = x.at[i].set(v): the copy x.at made is y from the start (`y = np.copy(x); y[i] = v`),
+        where y is not used between the copy and here."""
+        first = next((p for p, s in enumerate(self.out) if isinstance(s, ir.Assign) and s.targets == (temp,)), None)
+        if first is None:
+            return False
+        tail = list(ir.walk(self.out[first:]))
+        if any(name in ir.stmt_reads(s) + ir.stmt_writes(s) for s in tail):
+            return False
+        self.out[first:] = ir.rename(self.out[first:], {temp: name})
+        return True
 
     def subscript_base(self, target: cst.Subscript) -> str:
         if not isinstance(target.value, cst.Name) or target.value.value not in self.locals:

@@ -222,3 +222,19 @@ def _count(x_shape, axis):
         return int(np.prod(x_shape))
     axes = axis if isinstance(axis, tuple) else (axis,)
     return int(np.prod([x_shape[a] for a in axes]))
+
+
+def stop_gradient(x):
+    """x itself, as a value of zero derivative (s2s.lax.stop_gradient, JAX's lax.stop_gradient):
+    the transforms propagate no tangent or adjoint through it (templates/runtime_rules.py)."""
+    return x
+
+
+def require_distinct(items, message):
+    """Refuse integer index arrays that name one element twice: x.at[idx].add(v) (and .multiply,
+    .min, ...) combines every repeat in JAX, where the `y[idx] += v` s2s writes applies one."""
+    arrays = [np.asarray(i) for i in items if isinstance(i, (np.ndarray, list)) and np.asarray(i).dtype.kind in "iu"]
+    if arrays:
+        rows = np.stack([a.ravel() for a in np.broadcast_arrays(*arrays)])
+        if np.unique(rows, axis=1).shape[1] != rows.shape[1]:
+            raise S2SError(message)

@@ -19,7 +19,7 @@ def _zeros_like(x):
         return lambda x: np.zeros(x.shape, dtype)
     if isinstance(x, types.Float):
         return lambda x: x * 0.0
-    if _scalar(x):
+    if _scalar(x) or isinstance(x, types.NoneType):  # None: s2s.lax.scan's outputs of `return c, None`
         return lambda x: 0.0
     if isinstance(x, types.BaseTuple):
         items = "".join(f"rt.zeros_like(x[{k}]), " for k in range(len(x)))
@@ -196,3 +196,26 @@ def _shape(x):
     if isinstance(x, types.Array):
         return lambda x: x.shape
     return lambda x: ()
+
+
+@overload(rt.stop_gradient)
+def _stop_gradient(x):
+    return lambda x: x
+
+
+@register_jitable
+def _repeats(index):
+    flat = np.sort(index.ravel())
+    for j in range(1, flat.size):
+        if flat[j] == flat[j - 1]:
+            return True
+    return False
+
+
+@overload(rt.require_distinct)
+def _require_distinct(items, message):
+    # Numba indexes with one integer array at most, so each is checked on its own.
+    arrays = [k for k, t in enumerate(items) if isinstance(t, types.Array) and isinstance(t.dtype, types.Integer)]
+    checks = "".join(f"    if _repeats(items[{k}]):\n        raise S2SError(message)\n" for k in arrays)
+    return _compile(f"def impl(items, message):\n{checks}    return None\n", "impl",
+                    _repeats=_repeats, S2SError=S2SError)

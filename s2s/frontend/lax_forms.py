@@ -1,0 +1,512 @@
+"""s2s.lax control flow and JAX's `x.at[i].set(v)` inside a transformed function.
+
+Each form is written out as the native statement it stands for, with the lambda or nested
+`def` it is given inlined at the call (its parameters bound to the operands or the carry), so
+the transforms see an ordinary `if`, `for` or `while` and differentiate, batch and compile it
+like a loop the user wrote:
+
+    x = lax.fori_loop(0, n, lambda i, x: x - lr * g(x), x0)   ->   x_2 = x0
+                                                                   for i in range(0, n):
+                                                                       x_2 = x_2 - lr * g(x_2)
+                                                                   x = x_2
+
+A carry that is a tuple (a pytree) is carried as one variable per element, so loops carry
+arrays and numbers only; its structure is read from the tuple displays of the initial value
+and of what the body returns, and two displays of different lengths are an S2SError. A scan
+stacks its outputs into arrays allocated after its first step (which is written out before
+the loop, as the outputs' shapes are only known then) and written one row per step.
+"""
+
+from __future__ import annotations
+
+import builtins
+import inspect
+import operator
+from dataclasses import dataclass
+from typing import Any
+
+import libcst as cst
+import numpy as np
+
+from .. import lax, runtime
+from ..ir import nodes as ir
+from .source import MISSING, is_user_function
+
+FORMS = {lax.cond, lax.switch, lax.fori_loop, lax.while_loop, lax.scan}
+# x.at[index].<method>(v): the operator combining the old elements with v (None: set).
+AT_METHODS = {"set": None, "add": operator.add, "multiply": operator.mul, "divide": operator.truediv,
+              "power": operator.pow, "min": np.minimum, "max": np.maximum}
+FUNCTION_HINT = "pass a lambda, a function defined with def in this function, or a module-level function"
+
+
+@dataclass
+class LocalFunction:
+    """A lambda or a nested def, inlined where a lax form calls it."""
+
+    label: str  # for messages: "the lambda", "hidden_step"
+    params: list[str]
+    pre: list  # statements before the final return (libcst nodes)
+    result: cst.BaseExpression  # the returned expression
+    assigned: set[str]  # names its statements bind (its locals besides the parameters)
+    defs: set[str]  # the functions defined in it with def
+
+
+def _display(node: Any) -> list | None:
+    """The elements of a tuple display, else None."""
+    if isinstance(node, cst.Tuple) and not any(isinstance(e, cst.StarredElement) for e in node.elements):
+        return [e.value for e in node.elements]
+    return None
+
+
+class LaxLowering:
+    """The s2s.lax half of the Normalizer (lower.py, expressions.py)."""
+
+    # ---- the functions passed to a form ----------------------------------------------
+
+    def plain_params(self, params: cst.Parameters, node: cst.CSTNode) -> list[str]:
+        if params.star_arg not in (None, cst.MaybeSentinel.DEFAULT) or params.star_kwarg is not None \
+                or params.kwonly_params or params.posonly_params \
+                or any(p.default is not None for p in params.params):
+            raise self.error(node, "a function passed to an s2s.lax form takes plain positional parameters",
+                             "remove defaults, *args, keyword-only parameters and **kwargs")
+        return [p.name.value for p in params.params]
+
+    def nested_def(self, node: cst.FunctionDef) -> None:
+        """def inside the function: kept, to be inlined where an s2s.lax form calls it."""
+        name = node.name.value
+        if node.decorators or node.asynchronous is not None:
+            raise self.error(node, "a nested function with decorators or async is not supported",
+                             "define it at module level")
+        if name in self.locals or name in self.local_defs:
+            raise self.error(node, f"the nested function {name} is defined twice or also used as a variable",
+                             "give it a name of its own")
+        params = self.plain_params(node.params, node)
+        body = list(node.body.body)
+        pre = body[:-1]
+        last = body[-1] if body else None
+        if isinstance(last, cst.SimpleStatementLine):
+            pre, last = pre + list(last.body[:-1]), last.body[-1]
+        returns = [n for n in walk_own(node.body) if isinstance(n, cst.Return)]
+        if not isinstance(last, cst.Return) or last.value is None or len(returns) != 1:
+            raise self.error(node, f"the nested function {name} must end with its only return statement, "
+                             "which returns a value", "compute the result into a variable and return it at the end")
+        defs = {n.name.value for n in walk_own(node.body) if isinstance(n, cst.FunctionDef) and n is not node}
+        self.local_defs[name] = LocalFunction(name, params, pre, last.value, assigned_names(node.body), defs)
+
+    def function_argument(self, node: cst.BaseExpression, form: str, role: str) -> Any:
+        """A LocalFunction, or the module-level Python function that node names."""
+        if isinstance(node, cst.Lambda):
+            return LocalFunction("the lambda", self.plain_params(node.params, node), [], node.body, set(), set())
+        if isinstance(node, cst.Name) and node.value in self.def_names:
+            if node.value not in self.local_defs:
+                raise self.error(node, f"the nested function {node.value} is used before its def")
+            return self.local_defs[node.value]
+        obj = MISSING
+        if not (isinstance(node, cst.Name) and node.value in self.locals):
+            obj = self.resolver.resolve(node)
+        if not is_user_function(obj):
+            raise self.error(node, f"the {role} of s2s.lax.{form} must be a function s2s can read", FUNCTION_HINT)
+        self.references.add((cst.Module([]).code_for_node(node), obj.__module__, obj.__qualname__))
+        return obj
+
+    def lower_tree(self, node: cst.BaseExpression, depth: int) -> Any:
+        """An atom, or (tuple displays, down to depth) a list of lowered elements."""
+        elements = _display(node) if depth > 0 else None
+        if elements is None:
+            return self.expr(node)
+        return [self.lower_tree(e, depth - 1) for e in elements]
+
+    def inline(self, fn: Any, args: list, call: cst.CSTNode, depth: int = 1, mapping: dict | None = None):
+        """Emit fn(*args) into the current block: returns (its result as lower_tree gives it, the
+        renaming of fn's names, which a second copy of the same call passes back)."""
+        if not isinstance(fn, LocalFunction):
+            return self.user_call(call, fn, list(args), []), None
+        if len(args) != len(fn.params):
+            raise self.error(call, f"{fn.label} takes {len(fn.params)} arguments where this s2s.lax form "
+                             f"passes {len(args)}")
+        if mapping is None:
+            # A parameter the body never rebinds is the argument itself (a name passed in);
+            # every other name of the function gets a name no other variable has.
+            mapping = {}
+            for param, arg in zip(fn.params, args):
+                aliased = isinstance(arg, ir.Name) and param not in fn.assigned
+                mapping[param] = arg.id if aliased else self.names.fresh(param)
+            for name in sorted(fn.assigned - set(fn.params)):
+                mapping[name] = self.names.fresh(name)
+            self.names.taken |= set(fn.params) | fn.assigned
+        binds = [ir.Assign((mapping[p],), a, self.origin) for p, a in zip(fn.params, args)
+                 if not (isinstance(a, ir.Name) and mapping[p] == a.id)]
+        saved = (self.locals, self.loop_depth, self.origin, self.def_names, self.local_defs)
+        self.locals = self.locals | set(fn.params) | fn.assigned
+        self.loop_depth = 0
+        # The defs inside fn are its own (a scan writes its step out twice, defs included).
+        self.def_names, self.local_defs = (self.def_names - fn.assigned) | fn.defs, dict(self.local_defs)
+        holder: list = []
+
+        def build():
+            self.block(fn.pre)
+            if fn.label != "the lambda":  # a def's return; a lambda stays under the statement calling it
+                self.origin = self.parsed.origin(fn.result)
+            holder.append(self.lower_tree(fn.result, depth))
+
+        try:
+            block = self.sub_block(build)
+        finally:
+            self.locals, self.loop_depth, self.origin, self.def_names, self.local_defs = saved
+        self.out += binds + ir.rename(block, mapping)
+        return _rename_tree(holder[0], mapping), mapping
+
+    # ---- carries: one variable per element of a tuple --------------------------------
+
+    def arity(self, form: str, what: str, nodes: list) -> int | None:
+        """The number of elements of a structure that tuple displays among nodes show."""
+        found = None
+        for node in nodes:
+            elements = _display(node)
+            if elements is None:
+                continue
+            if found is not None and len(elements) != found:
+                raise self.error(node, f"the {what} of s2s.lax.{form} changes structure: a tuple of {found} "
+                                 f"elements here has {len(elements)}", "keep the same structure in every step")
+            found = len(elements)
+        return found
+
+    def split(self, tree: Any, k: int | None) -> list[ir.Atom]:
+        """A value as k atoms (one if k is None), unpacking it where it is not a display."""
+        if k is None:
+            return [self.pack(tree)]
+        if isinstance(tree, list):
+            return [self.pack(t) for t in tree]
+        names = tuple(self.names.temp() for _ in range(k))
+        self.emit(ir.Assign(names, tree, self.origin))
+        return [ir.Name(n) for n in names]
+
+    def pack(self, tree: Any) -> ir.Atom:
+        if isinstance(tree, list):
+            return self.assign(ir.Build("tuple", tuple(self.pack(t) for t in tree)))
+        return tree
+
+    def carry_names(self, base: str, k: int | None) -> list[str]:
+        return [self.names.fresh(base)] if k is None else [self.names.fresh(f"{base}_{j}") for j in range(k)]
+
+    def carry_argument(self, names: list[str], packed: str | None) -> ir.Atom:
+        """The carry as the body receives it: one variable, or the tuple of its elements (in a
+        variable of one name for every copy of the body, which an inlined body may alias)."""
+        if packed is None:
+            return ir.Name(names[0])
+        self.emit(ir.Assign((packed,), ir.Build("tuple", tuple(ir.Name(n) for n in names)), self.origin))
+        return ir.Name(packed)
+
+    def store(self, names: list[str], atoms: list[ir.Atom], keep: tuple = ()) -> None:
+        """names = atoms, all at once (an atom may be another of the names); keep: atoms that
+        later statements read, whose assignments stay as they are."""
+        if any(isinstance(a, ir.Name) and a.id in names[:j] + names[j + 1:] for j, a in enumerate(atoms)):
+            held = []
+            for atom in atoms:
+                if isinstance(atom, ir.Name) and atom.id in names:
+                    temp = self.names.temp()
+                    self.emit(ir.Assign((temp,), atom, self.origin))
+                    atom = ir.Name(temp)
+                held.append(atom)
+            atoms = held
+        for name, atom in zip(names, atoms):
+            if atom != ir.Name(name) and not self.retarget(atom, name, names, atoms, keep):
+                self.emit(ir.Assign((name,), atom, self.origin))
+
+    def retarget(self, atom: ir.Atom, name: str, names: list[str], atoms: list, keep: tuple) -> bool:
+        """Assign name where the temporary atom is computed, instead of copying it after (the
+        temporary is read nowhere else, and nothing after its statement uses name)."""
+        if not (isinstance(atom, ir.Name) and atom.id.startswith("_t")) or atom in keep or atoms.count(atom) > 1:
+            return False
+        for p, stmt in enumerate(self.out):
+            if isinstance(stmt, ir.Assign) and stmt.targets == (atom.id,) and not stmt.inplace:
+                break
+        else:
+            return False
+        later = list(ir.walk(self.out[p + 1:]))
+        if any(atom.id in ir.stmt_reads(s) + ir.stmt_writes(s) for s in ir.walk(self.out) if s is not stmt) \
+                or any(name in ir.stmt_reads(s) + ir.stmt_writes(s) for s in later) \
+                or any(n in ir.stmt_reads(s) for s in later for n in names):
+            return False
+        stmt.targets = (name,)
+        return True
+
+    def param_base(self, fn: Any, k: int, default: str) -> str:
+        if isinstance(fn, LocalFunction) and len(fn.params) > k:
+            return fn.params[k]
+        return default
+
+    # ---- the forms -------------------------------------------------------------------
+
+    def lax_call(self, node: cst.Call, callee: Any) -> ir.Atom:
+        form = callee.__name__
+        positional, keywords = [], {}
+        for arg in node.args:
+            if arg.star:
+                raise self.error(arg, f"starred arguments to s2s.lax.{form} are not supported",
+                                 "pass the operands one by one")
+            if arg.keyword is None:
+                positional.append(arg.value)
+            else:
+                keywords[arg.keyword.value] = arg.value
+        try:
+            bound = inspect.signature(callee).bind(*positional, **keywords)
+        except TypeError as exc:
+            raise self.error(node, f"s2s.lax.{form}: {exc}") from None
+        return getattr(self, f"lax_{form}")(node, bound.arguments)
+
+    def lax_cond(self, node, a) -> ir.Atom:
+        pred = self.expr(a["pred"])
+        operands = [self.expr(o) for o in a.get("operands", ())]
+        branches = [self.function_argument(a[k], "cond", k) for k in ("true_fun", "false_fun")]
+        return self.branches(node, "cond", pred, branches, operands)
+
+    def lax_switch(self, node, a) -> ir.Atom:
+        items = a["branches"]
+        if not isinstance(items, (cst.List, cst.Tuple)) or not items.elements \
+                or any(isinstance(e, cst.StarredElement) for e in items.elements):
+            raise self.error(items, "the branches of s2s.lax.switch must be a list or tuple display of functions",
+                             "write [f0, f1, ...] in the call")
+        index = self.expr(a["index"])
+        operands = [self.expr(o) for o in a.get("operands", ())]
+        fns = [self.function_argument(e.value, "switch", "branch") for e in items.elements]
+        if len(fns) == 1:
+            return self.branches(node, "switch", None, fns, operands)
+        # JAX clamps the (integer) index into range(len(branches)).
+        index = self.assign(ir.Call(builtins.int, (index,)))
+        low = self.assign(ir.Call(builtins.max, (index, ir.Const(0))))
+        index = self.assign(ir.Call(builtins.min, (low, ir.Const(len(fns) - 1))))
+        return self.branches(node, "switch", index, fns, operands)
+
+    def branches(self, node, form, test, fns, operands) -> ir.Atom:
+        """cond (test a predicate, two functions) or switch (test an index, any number)."""
+        k = self.arity(form, "result", [f.result for f in fns if isinstance(f, LocalFunction)])
+        results = [self.names.temp() for _ in range(k or 1)]
+
+        def arm(fn):
+            def build():
+                tree, _ = self.inline(fn, operands, node)
+                self.store(results, self.split(tree, k))
+            return self.sub_block(build)
+
+        if form == "cond":
+            self.emit(ir.If(test, arm(fns[0]), arm(fns[1]), self.origin))
+        else:
+            arms = [arm(fn) for fn in fns]
+            tests = [self.names.temp() for _ in fns[:-1]]
+            block = arms[-1]
+            for j in range(len(fns) - 2, -1, -1):
+                block = [ir.Assign((tests[j],), ir.Call(operator.eq, (test, ir.Const(j))), self.origin),
+                         ir.If(ir.Name(tests[j]), arms[j], block, self.origin)]
+            self.out += block
+        return self.pack([ir.Name(r) for r in results]) if k is not None else ir.Name(results[0])
+
+    def lax_fori_loop(self, node, a) -> ir.Atom:
+        body = self.function_argument(a["body_fun"], "fori_loop", "body_fun")
+        k = self.arity("fori_loop", "carry", [a["init_val"]] + ([body.result] if isinstance(body, LocalFunction) else []))
+        lower, upper = self.expr(a["lower"]), self.expr(a["upper"])
+        init = self.lower_tree(a["init_val"], 1)
+        base = self.param_base(body, 1, "carry")
+        carry = self.carry_names(base, k)
+        self.store(carry, self.split(init, k))
+        packed = self.names.fresh(base) if k is not None else None
+        index = self.names.fresh(self.param_base(body, 0, "i"))
+
+        def build():
+            tree, _ = self.inline(body, [ir.Name(index), self.carry_argument(carry, packed)], node)
+            self.store(carry, self.split(tree, k))
+
+        self.emit(ir.For(index, lower, upper, ir.Const(1), self.sub_block(build), self.origin))
+        return self.pack([ir.Name(c) for c in carry]) if k is not None else ir.Name(carry[0])
+
+    def lax_while_loop(self, node, a) -> ir.Atom:
+        cond = self.function_argument(a["cond_fun"], "while_loop", "cond_fun")
+        body = self.function_argument(a["body_fun"], "while_loop", "body_fun")
+        k = self.arity("while_loop", "carry", [a["init_val"]] + ([body.result] if isinstance(body, LocalFunction) else []))
+        init = self.lower_tree(a["init_val"], 1)
+        base = self.param_base(body, 0, "carry")
+        carry = self.carry_names(base, k)
+        self.store(carry, self.split(init, k))
+        packed = self.names.fresh(base) if k is not None else None
+        holder = []
+
+        def test():
+            tree, _ = self.inline(cond, [self.carry_argument(carry, packed)], node, depth=0)
+            holder.append(tree)
+
+        def build():
+            # The test has just packed the carry, which has not changed since.
+            tree, _ = self.inline(body, [ir.Name(packed) if packed else ir.Name(carry[0])], node)
+            self.store(carry, self.split(tree, k))
+
+        cond_block = self.sub_block(test)
+        self.emit(ir.While(cond_block, holder[0], self.sub_block(build), self.origin))
+        return self.pack([ir.Name(c) for c in carry]) if k is not None else ir.Name(carry[0])
+
+    def lax_scan(self, node, a) -> ir.Atom:
+        f = self.function_argument(a["f"], "scan", "f")
+        result = _display(f.result) if isinstance(f, LocalFunction) else None
+        if result is not None and len(result) != 2:
+            raise self.error(f.result, "the function scanned by s2s.lax.scan returns (carry, y)",
+                             "return a pair: the new carry and the output of the step (or None)")
+        k = self.arity("scan", "carry", [a["init"]] + ([result[0]] if result else []))
+        reverse = self.expr(a["reverse"]) if "reverse" in a else ir.Const(False)
+        if not isinstance(reverse, ir.Const):
+            raise self.error(a["reverse"], "reverse= of s2s.lax.scan must be True or False in the source")
+        reverse = bool(reverse.value)
+        # xs: None, a tuple display of arrays, or one array (each sliced along its first axis).
+        xs_node = a.get("xs", cst.Name("None"))
+        xs_tree = None if isinstance(xs_node, cst.Name) and xs_node.value == "None" else self.lower_tree(xs_node, 1)
+        leaves = xs_tree if isinstance(xs_tree, list) else [] if xs_tree is None else [xs_tree]
+        if "length" in a and not (isinstance(a["length"], cst.Name) and a["length"].value == "None"):
+            n = self.expr(a["length"])
+        elif leaves:
+            shape = self.assign(ir.Attribute(leaves[0], "shape"))
+            n = self.assign(ir.Subscript(shape, ir.Index((ir.Const(0),))))
+        else:
+            raise self.error(node, "s2s.lax.scan over xs=None needs length=", "pass length=the number of steps")
+        # The outputs: None, a tuple display (several stacks) or one value.
+        y_node = result[1] if result else None
+        y_display = _display(y_node)
+        no_ys = isinstance(y_node, cst.Name) and y_node.value == "None"
+        m = 0 if no_ys else len(y_display) if y_display is not None else 1
+        init = self.lower_tree(a["init"], 1)
+        base = self.param_base(f, 0, "carry")
+        carry = self.carry_names(base, k)
+        self.store(carry, self.split(init, k))
+        packed = self.names.fresh(base) if k is not None else None
+        x = self.names.fresh(self.param_base(f, 1, "x"))
+        mappings: list = [None]
+
+        def step(j: ir.Atom) -> list[ir.Atom]:
+            if xs_tree is None:
+                self.emit(ir.Assign((x,), ir.Const(None), self.origin))
+            else:
+                rows = [self.assign(ir.Subscript(leaf, ir.Index((j,)))) for leaf in leaves]
+                value = ir.Build("tuple", tuple(rows)) if isinstance(xs_tree, list) else rows[0]
+                self.emit(ir.Assign((x,), value, self.origin))
+            tree, mappings[0] = self.inline(f, [self.carry_argument(carry, packed), ir.Name(x)], node,
+                                            depth=2, mapping=mappings[0])
+            new_carry, y = tree if isinstance(tree, list) else self.split(tree, 2)
+            outputs = [] if m == 0 else self.split(y, m if y_display is not None else None)
+            # An output that is the old carry itself is read before the carry changes.
+            held = []
+            for atom in outputs:
+                if isinstance(atom, ir.Name) and atom.id in carry + [packed]:
+                    temp = self.names.temp()
+                    self.emit(ir.Assign((temp,), atom, self.origin))
+                    atom = ir.Name(temp)
+                held.append(atom)
+            self.store(carry, self.split(new_carry, k), keep=tuple(held))
+            return held
+
+        ys = [self.names.fresh("ys" if m == 1 else f"ys_{j}") for j in range(m)]
+        if m == 0:
+            start, stop, stride = (self.assign(ir.Call(operator.sub, (n, ir.Const(1)))), ir.Const(-1), ir.Const(-1)) \
+                if reverse else (ir.Const(0), n, ir.Const(1))
+        else:
+            # The first step before the loop: its outputs give the stacks' shapes and dtypes.
+            first = self.assign(ir.Call(operator.sub, (n, ir.Const(1)))) if reverse else ir.Const(0)
+            for name, value in zip(ys, step(first)):
+                self.emit(ir.Assign((name,), ir.Call(runtime.batch_empty, (n, value)), self.origin))
+                self.emit(ir.SetItem(name, ir.Index((first,)), value, None, self.origin))
+            start, stop, stride = (self.assign(ir.Call(operator.sub, (n, ir.Const(2)))), ir.Const(-1), ir.Const(-1)) \
+                if reverse else (ir.Const(1), n, ir.Const(1))
+        index = self.names.fresh("i")
+
+        def build():
+            for name, value in zip(ys, step(ir.Name(index))):
+                self.emit(ir.SetItem(name, ir.Index((ir.Name(index),)), value, None, self.origin))
+
+        self.emit(ir.For(index, start, stop, stride, self.sub_block(build), self.origin))
+        final = self.pack([ir.Name(c) for c in carry]) if k is not None else ir.Name(carry[0])
+        stacked = ir.Const(None) if m == 0 else ir.Name(ys[0]) if y_display is None \
+            else self.pack([ir.Name(y) for y in ys])
+        return self.assign(ir.Build("tuple", (final, stacked)))
+
+    # ---- x.at[index].set(v) and friends ----------------------------------------------
+
+    def at_update(self, node: cst.Call, method: str, at: cst.Subscript) -> ir.Atom:
+        """y = x.copy(); y[index] = v (or y[index] += v, or y[index] = op(y[index], v))."""
+        if method != "get" and method not in AT_METHODS:
+            raise self.error(node, f"x.at[...].{method}() is not supported",
+                             "use .set, .add, .multiply, .divide, .power, .min, .max or .get")
+        base = self.expr(at.value.value)
+        index = self.index(at)
+        if method == "get":
+            if node.args:
+                raise self.error(node, "x.at[...].get() takes no arguments here", "write x[...]")
+            return self.assign(ir.Subscript(base, index))
+        if len(node.args) != 1 or node.args[0].keyword is not None or node.args[0].star:
+            raise self.error(node, f"x.at[...].{method}(v) takes one positional argument here",
+                             "JAX's mode=, indices_are_sorted= and unique_indices= are not supported")
+        value = self.expr(node.args[0].value)
+        names = tuple(a for a in index.atoms() if isinstance(a, ir.Name))
+        if method != "set" and names:
+            o = self.origin
+            message = (f"{o.filename}:{o.line}:{o.column}: x.at[...].{method}(v) with an index array that names an "
+                       f"element twice, which JAX combines every time and NumPy's update once; "
+                       f"remove the repeated entries\n    {o.text}")
+            items = self.assign(ir.Build("tuple", names))
+            self.emit(ir.ExprStmt(ir.Call(runtime.require_distinct, (items, ir.Const(message))), o))
+        updated = self.names.temp()
+        self.emit(ir.Assign((updated,), ir.Call(np.copy, (base,)), self.origin))
+        op = AT_METHODS[method]
+        if op is None or op is operator.add:
+            self.emit(ir.SetItem(updated, index, value, "+" if op else None, self.origin))
+        else:
+            old = self.assign(ir.Subscript(ir.Name(updated), index))
+            new = self.assign(ir.Call(op, (old, value)))
+            self.emit(ir.SetItem(updated, index, new, None, self.origin))
+        self.at_results.add(updated)
+        return ir.Name(updated)
+
+
+def assigned_names(body: cst.CSTNode) -> set[str]:
+    """The names that the statements of a function body bind (not those of functions nested in it)."""
+    names: set[str] = set()
+
+    class Collect(cst.CSTVisitor):
+        def _target(self, target: cst.BaseExpression) -> None:
+            if isinstance(target, cst.Name):
+                names.add(target.value)
+            elif isinstance(target, (cst.Tuple, cst.List)):
+                for element in target.elements:
+                    self._target(element.value)
+
+        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+            self._target(node.target)
+
+        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+            self._target(node.target)
+
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+            self._target(node.target)
+
+        def visit_For(self, node: cst.For) -> None:
+            self._target(node.target)
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return False  # its own scope
+
+        def visit_Lambda(self, node: cst.Lambda) -> bool:
+            return False
+
+    body.visit(Collect())
+    return names
+
+
+def walk_own(node: cst.CSTNode):
+    """node and the nodes under it, except those inside the functions nested in it."""
+    yield node
+    for child in node.children:
+        if isinstance(child, (cst.FunctionDef, cst.Lambda)):
+            yield child
+        else:
+            yield from walk_own(child)
+
+
+def _rename_tree(tree: Any, mapping: dict) -> Any:
+    if isinstance(tree, list):
+        return [_rename_tree(t, mapping) for t in tree]
+    return ir.rename(tree, mapping)

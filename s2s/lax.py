@@ -1,0 +1,135 @@
+"""Control flow as JAX users write it: `s2s.lax.cond`, `switch`, `fori_loop`, `while_loop`, `scan`,
+`select` and `stop_gradient`.
+
+Called as they are, these run as plain Python and NumPy with JAX's semantics. Inside a function
+that s2s transforms (grad, jvp, vjp, hessian, vmap, jit), the frontend (frontend/lax_forms.py)
+writes each call out as the native `if`, `for` or `while` it stands for, with the body of the
+lambda or nested `def` inlined, so that it is differentiated, batched and compiled like the
+user's own loops. So code written for JAX runs with `import numpy as jnp` and `import s2s as jax`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .runtime import stop_gradient
+
+__all__ = ["cond", "switch", "fori_loop", "while_loop", "scan", "select", "stop_gradient"]
+
+
+def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any) -> Any:
+    """true_fun(*operands) if pred else false_fun(*operands).
+
+    >>> cond(2.0 > 1.0, lambda x: x + 1.0, lambda x: x - 1.0, 3.0)
+    4.0
+    """
+    if np.ndim(pred) != 0:
+        raise TypeError(f"s2s.lax.cond: pred must be a scalar, not of shape {np.shape(pred)}")
+    return true_fun(*operands) if pred else false_fun(*operands)
+
+
+def switch(index: Any, branches: Sequence[Callable], *operands: Any) -> Any:
+    """branches[index](*operands), with index clamped into range(len(branches)) as in JAX.
+
+    >>> switch(5, [lambda x: x, lambda x: 2 * x], 3.0)
+    6.0
+    """
+    if not branches:
+        raise ValueError("s2s.lax.switch needs at least one branch")
+    k = min(max(int(index), 0), len(branches) - 1)
+    return branches[k](*operands)
+
+
+def fori_loop(lower: int, upper: int, body_fun: Callable, init_val: Any, unroll: Any = None) -> Any:
+    """val = body_fun(i, val) for i in range(lower, upper); returns val. (unroll, a hint to
+    XLA in JAX, is accepted and ignored: Numba compiles the loop.)
+
+    >>> fori_loop(0, 4, lambda i, total: total + i, 0)
+    6
+    """
+    val = init_val
+    for i in range(int(lower), int(upper)):
+        val = body_fun(i, val)
+    return val
+
+
+def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
+    """val = body_fun(val) while cond_fun(val); returns val.
+
+    >>> while_loop(lambda x: x < 10.0, lambda x: 2.0 * x, 1.0)
+    16.0
+    """
+    val = init_val
+    while cond_fun(val):
+        val = body_fun(val)
+    return val
+
+
+def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reverse: bool = False,
+         unroll: Any = 1) -> tuple:
+    """carry, y = f(carry, x) over the leading axis of xs; returns (carry, ys stacked).
+
+    xs and the ys may be pytrees (tuple, list, dict) of arrays, or None; with xs None, length
+    gives the number of steps. With reverse=True the steps run from the last to the first,
+    and ys[i] is still the output of the step that read xs[i]. unroll is accepted and ignored.
+
+    >>> carry, ys = scan(lambda c, x: (c + x, 2 * c), 0.0, np.array([1.0, 2.0, 3.0]))
+    >>> float(carry), ys.tolist()
+    (6.0, [0.0, 2.0, 6.0])
+    """
+    leaves = _leaves(xs)
+    lengths = {np.shape(leaf)[0] for leaf in leaves}
+    if length is not None:
+        lengths.add(int(length))
+    if len(lengths) != 1:
+        raise ValueError(f"s2s.lax.scan: xs and length give different numbers of steps {sorted(lengths)}")
+    n = lengths.pop()
+    carry, outputs = init, [None] * n
+    for i in (range(n - 1, -1, -1) if reverse else range(n)):
+        carry, outputs[i] = f(carry, _index(xs, i))
+    return carry, _stack(outputs, n)
+
+
+def select(pred: Any, on_true: Any, on_false: Any) -> Any:
+    """Elementwise on_true where pred, else on_false (np.where).
+
+    >>> select(np.array([True, False]), np.array([1.0, 2.0]), np.array([3.0, 4.0])).tolist()
+    [1.0, 4.0]
+    """
+    return np.where(pred, on_true, on_false)
+
+
+# ---- pytrees of scan's xs and ys ------------------------------------------------------
+
+
+def _leaves(tree: Any) -> list:
+    if tree is None:
+        return []
+    if isinstance(tree, dict):
+        return [leaf for k in sorted(tree) for leaf in _leaves(tree[k])]
+    if isinstance(tree, (tuple, list)):
+        return [leaf for item in tree for leaf in _leaves(item)]
+    return [tree]
+
+
+def _index(tree: Any, i: int) -> Any:
+    if tree is None:
+        return None
+    if isinstance(tree, dict):
+        return {k: _index(v, i) for k, v in tree.items()}
+    if isinstance(tree, (tuple, list)):
+        return type(tree)(_index(v, i) for v in tree)
+    return tree[i]
+
+
+def _stack(outputs: list, n: int) -> Any:
+    first = outputs[0] if n else None
+    if first is None:
+        return None
+    if isinstance(first, dict):
+        return {k: _stack([o[k] for o in outputs], n) for k in first}
+    if isinstance(first, (tuple, list)):
+        return type(first)(_stack([o[k] for o in outputs], n) for k in range(len(first)))
+    return np.stack([np.asarray(o) for o in outputs])
