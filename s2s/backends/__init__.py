@@ -74,7 +74,8 @@ def load(source: str, stem: str, backend: str = "python", parallel: tuple[str, .
     if backend not in BACKENDS:
         raise S2SError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
     if backend == "cuda":
-        raise S2SError("the cuda backend is not available yet", hint='use backend="cpu"')
+        raise S2SError("backend='cuda' compiles s2s.vmap of per-example code (one thread per example)",
+                       hint="write s2s.jit(s2s.vmap(f, in_axes=...), backend='cuda'), or use backend='cpu'")
     path = write_module(source, stem)
     key = (path, backend)
     if key in _loaded:
