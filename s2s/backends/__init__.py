@@ -103,6 +103,14 @@ def load(source: str, stem: str, backend: str = "python", parallel: tuple[str, .
     return module
 
 
+def cuda_vmap(*args):
+    """The entries of a vmap specialisation on the cuda backend (backends/cuda.py: specialise),
+    loaded on first use: numba-cuda is an extra, and importing it takes a second."""
+    from . import cuda
+
+    return cuda.specialise(*args)
+
+
 def entry(module: types.ModuleType, name: str, fun=None):
     """The generated function `name` of a loaded module, ready to call: under Numba, a
     compilation error is an S2SError naming the user's statement (failures.py). fun: the

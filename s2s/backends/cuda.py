@@ -105,7 +105,9 @@ def check_arguments(params: list[str], trees: list, spec: dict) -> None:
 
 def module_text(base: str, params: list[str], trees: list, kernel: batching.Kernel, tapes: list[codegen.Tape],
                 user_files: tuple[str, ...]) -> str:
-    device = codegen.device_functions(kernel.source, kernel.entry, tapes, user_files)
+    lines, sources = kernel.source.splitlines(), {os.path.basename(p): p for p in user_files if p}
+    device = codegen.device_functions(kernel.source, kernel.entry, tapes,
+                                      lambda line: failures.origin_above(lines, line, sources))
     outs = [f"out_{k}" for k in range(len(kernel.leaf_paths))]
     size = next(s for s in (batching.first_batched(p, t) for p, t in zip(params, trees)) if s)
     args = [batching.example_expr(p, t, "{b}") for p, t in zip(params, trees)] + kernel.extra_args

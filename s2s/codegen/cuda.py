@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from ..backends.failures import origin_above
 from ..errors import S2SError
 from .format import format_source
 
@@ -124,9 +123,8 @@ def reachable(module: cst.Module, entry: str) -> list[str]:
 class _ToCuda(cst.CSTTransformer):
     METADATA_DEPENDENCIES = (PositionProvider,)
 
-    def __init__(self, lines: list[str], sources: dict, functions: set[str], tapes: dict[int, Tape],
-                 status: bool):
-        self.lines, self.sources, self.functions = lines, sources, functions
+    def __init__(self, origin_at, functions: set[str], tapes: dict[int, Tape], status: bool):
+        self.origin_at, self.functions = origin_at, functions
         self.tapes, self.status = tapes, status
         self.function = ""
         self.tape_of: dict[str, Tape] = {}  # tape variable -> Tape, in the current function
@@ -134,7 +132,7 @@ class _ToCuda(cst.CSTTransformer):
     def refuse(self, node: cst.CSTNode, what: str) -> None:
         line = self.get_metadata(PositionProvider, node).start.line
         raise S2SError(f"backend='cuda' cannot run this statement in a kernel: {what}",
-                       origin_above(self.lines, line, self.sources),
+                       self.origin_at(line),
                        hint="backend='cpu' takes it (s2s.jit(..., backend='cpu')); or keep the per-example code "
                             "to numbers, loops and indexing into the arguments")
 
@@ -223,12 +221,11 @@ class _ToCuda(cst.CSTTransformer):
         return cst.FlattenSentinel([create.with_changes(leading_lines=updated.leading_lines), check])
 
 
-def device_functions(source: str, entry: str, tapes: list[Tape], user_files: tuple[str, ...] = ()) -> Rewritten:
+def device_functions(source: str, entry: str, tapes: list[Tape], origin_at) -> Rewritten:
     """The functions of the per-example module that entry reaches, rewritten for numba-cuda
     (module doc). tapes: each runtime.new_tape's size and dtype, from the probe of the launcher.
-    Raises S2SError at the user's statement for what a kernel cannot run."""
-    import os
-
+    Raises S2SError at origin_at(line) (the user's statement that a line of source came from)
+    for what a kernel cannot run."""
     module = cst.parse_module(source)
     keep = reachable(module, entry)
     by_line = {t.line: t for t in tapes}
@@ -239,8 +236,7 @@ def device_functions(source: str, entry: str, tapes: list[Tape], user_files: tup
             constant += "_"
         used.add(constant)
         tape.slot, tape.constant = slot, constant
-    transformer = _ToCuda(source.splitlines(), {os.path.basename(p): p for p in user_files if p}, set(keep),
-                          by_line, bool(tapes))
+    transformer = _ToCuda(origin_at, set(keep), by_line, bool(tapes))
     rewritten = MetadataWrapper(module).visit(transformer)
     functions = {f.name.value: f for f in rewritten.body if isinstance(f, cst.FunctionDef)}
     # callees first: numba-cuda resolves a device function's callees when it is compiled,

@@ -387,12 +387,10 @@ class Batched:
             if backend == "python":
                 source, why_loop = self._vectorized(params, trees, spec, kernel)
             if backend == "cuda":  # a kernel module and its launcher (backends/cuda.py)
-                from ..backends import cuda
-
                 user = self.fun
                 while hasattr(user, "fun"):
                     user = user.fun
-                spec.update(cuda.specialise(base, params, trees, kernel, spec, example, user))
+                spec.update(backends.cuda_vmap(base, params, trees, kernel, spec, example, user))
                 self._specialised[key] = spec
                 return spec
             if source is None:
