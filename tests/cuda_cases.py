@@ -27,6 +27,28 @@ def path_payoff(s0, sigma, z):  # one Monte Carlo path of a call struck at 1 (th
     return max(s - 1.0, 0.0)
 
 
+def gbm_step(s, sigma, x, n):  # a helper: its reverse mode is a device function of its own
+    return s * np.exp(-0.5 * sigma * sigma / n + sigma * np.sqrt(1.0 / n) * x)
+
+
+def payoff_and_terminal(s0, sigma, z):  # grad with has_aux: the terminal price rides along
+    s = s0
+    n = z.shape[0]
+    for t in range(n):
+        s = gbm_step(s, sigma, z[t], n)
+    return max(s - 1.0, 0.0), s
+
+
+def knock_out(s0, sigma, z):  # a branch per step: an up-and-out call
+    s = s0
+    alive = 1.0
+    for t in range(z.shape[0]):
+        s = s * np.exp(sigma * z[t] / 8.0)
+        if s > 1.3:
+            alive = 0.0
+    return alive * max(s - 1.0, 0.0)
+
+
 def damped(x, k):  # the trip count is the example's own: tapes grow when a later example needs more
     y = x
     for t in range(k):
@@ -119,6 +141,10 @@ CASES = {
     "greeks_axis_1": (lambda: s2s.vmap(s2s.grad(path_payoff, argnums=(0, 1)), in_axes=(None, None, 1)),
                       lambda: path_args()[:2] + (np.ascontiguousarray(path_args()[2].T),)),
     "damped_grad": (lambda: s2s.vmap(s2s.grad(damped), in_axes=(0, 0)), damped_args),
+    "helper_has_aux": (lambda: s2s.vmap(s2s.grad(payoff_and_terminal, argnums=(0, 1), has_aux=True),
+                                        in_axes=(None, None, 0)), lambda: path_args(n=64)),
+    "knock_out_value_and_grad": (lambda: s2s.vmap(s2s.value_and_grad(knock_out, argnums=1), in_axes=(None, None, 0)),
+                                 lambda: path_args(n=64)),
     "moments": (lambda: s2s.vmap(moments, in_axes=(None, 0)), moments_args),
     "value_and_greeks": (lambda: s2s.vmap(s2s.value_and_grad(path_payoff, argnums=(0, 1)), in_axes=(None, None, 0)),
                          lambda: path_args(n=64)),

@@ -121,6 +121,10 @@ def module_text(base: str, params: list[str], trees: list, kernel: batching.Kern
 
 
 def _load(source: str, stem: str) -> types.ModuleType:
+    from numba.core import config
+
+    if not config.ENABLE_CUDASIM:  # the simulator calls the plain helpers
+        runtime.register_cuda_overloads()
     path = write_module(source, stem)
     name = f"s2s_generated.{os.path.splitext(os.path.basename(path))[0]}_cuda"
     if name in sys.modules:

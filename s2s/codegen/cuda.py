@@ -44,6 +44,8 @@ ALLOCATING = {"zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empt
 REDUCING = {"sum", "mean", "max", "min", "prod", "dot", "vdot", "inner", "matmul", "var", "std", "argmax", "argmin",
             "all", "any", "trace", "cumprod", "amax", "amin", "einsum", "tensordot"}
 METHODS = ALLOCATING | REDUCING | {"append", "pop", "astype", "item", "tolist", "fill"}
+# The runtime helpers with numba-cuda overloads (runtime/overloads/cuda.py), for numbers.
+KERNEL_HELPERS = {"zeros_like", "ones_like", "copy", "tree_add", "unbroadcast", "range_len"}
 NUMBA_TYPES = {"float64": "numba.float64", "float32": "numba.float32", "int64": "numba.int64",
                "int32": "numba.int32", "bool": "numba.boolean"}
 
@@ -108,24 +110,30 @@ def _walk(node: cst.CSTNode):
         yield from _walk(child)
 
 
-def reachable(module: cst.Module, entry: str) -> list[str]:
-    """The top-level functions that entry calls, directly or not (entry first)."""
+def _calls(module: cst.Module) -> dict[str, set[str]]:
+    """The top-level functions each top-level function names."""
     functions = {f.name.value: f for f in module.body if isinstance(f, cst.FunctionDef)}
+    return {name: {n.value for n in _walk(f) if isinstance(n, cst.Name) and n.value in functions}
+            for name, f in functions.items()}
+
+
+def reachable(calls: dict[str, set[str]], entry: str) -> list[str]:
+    """The functions that entry calls, directly or not (entry first)."""
     order, stack = [entry], [entry]
     while stack:
-        for node in _walk(functions[stack.pop()]):
-            if isinstance(node, cst.Name) and node.value in functions and node.value not in order:
-                order.append(node.value)
-                stack.append(node.value)
+        for callee in sorted(calls[stack.pop()]):
+            if callee not in order:
+                order.append(callee)
+                stack.append(callee)
     return order
 
 
 class _ToCuda(cst.CSTTransformer):
     METADATA_DEPENDENCIES = (PositionProvider,)
 
-    def __init__(self, origin_at, functions: set[str], tapes: dict[int, Tape], status: bool):
+    def __init__(self, origin_at, functions: set[str], tapes: dict[int, Tape], status: set[str]):
         self.origin_at, self.functions = origin_at, functions
-        self.tapes, self.status = tapes, status
+        self.tapes, self.status = tapes, status  # status: the functions that take tape_status
         self.function = ""
         self.tape_of: dict[str, Tape] = {}  # tape variable -> Tape, in the current function
 
@@ -142,7 +150,7 @@ class _ToCuda(cst.CSTTransformer):
 
     def leave_FunctionDef(self, original, updated: cst.FunctionDef) -> cst.FunctionDef:
         decorator = cst.Decorator(cst.parse_expression("cuda.jit(device=True)"))
-        if self.status:  # every device function passes the tapes' status on
+        if updated.name.value in self.status:  # it has tapes, or calls a function that has
             params = updated.params.with_changes(params=[*updated.params.params, cst.Param(cst.Name("tape_status"))])
             updated = updated.with_changes(params=params)
         return updated.with_changes(decorators=[decorator])
@@ -175,8 +183,8 @@ class _ToCuda(cst.CSTTransformer):
             self.refuse(original, f"{name} has no kernel form (on a number, math.* or a builtin may)")
         if name.startswith("runtime."):
             helper = name[8:]
-            if helper == "zeros_like" and len(updated.args) == 1:  # of a number: as the cpu backend's overload
-                return cst.parse_expression(f"{_atom(updated.args[0].value)} * 0.0")
+            if helper in KERNEL_HELPERS:
+                return updated
             if helper == "new_tape":
                 return updated  # replaced with its statement (leave_Assign)
             self.refuse(original, f"the runtime helper {name} (arrays, or a batched value) has no kernel form")
@@ -185,7 +193,7 @@ class _ToCuda(cst.CSTTransformer):
             kind = ("a list that grows (the tape of a while loop)" if updated.func.attr.value in ("append", "pop")
                     else f"the array method .{updated.func.attr.value}()")
             self.refuse(original, f"{kind} has no kernel form")
-        if self.status and isinstance(updated.func, cst.Name) and updated.func.value in self.functions:
+        if isinstance(updated.func, cst.Name) and updated.func.value in self.status:
             return updated.with_changes(args=[*updated.args, cst.Arg(cst.Name("tape_status"))])
         return updated
 
@@ -227,7 +235,8 @@ def device_functions(source: str, entry: str, tapes: list[Tape], origin_at) -> R
     Raises S2SError at origin_at(line) (the user's statement that a line of source came from)
     for what a kernel cannot run."""
     module = cst.parse_module(source)
-    keep = reachable(module, entry)
+    calls = _calls(module)
+    keep = reachable(calls, entry)
     by_line = {t.line: t for t in tapes}
     used = set()
     for slot, tape in enumerate(tapes):
@@ -236,7 +245,13 @@ def device_functions(source: str, entry: str, tapes: list[Tape], origin_at) -> R
             constant += "_"
         used.add(constant)
         tape.slot, tape.constant = slot, constant
-    transformer = _ToCuda(origin_at, set(keep), by_line, bool(tapes))
+    status = {t.function for t in tapes}
+    while True:  # and the functions that call them
+        callers = {f for f in keep if calls[f] & status} - status
+        if not callers:
+            break
+        status |= callers
+    transformer = _ToCuda(origin_at, set(keep), by_line, status)
     rewritten = MetadataWrapper(module).visit(transformer)
     functions = {f.name.value: f for f in rewritten.body if isinstance(f, cst.FunctionDef)}
     # callees first: numba-cuda resolves a device function's callees when it is compiled,
@@ -256,7 +271,8 @@ def kernel_module(name: str, description: str, axes: str, header: str, device: R
                   "# an example that needs more is recorded in tape_status, and the launcher specialises",
                   "# again with room for it."]
     lines += [line for line in header.splitlines() if line.startswith("#")]
-    lines += ["import math", "", "import numba", "import numpy as np", "from numba import cuda", ""]
+    lines += ["import math", "", "import numba", "import numpy as np", "from numba import cuda", "",
+              "from s2s import runtime", ""]
     lines += [f"{t.constant} = {t.size}  # {t.function}: {t.name}" for t in device.tapes]
     return format_source("\n".join(lines) + "\n\n\n" + device.source + "\n\n" + kernel)
 
