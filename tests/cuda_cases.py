@@ -110,6 +110,17 @@ def rosen_pair(pair):
     return rosen(pair[0]) + rosen(pair[1])
 
 
+def scaled_sum(z):  # array arithmetic: the simulator runs it, numba-cuda's compiler refuses it
+    y = z * 2.0
+    return y[0]
+
+
+# refused by numba-cuda's compiler (in the PTX check): its message names no line of the kernel
+# module, so the error names the user's function (the line of its def)
+COMPILE_REFUSED = {"array_arithmetic": (scaled_sum, "def scaled_sum(z):  # array arithmetic: the simulator runs it, "
+                                                    "numba-cuda's compiler refuses it")}
+
+
 def _rng():
     return np.random.default_rng(7)
 
@@ -180,6 +191,14 @@ def ptx_report() -> dict:
             ptx = cuda_backend.compile_ptx(s2s.jit(make(), backend="cuda"), *args())
             report[name] = "ok" if ".visible .entry" in ptx else "no kernel entry in the PTX"
         except Exception:  # reported to the test, which fails with it
+            report[name] = traceback.format_exc()
+    for name, (fun, statement) in COMPILE_REFUSED.items():
+        try:
+            cuda_backend.compile_ptx(s2s.jit(s2s.vmap(fun), backend="cuda"), np.ones((4, 3)))
+            report[name] = "compiled"
+        except s2s.S2SError as exc:
+            report[name] = {"line": exc.origin.line if exc.origin else None, "message": str(exc)}
+        except Exception:
             report[name] = traceback.format_exc()
     return report
 

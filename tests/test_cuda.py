@@ -182,3 +182,16 @@ def test_ptx(ptx_report, name):
         pytest.skip("NVVM is absent (install numba-cuda[cu12]): the PTX compilation is skipped, "
                     f"the simulator tests ran: {ptx_report['__nvvm__']}")
     assert ptx_report[name] == "ok", ptx_report[name]
+
+
+@pytest.mark.parametrize("name", sorted(cuda_cases.COMPILE_REFUSED))
+def test_compiler_refusal_at_the_users_statement(ptx_report, name):
+    """What only numba-cuda's compiler finds (array arithmetic allocates) is an S2SError at the
+    user's code, not a crash inside numba-cuda: at the function, as numba-cuda's message for an
+    allocation names no line of the kernel module."""
+    if "__nvvm__" in ptx_report:
+        pytest.skip(f"NVVM is absent (install numba-cuda[cu12]): {ptx_report['__nvvm__']}")
+    report = ptx_report[name]
+    assert isinstance(report, dict), report
+    assert report["line"] == _line_of(cuda_cases.COMPILE_REFUSED[name][1]), report["message"]
+    assert "kernels cannot allocate" in report["message"]

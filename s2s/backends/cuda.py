@@ -29,7 +29,7 @@ import numpy as np
 
 from .. import runtime
 from ..codegen import cuda as codegen
-from ..errors import S2SError
+from ..errors import Origin, S2SError
 from ..transforms import batching
 from . import failures, write_module
 
@@ -146,6 +146,7 @@ class Launcher:
         self.base, self.params, self.trees, self.kernel = base, params, trees, kernel
         self.dtypes = spec["leaf_dtypes"]
         self.user_files = _origin_files(user)
+        self.user = user
         self.spec = None
         seen = probe_tapes(kernel.source, base + "_probe", kernel.entry, example, kernel.extra_args)
         self.tapes = []
@@ -165,6 +166,24 @@ class Launcher:
         self.function = getattr(self.module, f"{self.base}_kernel")
         if self.spec is not None:  # s2s.source shows the module that ran
             self.spec["source"] = self.source
+
+    def compile_error(self, exc: Exception) -> S2SError:
+        """numba-cuda's refusal of the kernel, at the user's statement where its message names a
+        line of the module; otherwise (an error inside one of numba-cuda's own implementations,
+        such as an array allocation, names none) at the user's function."""
+        error = failures.translate(exc, self.user_files)
+        if error.origin is not None or self.user is None:
+            return error
+        try:
+            lines, first = inspect.getsourcelines(self.user)
+            origin = Origin(inspect.getsourcefile(self.user), first, 1, lines[0].strip())
+        except (OSError, TypeError):
+            return error
+        reason = error.reason.split("statement: ", 1)[-1]  # (the statement is not known)
+        return S2SError(f"numba-cuda cannot compile the kernel code of {self.user.__name__}: {reason} "
+                        "(in a kernel this is most often array arithmetic or a NumPy call that makes an array: "
+                        "kernels cannot allocate)", origin,
+                        hint="keep the per-example code to numbers, loops and indexing, or use backend='cpu'")
 
     def device_arguments(self, args: tuple) -> tuple:
         cuda = cuda_module()
@@ -188,7 +207,7 @@ class Launcher:
                 from numba.core.errors import NumbaError
 
                 if isinstance(exc, NumbaError):
-                    raise failures.translate(exc, self.user_files) from exc
+                    raise self.compile_error(exc) from exc
                 raise
             needed = status.copy_to_host() if self.tapes else []
             grown = [(t, int(k)) for t, k in zip(self.tapes, needed) if k > t.size]
@@ -246,5 +265,5 @@ def compile_ptx(jitted, *args, cc: tuple[int, int] = (9, 0)) -> str:
         with _no_driver(cc):
             ptx, _ = cuda.compile_ptx(launcher.function.py_func, tuple(types_), cc=cc)
     except numba.core.errors.NumbaError as exc:
-        raise failures.translate(exc, launcher.user_files) from exc
+        raise launcher.compile_error(exc) from exc
     return ptx
