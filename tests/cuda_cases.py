@@ -110,15 +110,22 @@ def rosen_pair(pair):
     return rosen(pair[0]) + rosen(pair[1])
 
 
-def scaled_sum(z):  # array arithmetic: the simulator runs it, numba-cuda's compiler refuses it
+def scaled(z):  # array arithmetic: the simulator would run it, numba-cuda's compiler refuses it
     y = z * 2.0
     return y[0]
 
 
+def rarely_scaled(z):  # the same, on a branch the first example does not take
+    if z[0] > 100.0:
+        y = z * 2.0
+        return y[0]
+    return z[0]
+
+
 # refused by numba-cuda's compiler (in the PTX check): its message names no line of the kernel
 # module, so the error names the user's function (the line of its def)
-COMPILE_REFUSED = {"array_arithmetic": (scaled_sum, "def scaled_sum(z):  # array arithmetic: the simulator runs it, "
-                                                    "numba-cuda's compiler refuses it")}
+COMPILE_REFUSED = {"array_arithmetic_untaken": (rarely_scaled, "def rarely_scaled(z):  # the same, on a branch "
+                                                               "the first example does not take")}
 
 
 def _rng():
@@ -170,6 +177,7 @@ REFUSED = {
                   lambda: (_rng().standard_normal((4, 3)),)),
     "while_tape": (s2s.grad(halves), 0, "x = x * 0.5 + 0.1 * np.sin(x)", "a list that grows",
                    lambda: (np.linspace(2.0, 5.0, 4),)),
+    "array_arithmetic": (scaled, 0, "y = z * 2.0", "it makes a new array", lambda: (np.ones((4, 3)),)),
     "matmul": (matvec, (None, 0), "y = a @ z", "@ (a matrix product) has no kernel form",
                lambda: (np.eye(3), _rng().standard_normal((4, 3)))),
 }

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import runtime
+from .. import pytree, runtime
 from ..codegen import cuda as codegen
 from ..errors import Origin, S2SError
 from ..transforms import batching
@@ -61,14 +61,24 @@ def _dtype_key(value: Any) -> str:
     return "bool" if dtype == np.bool_ else str(dtype) if str(dtype) in codegen.NUMBA_TYPES else "float64"
 
 
-def probe_tapes(source: str, stem: str, entry: str, example: tuple, extra: list[str]) -> dict[int, tuple[int, str]]:
-    """{line of a runtime.new_tape: (largest capacity asked, dtype)} when the per-example code
-    runs on one example in Python."""
-    lines = codegen.tape_lines(source)
-    if not lines:
-        return {}
+def _owns_new_array(value: Any, known: set[int]) -> bool:
+    """Is value an array whose memory none of the known arrays (the arguments) holds?"""
+    if not isinstance(value, np.ndarray) or id(value) in known:
+        return False
+    base = value
+    while isinstance(base, np.ndarray) and base.base is not None:  # a view: of what?
+        base = base.base
+    return id(base) not in known
+
+
+def probe(source: str, stem: str, entry: str, example: tuple, extra: list[str]):
+    """Run the per-example code on one example in Python, watching it: ({line of a
+    runtime.new_tape: (largest capacity asked, dtype)}, [lines that made a new array]). A
+    kernel cannot allocate, so a statement that makes an array (array arithmetic, a NumPy
+    function's array result) is refused at the user's line before numba-cuda sees it."""
     path = write_module(source, stem)
     seen: dict[int, tuple[int, str]] = {}
+    allocations: list[int] = []
 
     def new_tape(x, capacity):
         line = sys._getframe(1).f_lineno
@@ -76,14 +86,42 @@ def probe_tapes(source: str, stem: str, entry: str, example: tuple, extra: list[
         seen[line] = (max(size, int(capacity)), dtype)
         return runtime.new_tape(x, capacity)
 
+    known: set[int] = set()
+    for value in example:  # the arguments and the arrays they hold
+        for leaf in pytree.leaves(value):
+            if isinstance(leaf, np.ndarray):
+                known.add(id(leaf))
+                known.add(id(leaf.base) if leaf.base is not None else id(leaf))
+    last_line: dict[int, int] = {}
+
+    def trace(frame, event, arg):
+        # (the frame's arrays after each of its lines: one that owns new memory was made by the
+        # line that ran before)
+        if frame.f_code.co_filename != path:
+            return None
+        if event in ("line", "return"):
+            previous = last_line.get(id(frame))
+            for name, value in list(frame.f_locals.items()):
+                if _owns_new_array(value, known):
+                    known.add(id(value))
+                    if previous is not None:
+                        allocations.append(previous)
+            last_line[id(frame)] = frame.f_lineno
+        return trace
+
     recording = types.SimpleNamespace(**{k: getattr(runtime, k) for k in dir(runtime) if not k.startswith("__")})
     recording.new_tape = new_tape
     namespace = {"__name__": f"s2s_generated.probe_{stem}", "__file__": path}
     exec(compile(source, path, "exec"), namespace)
     namespace["runtime"] = recording
     extras = [eval(e, {"np": np}) for e in extra]  # the seed: "1.0" or "np.float32(1.0)"
-    namespace[entry](*example, *extras)
-    return seen
+    old = sys.gettrace()
+    sys.settrace(trace)
+    try:
+        namespace[entry](*example, *extras)
+    finally:
+        sys.settrace(old)
+    return seen, sorted(set(allocations))
 
 
 def _origin_files(user) -> tuple[str, ...]:
@@ -148,7 +186,7 @@ class Launcher:
         self.user_files = _origin_files(user)
         self.user = user
         self.spec = None
-        seen = probe_tapes(kernel.source, base + "_probe", kernel.entry, example, kernel.extra_args)
+        seen, allocations = probe(kernel.source, base + "_probe", kernel.entry, example, kernel.extra_args)
         self.tapes = []
         for line, (function, name) in sorted(codegen.tape_lines(kernel.source).items()):
             size, dtype = seen.get(line, (1, "float64"))  # not reached on the probe: grown on demand
@@ -158,7 +196,13 @@ class Launcher:
                                                      {os.path.basename(p): p for p in self.user_files}),
                                hint="backend='cpu' takes it")
             self.tapes.append(codegen.Tape(function, name, line, max(size, 1), dtype))
-        self._build()
+        self._build()  # refuses what codegen/cuda.py knows a kernel cannot run
+        if allocations:
+            raise S2SError("backend='cuda' cannot run this statement in a kernel: it makes a new array (array "
+                           "arithmetic, or a NumPy function's array result), and kernels cannot allocate",
+                           failures.origin_above(kernel.source.splitlines(), allocations[0],
+                                                 {os.path.basename(p): p for p in self.user_files}),
+                           hint="write it as a loop over the elements, or use backend='cpu'")
 
     def _build(self) -> None:
         self.source = module_text(self.base, self.params, self.trees, self.kernel, self.tapes, self.user_files)
