@@ -56,6 +56,11 @@ def damped(x, k):  # the trip count is the example's own: tapes grow when a late
     return y * y
 
 
+def casts(x, k):  # NumPy casts, np.maximum, np.power and np.abs of numbers (and their derivatives)
+    y = np.float64(k) * x + np.float32(0.5)
+    return max(y, np.maximum(x, 0.0)) + np.power(np.abs(x), 1.5)
+
+
 def moments(w, x):  # a whole (unmapped) weight vector, two outputs per example
     a = 0.0
     b = 0.0
@@ -163,6 +168,7 @@ CASES = {
                                         in_axes=(None, None, 0)), lambda: path_args(n=64)),
     "knock_out_value_and_grad": (lambda: s2s.vmap(s2s.value_and_grad(knock_out, argnums=1), in_axes=(None, None, 0)),
                                  lambda: path_args(n=64)),
+    "casts_grad": (lambda: s2s.vmap(s2s.grad(casts)), lambda: (np.linspace(-1.0, 1.0, 9), np.arange(9) % 3)),
     "moments": (lambda: s2s.vmap(moments, in_axes=(None, 0)), moments_args),
     "value_and_greeks": (lambda: s2s.vmap(s2s.value_and_grad(path_payoff, argnums=(0, 1)), in_axes=(None, None, 0)),
                          lambda: path_args(n=64)),

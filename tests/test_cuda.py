@@ -132,6 +132,12 @@ def test_device_arrays_in_device_arrays_out():
     want = s2s.jit(make(), backend="cpu")(s0, sigma, z)
     _agree(delta.copy_to_host(), want[0])
     _agree(vega.copy_to_host(), want[1])
+    # out_axes=None: the output is checked to be the same for every example, on the host
+    constant = s2s.jit(s2s.vmap(cuda_cases.path_payoff, in_axes=(None, None, 0), out_axes=None), backend="cuda")
+    with pytest.raises(s2s.S2SError, match="out_axes=None"):
+        constant(s0, sigma, cuda.to_device(z))
+    same = s2s.jit(s2s.vmap(cuda_cases.path_payoff, in_axes=(None, None, 0), out_axes=None), backend="cuda")
+    assert same(s0, sigma, cuda.to_device(np.zeros_like(z))) == cuda_cases.path_payoff(s0, sigma, z[0] * 0.0)
 
 
 def _line_of(statement: str) -> int:
@@ -195,3 +201,24 @@ def test_compiler_refusal_at_the_users_statement(ptx_report, name):
     assert isinstance(report, dict), report
     assert report["line"] == _line_of(cuda_cases.COMPILE_REFUSED[name][1]), report["message"]
     assert "kernels cannot allocate" in report["message"]
+
+
+def test_kernel_text_of_numpy_on_numbers():
+    """codegen/cuda.py's rewriting, before and after (no tapes: no tape_status)."""
+    from s2s.codegen import cuda as codegen
+
+    before = (
+        "def f(x, y):\n"
+        "    # m.py:2  z = ...\n"
+        "    z = np.power(x, 2) ** 3 + np.maximum(x, y) * np.sign(x - y) + np.pi\n"
+        "    return np.exp(np.abs(z)) + np.arctan2(y, x)\n"
+    )
+    after = (
+        "@cuda.jit(device=True)\n"
+        "def f(x, y):\n"
+        "    # m.py:2  z = ...\n"
+        "    z = (x ** 2) ** 3 + (x if x >= y or x != x else y) * (1.0 if (x - y) > 0 else (-1.0 if (x - y) < 0 "
+        "else (x - y) * 0.0)) + math.pi\n"
+        "    return math.exp(abs(z)) + math.atan2(y, x)\n"
+    )
+    assert codegen.device_functions(before, "f", [], lambda line: None).source == after

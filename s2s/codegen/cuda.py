@@ -5,8 +5,9 @@ The per-example module (the primal or the specialised reverse mode that s2s.jit(
 already compiles for the CPU) is rewritten, statement by statement, into code numba-cuda's
 compiler takes (kernel code cannot allocate arrays or call NumPy's array functions):
 
-- NumPy's elementwise functions on scalars become math.* (np.exp(x) -> math.exp(x)), np.abs,
-  np.maximum, np.minimum and np.power become abs, max, min and **;
+- NumPy's elementwise functions on scalars become math.* (np.exp(x) -> math.exp(x)), np.abs
+  becomes abs, np.power **, np.maximum and np.minimum conditional expressions (NaN wins, as in
+  NumPy), np.sign one that keeps NumPy's 0 at 0 and nan at nan;
 - a tape (runtime.new_tape, one slot per iteration of the loop that pushes) becomes a
   cuda.local.array of a size fixed when the module is specialised (the capacity the first
   example needed, `tapes` below). A thread whose example needs more records that on
@@ -34,8 +35,7 @@ MATH = {name: name for name in ("exp", "expm1", "log", "log1p", "log2", "log10",
                                 "sinh", "cosh", "tanh", "hypot", "isnan", "isinf", "isfinite", "copysign")}
 MATH.update(arcsin="asin", arccos="acos", arctan="atan", arctan2="atan2", arcsinh="asinh", arccosh="acosh",
             arctanh="atanh")
-BUILTINS = {"abs": "abs", "absolute": "abs", "fabs": "abs", "maximum": "max", "minimum": "min", "fmax": "max",
-            "fmin": "min"}
+BUILTINS = {"abs": "abs", "absolute": "abs", "fabs": "abs"}
 CONSTANTS = {"pi": "math.pi", "e": "math.e", "inf": "math.inf", "nan": "math.nan"}
 CASTS = {"float32", "float64", "int32", "int64", "bool_"}  # numba-cuda converts numbers with these
 ALLOCATING = {"zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like", "array",
@@ -165,10 +165,14 @@ class _ToCuda(cst.CSTTransformer):
                 return updated.with_changes(func=cst.Name(BUILTINS[short]))
             if short in ("power", "float_power") and len(updated.args) == 2:
                 base, exponent = (_atom(a.value) for a in updated.args)
-                return cst.parse_expression(f"{base} ** {exponent}")
+                return cst.parse_expression(f"({base} ** {exponent})")  # (** groups to the right)
             if short == "sign" and len(updated.args) == 1:  # NumPy's: 0 at 0, nan at nan, +-1 at +-inf
                 x = _atom(updated.args[0].value)
                 return cst.parse_expression(f"(1.0 if {x} > 0 else (-1.0 if {x} < 0 else {x} * 0.0))")
+            if short in ("maximum", "minimum") and len(updated.args) == 2:  # NaN wins, as in NumPy
+                a, b = (_atom(x.value) for x in updated.args)
+                compare = ">=" if short == "maximum" else "<="
+                return cst.parse_expression(f"({a} if {a} {compare} {b} or {a} != {a} else {b})")
             if short == "square" and len(updated.args) == 1:
                 x = _atom(updated.args[0].value)
                 return cst.parse_expression(f"({x} * {x})")

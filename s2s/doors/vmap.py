@@ -535,10 +535,10 @@ class Batched:
         self._last_source = spec["source"]  # after the call: the cuda backend may write it again
         leaves = []
         for value, dtype, axis, floating in zip(stacked, spec["leaf_dtypes"], spec["out_axes"], spec["floating"]):
-            if hasattr(value, "copy_to_host"):  # a CUDA device array (the inputs were): it stays there
+            if hasattr(value, "copy_to_host") and axis is not None:  # a CUDA device array (the inputs were)
                 leaves.append(value)
                 continue
-            value = np.asarray(value)
+            value = value.copy_to_host() if hasattr(value, "copy_to_host") else np.asarray(value)
             if axis is None:  # out_axes=None: the output must not depend on the example
                 if not all(np.array_equal(v, value[0], equal_nan=value.dtype.kind in "fc") for v in value[1:]):
                     raise S2SError("vmap: out_axes=None for an output that differs between examples",
