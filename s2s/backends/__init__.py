@@ -74,7 +74,8 @@ def load(source: str, stem: str, backend: str = "python", parallel: tuple[str, .
     if backend not in BACKENDS:
         raise S2SError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
     if backend == "cuda":
-        raise S2SError("the cuda backend is not available yet", hint='use backend="cpu"')
+        raise S2SError("backend='cuda' compiles s2s.vmap of per-example code (one thread per example)",
+                       hint="write s2s.jit(s2s.vmap(f, in_axes=...), backend='cuda'), or use backend='cpu'")
     path = write_module(source, stem)
     key = (path, backend)
     if key in _loaded:
@@ -100,6 +101,14 @@ def load(source: str, stem: str, backend: str = "python", parallel: tuple[str, .
                 setattr(module, attr, _compiled[shared])
     _loaded[key] = module
     return module
+
+
+def cuda_vmap(*args):
+    """The entries of a vmap specialisation on the cuda backend (backends/cuda.py: specialise),
+    loaded on first use: numba-cuda is an extra, and importing it takes a second."""
+    from . import cuda
+
+    return cuda.specialise(*args)
 
 
 def entry(module: types.ModuleType, name: str, fun=None):

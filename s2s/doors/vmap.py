@@ -76,6 +76,8 @@ def _mapped_leaves(arg: Any, tree: batching.ArgTree, where: str):
 def _example(arg: Any, tree: batching.ArgTree, index: int) -> Any:
     """A private copy of one example of the argument (the probe must not write to the caller's arrays)."""
     if tree[0] == "leaf":
+        if hasattr(arg, "copy_to_host"):  # a CUDA device array: copy only the example to the host
+            return arg[(slice(None),) * tree[1] + (index,)].copy_to_host() if tree[1] is not None else arg.copy_to_host()
         return np.take(arg, index, axis=tree[1]) if tree[1] is not None else copy.deepcopy(arg)
     if tree[0] == "dict":
         return {k: _example(arg[k], child, index) for k, child in zip(tree[1], tree[2])}
@@ -100,7 +102,8 @@ def _signature(args: tuple, trees: list) -> tuple:
             shape = list(np.shape(arg))
             if tree[1] is not None:
                 del shape[tree[1]]
-            return (type(arg).__name__, str(np.asarray(arg).dtype), tuple(shape), tree[1])
+            dtype = arg.dtype if hasattr(arg, "copy_to_host") else np.asarray(arg).dtype  # (not a device copy)
+            return (type(arg).__name__, str(dtype), tuple(shape), tree[1])
         if tree[0] == "dict":
             return ("dict", tuple((k, key(arg[k], c)) for k, c in zip(tree[1], tree[2])))
         return (tree[0], type(arg).__name__, tuple(key(a, c) for a, c in zip(arg, tree[1])))
@@ -293,7 +296,7 @@ class Batched:
         if isinstance(fun, api.Transformed) and fun.kind in ("grad", "value_and_grad"):
             output = fun.with_backend("python")(*example)
             # Compiled, the per-example gradient is specialised for the examples' kinds.
-            source, entries = fun.specialised(example) if backend == "cpu" else fun.generated()
+            source, entries = fun.specialised(example) if backend in ("cpu", "cuda") else fun.generated()
             entry = entries["vjp"]
             grads = "[1][0]" if isinstance(fun.argnums, int) else "[1]"
             if fun.kind == "grad":
@@ -384,6 +387,13 @@ class Batched:
             source, why_loop = None, ""
             if backend == "python":
                 source, why_loop = self._vectorized(params, trees, spec, kernel)
+            if backend == "cuda":  # a kernel module and its launcher (backends/cuda.py)
+                user = self.fun
+                while hasattr(user, "fun"):
+                    user = user.fun
+                spec.update(backends.cuda_vmap(base, params, trees, kernel, spec, example, user))
+                self._specialised[key] = spec
+                return spec
             if source is None:
                 source = batching.module_source(base, params, trees, kernel, [a or 0 for a in axes], why_loop)
             spec.update(source=source, driver=f"{base}_vmap", description=kernel.description)
@@ -504,7 +514,6 @@ class Batched:
                 if len(self._by_call_key) >= 64:  # e.g. many batch sizes: keep the record small
                     self._by_call_key.clear()
                 self._by_call_key[call_key] = (spec, trees)
-        self._last_source = spec["source"]
         if spec["call"] is None:  # no generated code: a Python loop over examples
             n = next(size for k, (a, t) in enumerate(zip(args, trees)) for _, _, size in _mapped_leaves(a, t, ""))
             outputs = [pytree.flatten(self.fun(*copy.deepcopy([_example(a, t, b) for a, t in zip(args, trees)])))
@@ -525,9 +534,13 @@ class Batched:
                     raise
                 raise S2SError(str(exc).replace("s2s: vmap: ", "vmap: "),
                                hint="return values of the same shape for every example") from None
+        self._last_source = spec["source"]  # after the call: the cuda backend may write it again
         leaves = []
         for value, dtype, axis, floating in zip(stacked, spec["leaf_dtypes"], spec["out_axes"], spec["floating"]):
-            value = np.asarray(value)
+            if hasattr(value, "copy_to_host") and axis is not None:  # a CUDA device array (the inputs were)
+                leaves.append(value)
+                continue
+            value = value.copy_to_host() if hasattr(value, "copy_to_host") else np.asarray(value)
             if axis is None:  # out_axes=None: the output must not depend on the example
                 if not all(np.array_equal(v, value[0], equal_nan=value.dtype.kind in "fc") for v in value[1:]):
                     raise S2SError("vmap: out_axes=None for an output that differs between examples",

@@ -28,6 +28,12 @@ def register_numba_overloads() -> None:
     from . import overloads  # noqa: F401  (importing it registers the overloads)
 
 
+def register_cuda_overloads() -> None:
+    """The numba-cuda overloads of the helpers that kernel code calls (overloads/cuda.py), once:
+    called by the cuda backend before a kernel module is loaded."""
+    from .overloads import cuda  # noqa: F401  (importing it registers the overloads)
+
+
 def __getattr__(name):
     # `runtime.prange` is numba.prange, imported on first use so that generated code that
     # does not batch never imports Numba. Under numba.njit(parallel=True) a loop over it

@@ -1,0 +1,148 @@
+"""The cuda backend on a real GPU: correctness against the cpu backend, then the greeks timing.
+
+Run once on a machine with an NVIDIA GPU (the test suite only has Numba's simulator and PTX):
+
+    pip install ".[cuda]" && python benchmarks/gpu_check.py [--paths 1000000] [--steps 64]
+
+1. Every case of tests/cuda_cases.py, s2s.jit(..., backend="cuda") against backend="cpu"
+   (float64: relative 1e-10, float32: 1e-4; libdevice's exp and the fused multiply-adds of
+   NVVM change the last bits, so not exact as in the simulator). Exit status 1 on a mismatch.
+2. Per-path delta and vega of the issue's Monte Carlo example, paths x steps normals:
+   s2s cuda (NumPy in and out: the copies are timed; and device arrays in and out), s2s cpu
+   (numba parallel over the cores), and jax.jit(jax.vmap(jax.grad(...))) on the GPU where JAX
+   is installed. Steady state: one warm-up call, then the median of 5.
+Writes benchmarks/results/gpu.md and prints it. Takes about a minute (compilation included).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests"))
+
+import s2s  # noqa: E402
+import cuda_cases  # noqa: E402
+
+
+def check_cases() -> tuple[list[str], bool]:
+    rows = []
+    failed = False
+    for name, (make, args) in sorted(cuda_cases.CASES.items()):
+        got = s2s.pytree.leaves(s2s.jit(make(), backend="cuda")(*args()))
+        reference = "python" if name == "greeks_float32" else "cpu"  # see tests/test_cuda.py
+        want = s2s.pytree.leaves(s2s.jit(make(), backend=reference)(*args()))
+        worst = 0.0
+        ok = len(got) == len(want)
+        for g, w in zip(got, want):
+            g, w = np.asarray(g), np.asarray(w)
+            rtol = 1e-4 if w.dtype == np.float32 else 1e-10
+            ok &= g.dtype == w.dtype and bool(np.allclose(g, w, rtol=rtol, atol=rtol))
+            g64, w64 = g.astype(np.float64), w.astype(np.float64)
+            worst = max(worst, float(np.max(np.abs(g64 - w64) / np.maximum(np.abs(w64), 1e-300))))
+        failed |= not ok
+        rows.append(f"| {name} | {'ok' if ok else 'MISMATCH'} | {worst:.2e} |")
+    return rows, failed
+
+
+def median_time(call, repeats: int = 5) -> float:
+    call()  # warm-up: compilation
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def time_greeks(paths: int, steps: int) -> tuple[list[str], bool]:
+    from numba import cuda
+
+    z = np.random.default_rng(0).standard_normal((paths, steps))
+    transformed = s2s.vmap(s2s.grad(cuda_cases.path_payoff, argnums=(0, 1)), in_axes=(None, None, 0))
+    on_gpu = s2s.jit(transformed, backend="cuda")
+    on_cpu = s2s.jit(transformed, backend="cpu")
+    z_device = cuda.to_device(z)
+    # (steps, paths): neighbouring threads read neighbouring addresses (coalesced)
+    by_step = s2s.jit(s2s.vmap(s2s.grad(cuda_cases.path_payoff, argnums=(0, 1)), in_axes=(None, None, 1)),
+                      backend="cuda")
+    zt_device = cuda.to_device(np.ascontiguousarray(z.T))
+
+    def device_call():
+        out = on_gpu(1.0, 0.2, z_device)
+        cuda.synchronize()
+        return out
+
+    def coalesced_call():
+        out = by_step(1.0, 0.2, zt_device)
+        cuda.synchronize()
+        return out
+
+    rows = []
+    gpu, cpu = on_gpu(1.0, 0.2, z), on_cpu(1.0, 0.2, z)
+    by_step_host = [np.asarray(x.copy_to_host()) for x in by_step(1.0, 0.2, zt_device)]
+    agree = all(np.allclose(g, c, rtol=1e-10, atol=1e-12) for g, c in zip(list(gpu) + by_step_host, list(cpu) * 2))
+    for what, call in (("s2s cuda, NumPy in and out (copies included)", lambda: on_gpu(1.0, 0.2, z)),
+                       ("s2s cuda, device arrays in and out", device_call),
+                       ("s2s cuda, device arrays, z as (steps, paths) with in_axes=1", coalesced_call),
+                       ("s2s cpu (numba, parallel)", lambda: on_cpu(1.0, 0.2, z))):
+        seconds = median_time(call)
+        rows.append(f"| {what} | {seconds * 1e3:.2f} | {paths / seconds / 1e6:.1f} |")
+    try:
+        import jax
+        import jax.numpy as jnp
+
+        jax.config.update("jax_enable_x64", True)
+
+        def jax_payoff(s0, sigma, zs):
+            n = zs.shape[0]
+            step = lambda s, x: (s * jnp.exp(-0.5 * sigma * sigma / n + sigma * jnp.sqrt(1.0 / n) * x), None)
+            s, _ = jax.lax.scan(step, s0, zs)
+            return jnp.maximum(s - 1.0, 0.0)
+
+        greeks = jax.jit(jax.vmap(jax.grad(jax_payoff, argnums=(0, 1)), in_axes=(None, None, 0)))
+        zj = jax.device_put(z)
+        seconds = median_time(lambda: jax.block_until_ready(greeks(1.0, 0.2, zj)))
+        rows.append(f"| jax.jit(jax.vmap(jax.grad)) on {jax.devices()[0].platform}, device arrays | "
+                    f"{seconds * 1e3:.2f} | {paths / seconds / 1e6:.1f} |")
+    except ImportError:
+        rows.append("| JAX | not installed | |")
+    return rows, agree
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--paths", type=int, default=1_000_000)
+    parser.add_argument("--steps", type=int, default=64)
+    options = parser.parse_args()
+    from numba import config, cuda
+
+    if config.ENABLE_CUDASIM or not cuda.is_available():
+        print("gpu_check needs a GPU (and NUMBA_ENABLE_CUDASIM unset): nothing was run", file=sys.stderr)
+        return 2
+    device = cuda.get_current_device()
+    checks, failed = check_cases()
+    timings, agree = time_greeks(options.paths, options.steps)
+    lines = [f"# s2s on {device.name.decode() if isinstance(device.name, bytes) else device.name} "
+             f"(compute capability {device.compute_capability})", "",
+             "## cuda backend against the cpu backend (tests/cuda_cases.py)", "",
+             "| case | result | largest relative difference |", "|---|---|---|", *checks, "",
+             f"## Per-path delta and vega, {options.paths} paths x {options.steps} steps (float64)", "",
+             f"cuda and cpu gradients agree per path (relative 1e-10): {agree}", "",
+             "| implementation | median ms | million paths / s |", "|---|---|---|", *timings, ""]
+    text = "\n".join(lines)
+    os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
+    with open(os.path.join(HERE, "results", "gpu.md"), "w", encoding="utf-8") as handle:
+        handle.write(text)
+    print(text)
+    return 1 if failed or not agree else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,313 @@
+"""The cuda backend: s2s.jit(s2s.vmap(f), backend="cuda") as a numba.cuda kernel.
+
+specialise() writes the kernel module for one specialisation of a vmap (codegen/cuda.py),
+loads it, and returns the launcher that s2s.vmap calls: arguments are copied to the device
+(device arrays are used as they are), one thread runs each example, and the outputs are
+copied back (or stay on the device when an input was a device array).
+
+Tapes of the per-example reverse mode are local arrays whose size is fixed in the module.
+The sizes come from a probe: the per-example code run once in Python on the first example,
+with runtime.new_tape recording each tape's capacity and dtype. A later example that needs
+more raises its tape's entry of tape_status; the launcher then writes the module again with
+that size and runs the batch again, so a probe that saw too little costs time, not results.
+
+compile_ptx() compiles a specialisation's kernel to PTX without a GPU (the test suite uses it:
+Numba's simulator runs code that the real compiler rejects).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import inspect
+import os
+import sys
+import types
+from typing import Any
+
+import numpy as np
+
+from .. import pytree, runtime
+from ..codegen import cuda as codegen
+from ..errors import Origin, S2SError
+from ..transforms import batching
+from . import failures, write_module
+
+THREADS_PER_BLOCK = 128
+MAX_BLOCKS = 65536  # more examples than threads: each thread takes several (grid-stride loop)
+
+
+def cuda_module():
+    """numba.cuda, or an S2SError that says how to install it."""
+    try:
+        from numba import cuda
+    except ImportError:
+        cuda = None
+    # Numba's own numba.cuda (deprecated, "Built-in") is not the target s2s writes for.
+    if getattr(cuda, "implementation", None) != "NVIDIA":
+        raise S2SError("backend='cuda' needs numba-cuda, which is not installed",
+                       hint="pip install 's2s[cuda]' (numba-cuda with the CUDA 12 toolkit), or use backend='cpu'")
+    return cuda
+
+
+def is_device_array(x: Any) -> bool:
+    return hasattr(x, "copy_to_host")  # numba-cuda's device arrays (the simulator's have no __cuda_array_interface__)
+
+
+def _dtype_key(value: Any) -> str:
+    dtype = np.asarray(value).dtype
+    if np.ndim(value) != 0:
+        return "array"
+    return "bool" if dtype == np.bool_ else str(dtype) if str(dtype) in codegen.NUMBA_TYPES else "float64"
+
+
+def _owns_new_array(value: Any, known: set[int]) -> bool:
+    """Is value an array whose memory none of the known arrays (the arguments) holds?"""
+    if not isinstance(value, np.ndarray) or id(value) in known:
+        return False
+    base = value
+    while isinstance(base, np.ndarray) and base.base is not None:  # a view: of what?
+        base = base.base
+    return id(base) not in known
+
+
+def probe(source: str, stem: str, entry: str, example: tuple, extra: list[str]):
+    """Run the per-example code on one example in Python, watching it: ({line of a
+    runtime.new_tape: (largest capacity asked, dtype)}, [lines that made a new array]). A
+    kernel cannot allocate, so a statement that makes an array (array arithmetic, a NumPy
+    function's array result) is refused at the user's line before numba-cuda sees it."""
+    path = write_module(source, stem)
+    seen: dict[int, tuple[int, str]] = {}
+    allocations: list[int] = []
+
+    def new_tape(x, capacity):
+        line = sys._getframe(1).f_lineno
+        size, dtype = seen.get(line, (0, _dtype_key(x)))
+        seen[line] = (max(size, int(capacity)), dtype)
+        return runtime.new_tape(x, capacity)
+
+    known: set[int] = set()
+    for value in example:  # the arguments and the arrays they hold
+        for leaf in pytree.leaves(value):
+            if isinstance(leaf, np.ndarray):
+                known.add(id(leaf))
+                known.add(id(leaf.base) if leaf.base is not None else id(leaf))
+    last_line: dict[int, int] = {}
+
+    def trace(frame, event, arg):
+        # (the frame's arrays after each of its lines: one that owns new memory was made by the
+        # line that ran before)
+        if frame.f_code.co_filename != path:
+            return None
+        if event in ("line", "return"):
+            previous = last_line.get(id(frame))
+            for name, value in list(frame.f_locals.items()):
+                if _owns_new_array(value, known):
+                    known.add(id(value))
+                    if previous is not None:
+                        allocations.append(previous)
+            last_line[id(frame)] = frame.f_lineno
+        return trace
+
+    recording = types.SimpleNamespace(**{k: getattr(runtime, k) for k in dir(runtime) if not k.startswith("__")})
+    recording.new_tape = new_tape
+    namespace = {"__name__": f"s2s_generated.probe_{stem}", "__file__": path}
+    exec(compile(source, path, "exec"), namespace)
+    namespace["runtime"] = recording
+    extras = [eval(e, {"np": np}) for e in extra]  # the seed: "1.0" or "np.float32(1.0)"
+    old = sys.gettrace()
+    sys.settrace(trace)
+    try:
+        namespace[entry](*example, *extras)
+    finally:
+        sys.settrace(old)
+    return seen, sorted(set(allocations))
+
+
+def _origin_files(user) -> tuple[str, ...]:
+    try:
+        return (inspect.getsourcefile(user),) if user is not None else ()
+    except TypeError:
+        return ()
+
+
+def check_arguments(params: list[str], trees: list, spec: dict) -> None:
+    for p, tree in zip(params, trees):
+        if tree[0] != "leaf":
+            raise S2SError(f"backend='cuda' takes arrays and numbers as arguments; {p} is a "
+                           f"{tree[0]} (a pytree)", hint="pass its leaves as separate arguments, or use backend='cpu'")
+    if any(ndim != 0 for ndim in spec["leaf_ndims"]):
+        raise S2SError("backend='cuda' returns a number per example for now; this function returns an array "
+                       "per example", hint="return numbers (a tuple of them is fine), or use backend='cpu'")
+
+
+def module_text(base: str, params: list[str], trees: list, kernel: batching.Kernel, tapes: list[codegen.Tape],
+                user_files: tuple[str, ...]) -> str:
+    lines, sources = kernel.source.splitlines(), {os.path.basename(p): p for p in user_files if p}
+    device = codegen.device_functions(kernel.source, kernel.entry, tapes,
+                                      lambda line: failures.origin_above(lines, line, sources))
+    outs = [f"out_{k}" for k in range(len(kernel.leaf_paths))]
+    size = next(s for s in (batching.first_batched(p, t) for p, t in zip(params, trees)) if s)
+    args = [batching.example_expr(p, t, "{b}") for p, t in zip(params, trees)] + kernel.extra_args
+    if tapes:
+        args.append("tape_status")
+    axes = batching.described_axes(params, trees)
+    doc = f"Vmap of {kernel.description}, batched over {axes}: one example per thread."
+    text = codegen.kernel_source(base, params, [], size, outs, f"{kernel.entry}({', '.join(args)})",
+                                 kernel.leaf_paths, bool(tapes), doc)
+    return codegen.kernel_module(base, kernel.description, axes, kernel.source, device, text)
+
+
+def _load(source: str, stem: str) -> types.ModuleType:
+    from numba.core import config
+
+    if not config.ENABLE_CUDASIM:  # the simulator calls the plain helpers
+        runtime.register_cuda_overloads()
+    path = write_module(source, stem)
+    name = f"s2s_generated.{os.path.splitext(os.path.basename(path))[0]}_cuda"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+class Launcher:
+    """One specialisation of a vmap on the cuda backend: its module, and the call s2s.vmap makes."""
+
+    def __init__(self, base: str, params: list[str], trees: list, kernel: batching.Kernel, spec: dict,
+                 example: tuple, user):
+        cuda_module()
+        check_arguments(params, trees, spec)
+        self.base, self.params, self.trees, self.kernel = base, params, trees, kernel
+        self.dtypes = spec["leaf_dtypes"]
+        self.user_files = _origin_files(user)
+        self.user = user
+        self.spec = None
+        seen, allocations = probe(kernel.source, base + "_probe", kernel.entry, example, kernel.extra_args)
+        self.tapes = []
+        for line, (function, name) in sorted(codegen.tape_lines(kernel.source).items()):
+            size, dtype = seen.get(line, (1, "float64"))  # not reached on the probe: grown on demand
+            if dtype == "array":
+                raise S2SError(f"backend='cuda' keeps tapes of numbers; {function} tapes an array ({name})",
+                               failures.origin_above(kernel.source.splitlines(), line,
+                                                     {os.path.basename(p): p for p in self.user_files}),
+                               hint="backend='cpu' takes it")
+            self.tapes.append(codegen.Tape(function, name, line, max(size, 1), dtype))
+        self._build()  # refuses what codegen/cuda.py knows a kernel cannot run
+        if allocations:
+            raise S2SError("backend='cuda' cannot run this statement in a kernel: it makes a new array (array "
+                           "arithmetic, or a NumPy function's array result), and kernels cannot allocate",
+                           failures.origin_above(kernel.source.splitlines(), allocations[0],
+                                                 {os.path.basename(p): p for p in self.user_files}),
+                           hint="write it as a loop over the elements, or use backend='cpu'")
+
+    def _build(self) -> None:
+        self.source = module_text(self.base, self.params, self.trees, self.kernel, self.tapes, self.user_files)
+        self.module = _load(self.source, self.base + "_cuda")
+        self.function = getattr(self.module, f"{self.base}_kernel")
+        if self.spec is not None:  # s2s.source shows the module that ran
+            self.spec["source"] = self.source
+
+    def compile_error(self, exc: Exception) -> S2SError:
+        """numba-cuda's refusal of the kernel, at the user's statement where its message names a
+        line of the module; otherwise (an error inside one of numba-cuda's own implementations,
+        such as an array allocation, names none) at the user's function."""
+        error = failures.translate(exc, self.user_files)
+        if error.origin is not None or self.user is None:
+            return error
+        try:
+            lines, first = inspect.getsourcelines(self.user)
+            origin = Origin(inspect.getsourcefile(self.user), first, 1, lines[0].strip())
+        except (OSError, TypeError):
+            return error
+        reason = error.reason.split("statement: ", 1)[-1]  # (the statement is not known)
+        return S2SError(f"numba-cuda cannot compile the kernel code of {self.user.__name__}: {reason} "
+                        "(in a kernel this is most often array arithmetic or a NumPy call that makes an array: "
+                        "kernels cannot allocate)", origin,
+                        hint="keep the per-example code to numbers, loops and indexing, or use backend='cpu'")
+
+    def device_arguments(self, args: tuple) -> tuple:
+        cuda = cuda_module()
+        return tuple(a if is_device_array(a) or np.ndim(a) == 0 else cuda.to_device(np.ascontiguousarray(a))
+                     for a in args)
+
+    def __call__(self, *args):
+        cuda = cuda_module()
+        on_device = any(is_device_array(a) for a in args)
+        n = next(np.shape(a)[t[1]] if not is_device_array(a) else a.shape[t[1]]
+                 for a, t in zip(args, self.trees) if t[1] is not None)
+        device_args = self.device_arguments(args)
+        outs = [cuda.device_array(n, dtype=np.dtype(d)) for d in self.dtypes]
+        blocks = max(1, min(MAX_BLOCKS, -(-n // THREADS_PER_BLOCK)))
+        while True:
+            status = cuda.to_device(np.zeros(max(len(self.tapes), 1), dtype=np.int64)) if self.tapes else None
+            launch = self.function[blocks, THREADS_PER_BLOCK]
+            try:
+                launch(*device_args, *outs, *([status] if self.tapes else []))
+            except Exception as exc:  # a numba-cuda compilation error: name the user's statement
+                from numba.core.errors import NumbaError
+
+                if isinstance(exc, NumbaError):
+                    raise self.compile_error(exc) from exc
+                raise
+            needed = status.copy_to_host() if self.tapes else []
+            grown = [(t, int(k)) for t, k in zip(self.tapes, needed) if k > t.size]
+            if not grown:
+                break
+            for tape, size in grown:  # an example needs a longer tape: write the module again with room
+                tape.size = size
+            self._build()
+        if on_device:
+            return tuple(outs)
+        return tuple(o.copy_to_host() for o in outs)
+
+
+def specialise(base: str, params: list[str], trees: list, kernel: batching.Kernel, spec: dict, example: tuple,
+               user) -> dict:
+    """The entries of a vmap specialisation on the cuda backend (s2s.vmap's spec)."""
+    launcher = Launcher(base, params, trees, kernel, spec, example, user)
+    launcher.spec = spec
+    return {"source": launcher.source, "driver": f"{base}_kernel", "description": kernel.description,
+            "call": launcher, "launcher": launcher}
+
+
+@contextlib.contextmanager
+def _no_driver(cc: tuple[int, int]):
+    """numba-cuda asks the driver for the compute capability when a kernel that calls device
+    functions is compiled, even when compile_ptx is given cc: without a GPU (or a driver) it is
+    answered here, and only for the duration of the compilation."""
+    from numba.cuda import dispatcher
+
+    original = dispatcher.get_current_device
+    dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=cc)
+    try:
+        yield
+    finally:
+        dispatcher.get_current_device = original
+
+
+def compile_ptx(jitted, *args, cc: tuple[int, int] = (9, 0)) -> str:
+    """The PTX of the kernel that s2s.jit(s2s.vmap(f), backend="cuda") runs for these arguments,
+    compiled for compute capability cc with no GPU and no driver (numba-cuda's NVVM)."""
+    import numba
+    from numba import cuda
+
+    if getattr(cuda, "is_simulator", lambda: False)() or os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+        raise S2SError("compile_ptx needs numba-cuda's compiler, not its simulator",
+                       hint="run it in a process without NUMBA_ENABLE_CUDASIM=1")
+    trees = jitted._trees(args)
+    spec = jitted._specialise(args, trees, "cuda")
+    launcher = spec["launcher"]
+    host = [np.ascontiguousarray(a) if np.ndim(a) else a for a in args]
+    types_ = [numba.typeof(a) for a in host] + [numba.typeof(np.empty(1, np.dtype(d))) for d in launcher.dtypes]
+    if launcher.tapes:
+        types_.append(numba.int64[::1])
+    try:
+        with _no_driver(cc):
+            ptx, _ = cuda.compile_ptx(launcher.function.py_func, tuple(types_), cc=cc)
+    except numba.core.errors.NumbaError as exc:
+        raise launcher.compile_error(exc) from exc
+    return ptx

@@ -1,0 +1,221 @@
+"""Per-example programs for tests/test_cuda.py, and the PTX check it runs in a subprocess.
+
+The functions live in a real file (s2s reads their source); their line numbers are asserted
+by the refusal tests (REFUSED below names each refused statement by its text).
+
+Run as a script (`python tests/cuda_cases.py`, in a process without NUMBA_ENABLE_CUDASIM=1)
+it compiles the kernel of every case of CASES to PTX for sm_90 and prints a JSON object
+{case: "ok" | the error}: Numba's simulator runs code the real compiler rejects, so the
+suite compiles every kernel it simulates.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+
+import numpy as np
+
+import s2s
+
+
+def path_payoff(s0, sigma, z):  # one Monte Carlo path of a call struck at 1 (the issue's example)
+    s = s0
+    for t in range(z.shape[0]):
+        s = s * np.exp(-0.5 * sigma * sigma / z.shape[0] + sigma * np.sqrt(1.0 / z.shape[0]) * z[t])
+    return max(s - 1.0, 0.0)
+
+
+def gbm_step(s, sigma, x, n):  # a helper: its reverse mode is a device function of its own
+    return s * np.exp(-0.5 * sigma * sigma / n + sigma * np.sqrt(1.0 / n) * x)
+
+
+def payoff_and_terminal(s0, sigma, z):  # grad with has_aux: the terminal price rides along
+    s = s0
+    n = z.shape[0]
+    for t in range(n):
+        s = gbm_step(s, sigma, z[t], n)
+    return max(s - 1.0, 0.0), s
+
+
+def knock_out(s0, sigma, z):  # a branch per step: an up-and-out call
+    s = s0
+    alive = 1.0
+    for t in range(z.shape[0]):
+        s = s * np.exp(sigma * z[t] / 8.0)
+        if s > 1.3:
+            alive = 0.0
+    return alive * max(s - 1.0, 0.0)
+
+
+def damped(x, k):  # the trip count is the example's own: tapes grow when a later example needs more
+    y = x
+    for t in range(k):
+        y = np.sin(y) * np.power(np.abs(y), 0.5) + 0.1 * t
+    return y * y
+
+
+def casts(x, k):  # NumPy casts, np.maximum, np.power and np.abs of numbers (and their derivatives)
+    y = np.float64(k) * x + np.float32(0.5)
+    return max(y, np.maximum(x, 0.0)) + np.power(np.abs(x), 1.5)
+
+
+def moments(w, x):  # a whole (unmapped) weight vector, two outputs per example
+    a = 0.0
+    b = 0.0
+    for i in range(x.shape[0]):
+        u = np.tanh(w[i] * x[i])
+        a = a + u
+        b = np.maximum(b, u * u)
+    return a, np.log1p(b) + np.pi
+
+
+def rosen(x):  # a per-example vector, differentiated with value_and_grad
+    total = 0.0
+    for i in range(x.shape[0] - 1):
+        total = total + 100.0 * (x[i + 1] - x[i] ** 2) ** 2 + (1.0 - x[i]) ** 2
+    return total
+
+
+# ---- refused: (function, in_axes, the refused statement, what the message says) --------------
+
+def uses_solve(a, b):
+    x = np.linalg.solve(a, b)
+    return x[0]
+
+
+def allocates(x):
+    y = np.zeros(3)
+    y[0] = x
+    return y[0] * 2.0
+
+
+def reduces(z):
+    total = np.sum(z * z)
+    return total
+
+
+def halves(x):
+    while x > 1.0:
+        x = x * 0.5 + 0.1 * np.sin(x)
+    return x
+
+
+def matvec(a, z):
+    y = a @ z
+    return y[0]
+
+
+def per_example_array(z):
+    return z[0] * z
+
+
+def rosen_pair(pair):
+    return rosen(pair[0]) + rosen(pair[1])
+
+
+def scaled(z):  # array arithmetic: the simulator would run it, numba-cuda's compiler refuses it
+    y = z * 2.0
+    return y[0]
+
+
+def rarely_scaled(z):  # the same, on a branch the first example does not take
+    if z[0] > 100.0:
+        y = z * 2.0
+        return y[0]
+    return z[0]
+
+
+# refused by numba-cuda's compiler (in the PTX check): its message names no line of the kernel
+# module, so the error names the user's function (the line of its def)
+COMPILE_REFUSED = {"array_arithmetic_untaken": (rarely_scaled, "def rarely_scaled(z):  # the same, on a branch "
+                                                               "the first example does not take")}
+
+
+def _rng():
+    return np.random.default_rng(7)
+
+
+def path_args(n=256, steps=32, dtype=np.float64):
+    z = _rng().standard_normal((n, steps)).astype(dtype)
+    return dtype(1.0), dtype(0.2), z
+
+
+def damped_args():
+    k = np.arange(3, 3 + 24) % 11 + 2  # the first example runs 5 steps, others up to 12
+    return np.linspace(0.2, 1.4, 24), k
+
+
+def moments_args():
+    return np.linspace(-1.0, 1.0, 5), _rng().standard_normal((30, 5))
+
+
+def rosen_args():
+    return (_rng().standard_normal((40, 4)),)
+
+
+# name -> (the transformed function, before s2s.jit, and its arguments)
+CASES = {
+    "path_payoff": (lambda: s2s.vmap(path_payoff, in_axes=(None, None, 0)), path_args),
+    "greeks": (lambda: s2s.vmap(s2s.grad(path_payoff, argnums=(0, 1)), in_axes=(None, None, 0)), path_args),
+    "greeks_float32": (lambda: s2s.vmap(s2s.grad(path_payoff, argnums=(0, 1)), in_axes=(None, None, 0)),
+                       lambda: path_args(dtype=np.float32)),
+    "greeks_axis_1": (lambda: s2s.vmap(s2s.grad(path_payoff, argnums=(0, 1)), in_axes=(None, None, 1)),
+                      lambda: path_args()[:2] + (np.ascontiguousarray(path_args()[2].T),)),
+    "damped_grad": (lambda: s2s.vmap(s2s.grad(damped), in_axes=(0, 0)), damped_args),
+    "helper_has_aux": (lambda: s2s.vmap(s2s.grad(payoff_and_terminal, argnums=(0, 1), has_aux=True),
+                                        in_axes=(None, None, 0)), lambda: path_args(n=64)),
+    "knock_out_value_and_grad": (lambda: s2s.vmap(s2s.value_and_grad(knock_out, argnums=1), in_axes=(None, None, 0)),
+                                 lambda: path_args(n=64)),
+    "casts_grad": (lambda: s2s.vmap(s2s.grad(casts)), lambda: (np.linspace(-1.0, 1.0, 9), np.arange(9) % 3)),
+    "moments": (lambda: s2s.vmap(moments, in_axes=(None, 0)), moments_args),
+    "value_and_greeks": (lambda: s2s.vmap(s2s.value_and_grad(path_payoff, argnums=(0, 1)), in_axes=(None, None, 0)),
+                         lambda: path_args(n=64)),
+}
+
+REFUSED = {
+    "linalg": (uses_solve, (None, 0), "x = np.linalg.solve(a, b)", "np.linalg.solve has no kernel form",
+               lambda: (np.eye(3) + 0.1, _rng().standard_normal((4, 3)))),
+    "allocation": (allocates, 0, "y = np.zeros(3)", "np.zeros allocates an array",
+                   lambda: (np.linspace(0, 1, 4),)),
+    "reduction": (reduces, 0, "total = np.sum(z * z)", "np.sum reduces a whole array",
+                  lambda: (_rng().standard_normal((4, 3)),)),
+    "while_tape": (s2s.grad(halves), 0, "x = x * 0.5 + 0.1 * np.sin(x)", "a list that grows",
+                   lambda: (np.linspace(2.0, 5.0, 4),)),
+    "array_arithmetic": (scaled, 0, "y = z * 2.0", "it makes a new array", lambda: (np.ones((4, 3)),)),
+    "matmul": (matvec, (None, 0), "y = a @ z", "@ (a matrix product) has no kernel form",
+               lambda: (np.eye(3), _rng().standard_normal((4, 3)))),
+}
+
+
+def ptx_report() -> dict:
+    from s2s.backends import cuda as cuda_backend
+
+    report = {}
+    try:  # numba-cuda without its NVVM (the cu12 extra) cannot compile: the tests say so and skip
+        from numba import cuda
+        from numba.cuda.cudadrv.nvvm import NVVM
+
+        NVVM()
+    except Exception as exc:
+        return {"__nvvm__": f"{type(exc).__name__}: {exc}"}
+    for name, (make, args) in CASES.items():
+        try:
+            ptx = cuda_backend.compile_ptx(s2s.jit(make(), backend="cuda"), *args())
+            report[name] = "ok" if ".visible .entry" in ptx else "no kernel entry in the PTX"
+        except Exception:  # reported to the test, which fails with it
+            report[name] = traceback.format_exc()
+    for name, (fun, statement) in COMPILE_REFUSED.items():
+        try:
+            cuda_backend.compile_ptx(s2s.jit(s2s.vmap(fun), backend="cuda"), np.ones((4, 3)))
+            report[name] = "compiled"
+        except s2s.S2SError as exc:
+            report[name] = {"line": exc.origin.line if exc.origin else None, "message": str(exc)}
+        except Exception:
+            report[name] = traceback.format_exc()
+    return report
+
+
+if __name__ == "__main__":
+    sys.stdout.write("S2S-PTX " + json.dumps(ptx_report()) + "\n")
