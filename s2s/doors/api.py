@@ -215,6 +215,8 @@ class Transformed:
             self._require_scalar(value[0] if self.has_aux else value)
             raise
         if out is not None:  # None: a module that proved the value a number left it out
+            if self.backend == "cpu" and self.has_aux:
+                out = pytree.from_numba(out)  # (aux may hold dicts)
             self._require_scalar(out[0] if self.has_aux else out)
             if self.backend == "cpu" and self.kind == "value_and_grad" and not self.has_aux:
                 out = _numpy_scalar(out, args)
@@ -357,7 +359,7 @@ class Primal:
             module = backends.load(self.source, self.fun.__name__, self.backend)
             self._compiled = backends.entry(module, self.fun.__name__, self.fun)
         if self.backend == "cpu":
-            args = tuple(pytree.to_numba(a) for a in args)
+            return pytree.from_numba(self._compiled(*(pytree.to_numba(a) for a in args)))
         return self._compiled(*args)
 
 
@@ -526,18 +528,6 @@ def _numpy_scalar(value, args):
     return value
 
 
-def _containers(tree):
-    """The tuples, lists and dicts inside a pytree."""
-    if isinstance(tree, dict):
-        yield tree
-        for value in tree.values():
-            yield from _containers(value)
-    elif isinstance(tree, (tuple, list)):
-        yield tree
-        for value in tree:
-            yield from _containers(value)
-
-
 def _jacobian_layout(rows: np.ndarray, out_shape: tuple, in_shape: tuple, forward: bool) -> np.ndarray:
     """JAX's layout: output shape + input shape."""
     if forward:  # rows[c] = d out / d x_c
@@ -634,10 +624,6 @@ class Jacobian:
                 for e in range(max(1, np.size(o))):
                     cotangent = pytree.unflatten(out_structure, _unit_leaves(out_leaves, oi, e))
                     if self.backend == "cpu":
-                        if isinstance(out, dict) or any(isinstance(node, dict) for node in _containers(out)):
-                            raise S2SError(f"s2s.jit of jacrev({self.fun.__name__}): its output is a dict, which "
-                                           "compiled code cannot take back as a cotangent",
-                                           hint="return a tuple or a namedtuple, or use backend='python'")
                         cotangent = pytree.to_numba(cotangent)
                     adjoint = vjp_function(*transformed._call_args(args), cotangent)[1][0]
                     rows.append(pytree.flatten(pytree.restructure(adjoint, args[k]))[0])

@@ -330,7 +330,8 @@ class Sweep:
                                "over it), and Numba cannot add an adjoint into a tuple there", stmt.origin,
                                "differentiate it without s2s.jit (the python backend takes it), or stack the "
                                "values into one array")
-            if self.an.is_container(base) or (consts and (base in self.fn.params or self._unpacked(base))):
+            if self.an.is_container(base) or (consts and (base in self.fn.params or self._unpacked(base)
+                                                          or self._item_of_container(base))):
                 out.append(assign(bar, runtime_call("add_at", name(bar), argument, y_bar)))
             elif self._basic(value.index):
                 out.append(ast.AugAssign(ast.Subscript(name(bar), index, ast.Store()), ast.Add(), y_bar))
@@ -338,6 +339,12 @@ class Sweep:
                 out.append(ast.Expr(runtime_call("index_add", name(bar), argument, y_bar)))
         self.kill(target, None, out)
         return out
+
+    def _item_of_container(self, var: str) -> bool:
+        """var = d["key"]: an item of a dict may itself be a tuple, list or dict (params["l2"][1]),
+        whose adjoint takes add_at (an array's adjoint takes it too, in place)."""
+        return any(isinstance(d, ir.Assign) and isinstance(d.value, ir.Subscript) and isinstance(d.value.value, ir.Name)
+                   and self.an.is_container(d.value.value.id) for d in self.an.defs.get(var, []))
 
     def _unpacked(self, var: str) -> bool:
         defs = [d for d in self.an.defs.get(var, []) if d != "param"]
