@@ -9,7 +9,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .. import backends, driver, pytree
+from .. import backends, driver, pytree, runtime
 from ..analysis.shapes import argument_facts
 from ..driver import cache
 from ..errors import S2SError
@@ -568,7 +568,8 @@ class Jacobian:
         if any(pytree.is_integer_leaf(leaf) for leaf in pytree.leaves(x)):
             raise S2SError(f"jacobians are taken with respect to float scalars and arrays; argument {k} "
                            "holds integers", hint="pass floats, or leave it out of argnums")
-        out = self.fun(*args)
+        with runtime.debug_silenced():  # (for its output's shape, not one of the user's calls)
+            out = self.fun(*args)
         if self.has_aux:
             out = out[0]
         simple = (float, np.floating, np.ndarray)
@@ -639,7 +640,8 @@ class Jacobian:
         else:
             jac = tuple(_in_dtype(self._one(args, k), args[k]) for k in self.argnums)
         if self.has_aux:
-            return jac, self.fun(*args)[1]
+            with runtime.debug_silenced():
+                return jac, self.fun(*args)[1]
         return jac
 
 
@@ -681,7 +683,8 @@ class SecondOrder:
             if not isinstance(value, (float, np.floating, np.ndarray)) or pytree.is_integer_leaf(value):
                 raise S2SError(f"second derivatives are taken with respect to float scalars and arrays; "
                                f"argument {position} is {type(value).__name__}")
-        out = self.fun(*args)
+        with runtime.debug_silenced():  # (for its output's shape, not one of the user's calls)
+            out = self.fun(*args)
         if not isinstance(out, (float, int, np.floating, np.ndarray)):
             raise S2SError("second derivatives take functions with an array or scalar output")
         out_shape, in_shape, wrt_shape = np.shape(out), np.shape(x), np.shape(wrt)

@@ -347,7 +347,8 @@ class Batched:
         if key in self._specialised:
             return self._specialised[key]
         example = tuple(_example(a, t, 0) for a, t in zip(args, trees))
-        kernel, probe = self._kernel(example, backend)
+        with runtime.debug_silenced():  # (the probe is not one of the user's calls)
+            kernel, probe = self._kernel(example, backend)
         axes = self._out_axes(probe)
         spec = {"probe": probe, "structure": pytree.flatten(probe)[1], "out_axes": axes,
                 "leaf_dtypes": [np.asarray(x).dtype for x in pytree.leaves(probe)],
@@ -373,6 +374,7 @@ class Batched:
                 source, why_loop = self._vectorized(params, trees, spec, kernel)
             if source is None:
                 source = batching.module_source(base, params, trees, kernel, [a or 0 for a in axes], why_loop)
+                spec["flat_args"] = any(map(batching.is_nested, trees))  # (the loop driver takes them so)
             spec.update(source=source, driver=f"{base}_vmap", description=kernel.description)
             if "vectorized_call" in spec:  # a Python driver around generated code: nothing to embed
                 spec["call"], spec["driver"] = spec.pop("vectorized_call"), None
@@ -504,7 +506,7 @@ class Batched:
             stacked = [np.moveaxis(s, 0, a) if a else s for s, a in zip(stacked, spec["out_axes"])]
         else:
             call_args = tuple(pytree.to_numba(a) for a in args) if self.backend == "cpu" else args
-            if any(map(batching.is_nested, trees)):  # the driver takes these flattened
+            if spec.get("flat_args"):  # the loop driver takes nested arguments flattened
                 call_args = tuple(v for a, t in zip(call_args, trees)
                                   for v in (batching.flat_values(a, t, _shell) if batching.is_nested(t) else (a,)))
             try:

@@ -132,7 +132,7 @@ def flat_values(value: Any, tree: ArgTree, shell) -> list:
     if tree[0] == "leaf":
         return [value]
     # (a dict under s2s.jit is a DictTuple, a tuple of its values in the keys' sorted order)
-    children = list(value) if isinstance(value, tuple) else [value[k] for k in tree[1]]
+    children = [value[k] for k in tree[1]] if isinstance(value, dict) else list(value)
     items = [v for child_value, child in zip(children, tree[-1]) for v in flat_values(child_value, child, shell)]
     return items if tree[0] == "seq" else items + [shell(value)]
 

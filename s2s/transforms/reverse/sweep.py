@@ -340,11 +340,18 @@ class Sweep:
         self.kill(target, None, out)
         return out
 
-    def _item_of_container(self, var: str) -> bool:
-        """var = d["key"]: an item of a dict may itself be a tuple, list or dict (params["l2"][1]),
-        whose adjoint takes add_at (an array's adjoint takes it too, in place)."""
-        return any(isinstance(d, ir.Assign) and isinstance(d.value, ir.Subscript) and isinstance(d.value.value, ir.Name)
-                   and self.an.is_container(d.value.value.id) for d in self.an.defs.get(var, []))
+    def _item_of_container(self, var: str, seen: frozenset = frozenset()) -> bool:
+        """var = d["key"], or an item of such an item (params["extra"][1]): an item of a dict
+        may itself be a tuple, list or dict, whose adjoint takes add_at (an array's adjoint
+        takes it too, in place)."""
+        for d in self.an.defs.get(var, []):
+            if isinstance(d, ir.Assign) and isinstance(d.value, ir.Subscript) and isinstance(d.value.value, ir.Name):
+                base = d.value.value.id
+                if self.an.is_container(base) or base not in seen and all(
+                        isinstance(i, ir.Const) for i in d.value.index.items) and self._item_of_container(
+                        base, seen | {var}):
+                    return True
+        return False
 
     def _unpacked(self, var: str) -> bool:
         defs = [d for d in self.an.defs.get(var, []) if d != "param"]
