@@ -18,7 +18,8 @@ dtype live in one contiguous 1-d buffer (and so do the moment estimates of each)
 update is one numba.njit kernel call per dtype over the whole buffer, so a training loop
 pays no Python or NumPy call per leaf and per operation; only the gradient's leaves are
 copied into one buffer. A state is never changed in place (update_fun returns a new one, as in
-JAX), and the arrays get_params returns are read-only views into it.
+JAX); the arrays get_params returns are views into it (writing into them changes that
+state's parameters, as a NumPy training loop would).
 """
 
 from __future__ import annotations
@@ -95,8 +96,8 @@ class OptimizerState:
         self.layout = layout
         self.params = params  # one buffer per dtype group
         self.slots = slots  # per slot, one buffer per dtype group
-        for buffer in params:
-            buffer.flags.writeable = False  # get_params hands out views of it
+        # get_params hands out views of params, writable: Numba types a read-only array as
+        # another type, and would compile every function they are passed to a second time.
         self._tree = None
 
     def __repr__(self) -> str:

@@ -96,8 +96,7 @@ def test_a_state_is_not_changed_by_later_updates():
     update(1, (np.ones(3), 1.0), state1)
     np.testing.assert_array_equal(get(state0)[0], np.ones(3))
     np.testing.assert_allclose(get(state1)[0], 0.9 * np.ones(3))
-    with pytest.raises(ValueError):  # the parameters get_params returns are views of the state
-        get(state1)[0][0] = 5.0
+    assert get(state1)[0].flags.writeable  # (Numba would compile again for read-only arrays)
 
 
 Params = collections.namedtuple("Params", "w b")

@@ -123,6 +123,18 @@ def test_jit_of_jacrev_and_jacfwd_with_dicts():
             np.testing.assert_allclose(jac["c"]["x"], np.diag(-np.sin(p["x"])), rtol=1e-14)
 
 
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_jvp_of_dicts(backend):
+    def f(p, x):
+        return {"y": np.sin(p["w"]) * x, "z": p["b"] * 2.0}
+
+    p, t = {"w": np.array([0.1, 0.4]), "b": 1.5}, {"w": np.array([1.0, -2.0]), "b": 0.5}
+    out, out_dot = s2s.jvp(f, (p, 3.0), (t, 0.0), backend=backend)
+    assert sorted(out) == sorted(out_dot) == ["y", "z"]
+    np.testing.assert_allclose(out_dot["y"], np.cos(p["w"]) * t["w"] * 3.0, rtol=1e-14)
+    assert out_dot["z"] == pytest.approx(1.0)
+
+
 def test_dicts_under_jit_refusals():
     def missing(p):
         return np.sum(p["w"] * p["nope"])
@@ -188,6 +200,19 @@ def test_debug_print_outside_transforms_and_of_dicts_under_jit(capsys):
     assert capsys.readouterr().out == "p = {'w': 3.0}\n"
 
 
+def test_debug_print_format_strings_are_numbered_for_numba():
+    from s2s.runtime import positional_format
+
+    fmt = "a{{b}} {x.shape} {0[1]!r:>5} {} {y}"
+    numbered = positional_format(fmt, 2, ["x", "y"])
+    assert numbered == "a{{b}} {2.shape} {0[1]!r:>5} {0} {3}"
+    args, x, y = ([1, 2], 5), np.ones(3), "why"
+    assert numbered.format(*args, x, y) == "a{b} (3,)     2 [1, 2] why"
+    for bad, error in (("{1}", IndexError), ("{z}", KeyError)):
+        with pytest.raises(error):
+            positional_format(bad, 1, ["x"])
+
+
 def test_debug_print_refusals():
     def unknown_field(x):
         s2s.debug.print("{z}", x=x)
@@ -219,3 +244,17 @@ def test_devices_and_data_placement_are_identities_on_the_cpu():
         s2s.device_put(tree, "gpu:0")
     out = s2s.block_until_ready(s2s.jit(s2s.grad(mlp))(flax_params(), np.ones((2, 3)), np.ones(2)))
     assert sorted(out) == ["Dense_0", "Dense_1", "extra"]
+
+
+def test_the_jax_tutorial_example_trains(capsys):
+    import importlib.util
+    import os
+
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "jax_tutorial.py")
+    spec = importlib.util.spec_from_file_location("jax_tutorial", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    final = module.main(steps=400)
+    assert final < 5e-3  # from 0.11 at the start
+    out = capsys.readouterr().out
+    assert "(inside the compiled loss) mse =" in out and "per-example gradient norms" in out

@@ -472,6 +472,8 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
     call = transformed.call_args(primals + tangents)
     entry = transformed.specialised_entry(call) if backend == "cpu" else transformed.entry()
     out, out_dot = entry(*call)
+    if backend == "cpu":  # (dicts come back from compiled code as DictTuples)
+        return pytree.from_numba(out), pytree.from_numba(out_dot)
     return out, out_dot
 
 

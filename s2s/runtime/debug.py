@@ -70,12 +70,14 @@ def positional_format(fmt: str, count: int, names: list[str]) -> str:
             auto += 1
         elif first.isdigit():
             index = int(first)
+            if index >= count:  # (not a keyword argument's place)
+                raise IndexError(f"replacement index {index} out of range for {count} positional arguments")
         else:
             index = count + names.index(first) if first in names else None
             if index is None:
                 raise KeyError(first)
         if index >= count + len(names):
-            raise IndexError(f"replacement index {index} out of range")
+            raise IndexError(f"replacement index {index} out of range for {count} positional arguments")
         if spec and "{" in spec:
             raise ValueError("nested replacement fields in a format spec")
         parts.append("{" + str(index) + rest + (f"!{conversion}" if conversion else "")
