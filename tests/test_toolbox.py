@@ -123,6 +123,20 @@ def test_jit_of_jacrev_and_jacfwd_with_dicts():
             np.testing.assert_allclose(jac["c"]["x"], np.diag(-np.sin(p["x"])), rtol=1e-14)
 
 
+def builds_a_dict(x):
+    d = {"a": x, "b": x * 2.0}
+    return np.sum(d["a"] ** 2 * d["b"])
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_second_order_reads_the_dict_displays_of_generated_code(backend):
+    # generated code spells {"a": x, ...} runtime.dict_of(("a", ...), (x, ...)), which
+    # forward mode over the reverse code reads again
+    x = np.array([0.5, 1.0])
+    assert "runtime.dict_of((\"a\", \"b\"), (x, x * 2.0))" in s2s.grad(builds_a_dict).source
+    np.testing.assert_allclose(s2s.jit(s2s.hessian(builds_a_dict), backend=backend)(x), np.diag(12 * x), rtol=1e-14)
+
+
 @pytest.mark.parametrize("backend", ["python", "cpu"])
 def test_jvp_of_dicts(backend):
     def f(p, x):

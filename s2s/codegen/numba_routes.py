@@ -30,7 +30,6 @@ class RouteNumbaRejects(ast.NodeTransformer):
             node.func = ast.Attribute(name("runtime"), known.numba.__name__, ast.Load())
         return node
 
-
     def visit_Dict(self, node: ast.Dict) -> ast.expr:
         """{"a": x, "b": y} -> runtime.dict_of(("a", "b"), (x, y)): Numba types a dict display
         whose values differ in type as a literal dict, which it can neither return nor pass
