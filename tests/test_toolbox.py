@@ -18,21 +18,21 @@ def flax_params():
     return {
         "Dense_1": {"kernel": rng.normal(size=(4,)), "bias": 0.3},
         "Dense_0": {"kernel": rng.normal(size=(3, 4)), "bias": rng.normal(size=4)},
-        "extra": [rng.normal(size=4), (0.7,)],
+        "extra": [rng.normal(size=4), (0.7,), {"c": 0.2}],  # (a dict in a list: its adjoint once failed)
     }
 
 
 def mlp(params, x, y):
     h = np.tanh(x @ params["Dense_0"]["kernel"] + params["Dense_0"]["bias"])
     h = h * params["extra"][0] + params["extra"][1][0]
-    pred = h @ params["Dense_1"]["kernel"] + params["Dense_1"]["bias"]
+    pred = h @ params["Dense_1"]["kernel"] + params["Dense_1"]["bias"] * params["extra"][2]["c"]
     return np.mean((pred - y) ** 2)
 
 
 def per_example(params, x, y):
     h = np.tanh(x @ params["Dense_0"]["kernel"] + params["Dense_0"]["bias"])
     h = h * params["extra"][0] + params["extra"][1][0]
-    pred = h @ params["Dense_1"]["kernel"] + params["Dense_1"]["bias"]
+    pred = h @ params["Dense_1"]["kernel"] + params["Dense_1"]["bias"] * params["extra"][2]["c"]
     return (pred - y) ** 2
 
 
