@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,8 @@ def leaves(tree: Any) -> list:
 def restructure(grad: Any, like: Any) -> Any:
     """Give a gradient the container types and dtypes of its argument."""
     if isinstance(like, dict):
+        if is_dict_tuple(grad):  # from compiled code
+            grad = dict(zip(type(grad)._s2s_keys, grad))
         return {k: restructure(grad[k], like[k]) for k in like}
     if is_namedtuple(like):
         return type(like)(*(restructure(g, x) for g, x in zip(grad, like)))
@@ -47,17 +50,83 @@ def is_integer_leaf(x: Any) -> bool:
 
 
 def to_numba(tree: Any) -> Any:
-    """Numba takes tuples, not lists; dicts have no typed form here."""
+    """Numba takes tuples, not lists; a dict becomes a DictTuple (its values in sorted-key
+    order, as JAX flattens dicts), which the runtime's overloads index by its keys."""
     if isinstance(tree, (np.ndarray, float, int)):
         return tree  # (the common leaves, first: this runs on every compiled call)
     if isinstance(tree, dict):
-        raise S2SError("s2s.jit does not take dicts as arguments",
-                       hint="pass a tuple or a namedtuple, or use backend='python'")
+        keys = _sorted_keys(tree)
+        return dict_tuple_class(keys)(*(to_numba(tree[k]) for k in keys))
     if is_namedtuple(tree):
         return type(tree)(*(to_numba(x) for x in tree))
     if isinstance(tree, (tuple, list)):
         return tuple(to_numba(x) for x in tree)
     return tree
+
+
+def from_numba(tree: Any) -> Any:
+    """What compiled code returns, with its DictTuples as dicts again."""
+    if isinstance(tree, (np.ndarray, float, int)):
+        return tree
+    if is_dict_tuple(tree):
+        return {k: from_numba(v) for k, v in zip(tree._s2s_keys, tree)}
+    if isinstance(tree, collections.abc.Mapping):  # a numba.typed.Dict the user's code built
+        return {k: from_numba(v) for k, v in tree.items()}
+    if is_namedtuple(tree):
+        return type(tree)(*(from_numba(x) for x in tree))
+    if isinstance(tree, tuple):
+        return tuple(from_numba(x) for x in tree)
+    return tree
+
+
+def _sorted_keys(tree: dict) -> tuple:
+    try:
+        keys = tuple(sorted(tree))
+    except TypeError:
+        raise S2SError(f"s2s.jit takes dicts whose keys sort (JAX's order), got keys {list(tree)!r}",
+                       hint="use string keys, or backend='python'") from None
+    if not all(isinstance(k, str) for k in keys):
+        raise S2SError(f"s2s.jit takes dicts with string keys, got keys {list(keys)!r}",
+                       hint="use string keys, as flax does, or backend='python'")
+    return keys
+
+
+# ---- dicts under Numba ---------------------------------------------------------------------
+#
+# Numba has no typed form for a dict whose values differ in type (a weight matrix and a bias
+# vector), so a dict crosses into compiled code as a namedtuple of its values in sorted-key
+# order, a DictTuple, whose class records the keys (`_s2s_keys`): the runtime's overloads of
+# `d["w"]` (operator.getitem) and of the adjoint helpers read them at compile time. Fields are
+# named f0, f1, ... so that any string key works. The class is named after its keys and is
+# found again by that name (module __getattr__ below): Numba's on-disk cache pickles argument
+# types, and so this class, by reference.
+
+_DICT_PREFIX = "DictTuple_"
+_dict_classes: dict[tuple, type] = {}
+
+
+def dict_tuple_class(keys: tuple) -> type:
+    cls = _dict_classes.get(keys)
+    if cls is None:
+        name = _DICT_PREFIX + "_".join(k.encode().hex() or "x" for k in keys) if keys else _DICT_PREFIX
+        cls = collections.namedtuple(name, [f"f{i}" for i in range(len(keys))])
+        cls.__module__ = __name__
+        cls._s2s_keys = keys
+        cls.__repr__ = lambda self: "DictTuple(" + ", ".join(f"{k!r}: {v!r}" for k, v in zip(keys, self)) + ")"
+        _dict_classes[keys] = cls
+    return cls
+
+
+def is_dict_tuple(x: Any) -> bool:
+    return isinstance(x, tuple) and hasattr(type(x), "_s2s_keys")
+
+
+def __getattr__(name: str) -> type:
+    if name.startswith(_DICT_PREFIX):
+        rest = name[len(_DICT_PREFIX):]
+        parts = rest.split("_") if rest else []
+        return dict_tuple_class(tuple("" if p == "x" else bytes.fromhex(p).decode() for p in parts))
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def flatten(tree: Any) -> tuple[list, Any]:

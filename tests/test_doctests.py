@@ -21,3 +21,13 @@ def test_lax_docstring_examples():
 
     result = doctest.testmod(s2s.lax)
     assert result.attempted >= 7 and result.failed == 0
+
+
+def test_toolbox_docstring_examples():
+    import s2s.doors.devices
+    import s2s.optimizers
+    import s2s.runtime.debug
+
+    for module, least in ((s2s.optimizers, 4), (s2s.runtime.debug, 2), (s2s.doors.devices, 3)):
+        result = doctest.testmod(module)
+        assert result.attempted >= least and result.failed == 0, module.__name__

@@ -30,6 +30,17 @@ class RouteNumbaRejects(ast.NodeTransformer):
             node.func = ast.Attribute(name("runtime"), known.numba.__name__, ast.Load())
         return node
 
+    def visit_Dict(self, node: ast.Dict) -> ast.expr:
+        """{"a": x, "b": y} -> runtime.dict_of(("a", "b"), (x, y)): Numba types a dict display
+        whose values differ in type as a literal dict, which it can neither return nor pass
+        to Python; the helper makes it the form dicts take in compiled code (a DictTuple),
+        and a dict on the python backend."""
+        self.generic_visit(node)
+        if any(k is None for k in node.keys):  # {**d}: left to Numba's refusal
+            return node
+        return ast.Call(ast.Attribute(name("runtime"), "dict_of", ast.Load()),
+                        [ast.Tuple(list(node.keys), ast.Load()), ast.Tuple(list(node.values), ast.Load())], [])
+
 
 def route_numba_rejects(body: list[ast.stmt]) -> list[ast.stmt]:
     return RouteNumbaRejects().visit(ast.Module(body=body, type_ignores=[])).body

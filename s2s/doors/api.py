@@ -9,7 +9,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .. import backends, driver, pytree
+from .. import backends, driver, pytree, runtime
 from ..analysis.shapes import argument_facts
 from ..driver import cache
 from ..errors import S2SError
@@ -217,6 +217,8 @@ class Transformed:
             self._require_scalar(value[0] if self.has_aux else value)
             raise
         if out is not None:  # None: a module that proved the value a number left it out
+            if self.backend == "cpu" and self.has_aux:
+                out = pytree.from_numba(out)  # (aux may hold dicts)
             self._require_scalar(out[0] if self.has_aux else out)
             if self.backend == "cpu" and self.kind == "value_and_grad" and not self.has_aux:
                 out = _numpy_scalar(out, args)
@@ -375,7 +377,7 @@ class Primal:
             module = backends.load(self.source, self.fun.__name__, self.backend)
             self._compiled = backends.entry(module, self.fun.__name__, self.fun)
         if self.backend == "cpu":
-            args = tuple(pytree.to_numba(a) for a in args)
+            return pytree.from_numba(self._compiled(*(pytree.to_numba(a) for a in args)))
         return self._compiled(*args)
 
 
@@ -513,6 +515,8 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
     call = transformed.call_args(primals + tangents)
     entry = transformed.specialised_entry(call) if backend == "cpu" else transformed.entry()
     out, out_dot = entry(*call)
+    if backend == "cpu":  # (dicts come back from compiled code as DictTuples)
+        return pytree.from_numba(out), pytree.from_numba(out_dot)
     return out, out_dot
 
 
@@ -581,18 +585,6 @@ def _numpy_scalar(value, args):
     return value
 
 
-def _containers(tree):
-    """The tuples, lists and dicts inside a pytree."""
-    if isinstance(tree, dict):
-        yield tree
-        for value in tree.values():
-            yield from _containers(value)
-    elif isinstance(tree, (tuple, list)):
-        yield tree
-        for value in tree:
-            yield from _containers(value)
-
-
 def _jacobian_layout(rows: np.ndarray, out_shape: tuple, in_shape: tuple, forward: bool) -> np.ndarray:
     """JAX's layout: output shape + input shape."""
     if forward:  # rows[c] = d out / d x_c
@@ -633,7 +625,8 @@ class Jacobian:
         if any(pytree.is_integer_leaf(leaf) for leaf in pytree.leaves(x)):
             raise S2SError(f"jacobians are taken with respect to float scalars and arrays; argument {k} "
                            "holds integers", hint="pass floats, or leave it out of argnums")
-        out = _plain_value(self.fun, _private_copies(args))  # (copies: fun may write into its arguments)
+        with runtime.debug_silenced():  # (for its output's shape, not one of the user's calls)
+            out = _plain_value(self.fun, _private_copies(args))  # (copies: fun may write into its arguments)
         if self.has_aux:
             out = out[0]
         simple = (float, np.floating, np.ndarray)
@@ -689,10 +682,6 @@ class Jacobian:
                 for e in range(max(1, np.size(o))):
                     cotangent = pytree.unflatten(out_structure, _unit_leaves(out_leaves, oi, e))
                     if self.backend == "cpu":
-                        if isinstance(out, dict) or any(isinstance(node, dict) for node in _containers(out)):
-                            raise S2SError(f"s2s.jit of jacrev({self.fun.__name__}): its output is a dict, which "
-                                           "compiled code cannot take back as a cotangent",
-                                           hint="return a tuple or a namedtuple, or use backend='python'")
                         cotangent = pytree.to_numba(cotangent)
                     adjoint = vjp_function(*transformed._call_args(args), cotangent)[1][0]
                     rows.append(pytree.flatten(pytree.restructure(adjoint, args[k]))[0])
@@ -708,7 +697,8 @@ class Jacobian:
         else:
             jac = tuple(_in_dtype(self._one(args, k), args[k]) for k in self.argnums)
         if self.has_aux:
-            return jac, self.fun(*_private_copies(args))[1]
+            with runtime.debug_silenced():
+                return jac, self.fun(*_private_copies(args))[1]
         return jac
 
 
@@ -750,7 +740,8 @@ class SecondOrder:
             if not isinstance(value, (float, np.floating, np.ndarray)) or pytree.is_integer_leaf(value):
                 raise S2SError(f"second derivatives are taken with respect to float scalars and arrays; "
                                f"argument {position} is {type(value).__name__}")
-        out = _plain_value(self.fun, _private_copies(args))  # (copies: fun may write into its arguments)
+        with runtime.debug_silenced():  # (for its output's shape, not one of the user's calls)
+            out = _plain_value(self.fun, _private_copies(args))  # (copies: fun may write into its arguments)
         if not isinstance(out, (float, int, np.floating, np.ndarray)):
             raise S2SError("second derivatives take functions with an array or scalar output")
         out_shape, in_shape, wrt_shape = np.shape(out), np.shape(x), np.shape(wrt)

@@ -85,15 +85,6 @@ def _example(arg: Any, tree: batching.ArgTree, index: int) -> Any:
     return type(arg)(*items) if pytree.is_namedtuple(arg) else type(arg)(items)
 
 
-def _has_namedtuple(arg: Any, tree: batching.ArgTree) -> bool:
-    if tree[0] == "leaf":
-        return False
-    if pytree.is_namedtuple(arg) and batching.is_batched(tree):
-        return True
-    keys = tree[1] if tree[0] == "dict" else range(len(tree[1]))
-    return any(_has_namedtuple(arg[k], child) for k, child in zip(keys, tree[-1]))
-
-
 def _signature(args: tuple, trees: list) -> tuple:
     """What a specialisation depends on: structures, mapped axes, and each leaf's type, dtype and
     per-example shape (the output structure may depend on shapes; the batch size does not)."""
@@ -359,11 +350,9 @@ class Batched:
         key = (_signature(args, trees), backend)
         if key in self._specialised:
             return self._specialised[key]
-        if backend == "cpu" and any(_has_namedtuple(a, t) for a, t in zip(args, trees)):
-            raise S2SError("s2s.jit(s2s.vmap(f)) maps tuples, lists and arrays, not the leaves of a namedtuple",
-                           hint="pass the namedtuple's fields as a tuple, or use in_axes=None for it")
         example = tuple(_example(a, t, 0) for a, t in zip(args, trees))
-        kernel, probe = self._kernel(example, backend)
+        with runtime.debug_silenced():  # (the probe is not one of the user's calls)
+            kernel, probe = self._kernel(example, backend)
         axes = self._out_axes(probe)
         spec = {"probe": probe, "structure": pytree.flatten(probe)[1], "out_axes": axes,
                 "leaf_dtypes": [np.asarray(x).dtype for x in pytree.leaves(probe)],
@@ -396,6 +385,7 @@ class Batched:
                 return spec
             if source is None:
                 source = batching.module_source(base, params, trees, kernel, [a or 0 for a in axes], why_loop)
+                spec["flat_args"] = any(map(batching.is_nested, trees))  # (the loop driver takes them so)
             spec.update(source=source, driver=f"{base}_vmap", description=kernel.description)
             if "vectorized_call" in spec:  # a Python driver around generated code: nothing to embed
                 spec["call"], spec["driver"] = spec.pop("vectorized_call"), None
@@ -527,6 +517,9 @@ class Batched:
             stacked = [np.moveaxis(s, 0, a) if a else s for s, a in zip(stacked, spec["out_axes"])]
         else:
             call_args = tuple(pytree.to_numba(a) for a in args) if self.backend == "cpu" else args
+            if spec.get("flat_args"):  # the loop driver takes nested arguments flattened
+                call_args = tuple(v for a, t in zip(call_args, trees)
+                                  for v in (batching.flat_values(a, t, _shell) if batching.is_nested(t) else (a,)))
             try:
                 stacked = list(spec["call"](*call_args))
             except ValueError as exc:  # runtime.batch_example: an example's output has another shape
@@ -550,6 +543,15 @@ class Batched:
                 value = value.astype(dtype)
             leaves.append(value)
         return pytree.unflatten(spec["structure"], leaves)
+
+
+def _shell(container: Any) -> Any:
+    """What the batched driver's with_items needs of a dict or namedtuple of a nested argument:
+    its keys (a dict) or its class (a namedtuple, or a DictTuple under s2s.jit), without the
+    arrays, which would nest containers again (batching.is_nested)."""
+    if isinstance(container, tuple):
+        return type(container)(*([0] * len(container)))
+    return container
 
 
 def _moved(arg: Any, tree: batching.ArgTree, forced: bool, n: int) -> Any:

@@ -13,6 +13,7 @@ from typing import Any, Callable
 import libcst as cst
 import numpy as np
 
+from .. import runtime
 from ..errors import S2SError
 from ..ir import nodes as ir
 from .. import lax
@@ -303,6 +304,11 @@ class ExpressionLowering:
         if callee is MISSING:
             raise self.error(func, "cannot resolve the called function",
                              "call numpy, math, builtins or module-level functions")
+        if callee is runtime.dict_of and len(node.args) == 2 and all(
+                isinstance(a.value, cst.Tuple) for a in node.args):
+            # A dict display in generated code (codegen/numba_routes.py), read again (second order)
+            keys, values = (a.value.elements for a in node.args)
+            return self.dictionary(cst.Dict([cst.DictElement(k.value, v.value) for k, v in zip(keys, values)]))
         if hasattr(callee, "as_loop_function"):  # an s2s.vmap object: transformed as its loop
             self.references.add((_dotted(func), callee.__module__, callee.__qualname__))
             try:

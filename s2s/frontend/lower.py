@@ -232,6 +232,9 @@ class Normalizer(ExpressionLowering, LaxLowering):
                 mutates = args[0].id if callee not in checks and isinstance(args[0], ir.Name) else None
                 self.emit(ir.ExprStmt(ir.Call(callee, tuple(args), tuple(kwargs)), self.origin, mutates))
                 return
+        if isinstance(value, cst.Call) and self.resolver.resolve(value.func) is runtime.debug_print:
+            self.emit(ir.ExprStmt(ir.Call(runtime.debug_print, self.debug_print_arguments(value)), self.origin))
+            return
         if isinstance(value, cst.Call) and self.resolver.resolve(value.func) is builtins.print \
                 and not (isinstance(value.func, cst.Name) and value.func.value in self.locals):
             args = tuple(self.print_argument(a) for a in value.args)
@@ -239,6 +242,21 @@ class Normalizer(ExpressionLowering, LaxLowering):
             return
         raise self.error(node, "an expression statement whose value is unused is not supported",
                          "assign its result to a name (only print(...) may stand alone)")
+
+    def debug_print_arguments(self, node: cst.Call) -> tuple:
+        """s2s.debug.print("x = {x}", x=x) -> debug_print("x = {0}", x): Numba takes no keywords."""
+        fmt = node.args[0].value if node.args and node.args[0].keyword is None else None
+        if not isinstance(fmt, (cst.SimpleString, cst.ConcatenatedString)) \
+                or not isinstance(fmt.evaluated_value, str):
+            raise self.error(node, "s2s.debug.print takes a constant format string first",
+                             'write the format string in the call: s2s.debug.print("x = {x}", x=x)')
+        args, kwargs = self.arguments(node.with_changes(args=node.args[1:]))
+        try:
+            text = runtime.positional_format(fmt.evaluated_value, len(args), [k for k, _ in kwargs])
+        except (ValueError, KeyError, IndexError) as exc:
+            raise self.error(node, f"s2s.debug.print: the format string does not fit the arguments ({exc!r})",
+                             "name each {field} as an argument, or pass the values positionally for {}") from None
+        return (ir.Const(text), *args, *(v for _, v in kwargs))
 
     def print_argument(self, arg: cst.Arg) -> ir.Atom:
         if arg.keyword is not None or arg.star:

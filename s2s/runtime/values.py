@@ -107,6 +107,21 @@ def add_at(c, key, value):
     return AdjointList(items) if isinstance(c, AdjointList) else tuple(items)
 
 
+def dict_of(keys, values):
+    """A dict display {k0: v0, ...} of generated code: a dict here; under Numba (overload) a
+    DictTuple, the form dicts take in compiled code (pytree.to_numba), which it can return."""
+    return dict(zip(keys, values))
+
+
+def with_items(d, values):
+    """A container of d's kind with these values: a dict with d's keys (sorted, as
+    pytree.flatten orders them), or a namedtuple of d's class. One example of a dict or
+    namedtuple argument whose leaves are mapped (the batched driver of vmap)."""
+    if isinstance(d, dict):
+        return dict(zip(sorted(d), values))
+    return type(d)(*values)
+
+
 def add_attr(c, name, value):
     """Add value to field `name` of the namedtuple c."""
     return c._replace(**{name: tree_add(getattr(c, name), value)})

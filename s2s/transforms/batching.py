@@ -83,13 +83,72 @@ def example_expr(path: str, tree: ArgTree, index: str) -> str:
     if tree[0] == "leaf":
         return f"{path}[{':, ' * tree[1]}{index}]"
     if tree[0] == "dict":
-        items = ", ".join(f"{key!r}: {example_expr(f'{path}[{key!r}]', child, index)}"
-                          for key, child in zip(tree[1], tree[2]))
-        return "{" + items + "}"
-    items = [example_expr(f"{path}[{k}]", child, index) for k, child in enumerate(tree[1])]
-    if tree[0] == "namedtuple":  # the python backend only: s2s.jit refuses mapped namedtuple leaves
-        return f"type({path})({', '.join(items)})"
-    return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+        items = [example_expr(f"{path}[{key!r}]", child, index) for key, child in zip(tree[1], tree[2])]
+    else:
+        items = [example_expr(f"{path}[{k}]", child, index) for k, child in enumerate(tree[1])]
+    return _rebuilt(path, tree, items)
+
+
+def _rebuilt(shell: str, tree: ArgTree, items: list[str]) -> str:
+    """A container of the kind of `shell` (a dict's keys, a namedtuple's class) holding items."""
+    joined = ", ".join(items) + ("," if len(items) == 1 else "")
+    if tree[0] == "seq":
+        return f"({joined})"
+    return f"runtime.with_items({shell}, ({joined}))"
+
+
+def is_nested(tree: ArgTree) -> bool:
+    """Does the argument hold a container inside a container? Numba's parallel loop passes a
+    tuple's items to its worker function one level deep, and rejects a tuple inside a tuple
+    ("scalar type ... given for non scalar argument"): the driver takes such an argument
+    flattened (flat_parameters), and rebuilds it in the loop."""
+    return tree[0] != "leaf" and any(child[0] != "leaf" for child in tree[-1])
+
+
+def flat_parameters(param: str, tree: ArgTree, fresh) -> tuple[list[str], Any]:
+    """The driver's parameters for a nested argument, in the order of flat_values: a name
+    per leaf and per dict or namedtuple (a shell: what with_items needs of it, its keys or
+    class; a function argument, which is where Numba's parallel loop finds a namedtuple's
+    class); and the expression tree that rebuilds the argument from them."""
+    names: list[str] = []
+
+    def walk(tree):
+        if tree[0] == "leaf":
+            names.append(fresh(f"{param}_leaf"))
+            return names[-1], tree
+        parts = [walk(child) for child in tree[-1]]
+        shell = None
+        if tree[0] != "seq":
+            shell = fresh(f"{param}_shell")
+            names.append(shell)
+        return ("rebuilt", shell, tree, parts)
+
+    return names, walk(tree)
+
+
+def flat_values(value: Any, tree: ArgTree, shell) -> list:
+    """The values of flat_parameters for an argument: its leaves, and shell(x) for each of
+    its dicts and namedtuples, in the order flat_parameters names them."""
+    if tree[0] == "leaf":
+        return [value]
+    # (a dict under s2s.jit is a DictTuple, a tuple of its values in the keys' sorted order)
+    children = [value[k] for k in tree[1]] if isinstance(value, dict) else list(value)
+    items = [v for child_value, child in zip(children, tree[-1]) for v in flat_values(child_value, child, shell)]
+    return items if tree[0] == "seq" else items + [shell(value)]
+
+
+def _first_batched_node(node) -> str | None:
+    if node[0] == "rebuilt":
+        return next((s for s in map(_first_batched_node, node[3]) if s), None)
+    return first_batched(*node)
+
+
+def _rebuilt_expr(node, index: str) -> str:
+    if node[0] == "rebuilt":
+        _, shell, tree, parts = node
+        return _rebuilt(shell, tree, [_rebuilt_expr(part, index) for part in parts])
+    name, tree = node
+    return example_expr(name, tree, index)
 
 
 def first_batched(path: str, tree: ArgTree) -> str | None:
@@ -120,15 +179,29 @@ def driver_source(name: str, params: list[str], trees: list[ArgTree], kernel: Ke
     fresh = ir.Names(params + [kernel.entry]).fresh
     n, b, result, mismatch = fresh("n"), fresh("b"), fresh("result"), fresh("mismatch")
     outs = [fresh(f"out_{k}") for k in range(len(kernel.leaf_paths))]
-    size = next(s for s in (first_batched(p, t) for p, t in zip(params, trees)) if s)
+    nodes, signature = [], []
+    for p, t in zip(params, trees):
+        if is_nested(t):
+            names, node = flat_parameters(p, t, fresh)
+            signature += names
+            nodes.append(node)
+        else:
+            signature.append(p)
+            nodes.append((p, t))
+
+    size = next(s for s in map(_first_batched_node, nodes) if s)
 
     def call(index: str) -> str:
-        args = [example_expr(p, t, index) for p, t in zip(params, trees)] + kernel.extra_args
+        args = [_rebuilt_expr(node, index) for node in nodes] + kernel.extra_args
         return f"{result} = {kernel.entry}({', '.join(args)})"
 
     doc = (f"Vmap of {kernel.description}, batched over {described_axes(params, trees)}: "
            "a loop over the examples (parallel under s2s.jit).")
-    lines = [f"def {name}_vmap({', '.join(params)}):", f'    """{doc}"""', f"    {n} = {size}", f"    {call('0')}"]
+    if any(map(is_nested, trees)):
+        doc += (" Arguments that nest containers come flattened (their leaves, and a shell of each dict "
+                "and namedtuple), as Numba's parallel loop takes them.")
+    lines = [f"def {name}_vmap({', '.join(signature)}):", f'    """{doc}"""', f"    {n} = {size}"]
+    lines.append(f"    {call('0')}")
     for out, path in zip(outs, kernel.leaf_paths):
         lines += [f"    {out} = runtime.batch_empty({n}, {result}{path})", f"    {out}[0] = {result}{path}"]
     # Every example's output must have the first one's shape (a smaller one would broadcast):

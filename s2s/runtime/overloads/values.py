@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 from numba import types
 from numba.core.errors import TypingError
@@ -9,6 +11,7 @@ from numba.extending import overload, register_jitable
 
 from ... import runtime as rt
 from ...errors import S2SError
+from ...pytree import dict_tuple_class
 from .common import _compile, _scalar
 
 
@@ -65,8 +68,56 @@ def _tree_add(a, b):
     return lambda a, b: a + b
 
 
+def _dict_keys(t) -> tuple | None:
+    """The keys of a dict that crossed into compiled code as a DictTuple (pytree.to_numba)."""
+    if isinstance(t, types.BaseNamedTuple):
+        return getattr(t.instance_class, "_s2s_keys", None)
+    return None
+
+
+def _dict_position(c, key) -> int:
+    keys = _dict_keys(c)
+    if not isinstance(key, types.StringLiteral):
+        raise TypingError(f"s2s: index a dict argument with a constant string key (it has keys {list(keys)})")
+    if key.literal_value not in keys:
+        raise TypingError(f"s2s: KeyError {key.literal_value!r}: the dict argument has keys {list(keys)}")
+    return keys.index(key.literal_value)
+
+
+@overload(operator.getitem)
+def _dict_getitem(c, key):
+    """d["w"] of a dict argument: its field at the key's place in sorted order."""
+    if _dict_keys(c) is not None and isinstance(key, (types.StringLiteral, types.UnicodeType)):
+        k = _dict_position(c, key)
+        return _compile(f"def impl(c, key):\n    return c[{k}]\n", "impl")
+
+
+@overload(rt.dict_of)
+def _dict_of(keys, values):
+    if not (isinstance(keys, types.BaseTuple) and all(isinstance(k, types.StringLiteral) for k in keys)):
+        return None  # typed again with the keys as literals
+    names = [k.literal_value for k in keys]
+    if len(set(names)) != len(names):
+        raise TypingError("s2s: under jit, a dict display repeats a key")
+    order = sorted(range(len(names)), key=names.__getitem__)
+    cls = dict_tuple_class(tuple(sorted(names)))
+    items = "".join(f"values[{k}], " for k in order)
+    return _compile(f"def impl(keys, values):\n    return cls({items})\n", "impl", cls=cls)
+
+
+@overload(rt.with_items)
+def _with_items(d, values):
+    if isinstance(d, types.BaseNamedTuple):  # (a DictTuple, or the user's namedtuple)
+        items = "".join(f"values[{k}], " for k in range(len(values)))
+        return _compile(f"def impl(d, values):\n    return cls({items})\n", "impl", cls=d.instance_class)
+
+
 @overload(rt.add_at)
 def _add_at(c, key, value):
+    if _dict_keys(c) is not None:
+        k = _dict_position(c, key)
+        items = "".join((f"rt.tree_add(c[{j}], value), " if j == k else f"c[{j}], ") for j in range(len(c)))
+        return _compile(f"def impl(c, key, value):\n    return cls({items})\n", "impl", cls=c.instance_class)
     if isinstance(c, types.Array):
         def impl(c, key, value):
             c[key] += value

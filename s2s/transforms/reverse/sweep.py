@@ -330,7 +330,8 @@ class Sweep:
                                "over it), and Numba cannot add an adjoint into a tuple there", stmt.origin,
                                "differentiate it without s2s.jit (the python backend takes it), or stack the "
                                "values into one array")
-            if self.an.is_container(base) or (consts and (base in self.fn.params or self._unpacked(base))):
+            if self.an.is_container(base) or (consts and (base in self.fn.params or self._unpacked(base)
+                                                          or self._item_of_container(base))):
                 out.append(assign(bar, runtime_call("add_at", name(bar), argument, y_bar)))
             elif self._basic(value.index):
                 out.append(ast.AugAssign(ast.Subscript(name(bar), index, ast.Store()), ast.Add(), y_bar))
@@ -338,6 +339,19 @@ class Sweep:
                 out.append(ast.Expr(runtime_call("index_add", name(bar), argument, y_bar)))
         self.kill(target, None, out)
         return out
+
+    def _item_of_container(self, var: str, seen: frozenset = frozenset()) -> bool:
+        """var = d["key"], or an item of such an item (params["extra"][1]): an item of a dict
+        may itself be a tuple, list or dict, whose adjoint takes add_at (an array's adjoint
+        takes it too, in place)."""
+        for d in self.an.defs.get(var, []):
+            if isinstance(d, ir.Assign) and isinstance(d.value, ir.Subscript) and isinstance(d.value.value, ir.Name):
+                base = d.value.value.id
+                if self.an.is_container(base) or base not in seen and all(
+                        isinstance(i, ir.Const) for i in d.value.index.items) and self._item_of_container(
+                        base, seen | {var}):
+                    return True
+        return False
 
     def _unpacked(self, var: str) -> bool:
         defs = [d for d in self.an.defs.get(var, []) if d != "param"]

@@ -1,0 +1,74 @@
+"""Devices and data placement, as in JAX: block_until_ready, devices, device_put, device_get.
+
+s2s runs on the CPU for now, where computation is synchronous and arrays are NumPy arrays
+in host memory, so these are identities over pytrees; their signatures are JAX's, so code
+written for JAX runs unchanged. When the CUDA backend exists, device_put and device_get will
+move data to and from GPU memory, and block_until_ready will wait for its kernels.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .. import pytree
+from ..errors import S2SError
+
+
+@dataclass(frozen=True)
+class CpuDevice:
+    """The host CPU, the one device s2s computes on so far."""
+
+    id: int = 0
+    platform: str = "cpu"
+    device_kind: str = "cpu"
+
+    def __repr__(self) -> str:
+        return f"CpuDevice(id={self.id})"
+
+
+_CPU = CpuDevice(0)
+
+
+def devices(backend: str | None = None) -> list[CpuDevice]:
+    """The devices s2s can compute on: one CPU device.
+
+    >>> import s2s
+    >>> s2s.devices()
+    [CpuDevice(id=0)]
+    """
+    if backend not in (None, "cpu"):
+        raise S2SError(f"s2s.devices: no {backend!r} devices", hint="s2s computes on the CPU for now: backend='cpu'")
+    return [_CPU]
+
+
+def _check_device(device: Any) -> None:
+    if device is not None and device != _CPU:
+        raise S2SError(f"s2s.device_put: unknown device {device!r}", hint="use one of s2s.devices()")
+
+
+def device_put(x: Any, device: CpuDevice | None = None) -> Any:
+    """Put a pytree of arrays on a device, as jax.device_put: on the CPU, x itself.
+
+    >>> import numpy as np, s2s
+    >>> x = np.ones(2)
+    >>> s2s.device_put(x) is x
+    True
+    """
+    _check_device(device)
+    return x
+
+
+def device_get(x: Any) -> Any:
+    """Fetch a pytree of arrays to host memory (NumPy), as jax.device_get: on the CPU, x itself."""
+    return x
+
+
+def block_until_ready(x: Any) -> Any:
+    """Wait until the computations producing x are done, and return x (a pytree too), as
+    jax.block_until_ready. On the CPU a result is ready when the call that made it returns."""
+    for leaf in pytree.leaves(x):
+        wait = getattr(leaf, "block_until_ready", None)
+        if wait is not None and not isinstance(leaf, type):  # (an array of another library that runs asynchronously)
+            wait()
+    return x
