@@ -187,3 +187,11 @@ def batched_transpose_bar(g, axes=None):
     last = np.ndim(g) - 1
     axes = tuple(reversed(range(last))) if axes is None else tuple(a % last for a in axes)
     return np.transpose(g, tuple(np.argsort(axes)) + (last,))
+
+
+def random_per_key(draw, keys, *args, **kwargs):
+    """draw(key, *args, **kwargs) of s2s.random for each key of a batch, stacked on the last axis
+    (where transforms/vectorize.py carries the batch: keys[..., b] is example b's key). A batch
+    of keys gives what calling per key gives, as JAX's vmap of jax.random does. Python only:
+    under s2s.jit, vmap loops over the examples and each calls the function itself."""
+    return np.stack([np.asarray(draw(keys[..., b], *args, **kwargs)) for b in range(keys.shape[-1])], axis=-1)

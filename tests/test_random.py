@@ -1,0 +1,239 @@
+"""s2s.random: JAX's numbers (stored), Numba equal to NumPy, derivatives through draws, vmap of keys.
+
+The reference values in data/random_jax.json were written by JAX 0.10.2 (CPU, x64 mode, default
+jax_threefry_partitionable=True) with
+    /tmp/jaxenv/bin/python tests/data/make_random_jax.py
+(the script lists each call). JAX is not needed to run these tests.
+"""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+import s2s
+import s2s as jax  # what a user porting JAX code writes: jax.random.normal must resolve
+from finite_differences import central_difference_grad
+from s2s import random
+
+with open(os.path.join(os.path.dirname(__file__), "data", "random_jax.json")) as _handle:
+    JAX = json.load(_handle)
+
+K0, K42, BIG = random.PRNGKey(0), random.PRNGKey(42), random.PRNGKey(2**40 + 5)
+
+
+def ulps(got, want):
+    got, want = np.asarray(got), np.asarray(want, got.dtype).reshape(got.shape)
+    return np.max(np.abs(got - want) / np.spacing(np.abs(want).astype(got.dtype)))
+
+
+# ---- bit for bit: keys, split, fold_in, bits, uniform and what integer logic makes of them ----
+
+
+def test_keys_equal_jax():
+    for seed, words in JAX["PRNGKey"].items():
+        key = random.PRNGKey(int(seed))
+        assert key.dtype == np.uint32 and key.tolist() == words, seed
+        assert random.key(int(seed)).tolist() == words
+
+
+@pytest.mark.parametrize("name, call", [
+    ("split_0", lambda: random.split(K0)),
+    ("split_42_3", lambda: random.split(K42, 3)),
+    ("split_big_2x3", lambda: random.split(BIG, (2, 3))),
+    ("fold_in_0_7", lambda: random.fold_in(K0, 7)),
+    ("fold_in_42_max", lambda: random.fold_in(K42, 2**32 - 1)),
+    ("bits_u32_0_5", lambda: random.bits(K0, (5,))),
+    ("bits_u32_42_2x3", lambda: random.bits(K42, (2, 3))),
+    ("bits_u32_scalar", lambda: random.bits(K42)),
+    ("bits_u8_42_7", lambda: random.bits(K42, (7,), np.uint8)),
+    ("bits_u16_42_7", lambda: random.bits(K42, (7,), np.uint16)),
+    ("bits_u64_42_4", lambda: random.bits(K42, (4,), np.uint64)),
+    ("randint_i64_42_10_m5_17", lambda: random.randint(K42, (10,), -5, 17)),
+    ("randint_i32_0_10_0_1000", lambda: random.randint(K0, (10,), 0, 1000, np.int32)),
+    ("randint_i64_0_6_0_2p40", lambda: random.randint(K0, (6,), 0, 2**40)),
+    ("bernoulli_f64_42_10_03", lambda: random.bernoulli(K42, 0.3, (10,))),
+    ("bernoulli_f32_42_10_07", lambda: random.bernoulli(K42, np.float32(0.7), (10,))),
+    ("permutation_42_10", lambda: random.permutation(K42, 10)),
+    ("permutation_0_2000_head", lambda: random.permutation(K0, 2000)[:20]),  # two sorting rounds
+    ("permutation_42_rows", lambda: random.permutation(K42, np.arange(12).reshape(4, 3))),
+    ("categorical_42_12", lambda: random.categorical(K42, np.log(np.array([0.1, 0.2, 0.3, 0.4])), shape=(12,))),
+    ("categorical_0_rows", lambda: random.categorical(K0, np.log(np.array([[0.5, 0.5, 1e-3], [0.1, 0.8, 0.1]])))),
+])
+def test_integers_equal_jax(name, call):
+    got = call()
+    assert np.array_equal(got, np.array(JAX[name])), (got, JAX[name])
+
+
+@pytest.mark.parametrize("name, call, dtype", [
+    ("uniform_f32_0_7", lambda: random.uniform(K0, (7,), np.float32), np.float32),
+    ("uniform_f64_0_7", lambda: random.uniform(K0, (7,)), np.float64),
+    ("uniform_f32_42_2x3_m2_3", lambda: random.uniform(K42, (2, 3), np.float32, -2.0, 3.0), np.float32),
+    ("uniform_f64_42_2x3_m2_3", lambda: random.uniform(K42, (2, 3), np.float64, -2.0, 3.0), np.float64),
+    ("uniform_f64_scalar", lambda: random.uniform(BIG), np.float64),
+])
+def test_uniform_equals_jax_bit_for_bit(name, call, dtype):
+    got = call()
+    assert got.dtype == dtype
+    assert np.array_equal(got.ravel(), np.array(JAX[name], dtype)), (got, JAX[name])
+
+
+@pytest.mark.parametrize("name, call, max_ulps", [
+    ("normal_f32_0_1000", lambda: random.normal(K0, (1000,), np.float32), 4),
+    ("normal_f64_0_1000", lambda: random.normal(K0, (1000,)), 64),  # measured: 27 (XLA's log1p)
+    ("normal_f64_42_2x3", lambda: random.normal(K42, (2, 3)), 64),
+    ("exponential_f64_42_6", lambda: random.exponential(K42, (6,)), 4),
+    ("exponential_f32_42_6", lambda: random.exponential(K42, (6,), np.float32), 4),
+    ("truncated_normal_f64_42_6", lambda: random.truncated_normal(K42, -1.0, 2.0, (6,)), 64),
+    ("truncated_normal_f32_42_6", lambda: random.truncated_normal(K42, -1.0, 2.0, (6,), np.float32), 4),
+])
+def test_floats_within_ulps_of_jax(name, call, max_ulps):
+    got = call()
+    assert ulps(got, JAX[name]) <= max_ulps
+    # and not only near: most of them are the same numbers
+    assert np.mean(got.ravel() == np.array(JAX[name], got.dtype)) > 0.5
+
+
+def test_threefry_known_answer():
+    """The Random123 known-answer vector of Threefry-2x32-20: key and counter of all ones bits
+    pattern (0xffffffff) hash to (0x1cb996fc, 0xbb002be7)."""
+    y0, y1 = random.threefry2x32(np.uint32(0xFFFFFFFF), np.uint32(0xFFFFFFFF),
+                                 np.uint32(0xFFFFFFFF), np.uint32(0xFFFFFFFF))
+    assert (int(y0), int(y1)) == (0x1CB996FC, 0xBB002BE7)
+
+
+def test_statistics():
+    z = random.normal(random.PRNGKey(7), (100_000,))
+    assert abs(z.mean()) < 0.02 and abs(z.var() - 1.0) < 0.02
+    u = random.uniform(random.PRNGKey(8), (100_000,), np.float32)
+    assert u.min() >= 0.0 and u.max() < 1.0 and abs(u.mean() - 0.5) < 0.01
+    t = random.truncated_normal(random.PRNGKey(9), -1.0, 2.0, (10_000,))
+    assert t.min() > -1.0 and t.max() < 2.0
+
+
+def test_refuses_bad_keys():
+    with pytest.raises(TypeError, match="uint32 array of shape"):
+        random.normal(np.array([0, 1]), (3,))
+
+
+# ---- Numba: the overloads compute what NumPy computes --------------------------------------
+
+
+def test_numba_equals_numpy():
+    import numba
+
+    s2s.runtime.register_numba_overloads()
+
+    @numba.njit
+    def draws(key):
+        k1, k2 = random.split(key)[0], random.split(key, 3)[2]
+        return (random.PRNGKey(2**40 + 5), random.split(key, (2, 3)), random.fold_in(key, 7),
+                random.bits(k1, (5,)), random.bits(k1, (2, 2), np.uint64), random.uniform(k2, (6,), np.float32),
+                random.uniform(k2, (6,), np.float64, -2.0, 3.0), random.uniform(k2),
+                random.normal(k1, (500,)), random.normal(k1, (500,), np.float32), random.exponential(k2, (5,)),
+                random.bernoulli(k1, 0.3, (10,)), random.permutation(k2, 30),
+                random.truncated_normal(k1, -1.0, 2.0, (6,)))
+
+    compiled = draws(K42)
+    key = K42
+    k1, k2 = random.split(key)[0], random.split(key, 3)[2]
+    plain = (random.PRNGKey(2**40 + 5), random.split(key, (2, 3)), random.fold_in(key, 7),
+             random.bits(k1, (5,)), random.bits(k1, (2, 2), np.uint64), random.uniform(k2, (6,), np.float32),
+             random.uniform(k2, (6,), np.float64, -2.0, 3.0), random.uniform(k2),
+             random.normal(k1, (500,)), random.normal(k1, (500,), np.float32), random.exponential(k2, (5,)),
+             random.bernoulli(k1, 0.3, (10,)), random.permutation(k2, 30),
+             random.truncated_normal(k1, -1.0, 2.0, (6,)))
+    for k, (c, p) in enumerate(zip(compiled, plain)):
+        assert c.dtype == p.dtype and c.shape == p.shape, k
+        if k in (8, 9, 10, 13):  # Numba's log1p is not NumPy's: an ulp or two
+            assert ulps(c, p) <= 4, k
+        else:
+            assert np.array_equal(c, p), k
+
+
+# ---- under the transforms: draws are constants ---------------------------------------------
+
+
+def second_moment(mu, sigma, key):
+    z = mu + sigma * s2s.random.normal(key, (1000,))
+    return np.mean(z**2)
+
+
+def second_moment_jax_names(mu, sigma, key):
+    key, sub = jax.random.split(key)
+    z = mu + sigma * jax.random.normal(sub, (1000,))
+    return np.mean(z**2)
+
+
+def second_moment_imported(mu, sigma, key):
+    eps = random.normal(random.fold_in(key, 3), (1000,))
+    return np.mean((mu + sigma * eps) ** 2)
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+@pytest.mark.parametrize("fun, eps_of", [
+    (second_moment, lambda key: random.normal(key, (1000,))),
+    (second_moment_jax_names, lambda key: random.normal(random.split(key)[1], (1000,))),
+    (second_moment_imported, lambda key: random.normal(random.fold_in(key, 3), (1000,))),
+])
+def test_reparameterisation_gradient(backend, fun, eps_of):
+    key, mu, sigma = random.PRNGKey(5), 0.3, 1.7
+    eps = eps_of(key)
+    closed = (np.mean(2 * (mu + sigma * eps)), np.mean(2 * (mu + sigma * eps) * eps))
+    grad = s2s.jit(s2s.grad(fun, argnums=(0, 1)), backend=backend)
+    got = grad(mu, sigma, key)
+    tol = 1e-12 if backend == "python" else 1e-9  # Numba's normal: an ulp or two from NumPy's
+    np.testing.assert_allclose(got, closed, rtol=tol)
+    for k in (0, 1):
+        fd = central_difference_grad(fun, (mu, sigma, key), k)
+        np.testing.assert_allclose(got[k], fd, rtol=1e-6)
+
+
+def moment_at_key(mu, sigma):
+    """Forward mode in mu and sigma, with a key made inside the transformed code."""
+    return second_moment(mu, sigma, random.PRNGKey(5))
+
+
+def moment_tangent(mu, sigma):
+    return s2s.jvp(moment_at_key, (mu, sigma), (1.0, 0.5))
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_reparameterisation_jvp(backend):
+    mu, sigma = 0.3, 1.7
+    eps = random.normal(random.PRNGKey(5), (1000,))
+    closed = np.mean(2 * (mu + sigma * eps)) * 1.0 + np.mean(2 * (mu + sigma * eps) * eps) * 0.5
+    out, tangent = s2s.jit(moment_tangent, backend=backend)(mu, sigma)
+    np.testing.assert_allclose(out, np.mean((mu + sigma * eps) ** 2), rtol=1e-9)
+    np.testing.assert_allclose(tangent, closed, rtol=1e-9)
+    h = 1e-6
+    fd = (moment_at_key(mu + h, sigma + 0.5 * h) - moment_at_key(mu - h, sigma - 0.5 * h)) / (2 * h)
+    np.testing.assert_allclose(tangent, fd, rtol=1e-6)
+
+
+def uniform_shifted(lo, key):
+    return np.sum(random.uniform(key, (3,), minval=lo, maxval=lo + 1.0))
+
+
+def test_bounds_of_uniform_are_refused_when_differentiated():
+    with pytest.raises(s2s.S2SError, match="minval"):
+        s2s.grad(uniform_shifted)(0.5, random.PRNGKey(0))
+
+
+# ---- vmap over keys equals a loop over the keys --------------------------------------------
+
+
+def noisy(key, mu):
+    return mu + random.normal(key, (3,)) * random.uniform(random.fold_in(key, 1), (3,), np.float32)
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_vmap_over_keys(backend):
+    keys = random.split(random.PRNGKey(11), 5)
+    got = s2s.jit(s2s.vmap(noisy, in_axes=(0, None)), backend=backend)(keys, 2.0)
+    loop = np.stack([noisy(k, 2.0) for k in keys])
+    if backend == "python":
+        assert np.array_equal(got, loop)
+    else:
+        np.testing.assert_allclose(got, loop, rtol=1e-14)
