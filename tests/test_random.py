@@ -80,19 +80,20 @@ def test_uniform_equals_jax_bit_for_bit(name, call, dtype):
 
 
 @pytest.mark.parametrize("name, call, max_ulps", [
-    ("normal_f32_0_1000", lambda: random.normal(K0, (1000,), np.float32), 4),
-    ("normal_f64_0_1000", lambda: random.normal(K0, (1000,)), 64),  # measured: 27 (XLA's log1p)
-    ("normal_f64_42_2x3", lambda: random.normal(K42, (2, 3)), 64),
+    # measured: float32 5 of 1000 draws differ, by 1 ulp (XLA's float32 log); float64 none
+    ("normal_f32_0_1000", lambda: random.normal(K0, (1000,), np.float32), 2),
+    ("normal_f64_0_1000", lambda: random.normal(K0, (1000,)), 2),
+    ("normal_f64_42_2x3", lambda: random.normal(K42, (2, 3)), 2),
     ("exponential_f64_42_6", lambda: random.exponential(K42, (6,)), 4),
     ("exponential_f32_42_6", lambda: random.exponential(K42, (6,), np.float32), 4),
-    ("truncated_normal_f64_42_6", lambda: random.truncated_normal(K42, -1.0, 2.0, (6,)), 64),
+    ("truncated_normal_f64_42_6", lambda: random.truncated_normal(K42, -1.0, 2.0, (6,)), 4),
     ("truncated_normal_f32_42_6", lambda: random.truncated_normal(K42, -1.0, 2.0, (6,), np.float32), 4),
 ])
 def test_floats_within_ulps_of_jax(name, call, max_ulps):
     got = call()
     assert ulps(got, JAX[name]) <= max_ulps
     # and not only near: most of them are the same numbers
-    assert np.mean(got.ravel() == np.array(JAX[name], got.dtype)) > 0.5
+    assert np.mean(got.ravel() == np.array(JAX[name], got.dtype)) > 0.99
 
 
 def test_threefry_known_answer():
@@ -145,6 +146,7 @@ def test_numba_equals_numpy():
              random.bernoulli(k1, 0.3, (10,)), random.permutation(k2, 30),
              random.truncated_normal(k1, -1.0, 2.0, (6,)))
     for k, (c, p) in enumerate(zip(compiled, plain)):
+        c, p = np.asarray(c), np.asarray(p)  # a draw of shape (): a number from Numba, np.float64 from NumPy
         assert c.dtype == p.dtype and c.shape == p.shape, k
         if k in (8, 9, 10, 13):  # Numba's log1p is not NumPy's: an ulp or two
             assert ulps(c, p) <= 4, k
@@ -237,3 +239,30 @@ def test_vmap_over_keys(backend):
         assert np.array_equal(got, loop)
     else:
         np.testing.assert_allclose(got, loop, rtol=1e-14)
+
+
+def test_docstring_examples():
+    import doctest
+
+    import s2s.random
+
+    assert doctest.testmod(s2s.random).failed == 0
+
+
+def sine_sum(theta, key):
+    eps = random.normal(key, (50,))
+    return np.sum(np.sin(theta[0] + theta[1] * eps))
+
+
+def test_hessian_through_draws():
+    """Second order transforms the generated code again: its runtime.random call resolves too."""
+    key, theta = random.PRNGKey(1), np.array([0.3, 0.7])
+    eps = random.normal(key, (50,))
+    s = -np.sin(theta[0] + theta[1] * eps)
+    closed = np.array([[s.sum(), (s * eps).sum()], [(s * eps).sum(), (s * eps * eps).sum()]])
+    np.testing.assert_allclose(s2s.hessian(sine_sum)(theta, key), closed, rtol=1e-12)
+
+
+def test_keys_are_not_differentiated():
+    with pytest.raises(s2s.S2SError):
+        s2s.grad(sine_sum, argnums=1)(np.array([0.3, 0.7]), random.PRNGKey(1))

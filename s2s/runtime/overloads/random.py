@@ -3,7 +3,7 @@
 Each overload reads the static arguments' Numba types (the shape: an int or a tuple; the dtype:
 a NumPy type or the default) and calls the same kernels the NumPy path calls, compiled: the
 keys, bits and uniform numbers are equal bit for bit; normal and exponential numbers may
-differ from the NumPy path by an ulp or two, because Numba's log1p is not NumPy's.
+differ from the NumPy path by an ulp, where Numba's log (libm's) is not NumPy's.
 categorical and randint have no overload (a call under s2s.jit is a Numba typing error).
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import types
+from numba import typeof, types
 from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
 
@@ -20,7 +20,8 @@ from ... import random as R
 
 for _kernel in (R.threefry2x32, R._rotl, R._mix, R._four_rounds, R._hash_counters, R._bits32, R._bits64,
                 R._unit_f32, R._unit_f64, R._split_kernel, R._fold_in_kernel, R._fma32, R._fma64, R._horner32,
-                R._horner64, R._erfinv_f32, R._erfinv_f64, R._normal_f32, R._normal_f64, R._permutation_kernel):
+                R._horner64, R._log1p_f32, R._log1p_f64, R._erfinv_f32, R._erfinv_f64, R._normal_f32,
+                R._normal_f64, R._permutation_kernel):
     register_jitable(_kernel)
 
 
@@ -40,7 +41,7 @@ def _dtype(t, default) -> np.dtype:
 def _shape_of(t):
     """A jitted function of the shape argument that gives it as a tuple (int n: (n,))."""
     if not isinstance(t, types.Type) or isinstance(t, types.Omitted):
-        t = types.typeof(t if not isinstance(t, types.Omitted) else t.value)  # the default's type
+        t = typeof(t if not isinstance(t, types.Omitted) else t.value)  # the default's type
     if isinstance(t, types.NoneType) or isinstance(t, types.BaseTuple) and len(t) == 0:
         return None  # the shape (): one number, as a 0-d array
     if isinstance(t, types.Integer):
@@ -134,8 +135,11 @@ def _normal(key, shape=(), dtype=float):
 
 @overload(R.exponential)
 def _exponential(key, shape=(), dtype=float):
-    unit = _shaped(R._unit_f32 if _float(dtype, "exponential") == np.float32 else R._unit_f64, shape)
-    return lambda key, shape=(), dtype=float: -np.log1p(-unit(key, shape))
+    if _float(dtype, "exponential") == np.float32:
+        unit, log1p = _shaped(R._unit_f32, shape), R._log1p_f32
+    else:
+        unit, log1p = _shaped(R._unit_f64, shape), R._log1p_f64
+    return lambda key, shape=(), dtype=float: -log1p(-unit(key, shape))
 
 
 @overload(R.bernoulli)
