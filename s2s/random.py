@@ -349,7 +349,8 @@ def fold_in(key, data) -> np.ndarray:
 
 def bits(key, shape=(), dtype=np.uint32) -> np.ndarray:
     """Random unsigned integers: uint8/16/32 are the low bits of the xor of the two hash
-    words, uint64 joins the words (high, low)."""
+    words, uint64 joins the words (high, low). The default is uint32 (JAX's in x64 mode is
+    uint64: pass dtype=np.uint64 for those numbers)."""
     shape, dtype, key = _shape(shape), np.dtype(dtype), _key(key)
     n = math.prod(shape)
     if dtype == np.uint64:

@@ -17,7 +17,7 @@ PACKAGE = os.path.join(ROOT, "s2s")
 # From the bottom up: each entry is a layer, a set of top-level parts of s2s.
 LAYERS = [
     {"version", "errors"},  # nothing of s2s below them
-    {"pytree", "ir"},  # values and the intermediate representation
+    {"pytree", "ir", "random"},  # values (random keys and draws) and the intermediate representation
     {"runtime"},  # what generated code calls (and its Numba overloads)
     {"rules", "templates"},  # the registry of primitives, loaded from templates/
     {"frontend"},  # source -> IR

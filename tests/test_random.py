@@ -11,6 +11,7 @@ import os
 
 import numpy as np
 import pytest
+from numba import cuda  # a module global: the CUDA simulator swaps in its own where a kernel reads it
 
 import s2s
 import s2s as jax  # what a user porting JAX code writes: jax.random.normal must resolve
@@ -53,6 +54,10 @@ def test_keys_equal_jax():
     ("randint_i64_42_10_m5_17", lambda: random.randint(K42, (10,), -5, 17)),
     ("randint_i32_0_10_0_1000", lambda: random.randint(K0, (10,), 0, 1000, np.int32)),
     ("randint_i64_0_6_0_2p40", lambda: random.randint(K0, (6,), 0, 2**40)),
+    ("randint_i64_42_4_full", lambda: random.randint(K42, (4,), -(2**63), 2**63 - 1)),
+    ("randint_i32_42_4_full", lambda: random.randint(K42, (4,), -(2**31), 2**31 - 1, np.int32)),
+    ("randint_i32_42_4_above", lambda: random.randint(K42, (4,), 0, 2**31, np.int32)),
+    ("randint_i64_42_3_empty", lambda: random.randint(K42, (3,), 5, 5)),
     ("bernoulli_f64_42_10_03", lambda: random.bernoulli(K42, 0.3, (10,))),
     ("bernoulli_f32_42_10_07", lambda: random.bernoulli(K42, np.float32(0.7), (10,))),
     ("permutation_42_10", lambda: random.permutation(K42, 10)),
@@ -134,7 +139,8 @@ def test_numba_equals_numpy():
                 random.uniform(k2, (6,), np.float64, -2.0, 3.0), random.uniform(k2),
                 random.normal(k1, (500,)), random.normal(k1, (500,), np.float32), random.exponential(k2, (5,)),
                 random.bernoulli(k1, 0.3, (10,)), random.permutation(k2, 30),
-                random.truncated_normal(k1, -1.0, 2.0, (6,)))
+                random.truncated_normal(k1, -1.0, 2.0, (6,)),
+             random.randint(k2, (7,), -5, 17), random.randint(k1, 4, -(2**31), 2**31, np.int32))
 
     compiled = draws(K42)
     key = K42
@@ -144,11 +150,12 @@ def test_numba_equals_numpy():
              random.uniform(k2, (6,), np.float64, -2.0, 3.0), random.uniform(k2),
              random.normal(k1, (500,)), random.normal(k1, (500,), np.float32), random.exponential(k2, (5,)),
              random.bernoulli(k1, 0.3, (10,)), random.permutation(k2, 30),
-             random.truncated_normal(k1, -1.0, 2.0, (6,)))
+             random.truncated_normal(k1, -1.0, 2.0, (6,)),
+             random.randint(k2, (7,), -5, 17), random.randint(k1, 4, -(2**31), 2**31, np.int32))
     for k, (c, p) in enumerate(zip(compiled, plain)):
         c, p = np.asarray(c), np.asarray(p)  # a draw of shape (): a number from Numba, np.float64 from NumPy
         assert c.dtype == p.dtype and c.shape == p.shape, k
-        if k in (8, 9, 10, 13):  # Numba's log1p is not NumPy's: an ulp or two
+        if k in (8, 9, 10, 13):  # Numba's log (libm's) is not NumPy's: an ulp
             assert ulps(c, p) <= 4, k
         else:
             assert np.array_equal(c, p), k
@@ -230,6 +237,19 @@ def noisy(key, mu):
     return mu + random.normal(key, (3,)) * random.uniform(random.fold_in(key, 1), (3,), np.float32)
 
 
+def indexed_noise(i, key, scale):
+    return scale * random.normal(random.fold_in(key, i), (4,))
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_vmap_over_fold_in_data(backend):
+    """The JAX idiom vmap(lambda i: normal(fold_in(key, i))): the key shared, the data batched."""
+    key, index = random.PRNGKey(2), np.arange(6)
+    got = s2s.jit(s2s.vmap(indexed_noise, in_axes=(0, None, None)), backend=backend)(index, key, 0.5)
+    loop = np.stack([indexed_noise(i, key, 0.5) for i in index])
+    np.testing.assert_allclose(got, loop, rtol=0 if backend == "python" else 1e-14)
+
+
 @pytest.mark.parametrize("backend", ["python", "cpu"])
 def test_vmap_over_keys(backend):
     keys = random.split(random.PRNGKey(11), 5)
@@ -266,3 +286,48 @@ def test_hessian_through_draws():
 def test_keys_are_not_differentiated():
     with pytest.raises(s2s.S2SError):
         s2s.grad(sine_sum, argnums=1)(np.array([0.3, 0.7]), random.PRNGKey(1))
+
+
+# ---- the core is a function of numbers: per-element loops and CUDA threads ----------------
+
+
+def test_threefry_of_numbers_under_numba():
+    """One element at a time, as a kernel's thread would: element i of bits hashes (0, i)."""
+    import numba
+
+    s2s.runtime.register_numba_overloads()
+
+    @numba.njit
+    def bits_by_loop(k0, k1, n):
+        out = np.empty(n, np.uint32)
+        for i in range(n):
+            y0, y1 = random.threefry2x32(k0, k1, np.uint32(0), np.uint32(i))
+            out[i] = np.uint32(y0 ^ y1)
+        return out
+
+    assert np.array_equal(bits_by_loop(K42[0], K42[1], 9), random.bits(K42, (9,)))
+
+
+def test_threefry_in_a_cuda_kernel_simulated():
+    """Under Numba's CUDA simulator (conftest.py): the same bits from a thread per element.
+    (The simulator runs Python; no GPU or CUDA toolkit here to compile the kernel to PTX.)"""
+    from numba import config
+
+    if not config.ENABLE_CUDASIM:
+        pytest.skip("needs NUMBA_ENABLE_CUDASIM=1 (tests/conftest.py sets it)")
+    out = np.zeros(9, np.uint64)
+    _bits_kernel()[1, 16](K42, out)
+    assert np.array_equal(out.astype(np.uint32), random.bits(K42, (9,)))
+
+
+def _bits_kernel():
+    hash_device = cuda.jit(device=True)(random.threefry2x32)
+
+    @cuda.jit
+    def kernel(key, out):
+        i = cuda.grid(1)
+        if i < out.shape[0]:
+            y0, y1 = hash_device(key[0], key[1], np.uint64(0), np.uint64(i))
+            out[i] = y0 ^ y1
+
+    return kernel

@@ -284,11 +284,10 @@ class Vectorizer:
         if kw_batched:
             raise NoBatchingRule(f"no batching rule for a keyword argument that differs between examples "
                                  f"({getattr(fn, '__name__', fn)})", stmt.origin)
-        if getattr(fn, "__module__", None) == runtime.random.__name__:
-            if not batched[0] or any(batched[1:]):
-                raise NoBatchingRule(f"no batching rule for random.{fn.__name__} of an unbatched key "
-                                     "and batched arguments", stmt.origin)
-            return ast.Call(parse_expr("runtime.random_per_key"), [e.function_ref(fn)] + [e.atom(a) for a in call.args],
+        if getattr(fn, "__module__", None) == runtime.random.__name__:  # s2s.random: per example
+            flags = ast.Tuple([ast.Constant(b) for b in batched], ast.Load())
+            return ast.Call(parse_expr("runtime.random_per_example"),
+                            [e.function_ref(fn), flags] + [e.atom(a) for a in call.args],
                             [ast.keyword(k, e.atom(a)) for k, a in call.kwargs])
         if len(call.args) <= 2 and facts(fn).numpy is not None:
             fn = facts(fn).numpy  # math.sin -> np.sin, max -> np.maximum

@@ -4,7 +4,8 @@ Each overload reads the static arguments' Numba types (the shape: an int or a tu
 a NumPy type or the default) and calls the same kernels the NumPy path calls, compiled: the
 keys, bits and uniform numbers are equal bit for bit; normal and exponential numbers may
 differ from the NumPy path by an ulp, where Numba's log (libm's) is not NumPy's.
-categorical and randint have no overload (a call under s2s.jit is a Numba typing error).
+randint has one for number bounds and int32/int64; categorical has none (a call under s2s.jit
+is then a Numba typing error, which s2s reports as an S2SError at the user's line).
 """
 
 from __future__ import annotations
@@ -181,3 +182,43 @@ def _permutation(key, x):
         return lambda key, x: R._permutation_kernel(key, x)
     if isinstance(x, types.Array):
         return lambda key, x: x[R._permutation_kernel(key, x.shape[0])]
+
+
+@overload(R.randint)
+def _randint(key, shape, minval, maxval, dtype=int):
+    """Of number bounds and an int32 or int64 dtype: JAX's reduction of two draws modulo the
+    span, in unsigned arithmetic of the dtype's width (wrapping: masked in uint64)."""
+    d = _dtype(dtype, int)
+    if d not in (np.int32, np.int64) or not all(isinstance(t, types.Integer) for t in (minval, maxval)):
+        raise TypingError("s2s.random.randint under numba: int bounds and an int32 or int64 dtype")
+    of = _shape_of(shape)
+    if of is None:
+        of = register_jitable(lambda shape: ())
+    width = d.itemsize * 8
+    draw = R._bits64 if width == 64 else R._bits32
+    mask = np.uint64(2**width - 1)
+    half = np.uint64(2 ** (width // 2))
+    low, high = int(np.iinfo(d).min), int(np.iinfo(d).max)
+    cast = d.type
+
+    def impl(key, shape, minval, maxval, dtype=int):
+        s = of(shape)
+        n = _size(s)
+        keys = R._split_kernel(key, 2)
+        higher, lower = draw(keys[0], n), draw(keys[1], n)
+        lo, hi = min(max(minval, low), high), min(max(maxval, low), high)
+        span = np.uint64(1) if hi <= lo else np.uint64(hi - lo) & mask
+        if maxval > high and maxval > minval:
+            span = (span + np.uint64(1)) & mask
+        out = np.empty(n, d)
+        for k in range(n):
+            if span == 0:  # the whole range of the dtype: x % 2**width is x
+                offset = lower[k] & mask
+            else:
+                multiplier = (half % span) * (half % span) & mask
+                multiplier = multiplier % span
+                offset = ((((higher[k] & mask) % span) * multiplier & mask) + (lower[k] & mask) % span) & mask
+                offset = offset % span
+            out[k] = cast(lo + cast(offset))
+        return out.reshape(s)
+    return impl
