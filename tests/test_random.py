@@ -126,32 +126,26 @@ def test_refuses_bad_keys():
 # ---- Numba: the overloads compute what NumPy computes --------------------------------------
 
 
+def all_draws(key):
+    """One of each draw: run as it is (NumPy) and compiled by numba.njit (the overloads)."""
+    k1, k2 = random.split(key)[0], random.split(key, 3)[2]
+    return (random.PRNGKey(2**40 + 5), random.split(key, (2, 3)), random.fold_in(key, 7),
+            random.bits(k1, (5,)), random.bits(k1, (2, 2), np.uint64), random.uniform(k2, (6,), np.float32),
+            random.uniform(k2, (6,), np.float64, -2.0, 3.0), random.uniform(k2),
+            random.normal(k1, (500,)), random.normal(k1, (500,), np.float32), random.exponential(k2, (5,)),
+            random.bernoulli(k1, 0.3, (10,)), random.permutation(k2, 30),
+            random.truncated_normal(k1, -1.0, 2.0, (6,)),
+            random.randint(k2, (7,), -5, 17), random.randint(k1, 4, -(2**31), 2**31, np.int32),
+            random.randint(k1, (), 0, 10), random.categorical(k2, np.log(np.arange(1.0, 5.0)), shape=(9,)))
+
+
 def test_numba_equals_numpy():
     import numba
 
     s2s.runtime.register_numba_overloads()
-
-    @numba.njit
-    def draws(key):
-        k1, k2 = random.split(key)[0], random.split(key, 3)[2]
-        return (random.PRNGKey(2**40 + 5), random.split(key, (2, 3)), random.fold_in(key, 7),
-                random.bits(k1, (5,)), random.bits(k1, (2, 2), np.uint64), random.uniform(k2, (6,), np.float32),
-                random.uniform(k2, (6,), np.float64, -2.0, 3.0), random.uniform(k2),
-                random.normal(k1, (500,)), random.normal(k1, (500,), np.float32), random.exponential(k2, (5,)),
-                random.bernoulli(k1, 0.3, (10,)), random.permutation(k2, 30),
-                random.truncated_normal(k1, -1.0, 2.0, (6,)),
-             random.randint(k2, (7,), -5, 17), random.randint(k1, 4, -(2**31), 2**31, np.int32))
-
-    compiled = draws(K42)
-    key = K42
-    k1, k2 = random.split(key)[0], random.split(key, 3)[2]
-    plain = (random.PRNGKey(2**40 + 5), random.split(key, (2, 3)), random.fold_in(key, 7),
-             random.bits(k1, (5,)), random.bits(k1, (2, 2), np.uint64), random.uniform(k2, (6,), np.float32),
-             random.uniform(k2, (6,), np.float64, -2.0, 3.0), random.uniform(k2),
-             random.normal(k1, (500,)), random.normal(k1, (500,), np.float32), random.exponential(k2, (5,)),
-             random.bernoulli(k1, 0.3, (10,)), random.permutation(k2, 30),
-             random.truncated_normal(k1, -1.0, 2.0, (6,)),
-             random.randint(k2, (7,), -5, 17), random.randint(k1, 4, -(2**31), 2**31, np.int32))
+    compiled = numba.njit(all_draws)(K42)
+    plain = all_draws(K42)
+    assert len(compiled) == len(plain) == 18
     for k, (c, p) in enumerate(zip(compiled, plain)):
         c, p = np.asarray(c), np.asarray(p)  # a draw of shape (): a number from Numba, np.float64 from NumPy
         assert c.dtype == p.dtype and c.shape == p.shape, k

@@ -4,8 +4,9 @@ Each overload reads the static arguments' Numba types (the shape: an int or a tu
 a NumPy type or the default) and calls the same kernels the NumPy path calls, compiled: the
 keys, bits and uniform numbers are equal bit for bit; normal and exponential numbers may
 differ from the NumPy path by an ulp, where Numba's log (libm's) is not NumPy's.
-randint has one for number bounds and int32/int64; categorical has none (a call under s2s.jit
-is then a Numba typing error, which s2s reports as an S2SError at the user's line).
+randint is compiled for number bounds and int32/int64, categorical for 1-d logits, bernoulli for
+a number p, truncated_normal for number bounds and a given shape; other arguments are a Numba
+typing error, which s2s.jit reports as an S2SError at the user's line.
 """
 
 from __future__ import annotations
@@ -52,12 +53,21 @@ def _shape_of(t):
     raise TypingError(f"s2s.random: a shape is an int or a tuple of ints, not {t}")
 
 
-@register_jitable
 def _size(shape):
-    n = 1
-    for d in shape:
-        n *= d
-    return n
+    """The number of elements of a shape (a tuple of ints)."""
+
+
+@overload(_size)
+def _size_of(shape):
+    if len(shape) == 0:  # Numba cannot iterate over an empty tuple
+        return lambda shape: 1
+
+    def impl(shape):
+        n = 1
+        for d in shape:
+            n *= d
+        return n
+    return impl
 
 
 def _shaped(kernel, shape_type):
@@ -220,5 +230,31 @@ def _randint(key, shape, minval, maxval, dtype=int):
                 offset = ((((higher[k] & mask) % span) * multiplier & mask) + (lower[k] & mask) % span) & mask
                 offset = offset % span
             out[k] = cast(lo + cast(offset))
+        return out.reshape(s)
+    return impl
+
+
+@overload(R.categorical)
+def _categorical(key, logits, axis=-1, shape=None):
+    """Of 1-d logits: the Gumbel-max trick over draws of shape (*shape, categories)."""
+    if not (isinstance(logits, types.Array) and logits.ndim == 1 and isinstance(logits.dtype, types.Float)):
+        raise TypingError("s2s.random.categorical under numba: 1-d float logits")
+    of = _shape_of(shape)
+    if of is None:
+        of = register_jitable(lambda shape: ())
+    if logits.dtype == types.float32:
+        unit, fma, tiny = R._unit_f32, R._fma32, np.float32(np.finfo(np.float32).tiny)
+    else:
+        unit, fma, tiny = R._unit_f64, R._fma64, np.finfo(np.float64).tiny
+
+    def impl(key, logits, axis=-1, shape=None):
+        s = of(shape)
+        n, k = _size(s), logits.shape[0]
+        u = unit(key, n * k)
+        u = np.maximum(tiny, fma(u, 1.0 - tiny + u * 0, tiny + u * 0))  # uniform on [tiny, 1)
+        g = (-np.log(-np.log(u))).reshape((n, k))
+        out = np.empty(n, np.int64)
+        for row in range(n):
+            out[row] = np.argmax(g[row] + logits)
         return out.reshape(s)
     return impl
