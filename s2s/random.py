@@ -161,7 +161,8 @@ def _fma32(a, b, c):
 def _fma64(a, b, c):
     """a * b + c of float64 arrays: Dekker's exact product and Knuth's TwoSum, so that only the
     last of three roundings is not exact; it agrees with a fused multiply-add but where the
-    result is within an ulp's fraction of a tie (not seen in 10**6 draws)."""
+    result is within an ulp's fraction of a tie (none in 2 * 10**5 random triples checked
+    against exact rational arithmetic)."""
     b = b + a * 0.0
     c = c + a * 0.0
     p = a * b
@@ -235,32 +236,54 @@ _LOG1P_P32 = tuple(np.float32(c) for c in _LOG1P_P)
 _LOG1P_Q32 = tuple(np.float32(c) for c in _LOG1P_Q)
 
 
+# Each piece of a piecewise function is evaluated on its own elements only (the emulated fused
+# multiply-adds cost some twenty operations each). Arguments of any shape; NumPy or Numba.
+
+
 def _log1p_f32(x):
-    x2 = x * x
-    small = x + (np.float32(-0.5) * x2 + (x * x2) * (_horner32(_LOG1P_P32, x) / _horner32(_LOG1P_Q32, x)))
-    return np.where(np.abs(x) < np.float32(0.41421356237309504880), small, np.log(x + np.float32(1.0)))
+    x = x.ravel()
+    out = np.log(x + np.float32(1.0))
+    i = np.nonzero(np.abs(x) < np.float32(0.41421356237309504880))[0]
+    s = x[i]
+    s2 = s * s
+    out[i] = s + (np.float32(-0.5) * s2 + (s * s2) * (_horner32(_LOG1P_P32, s) / _horner32(_LOG1P_Q32, s)))
+    return out
 
 
 def _log1p_f64(x):
-    x2 = x * x
-    small = x + (-0.5 * x2 + (x * x2) * (_horner64(_LOG1P_P, x) / _horner64(_LOG1P_Q, x)))
-    return np.where(np.abs(x) < 0.41421356237309504880, small, np.log(x + 1.0))
+    x = x.ravel()
+    out = np.log(x + 1.0)
+    i = np.nonzero(np.abs(x) < 0.41421356237309504880)[0]
+    s = x[i]
+    s2 = s * s
+    out[i] = s + (-0.5 * s2 + (s * s2) * (_horner64(_LOG1P_P, s) / _horner64(_LOG1P_Q, s)))
+    return out
 
 
 def _erfinv_f32(x):
+    shape, x = x.shape, x.ravel()
     w = -_log1p_f32(-x * x)
-    low = _horner32(_F32_A, w - np.float32(2.5))
-    high = _horner32(_F32_B, np.sqrt(w) - np.float32(3.0))
-    p = np.where(w < np.float32(5.0), low, high) * x
-    return np.where(np.abs(x) == np.float32(1.0), x * np.float32(np.inf), p)
+    p = np.empty_like(x)
+    low = w < np.float32(5.0)
+    i = np.nonzero(low)[0]
+    p[i] = _horner32(_F32_A, w[i] - np.float32(2.5))
+    i = np.nonzero(~low)[0]
+    p[i] = _horner32(_F32_B, np.sqrt(w[i]) - np.float32(3.0))
+    return np.where(np.abs(x) == np.float32(1.0), x * np.float32(np.inf), p * x).reshape(shape)
 
 
 def _erfinv_f64(x):
+    shape, x = x.shape, x.ravel()
     w = -_log1p_f64(-x * x)
-    s = np.sqrt(w)
-    p = np.where(w < 6.25, _horner64(_F64_A, w - 3.125),
-                 np.where(w < 16.0, _horner64(_F64_B, s - 3.25), _horner64(_F64_C, s - 5.0))) * x
-    return np.where(np.abs(x) == 1.0, x * np.inf, p)
+    p = np.empty_like(x)
+    low, middle = w < 6.25, (w >= 6.25) & (w < 16.0)
+    i = np.nonzero(low)[0]
+    p[i] = _horner64(_F64_A, w[i] - 3.125)
+    i = np.nonzero(middle)[0]
+    p[i] = _horner64(_F64_B, np.sqrt(w[i]) - 3.25)
+    i = np.nonzero(~low & ~middle)[0]
+    p[i] = _horner64(_F64_C, np.sqrt(w[i]) - 5.0)
+    return np.where(np.abs(x) == 1.0, x * np.inf, p * x).reshape(shape)
 
 
 def _normal_f32(key, n):
@@ -385,7 +408,7 @@ def exponential(key, shape=(), dtype=float) -> np.ndarray:
     (XLA's float32 log is its own)."""
     shape, dtype = _shape(shape), _float_dtype(dtype, "exponential")
     u = _unit(_key(key), shape, dtype)
-    return -(_log1p_f32(-u) if dtype == np.float32 else _log1p_f64(-u))
+    return -(_log1p_f32(-u) if dtype == np.float32 else _log1p_f64(-u)).reshape(shape)
 
 
 def truncated_normal(key, lower, upper, shape=None, dtype=float) -> np.ndarray:

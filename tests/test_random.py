@@ -132,7 +132,7 @@ def all_draws(key):
     return (random.PRNGKey(2**40 + 5), random.split(key, (2, 3)), random.fold_in(key, 7),
             random.bits(k1, (5,)), random.bits(k1, (2, 2), np.uint64), random.uniform(k2, (6,), np.float32),
             random.uniform(k2, (6,), np.float64, -2.0, 3.0), random.uniform(k2),
-            random.normal(k1, (500,)), random.normal(k1, (500,), np.float32), random.exponential(k2, (5,)),
+            random.normal(k1, (500,)), random.normal(k1, (500,), np.float32), random.exponential(k2, (5, 2)),
             random.bernoulli(k1, 0.3, (10,)), random.permutation(k2, 30),
             random.truncated_normal(k1, -1.0, 2.0, (6,)),
             random.randint(k2, (7,), -5, 17), random.randint(k1, 4, -(2**31), 2**31, np.int32),

@@ -150,7 +150,11 @@ def _exponential(key, shape=(), dtype=float):
         unit, log1p = _shaped(R._unit_f32, shape), R._log1p_f32
     else:
         unit, log1p = _shaped(R._unit_f64, shape), R._log1p_f64
-    return lambda key, shape=(), dtype=float: -log1p(-unit(key, shape))
+
+    def impl(key, shape=(), dtype=float):
+        u = unit(key, shape)
+        return -log1p(-u).reshape(u.shape)
+    return impl
 
 
 @overload(R.bernoulli)
