@@ -20,11 +20,25 @@ from numba.extending import overload, register_jitable
 
 from ... import random as R
 
-for _kernel in (R.threefry2x32, R._rotl, R._mix, R._four_rounds, R._hash_counters, R._bits32, R._bits64,
+for _kernel in (R.threefry2x32, R._rotl, R._mix, R._four_rounds, R._bits32, R._bits64,
                 R._unit_f32, R._unit_f64, R._split_kernel, R._fold_in_kernel, R._fma32, R._fma64, R._horner32,
                 R._horner64, R._log1p_f32, R._log1p_f64, R._erfinv_f32, R._erfinv_f64, R._normal_f32,
                 R._normal_f64, R._permutation_kernel):
     register_jitable(_kernel)
+
+
+@overload(R._hash_counters)
+def _hash_counters(key, n):
+    """Compiled, the hash runs element by element (as a kernel's threads would): the NumPy
+    path's whole-array operations would each allocate a temporary under Numba too."""
+    def impl(key, n):
+        y0, y1 = np.empty(n, np.uint64), np.empty(n, np.uint64)
+        k0, k1 = np.uint64(key[0]), np.uint64(key[1])
+        for i in range(n):
+            c = np.uint64(i)
+            y0[i], y1[i] = R.threefry2x32(k0, k1, c >> np.uint64(32), c & np.uint64(0xFFFFFFFF))
+        return y0, y1
+    return impl
 
 
 def _dtype(t, default) -> np.dtype:
