@@ -1,6 +1,6 @@
 """s2s: source-to-source automatic differentiation of NumPy code, compiled with Numba."""
 
-from . import debug, lax, optimizers, pytree, testing, tree, tree_util
+from . import debug, lax, optimizers, pytree, random, testing, tree, tree_util
 from .doors.devices import block_until_ready, device_get, device_put, devices
 from .doors.api import grad, hessian, jacfwd, jacrev, jit, jvp, source, value_and_grad, vjp
 from .doors.hook import install_import_hook
@@ -8,6 +8,6 @@ from .doors.vmap import vmap
 from .errors import S2SError
 from .version import __version__
 
-__all__ = ["S2SError", "install_import_hook", "debug", "lax", "optimizers", "pytree", "testing", "tree", "tree_util",
+__all__ = ["S2SError", "install_import_hook", "debug", "lax", "optimizers", "pytree", "random", "testing", "tree", "tree_util",
            "block_until_ready", "device_get", "device_put", "devices", "grad", "hessian", "jacfwd", "jacrev", "jvp",
            "jit", "source", "value_and_grad", "vjp", "vmap"]

@@ -281,6 +281,18 @@ DECLARATIONS = [
         "build the array from a constant grid and scale it: start + (stop - start) * grid",
         np.arange, np.linspace, pure=True, creates=True,
     ),
+    # s2s.random (runtime.random): a draw is a constant of the derivative (the reparameterisation
+    # trick: mu + sigma * random.normal(key, shape) differentiates in mu and sigma); keys are
+    # integers. Bernoulli's p and categorical's logits only move the draws' thresholds: piecewise
+    # constant, as JAX's.
+    nondifferentiable(runtime.random.PRNGKey, runtime.random.key, runtime.random.split, runtime.random.fold_in,
+                      runtime.random.bits, runtime.random.normal, runtime.random.randint, runtime.random.bernoulli,
+                      runtime.random.categorical, runtime.random.permutation, runtime.random.exponential,
+                      pure=True, fresh=True),
+    refuse_when_active("draw with the default bounds and scale: minval + (maxval - minval) * random.uniform(key, shape)",
+                       runtime.random.uniform, pure=True, fresh=True),
+    refuse_when_active("draw a standard truncated normal with constant bounds, then scale and shift it",
+                       runtime.random.truncated_normal, pure=True, fresh=True),
     # Without a rule: conversions and a cumulative sum that read their arguments only.
     primitive(np.float64, np.float32, np.int64, pure=True),
     # New arrays (or numbers), never views of an argument: an in-place update may read them

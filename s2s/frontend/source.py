@@ -143,6 +143,8 @@ def spelling(obj: Any) -> str | None:
         return f"math.{name}"
     if getattr(builtins, name, None) is obj:
         return name
+    if getattr(runtime.random, name, None) is obj:
+        return f"runtime.random.{name}"  # s2s.random, however the user imported it
     if getattr(runtime, name, None) is obj:
         return f"runtime.{name}"  # generated code that is transformed again
     return None

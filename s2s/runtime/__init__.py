@@ -17,6 +17,10 @@ from .reductions import *  # noqa: F401,F403
 from .tapes import *  # noqa: F401,F403
 from .values import *  # noqa: F401,F403
 
+# Generated code calls s2s.random as runtime.random.normal(...): the names it imports are
+# math, np and runtime alone.
+from .. import random  # noqa: E402
+
 
 def is_helper(value) -> bool:
     """Is value one of the helpers here (defined in a module of this package)?"""

@@ -187,3 +187,14 @@ def batched_transpose_bar(g, axes=None):
     last = np.ndim(g) - 1
     axes = tuple(reversed(range(last))) if axes is None else tuple(a % last for a in axes)
     return np.transpose(g, tuple(np.argsort(axes)) + (last,))
+
+
+def random_per_example(draw, batched, *args, **kwargs):
+    """draw(*args, **kwargs) of s2s.random for each example, stacked on the last axis, where
+    transforms/vectorize.py carries the batch: the arguments flagged in `batched` (a key, the data
+    of fold_in, bernoulli's p) are indexed [..., b] for example b. So a batch of keys gives what
+    calling per key gives, as JAX's vmap of jax.random does. Python only: under s2s.jit, vmap
+    loops over the examples and each calls the function itself."""
+    n = next(np.shape(a)[-1] for a, flag in zip(args, batched) if flag)
+    return np.stack([np.asarray(draw(*(a[..., b] if flag else a for a, flag in zip(args, batched)), **kwargs))
+                     for b in range(n)], axis=-1)

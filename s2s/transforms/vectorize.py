@@ -287,6 +287,11 @@ class Vectorizer:
         if fn is runtime.batch_empty and not batched[0]:
             # The stack of s2s.lax.scan's outputs: stacked batched examples keep the batch last.
             return e.call(fn, [e.atom(a) for a in call.args], [])
+        if getattr(fn, "__module__", None) == runtime.random.__name__:  # s2s.random: per example
+            flags = ast.Tuple([ast.Constant(b) for b in batched], ast.Load())
+            return ast.Call(parse_expr("runtime.random_per_example"),
+                            [e.function_ref(fn), flags] + [e.atom(a) for a in call.args],
+                            [ast.keyword(k, e.atom(a)) for k, a in call.kwargs])
         if len(call.args) <= 2 and facts(fn).numpy is not None:
             fn = facts(fn).numpy  # math.sin -> np.sin, max -> np.maximum
         args = [self._atom(a, env, lift=True) for a in call.args]
