@@ -318,6 +318,8 @@ class Analysis:
     # A flow-sensitive points-to analysis: which arrays may each name refer to here?
     def _points_to_check(self, read_later: dict) -> None:
         state = {p: frozenset({f"argument {p}"}) for p in self.fn.params}
+        # Arrays captured from the closure or the module are constants: nothing may write into them.
+        state.update({c: frozenset({f"constant {c}"}) for c in self.fn.constants if c not in state})
         self.bound_before: dict[int, frozenset] = {}
         self._bound_block(self.fn.body, frozenset(self.fn.params))
         self._pt_block(self.fn.body, state, read_later)
@@ -414,6 +416,12 @@ class Analysis:
                 raise S2SError(f"writing into {var} changes the argument {a} in place", stmt.origin,
                                f"copy it first: {var} = {a}.copy()" if var == a
                                else f"copy it first: {var} = {var}.copy()")
+        constants = sorted(o.split()[1] for o in objects if o.startswith("constant "))
+        if constants:
+            c = constants[0]
+            raise S2SError(f"writing into {var} changes {c!r}, an array s2s captured from the closure or the "
+                           "module as a constant", stmt.origin,
+                           f"copy it first ({var} = {c}.copy()), or pass {c} as an argument")
         others = sorted(o for o, objs in state.items() if o != var and objs & objects and o in live)
         if not others:
             return

@@ -470,9 +470,12 @@ def _forward_transformed(fun: Callable, backend: str) -> ForwardTransformed:
         per_backend = _FORWARD.setdefault(fun, {})
     except TypeError:  # not weak-referenceable: no memo
         return ForwardTransformed(fun, backend)
-    if backend not in per_backend:
-        per_backend[backend] = ForwardTransformed(fun, backend)
-    return per_backend[backend]
+    # A new module where what fun captures (closure, module numbers and arrays) has changed
+    # since: s2s.jvp is called anew each time, as jax.jvp traces anew.
+    stamp = cache.captured_stamp(fun)
+    if backend not in per_backend or per_backend[backend][0] != stamp:
+        per_backend[backend] = (stamp, ForwardTransformed(fun, backend))
+    return per_backend[backend][1]
 
 
 def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backend: str = "python"):
