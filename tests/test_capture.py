@@ -179,3 +179,113 @@ def test_other_closed_over_values_are_refused_with_their_kind():
 
     with pytest.raises(s2s.S2SError, match=r"test_capture.py:\d+:\d+: the closed-over variable 'handle' \(dict\)"):
         s2s.grad(f)(1.0)
+
+
+# ---- s2s.hessian of pytree arguments and of several argnums (JAX's layout) -------------
+
+
+def tree_loss(p):
+    w, b = p
+    return np.sum(np.sin(w) * b) + b**3
+
+
+def two_argument_loss(w, b):
+    return np.sum(np.sin(w) * b) + b**3
+
+
+def vector_output(w, b):
+    return np.sin(w) * b
+
+
+def dict_loss(p):
+    return np.sum(p["w"] ** 2 * p["s"][0]) + np.sum(np.exp(p["s"]))
+
+
+def _hessian_by_differences(grad, args, argnums, h=1e-5):
+    """H[i][j] of a scalar function from central differences of its (tuple-of-argnums) gradient:
+    blocks of flat leaves, [i][j] with shape (size of i, size of j)."""
+    def flat(k, a):
+        return np.concatenate([np.ravel(leaf) for leaf in s2s.pytree.leaves(a)])
+
+    base = [flat(k, args[k]) for k in argnums]
+    out = [[None] * len(argnums) for _ in argnums]
+    for pj, j in enumerate(argnums):
+        leaves, structure = s2s.pytree.flatten(args[j])
+        columns = []
+        for e in range(base[pj].size):
+            def shifted(delta):
+                v = base[pj].copy()
+                v[e] += delta
+                pieces, start = [], 0
+                for leaf in leaves:
+                    n = np.size(leaf)
+                    piece = v[start:start + n].reshape(np.shape(leaf))
+                    pieces.append(piece if np.ndim(leaf) else float(piece))
+                    start += n
+                moved = list(args)
+                moved[j] = s2s.pytree.unflatten(structure, pieces)
+                return [flat(i, g) for i, g in zip(argnums, grad(*moved))]
+            plus, minus = shifted(h), shifted(-h)
+            columns.append([(p - m) / (2 * h) for p, m in zip(plus, minus)])
+        for pi in range(len(argnums)):
+            out[pi][pj] = np.stack([c[pi] for c in columns], axis=1)
+    return out
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_hessian_of_a_tuple_argument_in_jax_layout(backend):
+    w, b = np.array([0.3, -0.5, 1.2]), 0.7
+    H = s2s.jit(s2s.hessian(tree_loss), backend=backend)((w, b))
+    # Closed form: d2/dw2 = diag(-sin(w) b), d2/dw db = cos(w), d2/db2 = 6 b.
+    # JAX 0.10.2 (x64), jax.hessian(f)((w, b)) with jnp: shapes (((3, 3), (3,)), ((3,), ())),
+    # H[0][1] = [0.95533649, 0.87758256, 0.36235775], H[1][1] = 4.2.
+    assert [[np.shape(H[i][j]) for j in range(2)] for i in range(2)] == [[(3, 3), (3,)], [(3,), ()]]
+    np.testing.assert_allclose(H[0][0], np.diag(-np.sin(w) * b), atol=1e-14)
+    np.testing.assert_allclose(H[0][1], np.cos(w), rtol=1e-14)
+    np.testing.assert_allclose(H[1][0], np.cos(w), rtol=1e-14)
+    assert float(H[1][1]) == pytest.approx(6 * b, rel=1e-14)
+    np.testing.assert_allclose(H[0][1], [0.95533649, 0.87758256, 0.36235775], rtol=1e-7)  # JAX's
+    # The same as jacfwd(jacrev(f)) on a tuple argument.
+    H2 = s2s.jacfwd(s2s.jacrev(tree_loss))((w, b))
+    np.testing.assert_allclose(H2[0][1], H[0][1], rtol=1e-14)
+    # And against central differences of the gradient.
+    fd = _hessian_by_differences(lambda p: (s2s.grad(tree_loss)(p),), ((w, b),), (0,))[0][0]
+    dense = np.block([[H[0][0], H[0][1][:, None]], [H[1][0][None, :], np.reshape(H[1][1], (1, 1))]])
+    np.testing.assert_allclose(dense, fd, rtol=1e-7, atol=1e-8)
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_hessian_with_several_argnums(backend):
+    w, b = np.array([0.3, -0.5, 1.2]), 0.7
+    H = s2s.jit(s2s.hessian(two_argument_loss, argnums=(0, 1)), backend=backend)(w, b)
+    assert [[np.shape(H[i][j]) for j in range(2)] for i in range(2)] == [[(3, 3), (3,)], [(3,), ()]]
+    fd = _hessian_by_differences(s2s.grad(two_argument_loss, argnums=(0, 1)), (w, b), (0, 1))
+    for i in range(2):
+        for j in range(2):
+            np.testing.assert_allclose(np.reshape(H[i][j], fd[i][j].shape), fd[i][j], rtol=1e-7, atol=1e-8)
+    # A vector output: H[i][j] has the shape out.shape + arg_i.shape + arg_j.shape (JAX 0.10.2:
+    # (((3, 3, 3), (3, 3)), ((3, 3), (3,))), with H[1][1] = [0, 0, 0]).
+    H = s2s.jit(s2s.hessian(vector_output, argnums=(0, 1)), backend=backend)(w, b)
+    assert [[np.shape(H[i][j]) for j in range(2)] for i in range(2)] == [[(3, 3, 3), (3, 3)], [(3, 3), (3,)]]
+    expected = np.zeros((3, 3, 3))
+    for k in range(3):
+        expected[k, k, k] = -np.sin(w[k]) * b
+    np.testing.assert_allclose(H[0][0], expected, atol=1e-14)
+    np.testing.assert_allclose(H[0][1], np.diag(np.cos(w)), atol=1e-14)
+    np.testing.assert_allclose(H[1][1], np.zeros(3), atol=1e-14)
+
+
+def test_hessian_of_a_dict_argument():
+    p = {"w": np.array([0.5, -1.0]), "s": np.array([0.2, 0.4])}
+    H = s2s.hessian(dict_loss)(p)
+    assert set(H) == {"s", "w"} and set(H["w"]) == {"s", "w"}
+    # d2/dw2 = 2 s0 I, d2/dw ds = [2 w, 0] columns, d2/ds2 = diag(exp(s)).
+    np.testing.assert_allclose(H["w"]["w"], 2 * 0.2 * np.eye(2), rtol=1e-14)
+    np.testing.assert_allclose(H["w"]["s"], np.stack([2 * p["w"], np.zeros(2)], axis=1), rtol=1e-14)
+    np.testing.assert_allclose(H["s"]["w"], H["w"]["s"].T, rtol=1e-14)
+    np.testing.assert_allclose(H["s"]["s"], np.diag(np.exp(p["s"])), rtol=1e-14)
+
+
+def test_hessian_of_integer_leaves_is_refused():
+    with pytest.raises(s2s.S2SError, match="holds a int leaf"):
+        s2s.hessian(two_argument_loss, argnums=(0, 1))(np.ones(3), 1)
