@@ -195,6 +195,19 @@ class Analysis:
             if found.kind == "refuse":
                 raise S2SError(f"s2s does not differentiate {name} with respect to its arguments",
                                stmt.origin, found.hint)
+            check = facts(call.fn).options
+            if check is not None and found.signature is not None:
+                # Options written as constants are known now: refuse here, not when the code runs.
+                try:
+                    bound = found.bind(call.args, call.kwargs)
+                except TypeError:
+                    continue
+                static = {k: v.value if isinstance(v, ir.Const) else v for k, v in list(bound.items())[1:]
+                          if not isinstance(v, ir.Name)}
+                problem = check(**static)
+                if problem:
+                    raise S2SError(problem, stmt.origin, "write one of the options NumPy documents for "
+                                                         f"{name}, or compute the norm from np.abs, np.sum, np.max")
 
     # ---- kinds of variables -----------------------------------------------------
 

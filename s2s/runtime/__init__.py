@@ -13,6 +13,7 @@ from __future__ import annotations
 from .arrays import *  # noqa: F401,F403
 from .batching import *  # noqa: F401,F403
 from .constants import *  # noqa: F401,F403
+from .norms import *  # noqa: F401,F403
 from .reductions import *  # noqa: F401,F403
 from .tapes import *  # noqa: F401,F403
 from .values import *  # noqa: F401,F403
