@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 
@@ -66,7 +66,7 @@ class TreeHessian:
         return backends.entry(self.module(), name, self.fun)
 
     def __call__(self, *args, **kwargs):
-        from .api import _in_dtype, _private_copies
+        from .api import _private_copies
 
         args = _private_copies(self._bind(args, kwargs, self._argnums))
         name = getattr(self.fun, "__name__", "the function")
