@@ -289,3 +289,15 @@ def test_hessian_of_a_dict_argument():
 def test_hessian_of_integer_leaves_is_refused():
     with pytest.raises(s2s.S2SError, match="holds a int leaf"):
         s2s.hessian(two_argument_loss, argnums=(0, 1))(np.ones(3), 1)
+
+
+def test_jacfwd_of_jacrev_with_several_argnums_is_the_hessian():
+    w, b = np.array([0.3, -0.5, 1.2]), 0.7
+    H = s2s.hessian(two_argument_loss, argnums=(0, 1))(w, b)
+    for inner in (s2s.jacrev(two_argument_loss, argnums=(0, 1)), s2s.grad(two_argument_loss, argnums=(0, 1))):
+        H2 = s2s.jacfwd(inner, argnums=(0, 1))(w, b)
+        for i in range(2):
+            for j in range(2):
+                np.testing.assert_allclose(H2[i][j], H[i][j], rtol=1e-14)
+    with pytest.raises(s2s.S2SError, match="several argnums"):
+        s2s.jacfwd(s2s.jacrev(two_argument_loss, argnums=(0, 1)), argnums=0)

@@ -775,6 +775,10 @@ class SecondOrder:
 
 def _second_order(inner, outer_argnums, scalar: bool) -> SecondOrder:
     argnums = inner.argnums
+    reverse = isinstance(inner, Jacobian) and not inner.forward or isinstance(inner, Transformed) and inner.kind == "grad"
+    if not isinstance(argnums, int) and not scalar and reverse and not inner.has_aux \
+            and _argnums_tuple(outer_argnums) == tuple(argnums):
+        return TreeHessian(inner.fun, tuple(argnums))  # jacfwd(jacrev(f, (0, 1)), (0, 1)): the Hessian's blocks
     if not isinstance(argnums, int):
         raise S2SError("second derivatives of a transform with several argnums are not supported yet",
                        hint="take argnums=0 (an int) in the inner transform")
