@@ -27,6 +27,7 @@ from s2s.runtime import (
     mean_bar,
     norm_bar,
     norm_dot,
+    norm_options,
     outer_bar_x,
     outer_bar_y,
     per_matrix,
@@ -227,7 +228,8 @@ def clip(y, a, a_min, a_max):
 # ---- linear algebra ---------------------------------------------------------------
 
 
-@rule(np.linalg.norm)
+@rule(np.linalg.norm, runtime.linalg_norm, pure=True, options=norm_options)
+@primitive(np.linalg.norm, numba=runtime.linalg_norm)
 def norm(y, x, ord=None, axis=None, keepdims=False):
     y_dot = norm_dot(x_dot, y, x, ord, axis, keepdims)
     x_bar += norm_bar(y_bar, y, x, ord, axis, keepdims)

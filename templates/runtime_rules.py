@@ -39,6 +39,8 @@ from s2s.runtime import (
     mean_bar,
     new_tape,
     norm_bar,
+    norm_bar_curvature,
+    norm_curvature_options,
     outer_bar_x,
     outer_bar_y,
     per_matrix,
@@ -164,11 +166,9 @@ def array_bar_(r, g, x):
     r_dot = array_bar(g_dot, x)
 
 
-@rule(runtime.norm_bar)
+@rule(runtime.norm_bar, options=norm_curvature_options)
 def norm_bar_(r, g, y, x, ord=None, axis=None, keepdims=False):
-    r_dot = norm_bar(g_dot, y, x, ord, axis, keepdims) + norm_bar(g, y, x_dot, ord, axis, keepdims) - norm_bar(
-        g * y_dot / y, y, x, ord, axis, keepdims
-    )
+    r_dot = norm_bar(g_dot, y, x, ord, axis, keepdims) + norm_bar_curvature(g, y, x, x_dot, ord, axis, keepdims)
 
 
 @rule(runtime.solve_bar_a)

@@ -127,3 +127,28 @@ def make_scaled(c):
         return c * np.sum(x**2)
 
     return scaled
+
+
+TABLE = np.zeros(3)
+
+
+def writes_module_array(x):
+    TABLE[0] = x
+    return np.sum(TABLE)
+
+
+def writes_module_array_through_alias(x):
+    t = TABLE
+    t[1] = x
+    return np.sum(t)
+
+
+def norm_of_unknown_order(x):
+    return np.linalg.norm(x, ord="max")
+
+
+def reads_a_dict_global(x):
+    return x * SETTINGS
+
+
+SETTINGS = {"scale": 2.0}

@@ -135,3 +135,79 @@ def test_closures_with_different_values_get_different_code():
     x = np.array([1.0, 2.0])
     np.testing.assert_allclose(s2s.grad(refused.make_scaled(1.0))(x), 2 * x)
     np.testing.assert_allclose(s2s.grad(refused.make_scaled(3.0))(x), 6 * x)
+
+
+# Every program of refused.py, with arguments that make s2s refuse it (some refuse only for
+# some arguments, when the code runs): each refusal names refused.py, a line and a column.
+SWEEP = {
+    "uses_try": (1.0,), "uses_with": (1.0,), "uses_global": (1.0,), "uses_nonlocal": (1.0,),
+    "uses_yield": (1.0,), "uses_lambda": (1.0,), "uses_class": (1.0,), "uses_comprehension": (np.ones(3),),
+    "no_rule": (np.ones(3),), "writes_argument": (np.ones(3),), "writes_through_alias": (1.0,),
+    "augmented_alias": (np.ones(3),), "update_after_element": (np.ones((3, 2)),),
+    "update_after_element_on_one_branch": (np.ones(3), -1.0), "arange_of_active": (1.0,),
+    "recursive": (1.0, 2), "bare_return": (1.0,), "writes_module_array": (1.0,),
+    "writes_module_array_through_alias": (1.0,), "norm_of_unknown_order": (np.ones(3),),
+    "reads_a_dict_global": (1.0,),
+}
+# Not refused: they show what is accepted next to what is not.
+ACCEPTED = {"augmented_scalar_alias", "add_through_alias", "make_scaled"}
+
+
+def test_the_sweep_covers_every_program_of_refused_py():
+    import inspect
+
+    programs = {n for n, v in vars(refused).items() if inspect.isfunction(v) and v.__module__ == refused.__name__}
+    assert programs - ACCEPTED == set(SWEEP)
+
+
+@pytest.mark.parametrize("name", sorted(SWEEP))
+def test_every_refusal_names_file_line_and_column(name):
+    fn = getattr(refused, name)
+    with pytest.raises(s2s.S2SError) as info:
+        s2s.grad(fn)(*SWEEP[name])
+    match = re.match(r"(.+):(\d+):(\d+): ", str(info.value))
+    assert match, str(info.value)
+    assert os.path.basename(match.group(1)) == "refused.py"
+    line, column = int(match.group(2)), int(match.group(3))
+    with open(refused.__file__) as handle:
+        text = handle.read().splitlines()[line - 1]
+    assert line > 1 and 1 <= column <= len(text) and text.strip()
+
+
+def test_writing_into_a_module_array_names_it():
+    with pytest.raises(s2s.S2SError, match=r"refused\.py:\d+:\d+: 'TABLE' is an array of the module"):
+        s2s.grad(refused.writes_module_array)(1.0)
+    with pytest.raises(s2s.S2SError, match=r"refused\.py:\d+:\d+: writing into t changes 'TABLE'"):
+        s2s.jit(refused.writes_module_array_through_alias, backend="python")(1.0)
+    assert not refused.TABLE.any()  # refused before anything ran
+
+
+# ---- s2s.jit with arguments Numba cannot take --------------------------------------
+
+
+def _weighted(x, w):
+    return np.sum(np.sin(x) * w)
+
+
+@pytest.mark.parametrize("transform", ["primal", "grad"])
+@pytest.mark.parametrize("bad,says", [
+    ((None,), "argument w is None"),
+    (("text",), "argument w is a str"),
+    ((object(),), "argument w is an object, which Numba cannot take"),
+])
+def test_jit_names_the_function_and_the_argument_numba_cannot_take(transform, bad, says):
+    f = s2s.jit(_weighted) if transform == "primal" else s2s.jit(s2s.grad(_weighted))
+    with pytest.raises(s2s.S2SError) as info:
+        f(np.ones(3), *bad)
+    message = str(info.value)
+    assert "s2s.jit of _weighted" in message and says in message
+    assert re.match(r".*test_refusals\.py:\d+:\d+: ", message), message
+    assert "backend='python'" in message
+
+
+def test_jit_names_a_list_passed_for_an_array():
+    with pytest.raises(s2s.S2SError, match=r"test_refusals\.py:\d+:\d+: s2s.jit of _weighted: argument x is a "
+                                           r"tuple of 3 \(a list or tuple becomes a tuple"):
+        s2s.jit(_weighted)([1.0, 2.0, 3.0], 2.0)
+    # NumPy takes the list: the python backend runs it as NumPy does.
+    assert s2s.jit(_weighted, backend="python")([1.0, 2.0, 3.0], 2.0) == pytest.approx(_weighted(np.arange(1.0, 4.0), 2.0))

@@ -107,6 +107,7 @@ EXAMPLES = {
     np.clip: ("x, s, t", "np.clip(x, s - 0.15, t - 0.8)"),
     # linear algebra
     np.linalg.norm: ("x", "np.linalg.norm(x)"),
+    runtime.linalg_norm: ("A", "np.sum(runtime.linalg_norm(A, 3, 0) ** 2)"),
     np.linalg.solve: ("A, x", "np.linalg.solve(A, x)"),
     np.linalg.det: ("A", "np.linalg.det(A)"),
     np.linalg.inv: ("A", "np.linalg.inv(A)"),

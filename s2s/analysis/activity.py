@@ -195,6 +195,19 @@ class Analysis:
             if found.kind == "refuse":
                 raise S2SError(f"s2s does not differentiate {name} with respect to its arguments",
                                stmt.origin, found.hint)
+            check = facts(call.fn).options
+            if check is not None and found.signature is not None:
+                # Options written as constants are known now: refuse here, not when the code runs.
+                try:
+                    bound = found.bind(call.args, call.kwargs)
+                except TypeError:
+                    continue
+                static = {k: v.value if isinstance(v, ir.Const) else v for k, v in list(bound.items())[1:]
+                          if not isinstance(v, ir.Name)}
+                problem = check(**static)
+                if problem:
+                    raise S2SError(problem, stmt.origin, "write one of the options NumPy documents for "
+                                                         f"{name}, or compute the norm from np.abs, np.sum, np.max")
 
     # ---- kinds of variables -----------------------------------------------------
 
@@ -318,6 +331,8 @@ class Analysis:
     # A flow-sensitive points-to analysis: which arrays may each name refer to here?
     def _points_to_check(self, read_later: dict) -> None:
         state = {p: frozenset({f"argument {p}"}) for p in self.fn.params}
+        # Arrays captured from the closure or the module are constants: nothing may write into them.
+        state.update({c: frozenset({f"constant {c}"}) for c in self.fn.constants if c not in state})
         self.bound_before: dict[int, frozenset] = {}
         self._bound_block(self.fn.body, frozenset(self.fn.params))
         self._pt_block(self.fn.body, state, read_later)
@@ -414,6 +429,12 @@ class Analysis:
                 raise S2SError(f"writing into {var} changes the argument {a} in place", stmt.origin,
                                f"copy it first: {var} = {a}.copy()" if var == a
                                else f"copy it first: {var} = {var}.copy()")
+        constants = sorted(o.split()[1] for o in objects if o.startswith("constant "))
+        if constants:
+            c = constants[0]
+            raise S2SError(f"writing into {var} changes {c!r}, an array s2s captured from the closure or the "
+                           "module as a constant", stmt.origin,
+                           f"copy it first ({var} = {c}.copy()), or pass {c} as an argument")
         others = sorted(o for o, objs in state.items() if o != var and objs & objects and o in live)
         if not others:
             return

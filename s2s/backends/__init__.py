@@ -124,4 +124,4 @@ def entry(module: types.ModuleType, name: str, fun=None):
         files = (inspect.getsourcefile(fun),) if fun is not None else ()
     except TypeError:
         files = ()
-    return failures.checked(function, files)
+    return failures.checked(function, files, fun)

@@ -83,7 +83,68 @@ def translate(exc: Exception, user_files: tuple[str, ...] = ()) -> S2SError:
                     hint=hint)
 
 
-def checked(function, user_files: tuple[str, ...] = ()):
+def _describe(value) -> str:
+    if value is None:
+        return "None"
+    if isinstance(value, tuple):
+        return f"a tuple of {len(value)} (a list or tuple becomes a tuple under s2s.jit)"
+    kind = type(value).__name__
+    return f"{'an' if kind[:1].lower() in 'aeiou' else 'a'} {kind}"
+
+
+def _is_plain(value) -> bool:
+    """An argument every generated function takes: an array of numbers, or a number."""
+    import numpy as np
+
+    if isinstance(value, np.ndarray):
+        return value.dtype.kind in "biufc"
+    return isinstance(value, (bool, int, float, complex, np.number, np.bool_))
+
+
+def argument_error(function, args: tuple, exc: Exception, user_files: tuple[str, ...], fun=None) -> S2SError:
+    """The S2SError for a call that Numba could not compile for these arguments: it names the
+    user's function and the arguments that are neither arrays nor numbers (None, a string, a
+    list where the code wants an array, an object Numba cannot type), with the statement that
+    failed where Numba names one."""
+    import inspect
+
+    import numba
+
+    name = getattr(fun, "__name__", None) or function.__name__
+    try:
+        params = list(inspect.signature(getattr(function, "py_func", function)).parameters)
+    except (TypeError, ValueError):
+        params = []
+    odd = []
+    for k, value in enumerate(args):
+        label = params[k] if k < len(params) else f"#{k}"
+        if _is_plain(value):
+            continue
+        try:
+            numba.typeof(value)
+        except (ValueError, TypeError):  # Numba cannot type it at all: nothing compiled
+            where = _definition(fun)
+            return S2SError(f"s2s.jit of {name}: argument {label} is {_describe(value)}, which Numba cannot take",
+                            where, "pass arrays, numbers, or tuples of them, or use backend='python'")
+        odd.append(f"argument {label} is {_describe(value)}")
+    translated = translate(exc, user_files)
+    if not odd:
+        return translated
+    return S2SError(f"s2s.jit of {name}: {', '.join(odd)}, which this code cannot take under Numba "
+                    f"({translated.reason.split(': ', 1)[-1]})", translated.origin,
+                    "pass an array (np.asarray) or a number there, or use backend='python'")
+
+
+def _definition(fun) -> Origin | None:
+    """Where fun is defined: its `def` line."""
+    code = getattr(fun, "__code__", None)
+    if code is None:
+        return None
+    line = code.co_firstlineno
+    return Origin(code.co_filename, line, _column(code.co_filename, line), f"def {fun.__name__}(...)")
+
+
+def checked(function, user_files: tuple[str, ...] = (), fun=None):
     """function (a Numba dispatcher) called so that a compilation error is an S2SError."""
     from numba.core.errors import NumbaError
 
@@ -92,7 +153,7 @@ def checked(function, user_files: tuple[str, ...] = ()):
         try:
             return function(*args)
         except NumbaError as exc:
-            raise translate(exc, user_files) from exc
+            raise argument_error(function, args, exc, user_files, fun) from exc
 
     call.dispatcher = function
     return call

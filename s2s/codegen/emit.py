@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..ir import nodes as ir
+from ..runtime import constants as captured
 from ..errors import S2SError
 from ..frontend.source import is_user_function, spelling
 
@@ -88,6 +89,9 @@ class Emitter:
             return ast.Constant(value)
         if isinstance(value, tuple):
             return ast.Tuple([self.const(v) for v in value], ast.Load())
+        if isinstance(value, np.ndarray):  # captured from a closure or the module: by its content's digest
+            args = [ast.Constant(captured.capture(value)), ast.Constant(value.dtype.name), self.const(value.shape)]
+            return ast.Call(parse_expr("runtime.captured"), args, [])
         if isinstance(value, type) and issubclass(value, np.generic):
             return parse_expr(f"np.{value.__name__}")
         if value is Ellipsis:

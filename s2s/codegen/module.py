@@ -9,6 +9,7 @@ import re
 
 from ..errors import S2SError
 from ..ir import nodes as ir
+from ..runtime.constants import constant_text
 from ..version import __version__
 from .emit import Emitter, assign
 
@@ -37,7 +38,7 @@ def assign_names(functions: list[ir.Function], emitter: Emitter) -> None:
         used.add(candidate)
         emitter.function_names[id(lowered.python)] = candidate
         for cname, value in lowered.constants.items():
-            if cname in emitter.constants and emitter.constants[cname] != value:
+            if cname in emitter.constants and constant_text(emitter.constants[cname]) != constant_text(value):
                 raise S2SError(f"two functions read different globals named {cname!r}",
                                hint="rename one of them")
             emitter.constants[cname] = value

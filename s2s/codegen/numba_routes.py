@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 
+import numpy as np
+
 from ..rules import facts, spelled
 from .emit import name
 
@@ -23,9 +25,14 @@ class RouteNumbaRejects(ast.NodeTransformer):
     def visit_Call(self, node: ast.Call) -> ast.Call:
         self.generic_visit(node)
         func = node.func
-        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "np"):
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Attribute) \
+                and isinstance(func.value.value, ast.Name) and func.value.value.id == "np" \
+                and func.value.attr == "linalg":
+            known = facts(getattr(np.linalg, func.attr, None))  # np.linalg.norm(x, "fro"), with an axis
+        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "np":
+            known = facts(spelled("np", func.attr))
+        else:
             return node
-        known = facts(spelled("np", func.attr))
         if known.numba is not None and (known.numba_always or len(node.args) > 1 or node.keywords):
             node.func = ast.Attribute(name("runtime"), known.numba.__name__, ast.Load())
         return node

@@ -14,6 +14,7 @@ from ..analysis.shapes import argument_facts
 from ..driver import cache
 from ..errors import S2SError
 from ..frontend.nested import register_nested_transform
+from .hessian import TreeHessian
 from .primitives import as_function
 
 
@@ -483,9 +484,12 @@ def _forward_transformed(fun: Callable, backend: str) -> ForwardTransformed:
         per_backend = _FORWARD.setdefault(fun, {})
     except TypeError:  # not weak-referenceable: no memo
         return ForwardTransformed(fun, backend)
-    if backend not in per_backend:
-        per_backend[backend] = ForwardTransformed(fun, backend)
-    return per_backend[backend]
+    # A new module where what fun captures (closure, module numbers and arrays) has changed
+    # since: s2s.jvp is called anew each time, as jax.jvp traces anew.
+    stamp = cache.captured_stamp(fun)
+    if backend not in per_backend or per_backend[backend][0] != stamp:
+        per_backend[backend] = (stamp, ForwardTransformed(fun, backend))
+    return per_backend[backend][1]
 
 
 def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backend: str = "python"):
@@ -736,6 +740,8 @@ class SecondOrder:
 
     def _one(self, args, k):
         x, wrt = args[self.inner_argnum], args[k]
+        if not self.scalar and k == self.inner_argnum and isinstance(x, (tuple, list, dict)):
+            return TreeHessian(self.fun, k, self.backend)(*args)  # a pytree argument: its blocks
         for value, position in ((x, self.inner_argnum), (wrt, k)):
             if not isinstance(value, (float, np.floating, np.ndarray)) or pytree.is_integer_leaf(value):
                 raise S2SError(f"second derivatives are taken with respect to float scalars and arrays; "
@@ -771,6 +777,10 @@ class SecondOrder:
 
 def _second_order(inner, outer_argnums, scalar: bool) -> SecondOrder:
     argnums = inner.argnums
+    reverse = isinstance(inner, Jacobian) and not inner.forward or isinstance(inner, Transformed) and inner.kind == "grad"
+    if not isinstance(argnums, int) and not scalar and reverse and not inner.has_aux \
+            and _argnums_tuple(outer_argnums) == tuple(argnums):
+        return TreeHessian(inner.fun, tuple(argnums))  # jacfwd(jacrev(f, (0, 1)), (0, 1)): the Hessian's blocks
     if not isinstance(argnums, int):
         raise S2SError("second derivatives of a transform with several argnums are not supported yet",
                        hint="take argnums=0 (an int) in the inner transform")
@@ -800,8 +810,11 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     return Jacobian(fun, argnums, forward=False, has_aux=has_aux)
 
 
-def hessian(fun: Callable, argnums: int = 0) -> SecondOrder:
+def hessian(fun: Callable, argnums: int | Sequence[int] = 0):
     """The Hessian, jacfwd(jacrev(fun)): forward mode over the generated reverse code.
+
+    Of a pytree argument, or of several argnums, it has JAX's layout: hessian[i][j] has the
+    shape out.shape + arg_i.shape + arg_j.shape (blocks nested by the arguments' trees).
 
     >>> import numpy as np, s2s
     >>> def f(x):
@@ -810,8 +823,7 @@ def hessian(fun: Callable, argnums: int = 0) -> SecondOrder:
     [[6.0, 0.0], [0.0, 12.0]]
     """
     if not isinstance(argnums, int):
-        raise S2SError("s2s.hessian takes one int argnums so far",
-                       hint="take the blocks one at a time: s2s.jacfwd(s2s.jacrev(f, argnums=i), argnums=j)")
+        return TreeHessian(fun, argnums)  # ((H00, H01), (H10, H11)), as JAX
     return SecondOrder(fun, argnums, argnums, scalar=False)
 
 

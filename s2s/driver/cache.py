@@ -30,6 +30,9 @@ import tempfile
 import warnings
 from typing import Any
 
+import numpy as np
+
+from ..runtime.constants import constant_text
 from ..version import __version__
 
 CHECKSUM_PREFIX = "# s2s-checksum: "
@@ -117,10 +120,20 @@ def baked_state(fn: Any) -> str:
     if fn.__closure__:
         for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
             try:
-                closure.append((name, repr(cell.cell_contents)))
+                closure.append((name, constant_text(cell.cell_contents)))
             except ValueError:
                 closure.append((name, "<empty>"))
     return repr((fn.__defaults__, closure))
+
+
+def captured_stamp(fn: Any) -> str:
+    """What fn now reads from its closure and its module's numbers and arrays (arrays by a
+    hash of their content): a memo of a transform of fn is current while this is unchanged."""
+    names = getattr(getattr(fn, "__code__", None), "co_names", ())
+    scope = getattr(fn, "__globals__", {})
+    read = [(n, constant_text(scope[n])) for n in names
+            if isinstance(scope.get(n), (int, float, complex, np.number, np.ndarray, tuple, list))]
+    return repr((baked_state(fn), read))
 
 
 def entry_key(fn: Any, transform: str, options: dict) -> str:
@@ -167,7 +180,7 @@ def _callees_current(fn: Any, manifest: dict) -> bool:
     module constants the same values?"""
     for module_name, constant, text in manifest.get("constants", []):
         module = sys.modules.get(module_name)
-        if module is None or repr(getattr(module, constant, None)) != text:
+        if module is None or constant_text(getattr(module, constant, None)) != text:
             return False
     for caller_module, path, module_name, qualname in manifest.get("references", []):
         target = sys.modules.get(caller_module)

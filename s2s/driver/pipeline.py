@@ -27,6 +27,7 @@ from ..errors import S2SError
 from ..frontend.collect import collect
 from ..ir import nodes as ir
 from ..optimize.fuse import fuse_module
+from ..runtime.constants import constant_text
 from ..optimize.loops import loop_module
 from ..transforms.drivers import columns_driver, second_order_driver
 from ..transforms.variants import jvp_functions, vjp_functions
@@ -326,7 +327,7 @@ def generate(fn: Any, transform: str, options: dict | None = None, display_path:
     # of the module constants it bakes in (GRAVITY = 9.81).
     dependencies = {
         "functions": [f.python for f in functions[:-1]],
-        "constants": sorted({(f.python.__module__, name, repr(value))
+        "constants": sorted({(f.python.__module__, name, constant_text(value))
                              for f in functions for name, value in f.constants.items()}),
         "references": sorted({(f.python.__module__, path, module, qualname)
                               for f in functions for path, module, qualname in f.references}),

@@ -18,6 +18,7 @@ from ..errors import S2SError
 from ..ir import nodes as ir
 from .. import lax
 from .lax_forms import FORMS as LAX_FORMS
+from ..runtime import constants as captured
 from .nested import NESTED_TRANSFORMS
 from .source import MISSING, is_user_function
 
@@ -69,6 +70,18 @@ def _is_constant(value: Any) -> bool:
     if isinstance(value, tuple):
         return all(_is_constant(v) for v in value)
     return isinstance(value, type) and issubclass(value, np.generic)
+
+
+def _captured(value: Any) -> Any:
+    """The constant generated code reads for a closed-over or global value that holds arrays:
+    read-only copies of the arrays (lists become tuples); None if it holds anything else."""
+    if captured.is_capturable(value):
+        return captured.frozen(value)
+    if isinstance(value, (tuple, list)) and not hasattr(value, "_fields") and value \
+            and any(isinstance(v, (np.ndarray, tuple, list)) for v in value):
+        items = [v if isinstance(v, SCALAR_TYPES) and not isinstance(v, str) else _captured(v) for v in value]
+        return None if any(v is None for v in items) else tuple(items)
+    return None
 
 
 def _dotted(node: cst.BaseExpression) -> str:
@@ -156,11 +169,16 @@ class ExpressionLowering:
         if isinstance(value, SCALAR_TYPES) or (isinstance(value, tuple) and _is_constant(value)):
             self.constants[name] = value
             return ir.Name(name)
-        if isinstance(value, np.ndarray):
-            raise self.error(node, f"the global array {name!r} cannot be baked into generated code",
-                             "pass it to the function as an argument")
-        raise self.error(node, f"the global {name!r} ({type(value).__name__}) cannot be used as a value",
-                         "pass it as an argument")
+        frozen = _captured(value)
+        if frozen is not None:
+            # An array (or a tuple or list of them) of the closure or the module: a constant
+            # captured now, as JAX captures it when it traces (runtime/captured.py).
+            self.constants[name] = frozen
+            return ir.Name(name)
+        where = "closed-over variable" if name in self.resolver.closure else "global"
+        raise self.error(node, f"the {where} {name!r} ({type(value).__name__}) cannot be used as a value",
+                         "pass it as an argument (s2s captures numbers, numeric arrays and tuples or lists "
+                         "of them)")
 
     def unary(self, node: cst.UnaryOperation) -> ir.Atom:
         operand = self.expr(node.expression)

@@ -326,6 +326,14 @@ class Normalizer(ExpressionLowering, LaxLowering):
         return True
 
     def subscript_base(self, target: cst.Subscript) -> str:
+        if isinstance(target.value, cst.Name) and target.value.value not in self.locals \
+                and isinstance(self.resolver.lookup(target.value.value), (np.ndarray, tuple, list)):
+            name = target.value.value
+            where = "closure" if name in self.resolver.closure else "module"
+            raise self.error(target, f"{name!r} is an array of the {where}, which s2s captures as a constant: "
+                                     "writing into it is not supported",
+                             f"write into a copy ({name}_copy = {name}.copy()), or pass {name} as an argument "
+                             "and return the new value")
         if not isinstance(target.value, cst.Name) or target.value.value not in self.locals:
             raise self.error(target, "only writes into a local array variable are supported",
                              "write x[i, j] = v rather than x[i][j] = v")

@@ -141,6 +141,9 @@ class Facts:
     arity: int | None = None  # elementwise: how many arguments (a ufunc's nin)
     fresh: bool = False  # its result is a new array or a number, never a view (codegen/overlaps.py)
     first_or_new: bool = False  # its result is its first argument itself, or a new value
+    # checks the static options written in a call (options(**{name: value})) when it is
+    # differentiated: a message of what its rule does not take, or None (analysis/activity.py)
+    options: Any = None
 
 
 _NOTHING = Facts()

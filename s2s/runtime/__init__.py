@@ -12,7 +12,9 @@ from __future__ import annotations
 # agree).
 from .arrays import *  # noqa: F401,F403
 from .batching import *  # noqa: F401,F403
+from .constants import *  # noqa: F401,F403
 from .debug import *  # noqa: F401,F403
+from .norms import *  # noqa: F401,F403
 from .reductions import *  # noqa: F401,F403
 from .tapes import *  # noqa: F401,F403
 from .values import *  # noqa: F401,F403

@@ -135,28 +135,6 @@ def clip_inside(a, a_min, a_max):
 # ---- linear algebra ---------------------------------------------------------------
 
 
-def _norm_check(x, ord, axis):
-    if ord not in (None, 2, "fro") or (ord == 2 and axis is None and np.ndim(x) != 1):
-        raise ValueError(f"s2s: the derivative of np.linalg.norm is implemented for the 2-norm "
-                         f"and the Frobenius norm, not ord={ord!r}")
-    if axis is not None and not isinstance(axis, (int, np.integer)):
-        raise ValueError("s2s: the derivative of np.linalg.norm takes axis=None or one int axis")
-
-
-def norm_bar(g, y, x, ord=None, axis=None, keepdims=False):
-    _norm_check(x, ord, axis)
-    y_full = _expand(y, np.shape(x), axis, keepdims)
-    scale = np.where(y_full == 0, 0.0, _expand(g, np.shape(x), axis, keepdims) / np.where(y_full == 0, 1.0, y_full))
-    return x * scale
-
-
-def norm_dot(x_dot, y, x, ord=None, axis=None, keepdims=False):
-    _norm_check(x, ord, axis)
-    y_full = _expand(y, np.shape(x), axis, keepdims)
-    safe = np.where(y_full == 0, 1.0, y_full)
-    return np.sum(np.where(y_full == 0, 0.0, x / safe) * x_dot, axis=axis, keepdims=keepdims)
-
-
 def matrix_trace(x):
     """The trace of each matrix of a stack (the last two axes); a number for a matrix."""
     return np.trace(x, axis1=-2, axis2=-1)

@@ -170,27 +170,6 @@ def _clip_inside(a, a_min, a_max):
 # ---- linear algebra ---------------------------------------------------------------
 
 
-@overload(rt.norm_bar)
-def _norm_bar(g, y, x, ord=None, axis=None, keepdims=False):
-    if _is_none(ord) and _is_none(axis):
-        def impl(g, y, x, ord=None, axis=None, keepdims=False):
-            if y == 0:
-                return x * 0.0
-            return x * (g / y)
-        return impl
-    raise TypingError("s2s: under jit, the derivative of np.linalg.norm takes the default ord and axis")
-
-
-@overload(rt.norm_dot)
-def _norm_dot(x_dot, y, x, ord=None, axis=None, keepdims=False):
-    if _is_none(ord) and _is_none(axis):
-        def impl(x_dot, y, x, ord=None, axis=None, keepdims=False):
-            if y == 0:
-                return 0.0
-            return np.sum(x * x_dot) / y
-        return impl
-
-
 @overload(rt.matrix_trace)
 def _matrix_trace(x):
     if _nd(x) == 2:

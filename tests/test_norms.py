@@ -1,0 +1,147 @@
+"""np.linalg.norm for every ord NumPy takes, with axis and keepdims: derivatives against
+central differences, on the python backend and under Numba; options s2s does not take are
+refused when it transforms, with the statement's location."""
+
+import numpy as np
+import pytest
+
+import s2s
+from finite_differences import central_difference_grad
+
+
+def vector_1(x):
+    return np.linalg.norm(x, ord=1) * 2.0
+
+
+def vector_inf(x):
+    return np.linalg.norm(x, ord=np.inf) * 2.0
+
+
+def vector_minus_inf(x):
+    return np.linalg.norm(x, ord=-np.inf) * 2.0
+
+
+def vector_3(x):
+    return np.linalg.norm(x, 3) * 2.0
+
+
+def vector_default(x):
+    return np.linalg.norm(x) * 2.0
+
+
+def matrix_1(x):
+    return np.linalg.norm(x, ord=1) * 2.0
+
+
+def matrix_minus_1(x):
+    return np.linalg.norm(x, ord=-1) * 2.0
+
+
+def matrix_inf(x):
+    return np.linalg.norm(x, ord=np.inf) * 2.0
+
+
+def matrix_fro(x):
+    return np.linalg.norm(x, ord="fro") * 2.0
+
+
+def matrix_2(x):
+    return np.linalg.norm(x, ord=2) * 2.0
+
+
+def matrix_minus_2(x):
+    return np.linalg.norm(x, ord=-2) * 2.0
+
+
+def matrix_nuc(x):
+    return np.linalg.norm(x, ord="nuc") * 2.0
+
+
+def rows(x):
+    return np.sum(np.linalg.norm(x, axis=1) ** 2 * np.arange(1.0, 4.0))
+
+
+def columns_inf(x):
+    return np.sum(np.linalg.norm(x, ord=np.inf, axis=0) ** 2)
+
+
+def stack_1(x):
+    return np.sum(np.linalg.norm(x, ord=1, axis=(1, 2)) ** 2)
+
+
+def stack_fro_keepdims(x):
+    return np.sum(np.linalg.norm(x, ord="fro", axis=(1, 2), keepdims=True) ** 2)
+
+
+def last_axis_3(x):
+    return np.sum(np.linalg.norm(x, ord=3, axis=-1) ** 2)
+
+
+def unknown_ord(x):
+    return np.linalg.norm(x, ord="max")
+
+
+RNG = np.random.default_rng(7)
+VECTOR = RNG.normal(size=5)
+MATRIX = RNG.normal(size=(3, 4))
+STACK = RNG.normal(size=(2, 3, 4))
+CASES = [(vector_1, VECTOR), (vector_inf, VECTOR), (vector_minus_inf, VECTOR), (vector_3, VECTOR),
+         (vector_default, VECTOR), (matrix_1, MATRIX), (matrix_minus_1, MATRIX), (matrix_inf, MATRIX),
+         (matrix_fro, MATRIX), (matrix_2, MATRIX), (matrix_minus_2, MATRIX), (matrix_nuc, MATRIX),
+         (rows, MATRIX), (columns_inf, MATRIX)]
+PYTHON_ONLY = [(stack_1, STACK), (stack_fro_keepdims, STACK), (last_axis_3, STACK)]
+
+
+def _check(f, x, backend):
+    expected = central_difference_grad(f, (x,), 0)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(f), backend=backend)(x), expected, rtol=1e-6, atol=1e-7)
+    value, tangent = s2s.jvp(f, (x,), (x,), backend=backend)
+    assert value == pytest.approx(f(x), rel=1e-12)
+    assert tangent == pytest.approx(np.sum(expected * x), rel=1e-6, abs=1e-7)
+    assert s2s.jit(f, backend=backend)(x) == pytest.approx(f(x), rel=1e-12)
+
+
+@pytest.mark.parametrize("f,x", CASES + PYTHON_ONLY, ids=lambda c: getattr(c, "__name__", ""))
+def test_norm_derivatives_against_central_differences(f, x):
+    _check(f, x, "python")
+
+
+@pytest.mark.parametrize("f,x", CASES, ids=lambda c: getattr(c, "__name__", ""))
+def test_norm_derivatives_under_numba(f, x):
+    _check(f, x, "cpu")
+
+
+def test_closed_forms():
+    x = np.array([3.0, -4.0, 1.0])
+    np.testing.assert_allclose(s2s.grad(vector_1)(x), 2 * np.sign(x))
+    np.testing.assert_allclose(s2s.grad(vector_inf)(x), [0.0, -2.0, 0.0])
+    m = np.array([[1.0, -5.0], [2.0, 3.0]])  # column sums 3, 8: the 1-norm is the second column's
+    np.testing.assert_allclose(s2s.grad(matrix_1)(m), [[0.0, -2.0], [0.0, 2.0]])
+    # Ties share the derivative, as np.max's: |x|_inf of (2, -2) -> (1, -1) / 2 each, times 2.
+    np.testing.assert_allclose(s2s.grad(vector_inf)(np.array([2.0, -2.0])), [1.0, -1.0])
+
+
+def test_second_derivatives_of_norms():
+    x = np.array([3.0, -4.0, 1.0])
+    n = np.linalg.norm(x)
+    # d2/dx2 of 2 |x| = 2 (I - x x^T / |x|^2) / |x|; of the 1-norm and the inf-norm: 0.
+    np.testing.assert_allclose(s2s.hessian(vector_default)(x), 2 * (np.eye(3) - np.outer(x, x) / n**2) / n,
+                               rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(s2s.hessian(vector_1)(x), np.zeros((3, 3)))
+    np.testing.assert_allclose(s2s.hessian(matrix_fro)(np.eye(2)).reshape(4, 4),
+                               2 * (np.eye(4) - np.outer(np.eye(2).ravel(), np.eye(2).ravel()) / 2) / np.sqrt(2),
+                               rtol=1e-12, atol=1e-15)
+    with pytest.raises(s2s.S2SError, match=r":\d+:\d+: second derivatives of np.linalg.norm are not implemented "
+                                           r"for ord=3"):
+        s2s.hessian(vector_3)(x)
+
+
+def test_an_unknown_ord_is_refused_where_it_is_written():
+    with pytest.raises(s2s.S2SError, match=r"test_norms.py:\d+:\d+: np.linalg.norm takes ord='max' nowhere") as info:
+        s2s.grad(unknown_ord)(VECTOR)
+    assert 'ord="max"' in str(info.value)
+
+
+def test_under_numba_a_stack_of_matrices_is_refused_with_the_statement():
+    with pytest.raises(s2s.S2SError, match=r"test_norms.py:\d+:\d+: .*only as one int axis of a matrix"):
+        s2s.jit(s2s.grad(stack_1))(STACK)
