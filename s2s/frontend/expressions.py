@@ -307,7 +307,16 @@ class ExpressionLowering:
             raise self.error(node, "print(...) returns None; call it as a statement")
         if callee in (builtins.range, builtins.enumerate, builtins.zip):
             raise self.error(node, f"{callee.__name__}(...) is supported only as the iterable of a for loop")
-        args, kwargs = self.arguments(node, lists_as_tuples=not is_user_function(callee))
+        dtype = None
+        if callee in (np.sum, np.mean, np.prod) and any(a.keyword and a.keyword.value == "dtype" for a in node.args):
+            # np.sum(x, dtype=t) adds in t: the sum of x cast to t, which has rules and compiles.
+            dtype = self.type_atom(next(a.value for a in node.args if a.keyword and a.keyword.value == "dtype"))
+            stripped = node.with_changes(args=[a for a in node.args if not (a.keyword and a.keyword.value == "dtype")])
+            args, kwargs = self.arguments(stripped, lists_as_tuples=True)
+        else:
+            args, kwargs = self.arguments(node, lists_as_tuples=not is_user_function(callee))
+        if dtype is not None and args:
+            args[0] = self.cast(node, args[0], dtype)
         if is_user_function(callee):
             # For the cache: the name the caller used must still refer to this function.
             self.references.add((_dotted(func), callee.__module__, callee.__qualname__))
@@ -316,11 +325,6 @@ class ExpressionLowering:
             callee = operator.matmul  # the same function; Numba compiles `@`, not np.matmul
         if callee is np.einsum:
             return self.einsum(node, args, kwargs)
-        if callee in (np.sum, np.mean, np.prod) and any(k == "dtype" for k, _ in kwargs):
-            # np.sum(x, dtype=t) adds in t: the sum of x cast to t, which has rules and compiles.
-            dtype = self.type_atom(next(a.value for a in node.args if a.keyword and a.keyword.value == "dtype"))
-            args[0] = self.cast(node, args[0], dtype)
-            kwargs = [(k, v) for k, v in kwargs if k != "dtype"]
         if callee is np.array or callee is np.asarray:
             if kwargs:
                 raise self.error(node, f"{callee.__name__} with keyword arguments is not supported")
