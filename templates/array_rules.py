@@ -232,7 +232,7 @@ def tile_(y, x, reps):
     x_bar += tile_bar(y_bar, x, reps)
 
 
-@rule(np.diag, pure=True, fresh=True)
+@rule(np.diag, pure=True, view=True)  # of a matrix, a view of its diagonal
 def diag(y, x, k=0):
     """A vector to a matrix with it on the k-th diagonal, or a matrix's k-th diagonal."""
     y_dot = np.diag(x_dot, k)
