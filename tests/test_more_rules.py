@@ -225,6 +225,27 @@ def test_hessian_matches_finite_differences_of_the_gradient(name):
 def test_hessian_of_cumprod_under_jit():
     np.testing.assert_allclose(s2s.jit(s2s.hessian(cumprod_loss))(X), s2s.hessian(cumprod_loss)(X),
                                rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(s2s.jit(s2s.hessian(cumprod_axis_loss))(A), s2s.hessian(cumprod_axis_loss)(A),
+                               rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["cumprod", "diff", "roll", "diag", "tile", "sort"])
+def test_forward_mode_under_jit(name):
+    fn, x = VECTOR_CASES[name]
+    np.testing.assert_allclose(s2s.jit(s2s.jacfwd(fn))(x), _fd_jacobian(fn, x), rtol=1e-6, atol=1e-7)
+
+
+def cumprod_tangent(x):
+    out, tangent = s2s.jvp(cumprod_vec, (x,), (x * x,))
+    return tangent
+
+
+def test_forward_over_forward_of_cumprod():
+    """The forward rule of cumprod's tangent (runtime.cumprod_jvp2): jacfwd of a function that
+    calls s2s.jvp, against finite differences of its values."""
+    expected = _fd_jacobian(cumprod_tangent, X, h=1e-5)
+    np.testing.assert_allclose(s2s.jacfwd(cumprod_tangent)(X), expected, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(s2s.jit(s2s.jacfwd(cumprod_tangent))(X), expected, rtol=1e-6, atol=1e-7)
 
 
 # ---- vmap ---------------------------------------------------------------------------
@@ -237,6 +258,19 @@ def test_vmap_of_grad_matches_per_example_gradients(name):
     expected = np.array([_fd(fn, (x,)) for x in xs])
     np.testing.assert_allclose(s2s.vmap(s2s.grad(fn))(xs), expected, rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(s2s.vmap(fn)(xs), [fn(x) for x in xs], rtol=1e-12)
+
+
+def test_vmap_batches_along_the_axis_without_a_loop():
+    As = 0.5 + np.random.default_rng(4).random((5, 3, 4))
+    for fn, data in ((cumprod_loss, X[None] + np.arange(3.0)[:, None]), (cumprod_axis_loss, As),
+                     (diff_axis_loss, As), (sort_axis_loss, As)):
+        batched = s2s.vmap(fn)
+        np.testing.assert_allclose(batched(data), [fn(d) for d in data], rtol=1e-12)
+        assert "Not vectorised" not in s2s.source(batched), fn.__name__
+    # A tuple of axes is a temporary of the normalized code: the loop over the examples takes it.
+    batched = s2s.vmap(roll_axis_loss)
+    np.testing.assert_allclose(batched(As), [roll_axis_loss(a) for a in As], rtol=1e-12)
+    assert "no batching rule for roll over a computed axis" in s2s.source(batched)
 
 
 def test_vmap_of_grad_under_jit():
