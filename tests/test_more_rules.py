@@ -75,8 +75,9 @@ def atleast_loss(x):
 
 def einsum_loss(A, B):
     c = np.einsum("ij,jk->ik", A, B)
+    d = np.einsum("ij,j->i", A, B[:, 0]) + np.einsum("ij,ij->", A, A)
     return np.einsum("ii->", c) + np.einsum("ij->", A**2) + np.sum(np.einsum("ij->ji", A) * B) + np.sum(
-        np.einsum("ij,jk->ki", A, B) ** 2)
+        np.einsum("ij,jk->ki", A, B) ** 2) + np.sum(d**2)
 
 
 def einsum_vector_loss(x):
@@ -227,6 +228,12 @@ def test_hessian_of_cumprod_under_jit():
                                rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(s2s.jit(s2s.hessian(cumprod_axis_loss))(A), s2s.hessian(cumprod_axis_loss)(A),
                                rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["sort_axis", "tile", "last_axis", "diff_axis"])
+def test_hessian_under_jit(name):
+    fn, args = CASES[name]
+    np.testing.assert_allclose(s2s.jit(s2s.hessian(fn))(*args), s2s.hessian(fn)(*args), rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("name", ["cumprod", "diff", "roll", "diag", "tile", "sort"])
