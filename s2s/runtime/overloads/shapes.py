@@ -3,22 +3,23 @@ cumprod, diff, roll, sort (with an axis, which Numba's own take none), tile (whi
 lacks), diag, hstack/vstack and astype, and their derivatives.
 
 Work along an axis goes through _rows: the axis swapped last and the array viewed as rows
-(one per position of the other axes), so one kernel over rows serves every ndim and axis,
-an argument of the compiled function included."""
+(one per position of the other axes), so one kernel over rows serves every ndim and axis, an
+argument of the compiled function included. The kernels are register_jitable, compiled into
+their callers as the other overloads' code is."""
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, types
+from numba import types
 from numba.core.errors import TypingError
-from numba.extending import overload
+from numba.extending import overload, register_jitable
 from numba.np.numpy_support import as_dtype
 
 from ... import runtime as rt
 from .common import _compile, _is_none, _nd, _scalar
 
 
-@njit(cache=True)
+@register_jitable
 def _rows(x, axis):
     """x with `axis` last, as a C-contiguous (rows, length) array, and that array's shape."""
     moved = np.ascontiguousarray(np.swapaxes(x, axis, -1))
@@ -26,12 +27,12 @@ def _rows(x, axis):
     return moved.reshape((moved.size // max(n, 1), n)), moved.shape
 
 
-@njit(cache=True)
+@register_jitable
 def _unrows(r, shape, axis):
     return np.ascontiguousarray(np.swapaxes(r.reshape(shape), axis, -1))
 
 
-@njit(cache=True)
+@register_jitable
 def _flat_row(x):
     return np.ascontiguousarray(x).reshape((1, x.size))
 
@@ -44,7 +45,7 @@ def _array(name, t):
 # ---- cumprod ----------------------------------------------------------------------
 
 
-@njit(cache=True)
+@register_jitable
 def _cumprod_rows(x):
     out = np.empty_like(x)
     for i in range(x.shape[0]):
@@ -52,7 +53,7 @@ def _cumprod_rows(x):
     return out
 
 
-@njit(cache=True)
+@register_jitable
 def _cumprod_jvp_rows(t, x):
     y = _cumprod_rows(x)
     out = np.zeros_like(t * x)
@@ -64,7 +65,7 @@ def _cumprod_jvp_rows(t, x):
     return out
 
 
-@njit(cache=True)
+@register_jitable
 def _cumprod_jvp2_rows(t, s, x):
     b, c = _cumprod_jvp_rows(t, x), _cumprod_jvp_rows(s, x)
     out = np.zeros_like(b * c)
@@ -74,7 +75,7 @@ def _cumprod_jvp2_rows(t, s, x):
     return out
 
 
-@njit(cache=True)
+@register_jitable
 def _cumprod_vjp_rows(g, x, s, with_dx):
     """cumprod_vjp, or with_dx its derivative in x along s (cumprod_vjp_dx)."""
     y = _cumprod_rows(x)
@@ -192,7 +193,7 @@ def _diff_bar(g, x, n=1, axis=-1):
     return impl
 
 
-@njit(cache=True)
+@register_jitable
 def _roll_rows(x, shift):
     out = np.empty_like(x)
     for i in range(x.shape[0]):
@@ -230,7 +231,7 @@ def _roll_bar(g, shift, axis=None):
     return _compile(source, "impl", _rows=_rows, _unrows=_unrows, _roll_rows=_roll_rows)
 
 
-@njit(cache=True)
+@register_jitable
 def _sort_rows(t, x, scatter):
     """Each row of t permuted as sorting the row of x permutes it, or (scatter) sent back."""
     out = np.zeros_like(t * x[:1, :1])
