@@ -258,7 +258,7 @@ def atleast_3d(y, x):
     x_bar += reshape_bar(y_bar, x)
 
 
-@rule(runtime.astype, pure=True, fresh=True)
+@rule(runtime.astype, pure=True, fresh=True, broadcasts=True)
 def astype_(y, x, dtype):
     """x.astype(float type) (frontend/expressions.py): the adjoint goes back to x's type."""
     y_dot = astype(x_dot, dtype)
@@ -375,7 +375,7 @@ DECLARATIONS = [
     nondifferentiable(np.ndim, np.size, np.argmax, np.argmin, np.argsort, np.searchsorted, np.count_nonzero),
     nondifferentiable(np.any, np.all, reduction=True),
     # x.astype(int): frontend/expressions.py lowers it to this (its result is an integer array).
-    nondifferentiable(runtime.astype_integer, pure=True, integer="always"),
+    nondifferentiable(runtime.astype_integer, pure=True, integer="always", broadcasts=True),
     refuse_when_active(
         "build the array from a constant grid and scale it: start + (stop - start) * grid",
         np.arange, np.linspace, pure=True, creates=True,

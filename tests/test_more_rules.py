@@ -258,7 +258,8 @@ def test_forward_over_forward_of_cumprod():
 # ---- vmap ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["cumprod", "diff", "roll", "diag", "tile", "sort", "einsum_vector", "atleast"])
+@pytest.mark.parametrize("name", ["cumprod", "diff", "roll", "diag", "tile", "sort", "einsum_vector", "atleast",
+                                  "astype"])
 def test_vmap_of_grad_matches_per_example_gradients(name):
     fn, _ = CASES[name]
     xs = 0.5 + np.random.default_rng(3).random((4, 6))
@@ -270,7 +271,7 @@ def test_vmap_of_grad_matches_per_example_gradients(name):
 def test_vmap_batches_along_the_axis_without_a_loop():
     As = 0.5 + np.random.default_rng(4).random((5, 3, 4))
     for fn, data in ((cumprod_loss, X[None] + np.arange(3.0)[:, None]), (cumprod_axis_loss, As),
-                     (diff_axis_loss, As), (sort_axis_loss, As)):
+                     (diff_axis_loss, As), (sort_axis_loss, As), (astype_loss, As[:, 0] + 0.1)):
         batched = s2s.vmap(fn)
         np.testing.assert_allclose(batched(data), [fn(d) for d in data], rtol=1e-12)
         assert "Not vectorised" not in s2s.source(batched), fn.__name__

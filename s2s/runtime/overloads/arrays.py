@@ -12,22 +12,6 @@ from .common import _compile, _is_none, _nd, _scalar
 from .reductions import _index, _shape_of
 
 
-@overload(rt.cumsum)
-def _cumsum(x, axis=None):
-    if not _is_none(axis):
-        raise TypingError("s2s: under s2s.jit, np.cumsum takes no axis (Numba's takes none)")
-    return lambda x, axis=None: np.cumsum(x)
-
-
-@overload(rt.cumsum_bar)
-def _cumsum_bar(g, x, axis=None):
-    if not _is_none(axis):
-        raise TypingError("s2s: under s2s.jit, np.cumsum takes no axis (Numba's takes none)")
-    if _scalar(x):
-        return lambda g, x, axis=None: np.flip(np.cumsum(np.flip(np.ravel(g))))[0]
-    return lambda g, x, axis=None: np.ascontiguousarray(np.flip(np.cumsum(np.flip(np.ravel(g))))).reshape(x.shape)
-
-
 @overload(rt.matmul_bar_x)
 def _matmul_bar_x(g, x, y):
     nx, ny = _nd(x), _nd(y)

@@ -1,4 +1,4 @@
-"""Overloads of the helpers for scans, shifts and rearrangements (runtime/arrays.py):
+"""Overloads of the helpers for scans, shifts and rearrangements (runtime/arrays.py): cumsum,
 cumprod, diff, roll, sort (with an axis, which Numba's own take none), tile (which Numba
 lacks), diag, hstack/vstack and astype, and their derivatives.
 
@@ -40,6 +40,46 @@ def _flat_row(x):
 def _array(name, t):
     if not isinstance(t, types.Array):
         raise TypingError(f"s2s: under jit, {name} takes an array")
+
+
+# ---- cumsum, cumprod -------------------------------------------------------------------
+
+
+@register_jitable
+def _cumsum_rows(x, reverse):
+    """The cumulative sum of each row, or (reverse) summed from its end: cumsum's adjoint."""
+    out = np.empty_like(x)
+    for i in range(x.shape[0]):
+        if reverse:
+            out[i] = np.cumsum(x[i][::-1])[::-1]
+        else:
+            out[i] = np.cumsum(x[i])
+    return out
+
+
+@overload(rt.cumsum)
+def _cumsum(x, axis=None):
+    _array("np.cumsum", x)
+    if _is_none(axis):
+        return lambda x, axis=None: np.cumsum(x)
+
+    def impl(x, axis=None):
+        r, shape = _rows(x, axis)
+        return _unrows(_cumsum_rows(r, False), shape, axis)
+    return impl
+
+
+@overload(rt.cumsum_bar)
+def _cumsum_bar(g, x, axis=None):
+    if _is_none(axis):
+        if _scalar(x):
+            return lambda g, x, axis=None: np.flip(np.cumsum(np.flip(np.ravel(g))))[0]
+        return lambda g, x, axis=None: np.ascontiguousarray(np.flip(np.cumsum(np.flip(np.ravel(g))))).reshape(x.shape)
+
+    def impl(g, x, axis=None):
+        r, shape = _rows(g, axis)
+        return _unrows(_cumsum_rows(r, True), shape, axis)
+    return impl
 
 
 # ---- cumprod ----------------------------------------------------------------------
