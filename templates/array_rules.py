@@ -182,7 +182,9 @@ def swapaxes(y, x, axis1, axis2):
     x_bar += np.swapaxes(y_bar, axis1, axis2)
 
 
-@rule(np.flip, pure=True, view=True)
+@rule(np.flip, runtime.flip, pure=True)
+@primitive(np.flip, view=True, numba=runtime.flip)
+@primitive(runtime.flip, fresh=True)
 def flip(y, x, axis=None):
     y_dot = np.flip(x_dot, axis)
     x_bar += np.flip(y_bar, axis)

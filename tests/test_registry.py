@@ -64,6 +64,7 @@ EXAMPLES = {
     np.divide: ("x, y", "np.divide(x, y)"),
     np.logaddexp: ("x, y", "np.logaddexp(x, y)"),
     np.flip: ("A", "np.flip(A, 0) * A"),
+    runtime.flip: ("A", "runtime.flip(A, (0, 1)) * A"),
     np.cumsum: ("x, A", "np.cumsum(x) + np.sum(np.cumsum(A, 1) * A)"),
     runtime.cumsum: ("x", "runtime.cumsum(x)"),
     runtime.cumsum_bar: ("x, y", "runtime.cumsum_bar(x * y, y)"),

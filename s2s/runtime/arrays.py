@@ -95,6 +95,11 @@ def reshape_bar(g, x):
     return np.reshape(g, shape) if shape else np.ravel(g)[0]
 
 
+def flip(x, axis=None):
+    """np.flip(x, axis), which Numba takes without an axis only."""
+    return np.flip(x, axis)
+
+
 def cumsum(x, axis=None):
     """np.cumsum(x, axis), which Numba takes without an axis only."""
     return np.cumsum(x, axis)

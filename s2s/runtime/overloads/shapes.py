@@ -1,4 +1,4 @@
-"""Overloads of the helpers for scans, shifts and rearrangements (runtime/arrays.py): cumsum,
+"""Overloads of the helpers for scans, shifts and rearrangements (runtime/arrays.py): flip, cumsum,
 cumprod, diff, roll, sort (with an axis, which Numba's own take none), tile (which Numba
 lacks), diag, hstack/vstack and astype, and their derivatives.
 
@@ -42,7 +42,30 @@ def _array(name, t):
         raise TypingError(f"s2s: under jit, {name} takes an array")
 
 
-# ---- cumsum, cumprod -------------------------------------------------------------------
+# ---- flip, cumsum, cumprod -------------------------------------------------------------
+
+
+@register_jitable
+def _flip_rows(x):
+    return np.ascontiguousarray(x[:, ::-1])
+
+
+@overload(rt.flip)
+def _flip(x, axis=None):
+    _array("np.flip", x)
+    if _is_none(axis):
+        return lambda x, axis=None: np.flip(x)
+    if not isinstance(axis, types.BaseTuple):
+        def impl(x, axis=None):
+            r, shape = _rows(x, axis)
+            return _unrows(_flip_rows(r), shape, axis)
+        return impl
+    lines = "".join(f"    r, shape = _rows(x, axis[{k}])\n    x = _unrows(_flip_rows(r), shape, axis[{k}])\n"
+                    for k in range(len(axis)))
+    return _compile(f"def impl(x, axis=None):\n{lines}    return x\n", "impl", _rows=_rows, _unrows=_unrows,
+                    _flip_rows=_flip_rows)
+
+
 
 
 @register_jitable
