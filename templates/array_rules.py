@@ -13,8 +13,23 @@ from s2s.runtime import (
     array_bar,
     clip_inside,
     concatenate_bar,
+    astype,
+    astype_bar,
+    cumprod_jvp,
+    cumprod_vjp,
     cumsum,
     cumsum_bar,
+    diag_bar,
+    diff,
+    diff_bar,
+    hstack_bar,
+    roll,
+    roll_bar,
+    sort_bar,
+    sort_dot,
+    tile,
+    tile_bar,
+    vstack_bar,
     dot_bar_x,
     dot_bar_y,
     inner_bar_x,
@@ -168,7 +183,9 @@ def swapaxes(y, x, axis1, axis2):
     x_bar += np.swapaxes(y_bar, axis1, axis2)
 
 
-@rule(np.flip, pure=True, view=True)
+@rule(np.flip, runtime.flip, pure=True)
+@primitive(np.flip, view=True, numba=runtime.flip)
+@primitive(runtime.flip, fresh=True)
 def flip(y, x, axis=None):
     y_dot = np.flip(x_dot, axis)
     x_bar += np.flip(y_bar, axis)
@@ -179,6 +196,76 @@ def flip(y, x, axis=None):
 def cumsum_(y, x, axis=None):
     y_dot = cumsum(x_dot, axis)
     x_bar += cumsum_bar(y_bar, x, axis)
+
+
+@rule(np.cumprod, runtime.cumprod, pure=True, fresh=True)
+@primitive(np.cumprod, numba=runtime.cumprod)
+def cumprod(y, x, axis=None):
+    """Derivatives by the recurrence y[k] = y[k-1] * x[k], never dividing by x: exact at zeros."""
+    y_dot = cumprod_jvp(x_dot, x, axis)
+    x_bar += cumprod_vjp(y_bar, x, axis)
+
+
+@rule(np.diff, runtime.diff, pure=True, fresh=True)
+@primitive(np.diff, numba=runtime.diff)
+def diff_(y, x, n=1, axis=-1):
+    y_dot = diff(x_dot, n, axis)
+    x_bar += diff_bar(y_bar, x, n, axis)
+
+
+@rule(np.roll, runtime.roll, pure=True, fresh=True)
+@primitive(np.roll, numba=runtime.roll)
+def roll_(y, x, shift, axis=None):
+    y_dot = roll(x_dot, shift, axis)
+    x_bar += roll_bar(y_bar, shift, axis)
+
+
+@rule(np.sort, runtime.sort, pure=True, fresh=True)
+@primitive(np.sort, numba=runtime.sort)
+def sort(y, x, axis=-1):
+    """The derivative follows the sorting permutation (np.argsort, stable at ties)."""
+    y_dot = sort_dot(x_dot, x, axis)
+    x_bar += sort_bar(y_bar, x, axis)
+
+
+@rule(np.tile, runtime.tile, pure=True, fresh=True)
+@primitive(np.tile, numba=runtime.tile, numba_always=True)
+def tile_(y, x, reps):
+    y_dot = tile(x_dot, reps)
+    x_bar += tile_bar(y_bar, x, reps)
+
+
+@rule(np.diag, pure=True, view=True)  # of a matrix, a view of its diagonal
+def diag(y, x, k=0):
+    """A vector to a matrix with it on the k-th diagonal, or a matrix's k-th diagonal."""
+    y_dot = np.diag(x_dot, k)
+    x_bar += diag_bar(y_bar, x, k)
+
+
+# np.atleast_*d of one argument (several give a list, which has no rule).
+@rule(np.atleast_1d, pure=True, view=True)
+def atleast_1d(y, x):
+    y_dot = np.atleast_1d(x_dot)
+    x_bar += reshape_bar(y_bar, x)
+
+
+@rule(np.atleast_2d, pure=True, view=True)
+def atleast_2d(y, x):
+    y_dot = np.atleast_2d(x_dot)
+    x_bar += reshape_bar(y_bar, x)
+
+
+@rule(np.atleast_3d, pure=True, view=True)
+def atleast_3d(y, x):
+    y_dot = np.atleast_3d(x_dot)
+    x_bar += reshape_bar(y_bar, x)
+
+
+@rule(runtime.astype, pure=True, fresh=True, broadcasts=True)
+def astype_(y, x, dtype):
+    """x.astype(float type) (frontend/expressions.py): the adjoint goes back to x's type."""
+    y_dot = astype(x_dot, dtype)
+    x_bar += astype_bar(y_bar, x)
 
 
 @rule(np.expand_dims, view=True)
@@ -197,6 +284,18 @@ def concatenate(y, xs, axis=0):
 def stack(y, xs, axis=0):
     y_dot = np.stack(xs_dot, axis)
     xs_bar += stack_bar(y_bar, xs, axis)
+
+
+@rule(np.hstack, pure=True, fresh=True)
+def hstack(y, xs):
+    y_dot = np.hstack(xs_dot)
+    xs_bar += hstack_bar(y_bar, xs)
+
+
+@rule(np.vstack, pure=True, fresh=True)
+def vstack(y, xs):
+    y_dot = np.vstack(xs_dot)
+    xs_bar += vstack_bar(y_bar, xs)
 
 
 @rule(np.array, np.asarray, pure=True, broadcasts=True)
@@ -279,6 +378,8 @@ DECLARATIONS = [
     nondifferentiable(np.shape, pure=True),
     nondifferentiable(np.ndim, np.size, np.argmax, np.argmin, np.argsort, np.searchsorted, np.count_nonzero),
     nondifferentiable(np.any, np.all, reduction=True),
+    # x.astype(int): frontend/expressions.py lowers it to this (its result is an integer array).
+    nondifferentiable(runtime.astype_integer, pure=True, integer="always", broadcasts=True),
     refuse_when_active(
         "build the array from a constant grid and scale it: start + (stop - start) * grid",
         np.arange, np.linspace, pure=True, creates=True,

@@ -16,6 +16,7 @@ from s2s.runtime import (
     add_at,
     add_attr,
     array_bar,
+    astype_bar,
     batch_broadcast,
     batched_product,
     batched_product_bar_a,
@@ -25,9 +26,16 @@ from s2s.runtime import (
     batched_transpose_bar,
     concatenate_bar,
     copy,
+    cumprod_jvp,
+    cumprod_jvp2,
+    cumprod_vjp,
+    cumprod_vjp_dx,
     cumsum_bar,
+    diag_bar,
+    diff_bar,
     dot_bar_x,
     dot_bar_y,
+    hstack_bar,
     inner_bar_x,
     inner_bar_y,
     lift,
@@ -46,15 +54,20 @@ from s2s.runtime import (
     per_matrix,
     per_matrix_bar,
     reshape_bar,
+    roll_bar,
     solve_bar_a,
+    sort_bar,
+    sort_dot,
     stack_bar,
     sum_bar,
     take,
+    tile_bar,
     trace_bar,
     transpose_bar,
     tree_add,
     unbroadcast,
     var_bar,
+    vstack_bar,
 )
 
 
@@ -298,3 +311,65 @@ DECLARATIONS += [
         runtime.example_len,
     ),
 ]
+
+
+# ---- helpers of the rules in array_rules.py for scans, shifts and rearrangements ---------
+# Linear in their first argument; sort's permutation is piecewise constant in x, and cumprod's
+# helpers are differentiated in x by the helpers of its second derivatives.
+
+DECLARATIONS += [primitive(runtime.cumprod_jvp2, runtime.cumprod_vjp_dx, pure=True, fresh=True)]
+
+
+@rule(runtime.cumprod_jvp, pure=True, fresh=True)
+def cumprod_jvp_(r, t, x, axis=None):
+    r_dot = cumprod_jvp(t_dot, x, axis) + cumprod_jvp2(t, x_dot, x, axis)
+
+
+@rule(runtime.cumprod_vjp, pure=True, fresh=True)
+def cumprod_vjp_(r, g, x, axis=None):
+    r_dot = cumprod_vjp(g_dot, x, axis) + cumprod_vjp_dx(g, x, x_dot, axis)
+
+
+@rule(runtime.diff_bar, pure=True, fresh=True)
+def diff_bar_(r, g, x, n=1, axis=-1):
+    r_dot = diff_bar(g_dot, x, n, axis)
+
+
+@rule(runtime.roll_bar, pure=True, fresh=True)
+def roll_bar_(r, g, shift, axis=None):
+    r_dot = roll_bar(g_dot, shift, axis)
+
+
+@rule(runtime.sort_dot, pure=True, fresh=True)
+def sort_dot_(r, t, x, axis=-1):
+    r_dot = sort_dot(t_dot, x, axis)
+
+
+@rule(runtime.sort_bar, pure=True, fresh=True)
+def sort_bar_(r, g, x, axis=-1):
+    r_dot = sort_bar(g_dot, x, axis)
+
+
+@rule(runtime.tile_bar, pure=True, fresh=True)
+def tile_bar_(r, g, x, reps):
+    r_dot = tile_bar(g_dot, x, reps)
+
+
+@rule(runtime.diag_bar, pure=True, fresh=True)
+def diag_bar_(r, g, x, k=0):
+    r_dot = diag_bar(g_dot, x, k)
+
+
+@rule(runtime.hstack_bar)
+def hstack_bar_(r, g, xs):
+    r_dot = hstack_bar(g_dot, xs)
+
+
+@rule(runtime.vstack_bar)
+def vstack_bar_(r, g, xs):
+    r_dot = vstack_bar(g_dot, xs)
+
+
+@rule(runtime.astype_bar, pure=True, fresh=True)
+def astype_bar_(r, g, x):
+    r_dot = astype_bar(g_dot, x)

@@ -19,6 +19,8 @@ from ..ir import nodes as ir
 from .. import lax
 from .lax_forms import FORMS as LAX_FORMS
 from ..runtime import constants as captured
+from .einsum import HINT as EINSUM_HINT
+from .einsum import EinsumRefused, lower_einsum
 from .nested import NESTED_TRANSFORMS
 from .source import MISSING, is_user_function
 
@@ -342,13 +344,24 @@ class ExpressionLowering:
             raise self.error(node, "print(...) returns None; call it as a statement")
         if callee in (builtins.range, builtins.enumerate, builtins.zip):
             raise self.error(node, f"{callee.__name__}(...) is supported only as the iterable of a for loop")
-        args, kwargs = self.arguments(node, lists_as_tuples=not is_user_function(callee))
+        dtype = None
+        if callee in (np.sum, np.mean, np.prod) and any(a.keyword and a.keyword.value == "dtype" for a in node.args):
+            # np.sum(x, dtype=t) adds in t: the sum of x cast to t, which has rules and compiles.
+            dtype = self.type_atom(next(a.value for a in node.args if a.keyword and a.keyword.value == "dtype"))
+            stripped = node.with_changes(args=[a for a in node.args if not (a.keyword and a.keyword.value == "dtype")])
+            args, kwargs = self.arguments(stripped, lists_as_tuples=True)
+        else:
+            args, kwargs = self.arguments(node, lists_as_tuples=not is_user_function(callee))
+        if dtype is not None and args:
+            args[0] = self.cast(node, args[0], dtype)
         if is_user_function(callee):
             # For the cache: the name the caller used must still refer to this function.
             self.references.add((_dotted(func), callee.__module__, callee.__qualname__))
             return self.user_call(node, callee, args, kwargs)
         if callee is np.matmul and len(args) == 2 and not kwargs:
             callee = operator.matmul  # the same function; Numba compiles `@`, not np.matmul
+        if callee is np.einsum:
+            return self.einsum(node, args, kwargs)
         if callee is np.array or callee is np.asarray:
             if kwargs:
                 raise self.error(node, f"{callee.__name__} with keyword arguments is not supported")
@@ -358,6 +371,42 @@ class ExpressionLowering:
         return self.error(node, f"the nested function {name} can only be passed to s2s.lax forms "
                           "(cond, switch, fori_loop, while_loop, scan)",
                           "define it at module level to call it; s2s differentiates through the call")
+
+    def type_atom(self, node: cst.BaseExpression) -> ir.Atom:
+        """A type argument: float, int and bool name types here, not values."""
+        if isinstance(node, cst.Name) and node.value not in self.locals:
+            found = self.resolver.lookup(node.value)
+            if found in (builtins.float, builtins.int, builtins.bool):
+                return ir.Const(found)
+        return self.expr(node)
+
+    def cast(self, node: cst.CSTNode, value: ir.Atom, dtype: ir.Atom) -> ir.Atom:
+        """value.astype(dtype): runtime.astype to a floating type (differentiable),
+        runtime.astype_integer to an integer or bool one (not differentiated)."""
+        hint = "name the type as a constant: np.float32, np.float64, float, int, np.int64"
+        if not isinstance(dtype, ir.Const):
+            raise self.error(node, "the type of a cast must be a constant", hint)
+        try:
+            kind = np.dtype(dtype.value)
+        except TypeError:
+            raise self.error(node, f"{dtype.value!r} is not a NumPy type", hint) from None
+        if kind.kind == "f":
+            return self.assign(ir.Call(runtime.astype, (value, ir.Const(kind.type))))
+        if kind.kind in "iub":
+            return self.assign(ir.Call(runtime.astype_integer, (value, ir.Const(kind.type))))
+        raise self.error(node, f"casts to {kind} are not supported", "cast to a floating or integer type")
+
+    def einsum(self, node: cst.Call, args: list, kwargs: list) -> ir.Atom:
+        if kwargs or not args or not isinstance(args[0], ir.Const) or not isinstance(args[0].value, str):
+            raise self.error(node, "np.einsum takes constant subscripts and the operands, no keyword arguments",
+                             EINSUM_HINT)
+        try:
+            return lower_einsum(
+                args[0].value, list(args[1:]),
+                lambda fn, a, kw=(): self.assign(ir.Call(fn, tuple(a), tuple(kw))),
+                lambda x, items: self.assign(ir.Subscript(x, ir.Index(tuple(items)))))
+        except EinsumRefused as exc:
+            raise self.error(node, str(exc), EINSUM_HINT) from None
 
     def _is_module_path(self, node: cst.BaseExpression) -> bool:
         root = node
@@ -394,6 +443,10 @@ class ExpressionLowering:
                 and func.value.value in self.locals:
             return self.assign(ir.Pop(func.value.value))
         receiver = self.expr(func.value)
+        if method == "astype":
+            if len(node.args) != 1 or node.args[0].keyword or node.args[0].star:
+                raise self.error(node, ".astype() takes one argument, the type, here", "write x.astype(np.float32)")
+            return self.cast(node, receiver, self.type_atom(node.args[0].value))
         args, kwargs = self.arguments(node)
         target = METHODS.get(method)
         if target is None:

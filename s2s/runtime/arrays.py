@@ -95,6 +95,11 @@ def reshape_bar(g, x):
     return np.reshape(g, shape) if shape else np.ravel(g)[0]
 
 
+def flip(x, axis=None):
+    """np.flip(x, axis), which Numba takes without an axis only."""
+    return np.flip(x, axis)
+
+
 def cumsum(x, axis=None):
     """np.cumsum(x, axis), which Numba takes without an axis only."""
     return np.cumsum(x, axis)
@@ -160,3 +165,188 @@ def solve_bar_a(b_adjoint, x):
     if np.ndim(x) == 1:
         return np.outer(b_adjoint, x)
     return b_adjoint @ np.swapaxes(x, -1, -2)
+
+
+# ---- scans, shifts and rearrangements (cumprod, diff, roll, sort, tile, diag, stacks) ---
+# Each works along one axis: _along moves that axis first (None: the flattened array), and
+# _back undoes it, so the loops below see axis 0.
+
+
+def _along(x, axis):
+    return np.ravel(x) if axis is None else np.moveaxis(np.asarray(x), axis, 0)
+
+
+def _back(v, x, axis):
+    return np.reshape(v, np.shape(x)) if axis is None else np.moveaxis(v, 0, axis)
+
+
+def cumprod(x, axis=None):
+    """np.cumprod(x, axis), which Numba takes without an axis only."""
+    return np.cumprod(x, axis)
+
+
+def cumprod_jvp(t, x, axis=None):
+    """Tangent of np.cumprod(x, axis) along t, without dividing by x (zeros are allowed):
+    y[k] = y[k-1] * x[k] gives y_dot[k] = y_dot[k-1] * x[k] + y[k-1] * t[k]."""
+    xs, ts = _along(x, axis), _along(t, axis)
+    y = np.cumprod(xs, 0)
+    out = np.zeros(np.broadcast_shapes(np.shape(xs), np.shape(ts)), dtype=np.result_type(xs, ts))
+    if out.shape[0]:
+        out[0] = ts[0]
+    for k in range(1, out.shape[0]):
+        out[k] = out[k - 1] * xs[k] + y[k - 1] * ts[k]
+    return out if axis is None else _back(out, x, axis)  # cumprod flattens for None
+
+
+def cumprod_jvp2(t, s, x, axis=None):
+    """Second derivative of np.cumprod(x, axis) along t and s (symmetric in them): the
+    product rule once more, e[k] = e[k-1] x[k] + b[k-1] s[k] + c[k-1] t[k]."""
+    xs, ts, ss = _along(x, axis), _along(t, axis), _along(s, axis)
+    b, c = _along(cumprod_jvp(t, x, axis), axis), _along(cumprod_jvp(s, x, axis), axis)
+    out = np.zeros(np.shape(b), dtype=np.result_type(xs, ts, ss))
+    for k in range(1, out.shape[0]):
+        out[k] = out[k - 1] * xs[k] + b[k - 1] * ss[k] + c[k - 1] * ts[k]
+    return out if axis is None else _back(out, x, axis)
+
+
+def cumprod_vjp(g, x, axis=None):
+    """Adjoint of np.cumprod(x, axis), without dividing by x: the reverse of the recurrence
+    y[k] = y[k-1] x[k], a[k] = g[k] + a[k+1] x[k+1], x_bar[k] = a[k] y[k-1]."""
+    xs, gs = _along(x, axis), _along(g, axis)
+    y = np.cumprod(xs, 0)
+    a = np.array(gs, dtype=np.result_type(xs, gs))
+    for k in range(a.shape[0] - 2, -1, -1):
+        a[k] = gs[k] + a[k + 1] * xs[k + 1]
+    out = a.copy()
+    out[1:] = a[1:] * y[:-1]
+    return _back(out, x, axis)
+
+
+def cumprod_vjp_dx(g, x, s, axis=None):
+    """Derivative of cumprod_vjp(g, x, axis) in x along s (forward over reverse): the
+    recurrences of cumprod_vjp, differentiated."""
+    xs, gs, ss = _along(x, axis), _along(g, axis), _along(s, axis)
+    y = np.cumprod(xs, 0)
+    c = _along(cumprod_jvp(s, x, axis), axis)
+    dtype = np.result_type(xs, gs, ss)
+    a = np.array(gs, dtype=dtype)
+    a_dot = np.zeros(np.shape(a), dtype=dtype)
+    for k in range(a.shape[0] - 2, -1, -1):
+        a[k] = gs[k] + a[k + 1] * xs[k + 1]
+        a_dot[k] = a_dot[k + 1] * xs[k + 1] + a[k + 1] * ss[k + 1]
+    out = a_dot.copy()
+    out[1:] = a_dot[1:] * y[:-1] + a[1:] * c[:-1]
+    return _back(out, x, axis)
+
+
+def diff(x, n=1, axis=-1):
+    """np.diff(x, n, axis), which Numba takes without an axis only."""
+    return np.diff(x, n, axis)
+
+
+def diff_bar(g, x, n=1, axis=-1):
+    """Adjoint of np.diff(x, n, axis): n times the adjoint of one difference,
+    out[k] = g[k-1] - g[k] (with g zero outside its range)."""
+    h = np.moveaxis(np.asarray(g), axis, 0)
+    for _ in range(n):
+        out = np.zeros((h.shape[0] + 1,) + h.shape[1:], dtype=h.dtype)
+        out[:-1] -= h
+        out[1:] += h
+        h = out
+    return np.moveaxis(h, 0, axis)
+
+
+def roll(x, shift, axis=None):
+    """np.roll(x, shift, axis), which Numba takes without an axis only."""
+    return np.roll(x, shift, axis)
+
+
+def roll_bar(g, shift, axis=None):
+    """Adjoint of np.roll: the roll back."""
+    back = tuple(-s for s in shift) if isinstance(shift, (tuple, list)) else -shift
+    return np.roll(g, back, axis)
+
+
+def hstack_bar(g, xs):
+    """Adjoint of np.hstack(xs): the pieces of g along the axis hstack joined (0 for vectors)."""
+    axis = 0 if np.ndim(xs[0]) <= 1 else 1
+    sizes = np.cumsum([np.shape(np.atleast_1d(x))[axis] for x in xs])[:-1]
+    return tuple(reshape_bar(part, x) for part, x in zip(np.split(g, sizes, axis=axis), xs))
+
+
+def vstack_bar(g, xs):
+    """Adjoint of np.vstack(xs): the rows of g that each x gave, in x's shape."""
+    sizes = np.cumsum([np.shape(np.atleast_2d(x))[0] for x in xs])[:-1]
+    return tuple(reshape_bar(part, x) for part, x in zip(np.split(g, sizes, axis=0), xs))
+
+
+def diag_bar(g, x, k=0):
+    """Adjoint of np.diag(x, k): for a vector x, the k-th diagonal of g; for a matrix x, g
+    placed on the k-th diagonal of zeros of x's shape."""
+    if np.ndim(x) == 1:
+        return np.diag(g, k)
+    out = np.zeros(np.shape(x), dtype=np.result_type(g))
+    i = np.arange(np.shape(g)[0])
+    out[i + max(-k, 0), i + max(k, 0)] = g
+    return out
+
+
+def tile(x, reps):
+    """np.tile(x, reps), which Numba lacks."""
+    return np.tile(x, reps)
+
+
+def tile_bar(g, x, reps):
+    """Adjoint of np.tile(x, reps): the copies of each element summed. g is viewed as
+    (reps[0], shape[0], reps[1], shape[1], ...) with both padded with ones in front."""
+    reps = tuple(reps) if isinstance(reps, (tuple, list)) else (reps,)
+    shape = np.shape(x)
+    d = max(len(shape), len(reps))
+    shape_d, reps_d = (1,) * (d - len(shape)) + shape, (1,) * (d - len(reps)) + reps
+    pairs = tuple(v for pair in zip(reps_d, shape_d) for v in pair)
+    summed = np.sum(np.reshape(g, pairs), axis=tuple(range(0, 2 * d, 2)))
+    return reshape_bar(summed, x)
+
+
+def _sort_order(x, axis):
+    return np.argsort(np.ravel(x) if axis is None else x, axis=0 if axis is None else axis, kind="stable")
+
+
+def sort(x, axis=-1):
+    """np.sort(x, axis), which Numba takes without an axis only (sorting the last)."""
+    return np.sort(x, axis)
+
+
+def sort_dot(t, x, axis=-1):
+    """Tangent of np.sort(x, axis): t permuted as sorting permutes x (ties: the stable order)."""
+    order = _sort_order(x, axis)
+    if axis is None:
+        return np.ravel(t)[order]
+    return np.take_along_axis(np.asarray(t), order, axis)
+
+
+def sort_bar(g, x, axis=-1):
+    """Adjoint of np.sort(x, axis): g scattered back to where each sorted element came from."""
+    order = _sort_order(x, axis)
+    out = np.zeros(np.shape(x), dtype=np.result_type(g))
+    if axis is None:
+        np.ravel(out)[order] = np.ravel(g)  # out is new and contiguous: ravel is a view
+    else:
+        np.put_along_axis(out, order, g, axis)
+    return out
+
+
+def astype(x, dtype):
+    """x.astype(dtype) for a floating dtype (a NumPy scalar type); a number becomes one of it."""
+    return x.astype(dtype) if isinstance(x, np.ndarray) else dtype(x)
+
+
+def astype_bar(g, x):
+    """Adjoint of astype(x, dtype): g in x's own floating type."""
+    kind = np.result_type(x)
+    return np.asarray(g).astype(kind) if np.ndim(x) else kind.type(g)
+
+
+def astype_integer(x, dtype):
+    """x.astype(dtype) for an integer or bool dtype: piecewise constant, not differentiated."""
+    return x.astype(dtype) if isinstance(x, np.ndarray) else dtype(x)

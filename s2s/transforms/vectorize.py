@@ -33,7 +33,7 @@ from .. import runtime
 from ..codegen.emit import Emitter, name, parse_expr, runtime_call
 from ..codegen.module import header, primal_function, prologue
 from ..errors import NoBatchingRule
-from ..rules import facts
+from ..rules import facts, lookup
 from ..frontend.source import is_user_function
 from ..ir import nodes as ir
 from .batching import Pattern, anything, described_axes, element, first_batched, leaf_patterns
@@ -298,6 +298,8 @@ class Vectorizer:
         kwargs = [(k, e.atom(a)) for k, a in call.kwargs]
         if _same_shape(fn):
             return e.call(fn, args, kwargs)
+        if fn in _ALONG_AN_AXIS and batched[0] and not any(batched[1:]):
+            return self._along_axis(call, stmt)
         if fn is np.transpose and len(call.args) <= 2 and not kwargs:
             return runtime_call("batched_transpose", *args)
         if fn in (np.reshape, np.ravel) and not kwargs and batched[0] and not any(batched[1:]):
@@ -335,6 +337,34 @@ class Vectorizer:
             return runtime_call("batched_array", e.atom(call.args[0]), name(self.batch),
                                 e.const(tuple(anything(p) for p in patterns[0])))
         raise NoBatchingRule(f"no batching rule for {getattr(fn, '__name__', fn)}", stmt.origin)
+
+
+    def _along_axis(self, call: ir.Call, stmt) -> ast.expr:
+        """np.cumprod(x, axis) and the like, of a batched x: the same per-example axis (negative
+        ones move by one, past the batch); axis=None, over each example flattened."""
+        e, fn = self.emitter, call.fn
+        try:
+            bound = lookup(fn).bind(call.args, call.kwargs)
+        except TypeError:
+            raise NoBatchingRule(f"no batching rule for {fn.__name__} with these arguments", stmt.origin) from None
+        axis = bound.pop("axis")
+        axis = axis.value if isinstance(axis, ir.Const) else axis
+        if isinstance(axis, ir.Name):
+            raise NoBatchingRule(f"no batching rule for {fn.__name__} over a computed axis", stmt.origin)
+        x = e.atom(bound.pop(next(iter(bound))))
+        others = [e.atom(v) if isinstance(v, (ir.Name, ir.Const)) else e.const(v) for v in bound.values()]
+        if axis is not None:
+            return e.call(fn, [x, *others], [("axis", e.const(_shift_axes(axis)))])
+        if fn is np.flip:
+            return e.call(fn, [x], [("axis", runtime_call("example_axes", x))])
+        flat = e.call(fn, [runtime_call("batched_reshape", x, ast.Constant(-1)), *others], [("axis", ast.Constant(0))])
+        if fn is np.roll:  # roll keeps the shape: the flattened example goes back into it
+            return runtime_call("batched_reshape", flat, runtime_call("example_shape", x))
+        return flat
+
+
+# Functions of one array along an axis (their rules' placeholder `axis`), which batch by that axis.
+_ALONG_AN_AXIS = (np.cumsum, np.cumprod, np.diff, np.roll, np.sort, np.flip)
 
 
 def _first_batched(path: str, pattern: Pattern) -> str | None:

@@ -12,22 +12,6 @@ from .common import _compile, _is_none, _nd, _scalar
 from .reductions import _index, _shape_of
 
 
-@overload(rt.cumsum)
-def _cumsum(x, axis=None):
-    if not _is_none(axis):
-        raise TypingError("s2s: under s2s.jit, np.cumsum takes no axis (Numba's takes none)")
-    return lambda x, axis=None: np.cumsum(x)
-
-
-@overload(rt.cumsum_bar)
-def _cumsum_bar(g, x, axis=None):
-    if not _is_none(axis):
-        raise TypingError("s2s: under s2s.jit, np.cumsum takes no axis (Numba's takes none)")
-    if _scalar(x):
-        return lambda g, x, axis=None: np.flip(np.cumsum(np.flip(np.ravel(g))))[0]
-    return lambda g, x, axis=None: np.ascontiguousarray(np.flip(np.cumsum(np.flip(np.ravel(g))))).reshape(x.shape)
-
-
 @overload(rt.matmul_bar_x)
 def _matmul_bar_x(g, x, y):
     nx, ny = _nd(x), _nd(y)
@@ -113,7 +97,13 @@ def _trace_bar(g, x):
 def _transpose_bar(g, axes=None):
     if _is_none(axes):
         return lambda g, axes=None: np.transpose(g)
-    return lambda g, axes=None: np.transpose(g, np.argsort(np.array(axes)))
+    if not isinstance(axes, types.BaseTuple):
+        raise TypingError("s2s: under jit, np.transpose takes its axes as a tuple")
+    # The inverse permutation, as a tuple (Numba's transpose takes no array): entry j is the k
+    # with axes[k] == j (negative axes counted from the end).
+    n = len(axes)
+    inverse = ", ".join(" + ".join(f"{k} * (axes[{k}] % {n} == {j})" for k in range(n)) for j in range(n))
+    return _compile(f"def impl(g, axes=None):\n    return np.transpose(g, ({inverse},))\n", "impl")
 
 
 @overload(rt.reshape_bar)
@@ -125,29 +115,36 @@ def _reshape_bar(g, x):
     return lambda g, x: np.ravel(g)[0]
 
 
+def _along_axis(g, body) -> str:
+    """Code with one branch per axis of g (axis an argument: its value is known at run time
+    only); body(a) gives a branch's lines for axis a."""
+    nd = _nd(g)
+    lines = []
+    for a in range(nd):
+        lines.append(f"    {'if' if a == 0 else 'elif'} axis == {a} or axis == {a - nd}:")
+        lines += ["        " + line for line in body(a)]
+    lines.append("    raise ValueError('s2s: axis out of range')")
+    return "\n".join(lines) + "\n"
+
+
 @overload(rt.concatenate_bar)
 def _concatenate_bar(g, xs, axis=0):
-    n = len(xs)
-    lines = ["def impl(g, xs, axis=0):", "    if axis != 0:",
-             "        raise ValueError('s2s: under jit, np.concatenate derivatives take axis=0')",
-             "    start = 0"]
-    parts = []
-    for k in range(n):
-        lines.append(f"    stop{k} = start + xs[{k}].shape[0]")
-        lines.append(f"    part{k} = g[start:stop{k}].copy()")
-        lines.append(f"    start = stop{k}")
-        parts.append(f"part{k}")
-    lines.append(f"    return ({', '.join(parts)},)")
-    return _compile("\n".join(lines) + "\n", "impl")
+    def body(a):
+        lines, parts = ["start = 0"], []
+        for k in range(len(xs)):
+            lines += [f"stop = start + xs[{k}].shape[{a}]", f"part{k} = g[{':, ' * a}start:stop].copy()",
+                      "start = stop"]
+            parts.append(f"part{k}")
+        return lines + [f"return ({', '.join(parts)},)"]
+    return _compile("def impl(g, xs, axis=0):\n" + _along_axis(g, body), "impl")
 
 
 @overload(rt.stack_bar)
 def _stack_bar(g, xs, axis=0):
-    n = len(xs)
-    items = "".join(f"g[{k}].copy(), " for k in range(n))
-    return _compile("def impl(g, xs, axis=0):\n    if axis != 0:\n"
-                    "        raise ValueError('s2s: under jit, np.stack derivatives take axis=0')\n"
-                    f"    return ({items})\n", "impl")
+    def body(a):
+        parts = "".join(f"g[{':, ' * a}{k}].copy(), " for k in range(len(xs)))
+        return [f"return ({parts})"]
+    return _compile("def impl(g, xs, axis=0):\n" + _along_axis(g, body), "impl")
 
 
 @overload(rt.array_bar)

@@ -1,0 +1,443 @@
+"""Overloads of the helpers for scans, shifts and rearrangements (runtime/arrays.py): flip, cumsum,
+cumprod, diff, roll, sort (with an axis, which Numba's own take none), tile (which Numba
+lacks), diag, hstack/vstack and astype, and their derivatives.
+
+Work along an axis goes through _rows: the axis swapped last and the array viewed as rows
+(one per position of the other axes), so one kernel over rows serves every ndim and axis, an
+argument of the compiled function included. The kernels are register_jitable, compiled into
+their callers as the other overloads' code is."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import types
+from numba.core.errors import TypingError
+from numba.extending import overload, register_jitable
+from numba.np.numpy_support import as_dtype
+
+from ... import runtime as rt
+from .common import _compile, _is_none, _nd, _scalar
+
+
+@register_jitable
+def _rows(x, axis):
+    """x with `axis` last, as a C-contiguous (rows, length) array, and that array's shape."""
+    moved = np.ascontiguousarray(np.swapaxes(x, axis, -1))
+    n = moved.shape[-1]
+    return moved.reshape((moved.size // max(n, 1), n)), moved.shape
+
+
+@register_jitable
+def _unrows(r, shape, axis):
+    return np.ascontiguousarray(np.swapaxes(r.reshape(shape), axis, -1))
+
+
+@register_jitable
+def _flat_row(x):
+    return np.ascontiguousarray(x).reshape((1, x.size))
+
+
+def _array(name, t):
+    if not isinstance(t, types.Array):
+        raise TypingError(f"s2s: under jit, {name} takes an array")
+
+
+# ---- flip, cumsum, cumprod -------------------------------------------------------------
+
+
+@register_jitable
+def _flip_rows(x):
+    return np.ascontiguousarray(x[:, ::-1])
+
+
+@overload(rt.flip)
+def _flip(x, axis=None):
+    _array("np.flip", x)
+    if _is_none(axis):
+        return lambda x, axis=None: np.flip(x)
+    if not isinstance(axis, types.BaseTuple):
+        def impl(x, axis=None):
+            r, shape = _rows(x, axis)
+            return _unrows(_flip_rows(r), shape, axis)
+        return impl
+    lines = "".join(f"    r, shape = _rows(x, axis[{k}])\n    x = _unrows(_flip_rows(r), shape, axis[{k}])\n"
+                    for k in range(len(axis)))
+    return _compile(f"def impl(x, axis=None):\n{lines}    return x\n", "impl", _rows=_rows, _unrows=_unrows,
+                    _flip_rows=_flip_rows)
+
+
+
+
+@register_jitable
+def _cumsum_rows(x, reverse):
+    """The cumulative sum of each row, or (reverse) summed from its end: cumsum's adjoint."""
+    out = np.empty_like(x)
+    for i in range(x.shape[0]):
+        if reverse:
+            out[i] = np.cumsum(x[i][::-1])[::-1]
+        else:
+            out[i] = np.cumsum(x[i])
+    return out
+
+
+@overload(rt.cumsum)
+def _cumsum(x, axis=None):
+    _array("np.cumsum", x)
+    if _is_none(axis):
+        return lambda x, axis=None: np.cumsum(x)
+
+    def impl(x, axis=None):
+        r, shape = _rows(x, axis)
+        return _unrows(_cumsum_rows(r, False), shape, axis)
+    return impl
+
+
+@overload(rt.cumsum_bar)
+def _cumsum_bar(g, x, axis=None):
+    if _is_none(axis):
+        if _scalar(x):
+            return lambda g, x, axis=None: np.flip(np.cumsum(np.flip(np.ravel(g))))[0]
+        return lambda g, x, axis=None: np.ascontiguousarray(np.flip(np.cumsum(np.flip(np.ravel(g))))).reshape(x.shape)
+
+    def impl(g, x, axis=None):
+        r, shape = _rows(g, axis)
+        return _unrows(_cumsum_rows(r, True), shape, axis)
+    return impl
+
+
+# ---- cumprod ----------------------------------------------------------------------
+
+
+@register_jitable
+def _cumprod_rows(x):
+    out = np.empty_like(x)
+    for i in range(x.shape[0]):
+        out[i] = np.cumprod(x[i])
+    return out
+
+
+@register_jitable
+def _cumprod_jvp_rows(t, x):
+    y = _cumprod_rows(x)
+    out = np.zeros_like(t * x)
+    for i in range(x.shape[0]):
+        if x.shape[1]:
+            out[i, 0] = t[i, 0]
+        for k in range(1, x.shape[1]):
+            out[i, k] = out[i, k - 1] * x[i, k] + y[i, k - 1] * t[i, k]
+    return out
+
+
+@register_jitable
+def _cumprod_jvp2_rows(t, s, x):
+    b, c = _cumprod_jvp_rows(t, x), _cumprod_jvp_rows(s, x)
+    out = np.zeros_like(b * c)
+    for i in range(x.shape[0]):
+        for k in range(1, x.shape[1]):
+            out[i, k] = out[i, k - 1] * x[i, k] + b[i, k - 1] * s[i, k] + c[i, k - 1] * t[i, k]
+    return out
+
+
+@register_jitable
+def _cumprod_vjp_rows(g, x, s, with_dx):
+    """cumprod_vjp, or with_dx its derivative in x along s (cumprod_vjp_dx)."""
+    y = _cumprod_rows(x)
+    c = _cumprod_jvp_rows(s, x)
+    out = np.zeros_like(g * x * s)
+    for i in range(x.shape[0]):
+        n = x.shape[1]
+        a, a_dot = 0.0, 0.0
+        for k in range(n - 1, -1, -1):
+            if k == n - 1:
+                a, a_dot = g[i, k], 0.0 * g[i, k]
+            else:
+                a, a_dot = g[i, k] + a * x[i, k + 1], a_dot * x[i, k + 1] + a * s[i, k + 1]
+            if not with_dx:
+                out[i, k] = a * y[i, k - 1] if k else a
+            else:
+                out[i, k] = a_dot * y[i, k - 1] + a * c[i, k - 1] if k else a_dot
+    return out
+
+
+def _along(axis, flat_result):
+    """Code that applies a row kernel to arguments along axis (None: the flattened arrays)."""
+    if _is_none(axis):
+        return ("_flat_row", "out.ravel()" if flat_result else "out.reshape(x.shape)")
+    return ("_rows", "_unrows(out, shape, axis)")
+
+
+def _scan(kernel, names, axis, flat_result):
+    rows, back = _along(axis, flat_result)
+    if rows == "_flat_row":
+        lines = [f"    {n}r = _flat_row({n})" for n in names]
+    else:
+        lines = [f"    {n}r, shape = _rows({n}, axis)" for n in names]
+    args = ", ".join(f"{n}r" for n in names)
+    source = (f"def impl({', '.join(names)}, axis=None):\n" + "\n".join(lines) +
+              f"\n    out = {kernel}({args})\n    return {back}\n")
+    return _compile(source, "impl", _rows=_rows, _unrows=_unrows, _flat_row=_flat_row,
+                    **{kernel: globals()[kernel]})
+
+
+def _arrays(name, *ts):
+    for t in ts:
+        _array(name, t)
+
+
+@overload(rt.cumprod)
+def _cumprod(x, axis=None):
+    _arrays("np.cumprod", x)
+    if _is_none(axis):
+        return lambda x, axis=None: np.cumprod(x)
+    return _scan("_cumprod_rows", ["x"], axis, True)
+
+
+@overload(rt.cumprod_jvp)
+def _cumprod_jvp(t, x, axis=None):
+    _arrays("np.cumprod", t, x)
+    swap = _scan("_cumprod_jvp_rows", ["t", "x"], axis, True)
+    return swap
+
+
+@overload(rt.cumprod_jvp2)
+def _cumprod_jvp2(t, s, x, axis=None):
+    _arrays("np.cumprod", t, s, x)
+    return _scan("_cumprod_jvp2_rows", ["t", "s", "x"], axis, True)
+
+
+@overload(rt.cumprod_vjp)
+def _cumprod_vjp(g, x, axis=None):
+    _arrays("np.cumprod", g, x)
+    rows, back = _along(axis, False)
+    get = "_flat_row({0})" if rows == "_flat_row" else "_rows({0}, axis)[0]"
+    source = (f"def impl(g, x, axis=None):\n    gr, xr = {get.format('g')}, {get.format('x')}\n"
+              + ("" if rows == "_flat_row" else "    shape = _rows(x, axis)[1]\n")
+              + f"    out = _cumprod_vjp_rows(gr, xr, xr, False)\n    return {back}\n")
+    return _compile(source, "impl", _rows=_rows, _unrows=_unrows, _flat_row=_flat_row,
+                    _cumprod_vjp_rows=_cumprod_vjp_rows)
+
+
+@overload(rt.cumprod_vjp_dx)
+def _cumprod_vjp_dx(g, x, s, axis=None):
+    _arrays("np.cumprod", g, x, s)
+    rows, back = _along(axis, False)
+    get = "_flat_row({0})" if rows == "_flat_row" else "_rows({0}, axis)[0]"
+    source = (f"def impl(g, x, s, axis=None):\n    gr, xr, sr = {get.format('g')}, {get.format('x')}, "
+              f"{get.format('s')}\n" + ("" if rows == "_flat_row" else "    shape = _rows(x, axis)[1]\n")
+              + f"    out = _cumprod_vjp_rows(gr, xr, sr, True)\n    return {back}\n")
+    return _compile(source, "impl", _rows=_rows, _unrows=_unrows, _flat_row=_flat_row,
+                    _cumprod_vjp_rows=_cumprod_vjp_rows)
+
+
+# ---- diff, roll, sort ----------------------------------------------------------------
+
+
+@overload(rt.diff)
+def _diff(x, n=1, axis=-1):
+    _array("np.diff", x)
+
+    def impl(x, n=1, axis=-1):
+        return np.ascontiguousarray(np.swapaxes(np.diff(np.ascontiguousarray(np.swapaxes(x, axis, -1)), n), axis, -1))
+    return impl
+
+
+@overload(rt.diff_bar)
+def _diff_bar(g, x, n=1, axis=-1):
+    _array("np.diff", g)
+
+    def impl(g, x, n=1, axis=-1):
+        h = np.ascontiguousarray(np.swapaxes(g, axis, -1))
+        for _ in range(n):
+            out = np.zeros(h.shape[:-1] + (h.shape[-1] + 1,), h.dtype)
+            out[..., :-1] -= h
+            out[..., 1:] += h
+            h = out
+        return np.ascontiguousarray(np.swapaxes(h, axis, -1))
+    return impl
+
+
+@register_jitable
+def _roll_rows(x, shift):
+    out = np.empty_like(x)
+    for i in range(x.shape[0]):
+        out[i] = np.roll(x[i], shift)
+    return out
+
+
+def _roll_source(shift, axis, sign):
+    if isinstance(shift, types.BaseTuple) != isinstance(axis, types.BaseTuple) and not _is_none(axis):
+        raise TypingError("s2s: under jit, np.roll takes an int shift and axis, or tuples of both")
+    if _is_none(axis):
+        total = " + ".join(f"shift[{k}]" for k in range(len(shift))) if isinstance(shift, types.BaseTuple) \
+            else "shift"
+        return f"    return np.roll(x, {sign}({total}))\n"
+    if not isinstance(shift, types.BaseTuple):
+        return f"    r, shape = _rows(x, axis)\n    return _unrows(_roll_rows(r, {sign}shift), shape, axis)\n"
+    lines = ""
+    for k in range(len(shift)):
+        lines += (f"    r, shape = _rows(x, axis[{k}])\n"
+                  f"    x = _unrows(_roll_rows(r, {sign}shift[{k}]), shape, axis[{k}])\n")
+    return lines + "    return x\n"
+
+
+@overload(rt.roll)
+def _roll(x, shift, axis=None):
+    _array("np.roll", x)
+    return _compile("def impl(x, shift, axis=None):\n" + _roll_source(shift, axis, ""), "impl",
+                    _rows=_rows, _unrows=_unrows, _roll_rows=_roll_rows)
+
+
+@overload(rt.roll_bar)
+def _roll_bar(g, shift, axis=None):
+    _array("np.roll", g)
+    source = "def impl(g, shift, axis=None):\n    x = g\n" + _roll_source(shift, axis, "-")
+    return _compile(source, "impl", _rows=_rows, _unrows=_unrows, _roll_rows=_roll_rows)
+
+
+@register_jitable
+def _sort_rows(t, x, scatter):
+    """Each row of t permuted as sorting the row of x permutes it, or (scatter) sent back."""
+    out = np.zeros_like(t * x[:1, :1])
+    for i in range(x.shape[0]):
+        order = np.argsort(x[i], kind="mergesort")  # stable, as NumPy's kind="stable"
+        if scatter:
+            out[i][order] = t[i]
+        else:
+            out[i] = t[i][order]
+    return out
+
+
+@overload(rt.sort)
+def _sort(x, axis=-1):
+    _array("np.sort", x)
+    if _is_none(axis):
+        return lambda x, axis=-1: np.sort(x.ravel())
+
+    def impl(x, axis=-1):
+        r, shape = _rows(x, axis)
+        return _unrows(np.sort(r), shape, axis)
+    return impl
+
+
+def _sort_helper(scatter):
+    def build(t, x, axis=-1):
+        _arrays("np.sort", t, x)
+        if _is_none(axis):
+            back = "out.reshape(x.shape)" if scatter else "out.ravel()"
+            source = (f"def impl(t, x, axis=-1):\n    out = _sort_rows(_flat_row(t), _flat_row(x), {scatter})\n"
+                      f"    return {back}\n")
+        else:
+            source = ("def impl(t, x, axis=-1):\n    tr, shape = _rows(t, axis)\n"
+                      f"    out = _sort_rows(tr, _rows(x, axis)[0], {scatter})\n    return _unrows(out, shape, axis)\n")
+        return _compile(source, "impl", _rows=_rows, _unrows=_unrows, _flat_row=_flat_row, _sort_rows=_sort_rows)
+    return build
+
+
+overload(rt.sort_dot)(_sort_helper(False))
+overload(rt.sort_bar)(_sort_helper(True))
+
+
+# ---- tile, diag, stacks ----------------------------------------------------------------
+
+
+def _tile_shapes(x, reps):
+    nx = _nd(x)
+    nr = len(reps) if isinstance(reps, types.BaseTuple) else 1
+    if not (isinstance(reps, types.BaseTuple) or isinstance(reps, types.Integer)):
+        raise TypingError("s2s: under jit, np.tile takes an int or a tuple of ints")
+    d = max(nx, nr)
+    rep = ["1"] * (d - nr) + ([f"reps[{k}]" for k in range(nr)] if isinstance(reps, types.BaseTuple) else ["reps"])
+    size = ["1"] * (d - nx) + [f"x.shape[{k}]" for k in range(nx)]
+    return d, nx, rep, size
+
+
+def _tuple(items):
+    return "(" + "".join(f"{i}, " for i in items) + ")"
+
+
+def _source_index(d, nx, size):
+    return ", ".join(f"idx[{k}] % {size[k]}" for k in range(d - nx, d))
+
+
+@overload(rt.tile)
+def _tile(x, reps):
+    d, nx, rep, size = _tile_shapes(x, reps)
+    shape = _tuple(f"{r} * {s}" for r, s in zip(rep, size))
+    if nx == 0:
+        return _compile(f"def impl(x, reps):\n    return np.full({shape}, x)\n", "impl")
+    source = (f"def impl(x, reps):\n    out = np.empty({shape}, x.dtype)\n"
+              f"    for idx in np.ndindex(out.shape):\n        out[idx] = x[{_source_index(d, nx, size)}]\n"
+              "    return out\n")
+    return _compile(source, "impl")
+
+
+@overload(rt.tile_bar)
+def _tile_bar(g, x, reps):
+    d, nx, rep, size = _tile_shapes(x, reps)
+    if nx == 0:
+        return lambda g, x, reps: np.sum(g)
+    source = (f"def impl(g, x, reps):\n    out = np.zeros(x.shape, g.dtype)\n"
+              f"    for idx in np.ndindex(g.shape):\n        out[{_source_index(d, nx, size)}] += g[idx]\n"
+              "    return out\n")
+    return _compile(source, "impl")
+
+
+@overload(rt.diag_bar)
+def _diag_bar(g, x, k=0):
+    if _nd(x) == 1:
+        return lambda g, x, k=0: np.diag(g, k)
+
+    def impl(g, x, k=0):
+        out = np.zeros(x.shape, g.dtype)
+        for i in range(g.shape[0]):
+            out[i + max(-k, 0), i + max(k, 0)] = g[i]
+        return out
+    return impl
+
+
+def _pieces(xs, axis, size):
+    """Code cutting g into one piece per x along axis, each in x's shape."""
+    lines, parts = ["    start = 0"], []
+    lead = ":, " * axis
+    for k in range(len(xs)):
+        lines += [f"    stop = start + {size(k)}", f"    part{k} = rt.reshape_bar(g[{lead}start:stop].copy(), xs[{k}])",
+                  "    start = stop"]
+        parts.append(f"part{k}")
+    return "\n".join(lines) + f"\n    return {_tuple(parts)}\n"
+
+
+@overload(rt.hstack_bar)
+def _hstack_bar(g, xs):
+    axis = 0 if _nd(xs[0]) <= 1 else 1  # as np.hstack: vectors (and numbers) join along axis 0
+
+    def size(k):
+        return "1" if _scalar(xs[k]) else f"xs[{k}].shape[{axis}]"
+    return _compile("def impl(g, xs):\n" + _pieces(xs, axis, size), "impl")
+
+
+@overload(rt.vstack_bar)
+def _vstack_bar(g, xs):
+    def size(k):
+        return f"xs[{k}].shape[0]" if _nd(xs[k]) >= 2 else "1"
+    return _compile("def impl(g, xs):\n" + _pieces(xs, 0, size), "impl")
+
+
+# ---- casts ---------------------------------------------------------------------------
+
+
+def _astype(x, dtype):
+    if isinstance(x, types.Array):
+        return lambda x, dtype: x.astype(dtype)
+    return lambda x, dtype: dtype(x)
+
+
+overload(rt.astype)(_astype)
+overload(rt.astype_integer)(_astype)
+
+
+@overload(rt.astype_bar)
+def _astype_bar(g, x):
+    if isinstance(x, types.Array):
+        return lambda g, x: np.asarray(g).astype(x.dtype)
+    kind = as_dtype(x).type
+    return lambda g, x: kind(g)

@@ -1,0 +1,361 @@
+"""The rules of issue 14: cumprod, diff, roll, hstack/vstack, concatenate/stack on axis -1, diag,
+tile, sort, atleast_Nd, einsum (lowered to matmul, dot, outer, trace, transpose, sum or a
+broadcast product), astype and np.sum(dtype=), and the elementwise NumPy names that already
+had rules. Each is checked against central finite differences: gradients (python backend and
+under s2s.jit), Jacobians in forward and reverse mode, Hessians (forward over reverse), vmap of
+the gradient, and float32 arguments."""
+
+import numpy as np
+import pytest
+
+import s2s
+from finite_differences import central_difference_grad
+
+# ---- programs ---------------------------------------------------------------------------
+# Scalar losses (x a vector of 6, A a 3x4 matrix, B a 4x3 matrix, T and U stacks of
+# matrices); the weights make every output element count differently.
+
+
+def cumprod_loss(x):
+    return np.sum(np.cumprod(x) * np.arange(1.0, 7.0))
+
+
+def cumprod_axis_loss(A):
+    return np.sum(np.cumprod(A, axis=1) * A) + np.sum(np.cumprod(A, 0) ** 2)
+
+
+def diff_loss(x):
+    return np.sum(np.diff(x) ** 2) + np.sum(np.diff(x, 2) * x[:4])
+
+
+def diff_axis_loss(A):
+    return np.sum(np.diff(A, 2, axis=0) ** 2) + np.sum(np.diff(A, axis=1) * A[:, 1:])
+
+
+def roll_loss(x):
+    return np.sum(np.roll(x, 2) * x * np.arange(6.0))
+
+
+def roll_axis_loss(A):
+    return np.sum(np.roll(A, 1, axis=0) * A) + np.sum(np.roll(A, (1, -2), (0, 1)) * A**2)
+
+
+def stacks_loss(x, A):
+    h = np.hstack((x, x * 2.0))
+    v = np.vstack((A, A * A))
+    return np.sum(h**2 * np.arange(12.0)) + np.sum(v * np.sin(v)) + np.sum(np.hstack((A, A**2)) ** 2)
+
+
+def last_axis_loss(A):
+    c = np.concatenate((A, A * 2.0), axis=-1)
+    s = np.stack((A, A**2), axis=-1)
+    return np.sum(c**2 * np.arange(8.0)) + np.sum(s * A[:, :, None] ** 2)
+
+
+def diag_loss(x):
+    m = np.diag(x, 1)
+    return np.sum(m**2 * np.arange(49.0).reshape(7, 7)) + np.sum(np.diag(np.outer(x, x), -1) ** 2)
+
+
+def tile_loss(x):
+    return np.sum(np.tile(x, 2) ** 2 * np.arange(12.0)) + np.sum(np.tile(x, (2, 1)) * x)
+
+
+def sort_loss(x):
+    return np.sum(np.sort(x) * np.arange(6.0)) + np.sum(np.sort(x * x) ** 2)
+
+
+def sort_axis_loss(A):
+    return np.sum(np.sort(A, axis=0) * A) + np.sum(np.sort(A, axis=None) ** 3 * np.arange(12.0))
+
+
+def atleast_loss(x):
+    return np.sum(np.atleast_2d(x) ** 2) + np.sum(np.atleast_1d(x) * 3.0) + np.sum(np.atleast_3d(x) ** 3)
+
+
+def einsum_loss(A, B):
+    c = np.einsum("ij,jk->ik", A, B)
+    d = np.einsum("ij,j->i", A, B[:, 0]) + np.einsum("ij,ij->", A, A)
+    return np.einsum("ii->", c) + np.einsum("ij->", A**2) + np.sum(np.einsum("ij->ji", A) * B) + np.sum(
+        np.einsum("ij,jk->ki", A, B) ** 2) + np.sum(d**2)
+
+
+def einsum_vector_loss(x):
+    return np.einsum("i,i->", x, x) + np.sum(np.einsum("i,j->ij", x, x * 2.0) ** 2) + np.einsum("i,i", x, x**2)
+
+
+def einsum_batched_loss(T, U):
+    return np.sum(np.einsum("bij,bjk->bik", T, U) ** 2) + np.sum(np.einsum("bij,bij->b", T, T) ** 2)
+
+
+def astype_loss(x):
+    return np.sum(x.astype(np.float64) ** 3) + np.sum(x.astype(int) * x)
+
+
+def sum_dtype_loss(x):
+    return np.sum(x * x, dtype=np.float64) + np.sum(x, dtype=float) ** 2
+
+
+def existing_loss(x):
+    a = np.multiply(x, x) + np.add(x, 1.0) - np.subtract(x, 0.5)
+    b = np.divide(a, 2.0 + x) + np.true_divide(x, 3.0) + np.negative(x) + np.power(x, 3.0)
+    return np.sum(np.cumsum(b) * np.flip(x)) + np.sum(np.logaddexp(x, b))
+
+
+_rng = np.random.default_rng(14)
+X = 0.5 + _rng.random(6)
+X[2] = 0.0  # cumprod's derivatives must not divide by x
+A = 0.5 + _rng.random((3, 4))
+B = _rng.standard_normal((4, 3))
+T, U = _rng.standard_normal((2, 3, 4)), _rng.standard_normal((2, 4, 3))
+X_NONZERO = np.array([0.7, 1.3, 0.45, 0.9, 1.1, 0.6])
+
+# name -> (function, arguments); the gradient is taken with respect to the first.
+CASES = {
+    "cumprod": (cumprod_loss, (X,)),
+    "cumprod_axis": (cumprod_axis_loss, (A,)),
+    "diff": (diff_loss, (X,)),
+    "diff_axis": (diff_axis_loss, (A,)),
+    "roll": (roll_loss, (X,)),
+    "roll_axis": (roll_axis_loss, (A,)),
+    "stacks": (stacks_loss, (X, A)),
+    "last_axis": (last_axis_loss, (A,)),
+    "diag": (diag_loss, (X,)),
+    "tile": (tile_loss, (X,)),
+    "sort": (sort_loss, (X_NONZERO,)),  # no ties: sort is differentiable there
+    "sort_axis": (sort_axis_loss, (A,)),
+    "atleast": (atleast_loss, (X,)),
+    "einsum": (einsum_loss, (A, B)),
+    "einsum_vector": (einsum_vector_loss, (X,)),
+    "einsum_batched": (einsum_batched_loss, (T, U)),
+    "astype": (astype_loss, (X_NONZERO,)),  # int() jumps at integers: none near
+    "sum_dtype": (sum_dtype_loss, (X,)),
+    "existing": (existing_loss, (X_NONZERO,)),
+}
+
+
+def _fd(fn, args, k=0):
+    return central_difference_grad(fn, list(args), k)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_grad_python_matches_finite_differences(name):
+    fn, args = CASES[name]
+    for k in range(len(args)):
+        got = s2s.grad(fn, argnums=k)(*args)
+        np.testing.assert_allclose(got, _fd(fn, args, k), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_grad_jit_matches_python(name):
+    fn, args = CASES[name]
+    got = s2s.jit(s2s.grad(fn))(*args)
+    np.testing.assert_allclose(got, _fd(fn, args), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(got, s2s.grad(fn)(*args), rtol=1e-12, atol=1e-12)
+
+
+# Forward mode: the Jacobian of the function that returns each loss's inner array.
+
+
+def cumprod_vec(x):
+    return np.cumprod(x * x)
+
+
+def diff_vec(A):
+    return np.diff(A * A, 2, axis=0)
+
+
+def roll_vec(A):
+    return np.roll(A * A, (1, 2), (0, 1))
+
+
+def diag_vec(x):
+    return np.diag(x * x, -1)
+
+
+def tile_vec(x):
+    return np.tile(x * x, (2, 1))
+
+
+def sort_vec(A):
+    return np.sort(A * A, axis=0)
+
+
+def einsum_vec(A):
+    return np.einsum("ij,kj->ik", A, A * A)
+
+
+def stack_vec(x):
+    return np.vstack((x, x * x))
+
+
+VECTOR_CASES = {"cumprod": (cumprod_vec, X), "diff": (diff_vec, A), "roll": (roll_vec, A), "diag": (diag_vec, X),
+                "tile": (tile_vec, X), "sort": (sort_vec, A), "einsum": (einsum_vec, A), "vstack": (stack_vec, X)}
+
+
+def _fd_jacobian(fn, x, h=1e-6):
+    columns = []
+    for index in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[index] = h
+        columns.append((fn(x + e) - fn(x - e)) / (2 * h))
+    return np.moveaxis(np.array(columns), 0, -1).reshape(np.shape(fn(x)) + x.shape)
+
+
+@pytest.mark.parametrize("name", sorted(VECTOR_CASES))
+def test_jacobians_match_finite_differences(name):
+    fn, x = VECTOR_CASES[name]
+    expected = _fd_jacobian(fn, x)
+    np.testing.assert_allclose(s2s.jacfwd(fn)(x), expected, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(s2s.jacrev(fn)(x), expected, rtol=1e-6, atol=1e-7)
+
+
+SECOND_ORDER = ["cumprod", "cumprod_axis", "diff_axis", "roll_axis", "diag", "tile", "sort", "sort_axis",
+                "einsum", "einsum_vector", "einsum_batched", "stacks", "last_axis", "atleast", "astype"]
+
+
+@pytest.mark.parametrize("name", SECOND_ORDER)
+def test_hessian_matches_finite_differences_of_the_gradient(name):
+    fn, args = CASES[name]
+    grad = s2s.grad(fn)
+    x = np.asarray(args[0], dtype=float)
+    expected = _fd_jacobian(lambda z: grad(z, *args[1:]), x, h=1e-5)
+    np.testing.assert_allclose(s2s.hessian(fn)(*args), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_hessian_of_cumprod_under_jit():
+    np.testing.assert_allclose(s2s.jit(s2s.hessian(cumprod_loss))(X), s2s.hessian(cumprod_loss)(X),
+                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(s2s.jit(s2s.hessian(cumprod_axis_loss))(A), s2s.hessian(cumprod_axis_loss)(A),
+                               rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["sort_axis", "tile", "last_axis", "diff_axis"])
+def test_hessian_under_jit(name):
+    fn, args = CASES[name]
+    np.testing.assert_allclose(s2s.jit(s2s.hessian(fn))(*args), s2s.hessian(fn)(*args), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["cumprod", "diff", "roll", "diag", "tile", "sort"])
+def test_forward_mode_under_jit(name):
+    fn, x = VECTOR_CASES[name]
+    np.testing.assert_allclose(s2s.jit(s2s.jacfwd(fn))(x), _fd_jacobian(fn, x), rtol=1e-6, atol=1e-7)
+
+
+def cumprod_tangent(x):
+    out, tangent = s2s.jvp(cumprod_vec, (x,), (x * x,))
+    return tangent
+
+
+def test_forward_over_forward_of_cumprod():
+    """The forward rule of cumprod's tangent (runtime.cumprod_jvp2): jacfwd of a function that
+    calls s2s.jvp, against finite differences of its values."""
+    expected = _fd_jacobian(cumprod_tangent, X, h=1e-5)
+    np.testing.assert_allclose(s2s.jacfwd(cumprod_tangent)(X), expected, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(s2s.jit(s2s.jacfwd(cumprod_tangent))(X), expected, rtol=1e-6, atol=1e-7)
+
+
+# ---- vmap ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["cumprod", "diff", "roll", "diag", "tile", "sort", "einsum_vector", "atleast",
+                                  "astype"])
+def test_vmap_of_grad_matches_per_example_gradients(name):
+    fn, _ = CASES[name]
+    xs = 0.5 + np.random.default_rng(3).random((4, 6))
+    expected = np.array([_fd(fn, (x,)) for x in xs])
+    np.testing.assert_allclose(s2s.vmap(s2s.grad(fn))(xs), expected, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(s2s.vmap(fn)(xs), [fn(x) for x in xs], rtol=1e-12)
+
+
+def test_vmap_batches_along_the_axis_without_a_loop():
+    As = 0.5 + np.random.default_rng(4).random((5, 3, 4))
+    for fn, data in ((cumprod_loss, X[None] + np.arange(3.0)[:, None]), (cumprod_axis_loss, As),
+                     (diff_axis_loss, As), (sort_axis_loss, As), (astype_loss, As[:, 0] + 0.1)):
+        batched = s2s.vmap(fn)
+        np.testing.assert_allclose(batched(data), [fn(d) for d in data], rtol=1e-12)
+        assert "Not vectorised" not in s2s.source(batched), fn.__name__
+    # A tuple of axes is a temporary of the normalized code: the loop over the examples takes it.
+    batched = s2s.vmap(roll_axis_loss)
+    np.testing.assert_allclose(batched(As), [roll_axis_loss(a) for a in As], rtol=1e-12)
+    assert "no batching rule for roll over a computed axis" in s2s.source(batched)
+
+
+def test_vmap_of_grad_under_jit():
+    xs = 0.5 + np.random.default_rng(3).random((4, 6))
+    for fn in (cumprod_loss, sort_loss, roll_loss):
+        expected = np.array([_fd(fn, (x,)) for x in xs])
+        np.testing.assert_allclose(s2s.jit(s2s.vmap(s2s.grad(fn)))(xs), expected, rtol=1e-6, atol=1e-7)
+
+
+# ---- float32 ------------------------------------------------------------------------
+
+
+def float32_loss(x):
+    y = np.cumprod(x) + np.roll(x, 1) + np.sort(x)
+    z = np.diff(np.tile(y, 2)) + np.einsum("i,i->", y, x)
+    return np.sum(z * z) + np.sum(x.astype(np.float64) ** 2)
+
+
+def test_float32_stays_float32_and_matches_float64():
+    x64 = X_NONZERO
+    x32 = x64.astype(np.float32)
+    for run in (s2s.grad(float32_loss), s2s.jit(s2s.grad(float32_loss))):
+        g32 = run(x32)
+        assert g32.dtype == np.float32
+        np.testing.assert_allclose(g32, _fd(float32_loss, (x64,)), rtol=2e-5, atol=2e-5)
+
+
+def test_astype_float32_derivative_goes_back_to_float64():
+    def loss(x):
+        return np.sum(x.astype(np.float32) ** 2)
+
+    g = s2s.grad(loss)(X_NONZERO)
+    assert g.dtype == np.float64
+    np.testing.assert_allclose(g, 2.0 * X_NONZERO, rtol=1e-6)  # closed form, up to float32 rounding
+
+
+# ---- refusals -----------------------------------------------------------------------
+
+
+def einsum_diagonal(x):
+    return np.sum(np.einsum("ii->i", x))
+
+
+def einsum_ellipsis(x):
+    return np.sum(np.einsum("...i->...", x))
+
+
+def einsum_three(x):
+    return np.einsum("i,i,i->", x, x, x)
+
+
+def cast_computed(x, t):
+    return np.sum(x.astype(t))
+
+
+def vstack_mixed(A, x):
+    return np.sum(np.vstack((A, x)))
+
+
+def atleast_number(x):
+    return np.sum(np.atleast_1d(x[0]))
+
+
+@pytest.mark.parametrize("fn", [einsum_diagonal, einsum_ellipsis, einsum_three])
+def test_unsupported_einsum_is_refused_at_its_line(fn):
+    with pytest.raises(s2s.S2SError, match=r"test_more_rules.py:\d+:\d+: np.einsum"):
+        s2s.grad(fn)(np.eye(3) if fn is einsum_diagonal else X)
+
+
+def test_cast_to_a_computed_type_is_refused():
+    with pytest.raises(s2s.S2SError, match="the type of a cast must be a constant"):
+        s2s.grad(cast_computed)(X, np.float64)
+
+
+@pytest.mark.parametrize("fn, args", [(vstack_mixed, (A, A[0])), (atleast_number, (X,))])
+def test_what_numba_cannot_compile_is_an_error_at_the_users_line(fn, args):
+    np.testing.assert_allclose(s2s.grad(fn)(*args), _fd(fn, args), rtol=1e-6, atol=1e-7)  # the python backend
+    line = fn.__code__.co_firstlineno + 1
+    with pytest.raises(s2s.S2SError, match=rf"test_more_rules.py:{line}:\d+: Numba cannot compile"):
+        s2s.jit(s2s.grad(fn))(*args)
