@@ -10,7 +10,8 @@ import numpy as np
 
 from . import pytree
 from .errors import S2SError
-from .doors.api import ForwardTransformed, Transformed, grad, hessian, jit
+from .doors.api import ForwardTransformed, Transformed, grad, jit
+from .doors.jacobians import hessian
 
 
 def _float_tree_like(tree: Any, rng: np.random.Generator) -> Any:

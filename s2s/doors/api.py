@@ -9,12 +9,11 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .. import backends, driver, pytree, runtime
+from .. import backends, driver, pytree
 from ..analysis.shapes import argument_facts
 from ..driver import cache
 from ..errors import S2SError
 from ..frontend.nested import register_nested_transform
-from .hessian import TreeHessian
 from .primitives import as_function
 
 
@@ -97,6 +96,8 @@ class Transformed:
     def __init__(self, fun: Callable, kind: str, argnums=0, has_aux: bool = False, backend: str = "python",
                  rows: bool = False):
         fun = _unbatched(fun)
+        from .jacobians import Jacobian, SecondOrder  # (jacobians.py builds on this module)
+
         if isinstance(fun, (Transformed, Jacobian, SecondOrder)):
             raise S2SError(f"{kind} of an already transformed function is supported as grad(grad(f)) only",
                            hint="use s2s.hessian(f) or s2s.jacfwd(s2s.jacrev(f)) for other second derivatives")
@@ -267,11 +268,12 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False)
     >>> float(s2s.grad(f)(np.array([0.5]))[0]) == float(np.sin(1.0))
     True
     """
+    from .higher import ThirdOrder  # (jacobians.py and higher.py build on this module)
+    from .jacobians import SecondOrder, _second_order
+
     if isinstance(fun, Transformed) and fun.kind == "grad" and not fun.has_aux and not has_aux:
         return _second_order(fun, argnums, scalar=True)
     if isinstance(fun, SecondOrder) and fun.scalar and isinstance(argnums, int) and not has_aux:
-        from .higher import ThirdOrder  # (higher.py builds on this module)
-
         return ThirdOrder(fun, argnums)
     return Transformed(fun, "grad", argnums, has_aux)
 
@@ -587,244 +589,6 @@ def _numpy_scalar(value, args):
         if dtypes == {np.dtype(np.float32)}:
             return np.float32(value)
     return value
-
-
-def _jacobian_layout(rows: np.ndarray, out_shape: tuple, in_shape: tuple, forward: bool) -> np.ndarray:
-    """JAX's layout: output shape + input shape."""
-    if forward:  # rows[c] = d out / d x_c
-        return np.moveaxis(rows.reshape((-1,) + out_shape), 0, -1).reshape(out_shape + in_shape)
-    return rows.reshape(out_shape + in_shape)
-
-
-def _basis(shape: tuple, dtype) -> np.ndarray:
-    n = int(np.prod(shape))
-    return np.eye(n, dtype=dtype).reshape((n,) + shape)
-
-
-class Jacobian:
-    """jacfwd / jacrev: a Jacobian by pushing (pulling) a stack of basis vectors through
-    compiled generated code in one call."""
-
-    def __init__(self, fun: Callable, argnums, forward: bool, backend: str = "python", has_aux: bool = False):
-        fun = _unbatched(fun)
-        self.fun = fun
-        self._bind = _Binder(fun)
-        self.argnums = argnums
-        self.forward = forward
-        self.backend = backend
-        self.has_aux = has_aux
-        functools.update_wrapper(self, fun, updated=())  # not fun's __dict__: it may be a transform
-
-    @property
-    def source(self) -> str:
-        if self.forward:
-            return ForwardTransformed(self.fun, has_aux=self.has_aux, columns=True).source
-        return Transformed(self.fun, "vjp", _argnums_tuple(self.argnums)[:1], self.has_aux, rows=True).source
-
-    def with_backend(self, backend: str) -> "Jacobian":
-        return Jacobian(self.fun, self.argnums, self.forward, backend, self.has_aux)
-
-    def _one(self, args, k):
-        x = args[k]
-        if any(pytree.is_integer_leaf(leaf) for leaf in pytree.leaves(x)):
-            raise S2SError(f"jacobians are taken with respect to float scalars and arrays; argument {k} "
-                           "holds integers", hint="pass floats, or leave it out of argnums")
-        with runtime.debug_silenced():  # (for its output's shape, not one of the user's calls)
-            out = _plain_value(self.fun, _private_copies(args))  # (copies: fun may write into its arguments)
-        if self.has_aux:
-            out = out[0]
-        simple = (float, np.floating, np.ndarray)
-        if not isinstance(x, simple) or not isinstance(out, simple):
-            return self._pytree(args, k, out)
-        x_arr = np.asarray(x, dtype=np.result_type(x, np.float64) if not isinstance(x, np.ndarray) else x.dtype)
-        in_shape = np.shape(x)
-        if self.forward:
-            transformed = ForwardTransformed(self.fun, self.backend, self.has_aux, columns=True)
-            columns = transformed.entry(f"_jvp_columns_{k}")
-            call = list(args)
-            call[k] = x if np.ndim(x) else float(x)
-            tangents = _basis(in_shape, x_arr.dtype)
-            if not in_shape:
-                tangents = tangents.reshape(1)
-            rows = columns(*transformed.call_args(call), tangents)
-            out_shape = rows.shape[1:]
-            return _jacobian_layout(rows, out_shape, in_shape, True)
-        transformed = Transformed(self.fun, "vjp", (k,), self.has_aux, backend=self.backend, rows=True)
-        out_shape = np.shape(out)
-        cotangents = _basis(out_shape, np.result_type(out, np.float64))
-        if not out_shape:
-            cotangents = cotangents.reshape(1)
-        rows = getattr(transformed.module(), f"{transformed._entry_name()}_vjp_rows")(
-            *transformed._call_args(args), cotangents)
-        return _jacobian_layout(rows, out_shape, in_shape, False)
-
-    def _pytree(self, args, k, out):
-        """Pytree inputs or outputs: one generated-code call per input (fwd) or output (rev)
-        element, leaf by leaf; the result nests the input structure in the output structure."""
-        in_leaves, in_structure = pytree.flatten(args[k])
-        out_leaves, out_structure = pytree.flatten(out)
-        blocks = [[None] * len(in_leaves) for _ in out_leaves]
-        if self.forward:
-            transformed = ForwardTransformed(self.fun, self.backend, self.has_aux, columns=True)
-            entry = transformed.entry_wrt(k)  # takes the tangent of argument k only
-            for li, leaf in enumerate(in_leaves):
-                columns = []
-                for e in range(max(1, np.size(leaf))):
-                    tangent = pytree.unflatten(in_structure, _unit_leaves(in_leaves, li, e))
-                    tangent = entry(*transformed.call_args(list(args) + [tangent]))[1]
-                    if self.has_aux:
-                        tangent = tangent[0]
-                    columns.append(pytree.flatten(tangent)[0])
-                for oi, o in enumerate(out_leaves):
-                    stacked = np.array([np.asarray(c[oi], np.float64) for c in columns])
-                    blocks[oi][li] = np.moveaxis(stacked, 0, -1).reshape(np.shape(o) + np.shape(leaf))
-        else:
-            transformed = Transformed(self.fun, "vjp", (k,), self.has_aux, backend=self.backend)
-            vjp_function = transformed._vjp_function()
-            for oi, o in enumerate(out_leaves):
-                rows = []
-                for e in range(max(1, np.size(o))):
-                    cotangent = pytree.unflatten(out_structure, _unit_leaves(out_leaves, oi, e))
-                    if self.backend == "cpu":
-                        cotangent = pytree.to_numba(cotangent)
-                    adjoint = vjp_function(*transformed._call_args(args), cotangent)[1][0]
-                    rows.append(pytree.flatten(pytree.restructure(adjoint, args[k]))[0])
-                for li, leaf in enumerate(in_leaves):
-                    stacked = np.array([np.asarray(r[li], np.float64) for r in rows])
-                    blocks[oi][li] = stacked.reshape(np.shape(o) + np.shape(leaf))
-        return pytree.unflatten(out_structure, [pytree.unflatten(in_structure, row) for row in blocks])
-
-    def __call__(self, *args, **kwargs):
-        args = _private_copies(self._bind(args, kwargs, _argnums_tuple(self.argnums)))
-        if isinstance(self.argnums, int):
-            jac = _in_dtype(self._one(args, self.argnums), args[self.argnums])
-        else:
-            jac = tuple(_in_dtype(self._one(args, k), args[k]) for k in self.argnums)
-        if self.has_aux:
-            with runtime.debug_silenced():
-                return jac, self.fun(*_private_copies(args))[1]
-        return jac
-
-
-class SecondOrder:
-    """Derivatives of a reverse-mode derivative, by forward mode over the generated reverse
-    code: hessian(f), jacfwd(jacrev(f)), jacrev(jacrev(f)), grad(grad(f))."""
-
-    def __init__(self, fun: Callable, inner_argnum: int, outer_argnums, scalar: bool, backend: str = "python"):
-        fun = _unbatched(fun)
-        self.fun = fun
-        self._bind = _Binder(fun)
-        self.inner_argnum = inner_argnum
-        self.outer_argnums = outer_argnums
-        self.scalar = scalar  # grad(grad(f)): a number, as in JAX
-        self.backend = backend
-        functools.update_wrapper(self, fun, updated=())  # not fun's __dict__: it may be a transform
-        self._module = None
-
-    def with_backend(self, backend: str) -> "SecondOrder":
-        return SecondOrder(self.fun, self.inner_argnum, self.outer_argnums, self.scalar, backend)
-
-    def _vjp_function(self):
-        inner = Transformed(self.fun, "vjp", (self.inner_argnum,))
-        return getattr(inner.module(), f"{inner._entry_name()}_vjp")
-
-    @property
-    def source(self) -> str:
-        return _source(self._vjp_function(), "second_order", {})
-
-    def module(self):
-        if self._module is None:
-            vjp_function = self._vjp_function()
-            self._module = backends.load(self.source, vjp_function.__name__ + "_jvp", self.backend)
-        return self._module
-
-    def _one(self, args, k):
-        x, wrt = args[self.inner_argnum], args[k]
-        if not self.scalar and k == self.inner_argnum and isinstance(x, (tuple, list, dict)):
-            return TreeHessian(self.fun, k, self.backend)(*args)  # a pytree argument: its blocks
-        for value, position in ((x, self.inner_argnum), (wrt, k)):
-            if not isinstance(value, (float, np.floating, np.ndarray)) or pytree.is_integer_leaf(value):
-                raise S2SError(f"second derivatives are taken with respect to float scalars and arrays; "
-                               f"argument {position} is {type(value).__name__}")
-        with runtime.debug_silenced():  # (for its output's shape, not one of the user's calls)
-            out = _plain_value(self.fun, _private_copies(args))  # (copies: fun may write into its arguments)
-        if not isinstance(out, (float, int, np.floating, np.ndarray)):
-            raise S2SError("second derivatives take functions with an array or scalar output")
-        out_shape, in_shape, wrt_shape = np.shape(out), np.shape(x), np.shape(wrt)
-        if self.scalar and (out_shape or in_shape):
-            raise S2SError(f"grad of grad needs scalar outputs: grad({self.fun.__name__}) returns shape "
-                           f"{in_shape}", hint="use s2s.hessian or s2s.jacfwd(s2s.jacrev(f))")
-        cotangents = _basis(out_shape, np.float64).reshape((-1,) + out_shape) if out_shape else np.ones(1)
-        tangents = _basis(wrt_shape, np.float64).reshape((-1,) + wrt_shape) if wrt_shape else np.ones(1)
-        drivers = [n for n in dir(self.module()) if n.endswith(f"_second_order_{k}")]
-        call = [a if k2 not in (self.inner_argnum, k) or np.ndim(a) else float(a) for k2, a in enumerate(args)]
-        if self.backend == "cpu":
-            call = [pytree.to_numba(a) for a in call]
-        blocks = backends.entry(self.module(), drivers[0], self.fun)(*call, cotangents, tangents)  # (rows, cols) + in_shape
-        if self.scalar:
-            return float(np.asarray(blocks).reshape(-1)[0])
-        blocks = np.asarray(blocks).reshape((len(cotangents), len(tangents)) + in_shape)
-        blocks = np.moveaxis(blocks, 1, -1)  # rows, in..., cols
-        return blocks.reshape(out_shape + in_shape + wrt_shape)
-
-    def __call__(self, *args, **kwargs):
-        args = _private_copies(self._bind(args, kwargs, _argnums_tuple(self.outer_argnums)))
-        # float32 in, float32 out, as the first derivatives (the second are computed in float64)
-        if isinstance(self.outer_argnums, int):
-            return _in_dtype(self._one(args, self.outer_argnums), args[self.outer_argnums])
-        return tuple(_in_dtype(self._one(args, k), args[k]) for k in self.outer_argnums)
-
-
-def _second_order(inner, outer_argnums, scalar: bool) -> SecondOrder:
-    argnums = inner.argnums
-    reverse = isinstance(inner, Jacobian) and not inner.forward or isinstance(inner, Transformed) and inner.kind == "grad"
-    if not isinstance(argnums, int) and not scalar and reverse and not inner.has_aux \
-            and _argnums_tuple(outer_argnums) == tuple(argnums):
-        return TreeHessian(inner.fun, tuple(argnums))  # jacfwd(jacrev(f, (0, 1)), (0, 1)): the Hessian's blocks
-    if not isinstance(argnums, int):
-        raise S2SError("second derivatives of a transform with several argnums are not supported yet",
-                       hint="take argnums=0 (an int) in the inner transform")
-    if isinstance(inner, Jacobian) and inner.forward:
-        raise S2SError("second derivatives are taken forward over reverse",
-                       hint="use s2s.jacfwd(s2s.jacrev(f)) or s2s.hessian(f)")
-    return SecondOrder(inner.fun, argnums, outer_argnums, scalar)
-
-
-def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
-    """The Jacobian by forward mode (one tangent per input element), laid out as in JAX.
-
-    has_aux: fun returns (value, aux); the result is (jacobian, aux).
-    """
-    if isinstance(fun, (Jacobian, Transformed)) and not has_aux:
-        return _second_order(fun, argnums, scalar=False)
-    return Jacobian(fun, argnums, forward=True, has_aux=has_aux)
-
-
-def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
-    """The Jacobian by reverse mode (one cotangent per output element), laid out as in JAX.
-
-    Of a Jacobian or gradient it is computed forward over reverse, which gives the same numbers.
-    """
-    if isinstance(fun, (Jacobian, Transformed)) and not has_aux:
-        return _second_order(fun, argnums, scalar=False)
-    return Jacobian(fun, argnums, forward=False, has_aux=has_aux)
-
-
-def hessian(fun: Callable, argnums: int | Sequence[int] = 0):
-    """The Hessian, jacfwd(jacrev(fun)): forward mode over the generated reverse code.
-
-    Of a pytree argument, or of several argnums, it has JAX's layout: hessian[i][j] has the
-    shape out.shape + arg_i.shape + arg_j.shape (blocks nested by the arguments' trees).
-
-    >>> import numpy as np, s2s
-    >>> def f(x):
-    ...     return np.sum(x ** 3)
-    >>> s2s.hessian(f)(np.array([1.0, 2.0])).tolist()
-    [[6.0, 0.0], [0.0, 12.0]]
-    """
-    if not isinstance(argnums, int):
-        return TreeHessian(fun, argnums)  # ((H00, H01), (H10, H11)), as JAX
-    return SecondOrder(fun, argnums, argnums, scalar=False)
 
 
 def source(transformed: Any) -> str:

@@ -67,7 +67,7 @@ def _blocker(exc: S2SError, fn) -> Blocker:
 def _generate(fn, row: str):
     """(source, user files) of the transform the row names, or raise its S2SError."""
     if row == "hessian":
-        from .api import SecondOrder
+        from .jacobians import SecondOrder
 
         return SecondOrder(fn, 0, 0, scalar=False).source, _user_files(fn)
     if row == "vmap":

@@ -21,7 +21,7 @@ from . import api
 class ThirdOrder:
     """grad(grad(grad(f))) of a function of float scalars, with respect to argument `argnum`."""
 
-    def __init__(self, second: "api.SecondOrder", argnum: int, backend: str = "python"):
+    def __init__(self, second, argnum: int, backend: str = "python"):  # second: jacobians.SecondOrder
         if not second.scalar or not isinstance(second.outer_argnums, int):
             raise S2SError("third derivatives are taken as grad(grad(grad(f))) of scalar functions",
                            hint="use s2s.grad three times, each with one int argnums")
