@@ -196,3 +196,27 @@ def test_check_grads_takes_constants_that_are_not_differentiated():
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         s2s.testing.check_grads(f, (x, d), argnums=(0,))
+
+
+def _scaled_root(u, s):
+    return np.sqrt(u) * s
+
+
+def updates_a_helper_result(x, d):
+    y = x * 1.0
+    v = _scaled_root(d, y[-1])  # may share memory with d or y, as far as s2s knows
+    v += 0.5 * d  # so a run-time check against each of them comes first
+    return np.sum(v * v) + np.sum(y * d)
+
+
+def test_forward_mode_of_an_update_with_several_alias_checks():
+    # (found by the random programs: the forward mode expected one check)
+    x, d = np.array([0.3, -0.5, 0.8]), np.array([0.0, 1.0, 4.0])
+    source = s2s.source(s2s.jacfwd(updates_a_helper_result))
+    assert source.count("runtime.require_unshared(") >= 2
+    s2s.testing.check_grads(updates_a_helper_result, (x, d), argnums=(0,), modes=("fwd", "rev"))
+    # closed form: v = sqrt(d) y2 + d / 2; f = sum(v^2) + sum(y d)
+    v = np.sqrt(d) * x[-1] + 0.5 * d
+    expected = d.copy()
+    expected[-1] += np.sum(2 * v * np.sqrt(d))
+    np.testing.assert_allclose(s2s.jacfwd(updates_a_helper_result)(x, d), expected, rtol=1e-13)

@@ -109,9 +109,9 @@ class JVP:
         if isinstance(value, ir.Call) and is_user_function(value.fn) and active:
             return self.user_call(stmt)
         primal = em.primal(stmt)
-        if isinstance(primal, list):  # a run-time alias check, then the assignment
-            check, primal = primal
-            return [check] + self.assignment(ir.Assign(stmt.targets, stmt.value, stmt.origin, stmt.inplace))
+        if isinstance(primal, list):  # the run-time alias checks (one per other name), then the assignment
+            checks = primal[:-1]
+            return checks + self.assignment(ir.Assign(stmt.targets, stmt.value, stmt.origin, stmt.inplace))
         if not active:
             return [primal]
         if stmt.unpack:
