@@ -249,3 +249,20 @@ def test_vmap_of_a_reshape_keeps_the_shape_unbatched():
                                [reshaped_by_method(x, 3, 3) for x in X], rtol=1e-13)
     grads = s2s.vmap(s2s.grad(reshaped))(X)
     np.testing.assert_allclose(grads, 2 * X * np.arange(9.0), rtol=1e-13)
+
+
+def writes_through_a_repeated_index(x, v):
+    z = x * 1.0
+    idx = np.array([0, 0, 2])
+    z[idx] += v
+    return np.sum(z * z)
+
+
+def test_a_runtime_refusal_names_the_users_statement():
+    """A runtime helper's refusal while generated code runs as NumPy (a write through an index
+    array with repeated entries) is an S2SError at the user's statement."""
+    x, v = np.array([1.0, 2.0, 3.0]), np.array([0.5, 0.7, 0.9])
+    with pytest.raises(s2s.S2SError, match=r"test_crashes.py:\d+:5: a write x\[idx\] = v whose index array repeats") as info:
+        s2s.grad(writes_through_a_repeated_index, argnums=(0, 1))(x, v)
+    assert "z[idx] += v" in str(info.value)
+    assert type(info.value.__cause__) is ValueError

@@ -410,7 +410,7 @@ def uses_squared(xs):
 
 
 def test_a_vmap_inside_a_transform_returns_one_array_per_example_in_its_dtype():
-    with pytest.raises(ValueError, match="not a tuple"):
+    with pytest.raises(s2s.S2SError, match=r"test_vmap.py:\d+:\d+: vmap: .* not a tuple"):
         s2s.jit(uses_paired, backend="python")(0.5, np.ones((2, 3)))
     out = s2s.jit(uses_squared, backend="python")(np.ones((2, 3), np.float32))
     assert out.dtype == np.float32

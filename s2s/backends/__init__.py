@@ -116,12 +116,12 @@ def entry(module: types.ModuleType, name: str, fun=None):
     compilation error is an S2SError naming the user's statement (failures.py). fun: the
     user's function, whose file names the statements of that file in full."""
     function = getattr(module, name)
-    if not hasattr(function, "py_func"):  # plain Python (the python backend)
-        return function
     try:
         import inspect
 
         files = (inspect.getsourcefile(fun),) if fun is not None else ()
     except TypeError:
         files = ()
+    if not hasattr(function, "py_func"):  # plain Python (the python backend)
+        return failures.located(function, files)
     return failures.checked(function, files, fun)

@@ -157,3 +157,44 @@ def checked(function, user_files: tuple[str, ...] = (), fun=None):
 
     call.dispatcher = function
     return call
+
+
+def runtime_refusal(exc: ValueError, user_files: tuple[str, ...] = ()) -> S2SError | None:
+    """The S2SError for a runtime helper's refusal ("s2s: ...", e.g. a write through an index
+    array with repeated entries) raised while generated code ran as NumPy: at the user's
+    statement that the innermost generated frame of its traceback came from."""
+    message = str(exc)
+    if not message.startswith("s2s:"):
+        return None
+    sources = {os.path.basename(p): p for p in user_files if p}
+    origins, frame = [], exc.__traceback__
+    while frame is not None:
+        path = frame.tb_frame.f_code.co_filename
+        if os.path.basename(os.path.dirname(path)) == "modules":  # a generated module of the cache
+            found = _origin_above(path, frame.tb_lineno, sources)
+            if found is not None:
+                origins.append(found)
+        frame = frame.tb_next
+    # the innermost statement of the user's own files (a generated vmap loop names itself)
+    users = [o for o in origins if os.path.isabs(o.filename) and os.path.basename(os.path.dirname(o.filename)) != "modules"]
+    origin = (users or origins or [None])[-1]
+    if origin is None:
+        return None
+    return S2SError(message[len("s2s:"):].strip(), origin)
+
+
+def located(function, user_files: tuple[str, ...] = ()):
+    """function (generated, run as NumPy) called so that a runtime helper's refusal names the
+    user's statement."""
+
+    @functools.wraps(function)
+    def call(*args):
+        try:
+            return function(*args)
+        except ValueError as exc:
+            refusal = runtime_refusal(exc, user_files)
+            if refusal is None:
+                raise
+            raise refusal from exc
+
+    return call

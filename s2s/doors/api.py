@@ -527,7 +527,7 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
 
 
 # s2s.jvp(f, ...) inside a transformed function calls f's generated forward mode.
-register_nested_transform(jvp, lambda fun: _forward_transformed(fun, "python").entry())
+register_nested_transform(jvp, lambda fun: inspect.unwrap(_forward_transformed(fun, "python").entry()))
 
 
 def zero_tangent(tree: Any) -> Any:
