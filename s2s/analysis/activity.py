@@ -17,6 +17,7 @@ import numpy as np
 
 from ..ir import nodes as ir
 from ..errors import S2SError
+from .liveness import Branches, Liveness, Loop
 from ..frontend.source import is_user_function
 from ..rules import SELF_PRODUCT, Rule, facts, lookup
 
@@ -463,35 +464,7 @@ class Analysis:
     def _liveness(self, params_live_at_exit: bool = True):
         result = self.fn.result
         exit_live = set(ir.names_in(result)) | (set(self.fn.params) if params_live_at_exit else set())
-        self._live_block(self.fn.body, exit_live)
-
-    def _live_block(self, block, live_out: set) -> set:
-        live = set(live_out)
-        for stmt in reversed(block):
-            self.live_after[id(stmt)] = set(live)
-            live = self._live_stmt(stmt, live)
-        return live
-
-    def _live_stmt(self, stmt, live: set) -> set:
-        if isinstance(stmt, ir.If):
-            return (self._live_block(stmt.body, live) | self._live_block(stmt.orelse, live)
-                    | set(ir.stmt_reads(stmt)))
-        if isinstance(stmt, (ir.For, ir.While)):
-            head = set(live)
-            for _ in range(len(self.info) + 2):
-                if isinstance(stmt, ir.For):
-                    body_in = self._live_block(stmt.body, head) - {stmt.var}
-                    new = live | body_in
-                else:
-                    cond_in = self._live_block(stmt.cond, head | set(ir.names_in(stmt.test)))
-                    body_in = self._live_block(stmt.body, cond_in)
-                    new = live | cond_in | body_in
-                if new == head:
-                    break
-                head = new
-            return head | set(ir.stmt_reads(stmt))
-        kills = set(stmt.targets) if isinstance(stmt, ir.Assign) and not stmt.inplace else set()
-        return (live - kills) | set(ir.stmt_reads(stmt))
+        _IRLiveness(self.live_after).block(self.fn.body, exit_live)
 
     def defs_may_clobber(self, var: str, at, *, operand: bool) -> bool:
         """May `var` change between statement `at` and the reverse sweep's visit of it?
@@ -527,3 +500,26 @@ def _op_symbol(fn) -> str:
     return {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
             operator.pow: "**", operator.matmul: "@", operator.floordiv: "//",
             operator.mod: "%"}.get(fn, "?")
+
+
+class _IRLiveness(Liveness):
+    """Liveness on the IR, recording what is live after each statement (by id)."""
+
+    def __init__(self, live_after: dict):
+        self.live_after = live_after
+
+    def after(self, stmt, live: set) -> None:
+        self.live_after[id(stmt)] = set(live)
+
+    def structure(self, stmt, live: set) -> Branches | Loop | None:
+        if isinstance(stmt, ir.If):
+            return Branches(set(ir.stmt_reads(stmt)), [stmt.body, stmt.orelse])
+        if isinstance(stmt, ir.For):
+            return Loop(stmt.body, reads=set(ir.stmt_reads(stmt)), bound={stmt.var})
+        if isinstance(stmt, ir.While):
+            return Loop(stmt.body, reads=set(ir.stmt_reads(stmt)), test=set(ir.names_in(stmt.test)), pre=stmt.cond)
+        return None
+
+    def simple(self, stmt, live: set, record: bool) -> set:
+        kills = set(stmt.targets) if isinstance(stmt, ir.Assign) and not stmt.inplace else set()
+        return (live - kills) | set(ir.stmt_reads(stmt))

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import ast
 
+from ..analysis.liveness import Branches, Liveness, Loop
 from .emitted import TEMPORARY, changes_nothing, count_names, is_comment, name_loads, stored_names
 
 _FRESH = (ast.Constant, ast.BinOp, ast.UnaryOp, ast.Compare)
 
 
-class _DeadCode:
+class _DeadCode(Liveness):
     """Statements whose results nothing reads later, by liveness through loops and branches:
     temporaries left unread once an unbroadcast or copy is dropped, and what only a left-out
     value needed. A grad that leaves out its value (reverse.VJP, value_needed=False) leaves the
@@ -42,13 +43,22 @@ class _DeadCode:
                 fresh[node.id] = False  # unpacked, a loop's variable, or one of several targets
         self.always_fresh = {n for n, is_fresh in fresh.items() if is_fresh and n not in params}
 
-    def block(self, block: list, live: set, record: bool) -> set:
-        for stmt in reversed(block):
-            live = self.stmt(stmt, live, record)
-        return live
+    def structure(self, stmt, live: set) -> Branches | Loop | None:
+        if isinstance(stmt, ast.For) and not stmt.orelse:
+            if self._empty(stmt.body) and not stored_names(stmt.target) & live and _is_range(stmt.iter, self.shadowed):
+                return None  # a loop that does nothing: dead (simple)
+            return Loop(stmt.body, reads={n.id for n in name_loads(stmt.iter)}, bound=stored_names(stmt.target))
+        if isinstance(stmt, ast.While) and not stmt.orelse:
+            return Loop(stmt.body, test={n.id for n in name_loads(stmt.test)})
+        if isinstance(stmt, ast.If):
+            return Branches({n.id for n in name_loads(stmt.test)}, [stmt.body, stmt.orelse])
+        return None
 
-    def stmt(self, stmt, live: set, record: bool) -> set:
+    def simple(self, stmt, live: set, record: bool) -> set:
         loads = {n.id for n in name_loads(stmt)}
+        if isinstance(stmt, ast.For):  # structure() found it dead; a loop with an else is kept
+            if not stmt.orelse:
+                return self._dead(stmt, live, record)
         if isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Name) for t in stmt.targets):
             targets = {t.id for t in stmt.targets}
             if not targets & live and changes_nothing(stmt.value, self.shadowed):
@@ -59,36 +69,9 @@ class _DeadCode:
             if target not in live and target in self.always_fresh and changes_nothing(stmt.value, self.shadowed):
                 return self._dead(stmt, live, record)
             return live | loads | {target}
-        if isinstance(stmt, ast.For) and not stmt.orelse:
-            head = self._loop_head(stmt.body, live, set(), stored_names(stmt.target))
-            if record:
-                self.block(stmt.body, head, True)
-            if self._empty(stmt.body) and not stored_names(stmt.target) & live and _is_range(stmt.iter, self.shadowed):
-                return self._dead(stmt, live, record)
-            return head | {n.id for n in name_loads(stmt.iter)}
-        if isinstance(stmt, ast.While) and not stmt.orelse:
-            test = {n.id for n in name_loads(stmt.test)}
-            head = self._loop_head(stmt.body, live, test, set())
-            if record:
-                self.block(stmt.body, head, True)
-            return head
-        if isinstance(stmt, ast.If):
-            test = {n.id for n in name_loads(stmt.test)}
-            return test | self.block(stmt.body, set(live), record) | self.block(stmt.orelse, set(live), record)
         if isinstance(stmt, ast.Return):
             return loads
         return live | loads  # calls, writes into arrays, anything else: kept, and what they read is live
-
-    def _loop_head(self, body: list, after: set, test: set, bound: set) -> set:
-        """What is live where each iteration starts (and so before the loop): a fixpoint.
-        bound: the loop's variables, which each iteration binds before its body reads them
-        (after the loop they keep their last value, or their old one if it never ran)."""
-        head = after | test
-        while True:
-            new = after | test | (self.block(body, set(head), False) - bound)
-            if new == head:
-                return head
-            head = new
 
     def _dead(self, stmt, live: set, record: bool) -> set:
         if record:
