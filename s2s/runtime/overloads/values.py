@@ -154,12 +154,35 @@ def _index_add(a, index, value):
                 for k in range(len(index)):
                     a[index[k]] += flat[k]
             return impl
-        raise TypingError("s2s: under jit, a gather x[idx] with an index array is differentiated "
-                          "for 1-D x and a 1-D integer idx only")
+        points = _pointwise_index_add(a, items)
+        if points is not None:
+            return points
+        raise TypingError("s2s: under jit, a gather with index arrays is differentiated for x[idx] (1-D x) "
+                          "and for x[i, j, ...] with one 1-D integer array or integer per axis of x only")
 
     def impl(a, index, value):
         a[index] += value
     return impl
+
+
+def _pointwise_index_add(a, items):
+    """a[i, j] += value where i, j are 1-D integer arrays of one length (or integers), one per
+    axis of a: the adjoint of a pointwise gather such as log_probs[np.arange(n), labels].
+    Repeated index pairs accumulate, as NumPy's np.add.at does."""
+    if len(items) != a.ndim or len(items) < 2:
+        return None
+    arrays = [k for k, i in enumerate(items) if isinstance(i, types.Array)]
+    if not all(isinstance(items[k], types.Array) and items[k].ndim == 1 and isinstance(items[k].dtype, types.Integer)
+               or isinstance(items[k], types.Integer) for k in range(len(items))):
+        return None
+    first = arrays[0]
+    checks = "".join(f"    if len(index[{k}]) != n:\n        raise ValueError('s2s: index arrays of different lengths')\n"
+                     for k in arrays[1:])
+    point = ", ".join(f"index[{k}][m]" if k in arrays else f"index[{k}]" for k in range(len(items)))
+    source = (f"def impl(a, index, value):\n    n = len(index[{first}])\n{checks}"
+              f"    flat = np.ravel(np.asarray(value) * np.ones(n))\n"
+              f"    for m in range(n):\n        a[{point}] += flat[m]\n")
+    return _compile(source, "impl")
 
 
 @overload(rt.take)
