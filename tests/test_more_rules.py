@@ -359,3 +359,39 @@ def test_what_numba_cannot_compile_is_an_error_at_the_users_line(fn, args):
     line = fn.__code__.co_firstlineno + 1
     with pytest.raises(s2s.S2SError, match=rf"test_more_rules.py:{line}:\d+: Numba cannot compile"):
         s2s.jit(s2s.grad(fn))(*args)
+
+
+# ---- gathers with index arrays and boolean masks, under jit too ----------------------------
+
+
+def _embedding(W, idx):
+    return np.sum(np.tanh(W[idx]) ** 2)
+
+
+def _positive_cubes(A):
+    return np.sum(A[A > 0.2] ** 3)
+
+
+def _masked_rows(A, keep):
+    picked = A[keep]
+    return np.sum(picked * picked)
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_gathers_with_index_arrays_and_masks_against_closed_forms(backend):
+    rng = np.random.default_rng(4)
+    W, idx = rng.normal(size=(5, 3)), np.array([0, 3, 3, 1])  # row 3 twice: its adjoint accumulates
+    A = rng.normal(size=(3, 4))
+    keep = np.array([True, False, True])
+
+    def grad(f):
+        return s2s.jit(s2s.grad(f)) if backend == "cpu" else s2s.grad(f)
+
+    expected = np.zeros_like(W)
+    np.add.at(expected, idx, 2 * np.tanh(W[idx]) * (1 - np.tanh(W[idx]) ** 2))
+    np.testing.assert_allclose(grad(_embedding)(W, idx), expected, rtol=1e-13)
+    np.testing.assert_allclose(grad(_positive_cubes)(A), np.where(A > 0.2, 3 * A ** 2, 0.0), rtol=1e-13)
+    np.testing.assert_allclose(grad(_positive_cubes)(A[0]), np.where(A[0] > 0.2, 3 * A[0] ** 2, 0.0), rtol=1e-13)
+    np.testing.assert_allclose(grad(_masked_rows)(A, keep), 2 * A * keep[:, None], rtol=1e-13)
+    if backend == "cpu":  # the value itself: numba.njit indexes with 1-D masks only
+        assert s2s.jit(_positive_cubes)(A) == pytest.approx(np.sum(A[A > 0.2] ** 3), rel=1e-14)

@@ -37,6 +37,20 @@ class RouteNumbaRejects(ast.NodeTransformer):
             node.func = ast.Attribute(name("runtime"), known.numba.__name__, ast.Load())
         return node
 
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.FunctionDef:
+        outer, self.masks = getattr(self, "masks", set()), _mask_names(node)
+        self.generic_visit(node)
+        self.masks = outer
+        return node
+
+    def visit_Subscript(self, node: ast.Subscript) -> ast.expr:
+        """x[mask] -> runtime.masked(x, mask) where mask is only ever a comparison: numba.njit
+        indexes with 1-D boolean masks only (a 2-d one crashes its lowering)."""
+        self.generic_visit(node)
+        if isinstance(node.ctx, ast.Load) and isinstance(node.slice, ast.Name) and node.slice.id in self.masks:
+            return ast.Call(ast.Attribute(name("runtime"), "masked", ast.Load()), [node.value, node.slice], [])
+        return node
+
     def visit_Dict(self, node: ast.Dict) -> ast.expr:
         """{"a": x, "b": y} -> runtime.dict_of(("a", "b"), (x, y)): Numba types a dict display
         whose values differ in type as a literal dict, which it can neither return nor pass
@@ -47,6 +61,30 @@ class RouteNumbaRejects(ast.NodeTransformer):
             return node
         return ast.Call(ast.Attribute(name("runtime"), "dict_of", ast.Load()),
                         [ast.Tuple(list(node.keys), ast.Load()), ast.Tuple(list(node.values), ast.Load())], [])
+
+
+def _mask_names(function: ast.FunctionDef) -> set[str]:
+    """Names a function binds to comparisons only (x > 0, and & | ~ of them): boolean masks."""
+    def is_mask(value) -> bool:
+        if isinstance(value, ast.Compare):
+            return True
+        if isinstance(value, ast.BinOp) and isinstance(value.op, (ast.BitAnd, ast.BitOr)):
+            return is_mask(value.left) and is_mask(value.right)
+        return isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Invert) and is_mask(value.operand)
+
+    bound: dict[str, bool] = {}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            target = node.targets[0].id
+            bound[target] = bound.get(target, True) and is_mask(node.value)
+        elif isinstance(node, (ast.AugAssign, ast.For, ast.Assign, ast.AnnAssign, ast.NamedExpr, ast.With)):
+            targets = [node.target] if hasattr(node, "target") else getattr(node, "targets", [])
+            for target in targets:
+                for n in ast.walk(target):
+                    if isinstance(n, ast.Name):
+                        bound[n.id] = False
+    params = {a.arg for a in function.args.args}
+    return {n for n, only_masks in bound.items() if only_masks and n not in params}
 
 
 def route_numba_rejects(body: list[ast.stmt]) -> list[ast.stmt]:

@@ -154,6 +154,12 @@ def take(a, index):
     return out if out.ndim else out[()]
 
 
+def masked(a, mask):
+    """a[mask]: the entries (or rows) a boolean mask picks, in order. A helper because
+    numba.njit indexes with 1-D masks only; other indices are a[mask] itself."""
+    return a[mask]
+
+
 def clear(a, index):
     """a[index] = 0 in place: the overwritten elements no longer reach the result."""
     a[index] = 0.0

@@ -154,11 +154,12 @@ def _index_add(a, index, value):
                 for k in range(len(index)):
                     a[index[k]] += flat[k]
             return impl
-        points = _pointwise_index_add(a, items)
+        points = _pointwise_index_add(a, items) or _rows_or_mask_index_add(a, items)
         if points is not None:
             return points
-        raise TypingError("s2s: under jit, a gather with index arrays is differentiated for x[idx] (1-D x) "
-                          "and for x[i, j, ...] with one 1-D integer array or integer per axis of x only")
+        raise TypingError("s2s: under jit, a gather with index arrays is differentiated for x[idx] (rows of x, "
+                          "idx a 1-D integer array), x[mask] (mask a boolean array of x's shape, or 1-D over "
+                          "its rows) and x[i, j, ...] (one 1-D integer array or integer per axis of x) only")
 
     def impl(a, index, value):
         a[index] += value
@@ -185,6 +186,47 @@ def _pointwise_index_add(a, items):
     return _compile(source, "impl")
 
 
+def _rows_or_mask_index_add(a, items):
+    """The adjoints of x[idx] (rows of x picked by a 1-D integer array; repeated rows
+    accumulate) and of x[mask] (a boolean mask of x's shape, or 1-D over x's rows: value
+    holds the picked entries or rows in order)."""
+    if len(items) != 1 or not isinstance(items[0], types.Array) or a.ndim < 1:
+        return None
+    index = items[0]
+    if isinstance(index.dtype, types.Integer) and index.ndim == 1 and a.ndim >= 2:
+        def rows(a, index, value):
+            picked = np.asarray(value) * np.ones((len(index),) + a.shape[1:])
+            for k in range(len(index)):
+                a[index[k]] += picked[k]
+        return rows
+    if not isinstance(index.dtype, types.Boolean):
+        return None
+    if index.ndim == a.ndim:
+        def entries(a, index, value):
+            if index.shape != a.shape:
+                raise ValueError("s2s: a boolean mask of another shape than the array it indexes")
+            flat_a, flat_mask = a.reshape(a.size), index.reshape(index.size)
+            picked = np.ravel(np.asarray(value) * np.ones(np.count_nonzero(flat_mask)))
+            j = 0
+            for k in range(flat_a.size):
+                if flat_mask[k]:
+                    flat_a[k] += picked[j]
+                    j += 1
+        return entries
+    if index.ndim == 1:
+        def masked_rows(a, index, value):
+            if len(index) != a.shape[0]:
+                raise ValueError("s2s: a boolean mask of another length than the rows it picks")
+            picked = np.asarray(value) * np.ones((np.count_nonzero(index),) + a.shape[1:])
+            j = 0
+            for k in range(len(index)):
+                if index[k]:
+                    a[k] += picked[j]
+                    j += 1
+        return masked_rows
+    return None
+
+
 @overload(rt.take)
 def _take(a, index):
     items = index.types if isinstance(index, types.BaseTuple) else (index,)
@@ -192,6 +234,25 @@ def _take(a, index):
         raise TypingError("s2s: under jit, a write x[idx] = v with an integer index array is not "
                           "differentiated; use a loop or a boolean mask")
     return lambda a, index: rt.copy(a[index])
+
+
+@overload(rt.masked)
+def _masked(a, mask):
+    if isinstance(a, types.Array) and isinstance(mask, types.Array) and isinstance(mask.dtype, types.Boolean) \
+            and mask.ndim == a.ndim and a.ndim > 1:
+        def entries(a, mask):
+            if mask.shape != a.shape:
+                raise ValueError("s2s: a boolean mask of another shape than the array it indexes")
+            flat_a, flat_mask = np.ravel(a), np.ravel(mask)
+            out = np.empty(np.count_nonzero(flat_mask), a.dtype)
+            j = 0
+            for k in range(flat_a.size):
+                if flat_mask[k]:
+                    out[j] = flat_a[k]
+                    j += 1
+            return out
+        return entries
+    return lambda a, mask: a[mask]
 
 
 @overload(rt.clear)
