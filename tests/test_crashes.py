@@ -266,3 +266,29 @@ def test_a_runtime_refusal_names_the_users_statement():
         s2s.grad(writes_through_a_repeated_index, argnums=(0, 1))(x, v)
     assert "z[idx] += v" in str(info.value)
     assert type(info.value.__cause__) is ValueError
+
+
+def test_an_internal_error_of_numbas_compiler_is_an_s2s_error_and_a_runtime_error_stays_itself():
+    import numba
+
+    from s2s.backends.failures import checked
+
+    @numba.njit
+    def pick(A, mask):  # a 2-d boolean mask: Numba's lowering asserts (generated code routes it: runtime.masked)
+        return A[mask].sum()
+
+    def user(A, mask):
+        return pick(A, mask)
+
+    with pytest.raises(s2s.S2SError, match="Numba failed while compiling the code generated for user") as info:
+        checked(pick, (), user)(np.ones((2, 2)), np.ones((2, 2)) > 0)
+    assert info.value.origin is not None and info.value.origin.line == user.__code__.co_firstlineno
+
+    @numba.njit
+    def refuse(x):
+        if x > 1.0:
+            raise ValueError("too large")
+        return x
+
+    with pytest.raises(ValueError, match="too large"):
+        checked(refuse, (), user)(2.0)

@@ -144,6 +144,18 @@ def _definition(fun) -> Origin | None:
     return Origin(code.co_filename, line, _column(code.co_filename, line), f"def {fun.__name__}(...)")
 
 
+def _while_compiling(exc: Exception) -> bool:
+    """Was exc raised inside Numba's compiler (an internal assertion of its lowering), rather
+    than by the compiled code as it ran?"""
+    frame = exc.__traceback__
+    while frame is not None:
+        path = frame.tb_frame.f_code.co_filename.replace(os.sep, "/")
+        if "/numba/core/" in path and os.path.basename(path) in ("compiler.py", "lowering.py", "typed_passes.py"):
+            return True
+        frame = frame.tb_next
+    return False
+
+
 def checked(function, user_files: tuple[str, ...] = (), fun=None):
     """function (a Numba dispatcher) called so that a compilation error is an S2SError."""
     from numba.core.errors import NumbaError
@@ -154,6 +166,14 @@ def checked(function, user_files: tuple[str, ...] = (), fun=None):
             return function(*args)
         except NumbaError as exc:
             raise argument_error(function, args, exc, user_files, fun) from exc
+        except Exception as exc:
+            if not _while_compiling(exc):
+                raise
+            name = getattr(fun, "__name__", None) or function.__name__
+            raise S2SError(f"Numba failed while compiling the code generated for {name} ({type(exc).__name__} "
+                           f"inside Numba: {str(exc)[:200] or 'no message'})", _definition(fun),
+                           "backend='python' runs it as NumPy; Numba's traceback is in this error's "
+                           "__cause__") from exc
 
     call.dispatcher = function
     return call
