@@ -265,3 +265,20 @@ def test_command_line_writes_vmap_as_a_loop_over_the_examples(tmp_path):
     compiled = s2s.jit(s2s.vmap(example.loss, in_axes=(None, 0, 0)))
     np.testing.assert_allclose(compiled(params, xs, ys), expected, rtol=1e-12)
     assert compiled.source == shown.stdout
+
+
+def test_one_function_text_in_two_files_names_its_own_file_and_line(tmp_path):
+    # Two scripts run as one module name (both `__main__`, say) with the same function at other
+    # lines: each generated module's comments, and so its errors, name its own file and line.
+    body = "import numpy as np\n\ndef f(x):\n    return np.sum(np.sin(x) * x)\n"
+    sources = {"first.py": body, "second.py": "\n\n\n" + body}
+    seen = []
+    for name, text in sources.items():
+        path = tmp_path / name
+        path.write_text(text)
+        spec = importlib.util.spec_from_file_location("same_module_name", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        seen.append(s2s.grad(module.f).source)
+    assert "(first.py:3)" in seen[0] and "# first.py:4  return" in seen[0]
+    assert "(second.py:6)" in seen[1] and "# second.py:7  return" in seen[1]

@@ -86,8 +86,15 @@ def usable_dir(directory: str) -> str:
     return _fallback
 
 
+def _place(fn: Any) -> str:
+    """Where fn is written (file and first line): generated code names the user's lines in
+    its comments and errors, so a function copied elsewhere gets its own module."""
+    code = getattr(inspect.unwrap(fn), "__code__", None)
+    return f"{code.co_filename}:{code.co_firstlineno}" if code is not None else ""
+
+
 def source_hash(fn: Any) -> str:
-    return hashlib.sha256(inspect.getsource(fn).encode()).hexdigest()
+    return hashlib.sha256((_place(fn) + "\0" + inspect.getsource(fn)).encode()).hexdigest()
 
 
 _fingerprint: str | None = None
@@ -139,7 +146,7 @@ def captured_stamp(fn: Any) -> str:
 def entry_key(fn: Any, transform: str, options: dict) -> str:
     payload = json.dumps({"s2s": __version__, "code": implementation_fingerprint(),
                           "state": baked_state(fn), "transform": transform, "options": options,
-                          "module": fn.__module__, "name": fn.__qualname__,
+                          "module": fn.__module__, "name": fn.__qualname__, "place": _place(fn),
                           "source": inspect.getsource(fn)}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:24]
 
