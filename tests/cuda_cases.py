@@ -18,6 +18,7 @@ import traceback
 import numpy as np
 
 import s2s
+from s2s import random
 
 
 def path_payoff(s0, sigma, z):  # one Monte Carlo path of a call struck at 1 (the example)
@@ -76,6 +77,56 @@ def rosen(x):  # a per-example vector, differentiated with value_and_grad
     for i in range(x.shape[0] - 1):
         total = total + 100.0 * (x[i + 1] - x[i] ** 2) ** 2 + (1.0 - x[i]) ** 2
     return total
+
+
+def cumulative(w, x):  # a vector per example, made with np.zeros (a local array in the kernel)
+    y = np.zeros(x.shape[0])
+    acc = 0.0
+    for i in range(x.shape[0]):
+        acc = acc + np.tanh(w * x[i])
+        y[i] = acc
+    return y
+
+
+def logistic_loss(w, x, y):  # per-example gradients with respect to a whole weight vector
+    s = 0.0
+    for i in range(x.shape[0]):
+        s = s + w[i] * x[i]
+    p = 1.0 / (1.0 + np.exp(-s))
+    return -(y * np.log(p) + (1.0 - y) * np.log(1.0 - p))
+
+
+def smoothed(w, x):  # a local array the gradient reads back
+    y = np.empty_like(x)
+    for i in range(x.shape[0]):
+        y[i] = np.sin(w * x[i])
+    total = 0.0
+    for i in range(x.shape[0]):
+        total = total + y[i] * y[i]
+    return total
+
+
+def draws(key, mu, sigma):  # random numbers per example, from a batch of keys
+    z = random.normal(key)
+    u = random.uniform(key, minval=-1.0, maxval=3.0)
+    return mu + sigma * z + u, random.uniform(key)
+
+
+def draws32(key):  # float32 draws (the cpu backend cannot compile them: the test compares with NumPy)
+    return random.uniform(key, (), np.float32), random.normal(key, (), np.float32)
+
+
+def random_path(key, s0, sigma):  # a Monte Carlo path with its own normal draws, one per step
+    s = s0
+    for t in range(16):
+        k = random.fold_in(key, t)
+        s = s * np.exp(-0.5 * sigma * sigma / 16.0 + sigma * 0.25 * random.normal(k))
+    return max(s - 1.0, 0.0)
+
+
+def split_draws(key):
+    keys = random.split(key, 3)
+    return random.uniform(keys[0]) + random.normal(keys[2])
 
 
 # ---- refused: (function, in_axes, the refused statement, what the message says) --------------
@@ -151,6 +202,15 @@ def moments_args():
     return np.linspace(-1.0, 1.0, 5), _rng().standard_normal((30, 5))
 
 
+def logistic_args():
+    rng = _rng()
+    return rng.standard_normal(5), rng.standard_normal((50, 5)), (rng.random(50) > 0.5).astype(np.float64)
+
+
+def keys_args(n=64):
+    return random.split(random.PRNGKey(3), n), 0.5, 2.0
+
+
 def rosen_args():
     return (_rng().standard_normal((40, 4)),)
 
@@ -170,6 +230,19 @@ CASES = {
                                  lambda: path_args(n=64)),
     "casts_grad": (lambda: s2s.vmap(s2s.grad(casts)), lambda: (np.linspace(-1.0, 1.0, 9), np.arange(9) % 3)),
     "moments": (lambda: s2s.vmap(moments, in_axes=(None, 0)), moments_args),
+    "rosen_grad": (lambda: s2s.vmap(s2s.grad(rosen)), rosen_args),
+    "rosen_value_and_grad": (lambda: s2s.vmap(s2s.value_and_grad(rosen)), rosen_args),
+    "cumulative": (lambda: s2s.vmap(cumulative, in_axes=(None, 0)), lambda: (0.7, rosen_args()[0])),
+    "cumulative_out_axes_1": (lambda: s2s.vmap(cumulative, in_axes=(None, 0), out_axes=1),
+                              lambda: (0.7, rosen_args()[0])),
+    "logistic_per_example_grads": (lambda: s2s.vmap(s2s.grad(logistic_loss), in_axes=(None, 0, 0)), logistic_args),
+    "smoothed_grad": (lambda: s2s.vmap(s2s.grad(smoothed, argnums=(0, 1)), in_axes=(None, 0)),
+                      lambda: (0.7, rosen_args()[0])),
+    "draws": (lambda: s2s.vmap(draws, in_axes=(0, None, None)), keys_args),
+    "draws32": (lambda: s2s.vmap(draws32), lambda: keys_args(256)[:1]),
+    "random_path_greeks": (lambda: s2s.vmap(s2s.grad(random_path, argnums=(1, 2)), in_axes=(0, None, None)),
+                           lambda: (keys_args()[0], 1.0, 0.2)),
+    "split_draws": (lambda: s2s.vmap(split_draws), lambda: keys_args()[:1]),
     "value_and_greeks": (lambda: s2s.vmap(s2s.value_and_grad(path_payoff, argnums=(0, 1)), in_axes=(None, None, 0)),
                          lambda: path_args(n=64)),
 }

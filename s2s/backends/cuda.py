@@ -21,8 +21,10 @@ import contextlib
 import importlib.util
 import inspect
 import os
+import re
 import sys
 import types
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -63,22 +65,33 @@ def _dtype_key(value: Any) -> str:
 
 def _owns_new_array(value: Any, known: set[int]) -> bool:
     """Is value an array whose memory none of the known arrays (the arguments) holds?"""
-    if not isinstance(value, np.ndarray) or id(value) in known:
-        return False
+    if not isinstance(value, np.ndarray) or value.ndim == 0 or id(value) in known:
+        return False  # (a 0-d array, such as random.normal(key)'s, is a number in a kernel)
     base = value
     while isinstance(base, np.ndarray) and base.base is not None:  # a view: of what?
         base = base.base
     return id(base) not in known
 
 
-def probe(source: str, stem: str, entry: str, example: tuple, extra: list[str]):
-    """Run the per-example code on one example in Python, watching it: ({line of a
-    runtime.new_tape: (largest capacity asked, dtype)}, [lines that made a new array]). A
-    kernel cannot allocate, so a statement that makes an array (array arithmetic, a NumPy
-    function's array result) is refused at the user's line before numba-cuda sees it."""
+@dataclass
+class Probed:
+    """What the probe saw: tapes {line: (largest capacity, dtype)}, arrays made {line: {(shape,
+    dtype)}}, and the return lines where a function other than the entry returned an array it made."""
+
+    tapes: dict
+    made: dict
+    escapes: list
+
+
+def probe(source: str, stem: str, entry: str, example: tuple, extra: list[str]) -> Probed:
+    """Run the per-example code on one example in Python, watching it. A kernel cannot
+    allocate, so each statement that makes an array (a new array in its frame after it runs)
+    must be one that codegen/cuda.py writes as a local array of the shape seen here, or it is
+    refused at the user's line before numba-cuda sees it."""
     path = write_module(source, stem)
     seen: dict[int, tuple[int, str]] = {}
-    allocations: list[int] = []
+    made: dict[int, set] = {}
+    escapes: list[int] = []
 
     def new_tape(x, capacity):
         line = sys._getframe(1).f_lineno
@@ -93,6 +106,8 @@ def probe(source: str, stem: str, entry: str, example: tuple, extra: list[str]):
                 known.add(id(leaf))
                 known.add(id(leaf.base) if leaf.base is not None else id(leaf))
     last_line: dict[int, int] = {}
+    mine: dict[int, set[int]] = {}  # frame -> the arrays it made
+    keep: list = []  # (the arrays seen stay alive, so that their ids are not reused)
 
     def trace(frame, event, arg):
         # (the frame's arrays after each of its lines: one that owns new memory was made by the
@@ -104,9 +119,14 @@ def probe(source: str, stem: str, entry: str, example: tuple, extra: list[str]):
             for name, value in list(frame.f_locals.items()):
                 if _owns_new_array(value, known):
                     known.add(id(value))
+                    keep.append(value)
+                    mine.setdefault(id(frame), set()).add(id(value))
                     if previous is not None:
-                        allocations.append(previous)
+                        made.setdefault(previous, set()).add((value.shape, str(value.dtype)))
             last_line[id(frame)] = frame.f_lineno
+        if event == "return" and frame.f_code.co_name != entry and arg is not None:
+            if any(id(leaf) in mine.get(id(frame), ()) for leaf in pytree.leaves(arg)):
+                escapes.append(frame.f_lineno)
         return trace
 
     recording = types.SimpleNamespace(**{k: getattr(runtime, k) for k in dir(runtime) if not k.startswith("__")})
@@ -121,7 +141,7 @@ def probe(source: str, stem: str, entry: str, example: tuple, extra: list[str]):
         namespace[entry](*example, *extras)
     finally:
         sys.settrace(old)
-    return seen, sorted(set(allocations))
+    return Probed(seen, made, escapes)
 
 
 def _origin_files(user) -> tuple[str, ...]:
@@ -136,25 +156,38 @@ def check_arguments(params: list[str], trees: list, spec: dict) -> None:
         if tree[0] != "leaf":
             raise S2SError(f"backend='cuda' takes arrays and numbers as arguments; {p} is a "
                            f"{tree[0]} (a pytree)", hint="pass its leaves as separate arguments, or use backend='cpu'")
-    if any(ndim != 0 for ndim in spec["leaf_ndims"]):
-        raise S2SError("backend='cuda' returns a number per example for now; this function returns an array "
-                       "per example", hint="return numbers (a tuple of them is fine), or use backend='cpu'")
 
 
 def module_text(base: str, params: list[str], trees: list, kernel: batching.Kernel, tapes: list[codegen.Tape],
-                user_files: tuple[str, ...]) -> str:
+                user_files: tuple[str, ...], locals_: list[codegen.Local] = ()) -> str:
     lines, sources = kernel.source.splitlines(), {os.path.basename(p): p for p in user_files if p}
-    device = codegen.device_functions(kernel.source, kernel.entry, tapes,
-                                      lambda line: failures.origin_above(lines, line, sources))
     outs = [f"out_{k}" for k in range(len(kernel.leaf_paths))]
+    array_outs = [out for out, ndim in zip(outs, kernel.leaf_ndims) if ndim]
+    taken = set(re.findall(r"\w+", kernel.source))
+    rows = []
+    for out, path in zip(outs, kernel.leaf_paths):
+        if out in array_outs:
+            row = f"{out}_row"
+            while row in taken:
+                row += "_"
+            rows.append((row, path))
+    numbers = [path for out, path in zip(outs, kernel.leaf_paths) if out not in array_outs]
+    device = codegen.device_functions(kernel.source, kernel.entry, tapes,
+                                      lambda line: failures.origin_above(lines, line, sources), locals_, rows,
+                                      numbers)
     size = next(s for s in (batching.first_batched(p, t) for p, t in zip(params, trees)) if s)
     args = [batching.example_expr(p, t, "{b}") for p, t in zip(params, trees)] + kernel.extra_args
-    if tapes:
+    if rows:
+        args.append("{rows}")
+    status = bool(tapes) or bool(locals_)
+    if status:
         args.append("tape_status")
     axes = batching.described_axes(params, trees)
     doc = f"Vmap of {kernel.description}, batched over {axes}: one example per thread."
+    if array_outs:
+        doc += " Array results are written into each thread's rows of the outputs."
     text = codegen.kernel_source(base, params, [], size, outs, f"{kernel.entry}({', '.join(args)})",
-                                 kernel.leaf_paths, bool(tapes), doc)
+                                 kernel.leaf_paths, status, doc, tuple(array_outs))
     return codegen.kernel_module(base, kernel.description, axes, kernel.source, device, text)
 
 
@@ -183,29 +216,56 @@ class Launcher:
         check_arguments(params, trees, spec)
         self.base, self.params, self.trees, self.kernel = base, params, trees, kernel
         self.dtypes = spec["leaf_dtypes"]
+        self.shapes = [np.shape(leaf) for leaf in pytree.leaves(spec["probe"])]  # per example
         self.user_files = _origin_files(user)
         self.user = user
         self.spec = None
-        seen, allocations = probe(kernel.source, base + "_probe", kernel.entry, example, kernel.extra_args)
+        probed = probe(kernel.source, base + "_probe", kernel.entry, example, kernel.extra_args)
+        sources = {os.path.basename(p): p for p in self.user_files}
+
+        def at(line):
+            return failures.origin_above(kernel.source.splitlines(), line, sources)
+
         self.tapes = []
         for line, (function, name) in sorted(codegen.tape_lines(kernel.source).items()):
-            size, dtype = seen.get(line, (1, "float64"))  # not reached on the probe: grown on demand
+            size, dtype = probed.tapes.get(line, (1, "float64"))  # not reached on the probe: grown on demand
             if dtype == "array":
                 raise S2SError(f"backend='cuda' keeps tapes of numbers; {function} tapes an array ({name})",
-                               failures.origin_above(kernel.source.splitlines(), line,
-                                                     {os.path.basename(p): p for p in self.user_files}),
-                               hint="backend='cpu' takes it")
+                               at(line), hint="backend='cpu' takes it")
             self.tapes.append(codegen.Tape(function, name, line, max(size, 1), dtype))
+        candidates = codegen.local_lines(kernel.source)
+        self.locals, others = [], []
+        for line, kinds in sorted(probed.made.items()):
+            if line not in candidates:
+                others.append(line)
+                continue
+            function, name = candidates[line]
+            if len(kinds) > 1:
+                shapes = ", ".join(sorted(str(shape) for shape, _ in kinds))
+                raise S2SError(f"backend='cuda' cannot run this statement in a kernel: the array it makes changes "
+                               f"shape ({shapes}), and a kernel's arrays have one shape, fixed when it is "
+                               "specialised", at(line), hint="make it once, of the largest shape, or use backend='cpu'")
+            (shape, dtype), = kinds
+            if dtype not in codegen.NUMBA_TYPES:
+                raise S2SError(f"backend='cuda' cannot run this statement in a kernel: it makes an array of "
+                               f"{dtype}", at(line), hint="backend='cpu' takes it")
+            self.locals.append(codegen.Local(function, name, line, tuple(shape), dtype))
         self._build()  # refuses what codegen/cuda.py knows a kernel cannot run
-        if allocations:
+        if others:
             raise S2SError("backend='cuda' cannot run this statement in a kernel: it makes a new array (array "
                            "arithmetic, or a NumPy function's array result), and kernels cannot allocate",
-                           failures.origin_above(kernel.source.splitlines(), allocations[0],
-                                                 {os.path.basename(p): p for p in self.user_files}),
-                           hint="write it as a loop over the elements, or use backend='cpu'")
+                           at(others[0]), hint="write it as a loop over the elements (an array of a fixed shape is "
+                                               "made by a statement of its own: a = np.zeros(3)), or use "
+                                               "backend='cpu'")
+        if probed.escapes:
+            raise S2SError("backend='cuda' cannot run this statement in a kernel: a function returns an array it "
+                           "made, and a kernel's arrays live in the function that makes them",
+                           at(probed.escapes[0]), hint="make the array in the caller and pass it in (the helper "
+                                                       "then fills it), or use backend='cpu'")
 
     def _build(self) -> None:
-        self.source = module_text(self.base, self.params, self.trees, self.kernel, self.tapes, self.user_files)
+        self.source = module_text(self.base, self.params, self.trees, self.kernel, self.tapes, self.user_files,
+                                  self.locals)
         self.module = _load(self.source, self.base + "_cuda")
         self.function = getattr(self.module, f"{self.base}_kernel")
         if self.spec is not None:  # s2s.source shows the module that ran
@@ -235,34 +295,61 @@ class Launcher:
                      for a in args)
 
     def __call__(self, *args):
+        return self.launch(args)
+
+    def launch(self, args: tuple, stream=0) -> tuple:
+        """Run the kernel on args (NumPy arrays, numbers, device arrays) on a numba-cuda stream
+        (0: the default stream). NumPy inputs are copied in on that stream, and the outputs
+        copied back (with a stream, asynchronously: call stream.synchronize() before reading
+        them); with a device array among the inputs the outputs stay on the device."""
         cuda = cuda_module()
         on_device = any(is_device_array(a) for a in args)
         n = next(np.shape(a)[t[1]] if not is_device_array(a) else a.shape[t[1]]
                  for a, t in zip(args, self.trees) if t[1] is not None)
-        device_args = self.device_arguments(args)
-        outs = [cuda.device_array(n, dtype=np.dtype(d)) for d in self.dtypes]
+        device_args = tuple(a if is_device_array(a) or np.ndim(a) == 0
+                            else cuda.to_device(np.ascontiguousarray(a), stream=stream) for a in args)
+        outs = [cuda.device_array((n, *shape), dtype=np.dtype(d), stream=stream)
+                for d, shape in zip(self.dtypes, self.shapes)]
         blocks = max(1, min(MAX_BLOCKS, -(-n // THREADS_PER_BLOCK)))
+        slots = len(self.tapes) + len(self.locals)
         while True:
-            status = cuda.to_device(np.zeros(max(len(self.tapes), 1), dtype=np.int64)) if self.tapes else None
-            launch = self.function[blocks, THREADS_PER_BLOCK]
+            status = cuda.to_device(np.zeros(slots, dtype=np.int64), stream=stream) if slots else None
+            kernel = self.function[blocks, THREADS_PER_BLOCK, stream]
             try:
-                launch(*device_args, *outs, *([status] if self.tapes else []))
+                kernel(*device_args, *outs, *([status] if slots else []))
             except Exception as exc:  # a numba-cuda compilation error: name the user's statement
                 from numba.core.errors import NumbaError
 
                 if isinstance(exc, NumbaError):
                     raise self.compile_error(exc) from exc
                 raise
-            needed = status.copy_to_host() if self.tapes else []
+            needed = status.copy_to_host(stream=stream) if slots else []
+            if slots and stream:
+                stream.synchronize()
+            for local, flag in zip(self.locals, needed[len(self.tapes):]):
+                if flag:
+                    raise S2SError("backend='cuda': an example makes an array of another shape than the first "
+                                   f"example's {local.shape}, the shape of the kernel's local array",
+                                   self.origin(local.line), hint="make arrays of one shape for every example, or "
+                                                                 "use backend='cpu'")
             grown = [(t, int(k)) for t, k in zip(self.tapes, needed) if k > t.size]
             if not grown:
                 break
             for tape, size in grown:  # an example needs a longer tape: write the module again with room
                 tape.size = size
             self._build()
+        axes = self.spec["out_axes"] if self.spec else [0] * len(outs)
         if on_device:
+            if any(axis not in (0, None) for axis in axes):
+                raise S2SError("backend='cuda' keeps outputs on the device with the batch axis first",
+                               hint="use out_axes=0 (and np.moveaxis on the result), or pass NumPy inputs")
             return tuple(outs)
-        return tuple(o.copy_to_host() for o in outs)
+        hosted = [o.copy_to_host(stream=stream) for o in outs]
+        return tuple(np.moveaxis(h, 0, axis) if axis else h for h, axis in zip(hosted, axes))
+
+    def origin(self, line: int):
+        sources = {os.path.basename(p): p for p in self.user_files}
+        return failures.origin_above(self.kernel.source.splitlines(), line, sources)
 
 
 def specialise(base: str, params: list[str], trees: list, kernel: batching.Kernel, spec: dict, example: tuple,
@@ -302,8 +389,9 @@ def compile_ptx(jitted, *args, cc: tuple[int, int] = (9, 0)) -> str:
     spec = jitted._specialise(args, trees, "cuda")
     launcher = spec["launcher"]
     host = [np.ascontiguousarray(a) if np.ndim(a) else a for a in args]
-    types_ = [numba.typeof(a) for a in host] + [numba.typeof(np.empty(1, np.dtype(d))) for d in launcher.dtypes]
-    if launcher.tapes:
+    types_ = [numba.typeof(a) for a in host] + [numba.typeof(np.empty((1, *shape), np.dtype(d)))
+                                                for d, shape in zip(launcher.dtypes, launcher.shapes)]
+    if launcher.tapes or launcher.locals:
         types_.append(numba.int64[::1])
     try:
         with _no_driver(cc):

@@ -45,9 +45,12 @@ REDUCING = {"sum", "mean", "max", "min", "prod", "dot", "vdot", "inner", "matmul
             "all", "any", "trace", "cumprod", "amax", "amin", "einsum", "tensordot"}
 METHODS = ALLOCATING | REDUCING | {"append", "pop", "astype", "item", "tolist", "fill"}
 # The runtime helpers with numba-cuda overloads (runtime/overloads/cuda.py), for numbers.
-KERNEL_HELPERS = {"zeros_like", "ones_like", "copy", "tree_add", "unbroadcast", "range_len"}
+KERNEL_HELPERS = {"zeros_like", "ones_like", "copy", "tree_add", "unbroadcast", "range_len", "shape_tape",
+                  "push_shape", "pop_shape"}
 NUMBA_TYPES = {"float64": "numba.float64", "float32": "numba.float32", "int64": "numba.int64",
-               "int32": "numba.int32", "bool": "numba.boolean"}
+               "int32": "numba.int32", "bool": "numba.boolean", "uint32": "numba.uint32", "uint64": "numba.uint64"}
+# runtime.random.<draw> of one number (no shape, or shape ()) -> runtime.kernels.<draw>32 / <draw>64
+RANDOM_DRAWS = {"uniform": ("key", "shape", "dtype", "minval", "maxval"), "normal": ("key", "shape", "dtype")}
 
 
 @dataclass
@@ -64,9 +67,38 @@ class Tape:
 
 
 @dataclass
+class Local:
+    """An array the per-example code makes (np.zeros(3), runtime.zeros_like(x), np.copy(x)...),
+    as a cuda.local.array of the shape the probe saw."""
+
+    function: str
+    name: str  # the variable it is assigned to
+    line: int  # the line of its statement in the per-example source
+    shape: tuple  # the same for every example (checked at run time)
+    dtype: str  # a key of NUMBA_TYPES
+    slot: int = 0  # its entry of tape_status (1 there: an example asked for another shape)
+    constant: str = ""  # the module constant that holds shape
+
+
+# name = <call>: how a local array is filled, by the call's function (None: left as it is).
+# The value is (what fills it, the argument that gives the shape, "like": the shape of an array)
+LOCAL_CALLS = {
+    "np.zeros": ("0", 0, "size"), "np.ones": ("1", 0, "size"), "np.empty": (None, 0, "size"),
+    "np.full": ("arg1", 0, "size"), "np.zeros_like": ("0", 0, "like"), "np.ones_like": ("1", 0, "like"),
+    "np.empty_like": (None, 0, "like"), "np.full_like": ("arg1", 0, "like"), "np.copy": ("copy", 0, "like"),
+    "runtime.zeros_like": ("0", 0, "like"), "runtime.ones_like": ("1", 0, "like"), "runtime.copy": ("copy", 0, "like"),
+}
+
+
+# name = runtime.random.fold_in(key, i) / split(key, n): keys as local arrays of uint32
+LOCAL_RANDOM = {"runtime.random.fold_in": "fold_in_into", "runtime.random.split": "split_into"}
+
+
+@dataclass
 class Rewritten:
     source: str  # the device functions, formatted
     tapes: list[Tape] = field(default_factory=list)
+    locals: list[Local] = field(default_factory=list)
 
 
 def _dotted(node: cst.BaseExpression) -> str | None:
@@ -131,10 +163,17 @@ def reachable(calls: dict[str, set[str]], entry: str) -> list[str]:
 class _ToCuda(cst.CSTTransformer):
     METADATA_DEPENDENCIES = (PositionProvider,)
 
-    def __init__(self, origin_at, functions: set[str], tapes: dict[int, Tape], status: set[str]):
+    def __init__(self, origin_at, functions: set[str], tapes: dict[int, Tape], status: set[str],
+                 locals_: dict[int, Local], entry: str, rows: list[tuple[str, str]], result: str,
+                 number_paths: list[str]):
         self.origin_at, self.functions = origin_at, functions
         self.tapes, self.status = tapes, status  # status: the functions that take tape_status
+        self.locals = locals_
+        # rows: (parameter, leaf path) of each array leaf of entry's result, which entry copies
+        # into its thread's row of the output before it returns (through the variable result)
+        self.entry, self.rows, self.result, self.number_paths = entry, rows, result, number_paths
         self.function = ""
+        self.line = 0  # the line of the statement being rewritten
         self.tape_of: dict[str, Tape] = {}  # tape variable -> Tape, in the current function
 
     def refuse(self, node: cst.CSTNode, what: str) -> None:
@@ -150,13 +189,47 @@ class _ToCuda(cst.CSTTransformer):
 
     def leave_FunctionDef(self, original, updated: cst.FunctionDef) -> cst.FunctionDef:
         decorator = cst.Decorator(cst.parse_expression("cuda.jit(device=True)"))
-        if updated.name.value in self.status:  # it has tapes, or calls a function that has
-            params = updated.params.with_changes(params=[*updated.params.params, cst.Param(cst.Name("tape_status"))])
-            updated = updated.with_changes(params=params)
+        params = list(updated.params.params)
+        if updated.name.value == self.entry:
+            params += [cst.Param(cst.Name(row)) for row, _ in self.rows]
+        if updated.name.value in self.status:  # it has tapes or local arrays, or calls a function that has
+            params.append(cst.Param(cst.Name("tape_status")))
+        updated = updated.with_changes(params=updated.params.with_changes(params=params))
         return updated.with_changes(decorators=[decorator])
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        self.line = self.get_metadata(PositionProvider, node).start.line
+
+    def _random_draw(self, original: cst.Call, updated: cst.Call, draw: str) -> cst.BaseExpression:
+        """runtime.random.normal(key) / uniform(key, (), dtype, minval, maxval) of one number."""
+        names = RANDOM_DRAWS[draw]
+        given = {}
+        for k, arg in enumerate(updated.args):
+            if arg.star:
+                self.refuse(original, f"random.{draw} with *args has no kernel form")
+            given[arg.keyword.value if arg.keyword else names[k]] = arg.value
+        shape = given.get("shape")
+        if shape is not None and not (isinstance(shape, cst.Tuple) and not shape.elements):
+            self.refuse(original, f"random.{draw} of a shape makes an array (kernels cannot allocate); a kernel "
+                                  f"draws one number per call: random.{draw}(key), with keys from "
+                                  "random.fold_in(key, i) or random.split")
+        dtype = _dotted(given["dtype"]) if "dtype" in given else "float"
+        if dtype not in ("float", "np.float64", "np.float32", "numba.float64", "numba.float32"):
+            self.refuse(original, f"random.{draw} with dtype={_code(given['dtype'])} has no kernel form "
+                                  "(np.float32 or np.float64)")
+        bits = "32" if dtype.endswith("float32") else "64"
+        args = [_code(given["key"])]
+        if draw == "uniform":
+            args += [f"np.float{bits}({_code(given[b])})" if b in given else f"np.float{bits}({default})"
+                     for b, default in (("minval", "0.0"), ("maxval", "1.0"))]
+        return cst.parse_expression(f"runtime.kernels.{draw}{bits}({', '.join(args)})")
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         name = _dotted(updated.func) or ""
+        if self.line in self.locals and (name in LOCAL_CALLS or name in LOCAL_RANDOM):
+            return updated  # an array of a fixed shape: leave_SimpleStatementLine writes it
+        if name.startswith("runtime.random.") and name[15:] in RANDOM_DRAWS:
+            return self._random_draw(original, updated, name[15:])
         if name.startswith("np."):
             short = name[3:]
             if short in MATH:
@@ -220,8 +293,57 @@ class _ToCuda(cst.CSTTransformer):
         index = _code(updated.slice[0].slice.value)
         return cst.parse_expression(f"{tape.name}[min({index}, {tape.constant} - 1)]")
 
+    def _local(self, original, updated: cst.SimpleStatementLine, local: Local):
+        """name = np.zeros(...) (and the like, LOCAL_CALLS): a local array of the probe's shape,
+        filled as the call would; an example that asks for another shape sets its tape_status."""
+        statement = updated.body[0] if len(updated.body) == 1 else None
+        call = getattr(statement, "value", None)
+        name = _dotted(call.func) if isinstance(call, cst.Call) else None
+        if not (isinstance(statement, cst.Assign) and len(statement.targets) == 1
+                and isinstance(statement.targets[0].target, cst.Name)
+                and (name in LOCAL_CALLS or name in LOCAL_RANDOM) and call.args):
+            self.refuse(original, "it makes a new array (array arithmetic, or a NumPy function's array result), "
+                                  "and kernels cannot allocate; an array of a fixed shape is made by a statement "
+                                  "of its own (a = np.zeros(3), a = np.empty_like(x), a = np.copy(x))")
+        target = local.name
+        create = f"{target} = cuda.local.array({local.constant}, {NUMBA_TYPES[local.dtype]})"
+        args = [_code(a.value) for a in call.args]
+        if name in LOCAL_RANDOM:
+            lines = [create, f"runtime.kernels.{LOCAL_RANDOM[name]}({target}, {', '.join(args)})"]
+            return [cst.parse_statement(x) for x in lines]
+        filling, _, kind = LOCAL_CALLS[name]
+        shape = f"{_atom(call.args[0].value)}.shape" if kind == "like" else f"runtime.kernels.shape_of({args[0]})"
+        lines = [create, f"if {shape} != {local.constant}:\n    tape_status[{local.slot}] = 1\n"]
+        if filling == "copy":
+            lines.append(f"runtime.kernels.copy_into({target}, {args[0]})")
+        elif filling is not None:
+            value = args[1] if filling == "arg1" else filling
+            lines.append(f"runtime.kernels.fill({target}, {value})")
+        return [cst.parse_statement(x) for x in lines]
+
+    def _returned(self, updated: cst.SimpleStatementLine):
+        """return x in the entry, when it has array results: those are copied into the thread's
+        output rows, and the numbers alone are returned, as a flat tuple (numba-cuda returns no
+        array but an argument, and a kernel's local arrays end with the function that made them)."""
+        value = updated.body[0].value
+        lines = [f"{self.result} = {_code(value)}"]
+        lines += [f"runtime.kernels.copy_into({row}, {self.result}{path})" for row, path in self.rows]
+        numbers = [f"{self.result}{path}" for path in self.number_paths]
+        lines.append(f"return ({', '.join(numbers)},)" if numbers else "return")
+        return [cst.parse_statement(x) for x in lines]
+
     def leave_SimpleStatementLine(self, original, updated: cst.SimpleStatementLine):
         line = self.get_metadata(PositionProvider, original).start.line
+        local = self.locals.get(line)
+        if local is not None:
+            statements = self._local(original, updated, local)
+            statements[0] = statements[0].with_changes(leading_lines=updated.leading_lines)
+            return cst.FlattenSentinel(statements)
+        if (self.function == self.entry and self.rows and len(updated.body) == 1
+                and isinstance(updated.body[0], cst.Return) and updated.body[0].value is not None):
+            statements = self._returned(updated)
+            statements[0] = statements[0].with_changes(leading_lines=updated.leading_lines)
+            return cst.FlattenSentinel(statements)
         tape = self.tapes.get(line)
         if tape is None:
             return updated
@@ -233,36 +355,65 @@ class _ToCuda(cst.CSTTransformer):
         return cst.FlattenSentinel([create.with_changes(leading_lines=updated.leading_lines), check])
 
 
-def device_functions(source: str, entry: str, tapes: list[Tape], origin_at) -> Rewritten:
+def _constant(name: str, suffix: str, used: set[str]) -> str:
+    constant = re.sub(r"\W", "_", name).strip("_").upper() + suffix
+    while constant in used:
+        constant += "_"
+    used.add(constant)
+    return constant
+
+
+def device_functions(source: str, entry: str, tapes: list[Tape], origin_at, locals_: list[Local] = (),
+                     rows: list[tuple[str, str]] = (), number_paths: list[str] = ()) -> Rewritten:
     """The functions of the per-example module that entry reaches, rewritten for numba-cuda
-    (module doc). tapes: each runtime.new_tape's size and dtype, from the probe of the launcher.
+    (module doc). tapes: each runtime.new_tape's size and dtype; locals_: each array the code
+    makes, with its shape (both from the probe of the launcher); rows: (parameter, leaf path)
+    of entry's array results, which it copies into its thread's output rows (it then returns
+    the leaves at number_paths alone, as a flat tuple).
     Raises S2SError at origin_at(line) (the user's statement that a line of source came from)
     for what a kernel cannot run."""
     module = cst.parse_module(source)
     calls = _calls(module)
     keep = reachable(calls, entry)
     by_line = {t.line: t for t in tapes}
-    used = set()
+    used: set[str] = set()
     for slot, tape in enumerate(tapes):
-        constant = re.sub(r"\W", "_", tape.name).strip("_").upper() + "_SIZE"
-        while constant in used:
-            constant += "_"
-        used.add(constant)
-        tape.slot, tape.constant = slot, constant
-    status = {t.function for t in tapes}
+        tape.slot, tape.constant = slot, _constant(tape.name, "_SIZE", used)
+    for slot, local in enumerate(locals_, len(tapes)):
+        local.slot, local.constant = slot, _constant(local.name, "_SHAPE", used)
+    status = {t.function for t in tapes} | {a.function for a in locals_}
     while True:  # and the functions that call them
         callers = {f for f in keep if calls[f] & status} - status
         if not callers:
             break
         status |= callers
-    transformer = _ToCuda(origin_at, set(keep), by_line, status)
+    names = {n.value for n in _walk(module) if isinstance(n, cst.Name)}
+    result = next(r for r in ("result", *(f"result_{k}" for k in range(1, 1000))) if r not in names)
+    transformer = _ToCuda(origin_at, set(keep), by_line, status, {a.line: a for a in locals_}, entry, list(rows),
+                          result, list(number_paths))
     rewritten = MetadataWrapper(module).visit(transformer)
     functions = {f.name.value: f for f in rewritten.body if isinstance(f, cst.FunctionDef)}
     # callees first: numba-cuda resolves a device function's callees when it is compiled,
     # and readers meet each function before its use
     body = [functions[name] for name in reversed(keep)]
     text = cst.Module(body=body).code
-    return Rewritten(text, tapes)
+    return Rewritten(text, tapes, list(locals_))
+
+
+def local_lines(source: str) -> dict[int, tuple[str, str]]:
+    """{line: (function, variable)} of every statement `variable = <call>` in generated source
+    (the candidates for a local array: the probe says which of them made one)."""
+    found = {}
+    wrapper = MetadataWrapper(cst.parse_module(source))
+    positions = wrapper.resolve(PositionProvider)
+    for function in wrapper.module.body:
+        if not isinstance(function, cst.FunctionDef):
+            continue
+        for node in _walk(function):
+            if (isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) and len(node.targets) == 1
+                    and isinstance(node.targets[0].target, cst.Name)):
+                found[positions[node].start.line] = (function.name.value, node.targets[0].target.value)
+    return found
 
 
 def kernel_module(name: str, description: str, axes: str, header: str, device: Rewritten, kernel: str) -> str:
@@ -270,6 +421,9 @@ def kernel_module(name: str, description: str, axes: str, header: str, device: R
     lines = [f"# Generated by s2s: vmap of {description}, batched over {axes}, as a CUDA kernel",
              "# (numba.cuda): one thread per example in a grid-stride loop; the per-example code runs as",
              "# device functions, with math.* for NumPy's functions of a number."]
+    if device.locals:
+        lines += ["# Arrays the per-example code makes are cuda.local.array of the shapes below (the first",
+                  "# example's); an example that asks for another shape is an error."]
     if device.tapes:
         lines += ["# Tapes are cuda.local.array of the sizes below, fixed when the batch was specialised;",
                   "# an example that needs more is recorded in tape_status, and the launcher specialises",
@@ -278,18 +432,26 @@ def kernel_module(name: str, description: str, axes: str, header: str, device: R
     lines += ["import math", "", "import numba", "import numpy as np", "from numba import cuda", "",
               "from s2s import runtime", ""]
     lines += [f"{t.constant} = {t.size}  # {t.function}: {t.name}" for t in device.tapes]
+    lines += [f"{a.constant} = {a.shape!r}  # {a.function}: {a.name}, a local array" for a in device.locals]
     return format_source("\n".join(lines) + "\n\n\n" + device.source + "\n\n" + kernel)
 
 
 def kernel_source(name: str, params: list[str], mapped: list[str], size: str, outs: list[str],
-                  call: str, leaf_paths: list[str], status: bool, doc: str) -> str:
-    """The `<name>_kernel` function: each thread runs the examples start, start + stride, ..."""
+                  call: str, leaf_paths: list[str], status: bool, doc: str, array_outs: tuple = ()) -> str:
+    """The `<name>_kernel` function: each thread runs the examples start, start + stride, ...
+    array_outs: the outputs whose leaves are arrays (the call writes their rows, `{rows}` in
+    call); the others are numbers, stored from the call's result."""
     fresh = set(params) | set(outs)
     b = "b" if "b" not in fresh else "b_"
     args = params + outs + (["tape_status"] if status else [])
+    rows = ", ".join(f"{out}[{b}]" for out in outs if out in array_outs)
     lines = ["@cuda.jit", f"def {name}_kernel({', '.join(args)}):", f'    """{doc}"""',
              "    start = cuda.grid(1)", "    stride = cuda.gridsize(1)",
              f"    for {b} in range(start, {size}, stride):",
-             f"        result = {call.replace('{b}', b)}"]
-    lines += [f"        {out}[{b}] = result{path}" for out, path in zip(outs, leaf_paths)]
+             f"        result = {call.replace('{b}', b).replace('{rows}', rows)}"]
+    if array_outs:  # the call returns the numbers alone, in order
+        numbers = [out for out in outs if out not in array_outs]
+        lines += [f"        {out}[{b}] = result[{k}]" for k, out in enumerate(numbers)]
+    else:
+        lines += [f"        {out}[{b}] = result{path}" for out, path in zip(outs, leaf_paths)]
     return "\n".join(lines) + "\n"
