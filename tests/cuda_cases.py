@@ -136,7 +136,7 @@ def uses_solve(a, b):
     return x[0]
 
 
-def allocates(x):
+def allocates(x):  # an array of a fixed shape: a local array in the kernel
     y = np.zeros(3)
     y[0] = x
     return y[0] * 2.0
@@ -160,6 +160,29 @@ def matvec(a, z):
 
 def per_example_array(z):
     return z[0] * z
+
+
+def sized_by_data(x, k):  # an array whose size is the example's own: the kernel's has one shape
+    y = np.zeros(k)
+    for i in range(k):
+        y[i] = x * i
+    return y[0]
+
+
+def make_buffer(n):  # a helper that returns an array it made
+    return np.zeros(n)
+
+
+def uses_buffer(z):
+    y = make_buffer(z.shape[0])
+    for i in range(z.shape[0]):
+        y[i] = z[i] * 2.0
+    return y[1]
+
+
+def draws_a_vector(key):
+    z = random.normal(key, (4,))
+    return z[0]
 
 
 def rosen_pair(pair):
@@ -239,6 +262,7 @@ CASES = {
     "smoothed_grad": (lambda: s2s.vmap(s2s.grad(smoothed, argnums=(0, 1)), in_axes=(None, 0)),
                       lambda: (0.7, rosen_args()[0])),
     "draws": (lambda: s2s.vmap(draws, in_axes=(0, None, None)), keys_args),
+    "allocates_grad": (lambda: s2s.vmap(s2s.grad(allocates)), lambda: (np.linspace(0, 1, 4),)),
     "draws32": (lambda: s2s.vmap(draws32), lambda: keys_args(256)[:1]),
     "random_path_greeks": (lambda: s2s.vmap(s2s.grad(random_path, argnums=(1, 2)), in_axes=(0, None, None)),
                            lambda: (keys_args()[0], 1.0, 0.2)),
@@ -250,13 +274,15 @@ CASES = {
 REFUSED = {
     "linalg": (uses_solve, (None, 0), "x = np.linalg.solve(a, b)", "np.linalg.solve has no kernel form",
                lambda: (np.eye(3) + 0.1, _rng().standard_normal((4, 3)))),
-    "allocation": (allocates, 0, "y = np.zeros(3)", "np.zeros allocates an array",
-                   lambda: (np.linspace(0, 1, 4),)),
     "reduction": (reduces, 0, "total = np.sum(z * z)", "np.sum reduces a whole array",
                   lambda: (_rng().standard_normal((4, 3)),)),
     "while_tape": (s2s.grad(halves), 0, "x = x * 0.5 + 0.1 * np.sin(x)", "a list that grows",
                    lambda: (np.linspace(2.0, 5.0, 4),)),
     "array_arithmetic": (scaled, 0, "y = z * 2.0", "it makes a new array", lambda: (np.ones((4, 3)),)),
+    "helper_returns_array": (uses_buffer, 0, "return np.zeros(n)", "a function returns an array it made",
+                             lambda: (np.ones((4, 3)),)),
+    "random_shape": (draws_a_vector, 0, "z = random.normal(key, (4,))", "random.normal of a shape makes an array",
+                     lambda: (random.split(random.PRNGKey(0), 4),)),
     "matmul": (matvec, (None, 0), "y = a @ z", "@ (a matrix product) has no kernel form",
                lambda: (np.eye(3), _rng().standard_normal((4, 3)))),
 }
@@ -267,6 +293,7 @@ def ptx_report() -> dict:
 
     report = {}
     try:  # numba-cuda without its NVVM (the cu12 extra) cannot compile: the tests say so and skip
+        import numba
         from numba import cuda
         from numba.cuda.cudadrv.nvvm import NVVM
 
@@ -279,6 +306,16 @@ def ptx_report() -> dict:
             report[name] = "ok" if ".visible .entry" in ptx else "no kernel entry in the PTX"
         except Exception:  # reported to the test, which fails with it
             report[name] = traceback.format_exc()
+    try:  # the kernel of sum_examples (the deterministic total over examples)
+        from numba import float32, float64
+
+        from s2s.backends import cuda_reduce
+
+        for t in (float64, float32):
+            ptx, _ = cuda.compile_ptx(cuda_reduce.chunk_sums.py_func, (t[:, :], t[:, ::1], numba.int64), cc=(9, 0))
+        report["__sum_examples__"] = "ok" if ".visible .entry" in ptx else "no kernel entry in the PTX"
+    except Exception:
+        report["__sum_examples__"] = traceback.format_exc()
     for name, (fun, statement) in COMPILE_REFUSED.items():
         try:
             cuda_backend.compile_ptx(s2s.jit(s2s.vmap(fun), backend="cuda"), np.ones((4, 3)))

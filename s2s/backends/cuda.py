@@ -52,6 +52,57 @@ def cuda_module():
     return cuda
 
 
+@dataclass(frozen=True)
+class CudaDevice:
+    """A GPU that numba-cuda sees (in Numba's simulator, the one simulated GPU)."""
+
+    id: int = 0
+    platform: str = "gpu"
+    device_kind: str = "cuda"
+
+    def __repr__(self) -> str:
+        return f"CudaDevice(id={self.id})"
+
+
+def available() -> bool:
+    """Is numba-cuda installed, and does it see a GPU (or run its simulator)?"""
+    try:
+        return bool(cuda_module().is_available())
+    except S2SError:
+        return False
+
+
+def devices() -> list[CudaDevice]:
+    """The GPUs numba-cuda sees, as devices (none where CUDA is not available)."""
+    return [CudaDevice(gpu.id) for gpu in cuda_module().gpus] if available() else []
+
+
+def to_device(tree: Any, device: CudaDevice) -> Any:
+    """A pytree's arrays and numbers copied to the GPU device (device arrays stay as they are);
+    numbers stay numbers (a kernel takes them by value)."""
+    if not available():
+        raise S2SError("s2s.device_put: CUDA is not available (numba-cuda sees no GPU)",
+                       hint="put arrays on the CPU (s2s.device_put(x)), or install numba-cuda on a machine with a GPU")
+    cuda = cuda_module()
+    leaves, structure = pytree.flatten(tree)
+    with cuda.gpus[device.id]:
+        moved = [leaf if is_device_array(leaf) or np.ndim(leaf) == 0
+                 else cuda.to_device(np.ascontiguousarray(leaf)) for leaf in leaves]
+    return pytree.unflatten(structure, moved)
+
+
+def to_host(tree: Any) -> Any:
+    """A pytree's device arrays copied to NumPy arrays (anything else as it is)."""
+    leaves, structure = pytree.flatten(tree)
+    return pytree.unflatten(structure, [leaf.copy_to_host() if is_device_array(leaf) else leaf for leaf in leaves])
+
+
+def synchronize(tree: Any) -> None:
+    """Wait for the kernels and copies that may produce a pytree's device arrays."""
+    if any(is_device_array(leaf) for leaf in pytree.leaves(tree)):
+        cuda_module().synchronize()
+
+
 def is_device_array(x: Any) -> bool:
     return hasattr(x, "copy_to_host")  # numba-cuda's device arrays (the simulator's have no __cuda_array_interface__)
 
@@ -124,6 +175,12 @@ def probe(source: str, stem: str, entry: str, example: tuple, extra: list[str]) 
                     if previous is not None:
                         made.setdefault(previous, set()).add((value.shape, str(value.dtype)))
             last_line[id(frame)] = frame.f_lineno
+        if event == "return":  # an array made by the return statement itself (return z[0] * z)
+            for leaf in pytree.leaves(arg) if arg is not None else ():
+                if _owns_new_array(leaf, known):
+                    known.add(id(leaf))
+                    keep.append(leaf)
+                    made.setdefault(frame.f_lineno, set()).add((leaf.shape, str(leaf.dtype)))
         if event == "return" and frame.f_code.co_name != entry and arg is not None:
             if any(id(leaf) in mine.get(id(frame), ()) for leaf in pytree.leaves(arg)):
                 escapes.append(frame.f_lineno)
@@ -399,3 +456,65 @@ def compile_ptx(jitted, *args, cc: tuple[int, int] = (9, 0)) -> str:
     except numba.core.errors.NumbaError as exc:
         raise launcher.compile_error(exc) from exc
     return ptx
+
+
+# ---- streams ---------------------------------------------------------------------------------
+
+def launch(jitted, args: tuple, stream=0) -> Any:
+    """Run s2s.jit(s2s.vmap(f), backend="cuda") on args on a numba-cuda stream, without waiting:
+    a pmap over one GPU maps shards to streams this way, so that the copies of one shard overlap
+    the kernel of another (pass pinned host arrays, numba.cuda.pinned_array, for the copies to be
+    asynchronous). NumPy inputs are copied in on the stream; the result (the vmap's output
+    structure) holds NumPy arrays that are filled once stream.synchronize() returns, or device
+    arrays when an input was one. out_axes=None outputs are not checked here: use the vmap.
+    Numba's simulator runs streams synchronously.
+
+    >>> # stream = numba.cuda.stream(); out = launch(greeks, (1.0, 0.2, z), stream); stream.synchronize()
+    """
+    spec = jitted._specialise(args, jitted._trees(args), "cuda")
+    leaves = spec["launcher"].launch(tuple(args), stream)
+    return pytree.unflatten(spec["structure"], list(leaves))
+
+
+# ---- a deterministic total over the examples -----------------------------------------------------
+
+CHUNK = 256  # examples summed in order by one thread: the tree's shape depends on n alone
+
+
+def _sum_kernel():
+    cuda_module()
+    from . import cuda_reduce
+
+    return cuda_reduce.chunk_sums
+
+
+def sum_examples(x, mean: bool = False, stream=0):
+    """The sum (or mean) over axis 0 of a kernel's per-example output, on the GPU and
+    deterministic: each thread adds CHUNK consecutive examples in order, then the partial sums
+    are added the same way, until one row is left. The order of the additions depends on the
+    number of examples alone (not on the launch or on timing: no atomics), so the result is
+    bit-identical from run to run. x: a device array (the result stays on the device) or a NumPy
+    array (copied in, and the result back)."""
+    cuda = cuda_module()
+    on_device = is_device_array(x)
+    data = x if on_device else cuda.to_device(np.ascontiguousarray(x), stream=stream)
+    n, shape = data.shape[0], data.shape[1:]
+    if n == 0:
+        raise S2SError("sum_examples of no examples", hint="pass at least one example")
+    width = int(np.prod(shape, dtype=np.int64))
+    current = data.reshape(n, width)
+    while current.shape[0] > 1:
+        chunks = -(-current.shape[0] // CHUNK)
+        out = cuda.device_array((chunks, width), dtype=current.dtype, stream=stream)
+        blocks = max(1, min(MAX_BLOCKS, -(-chunks * width // THREADS_PER_BLOCK)))
+        _sum_kernel()[blocks, THREADS_PER_BLOCK, stream](current, out, CHUNK)
+        current = out
+    total = current.reshape(*shape) if shape else current.reshape(1)
+    if mean:  # (one division per element, on the host's side of the call: n is a number)
+        host = total.copy_to_host(stream=stream) / current.dtype.type(n)
+        host = host.astype(current.dtype)
+        return cuda.to_device(host, stream=stream) if on_device else (host if shape else host[0])
+    if on_device:
+        return total
+    host = total.copy_to_host(stream=stream)
+    return host if shape else host[0]

@@ -136,6 +136,13 @@ def _atom(node: cst.BaseExpression) -> str:
     return _code(node) if isinstance(node, simple) and not node.lpar else f"({_code(node)})"
 
 
+def _literal_shape(node: cst.BaseExpression) -> bool:
+    """Is node a shape written as numbers (3, or (3, 4))?"""
+    if isinstance(node, cst.Integer):
+        return True
+    return isinstance(node, cst.Tuple) and all(isinstance(e.value, cst.Integer) for e in node.elements)
+
+
 def _walk(node: cst.CSTNode):
     yield node
     for child in node.children:
@@ -174,6 +181,7 @@ class _ToCuda(cst.CSTTransformer):
         self.entry, self.rows, self.result, self.number_paths = entry, rows, result, number_paths
         self.function = ""
         self.line = 0  # the line of the statement being rewritten
+        self.clamped: dict[tuple[str, str], Local] = {}  # local arrays of a computed size
         self.tape_of: dict[str, Tape] = {}  # tape variable -> Tape, in the current function
 
     def refuse(self, node: cst.CSTNode, what: str) -> None:
@@ -285,6 +293,16 @@ class _ToCuda(cst.CSTTransformer):
         return updated
 
     def leave_Subscript(self, original: cst.Subscript, updated: cst.Subscript) -> cst.BaseExpression:
+        local = self.clamped.get((self.function, updated.value.value)) if isinstance(updated.value, cst.Name) else None
+        if local is not None:
+            elements = []
+            for axis, element in enumerate(updated.slice):
+                index = element.slice
+                if isinstance(index, cst.Index):
+                    clamped = f"min({_code(index.value)}, {local.constant}[{axis}] - 1)"
+                    index = index.with_changes(value=cst.parse_expression(clamped))
+                elements.append(element.with_changes(slice=index))
+            return updated.with_changes(slice=elements)
         tape = self.tape_of.get(getattr(updated.value, "value", None)) if isinstance(updated.value, cst.Name) else None
         if tape is None or len(updated.slice) != 1:
             return updated
@@ -312,6 +330,11 @@ class _ToCuda(cst.CSTTransformer):
             lines = [create, f"runtime.kernels.{LOCAL_RANDOM[name]}({target}, {', '.join(args)})"]
             return [cst.parse_statement(x) for x in lines]
         filling, _, kind = LOCAL_CALLS[name]
+        shape_arg = call.args[0].value
+        if kind == "size" and not _literal_shape(shape_arg):
+            # the size is computed: an example may ask for another, and until the launcher
+            # reports it, that thread's indexing is clamped to the array (leave_Subscript)
+            self.clamped[(self.function, target)] = local
         shape = f"{_atom(call.args[0].value)}.shape" if kind == "like" else f"runtime.kernels.shape_of({args[0]})"
         lines = [create, f"if {shape} != {local.constant}:\n    tape_status[{local.slot}] = 1\n"]
         if filling == "copy":
