@@ -129,6 +129,22 @@ def split_draws(key):
     return random.uniform(keys[0]) + random.normal(keys[2])
 
 
+def growth(s0, sigma, z):
+    s = s0
+    for t in range(z.shape[0]):
+        s = s * np.exp(sigma * z[t])
+    return s
+
+
+def growth_tangent(s0, sigma, z):  # forward mode inside vmap: s2s.jvp in the per-example code
+    return s2s.jvp(growth, (s0, sigma, z), (0.0, 1.0, np.zeros_like(z)))
+
+
+def growth_tangent_inline(s0, sigma, z):  # the same with an array made inside the call
+    y, y_dot = s2s.jvp(growth, (s0, sigma, z), (1.0, 0.0, z * 0.0))
+    return y_dot
+
+
 # ---- refused: (function, in_axes, the refused statement, what the message says) --------------
 
 def uses_solve(a, b):
@@ -263,6 +279,7 @@ CASES = {
                       lambda: (0.7, rosen_args()[0])),
     "draws": (lambda: s2s.vmap(draws, in_axes=(0, None, None)), keys_args),
     "allocates_grad": (lambda: s2s.vmap(s2s.grad(allocates)), lambda: (np.linspace(0, 1, 4),)),
+    "jvp_in_vmap": (lambda: s2s.vmap(growth_tangent, in_axes=(None, None, 0)), lambda: path_args(n=64)),
     "draws32": (lambda: s2s.vmap(draws32), lambda: keys_args(256)[:1]),
     "random_path_greeks": (lambda: s2s.vmap(s2s.grad(random_path, argnums=(1, 2)), in_axes=(0, None, None)),
                            lambda: (keys_args()[0], 1.0, 0.2)),
@@ -283,6 +300,9 @@ REFUSED = {
                              lambda: (np.ones((4, 3)),)),
     "random_shape": (draws_a_vector, 0, "z = random.normal(key, (4,))", "random.normal of a shape makes an array",
                      lambda: (random.split(random.PRNGKey(0), 4),)),
+    "array_argument": (growth_tangent_inline, (None, None, 0),
+                       "y, y_dot = s2s.jvp(growth, (s0, sigma, z), (1.0, 0.0, z * 0.0))", "it makes a new array",
+                       lambda: path_args(n=4)),
     "matmul": (matvec, (None, 0), "y = a @ z", "@ (a matrix product) has no kernel form",
                lambda: (np.eye(3), _rng().standard_normal((4, 3)))),
 }

@@ -199,6 +199,15 @@ def test_vector_output_against_finite_differences():
         np.testing.assert_allclose(gz[:, j], (primal(w, z + e) - primal(w, z - e)) / (2 * h), rtol=1e-6, atol=1e-8)
 
 
+def test_jvp_in_vmap_closed_form():
+    """s2s.jvp inside the per-example code: the tangent of s0 exp(sigma sum(z)) along sigma is
+    the value times sum(z)."""
+    s0, sigma, z = cuda_cases.path_args(n=64)
+    value, tangent = s2s.jit(s2s.vmap(cuda_cases.growth_tangent, in_axes=(None, None, 0)), backend="cuda")(s0, sigma, z)
+    np.testing.assert_allclose(value, s0 * np.exp(sigma * z.sum(axis=1)), rtol=1e-12)
+    np.testing.assert_allclose(tangent, value * z.sum(axis=1), rtol=1e-12, atol=1e-14)
+
+
 def test_array_shape_fixed_by_the_first_example():
     """np.zeros(k) with the example's own k: the kernel's local array has the first example's
     shape, and an example that asks for another is an S2SError at the statement."""

@@ -172,6 +172,8 @@ def probe(source: str, stem: str, entry: str, example: tuple, extra: list[str]) 
                     known.add(id(value))
                     keep.append(value)
                     mine.setdefault(id(frame), set()).add(id(value))
+                    if previous is None and frame.f_back is not None and frame.f_back.f_code.co_filename == path:
+                        previous = frame.f_back.f_lineno  # an argument made by the caller's call (f(z * 0.0))
                     if previous is not None:
                         made.setdefault(previous, set()).add((value.shape, str(value.dtype)))
             last_line[id(frame)] = frame.f_lineno
