@@ -172,13 +172,14 @@ class _ToCuda(cst.CSTTransformer):
 
     def __init__(self, origin_at, functions: set[str], tapes: dict[int, Tape], status: set[str],
                  locals_: dict[int, Local], entry: str, rows: list[tuple[str, str]], result: str,
-                 number_paths: list[str]):
+                 number_paths: list[str], direct: dict[tuple[str, str], str]):
         self.origin_at, self.functions = origin_at, functions
         self.tapes, self.status = tapes, status  # status: the functions that take tape_status
         self.locals = locals_
         # rows: (parameter, leaf path) of each array leaf of entry's result, which entry copies
         # into its thread's row of the output before it returns (through the variable result)
         self.entry, self.rows, self.result, self.number_paths = entry, rows, result, number_paths
+        self.direct = direct  # (entry, local array) -> the output row it is made as
         self.function = ""
         self.line = 0  # the line of the statement being rewritten
         self.clamped: dict[tuple[str, str], Local] = {}  # local arrays of a computed size
@@ -324,7 +325,11 @@ class _ToCuda(cst.CSTTransformer):
                                   "and kernels cannot allocate; an array of a fixed shape is made by a statement "
                                   "of its own (a = np.zeros(3), a = np.empty_like(x), a = np.copy(x))")
         target = local.name
-        create = f"{target} = cuda.local.array({local.constant}, {NUMBA_TYPES[local.dtype]})"
+        direct = self.direct.get((self.function, target))
+        if direct is not None:  # the entry returns this array: it is the thread's output row itself
+            create = f"{target} = {direct}"
+        else:
+            create = f"{target} = cuda.local.array({local.constant}, {NUMBA_TYPES[local.dtype]})"
         args = [_code(a.value) for a in call.args]
         if name in LOCAL_RANDOM:
             lines = [create, f"runtime.kernels.{LOCAL_RANDOM[name]}({target}, {', '.join(args)})"]
@@ -350,8 +355,12 @@ class _ToCuda(cst.CSTTransformer):
         array but an argument, and a kernel's local arrays end with the function that made them)."""
         value = updated.body[0].value
         lines = [f"{self.result} = {_code(value)}"]
-        lines += [f"runtime.kernels.copy_into({row}, {self.result}{path})" for row, path in self.rows]
+        written = set(self.direct.values())  # (rows the code wrote itself)
+        lines += [f"runtime.kernels.copy_into({row}, {self.result}{path})" for row, path in self.rows
+                  if row not in written]
         numbers = [f"{self.result}{path}" for path in self.number_paths]
+        if len(lines) == 1 and not numbers:  # every result is in its row already
+            return [cst.parse_statement("return")]
         lines.append(f"return ({', '.join(numbers)},)" if numbers else "return")
         return [cst.parse_statement(x) for x in lines]
 
@@ -412,8 +421,9 @@ def device_functions(source: str, entry: str, tapes: list[Tape], origin_at, loca
         status |= callers
     names = {n.value for n in _walk(module) if isinstance(n, cst.Name)}
     result = next(r for r in ("result", *(f"result_{k}" for k in range(1, 1000))) if r not in names)
+    direct = _direct_rows(module, entry, list(rows), locals_)
     transformer = _ToCuda(origin_at, set(keep), by_line, status, {a.line: a for a in locals_}, entry, list(rows),
-                          result, list(number_paths))
+                          result, list(number_paths), direct)
     rewritten = MetadataWrapper(module).visit(transformer)
     functions = {f.name.value: f for f in rewritten.body if isinstance(f, cst.FunctionDef)}
     # callees first: numba-cuda resolves a device function's callees when it is compiled,
@@ -421,6 +431,37 @@ def device_functions(source: str, entry: str, tapes: list[Tape], origin_at, loca
     body = [functions[name] for name in reversed(keep)]
     text = cst.Module(body=body).code
     return Rewritten(text, tapes, list(locals_))
+
+
+def _at_path(node: cst.BaseExpression, path: str) -> str | None:
+    """The name at an index path ("[1][0]") of a literal tuple expression, if it is one."""
+    for index in re.findall(r"\[(-?\d+)\]", path) if re.fullmatch(r"(\[-?\d+\])*", path) else None:
+        if not isinstance(node, cst.Tuple) or not -len(node.elements) <= int(index) < len(node.elements):
+            return None
+        node = node.elements[int(index)].value
+    return node.value if isinstance(node, cst.Name) else None
+
+
+def _direct_rows(module: cst.Module, entry: str, rows: list[tuple[str, str]], locals_) -> dict:
+    """{(entry, local array): row} for each array result of entry that is a local array of its
+    own, made once and returned at one path by every return: the thread's output row is that
+    array (no local memory, no copy)."""
+    function = next((f for f in module.body if isinstance(f, cst.FunctionDef) and f.name.value == entry), None)
+    if function is None:
+        return {}
+    returns = [n.value for n in _walk(function) if isinstance(n, cst.Return)]
+    assigned: dict[str, int] = {}
+    for node in _walk(function):
+        if isinstance(node, cst.AssignTarget) and isinstance(node.target, cst.Name):
+            assigned[node.target.value] = assigned.get(node.target.value, 0) + 1
+    made = {a.name for a in locals_ if a.function == entry}
+    found: dict[str, list[str]] = {}
+    for row, path in rows:
+        names = {_at_path(value, path) if value is not None else None for value in returns}
+        if len(names) == 1 and None not in names:
+            found.setdefault(names.pop(), []).append(row)
+    return {(entry, name): rows_[0] for name, rows_ in found.items()
+            if len(rows_) == 1 and name in made and assigned.get(name) == 1}
 
 
 def local_lines(source: str) -> dict[int, tuple[str, str]]:
@@ -446,7 +487,8 @@ def kernel_module(name: str, description: str, axes: str, header: str, device: R
              "# device functions, with math.* for NumPy's functions of a number."]
     if device.locals:
         lines += ["# Arrays the per-example code makes are cuda.local.array of the shapes below (the first",
-                  "# example's); an example that asks for another shape is an error."]
+                  "# example's), or the thread's row of an output where it returns them; an example that",
+                  "# asks for another shape is an error."]
     if device.tapes:
         lines += ["# Tapes are cuda.local.array of the sizes below, fixed when the batch was specialised;",
                   "# an example that needs more is recorded in tape_status, and the launcher specialises",
@@ -471,7 +513,8 @@ def kernel_source(name: str, params: list[str], mapped: list[str], size: str, ou
     lines = ["@cuda.jit", f"def {name}_kernel({', '.join(args)}):", f'    """{doc}"""',
              "    start = cuda.grid(1)", "    stride = cuda.gridsize(1)",
              f"    for {b} in range(start, {size}, stride):",
-             f"        result = {call.replace('{b}', b).replace('{rows}', rows)}"]
+             f"        {'' if array_outs and len(array_outs) == len(outs) else 'result = '}"
+             f"{call.replace('{b}', b).replace('{rows}', rows)}"]
     if array_outs:  # the call returns the numbers alone, in order
         numbers = [out for out in outs if out not in array_outs]
         lines += [f"        {out}[{b}] = result[{k}]" for k, out in enumerate(numbers)]
