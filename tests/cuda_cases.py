@@ -116,11 +116,14 @@ def draws32(key):  # float32 draws (the cpu backend cannot compile them: the tes
     return random.uniform(key, (), np.float32), random.normal(key, (), np.float32)
 
 
+PATH_STEPS = 16  # a module constant: the kernel module has it too
+
+
 def random_path(key, s0, sigma):  # a Monte Carlo path with its own normal draws, one per step
     s = s0
-    for t in range(16):
+    for t in range(PATH_STEPS):
         k = random.fold_in(key, t)
-        s = s * np.exp(-0.5 * sigma * sigma / 16.0 + sigma * 0.25 * random.normal(k))
+        s = s * np.exp(-0.5 * sigma * sigma / PATH_STEPS + sigma * 0.25 * random.normal(k))
     return max(s - 1.0, 0.0)
 
 

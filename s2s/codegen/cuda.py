@@ -429,7 +429,10 @@ def device_functions(source: str, entry: str, tapes: list[Tape], origin_at, loca
     # callees first: numba-cuda resolves a device function's callees when it is compiled,
     # and readers meet each function before its use
     body = [functions[name] for name in reversed(keep)]
-    text = cst.Module(body=body).code
+    # the user's module constants that the generated code names (STEPS = 64), as the cpu module has them
+    constants = [stmt for stmt in module.body if isinstance(stmt, cst.SimpleStatementLine)
+                 and all(isinstance(part, cst.Assign) for part in stmt.body)]
+    text = cst.Module(body=constants + body).code
     return Rewritten(text, tapes, list(locals_))
 
 
