@@ -199,6 +199,10 @@ def uses_buffer(z):
     return y[1]
 
 
+def waits(key):
+    return random.exponential(key)
+
+
 def draws_a_vector(key):
     z = random.normal(key, (4,))
     return z[0]
@@ -301,6 +305,8 @@ REFUSED = {
     "array_arithmetic": (scaled, 0, "y = z * 2.0", "it makes a new array", lambda: (np.ones((4, 3)),)),
     "helper_returns_array": (uses_buffer, 0, "return np.zeros(n)", "a function returns an array it made",
                              lambda: (np.ones((4, 3)),)),
+    "random_exponential": (waits, 0, "return random.exponential(key)", "random.exponential has no kernel form yet",
+                           lambda: (random.split(random.PRNGKey(0), 4),)),
     "random_shape": (draws_a_vector, 0, "z = random.normal(key, (4,))", "random.normal of a shape makes an array",
                      lambda: (random.split(random.PRNGKey(0), 4),)),
     "array_argument": (growth_tangent_inline, (None, None, 0),

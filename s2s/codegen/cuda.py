@@ -267,6 +267,9 @@ class _ToCuda(cst.CSTTransformer):
             if short in REDUCING:
                 self.refuse(original, f"{name} reduces a whole array, which has no kernel form yet")
             self.refuse(original, f"{name} has no kernel form (on a number, math.* or a builtin may)")
+        if name.startswith("runtime.random."):
+            self.refuse(original, f"{name[8:]} has no kernel form yet (a kernel draws with random.normal and "
+                                  "random.uniform of one number, and makes keys with random.fold_in and random.split)")
         if name.startswith("runtime."):
             helper = name[8:]
             if helper in KERNEL_HELPERS:
