@@ -144,11 +144,15 @@ def probe(source: str, stem: str, entry: str, example: tuple, extra: list[str]) 
     made: dict[int, set] = {}
     escapes: list[int] = []
 
+    tapes: list[tuple[int, list]] = []
+
     def new_tape(x, capacity):
         line = sys._getframe(1).f_lineno
         size, dtype = seen.get(line, (0, _dtype_key(x)))
         seen[line] = (max(size, int(capacity)), dtype)
-        return runtime.new_tape(x, capacity)
+        tape = runtime.new_tape(x, capacity)
+        tapes.append((line, tape))
+        return tape
 
     known: set[int] = set()
     for value in example:  # the arguments and the arrays they hold
@@ -200,6 +204,13 @@ def probe(source: str, stem: str, entry: str, example: tuple, extra: list[str]) 
         namespace[entry](*example, *extras)
     finally:
         sys.settrace(old)
+    # A tape's dtype is that of every value pushed, not only the first: NumPy promotes a float32
+    # number to float64 in a loop where it meets a float64 (s = s * np.exp(<float64>)).
+    for line, tape in tapes:
+        keys = {_dtype_key(value) for value in tape}
+        if seen[line][1] != "array" and keys - {seen[line][1]}:
+            widest = "array" if "array" in keys else str(np.result_type(*[np.asarray(v).dtype for v in tape]))
+            seen[line] = (seen[line][0], widest if widest in codegen.NUMBA_TYPES or widest == "array" else "float64")
     return Probed(seen, made, escapes)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .. import pytree
+from .. import backends, pytree
 from ..errors import S2SError
 
 
@@ -62,9 +62,7 @@ def device_put(x: Any, device: Any = None) -> Any:
     True
     """
     if _is_cuda(device):
-        from ..backends import cuda
-
-        return cuda.to_device(x, cuda.CudaDevice(0) if device == "cuda" else device)
+        return backends.cuda_device_put(x, device)
     _check_device(device)
     return x
 
@@ -73,9 +71,7 @@ def device_get(x: Any) -> Any:
     """Fetch a pytree of arrays to host memory (NumPy), as jax.device_get: on the CPU, x itself;
     numba-cuda device arrays are copied to NumPy arrays."""
     if any(hasattr(leaf, "copy_to_host") for leaf in pytree.leaves(x)):
-        from ..backends import cuda
-
-        return cuda.to_host(x)
+        return backends.cuda_device_get(x)
     return x
 
 
@@ -84,9 +80,7 @@ def block_until_ready(x: Any) -> Any:
     jax.block_until_ready. On the CPU a result is ready when the call that made it returns; for
     numba-cuda device arrays, this waits for the GPU."""
     if any(hasattr(leaf, "copy_to_host") for leaf in pytree.leaves(x)):
-        from ..backends import cuda
-
-        cuda.synchronize(x)
+        backends.cuda_synchronize(x)
     for leaf in pytree.leaves(x):
         wait = getattr(leaf, "block_until_ready", None)
         if wait is not None and not isinstance(leaf, type):  # (an array of another library that runs asynchronously)
