@@ -369,3 +369,38 @@ def test_kernel_text_of_numpy_on_numbers():
         "    return math.exp(abs(z)) + math.atan2(y, x)\n"
     )
     assert codegen.device_functions(before, "f", [], lambda line: None).source == after
+
+
+def test_kernel_text_of_arrays_and_draws():
+    """codegen/cuda.py's rewriting of arrays the code makes, the array it returns (the thread's
+    output row itself), and draws, before and after."""
+    from s2s.codegen import cuda as codegen
+
+    before = (
+        "def f(key, x, n):\n"
+        "    # m.py:2  y = ...\n"
+        "    y = np.zeros(n)\n"
+        "    k = runtime.random.fold_in(key, 3)\n"
+        "    for i in range(n):\n"
+        "        y[i] = x * runtime.random.normal(k) + runtime.random.uniform(key, (), np.float32, 1.0, 2.0)\n"
+        "    return (y, y[0])\n"
+    )
+    after = (
+        "@cuda.jit(device=True)\n"
+        "def f(key, x, n, out_0_row, tape_status):\n"
+        "    # m.py:2  y = ...\n"
+        "    y = out_0_row\n"
+        "    if runtime.kernels.shape_of(n) != Y_SHAPE:\n"
+        "        tape_status[0] = 1\n"
+        "    runtime.kernels.fill(y, 0)\n"
+        "    k = cuda.local.array(K_SHAPE, numba.uint32)\n"
+        "    runtime.kernels.fold_in_into(k, key, 3)\n"
+        "    for i in range(n):\n"
+        "        y[min(i, Y_SHAPE[0] - 1)] = x * runtime.kernels.normal64(k) + runtime.kernels.uniform32(key, "
+        "np.float32(1.0), np.float32(2.0))\n"
+        "    result = (y, y[min(0, Y_SHAPE[0] - 1)])\n"
+        "    return (result[1],)\n"
+    )
+    made = [codegen.Local("f", "y", 3, (4,), "float64"), codegen.Local("f", "k", 4, (2,), "uint32")]
+    rewritten = codegen.device_functions(before, "f", [], lambda line: None, made, [("out_0_row", "[0]")], ["[1]"])
+    assert rewritten.source == after
