@@ -11,8 +11,13 @@ with runtime.new_tape recording each tape's capacity and dtype. A later example 
 more raises its tape's entry of tape_status; the launcher then writes the module again with
 that size and runs the batch again, so a probe that saw too little costs time, not results.
 
-compile_ptx() compiles a specialisation's kernel to PTX without a GPU (the test suite uses it:
-Numba's simulator runs code that the real compiler rejects).
+The probe also finds the arrays the per-example code makes (their shapes become the kernel's
+local arrays) and refuses, at the user's statement, those a kernel cannot hold.
+
+Also here: the GPU side of s2s.device_put / device_get / block_until_ready (to_device, to_host,
+synchronize), launch() on a given stream, and sum_examples(), a deterministic total over the
+examples. compile_ptx() compiles a specialisation's kernel to PTX without a GPU (the test suite
+uses it: Numba's simulator runs code that the real compiler rejects).
 """
 
 from __future__ import annotations

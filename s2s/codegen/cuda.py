@@ -13,9 +13,18 @@ compiler takes (kernel code cannot allocate arrays or call NumPy's array functio
   example needed, `tapes` below). A thread whose example needs more records that on
   `tape_status` and clamps its pushes (so that it never writes outside the array); the
   launcher then specialises again with room for it and runs the batch again;
-- everything else kernels cannot run (allocation, np.linalg, a reduction over a whole array,
-  a list that grows) is refused here, before numba-cuda sees it, as an S2SError naming the
-  user's statement (the origin comment above it), that says backend="cpu" takes it.
+- an array the code makes by a statement of its own (y = np.zeros(n), np.empty_like(x),
+  runtime.zeros_like(x), np.copy(x): LOCAL_CALLS) becomes a cuda.local.array of the shape the
+  probe saw (`locals_` below), filled as the call would; an example that asks for another shape
+  sets its entry of tape_status, and the launcher raises an S2SError at the statement. If the
+  entry function returns it, the array is the thread's row of the output instead (rows below);
+- the entry's array results are written into the thread's output rows, and it returns its
+  numbers alone (numba-cuda returns no array that is not an argument);
+- random.normal / random.uniform of one number become runtime.kernels.normal64 (...), and
+  random.fold_in / random.split keys local arrays filled by runtime.kernels;
+- everything else kernels cannot run (allocation by an expression, np.linalg, a reduction over
+  a whole array, a list that grows) is refused here, before numba-cuda sees it, as an S2SError
+  naming the user's statement (the origin comment above it), that says backend="cpu" takes it.
 """
 
 from __future__ import annotations
