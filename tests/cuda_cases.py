@@ -127,6 +127,15 @@ def random_path(key, s0, sigma):  # a Monte Carlo path with its own normal draws
     return max(s - 1.0, 0.0)
 
 
+def drawn_path(key, s0, sigma):  # the path's normals as one draw of a shape (a local array)
+    z = random.normal(key, (PATH_STEPS,))
+    u = random.uniform(key, (2, 3), np.float32, -1.0, 1.0)
+    s = s0
+    for t in range(PATH_STEPS):
+        s = s * np.exp(-0.5 * sigma * sigma / PATH_STEPS + sigma * 0.25 * z[t])
+    return max(s - 1.0, 0.0) + u[1, 2]
+
+
 def split_draws(key):
     keys = random.split(key, 3)
     return random.uniform(keys[0]) + random.normal(keys[2])
@@ -203,9 +212,15 @@ def waits(key):
     return random.exponential(key)
 
 
-def draws_a_vector(key):
-    z = random.normal(key, (4,))
-    return z[0]
+def draws_a_vector(key):  # a draw of a shape inside an expression: a statement of its own after lowering
+    return random.normal(key, (4,))[3]
+
+
+def rarely_draws_a_vector(key, x):  # on a branch the first example does not take: its shape is not known
+    if x > 100.0:
+        z = random.normal(key, (4,))
+        return z[0]
+    return x
 
 
 def rosen_pair(pair):
@@ -290,6 +305,9 @@ CASES = {
     "draws32": (lambda: s2s.vmap(draws32), lambda: keys_args(256)[:1]),
     "random_path_greeks": (lambda: s2s.vmap(s2s.grad(random_path, argnums=(1, 2)), in_axes=(0, None, None)),
                            lambda: (keys_args()[0], 1.0, 0.2)),
+    "drawn_path_greeks": (lambda: s2s.vmap(s2s.grad(drawn_path, argnums=(1, 2)), in_axes=(0, None, None)),
+                          lambda: (keys_args()[0], 1.0, 0.2)),
+    "draws_a_vector": (lambda: s2s.vmap(draws_a_vector), lambda: keys_args()[:1]),
     "split_draws": (lambda: s2s.vmap(split_draws), lambda: keys_args()[:1]),
     "value_and_greeks": (lambda: s2s.vmap(s2s.value_and_grad(path_payoff, argnums=(0, 1)), in_axes=(None, None, 0)),
                          lambda: path_args(n=64)),
@@ -307,8 +325,9 @@ REFUSED = {
                              lambda: (np.ones((4, 3)),)),
     "random_exponential": (waits, 0, "return random.exponential(key)", "random.exponential has no kernel form yet",
                            lambda: (random.split(random.PRNGKey(0), 4),)),
-    "random_shape": (draws_a_vector, 0, "z = random.normal(key, (4,))", "random.normal of a shape makes an array",
-                     lambda: (random.split(random.PRNGKey(0), 4),)),
+    "random_shape_untaken": (rarely_draws_a_vector, 0, "z = random.normal(key, (4,))",
+                             "random.normal of a shape makes an array",
+                             lambda: (random.split(random.PRNGKey(0), 4), np.linspace(0.0, 1.0, 4))),
     "array_argument": (growth_tangent_inline, (None, None, 0),
                        "y, y_dot = s2s.jvp(growth, (s0, sigma, z), (1.0, 0.0, z * 0.0))", "it makes a new array",
                        lambda: path_args(n=4)),

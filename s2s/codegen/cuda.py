@@ -100,7 +100,9 @@ LOCAL_CALLS = {
 
 
 # name = runtime.random.fold_in(key, i) / split(key, n): keys as local arrays of uint32
-LOCAL_RANDOM = {"runtime.random.fold_in": "fold_in_into", "runtime.random.split": "split_into"}
+# and name = runtime.random.normal(key, shape) / uniform(...): a draw of a shape, into a local array
+LOCAL_RANDOM = {"runtime.random.fold_in": "fold_in_into", "runtime.random.split": "split_into",
+                "runtime.random.normal": "normal{bits}_into", "runtime.random.uniform": "uniform{bits}_into"}
 
 
 @dataclass
@@ -218,19 +220,23 @@ class _ToCuda(cst.CSTTransformer):
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
         self.line = self.get_metadata(PositionProvider, node).start.line
 
-    def _random_draw(self, original: cst.Call, updated: cst.Call, draw: str) -> cst.BaseExpression:
-        """runtime.random.normal(key) / uniform(key, (), dtype, minval, maxval) of one number."""
-        names = RANDOM_DRAWS[draw]
-        given = {}
-        for k, arg in enumerate(updated.args):
+    def _draw_arguments(self, original: cst.Call, call: cst.Call, draw: str) -> dict:
+        """{parameter: expression} of a call of random.<draw>."""
+        names, given = RANDOM_DRAWS[draw], {}
+        for k, arg in enumerate(call.args):
             if arg.star:
                 self.refuse(original, f"random.{draw} with *args has no kernel form")
             given[arg.keyword.value if arg.keyword else names[k]] = arg.value
+        return given
+
+    def _random_draw(self, original: cst.Call, updated: cst.Call, draw: str) -> cst.BaseExpression:
+        """runtime.random.normal(key) / uniform(key, (), dtype, minval, maxval) of one number."""
+        given = self._draw_arguments(original, updated, draw)
         shape = given.get("shape")
         if shape is not None and not (isinstance(shape, cst.Tuple) and not shape.elements):
-            self.refuse(original, f"random.{draw} of a shape makes an array (kernels cannot allocate); a kernel "
-                                  f"draws one number per call: random.{draw}(key), with keys from "
-                                  "random.fold_in(key, i) or random.split")
+            self.refuse(original, f"random.{draw} of a shape makes an array, which a kernel holds only when it is "
+                                  f"a statement of its own (z = random.{draw}(key, (n,))); or draw one number "
+                                  f"per call: random.{draw}(key), with keys from random.fold_in(key, i)")
         dtype = _dotted(given["dtype"]) if "dtype" in given else "float"
         if dtype not in ("float", "np.float64", "np.float32", "numba.float64", "numba.float32"):
             self.refuse(original, f"random.{draw} with dtype={_code(given['dtype'])} has no kernel form "
@@ -344,7 +350,20 @@ class _ToCuda(cst.CSTTransformer):
             create = f"{target} = cuda.local.array({local.constant}, {NUMBA_TYPES[local.dtype]})"
         args = [_code(a.value) for a in call.args]
         if name in LOCAL_RANDOM:
-            lines = [create, f"runtime.kernels.{LOCAL_RANDOM[name]}({target}, {', '.join(args)})"]
+            helper = LOCAL_RANDOM[name].format(bits=local.dtype[-2:])
+            if name[15:] in RANDOM_DRAWS:  # the key, and uniform's bounds in the array's float type
+                given = self._draw_arguments(original, call, name[15:])
+                args = [_code(given["key"])]
+                if name.endswith("uniform"):
+                    args += [f"np.{local.dtype}({_code(given[b])})" if b in given else f"np.{local.dtype}({default})"
+                             for b, default in (("minval", "0.0"), ("maxval", "1.0"))]
+            lines = [create, f"runtime.kernels.{helper}({target}, {', '.join(args)})"]
+            if name[15:] in RANDOM_DRAWS:  # the shape: checked, as np.zeros's (below)
+                shape_arg = given["shape"]
+                lines.insert(1, f"if runtime.kernels.shape_of({_code(shape_arg)}) != {local.constant}:\n"
+                                f"    tape_status[{local.slot}] = 1\n")
+                if not _literal_shape(shape_arg):
+                    self.clamped[(self.function, target)] = local
             return [cst.parse_statement(x) for x in lines]
         filling, _, kind = LOCAL_CALLS[name]
         shape_arg = call.args[0].value

@@ -21,7 +21,7 @@ import numpy as np
 from .. import random as _random
 
 __all__ = ["fill", "copy_into", "shape_of", "fma", "log", "uniform32", "uniform64", "normal32", "normal64",
-           "fold_in_into", "split_into"]
+           "normal32_into", "normal64_into", "uniform32_into", "uniform64_into", "fold_in_into", "split_into"]
 
 
 def fill(a, value):
@@ -46,32 +46,40 @@ def fma(a, b, c):
     return float(_random._fma64(np.float64(a), np.float64(b), np.float64(c)))
 
 
-def _words(key):
-    """The two words of the hash of counter 0 (element 0 of a draw) under key."""
-    zero = np.uint64(0)
-    return _random.threefry2x32(np.uint64(key[0]), np.uint64(key[1]), zero, zero)
+def _words(key, i):
+    """The two words of the hash of counter i (element i of a draw) under key."""
+    c = np.uint64(i)
+    return _random.threefry2x32(np.uint64(key[0]), np.uint64(key[1]), c >> np.uint64(32), c & np.uint64(0xFFFFFFFF))
 
 
-def _unit32(key):
-    """[0, 1) in float32: s2s.random's _unit_f32 of element 0."""
-    y0, y1 = _words(key)
+def _unit32(key, i):
+    """[0, 1) in float32: s2s.random's _unit_f32 of element i."""
+    y0, y1 = _words(key, i)
     return np.float32((y0 ^ y1) >> np.uint64(9)) * np.float32(2.0**-23)
 
 
-def _unit64(key):
-    y0, y1 = _words(key)
+def _unit64(key, i):
+    y0, y1 = _words(key, i)
     return np.float64(((y0 << np.uint64(32)) | y1) >> np.uint64(12)) * 2.0**-52
+
+
+def _uniform32(key, i, minval, maxval):
+    scaled = fma(_unit32(key, i), maxval - minval, minval)
+    return scaled if scaled >= minval else minval
+
+
+def _uniform64(key, i, minval, maxval):
+    scaled = fma(_unit64(key, i), maxval - minval, minval)
+    return scaled if scaled >= minval else minval
 
 
 def uniform32(key, minval, maxval):
     """random.uniform(key, (), np.float32, minval, maxval): max(minval, u * (maxval - minval) + minval)."""
-    scaled = fma(_unit32(key), maxval - minval, minval)
-    return scaled if scaled >= minval else minval
+    return _uniform32(key, 0, minval, maxval)
 
 
 def uniform64(key, minval, maxval):
-    scaled = fma(_unit64(key), maxval - minval, minval)
-    return scaled if scaled >= minval else minval
+    return _uniform64(key, 0, minval, maxval)
 
 
 def _horner(coefficients, w):
@@ -94,11 +102,10 @@ def _log1p(x, p_coefficients, q_coefficients, threshold, one, half):
     return log(x + one)
 
 
-def normal32(key):
-    """random.normal(key, (), np.float32): sqrt(2) * erfinv(u), u uniform on (-1, 1), as
-    s2s.random._normal_f32 computes element 0."""
+def _normal32(key, i):
+    """sqrt(2) * erfinv(u), u uniform on (-1, 1), as s2s.random._normal_f32 computes element i."""
     lo = np.float32(-1.0 + 2.0**-24)
-    x = fma(_unit32(key), np.float32(1.0) - lo, lo)
+    x = fma(_unit32(key, i), np.float32(1.0) - lo, lo)
     x = x if x >= lo else lo
     w = -_log1p(-x * x, _random._LOG1P_P32, _random._LOG1P_Q32, np.float32(0.41421356237309504880),
                 np.float32(1.0), np.float32(0.5))
@@ -109,10 +116,10 @@ def normal32(key):
     return np.float32(math.sqrt(2.0)) * (x * np.float32(math.inf) if abs(x) == np.float32(1.0) else p * x)
 
 
-def normal64(key):
-    """random.normal(key) (float64), as s2s.random._normal_f64 computes element 0."""
+def _normal64(key, i):
+    """s2s.random._normal_f64's element i."""
     lo = -1.0 + 2.0**-53
-    x = fma(_unit64(key), 1.0 - lo, lo)
+    x = fma(_unit64(key, i), 1.0 - lo, lo)
     x = x if x >= lo else lo
     w = -_log1p(-x * x, _random._LOG1P_P, _random._LOG1P_Q, 0.41421356237309504880, 1.0, 0.5)
     if w < 6.25:
@@ -122,6 +129,37 @@ def normal64(key):
     else:
         p = _horner(_random._F64_C, math.sqrt(w) - 5.0)
     return math.sqrt(2.0) * (x * math.inf if abs(x) == 1.0 else p * x)
+
+
+def normal32(key):
+    """random.normal(key, (), np.float32)."""
+    return _normal32(key, 0)
+
+
+def normal64(key):
+    """random.normal(key) (float64)."""
+    return _normal64(key, 0)
+
+
+# Draws of a shape, into a local array: element i (in C order) hashes counter i, as s2s.random.
+def normal32_into(out, key):
+    for i in range(out.size):
+        out.flat[i] = _normal32(key, i)
+
+
+def normal64_into(out, key):
+    for i in range(out.size):
+        out.flat[i] = _normal64(key, i)
+
+
+def uniform32_into(out, key, minval, maxval):
+    for i in range(out.size):
+        out.flat[i] = _uniform32(key, i, minval, maxval)
+
+
+def uniform64_into(out, key, minval, maxval):
+    for i in range(out.size):
+        out.flat[i] = _uniform64(key, i, minval, maxval)
 
 
 def fold_in_into(out, key, data):

@@ -160,6 +160,25 @@ def _log(x):
 
 # Plain code on numbers (the threefry hash, the draws): numba-cuda compiles them as they are.
 for _function in (R.threefry2x32, R._rotl, R._mix, R._four_rounds, kernels._words, kernels._unit32, kernels._unit64,
-                  kernels.uniform32, kernels.uniform64, kernels._horner, kernels._log1p, kernels.normal32,
-                  kernels.normal64, kernels.fold_in_into, kernels.split_into):
+                  kernels._uniform32, kernels._uniform64, kernels.uniform32, kernels.uniform64, kernels._horner,
+                  kernels._log1p, kernels._normal32, kernels._normal64, kernels.normal32, kernels.normal64,
+                  kernels.fold_in_into, kernels.split_into):
     register_jitable(_function)
+
+
+def _draws_into(element: str, extra: str):
+    """A draw of a shape into a local array (loops over its indices in C order: counter i)."""
+    def typer(out, key, *rest):
+        if not isinstance(out, types.Array):
+            _refuse(f"runtime.kernels.{element}_into", out, key)
+        params = "out, key" + extra
+        body = _loops(out.ndim, f"a[index] = kernels.{element}(key, i{extra})\n" + "    " * (out.ndim + 1) + "i += 1")
+        return _compile(f"def impl({params}):\n    a = out\n    i = 0\n{body}\n", "impl", kernels=kernels)
+    return typer
+
+
+for _name, _extra in (("_normal32", ""), ("_normal64", ""), ("_uniform32", ", minval, maxval"),
+                      ("_uniform64", ", minval, maxval")):
+    _typer = _draws_into(_name, _extra)
+    _source = f"def typer(out, key{_extra}):\n    return draw(out, key{_extra})\n"
+    overload(getattr(kernels, _name[1:] + "_into"))(_compile(_source, "typer", draw=_typer))
