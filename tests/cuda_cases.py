@@ -197,8 +197,9 @@ def sized_by_data(x, k):  # an array whose size is the example's own: the kernel
     return y[0]
 
 
-def make_buffer(n):  # a helper that returns an array it made
-    return np.zeros(n)
+def make_buffer(n):  # a helper that returns an array it made: inlined into its caller in the kernel
+    y = np.zeros(n)
+    return y
 
 
 def uses_buffer(z):
@@ -210,6 +211,17 @@ def uses_buffer(z):
 
 def waits(key):
     return random.exponential(key)
+
+
+def inner(w, x):  # a helper of a vector: its reverse mode returns w's adjoint, an array it made
+    s = 0.0
+    for i in range(x.shape[0]):
+        s = s + w[i] * x[i]
+    return s
+
+
+def squared_error(w, x, y):
+    return (inner(w, x) - y) ** 2
 
 
 def draws_a_vector(key):  # a draw of a shape inside an expression: a statement of its own after lowering
@@ -307,6 +319,8 @@ CASES = {
                            lambda: (keys_args()[0], 1.0, 0.2)),
     "drawn_path_greeks": (lambda: s2s.vmap(s2s.grad(drawn_path, argnums=(1, 2)), in_axes=(0, None, None)),
                           lambda: (keys_args()[0], 1.0, 0.2)),
+    "helper_returns_array": (lambda: s2s.vmap(uses_buffer), lambda: (rosen_args()[0],)),
+    "helper_array_adjoint": (lambda: s2s.vmap(s2s.grad(squared_error), in_axes=(None, 0, 0)), logistic_args),
     "draws_a_vector": (lambda: s2s.vmap(draws_a_vector), lambda: keys_args()[:1]),
     "split_draws": (lambda: s2s.vmap(split_draws), lambda: keys_args()[:1]),
     "value_and_greeks": (lambda: s2s.vmap(s2s.value_and_grad(path_payoff, argnums=(0, 1)), in_axes=(None, None, 0)),
@@ -321,8 +335,6 @@ REFUSED = {
     "while_tape": (s2s.grad(halves), 0, "x = x * 0.5 + 0.1 * np.sin(x)", "a list that grows",
                    lambda: (np.linspace(2.0, 5.0, 4),)),
     "array_arithmetic": (scaled, 0, "y = z * 2.0", "it makes a new array", lambda: (np.ones((4, 3)),)),
-    "helper_returns_array": (uses_buffer, 0, "return np.zeros(n)", "a function returns an array it made",
-                             lambda: (np.ones((4, 3)),)),
     "random_exponential": (waits, 0, "return random.exponential(key)", "random.exponential has no kernel form yet",
                            lambda: (random.split(random.PRNGKey(0), 4),)),
     "random_shape_untaken": (rarely_draws_a_vector, 0, "z = random.normal(key, (4,))",

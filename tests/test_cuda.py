@@ -185,6 +185,16 @@ def test_per_example_gradients_closed_form():
     np.testing.assert_allclose(grads, (p - y)[:, None] * x, rtol=1e-12, atol=1e-14)
 
 
+def test_helper_adjoint_array_closed_form():
+    """A helper that takes the weight vector: its reverse mode returns w's adjoint, an array it
+    made, and is inlined into its caller in the kernel. 2 (w.x - y) x, per example."""
+    w, x, y = cuda_cases.logistic_args()
+    jitted = s2s.jit(s2s.vmap(s2s.grad(cuda_cases.squared_error), in_axes=(None, 0, 0)), backend="cuda")
+    grads = jitted(w, x, y)
+    np.testing.assert_allclose(grads, 2 * (x @ w - y)[:, None] * x, rtol=1e-12, atol=1e-13)
+    assert '@cuda.jit(device=True, inline="always")\ndef inner_vjp' in s2s.source(jitted)
+
+
 def test_vector_output_against_finite_differences():
     """The gradient of a function that builds a local array (np.empty_like), per example, against
     central differences of the cuda primal."""

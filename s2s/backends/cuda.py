@@ -194,7 +194,7 @@ def probe(source: str, stem: str, entry: str, example: tuple, extra: list[str]) 
                     made.setdefault(frame.f_lineno, set()).add((leaf.shape, str(leaf.dtype)))
         if event == "return" and frame.f_code.co_name != entry and arg is not None:
             if any(id(leaf) in mine.get(id(frame), ()) for leaf in pytree.leaves(arg)):
-                escapes.append(frame.f_lineno)
+                escapes.append((frame.f_lineno, frame.f_code.co_name))
         return trace
 
     recording = types.SimpleNamespace(**{k: getattr(runtime, k) for k in dir(runtime) if not k.startswith("__")})
@@ -234,7 +234,7 @@ def check_arguments(params: list[str], trees: list, spec: dict) -> None:
 
 
 def module_text(base: str, params: list[str], trees: list, kernel: batching.Kernel, tapes: list[codegen.Tape],
-                user_files: tuple[str, ...], locals_: list[codegen.Local] = ()) -> str:
+                user_files: tuple[str, ...], locals_: list[codegen.Local] = (), inline: list[str] = ()) -> str:
     lines, sources = kernel.source.splitlines(), {os.path.basename(p): p for p in user_files if p}
     outs = [f"out_{k}" for k in range(len(kernel.leaf_paths))]
     array_outs = [out for out, ndim in zip(outs, kernel.leaf_ndims) if ndim]
@@ -249,7 +249,7 @@ def module_text(base: str, params: list[str], trees: list, kernel: batching.Kern
     numbers = [path for out, path in zip(outs, kernel.leaf_paths) if out not in array_outs]
     device = codegen.device_functions(kernel.source, kernel.entry, tapes,
                                       lambda line: failures.origin_above(lines, line, sources), locals_, rows,
-                                      numbers)
+                                      numbers, inline)
     size = next(s for s in (batching.first_batched(p, t) for p, t in zip(params, trees)) if s)
     args = [batching.example_expr(p, t, "{b}") for p, t in zip(params, trees)] + kernel.extra_args
     if rows:
@@ -301,6 +301,9 @@ class Launcher:
         def at(line):
             return failures.origin_above(kernel.source.splitlines(), line, sources)
 
+        # A helper that returns an array it made (the reverse mode of a helper that takes an
+        # array returns its adjoint) is inlined into its callers, where the array then lives.
+        self.inline = sorted({function for _, function in probed.escapes})
         self.tapes = []
         for line, (function, name) in sorted(codegen.tape_lines(kernel.source).items()):
             size, dtype = probed.tapes.get(line, (1, "float64"))  # not reached on the probe: grown on demand
@@ -332,15 +335,10 @@ class Launcher:
                            at(others[0]), hint="write it as a loop over the elements (an array of a fixed shape is "
                                                "made by a statement of its own: a = np.zeros(3)), or use "
                                                "backend='cpu'")
-        if probed.escapes:
-            raise S2SError("backend='cuda' cannot run this statement in a kernel: a function returns an array it "
-                           "made, and a kernel's arrays live in the function that makes them",
-                           at(probed.escapes[0]), hint="make the array in the caller and pass it in (the helper "
-                                                       "then fills it), or use backend='cpu'")
 
     def _build(self) -> None:
         self.source = module_text(self.base, self.params, self.trees, self.kernel, self.tapes, self.user_files,
-                                  self.locals)
+                                  self.locals, self.inline)
         self.module = _load(self.source, self.base + "_cuda")
         self.function = getattr(self.module, f"{self.base}_kernel")
         if self.spec is not None:  # s2s.source shows the module that ran

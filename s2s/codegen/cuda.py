@@ -18,6 +18,8 @@ compiler takes (kernel code cannot allocate arrays or call NumPy's array functio
   probe saw (`locals_` below), filled as the call would; an example that asks for another shape
   sets its entry of tape_status, and the launcher raises an S2SError at the statement. If the
   entry function returns it, the array is the thread's row of the output instead (rows below);
+  a helper that returns an array it made is inlined into its callers (Numba IR inlining: the
+  array then lives in the caller's frame);
 - the entry's array results are written into the thread's output rows, and it returns its
   numbers alone (numba-cuda returns no array that is not an argument);
 - random.normal / random.uniform of one number become runtime.kernels.normal64 (...), and
@@ -183,7 +185,7 @@ class _ToCuda(cst.CSTTransformer):
 
     def __init__(self, origin_at, functions: set[str], tapes: dict[int, Tape], status: set[str],
                  locals_: dict[int, Local], entry: str, rows: list[tuple[str, str]], result: str,
-                 number_paths: list[str], direct: dict[tuple[str, str], str]):
+                 number_paths: list[str], direct: dict[tuple[str, str], str], inline: set[str]):
         self.origin_at, self.functions = origin_at, functions
         self.tapes, self.status = tapes, status  # status: the functions that take tape_status
         self.locals = locals_
@@ -191,6 +193,7 @@ class _ToCuda(cst.CSTTransformer):
         # into its thread's row of the output before it returns (through the variable result)
         self.entry, self.rows, self.result, self.number_paths = entry, rows, result, number_paths
         self.direct = direct  # (entry, local array) -> the output row it is made as
+        self.inline = inline  # the functions that return arrays they made
         self.function = ""
         self.line = 0  # the line of the statement being rewritten
         self.clamped: dict[tuple[str, str], Local] = {}  # local arrays of a computed size
@@ -208,7 +211,11 @@ class _ToCuda(cst.CSTTransformer):
         self.tape_of = {t.name: t for t in self.tapes.values() if t.function == self.function}
 
     def leave_FunctionDef(self, original, updated: cst.FunctionDef) -> cst.FunctionDef:
-        decorator = cst.Decorator(cst.parse_expression("cuda.jit(device=True)"))
+        if updated.name.value in self.inline:  # (Numba IR inlining: the array it returns lives on in the caller)
+            decorator = cst.Decorator(cst.parse_expression('cuda.jit(device=True, inline="always")'), leading_lines=[
+                cst.EmptyLine(comment=cst.Comment("# Inlined into its callers: it returns an array it made"))])
+        else:
+            decorator = cst.Decorator(cst.parse_expression("cuda.jit(device=True)"))
         params = list(updated.params.params)
         if updated.name.value == self.entry:
             params += [cst.Param(cst.Name(row)) for row, _ in self.rows]
@@ -427,7 +434,7 @@ def _constant(name: str, suffix: str, used: set[str]) -> str:
 
 
 def device_functions(source: str, entry: str, tapes: list[Tape], origin_at, locals_: list[Local] = (),
-                     rows: list[tuple[str, str]] = (), number_paths: list[str] = ()) -> Rewritten:
+                     rows: list[tuple[str, str]] = (), number_paths: list[str] = (), inline=()) -> Rewritten:
     """The functions of the per-example module that entry reaches, rewritten for numba-cuda
     (module doc). tapes: each runtime.new_tape's size and dtype; locals_: each array the code
     makes, with its shape (both from the probe of the launcher); rows: (parameter, leaf path)
@@ -454,7 +461,7 @@ def device_functions(source: str, entry: str, tapes: list[Tape], origin_at, loca
     result = next(r for r in ("result", *(f"result_{k}" for k in range(1, 1000))) if r not in names)
     direct = _direct_rows(module, entry, list(rows), locals_)
     transformer = _ToCuda(origin_at, set(keep), by_line, status, {a.line: a for a in locals_}, entry, list(rows),
-                          result, list(number_paths), direct)
+                          result, list(number_paths), direct, set(inline))
     rewritten = MetadataWrapper(module).visit(transformer)
     functions = {f.name.value: f for f in rewritten.body if isinstance(f, cst.FunctionDef)}
     # callees first: numba-cuda resolves a device function's callees when it is compiled,
