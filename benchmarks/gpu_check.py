@@ -7,10 +7,12 @@ Run once on a machine with an NVIDIA GPU (the test suite only has Numba's simula
 1. Every case of tests/cuda_cases.py, s2s.jit(..., backend="cuda") against backend="cpu"
    (float64: relative 1e-10, float32: 1e-4; libdevice's exp and the fused multiply-adds of
    NVVM change the last bits, so not exact as in the simulator). Exit status 1 on a mismatch.
+   Then the deterministic total (backends.cuda.sum_examples): two runs bit-identical.
 2. Per-path delta and vega of the issue's Monte Carlo example, paths x steps normals:
-   s2s cuda (NumPy in and out: the copies are timed; and device arrays in and out), s2s cpu
-   (numba parallel over the cores), and jax.jit(jax.vmap(jax.grad(...))) on the GPU where JAX
-   is installed. Steady state: one warm-up call, then the median of 5.
+   s2s cuda (NumPy in and out: the copies are timed; and device arrays in and out; and the
+   normals drawn in the kernel from a key per path, with no z array), s2s cpu (numba parallel
+   over the cores), and jax.jit(jax.vmap(jax.grad(...))) on the GPU where JAX is installed.
+   Steady state: one warm-up call, then the median of 5.
 Writes benchmarks/results/gpu.md and prints it. Takes about a minute (compilation included).
 """
 
@@ -29,6 +31,16 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 
 import s2s  # noqa: E402
 import cuda_cases  # noqa: E402
+from s2s import random  # noqa: E402
+
+STEPS = 64
+
+
+def keyed_payoff(key, s0, sigma):  # the example's path with its normals drawn per step from its key
+    s = s0
+    for t in range(STEPS):
+        s = s * np.exp(-0.5 * sigma * sigma / STEPS + sigma * np.sqrt(1.0 / STEPS) * random.normal(random.fold_in(key, t)))
+    return max(s - 1.0, 0.0)
 
 
 def check_cases() -> tuple[list[str], bool]:
@@ -36,7 +48,7 @@ def check_cases() -> tuple[list[str], bool]:
     failed = False
     for name, (make, args) in sorted(cuda_cases.CASES.items()):
         got = s2s.pytree.leaves(s2s.jit(make(), backend="cuda")(*args()))
-        reference = "python" if name == "greeks_float32" else "cpu"  # see tests/test_cuda.py
+        reference = "python" if name in ("greeks_float32", "draws32") else "cpu"  # see tests/test_cuda.py
         want = s2s.pytree.leaves(s2s.jit(make(), backend=reference)(*args()))
         worst = 0.0
         ok = len(got) == len(want)
@@ -48,6 +60,15 @@ def check_cases() -> tuple[list[str], bool]:
             worst = max(worst, float(np.max(np.abs(g64 - w64) / np.maximum(np.abs(w64), 1e-300))))
         failed |= not ok
         rows.append(f"| {name} | {'ok' if ok else 'MISMATCH'} | {worst:.2e} |")
+    from numba import cuda
+
+    from s2s.backends import cuda as cuda_backend
+
+    per_example = cuda.to_device(np.random.default_rng(2).standard_normal((1_000_003, 3)))
+    first, second = (cuda_backend.sum_examples(per_example).copy_to_host() for _ in range(2))
+    same = bool(np.array_equal(first, second)) and np.allclose(first, per_example.copy_to_host().sum(axis=0))
+    failed |= not same
+    rows.append(f"| sum_examples of 10^6 x 3, twice: bit-identical | {'ok' if same else 'MISMATCH'} | |")
     return rows, failed
 
 
@@ -84,6 +105,14 @@ def time_greeks(paths: int, steps: int) -> tuple[list[str], bool]:
         cuda.synchronize()
         return out
 
+    keys = s2s.device_put(random.split(random.PRNGKey(0), paths), "cuda")
+    keyed = s2s.jit(s2s.vmap(s2s.grad(keyed_payoff, argnums=(1, 2)), in_axes=(0, None, None)), backend="cuda")
+
+    def keyed_call():
+        out = keyed(keys, 1.0, 0.2)
+        cuda.synchronize()
+        return out
+
     rows = []
     gpu, cpu = on_gpu(1.0, 0.2, z), on_cpu(1.0, 0.2, z)
     by_step_host = [np.asarray(x.copy_to_host()) for x in by_step(1.0, 0.2, zt_device)]
@@ -91,6 +120,7 @@ def time_greeks(paths: int, steps: int) -> tuple[list[str], bool]:
     for what, call in (("s2s cuda, NumPy in and out (copies included)", lambda: on_gpu(1.0, 0.2, z)),
                        ("s2s cuda, device arrays in and out", device_call),
                        ("s2s cuda, device arrays, z as (steps, paths) with in_axes=1", coalesced_call),
+                       ("s2s cuda, normals drawn in the kernel (random.fold_in + normal per step)", keyed_call),
                        ("s2s cpu (numba, parallel)", lambda: on_cpu(1.0, 0.2, z))):
         seconds = median_time(call)
         rows.append(f"| {what} | {seconds * 1e3:.2f} | {paths / seconds / 1e6:.1f} |")
@@ -119,7 +149,7 @@ def time_greeks(paths: int, steps: int) -> tuple[list[str], bool]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--paths", type=int, default=1_000_000)
-    parser.add_argument("--steps", type=int, default=64)
+    parser.add_argument("--steps", type=int, default=STEPS)
     options = parser.parse_args()
     from numba import config, cuda
 

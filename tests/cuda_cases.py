@@ -18,6 +18,7 @@ import traceback
 import numpy as np
 
 import s2s
+from s2s import random
 
 
 def path_payoff(s0, sigma, z):  # one Monte Carlo path of a call struck at 1 (the example)
@@ -78,6 +79,84 @@ def rosen(x):  # a per-example vector, differentiated with value_and_grad
     return total
 
 
+def cumulative(w, x):  # a vector per example, made with np.zeros (a local array in the kernel)
+    y = np.zeros(x.shape[0])
+    acc = 0.0
+    for i in range(x.shape[0]):
+        acc = acc + np.tanh(w * x[i])
+        y[i] = acc
+    return y
+
+
+def logistic_loss(w, x, y):  # per-example gradients with respect to a whole weight vector
+    s = 0.0
+    for i in range(x.shape[0]):
+        s = s + w[i] * x[i]
+    p = 1.0 / (1.0 + np.exp(-s))
+    return -(y * np.log(p) + (1.0 - y) * np.log(1.0 - p))
+
+
+def smoothed(w, x):  # a local array the gradient reads back
+    y = np.empty_like(x)
+    for i in range(x.shape[0]):
+        y[i] = np.sin(w * x[i])
+    total = 0.0
+    for i in range(x.shape[0]):
+        total = total + y[i] * y[i]
+    return total
+
+
+def draws(key, mu, sigma):  # random numbers per example, from a batch of keys
+    z = random.normal(key)
+    u = random.uniform(key, minval=-1.0, maxval=3.0)
+    return mu + sigma * z + u, random.uniform(key)
+
+
+def draws32(key):  # float32 draws (the cpu backend cannot compile them: the test compares with NumPy)
+    return random.uniform(key, (), np.float32), random.normal(key, (), np.float32)
+
+
+PATH_STEPS = 16  # a module constant: the kernel module has it too
+
+
+def random_path(key, s0, sigma):  # a Monte Carlo path with its own normal draws, one per step
+    s = s0
+    for t in range(PATH_STEPS):
+        k = random.fold_in(key, t)
+        s = s * np.exp(-0.5 * sigma * sigma / PATH_STEPS + sigma * 0.25 * random.normal(k))
+    return max(s - 1.0, 0.0)
+
+
+def drawn_path(key, s0, sigma):  # the path's normals as one draw of a shape (a local array)
+    z = random.normal(key, (PATH_STEPS,))
+    u = random.uniform(key, (2, 3), np.float32, -1.0, 1.0)
+    s = s0
+    for t in range(PATH_STEPS):
+        s = s * np.exp(-0.5 * sigma * sigma / PATH_STEPS + sigma * 0.25 * z[t])
+    return max(s - 1.0, 0.0) + u[1, 2]
+
+
+def split_draws(key):
+    keys = random.split(key, 3)
+    return random.uniform(keys[0]) + random.normal(keys[2])
+
+
+def growth(s0, sigma, z):
+    s = s0
+    for t in range(z.shape[0]):
+        s = s * np.exp(sigma * z[t])
+    return s
+
+
+def growth_tangent(s0, sigma, z):  # forward mode inside vmap: s2s.jvp in the per-example code
+    return s2s.jvp(growth, (s0, sigma, z), (0.0, 1.0, np.zeros_like(z)))
+
+
+def growth_tangent_inline(s0, sigma, z):  # the same with an array made inside the call
+    y, y_dot = s2s.jvp(growth, (s0, sigma, z), (1.0, 0.0, z * 0.0))
+    return y_dot
+
+
 # ---- refused: (function, in_axes, the refused statement, what the message says) --------------
 
 def uses_solve(a, b):
@@ -85,7 +164,7 @@ def uses_solve(a, b):
     return x[0]
 
 
-def allocates(x):
+def allocates(x):  # an array of a fixed shape: a local array in the kernel
     y = np.zeros(3)
     y[0] = x
     return y[0] * 2.0
@@ -109,6 +188,51 @@ def matvec(a, z):
 
 def per_example_array(z):
     return z[0] * z
+
+
+def sized_by_data(x, k):  # an array whose size is the example's own: the kernel's has one shape
+    y = np.zeros(k)
+    for i in range(k):
+        y[i] = x * i
+    return y[0]
+
+
+def make_buffer(n):  # a helper that returns an array it made: inlined into its caller in the kernel
+    y = np.zeros(n)
+    return y
+
+
+def uses_buffer(z):
+    y = make_buffer(z.shape[0])
+    for i in range(z.shape[0]):
+        y[i] = z[i] * 2.0
+    return y[1]
+
+
+def waits(key):
+    return random.exponential(key)
+
+
+def inner(w, x):  # a helper of a vector: its reverse mode returns w's adjoint, an array it made
+    s = 0.0
+    for i in range(x.shape[0]):
+        s = s + w[i] * x[i]
+    return s
+
+
+def squared_error(w, x, y):
+    return (inner(w, x) - y) ** 2
+
+
+def draws_a_vector(key):  # a draw of a shape inside an expression: a statement of its own after lowering
+    return random.normal(key, (4,))[3]
+
+
+def rarely_draws_a_vector(key, x):  # on a branch the first example does not take: its shape is not known
+    if x > 100.0:
+        z = random.normal(key, (4,))
+        return z[0]
+    return x
 
 
 def rosen_pair(pair):
@@ -151,6 +275,15 @@ def moments_args():
     return np.linspace(-1.0, 1.0, 5), _rng().standard_normal((30, 5))
 
 
+def logistic_args():
+    rng = _rng()
+    return rng.standard_normal(5), rng.standard_normal((50, 5)), (rng.random(50) > 0.5).astype(np.float64)
+
+
+def keys_args(n=64):
+    return random.split(random.PRNGKey(3), n), 0.5, 2.0
+
+
 def rosen_args():
     return (_rng().standard_normal((40, 4)),)
 
@@ -170,6 +303,26 @@ CASES = {
                                  lambda: path_args(n=64)),
     "casts_grad": (lambda: s2s.vmap(s2s.grad(casts)), lambda: (np.linspace(-1.0, 1.0, 9), np.arange(9) % 3)),
     "moments": (lambda: s2s.vmap(moments, in_axes=(None, 0)), moments_args),
+    "rosen_grad": (lambda: s2s.vmap(s2s.grad(rosen)), rosen_args),
+    "rosen_value_and_grad": (lambda: s2s.vmap(s2s.value_and_grad(rosen)), rosen_args),
+    "cumulative": (lambda: s2s.vmap(cumulative, in_axes=(None, 0)), lambda: (0.7, rosen_args()[0])),
+    "cumulative_out_axes_1": (lambda: s2s.vmap(cumulative, in_axes=(None, 0), out_axes=1),
+                              lambda: (0.7, rosen_args()[0])),
+    "logistic_per_example_grads": (lambda: s2s.vmap(s2s.grad(logistic_loss), in_axes=(None, 0, 0)), logistic_args),
+    "smoothed_grad": (lambda: s2s.vmap(s2s.grad(smoothed, argnums=(0, 1)), in_axes=(None, 0)),
+                      lambda: (0.7, rosen_args()[0])),
+    "draws": (lambda: s2s.vmap(draws, in_axes=(0, None, None)), keys_args),
+    "allocates_grad": (lambda: s2s.vmap(s2s.grad(allocates)), lambda: (np.linspace(0, 1, 4),)),
+    "jvp_in_vmap": (lambda: s2s.vmap(growth_tangent, in_axes=(None, None, 0)), lambda: path_args(n=64)),
+    "draws32": (lambda: s2s.vmap(draws32), lambda: keys_args(256)[:1]),
+    "random_path_greeks": (lambda: s2s.vmap(s2s.grad(random_path, argnums=(1, 2)), in_axes=(0, None, None)),
+                           lambda: (keys_args()[0], 1.0, 0.2)),
+    "drawn_path_greeks": (lambda: s2s.vmap(s2s.grad(drawn_path, argnums=(1, 2)), in_axes=(0, None, None)),
+                          lambda: (keys_args()[0], 1.0, 0.2)),
+    "helper_returns_array": (lambda: s2s.vmap(uses_buffer), lambda: (rosen_args()[0],)),
+    "helper_array_adjoint": (lambda: s2s.vmap(s2s.grad(squared_error), in_axes=(None, 0, 0)), logistic_args),
+    "draws_a_vector": (lambda: s2s.vmap(draws_a_vector), lambda: keys_args()[:1]),
+    "split_draws": (lambda: s2s.vmap(split_draws), lambda: keys_args()[:1]),
     "value_and_greeks": (lambda: s2s.vmap(s2s.value_and_grad(path_payoff, argnums=(0, 1)), in_axes=(None, None, 0)),
                          lambda: path_args(n=64)),
 }
@@ -177,13 +330,19 @@ CASES = {
 REFUSED = {
     "linalg": (uses_solve, (None, 0), "x = np.linalg.solve(a, b)", "np.linalg.solve has no kernel form",
                lambda: (np.eye(3) + 0.1, _rng().standard_normal((4, 3)))),
-    "allocation": (allocates, 0, "y = np.zeros(3)", "np.zeros allocates an array",
-                   lambda: (np.linspace(0, 1, 4),)),
     "reduction": (reduces, 0, "total = np.sum(z * z)", "np.sum reduces a whole array",
                   lambda: (_rng().standard_normal((4, 3)),)),
     "while_tape": (s2s.grad(halves), 0, "x = x * 0.5 + 0.1 * np.sin(x)", "a list that grows",
                    lambda: (np.linspace(2.0, 5.0, 4),)),
     "array_arithmetic": (scaled, 0, "y = z * 2.0", "it makes a new array", lambda: (np.ones((4, 3)),)),
+    "random_exponential": (waits, 0, "return random.exponential(key)", "random.exponential has no kernel form yet",
+                           lambda: (random.split(random.PRNGKey(0), 4),)),
+    "random_shape_untaken": (rarely_draws_a_vector, 0, "z = random.normal(key, (4,))",
+                             "random.normal of a shape makes an array",
+                             lambda: (random.split(random.PRNGKey(0), 4), np.linspace(0.0, 1.0, 4))),
+    "array_argument": (growth_tangent_inline, (None, None, 0),
+                       "y, y_dot = s2s.jvp(growth, (s0, sigma, z), (1.0, 0.0, z * 0.0))", "it makes a new array",
+                       lambda: path_args(n=4)),
     "matmul": (matvec, (None, 0), "y = a @ z", "@ (a matrix product) has no kernel form",
                lambda: (np.eye(3), _rng().standard_normal((4, 3)))),
 }
@@ -194,6 +353,7 @@ def ptx_report() -> dict:
 
     report = {}
     try:  # numba-cuda without its NVVM (the cu12 extra) cannot compile: the tests say so and skip
+        import numba
         from numba import cuda
         from numba.cuda.cudadrv.nvvm import NVVM
 
@@ -206,6 +366,16 @@ def ptx_report() -> dict:
             report[name] = "ok" if ".visible .entry" in ptx else "no kernel entry in the PTX"
         except Exception:  # reported to the test, which fails with it
             report[name] = traceback.format_exc()
+    try:  # the kernel of sum_examples (the deterministic total over examples)
+        from numba import float32, float64
+
+        from s2s.backends import cuda_reduce
+
+        for t in (float64, float32):
+            ptx, _ = cuda.compile_ptx(cuda_reduce.chunk_sums.py_func, (t[:, :], t[:, ::1], numba.int64), cc=(9, 0))
+        report["__sum_examples__"] = "ok" if ".visible .entry" in ptx else "no kernel entry in the PTX"
+    except Exception:
+        report["__sum_examples__"] = traceback.format_exc()
     for name, (fun, statement) in COMPILE_REFUSED.items():
         try:
             cuda_backend.compile_ptx(s2s.jit(s2s.vmap(fun), backend="cuda"), np.ones((4, 3)))

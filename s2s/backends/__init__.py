@@ -125,3 +125,25 @@ def entry(module: types.ModuleType, name: str, fun=None):
     if not hasattr(function, "py_func"):  # plain Python (the python backend)
         return failures.located(function, files)
     return failures.checked(function, files, fun)
+
+
+def cuda_device_put(tree, device):
+    """A pytree's arrays as numba-cuda device arrays on device ("cuda": the first GPU), for
+    s2s.device_put (backends/cuda.py, loaded on first use)."""
+    from . import cuda
+
+    return cuda.to_device(tree, cuda.CudaDevice(0) if device == "cuda" else device)
+
+
+def cuda_device_get(tree):
+    """A pytree's numba-cuda device arrays copied to NumPy arrays, for s2s.device_get."""
+    from . import cuda
+
+    return cuda.to_host(tree)
+
+
+def cuda_synchronize(tree) -> None:
+    """Wait for the GPU work that produces a pytree's device arrays, for s2s.block_until_ready."""
+    from . import cuda
+
+    cuda.synchronize(tree)

@@ -11,8 +11,13 @@ with runtime.new_tape recording each tape's capacity and dtype. A later example 
 more raises its tape's entry of tape_status; the launcher then writes the module again with
 that size and runs the batch again, so a probe that saw too little costs time, not results.
 
-compile_ptx() compiles a specialisation's kernel to PTX without a GPU (the test suite uses it:
-Numba's simulator runs code that the real compiler rejects).
+The probe also finds the arrays the per-example code makes (their shapes become the kernel's
+local arrays) and refuses, at the user's statement, those a kernel cannot hold.
+
+Also here: the GPU side of s2s.device_put / device_get / block_until_ready (to_device, to_host,
+synchronize), launch() on a given stream, and sum_examples(), a deterministic total over the
+examples. compile_ptx() compiles a specialisation's kernel to PTX without a GPU (the test suite
+uses it: Numba's simulator runs code that the real compiler rejects).
 """
 
 from __future__ import annotations
@@ -21,8 +26,10 @@ import contextlib
 import importlib.util
 import inspect
 import os
+import re
 import sys
 import types
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -50,6 +57,57 @@ def cuda_module():
     return cuda
 
 
+@dataclass(frozen=True)
+class CudaDevice:
+    """A GPU that numba-cuda sees (in Numba's simulator, the one simulated GPU)."""
+
+    id: int = 0
+    platform: str = "gpu"
+    device_kind: str = "cuda"
+
+    def __repr__(self) -> str:
+        return f"CudaDevice(id={self.id})"
+
+
+def available() -> bool:
+    """Is numba-cuda installed, and does it see a GPU (or run its simulator)?"""
+    try:
+        return bool(cuda_module().is_available())
+    except S2SError:
+        return False
+
+
+def devices() -> list[CudaDevice]:
+    """The GPUs numba-cuda sees, as devices (none where CUDA is not available)."""
+    return [CudaDevice(gpu.id) for gpu in cuda_module().gpus] if available() else []
+
+
+def to_device(tree: Any, device: CudaDevice) -> Any:
+    """A pytree's arrays and numbers copied to the GPU device (device arrays stay as they are);
+    numbers stay numbers (a kernel takes them by value)."""
+    if not available():
+        raise S2SError("s2s.device_put: CUDA is not available (numba-cuda sees no GPU)",
+                       hint="put arrays on the CPU (s2s.device_put(x)), or install numba-cuda on a machine with a GPU")
+    cuda = cuda_module()
+    leaves, structure = pytree.flatten(tree)
+    with cuda.gpus[device.id]:
+        moved = [leaf if is_device_array(leaf) or np.ndim(leaf) == 0
+                 else cuda.to_device(np.ascontiguousarray(leaf)) for leaf in leaves]
+    return pytree.unflatten(structure, moved)
+
+
+def to_host(tree: Any) -> Any:
+    """A pytree's device arrays copied to NumPy arrays (anything else as it is)."""
+    leaves, structure = pytree.flatten(tree)
+    return pytree.unflatten(structure, [leaf.copy_to_host() if is_device_array(leaf) else leaf for leaf in leaves])
+
+
+def synchronize(tree: Any) -> None:
+    """Wait for the kernels and copies that may produce a pytree's device arrays."""
+    if any(is_device_array(leaf) for leaf in pytree.leaves(tree)):
+        cuda_module().synchronize()
+
+
 def is_device_array(x: Any) -> bool:
     return hasattr(x, "copy_to_host")  # numba-cuda's device arrays (the simulator's have no __cuda_array_interface__)
 
@@ -63,28 +121,43 @@ def _dtype_key(value: Any) -> str:
 
 def _owns_new_array(value: Any, known: set[int]) -> bool:
     """Is value an array whose memory none of the known arrays (the arguments) holds?"""
-    if not isinstance(value, np.ndarray) or id(value) in known:
-        return False
+    if not isinstance(value, np.ndarray) or value.ndim == 0 or id(value) in known:
+        return False  # (a 0-d array, such as random.normal(key)'s, is a number in a kernel)
     base = value
     while isinstance(base, np.ndarray) and base.base is not None:  # a view: of what?
         base = base.base
     return id(base) not in known
 
 
-def probe(source: str, stem: str, entry: str, example: tuple, extra: list[str]):
-    """Run the per-example code on one example in Python, watching it: ({line of a
-    runtime.new_tape: (largest capacity asked, dtype)}, [lines that made a new array]). A
-    kernel cannot allocate, so a statement that makes an array (array arithmetic, a NumPy
-    function's array result) is refused at the user's line before numba-cuda sees it."""
+@dataclass
+class Probed:
+    """What the probe saw: tapes {line: (largest capacity, dtype)}, arrays made {line: {(shape,
+    dtype)}}, and the return lines where a function other than the entry returned an array it made."""
+
+    tapes: dict
+    made: dict
+    escapes: list
+
+
+def probe(source: str, stem: str, entry: str, example: tuple, extra: list[str]) -> Probed:
+    """Run the per-example code on one example in Python, watching it. A kernel cannot
+    allocate, so each statement that makes an array (a new array in its frame after it runs)
+    must be one that codegen/cuda.py writes as a local array of the shape seen here, or it is
+    refused at the user's line before numba-cuda sees it."""
     path = write_module(source, stem)
     seen: dict[int, tuple[int, str]] = {}
-    allocations: list[int] = []
+    made: dict[int, set] = {}
+    escapes: list[int] = []
+
+    tapes: list[tuple[int, list]] = []
 
     def new_tape(x, capacity):
         line = sys._getframe(1).f_lineno
         size, dtype = seen.get(line, (0, _dtype_key(x)))
         seen[line] = (max(size, int(capacity)), dtype)
-        return runtime.new_tape(x, capacity)
+        tape = runtime.new_tape(x, capacity)
+        tapes.append((line, tape))
+        return tape
 
     known: set[int] = set()
     for value in example:  # the arguments and the arrays they hold
@@ -93,6 +166,8 @@ def probe(source: str, stem: str, entry: str, example: tuple, extra: list[str]):
                 known.add(id(leaf))
                 known.add(id(leaf.base) if leaf.base is not None else id(leaf))
     last_line: dict[int, int] = {}
+    mine: dict[int, set[int]] = {}  # frame -> the arrays it made
+    keep: list = []  # (the arrays seen stay alive, so that their ids are not reused)
 
     def trace(frame, event, arg):
         # (the frame's arrays after each of its lines: one that owns new memory was made by the
@@ -104,9 +179,22 @@ def probe(source: str, stem: str, entry: str, example: tuple, extra: list[str]):
             for name, value in list(frame.f_locals.items()):
                 if _owns_new_array(value, known):
                     known.add(id(value))
+                    keep.append(value)
+                    mine.setdefault(id(frame), set()).add(id(value))
+                    if previous is None and frame.f_back is not None and frame.f_back.f_code.co_filename == path:
+                        previous = frame.f_back.f_lineno  # an argument made by the caller's call (f(z * 0.0))
                     if previous is not None:
-                        allocations.append(previous)
+                        made.setdefault(previous, set()).add((value.shape, str(value.dtype)))
             last_line[id(frame)] = frame.f_lineno
+        if event == "return":  # an array made by the return statement itself (return z[0] * z)
+            for leaf in pytree.leaves(arg) if arg is not None else ():
+                if _owns_new_array(leaf, known):
+                    known.add(id(leaf))
+                    keep.append(leaf)
+                    made.setdefault(frame.f_lineno, set()).add((leaf.shape, str(leaf.dtype)))
+        if event == "return" and frame.f_code.co_name != entry and arg is not None:
+            if any(id(leaf) in mine.get(id(frame), ()) for leaf in pytree.leaves(arg)):
+                escapes.append((frame.f_lineno, frame.f_code.co_name))
         return trace
 
     recording = types.SimpleNamespace(**{k: getattr(runtime, k) for k in dir(runtime) if not k.startswith("__")})
@@ -121,7 +209,14 @@ def probe(source: str, stem: str, entry: str, example: tuple, extra: list[str]):
         namespace[entry](*example, *extras)
     finally:
         sys.settrace(old)
-    return seen, sorted(set(allocations))
+    # A tape's dtype is that of every value pushed, not only the first: NumPy promotes a float32
+    # number to float64 in a loop where it meets a float64 (s = s * np.exp(<float64>)).
+    for line, tape in tapes:
+        keys = {_dtype_key(value) for value in tape}
+        if seen[line][1] != "array" and keys - {seen[line][1]}:
+            widest = "array" if "array" in keys else str(np.result_type(*[np.asarray(v).dtype for v in tape]))
+            seen[line] = (seen[line][0], widest if widest in codegen.NUMBA_TYPES or widest == "array" else "float64")
+    return Probed(seen, made, escapes)
 
 
 def _origin_files(user) -> tuple[str, ...]:
@@ -136,25 +231,38 @@ def check_arguments(params: list[str], trees: list, spec: dict) -> None:
         if tree[0] != "leaf":
             raise S2SError(f"backend='cuda' takes arrays and numbers as arguments; {p} is a "
                            f"{tree[0]} (a pytree)", hint="pass its leaves as separate arguments, or use backend='cpu'")
-    if any(ndim != 0 for ndim in spec["leaf_ndims"]):
-        raise S2SError("backend='cuda' returns a number per example for now; this function returns an array "
-                       "per example", hint="return numbers (a tuple of them is fine), or use backend='cpu'")
 
 
 def module_text(base: str, params: list[str], trees: list, kernel: batching.Kernel, tapes: list[codegen.Tape],
-                user_files: tuple[str, ...]) -> str:
+                user_files: tuple[str, ...], locals_: list[codegen.Local] = (), inline: list[str] = ()) -> str:
     lines, sources = kernel.source.splitlines(), {os.path.basename(p): p for p in user_files if p}
-    device = codegen.device_functions(kernel.source, kernel.entry, tapes,
-                                      lambda line: failures.origin_above(lines, line, sources))
     outs = [f"out_{k}" for k in range(len(kernel.leaf_paths))]
+    array_outs = [out for out, ndim in zip(outs, kernel.leaf_ndims) if ndim]
+    taken = set(re.findall(r"\w+", kernel.source))
+    rows = []
+    for out, path in zip(outs, kernel.leaf_paths):
+        if out in array_outs:
+            row = f"{out}_row"
+            while row in taken:
+                row += "_"
+            rows.append((row, path))
+    numbers = [path for out, path in zip(outs, kernel.leaf_paths) if out not in array_outs]
+    device = codegen.device_functions(kernel.source, kernel.entry, tapes,
+                                      lambda line: failures.origin_above(lines, line, sources), locals_, rows,
+                                      numbers, inline)
     size = next(s for s in (batching.first_batched(p, t) for p, t in zip(params, trees)) if s)
     args = [batching.example_expr(p, t, "{b}") for p, t in zip(params, trees)] + kernel.extra_args
-    if tapes:
+    if rows:
+        args.append("{rows}")
+    status = bool(tapes) or bool(locals_)
+    if status:
         args.append("tape_status")
     axes = batching.described_axes(params, trees)
     doc = f"Vmap of {kernel.description}, batched over {axes}: one example per thread."
+    if array_outs:
+        doc += " Array results are written into each thread's rows of the outputs."
     text = codegen.kernel_source(base, params, [], size, outs, f"{kernel.entry}({', '.join(args)})",
-                                 kernel.leaf_paths, bool(tapes), doc)
+                                 kernel.leaf_paths, status, doc, tuple(array_outs))
     return codegen.kernel_module(base, kernel.description, axes, kernel.source, device, text)
 
 
@@ -183,29 +291,54 @@ class Launcher:
         check_arguments(params, trees, spec)
         self.base, self.params, self.trees, self.kernel = base, params, trees, kernel
         self.dtypes = spec["leaf_dtypes"]
+        self.shapes = [np.shape(leaf) for leaf in pytree.leaves(spec["probe"])]  # per example
         self.user_files = _origin_files(user)
         self.user = user
         self.spec = None
-        seen, allocations = probe(kernel.source, base + "_probe", kernel.entry, example, kernel.extra_args)
+        probed = probe(kernel.source, base + "_probe", kernel.entry, example, kernel.extra_args)
+        sources = {os.path.basename(p): p for p in self.user_files}
+
+        def at(line):
+            return failures.origin_above(kernel.source.splitlines(), line, sources)
+
+        # A helper that returns an array it made (the reverse mode of a helper that takes an
+        # array returns its adjoint) is inlined into its callers, where the array then lives.
+        self.inline = sorted({function for _, function in probed.escapes})
         self.tapes = []
         for line, (function, name) in sorted(codegen.tape_lines(kernel.source).items()):
-            size, dtype = seen.get(line, (1, "float64"))  # not reached on the probe: grown on demand
+            size, dtype = probed.tapes.get(line, (1, "float64"))  # not reached on the probe: grown on demand
             if dtype == "array":
                 raise S2SError(f"backend='cuda' keeps tapes of numbers; {function} tapes an array ({name})",
-                               failures.origin_above(kernel.source.splitlines(), line,
-                                                     {os.path.basename(p): p for p in self.user_files}),
-                               hint="backend='cpu' takes it")
+                               at(line), hint="backend='cpu' takes it")
             self.tapes.append(codegen.Tape(function, name, line, max(size, 1), dtype))
+        candidates = codegen.local_lines(kernel.source)
+        self.locals, others = [], []
+        for line, kinds in sorted(probed.made.items()):
+            if line not in candidates:
+                others.append(line)
+                continue
+            function, name = candidates[line]
+            if len(kinds) > 1:
+                shapes = ", ".join(sorted(str(shape) for shape, _ in kinds))
+                raise S2SError(f"backend='cuda' cannot run this statement in a kernel: the array it makes changes "
+                               f"shape ({shapes}), and a kernel's arrays have one shape, fixed when it is "
+                               "specialised", at(line), hint="make it once, of the largest shape, or use backend='cpu'")
+            (shape, dtype), = kinds
+            if dtype not in codegen.NUMBA_TYPES:
+                raise S2SError(f"backend='cuda' cannot run this statement in a kernel: it makes an array of "
+                               f"{dtype}", at(line), hint="backend='cpu' takes it")
+            self.locals.append(codegen.Local(function, name, line, tuple(shape), dtype))
         self._build()  # refuses what codegen/cuda.py knows a kernel cannot run
-        if allocations:
+        if others:
             raise S2SError("backend='cuda' cannot run this statement in a kernel: it makes a new array (array "
                            "arithmetic, or a NumPy function's array result), and kernels cannot allocate",
-                           failures.origin_above(kernel.source.splitlines(), allocations[0],
-                                                 {os.path.basename(p): p for p in self.user_files}),
-                           hint="write it as a loop over the elements, or use backend='cpu'")
+                           at(others[0]), hint="write it as a loop over the elements (an array of a fixed shape is "
+                                               "made by a statement of its own: a = np.zeros(3)), or use "
+                                               "backend='cpu'")
 
     def _build(self) -> None:
-        self.source = module_text(self.base, self.params, self.trees, self.kernel, self.tapes, self.user_files)
+        self.source = module_text(self.base, self.params, self.trees, self.kernel, self.tapes, self.user_files,
+                                  self.locals, self.inline)
         self.module = _load(self.source, self.base + "_cuda")
         self.function = getattr(self.module, f"{self.base}_kernel")
         if self.spec is not None:  # s2s.source shows the module that ran
@@ -235,34 +368,61 @@ class Launcher:
                      for a in args)
 
     def __call__(self, *args):
+        return self.launch(args)
+
+    def launch(self, args: tuple, stream=0) -> tuple:
+        """Run the kernel on args (NumPy arrays, numbers, device arrays) on a numba-cuda stream
+        (0: the default stream). NumPy inputs are copied in on that stream, and the outputs
+        copied back (with a stream, asynchronously: call stream.synchronize() before reading
+        them); with a device array among the inputs the outputs stay on the device."""
         cuda = cuda_module()
         on_device = any(is_device_array(a) for a in args)
         n = next(np.shape(a)[t[1]] if not is_device_array(a) else a.shape[t[1]]
                  for a, t in zip(args, self.trees) if t[1] is not None)
-        device_args = self.device_arguments(args)
-        outs = [cuda.device_array(n, dtype=np.dtype(d)) for d in self.dtypes]
+        device_args = tuple(a if is_device_array(a) or np.ndim(a) == 0
+                            else cuda.to_device(np.ascontiguousarray(a), stream=stream) for a in args)
+        outs = [cuda.device_array((n, *shape), dtype=np.dtype(d), stream=stream)
+                for d, shape in zip(self.dtypes, self.shapes)]
         blocks = max(1, min(MAX_BLOCKS, -(-n // THREADS_PER_BLOCK)))
+        slots = len(self.tapes) + len(self.locals)
         while True:
-            status = cuda.to_device(np.zeros(max(len(self.tapes), 1), dtype=np.int64)) if self.tapes else None
-            launch = self.function[blocks, THREADS_PER_BLOCK]
+            status = cuda.to_device(np.zeros(slots, dtype=np.int64), stream=stream) if slots else None
+            kernel = self.function[blocks, THREADS_PER_BLOCK, stream]
             try:
-                launch(*device_args, *outs, *([status] if self.tapes else []))
+                kernel(*device_args, *outs, *([status] if slots else []))
             except Exception as exc:  # a numba-cuda compilation error: name the user's statement
                 from numba.core.errors import NumbaError
 
                 if isinstance(exc, NumbaError):
                     raise self.compile_error(exc) from exc
                 raise
-            needed = status.copy_to_host() if self.tapes else []
+            needed = status.copy_to_host(stream=stream) if slots else []
+            if slots and stream:
+                stream.synchronize()
+            for local, flag in zip(self.locals, needed[len(self.tapes):]):
+                if flag:
+                    raise S2SError("backend='cuda': an example makes an array of another shape than the first "
+                                   f"example's {local.shape}, the shape of the kernel's local array",
+                                   self.origin(local.line), hint="make arrays of one shape for every example, or "
+                                                                 "use backend='cpu'")
             grown = [(t, int(k)) for t, k in zip(self.tapes, needed) if k > t.size]
             if not grown:
                 break
             for tape, size in grown:  # an example needs a longer tape: write the module again with room
                 tape.size = size
             self._build()
+        axes = self.spec["out_axes"] if self.spec else [0] * len(outs)
         if on_device:
+            if any(axis not in (0, None) for axis in axes):
+                raise S2SError("backend='cuda' keeps outputs on the device with the batch axis first",
+                               hint="use out_axes=0 (and np.moveaxis on the result), or pass NumPy inputs")
             return tuple(outs)
-        return tuple(o.copy_to_host() for o in outs)
+        hosted = [o.copy_to_host(stream=stream) for o in outs]
+        return tuple(np.moveaxis(h, 0, axis) if axis else h for h, axis in zip(hosted, axes))
+
+    def origin(self, line: int):
+        sources = {os.path.basename(p): p for p in self.user_files}
+        return failures.origin_above(self.kernel.source.splitlines(), line, sources)
 
 
 def specialise(base: str, params: list[str], trees: list, kernel: batching.Kernel, spec: dict, example: tuple,
@@ -302,8 +462,9 @@ def compile_ptx(jitted, *args, cc: tuple[int, int] = (9, 0)) -> str:
     spec = jitted._specialise(args, trees, "cuda")
     launcher = spec["launcher"]
     host = [np.ascontiguousarray(a) if np.ndim(a) else a for a in args]
-    types_ = [numba.typeof(a) for a in host] + [numba.typeof(np.empty(1, np.dtype(d))) for d in launcher.dtypes]
-    if launcher.tapes:
+    types_ = [numba.typeof(a) for a in host] + [numba.typeof(np.empty((1, *shape), np.dtype(d)))
+                                                for d, shape in zip(launcher.dtypes, launcher.shapes)]
+    if launcher.tapes or launcher.locals:
         types_.append(numba.int64[::1])
     try:
         with _no_driver(cc):
@@ -311,3 +472,65 @@ def compile_ptx(jitted, *args, cc: tuple[int, int] = (9, 0)) -> str:
     except numba.core.errors.NumbaError as exc:
         raise launcher.compile_error(exc) from exc
     return ptx
+
+
+# ---- streams ---------------------------------------------------------------------------------
+
+def launch(jitted, args: tuple, stream=0) -> Any:
+    """Run s2s.jit(s2s.vmap(f), backend="cuda") on args on a numba-cuda stream, without waiting:
+    a pmap over one GPU maps shards to streams this way, so that the copies of one shard overlap
+    the kernel of another (pass pinned host arrays, numba.cuda.pinned_array, for the copies to be
+    asynchronous). NumPy inputs are copied in on the stream; the result (the vmap's output
+    structure) holds NumPy arrays that are filled once stream.synchronize() returns, or device
+    arrays when an input was one. out_axes=None outputs are not checked here: use the vmap.
+    Numba's simulator runs streams synchronously.
+
+    >>> # stream = numba.cuda.stream(); out = launch(greeks, (1.0, 0.2, z), stream); stream.synchronize()
+    """
+    spec = jitted._specialise(args, jitted._trees(args), "cuda")
+    leaves = spec["launcher"].launch(tuple(args), stream)
+    return pytree.unflatten(spec["structure"], list(leaves))
+
+
+# ---- a deterministic total over the examples -----------------------------------------------------
+
+CHUNK = 256  # examples summed in order by one thread: the tree's shape depends on n alone
+
+
+def _sum_kernel():
+    cuda_module()
+    from . import cuda_reduce
+
+    return cuda_reduce.chunk_sums
+
+
+def sum_examples(x, mean: bool = False, stream=0):
+    """The sum (or mean) over axis 0 of a kernel's per-example output, on the GPU and
+    deterministic: each thread adds CHUNK consecutive examples in order, then the partial sums
+    are added the same way, until one row is left. The order of the additions depends on the
+    number of examples alone (not on the launch or on timing: no atomics), so the result is
+    bit-identical from run to run. x: a device array (the result stays on the device) or a NumPy
+    array (copied in, and the result back)."""
+    cuda = cuda_module()
+    on_device = is_device_array(x)
+    data = x if on_device else cuda.to_device(np.ascontiguousarray(x), stream=stream)
+    n, shape = data.shape[0], data.shape[1:]
+    if n == 0:
+        raise S2SError("sum_examples of no examples", hint="pass at least one example")
+    width = int(np.prod(shape, dtype=np.int64))
+    current = data.reshape(n, width)
+    while current.shape[0] > 1:
+        chunks = -(-current.shape[0] // CHUNK)
+        out = cuda.device_array((chunks, width), dtype=current.dtype, stream=stream)
+        blocks = max(1, min(MAX_BLOCKS, -(-chunks * width // THREADS_PER_BLOCK)))
+        _sum_kernel()[blocks, THREADS_PER_BLOCK, stream](current, out, CHUNK)
+        current = out
+    total = current.reshape(*shape) if shape else current.reshape(1)
+    if mean:  # (one division per element, on the host's side of the call: n is a number)
+        host = total.copy_to_host(stream=stream) / current.dtype.type(n)
+        host = host.astype(current.dtype)
+        return cuda.to_device(host, stream=stream) if on_device else (host if shape else host[0])
+    if on_device:
+        return total
+    host = total.copy_to_host(stream=stream)
+    return host if shape else host[0]

@@ -13,9 +13,20 @@ compiler takes (kernel code cannot allocate arrays or call NumPy's array functio
   example needed, `tapes` below). A thread whose example needs more records that on
   `tape_status` and clamps its pushes (so that it never writes outside the array); the
   launcher then specialises again with room for it and runs the batch again;
-- everything else kernels cannot run (allocation, np.linalg, a reduction over a whole array,
-  a list that grows) is refused here, before numba-cuda sees it, as an S2SError naming the
-  user's statement (the origin comment above it), that says backend="cpu" takes it.
+- an array the code makes by a statement of its own (y = np.zeros(n), np.empty_like(x),
+  runtime.zeros_like(x), np.copy(x): LOCAL_CALLS) becomes a cuda.local.array of the shape the
+  probe saw (`locals_` below), filled as the call would; an example that asks for another shape
+  sets its entry of tape_status, and the launcher raises an S2SError at the statement. If the
+  entry function returns it, the array is the thread's row of the output instead (rows below);
+  a helper that returns an array it made is inlined into its callers (Numba IR inlining: the
+  array then lives in the caller's frame);
+- the entry's array results are written into the thread's output rows, and it returns its
+  numbers alone (numba-cuda returns no array that is not an argument);
+- random.normal / random.uniform of one number become runtime.kernels.normal64 (...), and
+  random.fold_in / random.split keys local arrays filled by runtime.kernels;
+- everything else kernels cannot run (allocation by an expression, np.linalg, a reduction over
+  a whole array, a list that grows) is refused here, before numba-cuda sees it, as an S2SError
+  naming the user's statement (the origin comment above it), that says backend="cpu" takes it.
 """
 
 from __future__ import annotations
@@ -45,9 +56,12 @@ REDUCING = {"sum", "mean", "max", "min", "prod", "dot", "vdot", "inner", "matmul
             "all", "any", "trace", "cumprod", "amax", "amin", "einsum", "tensordot"}
 METHODS = ALLOCATING | REDUCING | {"append", "pop", "astype", "item", "tolist", "fill"}
 # The runtime helpers with numba-cuda overloads (runtime/overloads/cuda.py), for numbers.
-KERNEL_HELPERS = {"zeros_like", "ones_like", "copy", "tree_add", "unbroadcast", "range_len"}
+KERNEL_HELPERS = {"zeros_like", "ones_like", "copy", "tree_add", "unbroadcast", "range_len", "shape_tape",
+                  "push_shape", "pop_shape"}
 NUMBA_TYPES = {"float64": "numba.float64", "float32": "numba.float32", "int64": "numba.int64",
-               "int32": "numba.int32", "bool": "numba.boolean"}
+               "int32": "numba.int32", "bool": "numba.boolean", "uint32": "numba.uint32", "uint64": "numba.uint64"}
+# runtime.random.<draw> of one number (no shape, or shape ()) -> runtime.kernels.<draw>32 / <draw>64
+RANDOM_DRAWS = {"uniform": ("key", "shape", "dtype", "minval", "maxval"), "normal": ("key", "shape", "dtype")}
 
 
 @dataclass
@@ -64,9 +78,40 @@ class Tape:
 
 
 @dataclass
+class Local:
+    """An array the per-example code makes (np.zeros(3), runtime.zeros_like(x), np.copy(x)...),
+    as a cuda.local.array of the shape the probe saw."""
+
+    function: str
+    name: str  # the variable it is assigned to
+    line: int  # the line of its statement in the per-example source
+    shape: tuple  # the same for every example (checked at run time)
+    dtype: str  # a key of NUMBA_TYPES
+    slot: int = 0  # its entry of tape_status (1 there: an example asked for another shape)
+    constant: str = ""  # the module constant that holds shape
+
+
+# name = <call>: how a local array is filled, by the call's function (None: left as it is).
+# The value is (what fills it, the argument that gives the shape, "like": the shape of an array)
+LOCAL_CALLS = {
+    "np.zeros": ("0", 0, "size"), "np.ones": ("1", 0, "size"), "np.empty": (None, 0, "size"),
+    "np.full": ("arg1", 0, "size"), "np.zeros_like": ("0", 0, "like"), "np.ones_like": ("1", 0, "like"),
+    "np.empty_like": (None, 0, "like"), "np.full_like": ("arg1", 0, "like"), "np.copy": ("copy", 0, "like"),
+    "runtime.zeros_like": ("0", 0, "like"), "runtime.ones_like": ("1", 0, "like"), "runtime.copy": ("copy", 0, "like"),
+}
+
+
+# name = runtime.random.fold_in(key, i) / split(key, n): keys as local arrays of uint32
+# and name = runtime.random.normal(key, shape) / uniform(...): a draw of a shape, into a local array
+LOCAL_RANDOM = {"runtime.random.fold_in": "fold_in_into", "runtime.random.split": "split_into",
+                "runtime.random.normal": "normal{bits}_into", "runtime.random.uniform": "uniform{bits}_into"}
+
+
+@dataclass
 class Rewritten:
     source: str  # the device functions, formatted
     tapes: list[Tape] = field(default_factory=list)
+    locals: list[Local] = field(default_factory=list)
 
 
 def _dotted(node: cst.BaseExpression) -> str | None:
@@ -104,6 +149,13 @@ def _atom(node: cst.BaseExpression) -> str:
     return _code(node) if isinstance(node, simple) and not node.lpar else f"({_code(node)})"
 
 
+def _literal_shape(node: cst.BaseExpression) -> bool:
+    """Is node a shape written as numbers (3, or (3, 4))?"""
+    if isinstance(node, cst.Integer):
+        return True
+    return isinstance(node, cst.Tuple) and all(isinstance(e.value, cst.Integer) for e in node.elements)
+
+
 def _walk(node: cst.CSTNode):
     yield node
     for child in node.children:
@@ -131,10 +183,20 @@ def reachable(calls: dict[str, set[str]], entry: str) -> list[str]:
 class _ToCuda(cst.CSTTransformer):
     METADATA_DEPENDENCIES = (PositionProvider,)
 
-    def __init__(self, origin_at, functions: set[str], tapes: dict[int, Tape], status: set[str]):
+    def __init__(self, origin_at, functions: set[str], tapes: dict[int, Tape], status: set[str],
+                 locals_: dict[int, Local], entry: str, rows: list[tuple[str, str]], result: str,
+                 number_paths: list[str], direct: dict[tuple[str, str], str], inline: set[str]):
         self.origin_at, self.functions = origin_at, functions
         self.tapes, self.status = tapes, status  # status: the functions that take tape_status
+        self.locals = locals_
+        # rows: (parameter, leaf path) of each array leaf of entry's result, which entry copies
+        # into its thread's row of the output before it returns (through the variable result)
+        self.entry, self.rows, self.result, self.number_paths = entry, rows, result, number_paths
+        self.direct = direct  # (entry, local array) -> the output row it is made as
+        self.inline = inline  # the functions that return arrays they made
         self.function = ""
+        self.line = 0  # the line of the statement being rewritten
+        self.clamped: dict[tuple[str, str], Local] = {}  # local arrays of a computed size
         self.tape_of: dict[str, Tape] = {}  # tape variable -> Tape, in the current function
 
     def refuse(self, node: cst.CSTNode, what: str) -> None:
@@ -149,14 +211,56 @@ class _ToCuda(cst.CSTTransformer):
         self.tape_of = {t.name: t for t in self.tapes.values() if t.function == self.function}
 
     def leave_FunctionDef(self, original, updated: cst.FunctionDef) -> cst.FunctionDef:
-        decorator = cst.Decorator(cst.parse_expression("cuda.jit(device=True)"))
-        if updated.name.value in self.status:  # it has tapes, or calls a function that has
-            params = updated.params.with_changes(params=[*updated.params.params, cst.Param(cst.Name("tape_status"))])
-            updated = updated.with_changes(params=params)
+        if updated.name.value in self.inline:  # (Numba IR inlining: the array it returns lives on in the caller)
+            decorator = cst.Decorator(cst.parse_expression('cuda.jit(device=True, inline="always")'), leading_lines=[
+                cst.EmptyLine(comment=cst.Comment("# Inlined into its callers: it returns an array it made"))])
+        else:
+            decorator = cst.Decorator(cst.parse_expression("cuda.jit(device=True)"))
+        params = list(updated.params.params)
+        if updated.name.value == self.entry:
+            params += [cst.Param(cst.Name(row)) for row, _ in self.rows]
+        if updated.name.value in self.status:  # it has tapes or local arrays, or calls a function that has
+            params.append(cst.Param(cst.Name("tape_status")))
+        updated = updated.with_changes(params=updated.params.with_changes(params=params))
         return updated.with_changes(decorators=[decorator])
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        self.line = self.get_metadata(PositionProvider, node).start.line
+
+    def _draw_arguments(self, original: cst.Call, call: cst.Call, draw: str) -> dict:
+        """{parameter: expression} of a call of random.<draw>."""
+        names, given = RANDOM_DRAWS[draw], {}
+        for k, arg in enumerate(call.args):
+            if arg.star:
+                self.refuse(original, f"random.{draw} with *args has no kernel form")
+            given[arg.keyword.value if arg.keyword else names[k]] = arg.value
+        return given
+
+    def _random_draw(self, original: cst.Call, updated: cst.Call, draw: str) -> cst.BaseExpression:
+        """runtime.random.normal(key) / uniform(key, (), dtype, minval, maxval) of one number."""
+        given = self._draw_arguments(original, updated, draw)
+        shape = given.get("shape")
+        if shape is not None and not (isinstance(shape, cst.Tuple) and not shape.elements):
+            self.refuse(original, f"random.{draw} of a shape makes an array, which a kernel holds only when it is "
+                                  f"a statement of its own (z = random.{draw}(key, (n,))); or draw one number "
+                                  f"per call: random.{draw}(key), with keys from random.fold_in(key, i)")
+        dtype = _dotted(given["dtype"]) if "dtype" in given else "float"
+        if dtype not in ("float", "np.float64", "np.float32", "numba.float64", "numba.float32"):
+            self.refuse(original, f"random.{draw} with dtype={_code(given['dtype'])} has no kernel form "
+                                  "(np.float32 or np.float64)")
+        bits = "32" if dtype.endswith("float32") else "64"
+        args = [_code(given["key"])]
+        if draw == "uniform":
+            args += [f"np.float{bits}({_code(given[b])})" if b in given else f"np.float{bits}({default})"
+                     for b, default in (("minval", "0.0"), ("maxval", "1.0"))]
+        return cst.parse_expression(f"runtime.kernels.{draw}{bits}({', '.join(args)})")
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         name = _dotted(updated.func) or ""
+        if self.line in self.locals and (name in LOCAL_CALLS or name in LOCAL_RANDOM):
+            return updated  # an array of a fixed shape: leave_SimpleStatementLine writes it
+        if name.startswith("runtime.random.") and name[15:] in RANDOM_DRAWS:
+            return self._random_draw(original, updated, name[15:])
         if name.startswith("np."):
             short = name[3:]
             if short in MATH:
@@ -185,6 +289,9 @@ class _ToCuda(cst.CSTTransformer):
             if short in REDUCING:
                 self.refuse(original, f"{name} reduces a whole array, which has no kernel form yet")
             self.refuse(original, f"{name} has no kernel form (on a number, math.* or a builtin may)")
+        if name.startswith("runtime.random."):
+            self.refuse(original, f"{name[8:]} has no kernel form yet (a kernel draws with random.normal and "
+                                  "random.uniform of one number, and makes keys with random.fold_in and random.split)")
         if name.startswith("runtime."):
             helper = name[8:]
             if helper in KERNEL_HELPERS:
@@ -212,6 +319,16 @@ class _ToCuda(cst.CSTTransformer):
         return updated
 
     def leave_Subscript(self, original: cst.Subscript, updated: cst.Subscript) -> cst.BaseExpression:
+        local = self.clamped.get((self.function, updated.value.value)) if isinstance(updated.value, cst.Name) else None
+        if local is not None:
+            elements = []
+            for axis, element in enumerate(updated.slice):
+                index = element.slice
+                if isinstance(index, cst.Index):
+                    clamped = f"min({_code(index.value)}, {local.constant}[{axis}] - 1)"
+                    index = index.with_changes(value=cst.parse_expression(clamped))
+                elements.append(element.with_changes(slice=index))
+            return updated.with_changes(slice=elements)
         tape = self.tape_of.get(getattr(updated.value, "value", None)) if isinstance(updated.value, cst.Name) else None
         if tape is None or len(updated.slice) != 1:
             return updated
@@ -220,8 +337,83 @@ class _ToCuda(cst.CSTTransformer):
         index = _code(updated.slice[0].slice.value)
         return cst.parse_expression(f"{tape.name}[min({index}, {tape.constant} - 1)]")
 
+    def _local(self, original, updated: cst.SimpleStatementLine, local: Local):
+        """name = np.zeros(...) (and the like, LOCAL_CALLS): a local array of the probe's shape,
+        filled as the call would; an example that asks for another shape sets its tape_status."""
+        statement = updated.body[0] if len(updated.body) == 1 else None
+        call = getattr(statement, "value", None)
+        name = _dotted(call.func) if isinstance(call, cst.Call) else None
+        if not (isinstance(statement, cst.Assign) and len(statement.targets) == 1
+                and isinstance(statement.targets[0].target, cst.Name)
+                and (name in LOCAL_CALLS or name in LOCAL_RANDOM) and call.args):
+            self.refuse(original, "it makes a new array (array arithmetic, or a NumPy function's array result), "
+                                  "and kernels cannot allocate; an array of a fixed shape is made by a statement "
+                                  "of its own (a = np.zeros(3), a = np.empty_like(x), a = np.copy(x))")
+        target = local.name
+        direct = self.direct.get((self.function, target))
+        if direct is not None:  # the entry returns this array: it is the thread's output row itself
+            create = f"{target} = {direct}"
+        else:
+            create = f"{target} = cuda.local.array({local.constant}, {NUMBA_TYPES[local.dtype]})"
+        args = [_code(a.value) for a in call.args]
+        if name in LOCAL_RANDOM:
+            helper = LOCAL_RANDOM[name].format(bits=local.dtype[-2:])
+            if name[15:] in RANDOM_DRAWS:  # the key, and uniform's bounds in the array's float type
+                given = self._draw_arguments(original, call, name[15:])
+                args = [_code(given["key"])]
+                if name.endswith("uniform"):
+                    args += [f"np.{local.dtype}({_code(given[b])})" if b in given else f"np.{local.dtype}({default})"
+                             for b, default in (("minval", "0.0"), ("maxval", "1.0"))]
+            lines = [create, f"runtime.kernels.{helper}({target}, {', '.join(args)})"]
+            if name[15:] in RANDOM_DRAWS:  # the shape: checked, as np.zeros's (below)
+                shape_arg = given["shape"]
+                lines.insert(1, f"if runtime.kernels.shape_of({_code(shape_arg)}) != {local.constant}:\n"
+                                f"    tape_status[{local.slot}] = 1\n")
+                if not _literal_shape(shape_arg):
+                    self.clamped[(self.function, target)] = local
+            return [cst.parse_statement(x) for x in lines]
+        filling, _, kind = LOCAL_CALLS[name]
+        shape_arg = call.args[0].value
+        if kind == "size" and not _literal_shape(shape_arg):
+            # the size is computed: an example may ask for another, and until the launcher
+            # reports it, that thread's indexing is clamped to the array (leave_Subscript)
+            self.clamped[(self.function, target)] = local
+        shape = f"{_atom(call.args[0].value)}.shape" if kind == "like" else f"runtime.kernels.shape_of({args[0]})"
+        lines = [create, f"if {shape} != {local.constant}:\n    tape_status[{local.slot}] = 1\n"]
+        if filling == "copy":
+            lines.append(f"runtime.kernels.copy_into({target}, {args[0]})")
+        elif filling is not None:
+            value = args[1] if filling == "arg1" else filling
+            lines.append(f"runtime.kernels.fill({target}, {value})")
+        return [cst.parse_statement(x) for x in lines]
+
+    def _returned(self, updated: cst.SimpleStatementLine):
+        """return x in the entry, when it has array results: those are copied into the thread's
+        output rows, and the numbers alone are returned, as a flat tuple (numba-cuda returns no
+        array but an argument, and a kernel's local arrays end with the function that made them)."""
+        value = updated.body[0].value
+        lines = [f"{self.result} = {_code(value)}"]
+        written = set(self.direct.values())  # (rows the code wrote itself)
+        lines += [f"runtime.kernels.copy_into({row}, {self.result}{path})" for row, path in self.rows
+                  if row not in written]
+        numbers = [f"{self.result}{path}" for path in self.number_paths]
+        if len(lines) == 1 and not numbers:  # every result is in its row already
+            return [cst.parse_statement("return")]
+        lines.append(f"return ({', '.join(numbers)},)" if numbers else "return")
+        return [cst.parse_statement(x) for x in lines]
+
     def leave_SimpleStatementLine(self, original, updated: cst.SimpleStatementLine):
         line = self.get_metadata(PositionProvider, original).start.line
+        local = self.locals.get(line)
+        if local is not None:
+            statements = self._local(original, updated, local)
+            statements[0] = statements[0].with_changes(leading_lines=updated.leading_lines)
+            return cst.FlattenSentinel(statements)
+        if (self.function == self.entry and self.rows and len(updated.body) == 1
+                and isinstance(updated.body[0], cst.Return) and updated.body[0].value is not None):
+            statements = self._returned(updated)
+            statements[0] = statements[0].with_changes(leading_lines=updated.leading_lines)
+            return cst.FlattenSentinel(statements)
         tape = self.tapes.get(line)
         if tape is None:
             return updated
@@ -233,36 +425,100 @@ class _ToCuda(cst.CSTTransformer):
         return cst.FlattenSentinel([create.with_changes(leading_lines=updated.leading_lines), check])
 
 
-def device_functions(source: str, entry: str, tapes: list[Tape], origin_at) -> Rewritten:
+def _constant(name: str, suffix: str, used: set[str]) -> str:
+    constant = re.sub(r"\W", "_", name).strip("_").upper() + suffix
+    while constant in used:
+        constant += "_"
+    used.add(constant)
+    return constant
+
+
+def device_functions(source: str, entry: str, tapes: list[Tape], origin_at, locals_: list[Local] = (),
+                     rows: list[tuple[str, str]] = (), number_paths: list[str] = (), inline=()) -> Rewritten:
     """The functions of the per-example module that entry reaches, rewritten for numba-cuda
-    (module doc). tapes: each runtime.new_tape's size and dtype, from the probe of the launcher.
+    (module doc). tapes: each runtime.new_tape's size and dtype; locals_: each array the code
+    makes, with its shape (both from the probe of the launcher); rows: (parameter, leaf path)
+    of entry's array results, which it copies into its thread's output rows (it then returns
+    the leaves at number_paths alone, as a flat tuple).
     Raises S2SError at origin_at(line) (the user's statement that a line of source came from)
     for what a kernel cannot run."""
     module = cst.parse_module(source)
     calls = _calls(module)
     keep = reachable(calls, entry)
     by_line = {t.line: t for t in tapes}
-    used = set()
+    used: set[str] = set()
     for slot, tape in enumerate(tapes):
-        constant = re.sub(r"\W", "_", tape.name).strip("_").upper() + "_SIZE"
-        while constant in used:
-            constant += "_"
-        used.add(constant)
-        tape.slot, tape.constant = slot, constant
-    status = {t.function for t in tapes}
+        tape.slot, tape.constant = slot, _constant(tape.name, "_SIZE", used)
+    for slot, local in enumerate(locals_, len(tapes)):
+        local.slot, local.constant = slot, _constant(local.name, "_SHAPE", used)
+    status = {t.function for t in tapes} | {a.function for a in locals_}
     while True:  # and the functions that call them
         callers = {f for f in keep if calls[f] & status} - status
         if not callers:
             break
         status |= callers
-    transformer = _ToCuda(origin_at, set(keep), by_line, status)
+    names = {n.value for n in _walk(module) if isinstance(n, cst.Name)}
+    result = next(r for r in ("result", *(f"result_{k}" for k in range(1, 1000))) if r not in names)
+    direct = _direct_rows(module, entry, list(rows), locals_)
+    transformer = _ToCuda(origin_at, set(keep), by_line, status, {a.line: a for a in locals_}, entry, list(rows),
+                          result, list(number_paths), direct, set(inline))
     rewritten = MetadataWrapper(module).visit(transformer)
     functions = {f.name.value: f for f in rewritten.body if isinstance(f, cst.FunctionDef)}
     # callees first: numba-cuda resolves a device function's callees when it is compiled,
     # and readers meet each function before its use
     body = [functions[name] for name in reversed(keep)]
-    text = cst.Module(body=body).code
-    return Rewritten(text, tapes)
+    # the user's module constants that the generated code names (STEPS = 64), as the cpu module has them
+    constants = [stmt for stmt in module.body if isinstance(stmt, cst.SimpleStatementLine)
+                 and all(isinstance(part, cst.Assign) for part in stmt.body)]
+    text = cst.Module(body=constants + body).code
+    return Rewritten(text, tapes, list(locals_))
+
+
+def _at_path(node: cst.BaseExpression, path: str) -> str | None:
+    """The name at an index path ("[1][0]") of a literal tuple expression, if it is one."""
+    for index in re.findall(r"\[(-?\d+)\]", path) if re.fullmatch(r"(\[-?\d+\])*", path) else None:
+        if not isinstance(node, cst.Tuple) or not -len(node.elements) <= int(index) < len(node.elements):
+            return None
+        node = node.elements[int(index)].value
+    return node.value if isinstance(node, cst.Name) else None
+
+
+def _direct_rows(module: cst.Module, entry: str, rows: list[tuple[str, str]], locals_) -> dict:
+    """{(entry, local array): row} for each array result of entry that is a local array of its
+    own, made once and returned at one path by every return: the thread's output row is that
+    array (no local memory, no copy)."""
+    function = next((f for f in module.body if isinstance(f, cst.FunctionDef) and f.name.value == entry), None)
+    if function is None:
+        return {}
+    returns = [n.value for n in _walk(function) if isinstance(n, cst.Return)]
+    assigned: dict[str, int] = {}
+    for node in _walk(function):
+        if isinstance(node, cst.AssignTarget) and isinstance(node.target, cst.Name):
+            assigned[node.target.value] = assigned.get(node.target.value, 0) + 1
+    made = {a.name for a in locals_ if a.function == entry}
+    found: dict[str, list[str]] = {}
+    for row, path in rows:
+        names = {_at_path(value, path) if value is not None else None for value in returns}
+        if len(names) == 1 and None not in names:
+            found.setdefault(names.pop(), []).append(row)
+    return {(entry, name): rows_[0] for name, rows_ in found.items()
+            if len(rows_) == 1 and name in made and assigned.get(name) == 1}
+
+
+def local_lines(source: str) -> dict[int, tuple[str, str]]:
+    """{line: (function, variable)} of every statement `variable = <call>` in generated source
+    (the candidates for a local array: the probe says which of them made one)."""
+    found = {}
+    wrapper = MetadataWrapper(cst.parse_module(source))
+    positions = wrapper.resolve(PositionProvider)
+    for function in wrapper.module.body:
+        if not isinstance(function, cst.FunctionDef):
+            continue
+        for node in _walk(function):
+            if (isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) and len(node.targets) == 1
+                    and isinstance(node.targets[0].target, cst.Name)):
+                found[positions[node].start.line] = (function.name.value, node.targets[0].target.value)
+    return found
 
 
 def kernel_module(name: str, description: str, axes: str, header: str, device: Rewritten, kernel: str) -> str:
@@ -270,6 +526,10 @@ def kernel_module(name: str, description: str, axes: str, header: str, device: R
     lines = [f"# Generated by s2s: vmap of {description}, batched over {axes}, as a CUDA kernel",
              "# (numba.cuda): one thread per example in a grid-stride loop; the per-example code runs as",
              "# device functions, with math.* for NumPy's functions of a number."]
+    if device.locals:
+        lines += ["# Arrays the per-example code makes are cuda.local.array of the shapes below (the first",
+                  "# example's), or the thread's row of an output where it returns them; an example that",
+                  "# asks for another shape is an error."]
     if device.tapes:
         lines += ["# Tapes are cuda.local.array of the sizes below, fixed when the batch was specialised;",
                   "# an example that needs more is recorded in tape_status, and the launcher specialises",
@@ -278,18 +538,27 @@ def kernel_module(name: str, description: str, axes: str, header: str, device: R
     lines += ["import math", "", "import numba", "import numpy as np", "from numba import cuda", "",
               "from s2s import runtime", ""]
     lines += [f"{t.constant} = {t.size}  # {t.function}: {t.name}" for t in device.tapes]
+    lines += [f"{a.constant} = {a.shape!r}  # {a.function}: {a.name}, a local array" for a in device.locals]
     return format_source("\n".join(lines) + "\n\n\n" + device.source + "\n\n" + kernel)
 
 
 def kernel_source(name: str, params: list[str], mapped: list[str], size: str, outs: list[str],
-                  call: str, leaf_paths: list[str], status: bool, doc: str) -> str:
-    """The `<name>_kernel` function: each thread runs the examples start, start + stride, ..."""
+                  call: str, leaf_paths: list[str], status: bool, doc: str, array_outs: tuple = ()) -> str:
+    """The `<name>_kernel` function: each thread runs the examples start, start + stride, ...
+    array_outs: the outputs whose leaves are arrays (the call writes their rows, `{rows}` in
+    call); the others are numbers, stored from the call's result."""
     fresh = set(params) | set(outs)
     b = "b" if "b" not in fresh else "b_"
     args = params + outs + (["tape_status"] if status else [])
+    rows = ", ".join(f"{out}[{b}]" for out in outs if out in array_outs)
     lines = ["@cuda.jit", f"def {name}_kernel({', '.join(args)}):", f'    """{doc}"""',
              "    start = cuda.grid(1)", "    stride = cuda.gridsize(1)",
              f"    for {b} in range(start, {size}, stride):",
-             f"        result = {call.replace('{b}', b)}"]
-    lines += [f"        {out}[{b}] = result{path}" for out, path in zip(outs, leaf_paths)]
+             f"        {'' if array_outs and len(array_outs) == len(outs) else 'result = '}"
+             f"{call.replace('{b}', b).replace('{rows}', rows)}"]
+    if array_outs:  # the call returns the numbers alone, in order
+        numbers = [out for out in outs if out not in array_outs]
+        lines += [f"        {out}[{b}] = result[{k}]" for k, out in enumerate(numbers)]
+    else:
+        lines += [f"        {out}[{b}] = result{path}" for out, path in zip(outs, leaf_paths)]
     return "\n".join(lines) + "\n"

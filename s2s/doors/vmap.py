@@ -77,7 +77,11 @@ def _example(arg: Any, tree: batching.ArgTree, index: int) -> Any:
     """A private copy of one example of the argument (the probe must not write to the caller's arrays)."""
     if tree[0] == "leaf":
         if hasattr(arg, "copy_to_host"):  # a CUDA device array: copy only the example to the host
-            return arg[(slice(None),) * tree[1] + (index,)].copy_to_host() if tree[1] is not None else arg.copy_to_host()
+            if tree[1] is None:
+                return arg.copy_to_host()
+            # (a slice: an index of a 1-d device array would give a number, not a device array)
+            row = arg[(slice(None),) * tree[1] + (slice(index, index + 1),)].copy_to_host()
+            return np.take(row, 0, axis=tree[1])
         return np.take(arg, index, axis=tree[1]) if tree[1] is not None else copy.deepcopy(arg)
     if tree[0] == "dict":
         return {k: _example(arg[k], child, index) for k, child in zip(tree[1], tree[2])}

@@ -23,6 +23,9 @@ from .values import *  # noqa: F401,F403
 # math, np and runtime alone.
 from .. import random  # noqa: E402
 
+# Kernel code (codegen/cuda.py) calls runtime.kernels.<name>: local arrays, scalar draws.
+from . import kernels  # noqa: E402
+
 
 def is_helper(value) -> bool:
     """Is value one of the helpers here (defined in a module of this package)?"""
