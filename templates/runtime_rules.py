@@ -245,7 +245,9 @@ def new_tape_(t, x, capacity):
 DECLARATIONS = [
     nondifferentiable(runtime.zeros_like, pure=True, like=True, number_stays=True),
     nondifferentiable(runtime.zeros_shaped, runtime.ones_like, runtime.shape, runtime.clip_inside, runtime.range_len,
-                      pure=True),
+                      runtime.dict_keys, pure=True),
+    # `for k in d:` goes over loop_keys(d): d itself where d is not a dict (so a view of it).
+    nondifferentiable(runtime.loop_keys, pure=True, view=True),
     # s2s.lax.stop_gradient: the identity, through which no derivative flows (its result is its argument).
     nondifferentiable(runtime.stop_gradient, pure=True, view=True, broadcasts=True),
     nondifferentiable(runtime.require_number, runtime.require_unshared, runtime.require_distinct, runtime.shape_tape, runtime.push_shape,

@@ -86,6 +86,8 @@ def translate(exc: Exception, user_files: tuple[str, ...] = ()) -> S2SError:
 def _describe(value) -> str:
     if value is None:
         return "None"
+    if isinstance(value, tuple) and hasattr(type(value), "_s2s_keys"):  # (pytree.to_numba's DictTuple)
+        return "a dict"
     if isinstance(value, tuple):
         return f"a tuple of {len(value)} (a list or tuple becomes a tuple under s2s.jit)"
     kind = type(value).__name__
@@ -128,7 +130,7 @@ def argument_error(function, args: tuple, exc: Exception, user_files: tuple[str,
                             where, "pass arrays, numbers, or tuples of them, or use backend='python'")
         odd.append(f"argument {label} is {_describe(value)}")
     translated = translate(exc, user_files)
-    if not odd:
+    if not odd or "s2s:" in str(exc):  # (a runtime overload's own refusal says what to do)
         return translated
     return S2SError(f"s2s.jit of {name}: {', '.join(odd)}, which this code cannot take under Numba "
                     f"({translated.reason.split(': ', 1)[-1]})", translated.origin,

@@ -107,6 +107,25 @@ def add_at(c, key, value):
     return AdjointList(items) if isinstance(c, AdjointList) else tuple(items)
 
 
+def loop_keys(seq):
+    """What `for k in d:` goes over: a dict's keys in sorted order (the order in which JAX,
+    and s2s's pytrees, flatten a dict); any other sequence itself. The frontend calls it
+    only where the loop variable indexes something (so it is an int or a key, and carries no
+    derivative)."""
+    if isinstance(seq, dict):
+        return tuple(sorted(seq))
+    return seq
+
+
+def dict_keys(d):
+    """What `for k, v in d.items():` (and .keys(), .values()) goes over: d's keys in sorted
+    order."""
+    if not isinstance(d, dict):
+        raise ValueError(f"s2s: .items(), .keys() and .values() are dict methods; this loop got "
+                         f"{type(d).__name__!r}")
+    return tuple(sorted(d))
+
+
 def dict_of(keys, values):
     """A dict display {k0: v0, ...} of generated code: a dict here; under Numba (overload) a
     DictTuple, the form dicts take in compiled code (pytree.to_numba), which it can return."""

@@ -92,6 +92,23 @@ def _dict_getitem(c, key):
         return _compile(f"def impl(c, key):\n    return c[{k}]\n", "impl")
 
 
+_DICT_LOOP = ("s2s: under s2s.jit a loop over a dict is not supported (Numba cannot index a dict of arrays "
+              "at a key known only at run time); index it with constant keys (d['w']), or use backend='python'")
+
+
+@overload(rt.loop_keys)
+def _loop_keys(seq):
+    if _dict_keys(seq) is not None:
+        raise TypingError(_DICT_LOOP)
+    return lambda seq: seq
+
+
+@overload(rt.dict_keys)
+def _dict_keys_of(d):
+    raise TypingError(_DICT_LOOP if _dict_keys(d) is not None else
+                      "s2s: .items(), .keys() and .values() are dict methods, and this loop's object is not a dict")
+
+
 @overload(rt.dict_of)
 def _dict_of(keys, values):
     if not (isinstance(keys, types.BaseTuple) and all(isinstance(k, types.StringLiteral) for k in keys)):

@@ -1,0 +1,101 @@
+"""The leftover items of issues #14 and #16: loops over dicts, second and third derivatives
+of prod, norm and cumprod, sums under jit, symbolic zeros, check_grads under Numba, dtype=
+keywords, empty scans, optimizers under jit. Each derivative is checked against central
+finite differences or a closed form; each refusal is an S2SError at the user's line."""
+
+import numpy as np
+import pytest
+
+import s2s
+from finite_differences import central_difference_grad
+
+
+# ---- 1. loops over dicts: sorted-key order, as JAX flattens a dict ------------------------
+
+
+def loop_keys(d, x):
+    s = 0.0
+    for k in d:
+        s = s + np.sum(d[k] ** 2 * x)
+    return s
+
+
+def loop_items(d):
+    s = 0.0
+    for k, v in d.items():
+        s = s + np.sum(np.sin(v)) * len(k)
+    return s
+
+
+def loop_values(d):
+    s = 0.0
+    for v in d.values():
+        s = s + np.sum(v * v * v)
+    return s
+
+
+def _dict():
+    return {"bb": np.array([1.0, 2.0]), "a": np.array([3.0])}
+
+
+def _dict_fd(fun, d, *rest):
+    keys = sorted(d)
+    flat = np.concatenate([d[k] for k in keys])
+    cuts = np.cumsum([d[k].size for k in keys])[:-1]
+
+    def flat_fun(v):
+        return fun(dict(zip(keys, np.split(v, cuts))), *rest)
+
+    g = central_difference_grad(flat_fun, [flat], 0)
+    return dict(zip(keys, np.split(g, cuts)))
+
+
+@pytest.mark.parametrize("fun", [loop_keys, loop_items, loop_values])
+def test_grad_of_a_loop_over_a_dict(fun):
+    d = _dict()
+    rest = (1.5,) if fun is loop_keys else ()
+    got = s2s.grad(fun)(d, *rest)
+    want = _dict_fd(fun, d, *rest)
+    assert sorted(got) == sorted(d)
+    for k in d:
+        np.testing.assert_allclose(got[k], want[k], rtol=1e-7, atol=1e-8)
+
+
+def test_jvp_hessian_and_vmap_of_a_loop_over_a_dict():
+    d = _dict()
+    tangent = {"bb": np.array([1.0, -1.0]), "a": np.array([0.5])}
+    value, out_tangent = s2s.jvp(loop_keys, (d, 1.5), (tangent, 0.0))
+    assert value == pytest.approx(loop_keys(d, 1.5))
+    # d/dd sum(v^2 x) . t = sum(2 v t x)
+    assert out_tangent == pytest.approx(sum(np.sum(2 * d[k] * tangent[k] * 1.5) for k in d))
+    hess = s2s.hessian(loop_keys)(d, 1.5)
+    np.testing.assert_allclose(hess["bb"]["bb"], 3.0 * np.eye(2))
+    np.testing.assert_allclose(hess["a"]["bb"], np.zeros((1, 2)))
+    batch = {"bb": np.arange(8.0).reshape(4, 2) / 7, "a": np.arange(4.0).reshape(4, 1) / 5}
+    grads = s2s.vmap(s2s.grad(loop_items))(batch)
+    for i in range(4):
+        one = {k: v[i] for k, v in batch.items()}
+        want = _dict_fd(loop_items, one)
+        for k in batch:
+            np.testing.assert_allclose(grads[k][i], want[k], rtol=1e-7, atol=1e-8)
+
+
+def test_a_loop_over_int_indices_keeps_working():
+    def f(xs, idx):
+        s = 0.0
+        for i in idx:
+            s = s + xs[i] * xs[i]
+        return s
+
+    x = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(s2s.grad(f)(x, [0, 2, 2]), [2.0, 0.0, 12.0])
+    np.testing.assert_allclose(s2s.jit(s2s.grad(f))(x, np.array([0, 2, 2])), [2.0, 0.0, 12.0])
+
+
+@pytest.mark.parametrize("fun", [loop_keys, loop_items])
+def test_a_loop_over_a_dict_under_jit_is_a_located_refusal(fun):
+    rest = (1.5,) if fun is loop_keys else ()
+    with pytest.raises(s2s.S2SError) as info:
+        s2s.jit(s2s.grad(fun))(_dict(), *rest)
+    message = str(info.value)
+    assert "test_leftovers.py:" in message and "loop over a dict" in message and "backend='python'" in message
