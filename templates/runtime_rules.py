@@ -53,6 +53,10 @@ from s2s.runtime import (
     outer_bar_y,
     per_matrix,
     per_matrix_bar,
+    prod_bar,
+    prod_bar_dx,
+    prod_dot,
+    prod_dot_dx,
     reshape_bar,
     roll_bar,
     solve_bar_a,
@@ -253,7 +257,7 @@ DECLARATIONS = [
     nondifferentiable(runtime.require_number, runtime.require_unshared, runtime.require_distinct, runtime.shape_tape, runtime.push_shape,
                       runtime.pop_shape),
     # Helpers of the forward and reverse templates that are never differentiated themselves.
-    primitive(runtime.prod_bar, runtime.max_dot, runtime.prod_dot, runtime.var_dot, pure=True),
+    primitive(runtime.max_dot, runtime.var_dot, pure=True),
     primitive(runtime.copy, runtime.zeros_like, runtime.zeros_shaped, runtime.ones_like, runtime.sum_bar, fresh=True),
     # They return their first argument (an adjoint updated in place, or passed through) or a new value.
     primitive(runtime.unbroadcast, runtime.add_at, runtime.add_attr, first_or_new=True),
@@ -320,6 +324,22 @@ DECLARATIONS += [
 # helpers are differentiated in x by the helpers of its second derivatives.
 
 DECLARATIONS += [primitive(runtime.cumprod_jvp2, runtime.cumprod_vjp_dx, pure=True, fresh=True)]
+
+
+# np.prod's helpers: linear in their first argument; their derivatives in x (the products of
+# all elements but two, exact where x has zeros) are helpers with no rule of their own.
+
+DECLARATIONS += [primitive(runtime.prod_bar_dx, runtime.prod_dot_dx, pure=True, fresh=True)]
+
+
+@rule(runtime.prod_bar, pure=True)
+def prod_bar_(r, g, y, x, axis=None, keepdims=False):
+    r_dot = prod_bar(g_dot, y, x, axis, keepdims) + prod_bar_dx(g, x, x_dot, axis, keepdims)
+
+
+@rule(runtime.prod_dot, pure=True)
+def prod_dot_(r, t, y, x, axis=None, keepdims=False):
+    r_dot = prod_dot(t_dot, y, x, axis, keepdims) + prod_dot_dx(t, x, x_dot, axis, keepdims)
 
 
 @rule(runtime.cumprod_jvp, pure=True, fresh=True)

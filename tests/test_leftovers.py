@@ -99,3 +99,47 @@ def test_a_loop_over_a_dict_under_jit_is_a_located_refusal(fun):
         s2s.jit(s2s.grad(fun))(_dict(), *rest)
     message = str(info.value)
     assert "test_leftovers.py:" in message and "loop over a dict" in message and "backend='python'" in message
+
+
+# ---- 2. second derivatives of np.prod (the rule of its adjoint helper, exact at zeros) ----
+
+
+def prod_all(x):
+    return np.prod(x)
+
+
+def prod_rows(X):
+    return np.sum(np.prod(X, axis=1) ** 2)
+
+
+def prod_columns_kept(X):
+    return np.sum(np.sin(np.prod(X, axis=0, keepdims=True)))
+
+
+def _prod_hessian(x):
+    """H[i, j] = the product of x without x[i] and x[j] (i != j), 0 on the diagonal."""
+    n = len(x)
+    return np.array([[0.0 if i == j else np.prod(np.delete(x, [i, j])) for j in range(n)] for i in range(n)])
+
+
+@pytest.mark.parametrize("x", [[0.5, -1.2, 2.0, 0.7], [0.5, 0.0, 2.0, 0.0], [0.0, 3.0, 1.5]])
+def test_hessian_of_prod_is_the_closed_form_with_zeros(x):
+    x = np.array(x)
+    np.testing.assert_allclose(s2s.hessian(prod_all)(x), _prod_hessian(x), atol=1e-14)
+    np.testing.assert_allclose(s2s.jit(s2s.hessian(prod_all))(x), _prod_hessian(x), atol=1e-14)
+
+
+@pytest.mark.parametrize("fun", [prod_rows, prod_columns_kept])
+def test_hessian_of_prod_along_an_axis_against_finite_differences(fun):
+    X = np.array([[0.5, 0.0, 2.0], [0.7, -1.1, 1.3]])
+    g = s2s.grad(fun)
+    want = np.array([central_difference_grad(lambda y: g(y).ravel()[k], [X], 0).ravel() for k in range(X.size)])
+    for got in (s2s.hessian(fun)(X), s2s.jit(s2s.hessian(fun))(X)):
+        np.testing.assert_allclose(got.reshape(X.size, X.size), want, atol=1e-8)
+
+
+def test_grad_grad_of_prod_of_a_scalar():
+    def f(t):
+        return np.prod(np.array([t, 2 * t, t * t, 1.5]))  # 3 t^4
+
+    assert s2s.grad(s2s.grad(f))(0.7) == pytest.approx(36 * 0.7**2)
