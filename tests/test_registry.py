@@ -153,6 +153,8 @@ EXAMPLES = {
     runtime.reshape_bar: ("x, A", "runtime.reshape_bar(np.reshape(A, (9,)), A) + x[0]"),
     runtime.cumprod_jvp: ("x, y", "runtime.cumprod_jvp(x, y)"),
     runtime.cumprod_vjp: ("x, y", "runtime.cumprod_vjp(x, y)"),
+    runtime.prod_bar: ("s, x", "runtime.prod_bar(s, np.prod(x), x)"),
+    runtime.prod_dot: ("x, y", "runtime.prod_dot(x, np.prod(y), y)"),
     runtime.diff_bar: ("x, A", "runtime.diff_bar(x[:2] * A[0, :2], x)"),
     runtime.roll_bar: ("A", "runtime.roll_bar(A * A, (1, -1), (0, 1))"),
     runtime.sort_dot: ("x, y", "runtime.sort_dot(x * y, y)"),
