@@ -39,6 +39,27 @@ def origin_above(lines: list[str], line: int, sources: dict) -> Origin | None:
     return None
 
 
+def through_generated(origin: Origin | None, sources: dict | None = None) -> Origin | None:
+    """origin, or where it came from when it is a statement of a generated module (the code
+    that a second derivative differentiates): the nearest origin comment above it, followed
+    through every generated module until the user's own file."""
+    from ..driver import cache
+
+    directory = os.path.join(cache.user_cache_dir(), "modules")
+    sources = dict(sources or {})
+    for _ in range(8):  # (a module generated from a module generated from ..., a few levels)
+        if origin is None:
+            return None
+        path = origin.filename if os.path.isabs(origin.filename) else os.path.join(directory, origin.filename)
+        if os.path.basename(os.path.dirname(path)) != "modules" or not os.path.exists(path):
+            return origin
+        found = _origin_above(path, origin.line, sources)
+        if found is None:
+            return origin
+        origin = found
+    return origin
+
+
 def _column(filename: str, line: int) -> int:
     """Where the statement starts on its line (1 where the file cannot be read)."""
     try:
@@ -156,6 +177,13 @@ def checked(function, user_files: tuple[str, ...] = (), fun=None):
             return function(*args)
         except NumbaError as exc:
             raise argument_error(function, args, exc, user_files, fun) from exc
+        except ValueError as exc:
+            # A runtime helper's refusal in compiled code, which keeps no traceback of the
+            # statement: the function's definition, and the backend that names the statement.
+            if not str(exc).startswith("s2s:"):
+                raise
+            raise S2SError(f"{str(exc)[len('s2s:'):].strip()} (in compiled code; backend='python' names the "
+                           f"statement)", _definition(fun)) from exc
 
     call.dispatcher = function
     return call
@@ -179,7 +207,7 @@ def runtime_refusal(exc: ValueError, user_files: tuple[str, ...] = ()) -> S2SErr
         frame = frame.tb_next
     # the innermost statement of the user's own files (a generated vmap loop names itself)
     users = [o for o in origins if os.path.isabs(o.filename) and os.path.basename(os.path.dirname(o.filename)) != "modules"]
-    origin = (users or origins or [None])[-1]
+    origin = through_generated((users or origins or [None])[-1], sources)
     if origin is None:
         return None
     return S2SError(message[len("s2s:"):].strip(), origin)
