@@ -205,3 +205,39 @@ def test_hessian_of_the_spectral_norm_at_repeated_singular_values_is_a_located_r
         s2s.jit(s2s.hessian(norm_spectral), backend=backend)(np.eye(3))
     message = str(info.value)
     assert "test_leftovers.py:" in message and "distinct" in message and "ord='fro'" in message
+
+
+# ---- 4. third derivatives through np.cumprod and np.prod: a located refusal ---------------
+
+
+def cumprod_of_three(t):
+    return np.sum(np.cumprod(np.array([t, 2 * t, t * t])))  # t + 2 t^2 + 2 t^4
+
+
+def prod_of_three(t):
+    return np.prod(np.array([t, 2 * t, t * t]))  # 2 t^4
+
+
+def cumprod_as_a_loop(t):
+    p = 1.0
+    s = 0.0
+    for v in [t, 2 * t, t * t]:
+        p = p * v
+        s = s + p
+    return s
+
+
+@pytest.mark.parametrize("fun", [cumprod_of_three, prod_of_three])
+def test_third_derivatives_through_cumprod_and_prod_are_located_refusals(fun):
+    assert s2s.grad(s2s.grad(fun))(0.7) == pytest.approx(
+        (4 + 24 * 0.7**2) if fun is cumprod_of_three else 24 * 0.7**2)
+    with pytest.raises(s2s.S2SError) as info:
+        s2s.grad(s2s.grad(s2s.grad(fun)))(0.7)
+    message = str(info.value)
+    assert "test_leftovers.py:" in message and "derivatives of this order" in message
+    assert info.value.origin.text.startswith("return np.")  # the user's statement, not generated code
+
+
+def test_the_way_out_of_that_refusal_works():
+    # d^3/dt^3 (t + 2 t^2 + 2 t^4) = 48 t
+    assert s2s.grad(s2s.grad(s2s.grad(cumprod_as_a_loop)))(0.7) == pytest.approx(48 * 0.7)

@@ -52,12 +52,27 @@ def through_generated(origin: Origin | None, sources: dict | None = None) -> Ori
             return None
         path = origin.filename if os.path.isabs(origin.filename) else os.path.join(directory, origin.filename)
         if os.path.basename(os.path.dirname(path)) != "modules" or not os.path.exists(path):
-            return origin
+            return _in_full(origin)
         found = _origin_above(path, origin.line, sources)
         if found is None:
             return origin
         origin = found
     return origin
+
+
+def _in_full(origin: Origin) -> Origin:
+    """origin with its file's full path where an origin comment gave only its base name: the
+    one loaded module of that name."""
+    import sys
+
+    if os.path.isabs(origin.filename):
+        return origin
+    paths = {os.path.abspath(f) for f in (getattr(m, "__file__", None) for m in list(sys.modules.values()))
+             if isinstance(f, str) and os.path.basename(f) == origin.filename}
+    if len(paths) != 1:
+        return origin
+    path = paths.pop()
+    return Origin(path, origin.line, _column(path, origin.line), origin.text)
 
 
 def _column(filename: str, line: int) -> int:
