@@ -241,3 +241,30 @@ def test_third_derivatives_through_cumprod_and_prod_are_located_refusals(fun):
 def test_the_way_out_of_that_refusal_works():
     # d^3/dt^3 (t + 2 t^2 + 2 t^4) = 48 t
     assert s2s.grad(s2s.grad(s2s.grad(cumprod_as_a_loop)))(0.7) == pytest.approx(48 * 0.7)
+
+
+# ---- 5. the adjoint of np.sum of a number is a number under jit ----------------------------
+
+
+def sum_of_a_number_in_a_loop(a):
+    b = a
+    for i in range(3):
+        b = np.sum(b) * a  # b = a^4 at the end
+    return b
+
+
+def mean_of_a_number_in_a_loop(a):
+    b = a
+    for i in range(2):
+        b = np.mean(b) * a + 1.0  # b = a^3 + a + 1
+    return b
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_grad_of_a_sum_of_a_number_under_jit(backend):
+    a = 0.7
+    g = s2s.jit(s2s.grad(sum_of_a_number_in_a_loop), backend=backend)(a)
+    assert isinstance(g, float) and g == pytest.approx(4 * a**3)
+    gg = s2s.jit(s2s.grad(s2s.grad(sum_of_a_number_in_a_loop)), backend=backend)(a)
+    assert isinstance(gg, float) and gg == pytest.approx(12 * a**2)
+    assert s2s.jit(s2s.grad(mean_of_a_number_in_a_loop), backend=backend)(a) == pytest.approx(3 * a**2 + 1)

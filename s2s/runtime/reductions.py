@@ -59,10 +59,14 @@ def _shape_of(x):
 
 
 def sum_bar(g, x, axis=None, keepdims=False):
+    if isinstance(x, (float, int, np.number)) and np.ndim(g) == 0:  # a number's adjoint is a number
+        return float(g) if isinstance(x, (float, int)) else np.asarray(g, dtype=np.result_type(x, 0.0))[()]
     return np.array(_expand(g, _shape_of(x), axis, keepdims))
 
 
 def mean_bar(g, x, axis=None, keepdims=False):
+    if isinstance(x, (float, int, np.number)) and np.ndim(g) == 0:
+        return sum_bar(g, x)
     return _expand(g, _shape_of(x), axis, keepdims) / _count(_shape_of(x), axis)
 
 

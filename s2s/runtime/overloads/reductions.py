@@ -375,13 +375,26 @@ def _prod_dot_dx(t, ax):
     return [f"return rt.reduce_sum(_others_dot(x, s, {ax.axis}) * t, {ax.axis}, {ax.keep})"], {}
 
 
+def _number_adjoint(t):
+    """The adjoint of the sum (or mean) of a number, a number too: a 0-d array would not unify
+    with the float that the number's adjoint is elsewhere (a loop's `b_bar`)."""
+    # x: the number, or the shape () taped for it (Numba types the values of a user's code that
+    # have shape () as numbers; a 0-d array is rare there)
+    number = _scalar(t["x"]) or isinstance(t["x"], types.BaseTuple) and len(t["x"]) == 0
+    if number and (_scalar(t["g"]) or isinstance(t["g"], types.Array) and t["g"].ndim == 0):
+        return ["return g * 1.0"] if _scalar(t["g"]) else ["return g[()] * 1.0"]
+    return None
+
+
 @_axis_overload(rt.sum_bar, "x")
 def _sum_bar(t, ax):
-    return [f"return _expand(g, x, {ax.axis}, {ax.keep})"], {}
+    return _number_adjoint(t) or [f"return _expand(g, x, {ax.axis}, {ax.keep})"], {}
 
 
 @_axis_overload(rt.mean_bar, "x")
 def _mean_bar(t, ax):
+    if _number_adjoint(t):
+        return _number_adjoint(t), {}
     if ax.ndim == 0:
         return ["shape = _shape_of(x)", f"return _expand(g, x, {ax.axis}, {ax.keep}) / ({ax.count})"], {}
     lines = ["shape = _shape_of(x)", f"out = _expand(g, x, {ax.axis}, {ax.keep})", f"n = {ax.count}"]
