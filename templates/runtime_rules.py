@@ -18,6 +18,7 @@ from s2s.runtime import (
     array_bar,
     astype_bar,
     batch_broadcast,
+    broadcast_like,
     batched_product,
     batched_product_bar_a,
     batched_product_bar_b,
@@ -78,6 +79,13 @@ from s2s.runtime import (
 @rule(runtime.copy, pure=True, like=True, number_stays=True, copies=True)
 def copy_(y, x):
     y_dot = copy(x_dot)
+
+
+@rule(runtime.broadcast_like, pure=True, broadcasts=True, first_or_new=True)
+def broadcast_like_(y, t, c):
+    """t + zeros_like(c) (forward mode's tangent of a sum with an operand of zero tangent)."""
+    y_dot = broadcast_like(t_dot, c)
+    t_bar += unbroadcast(y_bar, t)
 
 
 @rule(runtime.unbroadcast, pure=True, shape_argument=1)

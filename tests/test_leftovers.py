@@ -268,3 +268,46 @@ def test_grad_of_a_sum_of_a_number_under_jit(backend):
     gg = s2s.jit(s2s.grad(s2s.grad(sum_of_a_number_in_a_loop)), backend=backend)(a)
     assert isinstance(gg, float) and gg == pytest.approx(12 * a**2)
     assert s2s.jit(s2s.grad(mean_of_a_number_in_a_loop), backend=backend)(a) == pytest.approx(3 * a**2 + 1)
+
+
+# ---- 6. no zeros for the tangent of an operand that has none ---------------------------------
+
+
+def minus_a_constant(x, c):
+    return np.sum(np.sin(x - c))
+
+
+def constant_minus(x, c):
+    y = c - x
+    return np.sum(y * y)
+
+
+def minus_an_element_then_an_array(x, c):
+    w = x * 2.0 - c[0]
+    return np.sum(w - np.cos(c))
+
+
+@pytest.mark.parametrize("fun", [minus_a_constant, constant_minus, minus_an_element_then_an_array])
+def test_forward_mode_makes_no_zeros_for_a_constant_operand(fun):
+    jac = s2s.jacfwd(fun)
+    x = np.array([0.5, -0.2, 0.9])
+    for c in (np.array([0.1, 0.2, 0.3]), np.array([[0.1, 0.2, 0.3], [1.0, -1.0, 0.5]])):  # (and a broadcast)
+        if fun is minus_an_element_then_an_array and c.ndim == 2:
+            continue
+        want = central_difference_grad(fun, [x, c], 0)
+        np.testing.assert_allclose(jac(x, c), want, rtol=1e-7, atol=1e-9)
+        np.testing.assert_allclose(s2s.jit(s2s.jacfwd(fun))(x, c), want, rtol=1e-7, atol=1e-9)
+        np.testing.assert_allclose(s2s.hessian(fun)(x, c), s2s.jit(s2s.hessian(fun))(x, c), atol=1e-12)
+    assert "zeros_like" not in s2s.source(jac)
+
+
+def test_broadcast_like_is_t_plus_zeros():
+    from s2s import runtime
+
+    t = np.array([1.0, 2.0])
+    assert runtime.broadcast_like(t, np.zeros(2)) is t  # no zeros made
+    assert runtime.broadcast_like(t, 3.0) is t
+    wide = runtime.broadcast_like(t, np.zeros((3, 2)))
+    np.testing.assert_array_equal(wide, np.tile(t, (3, 1)))
+    t32 = t.astype(np.float32)
+    assert runtime.broadcast_like(t32, np.zeros(2)).dtype == np.float64  # as t32 + zeros(2)

@@ -153,6 +153,7 @@ EXAMPLES = {
     runtime.reshape_bar: ("x, A", "runtime.reshape_bar(np.reshape(A, (9,)), A) + x[0]"),
     runtime.cumprod_jvp: ("x, y", "runtime.cumprod_jvp(x, y)"),
     runtime.cumprod_vjp: ("x, y", "runtime.cumprod_vjp(x, y)"),
+    runtime.broadcast_like: ("x, A", "runtime.broadcast_like(x, A)"),
     runtime.prod_bar: ("s, x", "runtime.prod_bar(s, np.prod(x), x)"),
     runtime.prod_dot: ("x, y", "runtime.prod_dot(x, np.prod(y), y)"),
     runtime.diff_bar: ("x, A", "runtime.diff_bar(x[:2] * A[0, :2], x)"),

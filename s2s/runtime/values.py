@@ -53,6 +53,20 @@ def zeros_like(x):
     return 0.0
 
 
+def broadcast_like(t, c):
+    """t + zeros_like(c): the tangent of a sum or difference whose operand c has a zero tangent
+    (forward mode). That zero only broadcasts t to the result's shape and dtype: where c's
+    shape fits into t's and the dtype stays, the result is t itself and no zeros are made."""
+    z = zeros_like(c) if not isinstance(c, np.ndarray) else None
+    if isinstance(t, np.ndarray) and isinstance(c, np.ndarray) and c.ndim <= t.ndim and all(
+            a == b or a == 1 for a, b in zip(c.shape[::-1], t.shape[::-1])):
+        if np.result_type(t.dtype, c.dtype if np.issubdtype(c.dtype, np.inexact) else np.float64) == t.dtype:
+            return t
+    elif isinstance(t, np.ndarray) and isinstance(z, (float, np.floating)) and np.result_type(t, z) == t.dtype:
+        return t
+    return t + (zeros_like(c) if z is None else z)
+
+
 def zeros_shaped(shape, like):
     """Zeros of a given shape (a taped shape) with like's float dtype."""
     if isinstance(shape, TreeShape):  # of a tuple or list, from a shape tape

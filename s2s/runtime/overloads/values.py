@@ -31,6 +31,25 @@ def _zeros_like(x):
         return _compile(f"def impl(x):\n    return ({items})\n", "impl")
 
 
+@overload(rt.broadcast_like)
+def _broadcast_like(t, c):
+    # t itself where that is what t + zeros_like(c) is (runtime/values.py): float64 t, whose
+    # dtype no zero changes, and c a number or an array whose shape fits into t's
+    if isinstance(t, types.Array) and t.dtype == types.float64:
+        if _scalar(c):
+            return lambda t, c: t
+        if isinstance(c, types.Array) and c.ndim <= t.ndim:
+            k = t.ndim - c.ndim
+
+            def impl(t, c):
+                for a in range(c.ndim):
+                    if c.shape[a] != 1 and c.shape[a] != t.shape[a + k]:
+                        return np.asarray(t + rt.zeros_like(c))
+                return t
+            return impl
+    return lambda t, c: t + rt.zeros_like(c)
+
+
 @overload(rt.zeros_shaped)
 def _zeros_shaped(shape, like):
     dtype = like.dtype if isinstance(like, types.Array) and isinstance(like.dtype, types.Float) else types.float64
