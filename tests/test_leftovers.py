@@ -311,3 +311,50 @@ def test_broadcast_like_is_t_plus_zeros():
     np.testing.assert_array_equal(wide, np.tile(t, (3, 1)))
     t32 = t.astype(np.float32)
     assert runtime.broadcast_like(t32, np.zeros(2)).dtype == np.float64  # as t32 + zeros(2)
+
+
+# ---- 8. dtype=float, np.float64, np.float32 as keywords inside transformed functions --------
+
+
+def dtype_keywords(x):
+    a = np.zeros(3, dtype=float) + np.ones(3, dtype=np.float64) + np.full(3, 2.0, dtype=float)
+    b = np.arange(3, dtype=float) + np.asarray([1, 2, 3], dtype=float) + np.array([0, 1, 0], dtype=np.float64)
+    c = np.full(3, x[0], dtype=np.float64) * np.empty(3, dtype=float).size
+    return np.sum(x * (a + b) + c)
+
+
+def float32_keywords(x):
+    z = np.ones(3, dtype=np.float32) * x + np.asarray([1, 2, 3], dtype=np.float32)
+    return np.sum(z * z)
+
+
+def draws_with_dtype(mu):
+    key = s2s.random.PRNGKey(0)
+    return np.sum(mu + s2s.random.normal(key, (3,), dtype=float) * s2s.random.uniform(key, (3,), dtype=float))
+
+
+def full_of_ints(x):
+    return np.sum(np.full(3, x[0], dtype=int))
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+@pytest.mark.parametrize("fun", [dtype_keywords, draws_with_dtype])
+def test_dtype_keywords_inside_transformed_functions(fun, backend):
+    x = np.array([0.5, 1.0, 2.0])
+    want = central_difference_grad(fun, [x], 0)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(fun), backend=backend)(x), want, rtol=1e-7, atol=1e-8)
+    _, tangent = s2s.jvp(fun, (x,), (np.ones(3),))
+    assert tangent == pytest.approx(np.sum(want))
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_float32_dtype_keywords_stay_float32(backend):
+    x = np.array([0.5, 1.0, 2.0], dtype=np.float32)
+    g = s2s.jit(s2s.grad(float32_keywords), backend=backend)(x)
+    assert g.dtype == np.float32
+    np.testing.assert_allclose(g, 2 * (x + np.array([1, 2, 3])), rtol=1e-6)
+
+
+def test_full_with_an_integer_dtype_of_a_differentiated_value_is_refused():
+    with pytest.raises(s2s.S2SError, match=r"test_leftovers.py:\d+:\d+: .*floating dtype"):
+        s2s.grad(full_of_ints)(np.array([0.5, 1.0]))

@@ -63,6 +63,9 @@ METHODS = {
     "clip": np.clip,
 }
 PLAIN_ATTRIBUTES = {"shape", "ndim", "size", "dtype"}
+# The builtin types as values (dtype=float): the NumPy types they stand for in NumPy's calls
+BUILTIN_TYPES = {builtins.float: np.float64, builtins.int: np.int64, builtins.bool: np.bool_,
+                 builtins.complex: np.complex128}
 SCALAR_TYPES = (numbers.Number, np.number, np.bool_)
 
 
@@ -171,6 +174,9 @@ class ExpressionLowering:
         if isinstance(value, SCALAR_TYPES) or (isinstance(value, tuple) and _is_constant(value)):
             self.constants[name] = value
             return ir.Name(name)
+        if isinstance(value, type) and value in BUILTIN_TYPES:
+            # dtype=float (np.zeros(3, dtype=float)): the NumPy type it names, which Numba takes
+            return ir.Const(BUILTIN_TYPES[value])
         frozen = _captured(value)
         if frozen is not None:
             # An array (or a tuple or list of them) of the closure or the module: a constant
@@ -363,8 +369,13 @@ class ExpressionLowering:
         if callee is np.einsum:
             return self.einsum(node, args, kwargs)
         if callee is np.array or callee is np.asarray:
-            if kwargs:
-                raise self.error(node, f"{callee.__name__} with keyword arguments is not supported")
+            dtypes = [v for k, v in kwargs if k == "dtype"] + list(args[1:2])
+            if [k for k, _ in kwargs if k != "dtype"] or len(args) > 2 or len(dtypes) > 1 or not args:
+                raise self.error(node, f"{callee.__name__} takes the values and a dtype here",
+                                 "leave out copy=, order= and the others")
+            if dtypes:  # np.asarray(x, dtype=t): the array, cast to t (differentiable for floats)
+                made = self.assign(ir.Call(callee, (args[0],)))
+                return self.cast(node, made, dtypes[0])
         return self.assign(ir.Call(callee, tuple(args), tuple(kwargs)))
 
     def _nested_def_error(self, node: cst.CSTNode, name: str) -> S2SError:
