@@ -318,6 +318,7 @@ def batch_example_(y, x, first):
 DECLARATIONS += [
     nondifferentiable(
         runtime.batch_empty,
+        runtime.zeros_row,
         runtime.example_axes,
         runtime.example_shape,
         runtime.example_ndim,

@@ -358,3 +358,68 @@ def test_float32_dtype_keywords_stay_float32(backend):
 def test_full_with_an_integer_dtype_of_a_differentiated_value_is_refused():
     with pytest.raises(s2s.S2SError, match=r"test_leftovers.py:\d+:\d+: .*floating dtype"):
         s2s.grad(full_of_ints)(np.array([0.5, 1.0]))
+
+
+# ---- 9. s2s.lax.scan of length 0: the initial carry and empty stacks, as JAX's --------------
+# JAX 0.10.2 (x64), the reference:
+#   /tmp/jaxenv/bin/python -c "import jax, jax.numpy as jnp; jax.config.update('jax_enable_x64', True);
+#     body = lambda c, x: (c + x * 2.0, (c * x, jnp.sum(x)));  # (c the new carry in both)
+#     print(jax.lax.scan(body, jnp.zeros(2) + 1.5, jnp.zeros((0, 2))))"
+#   -> carry [1.5, 1.5], stacks of shapes (0, 2) and (0,), float64;
+#   jax.lax.scan(lambda c, _: (c * 2.0, c), 1.5, None, length=0) -> (1.5, shape (0,));
+#   jax.grad of its carry -> 1.0.
+
+
+def scan_step(c, x):
+    c = c + x * 2.0
+    return c, c * x
+
+
+def scan_sum(c0, xs):
+    c, ys = s2s.lax.scan(scan_step, c0, xs)
+    return c + np.sum(ys)
+
+
+def scan_of_length(c0, n):
+    c, ys = s2s.lax.scan(lambda c, _: (c * 2.0, c), c0, None, length=n)
+    return c + np.sum(ys)
+
+
+def scan_reversed(c0, xs):
+    c, ys = s2s.lax.scan(scan_step, c0, xs, reverse=True)
+    return c * 3.0 + np.sum(ys)
+
+
+def test_scan_of_length_zero_in_plain_python():
+    def body(c, x):
+        c = c + x * 2.0
+        return c, (c * x, np.sum(x))
+
+    c, (a, b) = s2s.lax.scan(body, np.zeros(2) + 1.5, np.zeros((0, 2)))
+    np.testing.assert_array_equal(c, [1.5, 1.5])
+    assert a.shape == (0, 2) and b.shape == (0,) and a.dtype == np.float64
+    c, ys = s2s.lax.scan(lambda c, _: (c * 2.0, c), 1.5, None, length=0)
+    assert c == 1.5 and ys.shape == (0,)
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_scan_of_length_zero_transformed(backend):
+    empty = np.zeros(0)
+    assert s2s.jit(scan_sum, backend=backend)(1.5, empty) == 1.5
+    assert s2s.jit(s2s.grad(scan_sum), backend=backend)(1.5, empty) == 1.0
+    np.testing.assert_array_equal(s2s.jit(s2s.grad(scan_sum, argnums=1), backend=backend)(1.5, empty), empty)
+    assert s2s.jit(scan_of_length, backend=backend, static_argnums=(1,))(1.5, 0) == 1.5
+    assert s2s.jit(s2s.grad(scan_of_length), backend=backend)(1.5, 0) == 1.0
+    assert s2s.jit(s2s.grad(scan_reversed), backend=backend)(1.5, empty) == 3.0
+    # and with steps, still the closed form: c2 = c0 + 2 (x1 + x2), ys = (c1 x1, c2 x2)
+    xs = np.array([1.0, 2.0])
+    assert s2s.jit(s2s.grad(scan_sum), backend=backend)(1.5, xs) == pytest.approx(1 + 1 + 2)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(scan_reversed), backend=backend)(1.5, xs),
+                               central_difference_grad(scan_reversed, [1.5, xs], 0), rtol=1e-7)
+
+
+def test_scan_of_length_zero_under_vmap():
+    got = s2s.vmap(scan_sum, in_axes=(0, 0))(np.array([1.5, 2.5]), np.zeros((2, 0)))
+    np.testing.assert_array_equal(got, [1.5, 2.5])
+    np.testing.assert_array_equal(s2s.vmap(s2s.grad(scan_sum), in_axes=(0, 0))(np.array([1.5, 2.5]), np.zeros((2, 0))),
+                                  [1.0, 1.0])
