@@ -423,3 +423,40 @@ def test_scan_of_length_zero_under_vmap():
     np.testing.assert_array_equal(got, [1.5, 2.5])
     np.testing.assert_array_equal(s2s.vmap(s2s.grad(scan_sum), in_axes=(0, 0))(np.array([1.5, 2.5]), np.zeros((2, 0))),
                                   [1.0, 1.0])
+
+
+# ---- 10. s2s.optimizers inside s2s.jit: a located refusal that says what to do ---------------
+
+_init, _opt_update, _get_params = s2s.optimizers.adam(0.1)
+
+
+def _fit_loss(w, x):
+    return np.sum((w * x - 1.0) ** 2)
+
+
+_fit_grad = s2s.grad(_fit_loss)
+
+
+def step_with_the_optimizer(i, state, x):
+    g = _fit_grad(_get_params(state), x)
+    return _opt_update(i, g, state)
+
+
+def step_with_a_nested_grad(w, x):
+    return w - 0.1 * s2s.grad(_fit_loss)(w, x)
+
+
+def test_optimizer_update_inside_jit_is_refused_with_the_way_out():
+    state = _init(np.zeros(3))
+    with pytest.raises(s2s.S2SError) as info:
+        s2s.jit(step_with_the_optimizer)(0, state, np.ones(3))
+    message = str(info.value)
+    assert "test_leftovers.py:" in message and "s2s.jit(s2s.grad(loss))" in message
+    with pytest.raises(s2s.S2SError, match=r"test_leftovers.py:\d+:\d+: a transform called inside"):
+        s2s.jit(step_with_a_nested_grad)(np.zeros(3), np.ones(3))
+    # the way out: the gradient jitted, the update outside (it converges to w = 1 / x)
+    grad_jit = s2s.jit(s2s.grad(_fit_loss))
+    x = np.array([1.0, 2.0, 4.0])
+    for i in range(500):
+        state = _opt_update(i, grad_jit(_get_params(state), x), state)
+    np.testing.assert_allclose(_get_params(state), 1.0 / x, atol=1e-4)

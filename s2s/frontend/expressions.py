@@ -89,6 +89,16 @@ def _captured(value: Any) -> Any:
     return None
 
 
+def NESTED_TRANSFORMS_BY_NAME() -> list:
+    """The public transforms (s2s.grad, s2s.jit, ...), found by name: the frontend does not
+    import the doors that define them."""
+    import sys
+
+    package = sys.modules.get("s2s")
+    names = ("grad", "value_and_grad", "jit", "vmap", "jacfwd", "jacrev", "hessian", "vjp", "pmap")
+    return [getattr(package, n) for n in names if package is not None and hasattr(package, n)]
+
+
 def _dotted(node: cst.BaseExpression) -> str:
     if isinstance(node, cst.Name):
         return node.value
@@ -327,6 +337,24 @@ class ExpressionLowering:
             return self.lax_call(node, callee)
         if callee is lax.select:
             callee = np.where  # the same function, which the registry and Numba know
+        if isinstance(func, cst.Call) and any(self.resolver.resolve(func.func) is public
+                                               for public in NESTED_TRANSFORMS_BY_NAME()):
+            raise self.error(node, "a transform called inside a transformed function (s2s.grad(f)(x) and the "
+                             "like) is not supported; s2s.jvp(f, primals, tangents) is",
+                             "transform the function around it (s2s.grad of the whole step), or call the jitted "
+                             "transform from Python: g = s2s.jit(s2s.grad(loss))(params, batch)")
+        if getattr(callee, "__module__", None) == "s2s.optimizers":
+            raise self.error(node, f"s2s.optimizers' {callee.__name__} cannot be called inside a transformed "
+                             "function (it works on an optimizer state, a Python object, not on arrays)",
+                             "jit the gradient and call the optimizer outside: "
+                             "g = s2s.jit(s2s.grad(loss))(get_params(state), batch); state = opt_update(i, g, state) "
+                             "(opt_update is one compiled kernel call per dtype already)")
+        if type(callee).__module__.startswith("s2s.doors") and not hasattr(callee, "as_loop_function"):
+            raise self.error(node, f"the transformed function {getattr(callee, '__name__', '')} (an s2s transform's "
+                             "result) cannot be called inside a transformed function; s2s.jvp(f, primals, "
+                             "tangents) and s2s.vmap(f) can",
+                             "transform the function around it (s2s.grad of the whole step), or call the jitted "
+                             "transform from Python: g = s2s.jit(s2s.grad(loss))(params, batch)")
         if callee is MISSING:
             raise self.error(func, "cannot resolve the called function",
                              "call numpy, math, builtins or module-level functions")
