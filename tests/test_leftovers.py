@@ -460,3 +460,20 @@ def test_optimizer_update_inside_jit_is_refused_with_the_way_out():
     for i in range(500):
         state = _opt_update(i, grad_jit(_get_params(state), x), state)
     np.testing.assert_allclose(_get_params(state), 1.0 / x, atol=1e-4)
+
+
+# ---- 11. s2s.random's NumPy path, in uint32 blocks: the same bits as the reference hash ------
+
+
+def test_blocked_random_draws_equal_the_whole_array_kernels():
+    from s2s import random as R
+
+    key = R.PRNGKey(7)
+    n = 3 * R._BLOCK + 11  # several blocks and a partial one
+    i = np.arange(n, dtype=np.uint64)
+    y0, y1 = R.threefry2x32(key[0], key[1], i >> np.uint64(32), i & np.uint64(0xFFFFFFFF))  # the uint64 form
+    np.testing.assert_array_equal(R.bits(key, (n,)), (y0 ^ y1).astype(np.uint32))
+    np.testing.assert_array_equal(R.bits(key, (n,), np.uint64), (y0 << np.uint64(32)) | y1)
+    for dtype, whole in ((np.float64, R._normal_f64), (np.float32, R._normal_f32)):
+        np.testing.assert_array_equal(R.normal(key, (n,), dtype).view(np.uint8), whole(key, n).view(np.uint8))
+    np.testing.assert_array_equal(R.exponential(key, (n,)), -R._log1p_f64(-R._unit_f64(key, n)))
