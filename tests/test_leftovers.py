@@ -477,3 +477,55 @@ def test_blocked_random_draws_equal_the_whole_array_kernels():
     for dtype, whole in ((np.float64, R._normal_f64), (np.float32, R._normal_f32)):
         np.testing.assert_array_equal(R.normal(key, (n,), dtype).view(np.uint8), whole(key, n).view(np.uint8))
     np.testing.assert_array_equal(R.exponential(key, (n,)), -R._log1p_f64(-R._unit_f64(key, n)))
+
+
+# ---- 12. a Numba cache that names a generated module no longer there: compiled again ---------
+
+_STALE_PROGRAM = '''
+import sys
+import numpy as np
+import s2s
+sys.path.insert(0, {here!r})
+from stale_module import f, g
+p = {{"w": np.ones((2, 2)) * 0.3, "b": np.ones(2)}}
+x = np.array([0.5, 1.0])
+{calls}
+'''
+_STALE_MODULE = '''
+import numpy as np
+
+
+def h(x, w):
+    return np.tanh(x @ w)
+
+
+def f(p, x):
+    return np.sum(h(x, p["w"]) * p["b"])
+
+
+def g(p, x):
+    return np.sum(h(x, p["w"]) ** 2)
+'''
+
+
+def test_a_stale_numba_cache_is_compiled_again(tmp_path):
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    (tmp_path / "stale_module.py").write_text(_STALE_MODULE)
+    env = dict(os.environ, S2S_CACHE_DIR=str(tmp_path / "s2s"), NUMBA_CACHE_DIR=str(tmp_path / "numba"))
+
+    def run(calls):
+        program = _STALE_PROGRAM.format(here=str(tmp_path), calls=calls)
+        done = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return done.stdout.split()
+
+    # grad(f) and grad(g) share h's generated functions; the cache then names both modules
+    run("s2s.jit(s2s.grad(f))(p, x); s2s.jit(s2s.grad(g))(p, x); print(s2s.jit(s2s.value_and_grad(g))(p, x)[0])")
+    shutil.rmtree(tmp_path / "s2s" / "modules")  # s2s's files gone, Numba's index kept
+    value = float(run("print(s2s.jit(s2s.value_and_grad(g))(p, x)[0])")[0])
+    h = np.tanh(np.array([0.5, 1.0]) @ (np.ones((2, 2)) * 0.3))
+    assert value == pytest.approx(np.sum(h**2))

@@ -189,7 +189,7 @@ def checked(function, user_files: tuple[str, ...] = (), fun=None):
     @functools.wraps(function)
     def call(*args):
         try:
-            return function(*args)
+            return _recovering(function, args)
         except NumbaError as exc:
             raise argument_error(function, args, exc, user_files, fun) from exc
         except ValueError as exc:
@@ -202,6 +202,20 @@ def checked(function, user_files: tuple[str, ...] = (), fun=None):
 
     call.dispatcher = function
     return call
+
+
+def _recovering(function, args):
+    """function(*args), compiled again without Numba's on-disk cache where that cache names a
+    generated module that no longer exists (its file was removed from s2s's cache)."""
+    try:
+        return function(*args)
+    except ModuleNotFoundError as exc:
+        if not str(getattr(exc, "name", "") or "").startswith("s2s_generated"):
+            raise
+        from . import forget_numba_caches
+
+        forget_numba_caches()
+        return function(*args)
 
 
 def runtime_refusal(exc: ValueError, user_files: tuple[str, ...] = ()) -> S2SError | None:
