@@ -529,3 +529,43 @@ def test_a_stale_numba_cache_is_compiled_again(tmp_path):
     value = float(run("print(s2s.jit(s2s.value_and_grad(g))(p, x)[0])")[0])
     h = np.tanh(np.array([0.5, 1.0]) @ (np.ones((2, 2)) * 0.3))
     assert value == pytest.approx(np.sum(h**2))
+
+
+# ---- 7. check_grads(..., backend="cpu", order=2) on the README's examples ----------------------
+# (No raw Numba error was found any more: the README's functions and the corpus of
+# tests/programs.py pass check_grads(order=2, backend="cpu"); these keep it so.)
+
+
+def readme_loss(params, x, y):
+    w, b = params
+    pred = x @ w + b
+    return np.mean((pred - y) ** 2)
+
+
+def readme_path_payoff(s0, sigma, z):
+    s = s0
+    for t in range(z.shape[0]):
+        s = s * np.exp(-0.5 * sigma * sigma / z.shape[0] + sigma * np.sqrt(1.0 / z.shape[0]) * z[t])
+    return max(s - 1.0, 0.0)
+
+
+def readme_rnn_loss(params, xs, targets):
+    W, U, b = params
+
+    def cell(h, x):
+        h = np.tanh(W @ h + U @ x + b)
+        return h, h
+
+    _, hs = s2s.lax.scan(cell, np.zeros(W.shape[0]), xs)
+    return np.mean((hs[:, 0] - targets) ** 2)
+
+
+def test_check_grads_of_the_readme_examples_under_numba():
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(5, 3)), rng.normal(size=5)
+    s2s.testing.check_grads(readme_loss, ((rng.normal(size=3), 0.3), x, y), order=2, argnums=(0,), backend="cpu")
+    s2s.testing.check_grads(readme_path_payoff, (1.0, 0.2, rng.normal(size=8)), order=2, argnums=(0, 1),
+                            backend="cpu")
+    params = (rng.normal(size=(3, 3)) * 0.5, rng.normal(size=(3, 2)), rng.normal(size=3))
+    s2s.testing.check_grads(readme_rnn_loss, (params, rng.normal(size=(4, 2)), rng.normal(size=4)), order=2,
+                            argnums=(0,), backend="cpu")
