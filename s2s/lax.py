@@ -86,6 +86,11 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reve
     if len(lengths) != 1:
         raise ValueError(f"s2s.lax.scan: xs and length give different numbers of steps {sorted(lengths)}")
     n = lengths.pop()
+    if n == 0:
+        # No steps: the carry as given and empty stacks, shaped by one step on rows of zeros
+        # (JAX finds those shapes by tracing the step; its results are dropped here too).
+        _, example = f(init, _zero_row(xs))
+        return init, _empty_stack(example)
     carry, outputs = init, [None] * n
     for i in (range(n - 1, -1, -1) if reverse else range(n)):
         carry, outputs[i] = f(carry, _index(xs, i))
@@ -122,6 +127,28 @@ def _index(tree: Any, i: int) -> Any:
     if isinstance(tree, (tuple, list)):
         return type(tree)(_index(v, i) for v in tree)
     return tree[i]
+
+
+def _zero_row(tree: Any) -> Any:
+    if tree is None:
+        return None
+    if isinstance(tree, dict):
+        return {k: _zero_row(v) for k, v in tree.items()}
+    if isinstance(tree, (tuple, list)):
+        return type(tree)(_zero_row(v) for v in tree)
+    tree = np.asarray(tree)
+    return np.zeros(tree.shape[1:], tree.dtype)[()]
+
+
+def _empty_stack(example: Any) -> Any:
+    if example is None:
+        return None
+    if isinstance(example, dict):
+        return {k: _empty_stack(v) for k, v in example.items()}
+    if isinstance(example, (tuple, list)):
+        return type(example)(_empty_stack(v) for v in example)
+    example = np.asarray(example)
+    return np.zeros((0,) + example.shape, example.dtype)
 
 
 def _stack(outputs: list, n: int) -> Any:

@@ -102,10 +102,42 @@ def threefry2x32(k0, k1, x0, x1):
 # (the Numba overloads call these very functions, compiled, so both paths give one answer)
 
 
+# The NumPy path hashes in uint32 arrays, whose arithmetic wraps modulo 2**32 by itself (no
+# masks), in blocks that stay in the processor's cache; Numba has its own loop
+# (overloads/random.py), over threefry2x32 above.
+_BLOCK = 1 << 15
+_R32 = tuple(int(r) for r in _R)
+
+
+def _threefry_blocks(k0, k1, x0, x1):
+    """threefry2x32 of uint32 arrays (wrapping arithmetic), in place of x0 and x1."""
+    ks = (np.uint32(k0), np.uint32(k1), np.uint32(k0) ^ np.uint32(k1) ^ np.uint32(_PARITY))
+    x0 += ks[0]
+    x1 += ks[1]
+    spare = np.empty_like(x1)
+    for block in range(5):
+        for r in _R32[:4] if block % 2 == 0 else _R32[4:]:
+            x0 += x1
+            np.left_shift(x1, np.uint32(r), out=spare)
+            x1 >>= np.uint32(32 - r)
+            x1 |= spare
+            x1 ^= x0
+        x0 += ks[(block + 1) % 3]
+        x1 += ks[(block + 2) % 3]
+        x1 += np.uint32(block + 1)
+    return x0, x1
+
+
 def _hash_counters(key, n):
-    """Both words of the hash of the counters 0 .. n-1 (a 64-bit counter: high, low word)."""
-    i = np.arange(n).astype(np.uint64)
-    return threefry2x32(key[0], key[1], i >> _32, i & _MASK)
+    """Both words of the hash of the counters 0 .. n-1 (a 64-bit counter: high, low word), as
+    uint32 arrays."""
+    y0, y1 = np.empty(n, np.uint32), np.empty(n, np.uint32)
+    for start in range(0, n, _BLOCK):
+        stop = min(n, start + _BLOCK)
+        i = np.arange(start, stop, dtype=np.uint64)
+        x0, x1 = (i >> _32).astype(np.uint32), (i & _MASK).astype(np.uint32)
+        y0[start:stop], y1[start:stop] = _threefry_blocks(key[0], key[1], x0, x1)
+    return y0, y1
 
 
 def _bits32(key, n):
@@ -115,7 +147,7 @@ def _bits32(key, n):
 
 def _bits64(key, n):
     y0, y1 = _hash_counters(key, n)
-    return (y0 << _32) | y1
+    return (y0.astype(np.uint64) << _32) | y1.astype(np.uint64)
 
 
 def _unit_f32(key, n):
@@ -210,17 +242,38 @@ _F64_A, _F64_B, _F64_C = _ERFINV_F64
 
 
 def _horner32(coefficients, w):
-    """The polynomial at w, each step one fused multiply-add, as XLA evaluates it."""
+    """The polynomial at w, each step one fused multiply-add, as XLA evaluates it: _fma32 with
+    w's float64 value made once."""
+    w64 = w.astype(np.float64)
     p = coefficients[0] + w * 0
     for c in coefficients[1:]:
-        p = _fma32(p, w, c + w * 0)
+        q = p.astype(np.float64) * w64
+        c64 = np.float64(c)
+        s = q + c64
+        z = s - q
+        t = (q - (s - z)) + (c64 - z)
+        even = (s.view(np.int64) & 1) == 0
+        s = np.where((t != 0.0) & even, np.nextafter(s, np.where(t > 0.0, np.inf, -np.inf)), s)
+        p = s.astype(np.float32)
     return p
 
 
 def _horner64(coefficients, w):
+    """_fma64 step by step, with the split of w into halves made once."""
+    cw = w * 134217729.0
+    wh = cw - (cw - w)
+    wl = w - wh
     p = coefficients[0] + w * 0
     for c in coefficients[1:]:
-        p = _fma64(p, w, c + w * 0)
+        q = p * w
+        cp = p * 134217729.0
+        ph = cp - (cp - p)
+        pl = p - ph
+        e = ((ph * wh - q) + ph * wl + pl * wh) + pl * wl  # p * w == q + e exactly
+        s = q + c
+        z = s - q
+        t = (q - (s - z)) + (c - z)
+        p = s + (t + e)
     return p
 
 
@@ -286,19 +339,37 @@ def _erfinv_f64(x):
     return np.where(np.abs(x) == 1.0, x * np.inf, p * x).reshape(shape)
 
 
-def _normal_f32(key, n):
-    # uniform on [nextafter(-1, 0), 1): u * (hi - lo) + lo, then at least lo, as JAX
+def _normal_of_unit_f32(u):
+    """sqrt(2) erfinv(v) of v uniform on [nextafter(-1, 0), 1): u * (hi - lo) + lo, then at
+    least lo, as JAX."""
     lo = np.float32(-1.0 + 2.0**-24)  # nextafter(-1, 0)
-    u = _unit_f32(key, n)
-    u = np.maximum(lo, _fma32(u, np.float32(1.0) - lo + u * 0, lo + u * 0))
-    return np.float32(math.sqrt(2.0)) * _erfinv_f32(u)
+    v = np.maximum(lo, _fma32(u, np.float32(1.0) - lo + u * 0, lo + u * 0))
+    return np.float32(math.sqrt(2.0)) * _erfinv_f32(v)
+
+
+def _normal_of_unit_f64(u):
+    lo = -1.0 + 2.0**-53
+    v = np.maximum(lo, _fma64(u, 1.0 - lo + u * 0, lo + u * 0))
+    return math.sqrt(2.0) * _erfinv_f64(v)
+
+
+def _normal_f32(key, n):
+    return _normal_of_unit_f32(_unit_f32(key, n))
 
 
 def _normal_f64(key, n):
-    lo = -1.0 + 2.0**-53
-    u = _unit_f64(key, n)
-    u = np.maximum(lo, _fma64(u, 1.0 - lo + u * 0, lo + u * 0))
-    return math.sqrt(2.0) * _erfinv_f64(u)
+    return _normal_of_unit_f64(_unit_f64(key, n))
+
+
+def _blocked(f, x):
+    """f of x (an elementwise function of a 1-d array) a block at a time (NumPy path): the
+    temporaries of the polynomials stay in the processor's cache."""
+    if x.size <= _BLOCK:
+        return f(x)
+    out = np.empty_like(x)
+    for start in range(0, x.size, _BLOCK):
+        out[start:start + _BLOCK] = f(x[start:start + _BLOCK])
+    return out
 
 
 def _permutation_kernel(key, n):
@@ -400,15 +471,17 @@ def normal(key, shape=(), dtype=float) -> np.ndarray:
     """
     shape, dtype, key = _shape(shape), _float_dtype(dtype, "normal"), _key(key)
     n = math.prod(shape)
-    return (_normal_f32(key, n) if dtype == np.float32 else _normal_f64(key, n)).reshape(shape)
+    if dtype == np.float32:
+        return _blocked(_normal_of_unit_f32, _unit_f32(key, n)).reshape(shape)
+    return _blocked(_normal_of_unit_f64, _unit_f64(key, n)).reshape(shape)
 
 
 def exponential(key, shape=(), dtype=float) -> np.ndarray:
     """Exponential numbers of rate 1: -log1p(-u), with XLA's log1p; within an ulp or two of JAX
     (XLA's float32 log is its own)."""
     shape, dtype = _shape(shape), _float_dtype(dtype, "exponential")
-    u = _unit(_key(key), shape, dtype)
-    return -(_log1p_f32(-u) if dtype == np.float32 else _log1p_f64(-u)).reshape(shape)
+    u = _unit(_key(key), shape, dtype).ravel()
+    return -_blocked(_log1p_f32 if dtype == np.float32 else _log1p_f64, -u).reshape(shape)
 
 
 def truncated_normal(key, lower, upper, shape=None, dtype=float) -> np.ndarray:

@@ -359,15 +359,22 @@ def inv(y, a):
 # ---- creation ---------------------------------------------------------------------
 
 
-@rule(np.full, pure=True, creates=True)
-def full(y, shape, fill_value):
-    y_dot = np.full(shape, fill_value_dot)
+def float_dtype_options(dtype=None, **_) -> str | None:
+    """np.full(shape, v, dtype=int) truncates v: its derivative is not the rule's."""
+    if dtype is not None and np.dtype(dtype).kind != "f":
+        return f"np.full with dtype={np.dtype(dtype)} is differentiated only with a floating dtype"
+    return None
+
+
+@rule(np.full, pure=True, creates=True, options=float_dtype_options)
+def full(y, shape, fill_value, dtype=None):
+    y_dot = np.full(shape, fill_value_dot, dtype)
     fill_value_bar += np.sum(y_bar)
 
 
-@rule(np.full_like)
-def full_like(y, a, fill_value):
-    y_dot = np.full_like(a, fill_value_dot)
+@rule(np.full_like, options=float_dtype_options)
+def full_like(y, a, fill_value, dtype=None):
+    y_dot = np.full_like(a, fill_value_dot, dtype)
     fill_value_bar += np.sum(y_bar)
 
 

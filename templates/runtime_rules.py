@@ -18,6 +18,7 @@ from s2s.runtime import (
     array_bar,
     astype_bar,
     batch_broadcast,
+    broadcast_like,
     batched_product,
     batched_product_bar_a,
     batched_product_bar_b,
@@ -53,6 +54,10 @@ from s2s.runtime import (
     outer_bar_y,
     per_matrix,
     per_matrix_bar,
+    prod_bar,
+    prod_bar_dx,
+    prod_dot,
+    prod_dot_dx,
     reshape_bar,
     roll_bar,
     solve_bar_a,
@@ -74,6 +79,13 @@ from s2s.runtime import (
 @rule(runtime.copy, pure=True, like=True, number_stays=True, copies=True)
 def copy_(y, x):
     y_dot = copy(x_dot)
+
+
+@rule(runtime.broadcast_like, pure=True, broadcasts=True, first_or_new=True)
+def broadcast_like_(y, t, c):
+    """t + zeros_like(c) (forward mode's tangent of a sum with an operand of zero tangent)."""
+    y_dot = broadcast_like(t_dot, c)
+    t_bar += unbroadcast(y_bar, t)
 
 
 @rule(runtime.unbroadcast, pure=True, shape_argument=1)
@@ -245,13 +257,15 @@ def new_tape_(t, x, capacity):
 DECLARATIONS = [
     nondifferentiable(runtime.zeros_like, pure=True, like=True, number_stays=True),
     nondifferentiable(runtime.zeros_shaped, runtime.ones_like, runtime.shape, runtime.clip_inside, runtime.range_len,
-                      pure=True),
+                      runtime.dict_keys, pure=True),
+    # `for k in d:` goes over loop_keys(d): d itself where d is not a dict (so a view of it).
+    nondifferentiable(runtime.loop_keys, pure=True, view=True),
     # s2s.lax.stop_gradient: the identity, through which no derivative flows (its result is its argument).
     nondifferentiable(runtime.stop_gradient, pure=True, view=True, broadcasts=True),
     nondifferentiable(runtime.require_number, runtime.require_unshared, runtime.require_distinct, runtime.shape_tape, runtime.push_shape,
                       runtime.pop_shape),
     # Helpers of the forward and reverse templates that are never differentiated themselves.
-    primitive(runtime.prod_bar, runtime.max_dot, runtime.prod_dot, runtime.var_dot, pure=True),
+    primitive(runtime.max_dot, runtime.var_dot, pure=True),
     primitive(runtime.copy, runtime.zeros_like, runtime.zeros_shaped, runtime.ones_like, runtime.sum_bar, fresh=True),
     # They return their first argument (an adjoint updated in place, or passed through) or a new value.
     primitive(runtime.unbroadcast, runtime.add_at, runtime.add_attr, first_or_new=True),
@@ -304,6 +318,7 @@ def batch_example_(y, x, first):
 DECLARATIONS += [
     nondifferentiable(
         runtime.batch_empty,
+        runtime.zeros_row,
         runtime.example_axes,
         runtime.example_shape,
         runtime.example_ndim,
@@ -318,6 +333,22 @@ DECLARATIONS += [
 # helpers are differentiated in x by the helpers of its second derivatives.
 
 DECLARATIONS += [primitive(runtime.cumprod_jvp2, runtime.cumprod_vjp_dx, pure=True, fresh=True)]
+
+
+# np.prod's helpers: linear in their first argument; their derivatives in x (the products of
+# all elements but two, exact where x has zeros) are helpers with no rule of their own.
+
+DECLARATIONS += [primitive(runtime.prod_bar_dx, runtime.prod_dot_dx, pure=True, fresh=True)]
+
+
+@rule(runtime.prod_bar, pure=True)
+def prod_bar_(r, g, y, x, axis=None, keepdims=False):
+    r_dot = prod_bar(g_dot, y, x, axis, keepdims) + prod_bar_dx(g, x, x_dot, axis, keepdims)
+
+
+@rule(runtime.prod_dot, pure=True)
+def prod_dot_(r, t, y, x, axis=None, keepdims=False):
+    r_dot = prod_dot(t_dot, y, x, axis, keepdims) + prod_dot_dx(t, x, x_dot, axis, keepdims)
 
 
 @rule(runtime.cumprod_jvp, pure=True, fresh=True)

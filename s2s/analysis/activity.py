@@ -189,6 +189,14 @@ class Analysis:
                 continue
             found = lookup(call.fn)
             name = getattr(call.fn, "__name__", repr(call.fn))
+            if found is None and getattr(call.fn, "__module__", "").startswith("s2s.runtime"):
+                # A helper of generated code (a second derivative being differentiated again);
+                # the pipeline names the user's statement it came from (driver/origins.py)
+                raise S2SError(f"s2s has no derivative of runtime.{name}, which computes a derivative of this "
+                               "statement: derivatives of this order are not implemented for it",
+                               stmt.origin,
+                               "take one derivative fewer through this statement, or write it with functions "
+                               "s2s differentiates to any order (a loop of products for np.prod and np.cumprod)")
             if found is None:
                 raise S2SError(f"no derivative rule for {name}", stmt.origin,
                                "write the computation with supported NumPy functions, or add a "

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import importlib.abc
+import importlib.machinery
 import importlib.util
 import os
 import sys
@@ -101,6 +103,52 @@ def load(source: str, stem: str, backend: str = "python", parallel: tuple[str, .
                 setattr(module, attr, _compiled[shared])
     _loaded[key] = module
     return module
+
+
+def forget_numba_caches() -> None:
+    """Empty the on-disk Numba caches of every generated function loaded: their next call
+    compiles again (and caches anew). For a stale cache that names a generated module whose
+    file is gone."""
+    dispatchers = list(_compiled.values()) + [value for module in _loaded.values() for value in vars(module).values()]
+    for dispatcher in dispatchers:
+        stored = getattr(dispatcher, "_cache", None)
+        if stored is not None and hasattr(stored, "flush"):
+            stored.flush()
+
+
+class _GeneratedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Imports `s2s_generated.<file>_<backend>`, the names load() gives generated modules, from
+    the cache's files. Numba's on-disk cache records the module of a compiled function's
+    globals by name, and one module's functions may call another's (load() shares equal
+    functions between modules): a later process that loads only the second would otherwise
+    fail with ModuleNotFoundError while reading the cache. The module is loaded as load() does."""
+
+    PACKAGE = "s2s_generated"
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname == self.PACKAGE:
+            return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+        if not fullname.startswith(self.PACKAGE + "."):
+            return None
+        base, _, backend = fullname[len(self.PACKAGE) + 1:].rpartition("_")
+        file = os.path.join(cache.user_cache_dir(), "modules", base + ".py")
+        if backend not in BACKENDS or not os.path.exists(file):
+            return None
+        return importlib.machinery.ModuleSpec(fullname, self, origin=file)
+
+    def create_module(self, spec):
+        if spec.name == self.PACKAGE:
+            return None
+        base, _, backend = spec.name[len(self.PACKAGE) + 1:].rpartition("_")
+        return load(_read(spec.origin), base.rsplit("_", 1)[0], backend)
+
+    def exec_module(self, module):
+        if module.__name__ == self.PACKAGE:
+            module.__path__ = []
+
+
+if not any(isinstance(f, _GeneratedModules) for f in sys.meta_path):
+    sys.meta_path.append(_GeneratedModules())
 
 
 def cuda_vmap(*args):

@@ -12,41 +12,10 @@ import functools
 import os
 import re
 
+from ..driver.origins import _column, _origin_above, origin_above, through_generated  # noqa: F401  (origin_above: cuda.py, check.py)
 from ..errors import Origin, S2SError
 
 _WHERE = re.compile(r'File "([^"]+)", line (\d+)')
-_ORIGIN = re.compile(r"^\s*# (?:Grad of: )?([^\s:]+\.py):(\d+)  (.*)$")
-
-
-def _origin_above(path: str, line: int, sources: dict) -> Origin | None:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            lines = handle.read().splitlines()
-    except OSError:
-        return None
-    return origin_above(lines, line, sources)
-
-
-def origin_above(lines: list[str], line: int, sources: dict) -> Origin | None:
-    """The user's statement that line (1-based) of a generated module's lines belongs to: the
-    nearest origin comment above it. sources: the user's files by base name."""
-    for text in reversed(lines[:line]):
-        found = _ORIGIN.match(text)
-        if found:
-            name, number, statement = found.groups()
-            filename = sources.get(name, name)
-            return Origin(filename, int(number), _column(filename, int(number)), statement.strip())
-    return None
-
-
-def _column(filename: str, line: int) -> int:
-    """Where the statement starts on its line (1 where the file cannot be read)."""
-    try:
-        with open(filename, encoding="utf-8") as handle:
-            text = handle.read().splitlines()[line - 1]
-    except (OSError, IndexError):
-        return 1
-    return len(text) - len(text.lstrip()) + 1
 
 
 def _reason(message: str) -> str:
@@ -86,6 +55,8 @@ def translate(exc: Exception, user_files: tuple[str, ...] = ()) -> S2SError:
 def _describe(value) -> str:
     if value is None:
         return "None"
+    if isinstance(value, tuple) and hasattr(type(value), "_s2s_keys"):  # (pytree.to_numba's DictTuple)
+        return "a dict"
     if isinstance(value, tuple):
         return f"a tuple of {len(value)} (a list or tuple becomes a tuple under s2s.jit)"
     kind = type(value).__name__
@@ -128,7 +99,7 @@ def argument_error(function, args: tuple, exc: Exception, user_files: tuple[str,
                             where, "pass arrays, numbers, or tuples of them, or use backend='python'")
         odd.append(f"argument {label} is {_describe(value)}")
     translated = translate(exc, user_files)
-    if not odd or "s2s: " in str(exc):  # (a refusal of s2s's own overloads names its cause: no argument is to blame)
+    if not odd or "s2s:" in str(exc):  # (a refusal of s2s's own overloads names its cause: no argument is to blame)
         return translated
     return S2SError(f"s2s.jit of {name}: {', '.join(odd)}, which this code cannot take under Numba "
                     f"({translated.reason.split(': ', 1)[-1]})", translated.origin,
@@ -163,10 +134,15 @@ def checked(function, user_files: tuple[str, ...] = (), fun=None):
     @functools.wraps(function)
     def call(*args):
         try:
-            return function(*args)
+            return _recovering(function, args)
         except NumbaError as exc:
             raise argument_error(function, args, exc, user_files, fun) from exc
         except Exception as exc:
+            if isinstance(exc, ValueError) and str(exc).startswith("s2s:"):
+                # A runtime helper's refusal in compiled code, which keeps no traceback of the
+                # statement: the function's definition, and the backend that names the statement.
+                raise S2SError(f"{str(exc)[len('s2s:'):].strip()} (in compiled code; backend='python' names the "
+                               f"statement)", _definition(fun)) from exc
             if not _while_compiling(exc):
                 raise
             name = getattr(fun, "__name__", None) or function.__name__
@@ -177,6 +153,20 @@ def checked(function, user_files: tuple[str, ...] = (), fun=None):
 
     call.dispatcher = function
     return call
+
+
+def _recovering(function, args):
+    """function(*args), compiled again without Numba's on-disk cache where that cache names a
+    generated module that no longer exists (its file was removed from s2s's cache)."""
+    try:
+        return function(*args)
+    except ModuleNotFoundError as exc:
+        if not str(getattr(exc, "name", "") or "").startswith("s2s_generated"):
+            raise
+        from . import forget_numba_caches
+
+        forget_numba_caches()
+        return function(*args)
 
 
 def runtime_refusal(exc: ValueError, user_files: tuple[str, ...] = ()) -> S2SError | None:
@@ -197,7 +187,7 @@ def runtime_refusal(exc: ValueError, user_files: tuple[str, ...] = ()) -> S2SErr
         frame = frame.tb_next
     # the innermost statement of the user's own files (a generated vmap loop names itself)
     users = [o for o in origins if os.path.isabs(o.filename) and os.path.basename(os.path.dirname(o.filename)) != "modules"]
-    origin = (users or origins or [None])[-1]
+    origin = through_generated((users or origins or [None])[-1], sources)
     if origin is None:
         return None
     return S2SError(message[len("s2s:"):].strip(), origin)

@@ -24,6 +24,7 @@ from ..codegen.module import assign_names, header, primal_function, prologue
 from ..codegen.numba_routes import route_numba_rejects
 from ..codegen.overlaps import copy_overlaps
 from ..errors import S2SError
+from .origins import through_generated
 from ..frontend.collect import collect
 from ..ir import nodes as ir
 from ..optimize.fuse import fuse_module
@@ -296,8 +297,14 @@ def run(unit: Unit, after: str | None = None, out=None) -> Unit:
     for step in passes:
         try:
             step.run(unit)
-        except S2SError:
-            raise
+        except S2SError as exc:
+            origin = through_generated(exc.origin)
+            if origin is exc.origin:
+                raise
+            # a statement of generated code that is differentiated again: the user's instead
+            relocated = S2SError(exc.reason, origin, exc.hint)
+            relocated.__class__ = type(exc)
+            raise relocated from exc
         except Exception as exc:
             raise InternalError(f"internal error in the {step.name!r} pass of {unit.transform} of "
                                 f"{getattr(unit.fn, '__name__', unit.fn)}: {type(exc).__name__}: {exc}",

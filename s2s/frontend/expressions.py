@@ -63,6 +63,9 @@ METHODS = {
     "clip": np.clip,
 }
 PLAIN_ATTRIBUTES = {"shape", "ndim", "size", "dtype"}
+# The builtin types as values (dtype=float): the NumPy types they stand for in NumPy's calls
+BUILTIN_TYPES = {builtins.float: np.float64, builtins.int: np.int64, builtins.bool: np.bool_,
+                 builtins.complex: np.complex128}
 SCALAR_TYPES = (numbers.Number, np.number, np.bool_)
 
 
@@ -84,6 +87,16 @@ def _captured(value: Any) -> Any:
         items = [v if isinstance(v, SCALAR_TYPES) and not isinstance(v, str) else _captured(v) for v in value]
         return None if any(v is None for v in items) else tuple(items)
     return None
+
+
+def NESTED_TRANSFORMS_BY_NAME() -> list:
+    """The public transforms (s2s.grad, s2s.jit, ...), found by name: the frontend does not
+    import the doors that define them."""
+    import sys
+
+    package = sys.modules.get("s2s")
+    names = ("grad", "value_and_grad", "jit", "vmap", "jacfwd", "jacrev", "hessian", "vjp", "pmap")
+    return [getattr(package, n) for n in names if package is not None and hasattr(package, n)]
 
 
 def _dotted(node: cst.BaseExpression) -> str:
@@ -171,6 +184,9 @@ class ExpressionLowering:
         if isinstance(value, SCALAR_TYPES) or (isinstance(value, tuple) and _is_constant(value)):
             self.constants[name] = value
             return ir.Name(name)
+        if isinstance(value, type) and value in BUILTIN_TYPES:
+            # dtype=float (np.zeros(3, dtype=float)): the NumPy type it names, which Numba takes
+            return ir.Const(BUILTIN_TYPES[value])
         frozen = _captured(value)
         if frozen is not None:
             # An array (or a tuple or list of them) of the closure or the module: a constant
@@ -321,6 +337,24 @@ class ExpressionLowering:
             return self.lax_call(node, callee)
         if callee is lax.select:
             callee = np.where  # the same function, which the registry and Numba know
+        if isinstance(func, cst.Call) and any(self.resolver.resolve(func.func) is public
+                                               for public in NESTED_TRANSFORMS_BY_NAME()):
+            raise self.error(node, "a transform called inside a transformed function (s2s.grad(f)(x) and the "
+                             "like) is not supported; s2s.jvp(f, primals, tangents) is",
+                             "transform the function around it (s2s.grad of the whole step), or call the jitted "
+                             "transform from Python: g = s2s.jit(s2s.grad(loss))(params, batch)")
+        if getattr(callee, "__module__", None) == "s2s.optimizers":
+            raise self.error(node, f"s2s.optimizers' {callee.__name__} cannot be called inside a transformed "
+                             "function (it works on an optimizer state, a Python object, not on arrays)",
+                             "jit the gradient and call the optimizer outside: "
+                             "g = s2s.jit(s2s.grad(loss))(get_params(state), batch); state = opt_update(i, g, state) "
+                             "(opt_update is one compiled kernel call per dtype already)")
+        if type(callee).__module__.startswith("s2s.doors") and not hasattr(callee, "as_loop_function"):
+            raise self.error(node, f"the transformed function {getattr(callee, '__name__', '')} (an s2s transform's "
+                             "result) cannot be called inside a transformed function; s2s.jvp(f, primals, "
+                             "tangents) and s2s.vmap(f) can",
+                             "transform the function around it (s2s.grad of the whole step), or call the jitted "
+                             "transform from Python: g = s2s.jit(s2s.grad(loss))(params, batch)")
         if callee is MISSING:
             raise self.error(func, "cannot resolve the called function",
                              "call numpy, math, builtins or module-level functions")
@@ -363,8 +397,13 @@ class ExpressionLowering:
         if callee is np.einsum:
             return self.einsum(node, args, kwargs)
         if callee is np.array or callee is np.asarray:
-            if kwargs:
-                raise self.error(node, f"{callee.__name__} with keyword arguments is not supported")
+            dtypes = [v for k, v in kwargs if k == "dtype"] + list(args[1:2])
+            if [k for k, _ in kwargs if k != "dtype"] or len(args) > 2 or len(dtypes) > 1 or not args:
+                raise self.error(node, f"{callee.__name__} takes the values and a dtype here",
+                                 "leave out copy=, order= and the others")
+            if dtypes:  # np.asarray(x, dtype=t): the array, cast to t (differentiable for floats)
+                made = self.assign(ir.Call(callee, (args[0],)))
+                return self.cast(node, made, dtypes[0])
         return self.assign(ir.Call(callee, tuple(args), tuple(kwargs)))
 
     def _nested_def_error(self, node: cst.CSTNode, name: str) -> S2SError:

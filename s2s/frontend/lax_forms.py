@@ -378,11 +378,21 @@ class LaxLowering:
         x = self.names.fresh(self.param_base(f, 1, "x"))
         mappings: list = [None]
 
-        def step(j: ir.Atom) -> list[ir.Atom]:
+        def step(j: ir.Atom, nonempty: ir.Atom | None = None) -> list[ir.Atom]:
             if xs_tree is None:
                 self.emit(ir.Assign((x,), ir.Const(None), self.origin))
-            else:
+            elif nonempty is None:
                 rows = [self.assign(ir.Subscript(leaf, ir.Index((j,)))) for leaf in leaves]
+                value = ir.Build("tuple", tuple(rows)) if isinstance(xs_tree, list) else rows[0]
+                self.emit(ir.Assign((x,), value, self.origin))
+            else:  # the first step, written out: rows of zeros where xs has none
+                rows = [self.names.temp() for _ in leaves]
+                taken = self.sub_block(lambda: [self.emit(ir.Assign((r,), ir.Subscript(leaf, ir.Index((j,))),
+                                                                    self.origin)) for r, leaf in zip(rows, leaves)])
+                zeros = self.sub_block(lambda: [self.emit(ir.Assign((r,), ir.Call(runtime.zeros_row, (leaf,)),
+                                                                    self.origin)) for r, leaf in zip(rows, leaves)])
+                self.emit(ir.If(nonempty, taken, zeros, self.origin))
+                rows = [ir.Name(r) for r in rows]
                 value = ir.Build("tuple", tuple(rows)) if isinstance(xs_tree, list) else rows[0]
                 self.emit(ir.Assign((x,), value, self.origin))
             tree, mappings[0] = self.inline(f, [self.carry_argument(carry, packed), ir.Name(x)], node,
@@ -405,11 +415,20 @@ class LaxLowering:
             start, stop, stride = (self.assign(ir.Call(operator.sub, (n, ir.Const(1)))), ir.Const(-1), ir.Const(-1)) \
                 if reverse else (ir.Const(0), n, ir.Const(1))
         else:
-            # The first step before the loop: its outputs give the stacks' shapes and dtypes.
+            # The first step before the loop: its outputs give the stacks' shapes and dtypes. With
+            # no steps at all (n == 0) it still runs, on rows of zeros, for those shapes; its
+            # carry is dropped and the stacks are empty, as JAX's.
             first = self.assign(ir.Call(operator.sub, (n, ir.Const(1)))) if reverse else ir.Const(0)
-            for name, value in zip(ys, step(first)):
+            nonempty = self.assign(ir.Call(operator.gt, (n, ir.Const(0))))
+            saved = [self.names.fresh(f"{c}_init") for c in carry]
+            for name, c in zip(saved, carry):
+                self.emit(ir.Assign((name,), ir.Name(c), self.origin))
+            written = []
+            for name, value in zip(ys, step(first, nonempty)):
                 self.emit(ir.Assign((name,), ir.Call(runtime.batch_empty, (n, value)), self.origin))
-                self.emit(ir.SetItem(name, ir.Index((first,)), value, None, self.origin))
+                written.append(ir.SetItem(name, ir.Index((first,)), value, None, self.origin))
+            restored = [ir.Assign((c,), ir.Name(name), self.origin) for c, name in zip(carry, saved)]
+            self.emit(ir.If(nonempty, written, restored, self.origin))
             start, stop, stride = (self.assign(ir.Call(operator.sub, (n, ir.Const(2)))), ir.Const(-1), ir.Const(-1)) \
                 if reverse else (ir.Const(1), n, ir.Const(1))
         index = self.names.fresh("i")

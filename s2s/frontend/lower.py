@@ -414,8 +414,30 @@ class Normalizer(ExpressionLowering, LaxLowering):
             var = self.names.fresh("_i")
             for name, seq in zip(names, seqs):
                 prologue.append((name, ir.Subscript(seq, ir.Index((ir.Name(var),)))))
+        elif _dict_method(iterator) is not None:
+            # for k, v in d.items() / for k in d.keys() / for v in d.values(): over the keys in
+            # sorted order (as JAX flattens a dict), each value read as d[k]
+            method = _dict_method(iterator)
+            d = self.sequence(self.expr(iterator.func.value))
+            keys = self.assign(ir.Call(runtime.dict_keys, (d,)))
+            start, step = ir.Const(0), ir.Const(1)
+            stop = self.assign(ir.Call(len, (keys,)))
+            var = self.names.fresh("_i")
+            if method == "items":
+                key, value = self.target_names(node.target, 2)
+            elif isinstance(node.target, cst.Name):
+                key, value = (node.target.value, None) if method == "keys" else (self.names.fresh("_k"), node.target.value)
+            else:
+                raise self.error(node.target, f"a loop over .{method}() takes one loop variable")
+            prologue.append((key, ir.Subscript(keys, ir.Index((ir.Name(var),)))))
+            if value is not None:
+                prologue.append((value, ir.Subscript(d, ir.Index((ir.Name(key),)))))
         else:
             seq = self.sequence(self.expr(iterator))
+            if isinstance(node.target, cst.Name) and _indexes_with(node.body, node.target.value):
+                # The loop variable indexes something (`for k in d: ... d[k]`), so it is a key
+                # or an int, which carries no derivative: a dict goes over its sorted keys.
+                seq = self.assign(ir.Call(runtime.loop_keys, (seq,)), self.names.fresh("_keys"))
             start, step = ir.Const(0), ir.Const(1)
             stop = self.assign(ir.Call(len, (seq,)))
             var = self.names.fresh("_i")
@@ -485,6 +507,24 @@ class Normalizer(ExpressionLowering, LaxLowering):
         self.emit(ir.While(cond, test, body, origin))
 
     # ---- expressions -----------------------------------------------------------
+
+
+def _dict_method(iterator: cst.BaseExpression) -> str | None:
+    """"items", "keys" or "values" where the loop goes over d.items() (and the others)."""
+    if isinstance(iterator, cst.Call) and not iterator.args and isinstance(iterator.func, cst.Attribute) \
+            and iterator.func.attr.value in ("items", "keys", "values"):
+        return iterator.func.attr.value
+    return None
+
+
+def _indexes_with(body: cst.CSTNode, name: str) -> bool:
+    """Does the name appear as an index, `a[name]`, in body?"""
+    for node in _walk_cst(body):
+        if isinstance(node, cst.Subscript) and any(
+                isinstance(e.slice, cst.Index) and isinstance(e.slice.value, cst.Name) and e.slice.value.value == name
+                for e in node.slice):
+            return True
+    return False
 
 
 def _walk_cst(node):

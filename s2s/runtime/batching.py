@@ -13,6 +13,14 @@ def batch_empty(n, example):
     return np.empty((n,) + example.shape, example.dtype)
 
 
+def zeros_row(xs):
+    """A row of xs (xs[0]'s shape and float dtype) made of zeros, for an xs with no rows: the
+    step of a scan of length 0 that gives its outputs' shapes (the step's results are dropped)."""
+    xs = np.asarray(xs)
+    dtype = xs.dtype if np.issubdtype(xs.dtype, np.inexact) else np.float64
+    return np.zeros(xs.shape[1:], dtype) if xs.ndim > 1 else dtype.type(0)
+
+
 def batch_example(value, first):
     """One example's output of a vmapped function, checked against the first example's: the
     outputs are stacked, so they must be arrays or numbers of one shape (as JAX requires)."""

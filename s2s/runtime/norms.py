@@ -36,8 +36,8 @@ def linalg_norm(x, ord=None, axis=None, keepdims=False):
 
 def norm_curvature_options(ord=None, axis=None, keepdims=False, **_) -> str | None:
     """What second derivatives of np.linalg.norm (the derivative of norm_bar) do not take."""
-    if isinstance(ord, str) and ord != "fro" or not isinstance(ord, str) and ord is not None \
-            and ord not in (1, -1, 2, 0, np.inf, -np.inf):
+    if isinstance(ord, str) and ord not in ("fro", "nuc") or not isinstance(ord, str) and ord is not None \
+            and ord not in (1, -1, 2, -2, 0, np.inf, -np.inf):
         return f"second derivatives of np.linalg.norm are not implemented for ord={ord!r}"
     return None
 
@@ -152,5 +152,65 @@ def norm_bar_curvature(g, y, x, x_dot, ord=None, axis=None, keepdims=False):
         y_dot_full = _expand(y_dot, np.shape(x), reduce_axes, keepdims)
         g_full = _expand(g, np.shape(x), reduce_axes, keepdims)
         return g_full * _safe_ratio(x_dot - x * _safe_ratio(y_dot_full, y_full), y_full)
-    raise ValueError(f"s2s: second derivatives of np.linalg.norm are implemented for ord None, 'fro', 1, -1 "
-                     f"(of a matrix), inf, -inf, 0 and 2 (of a vector), not ord={ord!r} here")
+    if matrix and (ord in (2, -2) or ord == "nuc"):
+        e = np.moveaxis(np.asarray(x_dot) * np.ones(np.shape(x)), axes, (-2, -1))
+        d_dot = _svd_curvature(np.moveaxis(x, axes, (-2, -1)), e, ord)
+        g_full = _expand(g, np.shape(x), None if axis is None else axes, keepdims)
+        return g_full * np.moveaxis(d_dot, (-2, -1), axes)
+    raise ValueError(f"s2s: second derivatives of np.linalg.norm are implemented for ord None, 'fro', 1, -1, 2, -2, "
+                     f"'nuc' (of a matrix), inf, -inf, 0 and 2 (of a vector), not ord={ord!r} here")
+
+
+SVD_TIES = ("s2s: the second derivative of np.linalg.norm(A, {ord}) needs {what}, and A here has {has}: the norm "
+            "is not twice differentiable there (its first derivative jumps); perturb A, or use ord='fro'")
+
+
+def _svd_curvature(m, e, ord):
+    """dD along e for the spectral norms (ord 2, -2: D = u v^T of the largest or smallest
+    singular value) and the nuclear norm (D = U V^T), for a stack of matrices m. From the
+    derivative of the reduced SVD m = U S V^T: with F = U^T e V,
+      u_k' = sum_j u_j (s_k F[j,k] + s_j F[k,j]) / (s_k^2 - s_j^2) + (I - U U^T) e v_k / s_k,
+      v_k' = sum_j v_j (s_j F[j,k] + s_k F[k,j]) / (s_k^2 - s_j^2) + (I - V V^T) e^T u_k / s_k,
+      (U V^T)' = U [(F - F^T)_ij / (s_i + s_j)] V^T + (I - U U^T) e V S^-1 V^T + U S^-1 U^T e (I - V V^T),
+    which need distinct singular values (spectral) or a full rank (nuclear): elsewhere a
+    ValueError (the norm is not twice differentiable there)."""
+    u, s, vt = np.linalg.svd(m, full_matrices=False)
+    v = np.swapaxes(vt, -1, -2)
+    f = np.swapaxes(u, -1, -2) @ e @ v
+    rows, cols = m.shape[-2], m.shape[-1]
+    scale = np.max(s, axis=-1, keepdims=True) if s.shape[-1] else s
+    tiny = 1e-12 * np.where(scale == 0, 1.0, scale)
+    if ord == "nuc":
+        if np.any(s <= tiny):
+            raise ValueError(SVD_TIES.format(ord="'nuc'", what="a matrix of full rank", has="a zero singular value"))
+        sums = s[..., :, None] + s[..., None, :]
+        inner = (f - np.swapaxes(f, -1, -2)) / sums
+        out = u @ inner @ vt
+        if rows > cols:
+            out = out + (e - u @ (np.swapaxes(u, -1, -2) @ e)) @ (v / s[..., None, :]) @ vt
+        if cols > rows:
+            out = out + (u / s[..., None, :]) @ np.swapaxes(u, -1, -2) @ (e - (e @ v) @ vt)
+        return out
+    k = 0 if ord == 2 else s.shape[-1] - 1
+    sk = s[..., k]
+    gaps = sk[..., None] ** 2 - s ** 2
+    others = np.arange(s.shape[-1]) != k
+    if np.any(np.abs(gaps[..., others]) <= tiny * np.abs(sk[..., None]) + tiny ** 2):
+        raise ValueError(SVD_TIES.format(ord=ord, what="a singular value distinct from the others",
+                                         has="a repeated one"))
+    if (rows != cols) and np.any(sk <= tiny[..., 0]):
+        raise ValueError(SVD_TIES.format(ord=ord, what="a nonzero singular value", has="a zero one"))
+    safe = np.where(others, gaps, 1.0)
+    fjk, fkj = f[..., :, k], f[..., k, :]
+    a = np.where(others, (sk[..., None] * fjk + s * fkj) / safe, 0.0)
+    b = np.where(others, (s * fjk + sk[..., None] * fkj) / safe, 0.0)
+    uk, vk = u[..., :, k], v[..., :, k]
+    du = np.einsum("...ij,...j->...i", u, a)
+    dv = np.einsum("...ij,...j->...i", v, b)
+    if rows > cols:
+        ev = np.einsum("...ij,...j->...i", e, vk)
+        du = du + (ev - np.einsum("...ij,...j->...i", u, np.einsum("...ji,...j->...i", u, ev))) / sk[..., None]
+    if cols > rows:
+        eu = np.einsum("...ji,...j->...i", e, uk)
+        dv = dv + (eu - np.einsum("...ij,...j->...i", v, np.einsum("...ji,...j->...i", v, eu))) / sk[..., None]
+    return du[..., :, None] * vk[..., None, :] + uk[..., :, None] * dv[..., None, :]

@@ -59,10 +59,14 @@ def _shape_of(x):
 
 
 def sum_bar(g, x, axis=None, keepdims=False):
+    if isinstance(x, (float, int, np.number)) and np.ndim(g) == 0:  # a number's adjoint is a number
+        return float(g) if isinstance(x, (float, int)) else np.asarray(g, dtype=np.result_type(x, 0.0))[()]
     return np.array(_expand(g, _shape_of(x), axis, keepdims))
 
 
 def mean_bar(g, x, axis=None, keepdims=False):
+    if isinstance(x, (float, int, np.number)) and np.ndim(g) == 0:
+        return sum_bar(g, x)
     return _expand(g, _shape_of(x), axis, keepdims) / _count(_shape_of(x), axis)
 
 
@@ -93,6 +97,39 @@ def _prod_others(x, axis):
     left = np.concatenate((ones, np.cumprod(rows, axis=-1)[..., :-1]), axis=-1)
     right = np.concatenate((np.cumprod(rows[..., ::-1], axis=-1)[..., :-1][..., ::-1], ones), axis=-1)
     return np.transpose((left * right).reshape(moved.shape), np.argsort(kept + axes))
+
+
+def _prod_others_dot(x, s, axis):
+    """The derivative of _prod_others(x, axis) along s, also without dividing: the product
+    rule through the prefix and suffix products."""
+    x, s = np.asarray(x), np.broadcast_to(s, np.shape(x))
+    axes = tuple(range(x.ndim)) if axis is None else axis if isinstance(axis, tuple) else (axis,)
+    axes = tuple(sorted(a % x.ndim for a in axes))
+    kept = tuple(a for a in range(x.ndim) if a not in axes)
+    moved = np.transpose(x, kept + axes)
+    rows = moved.reshape(moved.shape[: len(kept)] + (-1,))
+    ds = np.transpose(s, kept + axes).reshape(rows.shape)
+    n = rows.shape[-1]
+    left, left_dot = np.ones(rows.shape), np.zeros(rows.shape)
+    right, right_dot = np.ones(rows.shape), np.zeros(rows.shape)
+    for k in range(1, n):  # left[k] = x[0] ... x[k-1], right[k] = x[k+1] ... x[n-1]
+        left[..., k] = left[..., k - 1] * rows[..., k - 1]
+        left_dot[..., k] = left_dot[..., k - 1] * rows[..., k - 1] + left[..., k - 1] * ds[..., k - 1]
+        j = n - 1 - k
+        right[..., j] = right[..., j + 1] * rows[..., j + 1]
+        right_dot[..., j] = right_dot[..., j + 1] * rows[..., j + 1] + right[..., j + 1] * ds[..., j + 1]
+    out = left_dot * right + left * right_dot
+    return np.transpose(out.reshape(moved.shape), np.argsort(kept + axes))
+
+
+def prod_bar_dx(g, x, s, axis=None, keepdims=False):
+    """The derivative of prod_bar(g, y, x, axis, keepdims) in x along s (exact at zeros)."""
+    return _prod_others_dot(x, s, axis) * _expand(g, np.shape(x), axis, keepdims)
+
+
+def prod_dot_dx(t, x, s, axis=None, keepdims=False):
+    """The derivative of prod_dot(t, y, x, axis, keepdims) in x along s (exact at zeros)."""
+    return np.sum(_prod_others_dot(x, s, axis) * t, axis=axis, keepdims=keepdims)
 
 
 def prod_bar(g, y, x, axis=None, keepdims=False):

@@ -53,6 +53,20 @@ def zeros_like(x):
     return 0.0
 
 
+def broadcast_like(t, c):
+    """t + zeros_like(c): the tangent of a sum or difference whose operand c has a zero tangent
+    (forward mode). That zero only broadcasts t to the result's shape and dtype: where c's
+    shape fits into t's and the dtype stays, the result is t itself and no zeros are made."""
+    z = zeros_like(c) if not isinstance(c, np.ndarray) else None
+    if isinstance(t, np.ndarray) and isinstance(c, np.ndarray) and c.ndim <= t.ndim and all(
+            a == b or a == 1 for a, b in zip(c.shape[::-1], t.shape[::-1])):
+        if np.result_type(t.dtype, c.dtype if np.issubdtype(c.dtype, np.inexact) else np.float64) == t.dtype:
+            return t
+    elif isinstance(t, np.ndarray) and isinstance(z, (float, np.floating)) and np.result_type(t, z) == t.dtype:
+        return t
+    return t + (zeros_like(c) if z is None else z)
+
+
 def zeros_shaped(shape, like):
     """Zeros of a given shape (a taped shape) with like's float dtype."""
     if isinstance(shape, TreeShape):  # of a tuple or list, from a shape tape
@@ -105,6 +119,25 @@ def add_at(c, key, value):
     items = list(c)
     items[key] = tree_add(items[key], value)
     return AdjointList(items) if isinstance(c, AdjointList) else tuple(items)
+
+
+def loop_keys(seq):
+    """What `for k in d:` goes over: a dict's keys in sorted order (the order in which JAX,
+    and s2s's pytrees, flatten a dict); any other sequence itself. The frontend calls it
+    only where the loop variable indexes something (so it is an int or a key, and carries no
+    derivative)."""
+    if isinstance(seq, dict):
+        return tuple(sorted(seq))
+    return seq
+
+
+def dict_keys(d):
+    """What `for k, v in d.items():` (and .keys(), .values()) goes over: d's keys in sorted
+    order."""
+    if not isinstance(d, dict):
+        raise ValueError(f"s2s: .items(), .keys() and .values() are dict methods; this loop got "
+                         f"{type(d).__name__!r}")
+    return tuple(sorted(d))
 
 
 def dict_of(keys, values):

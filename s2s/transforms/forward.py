@@ -223,7 +223,8 @@ class JVP:
                 local_expr = simplify(Substitute().visit(copy.deepcopy(value)))
                 used |= {n.id for n in ast.walk(local_expr) if isinstance(n, ast.Name)}
                 locals_.insert(0, assign(local_names[local], local_expr))
-        if isinstance(expr, ast.Name) and (target in self.an.subscripted or target in self.an.mutated):
+        if (isinstance(expr, ast.Name) or _is_helper_call(expr, "broadcast_like")) and (
+                target in self.an.subscripted or target in self.an.mutated):
             expr = runtime_call("copy", expr)  # y is written in place later: not x's tangent
         if result_name[0] != target:
             new = result_name[0]
@@ -307,7 +308,12 @@ def _propagate_zeros(node: ast.expr, may_broadcast=lambda zero: False) -> ast.ex
             if left and right:
                 return name(ZERO)
             if (left and may_broadcast(node.left)) or (right and may_broadcast(node.right)):
-                return node
+                # The zero may still broadcast the other tangent to the result's shape: a
+                # helper does that where needed, and is the tangent itself elsewhere.
+                zero, other = (node.left, node.right) if left else (node.right, node.left)
+                if left and isinstance(node.op, ast.Sub):
+                    other = ast.UnaryOp(ast.USub(), other)
+                return runtime_call("broadcast_like", other, name(zero._s2s_primal.id))
             if isinstance(node.op, ast.Add):
                 return node.right if left else node.left if right else node
             if right:
@@ -327,6 +333,10 @@ def _propagate_zeros(node: ast.expr, may_broadcast=lambda zero: False) -> ast.ex
                 and _is_zero(node.args[2]):
             return node.args[0]
     return node
+
+
+def _is_helper_call(node: ast.expr, helper: str) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == helper
 
 
 def _has_tangent(node: ast.expr) -> bool:

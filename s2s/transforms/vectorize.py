@@ -284,6 +284,9 @@ class Vectorizer:
         if kw_batched:
             raise NoBatchingRule(f"no batching rule for a keyword argument that differs between examples "
                                  f"({getattr(fn, '__name__', fn)})", stmt.origin)
+        if fn is runtime.zeros_row and batched[0]:
+            # the zero row of a scan over nothing: the batch axis (last) stays, one zero row each
+            return e.call(fn, [e.atom(a) for a in call.args], [])
         if fn is runtime.batch_empty and not batched[0]:
             # The stack of s2s.lax.scan's outputs: stacked batched examples keep the batch last.
             return e.call(fn, [e.atom(a) for a in call.args], [])

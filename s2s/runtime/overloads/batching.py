@@ -67,3 +67,12 @@ def _batch_empty(n, example):
 
         return lambda n, example: np.empty(n, dtype)
     raise TypingError("s2s: vmap stacks arrays and numbers, not " + str(example))
+
+
+@overload(rt.zeros_row)
+def _zeros_row(xs):
+    if isinstance(xs, types.Array):
+        dtype = xs.dtype if isinstance(xs.dtype, types.Float) else types.float64
+        if xs.ndim == 1:
+            return lambda xs: dtype(0)
+        return lambda xs: np.zeros(xs.shape[1:], dtype)

@@ -167,13 +167,71 @@ def _two_norm_curvature(g, y, x, x_dot):
 
 
 @register_jitable
+def _svd_curvature(x, x_dot, nuc, largest):
+    """runtime/norms.py's _svd_curvature for one matrix: dD along x_dot for ord 2, -2, 'nuc'."""
+    m = np.ascontiguousarray(x * 1.0)
+    e = np.zeros(m.shape) + x_dot
+    u, s, vt = np.linalg.svd(m, full_matrices=False)
+    v = np.ascontiguousarray(vt.T)
+    f = u.T @ e @ v
+    rows, cols = m.shape
+    r = s.shape[0]
+    tiny = 1e-12 * (s[0] if r > 0 and s[0] != 0 else 1.0)  # (singular values come largest first)
+    if nuc:
+        for i in range(r):
+            if s[i] <= tiny:
+                raise ValueError("s2s: the second derivative of np.linalg.norm(A, 'nuc') needs a matrix of full "
+                                 "rank, and A here has a zero singular value: the norm is not twice "
+                                 "differentiable there; perturb A, or use ord='fro'")
+        inner = np.empty((r, r))
+        for i in range(r):
+            for j in range(r):
+                inner[i, j] = (f[i, j] - f[j, i]) / (s[i] + s[j])
+        out = u @ inner @ vt
+        if rows > cols:
+            out = out + (e - u @ (u.T @ e)) @ (v / s.reshape((1, -1))) @ vt
+        if cols > rows:
+            out = out + (u / s.reshape((1, -1))) @ u.T @ (e - (e @ v) @ vt)
+        return out
+    k = 0 if largest else r - 1
+    sk = s[k]
+    a = np.zeros(r)
+    b = np.zeros(r)
+    for j in range(r):
+        if j != k:
+            gap = sk * sk - s[j] * s[j]
+            if abs(gap) <= tiny * abs(sk) + tiny * tiny:
+                raise ValueError("s2s: the second derivative of np.linalg.norm(A, 2) (or -2) needs a singular "
+                                 "value distinct from the others, and A here has a repeated one: the norm is "
+                                 "not twice differentiable there; perturb A, or use ord='fro'")
+            a[j] = (sk * f[j, k] + s[j] * f[k, j]) / gap
+            b[j] = (s[j] * f[j, k] + sk * f[k, j]) / gap
+    if rows != cols and sk <= tiny:
+        raise ValueError("s2s: the second derivative of np.linalg.norm(A, -2) needs a nonzero singular value, "
+                         "and A here has a zero one: the norm is not twice differentiable there")
+    uk = np.ascontiguousarray(u[:, k])
+    vk = np.ascontiguousarray(v[:, k])
+    du = u @ a
+    dv = v @ b
+    if rows > cols:
+        ev = e @ vk
+        du = du + (ev - u @ (u.T @ ev)) / sk
+    if cols > rows:
+        eu = e.T @ uk
+        dv = dv + (eu - v @ (v.T @ eu)) / sk
+    return np.outer(du, vk) + np.outer(uk, dv)
+
+
+@register_jitable
 def _number_curvature(g, y, x, x_dot, p, matrix):
     if not matrix and p == 2.0:
         return _two_norm_curvature(g, y, x, x_dot)
+    if matrix and (p == 2.0 or p == -2.0):
+        return g * _svd_curvature(x, x_dot, False, p == 2.0)
     if p == 1.0 or p == np.inf or p == -np.inf or (matrix and p == -1.0) or (not matrix and p == 0.0):
         return np.zeros(x.shape)  # D is piecewise constant
-    raise ValueError("s2s: second derivatives of np.linalg.norm are implemented for ord None, 'fro', 1, -1 "
-                     "(of a matrix), inf, -inf, 0 and 2 (of a vector)")
+    raise ValueError("s2s: second derivatives of np.linalg.norm are implemented for ord None, 'fro', 1, -1, 2, "
+                     "-2, 'nuc' (of a matrix), inf, -inf, 0 and 2 (of a vector)")
 
 
 @overload(rt.norm_bar_curvature)
@@ -185,8 +243,8 @@ def _norm_bar_curvature(g, y, x, x_dot, ord=None, axis=None, keepdims=False):
         return lambda g, y, x, x_dot, ord=None, axis=None, keepdims=False: _two_norm_curvature(g, y, x, x_dot)
     if isinstance(ord, (types.UnicodeType, types.StringLiteral)):
         def impl(g, y, x, x_dot, ord=None, axis=None, keepdims=False):
-            if ord != "fro":
-                raise ValueError("s2s: second derivatives of the nuclear norm are not implemented")
+            if ord == "nuc":
+                return g * _svd_curvature(x, x_dot, True, True)
             return _two_norm_curvature(g, y, x, x_dot)
         return impl
     matrix = _nd(x) == 2

@@ -182,7 +182,7 @@ def _axis_overload(helper, subject: str):
             lines, env = build(t, _Axes(_ndim_of(t[subject]), axes, keepdims))
             body = "".join(f"    {line}\n" for line in lines)
             return _compile(f"def impl({params}):\n{body}", "impl", _shape_of=_shape_of, _expand=_expand,
-                            _others=_others, **env)
+                            _others=_others, _others_dot=_others_dot, **env)
 
         # Numba checks that a typer has the helper's signature.
         typer_src = f"def typer({params}):\n    return inner({', '.join(names)})\n"
@@ -346,13 +346,55 @@ def _others_build(t, ax):
     return lines + ["return out"], {"dtype": _float_of(t["x"])}
 
 
+def _others_dot(x, s, axis=None):
+    """The derivative of _others(x, axis) along s (exact at zeros)."""
+
+
+@_axis_overload(_others_dot, "x")
+def _others_dot_build(t, ax):
+    # _others' two passes, each carrying the derivative of its running product along s
+    i = _x_index(ax)
+    carry = [f"acc_dot = acc_dot * x[{i}] + acc * s[{i}]", f"acc *= x[{i}]"]
+    step = [f"out[{i}] = acc", f"out_dot[{i}] = acc_dot"] + carry
+    back = [f"out_dot[{i}] = out_dot[{i}] * acc + out[{i}] * acc_dot", f"out[{i}] *= acc"] + carry
+    start = ["acc = 1.0", "acc_dot = 0.0"]
+    body = start + _nest(ax.axes, step) + start + _nest(ax.axes, back, reverse=True)
+    lines = ["shape = x.shape", "out = np.empty(shape, dtype)", "out_dot = np.empty(shape, dtype)"]
+    if not _same_shape(t["s"], ax):
+        lines.append("s = np.zeros(shape, dtype) + s")
+    return lines + _nest(ax.kept, body) + ["return out_dot"], {"dtype": _float_of(t["x"])}
+
+
+@_axis_overload(rt.prod_bar_dx, "x")
+def _prod_bar_dx(t, ax):
+    return [f"return _others_dot(x, s, {ax.axis}) * _expand(g, x, {ax.axis}, {ax.keep})"], {}
+
+
+@_axis_overload(rt.prod_dot_dx, "x")
+def _prod_dot_dx(t, ax):
+    return [f"return rt.reduce_sum(_others_dot(x, s, {ax.axis}) * t, {ax.axis}, {ax.keep})"], {}
+
+
+def _number_adjoint(t):
+    """The adjoint of the sum (or mean) of a number, a number too: a 0-d array would not unify
+    with the float that the number's adjoint is elsewhere (a loop's `b_bar`)."""
+    # x: the number, or the shape () taped for it (Numba types the values of a user's code that
+    # have shape () as numbers; a 0-d array is rare there)
+    number = _scalar(t["x"]) or isinstance(t["x"], types.BaseTuple) and len(t["x"]) == 0
+    if number and (_scalar(t["g"]) or isinstance(t["g"], types.Array) and t["g"].ndim == 0):
+        return ["return g * 1.0"] if _scalar(t["g"]) else ["return g[()] * 1.0"]
+    return None
+
+
 @_axis_overload(rt.sum_bar, "x")
 def _sum_bar(t, ax):
-    return [f"return _expand(g, x, {ax.axis}, {ax.keep})"], {}
+    return _number_adjoint(t) or [f"return _expand(g, x, {ax.axis}, {ax.keep})"], {}
 
 
 @_axis_overload(rt.mean_bar, "x")
 def _mean_bar(t, ax):
+    if _number_adjoint(t):
+        return _number_adjoint(t), {}
     if ax.ndim == 0:
         return ["shape = _shape_of(x)", f"return _expand(g, x, {ax.axis}, {ax.keep}) / ({ax.count})"], {}
     lines = ["shape = _shape_of(x)", f"out = _expand(g, x, {ax.axis}, {ax.keep})", f"n = {ax.count}"]

@@ -31,6 +31,25 @@ def _zeros_like(x):
         return _compile(f"def impl(x):\n    return ({items})\n", "impl")
 
 
+@overload(rt.broadcast_like)
+def _broadcast_like(t, c):
+    # t itself where that is what t + zeros_like(c) is (runtime/values.py): float64 t, whose
+    # dtype no zero changes, and c a number or an array whose shape fits into t's
+    if isinstance(t, types.Array) and t.dtype == types.float64:
+        if _scalar(c):
+            return lambda t, c: t
+        if isinstance(c, types.Array) and c.ndim <= t.ndim:
+            k = t.ndim - c.ndim
+
+            def impl(t, c):
+                for a in range(c.ndim):
+                    if c.shape[a] != 1 and c.shape[a] != t.shape[a + k]:
+                        return np.asarray(t + rt.zeros_like(c))
+                return t
+            return impl
+    return lambda t, c: t + rt.zeros_like(c)
+
+
 @overload(rt.zeros_shaped)
 def _zeros_shaped(shape, like):
     dtype = like.dtype if isinstance(like, types.Array) and isinstance(like.dtype, types.Float) else types.float64
@@ -90,6 +109,23 @@ def _dict_getitem(c, key):
     if _dict_keys(c) is not None and isinstance(key, (types.StringLiteral, types.UnicodeType)):
         k = _dict_position(c, key)
         return _compile(f"def impl(c, key):\n    return c[{k}]\n", "impl")
+
+
+_DICT_LOOP = ("s2s: under s2s.jit a loop over a dict is not supported (Numba cannot index a dict of arrays "
+              "at a key known only at run time); index it with constant keys (d['w']), or use backend='python'")
+
+
+@overload(rt.loop_keys)
+def _loop_keys(seq):
+    if _dict_keys(seq) is not None:
+        raise TypingError(_DICT_LOOP)
+    return lambda seq: seq
+
+
+@overload(rt.dict_keys)
+def _dict_keys_of(d):
+    raise TypingError(_DICT_LOOP if _dict_keys(d) is not None else
+                      "s2s: .items(), .keys() and .values() are dict methods, and this loop's object is not a dict")
 
 
 @overload(rt.dict_of)
