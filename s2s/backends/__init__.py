@@ -70,12 +70,20 @@ def _function_keys(source: str) -> dict[str, str]:
 def load(source: str, stem: str, backend: str = "python", parallel: tuple[str, ...] = ()) -> types.ModuleType:
     """Import generated source as a module; for "cpu", every function is numba.njit'ed, and
     the functions named in `parallel` (batched drivers over runtime.prange) with parallel=True.
-    Only the outermost driver is parallel: Numba's default threading layer cannot nest."""
+    Only the outermost driver is parallel: Numba's default threading layer cannot nest.
+    Every function releases the GIL (nogil=True), so that the shards of s2s.pmap, each on its
+    own thread, run at the same time. Loading is under cache.LOCK: threads that load one
+    module at once get one module, and each function is compiled once."""
     if backend not in BACKENDS:
         raise S2SError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
     if backend == "cuda":
         raise S2SError("backend='cuda' compiles s2s.vmap of per-example code (one thread per example)",
                        hint="write s2s.jit(s2s.vmap(f, in_axes=...), backend='cuda'), or use backend='cpu'")
+    with cache.LOCK:
+        return _load(source, stem, backend, parallel)
+
+
+def _load(source: str, stem: str, backend: str, parallel: tuple[str, ...]) -> types.ModuleType:
     path = write_module(source, stem)
     key = (path, backend)
     if key in _loaded:
@@ -94,10 +102,10 @@ def load(source: str, stem: str, backend: str = "python", parallel: tuple[str, .
             if isinstance(value, types.FunctionType) and value.__module__ == module_name:
                 shared = (keys.get(attr), attr in parallel)
                 if shared[0] is None or value.__name__ != attr:  # not a generated `def`
-                    setattr(module, attr, numba.njit(cache=True, parallel=attr in parallel)(value))
+                    setattr(module, attr, numba.njit(cache=True, nogil=True, parallel=attr in parallel)(value))
                     continue
                 if shared not in _compiled:
-                    _compiled[shared] = numba.njit(cache=True, parallel=attr in parallel)(value)
+                    _compiled[shared] = numba.njit(cache=True, nogil=True, parallel=attr in parallel)(value)
                 setattr(module, attr, _compiled[shared])
     _loaded[key] = module
     return module
