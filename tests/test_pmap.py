@@ -375,3 +375,25 @@ def test_concurrent_first_calls_generate_import_and_compile_once(monkeypatch, tm
     for k in range(8):
         assert np.isclose(results[k], -3 * np.sum(np.cos(xs[k] * w[k]) ** 2 * np.sin(xs[k] * w[k]) * xs[k]),
                           rtol=1e-13)
+
+
+def test_parallel_drivers_under_the_workqueue_layer_take_turns_instead_of_aborting_the_process():
+    import subprocess
+    import sys
+
+    # Numba's workqueue layer terminates the process when two threads launch parallel code at
+    # once; where it is the layer (no tbb, no omp), s2s runs the parallel vmap drivers in turn.
+    script = (
+        "import numpy as np, s2s, numba\n"
+        "from test_pmap import example_loss\n"
+        "rng = np.random.default_rng(4)\n"
+        "w, xs, ys = rng.standard_normal(3), rng.standard_normal((2, 300, 3)), rng.standard_normal((2, 300))\n"
+        "f = s2s.pmap(s2s.jit(s2s.vmap(s2s.grad(example_loss), in_axes=(None, 0, 0))), in_axes=(None, 0, 0))\n"
+        "for _ in range(10):\n"
+        "    out = f(w, xs, ys)\n"
+        "assert np.allclose(out, 2.0 * (xs @ w - ys)[..., None] * xs, rtol=1e-13)\n"
+        "print(numba.threading_layer())\n")
+    env = {**os.environ, "NUMBA_THREADING_LAYER": "workqueue", "S2S_CPU_DEVICES": "2",
+           "PYTHONPATH": os.path.dirname(__file__) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0 and result.stdout.strip() == "workqueue", result.stdout + result.stderr

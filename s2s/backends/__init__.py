@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
+import importlib
 import importlib.util
 import os
 import sys
+import threading
 import types
 
 from .. import runtime
@@ -132,4 +135,46 @@ def entry(module: types.ModuleType, name: str, fun=None):
         files = ()
     if not hasattr(function, "py_func"):  # plain Python (the python backend)
         return failures.located(function, files)
-    return failures.checked(function, files, fun)
+    checked = failures.checked(function, files, fun)
+    if function.targetoptions.get("parallel") and not _parallel_threadsafe():
+        return _one_at_a_time(checked)
+    return checked
+
+
+_PARALLEL = threading.Lock()
+
+
+def _one_at_a_time(call):
+    """A parallel driver that threads (the shards of s2s.pmap) take in turn: Numba's workqueue
+    threading layer aborts the whole process when two threads launch parallel code at once."""
+
+    @functools.wraps(call)
+    def serialised(*args):
+        with _PARALLEL:
+            return call(*args)
+
+    return serialised
+
+
+@functools.lru_cache(maxsize=None)
+def _parallel_threadsafe() -> bool:
+    """Whether the threading layer Numba will use takes parallel launches from several threads:
+    tbb and omp do, workqueue does not. NUMBA_THREADING_LAYER names a layer or a policy; the
+    default picks tbb, then omp, then workqueue, by what is installed."""
+    from numba.core import config
+
+    def available(pool: str) -> bool:
+        try:
+            importlib.import_module(f"numba.np.ufunc.{pool}")
+        except ImportError:
+            return False
+        return True
+
+    layer = str(config.THREADING_LAYER).lower()
+    if layer in ("tbb", "omp", "threadsafe", "safe"):
+        return True  # (Numba itself refuses the launch where that layer is missing)
+    if layer == "workqueue":
+        return False
+    if layer == "forksafe":
+        return available("tbbpool")
+    return available("tbbpool") or available("omppool")
