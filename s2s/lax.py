@@ -23,7 +23,7 @@ from .collectives import COLLECTIVES, all_gather, axis_index, pmax, pmean, pmin,
 from .runtime import stop_gradient
 
 __all__ = ["cond", "switch", "fori_loop", "while_loop", "scan", "select", "stop_gradient",
-           "psum", "pmean", "pmax", "pmin", "all_gather", "axis_index", "COLLECTIVES"]
+           "psum", "pmean", "pmax", "pmin", "all_gather", "axis_index"]
 
 
 def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any) -> Any:

@@ -252,6 +252,8 @@ def test_static_broadcasted_argnums():
     for n in (3, 5):
         assert np.allclose(mapped(x, n), [sum(np.sin(v * k) for k in range(n)) for v in x], rtol=1e-14)
     assert mapped.mode == "compiled: s2s.jit(fun)"
+    # the shards run at once because the compiled code releases the GIL
+    assert mapped._runner._compiled.dispatcher.targetoptions["nogil"] is True
 
 
 # ---- composition with the other transforms --------------------------------------------------
