@@ -351,14 +351,16 @@ class Batched:
         key = (_signature(args, trees), backend)
         found = self._specialised.get(key)
         if found is None:
+            example = tuple(_example(a, t, 0) for a, t in zip(args, trees))
+            with runtime.debug_silenced():  # (the probe is not one of the user's calls)
+                kernel, probe = self._kernel(example, backend)  # (user code: not under the lock)
             with cache.LOCK:  # concurrent first calls (pmap's shards): one specialises, the others find it
-                found = self._specialised.get(key) or self._specialise_now(key, args, trees, backend)
+                found = self._specialised.get(key) or self._specialise_now(key, args, trees, example, kernel, probe,
+                                                                                 backend)
         return found
 
-    def _specialise_now(self, key: tuple, args: tuple, trees: list, backend: str) -> dict:
-        example = tuple(_example(a, t, 0) for a, t in zip(args, trees))
-        with runtime.debug_silenced():  # (the probe is not one of the user's calls)
-            kernel, probe = self._kernel(example, backend)
+    def _specialise_now(self, key: tuple, args: tuple, trees: list, example: tuple, kernel, probe,
+                        backend: str) -> dict:
         axes = self._out_axes(probe)
         spec = {"probe": probe, "structure": pytree.flatten(probe)[1], "out_axes": axes,
                 "leaf_dtypes": [np.asarray(x).dtype for x in pytree.leaves(probe)],
