@@ -6,7 +6,8 @@ The workload is loop-heavy: each shard prices its own Monte Carlo paths (a plain
 over paths and time steps, compiled by s2s.jit with nogil=True). One device runs all the
 paths in one shard, shape (1, paths, steps); two devices run half each, shape (2, paths/2,
 steps), on two threads at once. The results are checked to agree before any time is
-reported; times are the best of several calls after a warm-up. Writes
+reported; times are the best of several calls after a warm-up. A control without s2s (a
+Numba loop on two threads against one) says what speed-up the machine allowed then. Writes
 benchmarks/results/pmap_cpu.md, with the load average when it ran (the machine is shared).
 """
 
@@ -39,6 +40,33 @@ def payoffs(z, s0, sigma):
     return total / n_paths
 
 
+def threads_ceiling(repeat):
+    """What the machine gives two threads right now, without s2s: a Numba loop (nogil=True) run
+    once on one thread and twice on two threads; the ratio 2 * one / two is the speed-up any
+    2-thread code could reach (about 2 on two idle cores, 1 when another process holds a core)."""
+    import threading
+
+    import numba
+
+    @numba.njit(nogil=True)
+    def spin(n):
+        total = 0.0
+        for i in range(n):
+            total += np.sin(i * 1e-3)
+        return total
+
+    spin(10)
+
+    def two():
+        threads = [threading.Thread(target=spin, args=(20_000_000,)) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+    return 2 * best_of(lambda: spin(20_000_000), repeat) / best_of(two, repeat)
+
+
 def best_of(fn, repeat):
     times = []
     for _ in range(repeat):
@@ -60,6 +88,7 @@ def main(quick: bool = False) -> str:
     load_before = os.getloadavg()
     t1 = best_of(lambda: one(z1, 1.0, 0.2), repeat)
     t2 = best_of(lambda: two(z2, 1.0, 0.2), repeat)
+    ceiling = threads_ceiling(repeat)
     load_after = os.getloadavg()
     lines = [
         "# s2s.pmap on CPU devices: 2 devices against 1, the same work",
@@ -78,6 +107,9 @@ def main(quick: bool = False) -> str:
         "|---|---|---|---|",
         f"| 1 | 1 x {paths} | {t1 * 1e3:.1f} | 1.00 |",
         f"| 2 | 2 x {paths // 2} | {t2 * 1e3:.1f} | {t1 / t2:.2f} |",
+        "",
+        f"Control, without s2s: a Numba loop (nogil=True) on two threads against one thread reached "
+        f"{ceiling:.2f}x in the same run: the most that two threads got from the machine then.",
         "",
     ]
     text = "\n".join(lines)
