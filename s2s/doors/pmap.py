@@ -227,9 +227,13 @@ class Pmapped:
         n = sizes[0][1]
         self._check_devices(n, sizes[0][0])
         runner = self._shard_function()
-        shard_args = [tuple(_shard(a, t, i) for a, t in zip(args, trees)) for i in range(n)]
-        shard_kwargs = [{name: _shard(v, keyword_trees[name], i) for name, v in kwargs.items()} for i in range(n)]
-        outputs = self._run(runner, shard_args, shard_kwargs)
+
+        def sliced(i: int) -> tuple[tuple, dict]:
+            """Shard i's arguments, copied on its own thread: the copies of the shards overlap."""
+            return (tuple(_shard(a, t, i) for a, t in zip(args, trees)),
+                    {name: _shard(v, keyword_trees[name], i) for name, v in kwargs.items()})
+
+        outputs = self._run(runner, sliced, n)
         structures = [pytree.flatten(o)[1] for o in outputs]
         if any(s != structures[0] for s in structures):
             raise S2SError("pmap: the shards returned outputs of different structures",
@@ -248,18 +252,18 @@ class Pmapped:
                            f"(s2s.devices(); S2S_CPU_DEVICES, by default the number of cores)",
                            hint=_reshape_hint(n, count, where))
 
-    def _run(self, runner: Callable, shard_args: list, shard_kwargs: list) -> list:
+    def _run(self, runner: Callable, sliced: Callable, n: int) -> list:
         outer = collectives.frames()
         if self.axis_name is not None and any(f.name == self.axis_name for f in outer):
             raise S2SError(f"pmap: the axis name {self.axis_name!r} is already bound by an enclosing pmap",
                            hint="give the nested pmap another axis_name")
         root = outer[0].root if outer else collectives.Root()
-        n = len(shard_args)
 
         def shard(i: int):
             previous = collectives.bind(outer + (collectives.Frame(self.axis_name, i, n, root),))
             try:
-                out = runner(*shard_args[i], **shard_kwargs[i])
+                shard_args, shard_kwargs = sliced(i)
+                out = runner(*shard_args, **shard_kwargs)
                 root.finish({f.name: f.index for f in collectives.frames()})
                 return out
             except BaseException:
