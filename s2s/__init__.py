@@ -6,9 +6,10 @@ from .doors.api import grad, jit, jvp, source, value_and_grad, vjp
 from .doors.jacobians import hessian, jacfwd, jacrev
 from .doors.hook import install_import_hook
 from .doors.vmap import vmap
+from .doors.pmap import pmap
 from .errors import S2SError
 from .version import __version__
 
 __all__ = ["S2SError", "install_import_hook", "debug", "lax", "optimizers", "pytree", "random", "testing", "tree", "tree_util",
            "block_until_ready", "device_get", "device_put", "devices", "grad", "hessian", "jacfwd", "jacrev", "jvp",
-           "jit", "source", "value_and_grad", "vjp", "vmap"]
+           "jit", "pmap", "source", "value_and_grad", "vjp", "vmap"]

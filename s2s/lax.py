@@ -1,11 +1,16 @@
 """Control flow as JAX users write it: `s2s.lax.cond`, `switch`, `fori_loop`, `while_loop`, `scan`,
-`select` and `stop_gradient`.
+`select` and `stop_gradient`; and the collectives of s2s.pmap: `psum`, `pmean`, `pmax`, `pmin`,
+`all_gather` and `axis_index`.
 
 Called as they are, these run as plain Python and NumPy with JAX's semantics. Inside a function
 that s2s transforms (grad, jvp, vjp, hessian, vmap, jit), the frontend (frontend/lax_forms.py)
 writes each call out as the native `if`, `for` or `while` it stands for, with the body of the
 lambda or nested `def` inlined, so that it is differentiated, batched and compiled like the
 user's own loops. So code written for JAX runs with `import numpy as jnp` and `import s2s as jax`.
+
+The collectives run only where s2s.pmap runs a shard (doors/pmap.py) as Python on its thread:
+they meet the other shards of the named axis there (collectives.py). A function that s2s
+transforms cannot call them (the frontend refuses it at the call, with the way out).
 """
 
 from __future__ import annotations
@@ -14,9 +19,11 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .collectives import COLLECTIVES, all_gather, axis_index, pmax, pmean, pmin, psum
 from .runtime import stop_gradient
 
-__all__ = ["cond", "switch", "fori_loop", "while_loop", "scan", "select", "stop_gradient"]
+__all__ = ["cond", "switch", "fori_loop", "while_loop", "scan", "select", "stop_gradient",
+           "psum", "pmean", "pmax", "pmin", "all_gather", "axis_index"]
 
 
 def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any) -> Any:

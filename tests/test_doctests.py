@@ -31,6 +31,15 @@ def test_toolbox_docstring_examples():
     import s2s.optimizers
     import s2s.runtime.debug
 
-    for module, least in ((s2s.optimizers, 4), (s2s.runtime.debug, 2), (s2s.doors.devices, 3)):
+    for module, least in ((s2s.optimizers, 4), (s2s.runtime.debug, 2), (s2s.doors.devices, 6)):
+        result = doctest.testmod(module)
+        assert result.attempted >= least and result.failed == 0, module.__name__
+
+
+def test_pmap_docstring_examples():
+    import s2s.collectives
+    import s2s.doors.pmap
+
+    for module, least in ((s2s.doors.pmap, 3), (s2s.collectives, 2)):
         result = doctest.testmod(module)
         assert result.attempted >= least and result.failed == 0, module.__name__

@@ -3,6 +3,8 @@ block_until_ready, devices, device_put and device_get."""
 
 import pickle
 
+import os
+
 import numpy as np
 import pytest
 
@@ -245,10 +247,18 @@ def test_debug_print_refusals():
 # ---- devices ----------------------------------------------------------------------------
 
 
-def test_devices_and_data_placement_are_identities_on_the_cpu():
-    (device,) = s2s.devices()
-    assert repr(device) == "CpuDevice(id=0)" and device.platform == "cpu"
-    assert s2s.devices("cpu") == [device]
+def test_devices_and_data_placement_are_identities_on_the_cpu(monkeypatch):
+    monkeypatch.setenv("S2S_CPU_DEVICES", "3")
+    assert repr(s2s.devices()) == "[CpuDevice(id=0), CpuDevice(id=1), CpuDevice(id=2)]"
+    device = s2s.devices()[2]
+    assert device.platform == "cpu" and s2s.devices("cpu") == s2s.devices()
+    monkeypatch.delenv("S2S_CPU_DEVICES")
+    assert len(s2s.devices()) == os.cpu_count()  # one device per core by default
+    for wrong in ("0", "two"):
+        monkeypatch.setenv("S2S_CPU_DEVICES", wrong)
+        with pytest.raises(s2s.S2SError, match="not a positive number of CPU devices"):
+            s2s.devices()
+    monkeypatch.setenv("S2S_CPU_DEVICES", "3")
     with pytest.raises(s2s.S2SError, match="no 'gpu' devices"):
         s2s.devices("gpu")
     tree = {"w": np.ones(3), "b": [1.0, (np.zeros(2),)]}

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
+import importlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
 import os
 import sys
+import threading
 import types
 
 from .. import runtime
@@ -72,12 +75,20 @@ def _function_keys(source: str) -> dict[str, str]:
 def load(source: str, stem: str, backend: str = "python", parallel: tuple[str, ...] = ()) -> types.ModuleType:
     """Import generated source as a module; for "cpu", every function is numba.njit'ed, and
     the functions named in `parallel` (batched drivers over runtime.prange) with parallel=True.
-    Only the outermost driver is parallel: Numba's default threading layer cannot nest."""
+    Only the outermost driver is parallel: Numba's default threading layer cannot nest.
+    Every function releases the GIL (nogil=True), so that the shards of s2s.pmap, each on its
+    own thread, run at the same time. Loading is under cache.LOCK: threads that load one
+    module at once get one module, and each function is compiled once."""
     if backend not in BACKENDS:
         raise S2SError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
     if backend == "cuda":
         raise S2SError("backend='cuda' compiles s2s.vmap of per-example code (one thread per example)",
                        hint="write s2s.jit(s2s.vmap(f, in_axes=...), backend='cuda'), or use backend='cpu'")
+    with cache.LOCK:
+        return _load(source, stem, backend, parallel)
+
+
+def _load(source: str, stem: str, backend: str, parallel: tuple[str, ...]) -> types.ModuleType:
     path = write_module(source, stem)
     key = (path, backend)
     if key in _loaded:
@@ -96,10 +107,10 @@ def load(source: str, stem: str, backend: str = "python", parallel: tuple[str, .
             if isinstance(value, types.FunctionType) and value.__module__ == module_name:
                 shared = (keys.get(attr), attr in parallel)
                 if shared[0] is None or value.__name__ != attr:  # not a generated `def`
-                    setattr(module, attr, numba.njit(cache=True, parallel=attr in parallel)(value))
+                    setattr(module, attr, numba.njit(cache=True, nogil=True, parallel=attr in parallel)(value))
                     continue
                 if shared not in _compiled:
-                    _compiled[shared] = numba.njit(cache=True, parallel=attr in parallel)(value)
+                    _compiled[shared] = numba.njit(cache=True, nogil=True, parallel=attr in parallel)(value)
                 setattr(module, attr, _compiled[shared])
     _loaded[key] = module
     return module
@@ -172,7 +183,49 @@ def entry(module: types.ModuleType, name: str, fun=None):
         files = ()
     if not hasattr(function, "py_func"):  # plain Python (the python backend)
         return failures.located(function, files)
-    return failures.checked(function, files, fun)
+    checked = failures.checked(function, files, fun)
+    if function.targetoptions.get("parallel") and not _parallel_threadsafe():
+        return _one_at_a_time(checked)
+    return checked
+
+
+_PARALLEL = threading.Lock()
+
+
+def _one_at_a_time(call):
+    """A parallel driver that threads (the shards of s2s.pmap) take in turn: Numba's workqueue
+    threading layer aborts the whole process when two threads launch parallel code at once."""
+
+    @functools.wraps(call)
+    def serialised(*args):
+        with _PARALLEL:
+            return call(*args)
+
+    return serialised
+
+
+@functools.lru_cache(maxsize=None)
+def _parallel_threadsafe() -> bool:
+    """Whether the threading layer Numba will use takes parallel launches from several threads:
+    tbb and omp do, workqueue does not. NUMBA_THREADING_LAYER names a layer or a policy; the
+    default picks tbb, then omp, then workqueue, by what is installed."""
+    from numba.core import config
+
+    def available(pool: str) -> bool:
+        try:
+            importlib.import_module(f"numba.np.ufunc.{pool}")
+        except ImportError:
+            return False
+        return True
+
+    layer = str(config.THREADING_LAYER).lower()
+    if layer in ("tbb", "omp", "threadsafe", "safe"):
+        return True  # (Numba itself refuses the launch where that layer is missing)
+    if layer == "workqueue":
+        return False
+    if layer == "forksafe":
+        return available("tbbpool")
+    return available("tbbpool") or available("omppool")
 
 
 def cuda_device_put(tree, device):

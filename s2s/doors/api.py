@@ -29,12 +29,13 @@ def _generated(fun: Callable, transform: str, options: dict) -> tuple[str, dict]
         source, dependencies = generate()
         return source, dependencies["entries"]
 
-    if not callable(fun) or getattr(fun, "__code__", None) is None:
-        return uncached()  # not a Python function: let the pipeline refuse it
-    try:
-        return cache.cached_source(fun, transform, options, generate)
-    except OSError:
-        return uncached()
+    with cache.LOCK:  # (concurrent first calls: one generates, the others find its entry)
+        if not callable(fun) or getattr(fun, "__code__", None) is None:
+            return uncached()  # not a Python function: let the pipeline refuse it
+        try:
+            return cache.cached_source(fun, transform, options, generate)
+        except OSError:
+            return uncached()
 
 
 def _source(fun: Callable, transform: str, options: dict) -> str:

@@ -1,13 +1,15 @@
 """Devices and data placement, as in JAX: block_until_ready, devices, device_put, device_get.
 
-s2s runs on the CPU for now, where computation is synchronous and arrays are NumPy arrays
-in host memory, so these are identities over pytrees; their signatures are JAX's, so code
-written for JAX runs unchanged. When the CUDA backend exists, device_put and device_get will
-move data to and from GPU memory, and block_until_ready will wait for its kernels.
+The CPU devices are numbered 0..n-1, n from the environment variable S2S_CPU_DEVICES (default:
+the number of cores, os.cpu_count()). They share one memory: arrays are NumPy arrays in host
+memory, device_put and device_get are identities over pytrees, and computation is synchronous.
+What a CPU device is for is s2s.pmap (doors/pmap.py): each shard of a pmap runs on its own
+thread, one per device. The signatures are JAX's, so code written for JAX runs unchanged.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +19,7 @@ from ..errors import S2SError
 
 @dataclass(frozen=True)
 class CpuDevice:
-    """The host CPU, the one device s2s computes on so far."""
+    """A CPU device: a thread of s2s.pmap, on the host's shared memory."""
 
     id: int = 0
     platform: str = "cpu"
@@ -27,23 +29,44 @@ class CpuDevice:
         return f"CpuDevice(id={self.id})"
 
 
-_CPU = CpuDevice(0)
+def cpu_device_count() -> int:
+    """S2S_CPU_DEVICES, or the number of cores: read on every call, so that a program (or a
+    test) may set it before its first pmap."""
+    text = os.environ.get("S2S_CPU_DEVICES", "").strip()
+    if not text:
+        return max(os.cpu_count() or 1, 1)
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise S2SError(f"S2S_CPU_DEVICES={text!r} is not a positive number of CPU devices",
+                       hint="set it to a whole number such as 2, or unset it to get one device per core")
+    return count
 
 
 def devices(backend: str | None = None) -> list[CpuDevice]:
-    """The devices s2s can compute on: one CPU device.
+    """The devices s2s can compute on: CPU devices 0..n-1, n = S2S_CPU_DEVICES (default: the
+    number of cores).
 
-    >>> import s2s
+    >>> import os, s2s
+    >>> os.environ["S2S_CPU_DEVICES"] = "2"
     >>> s2s.devices()
-    [CpuDevice(id=0)]
+    [CpuDevice(id=0), CpuDevice(id=1)]
+    >>> s2s.devices("cpu")[1].platform
+    'cpu'
+    >>> del os.environ["S2S_CPU_DEVICES"]
     """
     if backend not in (None, "cpu"):
-        raise S2SError(f"s2s.devices: no {backend!r} devices", hint="s2s computes on the CPU for now: backend='cpu'")
-    return [_CPU]
+        raise S2SError(f"s2s.devices: no {backend!r} devices",
+                       hint="s2s.devices() lists the CPU devices (S2S_CPU_DEVICES of them); "
+                            "backend='cuda' compiles s2s.jit(s2s.vmap(f), backend='cuda') on the GPU, "
+                            "which is not a pmap device yet")
+    return [CpuDevice(k) for k in range(cpu_device_count())]
 
 
 def _check_device(device: Any) -> None:
-    if device is not None and device != _CPU:
+    if device is not None and not (isinstance(device, CpuDevice) and 0 <= device.id < cpu_device_count()):
         raise S2SError(f"s2s.device_put: unknown device {device!r}", hint="use one of s2s.devices()")
 
 

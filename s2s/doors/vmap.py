@@ -27,6 +27,7 @@ import numpy as np
 from . import api
 from .. import runtime
 from .. import backends, pytree
+from ..driver import cache
 from ..transforms import batching
 from ..ir import nodes as ir
 from ..errors import NoBatchingRule, S2SError
@@ -352,11 +353,18 @@ class Batched:
 
     def _specialise(self, args: tuple, trees: list, backend: str) -> dict:
         key = (_signature(args, trees), backend)
-        if key in self._specialised:
-            return self._specialised[key]
-        example = tuple(_example(a, t, 0) for a, t in zip(args, trees))
-        with runtime.debug_silenced():  # (the probe is not one of the user's calls)
-            kernel, probe = self._kernel(example, backend)
+        found = self._specialised.get(key)
+        if found is None:
+            example = tuple(_example(a, t, 0) for a, t in zip(args, trees))
+            with runtime.debug_silenced():  # (the probe is not one of the user's calls)
+                kernel, probe = self._kernel(example, backend)  # (user code: not under the lock)
+            with cache.LOCK:  # concurrent first calls (pmap's shards): one specialises, the others find it
+                found = self._specialised.get(key) or self._specialise_now(key, args, trees, example, kernel, probe,
+                                                                                 backend)
+        return found
+
+    def _specialise_now(self, key: tuple, args: tuple, trees: list, example: tuple, kernel, probe,
+                        backend: str) -> dict:
         axes = self._out_axes(probe)
         spec = {"probe": probe, "structure": pytree.flatten(probe)[1], "out_axes": axes,
                 "leaf_dtypes": [np.asarray(x).dtype for x in pytree.leaves(probe)],
@@ -573,15 +581,16 @@ def _moved(arg: Any, tree: batching.ArgTree, forced: bool, n: int) -> Any:
 
 def _import_generated(source: str, stem: str):
     """Generated source as a module in a real file, so that s2s can read its functions again."""
-    path = backends.write_module(source, stem)
-    module_name = "s2s_generated." + os.path.splitext(os.path.basename(path))[0]
-    if module_name in sys.modules:
-        return sys.modules[module_name]
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    spec.loader.exec_module(module)
-    return module
+    with cache.LOCK:  # (another thread must not find the module in sys.modules half executed)
+        path = backends.write_module(source, stem)
+        module_name = "s2s_generated." + os.path.splitext(os.path.basename(path))[0]
+        if module_name in sys.modules:
+            return sys.modules[module_name]
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        spec.loader.exec_module(module)
+        return module
 
 
 def loop_source(fun: Callable, in_axes: Any = 0) -> str:

@@ -333,6 +333,12 @@ class ExpressionLowering:
         if isinstance(func, cst.Name) and func.value in self.def_names:
             raise self._nested_def_error(node, func.value)
         callee = self.resolver.resolve(func)
+        if any(callee is collective for collective in lax.COLLECTIVES):
+            raise self.error(node, f"s2s.lax.{callee.__name__} combines the shards of s2s.pmap, which run the "
+                             "function as Python: a function that s2s transforms (grad, jvp, vjp, vmap, jit) "
+                             "cannot call it",
+                             "call the collective in the pmapped function, on the transform's result, e.g. "
+                             "g = s2s.lax.pmean(s2s.grad(loss)(p, shard), 'i')")
         if any(callee is form for form in LAX_FORMS):
             return self.lax_call(node, callee)
         if callee is lax.select:
