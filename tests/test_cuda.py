@@ -414,3 +414,53 @@ def test_kernel_text_of_arrays_and_draws():
     made = [codegen.Local("f", "y", 3, (4,), "float64"), codegen.Local("f", "k", 4, (2,), "uint32")]
     rewritten = codegen.device_functions(before, "f", [], lambda line: None, made, [("out_0_row", "[0]")], ["[1]"])
     assert rewritten.source == after
+
+
+# ---- pmap over CUDA devices: a GPU's streams as devices ------------------------------------
+
+
+def test_cuda_devices_and_streams_as_devices():
+    from s2s.backends.cuda import CudaDevice
+
+    assert s2s.devices("cuda") == [CudaDevice(0)]  # (the simulator has one GPU)
+    streams = s2s.devices("cuda", streams=3)
+    assert [d.stream for d in streams] == [0, 1, 2] and repr(streams[1]) == "CudaDevice(id=0, stream=1)"
+    with pytest.raises(s2s.S2SError, match="streams"):
+        s2s.devices(streams=2)
+
+
+def test_pmap_of_vmap_over_the_streams_of_one_gpu_matches_the_cpu_backend():
+    s0, sigma = 1.0, 0.2
+    z = np.random.default_rng(5).standard_normal((2, 64, 8))  # (shards, paths per shard, steps)
+    per_path = s2s.vmap(s2s.grad(cuda_cases.path_payoff, argnums=(0, 1)), in_axes=(None, None, 0))
+    sharded = s2s.pmap(per_path, in_axes=(None, None, 0), devices=s2s.devices("cuda", streams=2))
+    delta, vega = sharded(s0, sigma, z)
+    assert sharded.mode.startswith("cuda") and delta.shape == (2, 64)
+    cpu_delta, cpu_vega = s2s.jit(per_path)(s0, sigma, z.reshape(128, 8))
+    np.testing.assert_allclose(delta.reshape(128), cpu_delta, rtol=1e-13)
+    np.testing.assert_allclose(vega.reshape(128), cpu_vega, rtol=1e-13, atol=1e-15)
+
+
+def test_a_data_parallel_mean_over_gpu_streams_with_pmean():
+    s0, sigma = 1.0, 0.2
+    z = np.random.default_rng(6).standard_normal((2, 32, 8))
+    greeks = s2s.jit(s2s.vmap(s2s.grad(cuda_cases.path_payoff, argnums=(0, 1)), in_axes=(None, None, 0)),
+                     backend="cuda")
+
+    def mean_delta(s0, sigma, z):  # each shard's kernel on its stream, then the mean over shards
+        delta, _ = greeks(s0, sigma, z)
+        return s2s.lax.pmean(np.mean(delta), "shards")
+
+    got = s2s.pmap(mean_delta, "shards", in_axes=(None, None, 0), out_axes=None,
+                   devices=s2s.devices("cuda", streams=2))(s0, sigma, z)
+    shard_means = [np.mean(greeks(s0, sigma, z[k])[0]) for k in range(2)]
+    assert got == (shard_means[0] + shard_means[1]) / 2
+
+
+def test_pmap_on_cuda_refuses_more_shards_than_devices_and_non_vmap_transforms():
+    z = np.zeros((3, 4, 8))
+    per_path = s2s.vmap(cuda_cases.path_payoff, in_axes=(None, None, 0))
+    with pytest.raises(s2s.S2SError, match=r"is only 1 GPU .*streams=3"):
+        s2s.pmap(per_path, in_axes=(None, None, 0), backend="cuda")(1.0, 0.2, z)
+    with pytest.raises(s2s.S2SError, match="runs s2s.vmap"):
+        s2s.pmap(s2s.grad(cuda_cases.path_payoff), in_axes=(None, None, 0), backend="cuda")(1.0, 0.2, z[:1, 0])

@@ -248,3 +248,24 @@ def cuda_synchronize(tree) -> None:
     from . import cuda
 
     cuda.synchronize(tree)
+
+
+def cuda_devices(streams: int | None = None) -> list:
+    """The GPUs as devices (one per stream with streams=k), for s2s.devices("cuda")."""
+    from . import cuda
+
+    return cuda.devices(streams)
+
+
+def cuda_on_device(device):
+    """A context in which this thread's kernels run on device's GPU and stream (s2s.pmap)."""
+    from . import cuda
+
+    return cuda.on_device(device)
+
+
+def cuda_pinned(tree):
+    """A pytree's arrays in page-locked host memory (a pmap shard's arguments on a GPU)."""
+    from . import cuda
+
+    return cuda.pinned(tree)

@@ -28,6 +28,7 @@ import inspect
 import os
 import re
 import sys
+import threading
 import types
 from dataclasses import dataclass
 from typing import Any
@@ -59,14 +60,16 @@ def cuda_module():
 
 @dataclass(frozen=True)
 class CudaDevice:
-    """A GPU that numba-cuda sees (in Numba's simulator, the one simulated GPU)."""
+    """A GPU that numba-cuda sees (in Numba's simulator, the one simulated GPU); with a stream
+    number, one of several streams of that GPU, each a device of s2s.pmap."""
 
     id: int = 0
     platform: str = "gpu"
     device_kind: str = "cuda"
+    stream: int | None = None
 
     def __repr__(self) -> str:
-        return f"CudaDevice(id={self.id})"
+        return f"CudaDevice(id={self.id})" if self.stream is None else f"CudaDevice(id={self.id}, stream={self.stream})"
 
 
 def available() -> bool:
@@ -77,9 +80,76 @@ def available() -> bool:
         return False
 
 
-def devices() -> list[CudaDevice]:
-    """The GPUs numba-cuda sees, as devices (none where CUDA is not available)."""
-    return [CudaDevice(gpu.id) for gpu in cuda_module().gpus] if available() else []
+def devices(streams: int | None = None) -> list[CudaDevice]:
+    """The GPUs numba-cuda sees, as devices (none where CUDA is not available); streams=k: k
+    devices per GPU, one per stream, so that a pmap's shards overlap on one GPU."""
+    if not available():
+        return []
+    gpus = [gpu.id for gpu in cuda_module().gpus]
+    if streams is None:
+        return [CudaDevice(g) for g in gpus]
+    if not isinstance(streams, int) or streams < 1:
+        raise S2SError(f"s2s.devices: streams={streams!r} is not a positive number of streams per GPU")
+    return [CudaDevice(g, stream=k) for g in gpus for k in range(streams)]
+
+
+# ---- the device a thread computes on: the shards of s2s.pmap --------------------------------
+
+_here = threading.local()
+_streams: dict = {}
+_streams_lock = threading.Lock()
+
+
+def _stream_of(device: CudaDevice):
+    """The numba-cuda stream of a device (one per GPU and stream number, made on first use)."""
+    key = (device.id, device.stream)
+    with _streams_lock:
+        if key not in _streams:
+            _streams[key] = cuda_module().stream()
+        return _streams[key]
+
+
+@contextlib.contextmanager
+def on_device(device: CudaDevice):
+    """Run the kernels this thread launches on device's GPU and stream (s2s.pmap's shards),
+    and wait for them before leaving: the shard's results are then complete."""
+    cuda = cuda_module()
+    with cuda.gpus[device.id]:
+        stream = _stream_of(device)
+        previous, _here.stream = getattr(_here, "stream", 0), stream
+        try:
+            yield stream
+        finally:
+            _here.stream = previous
+            stream.synchronize()
+
+
+_simulator = threading.Lock()
+
+
+def _simulated_launch():
+    """Numba's simulator runs a kernel's threads as Python threads that it finds through
+    module-wide state: two host threads (pmap shards) launching at once would mix them, so there
+    launches take turns (on a GPU they overlap on their streams)."""
+    from numba.core import config
+
+    return _simulator if config.ENABLE_CUDASIM else contextlib.nullcontext()
+
+
+def pinned(tree: Any) -> Any:
+    """A pytree's arrays copied to page-locked host memory, so that copies to the GPU on a stream
+    are asynchronous (a pmap shard's arguments)."""
+    cuda = cuda_module()
+
+    def pin(leaf):
+        if not isinstance(leaf, np.ndarray) or leaf.ndim == 0:
+            return leaf
+        page_locked = cuda.pinned_array(leaf.shape, dtype=leaf.dtype)
+        page_locked[...] = leaf
+        return page_locked
+
+    leaves, structure = pytree.flatten(tree)
+    return pytree.unflatten(structure, [pin(leaf) for leaf in leaves])
 
 
 def to_device(tree: Any, device: CudaDevice) -> Any:
@@ -368,7 +438,7 @@ class Launcher:
                      for a in args)
 
     def __call__(self, *args):
-        return self.launch(args)
+        return self.launch(args, getattr(_here, "stream", 0))  # (a pmap shard's stream: on_device)
 
     def launch(self, args: tuple, stream=0) -> tuple:
         """Run the kernel on args (NumPy arrays, numbers, device arrays) on a numba-cuda stream
@@ -389,7 +459,8 @@ class Launcher:
             status = cuda.to_device(np.zeros(slots, dtype=np.int64), stream=stream) if slots else None
             kernel = self.function[blocks, THREADS_PER_BLOCK, stream]
             try:
-                kernel(*device_args, *outs, *([status] if slots else []))
+                with _simulated_launch():
+                    kernel(*device_args, *outs, *([status] if slots else []))
             except Exception as exc:  # a numba-cuda compilation error: name the user's statement
                 from numba.core.errors import NumbaError
 

@@ -45,7 +45,7 @@ def cpu_device_count() -> int:
     return count
 
 
-def devices(backend: str | None = None) -> list[CpuDevice]:
+def devices(backend: str | None = None, streams: int | None = None) -> list:
     """The devices s2s can compute on: CPU devices 0..n-1, n = S2S_CPU_DEVICES (default: the
     number of cores).
 
@@ -56,12 +56,22 @@ def devices(backend: str | None = None) -> list[CpuDevice]:
     >>> s2s.devices("cpu")[1].platform
     'cpu'
     >>> del os.environ["S2S_CPU_DEVICES"]
+
+    devices("cuda") lists the GPUs numba-cuda sees (CudaDevice); devices("cuda", streams=k) lists
+    k devices per GPU, one per CUDA stream, so that the shards of a pmap on one GPU overlap (the
+    copies of one with the kernel of another).
     """
+    if backend in ("cuda", "gpu"):
+        found = backends.cuda_devices(streams)
+        if not found:
+            raise S2SError("s2s.devices: numba-cuda sees no GPU",
+                           hint="use the CPU devices (s2s.devices()), or run where a GPU is (or "
+                                "NUMBA_ENABLE_CUDASIM=1, Numba's simulator)")
+        return found
     if backend not in (None, "cpu"):
-        raise S2SError(f"s2s.devices: no {backend!r} devices",
-                       hint="s2s.devices() lists the CPU devices (S2S_CPU_DEVICES of them); "
-                            "backend='cuda' compiles s2s.jit(s2s.vmap(f), backend='cuda') on the GPU, "
-                            "which is not a pmap device yet")
+        raise S2SError(f"s2s.devices: no {backend!r} devices", hint="backend is 'cpu' (the default) or 'cuda'")
+    if streams is not None:
+        raise S2SError("s2s.devices: streams are a number of CUDA streams per GPU", hint="s2s.devices('cuda', streams=k)")
     return [CpuDevice(k) for k in range(cpu_device_count())]
 
 

@@ -25,10 +25,15 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .. import collectives, pytree
+from .. import backends, collectives, pytree
 from ..errors import S2SError
 from .api import Primal
 from .devices import CpuDevice, devices as list_devices
+from .vmap import Batched
+
+
+def _is_cuda(device: Any) -> bool:
+    return getattr(device, "device_kind", None) == "cuda"
 
 # Shard threads, shared by every pmap; a pmap inside a shard (nested) takes more of them:
 # the executor starts a thread whenever none is idle, so waiting shards never starve others.
@@ -139,9 +144,10 @@ class Pmapped:
                  backend: str | None = None):
         if not callable(fun):
             raise S2SError(f"pmap takes a function, got {type(fun).__name__}")
-        if backend not in (None, "cpu", "python"):
+        if backend not in (None, "cpu", "python", "cuda"):
             raise S2SError(f"pmap: backend {backend!r} has no devices for pmap",
-                           hint="use backend=None or 'cpu' (CPU devices, compiled), or 'python' (no compilation)")
+                           hint="use backend=None or 'cpu' (CPU devices, compiled), 'cuda' (GPUs, or the streams "
+                                "of s2s.devices('cuda', streams=k)), or 'python' (no compilation)")
         if isinstance(in_axes, dict):
             raise S2SError("pmap: in_axes is a dict; give one entry per positional argument",
                            hint="in_axes=({'w': 0, 'b': None},) for a single dict argument")
@@ -153,9 +159,14 @@ class Pmapped:
             else tuple(static_broadcasted_argnums)
         self.static = static
         self.devices = None if devices is None else list(devices)
-        if self.devices is not None and not all(isinstance(d, CpuDevice) for d in self.devices):
-            raise S2SError(f"pmap: devices {self.devices!r} are not CPU devices", hint="pass s2s.devices()[:k]")
-        self.backend = backend or "cpu"
+        on_gpu = self.devices is not None and any(_is_cuda(d) for d in self.devices)
+        if self.devices is not None and not all(_is_cuda(d) if on_gpu else isinstance(d, CpuDevice)
+                                                for d in self.devices):
+            raise S2SError(f"pmap: devices {self.devices!r} are neither all CPU devices nor all CUDA devices",
+                           hint="pass s2s.devices()[:k] or s2s.devices('cuda', streams=k)[:k]")
+        if on_gpu and backend not in (None, "cuda"):
+            raise S2SError(f"pmap: backend {backend!r} with CUDA devices", hint="leave backend out, or 'cuda'")
+        self.backend = "cuda" if on_gpu else backend or "cpu"
         functools.update_wrapper(self, fun, updated=())
         self.mode: str | None = None  # how the shards run, decided on the first call
         self._runner: Callable | None = None
@@ -173,6 +184,8 @@ class Pmapped:
 
     def _choose(self) -> tuple[Callable, str]:
         fun = self.fun
+        if self.backend == "cuda":
+            return self._choose_cuda(fun)
         if isinstance(fun, Primal) or isinstance(fun, Pmapped):
             return fun, f"calls {type(fun).__name__} (backend {getattr(fun, 'backend', 'cpu')!r})"
         if hasattr(fun, "with_backend"):  # an s2s transform
@@ -187,6 +200,19 @@ class Pmapped:
         except S2SError as refusal:
             return fun, f"python: s2s.jit cannot compile it ({refusal.reason})"
         return compiled, "compiled: s2s.jit(fun)"
+
+    @staticmethod
+    def _choose_cuda(fun) -> tuple[Callable, str]:
+        """On CUDA devices a shard runs s2s.jit(s2s.vmap(f), backend="cuda") on its GPU and stream,
+        the one form the cuda backend compiles; a plain function runs as Python on the shard's
+        thread, where the cuda-jitted functions it calls launch on the shard's stream."""
+        if isinstance(fun, Batched):
+            return (fun if fun.backend == "cuda" else fun.with_backend("cuda")), "cuda: the vmap's kernel on each stream"
+        if hasattr(fun, "with_backend") or isinstance(fun, Primal):
+            raise S2SError(f"pmap over CUDA devices runs s2s.vmap(...) per shard, not {type(fun).__name__}",
+                           hint="map the examples of a shard with s2s.vmap: s2s.pmap(s2s.vmap(s2s.grad(f)), "
+                                "devices=s2s.devices('cuda', streams=2))")
+        return fun, "python: the function on each shard's thread, its cuda kernels on the shard's stream"
 
     # ---- a call --------------------------------------------------------------------------
 
@@ -246,6 +272,14 @@ class Pmapped:
                 raise S2SError(f"pmap: the mapped axis of {where} has size {n}, but pmap was given "
                                f"{len(self.devices)} devices", hint="map an axis of exactly len(devices)")
             return
+        if self.backend == "cuda":
+            count = len(list_devices("cuda"))
+            if n > count:
+                raise S2SError(f"pmap: the mapped axis of {where} has size {n}, but there {'is' if count == 1 else 'are'} only {count} GPU{'' if count == 1 else 's'} "
+                               "(s2s.devices('cuda'))",
+                               hint=f"give the GPU several streams, devices=s2s.devices('cuda', streams={n}), or "
+                                    + _reshape_hint(n, count, where).split(" or set S2S_CPU_DEVICES")[0])
+            return
         count = len(list_devices())
         if n > count:
             raise S2SError(f"pmap: the mapped axis of {where} has size {n}, but there are only {count} devices "
@@ -259,11 +293,18 @@ class Pmapped:
                            hint="give the nested pmap another axis_name")
         root = outer[0].root if outer else collectives.Root()
 
+        gpus = (self.devices or list_devices("cuda")) if self.backend == "cuda" else None
+
         def shard(i: int):
             previous = collectives.bind(outer + (collectives.Frame(self.axis_name, i, n, root),))
             try:
                 shard_args, shard_kwargs = sliced(i)
-                out = runner(*shard_args, **shard_kwargs)
+                if gpus is None:
+                    out = runner(*shard_args, **shard_kwargs)
+                else:  # page-locked copies, so that this shard's copies overlap another's kernel
+                    shard_args, shard_kwargs = backends.cuda_pinned((shard_args, shard_kwargs))
+                    with backends.cuda_on_device(gpus[i]):
+                        out = runner(*shard_args, **shard_kwargs)
                 root.finish({f.name: f.index for f in collectives.frames()})
                 return out
             except BaseException:
