@@ -203,6 +203,27 @@ def printing():
     check("jit(reported)", jax.jit(reported)(0.5), (2 * math.sin(0.5)) ** 2)
 
 
+def normalise(x):
+    return x / lax.psum(jnp.sum(x), "i")
+
+
+def cube(x):
+    return x * x * x
+
+
+def sine_sum(v):
+    return jnp.sum(jnp.sin(v))
+
+
+def parallel():
+    print(f"12. pmap over the {len(jax.devices())} CPU devices, with a collective")
+    n = len(jax.devices())
+    x = np.arange(1.0, 1.0 + 3 * n).reshape(n, 3)
+    check("pmap(cube)", jax.pmap(cube)(x), x ** 3)
+    check("pmap(x / psum(sum(x), 'i'))", jax.pmap(normalise, "i")(x), x / x.sum())
+    check("pmap(grad(f))", jax.pmap(jax.grad(sine_sum))(x), np.cos(x))
+
+
 def main():
     key = arrays_and_keys()
     jitted_loop()
@@ -216,6 +237,7 @@ def main():
     mlp_with_adam(keys[2])
     control_flow()
     printing()
+    parallel()
     print("every section ran and matched")
 
 
