@@ -259,8 +259,8 @@ def test_devices_and_data_placement_are_identities_on_the_cpu(monkeypatch):
         with pytest.raises(s2s.S2SError, match="not a positive number of CPU devices"):
             s2s.devices()
     monkeypatch.setenv("S2S_CPU_DEVICES", "3")
-    with pytest.raises(s2s.S2SError, match="no 'gpu' devices"):
-        s2s.devices("gpu")
+    with pytest.raises(s2s.S2SError, match="no 'tpu' devices"):
+        s2s.devices("tpu")  # ("cuda" and "gpu": the GPUs, tests/test_cuda.py)
     tree = {"w": np.ones(3), "b": [1.0, (np.zeros(2),)]}
     assert s2s.device_put(tree) is tree and s2s.device_put(tree, device) is tree
     assert s2s.device_get(tree) is tree and s2s.block_until_ready(tree) is tree
