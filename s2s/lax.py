@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .collectives import COLLECTIVES, all_gather, axis_index, pmax, pmean, pmin, psum
+from .collectives import COLLECTIVES, all_gather, axis_index, pmax, pmean, pmin, psum  # noqa: F401 (COLLECTIVES: the frontend's fence)
 from .runtime import stop_gradient
 
 __all__ = ["cond", "switch", "fori_loop", "while_loop", "scan", "select", "stop_gradient",
@@ -126,36 +126,29 @@ def _leaves(tree: Any) -> list:
     return [tree]
 
 
-def _index(tree: Any, i: int) -> Any:
+def _map(fn: Callable, tree: Any) -> Any:
+    """fn of every array of a pytree of dicts, tuples and lists (None stays None)."""
     if tree is None:
         return None
     if isinstance(tree, dict):
-        return {k: _index(v, i) for k, v in tree.items()}
+        return {k: _map(fn, v) for k, v in tree.items()}
     if isinstance(tree, (tuple, list)):
-        return type(tree)(_index(v, i) for v in tree)
-    return tree[i]
+        return type(tree)(_map(fn, v) for v in tree)
+    return fn(tree)
+
+
+def _index(tree: Any, i: int) -> Any:
+    return _map(lambda leaf: leaf[i], tree)
 
 
 def _zero_row(tree: Any) -> Any:
-    if tree is None:
-        return None
-    if isinstance(tree, dict):
-        return {k: _zero_row(v) for k, v in tree.items()}
-    if isinstance(tree, (tuple, list)):
-        return type(tree)(_zero_row(v) for v in tree)
-    tree = np.asarray(tree)
-    return np.zeros(tree.shape[1:], tree.dtype)[()]
+    """A row of zeros of each array: what a scan of length 0 shows its body to find its outputs."""
+    return _map(lambda leaf: np.zeros(np.shape(leaf)[1:], np.asarray(leaf).dtype)[()], tree)
 
 
 def _empty_stack(example: Any) -> Any:
-    if example is None:
-        return None
-    if isinstance(example, dict):
-        return {k: _empty_stack(v) for k, v in example.items()}
-    if isinstance(example, (tuple, list)):
-        return type(example)(_empty_stack(v) for v in example)
-    example = np.asarray(example)
-    return np.zeros((0,) + example.shape, example.dtype)
+    """No rows of each of the body's outputs: a scan of length 0 stacks nothing."""
+    return _map(lambda leaf: np.zeros((0,) + np.shape(leaf), np.asarray(leaf).dtype), example)
 
 
 def _stack(outputs: list, n: int) -> Any:

@@ -72,6 +72,22 @@ def _function_keys(source: str) -> dict[str, str]:
     return keys
 
 
+def import_generated(source: str, stem: str, suffix: str = "") -> types.ModuleType:
+    """Generated source as the module s2s_generated.<its file><suffix>, from a real file in the
+    cache (so that s2s and inspect can read its functions again), imported once per process and
+    under cache.LOCK: another thread never finds it in sys.modules half executed."""
+    with cache.LOCK:
+        path = write_module(source, stem)
+        name = f"s2s_generated.{os.path.splitext(os.path.basename(path))[0]}{suffix}"
+        if name in sys.modules:
+            return sys.modules[name]
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        return module
+
+
 def load(source: str, stem: str, backend: str = "python", parallel: tuple[str, ...] = ()) -> types.ModuleType:
     """Import generated source as a module; for "cpu", every function is numba.njit'ed, and
     the functions named in `parallel` (batched drivers over runtime.prange) with parallel=True.

@@ -23,7 +23,6 @@ uses it: Numba's simulator runs code that the real compiler rejects).
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import inspect
 import os
 import re
@@ -39,7 +38,7 @@ from .. import pytree, runtime
 from ..codegen import cuda as codegen
 from ..errors import Origin, S2SError
 from ..transforms import batching
-from . import failures, write_module
+from . import failures, import_generated, write_module
 
 THREADS_PER_BLOCK = 128
 MAX_BLOCKS = 65536  # more examples than threads: each thread takes several (grid-stride loop)
@@ -341,15 +340,7 @@ def _load(source: str, stem: str) -> types.ModuleType:
 
     if not config.ENABLE_CUDASIM:  # the simulator calls the plain helpers
         runtime.register_cuda_overloads()
-    path = write_module(source, stem)
-    name = f"s2s_generated.{os.path.splitext(os.path.basename(path))[0]}_cuda"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    return import_generated(source, stem, "_cuda")
 
 
 class Launcher:

@@ -123,8 +123,9 @@ def _dotted(node: cst.BaseExpression) -> str | None:
     return None
 
 
-def tape_lines(source: str) -> dict[int, tuple[str, str]]:
-    """{line: (function, tape)} of every runtime.new_tape assignment in generated source."""
+def call_assignments(source: str, callee: str | None = None) -> dict[int, tuple[str, str]]:
+    """{line: (function, variable)} of every statement `variable = <call>` in generated source
+    (callee: only calls of that dotted name)."""
     found = {}
     wrapper = MetadataWrapper(cst.parse_module(source))
     positions = wrapper.resolve(PositionProvider)
@@ -132,11 +133,16 @@ def tape_lines(source: str) -> dict[int, tuple[str, str]]:
         if not isinstance(function, cst.FunctionDef):
             continue
         for node in _walk(function):
-            if (isinstance(node, cst.Assign) and isinstance(node.value, cst.Call)
-                    and _dotted(node.value.func) == "runtime.new_tape" and len(node.targets) == 1
-                    and isinstance(node.targets[0].target, cst.Name)):
+            if (isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) and len(node.targets) == 1
+                    and isinstance(node.targets[0].target, cst.Name)
+                    and (callee is None or _dotted(node.value.func) == callee)):
                 found[positions[node].start.line] = (function.name.value, node.targets[0].target.value)
     return found
+
+
+def tape_lines(source: str) -> dict[int, tuple[str, str]]:
+    """{line: (function, tape)} of every runtime.new_tape assignment in generated source."""
+    return call_assignments(source, "runtime.new_tape")
 
 
 def _code(node: cst.CSTNode) -> str:
@@ -508,17 +514,7 @@ def _direct_rows(module: cst.Module, entry: str, rows: list[tuple[str, str]], lo
 def local_lines(source: str) -> dict[int, tuple[str, str]]:
     """{line: (function, variable)} of every statement `variable = <call>` in generated source
     (the candidates for a local array: the probe says which of them made one)."""
-    found = {}
-    wrapper = MetadataWrapper(cst.parse_module(source))
-    positions = wrapper.resolve(PositionProvider)
-    for function in wrapper.module.body:
-        if not isinstance(function, cst.FunctionDef):
-            continue
-        for node in _walk(function):
-            if (isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) and len(node.targets) == 1
-                    and isinstance(node.targets[0].target, cst.Name)):
-                found[positions[node].start.line] = (function.name.value, node.targets[0].target.value)
-    return found
+    return call_assignments(source)
 
 
 def kernel_module(name: str, description: str, axes: str, header: str, device: Rewritten, kernel: str) -> str:

@@ -16,10 +16,7 @@ from __future__ import annotations
 import copy
 import functools
 import hashlib
-import importlib.util
 import inspect
-import os
-import sys
 from typing import Any, Callable
 
 import numpy as np
@@ -242,7 +239,7 @@ class Batched:
             f"        {out}[{b}] = runtime.batch_example({call(b)}, {first})\n"
             f"    return {out}\n"
         )
-        module = _import_generated(source, f"{fun.__name__}_vmap_loop")
+        module = backends.import_generated(source, f"{fun.__name__}_vmap_loop")
         setattr(module, fun.__name__, fun)  # the per-example function the loop calls
         self._loop_function = getattr(module, f"{fun.__name__}_vmap")
         return self._loop_function
@@ -439,7 +436,7 @@ class Batched:
         options = {"params": params, "trees": trees, "forced": forced, "has_aux": fun.has_aux}
         try:
             source, entries = api._generated(fun.fun, "vmap_total", options)
-            module = _import_generated(source, entries["total"])
+            module = backends.import_generated(source, entries["total"])
             gradient = api.Transformed(getattr(module, entries["total"]), "grad", fun.argnums)
             grad_source = gradient.source
         except S2SError as exc:  # no batching rule, or no derivative rule for the batched code
@@ -577,20 +574,6 @@ def _moved(arg: Any, tree: batching.ArgTree, forced: bool, n: int) -> Any:
         return arg
     items = [_moved(a, t, forced, n) for a, t in zip(arg, tree[1])]
     return type(arg)(*items) if tree[0] == "namedtuple" else tuple(items)
-
-
-def _import_generated(source: str, stem: str):
-    """Generated source as a module in a real file, so that s2s can read its functions again."""
-    with cache.LOCK:  # (another thread must not find the module in sys.modules half executed)
-        path = backends.write_module(source, stem)
-        module_name = "s2s_generated." + os.path.splitext(os.path.basename(path))[0]
-        if module_name in sys.modules:
-            return sys.modules[module_name]
-        spec = importlib.util.spec_from_file_location(module_name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[module_name] = module
-        spec.loader.exec_module(module)
-        return module
 
 
 def loop_source(fun: Callable, in_axes: Any = 0) -> str:
