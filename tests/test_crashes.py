@@ -292,3 +292,15 @@ def test_an_internal_error_of_numbas_compiler_is_an_s2s_error_and_a_runtime_erro
 
     with pytest.raises(ValueError, match="too large"):
         checked(refuse, (), user)(2.0)
+
+
+def test_a_dict_loop_that_takes_items_by_position_is_an_s2s_error_at_the_loop():
+    def over_keys(d, x):
+        s = 0.0
+        for k in d:
+            s = s + np.sum(x * x) * len(k)  # k used, but not as an index: items are taken by position
+        return s
+
+    with pytest.raises(s2s.S2SError, match=r"no key 0 in a dict.*d\.items\(\)") as info:
+        s2s.grad(over_keys, argnums=1)({"a": 1.0, "b": 2.0}, np.arange(3.0))
+    assert info.value.origin.line == over_keys.__code__.co_firstlineno + 2
