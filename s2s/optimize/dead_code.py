@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 
 from ..analysis.liveness import Branches, Liveness, Loop
-from .emitted import TEMPORARY, changes_nothing, count_names, is_comment, name_loads, stored_names
+from ..analysis.emitted import TEMPORARY, changes_nothing, count_names, is_comment, name_loads, stored_names
 
 _FRESH = (ast.Constant, ast.BinOp, ast.UnaryOp, ast.Compare)
 

@@ -6,7 +6,7 @@ of statements: each statement allocates and fills an array of its own. This pass
 each generated function (Python ast, before black) and
 
 1. drops `runtime.unbroadcast(g, x)` where g provably has x's shape (the helper then
-   returns g itself; the shapes: adjoint_shapes.py), and `runtime.copy(e)` of a freshly
+   returns g itself: adjoint_helpers.py), and `runtime.copy(e)` of a freshly
    computed e, so that nothing stands between an adjoint expression and the next one;
 2. folds `_tN = <pure expression>` into its only use, where that use is a later statement
    of the same straight-line block and of the same origin comment's group, and nothing in
@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import ast
 
-from .adjoint_shapes import ShapeInfo, Shapes
+from ..analysis.emitted import TEMPORARY, changes_nothing, foldable, is_comment, is_heading, name_loads
+from .adjoint_helpers import drop_unneeded, numbers_for_sum_bars
 from .dead_code import drop_self_assignments, propagate_copies, remove_dead_code
-from .emitted import TEMPORARY, changes_nothing, count_names, foldable, is_comment, is_heading, name_loads
 
 # ---- folding --------------------------------------------------------------------------
 
@@ -194,23 +194,6 @@ class _Folder:
                                 self.shadowed)
 
 
-def _numbers_for_sum_bars(function: ast.FunctionDef, shadowed: set[str]) -> int:
-    """`_t_bar = runtime.sum_bar(g, x)` -> `_t_bar = g` where every use of _t_bar is in an
-    elementwise expression that another operand of x's shape shapes: the number broadcasts,
-    and no array of x's shape is filled."""
-    shapes = Shapes(shadowed)
-    for arg in function.args.args:
-        shapes.env[arg.arg] = ShapeInfo(("parameter", arg.arg), False, False)
-    shapes.block(function.body)
-    loads, stores = count_names(function)
-    replaced = 0
-    for name, (stmt, _, good) in shapes.sum_bars.items():
-        if stores.get(name) == 1 and good == loads.get(name, 0) and good > 0:
-            stmt.value = stmt.value.args[0]
-            replaced += 1
-    return replaced
-
-
 def fuse_function(function: ast.FunctionDef, shadowed: set[str] = frozenset(),
                   headings: set[int] | None = None) -> ast.FunctionDef:
     """Apply the pass to one generated function in place (and return it).
@@ -218,15 +201,12 @@ def fuse_function(function: ast.FunctionDef, shadowed: set[str] = frozenset(),
     shadowed: names that the module binds to something else than the modules and builtins
     the rules know (a user function called `max`), whose calls are then left alone.
     """
-    shapes = Shapes(set(shadowed))
-    for arg in function.args.args:
-        shapes.env[arg.arg] = ShapeInfo(("parameter", arg.arg), False, False)
-    shapes.block(function.body)
+    drop_unneeded(function, set(shadowed))
     drop_self_assignments(function)
     remove_dead_code(function, set(shadowed))
     propagate_copies(function)
     function.body = _Folder(function, set(shadowed)).block(function.body)
-    if _numbers_for_sum_bars(function, set(shadowed)):
+    if numbers_for_sum_bars(function, set(shadowed)):
         propagate_copies(function)
         function.body = _Folder(function, set(shadowed)).block(function.body)
     _drop_empty_groups(function, headings)

@@ -41,54 +41,10 @@ from __future__ import annotations
 
 import ast
 
-from .emitted import call_kind, changes_nothing, is_comment
-from .lengths import (NUM, TOP, Lengths, Refuse, allocation, declared_facts, dotted_call, element_index,
-                      scalar_elementwise, slice_bounds)
-
-
-def _loads(node) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-
-
-def _stores(node) -> set[str]:
-    out = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))}
-    for n in ast.walk(node):
-        if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
-            out.add(n.target.id)
-    return out
-
-
-_SAFE_PARENTS = (ast.BinOp, ast.UnaryOp, ast.Compare)
-
-
-def _aliasing_loads(stmt, shadowed) -> set[str]:
-    """Names whose array this statement may give another name (or hand to a call that might):
-    every load except as an operand of arithmetic, an argument of an elementwise function or
-    of an allocation, and the array of a subscript write or of `w += e`."""
-    if not isinstance(stmt, (ast.Assign, ast.AugAssign, ast.Expr)):
-        return _loads(stmt)
-    parents = {}
-    for node in ast.walk(stmt):
-        for child in ast.iter_child_nodes(node):
-            parents[id(child)] = node
-    out = set()
-    for node in ast.walk(stmt):
-        if not (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)):
-            continue
-        child, parent = node, parents.get(id(node))
-        while isinstance(parent, ast.Subscript) and parent.value is child:
-            child, parent = parent, parents.get(id(parent))
-        if isinstance(parent, _SAFE_PARENTS):
-            continue
-        if isinstance(parent, ast.Call) and child in parent.args:
-            dotted = dotted_call(parent)
-            if dotted is not None and dotted[0] not in shadowed and (
-                    scalar_elementwise(dotted) or dotted == ("np", "sum") or allocation(dotted)):
-                continue
-        if isinstance(child, ast.Subscript) and isinstance(child.ctx, ast.Store):
-            continue
-        out.add(node.id)
-    return out
+from ..analysis.emitted import call_kind, changes_nothing, is_comment
+from ..analysis.code_shapes import TOP, dotted_call, is_number, slice_trim
+from .elements import (ElementShapes, Refuse, aliasing_loads, allocation, declared_facts, element_index, lengths,
+                       names_read, names_written, scalar_elementwise)
 
 
 class _Run:
@@ -109,7 +65,9 @@ class _Looper:
         self.function = function
         self.shadowed = shadowed
         self.comment = comment
-        self.lengths = Lengths(function, facts, shadowed)
+        # which names are numbers and which 1-d arrays of which length (the shape analysis)
+        self.classes, self.roots = lengths(function, facts, shadowed)
+        self.cls = ElementShapes(self.classes.get, shadowed).of
         used = {n.id for n in ast.walk(function) if isinstance(n, ast.Name)} | {a.arg for a in function.args.args}
         self.index = next(c for c in ["k"] + [f"k{j}" for j in range(1, 1000)] if c not in used)
         self.used = used | set(shadowed) | {self.index}  # names a carry (fresh_name) must not take
@@ -177,8 +135,8 @@ class _Looper:
         if is_comment(stmt):
             return
         if not in_loop:
-            fresh -= _aliasing_loads(stmt, self.shadowed)
-        stores = _stores(stmt)
+            fresh -= aliasing_loads(stmt, self.shadowed)
+        stores = names_written(stmt)
         if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id in fresh:
             stores.discard(stmt.target.id)  # w += e on an array changes w in place
         fresh -= stores | {("zeros", name) for name in stores}
@@ -188,8 +146,8 @@ class _Looper:
             new_array = isinstance(value, (ast.BinOp, ast.UnaryOp)) or (
                 dotted is not None and dotted[0] not in self.shadowed and not value.keywords
                 and (allocation(dotted) or dotted == ("runtime", "sum_bar") or scalar_elementwise(dotted)))
-            c = self.lengths.cls(value)
-            if new_array and c is not None and c != NUM and c is not TOP:
+            c = self.cls(value)
+            if new_array and c is not None and not is_number(c) and c is not TOP:
                 fresh.add(stmt.targets[0].id)  # arithmetic on arrays makes a new array
                 if dotted == ("runtime", "zeros_like"):
                     fresh.add(("zeros", stmt.targets[0].id))
@@ -234,7 +192,7 @@ class _Looper:
             return None
 
     def _same_length(self, cls, run: _Run, new: dict) -> None:
-        if cls is None or cls == NUM or cls is TOP or cls[1] not in self.lengths.roots:
+        if cls is None or cls is TOP or cls[0] != "arr" or len(cls[2]) != 1 or cls[1] not in self.roots:
             raise Refuse
         length = run.length or new.get("length")
         if length is None:
@@ -252,7 +210,7 @@ class _Looper:
                 raise Refuse
             dotted = dotted_call(value)
             if dotted == ("np", "sum") and len(value.args) == 1 and not value.keywords and "np" not in self.shadowed:
-                self._same_length(self.lengths.cls(value.args[0]), run, new)
+                self._same_length(self.cls(value.args[0]), run, new)
                 element = self.element(value.args[0], run, new)
                 kind, converted = "accumulator", ast.AugAssign(ast.Name(target, ast.Store()), ast.Add(), element)
             else:
@@ -263,7 +221,7 @@ class _Looper:
                     base = value.value if isinstance(value, ast.Subscript) else value
                     if not (isinstance(base, ast.Name) and base.id in self.params):
                         raise Refuse
-                self._same_length(self.lengths.cls(value), run, new)
+                self._same_length(self.cls(value), run, new)
                 if not self._private(target, stmt, body):
                     raise Refuse
                 element = self.element(value, run, new)
@@ -275,7 +233,7 @@ class _Looper:
                 raise Refuse
             if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
                 array = target.value.id
-                bounds = slice_bounds(target.slice)
+                bounds = slice_trim(target.slice)
                 if bounds is None:
                     raise Refuse
                 offset = bounds[0]
@@ -286,15 +244,15 @@ class _Looper:
             if array not in fresh or array in run.temps or array in run.accumulators:
                 raise Refuse
             whole = target if isinstance(target, ast.Subscript) else ast.Name(array, ast.Load())
-            self._same_length(self.lengths.cls(whole), run, new)
-            if array in _loads(stmt.value):
+            self._same_length(self.cls(whole), run, new)
+            if array in names_read(stmt.value):
                 raise Refuse
             if isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, (ast.Div, ast.FloorDiv, ast.Mod, ast.Pow,
                                                                         ast.MatMult)):
                 raise Refuse
             element = self.element(stmt.value, run, new)
-            value_cls = self.lengths.cls(stmt.value)
-            if value_cls != NUM:
+            value_cls = self.cls(stmt.value)
+            if not is_number(value_cls):
                 self._same_length(value_cls, run, new)
             index = element_index(k, offset)
             place = ast.Subscript(ast.Name(array, ast.Load()), index, ast.Store())
@@ -319,7 +277,7 @@ class _Looper:
                     continue
                 if b > a:
                     raise Refuse
-        reads = _loads(stmt.value) | ({stmt.targets[0].value.id} if kind == "write" and isinstance(stmt, ast.Assign)
+        reads = names_read(stmt.value) | ({stmt.targets[0].value.id} if kind == "write" and isinstance(stmt, ast.Assign)
                                       else set())
         if reads & set(run.accumulators):
             raise Refuse
@@ -334,15 +292,15 @@ class _Looper:
         if "zeroed" in new:
             run.zeroed.add(new["zeroed"])
         run.stored |= stored
-        run.loaded |= _loads(stmt)
+        run.loaded |= names_read(stmt)
         return converted
 
     def element(self, node, run: _Run, new: dict) -> ast.expr:
         """Element k of an elementwise expression (scalars for arrays), recording its reads."""
         k = self.index
-        cls = self.lengths.cls(node)
-        if cls == NUM and not any(isinstance(n, ast.Subscript) for n in ast.walk(node)):
-            if not changes_nothing(node, self.shadowed) or _loads(node) & run.stored:
+        cls = self.cls(node)
+        if is_number(cls) and not any(isinstance(n, ast.Subscript) for n in ast.walk(node)):
+            if not changes_nothing(node, self.shadowed) or names_read(node) & run.stored:
                 raise Refuse
             if any(isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Div, ast.FloorDiv, ast.Mod, ast.Pow))
                    for n in ast.walk(node)):
@@ -360,7 +318,7 @@ class _Looper:
             if not isinstance(node.value, ast.Name) or node.value.id in run.temps:
                 raise Refuse
             self._same_length(cls, run, new)
-            offset = slice_bounds(node.slice)[0]
+            offset = slice_trim(node.slice)[0]
             new["accesses"].append((node.value.id, offset, "read"))
             index = element_index(k, offset)
             return ast.Subscript(ast.Name(node.value.id, ast.Load()), index, ast.Load())
@@ -385,8 +343,8 @@ class _Looper:
                 return ast.Call(node.func, [self.element(a, run, new) for a in node.args], [])
             if dotted == ("runtime", "sum_bar") and "runtime" not in self.shadowed and len(node.args) == 2:
                 # the adjoint of a sum: g in every element of an array shaped like its operand
-                self._same_length(self.lengths.cls(node.args[1]), run, new)
-                if self.lengths.cls(node.args[0]) != NUM:
+                self._same_length(self.cls(node.args[1]), run, new)
+                if not is_number(self.cls(node.args[0])):
                     raise Refuse
                 return self.element(node.args[0], run, new)
         raise Refuse
@@ -397,17 +355,17 @@ class _Looper:
             target = stmt.targets[0].id
         elif isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
             target = stmt.target.id  # a counter, such as a tape's length
-            if self.lengths.env.get(target) != NUM:
+            if not is_number(self.classes.get(target)):
                 return False
         else:
             return False
         if not changes_nothing(stmt.value, self.shadowed):
             return False
-        c = self.lengths.cls(stmt.value)
-        if isinstance(stmt, ast.Assign) and c not in (None, NUM, TOP) and c != run.length \
+        c = self.cls(stmt.value)
+        if isinstance(stmt, ast.Assign) and c is not None and c is not TOP and not is_number(c) and c != run.length \
                 and not allocation(dotted_call(stmt.value)) and self._private(target, stmt, body):
             return False  # better a number of a loop of its own length
-        return not (_loads(stmt.value) & run.stored) and target not in run.loaded | run.stored
+        return not (names_read(stmt.value) & run.stored) and target not in run.loaded | run.stored
 
     # ---- a finished run ------------------------------------------------------------
 
@@ -572,7 +530,7 @@ class _Looper:
         out.extend(hoisted)
         for name in run.accumulators:
             out.append(ast.Assign([ast.Name(name, ast.Store())], ast.Constant(0), lineno=0))
-        root, trim = run.length[1], run.length[2]
+        root, trim = run.length[1], run.length[2][0][1]
         size = ast.Subscript(ast.Attribute(ast.Name(root, ast.Load()), "shape", ast.Load()), ast.Constant(0),
                              ast.Load())
         if trim:
@@ -623,7 +581,7 @@ def loop_function(function: ast.FunctionDef, facts: dict, shadowed: set[str] = f
     if {"range", "max"} & set(shadowed):
         return 0
     looper = _Looper(function, facts, set(shadowed), comment)
-    if not looper.lengths.roots:
+    if not looper.roots:
         return 0
     function.body = looper.block(function.body)
     return looper.loops

@@ -6,14 +6,14 @@ import ast
 import copy
 import operator
 
-import numpy as np
 
 from ...ir import nodes as ir
 from ...analysis.activity import bind, rule_for
 from ...codegen.emit import assign, name
 from ...frontend.source import is_user_function
 from ...rules import QUOTIENT_UNREAD, Rule, facts, lookup, spelled
-from ...analysis.shapes import broadcast, call_info, same_shape
+from ...analysis.code_shapes import CodeShapes
+from ...analysis.shapes import same_shape
 from ..rule_helpers import drop_defaults, simplify
 from .planning import Need
 
@@ -106,19 +106,17 @@ class RuleInstances:
         """In a rule's `unbroadcast(g, x)` at this statement: does g provably have x's shape?"""
         if self.classes is None:
             return False
-        return same_shape(self._template_class(g, stmt, found, bound, ()),
-                          self._template_class(x, stmt, found, bound, ()))
+        shapes = self._template_shapes(stmt, found, bound, ())
+        return same_shape(shapes.of(g), shapes.of(x))
 
-    def _template_class(self, expr: ast.expr, stmt: ir.Assign, found, bound, seen: tuple):
-        """The shape class (analysis/shapes.py) of a rule's expression at this statement. An adjoint
-        has its variable's shape: every contribution to it is unbroadcast to that shape."""
+    def _template_shapes(self, stmt: ir.Assign, found, bound, seen: tuple) -> CodeShapes:
+        """The shape analysis (analysis/code_shapes.py) of a rule's expressions at this
+        statement: a parameter has its argument's class there, the result (and its adjoint:
+        every contribution to it is unbroadcast to that shape) the target's after it, a local
+        its value's."""
         classes = self.classes
 
-        def of(e):
-            return self._template_class(e, stmt, found, bound, seen)
-
-        if isinstance(expr, ast.Name):
-            ident = expr.id
+        def class_of(ident: str):
             if ident in (found.result, f"{found.result}_bar"):
                 return classes.post(stmt, stmt.targets[0])
             if ident in bound:
@@ -127,21 +125,10 @@ class RuleInstances:
                     return classes.pre(stmt, atom.id)
                 return classes.constant(atom) if isinstance(atom, ir.Const) else None
             if ident in found.locals and ident not in seen:
-                return self._template_class(found.locals[ident], stmt, found, bound, seen + (ident,))
+                return self._template_shapes(stmt, found, bound, seen + (ident,)).of(found.locals[ident])
             return None
-        if isinstance(expr, ast.Constant):
-            return classes.constant(ir.Const(expr.value))
-        if isinstance(expr, ast.BinOp) and not isinstance(expr.op, ast.MatMult):
-            return broadcast(of(expr.left), of(expr.right))
-        if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, (ast.USub, ast.UAdd)):
-            return broadcast(of(expr.operand))
-        if isinstance(expr, ast.Compare) and len(expr.comparators) == 1:
-            return broadcast(of(expr.left), of(expr.comparators[0]))
-        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) \
-                and isinstance(expr.func.value, ast.Name) and expr.func.value.id == "np" and not expr.keywords:
-            fn = getattr(np, expr.func.attr, None)
-            return call_info(fn, [of(a) for a in expr.args]) if fn is not None else None
-        return None
+
+        return CodeShapes(class_of)
 
     def exact_setitem(self, stmt: ir.SetItem) -> bool:
         """base[index] = value where value provably has the shape of base[index]: its adjoint

@@ -1,4 +1,4 @@
-"""What the passes over emitted Python share: which calls are pure or elementwise (as the
+"""Facts about emitted Python that its analyses and passes share: which calls are pure or elementwise (as the
 templates declare them, s2s.rules.Facts), which names a statement reads and writes, and the
 origin comments that ride through the passes as `__s2s_comment_N__` statements."""
 
