@@ -71,7 +71,7 @@ def _generate(fn, row: str):
 
         return SecondOrder(fn, 0, 0, scalar=False).source, _user_files(fn)
     if row == "vmap":
-        from .vmap import loop_source
+        from .vmap_source import loop_source
 
         return loop_source(fn, 0), _user_files(fn)
     transform, options = {"jit": ("primal", {}), "grad": ("grad", {"argnums": [0]}), "jvp": ("jvp", {})}[row]

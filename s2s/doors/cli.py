@@ -17,9 +17,9 @@ from .. import driver
 from ..driver import cache
 from ..errors import S2SError
 from .api import _source
-from .vmap import loop_source
+from .vmap_source import loop_source
 
-# vmap: the loop over the examples, from --in-axes (vmap.loop_source)
+# vmap: the loop over the examples, from --in-axes (vmap_source.loop_source)
 MODES = {"grad": {"argnums": [0], "has_aux": False}, "vjp": None, "jvp": {}, "vmap": None}
 
 
