@@ -489,7 +489,7 @@ def device_functions(source: str, entry: str, tapes: list[Tape], origin_at, loca
     # the user's module constants that the generated code names (STEPS = 64), as the cpu module has them
     constants = [stmt for stmt in module.body if isinstance(stmt, cst.SimpleStatementLine)
                  and all(isinstance(part, cst.Assign) for part in stmt.body)]
-    text = cst.Module(body=constants + body).code
+    text = cuda_tapes.kernel_comments(cst.Module(body=constants + body).code)
     return Rewritten(text, tapes, list(locals_))
 
 

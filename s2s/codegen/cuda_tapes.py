@@ -262,6 +262,17 @@ def pop(tape: Tape, target: str) -> list[str]:
     return [f"{tape.count} -= 1", f"{target} = {clamped(tape, tape.count)}"]
 
 
+# The reverse mode's note on its tapes (transforms/reverse/core.py), as it reads in a kernel.
+_MADE = re.compile(r"# In range loops a tape is made at its first push, with room for one value per iteration\n"
+                   r"(\s*)# \(the loops' trip counts, known on entry\); ")
+
+
+def kernel_comments(text: str) -> str:
+    """The per-example code's comments on its tapes, as they hold in the kernel."""
+    return _MADE.sub(lambda m: "# Each tape is this thread's column of a global array (a parameter); range loops\n"
+                               f"{m.group(1)}# check its room at their first push; ", text)
+
+
 def header(tapes: list[Tape]) -> list[str]:
     """The kernel module's comment on its tapes."""
     if not tapes:
