@@ -146,6 +146,23 @@ def test_tapes_kept_within_the_memory_limit(monkeypatch):
     assert cuda_tapes.blocks(10**6, [64] * 4, [8] * 4, 128, 65536) == 4096
 
 
+def test_tapes_beyond_the_memory_limit_are_an_error_at_the_loop(monkeypatch):
+    """Tapes that one block cannot hold within S2S_CUDA_TAPE_MEMORY: an S2SError at the user's
+    statement whose values are taped, not a CUDA out-of-memory error."""
+    from s2s.backends import cuda_tapes
+
+    monkeypatch.setattr(cuda_tapes, "TAPE_MEMORY", 4 * 8 * 128 * 8)  # room for 8 steps of four tapes
+    make, args = CASES["damped_grad"]
+    with pytest.raises(s2s.S2SError, match="S2S_CUDA_TAPE_MEMORY") as info:
+        s2s.jit(make(), backend="cuda")(*args())
+    assert info.value.origin.line == _line_of("y = np.sin(y) * np.power(np.abs(y), 0.5) + 0.1 * t")
+
+
+def _line_of(statement: str) -> int:
+    with open(cuda_cases.__file__, encoding="utf-8") as handle:
+        return next(k for k, line in enumerate(handle.read().splitlines(), 1) if line.strip() == statement)
+
+
 def test_kernel_text_of_tapes():
     """codegen/cuda.py's rewriting of a range loop's tape and a while loop's, before and after."""
     from s2s.codegen import cuda as codegen

@@ -474,6 +474,13 @@ class Launcher:
         constants = vars(self.module)
         while True:
             rows = cuda_tapes.capacities(self.tapes, self.entry_params, args, self.trees, constants)
+            too_long = cuda_tapes.longest(self.tapes, rows, THREADS_PER_BLOCK)
+            if too_long is not None:
+                tape = self.tapes[too_long]
+                raise S2SError(f"backend='cuda': an example needs {rows[too_long]} values on a tape ({tape.name}); the "
+                               f"tapes of one block of {THREADS_PER_BLOCK} threads exceed S2S_CUDA_TAPE_MEMORY="
+                               f"{cuda_tapes.TAPE_MEMORY} bytes", self.origin(tape.line),
+                               hint="raise S2S_CUDA_TAPE_MEMORY (bytes, read at import), or use backend='cpu'")
             blocks = cuda_tapes.blocks(n, rows, [np.dtype(t.dtype).itemsize for t in self.tapes], THREADS_PER_BLOCK,
                                        MAX_BLOCKS)
             tapes = cuda_tapes.allocate(cuda, self.tapes, rows, blocks * THREADS_PER_BLOCK, stream)

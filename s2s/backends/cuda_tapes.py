@@ -85,6 +85,15 @@ def blocks(n: int, rows: list[int], itemsizes: list[int], per_block: int, max_bl
     return count
 
 
+def longest(tapes, rows: list[int], per_block: int):
+    """The longest tape (by bytes a thread) when the tapes of one block of per_block threads
+    exceed TAPE_MEMORY (the launch cannot shrink below a block), else None."""
+    sizes = [r * np.dtype(t.dtype).itemsize for t, r in zip(tapes, rows)]
+    if sum(sizes) * per_block <= TAPE_MEMORY:
+        return None
+    return max(zip(sizes, range(len(tapes))))[1]
+
+
 def allocate(cuda, tapes, rows: list[int], threads_: int, stream) -> list:
     """The tapes of a launch: (capacity, threads) arrays, uninitialised (a slot is written
     before it is read)."""
