@@ -29,8 +29,9 @@ compiler takes (kernel code cannot allocate arrays or call NumPy's array functio
 - random.normal / random.uniform of one number become runtime.kernels.normal64 (...), and
   random.fold_in / random.split keys local arrays filled by runtime.kernels;
 - everything else kernels cannot run (allocation by an expression, np.linalg, a reduction over
-  a whole array, a list that is not a while loop's tape) is refused here, before numba-cuda sees it, as an S2SError
-  naming the user's statement (the origin comment above it), that says backend="cpu" takes it.
+  a whole array, a list that is not a while loop's tape) is refused here, before numba-cuda
+  sees it, as an S2SError naming the user's statement (the origin comment above it), that says
+  backend="cpu" takes it.
 """
 
 from __future__ import annotations
