@@ -111,6 +111,22 @@ def test_while_loop_gradients(name, fun, argnums):
         np.testing.assert_allclose(grad, _central(primal, args(), argnum), rtol=1e-6, atol=1e-9)
 
 
+def test_device_arrays_with_tapes():
+    """Device arrays in: the capacity from z.shape[0] is read from the device array's shape, and a
+    while loop's overflow reruns on the same device inputs; results stay on the device."""
+    from numba import cuda
+
+    make, args = CASES["greeks"]
+    s0, sigma, z = cuda_cases.path_args(n=64, steps=24)
+    jitted = s2s.jit(make(), backend="cuda")
+    delta, vega = jitted(s0, sigma, cuda.to_device(z))
+    _agree((delta.copy_to_host(), vega.copy_to_host()), s2s.jit(make(), backend="cpu")(s0, sigma, z))
+    assert _launcher(jitted, (s0, sigma, z)).relaunches == 0
+    make, args = CASES["while_grad"]
+    got = s2s.jit(make(), backend="cuda")(cuda.to_device(args()[0]))
+    _agree(got.copy_to_host(), s2s.jit(make(), backend="cpu")(*args()))
+
+
 def test_tape_passed_down_to_a_helper():
     """A helper's range loop: the kernel passes the thread's column of the helper's tapes down
     through the entry; greeks equal the cpu backend's and the inlined path_payoff's."""
