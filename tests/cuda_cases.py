@@ -184,6 +184,26 @@ def settle_sum(x, k):  # the helper's while loop inside a range loop whose trip 
     return total
 
 
+def for_while(x, k):  # a while loop in a range loop: its trip counts go on a range loop's tape
+    total = 0.0
+    for i in range(k):
+        y = x + 0.5 * i
+        while y > 0.5:
+            y = y * 0.6 + 0.05 * np.sin(y)
+        total = total + y * y
+    return total
+
+
+def while_for(x, z):  # a range loop in a while loop: its values go on the while loop's tape
+    s = 0.0
+    while x < 3.0:
+        for t in range(z.shape[0]):
+            x = x + 0.1 * np.tanh(x * z[t])
+        s = s + x
+        x = x + 0.2
+    return s
+
+
 def walk(s, sigma, z):  # a helper with a range loop over a shape: its tape is known before launch
     for t in range(z.shape[0]):
         s = s * np.exp(-0.5 * sigma * sigma / z.shape[0] + sigma * np.sqrt(1.0 / z.shape[0]) * z[t])
@@ -327,6 +347,14 @@ def doubling_args():
     return np.linspace(1.9, 0.2, 30), np.linspace(0.02, 0.2, 30)
 
 
+def for_while_args():  # (x = 0.5 + i/2 would sit on the while loop's test: no derivative there)
+    return np.linspace(0.31, 2.53, 12), np.arange(12) % 4 + 1
+
+
+def while_for_args():
+    return np.linspace(2.0, 0.1, 10), np.abs(_rng().standard_normal((10, 3)))  # (the fewest trips first)
+
+
 def settle_args():
     return np.linspace(0.3, 4.0, 20), np.arange(20) % 5 + 1
 
@@ -371,6 +399,8 @@ CASES = {
     "while_grad": (lambda: s2s.vmap(s2s.grad(halves)), while_args),
     "doubling_grad": (lambda: s2s.vmap(s2s.grad(doubling, argnums=(0, 1))), doubling_args),
     "helper_while_grad": (lambda: s2s.vmap(s2s.grad(settle_sum)), settle_args),
+    "for_while_grad": (lambda: s2s.vmap(s2s.grad(for_while)), for_while_args),
+    "while_for_grad": (lambda: s2s.vmap(s2s.grad(while_for)), while_for_args),
     "helper_tape_greeks": (lambda: s2s.vmap(s2s.grad(walk_payoff, argnums=(0, 1)), in_axes=(None, None, 0)),
                            lambda: path_args(n=64)),
 }

@@ -92,12 +92,17 @@ def test_monte_carlo_path_capacity_from_the_shapes():
 
 @pytest.mark.parametrize("name, fun, argnums", [("while_grad", cuda_cases.halves, (0,)),
                                                 ("doubling_grad", cuda_cases.doubling, (0, 1)),
-                                                ("helper_while_grad", cuda_cases.settle_sum, (0,))])
+                                                ("helper_while_grad", cuda_cases.settle_sum, (0,)),
+                                                ("for_while_grad", cuda_cases.for_while, (0,)),
+                                                ("while_for_grad", cuda_cases.while_for, (0,))])
 def test_while_loop_gradients(name, fun, argnums):
     """A while loop's tape (a list in the per-example code) is a global tape with a count of its
     values; trip counts are the examples' own (1 to 6, 3 to 13, a helper's loop inside a range
-    loop): the first launch overflows and the batch reruns once. Against the cpu backend and
-    central differences."""
+    loop, a while loop in a range loop, a range loop in a while loop): the first launch
+    overflows and the batch reruns once. Against the cpu backend and central differences.
+    for_while: the first launch's range tape of while-loop trip counts overflows, so its reverse
+    sweep reads back a clamped slot and pops more than it pushed; the clamp keeps that inside
+    the column (an IndexError in the simulator before both sides were clamped)."""
     make, args = CASES[name]
     jitted = s2s.jit(make(), backend="cuda")
     got = jitted(*args())
@@ -209,19 +214,19 @@ def test_kernel_text_of_tapes():
         "        if x_tape_len == 0:\n"
         "            if n > x_tape.shape[0]:\n"
         "                cuda.atomic.max(tape_status, 0, n)\n"
-        "        x_tape[min(x_tape_len, x_tape.shape[0] - 1)] = x\n"
+        "        x_tape[max(0, min(x_tape_len, x_tape.shape[0] - 1))] = x\n"
         "        x_tape_len += 1\n"
         "        x = math.sin(x)\n"
         "    while x > 0.1:\n"
         "        if y_tape_len >= y_tape.shape[0]:\n"
         "            cuda.atomic.max(tape_status, 1, y_tape_len + 1)\n"
-        "        y_tape[min(y_tape_len, y_tape.shape[0] - 1)] = x\n"
+        "        y_tape[max(0, min(y_tape_len, y_tape.shape[0] - 1))] = x\n"
         "        y_tape_len += 1\n"
         "        x = x * 0.5\n"
         "    y_tape_len -= 1\n"
-        "    x = y_tape[min(y_tape_len, y_tape.shape[0] - 1)]\n"
+        "    x = y_tape[max(0, min(y_tape_len, y_tape.shape[0] - 1))]\n"
         "    x_tape_len -= 1\n"
-        "    return x_tape[min(x_tape_len, x_tape.shape[0] - 1)] + x\n"
+        "    return x_tape[max(0, min(x_tape_len, x_tape.shape[0] - 1))] + x\n"
     )
     found = codegen.tape_lines(before)
     assert found == {6: ("f", "x_tape", "range", "n"), 3: ("f", "y_tape", "while", "")}

@@ -233,9 +233,11 @@ def room(tape: Tape) -> str:
 
 
 def clamped(tape: Tape, index: str) -> str:
-    """tape[index], never past its column: an example that overflows keeps writing its last slot
-    (its results are discarded, and the batch runs again with a longer tape)."""
-    return f"{tape.name}[min({index}, {room(tape)} - 1)]"
+    """tape[index], never outside its column: an example that overflows keeps writing its last
+    slot, and may then read back values that send its reverse sweep another way and pop more
+    than it pushed (below slot 0); its results are discarded, and the batch runs again with a
+    longer tape."""
+    return f"{tape.name}[max(0, min({index}, {room(tape)} - 1))]"
 
 
 def check_range(tape: Tape, capacity: str) -> str:
