@@ -157,6 +157,63 @@ def growth_tangent_inline(s0, sigma, z):  # the same with an array made inside t
     return y_dot
 
 
+def halves(x):  # a while loop under grad: its tape is a list that grows, in a kernel a global one
+    while x > 1.0:
+        x = x * 0.5 + 0.1 * np.sin(x)
+    return x
+
+
+def doubling(x, r):  # a while loop whose trip count is the example's own, two values taped per trip
+    t = 0.0
+    while x < 2.0:
+        x = x * (1.0 + r) + 0.01 * np.sin(x)
+        t = t + np.sqrt(x)
+    return t
+
+
+def settle(x):  # a helper with a while loop: its tape is passed down by its caller
+    while x > 1.0:
+        x = x * 0.5 + 0.1 * np.sin(x)
+    return x
+
+
+def settle_sum(x, k):  # the helper's while loop inside a range loop whose trip count is the example's own
+    total = 0.0
+    for i in range(k):
+        total = total + settle(x + i) * np.cos(x * i)
+    return total
+
+
+def for_while(x, k):  # a while loop in a range loop: its trip counts go on a range loop's tape
+    total = 0.0
+    for i in range(k):
+        y = x + 0.5 * i
+        while y > 0.5:
+            y = y * 0.6 + 0.05 * np.sin(y)
+        total = total + y * y
+    return total
+
+
+def while_for(x, z):  # a range loop in a while loop: its values go on the while loop's tape
+    s = 0.0
+    while x < 3.0:
+        for t in range(z.shape[0]):
+            x = x + 0.1 * np.tanh(x * z[t])
+        s = s + x
+        x = x + 0.2
+    return s
+
+
+def walk(s, sigma, z):  # a helper with a range loop over a shape: its tape is known before launch
+    for t in range(z.shape[0]):
+        s = s * np.exp(-0.5 * sigma * sigma / z.shape[0] + sigma * np.sqrt(1.0 / z.shape[0]) * z[t])
+    return s
+
+
+def walk_payoff(s0, sigma, z):
+    return max(walk(s0, sigma, z) - 1.0, 0.0)
+
+
 # ---- refused: (function, in_axes, the refused statement, what the message says) --------------
 
 def uses_solve(a, b):
@@ -173,12 +230,6 @@ def allocates(x):  # an array of a fixed shape: a local array in the kernel
 def reduces(z):
     total = np.sum(z * z)
     return total
-
-
-def halves(x):
-    while x > 1.0:
-        x = x * 0.5 + 0.1 * np.sin(x)
-    return x
 
 
 def matvec(a, z):
@@ -288,6 +339,26 @@ def rosen_args():
     return (_rng().standard_normal((40, 4)),)
 
 
+def while_args():  # halves runs 1 to 6 trips: the first example the fewest (the probe sees 1)
+    return (np.linspace(2.0, 50.0, 40),)
+
+
+def doubling_args():
+    return np.linspace(1.9, 0.2, 30), np.linspace(0.02, 0.2, 30)
+
+
+def for_while_args():  # (x = 0.5 + i/2 would sit on the while loop's test: no derivative there)
+    return np.linspace(0.31, 2.53, 12), np.arange(12) % 4 + 1
+
+
+def while_for_args():
+    return np.linspace(2.0, 0.1, 10), np.abs(_rng().standard_normal((10, 3)))  # (the fewest trips first)
+
+
+def settle_args():
+    return np.linspace(0.3, 4.0, 20), np.arange(20) % 5 + 1
+
+
 # name -> (the transformed function, before s2s.jit, and its arguments)
 CASES = {
     "path_payoff": (lambda: s2s.vmap(path_payoff, in_axes=(None, None, 0)), path_args),
@@ -325,6 +396,13 @@ CASES = {
     "split_draws": (lambda: s2s.vmap(split_draws), lambda: keys_args()[:1]),
     "value_and_greeks": (lambda: s2s.vmap(s2s.value_and_grad(path_payoff, argnums=(0, 1)), in_axes=(None, None, 0)),
                          lambda: path_args(n=64)),
+    "while_grad": (lambda: s2s.vmap(s2s.grad(halves)), while_args),
+    "doubling_grad": (lambda: s2s.vmap(s2s.grad(doubling, argnums=(0, 1))), doubling_args),
+    "helper_while_grad": (lambda: s2s.vmap(s2s.grad(settle_sum)), settle_args),
+    "for_while_grad": (lambda: s2s.vmap(s2s.grad(for_while)), for_while_args),
+    "while_for_grad": (lambda: s2s.vmap(s2s.grad(while_for)), while_for_args),
+    "helper_tape_greeks": (lambda: s2s.vmap(s2s.grad(walk_payoff, argnums=(0, 1)), in_axes=(None, None, 0)),
+                           lambda: path_args(n=64)),
 }
 
 REFUSED = {
@@ -332,8 +410,6 @@ REFUSED = {
                lambda: (np.eye(3) + 0.1, _rng().standard_normal((4, 3)))),
     "reduction": (reduces, 0, "total = np.sum(z * z)", "np.sum reduces a whole array",
                   lambda: (_rng().standard_normal((4, 3)),)),
-    "while_tape": (s2s.grad(halves), 0, "x = x * 0.5 + 0.1 * np.sin(x)", "a list that grows",
-                   lambda: (np.linspace(2.0, 5.0, 4),)),
     "array_arithmetic": (scaled, 0, "y = z * 2.0", "it makes a new array", lambda: (np.ones((4, 3)),)),
     "random_exponential": (waits, 0, "return random.exponential(key)", "random.exponential has no kernel form yet",
                            lambda: (random.split(random.PRNGKey(0), 4),)),

@@ -118,17 +118,20 @@ def test_source_is_the_kernel_module():
     assert "math.exp(" in code and "math.sqrt(" in code and "np." not in code
     # runtime helpers only where numba-cuda has an overload of them (for numbers)
     assert set(re.findall(r"runtime\.(\w+)\(", code)) <= KERNEL_HELPERS
-    assert "cuda.local.array(" in code
+    # the tapes: global (capacity, threads) arrays, each thread's column passed down, none local
+    assert "cuda.local.array(" not in code and "s_tape[:, start]" in code
+    assert "step-major (thread t's slot s is tape[s, t]" in text
 
 
 def test_tapes_grow_when_a_later_example_needs_more():
     """The first example of damped_grad runs 5 steps, the longest 12: the probe sizes the tapes
-    at 5, the kernel reports the overflow, and the launcher runs again with room for 12."""
+    at 5, the kernel reports the overflow, and the launcher runs again with room for 12 (more
+    in tests/test_cuda_tapes.py)."""
     make, args = CASES["damped_grad"]
     jitted = s2s.jit(make(), backend="cuda")
     got = jitted(*args())
-    sizes = {line.split(" = ")[1].split()[0] for line in s2s.source(jitted).splitlines() if "_SIZE = " in line}
-    assert sizes == {str(int(args()[1].max()))}
+    launcher = jitted._specialise(args(), jitted._trees(args()), "cuda")["launcher"]
+    assert {t.size for t in launcher.tapes} == {int(args()[1].max())} and launcher.relaunches == 1
     _agree(got, s2s.jit(make(), backend="cpu")(*args()))
 
 

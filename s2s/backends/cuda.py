@@ -5,11 +5,15 @@ loads it, and returns the launcher that s2s.vmap calls: arguments are copied to 
 (device arrays are used as they are), one thread runs each example, and the outputs are
 copied back (or stay on the device when an input was a device array).
 
-Tapes of the per-example reverse mode are local arrays whose size is fixed in the module.
-The sizes come from a probe: the per-example code run once in Python on the first example,
-with runtime.new_tape recording each tape's capacity and dtype. A later example that needs
-more raises its tape's entry of tape_status; the launcher then writes the module again with
-that size and runs the batch again, so a probe that saw too little costs time, not results.
+Tapes of the per-example reverse mode (a range loop's, a while loop's) live in global memory:
+the launcher allocates one (capacity, threads) array per tape before each launch, step-major,
+and each thread uses its column (cuda_tapes.py: capacities, memory, the arrays). A capacity is
+evaluated from the arguments' shapes where the trip count is known from them; otherwise it is
+the most that the probe (the per-example code run once in Python on the first example, with
+runtime.new_tape and the while loops' lists recording their length and dtype) or an earlier
+launch needed. A later example that needs more raises its tape's entry of tape_status; the
+launcher then runs the batch again with longer tapes (the module stays as it is), so a probe
+that saw too little costs time, not results.
 
 The probe also finds the arrays the per-example code makes (their shapes become the kernel's
 local arrays) and refuses, at the user's statement, those a kernel cannot hold.
@@ -38,7 +42,7 @@ from .. import pytree, runtime
 from ..codegen import cuda as codegen
 from ..errors import Origin, S2SError
 from ..transforms import batching
-from . import failures, import_generated, write_module
+from . import cuda_tapes, failures, import_generated, write_module
 
 THREADS_PER_BLOCK = 128
 MAX_BLOCKS = 65536  # more examples than threads: each thread takes several (grid-stride loop)
@@ -268,8 +272,11 @@ def probe(source: str, stem: str, entry: str, example: tuple, extra: list[str]) 
 
     recording = types.SimpleNamespace(**{k: getattr(runtime, k) for k in dir(runtime) if not k.startswith("__")})
     recording.new_tape = new_tape
+    lists: dict[int, list] = {}  # while loops' tapes: {line: [the most values on it, the values]}
+    recording.list_tape = cuda_tapes.list_tape_recorder(lists)
+    whiles = [line for line, found in codegen.tape_lines(source).items() if found[2] == "while"]
     namespace = {"__name__": f"s2s_generated.probe_{stem}", "__file__": path}
-    exec(compile(source, path, "exec"), namespace)
+    exec(compile(cuda_tapes.recording_lists(source, whiles), path, "exec"), namespace)
     namespace["runtime"] = recording
     extras = [eval(e, {"np": np}) for e in extra]  # the seed: "1.0" or "np.float32(1.0)"
     old = sys.gettrace()
@@ -283,9 +290,19 @@ def probe(source: str, stem: str, entry: str, example: tuple, extra: list[str]) 
     for line, tape in tapes:
         keys = {_dtype_key(value) for value in tape}
         if seen[line][1] != "array" and keys - {seen[line][1]}:
-            widest = "array" if "array" in keys else str(np.result_type(*[np.asarray(v).dtype for v in tape]))
-            seen[line] = (seen[line][0], widest if widest in codegen.NUMBA_TYPES or widest == "array" else "float64")
+            seen[line] = (seen[line][0], _widest(tape))
+    for line, (size, values) in lists.items():
+        if values:
+            seen[line] = (size, _widest(values))
     return Probed(seen, made, escapes)
+
+
+def _widest(values: list) -> str:
+    """The dtype key of a tape that holds values ("array" if one is an array)."""
+    if any(_dtype_key(value) == "array" for value in values):
+        return "array"
+    widest = str(np.result_type(*[np.asarray(v).dtype for v in values]))
+    return widest if widest in codegen.NUMBA_TYPES else "float64"
 
 
 def _origin_files(user) -> tuple[str, ...]:
@@ -303,7 +320,8 @@ def check_arguments(params: list[str], trees: list, spec: dict) -> None:
 
 
 def module_text(base: str, params: list[str], trees: list, kernel: batching.Kernel, tapes: list[codegen.Tape],
-                user_files: tuple[str, ...], locals_: list[codegen.Local] = (), inline: list[str] = ()) -> str:
+                user_files: tuple[str, ...], locals_: list[codegen.Local] = (), inline: list[str] = (),
+                unknown: set[str] = frozenset()) -> str:
     lines, sources = kernel.source.splitlines(), {os.path.basename(p): p for p in user_files if p}
     outs = [f"out_{k}" for k in range(len(kernel.leaf_paths))]
     array_outs = [out for out, ndim in zip(outs, kernel.leaf_ndims) if ndim]
@@ -318,11 +336,13 @@ def module_text(base: str, params: list[str], trees: list, kernel: batching.Kern
     numbers = [path for out, path in zip(outs, kernel.leaf_paths) if out not in array_outs]
     device = codegen.device_functions(kernel.source, kernel.entry, tapes,
                                       lambda line: failures.origin_above(lines, line, sources), locals_, rows,
-                                      numbers, inline)
+                                      numbers, inline, unknown)
     size = next(s for s in (batching.first_batched(p, t) for p, t in zip(params, trees)) if s)
     args = [batching.example_expr(p, t, "{b}") for p, t in zip(params, trees)] + kernel.extra_args
     if rows:
         args.append("{rows}")
+    if tapes:
+        args.append("{tapes}")
     status = bool(tapes) or bool(locals_)
     if status:
         args.append("tape_status")
@@ -330,8 +350,11 @@ def module_text(base: str, params: list[str], trees: list, kernel: batching.Kern
     doc = f"Vmap of {kernel.description}, batched over {axes}: one example per thread."
     if array_outs:
         doc += " Array results are written into each thread's rows of the outputs."
+    if tapes:
+        doc += (" Tapes are (capacity, threads) arrays in global memory, step-major: this thread's column"
+                " tape[:, start] is its tape, whichever example it runs.")
     text = codegen.kernel_source(base, params, [], size, outs, f"{kernel.entry}({', '.join(args)})",
-                                 kernel.leaf_paths, status, doc, tuple(array_outs))
+                                 kernel.leaf_paths, status, doc, tuple(array_outs), tuple(t.param for t in tapes))
     return codegen.kernel_module(base, kernel.description, axes, kernel.source, device, text)
 
 
@@ -366,12 +389,15 @@ class Launcher:
         # array returns its adjoint) is inlined into its callers, where the array then lives.
         self.inline = sorted({function for _, function in probed.escapes})
         self.tapes = []
-        for line, (function, name) in sorted(codegen.tape_lines(kernel.source).items()):
+        for line, (function, name, kind, capacity) in sorted(codegen.tape_lines(kernel.source).items()):
             size, dtype = probed.tapes.get(line, (1, "float64"))  # not reached on the probe: grown on demand
             if dtype == "array":
                 raise S2SError(f"backend='cuda' keeps tapes of numbers; {function} tapes an array ({name})",
                                at(line), hint="backend='cpu' takes it")
-            self.tapes.append(codegen.Tape(function, name, line, max(size, 1), dtype))
+            self.tapes.append(codegen.Tape(function, name, line, max(size, 1), dtype, kind, capacity))
+        self.entry_params = cuda_tapes.entry_params(kernel.source, kernel.entry)
+        self.unknown = cuda_tapes.unknown_values(self.entry_params, trees, example)
+        self.relaunches = 0  # launches run again because an example needed a longer tape
         candidates = codegen.local_lines(kernel.source)
         self.locals, others = [], []
         for line, kinds in sorted(probed.made.items()):
@@ -399,7 +425,7 @@ class Launcher:
 
     def _build(self) -> None:
         self.source = module_text(self.base, self.params, self.trees, self.kernel, self.tapes, self.user_files,
-                                  self.locals, self.inline)
+                                  self.locals, self.inline, self.unknown)
         self.module = _load(self.source, self.base + "_cuda")
         self.function = getattr(self.module, f"{self.base}_kernel")
         if self.spec is not None:  # s2s.source shows the module that ran
@@ -444,14 +470,26 @@ class Launcher:
                             else cuda.to_device(np.ascontiguousarray(a), stream=stream) for a in args)
         outs = [cuda.device_array((n, *shape), dtype=np.dtype(d), stream=stream)
                 for d, shape in zip(self.dtypes, self.shapes)]
-        blocks = max(1, min(MAX_BLOCKS, -(-n // THREADS_PER_BLOCK)))
         slots = len(self.tapes) + len(self.locals)
+        constants = vars(self.module)
         while True:
+            rows = cuda_tapes.capacities(self.tapes, self.entry_params, args, self.trees, constants)
+            too_long = cuda_tapes.longest(self.tapes, rows, THREADS_PER_BLOCK)
+            if too_long is not None:
+                tape = self.tapes[too_long]
+                raise S2SError(f"backend='cuda': an example needs {rows[too_long]} values on a tape ({tape.name}); the "
+                               f"tapes of one block of {THREADS_PER_BLOCK} threads exceed S2S_CUDA_TAPE_MEMORY="
+                               f"{cuda_tapes.TAPE_MEMORY} bytes", self.origin(tape.line),
+                               hint="raise S2S_CUDA_TAPE_MEMORY (bytes, read at import), or use backend='cpu'")
+            blocks = cuda_tapes.blocks(n, rows, [np.dtype(t.dtype).itemsize for t in self.tapes], THREADS_PER_BLOCK,
+                                       MAX_BLOCKS)
+            tapes = cuda_tapes.allocate(cuda, self.tapes, rows, blocks * THREADS_PER_BLOCK, stream)
             status = cuda.to_device(np.zeros(slots, dtype=np.int64), stream=stream) if slots else None
+            self.blocks = blocks  # (the last launch's: tests/test_cuda_tapes.py)
             kernel = self.function[blocks, THREADS_PER_BLOCK, stream]
             try:
                 with _simulated_launch():
-                    kernel(*device_args, *outs, *([status] if slots else []))
+                    kernel(*device_args, *outs, *tapes, *([status] if slots else []))
             except Exception as exc:  # a numba-cuda compilation error: name the user's statement
                 from numba.core.errors import NumbaError
 
@@ -467,12 +505,9 @@ class Launcher:
                                    f"example's {local.shape}, the shape of the kernel's local array",
                                    self.origin(local.line), hint="make arrays of one shape for every example, or "
                                                                  "use backend='cpu'")
-            grown = [(t, int(k)) for t, k in zip(self.tapes, needed) if k > t.size]
-            if not grown:
+            if not cuda_tapes.grown(self.tapes, rows, needed[:len(self.tapes)]):
                 break
-            for tape, size in grown:  # an example needs a longer tape: write the module again with room
-                tape.size = size
-            self._build()
+            self.relaunches += 1  # an example needs a longer tape: run the batch again with room
         axes = self.spec["out_axes"] if self.spec else [0] * len(outs)
         if on_device:
             if any(axis not in (0, None) for axis in axes):
@@ -487,6 +522,13 @@ class Launcher:
         return failures.origin_above(self.kernel.source.splitlines(), line, sources)
 
 
+def compile_ptx(jitted, *args, cc: tuple[int, int] = (9, 0)) -> str:
+    """The PTX of the kernel s2s.jit(s2s.vmap(f), backend="cuda") runs for these arguments (cuda_ptx.py)."""
+    from .cuda_ptx import compile_ptx as compile_
+
+    return compile_(jitted, *args, cc=cc)
+
+
 def specialise(base: str, params: list[str], trees: list, kernel: batching.Kernel, spec: dict, example: tuple,
                user) -> dict:
     """The entries of a vmap specialisation on the cuda backend (s2s.vmap's spec)."""
@@ -494,46 +536,6 @@ def specialise(base: str, params: list[str], trees: list, kernel: batching.Kerne
     launcher.spec = spec
     return {"source": launcher.source, "driver": f"{base}_kernel", "description": kernel.description,
             "call": launcher, "launcher": launcher}
-
-
-@contextlib.contextmanager
-def _no_driver(cc: tuple[int, int]):
-    """numba-cuda asks the driver for the compute capability when a kernel that calls device
-    functions is compiled, even when compile_ptx is given cc: without a GPU (or a driver) it is
-    answered here, and only for the duration of the compilation."""
-    from numba.cuda import dispatcher
-
-    original = dispatcher.get_current_device
-    dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=cc)
-    try:
-        yield
-    finally:
-        dispatcher.get_current_device = original
-
-
-def compile_ptx(jitted, *args, cc: tuple[int, int] = (9, 0)) -> str:
-    """The PTX of the kernel that s2s.jit(s2s.vmap(f), backend="cuda") runs for these arguments,
-    compiled for compute capability cc with no GPU and no driver (numba-cuda's NVVM)."""
-    import numba
-    from numba import cuda
-
-    if getattr(cuda, "is_simulator", lambda: False)() or os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
-        raise S2SError("compile_ptx needs numba-cuda's compiler, not its simulator",
-                       hint="run it in a process without NUMBA_ENABLE_CUDASIM=1")
-    trees = jitted._trees(args)
-    spec = jitted._specialise(args, trees, "cuda")
-    launcher = spec["launcher"]
-    host = [np.ascontiguousarray(a) if np.ndim(a) else a for a in args]
-    types_ = [numba.typeof(a) for a in host] + [numba.typeof(np.empty((1, *shape), np.dtype(d)))
-                                                for d, shape in zip(launcher.dtypes, launcher.shapes)]
-    if launcher.tapes or launcher.locals:
-        types_.append(numba.int64[::1])
-    try:
-        with _no_driver(cc):
-            ptx, _ = cuda.compile_ptx(launcher.function.py_func, tuple(types_), cc=cc)
-    except numba.core.errors.NumbaError as exc:
-        raise launcher.compile_error(exc) from exc
-    return ptx
 
 
 # ---- streams ---------------------------------------------------------------------------------

@@ -8,11 +8,15 @@ compiler takes (kernel code cannot allocate arrays or call NumPy's array functio
 - NumPy's elementwise functions on scalars become math.* (np.exp(x) -> math.exp(x)), np.abs
   becomes abs, np.power **, np.maximum and np.minimum conditional expressions (NaN wins, as in
   NumPy), np.sign one that keeps NumPy's 0 at 0 and nan at nan;
-- a tape (runtime.new_tape, one slot per iteration of the loop that pushes) becomes a
-  cuda.local.array of a size fixed when the module is specialised (the capacity the first
-  example needed, `tapes` below). A thread whose example needs more records that on
-  `tape_status` and clamps its pushes (so that it never writes outside the array); the
-  launcher then specialises again with room for it and runs the batch again;
+- a tape (runtime.new_tape in a range loop, one slot per iteration of the loop that pushes; a
+  list in a while loop, .append / .pop) is a column of a global array that the launcher
+  allocates, of shape (capacity, threads): step-major, thread t's slot s is tape[s, t], so that
+  neighbouring threads touch neighbouring addresses. The kernel passes each thread's column
+  (tape[:, t]) down to the device functions; a while loop's tape gets a count of its values. A
+  thread whose example needs more room records that on `tape_status` and clamps its pushes (so
+  that it never writes outside its column); the launcher then reruns the batch with longer
+  tapes, without writing the module again (codegen/cuda_tapes.py, which also says why tapes are
+  not cuda.local.array);
 - an array the code makes by a statement of its own (y = np.zeros(n), np.empty_like(x),
   runtime.zeros_like(x), np.copy(x): LOCAL_CALLS) becomes a cuda.local.array of the shape the
   probe saw (`locals_` below), filled as the call would; an example that asks for another shape
@@ -25,8 +29,9 @@ compiler takes (kernel code cannot allocate arrays or call NumPy's array functio
 - random.normal / random.uniform of one number become runtime.kernels.normal64 (...), and
   random.fold_in / random.split keys local arrays filled by runtime.kernels;
 - everything else kernels cannot run (allocation by an expression, np.linalg, a reduction over
-  a whole array, a list that grows) is refused here, before numba-cuda sees it, as an S2SError
-  naming the user's statement (the origin comment above it), that says backend="cpu" takes it.
+  a whole array, a list that is not a while loop's tape) is refused here, before numba-cuda
+  sees it, as an S2SError naming the user's statement (the origin comment above it), that says
+  backend="cpu" takes it.
 """
 
 from __future__ import annotations
@@ -38,6 +43,8 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ..errors import S2SError
+from . import cuda_tapes
+from .cuda_tapes import Tape, tape_lines  # noqa: F401 (the launcher's names for them)
 from .format import format_source
 
 # np.<name> on a scalar -> math.<name>: the functions numba-cuda implements for float32 and
@@ -62,19 +69,6 @@ NUMBA_TYPES = {"float64": "numba.float64", "float32": "numba.float32", "int64": 
                "int32": "numba.int32", "bool": "numba.boolean", "uint32": "numba.uint32", "uint64": "numba.uint64"}
 # runtime.random.<draw> of one number (no shape, or shape ()) -> runtime.kernels.<draw>32 / <draw>64
 RANDOM_DRAWS = {"uniform": ("key", "shape", "dtype", "minval", "maxval"), "normal": ("key", "shape", "dtype")}
-
-
-@dataclass
-class Tape:
-    """A tape of the per-example code, as the kernel holds it."""
-
-    function: str
-    name: str  # the tape's variable
-    line: int  # the line of its runtime.new_tape in the per-example source
-    size: int  # room in the kernel's local array
-    dtype: str  # a key of NUMBA_TYPES
-    slot: int = 0  # its entry of tape_status
-    constant: str = ""  # the module constant that holds size
 
 
 @dataclass
@@ -140,11 +134,6 @@ def call_assignments(source: str, callee: str | None = None) -> dict[int, tuple[
     return found
 
 
-def tape_lines(source: str) -> dict[int, tuple[str, str]]:
-    """{line: (function, tape)} of every runtime.new_tape assignment in generated source."""
-    return call_assignments(source, "runtime.new_tape")
-
-
 def _code(node: cst.CSTNode) -> str:
     return cst.Module(body=[]).code_for_node(node)
 
@@ -191,7 +180,8 @@ class _ToCuda(cst.CSTTransformer):
 
     def __init__(self, origin_at, functions: set[str], tapes: dict[int, Tape], status: set[str],
                  locals_: dict[int, Local], entry: str, rows: list[tuple[str, str]], result: str,
-                 number_paths: list[str], direct: dict[tuple[str, str], str], inline: set[str]):
+                 number_paths: list[str], direct: dict[tuple[str, str], str], inline: set[str],
+                 taken: dict[str, list[Tape]]):
         self.origin_at, self.functions = origin_at, functions
         self.tapes, self.status = tapes, status  # status: the functions that take tape_status
         self.locals = locals_
@@ -204,6 +194,7 @@ class _ToCuda(cst.CSTTransformer):
         self.line = 0  # the line of the statement being rewritten
         self.clamped: dict[tuple[str, str], Local] = {}  # local arrays of a computed size
         self.tape_of: dict[str, Tape] = {}  # tape variable -> Tape, in the current function
+        self.taken = taken  # function -> the tapes it takes as parameters (its own and its callees')
 
     def refuse(self, node: cst.CSTNode, what: str) -> None:
         line = self.get_metadata(PositionProvider, node).start.line
@@ -225,6 +216,8 @@ class _ToCuda(cst.CSTTransformer):
         params = list(updated.params.params)
         if updated.name.value == self.entry:
             params += [cst.Param(cst.Name(row)) for row, _ in self.rows]
+        params += [cst.Param(cst.Name(cuda_tapes.param_in(t, updated.name.value)))
+                   for t in self.taken.get(updated.name.value, ())]
         if updated.name.value in self.status:  # it has tapes or local arrays, or calls a function that has
             params.append(cst.Param(cst.Name("tape_status")))
         updated = updated.with_changes(params=updated.params.with_changes(params=params))
@@ -305,13 +298,17 @@ class _ToCuda(cst.CSTTransformer):
             if helper == "new_tape":
                 return updated  # replaced with its statement (leave_Assign)
             self.refuse(original, f"the runtime helper {name} (arrays, or a batched value) has no kernel form")
+        tape = self.tape_of.get(_dotted(updated.func.value) or "") if isinstance(updated.func, cst.Attribute) else None
+        if tape is not None and tape.kind == "while":
+            return updated  # tape.append(x) / x = tape.pop(): leave_SimpleStatementLine writes them
         if isinstance(updated.func, cst.Attribute) and updated.func.attr.value in METHODS and not (
                 _dotted(updated.func.value) or "").startswith(("math", "cuda")):
-            kind = ("a list that grows (the tape of a while loop)" if updated.func.attr.value in ("append", "pop")
+            kind = ("a list that grows (other than a while loop's tape)" if updated.func.attr.value in ("append", "pop")
                     else f"the array method .{updated.func.attr.value}()")
             self.refuse(original, f"{kind} has no kernel form")
         if isinstance(updated.func, cst.Name) and updated.func.value in self.status:
-            return updated.with_changes(args=[*updated.args, cst.Arg(cst.Name("tape_status"))])
+            tapes = [cst.Arg(cst.Name(t.param)) for t in self.taken.get(updated.func.value, ())]
+            return updated.with_changes(args=[*updated.args, *tapes, cst.Arg(cst.Name("tape_status"))])
         return updated
 
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
@@ -338,10 +335,7 @@ class _ToCuda(cst.CSTTransformer):
         tape = self.tape_of.get(getattr(updated.value, "value", None)) if isinstance(updated.value, cst.Name) else None
         if tape is None or len(updated.slice) != 1:
             return updated
-        # Clamped: a thread whose example overflows the tape never writes outside it (its
-        # results are discarded and the batch runs again with a larger tape).
-        index = _code(updated.slice[0].slice.value)
-        return cst.parse_expression(f"{tape.name}[min({index}, {tape.constant} - 1)]")
+        return cst.parse_expression(cuda_tapes.clamped(tape, _code(updated.slice[0].slice.value)))
 
     def _local(self, original, updated: cst.SimpleStatementLine, local: Local):
         """name = np.zeros(...) (and the like, LOCAL_CALLS): a local array of the probe's shape,
@@ -422,13 +416,31 @@ class _ToCuda(cst.CSTTransformer):
             return cst.FlattenSentinel(statements)
         tape = self.tapes.get(line)
         if tape is None:
-            return updated
-        capacity = _code(updated.body[0].value.args[1].value)
-        create = cst.parse_statement(f"{tape.name} = cuda.local.array({tape.constant}, {NUMBA_TYPES[tape.dtype]})")
-        # Only a thread whose example overflows the tape touches tape_status (no contention).
-        check = cst.parse_statement(f"if {capacity} > {tape.constant}:\n"
-                                    f"    cuda.atomic.max(tape_status, {tape.slot}, {capacity})\n")
-        return cst.FlattenSentinel([create.with_changes(leading_lines=updated.leading_lines), check])
+            statements = self._pushed_or_popped(updated)
+            if statements is None:
+                return updated
+        elif tape.kind == "range":
+            statements = [cuda_tapes.check_range(tape, _code(updated.body[0].value.args[1].value))]
+        else:
+            statements = [cuda_tapes.start_while(tape)]
+        statements = [cst.parse_statement(x) for x in statements]
+        statements[0] = statements[0].with_changes(leading_lines=updated.leading_lines)
+        return cst.FlattenSentinel(statements)
+
+    def _pushed_or_popped(self, updated: cst.SimpleStatementLine) -> list[str] | None:
+        """tape.append(x) and y = tape.pop() of a while loop's tape, as statements."""
+        statement = updated.body[0] if len(updated.body) == 1 else None
+        call = getattr(statement, "value", None)
+        if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)):
+            return None
+        tape = self.tape_of.get(_dotted(call.func.value) or "")
+        if tape is None or tape.kind != "while":
+            return None
+        if isinstance(statement, cst.Expr) and call.func.attr.value == "append":
+            return cuda_tapes.push(tape, _code(call.args[0].value))
+        if isinstance(statement, cst.Assign) and len(statement.targets) == 1 and call.func.attr.value == "pop":
+            return cuda_tapes.pop(tape, _code(statement.targets[0].target))
+        return None
 
 
 def _constant(name: str, suffix: str, used: set[str]) -> str:
@@ -440,12 +452,15 @@ def _constant(name: str, suffix: str, used: set[str]) -> str:
 
 
 def device_functions(source: str, entry: str, tapes: list[Tape], origin_at, locals_: list[Local] = (),
-                     rows: list[tuple[str, str]] = (), number_paths: list[str] = (), inline=()) -> Rewritten:
+                     rows: list[tuple[str, str]] = (), number_paths: list[str] = (), inline=(),
+                     unknown: set[str] = frozenset()) -> Rewritten:
     """The functions of the per-example module that entry reaches, rewritten for numba-cuda
     (module doc). tapes: each runtime.new_tape's size and dtype; locals_: each array the code
     makes, with its shape (both from the probe of the launcher); rows: (parameter, leaf path)
     of entry's array results, which it copies into its thread's output rows (it then returns
-    the leaves at number_paths alone, as a flat tuple).
+    the leaves at number_paths alone, as a flat tuple); unknown: the entry's parameters whose
+    values the launcher does not know before launch (a tape's capacity that reads one is not
+    known before launch; their shapes it knows).
     Raises S2SError at origin_at(line) (the user's statement that a line of source came from)
     for what a kernel cannot run."""
     module = cst.parse_module(source)
@@ -453,8 +468,7 @@ def device_functions(source: str, entry: str, tapes: list[Tape], origin_at, loca
     keep = reachable(calls, entry)
     by_line = {t.line: t for t in tapes}
     used: set[str] = set()
-    for slot, tape in enumerate(tapes):
-        tape.slot, tape.constant = slot, _constant(tape.name, "_SIZE", used)
+    cuda_tapes.name_tapes(tapes, module, entry, set(unknown))
     for slot, local in enumerate(locals_, len(tapes)):
         local.slot, local.constant = slot, _constant(local.name, "_SHAPE", used)
     status = {t.function for t in tapes} | {a.function for a in locals_}
@@ -467,7 +481,7 @@ def device_functions(source: str, entry: str, tapes: list[Tape], origin_at, loca
     result = next(r for r in ("result", *(f"result_{k}" for k in range(1, 1000))) if r not in names)
     direct = _direct_rows(module, entry, list(rows), locals_)
     transformer = _ToCuda(origin_at, set(keep), by_line, status, {a.line: a for a in locals_}, entry, list(rows),
-                          result, list(number_paths), direct, set(inline))
+                          result, list(number_paths), direct, set(inline), cuda_tapes.tape_params(tapes, calls, keep))
     rewritten = MetadataWrapper(module).visit(transformer)
     functions = {f.name.value: f for f in rewritten.body if isinstance(f, cst.FunctionDef)}
     # callees first: numba-cuda resolves a device function's callees when it is compiled,
@@ -476,7 +490,7 @@ def device_functions(source: str, entry: str, tapes: list[Tape], origin_at, loca
     # the user's module constants that the generated code names (STEPS = 64), as the cpu module has them
     constants = [stmt for stmt in module.body if isinstance(stmt, cst.SimpleStatementLine)
                  and all(isinstance(part, cst.Assign) for part in stmt.body)]
-    text = cst.Module(body=constants + body).code
+    text = cuda_tapes.kernel_comments(cst.Module(body=constants + body).code)
     return Rewritten(text, tapes, list(locals_))
 
 
@@ -526,32 +540,32 @@ def kernel_module(name: str, description: str, axes: str, header: str, device: R
         lines += ["# Arrays the per-example code makes are cuda.local.array of the shapes below (the first",
                   "# example's), or the thread's row of an output where it returns them; an example that",
                   "# asks for another shape is an error."]
-    if device.tapes:
-        lines += ["# Tapes are cuda.local.array of the sizes below, fixed when the batch was specialised;",
-                  "# an example that needs more is recorded in tape_status, and the launcher specialises",
-                  "# again with room for it."]
+    lines += cuda_tapes.header(device.tapes)
     lines += [line for line in header.splitlines() if line.startswith("#")]
     lines += ["import math", "", "import numba", "import numpy as np", "from numba import cuda", "",
               "from s2s import runtime", ""]
-    lines += [f"{t.constant} = {t.size}  # {t.function}: {t.name}" for t in device.tapes]
     lines += [f"{a.constant} = {a.shape!r}  # {a.function}: {a.name}, a local array" for a in device.locals]
     return format_source("\n".join(lines) + "\n\n\n" + device.source + "\n\n" + kernel)
 
 
 def kernel_source(name: str, params: list[str], mapped: list[str], size: str, outs: list[str],
-                  call: str, leaf_paths: list[str], status: bool, doc: str, array_outs: tuple = ()) -> str:
+                  call: str, leaf_paths: list[str], status: bool, doc: str, array_outs: tuple = (),
+                  tapes: tuple = ()) -> str:
     """The `<name>_kernel` function: each thread runs the examples start, start + stride, ...
     array_outs: the outputs whose leaves are arrays (the call writes their rows, `{rows}` in
-    call); the others are numbers, stored from the call's result."""
+    call); the others are numbers, stored from the call's result. tapes: the kernel's tape
+    parameters, (capacity, threads) arrays of which each thread passes its column (`{tapes}`
+    in call)."""
     fresh = set(params) | set(outs)
     b = "b" if "b" not in fresh else "b_"
-    args = params + outs + (["tape_status"] if status else [])
+    args = params + outs + list(tapes) + (["tape_status"] if status else [])
+    columns = ", ".join(f"{tape}[:, start]" for tape in tapes)
     rows = ", ".join(f"{out}[{b}]" for out in outs if out in array_outs)
     lines = ["@cuda.jit", f"def {name}_kernel({', '.join(args)}):", f'    """{doc}"""',
              "    start = cuda.grid(1)", "    stride = cuda.gridsize(1)",
              f"    for {b} in range(start, {size}, stride):",
              f"        {'' if array_outs and len(array_outs) == len(outs) else 'result = '}"
-             f"{call.replace('{b}', b).replace('{rows}', rows)}"]
+             f"{call.replace('{b}', b).replace('{rows}', rows).replace('{tapes}', columns)}"]
     if array_outs:  # the call returns the numbers alone, in order
         numbers = [out for out in outs if out not in array_outs]
         lines += [f"        {out}[{b}] = result[{k}]" for k, out in enumerate(numbers)]

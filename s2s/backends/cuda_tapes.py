@@ -1,0 +1,146 @@
+"""The launcher's side of a kernel's tapes (codegen/cuda_tapes.py writes the kernel's side).
+
+Each tape is one array in global memory of shape (capacity, threads), step-major: thread t
+uses column t, and at each step neighbouring threads touch neighbouring addresses. The
+capacity of a launch:
+
+- a range loop's tape whose trip count names only the entry's arguments' shapes, numbers that
+  are the same for every example and module constants (`range(z.shape[0])`, `range(STEPS)`):
+  evaluated from the arguments before launch, exact;
+- any other (a trip count of the example's own, `range(k)`; a loop in a helper; a while loop):
+  the most the probe's first example or an earlier launch needed. An example that needs more
+  records it in tape_status; the launcher reruns the batch with capacity max(needed, twice the
+  old), so that any example works, at the cost of a rerun.
+
+Memory: 10^6 examples x 64 steps x float64 is 512 MB per tape. The tapes have a column per
+thread, not per example, and the kernel's grid-stride loop lets fewer threads run all the
+examples: the launch takes no more threads than keep the tapes under TAPE_MEMORY bytes
+(S2S_CUDA_TAPE_MEMORY, 1 GiB by default), which chunks the batch with no second launch. Half a
+million threads (1 GiB of four such tapes) still exceeds what an H200 keeps resident at once
+(132 SMs x 2048 threads).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import sys
+import types
+
+import numpy as np
+
+from .. import runtime
+
+TAPE_MEMORY = int(os.environ.get("S2S_CUDA_TAPE_MEMORY", 1 << 30))
+
+
+def entry_params(source: str, entry: str) -> list[str]:
+    """The parameter names of the per-example entry function."""
+    function = next(f for f in ast.parse(source).body if isinstance(f, ast.FunctionDef) and f.name == entry)
+    return [a.arg for a in function.args.args]
+
+
+def unknown_values(names: list[str], trees: list, example: tuple) -> set[str]:
+    """The entry's parameters whose values the launcher does not know before launch: arrays
+    (their shapes it knows) and numbers of each example's own (mapped). A trip count that reads
+    one differs between examples, or would need the data: the overflow protocol sizes its tape."""
+    return {name for name, tree, value in zip(names, trees, example) if tree[1] is not None or np.ndim(value)}
+
+
+def capacities(tapes, names: list[str], args: tuple, trees: list, constants: dict) -> list[int]:
+    """Each tape's capacity for a launch on args: the trip count evaluated from the arguments
+    where it is known from them (tape.from_shapes), otherwise tape.size."""
+    bound = None
+    found = []
+    for tape in tapes:
+        value = None
+        if tape.from_shapes:
+            if bound is None:
+                bound = dict(constants)
+                bound["runtime"] = runtime
+                for name, arg, tree in zip(names, args, trees):
+                    shape = tuple(np.shape(arg)) if not hasattr(arg, "copy_to_host") else tuple(arg.shape)
+                    if tree[1] is not None:  # an example's array: its shape, without the batch axis
+                        bound[name] = types.SimpleNamespace(shape=shape[:tree[1]] + shape[tree[1] + 1:])
+                    elif shape:
+                        bound[name] = types.SimpleNamespace(shape=shape)
+                    else:
+                        bound[name] = arg
+            try:
+                value = int(eval(tape.capacity, {"__builtins__": {"min": min, "max": max, "abs": abs, "int": int}},
+                                 bound))
+            except Exception:  # (not a function of the shapes after all: the overflow protocol covers it)
+                value = None
+        found.append(max(1, value) if value is not None else max(1, tape.size))
+    return found
+
+
+def blocks(n: int, rows: list[int], itemsizes: list[int], per_block: int, max_blocks: int) -> int:
+    """Blocks for n examples: one thread each, up to max_blocks, and no more threads than keep
+    the tapes (rows x itemsize bytes per thread) within TAPE_MEMORY."""
+    count = max(1, min(max_blocks, -(-n // per_block)))
+    per_thread = sum(r * s for r, s in zip(rows, itemsizes))
+    if per_thread:
+        count = max(1, min(count, TAPE_MEMORY // (per_thread * per_block)))
+    return count
+
+
+def longest(tapes, rows: list[int], per_block: int):
+    """The longest tape (by bytes a thread) when the tapes of one block of per_block threads
+    exceed TAPE_MEMORY (the launch cannot shrink below a block), else None."""
+    sizes = [r * np.dtype(t.dtype).itemsize for t, r in zip(tapes, rows)]
+    if sum(sizes) * per_block <= TAPE_MEMORY:
+        return None
+    return max(zip(sizes, range(len(tapes))))[1]
+
+
+def allocate(cuda, tapes, rows: list[int], threads_: int, stream) -> list:
+    """The tapes of a launch: (capacity, threads) arrays, uninitialised (a slot is written
+    before it is read)."""
+    return [cuda.device_array((r, threads_), dtype=np.dtype(t.dtype), stream=stream) for t, r in zip(tapes, rows)]
+
+
+def grown(tapes, rows: list[int], needed) -> bool:
+    """After a launch: each tape an example overflowed gets capacity max(needed, twice the
+    launch's) for the next launch (and is no longer taken as known from the shapes). Whether
+    any did."""
+    again = False
+    for tape, launched, need in zip(tapes, rows, needed):
+        if int(need) > launched:
+            tape.size = max(int(need), 2 * launched)
+            tape.from_shapes = False
+            again = True
+    return again
+
+
+# ---- the probe's view of a while loop's tape -------------------------------------------------
+
+class _Recording(list):
+    """A while loop's tape in the probe: a list that records [the most values on it, every value
+    pushed] (the values give the tape's dtype)."""
+
+    def __init__(self, record: list):
+        super().__init__()
+        self.record = record
+
+    def append(self, value) -> None:
+        super().append(value)
+        self.record[0] = max(self.record[0], len(self))
+        self.record[1].append(value)
+
+
+def recording_lists(source: str, lines: list[int]) -> str:
+    """source with each while loop's tape (`tape = []` at lines) made by runtime.list_tape(),
+    which the probe records; the lines stay where they are."""
+    text = source.splitlines(keepends=True)
+    for line in lines:
+        head, _, tail = text[line - 1].rpartition("[]")
+        text[line - 1] = f"{head}runtime.list_tape(){tail}"
+    return "".join(text)
+
+
+def list_tape_recorder(seen: dict):
+    """runtime.list_tape for the probe: {line: (the most values on it, the values pushed)}."""
+    def list_tape():
+        return _Recording(seen.setdefault(sys._getframe(1).f_lineno, [0, []]))
+    return list_tape
