@@ -123,6 +123,20 @@ def test_source_is_the_kernel_module():
     assert "step-major (thread t's slot s is tape[s, t]" in text
 
 
+def _kernel_names(start, stride, result, b):
+    return start * 2.0 + stride * 3.0 + result * 5.0 + b * 7.0
+
+
+def test_parameters_named_like_the_kernels_own_variables():
+    """The kernel's loop names (start, stride, b, result) never hide a parameter of that name."""
+    x = np.arange(6.0)
+    for axes in [(0, 0, 0, 0), (None, 0, None, 0)]:
+        args = [1.5 if a is None else x + k for k, a in enumerate(axes)]
+        got = s2s.jit(s2s.vmap(_kernel_names, in_axes=axes), backend="cuda")(*args)
+        start, stride, result, b = (np.broadcast_to(a, x.shape) for a in args)
+        np.testing.assert_array_equal(got, start * 2.0 + stride * 3.0 + result * 5.0 + b * 7.0)
+
+
 def test_tapes_grow_when_a_later_example_needs_more():
     """The first example of damped_grad runs 5 steps, the longest 12: the probe sizes the tapes
     at 5, the kernel reports the overflow, and the launcher runs again with room for 12 (more

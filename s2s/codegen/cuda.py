@@ -556,19 +556,26 @@ def kernel_source(name: str, params: list[str], mapped: list[str], size: str, ou
     call); the others are numbers, stored from the call's result. tapes: the kernel's tape
     parameters, (capacity, threads) arrays of which each thread passes its column (`{tapes}`
     in call)."""
-    fresh = set(params) | set(outs)
-    b = "b" if "b" not in fresh else "b_"
+    taken = set(params) | set(outs) | set(tapes) | {"tape_status", "cuda"}
+
+    def fresh(base: str) -> str:  # the kernel's own names never hide a parameter
+        while base in taken:
+            base += "_"
+        taken.add(base)
+        return base
+
+    b, start, stride, result = fresh("b"), fresh("start"), fresh("stride"), fresh("result")
     args = params + outs + list(tapes) + (["tape_status"] if status else [])
-    columns = ", ".join(f"{tape}[:, start]" for tape in tapes)
+    columns = ", ".join(f"{tape}[:, {start}]" for tape in tapes)
     rows = ", ".join(f"{out}[{b}]" for out in outs if out in array_outs)
     lines = ["@cuda.jit", f"def {name}_kernel({', '.join(args)}):", f'    """{doc}"""',
-             "    start = cuda.grid(1)", "    stride = cuda.gridsize(1)",
-             f"    for {b} in range(start, {size}, stride):",
-             f"        {'' if array_outs and len(array_outs) == len(outs) else 'result = '}"
+             f"    {start} = cuda.grid(1)", f"    {stride} = cuda.gridsize(1)",
+             f"    for {b} in range({start}, {size}, {stride}):",
+             f"        {'' if array_outs and len(array_outs) == len(outs) else f'{result} = '}"
              f"{call.replace('{b}', b).replace('{rows}', rows).replace('{tapes}', columns)}"]
     if array_outs:  # the call returns the numbers alone, in order
         numbers = [out for out in outs if out not in array_outs]
-        lines += [f"        {out}[{b}] = result[{k}]" for k, out in enumerate(numbers)]
+        lines += [f"        {out}[{b}] = {result}[{k}]" for k, out in enumerate(numbers)]
     else:
-        lines += [f"        {out}[{b}] = result{path}" for out, path in zip(outs, leaf_paths)]
+        lines += [f"        {out}[{b}] = {result}{path}" for out, path in zip(outs, leaf_paths)]
     return "\n".join(lines) + "\n"
