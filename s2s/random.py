@@ -458,16 +458,31 @@ def _randint(key, shape, minval, maxval, dtype=int):
 
 def permutation(key, x) -> np.ndarray:
     """A random permutation of range(x) (an int) or of the rows of the array x (axis 0)."""
-    key = _key(key)
-    if np.ndim(x) == 0:
-        return _permutation_kernel(key, int(x))
-    x = np.asarray(x)
-    return x[_permutation_kernel(key, x.shape[0])]
+    return _permutation(_key(key), x)
+
+
+def _permutation(key, x):
+    if key.ndim == 1:
+        order = _permutation_kernel(key, int(x) if np.ndim(x) == 0 else np.shape(x)[0])
+        return order if np.ndim(x) == 0 else np.asarray(x)[order]
+    n = int(x) if np.ndim(x) == 0 else np.shape(x)[0]  # a batch of keys: _permutation_kernel's rounds for each
+    rounds = int(math.ceil(3 * math.log(max(1, n)) / math.log(4294967295.0)))
+    order = np.broadcast_to(np.arange(n), key.shape[:-1] + (n,))
+    for _ in range(rounds):
+        keys = _split(key, 2)
+        key = keys[..., 0, :]
+        sort_keys = _bits_of(keys[..., 1, :], n, False)
+        order = np.take_along_axis(order, np.argsort(sort_keys, axis=-1, kind="mergesort"), axis=-1)
+    return np.array(order) if np.ndim(x) == 0 else np.asarray(x)[order]
 
 
 def categorical(key, logits, axis=-1, shape=None) -> np.ndarray:
     """Indices drawn with probabilities softmax(logits) along axis: the Gumbel-max trick,
     argmax(logits - log(-log(u))), u uniform in [tiny, 1), as JAX's mode "low"."""
+    return _categorical(_key(key), logits, axis, shape)
+
+
+def _categorical(key, logits, axis=-1, shape=None):
     logits = np.asarray(logits)
     dtype = logits.dtype if logits.dtype in (np.float32, np.float64) else np.dtype(np.float64)
     axis = axis % logits.ndim
@@ -476,6 +491,6 @@ def categorical(key, logits, axis=-1, shape=None) -> np.ndarray:
     prefix = shape[:len(shape) - len(batch)]
     drawn = shape[len(prefix):len(prefix) + axis] + (logits.shape[axis],) + shape[len(prefix) + axis:]
     tiny = np.finfo(dtype).tiny
-    u = uniform(key, prefix + drawn, dtype, tiny, 1.0)
+    u = _uniform(key, prefix + drawn, dtype, tiny, 1.0)  # (a batch of keys: its axis first)
     gumbel = -np.log(-np.log(u))
-    return np.argmax(gumbel + logits.astype(dtype), axis=len(prefix) + axis)
+    return np.argmax(gumbel + logits.astype(dtype), axis=key.ndim - 1 + len(prefix) + axis)

@@ -255,7 +255,7 @@ def test_vmap_over_keys(backend):
         np.testing.assert_allclose(got, loop, rtol=1e-14)
 
 
-def every_draw(key, data, p):  # each draw with a batch form (runtime/batching.py), and two without
+def every_draw(key, data, p):  # each draw (runtime/batching.py draws them for all keys at once)
     k = random.fold_in(key, 3)
     return (random.split(key, (2, 3)), random.fold_in(key, data), k, random.bits(key, (4,)),
             random.bits(key, (), np.uint64), random.uniform(key, (2, 2), np.float32, -1.0, 2.0),
@@ -265,7 +265,8 @@ def every_draw(key, data, p):  # each draw with a batch form (runtime/batching.p
             random.bernoulli(key, 0.3, (4,)), random.bernoulli(key, np.float32(0.6)),
             random.randint(key, (3,), -4, 9), random.randint(key, (), -(2**62), 2**62, np.int64),
             random.randint(key, (2,), 0, 2**31 - 1, np.int32), random.categorical(key, p),
-            random.permutation(key, 5))
+            random.categorical(key, np.stack([p, p[::-1]]), 1, (3, 2)), random.permutation(key, 5),
+            random.permutation(k, 1700)[:20], random.permutation(key, np.stack([p, p * 2.0])))
 
 
 def test_vmap_draws_all_keys_at_once_bit_for_bit():

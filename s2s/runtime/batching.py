@@ -216,14 +216,14 @@ def random_per_example(draw, batched, *args, **kwargs):
 def _all_keys_at_once(draw, batched, n, args, kwargs):
     """The draw for n keys by s2s.random's private form of it, which takes a batch of keys
     (shape (n, 2)) and hashes each counter under all of them in one pass: key b's numbers are
-    those draw gives for it. None where it has no such form (categorical, permutation), where
-    another argument than the key differs between examples, or where the key is not a batch
-    of uint32 keys (the call per example then says what is wrong)."""
+    those draw gives for it. None where another argument than the key differs between examples,
+    or where the key is not a batch of uint32 keys (the call per example then says what is wrong)."""
     from .. import random as R
 
     batch_form = {R.split: R._split, R.fold_in: R._fold_in, R.bits: R._bits, R.uniform: R._uniform,
                   R.normal: R._normal, R.exponential: R._exponential, R.truncated_normal: R._truncated_normal,
-                  R.bernoulli: R._bernoulli, R.randint: R._randint}.get(draw)
+                  R.bernoulli: R._bernoulli, R.randint: R._randint, R.categorical: R._categorical,
+                  R.permutation: R._permutation}.get(draw)
     if batch_form is None or not args or any(batched[2 if draw is R.fold_in else 1:]):
         return None
     key = np.asarray(args[0])
