@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import random as R
 from .values import unbroadcast
 
 
@@ -218,8 +219,6 @@ def _all_keys_at_once(draw, batched, n, args, kwargs):
     (shape (n, 2)) and hashes each counter under all of them in one pass: key b's numbers are
     those draw gives for it. None where another argument than the key differs between examples,
     or where the key is not a batch of uint32 keys (the call per example then says what is wrong)."""
-    from .. import random as R
-
     batch_form = {R.split: R._split, R.fold_in: R._fold_in, R.bits: R._bits, R.uniform: R._uniform,
                   R.normal: R._normal, R.exponential: R._exponential, R.truncated_normal: R._truncated_normal,
                   R.bernoulli: R._bernoulli, R.randint: R._randint, R.categorical: R._categorical,
