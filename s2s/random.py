@@ -26,7 +26,8 @@ Under s2s's transforms a draw is a constant: `mu + sigma * random.normal(key, sh
 derivative of the reparameterisation trick with respect to mu and sigma, and keys (integers)
 are never differentiated. s2s.jit compiles calls to these functions through Numba overloads
 (s2s/runtime/overloads/random.py); s2s.vmap over a batch of keys gives what calling per key
-gives.
+gives (on the Python path hashing each counter under all the keys at once: the private forms
+below take a batch of keys), and CUDA kernels draw per thread (runtime/kernels.py).
 
 >>> import numpy as np
 >>> from s2s import random

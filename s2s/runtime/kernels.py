@@ -6,8 +6,11 @@ output), and check at run time that an example asks for the shape the module was
 with. Here they are plain NumPy, which Numba's CUDA simulator runs; runtime/overloads/cuda.py
 gives numba-cuda its loops over the elements.
 
-The scalar draws of s2s.random (one number per key, as `random.normal(key)` gives) are here
-too, written on numbers: the threefry hash of counter 0, and JAX's transformation of its bits.
+The draws of s2s.random are here too, written on numbers: one number per key (as
+`random.normal(key)` gives) is the threefry hash of counter 0 and JAX's transformation of its
+bits; a draw of a shape fills a local array, element i from counter i (normal, uniform,
+exponential, truncated_normal, bernoulli, randint; permutation sorts in place; categorical
+reads a 1-d row of logits).
 Their fused multiply-adds are `fma`: emulated exactly in NumPy here (s2s.random's _fma32 and
 _fma64), `cuda.fma` on the GPU, so both give the once-rounded result.
 """
