@@ -255,6 +255,41 @@ def test_vmap_over_keys(backend):
         np.testing.assert_allclose(got, loop, rtol=1e-14)
 
 
+def every_draw(key, data, p):  # each draw (runtime/batching.py draws them for all keys at once)
+    k = random.fold_in(key, 3)
+    return (random.split(key, (2, 3)), random.fold_in(key, data), k, random.bits(key, (4,)),
+            random.bits(key, (), np.uint64), random.uniform(key, (2, 2), np.float32, -1.0, 2.0),
+            random.uniform(key), random.normal(k, (5,)), random.normal(key, (), np.float32),
+            random.exponential(key, (3,)), random.exponential(key, (), np.float32),
+            random.truncated_normal(key, -1.0, 0.5, (3,)), random.truncated_normal(key, 0.0, 2.0, None, np.float32),
+            random.bernoulli(key, 0.3, (4,)), random.bernoulli(key, np.float32(0.6)),
+            random.randint(key, (3,), -4, 9), random.randint(key, (), -(2**62), 2**62, np.int64),
+            random.randint(key, (2,), 0, 2**31 - 1, np.int32), random.categorical(key, p),
+            random.categorical(key, np.stack([p, p[::-1]]), 1, (3, 2)), random.permutation(key, 5),
+            random.permutation(k, 1700)[:20], random.permutation(key, np.stack([p, p * 2.0])))
+
+
+def test_vmap_draws_all_keys_at_once_bit_for_bit():
+    """vmap over keys (and fold_in's data) on the python path hashes each counter under all
+    keys at once: bit for bit what each key gives alone."""
+    keys, data = random.split(random.PRNGKey(4), 7), np.arange(7) - 3  # (negative data: modulo 2**32)
+    logits = np.linspace(-1.0, 1.0, 4)
+    got = s2s.vmap(every_draw, in_axes=(0, 0, None))(keys, data, logits)
+    for j, leaf in enumerate(got):
+        want = np.stack([np.asarray(every_draw(k, d, logits)[j]) for k, d in zip(keys, data)])
+        assert leaf.dtype == want.dtype and leaf.shape == want.shape, j
+        np.testing.assert_array_equal(leaf, want, err_msg=f"draw {j}")
+    shared = s2s.vmap(every_draw, in_axes=(None, 0, None))(keys[0], data, logits)  # the key shared
+    np.testing.assert_array_equal(shared[1], np.stack([random.fold_in(keys[0], d) for d in data]))
+    assert np.all(shared[3] == shared[3][:1])  # (the same key: the same bits for every example)
+
+
+def test_batch_forms_refuse_a_batch_of_keys_publicly():
+    """The public functions still take one key: a batch is for s2s.vmap."""
+    with pytest.raises(TypeError, match="use s2s.vmap"):
+        random.normal(random.split(random.PRNGKey(0), 3))
+
+
 def test_docstring_examples():
     import doctest
 

@@ -26,8 +26,8 @@ compiler takes (kernel code cannot allocate arrays or call NumPy's array functio
   array then lives in the caller's frame);
 - the entry's array results are written into the thread's output rows, and it returns its
   numbers alone (numba-cuda returns no array that is not an argument);
-- random.normal / random.uniform of one number become runtime.kernels.normal64 (...), and
-  random.fold_in / random.split keys local arrays filled by runtime.kernels;
+- s2s.random's draws of one number become runtime.kernels.normal64 (...), draws of a shape and
+  random.fold_in / random.split keys local arrays filled by runtime.kernels (cuda_random.py);
 - everything else kernels cannot run (allocation by an expression, np.linalg, a reduction over
   a whole array, a list that is not a while loop's tape) is refused here, before numba-cuda
   sees it, as an S2SError naming the user's statement (the origin comment above it), that says
@@ -43,7 +43,8 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ..errors import S2SError
-from . import cuda_tapes
+from . import cuda_random, cuda_tapes
+from .cuda_random import RANDOM_DRAWS
 from .cuda_tapes import Tape, tape_lines  # noqa: F401 (the launcher's names for them)
 from .format import format_source
 
@@ -67,8 +68,6 @@ KERNEL_HELPERS = {"zeros_like", "ones_like", "copy", "tree_add", "unbroadcast", 
                   "push_shape", "pop_shape"}
 NUMBA_TYPES = {"float64": "numba.float64", "float32": "numba.float32", "int64": "numba.int64",
                "int32": "numba.int32", "bool": "numba.boolean", "uint32": "numba.uint32", "uint64": "numba.uint64"}
-# runtime.random.<draw> of one number (no shape, or shape ()) -> runtime.kernels.<draw>32 / <draw>64
-RANDOM_DRAWS = {"uniform": ("key", "shape", "dtype", "minval", "maxval"), "normal": ("key", "shape", "dtype")}
 
 
 @dataclass
@@ -96,9 +95,9 @@ LOCAL_CALLS = {
 
 
 # name = runtime.random.fold_in(key, i) / split(key, n): keys as local arrays of uint32
-# and name = runtime.random.normal(key, shape) / uniform(...): a draw of a shape, into a local array
+# and name = runtime.random.normal(key, shape) (and the other draws: codegen/cuda_random.py), into a local array
 LOCAL_RANDOM = {"runtime.random.fold_in": "fold_in_into", "runtime.random.split": "split_into",
-                "runtime.random.normal": "normal{bits}_into", "runtime.random.uniform": "uniform{bits}_into"}
+                **{f"runtime.random.{draw}": draw for draw in RANDOM_DRAWS}}
 
 
 @dataclass
@@ -226,33 +225,9 @@ class _ToCuda(cst.CSTTransformer):
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
         self.line = self.get_metadata(PositionProvider, node).start.line
 
-    def _draw_arguments(self, original: cst.Call, call: cst.Call, draw: str) -> dict:
-        """{parameter: expression} of a call of random.<draw>."""
-        names, given = RANDOM_DRAWS[draw], {}
-        for k, arg in enumerate(call.args):
-            if arg.star:
-                self.refuse(original, f"random.{draw} with *args has no kernel form")
-            given[arg.keyword.value if arg.keyword else names[k]] = arg.value
-        return given
-
     def _random_draw(self, original: cst.Call, updated: cst.Call, draw: str) -> cst.BaseExpression:
-        """runtime.random.normal(key) / uniform(key, (), dtype, minval, maxval) of one number."""
-        given = self._draw_arguments(original, updated, draw)
-        shape = given.get("shape")
-        if shape is not None and not (isinstance(shape, cst.Tuple) and not shape.elements):
-            self.refuse(original, f"random.{draw} of a shape makes an array, which a kernel holds only when it is "
-                                  f"a statement of its own (z = random.{draw}(key, (n,))); or draw one number "
-                                  f"per call: random.{draw}(key), with keys from random.fold_in(key, i)")
-        dtype = _dotted(given["dtype"]) if "dtype" in given else "float"
-        if dtype not in ("float", "np.float64", "np.float32", "numba.float64", "numba.float32"):
-            self.refuse(original, f"random.{draw} with dtype={_code(given['dtype'])} has no kernel form "
-                                  "(np.float32 or np.float64)")
-        bits = "32" if dtype.endswith("float32") else "64"
-        args = [_code(given["key"])]
-        if draw == "uniform":
-            args += [f"np.float{bits}({_code(given[b])})" if b in given else f"np.float{bits}({default})"
-                     for b, default in (("minval", "0.0"), ("maxval", "1.0"))]
-        return cst.parse_expression(f"runtime.kernels.{draw}{bits}({', '.join(args)})")
+        """runtime.random.<draw>(key, ...) of one number (codegen/cuda_random.py)."""
+        return cuda_random.scalar_draw(lambda what: self.refuse(original, what), updated, draw)
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         name = _dotted(updated.func) or ""
@@ -289,8 +264,8 @@ class _ToCuda(cst.CSTTransformer):
                 self.refuse(original, f"{name} reduces a whole array, which has no kernel form yet")
             self.refuse(original, f"{name} has no kernel form (on a number, math.* or a builtin may)")
         if name.startswith("runtime.random."):
-            self.refuse(original, f"{name[8:]} has no kernel form yet (a kernel draws with random.normal and "
-                                  "random.uniform of one number, and makes keys with random.fold_in and random.split)")
+            self.refuse(original, f"{name[8:]} has no kernel form yet (a kernel draws with "
+                                  f"{cuda_random.DRAWS}, and makes keys with random.fold_in and random.split)")
         if name.startswith("runtime."):
             helper = name[8:]
             if helper in KERNEL_HELPERS:
@@ -356,21 +331,15 @@ class _ToCuda(cst.CSTTransformer):
         else:
             create = f"{target} = cuda.local.array({local.constant}, {NUMBA_TYPES[local.dtype]})"
         args = [_code(a.value) for a in call.args]
-        if name in LOCAL_RANDOM:
-            helper = LOCAL_RANDOM[name].format(bits=local.dtype[-2:])
-            if name[15:] in RANDOM_DRAWS:  # the key, and uniform's bounds in the array's float type
-                given = self._draw_arguments(original, call, name[15:])
-                args = [_code(given["key"])]
-                if name.endswith("uniform"):
-                    args += [f"np.{local.dtype}({_code(given[b])})" if b in given else f"np.{local.dtype}({default})"
-                             for b, default in (("minval", "0.0"), ("maxval", "1.0"))]
-            lines = [create, f"runtime.kernels.{helper}({target}, {', '.join(args)})"]
-            if name[15:] in RANDOM_DRAWS:  # the shape: checked, as np.zeros's (below)
-                shape_arg = given["shape"]
-                lines.insert(1, f"if runtime.kernels.shape_of({_code(shape_arg)}) != {local.constant}:\n"
-                                f"    tape_status[{local.slot}] = 1\n")
-                if not _literal_shape(shape_arg):
-                    self.clamped[(self.function, target)] = local
+        if name.startswith("runtime.random.") and name[15:] in RANDOM_DRAWS:  # a draw of a shape (cuda_random.py)
+            lines, computed = cuda_random.local_draw(lambda what: self.refuse(original, what), call, name[15:], target,
+                                                     local.dtype, local.shape, local.constant,
+                                                     f"tape_status[{local.slot}] = 1")
+            if computed:  # (its shape is checked, as np.zeros's below)
+                self.clamped[(self.function, target)] = local
+            return [cst.parse_statement(x) for x in [create, *lines]]
+        if name in LOCAL_RANDOM:  # keys: fold_in, split
+            lines = [create, f"runtime.kernels.{LOCAL_RANDOM[name]}({target}, {', '.join(args)})"]
             return [cst.parse_statement(x) for x in lines]
         filling, _, kind = LOCAL_CALLS[name]
         shape_arg = call.args[0].value

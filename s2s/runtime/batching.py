@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import random as R
 from .values import unbroadcast
 
 
@@ -201,8 +202,37 @@ def random_per_example(draw, batched, *args, **kwargs):
     """draw(*args, **kwargs) of s2s.random for each example, stacked on the last axis, where
     transforms/vectorize.py carries the batch: the arguments flagged in `batched` (a key, the data
     of fold_in, bernoulli's p) are indexed [..., b] for example b. So a batch of keys gives what
-    calling per key gives, as JAX's vmap of jax.random does. Python only: under s2s.jit, vmap
-    loops over the examples and each calls the function itself."""
+    calling per key gives, as JAX's vmap of jax.random does. Where only the keys differ (and
+    fold_in's data), the draw hashes the counters under all keys at once (_all_keys_at_once);
+    otherwise it is called per example. Python only: under s2s.jit, vmap loops over the
+    examples and each calls the function itself."""
     n = next(np.shape(a)[-1] for a, flag in zip(args, batched) if flag)
+    drawn = _all_keys_at_once(draw, batched, n, args, kwargs)
+    if drawn is not None:
+        return drawn
     return np.stack([np.asarray(draw(*(a[..., b] if flag else a for a, flag in zip(args, batched)), **kwargs))
                      for b in range(n)], axis=-1)
+
+
+def _all_keys_at_once(draw, batched, n, args, kwargs):
+    """The draw for n keys by s2s.random's private form of it, which takes a batch of keys
+    (shape (n, 2)) and hashes each counter under all of them in one pass: key b's numbers are
+    those draw gives for it. None where another argument than the key differs between examples,
+    or where the key is not a batch of uint32 keys (the call per example then says what is wrong)."""
+    batch_form = {R.split: R._split, R.fold_in: R._fold_in, R.bits: R._bits, R.uniform: R._uniform,
+                  R.normal: R._normal, R.exponential: R._exponential, R.truncated_normal: R._truncated_normal,
+                  R.bernoulli: R._bernoulli, R.randint: R._randint, R.categorical: R._categorical,
+                  R.permutation: R._permutation}.get(draw)
+    if batch_form is None or not args or any(batched[2 if draw is R.fold_in else 1:]):
+        return None
+    key = np.asarray(args[0])
+    if key.dtype != np.uint32 or key.shape != ((2, n) if batched[0] else (2,)):
+        return None
+    keys = np.ascontiguousarray(key.T) if batched[0] else np.broadcast_to(key, (n, 2))
+    rest = list(args[1:])
+    if draw is R.fold_in:
+        data = np.asarray(rest[0])
+        if data.dtype.kind not in "iu" or data.shape != ((n,) if batched[1] else ()):
+            return None
+    out = batch_form(keys, *rest, **kwargs)  # (n, *shape)
+    return np.ascontiguousarray(np.moveaxis(out, 0, -1))

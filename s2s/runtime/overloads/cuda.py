@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from numba import cuda, types
 from numba.core.errors import TypingError
 from numba.cuda.extending import overload, register_jitable
@@ -21,10 +22,10 @@ from ...runtime import kernels
 from .common import _compile, _scalar
 
 
-def _refuse(helper: str, *args) -> None:
+def _refuse(helper: str, *args, why: str = "in a kernel, adjoints are numbers (an array adjoint would be "
+                                            "allocated)") -> None:
     kinds = ", ".join(str(a) for a in args)
-    raise TypingError(f"s2s: {helper} of ({kinds}) has no kernel form: in a kernel, adjoints are numbers "
-                      "(an array adjoint would be allocated)")
+    raise TypingError(f"s2s: {helper} of ({kinds}) has no kernel form: {why}")
 
 
 def _tuple_impl(helper: str, arity: int, size: int):
@@ -161,24 +162,109 @@ def _log(x):
 # Plain code on numbers (the threefry hash, the draws): numba-cuda compiles them as they are.
 for _function in (R.threefry2x32, R._rotl, R._mix, R._four_rounds, kernels._words, kernels._unit32, kernels._unit64,
                   kernels._uniform32, kernels._uniform64, kernels.uniform32, kernels.uniform64, kernels._horner,
-                  kernels._log1p, kernels._normal32, kernels._normal64, kernels.normal32, kernels.normal64,
-                  kernels.fold_in_into, kernels.split_into):
+                  kernels._log1p, kernels._erfinv32, kernels._erfinv64, kernels._normal32, kernels._normal64,
+                  kernels.normal32, kernels.normal64, kernels.fold_in_into, kernels.split_into, kernels._hash,
+                  kernels._exponential32, kernels._exponential64, kernels.exponential32, kernels.exponential64,
+                  kernels._add64, kernels._mul64, kernels._unsigned, kernels._signed, kernels._randint_setup,
+                  kernels._randint, kernels._split2, kernels.randint32, kernels.randint64, kernels._truncate,
+                  kernels._truncated_normal32, kernels._truncated_normal64, kernels._erf_bounds32,
+                  kernels._erf_bounds64, kernels.truncated_normal32, kernels.truncated_normal64,
+                  kernels._categorical32, kernels._categorical64, kernels._shuffle):
     register_jitable(_function)
 
 
-def _draws_into(element: str, extra: str):
-    """A draw of a shape into a local array (loops over its indices in C order: counter i)."""
-    def typer(out, key, *rest):
+@overload(kernels.erf)
+def _erf(x):
+    return lambda x: math.erf(x)
+
+
+@overload(kernels.nextafter)
+def _nextafter(x, y):
+    if isinstance(x, types.Float) and x.bitwidth == 32:
+        return lambda x, y: math.nextafter(x, np.float32(y))
+    return lambda x, y: math.nextafter(x, np.float64(y))
+
+
+def _into(name: str, params: str, element: str, setup: str = ""):
+    """The overload of kernels.<name>: a draw of a shape into a local array out, element i (in C
+    order: counter i) given by element (which may read `index`, the element's indices)."""
+    def typer(out, *rest):
         if not isinstance(out, types.Array):
-            _refuse(f"runtime.kernels.{element}_into", out, key)
-        params = "out, key" + extra
-        body = _loops(out.ndim, f"a[index] = kernels.{element}(key, i{extra})\n" + "    " * (out.ndim + 1) + "i += 1")
-        return _compile(f"def impl({params}):\n    a = out\n    i = 0\n{body}\n", "impl", kernels=kernels)
-    return typer
+            _refuse(f"runtime.kernels.{name}", out, *rest, why="a draw of a shape fills a local array")
+        if not all(_scalar(r) for r in rest[1:]):
+            _refuse(f"runtime.kernels.{name}", out, *rest, why="in a kernel, a draw's parameters are numbers")
+        body = _loops(out.ndim, f"a[index] = {element}\n" + "    " * (out.ndim + 1) + "i += 1")
+        lines = f"def impl({params}):\n    a = out\n    i = 0\n" + "".join(f"    {x}\n" for x in setup.splitlines())
+        return _compile(lines + body + "\n", "impl", kernels=kernels)
+    source = f"def typer({params}):\n    return draw({params})\n"
+    overload(getattr(kernels, name))(_compile(source, "typer", draw=typer))
 
 
-for _name, _extra in (("_normal32", ""), ("_normal64", ""), ("_uniform32", ", minval, maxval"),
-                      ("_uniform64", ", minval, maxval")):
-    _typer = _draws_into(_name, _extra)
-    _source = f"def typer(out, key{_extra}):\n    return draw(out, key{_extra})\n"
-    overload(getattr(kernels, _name[1:] + "_into"))(_compile(_source, "typer", draw=_typer))
+for _bits in ("32", "64"):
+    _into(f"normal{_bits}_into", "out, key", f"kernels._normal{_bits}(key, i)")
+    _into(f"uniform{_bits}_into", "out, key, minval, maxval", f"kernels._uniform{_bits}(key, i, minval, maxval)")
+    _into(f"exponential{_bits}_into", "out, key", f"kernels._exponential{_bits}(key, i)")
+    _into(f"truncated_normal{_bits}_into", "out, key, lower, upper",
+          f"kernels._truncated_normal{_bits}(key, i, erf_lower, erf_upper, lower, upper)",
+          f"erf_lower, erf_upper = kernels._erf_bounds{_bits}(lower, upper)")
+    _wide = _bits == "64"
+    _into(f"randint{_bits}_into", "out, key, minval, maxval",
+          f"{'' if _wide else 'np.int32'}(kernels._randint(k1, k2, i, lo, span, multiplier, {_wide}))",
+          f"k1, k2 = kernels._split2(key)\nlo, span, multiplier = kernels._randint_setup(minval, maxval, {_wide})")
+
+
+def _unit_below(p, i: str, index: str = "") -> str:
+    """The comparison of bernoulli: uniform in p's float type (float64 unless float32) < p."""
+    bits = "32" if getattr(p, "dtype", p) == types.float32 else "64"
+    return f"kernels._uniform{bits}(key, {i}, np.float{bits}(0.0), np.float{bits}(1.0)) < p{index}"
+
+
+@overload(kernels.bernoulli)
+def _bernoulli(key, p):
+    if not isinstance(p, types.Float):
+        _refuse("random.bernoulli", key, p, why="p is a float number in a kernel")
+    return _compile(f"def impl(key, p):\n    return {_unit_below(p, '0')}\n", "impl", kernels=kernels)
+
+
+@overload(kernels.bernoulli_into)
+def _bernoulli_into(out, key, p):
+    array = isinstance(p, types.Array) and isinstance(out, types.Array) and p.ndim == out.ndim
+    if not (isinstance(p, types.Float) or array and isinstance(p.dtype, types.Float)) or not isinstance(
+            out, types.Array):
+        _refuse("random.bernoulli", out, key, p, why="p is a float, or an array of floats of the draw's shape")
+    body = _loops(out.ndim, f"a[index] = {_unit_below(p, 'i', '[index]' if array else '')}\n"
+                  + "    " * (out.ndim + 1) + "i += 1")
+    return _compile(f"def impl(out, key, p):\n    a = out\n    i = 0\n{body}\n", "impl", kernels=kernels)
+
+
+@overload(kernels.categorical)
+def _categorical(key, logits):
+    if not (isinstance(logits, types.Array) and logits.ndim == 1):
+        _refuse("random.categorical", key, logits, why="in a kernel its logits are a 1-d row")
+    if logits.dtype == types.float32:
+        return lambda key, logits: np.int64(kernels._categorical32(key, logits))
+    return lambda key, logits: np.int64(kernels._categorical64(key, logits))
+
+
+@overload(kernels.permutation_shape)
+def _permutation_shape(x):
+    if isinstance(x, types.Integer):
+        return lambda x: (x,)
+    return lambda x: x.shape
+
+
+@overload(kernels.permutation_into)
+def _permutation_into(out, order, key, x):
+    if isinstance(x, types.Integer):
+        def impl(out, order, key, x):
+            kernels._shuffle(order, key)
+            for p in range(order.shape[0]):
+                out[p] = order[p]
+        return impl
+    if isinstance(x, types.Array) and x.ndim == 1:
+        def impl(out, order, key, x):
+            kernels._shuffle(order, key)
+            for p in range(order.shape[0]):
+                out[p] = x[order[p]]
+        return impl
+    _refuse("random.permutation", key, x, why="in a kernel it permutes range(n) or a 1-d array")

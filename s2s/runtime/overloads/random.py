@@ -20,7 +20,7 @@ from numba.extending import overload, register_jitable
 
 from ... import random as R
 
-for _kernel in (R.threefry2x32, R._rotl, R._mix, R._four_rounds, R._bits32, R._bits64,
+for _kernel in (R.threefry2x32, R._rotl, R._mix, R._four_rounds, R._bits32, R._bits64, R._f32_of_bits, R._f64_of_bits,
                 R._unit_f32, R._unit_f64, R._split_kernel, R._fold_in_kernel, R._fma32, R._fma64, R._horner32,
                 R._horner64, R._log1p_f32, R._log1p_f64, R._erfinv_f32, R._erfinv_f64, R._normal_f32,
                 R._normal_of_unit_f32, R._normal_of_unit_f64, R._normal_f64, R._permutation_kernel):
