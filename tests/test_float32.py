@@ -1,0 +1,193 @@
+"""float32 through the cpu backend's reverse mode (issue 15: float32 stays float32).
+
+A float32 number that a loop carries may be promoted to float64 by the loop (s * c, c an
+np.float64 or a float64 0-d array): NumPy computes the first iteration in float32 and the
+others in float64. Numba types such a number float64 throughout (the float32 value on entry
+converts exactly), and its tape is typed by refinement: runtime's NumberTape unifies a
+float32 tape with a float64 one into a float64 tape, so every pushed value is kept exactly.
+An array cannot change dtype in compiled code (Numba refuses the primal too): that is an
+S2SError at the user's line that says how to keep one dtype.
+
+Gradients are checked against central differences of the same function in float64, with a
+float32 tolerance, and against the python backend (NumPy's own dtypes), with a tolerance of
+float32 rounding: the compiled code computes the first iteration's operations in float64
+where NumPy computes them in float32.
+"""
+
+import numba
+import numpy as np
+import pytest
+from finite_differences import central_difference_grad
+
+import s2s
+from s2s import runtime
+
+C = np.float64(0.9)
+A = np.array(1.1)
+
+
+def promoted_by_float64_number(x):
+    s = x[0]
+    for i in range(x.shape[0]):
+        s = np.sin(s) * C + x[i]
+    return s
+
+
+def promoted_by_0d_array(x):
+    s = x[0]
+    for i in range(3):
+        s = np.sin(s * A) + x[i] * s
+    return s
+
+
+def promoted_by_float64_addition(x):
+    s = x[1]
+    for i in range(3):
+        s = np.cos(s + np.float64(0.25)) * x[i]
+    return s
+
+
+def promoted_in_while(x):
+    s = x[0]
+    i = 0
+    while i < 3:
+        s = np.sin(s) * C + x[i]
+        i += 1
+    return s
+
+
+def promoted_in_nested_loops(x):
+    s = x[0]
+    for i in range(2):
+        for j in range(3):
+            s = np.sin(s * C) + x[j] * s
+    return s * s
+
+
+def number_times_python_float(x):
+    s = x[0]
+    for i in range(3):
+        s = np.sin(s * 1.5) + x[i]
+    return s
+
+
+def array_stays_float32(x):
+    for i in range(3):
+        x = np.sin(x) * np.float32(1.5)
+    return np.sum(x * x)
+
+
+SCALAR_STATE = [promoted_by_float64_number, promoted_by_0d_array, promoted_by_float64_addition, promoted_in_while,
+                promoted_in_nested_loops, number_times_python_float, array_stays_float32]
+X32 = np.array([0.3, 0.5, 0.7], np.float32)
+ROWS32 = np.stack([X32, X32 * 0.5, X32 + 0.1]).astype(np.float32)
+
+
+def _central(fun, x32):
+    return central_difference_grad(fun, (x32.astype(np.float64),), 0)
+
+
+@pytest.mark.parametrize("fun", SCALAR_STATE, ids=lambda f: f.__name__)
+def test_jit_grad_of_promoted_loops(fun):
+    compiled = s2s.jit(s2s.grad(fun))(X32)
+    on_numpy = s2s.grad(fun)(X32)
+    assert compiled.dtype == np.float32 and on_numpy.dtype == np.float32
+    np.testing.assert_allclose(compiled, on_numpy, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(compiled, _central(fun, X32), rtol=1e-4, atol=2e-5)
+
+
+@pytest.mark.parametrize("fun", SCALAR_STATE, ids=lambda f: f.__name__)
+def test_jit_vmap_grad_of_promoted_loops(fun):
+    compiled = s2s.jit(s2s.vmap(s2s.grad(fun)))(ROWS32)
+    assert compiled.dtype == np.float32 and compiled.shape == ROWS32.shape
+    for row, got in zip(ROWS32, compiled):
+        np.testing.assert_allclose(got, s2s.grad(fun)(row), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(got, _central(fun, row), rtol=1e-4, atol=2e-5)
+
+
+def scalar_argument(s):
+    for i in range(3):
+        s = np.sin(s) * C
+    return s
+
+
+def test_jit_grad_of_a_float32_number_argument():
+    s = np.float32(0.3)
+    got = s2s.jit(s2s.grad(scalar_argument))(s)
+    assert np.asarray(got).dtype == np.float32
+    assert got == pytest.approx(s2s.grad(scalar_argument)(s), rel=1e-6)
+    assert got == pytest.approx(central_difference_grad(scalar_argument, (0.3,), 0), rel=1e-4)
+
+
+def test_a_number_tape_takes_the_common_type_of_its_pushes():
+    """The tape is made at the first push, of the float32 s; the loop makes s float64 (Numba
+    types s by refinement): the tape is float64 and holds every push exactly."""
+    runtime.register_numba_overloads()
+
+    @numba.njit
+    def pushes(x, c):
+        s = x[0]
+        count = 0
+        for i in range(3):
+            if count == 0:
+                tape = runtime.new_tape(s, 3)
+            tape[count] = s
+            count += 1
+            s = s * c
+        return np.asarray(tape)
+
+    x = np.array([0.1], np.float32)
+    tape = pushes(x, np.float64(1.0 / 3.0))
+    assert tape.dtype == np.float64
+    assert tape[0] == np.float64(x[0])  # the float32 push, not rounded
+    assert tape[1] == np.float64(x[0]) * np.float64(1.0 / 3.0) and tape[2] == tape[1] * np.float64(1.0 / 3.0)
+    same = pushes(x, np.float32(0.5))
+    assert same.dtype == np.float32 and list(same) == [np.float32(0.1), np.float32(0.05), np.float32(0.025)]
+
+
+# ---- arrays that change dtype in a loop: refused under Numba, with the way out ---------
+
+
+def array_promoted_by_float64(x):
+    for i in range(3):
+        x = np.sin(x) * C
+    return np.sum(x)
+
+
+def array_times_python_float(x):
+    for i in range(3):
+        x = np.sin(x * 1.5)
+    return np.sum(x)
+
+
+def array_of_a_promoted_number(x):
+    s = x[0]
+    for i in range(3):
+        s = s * C + np.sum(np.sin(x) * s)
+    return s
+
+
+def array_kept_float32(x):
+    for i in range(3):
+        x = np.sin(x * np.float32(1.5))
+    return np.sum(x)
+
+
+@pytest.mark.parametrize("fun", [array_promoted_by_float64, array_times_python_float, array_of_a_promoted_number],
+                         ids=lambda f: f.__name__)
+def test_an_array_that_changes_dtype_in_a_loop_is_refused_at_its_line(fun):
+    # NumPy computes it (float32, then float64): the python backend's gradient is right
+    np.testing.assert_allclose(s2s.grad(fun)(X32), _central(fun, X32), rtol=1e-4, atol=2e-5)
+    for compiled in (s2s.jit(s2s.grad(fun)), s2s.jit(fun)):
+        with pytest.raises(s2s.S2SError, match=r"test_float32\.py:\d+:\d+") as refusal:
+            compiled(X32)
+        message = str(refusal.value)
+        assert "float32 on the first iteration and float64 after" in message
+        assert "np.float32(c)" in message and "backend='python'" in message
+
+
+def test_the_way_out_np_float32_constant_compiles():
+    got = s2s.jit(s2s.grad(array_kept_float32))(X32)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, s2s.grad(array_kept_float32)(X32), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got, _central(array_kept_float32, X32), rtol=1e-4, atol=2e-5)
