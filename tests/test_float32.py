@@ -263,3 +263,40 @@ def test_a_float32_draw_keeps_a_float32_program_float32():
     got, want = s2s.jit(float32_draw_in_a_program)(key, x), float32_draw_in_a_program(key, x)
     assert got.dtype == want.dtype == np.float32
     np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+# ---- NumPy scalars captured from the module keep their type in generated code ----------
+
+K32 = np.float32(1.5)
+
+
+def array_times_global_float32(x):
+    for i in range(3):
+        x = np.sin(x * K32)
+    return np.sum(x)
+
+
+def test_a_captured_np_float32_keeps_a_float32_loop_float32_under_jit():
+    """K32 is written np.float32(1.5) (as 1.5, Numba would type it float64 and the loop's
+    array would change dtype): the way out that the refusal above names works for globals."""
+    assert "K32 = np.float32(1.5)" in s2s.source(s2s.jit(s2s.grad(array_times_global_float32)))
+    got = s2s.jit(s2s.grad(array_times_global_float32))(X32)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, s2s.grad(array_times_global_float32)(X32), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got, _central(array_times_global_float32, X32), rtol=1e-4, atol=2e-5)
+
+
+def test_a_captured_np_float64_promotes_on_the_python_backend_as_numpy_does():
+    """C is an np.float64, which NumPy 2 lets promote a float32 (a Python float would not):
+    the python backend's value is the function's own, float64."""
+    value, grad = s2s.value_and_grad(promoted_by_float64_number)(X32)
+    assert type(value) is np.float64 and value == promoted_by_float64_number(X32)
+    assert grad.dtype == np.float32
+
+
+@pytest.mark.parametrize("fun, dtype", [(promoted_by_float64_number, np.float64), (array_stays_float32, np.float32),
+                                        (promoted_in_while, np.float64)], ids=lambda v: getattr(v, "__name__", ""))
+def test_jit_value_and_grad_value_has_numpys_dtype(fun, dtype):
+    value, grad = s2s.jit(s2s.value_and_grad(fun))(X32)
+    assert type(value) is dtype and grad.dtype == np.float32
+    assert value == pytest.approx(fun(X32), rel=1e-6)
