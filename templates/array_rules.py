@@ -242,20 +242,24 @@ def diag(y, x, k=0):
     x_bar += diag_bar(y_bar, x, k)
 
 
-# np.atleast_*d of one argument (several give a list, which has no rule).
-@rule(np.atleast_1d, pure=True, view=True)
+# np.atleast_*d of one argument (several give a list, which has no rule). Numba's take an
+# array only: under Numba generated code calls runtime.atleast_*d (of a number too).
+@rule(np.atleast_1d, runtime.atleast_1d, pure=True, view=True)
+@primitive(np.atleast_1d, numba=runtime.atleast_1d, numba_always=True)
 def atleast_1d(y, x):
     y_dot = np.atleast_1d(x_dot)
     x_bar += reshape_bar(y_bar, x)
 
 
-@rule(np.atleast_2d, pure=True, view=True)
+@rule(np.atleast_2d, runtime.atleast_2d, pure=True, view=True)
+@primitive(np.atleast_2d, numba=runtime.atleast_2d, numba_always=True)
 def atleast_2d(y, x):
     y_dot = np.atleast_2d(x_dot)
     x_bar += reshape_bar(y_bar, x)
 
 
-@rule(np.atleast_3d, pure=True, view=True)
+@rule(np.atleast_3d, runtime.atleast_3d, pure=True, view=True)
+@primitive(np.atleast_3d, numba=runtime.atleast_3d, numba_always=True)
 def atleast_3d(y, x):
     y_dot = np.atleast_3d(x_dot)
     x_bar += reshape_bar(y_bar, x)
@@ -292,14 +296,20 @@ def hstack(y, xs):
     xs_bar += hstack_bar(y_bar, xs)
 
 
-@rule(np.vstack, pure=True, fresh=True)
+# Numba's np.vstack joins arrays of one ndim only: runtime.vstack under Numba (a 2-d and a 1-d).
+@rule(np.vstack, runtime.vstack, pure=True, fresh=True)
+@primitive(np.vstack, numba=runtime.vstack, numba_always=True)
 def vstack(y, xs):
     y_dot = np.vstack(xs_dot)
     xs_bar += vstack_bar(y_bar, xs)
 
 
-@rule(np.array, np.asarray, pure=True, broadcasts=True)
+# Numba's np.array builds arrays of sequences and numbers, not of an array: under Numba,
+# np.array of anything but a tuple or list (numba_sequences) is runtime.array.
+@rule(np.array, np.asarray, runtime.array, pure=True, broadcasts=True)
 @primitive(np.asarray, view=True)
+@primitive(np.array, numba=runtime.array, numba_always=True, numba_sequences=True)
+@primitive(runtime.array, fresh=True)
 def array(y, x):
     y_dot = np.array(x_dot)
     x_bar += array_bar(y_bar, x)

@@ -353,7 +353,18 @@ def test_cast_to_a_computed_type_is_refused():
         s2s.grad(cast_computed)(X, np.float64)
 
 
+def squeeze_all(A):
+    return np.sum(np.squeeze(A[0:1]) ** 2)
+
+
 @pytest.mark.parametrize("fn, args", [(vstack_mixed, (A, A[0])), (atleast_number, (X,))])
+def test_what_numba_lacks_compiles_through_runtime_helpers(fn, args):
+    expected = _fd(fn, args)
+    np.testing.assert_allclose(s2s.grad(fn)(*args), expected, rtol=1e-6, atol=1e-7)  # the python backend
+    np.testing.assert_allclose(s2s.jit(s2s.grad(fn))(*args), expected, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("fn, args", [(squeeze_all, (A,))])
 def test_what_numba_cannot_compile_is_an_error_at_the_users_line(fn, args):
     np.testing.assert_allclose(s2s.grad(fn)(*args), _fd(fn, args), rtol=1e-6, atol=1e-7)  # the python backend
     line = fn.__code__.co_firstlineno + 1

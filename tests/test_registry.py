@@ -118,6 +118,11 @@ EXAMPLES = {
     np.atleast_1d: ("s", "np.atleast_1d(s) * 2.0"),
     np.atleast_2d: ("x", "np.atleast_2d(x) ** 2"),
     np.atleast_3d: ("A", "np.atleast_3d(A) ** 2"),
+    runtime.atleast_1d: ("s, x", "runtime.atleast_1d(s) * runtime.atleast_1d(x)"),
+    runtime.atleast_2d: ("s, x", "runtime.atleast_2d(s) * runtime.atleast_2d(x) ** 2"),
+    runtime.atleast_3d: ("s, A", "runtime.atleast_3d(s) * runtime.atleast_3d(A) ** 2"),
+    runtime.vstack: ("x, A", "runtime.vstack((A, x, x * A[0])) * 2.0"),
+    runtime.array: ("x, A", "runtime.array(x * 2.0) + runtime.array(A)[0]"),
     runtime.astype: ("x", "runtime.astype(x, np.float64) ** 2"),
     np.stack: ("x, y", "np.stack((x, y), 1)"),
     # selection

@@ -48,8 +48,32 @@ def translate(exc: Exception, user_files: tuple[str, ...] = ()) -> S2SError:
         hint = ("a variable here takes values of two types (a number and an array, or an int and a float); "
                 "under Numba give it its final type from its first assignment (np.zeros_like(x) rather than "
                 "0.0, 1.0 rather than 1), or use backend='python'")
+        promoted = _PROMOTED.search(message)
+        if promoted:
+            hint = _promotion_hint(*promoted.groups())
     return S2SError(f"Numba cannot compile the code generated for this statement: {_reason(message)}", origin,
                     hint=hint)
+
+
+# Two dtypes of one array: `x = x * c` in a loop, with x float32 on entry and c a float64.
+_PROMOTED = re.compile(r"Cannot unify array\((float\d+), (\d+)d, \w+\) and array\((float\d+), \2d, \w+\) "
+                       r"for '([$A-Za-z_][\w$]*?)(?:\.\d+)?'")
+
+
+def _promotion_hint(first: str, ndim: str, second: str, variable: str) -> str:
+    """An array whose dtype changes from one iteration to the next: NumPy computes the first in
+    float32 and the others in float64, which compiled code cannot (an array variable has one
+    dtype); and Numba, unlike NumPy 2, also promotes float32 by a Python float or int."""
+    narrow, wide = sorted((first, second), key=lambda d: int(d[5:]))
+    # a generated temporary (_t3) or Numba's own ($binop_mul134): an array computed from a
+    # number that the loop carries and promotes
+    what = "an array computed here" if variable.startswith(("_", "$")) else f"the array {variable}"
+    return (f"{what} is {narrow} on the first iteration and {wide} after (a {wide} number or array promotes "
+            f"a value the loop carries; under Numba a Python number such as 1.5 does too, where NumPy keeps "
+            f"{narrow}), and an array keeps one dtype in compiled code: keep the loop in {narrow} "
+            f"(np.{narrow}(c) for a constant c, c.astype(np.{narrow}) for an array), or give the values it "
+            f"carries their {wide} dtype before it (x = x.astype(np.{wide}), s = np.{wide}(s)), or use "
+            f"backend='python'")
 
 
 def _describe(value) -> str:

@@ -75,6 +75,10 @@ class Emitter:
             return ast.Constant(value)
         if isinstance(value, (np.integer,)):
             value = int(value)
+        if isinstance(value, (np.float32, np.float64)):
+            # np.float64(0.9), not 0.9: NumPy 2 promotes float32 by an np.float64 and not by a
+            # Python float, and Numba types np.float32(c) float32 and a Python float float64
+            return ast.Call(parse_expr(f"np.{type(value).__name__}"), [self.const(float(value))], [])
         if isinstance(value, np.floating):
             value = float(value)
         if isinstance(value, float):

@@ -12,7 +12,8 @@ from .emit import name
 # NumPy that numba.njit rejects, and the runtime helper generated code calls instead (the
 # helper is NumPy itself on the python backend) are declared with their rules (Facts.numba).
 # Reductions are only rerouted when they take an axis, keepdims or ddof: Numba compiles
-# np.sum(x) as it is; others (Facts.numba_always: np.squeeze, np.inner) always.
+# np.sum(x) as it is; others (Facts.numba_always: np.squeeze, np.inner) always, np.array
+# always but of a tuple or list (Facts.numba_sequences), which Numba builds itself.
 
 
 class RouteNumbaRejects(ast.NodeTransformer):
@@ -33,14 +34,21 @@ class RouteNumbaRejects(ast.NodeTransformer):
             known = facts(spelled("np", func.attr))
         else:
             return node
-        if known.numba is not None and (known.numba_always or len(node.args) > 1 or node.keywords):
-            node.func = ast.Attribute(name("runtime"), known.numba.__name__, ast.Load())
+        if known.numba is None or not (known.numba_always or len(node.args) > 1 or node.keywords):
+            return node
+        if known.numba_sequences and node.args and self._sequence(node.args[0]):
+            return node  # np.array((a, b)): Numba's own, and the code stays NumPy's
+        node.func = ast.Attribute(name("runtime"), known.numba.__name__, ast.Load())
         return node
 
+    def _sequence(self, node: ast.expr) -> bool:
+        return isinstance(node, (ast.Tuple, ast.List)) or isinstance(node, ast.Name) and node.id in self.sequences
+
     def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.FunctionDef:
-        outer, self.masks = getattr(self, "masks", set()), _mask_names(node)
+        outer = getattr(self, "masks", set()), getattr(self, "sequences", set())
+        self.masks, self.sequences = _mask_names(node), _sequence_names(node)
         self.generic_visit(node)
-        self.masks = outer
+        self.masks, self.sequences = outer
         return node
 
     def visit_Subscript(self, node: ast.Subscript) -> ast.expr:
@@ -72,11 +80,22 @@ def _mask_names(function: ast.FunctionDef) -> set[str]:
             return is_mask(value.left) and is_mask(value.right)
         return isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Invert) and is_mask(value.operand)
 
+    return _bound_only_to(function, is_mask)
+
+
+def _sequence_names(function: ast.FunctionDef) -> set[str]:
+    """Names a function binds to tuple or list displays only (`_t4 = (theta, omega)`)."""
+    return _bound_only_to(function, lambda value: isinstance(value, (ast.Tuple, ast.List)))
+
+
+def _bound_only_to(function: ast.FunctionDef, kind) -> set[str]:
+    """Names (not parameters) that every binding in the function gives a value of the kind:
+    plain `name = value` assignments only."""
     bound: dict[str, bool] = {}
     for node in ast.walk(function):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             target = node.targets[0].id
-            bound[target] = bound.get(target, True) and is_mask(node.value)
+            bound[target] = bound.get(target, True) and kind(node.value)
         elif isinstance(node, (ast.AugAssign, ast.For, ast.Assign, ast.AnnAssign, ast.NamedExpr, ast.With)):
             targets = [node.target] if hasattr(node, "target") else getattr(node, "targets", [])
             for target in targets:
@@ -84,7 +103,7 @@ def _mask_names(function: ast.FunctionDef) -> set[str]:
                     if isinstance(n, ast.Name):
                         bound[n.id] = False
     params = {a.arg for a in function.args.args}
-    return {n for n, only_masks in bound.items() if only_masks and n not in params}
+    return {n for n, only in bound.items() if only and n not in params}
 
 
 def route_numba_rejects(body: list[ast.stmt]) -> list[ast.stmt]:

@@ -207,7 +207,8 @@ class Transformed:
         self._check_args(args)
         try:
             vjp_function = self._specialised_vjp(args) if self.backend == "cpu" else self._vjp_function()
-            out, grads = vjp_function(*self._call_args(args), _seed(args))
+            call_args = self._call_args(args) + (_seed(args),)
+            out, grads = vjp_function(*call_args)
         except S2SError:
             raise
         except Exception as failure:  # noqa: BLE001 - re-raised unless the output explains it
@@ -224,7 +225,7 @@ class Transformed:
                 out = pytree.from_numba(out)  # (aux may hold dicts)
             self._require_scalar(out[0] if self.has_aux else out)
             if self.backend == "cpu" and self.kind == "value_and_grad" and not self.has_aux:
-                out = _numpy_scalar(out, args)
+                out = _numpy_scalar(out, args, getattr(vjp_function, "dispatcher", None), call_args)
         grads = tuple(pytree.restructure(g, args[k]) for g, k in zip(grads, self._argnums))
         grad = grads[0] if isinstance(self.argnums, int) else grads
         if self.kind == "value_and_grad":
@@ -581,15 +582,25 @@ def _private_copies(args):
     return tuple(copy.deepcopy(a) for a in args)
 
 
-def _numpy_scalar(value, args):
+def _numpy_scalar(value, args, dispatcher=None, call_args=()):
     """Numba returns a float32 number as a Python float: NumPy's value of float32 arguments is
-    an np.float32 (what the python backend returns)."""
+    an np.float32 (what the python backend returns), unless the function promotes it to float64
+    (by an np.float64 constant: the compiled function's return type says)."""
     if isinstance(value, float):
         dtypes = {np.asarray(leaf).dtype for leaf in pytree.leaves(args)
                   if isinstance(leaf, (np.ndarray, np.floating))} & {np.dtype(np.float32), np.dtype(np.float64)}
         if dtypes == {np.dtype(np.float32)}:
-            return np.float32(value)
+            return np.float64(value) if _returns_float64(dispatcher, call_args) else np.float32(value)
     return value
+
+
+def _returns_float64(dispatcher, call_args) -> bool:
+    """Whether the vjp compiled for these arguments returns its value as a float64."""
+    try:
+        compiled = dispatcher.overloads[tuple(dispatcher.typeof_pyval(a) for a in call_args)]
+        return str(compiled.signature.return_type[0]) == "float64"
+    except (AttributeError, KeyError, TypeError, IndexError):  # no dispatcher, or not this signature
+        return False
 
 
 def source(transformed: Any) -> str:

@@ -135,6 +135,7 @@ class Facts:
     scalar_safe: bool = False  # an elementwise NumPy function that never raises on Numba scalars
     numba: Any = None  # the runtime helper generated code calls instead under Numba
     numba_always: bool = False  # ... always, not only with an axis, keepdims or ddof
+    numba_sequences: bool = False  # ... but not of a tuple or list (a display, or a name bound to one only)
     shape_argument: int | None = None  # runtime helpers: the argument it reads the shape of only
     numpy: Any = None  # the NumPy function of the same meaning (math.sin: np.sin)
     cuda: bool = False  # may run in a CUDA kernel's per-thread code

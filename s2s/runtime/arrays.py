@@ -121,6 +121,32 @@ def stack_bar(g, xs, axis=0):
     return tuple(np.take(g, k, axis=axis) for k in range(len(xs)))
 
 
+# NumPy that numba.njit rejects, called in its place under Numba (Facts.numba of templates/;
+# codegen/numba_routes.py): np.array of an array (Numba builds arrays of sequences and numbers
+# only), np.atleast_*d of a number, np.vstack of arrays of different ndim (a 2-d and a 1-d).
+
+
+def array(x, dtype=None):
+    """np.array(x, dtype): a new array (a copy of an array)."""
+    return np.array(x, dtype)
+
+
+def atleast_1d(x):
+    return np.atleast_1d(x)
+
+
+def atleast_2d(x):
+    return np.atleast_2d(x)
+
+
+def atleast_3d(x):
+    return np.atleast_3d(x)
+
+
+def vstack(xs):
+    return np.vstack(xs)
+
+
 def array_bar(g, x):
     if isinstance(x, (tuple, list)):
         return tuple(array_bar(g[k], v) for k, v in enumerate(x))

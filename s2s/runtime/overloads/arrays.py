@@ -147,6 +147,36 @@ def _stack_bar(g, xs, axis=0):
     return _compile("def impl(g, xs, axis=0):\n" + _along_axis(g, body), "impl")
 
 
+@overload(rt.array)
+def _array(x, dtype=None):
+    """np.array(x, dtype): of an array, a C-contiguous copy (astype copies too); of a sequence
+    or a number, Numba's own np.array."""
+    if isinstance(x, types.Array):
+        if _is_none(dtype):
+            return lambda x, dtype=None: x.copy()
+        return lambda x, dtype=None: x.astype(dtype)
+    if _is_none(dtype):
+        return lambda x, dtype=None: np.array(x)
+    return lambda x, dtype=None: np.array(x, dtype)
+
+
+def _atleast(ndim):
+    """np.atleast_<ndim>d: Numba's own of an array; of a number, an array of shape (1,) * ndim."""
+    shape = (1,) * ndim
+
+    def typer(x):
+        if isinstance(x, types.Array):
+            return {1: lambda x: np.atleast_1d(x), 2: lambda x: np.atleast_2d(x), 3: lambda x: np.atleast_3d(x)}[ndim]
+        if _scalar(x):
+            return lambda x: np.full(shape, x)
+        raise TypingError(f"s2s: under jit, np.atleast_{ndim}d takes one array or number")
+    return typer
+
+
+for _ndim, _helper in ((1, rt.atleast_1d), (2, rt.atleast_2d), (3, rt.atleast_3d)):
+    overload(_helper)(_atleast(_ndim))
+
+
 @overload(rt.array_bar)
 def _array_bar(g, x):
     if isinstance(x, types.BaseTuple):

@@ -137,37 +137,59 @@ def _float(dtype, name):
     return d
 
 
+def _flat(kernel, shape_type):
+    """impl(key, shape): kernel(key, size), 1-d. The float draws compute on the flat draws and
+    shape the result last: of the shape (), Numba makes a 0-d array's arithmetic a number,
+    which the emulated fused multiply-adds (array code) do not take."""
+    of = _shape_of(shape_type)
+    if of is None:
+        return register_jitable(lambda key, shape: kernel(key, 1))
+    return register_jitable(lambda key, shape: kernel(key, _size(of(shape))))
+
+
+def _finish(shape_type, number: bool):
+    """impl(out, shape): the flat out in the shape; of the shape (), a number where the NumPy
+    path returns one (number=True: its last operation is a ufunc of 0-d arrays), else 0-d."""
+    of = _shape_of(shape_type)
+    if of is None:
+        return register_jitable(lambda out, shape: out[0]) if number else \
+            register_jitable(lambda out, shape: out.reshape(()))
+    return register_jitable(lambda out, shape: out.reshape(of(shape)))
+
+
 @overload(R.uniform)
 def _uniform(key, shape=(), dtype=float, minval=0.0, maxval=1.0):
     d = _float(dtype, "uniform")
     if d == np.float32:
-        unit, fma, cast = _shaped(R._unit_f32, shape), R._fma32, np.float32
+        unit, fma, cast = _flat(R._unit_f32, shape), R._fma32, np.float32
     else:
-        unit, fma, cast = _shaped(R._unit_f64, shape), R._fma64, np.float64
+        unit, fma, cast = _flat(R._unit_f64, shape), R._fma64, np.float64
+    finish = _finish(shape, number=True)
 
     def impl(key, shape=(), dtype=float, minval=0.0, maxval=1.0):
         u = unit(key, shape)
         lo = cast(minval)
-        return np.maximum(lo, fma(u, cast(maxval) - lo + u * 0, lo + u * 0))
+        return finish(np.maximum(lo, fma(u, cast(maxval) - lo + u * 0, lo + u * 0)), shape)
     return impl
 
 
 @overload(R.normal)
 def _normal(key, shape=(), dtype=float):
-    draw = _shaped(R._normal_f32 if _float(dtype, "normal") == np.float32 else R._normal_f64, shape)
-    return lambda key, shape=(), dtype=float: draw(key, shape)
+    draw = _flat(R._normal_f32 if _float(dtype, "normal") == np.float32 else R._normal_f64, shape)
+    finish = _finish(shape, number=False)
+    return lambda key, shape=(), dtype=float: finish(draw(key, shape), shape)
 
 
 @overload(R.exponential)
 def _exponential(key, shape=(), dtype=float):
     if _float(dtype, "exponential") == np.float32:
-        unit, log1p = _shaped(R._unit_f32, shape), R._log1p_f32
+        unit, log1p = _flat(R._unit_f32, shape), R._log1p_f32
     else:
-        unit, log1p = _shaped(R._unit_f64, shape), R._log1p_f64
+        unit, log1p = _flat(R._unit_f64, shape), R._log1p_f64
+    finish = _finish(shape, number=True)
 
     def impl(key, shape=(), dtype=float):
-        u = unit(key, shape)
-        return -log1p(-u).reshape(u.shape)
+        return finish(-log1p(-unit(key, shape)), shape)
     return impl
 
 
@@ -179,8 +201,9 @@ def _bernoulli(key, p=0.5, shape=None):
         p_type = p
     else:
         raise TypingError("s2s.random.bernoulli under numba: p is a float number")
-    unit = _shaped(R._unit_f32 if p_type == types.float32 else R._unit_f64, shape)
-    return lambda key, p=0.5, shape=None: unit(key, shape) < p
+    unit = _flat(R._unit_f32 if p_type == types.float32 else R._unit_f64, shape)
+    finish = _finish(shape, number=True)
+    return lambda key, p=0.5, shape=None: finish(unit(key, shape) < p, shape)
 
 
 @overload(R.truncated_normal)
@@ -189,18 +212,21 @@ def _truncated_normal(key, lower, upper, shape=None, dtype=float):
     if shape is None or isinstance(shape, (types.Omitted, types.NoneType)) or not isinstance(shape, types.Type):
         raise TypingError("s2s.random.truncated_normal under numba: pass the shape")
     if d == np.float32:
-        unit, fma, erfinv, cast = _shaped(R._unit_f32, shape), R._fma32, R._erfinv_f32, np.float32
+        unit, fma, erfinv, cast = _flat(R._unit_f32, shape), R._fma32, R._erfinv_f32, np.float32
     else:
-        unit, fma, erfinv, cast = _shaped(R._unit_f64, shape), R._fma64, R._erfinv_f64, np.float64
+        unit, fma, erfinv, cast = _flat(R._unit_f64, shape), R._fma64, R._erfinv_f64, np.float64
+    finish = _finish(shape, number=True)
     root2 = d.type(np.sqrt(2.0))
 
     def impl(key, lower, upper, shape=None, dtype=float):
         lo, hi = cast(lower), cast(upper)
-        a, b = cast(math.erf(lo / root2)), cast(math.erf(hi / root2))
+        # erf in float64, then rounded, as the NumPy path (Numba's math.erf of a float32 is erff)
+        a, b = cast(math.erf(np.float64(lo / root2))), cast(math.erf(np.float64(hi / root2)))
         u = unit(key, shape)
         u = np.maximum(a, fma(u, b - a + u * 0, a + u * 0))
         out = root2 * erfinv(u)
-        return np.minimum(np.maximum(out, np.nextafter(lo, cast(np.inf))), np.nextafter(hi, cast(-np.inf)))
+        return finish(np.minimum(np.maximum(out, np.nextafter(lo, cast(np.inf))), np.nextafter(hi, cast(-np.inf))),
+                      shape)
     return impl
 
 

@@ -415,6 +415,16 @@ def _hstack_bar(g, xs):
     return _compile("def impl(g, xs):\n" + _pieces(xs, axis, size), "impl")
 
 
+@overload(rt.vstack)
+def _vstack(xs):
+    """np.vstack of a tuple of arrays and numbers of any ndim up to 2 (Numba's own takes one
+    ndim): each as 2-d, then joined by np.concatenate."""
+    if not isinstance(xs, types.BaseTuple) or not all(_scalar(x) or _nd(x) <= 2 for x in xs):
+        raise TypingError("s2s: under jit, np.vstack takes a tuple of numbers and arrays of up to 2 dimensions")
+    rows = "".join(f"rt.atleast_2d(xs[{k}]), " for k in range(len(xs)))
+    return _compile(f"def impl(xs):\n    return np.concatenate(({rows}))\n", "impl")
+
+
 @overload(rt.vstack_bar)
 def _vstack_bar(g, xs):
     def size(k):

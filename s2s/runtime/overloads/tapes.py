@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 from numba import types
-from numba.extending import overload
+from numba.core.datamodel.models import ArrayModel
+from numba.core.imputils import impl_ret_borrowed
+from numba.extending import intrinsic, overload, register_model
 
 from ... import runtime as rt
 from .common import _compile, _scalar
@@ -14,6 +16,41 @@ from .common import _compile, _scalar
 # Numbers go on an array of their own dtype: a store and a load per push and pop. Other
 # values (arrays, whose shapes may change from one iteration to the next, and tuples) go
 # on a list of references, as on the python backend.
+#
+# A number tape is made at the first push, from the value pushed; but Numba types a loop's
+# carried number by refining it: in `s = x[0]` (float32), then `s = s * c` (c a float64)
+# in the loop, Numba first types the s that the loop pushes as float32 and then, having
+# seen the product, as float64, and it types the tape again at each step. Arrays of two
+# dtypes do not unify, so a tape typed as a plain array failed ("Cannot unify
+# array(float32, 1d, C) and array(float64, 1d, C) for 's_tape'"). A NumberTape unifies
+# with a tape of another number type into a tape of their common type (float32 and float64:
+# float64), the type NumPy gives the pushed values over all iterations; so every push is
+# stored without rounding, whichever push made the tape.
+
+
+class NumberTape(types.Array):
+    """The tape of a number: a 1-d C-contiguous array that unifies by its dtype."""
+
+    def __init__(self, dtype):
+        super().__init__(dtype, 1, "C", name=f"number_tape({dtype})")
+
+    def unify(self, typingctx, other):
+        if isinstance(other, NumberTape):
+            dtype = typingctx.unify_pairs(self.dtype, other.dtype)
+            if dtype is not None:
+                return NumberTape(dtype)
+        return super().unify(typingctx, other)
+
+
+register_model(NumberTape)(ArrayModel)
+
+
+@intrinsic
+def _as_number_tape(typingctx, array):
+    """The array itself, typed as a NumberTape (the same data, the same layout in memory)."""
+    def codegen(context, builder, signature, args):
+        return impl_ret_borrowed(context, builder, signature.return_type, args[0])
+    return NumberTape(array.dtype)(array), codegen
 
 
 @overload(rt.new_tape)
@@ -22,7 +59,7 @@ def _new_tape(x, capacity):
         dtype = types.unliteral(x)
 
         def number_tape(x, capacity):
-            return np.empty(capacity, dtype)
+            return _as_number_tape(np.empty(capacity, dtype))
         return number_tape
 
     def reference_tape(x, capacity):

@@ -1,0 +1,67 @@
+"""NumPy that numba.njit rejects, routed to runtime helpers under s2s.jit (codegen/numba_routes.py,
+Facts.numba of templates/array_rules.py): np.array of an array, np.atleast_*d of a number,
+np.vstack of arrays of different ndim. Results against NumPy (the python backend), gradients
+against central differences."""
+
+import numpy as np
+import pytest
+from finite_differences import central_difference_grad
+
+import s2s
+
+X = np.array([0.3, 0.5, 0.7])
+A = np.array([[1.0, 2.0, 0.5], [0.2, -1.0, 0.4]])
+
+
+def copies(x):
+    y = np.array(x)
+    y[0] = 5.0
+    return y, x
+
+
+def loss_of_copies(x):
+    y = np.array(x * x)
+    z = np.array((x[0], x[1]))  # a tuple display: Numba's own np.array
+    return np.sum(np.sin(y)) + np.sum(z * z) + np.sum(np.asarray(x) ** 3)
+
+
+def atleast(s, x):
+    return np.sum(np.atleast_1d(s) * x) + np.sum(np.atleast_2d(s * s) * 2.0) + np.sum(np.atleast_3d(x) ** 2)
+
+
+def stacked(x, A):
+    return np.sum(np.vstack((A, x, x * x)) ** 2 * np.arange(1.0, 4.0))
+
+
+def test_np_array_of_an_array_is_a_copy_under_jit():
+    x = X.copy()
+    y, same = s2s.jit(copies)(x)
+    assert y[0] == 5.0 and np.array_equal(same, X) and np.array_equal(x, X)
+    x32 = X.astype(np.float32)
+    assert s2s.jit(copies)(x32)[0].dtype == np.float32
+
+
+def test_np_array_is_routed_only_where_numba_lacks_it():
+    source = s2s.source(s2s.jit(loss_of_copies))
+    assert "    y = runtime.array(x * x)\n" in source
+    assert "    z = np.array((x[0], x[1]))\n" in source  # a tuple display stays NumPy's np.array
+    assert "= np.asarray(x)\n" in source  # Numba has np.asarray of an array
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_gradients_of_routed_calls_under_jit(dtype):
+    x = X.astype(dtype)
+    tolerance = 1e-6 if dtype == np.float64 else 1e-4
+    got = s2s.jit(s2s.grad(loss_of_copies))(x)
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got, central_difference_grad(loss_of_copies, (X,), 0), rtol=tolerance, atol=tolerance)
+    for k in (0, 1):
+        got = s2s.jit(s2s.grad(atleast, argnums=k))(0.4, X)
+        np.testing.assert_allclose(got, central_difference_grad(atleast, (0.4, X), k), rtol=1e-6, atol=1e-7)
+        got = s2s.jit(s2s.grad(stacked, argnums=k))(X, A)
+        np.testing.assert_allclose(got, central_difference_grad(stacked, (X, A), k), rtol=1e-6, atol=1e-7)
+
+
+def test_routed_values_equal_numpy():
+    assert s2s.jit(atleast)(0.4, X) == pytest.approx(atleast(0.4, X), rel=1e-15)
+    assert s2s.jit(stacked)(X, A) == pytest.approx(stacked(X, A), rel=1e-15)
