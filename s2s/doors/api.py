@@ -15,6 +15,7 @@ from ..driver import cache
 from ..errors import S2SError
 from ..frontend.nested import register_nested_transform
 from .primitives import as_function
+from .values import numpy_scalar, private_copies, scalar_like, zero_tangent
 
 
 def _generated(fun: Callable, transform: str, options: dict) -> tuple[str, dict]:
@@ -215,7 +216,7 @@ class Transformed:
             # The seed is a number; a reverse sweep that indexes it (or Numba typing it) fails
             # before the output's shape is known. Say why.
             try:
-                value = _plain_value(self.fun, _private_copies(args))
+                value = _plain_value(self.fun, private_copies(args))
             except Exception:  # noqa: BLE001
                 raise failure from None
             self._require_scalar(value[0] if self.has_aux else value)
@@ -225,7 +226,7 @@ class Transformed:
                 out = pytree.from_numba(out)  # (aux may hold dicts)
             self._require_scalar(out[0] if self.has_aux else out)
             if self.backend == "cpu" and self.kind == "value_and_grad" and not self.has_aux:
-                out = _numpy_scalar(out, args, getattr(vjp_function, "dispatcher", None), call_args)
+                out = numpy_scalar(out, args, getattr(vjp_function, "dispatcher", None), call_args)
         grads = tuple(pytree.restructure(g, args[k]) for g, k in zip(grads, self._argnums))
         grad = grads[0] if isinstance(self.argnums, int) else grads
         if self.kind == "value_and_grad":
@@ -519,7 +520,7 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
     transformed = _forward_transformed(fun, backend)
     primals, tangents = transformed.with_defaults(primals, tangents)
     if backend == "cpu":
-        tangents = tuple(_scalar_like(t, p) for p, t in zip(primals, tangents))
+        tangents = tuple(scalar_like(t, p) for p, t in zip(primals, tangents))
     call = transformed.call_args(primals + tangents)
     entry = transformed.specialised_entry(call) if backend == "cpu" else transformed.entry()
     out, out_dot = entry(*call)
@@ -530,77 +531,6 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
 
 # s2s.jvp(f, ...) inside a transformed function calls f's generated forward mode.
 register_nested_transform(jvp, lambda fun: inspect.unwrap(_forward_transformed(fun, "python").entry()))
-
-
-def zero_tangent(tree: Any) -> Any:
-    """A tangent of zeros with the structure of tree: float arrays for arrays, 0.0 for numbers."""
-    if isinstance(tree, dict):
-        return {k: zero_tangent(tree[k]) for k in tree}
-    if isinstance(tree, (tuple, list)):
-        items = [zero_tangent(x) for x in tree]
-        return type(tree)(*items) if pytree.is_namedtuple(tree) else type(tree)(items)
-    if isinstance(tree, np.ndarray):
-        return np.zeros(tree.shape, np.result_type(tree.dtype, np.float32))
-    return 0.0
-
-
-def _scalar_like(tangent, primal):
-    """The tangent of a number as a number: Numba types a 0-d array and a float differently,
-    and the generated code adds them (s_dot = s0_dot, then s_dot * ...)."""
-    if not isinstance(primal, np.ndarray) and isinstance(tangent, np.ndarray) and tangent.ndim == 0:
-        return tangent.item()
-    if isinstance(primal, (tuple, list)) and isinstance(tangent, (tuple, list)) and len(primal) == len(tangent):
-        return type(tangent)(*(_scalar_like(t, p) for t, p in zip(tangent, primal))) if pytree.is_namedtuple(
-            tangent) else type(tangent)(_scalar_like(t, p) for t, p in zip(tangent, primal))
-    return tangent
-
-
-def _in_dtype(jacobian, argument):
-    """float32 in, float32 out, as grad does (the columns are computed in float64)."""
-    dtypes = {np.asarray(leaf).dtype for leaf in pytree.leaves(argument)}
-    if dtypes != {np.dtype(np.float32)}:
-        return jacobian
-    leaves, structure = pytree.flatten(jacobian)
-    return pytree.unflatten(structure, [np.asarray(leaf, np.float32) for leaf in leaves])
-
-
-def _unit_leaves(leaves: list, which: int, element: int) -> list:
-    """Zeros shaped like leaves, with a one at `element` of leaf `which` (a basis vector)."""
-    out = [np.zeros(np.shape(leaf)) if np.ndim(leaf) else 0.0 for leaf in leaves]
-    if np.ndim(leaves[which]):
-        out[which].reshape(-1)[element] = 1.0
-    else:
-        out[which] = 1.0
-    return out
-
-
-def _private_copies(args):
-    """Jacobians run the user's function as it is (for output shapes): on copies, so that an
-    in-place update inside it cannot reach the caller's arrays."""
-    import copy
-
-    return tuple(copy.deepcopy(a) for a in args)
-
-
-def _numpy_scalar(value, args, dispatcher=None, call_args=()):
-    """Numba returns a float32 number as a Python float: NumPy's value of float32 arguments is
-    an np.float32 (what the python backend returns), unless the function promotes it to float64
-    (by an np.float64 constant: the compiled function's return type says)."""
-    if isinstance(value, float):
-        dtypes = {np.asarray(leaf).dtype for leaf in pytree.leaves(args)
-                  if isinstance(leaf, (np.ndarray, np.floating))} & {np.dtype(np.float32), np.dtype(np.float64)}
-        if dtypes == {np.dtype(np.float32)}:
-            return np.float64(value) if _returns_float64(dispatcher, call_args) else np.float32(value)
-    return value
-
-
-def _returns_float64(dispatcher, call_args) -> bool:
-    """Whether the vjp compiled for these arguments returns its value as a float64."""
-    try:
-        compiled = dispatcher.overloads[tuple(dispatcher.typeof_pyval(a) for a in call_args)]
-        return str(compiled.signature.return_type[0]) == "float64"
-    except (AttributeError, KeyError, TypeError, IndexError):  # no dispatcher, or not this signature
-        return False
 
 
 def source(transformed: Any) -> str:

@@ -19,6 +19,7 @@ import numpy as np
 
 from .. import backends, pytree
 from ..errors import S2SError
+from .values import in_dtype, private_copies
 
 
 class TreeHessian:
@@ -66,9 +67,7 @@ class TreeHessian:
         return backends.entry(self.module(), name, self.fun)
 
     def __call__(self, *args, **kwargs):
-        from .api import _private_copies
-
-        args = _private_copies(self._bind(args, kwargs, self._argnums))
+        args = private_copies(self._bind(args, kwargs, self._argnums))
         name = getattr(self.fun, "__name__", "the function")
         for k in self._argnums:
             if not -len(args) <= k < len(args):
@@ -125,10 +124,8 @@ class TreeHessian:
         return self._layout(blocks, argnums, flat, args)
 
     def _layout(self, blocks, argnums, flat, args):
-        from .api import _in_dtype
-
         def inner(i, li):
-            per_j = tuple(_in_dtype(pytree.unflatten(flat[j][1], [blocks[(i, li, j, lj)]
+            per_j = tuple(in_dtype(pytree.unflatten(flat[j][1], [blocks[(i, li, j, lj)]
                                                                  for lj in range(len(flat[j][0]))]), args[j])
                           for j in argnums)
             return per_j[0] if isinstance(self.argnums, int) else per_j

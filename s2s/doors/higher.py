@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import backends
 from ..errors import S2SError
+from .values import in_dtype, private_copies
 from . import api
 
 
@@ -55,7 +56,7 @@ class ThirdOrder:
         return self._entry
 
     def __call__(self, *args, **kwargs):
-        args = api._private_copies(self.second._bind(args, kwargs, (self.argnum,)))
+        args = private_copies(self.second._bind(args, kwargs, (self.argnum,)))
         for k in {self.second.inner_argnum, self.second.outer_argnums, self.argnum}:
             if not isinstance(args[k], (float, np.floating)):
                 raise S2SError(f"grad(grad(grad(f))) takes float scalars; argument {k} is {type(args[k]).__name__}",
@@ -64,4 +65,4 @@ class ThirdOrder:
         # seeds: the cotangent of f's output, the tangent of the second grad, the tangent here
         out = self._call()(*call, 1.0, 1.0, 1.0)
         third = out[1][1][1][0]  # the tangent of the tangent of the adjoint of argument inner_argnum
-        return api._in_dtype(float(third), args[self.argnum])
+        return in_dtype(float(third), args[self.argnum])

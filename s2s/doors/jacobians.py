@@ -10,8 +10,8 @@ import numpy as np
 
 from .. import backends, pytree, runtime
 from ..errors import S2SError
-from .api import (ForwardTransformed, Transformed, _Binder, _argnums_tuple, _in_dtype, _plain_value,
-                  _private_copies, _source, _unbatched, _unit_leaves)
+from .api import ForwardTransformed, Transformed, _Binder, _argnums_tuple, _plain_value, _source, _unbatched
+from .values import in_dtype, private_copies, unit_leaves
 from .hessian import TreeHessian
 
 
@@ -56,7 +56,7 @@ class Jacobian:
             raise S2SError(f"jacobians are taken with respect to float scalars and arrays; argument {k} "
                            "holds integers", hint="pass floats, or leave it out of argnums")
         with runtime.debug_silenced():  # (for its output's shape, not one of the user's calls)
-            out = _plain_value(self.fun, _private_copies(args))  # (copies: fun may write into its arguments)
+            out = _plain_value(self.fun, private_copies(args))  # (copies: fun may write into its arguments)
         if self.has_aux:
             out = out[0]
         simple = (float, np.floating, np.ndarray)
@@ -96,7 +96,7 @@ class Jacobian:
             for li, leaf in enumerate(in_leaves):
                 columns = []
                 for e in range(max(1, np.size(leaf))):
-                    tangent = pytree.unflatten(in_structure, _unit_leaves(in_leaves, li, e))
+                    tangent = pytree.unflatten(in_structure, unit_leaves(in_leaves, li, e))
                     tangent = entry(*transformed.call_args(list(args) + [tangent]))[1]
                     if self.has_aux:
                         tangent = tangent[0]
@@ -110,7 +110,7 @@ class Jacobian:
             for oi, o in enumerate(out_leaves):
                 rows = []
                 for e in range(max(1, np.size(o))):
-                    cotangent = pytree.unflatten(out_structure, _unit_leaves(out_leaves, oi, e))
+                    cotangent = pytree.unflatten(out_structure, unit_leaves(out_leaves, oi, e))
                     if self.backend == "cpu":
                         cotangent = pytree.to_numba(cotangent)
                     adjoint = vjp_function(*transformed._call_args(args), cotangent)[1][0]
@@ -121,14 +121,14 @@ class Jacobian:
         return pytree.unflatten(out_structure, [pytree.unflatten(in_structure, row) for row in blocks])
 
     def __call__(self, *args, **kwargs):
-        args = _private_copies(self._bind(args, kwargs, _argnums_tuple(self.argnums)))
+        args = private_copies(self._bind(args, kwargs, _argnums_tuple(self.argnums)))
         if isinstance(self.argnums, int):
-            jac = _in_dtype(self._one(args, self.argnums), args[self.argnums])
+            jac = in_dtype(self._one(args, self.argnums), args[self.argnums])
         else:
-            jac = tuple(_in_dtype(self._one(args, k), args[k]) for k in self.argnums)
+            jac = tuple(in_dtype(self._one(args, k), args[k]) for k in self.argnums)
         if self.has_aux:
             with runtime.debug_silenced():
-                return jac, self.fun(*_private_copies(args))[1]
+                return jac, self.fun(*private_copies(args))[1]
         return jac
 
 
@@ -173,7 +173,7 @@ class SecondOrder:
                 raise S2SError(f"second derivatives are taken with respect to float scalars and arrays; "
                                f"argument {position} is {type(value).__name__}")
         with runtime.debug_silenced():  # (for its output's shape, not one of the user's calls)
-            out = _plain_value(self.fun, _private_copies(args))  # (copies: fun may write into its arguments)
+            out = _plain_value(self.fun, private_copies(args))  # (copies: fun may write into its arguments)
         if not isinstance(out, (float, int, np.floating, np.ndarray)):
             raise S2SError("second derivatives take functions with an array or scalar output")
         out_shape, in_shape, wrt_shape = np.shape(out), np.shape(x), np.shape(wrt)
@@ -194,11 +194,11 @@ class SecondOrder:
         return blocks.reshape(out_shape + in_shape + wrt_shape)
 
     def __call__(self, *args, **kwargs):
-        args = _private_copies(self._bind(args, kwargs, _argnums_tuple(self.outer_argnums)))
+        args = private_copies(self._bind(args, kwargs, _argnums_tuple(self.outer_argnums)))
         # float32 in, float32 out, as the first derivatives (the second are computed in float64)
         if isinstance(self.outer_argnums, int):
-            return _in_dtype(self._one(args, self.outer_argnums), args[self.outer_argnums])
-        return tuple(_in_dtype(self._one(args, k), args[k]) for k in self.outer_argnums)
+            return in_dtype(self._one(args, self.outer_argnums), args[self.outer_argnums])
+        return tuple(in_dtype(self._one(args, k), args[k]) for k in self.outer_argnums)
 
 
 def _second_order(inner, outer_argnums, scalar: bool) -> SecondOrder:

@@ -19,7 +19,6 @@ from typing import Any, Callable
 import numpy as np
 
 from ..driver import cache
-from ..errors import S2SError
 
 _WRAPPED: dict[int, Callable] = {}  # id(primitive) -> its Python function (primitives live forever)
 
