@@ -136,12 +136,12 @@ def int_that_becomes_a_float(a):
 
 
 def test_a_variable_of_two_types_under_jit_says_how_to_type_it():
-    """Numba types a variable once: the refusal names the statement and says what to write."""
+    """Numba types a variable once: the refusal names the statement and says what to write. A
+    number that turns from an int into a float compiles (its tape unifies by dtype: NumberTape)."""
     x = np.array([0.3, 0.7, 0.9])
     with pytest.raises(s2s.S2SError, match=r"test_crashes.py:\d+:5: .*np.zeros_like\(x\) rather than 0.0"):
         s2s.jit(accumulates_an_array_from_a_number)(x, 3)
-    with pytest.raises(s2s.S2SError, match=r"test_crashes.py:\d+:9: .*1.0 rather than 1"):
-        s2s.jit(s2s.grad(int_that_becomes_a_float))(1.5)
+    assert s2s.jit(s2s.grad(int_that_becomes_a_float))(1.5) == pytest.approx(3 * 1.5 ** 2)
     # both are right on the python backend (value and closed-form derivatives)
     assert s2s.jit(accumulates_an_array_from_a_number, backend="python")(x, 3) == pytest.approx(3 * np.sum(x))
     np.testing.assert_allclose(s2s.grad(accumulates_an_array_from_a_number)(x, 3), 3.0 * np.ones(3))
