@@ -43,6 +43,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ..errors import S2SError
+from .cst_nodes import code, dotted, walk
 from . import cuda_random, cuda_tapes
 from .cuda_random import RANDOM_DRAWS
 from .cuda_tapes import Tape, tape_lines  # noqa: F401 (the launcher's names for them)
@@ -107,14 +108,6 @@ class Rewritten:
     locals: list[Local] = field(default_factory=list)
 
 
-def _dotted(node: cst.BaseExpression) -> str | None:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        base = _dotted(node.value)
-        return f"{base}.{node.attr.value}" if base else None
-    return None
-
 
 def call_assignments(source: str, callee: str | None = None) -> dict[int, tuple[str, str]]:
     """{line: (function, variable)} of every statement `variable = <call>` in generated source
@@ -125,22 +118,19 @@ def call_assignments(source: str, callee: str | None = None) -> dict[int, tuple[
     for function in wrapper.module.body:
         if not isinstance(function, cst.FunctionDef):
             continue
-        for node in _walk(function):
+        for node in walk(function):
             if (isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) and len(node.targets) == 1
                     and isinstance(node.targets[0].target, cst.Name)
-                    and (callee is None or _dotted(node.value.func) == callee)):
+                    and (callee is None or dotted(node.value.func) == callee)):
                 found[positions[node].start.line] = (function.name.value, node.targets[0].target.value)
     return found
 
-
-def _code(node: cst.CSTNode) -> str:
-    return cst.Module(body=[]).code_for_node(node)
 
 
 def _atom(node: cst.BaseExpression) -> str:
     """node's code, in parentheses unless it is a name, a number or a call or subscript of one."""
     simple = (cst.Name, cst.Integer, cst.Float, cst.Call, cst.Subscript, cst.Attribute)
-    return _code(node) if isinstance(node, simple) and not node.lpar else f"({_code(node)})"
+    return code(node) if isinstance(node, simple) and not node.lpar else f"({code(node)})"
 
 
 def _literal_shape(node: cst.BaseExpression) -> bool:
@@ -150,16 +140,11 @@ def _literal_shape(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Tuple) and all(isinstance(e.value, cst.Integer) for e in node.elements)
 
 
-def _walk(node: cst.CSTNode):
-    yield node
-    for child in node.children:
-        yield from _walk(child)
-
 
 def _calls(module: cst.Module) -> dict[str, set[str]]:
     """The top-level functions each top-level function names."""
     functions = {f.name.value: f for f in module.body if isinstance(f, cst.FunctionDef)}
-    return {name: {n.value for n in _walk(f) if isinstance(n, cst.Name) and n.value in functions}
+    return {name: {n.value for n in walk(f) if isinstance(n, cst.Name) and n.value in functions}
             for name, f in functions.items()}
 
 
@@ -230,7 +215,7 @@ class _ToCuda(cst.CSTTransformer):
         return cuda_random.scalar_draw(lambda what: self.refuse(original, what), updated, draw)
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
-        name = _dotted(updated.func) or ""
+        name = dotted(updated.func) or ""
         if self.line in self.locals and (name in LOCAL_CALLS or name in LOCAL_RANDOM):
             return updated  # an array of a fixed shape: leave_SimpleStatementLine writes it
         if name.startswith("runtime.random.") and name[15:] in RANDOM_DRAWS:
@@ -273,11 +258,11 @@ class _ToCuda(cst.CSTTransformer):
             if helper == "new_tape":
                 return updated  # replaced with its statement (leave_Assign)
             self.refuse(original, f"the runtime helper {name} (arrays, or a batched value) has no kernel form")
-        tape = self.tape_of.get(_dotted(updated.func.value) or "") if isinstance(updated.func, cst.Attribute) else None
+        tape = self.tape_of.get(dotted(updated.func.value) or "") if isinstance(updated.func, cst.Attribute) else None
         if tape is not None and tape.kind == "while":
             return updated  # tape.append(x) / x = tape.pop(): leave_SimpleStatementLine writes them
         if isinstance(updated.func, cst.Attribute) and updated.func.attr.value in METHODS and not (
-                _dotted(updated.func.value) or "").startswith(("math", "cuda")):
+                dotted(updated.func.value) or "").startswith(("math", "cuda")):
             kind = ("a list that grows (other than a while loop's tape)" if updated.func.attr.value in ("append", "pop")
                     else f"the array method .{updated.func.attr.value}()")
             self.refuse(original, f"{kind} has no kernel form")
@@ -287,7 +272,7 @@ class _ToCuda(cst.CSTTransformer):
         return updated
 
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
-        if _dotted(updated) in {f"np.{c}" for c in CONSTANTS}:
+        if dotted(updated) in {f"np.{c}" for c in CONSTANTS}:
             return cst.parse_expression(CONSTANTS[updated.attr.value])
         return updated
 
@@ -303,21 +288,21 @@ class _ToCuda(cst.CSTTransformer):
             for axis, element in enumerate(updated.slice):
                 index = element.slice
                 if isinstance(index, cst.Index):
-                    clamped = f"min({_code(index.value)}, {local.constant}[{axis}] - 1)"
+                    clamped = f"min({code(index.value)}, {local.constant}[{axis}] - 1)"
                     index = index.with_changes(value=cst.parse_expression(clamped))
                 elements.append(element.with_changes(slice=index))
             return updated.with_changes(slice=elements)
         tape = self.tape_of.get(getattr(updated.value, "value", None)) if isinstance(updated.value, cst.Name) else None
         if tape is None or len(updated.slice) != 1:
             return updated
-        return cst.parse_expression(cuda_tapes.clamped(tape, _code(updated.slice[0].slice.value)))
+        return cst.parse_expression(cuda_tapes.clamped(tape, code(updated.slice[0].slice.value)))
 
     def _local(self, original, updated: cst.SimpleStatementLine, local: Local):
         """name = np.zeros(...) (and the like, LOCAL_CALLS): a local array of the probe's shape,
         filled as the call would; an example that asks for another shape sets its tape_status."""
         statement = updated.body[0] if len(updated.body) == 1 else None
         call = getattr(statement, "value", None)
-        name = _dotted(call.func) if isinstance(call, cst.Call) else None
+        name = dotted(call.func) if isinstance(call, cst.Call) else None
         if not (isinstance(statement, cst.Assign) and len(statement.targets) == 1
                 and isinstance(statement.targets[0].target, cst.Name)
                 and (name in LOCAL_CALLS or name in LOCAL_RANDOM) and call.args):
@@ -330,7 +315,7 @@ class _ToCuda(cst.CSTTransformer):
             create = f"{target} = {direct}"
         else:
             create = f"{target} = cuda.local.array({local.constant}, {NUMBA_TYPES[local.dtype]})"
-        args = [_code(a.value) for a in call.args]
+        args = [code(a.value) for a in call.args]
         if name.startswith("runtime.random.") and name[15:] in RANDOM_DRAWS:  # a draw of a shape (cuda_random.py)
             lines, computed = cuda_random.local_draw(lambda what: self.refuse(original, what), call, name[15:], target,
                                                      local.dtype, local.shape, local.constant,
@@ -361,7 +346,7 @@ class _ToCuda(cst.CSTTransformer):
         output rows, and the numbers alone are returned, as a flat tuple (numba-cuda returns no
         array but an argument, and a kernel's local arrays end with the function that made them)."""
         value = updated.body[0].value
-        lines = [f"{self.result} = {_code(value)}"]
+        lines = [f"{self.result} = {code(value)}"]
         written = set(self.direct.values())  # (rows the code wrote itself)
         lines += [f"runtime.kernels.copy_into({row}, {self.result}{path})" for row, path in self.rows
                   if row not in written]
@@ -389,7 +374,7 @@ class _ToCuda(cst.CSTTransformer):
             if statements is None:
                 return updated
         elif tape.kind == "range":
-            statements = [cuda_tapes.check_range(tape, _code(updated.body[0].value.args[1].value))]
+            statements = [cuda_tapes.check_range(tape, code(updated.body[0].value.args[1].value))]
         else:
             statements = [cuda_tapes.start_while(tape)]
         statements = [cst.parse_statement(x) for x in statements]
@@ -402,13 +387,13 @@ class _ToCuda(cst.CSTTransformer):
         call = getattr(statement, "value", None)
         if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)):
             return None
-        tape = self.tape_of.get(_dotted(call.func.value) or "")
+        tape = self.tape_of.get(dotted(call.func.value) or "")
         if tape is None or tape.kind != "while":
             return None
         if isinstance(statement, cst.Expr) and call.func.attr.value == "append":
-            return cuda_tapes.push(tape, _code(call.args[0].value))
+            return cuda_tapes.push(tape, code(call.args[0].value))
         if isinstance(statement, cst.Assign) and len(statement.targets) == 1 and call.func.attr.value == "pop":
-            return cuda_tapes.pop(tape, _code(statement.targets[0].target))
+            return cuda_tapes.pop(tape, code(statement.targets[0].target))
         return None
 
 
@@ -446,7 +431,7 @@ def device_functions(source: str, entry: str, tapes: list[Tape], origin_at, loca
         if not callers:
             break
         status |= callers
-    names = {n.value for n in _walk(module) if isinstance(n, cst.Name)}
+    names = {n.value for n in walk(module) if isinstance(n, cst.Name)}
     result = next(r for r in ("result", *(f"result_{k}" for k in range(1, 1000))) if r not in names)
     direct = _direct_rows(module, entry, list(rows), locals_)
     transformer = _ToCuda(origin_at, set(keep), by_line, status, {a.line: a for a in locals_}, entry, list(rows),
@@ -479,9 +464,9 @@ def _direct_rows(module: cst.Module, entry: str, rows: list[tuple[str, str]], lo
     function = next((f for f in module.body if isinstance(f, cst.FunctionDef) and f.name.value == entry), None)
     if function is None:
         return {}
-    returns = [n.value for n in _walk(function) if isinstance(n, cst.Return)]
+    returns = [n.value for n in walk(function) if isinstance(n, cst.Return)]
     assigned: dict[str, int] = {}
-    for node in _walk(function):
+    for node in walk(function):
         if isinstance(node, cst.AssignTarget) and isinstance(node.target, cst.Name):
             assigned[node.target.value] = assigned.get(node.target.value, 0) + 1
     made = {a.name for a in locals_ if a.function == entry}

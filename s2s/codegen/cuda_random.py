@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from .cst_nodes import code, dotted
+
 # each draw's parameters, in order (as s2s.random and JAX name them)
 RANDOM_DRAWS = {"uniform": ("key", "shape", "dtype", "minval", "maxval"), "normal": ("key", "shape", "dtype"),
                 "exponential": ("key", "shape", "dtype"), "truncated_normal": ("key", "lower", "upper", "shape", "dtype"),
@@ -30,18 +32,6 @@ FLOATS = {"float": "64", "np.float64": "64", "numba.float64": "64", "np.float32"
 INTEGERS = {"int": "64", "np.int64": "64", "numba.int64": "64", "np.int_": "64", "np.int32": "32", "numba.int32": "32"}
 DRAWS = ", ".join(f"random.{d}" for d in RANDOM_DRAWS)
 
-
-def _code(node: cst.CSTNode) -> str:
-    return cst.Module(body=[]).code_for_node(node)
-
-
-def _dotted(node) -> str | None:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        base = _dotted(node.value)
-        return f"{base}.{node.attr.value}" if base else None
-    return None
 
 
 def _literal(node) -> bool:
@@ -53,7 +43,7 @@ def _literal(node) -> bool:
 
 def _one_number(shape) -> bool:
     """Does the shape argument ask for one number (absent, None or ())?"""
-    return shape is None or _dotted(shape) == "None" or isinstance(shape, cst.Tuple) and not shape.elements
+    return shape is None or dotted(shape) == "None" or isinstance(shape, cst.Tuple) and not shape.elements
 
 
 def arguments(refuse, call: cst.Call, draw: str) -> dict:
@@ -64,22 +54,22 @@ def arguments(refuse, call: cst.Call, draw: str) -> dict:
             refuse(f"random.{draw} with *args has no kernel form")
         name = arg.keyword.value if arg.keyword else names[k] if k < len(names) else None
         if name not in names:
-            refuse(f"random.{draw} with {_code(arg)} has no kernel form")
+            refuse(f"random.{draw} with {code(arg)} has no kernel form")
         given[name] = arg.value
     return given
 
 
 def _bits(refuse, given: dict, draw: str, kinds: dict, default: str) -> str:
     """"32" or "64", from the dtype argument of a draw of one number."""
-    dtype = _dotted(given["dtype"]) if "dtype" in given else default
+    dtype = dotted(given["dtype"]) if "dtype" in given else default
     if dtype not in kinds:
-        refuse(f"random.{draw} with dtype={_code(given['dtype'])} has no kernel form "
+        refuse(f"random.{draw} with dtype={code(given['dtype'])} has no kernel form "
                f"({' or '.join(k for k in kinds if k.startswith('np.'))})")
     return kinds[dtype]
 
 
 def _cast(given: dict, name: str, default: str, bits: str) -> str:
-    return f"np.float{bits}({_code(given[name]) if name in given else default})"
+    return f"np.float{bits}({code(given[name]) if name in given else default})"
 
 
 def scalar_draw(refuse, call: cst.Call, draw: str) -> cst.BaseExpression:
@@ -89,17 +79,17 @@ def scalar_draw(refuse, call: cst.Call, draw: str) -> cst.BaseExpression:
         example = "random.permutation(key, n)" if draw == "permutation" else f"random.{draw}(key, (n,), ...)"
         refuse(f"random.{draw} of a shape makes an array, which a kernel holds only when it is a statement of its "
                f"own (z = {example}); or draw one number per call, with keys from random.fold_in(key, i)")
-    key = _code(given["key"])
+    key = code(given["key"])
     if draw == "bernoulli":
-        return cst.parse_expression(f"runtime.kernels.bernoulli({key}, {_code(given['p']) if 'p' in given else '0.5'})")
+        return cst.parse_expression(f"runtime.kernels.bernoulli({key}, {code(given['p']) if 'p' in given else '0.5'})")
     if draw == "categorical":
-        if "axis" in given and _code(given["axis"]).replace(" ", "") not in ("-1", "0"):  # (of a 1-d row)
+        if "axis" in given and code(given["axis"]).replace(" ", "") not in ("-1", "0"):  # (of a 1-d row)
             refuse("random.categorical along another axis than that of a 1-d row of logits has no kernel form")
-        return cst.parse_expression(f"runtime.kernels.categorical({key}, {_code(given['logits'])})")
+        return cst.parse_expression(f"runtime.kernels.categorical({key}, {code(given['logits'])})")
     if draw == "randint":
         bits = _bits(refuse, given, draw, INTEGERS, "int")
-        return cst.parse_expression(f"runtime.kernels.randint{bits}({key}, {_code(given['minval'])}, "
-                                    f"{_code(given['maxval'])})")
+        return cst.parse_expression(f"runtime.kernels.randint{bits}({key}, {code(given['minval'])}, "
+                                    f"{code(given['maxval'])})")
     bits = _bits(refuse, given, draw, FLOATS, "float")
     args = [key]
     if draw == "uniform":
@@ -115,7 +105,7 @@ def local_draw(refuse, call: cst.Call, draw: str, target: str, dtype: str, shape
     shape is the module constant `constant`) with the draw, and whether its shape is computed
     (so that indexing it is clamped). check: the statement that records a wrong shape."""
     given = arguments(refuse, call, draw)
-    key = _code(given["key"])
+    key = code(given["key"])
     bits = dtype[-2:]
     shape_arg = given.get("shape")
     if draw == "categorical":
@@ -124,7 +114,7 @@ def local_draw(refuse, call: cst.Call, draw: str, target: str, dtype: str, shape
     if draw == "permutation":
         if len(shape) != 1:
             refuse("random.permutation of an array of more than one dimension has no kernel form")
-        x = _code(given["x"])
+        x = code(given["x"])
         order = f"{target}__order"
         return ([f"if runtime.kernels.permutation_shape({x}) != {constant}:\n    {check}\n",
                  f"{order} = cuda.local.array({constant}, numba.int64)",
@@ -134,17 +124,17 @@ def local_draw(refuse, call: cst.Call, draw: str, target: str, dtype: str, shape
         if draw != "bernoulli":
             refuse(f"random.{draw} of array parameters has no kernel form (a kernel's draw has number parameters "
                    "and a shape)")
-        shape_of = f"{_code(given['p'])}.shape"
+        shape_of = f"{code(given['p'])}.shape"
     else:
-        shape_of = f"runtime.kernels.shape_of({_code(shape_arg)})"
+        shape_of = f"runtime.kernels.shape_of({code(shape_arg)})"
     if draw == "uniform":
         args = [_cast(given, "minval", "0.0", bits), _cast(given, "maxval", "1.0", bits)]
     elif draw == "truncated_normal":
         args = [_cast(given, "lower", "", bits), _cast(given, "upper", "", bits)]
     elif draw == "randint":
-        args = [_code(given["minval"]), _code(given["maxval"])]
+        args = [code(given["minval"]), code(given["maxval"])]
     elif draw == "bernoulli":
-        args, bits = [_code(given["p"]) if "p" in given else "0.5"], ""
+        args, bits = [code(given["p"]) if "p" in given else "0.5"], ""
     else:
         args = []
     fill = f"runtime.kernels.{draw}{bits}_into({', '.join([target, key, *args])})"

@@ -34,6 +34,8 @@ from dataclasses import dataclass
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from .cst_nodes import code, dotted, walk
+
 
 @dataclass
 class Tape:
@@ -52,24 +54,6 @@ class Tape:
     from_shapes: bool = False  # capacity names only the entry's arguments' shapes and numbers not mapped
 
 
-def _walk(node: cst.CSTNode):
-    yield node
-    for child in node.children:
-        yield from _walk(child)
-
-
-def _dotted(node) -> str | None:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        base = _dotted(node.value)
-        return f"{base}.{node.attr.value}" if base else None
-    return None
-
-
-def _code(node: cst.CSTNode) -> str:
-    return cst.Module(body=[]).code_for_node(node)
-
 
 def tape_lines(source: str) -> dict[int, tuple[str, str, str, str]]:
     """{line: (function, tape, kind, capacity)} of every tape of generated source: each
@@ -82,20 +66,20 @@ def tape_lines(source: str) -> dict[int, tuple[str, str, str, str]]:
         if not isinstance(function, cst.FunctionDef):
             continue
         lists, uses = {}, {}
-        for node in _walk(function):
+        for node in walk(function):
             if not (isinstance(node, cst.Assign) and len(node.targets) == 1
                     and isinstance(node.targets[0].target, cst.Name)):
                 continue
             target, value = node.targets[0].target.value, node.value
             line = positions[node].start.line
-            if isinstance(value, cst.Call) and _dotted(value.func) == "runtime.new_tape":
-                found[line] = (function.name.value, target, "range", _code(value.args[1].value))
+            if isinstance(value, cst.Call) and dotted(value.func) == "runtime.new_tape":
+                found[line] = (function.name.value, target, "range", code(value.args[1].value))
             elif isinstance(value, cst.List) and not value.elements:
                 lists.setdefault(target, []).append(line)
-        for node in _walk(function):  # every use of a list: name.append(x) / name.pop() alone
+        for node in walk(function):  # every use of a list: name.append(x) / name.pop() alone
             if isinstance(node, cst.Name) and node.value in lists:
                 uses[node.value] = uses.get(node.value, 0) + 1
-        for node in _walk(function):
+        for node in walk(function):
             if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
                     and isinstance(node.func.value, cst.Name) and node.func.value.value in lists \
                     and ((node.func.attr.value == "append" and len(node.args) == 1)
@@ -109,7 +93,7 @@ def tape_lines(source: str) -> dict[int, tuple[str, str, str, str]]:
 
 def names_of(module: cst.Module) -> dict[str, set[str]]:
     """The names each top-level function uses."""
-    return {f.name.value: {n.value for n in _walk(f) if isinstance(n, cst.Name)}
+    return {f.name.value: {n.value for n in walk(f) if isinstance(n, cst.Name)}
             for f in module.body if isinstance(f, cst.FunctionDef)}
 
 
@@ -117,9 +101,9 @@ def assignments(function: cst.FunctionDef) -> dict[str, int]:
     """How many statements assign each name in a function (its parameters keep their values
     where it assigns them none)."""
     found: dict[str, int] = {}
-    for node in _walk(function):
+    for node in walk(function):
         if isinstance(node, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor)):
-            for name in {n.value for n in _walk(node.target) if isinstance(n, cst.Name)}:
+            for name in {n.value for n in walk(node.target) if isinstance(n, cst.Name)}:
                 found[name] = found.get(name, 0) + 1
     return found
 
@@ -182,18 +166,18 @@ def name_tapes(tapes: list[Tape], module: cst.Module, entry: str, unknown: set[s
             function = functions[tape.function]
             counts = assignments(function)
             capacity = _expanded(tape.capacity, function, counts)
-            used = {n.value for n in _walk(capacity) if isinstance(n, cst.Name)}
+            used = {n.value for n in walk(capacity) if isinstance(n, cst.Name)}
             tape.from_shapes = not (used & set(counts)) and not (_values(capacity) & set(unknown))
             if tape.from_shapes:
-                tape.capacity = _code(capacity.with_changes(lpar=[], rpar=[]))
+                tape.capacity = code(capacity.with_changes(lpar=[], rpar=[]))
 
 
 def _values(expression: cst.BaseExpression) -> set[str]:
     """The names whose values an expression reads (not z in z.shape, nor an attribute's name)."""
-    shapes = {id(n.value) for n in _walk(expression)
+    shapes = {id(n.value) for n in walk(expression)
               if isinstance(n, cst.Attribute) and n.attr.value == "shape" and isinstance(n.value, cst.Name)}
-    attrs = {id(n.attr) for n in _walk(expression) if isinstance(n, cst.Attribute)}
-    return {n.value for n in _walk(expression) if isinstance(n, cst.Name) and id(n) not in shapes | attrs}
+    attrs = {id(n.attr) for n in walk(expression) if isinstance(n, cst.Attribute)}
+    return {n.value for n in walk(expression) if isinstance(n, cst.Name) and id(n) not in shapes | attrs}
 
 
 def owners(tapes: list[Tape]) -> dict[str, list[Tape]]:
