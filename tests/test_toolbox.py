@@ -198,10 +198,14 @@ def test_debug_print_prints_once_per_call(capsys, backend):
     s2s.jvp(noisy, (x, 2.0), (np.ones(2), 0.0), backend=backend)
     assert capsys.readouterr().out == line
     # once per example in a vmap (s2s runs its first example once more to learn the output's
-    # structure: that run is silent)
+    # structure: that run is silent). Under s2s.jit the examples run on all cores at once, so
+    # whole lines of different examples interleave in the order the threads reach them.
     xs = np.stack([x, x, x])
     s2s.jit(s2s.vmap(noisy, in_axes=(0, None)), backend=backend)(xs, 2.0)
-    assert capsys.readouterr().out == line * 3
+    printed = capsys.readouterr().out
+    assert sorted(printed.splitlines()) == sorted((line * 3).splitlines())
+    if backend == "python":
+        assert printed == line * 3
 
 
 def test_debug_print_outside_transforms_and_of_dicts_under_jit(capsys):

@@ -17,7 +17,9 @@ def debug_print(fmt: str, *args, **kwargs) -> None:
     Inside a function that s2s transforms the call runs where the user's statement runs:
     once per call of the function (in derivative code, in the forward sweep, not in the
     reverse one), under s2s.jit too (through Numba's object mode: see the overload), and
-    once per example in a vmap.
+    once per example in a vmap. Each call prints one whole line; under s2s.jit a vmap runs
+    its examples on all cores at once, so the lines of different examples come in the order
+    the threads reach them (as JAX's unordered debug.print).
 
     >>> import s2s
     >>> s2s.debug.print("x = {x}, y = {}", 2.0, x=1.5)
