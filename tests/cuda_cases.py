@@ -304,8 +304,19 @@ def rarely_scaled(z):  # the same, on a branch the first example does not take
 
 # refused by numba-cuda's compiler (in the PTX check): its message names no line of the kernel
 # module, so the error names the user's function (the line of its def)
+def zero_or_excess(x):  # an int on one branch, a float on the other: numba-cuda returns floats
+    if x[0] < 2.0:
+        return 0
+    return x[0] - 2.0
+
+
+# name: (function, the line the refusal names, what it says)
 COMPILE_REFUSED = {"array_arithmetic_untaken": (rarely_scaled, "def rarely_scaled(z):  # the same, on a branch "
-                                                               "the first example does not take")}
+                                                               "the first example does not take",
+                                                "kernels cannot allocate"),
+                   "int_output_float_later": (zero_or_excess, "def zero_or_excess(x):  # an int on one branch, a "
+                                                              "float on the other: numba-cuda returns floats",
+                                              "wider than the first example's int64")}
 
 
 def _rng():
@@ -452,7 +463,7 @@ def ptx_report() -> dict:
         report["__sum_examples__"] = "ok" if ".visible .entry" in ptx else "no kernel entry in the PTX"
     except Exception:
         report["__sum_examples__"] = traceback.format_exc()
-    for name, (fun, statement) in COMPILE_REFUSED.items():
+    for name, (fun, statement, _) in COMPILE_REFUSED.items():
         try:
             cuda_backend.compile_ptx(s2s.jit(s2s.vmap(fun), backend="cuda"), np.ones((4, 3)))
             report[name] = "compiled"

@@ -373,8 +373,9 @@ def test_compiler_refusal_at_the_users_statement(ptx_report, name):
         pytest.skip(f"NVVM is absent (install numba-cuda[cu12]): {ptx_report['__nvvm__']}")
     report = ptx_report[name]
     assert isinstance(report, dict), report
-    assert report["line"] == _line_of(cuda_cases.COMPILE_REFUSED[name][1]), report["message"]
-    assert "kernels cannot allocate" in report["message"]
+    _, statement, says = cuda_cases.COMPILE_REFUSED[name]
+    assert report["line"] == _line_of(statement), report["message"]
+    assert says in report["message"]
 
 
 def test_kernel_text_of_numpy_on_numbers():
@@ -481,3 +482,13 @@ def test_pmap_on_cuda_refuses_more_shards_than_devices_and_non_vmap_transforms()
         s2s.pmap(per_path, in_axes=(None, None, 0), backend="cuda")(1.0, 0.2, z)
     with pytest.raises(s2s.S2SError, match="runs s2s.vmap"):
         s2s.pmap(s2s.grad(cuda_cases.path_payoff), in_axes=(None, None, 0), backend="cuda")(1.0, 0.2, z[:1, 0])
+
+
+def test_an_output_wider_than_the_first_examples_is_refused_not_cut():
+    """The probe's first example returns the int 0, so the output array is int64; a later float
+    would be cut. The simulator refuses it as it stores it; numba-cuda, which types the device
+    function's result as a float, refuses it at compile time (test_compiler_refusal_...)."""
+    rows = np.array([[1.0, 0.0], [3.5, 0.0]])
+    with pytest.raises(s2s.S2SError, match="wider than the first example's int64"):
+        s2s.jit(s2s.vmap(cuda_cases.zero_or_excess), backend="cuda")(rows)
+    np.testing.assert_allclose(s2s.jit(s2s.vmap(cuda_cases.zero_or_excess))(rows), [0.0, 1.5])

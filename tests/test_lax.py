@@ -414,6 +414,7 @@ def test_generated_code_is_native_control_flow():
     for fun in (fori_decay, while_growth, cond_branches, scan_cumulative, switch_three):
         text = s2s.source(s2s.grad(fun))
         code = "\n".join(line for line in text.split('"""', 2)[2].splitlines() if not line.strip().startswith("#"))
+        code = re.sub(r'"[^"\n]*"', '""', code)  # (a scan's dtype check names this file, test_lax.py)
         assert "lax" not in code and "lambda" not in code  # the forms are written out
         assert re.search(r"\b(for|while|if) ", code)
     assert "for i in range(n):" in s2s.source(s2s.grad(fori_decay))

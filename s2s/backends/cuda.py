@@ -444,6 +444,8 @@ class Launcher:
         except (OSError, TypeError):
             return error
         reason = error.reason.split("statement: ", 1)[-1]  # (the statement is not known)
+        if "an example's output is" in reason:  # (runtime.kernel_number: the output's dtype, not an allocation)
+            return S2SError(reason.split(" kernel_number(")[0], origin, hint="or use backend='cpu'")
         return S2SError(f"numba-cuda cannot compile the kernel code of {self.user.__name__}: {reason} "
                         "(in a kernel this is most often array arithmetic or a NumPy call that makes an array: "
                         "kernels cannot allocate)", origin,

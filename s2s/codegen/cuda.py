@@ -66,7 +66,7 @@ REDUCING = {"sum", "mean", "max", "min", "prod", "dot", "vdot", "inner", "matmul
 METHODS = ALLOCATING | REDUCING | {"append", "pop", "astype", "item", "tolist", "fill"}
 # The runtime helpers with numba-cuda overloads (runtime/overloads/cuda.py), for numbers.
 KERNEL_HELPERS = {"zeros_like", "ones_like", "copy", "tree_add", "unbroadcast", "range_len", "shape_tape",
-                  "push_shape", "pop_shape"}
+                  "push_shape", "pop_shape", "kernel_number"}
 NUMBA_TYPES = {"float64": "numba.float64", "float32": "numba.float32", "int64": "numba.int64",
                "int32": "numba.int32", "bool": "numba.boolean", "uint32": "numba.uint32", "uint64": "numba.uint64"}
 
@@ -529,7 +529,7 @@ def kernel_source(name: str, params: list[str], mapped: list[str], size: str, ou
              f"{call.replace('{b}', b).replace('{rows}', rows).replace('{tapes}', columns)}"]
     if array_outs:  # the call returns the numbers alone, in order
         numbers = [out for out in outs if out not in array_outs]
-        lines += [f"        {out}[{b}] = {result}[{k}]" for k, out in enumerate(numbers)]
+        lines += [f"        {out}[{b}] = runtime.kernel_number({out}, {result}[{k}])" for k, out in enumerate(numbers)]
     else:
-        lines += [f"        {out}[{b}] = {result}{path}" for out, path in zip(outs, leaf_paths)]
+        lines += [f"        {out}[{b}] = runtime.kernel_number({out}, {result}{path})" for out, path in zip(outs, leaf_paths)]
     return "\n".join(lines) + "\n"

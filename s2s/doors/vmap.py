@@ -535,7 +535,7 @@ class Batched:
                 if "s2s: vmap" not in str(exc):
                     raise
                 raise S2SError(str(exc).replace("s2s: vmap: ", "vmap: "),
-                               hint="return values of the same shape for every example") from None
+                               hint="return values of one shape and dtype for every example") from None
         self._last_source = spec["source"]  # after the call: the cuda backend may write it again
         leaves = []
         for value, dtype, axis, floating in zip(stacked, spec["leaf_dtypes"], spec["out_axes"], spec["floating"]):

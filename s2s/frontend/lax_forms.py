@@ -22,6 +22,7 @@ from __future__ import annotations
 import builtins
 import inspect
 import operator
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -433,8 +434,14 @@ class LaxLowering:
                 if reverse else (ir.Const(1), n, ir.Const(1))
         index = self.names.fresh("i")
 
+        o = self.origin  # (the file's name alone: generated code is the same on every machine)
+        message = ir.Const(f"{os.path.basename(o.filename)}:{o.line}:{o.column}: scan: a step's output is wider than "
+                           f"the first step's, the dtype of the stack (an int initial carry that the body makes "
+                           f"a float): give the initial carry the body's dtype (0.0, not 0)")
+
         def build():
             for name, value in zip(ys, step(ir.Name(index))):
+                self.emit(ir.ExprStmt(ir.Call(runtime.require_fits, (ir.Name(name), value, message)), self.origin))
                 self.emit(ir.SetItem(name, ir.Index((ir.Name(index),)), value, None, self.origin))
 
         self.emit(ir.For(index, start, stop, stride, self.sub_block(build), self.origin))

@@ -43,13 +43,25 @@ def _local_names(node: cst.FunctionDef) -> set[str]:
     return {p.name.value for p in node.params.params} | assigned_names(node.body)
 
 
+def _outer_names(code) -> set[str]:
+    """Every name the function (and the lambdas and defs in it) reads from its module, its
+    closure or builtins, and every attribute name (co_names holds both): a fresh name must be
+    none of them, or a variable s2s introduces (an inlined lambda's parameter, a scan's stacked
+    output) would hide the module's or the closure's value from the code after it."""
+    names = set(code.co_names) | set(code.co_freevars)
+    for const in code.co_consts:
+        if isinstance(const, type(code)):
+            names |= _outer_names(const)
+    return names
+
+
 class Normalizer(ExpressionLowering, LaxLowering):
     def __init__(self, parsed: ParsedFunction):
         self.parsed = parsed
         self.fn = parsed.fn
         self.resolver = Resolver(parsed.fn)
         self.locals = _local_names(parsed.node)
-        self.names = ir.Names(self.locals)
+        self.names = ir.Names(self.locals | _outer_names(parsed.fn.__code__))
         self.callees: dict[str, Any] = {}
         self.constants: dict[str, Any] = {}
         self.references: set[tuple[str, str, str]] = set()
@@ -225,7 +237,7 @@ class Normalizer(ExpressionLowering, LaxLowering):
             return
         if isinstance(value, cst.Call):
             callee = self.resolver.resolve(value.func)
-            checks = (runtime.require_number, runtime.require_unshared, runtime.require_distinct)
+            checks = (runtime.require_number, runtime.require_unshared, runtime.require_distinct, runtime.require_fits)
             if callee in (runtime.index_add, runtime.clear) + checks:
                 # Statements of generated code, when it is transformed again.
                 args, kwargs = self.arguments(value)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import random as R
-from .values import unbroadcast
+from ..errors import S2SError
+from .values import fits_dtype, unbroadcast
 
 
 def batch_empty(n, example):
@@ -31,7 +32,15 @@ def batch_example(value, first):
     if first is not None and np.shape(value) != np.shape(first):
         raise ValueError(f"s2s: vmap: an example's output has shape {np.shape(value)}, "
                          f"the first example's {np.shape(first)}")
+    if first is not None and not fits_dtype(value, np.asarray(first).dtype):
+        raise ValueError(_wider(np.result_type(value), np.asarray(first).dtype, "an example's"))
     return value
+
+
+def _wider(dtype, first, which: str) -> str:
+    return (f"s2s: vmap: {which} output is {dtype}, wider than the first example's {first}, the dtype "
+            f"of the stack (it would be cut): make every example return one dtype (0.0, not 0), or "
+            f"use s2s.jit (Numba gives all examples one type)")
 
 
 def batch_store(out, b, value):
@@ -40,8 +49,24 @@ def batch_store(out, b, value):
     after the loop, in check_batch.)"""
     if np.shape(value) != np.shape(out)[1:]:
         return True
+    if not fits_dtype(value, out.dtype):  # (only the python backend runs this: Numba types every example alike)
+        raise ValueError(_wider(np.result_type(value), out.dtype, f"example {b}'s"))
     out[b] = value
     return False
+
+
+def kernel_number(out, value):
+    """value, as a CUDA kernel stores it in out[b]: refused where out's dtype (the probe's first
+    example's) would cut it (a function that returns 0 on one branch and a float on another).
+    A float stored in a narrower float is kept: numba-cuda computes a float32 example's
+    `max(s - 1.0, 0.0)` in float64 where NumPy, and out, keep float32."""
+    if not fits_dtype(value, out.dtype, "same_kind"):
+        raise S2SError(KERNEL_NUMBER.format(value=np.result_type(value), out=out.dtype))
+    return value
+
+
+KERNEL_NUMBER = ("backend='cuda': an example's output is {value}, wider than the first example's {out}, the dtype of "
+                 "the kernel's output array (it would be cut): make every example return one dtype (0.0, not 0)")
 
 
 def check_batch(mismatch):

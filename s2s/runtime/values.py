@@ -284,6 +284,31 @@ def stop_gradient(x):
     return x
 
 
+def require_fits(stack, value, message):
+    """Refuse a step of s2s.lax.scan whose output a stack of the first step's dtype would cut:
+    an int (or float32) initial carry that the body turns into a float (or float64) makes the
+    first output an int and the later ones floats. JAX promotes such a Python-number carry
+    before the loop; the stack s2s allocates from the first step cannot (its dtype is fixed)."""
+    if not fits_dtype(value, stack.dtype):
+        raise S2SError(message)
+
+
+def fits_dtype(value, dtype, casting: str = "safe") -> bool:
+    """Whether an array of dtype holds value without cutting it: a NumPy value of a dtype that
+    casts to it (safely; with casting="same_kind", to a narrower float too), or a Python number
+    of a kind it holds (Python numbers take the array's precision, as NumPy's weak scalars do)."""
+    dtype = np.dtype(dtype)
+    if isinstance(value, (bool, np.bool_)):
+        return True
+    if isinstance(value, int):
+        return dtype.kind in "iufc"
+    if isinstance(value, float):
+        return dtype.kind in "fc"
+    if isinstance(value, complex):
+        return dtype.kind == "c"
+    return bool(np.can_cast(np.result_type(value), dtype, casting))
+
+
 def require_distinct(items, message):
     """Refuse integer index arrays that name one element twice: x.at[idx].add(v) (and .multiply,
     .min, ...) combines every repeat in JAX, where the `y[idx] += v` s2s writes applies one."""

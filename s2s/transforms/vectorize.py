@@ -37,6 +37,7 @@ from ..rules import facts, lookup
 from ..frontend.source import is_user_function
 from ..ir import nodes as ir
 from .batching import Pattern, anything, described_axes, element, first_batched, leaf_patterns
+from .rule_helpers import all_names
 
 # What each function is (s2s.rules.Facts, declared with its rule): elementwise (operators,
 # ufuncs), of its arguments' broadcast shape (np.where, np.copy, np.zeros_like: the batch axis
@@ -89,8 +90,7 @@ class Vectorizer:
         result = self._pattern_of(fn.result, env)
         self.written[key] = (fname, result)
         saved = self.batch
-        taken = set(fn.params) | {t for stmt in ir.walk(fn.body) for t in ir.stmt_writes(stmt)}
-        self.batch = ir.Names(taken).fresh("n")
+        self.batch = ir.Names(all_names(fn)).fresh("n")  # (not a module's `n` the function reads)
         size = next(_first_batched(p, pattern) for p, pattern in zip(fn.params, params) if anything(pattern))
         body = [ast.Expr(ast.Constant(f"{fn.name} ({fn.origin.short()}) over a batch on the last axis of "
                                       f"{self._batched_params(fn, params)}.")),
@@ -128,7 +128,8 @@ class Vectorizer:
                         anything(env.get(n, False)) for n in ir.names_in(stmt.index)):
                     self._set(env, stmt.base, True)
             elif isinstance(stmt, (ir.Push, ir.ExprStmt)) and not (
-                    isinstance(stmt, ir.ExprStmt) and stmt.value.fn is builtins.print):
+                    isinstance(stmt, ir.ExprStmt) and stmt.value.fn in (builtins.print, runtime.require_fits)):
+                # (a scan's dtype check reads the dtypes alone, which a batch keeps)
                 raise NoBatchingRule(f"no batching rule for {type(stmt).__name__}", stmt.origin)
             for child in ir.child_blocks(stmt):
                 self._patterns(child, env)

@@ -34,6 +34,18 @@ def _tuple_impl(helper: str, arity: int, size: int):
     return _compile(f"def impl({args}):\n    return ({items})\n", "impl")
 
 
+@overload(rt.kernel_number)
+def _kernel_number(out, value):
+    # Numba types every example alike: the check is on the types, at compile time.
+    try:
+        fits = np.can_cast(np.dtype(str(value)), np.dtype(str(out.dtype)), "same_kind")
+    except TypeError:
+        fits = True  # (not a NumPy number: the store types it)
+    if not fits:
+        raise TypingError("s2s: " + rt.KERNEL_NUMBER.format(value=value, out=out.dtype))
+    return lambda out, value: value
+
+
 @overload(rt.zeros_like)
 def _zeros_like(x):
     if isinstance(x, types.Float):

@@ -383,6 +383,22 @@ def _repeats(index):
     return False
 
 
+@overload(rt.require_fits)
+def _require_fits(stack, value, message):
+    # The dtypes are known when Numba types the call: a value that fits compiles to nothing.
+    item = value.dtype if isinstance(value, types.Array) else value
+    try:
+        fits = np.can_cast(np.dtype(str(item)), np.dtype(str(stack.dtype)), "safe")
+    except TypeError:
+        fits = True  # (not a NumPy number: the assignment after it types it)
+    if fits:
+        return lambda stack, value, message: None
+
+    def impl(stack, value, message):
+        raise S2SError(message)
+    return impl
+
+
 @overload(rt.require_distinct)
 def _require_distinct(items, message):
     # Numba indexes with one integer array at most, so each is checked on its own.

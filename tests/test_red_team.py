@@ -1,0 +1,61 @@
+"""Wrong values that a red-team read of user-shaped programs found (session 10), each checked
+against a closed form or central differences, or now refused with a located S2SError."""
+
+import numpy as np
+import pytest
+
+import s2s
+import shadowing_cases as cases
+from finite_differences import central_difference_grad
+
+SHADOWED = [(cases.scan_then_module_ys, 3.0), (cases.fori_then_module_s, 15.0), (cases.scan_then_module_c, 6.0),
+            (cases.scan_then_module_c_init, 12.0), (cases.times_module_n, 4.0)]
+
+
+@pytest.mark.parametrize("fun, slope", SHADOWED, ids=[f.__name__ for f, _ in SHADOWED])
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_names_s2s_introduces_do_not_hide_module_names(fun, slope, backend):
+    x = 0.5
+    assert s2s.jit(fun, backend=backend)(x) == pytest.approx(slope * x)  # each is linear: f = slope * x
+    assert s2s.jit(s2s.grad(fun), backend=backend)(x) == pytest.approx(slope)
+    xs = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(s2s.vmap(fun)(xs), slope * xs)  # vectorised on the python backend
+    np.testing.assert_allclose(s2s.vmap(s2s.grad(fun))(xs), np.full(3, slope))
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_a_scan_whose_int_carry_becomes_a_float_is_refused_not_cut(backend):
+    xs = np.array([-0.5, 0.7, 0.9])
+    for transformed in (s2s.jit(cases.int_carry_scan, backend=backend),
+                        s2s.jit(s2s.grad(cases.int_carry_scan), backend=backend)):
+        with pytest.raises(s2s.S2SError, match=r"shadowing_cases.py:\d+:\d+: scan: .*\(0.0, not 0\)"):
+            transformed(xs)
+
+
+def test_a_scan_with_a_float_carry_differentiates():
+    def float_carry(xs):
+        def body(c, x):
+            return c + x, c
+        _, hs = s2s.lax.scan(body, 0.0, xs)
+        return np.sum(hs * xs)
+
+    xs = np.array([-0.5, 0.7, 0.9])
+    want = central_difference_grad(float_carry, (xs,), 0)
+    np.testing.assert_allclose(want, [1.6, 0.4, 0.2], atol=1e-7)  # c_t = x_0 + ... + x_{t-1}
+    np.testing.assert_allclose(s2s.grad(float_carry)(xs), want, atol=1e-7)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(float_carry))(xs), want, atol=1e-7)
+
+
+def test_vmap_refuses_an_example_wider_than_the_first_where_numba_types_them_alike():
+    ss = np.array([0.5, 1.7, 2.3])
+    for batched in (s2s.vmap(cases.zero_or_excess, in_axes=(0, None)),
+                    s2s.jit(s2s.vmap(cases.zero_or_excess, in_axes=(0, None)), backend="python"),
+                    s2s.vmap(s2s.value_and_grad(cases.zero_or_excess), in_axes=(0, None))):
+        with pytest.raises(s2s.S2SError, match="example 1's output is float64, wider than the first example's int64"):
+            batched(ss, 1.0)
+    # under s2s.jit Numba gives every example the one type float64: the values are NumPy's
+    got = s2s.jit(s2s.vmap(cases.zero_or_excess, in_axes=(0, None)))(ss, 1.0)
+    np.testing.assert_allclose(got, [0.0, 0.7, 1.3])
+    value, slope = s2s.jit(s2s.vmap(s2s.value_and_grad(cases.zero_or_excess), in_axes=(0, None)))(ss, 1.0)
+    np.testing.assert_allclose(value, [0.0, 0.7, 1.3])
+    np.testing.assert_allclose(slope, [0.0, 1.0, 1.0])
