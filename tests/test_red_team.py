@@ -59,3 +59,55 @@ def test_vmap_refuses_an_example_wider_than_the_first_where_numba_types_them_ali
     value, slope = s2s.jit(s2s.vmap(s2s.value_and_grad(cases.zero_or_excess), in_axes=(0, None)))(ss, 1.0)
     np.testing.assert_allclose(value, [0.0, 0.7, 1.3])
     np.testing.assert_allclose(slope, [0.0, 1.0, 1.0])
+
+
+def counter_after_break(x):
+    for i in range(x.shape[0]):
+        if x[i] > 1.0:
+            break
+    return x[0] * i
+
+
+def enumerate_after_break(x):
+    s = 0.0
+    for k, v in enumerate(x):
+        if v > 1.0:
+            break
+        s = s + v
+    return s * k + v
+
+
+def inner_counter_after_break(x):
+    t = 0.0
+    for i in range(3):
+        for j in range(x.shape[0]):
+            if x[j] > 1.0 + i:
+                break
+        t = t + x[j] * (i + j)
+    return t
+
+
+def slice_from_the_break(x):
+    y = x.copy()
+    for i in range(x.shape[0]):
+        if x[i] > 1.0:
+            break
+    y[i:] += x[0] * 2.0
+    return np.sum(y * y)
+
+
+BREAKS = [counter_after_break, enumerate_after_break, inner_counter_after_break, slice_from_the_break]
+
+
+@pytest.mark.parametrize("fun", BREAKS, ids=[f.__name__ for f in BREAKS])
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_the_loop_counter_after_break_is_the_breaking_steps(fun, backend):
+    """A loop left by break runs out its range with the later steps skipped; the counter once
+    came out as the range's last value (x[0] * 4 instead of x[0] * 1 here)."""
+    x = np.array([0.7, 2.2, 0.5, 3.3, 0.1])
+    want = central_difference_grad(fun, (x,), 0)
+    value, grad = s2s.jit(s2s.value_and_grad(fun), backend=backend)(x)
+    assert value == pytest.approx(fun(x))
+    np.testing.assert_allclose(grad, want, atol=1e-6)
+    _, tangent = s2s.jvp(fun, (x,), (np.ones(5),), backend=backend)
+    assert tangent == pytest.approx(np.sum(want), abs=1e-6)

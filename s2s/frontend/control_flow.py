@@ -20,11 +20,12 @@ def lower_control_flow(body: list, names: ir.Names, origin: Origin) -> list:
     has_exits = any(isinstance(s, (ir.Break, ir.Continue)) for s in ir.walk(body))
     if simple and not has_exits:
         return body
+    everything = list(body)  # (the final return included: what is read after the loops)
     if simple:
         final = body.pop()
     else:
         final = None
-    lowering = _Lowering(names, not simple)
+    lowering = _Lowering(names, not simple, everything)
     lowered = lowering.block(body, loops=[])
     if simple:
         return lowered + [final]
@@ -33,8 +34,9 @@ def lower_control_flow(body: list, names: ir.Names, origin: Origin) -> list:
 
 
 class _Lowering:
-    def __init__(self, names: ir.Names, early_returns: bool):
+    def __init__(self, names: ir.Names, early_returns: bool, everything: list):
         self.names = names
+        self.everything = everything  # the function's statements
         self.returned = names.fresh("_returned") if early_returns else None
         self.retval = names.fresh("_retval") if early_returns else None
 
@@ -88,8 +90,15 @@ class _Lowering:
         body = self.block(stmt.body, loops + [(stop, skip)])
         body = [ir.Assign((skip,), ir.Name(stop) if loop_has_stop else ir.Const(False), o)] + body
         if loop_has_stop and isinstance(stmt, ir.For):
-            body = [ir.Assign((skip,), ir.Name(stop), o),
-                    ir.If(ir.Name(skip), body[1:], [], o, negated=True)]
+            runs = body[1:]
+            if self.read_outside(stmt.var, stmt):
+                # The loop runs out its range with the steps after a break skipped: the counter
+                # the code after the loop reads is the step's where the loop broke, so the
+                # loop counts in a name of its own and sets the user's in the steps that run.
+                counter = self.names.fresh(f"_{stmt.var}")
+                runs = [ir.Assign((stmt.var,), ir.Name(counter), o)] + runs
+                stmt.var = counter
+            body = [ir.Assign((skip,), ir.Name(stop), o), ir.If(ir.Name(skip), runs, [], o, negated=True)]
         stmt.body = body
         out = [ir.Assign((stop,), ir.Const(False), o)] if loop_has_stop else []
         if isinstance(stmt, ir.While) and loop_has_stop:
@@ -104,6 +113,12 @@ class _Lowering:
         if returns_inside:
             return out, True
         return out, False
+
+
+    def read_outside(self, name: str, loop) -> bool:
+        """Whether a statement of the function outside the loop reads name."""
+        inside = {id(s) for s in ir.walk(loop.body)}
+        return any(name in ir.stmt_reads(s) for s in ir.walk(self.everything) if id(s) not in inside)
 
 
 def _own_exits(block):
