@@ -111,3 +111,31 @@ def test_the_loop_counter_after_break_is_the_breaking_steps(fun, backend):
     np.testing.assert_allclose(grad, want, atol=1e-6)
     _, tangent = s2s.jvp(fun, (x,), (np.ones(5),), backend=backend)
     assert tangent == pytest.approx(np.sum(want), abs=1e-6)
+
+
+def square_of_a_matrix(x):
+    A = x.reshape(2, 2)
+    return np.sum(A @ A.T)
+
+
+def repeated_write(x):
+    y = np.zeros(3)
+    y[np.array([1, 1, 2])] = x * 2.0
+    return np.sum(y ** 2)
+
+
+def test_jit_jacrev_of_float32_matmuls_pulls_float32_cotangents():
+    x = np.array([0.3, 0.7, 1.1, 0.2], np.float32)
+    A = x.astype(np.float64).reshape(2, 2)
+    want = np.tile(2 * A.sum(axis=0), 2)  # d sum(A A^T) / dA_ij = 2 (the sum of column j)
+    jac = s2s.jit(s2s.jacrev(square_of_a_matrix))(x)
+    assert jac.dtype == np.float32
+    np.testing.assert_allclose(jac, want, rtol=1e-6)
+
+
+def test_jacrev_refusals_name_the_users_statement():
+    x = np.array([0.3, 0.7, 1.1])
+    for jacobian in (s2s.jacrev(repeated_write), s2s.jit(s2s.jacrev(repeated_write))):
+        with pytest.raises(s2s.S2SError) as info:
+            jacobian(x)
+        assert info.value.origin is not None and info.value.origin.filename.endswith("test_red_team.py")

@@ -77,11 +77,12 @@ class Jacobian:
             return _jacobian_layout(rows, out_shape, in_shape, True)
         transformed = Transformed(self.fun, "vjp", (k,), self.has_aux, backend=self.backend, rows=True)
         out_shape = np.shape(out)
-        cotangents = _basis(out_shape, np.result_type(out, np.float64))
+        out_dtype = np.result_type(out)  # (float32 code pulls float32 cotangents: Numba's matmul takes one dtype)
+        cotangents = _basis(out_shape, out_dtype if np.issubdtype(out_dtype, np.inexact) else np.float64)
         if not out_shape:
             cotangents = cotangents.reshape(1)
-        rows = getattr(transformed.module(), f"{transformed._entry_name()}_vjp_rows")(
-            *transformed._call_args(args), cotangents)
+        rows = backends.entry(transformed.module(), f"{transformed._entry_name()}_vjp_rows", self.fun)(
+            *transformed._call_args(args), cotangents)  # (compile errors at the user's statement)
         return _jacobian_layout(rows, out_shape, in_shape, False)
 
     def _pytree(self, args, k, out):
