@@ -79,6 +79,7 @@ from s2s.runtime import (
 @rule(runtime.copy, pure=True, like=True, number_stays=True, copies=True)
 def copy_(y, x):
     y_dot = copy(x_dot)
+    x_bar += y_bar
 
 
 @rule(runtime.broadcast_like, pure=True, broadcasts=True, first_or_new=True)
@@ -90,7 +91,9 @@ def broadcast_like_(y, t, c):
 
 @rule(runtime.unbroadcast, pure=True, shape_argument=1)
 def unbroadcast_(y, g, x):
+    """The sum of g over the axes it has beyond x's shape: its adjoint spreads back over them."""
     y_dot = unbroadcast(g_dot, x)
+    g_bar += broadcast_like(y_bar, g)
 
 
 @rule(runtime.sum_bar, pure=True, shape_argument=1)
@@ -248,9 +251,10 @@ def take_(r, a, index):
     r_dot = take(a_dot, index)
 
 
-@rule(runtime.new_tape)
+@rule(runtime.new_tape, reverse_none=True)
 def new_tape_(t, x, capacity):
-    """The tangents of the values on a tape go on a tape of their own, made alongside it."""
+    """The tangents of the values on a tape go on a tape of their own, made alongside it. A new
+    tape holds none of x's value (x gives its dtype): no adjoint flows back to x."""
     t_dot = new_tape(x_dot, capacity)
 
 

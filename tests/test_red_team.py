@@ -139,3 +139,51 @@ def test_jacrev_refusals_name_the_users_statement():
         with pytest.raises(s2s.S2SError) as info:
             jacobian(x)
         assert info.value.origin is not None and info.value.origin.filename.endswith("test_red_team.py")
+
+
+def add_into_a_zero_row(a):
+    y = np.zeros(3)
+    y[0] += a
+    return np.sum(y ** 2)
+
+
+def write_into_shared(x, a):
+    x[0] += a
+    return np.sum(x ** 2)
+
+
+def transposed_by_axes(X):
+    return np.sum(np.transpose(X, (1, 0)) * np.arange(2.0))
+
+
+def copied_into(a):
+    y = np.zeros((3, 2))
+    y[0] = s2s.runtime.copy(a)
+    return np.sum(y ** 2)
+
+
+def test_vmap_of_grad_of_an_augmented_write_on_the_python_backend():
+    """vmap(grad(f)) on the python backend differentiates f's vectorised batch, whose writes read
+    `runtime.copy(a)`: runtime.copy's rule had no reverse line, so the gradient was zero."""
+    a = np.array([0.5, 0.7])
+    np.testing.assert_allclose(s2s.vmap(s2s.grad(add_into_a_zero_row))(a), 2 * a)
+    np.testing.assert_allclose(s2s.grad(copied_into)(a), 2 * a)
+
+
+def test_vmap_writes_of_examples_into_a_shared_argument_go_into_copies():
+    x, a = np.ones(3), np.array([0.5, 0.7])
+    want = [write_into_shared(x.copy(), ai) for ai in a]
+    np.testing.assert_allclose(s2s.vmap(write_into_shared, in_axes=(None, 0))(x, a), want)
+    np.testing.assert_allclose(x, np.ones(3))  # the caller's array is untouched
+    np.testing.assert_allclose(s2s.vmap(s2s.grad(write_into_shared, argnums=1), in_axes=(None, 0))(x, a),
+                               2 * (1 + a))
+    X = np.random.default_rng(0).normal(size=(3, 2, 3))
+    np.testing.assert_allclose(s2s.vmap(transposed_by_axes)(X), [transposed_by_axes(Xi) for Xi in X])
+
+
+def test_a_forward_only_rule_is_refused_in_reverse_mode():
+    def through_take(x):
+        return np.sum(s2s.runtime.take(x, np.array([0, 2])) ** 2)
+
+    with pytest.raises(s2s.S2SError, match="forward-mode rule only"):
+        s2s.grad(through_take)(np.array([0.5, 0.7, 0.9]))

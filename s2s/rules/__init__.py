@@ -142,6 +142,9 @@ class Facts:
     arity: int | None = None  # elementwise: how many arguments (a ufunc's nin)
     fresh: bool = False  # its result is a new array or a number, never a view (codegen/overlaps.py)
     first_or_new: bool = False  # its result is its first argument itself, or a new value
+    # its rule has no reverse lines because no adjoint flows back (a new tape); a rule with no
+    # reverse lines and without this fact is forward-only: reverse mode refuses it (reverse/instances.py)
+    reverse_none: bool = False
     # checks the static options written in a call (options(**{name: value})) when it is
     # differentiated: a message of what its rule does not take, or None (analysis/activity.py)
     options: Any = None

@@ -95,6 +95,15 @@ class Vectorizer:
         body = [ast.Expr(ast.Constant(f"{fn.name} ({fn.origin.short()}) over a batch on the last axis of "
                                       f"{self._batched_params(fn, params)}.")),
                 ast.Assign([name(self.batch, True)], parse_expr(f"{size}.shape[-1]"), lineno=0)]
+        for param, pattern in zip(fn.params, params):
+            if anything(env.get(param, False)) and not anything(pattern):
+                # An argument shared by the examples that each example writes into: every example
+                # gets its own copy (s2s's functions write into private copies of their arguments).
+                if env[param] is not True:
+                    raise NoBatchingRule(f"a write of per-example values into the shared argument {param}",
+                                         fn.origin)
+                body.append(ast.Assign([name(param, True)], runtime_call("batch_broadcast", name(param),
+                                                                           name(self.batch)), lineno=0))
         body += self._block(fn.body, env)
         self.batch = saved
         args = ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in fn.params], kwonlyargs=[],
@@ -305,7 +314,8 @@ class Vectorizer:
         if fn in _ALONG_AN_AXIS and batched[0] and not any(batched[1:]):
             return self._along_axis(call, stmt)
         if fn is np.transpose and len(call.args) <= 2 and not kwargs:
-            return runtime_call("batched_transpose", *args)
+            # the axes as they are (lifted, a tuple of ints would become batched data)
+            return runtime_call("batched_transpose", args[0], *[e.atom(a) for a in call.args[1:]])
         if fn in (np.reshape, np.ravel) and not kwargs and batched[0] and not any(batched[1:]):
             # the shape as it is: lifting it (a tuple of ints) would make it batched data
             shape = e.atom(call.args[1]) if len(call.args) > 1 else ast.Constant(-1)

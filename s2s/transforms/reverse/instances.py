@@ -10,6 +10,7 @@ import operator
 from ...ir import nodes as ir
 from ...analysis.activity import bind, rule_for
 from ...codegen.emit import assign, name
+from ...errors import S2SError
 from ...frontend.source import is_user_function
 from ...rules import QUOTIENT_UNREAD, Rule, facts, lookup, spelled
 from ...analysis.code_shapes import CodeShapes
@@ -33,6 +34,13 @@ class RuleInstances:
         if found is None or found.kind != "rule":
             return [], [], set()  # no input is differentiated (analysis refused the others)
         bound = bind(call, found, stmt.origin)
+        if not found.reverse and not facts(call.fn).reverse_none:
+            active = [p for p in found.params[1:] if isinstance(bound.get(p), ir.Name) and self.an.is_active(bound[p].id)]
+            if active:  # a forward-only rule (a helper of forward-mode code): no adjoint would flow, silently
+                raise S2SError(f"{found.name} has a forward-mode rule only; s2s cannot take its reverse-mode "
+                               f"derivative with respect to {', '.join(active)}", stmt.origin,
+                               hint="differentiate this code in forward mode (s2s.jvp, s2s.jacfwd), or call "
+                                    "the NumPy function it stands for")
         target = stmt.targets[0]
         rename = rename or {}
         # A rule's locals are named once per statement: planning instantiates it again.
