@@ -6,6 +6,7 @@ from typing import Any
 
 from ..errors import Origin, S2SError
 from ..ir import nodes as ir
+from .argument_writes import check_call_sites
 from .lower import normalize
 
 
@@ -28,6 +29,7 @@ def collect(fn: Any) -> list[ir.Function]:
         callers.append(lowered)
         for callee in sorted(lowered.callees.values(), key=lambda c: c.__name__):
             visit(callee)
+        check_call_sites(lowered, seen)
         callers.pop()
         stack.pop()
         seen[id(f)] = lowered
