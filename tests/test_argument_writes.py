@@ -66,11 +66,12 @@ def rebinds_zeros(x):
 
 def returns_it(x):
     y = x * 2.0
-    return np.sum(x) + np.sum(setfirst_and_sum(y, x[1]))
+    return setfirst_and_sum(y, x[1])  # nothing reads y afterwards
 
 
 def setfirst_and_sum(y, v):
-    return setfirst(y, v)  # returns the written array: nothing reads y afterwards
+    y = setfirst(y, v)  # writes into the caller's y (NumPy), which returns_it never reads again
+    return np.sum(y)
 
 
 def numpy_value(fun, x):
@@ -189,3 +190,50 @@ def test_the_suggested_hessian_vector_product_matches_differences_of_the_gradien
     np.testing.assert_allclose(hvp, reference, rtol=1e-6, atol=1e-8)
     # closed form: the Hessian is diagonal, 2 cos x - x sin x
     np.testing.assert_allclose(hvp, (2 * np.cos(x) - x * np.sin(x)) * v, rtol=1e-12)
+
+
+def rebinds_with_an_alias(x):
+    y = x.copy()
+    w = y
+    y = scale(y, x[0])  # NumPy: w is the scaled array too
+    return np.sum(w)
+
+
+def scales_in_place(y, a):
+    y = scale(y, a)  # the caller's y is scaled under NumPy
+    return y
+
+
+def through_two_levels(x):
+    y = x.copy()
+    z = scales_in_place(y, x[0])
+    return np.sum(y) + 0.0 * np.sum(z)
+
+
+def scales_a_copy(y, a):
+    y = y.copy()
+    y = scale(y, a)
+    return y
+
+
+def through_two_levels_on_a_copy(x):
+    y = x.copy()
+    z = scales_a_copy(y, x[0])  # y unchanged: x0 + x1 + x0 (x0 + x1)
+    return np.sum(y) + np.sum(z)
+
+
+@pytest.mark.parametrize("fun, expected", [
+    (rebinds_with_an_alias, "scale writes into its parameter y"),
+    (through_two_levels, "scales_in_place writes into its parameter y in place (passed to scale"),
+])
+def test_writes_reaching_the_caller_through_an_alias_or_another_helper_are_refused(fun, expected):
+    with pytest.raises(s2s.S2SError, match=None) as info:
+        s2s.grad(fun)(X.copy())
+    assert expected in str(info.value)
+
+
+def test_a_helper_passing_its_own_copy_on_differentiates():
+    fun = through_two_levels_on_a_copy
+    g = s2s.jit(s2s.grad(fun), backend="python")(X.copy())
+    np.testing.assert_allclose(g, fd(fun, X), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(g, [1.0 + 2 * X[0] + X[1], 1.0 + X[0]])

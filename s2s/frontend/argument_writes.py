@@ -21,11 +21,23 @@ from ..errors import Origin, S2SError
 from ..ir import nodes as ir
 
 
-def parameter_writes(params: list[str], body: list) -> dict[str, str]:
+def parameter_writes(params: list[str], body: list, lowered: dict | None = None) -> dict[str, str]:
     """{parameter: how it is written} for each parameter that a statement may write into in
     place while the name still refers to the caller's array (before any rebinding on every
-    path: `y = y.copy()` first makes the later writes the function's own)."""
+    path: `y = y.copy()` first makes the later writes the function's own). With lowered (the
+    callees by id), passing the parameter to a callee that writes into it counts too."""
     found: dict[str, str] = {}
+
+    def through_call(stmt) -> None:
+        callee = lowered.get(id(stmt.value.fn)) if lowered and isinstance(stmt.value, ir.Call) else None
+        if callee is None:
+            return
+        for param, arg in zip(callee.params, stmt.value.args):
+            if param in callee.param_writes and isinstance(arg, ir.Name) and arg.id in params \
+                    and arg.id not in rebound_now[0]:
+                found.setdefault(arg.id, f"passed to {callee.name}, which writes into it")
+
+    rebound_now: list = [set()]
 
     def scan(block: list, rebound: set) -> set:
         rebound = set(rebound)
@@ -40,6 +52,8 @@ def parameter_writes(params: list[str], body: list) -> dict[str, str]:
                         found.setdefault(target, f"{target} op= ...")
                     rebound.add(target)  # s2s rebinds it; later writes go to the new array
                 else:
+                    rebound_now[0] = rebound
+                    through_call(stmt)
                     rebound |= set(stmt.targets)
             elif isinstance(stmt, ir.If):
                 rebound |= scan(stmt.body, rebound) & scan(stmt.orelse, rebound)
@@ -111,7 +125,7 @@ def check_call_sites(caller: ir.Function, lowered: dict[int, ir.Function]) -> No
             if param not in site.arguments:
                 continue
             name, view = site.arguments[param]
-            if not view and name in site.rebound:
+            if not view and name in site.rebound and not _aliases(caller, name):
                 continue  # `y = helper(y)`: y names the result; the old array is unreachable
             what = f"{name}[...]" if view else name
             raise S2SError(
@@ -122,3 +136,26 @@ def check_call_sites(caller: ir.Function, lowered: dict[int, ir.Function]) -> No
                 f"return the new value and assign it (`{name} = {callee.name}({name}, ...)`), or write "
                 f"into a copy inside {callee.name} ({param} = {param}.copy() first)"
                 + (f"; for a number {param}, write `{param} = {param} op ...`" if "op=" in how else ""))
+
+
+def _aliases(caller: ir.Function, name: str) -> set:
+    """The caller's other variables that may share name's memory: joined by `w = y`, `w = y[i]`
+    or `w = y.T` in either direction, through temporaries (conservative: names, not paths)."""
+    parent: dict = {}
+
+    def find(a):
+        while parent.get(a, a) != a:
+            a = parent[a]
+        return a
+
+    for stmt in ir.walk(caller.body):
+        if isinstance(stmt, ir.Assign) and not stmt.inplace:
+            value = stmt.value
+            while isinstance(value, (ir.Subscript, ir.Attribute)):
+                value = value.value
+            if isinstance(value, ir.Name):
+                for target in stmt.targets:
+                    parent[find(target)] = find(value.id)
+    root = find(name)
+    return {v for v in set(parent) | set(parent.values())
+            if v != name and not v.startswith("_t") and find(v) == root}
