@@ -297,7 +297,7 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
         if any(pytree.is_integer_leaf(leaf) for leaf in pytree.leaves(primal)):
             raise S2SError(f"vjp: argument {k} of {fun.__name__} holds integers",
                            hint="pass floats, or close over integer arguments in a wrapper")
-    out = _plain_value(fun, primals)
+    out = _plain_value(fun, private_copies(primals))  # (copies: fun may write into its arguments)
 
     def vjp_fun(cotangent):
         _check_cotangent(cotangent, out[0] if has_aux else out, fun)
@@ -510,6 +510,12 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
     >>> bool(abs(out_dot - (np.sin(1.0) + np.cos(1.0))) < 1e-12)
     True
     """
+    if hasattr(fun, "with_backend") or isinstance(fun, Primal):  # grad, jacfwd/jacrev, hessian, vmap; jit
+        name = getattr(fun, "__name__", "the function")
+        raise S2SError(f"s2s.jvp of an already transformed function ({type(fun).__name__} of {name}) is not "
+                       "supported",
+                       hint="take jvp of the plain function (s2s.jvp(f, ...) for jit(f)); for a Hessian-vector "
+                            "product use s2s.hessian(f)(x) @ v or s2s.jacfwd(s2s.grad(f))(x) @ v")
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         raise S2SError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")

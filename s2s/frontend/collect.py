@@ -6,6 +6,7 @@ from typing import Any
 
 from ..errors import Origin, S2SError
 from ..ir import nodes as ir
+from .argument_writes import check_call_sites, parameter_writes
 from .lower import normalize
 
 
@@ -28,6 +29,9 @@ def collect(fn: Any) -> list[ir.Function]:
         callers.append(lowered)
         for callee in sorted(lowered.callees.values(), key=lambda c: c.__name__):
             visit(callee)
+        check_call_sites(lowered, seen)
+        # A parameter passed on to a callee that writes into it is written by this function too.
+        lowered.param_writes = {**parameter_writes(lowered.params, lowered.body, seen), **lowered.param_writes}
         callers.pop()
         stack.pop()
         seen[id(f)] = lowered

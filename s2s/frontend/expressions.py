@@ -19,6 +19,7 @@ from ..ir import nodes as ir
 from .. import lax
 from .lax_forms import FORMS as LAX_FORMS
 from ..runtime import constants as captured
+from .argument_writes import call_site
 from .einsum import HINT as EINSUM_HINT
 from .einsum import EinsumRefused, lower_einsum
 from .nested import NESTED_TRANSFORMS
@@ -397,6 +398,9 @@ class ExpressionLowering:
         if is_user_function(callee):
             # For the cache: the name the caller used must still refer to this function.
             self.references.add((_dotted(func), callee.__module__, callee.__qualname__))
+            site = call_site(node, callee, self.statement_node, self.parsed.origin(node))
+            if site is not None:
+                self.call_sites.append(site)
             return self.user_call(node, callee, args, kwargs)
         if callee is np.matmul and len(args) == 2 and not kwargs:
             callee = operator.matmul  # the same function; Numba compiles `@`, not np.matmul

@@ -20,6 +20,7 @@ import numpy as np
 from .. import runtime
 from ..errors import Origin, S2SError
 from ..ir import nodes as ir
+from .argument_writes import parameter_writes
 from .control_flow import lower_control_flow
 from .expressions import ExpressionLowering
 from .lax_forms import LaxLowering, assigned_names, walk_own
@@ -72,6 +73,8 @@ class Normalizer(ExpressionLowering, LaxLowering):
         self.def_names = {n.name.value for n in walk_own(parsed.node.body) if isinstance(n, cst.FunctionDef)}
         self.local_defs: dict = {}
         self.at_results: set[str] = set()  # the temporaries that x.at[i].set(v) and friends update
+        self.statement_node: cst.CSTNode | None = None  # the small statement being lowered
+        self.call_sites: list = []  # user calls, checked for writes into arguments once all are lowered
 
     # ---- helpers ---------------------------------------------------------------
 
@@ -115,6 +118,7 @@ class Normalizer(ExpressionLowering, LaxLowering):
         if not any(isinstance(s, ir.Return) for s in ir.walk(body)):
             raise self.error(node, f"{node.name.value} has no return statement",
                              "return the value to differentiate")
+        writes = parameter_writes(names, body)
         body = self.private_copies(names, body) + body
         body = lower_control_flow(body, self.names, self.origin)
         return ir.Function(
@@ -127,6 +131,8 @@ class Normalizer(ExpressionLowering, LaxLowering):
             callees=self.callees,
             constants=self.constants,
             references=sorted(self.references),
+            param_writes=writes,
+            call_sites=self.call_sites,
         )
 
     def private_copies(self, params: list[str], body: list) -> list:
@@ -176,6 +182,7 @@ class Normalizer(ExpressionLowering, LaxLowering):
             raise self.error(node, f"{type(node).__name__} statements are not supported")
 
     def small_statement(self, node: cst.CSTNode) -> None:
+        self.statement_node = node
         if isinstance(node, cst.Assign):
             value = self.expr(node.value)
             for target in node.targets:

@@ -234,6 +234,8 @@ class Function:
     callees: dict[str, Any] = field(default_factory=dict)  # generated name -> Python function
     constants: dict[str, Any] = field(default_factory=dict)  # module constants it reads
     references: list = field(default_factory=list)  # (dotted name, module, qualname) of callees
+    param_writes: dict = field(default_factory=dict)  # parameter -> how it is written in place
+    call_sites: list = field(default_factory=list)  # frontend.argument_writes.CallSite of user calls
 
     @property
     def result(self) -> Atom:

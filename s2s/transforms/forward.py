@@ -266,7 +266,11 @@ class JVP:
         fn = self.fn
         for p in self.active_params:
             self.dot(p)
-        body = self.block(fn.body)
+        # A parameter without a tangent of its own that becomes active later under the same
+        # name (`y[0] = v` into a y passed in, after s2s's private copy) starts from zero.
+        body = [ast.Assign([name(self.dot(p), True)], runtime_call("zeros_like", name(p)), lineno=0)
+                for p in fn.params if p not in self.active_params and self.an.is_active(p)]
+        body += self.block(fn.body)
         result = fn.result
         tangent = self.tangent_or_zeros(result)
         body.append(ast.Return(ast.Tuple([self.em.atom(result), tangent], ast.Load())))
