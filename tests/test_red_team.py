@@ -187,3 +187,21 @@ def test_a_forward_only_rule_is_refused_in_reverse_mode():
 
     with pytest.raises(s2s.S2SError, match="forward-mode rule only"):
         s2s.grad(through_take)(np.array([0.5, 0.7, 0.9]))
+
+
+def decay_sum(x, n):
+    t = np.arange(n) * 0.5
+    return np.sum(np.exp(-t * x[0]) * x[1])
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_jacfwd_and_hessian_leave_an_integer_argument_they_do_not_differentiate_alone(backend):
+    """np.arange(n) of an int n is refused when n is differentiated; jacfwd and hessian once
+    made the forward mode of every argument, n's included, and refused the program."""
+    x = np.array([0.3, 1.2])
+    want = central_difference_grad(lambda x: decay_sum(x, 5), (x,), 0)
+    np.testing.assert_allclose(s2s.jit(s2s.jacfwd(decay_sum), backend=backend)(x, 5), want, rtol=1e-6)
+    t = np.arange(5) * 0.5
+    e = np.exp(-t * x[0])
+    hessian = np.array([[np.sum(t * t * e) * x[1], -np.sum(t * e)], [-np.sum(t * e), 0.0]])
+    np.testing.assert_allclose(s2s.jit(s2s.hessian(decay_sum), backend=backend)(x, 5), hessian, rtol=1e-9)

@@ -65,7 +65,8 @@ class Jacobian:
         x_arr = np.asarray(x, dtype=np.result_type(x, np.float64) if not isinstance(x, np.ndarray) else x.dtype)
         in_shape = np.shape(x)
         if self.forward:
-            transformed = ForwardTransformed(self.fun, self.backend, self.has_aux, columns=True)
+            transformed = ForwardTransformed(self.fun, self.backend, self.has_aux, columns=True,
+                                             active=_argnums_tuple(self.argnums))
             columns = transformed.entry(f"_jvp_columns_{k}")
             call = list(args)
             call[k] = x if np.ndim(x) else float(x)
@@ -92,7 +93,8 @@ class Jacobian:
         out_leaves, out_structure = pytree.flatten(out)
         blocks = [[None] * len(in_leaves) for _ in out_leaves]
         if self.forward:
-            transformed = ForwardTransformed(self.fun, self.backend, self.has_aux, columns=True)
+            transformed = ForwardTransformed(self.fun, self.backend, self.has_aux, columns=True,
+                                             active=_argnums_tuple(self.argnums))
             entry = transformed.entry_wrt(k)  # takes the tangent of argument k only
             for li, leaf in enumerate(in_leaves):
                 columns = []
@@ -157,7 +159,8 @@ class SecondOrder:
 
     @property
     def source(self) -> str:
-        return _source(self._vjp_function(), "second_order", {})
+        # (the outer derivatives' arguments only: another's, an int n of np.arange(n), may refuse)
+        return _source(self._vjp_function(), "second_order", {"active": sorted(set(_argnums_tuple(self.outer_argnums)))})
 
     def module(self):
         if self._module is None:

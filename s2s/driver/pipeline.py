@@ -143,9 +143,12 @@ def forward(unit: Unit) -> None:
     # Drivers differentiate with respect to one argument: the others' tangents are symbolic
     # zeros (and so is the output cotangent's, in second order), not arrays of zeros.
     if unit.transform == "second_order":  # fn is a generated <name>_vjp(params..., out_bar)
-        entry_active = [[p] for p in entry.params[:-1]]
+        columns = unit.options.get("active") or range(len(entry.params) - 1)
+        entry_active = [[entry.params[k]] for k in columns]
     elif unit.options.get("columns"):  # jacfwd: a compiled loop over a stack of tangents, one per argument
-        entry_active = [[p] for p in entry.params]
+        # (of the arguments jacfwd differentiates: another's, an int n of np.arange(n), may refuse)
+        columns = unit.options.get("active") or range(len(entry.params))
+        entry_active = [[entry.params[k]] for k in columns]
     elif unit.options.get("active") is not None:  # tangents for these arguments only
         entry_active = [[entry.params[k] for k in unit.options["active"]]]
     else:
@@ -154,12 +157,14 @@ def forward(unit: Unit) -> None:
     body = prologue(emitter) + defs
     unit.entries = {"name": fname}
     if unit.transform == "second_order":
-        for k, jvp_name in enumerate(entry_names):
+        for k, jvp_name in zip(columns, entry_names):
             body.append(second_order_driver(fname, jvp_name, entry.params, k))
     elif unit.options.get("columns"):
-        unit.entries["wrt"] = entry_names  # the forward mode for each argument alone
-        for k, jvp_name in enumerate(entry_names):
+        wrt = [None] * len(entry.params)  # the forward mode for each argument alone
+        for k, jvp_name in zip(columns, entry_names):
+            wrt[k] = jvp_name
             body.append(columns_driver(fname, entry.params, "jvp", k, bool(unit.options.get("has_aux")), jvp_name))
+        unit.entries["wrt"] = wrt
     else:
         unit.entries["jvp"] = entry_names[0]
     unit.header = header(entry, f"jvp of {entry.name}", unit.display_path)
