@@ -114,7 +114,6 @@ class _Lowering:
             return out, True
         return out, False
 
-
     def read_outside(self, name: str, loop) -> bool:
         """Whether a statement of the function outside the loop reads name."""
         inside = {id(s) for s in ir.walk(loop.body)}
