@@ -22,6 +22,16 @@ def _compile(source: str, name: str, **env):
     return namespace[unique]
 
 
+def _casts(value, dtype, casting: str) -> bool:
+    """Whether a value of Numba type `value` (a number, or an array of its dtype) casts to the
+    Numba dtype `dtype` (runtime.fits_dtype's question, asked of types when Numba compiles)."""
+    item = value.dtype if isinstance(value, types.Array) else value
+    try:
+        return bool(np.can_cast(np.dtype(str(item)), np.dtype(str(dtype)), casting))
+    except TypeError:
+        return True  # (not a NumPy number: the store after it types it)
+
+
 def _is_none(t) -> bool:
     return t is None or isinstance(t, (types.NoneType, types.Omitted)) and (
         not isinstance(t, types.Omitted) or t.value is None)

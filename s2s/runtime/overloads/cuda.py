@@ -19,7 +19,7 @@ from numba.cuda.extending import overload, register_jitable
 from ... import random as R
 from ... import runtime as rt
 from ...runtime import kernels
-from .common import _compile, _scalar
+from .common import _casts, _compile, _scalar
 
 
 def _refuse(helper: str, *args, why: str = "in a kernel, adjoints are numbers (an array adjoint would be "
@@ -37,11 +37,7 @@ def _tuple_impl(helper: str, arity: int, size: int):
 @overload(rt.kernel_number)
 def _kernel_number(out, value):
     # Numba types every example alike: the check is on the types, at compile time.
-    try:
-        fits = np.can_cast(np.dtype(str(value)), np.dtype(str(out.dtype)), "same_kind")
-    except TypeError:
-        fits = True  # (not a NumPy number: the store types it)
-    if not fits:
+    if not _casts(value, out.dtype, "same_kind"):
         raise TypingError("s2s: " + rt.KERNEL_NUMBER.format(value=value, out=out.dtype))
     return lambda out, value: value
 

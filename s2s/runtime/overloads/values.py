@@ -12,7 +12,7 @@ from numba.extending import overload, register_jitable
 from ... import runtime as rt
 from ...errors import S2SError
 from ...pytree import dict_tuple_class
-from .common import _compile, _scalar
+from .common import _casts, _compile, _scalar
 
 
 @overload(rt.zeros_like)
@@ -386,12 +386,7 @@ def _repeats(index):
 @overload(rt.require_fits)
 def _require_fits(stack, value, message):
     # The dtypes are known when Numba types the call: a value that fits compiles to nothing.
-    item = value.dtype if isinstance(value, types.Array) else value
-    try:
-        fits = np.can_cast(np.dtype(str(item)), np.dtype(str(stack.dtype)), "safe")
-    except TypeError:
-        fits = True  # (not a NumPy number: the assignment after it types it)
-    if fits:
+    if _casts(value, stack.dtype, "safe"):
         return lambda stack, value, message: None
 
     def impl(stack, value, message):
