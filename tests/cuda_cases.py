@@ -141,6 +141,15 @@ def split_draws(key):
     return random.uniform(keys[0]) + random.normal(keys[2])
 
 
+def unpacked_keys(key, s):  # JAX's idiom: a key split into two names, the key carried by a loop
+    k1, k2 = random.split(key)
+    total = s * random.normal(k1) + random.uniform(k2)
+    for t in range(4):
+        key, sub = random.split(key)
+        total = total + s * random.normal(sub)
+    return total
+
+
 def growth(s0, sigma, z):
     s = s0
     for t in range(z.shape[0]):
@@ -150,6 +159,20 @@ def growth(s0, sigma, z):
 
 def growth_tangent(s0, sigma, z):  # forward mode inside vmap: s2s.jvp in the per-example code
     return s2s.jvp(growth, (s0, sigma, z), (0.0, 1.0, np.zeros_like(z)))
+
+
+DRIFT = 0.01  # a module constant: its tangent is zero, so forward mode writes runtime.broadcast_like
+
+
+def drifted(s0, sigma, z):
+    s = s0
+    for t in range(z.shape[0]):
+        s = s * np.exp(sigma * z[t]) + DRIFT
+    return s
+
+
+def drifted_tangent(s0, sigma, z):  # forward mode along sigma through a sum with a constant
+    return s2s.jvp(drifted, (s0, sigma, z), (0.0, 1.0, np.zeros_like(z)))
 
 
 def growth_tangent_inline(s0, sigma, z):  # the same with an array made inside the call
@@ -396,6 +419,7 @@ CASES = {
     "draws": (lambda: s2s.vmap(draws, in_axes=(0, None, None)), keys_args),
     "allocates_grad": (lambda: s2s.vmap(s2s.grad(allocates)), lambda: (np.linspace(0, 1, 4),)),
     "jvp_in_vmap": (lambda: s2s.vmap(growth_tangent, in_axes=(None, None, 0)), lambda: path_args(n=64)),
+    "drifted_tangent": (lambda: s2s.vmap(drifted_tangent, in_axes=(None, None, 0)), lambda: path_args(n=64)),
     "draws32": (lambda: s2s.vmap(draws32), lambda: keys_args(256)[:1]),
     "random_path_greeks": (lambda: s2s.vmap(s2s.grad(random_path, argnums=(1, 2)), in_axes=(0, None, None)),
                            lambda: (keys_args()[0], 1.0, 0.2)),
@@ -405,6 +429,9 @@ CASES = {
     "helper_array_adjoint": (lambda: s2s.vmap(s2s.grad(squared_error), in_axes=(None, 0, 0)), logistic_args),
     "draws_a_vector": (lambda: s2s.vmap(draws_a_vector), lambda: keys_args()[:1]),
     "split_draws": (lambda: s2s.vmap(split_draws), lambda: keys_args()[:1]),
+    "unpacked_keys_grad": (lambda: s2s.vmap(s2s.grad(unpacked_keys, argnums=1), in_axes=(0, None)),
+                           lambda: (keys_args()[0], 0.5)),
+    "unpacked_keys": (lambda: s2s.vmap(unpacked_keys, in_axes=(0, None)), lambda: (keys_args()[0], 0.5)),
     "value_and_greeks": (lambda: s2s.vmap(s2s.value_and_grad(path_payoff, argnums=(0, 1)), in_axes=(None, None, 0)),
                          lambda: path_args(n=64)),
     "while_grad": (lambda: s2s.vmap(s2s.grad(halves)), while_args),

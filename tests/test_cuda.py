@@ -235,6 +235,34 @@ def test_jvp_in_vmap_closed_form():
     np.testing.assert_allclose(tangent, value * z.sum(axis=1), rtol=1e-12, atol=1e-14)
 
 
+def test_jvp_in_vmap_through_a_constant_against_central_differences():
+    """A sum with a module constant (zero tangent): the kernel's tangent along sigma equals
+    central differences of the kernel's own values."""
+    s0, sigma, z = cuda_cases.path_args(n=64)
+    run = s2s.jit(s2s.vmap(cuda_cases.drifted_tangent, in_axes=(None, None, 0)), backend="cuda")
+    value, tangent = run(s0, sigma, z)
+    h = 1e-6
+    central = (run(s0, sigma + h, z)[0] - run(s0, sigma - h, z)[0]) / (2 * h)
+    np.testing.assert_allclose(tangent, central, rtol=1e-6, atol=1e-9)
+    assert "runtime.broadcast_like(" in s2s.source(run)
+
+
+def test_unpacked_split_keys_match_numpy():
+    """k1, k2 = random.split(key), and key, sub = random.split(key) carried by a loop: the
+    kernel's values equal s2s.random's NumPy values key by key, and the derivative along s is
+    the closed form (the sum of the normal draws)."""
+    from s2s import random
+
+    keys = random.split(random.PRNGKey(11), 40)
+    value = s2s.jit(s2s.vmap(cuda_cases.unpacked_keys, in_axes=(0, None)), backend="cuda")(keys, 0.5)
+    slope = s2s.jit(s2s.vmap(s2s.grad(cuda_cases.unpacked_keys, argnums=1), in_axes=(0, None)),
+                    backend="cuda")(keys, 0.5)
+    want = np.array([cuda_cases.unpacked_keys(k, 0.5) for k in keys])
+    np.testing.assert_allclose(value, want, rtol=1e-14)
+    uniforms = np.array([random.uniform(random.split(k)[1]) for k in keys])
+    np.testing.assert_allclose(slope, (want - uniforms) / 0.5, rtol=1e-12)
+
+
 def test_array_shape_fixed_by_the_first_example():
     """np.zeros(k) with the example's own k: the kernel's local array has the first example's
     shape, and an example that asks for another is an S2SError at the statement."""

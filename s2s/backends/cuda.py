@@ -196,10 +196,14 @@ def _owns_new_array(value: Any, known: set[int]) -> bool:
     """Is value an array whose memory none of the known arrays (the arguments) holds?"""
     if not isinstance(value, np.ndarray) or value.ndim == 0 or id(value) in known:
         return False  # (a 0-d array, such as random.normal(key)'s, is a number in a kernel)
-    base = value
-    while isinstance(base, np.ndarray) and base.base is not None:  # a view: of what?
-        base = base.base
-    return id(base) not in known
+    return id(_memory(value)) not in known
+
+
+def _memory(value: np.ndarray) -> Any:
+    """The object that owns value's memory (NumPy points a view of a view at it)."""
+    while isinstance(value, np.ndarray) and value.base is not None:
+        value = value.base
+    return value
 
 
 @dataclass
@@ -251,7 +255,8 @@ def probe(source: str, stem: str, entry: str, example: tuple, extra: list[str]) 
             previous = last_line.get(id(frame))
             for name, value in list(frame.f_locals.items()):
                 if _owns_new_array(value, known):
-                    known.add(id(value))
+                    # (and its memory: a view of it, k1 of k1, k2 = random.split(key), is not new)
+                    known.update((id(value), id(_memory(value))))
                     keep.append(value)
                     mine.setdefault(id(frame), set()).add(id(value))
                     if previous is None and frame.f_back is not None and frame.f_back.f_code.co_filename == path:

@@ -186,11 +186,12 @@ def fold_in_into(out, key, data):
 
 
 def split_into(out, key, num=2):
-    """out[:] = random.split(key, num), out a local array of shape (num, 2) of uint32."""
+    """out[:] = random.split(key, num), out a local array of shape (num, 2) of uint32. key may
+    be a row of out (key, sub = random.split(key) in a loop): its words are read first."""
+    k0, k1 = np.uint64(key[0]), np.uint64(key[1])
     for i in range(out.shape[0]):
         c = np.uint64(i)
-        y0, y1 = _random.threefry2x32(np.uint64(key[0]), np.uint64(key[1]), c >> np.uint64(32),
-                                      c & np.uint64(0xFFFFFFFF))
+        y0, y1 = _random.threefry2x32(k0, k1, c >> np.uint64(32), c & np.uint64(0xFFFFFFFF))
         out[i, 0] = y0
         out[i, 1] = y1
 

@@ -71,6 +71,15 @@ def _copy(x):
     _refuse("runtime.copy", x)
 
 
+@overload(rt.broadcast_like)
+def _broadcast_like(t, c):
+    # Forward mode's tangent of a sum with an operand of zero tangent: on numbers no zero can
+    # broadcast, and t + zeros_like(c) keeps the cpu backend's dtype (float32 t, float64 c).
+    if _scalar(t) and _scalar(c):
+        return lambda t, c: t + rt.zeros_like(c)
+    _refuse("runtime.broadcast_like", t, c)
+
+
 @overload(rt.tree_add)
 def _tree_add(a, b):
     if _scalar(a) and _scalar(b):
