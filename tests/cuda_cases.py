@@ -175,6 +175,10 @@ def drifted_tangent(s0, sigma, z):  # forward mode along sigma through a sum wit
     return s2s.jvp(drifted, (s0, sigma, z), (0.0, 1.0, np.zeros_like(z)))
 
 
+def drifted_slope(s0, sigma, z):  # JAX's jvp of a closure: the lambda's z gets a zero tangent
+    return s2s.jvp(lambda v: drifted(s0, v, z), (sigma,), (1.0,))[1]
+
+
 def growth_tangent_inline(s0, sigma, z):  # the same with an array made inside the call
     y, y_dot = s2s.jvp(growth, (s0, sigma, z), (1.0, 0.0, z * 0.0))
     return y_dot
@@ -420,6 +424,7 @@ CASES = {
     "allocates_grad": (lambda: s2s.vmap(s2s.grad(allocates)), lambda: (np.linspace(0, 1, 4),)),
     "jvp_in_vmap": (lambda: s2s.vmap(growth_tangent, in_axes=(None, None, 0)), lambda: path_args(n=64)),
     "drifted_tangent": (lambda: s2s.vmap(drifted_tangent, in_axes=(None, None, 0)), lambda: path_args(n=64)),
+    "drifted_slope": (lambda: s2s.vmap(drifted_slope, in_axes=(None, None, 0)), lambda: path_args(n=64)),
     "draws32": (lambda: s2s.vmap(draws32), lambda: keys_args(256)[:1]),
     "random_path_greeks": (lambda: s2s.vmap(s2s.grad(random_path, argnums=(1, 2)), in_axes=(0, None, None)),
                            lambda: (keys_args()[0], 1.0, 0.2)),

@@ -245,6 +245,8 @@ def test_jvp_in_vmap_through_a_constant_against_central_differences():
     central = (run(s0, sigma + h, z)[0] - run(s0, sigma - h, z)[0]) / (2 * h)
     np.testing.assert_allclose(tangent, central, rtol=1e-6, atol=1e-9)
     assert "runtime.broadcast_like(" in s2s.source(run)
+    slope = s2s.jit(s2s.vmap(cuda_cases.drifted_slope, in_axes=(None, None, 0)), backend="cuda")(s0, sigma, z)
+    np.testing.assert_allclose(slope, tangent, rtol=1e-14)  # the same forward mode, through a lambda
 
 
 def test_unpacked_split_keys_match_numpy():

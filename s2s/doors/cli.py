@@ -16,6 +16,7 @@ from ..version import __version__
 from .. import driver
 from ..driver import cache
 from ..errors import S2SError
+from ..frontend.source import named_lambda
 from .api import _source
 from .vmap_source import loop_source
 
@@ -51,7 +52,7 @@ def selected_functions(module, names: list[str] | None) -> list:
         fn = getattr(module, n, None)
         if not inspect.isfunction(fn):
             raise S2SError(f"{module.__file__} has no function named {n!r}")
-        functions.append(fn)
+        functions.append(named_lambda(fn))  # (sq = lambda x: x * x is written as lambda_<line>)
     return functions
 
 

@@ -67,11 +67,14 @@ def transform_module(module: Any) -> list[str]:
     """Write the cache entries for the functions module.__s2s__ names; returns their paths."""
     import inspect
 
+    from ..frontend.source import named_lambda
+
     written = []
     for name in getattr(module, "__s2s__", ()):
         fn = getattr(module, name, None)
         if not inspect.isfunction(fn):
             raise S2SError(f"{module.__name__}.__s2s__ names {name!r}, which is not a function")
+        fn = named_lambda(fn)
         directory = cache.bytecode_cache_dir(fn)
         for transform, options in HOOK_TRANSFORMS:
             if cache.lookup(fn, transform, options) is not None:

@@ -47,8 +47,15 @@ def _arity(obj: Any) -> int | None:
 
 
 def as_function(fun: Any) -> Any:
-    """fun itself, or for a NumPy or math function the Python function that calls it."""
-    if isinstance(fun, types.FunctionType) or not callable(fun) or hasattr(fun, "with_backend"):
+    """fun itself, a lambda as a function with a name (lambda_<line>), or for a NumPy or math
+    function the Python function that calls it."""
+    if isinstance(fun, types.FunctionType):
+        if fun.__code__.co_name != "<lambda>":
+            return fun
+        from ..frontend.source import named_lambda  # (libcst: not imported where cached code runs)
+
+        return named_lambda(fun)
+    if not callable(fun) or hasattr(fun, "with_backend"):
         return fun
     if id(fun) in _WRAPPED:
         return _WRAPPED[id(fun)]

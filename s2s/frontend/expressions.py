@@ -23,7 +23,7 @@ from .argument_writes import call_site
 from .einsum import HINT as EINSUM_HINT
 from .einsum import EinsumRefused, lower_einsum
 from .nested import NESTED_TRANSFORMS
-from .source import MISSING, is_user_function
+from .source import MISSING, is_user_function, named_lambda, walk_nodes
 
 BINARY_OPS = {
     cst.Add: operator.add,
@@ -157,7 +157,7 @@ class ExpressionLowering:
                              "write the loop out, filling an array made with np.zeros or np.empty")
         if isinstance(node, cst.Lambda):
             raise self.error(node, "lambda expressions are supported only as the functions passed to "
-                             "s2s.lax forms (cond, switch, fori_loop, while_loop, scan)",
+                             "s2s.lax forms (cond, switch, fori_loop, while_loop, scan) and to s2s.jvp",
                              "define a function with def at module level")
         if isinstance(node, cst.FormattedString):
             raise self.error(node, "f-strings are not supported", "pass the values to print separately")
@@ -514,23 +514,67 @@ class ExpressionLowering:
         hint = "write s2s.jvp(f, (x, ...), (t, ...)) with a module-level function and tuple displays"
         if len(node.args) != 3 or any(arg.keyword or arg.star for arg in node.args):
             raise self.error(node, "s2s.jvp inside a transformed function takes three positional arguments", hint)
-        fun = self.resolver.resolve(node.args[0].value)
-        primals, tangents = node.args[1].value, node.args[2].value
-        if not is_user_function(fun) or not all(isinstance(v, (cst.Tuple, cst.List)) for v in (primals, tangents)) \
+        function, primals, tangents = (arg.value for arg in node.args)
+        if not all(isinstance(v, (cst.Tuple, cst.List)) for v in (primals, tangents)) \
                 or len(primals.elements) != len(tangents.elements):
-            raise self.error(node, "s2s.jvp inside a transformed function needs a module-level function and "
-                             "tuples of primals and tangents of one length", hint)
+            raise self.error(node, "s2s.jvp inside a transformed function needs tuples of primals and tangents "
+                             "of one length", hint)
+        primals = [self.expr(e.value) for e in primals.elements]
+        tangents = [self.expr(e.value) for e in tangents.elements]
+        if isinstance(function, cst.Lambda):
+            function, primals, tangents = self.jvp_of_lambda(node, function, primals, tangents)
+        elif isinstance(function, cst.Name) and (function.value in self.locals or function.value in self.def_names):
+            raise self.error(node, "s2s.jvp inside a transformed function takes a module-level function or a "
+                             "lambda that calls one, not a function it defines",
+                             "pass what the function closes over as arguments with zero tangents: "
+                             "s2s.jvp(f, (x, c), (t, 0.0))")
+        fun = self.resolver.resolve(function)
+        if not is_user_function(fun):
+            raise self.error(node, "s2s.jvp inside a transformed function needs a module-level function", hint)
         try:
             entry = entry_of(fun)
         except S2SError as exc:
             raise self.error(node, f"s2s.jvp of {fun.__name__}: {exc}") from None
-        self.references.add((_dotted(node.args[0].value), fun.__module__, fun.__qualname__))
-        args = [self.expr(e.value) for e in primals.elements] + [self.expr(e.value) for e in tangents.elements]
-        return self.user_call(node, entry, args, [])
+        self.references.add((_dotted(function), fun.__module__, fun.__qualname__))
+        return self.user_call(node, entry, primals + tangents, [])
+
+    def jvp_of_lambda(self, node: cst.Call, lam: cst.Lambda, primals: list, tangents: list):
+        """s2s.jvp(lambda u: f(u, c), (x,), (t,)) is s2s.jvp(f, (x, c), (t, zeros_like(c))): the
+        same values and tangents, where the lambda calls a module-level function once and passes
+        each of its parameters as a whole argument. Returns (f's node, primals, tangents)."""
+        hint = ("write s2s.jvp(lambda u: f(u, c), (x,), (t,)) with one call of a module-level function, or "
+                "s2s.jvp(f, (x, c), (t, 0.0)) with zero tangents for what it closes over")
+        params = self.plain_params(lam.params, lam)
+        call = lam.body
+        if not isinstance(call, cst.Call) or any(a.keyword or a.star for a in call.args):
+            raise self.error(lam, "a lambda given to s2s.jvp inside a transformed function calls one function "
+                             "with positional arguments", hint)
+        places = {}
+        for k, arg in enumerate(call.args):
+            if isinstance(arg.value, cst.Name) and arg.value.value in params:
+                places.setdefault(arg.value.value, []).append(k)
+            elif any(isinstance(n, cst.Name) and n.value in params for n in walk_nodes(arg.value)):
+                raise self.error(arg, "a lambda given to s2s.jvp passes its parameters as whole arguments", hint)
+        if sorted(places) != sorted(params) or any(len(v) > 1 for v in places.values()) \
+                or len(params) != len(primals):
+            raise self.error(lam, f"the lambda given to s2s.jvp passes each of its {len(params)} parameters once "
+                             f"and is given {len(primals)} primals", hint)
+        new_primals, new_tangents = [], []
+        for k, arg in enumerate(call.args):
+            if isinstance(arg.value, cst.Name) and arg.value.value in params:
+                which = params.index(arg.value.value)
+                new_primals.append(primals[which])
+                new_tangents.append(tangents[which])
+            else:  # what the lambda closes over: a constant of the derivative
+                value = self.expr(arg.value)
+                new_primals.append(value)
+                new_tangents.append(self.assign(ir.Call(runtime.zeros_like, (value,))))
+        return call.func, new_primals, new_tangents
 
     def user_call(self, node, callee, args, kwargs) -> ir.Atom:
         import inspect
 
+        callee = named_lambda(callee)  # (two lambdas called from one function need two names)
         try:
             signature = inspect.signature(callee)
             bound = signature.bind(*args, **dict(kwargs))

@@ -24,7 +24,7 @@ from .argument_writes import parameter_writes
 from .control_flow import lower_control_flow
 from .expressions import ExpressionLowering
 from .lax_forms import LaxLowering, assigned_names, walk_own
-from .source import MISSING, ParsedFunction, Resolver, parse_function
+from .source import MISSING, ParsedFunction, Resolver, parse_function, walk_nodes
 
 AUG_OPS = {
     cst.AddAssign: operator.add,
@@ -515,7 +515,7 @@ class Normalizer(ExpressionLowering, LaxLowering):
         if isinstance(test, ir.Const):
             if not test.value:
                 return
-            if not any(isinstance(n, cst.Break) for n in _walk_cst(node.body)):
+            if not any(isinstance(n, cst.Break) for n in walk_nodes(node.body)):
                 raise self.error(node.test, "a while True loop without break never ends",
                                  "write the exit condition into the while test")
         self.loop_depth += 1
@@ -538,18 +538,12 @@ def _dict_method(iterator: cst.BaseExpression) -> str | None:
 
 def _indexes_with(body: cst.CSTNode, name: str) -> bool:
     """Does the name appear as an index, `a[name]`, in body?"""
-    for node in _walk_cst(body):
+    for node in walk_nodes(body):
         if isinstance(node, cst.Subscript) and any(
                 isinstance(e.slice, cst.Index) and isinstance(e.slice.value, cst.Name) and e.slice.value.value == name
                 for e in node.slice):
             return True
     return False
-
-
-def _walk_cst(node):
-    yield node
-    for child in node.children:
-        yield from _walk_cst(child)
 
 
 # Names that generated modules import (math, numpy as np, s2s.runtime): a user's variable of
