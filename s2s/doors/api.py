@@ -88,7 +88,10 @@ def _argnums_tuple(argnums) -> tuple[int, ...]:
 
 def _unbatched(fun: Callable) -> Callable:
     """A transform of s2s.vmap(f) transforms the vmap's loop over the examples, a plain function;
-    one of np.tanh transforms `def tanh(x): return np.tanh(x)` (primitives.py)."""
+    one of np.tanh transforms `def tanh(x): return np.tanh(x)` (primitives.py); one of s2s.jit(f)
+    transforms f."""
+    if isinstance(fun, Primal):
+        fun = fun.fun
     return fun.as_loop_function() if hasattr(fun, "as_loop_function") else as_function(fun)
 
 
@@ -274,6 +277,8 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False)
     from .higher import ThirdOrder  # (jacobians.py and higher.py build on this module)
     from .jacobians import SecondOrder, _second_order
 
+    if isinstance(fun, Primal):  # grad(jit(f)) is jit(grad(f)), as JAX compiles both
+        return jit(grad(fun.fun, argnums, has_aux), backend=fun.backend)
     if isinstance(fun, Transformed) and fun.kind == "grad" and not fun.has_aux and not has_aux:
         return _second_order(fun, argnums, scalar=True)
     if isinstance(fun, SecondOrder) and fun.scalar and isinstance(argnums, int) and not has_aux:
@@ -283,6 +288,8 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False)
 
 def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Transformed:
     """Like grad, but also returns the value: (value, grad) or ((value, aux), grad)."""
+    if isinstance(fun, Primal):
+        return jit(value_and_grad(fun.fun, argnums, has_aux), backend=fun.backend)
     return Transformed(fun, "value_and_grad", argnums, has_aux)
 
 
@@ -383,7 +390,10 @@ class Primal:
             module = backends.load(self.source, self.fun.__name__, self.backend)
             self._compiled = backends.entry(module, self.fun.__name__, self.fun)
         if self.backend == "cpu":
-            return pytree.from_numba(self._compiled(*(pytree.to_numba(a) for a in args)))
+            call_args = tuple(pytree.to_numba(a) for a in args)
+            out = pytree.from_numba(self._compiled(*call_args))
+            # (a float32 number comes back from Numba as a Python float)
+            return numpy_scalar(out, args, getattr(self._compiled, "dispatcher", None), call_args, whole=True)
         return self._compiled(*args)
 
 
@@ -510,6 +520,8 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
     >>> bool(abs(out_dot - (np.sin(1.0) + np.cos(1.0))) < 1e-12)
     True
     """
+    if isinstance(fun, Primal) and backend == "python":  # jvp(jit(f)) is f's forward mode, compiled
+        return jvp(fun.fun, primals, tangents, backend=fun.backend)
     if hasattr(fun, "with_backend") or isinstance(fun, Primal):  # grad, jacfwd/jacrev, hessian, vmap; jit
         name = getattr(fun, "__name__", "the function")
         raise S2SError(f"s2s.jvp of an already transformed function ({type(fun).__name__} of {name}) is not "

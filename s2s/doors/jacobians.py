@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import backends, pytree, runtime
 from ..errors import S2SError
-from .api import ForwardTransformed, Transformed, _Binder, _argnums_tuple, _plain_value, _source, _unbatched
+from .api import ForwardTransformed, Primal, Transformed, _Binder, jit, _argnums_tuple, _plain_value, _source, _unbatched
 from .values import in_dtype, private_copies, unit_leaves
 from .hessian import TreeHessian
 
@@ -225,6 +225,8 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
 
     has_aux: fun returns (value, aux); the result is (jacobian, aux).
     """
+    if isinstance(fun, Primal):  # jacfwd(jit(f)) is jit(jacfwd(f))
+        return jit(jacfwd(fun.fun, argnums, has_aux), backend=fun.backend)
     if isinstance(fun, (Jacobian, Transformed)) and not has_aux:
         return _second_order(fun, argnums, scalar=False)
     return Jacobian(fun, argnums, forward=True, has_aux=has_aux)
@@ -235,6 +237,8 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
 
     Of a Jacobian or gradient it is computed forward over reverse, which gives the same numbers.
     """
+    if isinstance(fun, Primal):  # jacrev(jit(f)) is jit(jacrev(f))
+        return jit(jacrev(fun.fun, argnums, has_aux), backend=fun.backend)
     if isinstance(fun, (Jacobian, Transformed)) and not has_aux:
         return _second_order(fun, argnums, scalar=False)
     return Jacobian(fun, argnums, forward=False, has_aux=has_aux)
@@ -252,6 +256,8 @@ def hessian(fun: Callable, argnums: int | Sequence[int] = 0):
     >>> s2s.hessian(f)(np.array([1.0, 2.0])).tolist()
     [[6.0, 0.0], [0.0, 12.0]]
     """
+    if isinstance(fun, Primal):  # hessian(jit(f)) is jit(hessian(f))
+        return jit(hessian(fun.fun, argnums), backend=fun.backend)
     if not isinstance(argnums, int):
         return TreeHessian(fun, argnums)  # ((H00, H01), (H10, H11)), as JAX
     return SecondOrder(fun, argnums, argnums, scalar=False)

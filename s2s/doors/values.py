@@ -59,22 +59,24 @@ def private_copies(args):
     return tuple(copy.deepcopy(a) for a in args)
 
 
-def numpy_scalar(value, args, dispatcher=None, call_args=()):
+def numpy_scalar(value, args, dispatcher=None, call_args=(), whole=False):
     """Numba returns a float32 number as a Python float: NumPy's value of float32 arguments is
     an np.float32 (what the python backend returns), unless the function promotes it to float64
-    (by an np.float64 constant: the compiled function's return type says)."""
+    (by an np.float64 constant: the compiled function's return type says). whole: the compiled
+    function returns the value itself (s2s.jit(f)), not (value, adjoints) (a vjp)."""
     if isinstance(value, float):
         dtypes = {np.asarray(leaf).dtype for leaf in pytree.leaves(args)
                   if isinstance(leaf, (np.ndarray, np.floating))} & {np.dtype(np.float32), np.dtype(np.float64)}
         if dtypes == {np.dtype(np.float32)}:
-            return np.float64(value) if _returns_float64(dispatcher, call_args) else np.float32(value)
+            return np.float64(value) if _returns_float64(dispatcher, call_args, whole) else np.float32(value)
     return value
 
 
-def _returns_float64(dispatcher, call_args) -> bool:
-    """Whether the vjp compiled for these arguments returns its value as a float64."""
+def _returns_float64(dispatcher, call_args, whole: bool) -> bool:
+    """Whether the function compiled for these arguments returns its value as a float64."""
     try:
         compiled = dispatcher.overloads[tuple(dispatcher.typeof_pyval(a) for a in call_args)]
-        return str(compiled.signature.return_type[0]) == "float64"
+        returned = compiled.signature.return_type
+        return str(returned if whole else returned[0]) == "float64"
     except (AttributeError, KeyError, TypeError, IndexError):  # no dispatcher, or not this signature
         return False

@@ -589,4 +589,6 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Batched:
     >>> s2s.vmap(f, in_axes=(None, 0))(np.ones(3), np.arange(6.0).reshape(2, 3)).tolist()
     [3.0, 12.0]
     """
+    if isinstance(fun, api.Primal):  # vmap(jit(f)) is jit(vmap(f)), its examples compiled
+        return api.jit(Batched(fun.fun, in_axes, out_axes), backend=fun.backend)
     return Batched(fun, in_axes, out_axes)

@@ -70,6 +70,19 @@ BUILTIN_TYPES = {builtins.float: np.float64, builtins.int: np.int64, builtins.bo
 SCALAR_TYPES = (numbers.Number, np.number, np.bool_)
 
 
+def _attribute_chain(obj: Any, node: cst.Attribute) -> Any:
+    """obj.a.b for the attribute node root.a.b (a class's or an object's constant), or MISSING."""
+    names = []
+    while isinstance(node, cst.Attribute):
+        names.insert(0, node.attr.value)
+        node = node.value
+    for attr in names:
+        if obj is MISSING or attr.startswith("__"):
+            return MISSING
+        obj = getattr(obj, attr, MISSING)
+    return obj
+
+
 def _is_constant(value: Any) -> bool:
     if isinstance(value, (bool, int, float, complex, str, type(None), np.number, np.bool_)):
         return True
@@ -79,12 +92,13 @@ def _is_constant(value: Any) -> bool:
 
 
 def _captured(value: Any) -> Any:
-    """The constant generated code reads for a closed-over or global value that holds arrays:
-    read-only copies of the arrays (lists become tuples); None if it holds anything else."""
+    """The constant generated code reads for a closed-over or global value that holds arrays, or
+    a list of numbers: read-only copies of the arrays (lists become tuples); None if it holds
+    anything else."""
     if captured.is_capturable(value):
         return captured.frozen(value)
     if isinstance(value, (tuple, list)) and not hasattr(value, "_fields") and value \
-            and any(isinstance(v, (np.ndarray, tuple, list)) for v in value):
+            and (isinstance(value, list) or any(isinstance(v, (np.ndarray, tuple, list)) for v in value)):
         items = [v if isinstance(v, SCALAR_TYPES) and not isinstance(v, str) else _captured(v) for v in value]
         return None if any(v is None for v in items) else tuple(items)
     return None
@@ -306,13 +320,19 @@ class ExpressionLowering:
         root = node
         while isinstance(root, cst.Attribute):
             root = root.value
-        if isinstance(root, cst.Name) and root.value not in self.locals:
+        if isinstance(root, cst.Name) and root.value not in self.locals and not (
+                root.value in self.def_names or _captured(self.resolver.lookup(root.value)) is not None
+                or isinstance(self.resolver.lookup(root.value), SCALAR_TYPES)):
+            # np.pi, math.e, a module's or a class's number (a captured array's .T and .shape
+            # are its attributes, below)
             value = self.resolver.resolve(node)
             if value is MISSING:
-                raise self.error(node, "unknown attribute")
+                value = _attribute_chain(self.resolver.lookup(root.value), node)
+            if value is MISSING:
+                raise self.error(node, "unknown attribute", "pass the value as an argument")
             if _is_constant(value) and not isinstance(value, str):
                 return ir.Const(value)
-            raise self.error(node, "this attribute cannot be used as a value here")
+            raise self.error(node, "this attribute cannot be used as a value here", "pass it as an argument")
         base = self.expr(node.value)
         attr = node.attr.value
         if attr == "T":
@@ -365,6 +385,11 @@ class ExpressionLowering:
         if callee is MISSING:
             raise self.error(func, "cannot resolve the called function",
                              "call numpy, math, builtins or module-level functions")
+        if isinstance(callee, type) and (callee.__module__ or "").split(".")[0] not in ("builtins", "numpy"):
+            kind = "a namedtuple" if hasattr(callee, "_fields") else "an object of a class"
+            raise self.error(node, f"making {kind} ({callee.__name__}) inside a transformed function is not "
+                             "supported (one passed in as an argument is)",
+                             "return a tuple or a dict, and build the object from it outside")
         if callee is runtime.dict_of and len(node.args) == 2 and all(
                 isinstance(a.value, cst.Tuple) for a in node.args):
             # A dict display in generated code (codegen/numba_routes.py), read again (second order)
@@ -406,6 +431,13 @@ class ExpressionLowering:
             callee = operator.matmul  # the same function; Numba compiles `@`, not np.matmul
         if callee is np.einsum:
             return self.einsum(node, args, kwargs)
+        if callee in (builtins.max, builtins.min) and len(args) > 2 and not kwargs:
+            # max(a, b, c) is max(max(a, b), c): Python compares left to right, and keeps the
+            # first of equal values, as the rule of two does
+            folded = args[0]
+            for arg in args[1:]:
+                folded = self.assign(ir.Call(callee, (folded, arg)))
+            return folded
         if callee is np.array or callee is np.asarray:
             dtypes = [v for k, v in kwargs if k == "dtype"] + list(args[1:2])
             if [k for k, _ in kwargs if k != "dtype"] or len(args) > 2 or len(dtypes) > 1 or not args:

@@ -418,21 +418,25 @@ class Normalizer(ExpressionLowering, LaxLowering):
         elif callee is builtins.enumerate:
             if len(call.args) != 1:
                 raise self.error(call, "enumerate takes one argument here")
-            names = self.target_names(node.target, 2)
-            seq = self.sequence(self.expr(self.positional(call.args[0])))
+            target = node.target
+            if not (isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2
+                    and isinstance(target.elements[0].value, cst.Name)):
+                raise self.error(target, "expected 2 loop variables", "write `for i, x in enumerate(xs):`")
+            var, item_target = target.elements[0].value.value, target.elements[1].value
+            inner = self.positional(call.args[0])
+            if self._calls_zip(inner) and isinstance(item_target, (cst.Tuple, cst.List)):
+                stop, items = self.zipped(inner, item_target, var)  # for i, (a, b) in enumerate(zip(x, y))
+                prologue += items
+            else:
+                seq = self.sequence(self.expr(inner))
+                stop = self.assign(ir.Call(len, (seq,)))
+                prologue += self.unpacked(item_target, ir.Subscript(seq, ir.Index((ir.Name(var),))))
             start, step = ir.Const(0), ir.Const(1)
-            stop = self.assign(ir.Call(len, (seq,)))
-            var = names[0]
-            prologue.append((names[1], ir.Subscript(seq, ir.Index((ir.Name(var),)))))
         elif callee is builtins.zip:
-            names = self.target_names(node.target, len(call.args))
-            seqs = [self.sequence(self.expr(self.positional(a))) for a in call.args]
-            lengths = [self.assign(ir.Call(len, (s,))) for s in seqs]
-            stop = self.assign(ir.Call(min, tuple(lengths))) if len(lengths) > 1 else lengths[0]
-            start, step = ir.Const(0), ir.Const(1)
             var = self.names.fresh("_i")
-            for name, seq in zip(names, seqs):
-                prologue.append((name, ir.Subscript(seq, ir.Index((ir.Name(var),)))))
+            stop, items = self.zipped(call, node.target, var)
+            prologue += items
+            start, step = ir.Const(0), ir.Const(1)
         elif _dict_method(iterator) is not None:
             # for k, v in d.items() / for k in d.keys() / for v in d.values(): over the keys in
             # sorted order (as JAX flattens a dict), each value read as d[k]
@@ -460,20 +464,7 @@ class Normalizer(ExpressionLowering, LaxLowering):
             start, step = ir.Const(0), ir.Const(1)
             stop = self.assign(ir.Call(len, (seq,)))
             var = self.names.fresh("_i")
-            item = ir.Subscript(seq, ir.Index((ir.Name(var),)))
-            if isinstance(node.target, cst.Name):
-                prologue.append((node.target.value, item))
-            elif isinstance(node.target, (cst.Tuple, cst.List)) and len(node.target.elements) > 1 and all(
-                    isinstance(e.value, cst.Name) for e in node.target.elements):
-                # for W, b in params: each item is taken, then unpacked
-                names = self.target_names(node.target, len(node.target.elements))
-                if len(set(names)) != len(names):
-                    raise self.error(node.target, "the same name appears twice in an unpacking")
-                taken = self.names.fresh("_item")
-                prologue += [(taken, item), (tuple(names), ir.Name(taken))]
-            else:
-                raise self.error(node.target, "a for loop unpacks into plain names only",
-                                 "write `for a, b in pairs:`, or loop over range(len(x)) and index")
+            prologue += self.unpacked(node.target, ir.Subscript(seq, ir.Index((ir.Name(var),))))
         self.loop_depth += 1
         try:
             def build_body():
@@ -489,6 +480,34 @@ class Normalizer(ExpressionLowering, LaxLowering):
             body.insert(0, ir.Assign((var,), ir.Name(fresh), origin))
             var = fresh
         self.emit(ir.For(var, start, stop, step, body, origin))
+
+    def _calls_zip(self, node: cst.BaseExpression) -> bool:
+        return isinstance(node, cst.Call) and not (isinstance(node.func, cst.Name) and node.func.value in self.locals) \
+            and self.resolver.resolve(node.func) is builtins.zip
+
+    def zipped(self, call: cst.Call, target: cst.BaseExpression, var: str) -> tuple[ir.Atom, list]:
+        """zip(x, y) in a for loop: (its length, the prologue that binds target's names to
+        x[var], y[var], ...)."""
+        names = self.target_names(target, len(call.args))
+        seqs = [self.sequence(self.expr(self.positional(a))) for a in call.args]
+        lengths = [self.assign(ir.Call(len, (s,))) for s in seqs]
+        stop = self.assign(ir.Call(min, tuple(lengths))) if len(lengths) > 1 else lengths[0]
+        return stop, [(name, ir.Subscript(seq, ir.Index((ir.Name(var),)))) for name, seq in zip(names, seqs)]
+
+    def unpacked(self, target: cst.BaseExpression, item: ir.Expr) -> list:
+        """The prologue that binds a loop's target (a name, or a tuple of names) to item."""
+        if isinstance(target, cst.Name):
+            return [(target.value, item)]
+        if isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) > 1 and all(
+                isinstance(e.value, cst.Name) for e in target.elements):
+            # for W, b in params: each item is taken, then unpacked
+            names = self.target_names(target, len(target.elements))
+            if len(set(names)) != len(names):
+                raise self.error(target, "the same name appears twice in an unpacking")
+            taken = self.names.fresh("_item")
+            return [(taken, item), (tuple(names), ir.Name(taken))]
+        raise self.error(target, "a for loop unpacks into plain names only",
+                         "write `for a, b in pairs:`, or loop over range(len(x)) and index")
 
     def sequence(self, atom: ir.Atom) -> ir.Atom:
         """The object a for loop iterates over, kept in a name of its own."""

@@ -5,7 +5,7 @@ a NumPy type or the default) and calls the same kernels the NumPy path calls, co
 keys, bits and uniform numbers are equal bit for bit; normal and exponential numbers may
 differ from the NumPy path by an ulp, where Numba's log (libm's) is not NumPy's.
 randint is compiled for number bounds and int32/int64, categorical for 1-d logits, bernoulli for
-a number p, truncated_normal for number bounds and a given shape; other arguments are a Numba
+a number p, truncated_normal for number bounds (a number without a shape); other arguments are a Numba
 typing error, which s2s.jit reports as an S2SError at the user's line.
 """
 
@@ -209,8 +209,10 @@ def _bernoulli(key, p=0.5, shape=None):
 @overload(R.truncated_normal)
 def _truncated_normal(key, lower, upper, shape=None, dtype=float):
     d = _float(dtype, "truncated_normal")
-    if shape is None or isinstance(shape, (types.Omitted, types.NoneType)) or not isinstance(shape, types.Type):
-        raise TypingError("s2s.random.truncated_normal under numba: pass the shape")
+    unshaped = shape is None or isinstance(shape, (types.Omitted, types.NoneType)) or not isinstance(shape, types.Type)
+    if unshaped and not (isinstance(lower, types.Number) and isinstance(upper, types.Number)):
+        # (NumPy's path broadcasts array bounds to the draw's shape; here the shape is given)
+        raise TypingError("s2s.random.truncated_normal under numba: pass the shape, or number bounds")
     if d == np.float32:
         unit, fma, erfinv, cast = _flat(R._unit_f32, shape), R._fma32, R._erfinv_f32, np.float32
     else:
