@@ -444,7 +444,7 @@ class Launcher:
         if error.origin is not None or self.user is None:
             return error
         try:
-            lines, first = inspect.getsourcelines(self.user)
+            lines, first = inspect.getsourcelines(getattr(self.user, "__code__", self.user))
             origin = Origin(inspect.getsourcefile(self.user), first, 1, lines[0].strip())
         except (OSError, TypeError):
             return error

@@ -37,11 +37,28 @@ def assign_names(functions: list[ir.Function], emitter: Emitter) -> None:
             candidate = f"{base}_{k}"
         used.add(candidate)
         emitter.function_names[id(lowered.python)] = candidate
-        for cname, value in lowered.constants.items():
+        for cname, value in list(lowered.constants.items()):
             if cname in emitter.constants and constant_text(emitter.constants[cname]) != constant_text(value):
-                raise S2SError(f"two functions read different globals named {cname!r}",
-                               hint="rename one of them")
+                # Two functions read different values by one name (closures of one factory,
+                # make(2.0) and make(3.0), or globals of two modules): this one's is renamed.
+                taken = set(emitter.constants) | {f.name for f in functions} | _names_in(lowered)
+                new, k = cname, 1
+                while new in taken:
+                    k += 1
+                    new = f"{cname}_{k}"
+                lowered.body = ir.rename(lowered.body, {cname: new})
+                del lowered.constants[cname]
+                lowered.constants[new] = value
+                cname = new
             emitter.constants[cname] = value
+
+
+def _names_in(lowered: ir.Function) -> set[str]:
+    """Every variable name the function's body reads or writes, and its parameters."""
+    names = set(lowered.params)
+    for stmt in ir.walk(lowered.body):
+        names |= set(ir.stmt_writes(stmt)) | set(ir.stmt_reads(stmt))
+    return names
 
 
 def _shadows(name: str, others: set[str]) -> bool:

@@ -188,7 +188,9 @@ class Transformed:
     def _check_args(self, args):
         for k in self._argnums:
             if not -len(args) <= k < len(args):
-                raise S2SError(f"argnums {k} is out of range for {len(args)} arguments")
+                raise S2SError(f"argnums {k} is out of range for {len(args)} arguments",
+                               hint="the transforms differentiate plain positional parameters: list them "
+                                    "(def f(x, y)), not *args")
             arg = args[k]
             if any(pytree.is_integer_leaf(leaf) for leaf in ((arg,) if isinstance(arg, np.ndarray)
                                                              else pytree.leaves(arg))):
@@ -376,19 +378,22 @@ class Primal:
         self.backend = backend
         functools.update_wrapper(self, fun, updated=())  # not fun's __dict__: it may be a transform
         self._source = None
+        self._entries: dict = {}
         self._compiled = None
 
     @property
     def source(self) -> str:
         if self._source is None:
-            self._source = _source(self.fun, "primal", {})
+            self._source, self._entries = _generated(self.fun, "primal", {})
         return self._source
 
     def __call__(self, *args, **kwargs):
         args = self._bind(args, kwargs)
         if self._compiled is None:
             module = backends.load(self.source, self.fun.__name__, self.backend)
-            self._compiled = backends.entry(module, self.fun.__name__, self.fun)
+            # (the function's generated name: a callee of the same name may hold its own)
+            name = self._entries.get("name", self.fun.__name__)
+            self._compiled = backends.entry(module, name, self.fun)
         if self.backend == "cpu":
             call_args = tuple(pytree.to_numba(a) for a in args)
             out = pytree.from_numba(self._compiled(*call_args))

@@ -221,7 +221,7 @@ class Batched:
         # The module is shared by everything that maps this function, so its source names the
         # function fully: two functions called f in different modules get modules of their own.
         try:
-            code = inspect.getsource(fun)
+            code = cache.function_source(fun)
         except (OSError, TypeError):
             code = ""
         origin = f"{fun.__module__}.{fun.__qualname__}, source sha256 {hashlib.sha256(code.encode()).hexdigest()[:16]}"

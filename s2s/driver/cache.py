@@ -95,12 +95,30 @@ def usable_dir(directory: str) -> str:
 def _place(fn: Any) -> str:
     """Where fn is written (file and first line): generated code names the user's lines in
     its comments and errors, so a function copied elsewhere gets its own module."""
-    code = getattr(inspect.unwrap(fn), "__code__", None)
+    code = getattr(fn, "__code__", None) or getattr(inspect.unwrap(fn), "__code__", None)
     return f"{code.co_filename}:{code.co_firstlineno}" if code is not None else ""
 
 
+def function_source(fn: Any) -> str:
+    """The text that identifies fn's source: that of its code (inspect.getsource(fn) would
+    follow __wrapped__ to the function a functools.wraps decorator wraps). Of a lambda,
+    inspect gives its first lines only: its bytecode and constants tell an edit of the rest."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return inspect.getsource(fn)
+    text = inspect.getsource(code)
+    if code.co_name == "<lambda>":
+        text += "\0" + _code_fingerprint(code)
+    return text
+
+
+def _code_fingerprint(code: Any) -> str:
+    consts = [_code_fingerprint(c) if hasattr(c, "co_code") else repr(c) for c in code.co_consts]
+    return repr((code.co_code.hex(), code.co_names, code.co_varnames, code.co_freevars, consts))
+
+
 def source_hash(fn: Any) -> str:
-    return hashlib.sha256((_place(fn) + "\0" + inspect.getsource(fn)).encode()).hexdigest()
+    return hashlib.sha256((_place(fn) + "\0" + function_source(fn)).encode()).hexdigest()
 
 
 _fingerprint: str | None = None
@@ -153,7 +171,7 @@ def entry_key(fn: Any, transform: str, options: dict) -> str:
     payload = json.dumps({"s2s": __version__, "code": implementation_fingerprint(),
                           "state": baked_state(fn), "transform": transform, "options": options,
                           "module": fn.__module__, "name": fn.__qualname__, "place": _place(fn),
-                          "source": inspect.getsource(fn)}, sort_keys=True)
+                          "source": function_source(fn)}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:24]
 
 

@@ -563,6 +563,7 @@ class ExpressionLowering:
         fun = self.resolver.resolve(function)
         if not is_user_function(fun):
             raise self.error(node, "s2s.jvp inside a transformed function needs a module-level function", hint)
+        primals, tangents = self.jvp_defaults(node, fun, primals, tangents)
         try:
             entry = entry_of(fun)
         except S2SError as exc:
@@ -570,13 +571,36 @@ class ExpressionLowering:
         self.references.add((_dotted(function), fun.__module__, fun.__qualname__))
         return self.user_call(node, entry, primals + tangents, [])
 
+    def jvp_defaults(self, node: cst.Call, fun: Any, primals: list, tangents: list) -> tuple[list, list]:
+        """The primals and tangents with fun's defaults for the parameters not given (f(u, c=2.0)
+        and s2s.jvp(f, (x,), (t,))): the constant, with a zero tangent, as s2s.jvp does outside."""
+        import inspect
+
+        params = list(inspect.signature(fun).parameters.values())
+        if len(primals) > len(params):
+            raise self.error(node, f"s2s.jvp of {fun.__name__} is given {len(primals)} primals for its "
+                             f"{len(params)} parameters")
+        primals, tangents = list(primals), list(tangents)
+        for param in params[len(primals):]:
+            if param.default is param.empty or not _is_constant(param.default):
+                raise self.error(node, f"s2s.jvp of {fun.__name__} is not given its parameter {param.name}, "
+                                 "which has no constant default", "pass a primal and a tangent for it")
+            primals.append(ir.Const(param.default))
+            tangents.append(self.assign(ir.Call(runtime.zeros_like, (ir.Const(param.default),))))
+        return primals, tangents
+
     def jvp_of_lambda(self, node: cst.Call, lam: cst.Lambda, primals: list, tangents: list):
         """s2s.jvp(lambda u: f(u, c), (x,), (t,)) is s2s.jvp(f, (x, c), (t, zeros_like(c))): the
         same values and tangents, where the lambda calls a module-level function once and passes
         each of its parameters as a whole argument. Returns (f's node, primals, tangents)."""
         hint = ("write s2s.jvp(lambda u: f(u, c), (x,), (t,)) with one call of a module-level function, or "
                 "s2s.jvp(f, (x, c), (t, 0.0)) with zero tangents for what it closes over")
-        params = self.plain_params(lam.params, lam)
+        if lam.params.star_arg not in (None, cst.MaybeSentinel.DEFAULT) or lam.params.star_kwarg is not None \
+                or lam.params.kwonly_params or lam.params.posonly_params \
+                or any(p.default is not None for p in lam.params.params):
+            raise self.error(lam, "a lambda given to s2s.jvp inside a transformed function takes plain positional "
+                             "parameters (no defaults, *args or keyword-only parameters)", hint)
+        params = [p.name.value for p in lam.params.params]
         call = lam.body
         if not isinstance(call, cst.Call) or any(a.keyword or a.star for a in call.args):
             raise self.error(lam, "a lambda given to s2s.jvp inside a transformed function calls one function "
@@ -624,5 +648,5 @@ class ExpressionLowering:
             else:
                 raise self.error(node, f"the default of {callee.__name__}({param.name}=...) is not a constant",
                                  "pass the argument explicitly")
-        self.callees[callee.__name__] = callee
+        self.callees[id(callee)] = callee  # (by identity: two callees may share a name)
         return self.assign(ir.Call(callee, tuple(full)))

@@ -63,7 +63,7 @@ class Normalizer(ExpressionLowering, LaxLowering):
         self.resolver = Resolver(parsed.fn)
         self.locals = _local_names(parsed.node)
         self.names = ir.Names(self.locals | _outer_names(parsed.fn.__code__))
-        self.callees: dict[str, Any] = {}
+        self.callees: dict[int, Any] = {}
         self.constants: dict[str, Any] = {}
         self.references: set[tuple[str, str, str]] = set()
         self.out: list = []  # statements of the block being built
@@ -106,7 +106,7 @@ class Normalizer(ExpressionLowering, LaxLowering):
     def function(self) -> ir.Function:
         node = self.parsed.node
         params = node.params
-        if params.star_arg is not cst.MaybeSentinel.DEFAULT and params.star_arg is not None:
+        if isinstance(params.star_arg, cst.Param):  # (a bare `*`, before keyword-only ones, is a ParamStar)
             raise self.error(params.star_arg, "*args parameters are not supported",
                              "list the parameters explicitly")
         if params.star_kwarg is not None or params.kwonly_params or params.posonly_params:

@@ -231,7 +231,7 @@ class Function:
     origin: Origin
     filename: str
     source_hash: str
-    callees: dict[str, Any] = field(default_factory=dict)  # generated name -> Python function
+    callees: dict[int, Any] = field(default_factory=dict)  # id -> the Python function called
     constants: dict[str, Any] = field(default_factory=dict)  # module constants it reads
     references: list = field(default_factory=list)  # (dotted name, module, qualname) of callees
     param_writes: dict = field(default_factory=dict)  # parameter -> how it is written in place

@@ -1,0 +1,136 @@
+"""Functions that share a name, decorated functions and lambdas in files that change: each read
+as Python runs it (a red-team read found every one of these silently wrong). Values against
+closed forms."""
+
+from __future__ import annotations
+
+import functools
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import s2s
+import twins_a
+import twins_b
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def twice(fn):
+    @functools.wraps(fn)
+    def wrapper(x):
+        return 2.0 * fn(x)
+    return wrapper
+
+
+@twice
+def doubled_sine(x):
+    return np.sin(x)
+
+
+def calls_doubled_sine(x):
+    return doubled_sine(x) + 1.0
+
+
+def both_acts(x):
+    return twins_a.act(x) + twins_b.act(x)
+
+
+def act(x):  # the name of the callee it calls
+    return twins_b.act(x) * 2.0 + x
+
+
+def make(c):
+    def inner(u):
+        return np.sin(u) * c
+    return inner
+
+
+TWO, THREE = make(2.0), make(3.0)
+
+
+def two_closures(x):
+    return TWO(x) + 10.0 * THREE(x)
+
+
+def with_default(u, c=2.0):
+    return np.sin(u * c) * u
+
+
+def tangent_with_default(x):
+    return s2s.jvp(with_default, (x,), (1.0,))[1]
+
+
+X = 0.5
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_a_functools_wraps_decorator_is_kept(backend):
+    assert s2s.jit(doubled_sine, backend=backend)(X) == pytest.approx(2 * np.sin(X), rel=1e-15)
+    assert s2s.jit(s2s.grad(doubled_sine), backend=backend)(X) == pytest.approx(2 * np.cos(X), rel=1e-15)
+    assert s2s.jit(s2s.grad(calls_doubled_sine), backend=backend)(X) == pytest.approx(2 * np.cos(X), rel=1e-15)
+    xs = np.array([0.5, 0.6])
+    np.testing.assert_allclose(s2s.jit(s2s.vmap(doubled_sine), backend=backend)(xs), 2 * np.sin(xs), rtol=1e-15)
+    assert s2s.jvp(doubled_sine, (X,), (1.0,))[1] == pytest.approx(2 * np.cos(X), rel=1e-15)
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_callees_of_one_name_from_two_modules(backend):
+    assert s2s.jit(both_acts, backend=backend)(X) == pytest.approx(3 * X * X + 5 * np.sin(X), rel=1e-15)
+    assert s2s.jit(s2s.grad(both_acts), backend=backend)(X) == pytest.approx(6 * X + 5 * np.cos(X), rel=1e-15)
+    assert s2s.jvp(both_acts, (X,), (1.0,))[1] == pytest.approx(6 * X + 5 * np.cos(X), rel=1e-15)
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_a_function_named_as_its_callee(backend):
+    assert s2s.jit(act, backend=backend)(X) == pytest.approx(10 * np.sin(X) + X, rel=1e-15)
+    assert s2s.jit(s2s.grad(act), backend=backend)(X) == pytest.approx(10 * np.cos(X) + 1, rel=1e-15)
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_two_closures_of_one_factory(backend):
+    assert s2s.jit(two_closures, backend=backend)(X) == pytest.approx(32 * np.sin(X), rel=1e-15)
+    assert s2s.jit(s2s.grad(two_closures), backend=backend)(X) == pytest.approx(32 * np.cos(X), rel=1e-15)
+    with_lambda = s2s.jit(s2s.grad(lambda x: TWO(x) - THREE(x)), backend=backend)
+    assert with_lambda(X) == pytest.approx(-np.cos(X), rel=1e-14)
+
+
+def test_a_lambda_returning_a_parenthesised_tuple():
+    x = np.array([0.2, 0.4])
+    (value, aux), gradient = s2s.value_and_grad(lambda x: (np.sum(np.sin(x)), x * 3.0), has_aux=True)(x)
+    np.testing.assert_allclose(gradient, np.cos(x), rtol=1e-15)
+    np.testing.assert_allclose(aux, 3 * x, rtol=1e-15)
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_jvp_inside_takes_the_callees_defaults(backend):
+    # d/dx of the tangent of sin(2u) u: -4 sin(2x) x + 4 cos(2x)
+    got = s2s.jit(s2s.grad(tangent_with_default), backend=backend)(X)
+    assert got == pytest.approx(-4 * np.sin(2 * X) * X + 4 * np.cos(2 * X), rel=1e-14)
+    assert s2s.jit(tangent_with_default, backend=backend)(X) == pytest.approx(
+        2 * np.cos(2 * X) * X + np.sin(2 * X), rel=1e-15)
+
+
+def test_an_edit_to_a_lambdas_later_lines_makes_a_new_module(tmp_path):
+    """black writes a long lambda over several lines; inspect gives its first line only, so the
+    cache key must still see an edit of the others (two processes, one on-disk cache)."""
+    script = tmp_path / "model.py"
+    env = {**os.environ, "S2S_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": ROOT}
+    answers = []
+    for power in (2, 4):
+        script.write_text(textwrap.dedent(f"""\
+            import s2s
+            g = s2s.grad(
+                lambda x: x ** 3
+                + x ** {power}
+            )
+            print(g(2.0))
+            """))
+        done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        answers.append(float(done.stdout.split()[-1]))
+    assert answers == [3 * 4 + 2 * 2, 3 * 4 + 4 * 8]
