@@ -7,7 +7,6 @@ import ast
 import os
 import re
 
-from ..errors import S2SError
 from ..ir import nodes as ir
 from ..runtime.constants import constant_text
 from ..version import __version__
