@@ -69,6 +69,17 @@ def truncated(key):
     return random.truncated_normal(key, -1.0, 1.0)
 
 
+def wave(u, c):
+    return np.sin(u * c) * u
+
+
+def tangents_in_a_loop(x, c):  # (value, tangent) tuples overwritten by a loop
+    s = 0.0
+    for i in range(3):
+        s = s + s2s.jvp(wave, (x, c * (i + 1)), (1.0, 0.0))[1]
+    return s
+
+
 X = np.array([0.3, 0.5, 0.9])
 
 
@@ -138,3 +149,12 @@ def test_truncated_normal_without_a_shape_under_jit():
     keys = random.split(random.PRNGKey(3), 5)
     got = [s2s.jit(truncated)(k) for k in keys]
     np.testing.assert_allclose(got, [truncated(k) for k in keys], rtol=1e-12)  # (erf: libm's in both)
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_jvp_in_a_loop_differentiated(backend):
+    x, c, h = 0.5, 0.7, 1e-6
+    got = s2s.jit(s2s.grad(tangents_in_a_loop, argnums=(0, 1)), backend=backend)(x, c)
+    want_x = (tangents_in_a_loop(x + h, c) - tangents_in_a_loop(x - h, c)) / (2 * h)
+    want_c = (tangents_in_a_loop(x, c + h) - tangents_in_a_loop(x, c - h)) / (2 * h)
+    np.testing.assert_allclose(got, (want_x, want_c), rtol=1e-7)

@@ -52,6 +52,13 @@ def _broadcast_like(t, c):
 
 @overload(rt.zeros_shaped)
 def _zeros_shaped(shape, like):
+    if isinstance(like, types.BaseTuple):
+        # (a tuple a loop overwrites, s2s.jvp's (value, tangent): push_shape keeps no shape of a
+        # tuple, so its numbers are zeros of their types, and arrays are refused)
+        if all(_scalar(t) for t in like.types):
+            return lambda shape, like: rt.zeros_like(like)
+        raise TypingError("s2s: the adjoint of a tuple that holds arrays and is overwritten in a loop has no "
+                          "compiled form; unpack it where it is made (value, tangent = s2s.jvp(...))")
     dtype = like.dtype if isinstance(like, types.Array) and isinstance(like.dtype, types.Float) else types.float64
     return lambda shape, like: np.zeros(shape, dtype)
 
