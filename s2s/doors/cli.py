@@ -16,7 +16,7 @@ from ..version import __version__
 from .. import driver
 from ..driver import cache
 from ..errors import S2SError
-from ..frontend.source import named_lambda
+from ..frontend import named_lambda
 from .api import _source
 from .vmap_source import loop_source
 

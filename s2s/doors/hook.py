@@ -25,6 +25,7 @@ from typing import Any
 from .. import driver
 from ..driver import cache
 from ..errors import S2SError
+from ..frontend import named_lambda
 
 HOOK_TRANSFORMS = (("grad", {"argnums": [0], "has_aux": False}), ("jvp", {}))
 
@@ -66,8 +67,6 @@ class _Finder(importlib.abc.MetaPathFinder):
 def transform_module(module: Any) -> list[str]:
     """Write the cache entries for the functions module.__s2s__ names; returns their paths."""
     import inspect
-
-    from ..frontend.source import named_lambda
 
     written = []
     for name in getattr(module, "__s2s__", ()):

@@ -19,6 +19,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..driver import cache
+from ..frontend import named_lambda
 
 _WRAPPED: dict[int, Callable] = {}  # id(primitive) -> its Python function (primitives live forever)
 
@@ -52,8 +53,6 @@ def as_function(fun: Any) -> Any:
     if isinstance(fun, types.FunctionType):
         if fun.__code__.co_name != "<lambda>":
             return fun
-        from ..frontend.source import named_lambda  # (libcst: not imported where cached code runs)
-
         return named_lambda(fun)
     if not callable(fun) or hasattr(fun, "with_backend"):
         return fun
