@@ -84,6 +84,11 @@ def list_read_in_loop(x):
     return t
 
 
+def list_of_arrays(x):
+    v = [x * 2.0, x**2]
+    return np.sum(v[0] * v[1])
+
+
 # ---- gathers with an integer list --------------------------------------------------------
 
 
@@ -220,3 +225,11 @@ def test_norm_keepdims_values_under_jit_match_numpy():
     for fun, x in [(norm_keepdims, M), (norm_columns_keepdims, M), (norm_whole_keepdims, M),
                    (norm_whole_keepdims, X), (norm_fro_keepdims, M), (norm_vector_axis, X)]:
         np.testing.assert_allclose(s2s.jit(fun)(x.copy()), fun(x.copy()), rtol=1e-13)
+
+
+def test_a_list_of_arrays_is_refused_under_jit_with_the_way_out():
+    with pytest.raises(s2s.S2SError, match=r"test_jit_derivatives.py:\d+:\d+: .*a list of arrays .*as a tuple"):
+        s2s.jit(s2s.grad(list_of_arrays))(X)
+    # the python backend differentiates it
+    np.testing.assert_allclose(s2s.grad(list_of_arrays)(X), central_difference_grad(list_of_arrays, (X,), 0),
+                               rtol=1e-6, atol=1e-8)

@@ -34,6 +34,9 @@ def _zeros_like(x):
         # add_at adds into and v_bar[k] reads, as the python backend's list of adjoints.
         dtype = x.dtype if isinstance(x.dtype, types.Float) else types.float64
         return lambda x: np.zeros(len(x), dtype)
+    if isinstance(x, types.List):
+        raise TypingError("s2s: under s2s.jit, a list of arrays (or of lists) has no adjoint s2s builds in Numba; "
+                          "write it as a tuple, v = (a, b), or stack it into one array with np.stack")
 
 
 @overload(rt.broadcast_like)
