@@ -166,9 +166,10 @@ def test_jit_grad_against_central_differences(fun, x):
 
 @pytest.mark.parametrize(("fun", "x"), [(unpack, X), (matrix_of_numbers, X), (list_of_numbers, X),
                                          (gather, X), (norm_keepdims, M)], ids=lambda v: getattr(v, "__name__", ""))
-def test_jit_jacrev_against_central_differences(fun, x):
-    np.testing.assert_allclose(s2s.jit(s2s.jacrev(fun))(x.copy()), central_difference_grad(fun, (x,), 0),
-                               rtol=1e-6, atol=1e-8)
+def test_jit_jacrev_and_jacfwd_against_central_differences(fun, x):
+    expected = central_difference_grad(fun, (x,), 0)
+    np.testing.assert_allclose(s2s.jit(s2s.jacrev(fun))(x.copy()), expected, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(s2s.jit(s2s.jacfwd(fun))(x.copy()), expected, rtol=1e-6, atol=1e-8)
 
 
 @pytest.mark.parametrize(("fun", "x"), [(unpack, X), (unpack_rows, M), (matrix_of_numbers, X),
