@@ -142,7 +142,7 @@ def final_state_vjp_wrt_params(params, theta0, omega0, steps, dt, out_bar):
         damping_bar = runtime.tree_add(damping_bar, pendulum_rhs_bars[2])
         length_bar = runtime.tree_add(length_bar, pendulum_rhs_bars[3])
     # Grad of: ode.py:27  damping, length = params
-    params_bar = (damping_bar, length_bar)
+    params_bar = runtime.unpack_bar((damping_bar, length_bar), params)
     return (_t5, (params_bar,))
 
 

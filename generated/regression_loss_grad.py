@@ -27,7 +27,7 @@ def loss_vjp(params, x, y, out_bar):
     b_bar = runtime.unbroadcast(pred_bar, b)
     w_bar = runtime.matmul_bar_y(_t1_bar, x, w)
     # Grad of: regression.py:14  w, b = params
-    params_bar = (w_bar, b_bar)
+    params_bar = runtime.unpack_bar((w_bar, b_bar), params)
     return (_t4, (params_bar,))
 
 

@@ -71,6 +71,7 @@ from s2s.runtime import (
     transpose_bar,
     tree_add,
     unbroadcast,
+    unpack_bar,
     var_bar,
     vstack_bar,
 )
@@ -234,6 +235,12 @@ def cumsum_bar_(r, g, x, axis=None):
 @rule(runtime.tree_add, pure=True)
 def tree_add_(r, a, b):
     r_dot = tree_add(a_dot, b_dot)
+
+
+@rule(runtime.unpack_bar, pure=True)
+def unpack_bar_(r, parts, source):
+    """Linear in the parts; source gives only the kind of the result (an array or a tuple)."""
+    r_dot = unpack_bar(parts_dot, source)
 
 
 @rule(runtime.add_at)

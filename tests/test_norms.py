@@ -143,5 +143,5 @@ def test_an_unknown_ord_is_refused_where_it_is_written():
 
 
 def test_under_numba_a_stack_of_matrices_is_refused_with_the_statement():
-    with pytest.raises(s2s.S2SError, match=r"test_norms.py:\d+:\d+: .*only as one int axis of a matrix"):
+    with pytest.raises(s2s.S2SError, match=r"test_norms.py:\d+:\d+: .*only as one int axis of a vector or a matrix"):
         s2s.jit(s2s.grad(stack_1))(STACK)

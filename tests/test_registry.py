@@ -173,6 +173,7 @@ EXAMPLES = {
     runtime.concatenate_bar: ("x, y", "runtime.concatenate_bar(np.concatenate((x, y)) * 2.0, (x, y), 0)"),
     runtime.stack_bar: ("x, y", "runtime.stack_bar(np.stack((x, y)) * 2.0, (x, y), 0)"),
     runtime.array_bar: ("x", "runtime.array_bar(x * 2.0, x)"),
+    runtime.unpack_bar: ("x", "runtime.unpack_bar((x[0] * x[1], x[2] * 2.0, x[0]), x)"),
     runtime.norm_bar: ("s, x", "runtime.norm_bar(s, np.linalg.norm(x), x)"),
     runtime.solve_bar_a: ("x, y", "runtime.solve_bar_a(x, y)"),
     runtime.matrix_trace: ("A", "runtime.matrix_trace(A)"),

@@ -277,6 +277,7 @@ def probe(source: str, stem: str, entry: str, example: tuple, extra: list[str]) 
 
     recording = types.SimpleNamespace(**{k: getattr(runtime, k) for k in dir(runtime) if not k.startswith("__")})
     recording.new_tape = new_tape
+    recording.unpack_bar = lambda parts, source: parts  # as kernels have it (codegen/cuda.py)
     lists: dict[int, list] = {}  # while loops' tapes: {line: [the most values on it, the values]}
     recording.list_tape = cuda_tapes.list_tape_recorder(lists)
     whiles = [line for line, found in codegen.tape_lines(source).items() if found[2] == "while"]

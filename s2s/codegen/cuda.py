@@ -255,6 +255,10 @@ class _ToCuda(cst.CSTTransformer):
             helper = name[8:]
             if helper in KERNEL_HELPERS:
                 return updated
+            if helper == "unpack_bar":
+                # The adjoints of what a kernel unpacks stay a tuple of numbers (an array of them
+                # would be allocated); the thread writes them out number by number.
+                return updated.args[0].value
             if helper == "new_tape":
                 return updated  # replaced with its statement (leave_Assign)
             self.refuse(original, f"the runtime helper {name} (arrays, or a batched value) has no kernel form")

@@ -23,6 +23,11 @@ class RouteNumbaRejects(ast.NodeTransformer):
     derivative templates write (np.sum(x_dot, axis=axis, keepdims=keepdims)) agree.
     """
 
+    # What the function being visited binds (visit_FunctionDef); none outside a function.
+    masks: set = frozenset()
+    sequences: set = frozenset()
+    index_lists: set = frozenset()
+
     def visit_Call(self, node: ast.Call) -> ast.Call:
         self.generic_visit(node)
         func = node.func
@@ -45,10 +50,19 @@ class RouteNumbaRejects(ast.NodeTransformer):
         return isinstance(node, (ast.Tuple, ast.List)) or isinstance(node, ast.Name) and node.id in self.sequences
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.FunctionDef:
-        outer = getattr(self, "masks", set()), getattr(self, "sequences", set())
-        self.masks, self.sequences = _mask_names(node), _sequence_names(node)
+        outer = self.masks, self.sequences, self.index_lists
+        self.masks, self.sequences, self.index_lists = _mask_names(node), _sequence_names(node), _index_lists(node)
         self.generic_visit(node)
-        self.masks, self.sequences = outer
+        self.masks, self.sequences, self.index_lists = outer
+        return node
+
+    def visit_Assign(self, node: ast.Assign) -> ast.Assign:
+        """idx = [0, 0, 1] -> idx = np.array([0, 0, 1]) where idx is only ever an index
+        (x[idx], and the runtime.index_add of its adjoint): numba.njit indexes with arrays,
+        not lists, and NumPy reads the two alike (repeated entries included)."""
+        self.generic_visit(node)
+        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and node.targets[0].id in self.index_lists:
+            node.value = ast.Call(ast.Attribute(name("np"), "array", ast.Load()), [node.value], [])
         return node
 
     def visit_Subscript(self, node: ast.Subscript) -> ast.expr:
@@ -86,6 +100,31 @@ def _mask_names(function: ast.FunctionDef) -> set[str]:
 def _sequence_names(function: ast.FunctionDef) -> set[str]:
     """Names a function binds to tuple or list displays only (`_t4 = (theta, omega)`)."""
     return _bound_only_to(function, lambda value: isinstance(value, (ast.Tuple, ast.List)))
+
+
+# The runtime helpers that take an index (reverse mode's adjoints of x[idx] and x[idx] = v).
+_INDEX_HELPERS = ("index_add", "take", "clear", "require_distinct")
+
+
+def _index_lists(function: ast.FunctionDef) -> set[str]:
+    """Names bound to non-empty list displays only, and read only as an index (x[idx],
+    x[idx, 0]) or as an argument of a runtime helper that takes an index (runtime.index_add(x_bar, idx, g))."""
+    lists = _bound_only_to(function, lambda value: isinstance(value, ast.List) and bool(value.elts))
+    if not lists:
+        return set()
+    allowed: set[int] = set()
+    for node in ast.walk(function):
+        if isinstance(node, ast.Subscript):
+            items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            allowed.update(id(item) for item in items if isinstance(item, ast.Name))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == "runtime" \
+                and node.func.attr in _INDEX_HELPERS:
+            allowed.update(id(arg) for arg in node.args if isinstance(arg, ast.Name))
+    for node in ast.walk(function):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in lists and id(node) not in allowed:
+            lists.discard(node.id)
+    return lists
 
 
 def _bound_only_to(function: ast.FunctionDef, kind) -> set[str]:

@@ -121,6 +121,17 @@ def add_at(c, key, value):
     return AdjointList(items) if isinstance(c, AdjointList) else tuple(items)
 
 
+def unpack_bar(parts, source):
+    """The adjoint of `a, b, c = source` from the adjoints of a, b and c: an array of
+    source's dtype where source is an array (`x[:3] += (a_bar, b_bar, c_bar)` is NumPy's,
+    but Numba adds no tuple into an array), the tuple itself where source is a tuple or list.
+    Only source's type is read (overloads/values.py), never its value."""
+    if isinstance(source, np.ndarray):
+        dtype = source.dtype if np.issubdtype(source.dtype, np.inexact) else np.float64
+        return np.array(parts, dtype)
+    return parts
+
+
 def loop_keys(seq):
     """What `for k in d:` goes over: a dict's keys in sorted order (the order in which JAX,
     and s2s's pytrees, flatten a dict); any other sequence itself. The frontend calls it

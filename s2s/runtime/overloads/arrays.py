@@ -112,6 +112,12 @@ def _reshape_bar(g, x):
         return lambda g, x: g
     if isinstance(x, types.Array) or (isinstance(x, types.BaseTuple) and len(x) > 0):
         return lambda g, x: np.ascontiguousarray(g).reshape(_shape_of(x))
+    if isinstance(x, types.List):
+        # A list of numbers (or of arrays of one shape) that np.array stacked: its adjoint is
+        # an array of the stack's shape, which reads back as the list's adjoint does (g[k]).
+        if isinstance(x.dtype, types.Array):
+            return lambda g, x: np.ascontiguousarray(g).reshape((len(x),) + x[0].shape)
+        return lambda g, x: np.ascontiguousarray(g).reshape((len(x),))
     return lambda g, x: np.ravel(g)[0]
 
 
@@ -183,7 +189,7 @@ def _array_bar(g, x):
         items = "".join(f"rt.reshape_bar(g[{k}], x[{k}]), " for k in range(len(x)))
         return _compile(f"def impl(g, x):\n    return ({items})\n", "impl")
     if isinstance(x, types.List):
-        raise TypingError("s2s: under jit, build arrays with np.array((a, b)) from a tuple")
+        return lambda g, x: rt.reshape_bar(g, x)
     return lambda g, x: g
 
 

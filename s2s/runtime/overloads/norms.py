@@ -10,7 +10,7 @@ from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
 
 from ... import runtime as rt
-from .common import _is_false, _is_none, _nd
+from .common import _compile, _is_false, _is_none, _nd
 
 FRO, NUC, NUMBER = 0, 1, 2
 
@@ -55,15 +55,25 @@ def _matrix_d(x, y, kind, p):
     raise ValueError("s2s: np.linalg.norm of a matrix takes ord None, 'fro', 'nuc', 1, -1, 2, -2, inf or -inf")
 
 
+def _kept(keepdims) -> bool:
+    """keepdims as the constant it must be (it decides the result's ndim), else a TypingError."""
+    if keepdims is False or _is_false(keepdims):  # (False: the default, when the call leaves it out)
+        return False
+    if isinstance(keepdims, types.BooleanLiteral) or isinstance(keepdims, types.Omitted):
+        return bool(getattr(keepdims, "literal_value", getattr(keepdims, "value", False)))
+    raise TypingError("s2s: under s2s.jit, keepdims of np.linalg.norm must be a constant True or False")
+
+
 def _kinds(x, ord, axis, keepdims, what):
-    """(ord is a number, ord is a string): the norms s2s.jit takes, else a TypingError."""
+    """(ord is a number, ord is a string, keepdims, an int axis of a matrix): the norms s2s.jit
+    takes, else a TypingError. An int axis of a vector is the vector's norm."""
     number = isinstance(ord, (types.Integer, types.Float))
     text = isinstance(ord, (types.UnicodeType, types.StringLiteral))
-    if not (keepdims is False or _is_false(keepdims)) or not (_is_none(axis) or isinstance(axis, types.Integer)
-                                                              and _nd(x) == 2 and not text):
-        raise TypingError(f"s2s: under s2s.jit, the {what} of np.linalg.norm takes no keepdims, and an axis "
-                          "only as one int axis of a matrix (vector norms of its rows or columns)")
-    return number, text
+    if not (_is_none(axis) or isinstance(axis, types.Integer) and _nd(x) in (1, 2) and not text):
+        raise TypingError(f"s2s: under s2s.jit, the {what} of np.linalg.norm takes an axis only as one int axis "
+                          "of a vector or a matrix (vector norms of its rows or columns); for a tuple of axes "
+                          "or an array of more dimensions, reshape it to a matrix first, or use backend='python'")
+    return number, text, _kept(keepdims), isinstance(axis, types.Integer) and _nd(x) == 2
 
 
 @register_jitable
@@ -72,17 +82,41 @@ def _rows_first(x, axis):
     return np.ascontiguousarray(x.T) if axis % 2 == 0 else np.ascontiguousarray(x)
 
 
-@overload(rt.linalg_norm)
+@register_jitable
+def _kept_axis(out, axis):
+    """Norms along an int axis of a matrix, with that axis kept (of length 1)."""
+    return out.reshape((1, -1)) if axis % 2 == 0 else out.reshape((-1, 1))
+
+
+def _ones(nd: int) -> str:
+    return "(" + "1, " * nd + ")"
+
+
+def _first(v):
+    """A number from a value that keepdims made an array of one element."""
+
+
+@overload(_first)
+def _first_overload(v):
+    if isinstance(v, types.Array):
+        return lambda v: np.ravel(v)[0]
+    return lambda v: v
+
+
+@overload(rt.linalg_norm, prefer_literal=True)
 def _linalg_norm(x, ord=None, axis=None, keepdims=False):
-    number, text = _kinds(x, ord, axis, keepdims, "value")
-    if isinstance(axis, types.Integer):
-        def by_axis(x, ord=None, axis=None, keepdims=False):
+    number, text, kept, by_axis = _kinds(x, ord, axis, keepdims, "value")
+    if by_axis:
+        def along(x, ord=None, axis=None, keepdims=False):
             rows = _rows_first(x, axis)
             out = np.empty(rows.shape[0])
             for i in range(rows.shape[0]):
                 out[i] = np.linalg.norm(rows[i], ord)
             return out
-        return by_axis
+        if not kept:
+            return along
+        along = register_jitable(along)
+        return lambda x, ord=None, axis=None, keepdims=False: _kept_axis(along(x, ord, axis, keepdims), axis)
     if text and _nd(x) == 2:
         def by_name(x, ord=None, axis=None, keepdims=False):
             if ord == "nuc":
@@ -90,13 +124,20 @@ def _linalg_norm(x, ord=None, axis=None, keepdims=False):
             if ord != "fro":
                 raise ValueError("Invalid norm order for matrices.")
             return np.sqrt(np.sum(x * x))
-        return by_name
-    return lambda x, ord=None, axis=None, keepdims=False: np.linalg.norm(x, ord)
+        whole = by_name
+    else:
+        whole = lambda x, ord=None, axis=None, keepdims=False: np.linalg.norm(x, ord)  # noqa: E731
+    if not kept:
+        return whole
+    # keepdims without an int axis of a matrix: the one norm, as an array of x's ndim
+    return _compile(f"def impl(x, ord=None, axis=None, keepdims=False):\n"
+                    f"    return np.full({_ones(_nd(x))}, whole(x, ord, axis, keepdims))\n", "impl",
+                    whole=register_jitable(whole))
 
 
 @register_jitable
 def _vector_d_rows(x, y, p, axis):
-    """D of the vector norms along an int axis of a matrix."""
+    """D of the vector norms along an int axis of a matrix (y: their values, one per row)."""
     rows = _rows_first(x, axis)
     d = np.empty(rows.shape)
     for i in range(rows.shape[0]):
@@ -105,9 +146,10 @@ def _vector_d_rows(x, y, p, axis):
 
 
 def _derivative(x, ord, axis, keepdims, what):
-    """A function (x, y, ord, axis) -> D for these types, or a TypingError."""
-    number, text = _kinds(x, ord, axis, keepdims, what)
-    if isinstance(axis, types.Integer):
+    """A function (x, y, ord, axis) -> D for these types, or a TypingError. y: the norm as a
+    number, or (along an int axis of a matrix) a vector of norms."""
+    number, text, kept, by_axis = _kinds(x, ord, axis, keepdims, what)
+    if by_axis:
         if _is_none(ord):
             return lambda x, y, ord, axis: _vector_d_rows(x, y, 2.0, axis)
         return lambda x, y, ord, axis: _vector_d_rows(x, y, float(ord), axis)
@@ -125,31 +167,39 @@ def _derivative(x, ord, axis, keepdims, what):
                       f"ord None, a number, 'fro' or 'nuc' (got a {_nd(x)}-d array, ord {ord})")
 
 
-@overload(rt.norm_bar)
+@overload(rt.norm_bar, prefer_literal=True)
 def _norm_bar(g, y, x, ord=None, axis=None, keepdims=False):
     d = register_jitable(_derivative(x, ord, axis, keepdims, "derivative"))
 
-    if isinstance(axis, types.Integer):
-        def by_axis(g, y, x, ord=None, axis=None, keepdims=False):
+    if _kinds(x, ord, axis, keepdims, "derivative")[3]:
+        # g and y hold one number per row (or column); keepdims keeps the reduced axis
+        def along(g, y, x, ord=None, axis=None, keepdims=False):
             if axis % 2 == 0:
-                return d(x, y, ord, axis) * g.reshape((1, -1))
-            return d(x, y, ord, axis) * g.reshape((-1, 1))
-        return by_axis
+                return d(x, np.ravel(y), ord, axis) * g.reshape((1, -1))
+            return d(x, np.ravel(y), ord, axis) * g.reshape((-1, 1))
+        return along
 
     def impl(g, y, x, ord=None, axis=None, keepdims=False):
-        return g * d(x, y, ord, axis)
+        return _first(g) * d(x, _first(y), ord, axis)
 
     return impl
 
 
-@overload(rt.norm_dot)
+@overload(rt.norm_dot, prefer_literal=True)
 def _norm_dot(x_dot, y, x, ord=None, axis=None, keepdims=False):
     d = register_jitable(_derivative(x, ord, axis, keepdims, "derivative"))
+    kept = _kinds(x, ord, axis, keepdims, "derivative")[2]
 
-    if isinstance(axis, types.Integer):
-        def by_axis(x_dot, y, x, ord=None, axis=None, keepdims=False):
-            return np.sum(d(x, y, ord, axis) * x_dot, axis=axis % 2)
-        return by_axis
+    if _kinds(x, ord, axis, keepdims, "derivative")[3]:
+        if kept:
+            return lambda x_dot, y, x, ord=None, axis=None, keepdims=False: _kept_axis(
+                np.sum(d(x, np.ravel(y), ord, axis) * x_dot, axis=axis % 2), axis)
+        return lambda x_dot, y, x, ord=None, axis=None, keepdims=False: np.sum(
+            d(x, y, ord, axis) * x_dot, axis=axis % 2)
+    if kept:
+        return _compile(f"def impl(x_dot, y, x, ord=None, axis=None, keepdims=False):\n"
+                        f"    return np.full({_ones(_nd(x))}, np.sum(d(x, _first(y), ord, axis) * x_dot))\n",
+                        "impl", d=d, _first=_first)
 
     def impl(x_dot, y, x, ord=None, axis=None, keepdims=False):
         return np.sum(d(x, y, ord, axis) * x_dot)
@@ -234,19 +284,23 @@ def _number_curvature(g, y, x, x_dot, p, matrix):
                      "-2, 'nuc' (of a matrix), inf, -inf, 0 and 2 (of a vector)")
 
 
-@overload(rt.norm_bar_curvature)
+@overload(rt.norm_bar_curvature, prefer_literal=True)
 def _norm_bar_curvature(g, y, x, x_dot, ord=None, axis=None, keepdims=False):
     _derivative(x, ord, axis, keepdims, "second derivative")
-    if not _is_none(axis):
-        raise TypingError("s2s: under s2s.jit, second derivatives of np.linalg.norm take no axis")
+    if _kinds(x, ord, axis, keepdims, "second derivative")[3]:
+        raise TypingError("s2s: under s2s.jit, second derivatives of np.linalg.norm take no axis of a matrix "
+                          "(its rows' or columns' norms); write them as np.sqrt(np.sum(x * x, axis=...)), "
+                          "or use backend='python'")
+    # (g and y: numbers, or arrays of one element under keepdims)
     if _is_none(ord):
-        return lambda g, y, x, x_dot, ord=None, axis=None, keepdims=False: _two_norm_curvature(g, y, x, x_dot)
+        return lambda g, y, x, x_dot, ord=None, axis=None, keepdims=False: _two_norm_curvature(
+            _first(g), _first(y), x, x_dot)
     if isinstance(ord, (types.UnicodeType, types.StringLiteral)):
         def impl(g, y, x, x_dot, ord=None, axis=None, keepdims=False):
             if ord == "nuc":
-                return g * _svd_curvature(x, x_dot, True, True)
-            return _two_norm_curvature(g, y, x, x_dot)
+                return _first(g) * _svd_curvature(x, x_dot, True, True)
+            return _two_norm_curvature(_first(g), _first(y), x, x_dot)
         return impl
     matrix = _nd(x) == 2
     return lambda g, y, x, x_dot, ord=None, axis=None, keepdims=False: _number_curvature(
-        g, y, x, x_dot, float(ord), matrix)
+        _first(g), _first(y), x, x_dot, float(ord), matrix)

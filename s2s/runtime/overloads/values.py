@@ -29,6 +29,14 @@ def _zeros_like(x):
         if isinstance(x, types.BaseNamedTuple):
             return _compile(f"def impl(x):\n    return cls({items})\n", "impl", cls=x.instance_class)
         return _compile(f"def impl(x):\n    return ({items})\n", "impl")
+    if isinstance(x, types.List) and _scalar(x.dtype):
+        # A list of numbers (v = [a, b * 2.0]): its adjoint is an array of its length, which
+        # add_at adds into and v_bar[k] reads, as the python backend's list of adjoints.
+        dtype = x.dtype if isinstance(x.dtype, types.Float) else types.float64
+        return lambda x: np.zeros(len(x), dtype)
+    if isinstance(x, types.List):
+        raise TypingError("s2s: under s2s.jit, a list of arrays (or of lists) has no adjoint s2s builds in Numba; "
+                          "write it as a tuple, v = (a, b), or stack it into one array with np.stack")
 
 
 @overload(rt.broadcast_like)
@@ -175,6 +183,21 @@ def _add_at(c, key, value):
         return _compile(f"def impl(c, key, value):\n    return ({items})\n", "impl")
     if isinstance(c, types.BaseTuple):
         raise TypingError("s2s: index a tuple argument with an integer constant")
+
+
+@overload(rt.unpack_bar)
+def _unpack_bar(parts, source):
+    """Of an array source, an array whose rows are the parts (numbers, or arrays of one shape:
+    `a, b = X` unpacks the rows of a matrix); len(parts) is source's length, as the primal's
+    unpacking checked."""
+    if not isinstance(source, types.Array):
+        return lambda parts, source: parts
+    if not isinstance(parts, types.BaseTuple) or len(parts) == 0:
+        raise TypingError("s2s: the adjoint of an unpacked array is a tuple of its rows' adjoints")
+    dtype = source.dtype if isinstance(source.dtype, types.Float) else types.float64
+    rows = "".join(f"    out[{k}] = parts[{k}]\n" for k in range(len(parts)))
+    return _compile(f"def impl(parts, source):\n    out = np.empty((len(parts),) + rt.shape(parts[0]), dtype)\n"
+                    f"{rows}    return out\n", "impl", dtype=dtype)
 
 
 @overload(rt.add_attr)

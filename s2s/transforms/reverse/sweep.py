@@ -308,10 +308,28 @@ class Sweep:
                 any_live = True
                 parts.append(adj)
         if any_live:
-            self.accumulate(source, ast.Tuple(parts, ast.Load()), out)
+            adjoint = ast.Tuple(parts, ast.Load())
+            if self._may_be_array(stmt, source):
+                # a, b, c = x[:3]: the adjoint of an array is an array (NumPy adds a tuple into an
+                # array, Numba does not). The helper reads source's type only, never its value.
+                adjoint = runtime_call("unpack_bar", adjoint, name(source))
+            self.accumulate(source, adjoint, out)
         for t in stmt.targets:
             self.kill(t, None, out)
         return out
+
+    def _may_be_array(self, stmt: ir.Assign, source: str) -> bool:
+        """May the value that `stmt` unpacks be an array? Not where s2s.jit's facts prove it a
+        tuple, nor where it is only ever a tuple or list display or a user function's result
+        (a parameter may be either: `w, b = params`, `r, s = X`)."""
+        if self.classes is not None:
+            known = self.classes.pre(stmt, source)
+            if known is not None:
+                return known[0] != "tup"
+        defs = [d for d in self.an.defs.get(source, []) if d != "param"]
+        return not defs or not all(isinstance(d, ir.Assign) and not d.unpack and (
+            isinstance(d.value, ir.Build) or isinstance(d.value, ir.Call) and is_user_function(d.value.fn))
+            for d in defs)
 
     def reverse_subscript(self, stmt: ir.Assign, y_bar: ast.expr) -> list:
         out: list = []
