@@ -110,10 +110,11 @@ def test_enumerate_of_zip(backend):
     np.testing.assert_allclose(gy, np.arange(1, 4) * X, rtol=1e-15)
 
 
-def test_enumerate_unpacking_rows():
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_enumerate_unpacking_rows(backend):
     p = np.stack([X, X + 1.0], axis=1)
     want = np.stack([np.arange(3) * p[:, 1], np.arange(3) * p[:, 0]], axis=1)
-    np.testing.assert_allclose(s2s.grad(numbered_rows)(p), want, rtol=1e-15)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(numbered_rows), backend=backend)(p), want, rtol=1e-15)
 
 
 @pytest.mark.parametrize("backend", ["python", "cpu"])
