@@ -80,6 +80,11 @@ def tangents_in_a_loop(x, c):  # (value, tangent) tuples overwritten by a loop
     return s
 
 
+def state_vector(x):  # np.array of per-example numbers and a constant
+    v = np.array([x[0] * 2.0, x[1], 2.0])
+    return np.sum(v * v)
+
+
 X = np.array([0.3, 0.5, 0.9])
 
 
@@ -159,3 +164,12 @@ def test_jvp_in_a_loop_differentiated(backend):
     want_x = (tangents_in_a_loop(x + h, c) - tangents_in_a_loop(x - h, c)) / (2 * h)
     want_c = (tangents_in_a_loop(x, c + h) - tangents_in_a_loop(x, c - h)) / (2 * h)
     np.testing.assert_allclose(got, (want_x, want_c), rtol=1e-7)
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_vmap_of_an_array_of_numbers_and_a_constant(backend):
+    xs = np.arange(6.0).reshape(3, 2)
+    np.testing.assert_allclose(s2s.jit(s2s.vmap(state_vector), backend=backend)(xs),
+                               4 * xs[:, 0] ** 2 + xs[:, 1] ** 2 + 4.0, rtol=1e-15)
+    np.testing.assert_allclose(s2s.jit(s2s.vmap(s2s.grad(state_vector)), backend=backend)(xs),
+                               np.stack([8 * xs[:, 0], 2 * xs[:, 1]], axis=1), rtol=1e-15)

@@ -309,6 +309,11 @@ class Vectorizer:
             fn = facts(fn).numpy  # math.sin -> np.sin, max -> np.maximum
         args = [self._atom(a, env, lift=True) for a in call.args]
         kwargs = [(k, e.atom(a)) for k, a in call.kwargs]
+        if fn in (np.array, np.asarray) and len(args) == 1 and not kwargs and isinstance(patterns[0], tuple):
+            # np.array([theta, omega, 2.0]) of per-example numbers, some batched: the rows stack
+            # along the leading axis (before _same_shape, which takes np.array of one array)
+            return runtime_call("batched_array", e.atom(call.args[0]), name(self.batch),
+                                e.const(tuple(anything(p) for p in patterns[0])))
         if _same_shape(fn):
             return e.call(fn, args, kwargs)
         if fn in _ALONG_AN_AXIS and batched[0] and not any(batched[1:]):
@@ -346,10 +351,6 @@ class Vectorizer:
             kind = {np.outer: "outer", np.inner: "inner", np.dot: "dot"}.get(fn, "matmul")
             return runtime_call("batched_product", ast.Constant(kind), e.atom(call.args[0]), e.atom(call.args[1]),
                                 ast.Constant(batched[0]), ast.Constant(batched[1]))
-        if fn is np.array and len(args) == 1 and isinstance(patterns[0], tuple):
-            # np.array([theta, omega]) of per-example numbers: the rows stack along the leading axis
-            return runtime_call("batched_array", e.atom(call.args[0]), name(self.batch),
-                                e.const(tuple(anything(p) for p in patterns[0])))
         raise NoBatchingRule(f"no batching rule for {getattr(fn, '__name__', fn)}", stmt.origin)
 
 
