@@ -59,6 +59,18 @@ def through_act(x):
     return act(x) * 2.0
 
 
+class Config:
+    SCALE = 1.0
+
+
+def scaled_by_config(u):
+    return np.sin(u) * Config.SCALE
+
+
+def through_config(x):
+    return scaled_by_config(x)
+
+
 def sine_times_k(x):
     return np.sin(x) * K
 
@@ -72,10 +84,11 @@ def fresh_state(tmp_path, monkeypatch):
     """A fresh cache, and the module's globals as they were after each test."""
     global K, V, act
     monkeypatch.setenv("S2S_CACHE_DIR", str(tmp_path / "cache"))
-    saved = K, V.copy(), act
+    saved = K, V.copy(), act, Config.SCALE
     yield
     K, act = saved[0], saved[2]
     V[:] = saved[1]
+    Config.SCALE = saved[3]
 
 
 def test_jvp_sees_a_number_a_callee_reads():
@@ -110,6 +123,17 @@ def test_jvp_sees_a_callee_defined_anew():
     assert tangent == pytest.approx(2 * np.cos(0.5), rel=1e-14)
 
 
+def test_a_class_number_set_anew():
+    """Config.SCALE is inlined as a literal; the cache records its value, as a module number's."""
+    Config.SCALE = 1.0
+    assert s2s.jvp(through_config, (0.5,), (1.0,))[1] == pytest.approx(np.cos(0.5), rel=1e-14)
+    assert s2s.grad(through_config)(0.5) == pytest.approx(np.cos(0.5), rel=1e-14)
+    Config.SCALE = 2.0
+    assert s2s.jvp(through_config, (0.5,), (1.0,))[1] == pytest.approx(2 * np.cos(0.5), rel=1e-14)
+    assert s2s.grad(through_config)(0.5) == pytest.approx(2 * np.cos(0.5), rel=1e-14)
+    assert s2s.grad(scaled_by_config)(0.5) == pytest.approx(2 * np.cos(0.5), rel=1e-14)
+
+
 def test_transforms_of_a_nested_jvp_see_the_number_now():
     """grad, jit and vmap of a function that calls s2s.jvp, made after the number changed."""
     global K
@@ -127,7 +151,7 @@ def test_transforms_of_a_nested_jvp_see_the_number_now():
 def test_the_memo_is_kept_while_nothing_changes():
     """s2s.jvp in a loop reuses its generated module (no lookup per call) while what the
     module was made from is unchanged, callees and module arrays included."""
-    for fun in (through_scaled_sine, through_first, through_act, tangent_of_sine_times_k):
+    for fun in (through_scaled_sine, through_first, through_act, through_config, tangent_of_sine_times_k):
         s2s.jvp(fun, (0.5,), (1.0,))
         first = api._forward_transformed(fun, "python")
         s2s.jvp(fun, (0.25,), (1.0,))

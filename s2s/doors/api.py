@@ -541,11 +541,7 @@ def _nested_entry(fun: Callable) -> Callable:
     module records those, so that it is made anew when they change."""
     transformed = _forward_transformed(fun, "python")
     entry = inspect.unwrap(transformed.entry())
-    manifest = {"callees": [], "constants": [], "references": []}
-    for part in transformed.manifests:
-        for key in manifest:
-            manifest[key] += part.get(key, [])
-    setattr(entry, cache.NESTED_MANIFEST, cache.nested_manifest(transformed.fun, manifest))
+    setattr(entry, cache.NESTED_MANIFEST, cache.nested_manifest(transformed.fun, transformed.manifests))
     return entry
 
 

@@ -5,7 +5,9 @@ whose last line is a checksum of the rest, so that a truncated or corrupted file
 detected and regenerated, never executed. Its name is derived from a key over the s2s
 version, the transform and its options, and the source of the function; the entry lists
 the user functions the function calls, with the hash of each one's source, and the values
-of the module constants the generated code contains; a lookup checks those too. The entry
+of the module constants the generated code contains; a lookup checks those too (where it
+calls a generated forward mode, s2s.jvp inside, it lists what that one was made from
+instead: NESTED_MANIFEST). Watch checks the same list cheaply in a process. The entry
 also records the module's entry points ({role: function name}, from driver.generate), which
 a lookup gives back with the source, so that callers never search the text for them.
 Looking an entry up needs neither libcst nor black.
@@ -195,11 +197,13 @@ def callee_row(fn: Any) -> list:
     return [fn.__module__, fn.__qualname__, source_hash(fn), baked_state(fn)]
 
 
-def nested_manifest(fn: Any, manifest: dict) -> dict:
-    """The manifest of a generated module of fn, with fn itself among its callees."""
-    rows = [list(r) for r in manifest.get("callees", [])] + [callee_row(fn)]
-    return {"callees": _unique(rows), "constants": manifest.get("constants", []),
-            "references": manifest.get("references", [])}
+def nested_manifest(fn: Any, manifests: list[dict]) -> dict:
+    """What the generated modules of fn (manifests) were made from, fn itself included."""
+    merged = {"callees": [callee_row(fn)], "constants": [], "references": []}
+    for manifest in manifests:
+        for key in merged:
+            merged[key] += manifest.get(key, [])
+    return {key: _unique(rows) for key, rows in merged.items()}
 
 
 def _unique(rows: list) -> list:
@@ -228,8 +232,8 @@ def _callees_current(fn: Any, manifest: dict) -> bool:
     """Do the user functions recorded in the manifest still have the same source, and the
     module constants the same values?"""
     for module_name, constant, text in manifest.get("constants", []):
-        module = sys.modules.get(module_name)
-        if module is None or constant_text(getattr(module, constant, None)) != text:
+        # (constant: a name, or an attribute a function inlines, Config.SCALE)
+        if module_name not in sys.modules or constant_text(_resolve(module_name, constant)) != text:
             return False
     for caller_module, path, module_name, qualname in manifest.get("references", []):
         target = sys.modules.get(caller_module)
@@ -286,7 +290,7 @@ class Watch:
             if getattr(module, "__dict__", None) is getattr(fn, "__globals__", False) else set()
         self.constants = []
         for module_name, constant, text in manifest.get("constants", []):
-            value = getattr(sys.modules.get(module_name), constant, None)
+            value = _resolve(module_name, constant)
             if module_name == getattr(fn, "__module__", None) and constant in own and isinstance(value, _STAMPED):
                 continue
             if constant_text(value) != text:
