@@ -59,6 +59,14 @@ def through_act(x):
     return act(x) * 2.0
 
 
+lambda_act = lambda u: np.tanh(u)  # noqa: E731  (a module-level lambda, defined anew below)
+TANH_LAMBDA = lambda_act
+
+
+def through_lambda_act(x):
+    return lambda_act(x) * 2.0
+
+
 class Config:
     SCALE = 1.0
 
@@ -82,11 +90,11 @@ def tangent_of_sine_times_k(x):
 @pytest.fixture(autouse=True)
 def fresh_state(tmp_path, monkeypatch):
     """A fresh cache, and the module's globals as they were after each test."""
-    global K, V, act
+    global K, V, act, lambda_act
     monkeypatch.setenv("S2S_CACHE_DIR", str(tmp_path / "cache"))
     saved = K, V.copy(), act, Config.SCALE
     yield
-    K, act = saved[0], saved[2]
+    K, act, lambda_act = saved[0], saved[2], TANH_LAMBDA
     V[:] = saved[1]
     Config.SCALE = saved[3]
 
@@ -123,6 +131,15 @@ def test_jvp_sees_a_callee_defined_anew():
     assert tangent == pytest.approx(2 * np.cos(0.5), rel=1e-14)
 
 
+def test_jvp_sees_a_module_lambda_defined_anew():
+    global lambda_act
+    tangent = s2s.jvp(through_lambda_act, (0.5,), (1.0,))[1]
+    assert tangent == pytest.approx(2 * (1 - np.tanh(0.5) ** 2), rel=1e-14)
+    lambda_act = lambda u: np.sin(u)  # noqa: E731
+    tangent = s2s.jvp(through_lambda_act, (0.5,), (1.0,))[1]
+    assert tangent == pytest.approx(2 * np.cos(0.5), rel=1e-14)
+
+
 def test_a_class_number_set_anew():
     """Config.SCALE is inlined as a literal; the cache records its value, as a module number's."""
     Config.SCALE = 1.0
@@ -151,7 +168,8 @@ def test_transforms_of_a_nested_jvp_see_the_number_now():
 def test_the_memo_is_kept_while_nothing_changes():
     """s2s.jvp in a loop reuses its generated module (no lookup per call) while what the
     module was made from is unchanged, callees and module arrays included."""
-    for fun in (through_scaled_sine, through_first, through_act, through_config, tangent_of_sine_times_k):
+    for fun in (through_scaled_sine, through_first, through_act, through_lambda_act, through_config,
+                tangent_of_sine_times_k):
         s2s.jvp(fun, (0.5,), (1.0,))
         first = api._forward_transformed(fun, "python")
         s2s.jvp(fun, (0.25,), (1.0,))

@@ -269,8 +269,8 @@ class Watch:
     on disk. The callees are taken when it is made (just checked by a lookup, or just
     generated from): each must still be the object that its module's name holds (a function
     defined anew, as a notebook cell run again, is another object), with the same defaults and
-    closure values; each module constant must have the same value; each reference must name
-    the same function. fn: the function the module transforms, whose own closure and globals
+    closure values; each module constant must have the same value; each name a function calls
+    must hold the same function. fn: the function the module transforms, whose own closure and globals
     the memo checks itself (captured_stamp), so they are left out here."""
 
     # Arrays up to this size are compared by their bytes, a copy kept here; larger ones by
@@ -299,9 +299,11 @@ class Watch:
             if is_capturable(value) and value.nbytes <= self.BYTES_UP_TO:
                 known = (value.dtype, value.shape, value.tobytes())
             self.constants.append((*_place_of(module_name, constant), text, known))
-        # a reference whose name is a callee's own (helper in helper's module) is its identity check
-        covered = {(m, q) for m, q, *_ in manifest.get("callees", [])}
-        self.references = [(*_place_of(r[0], r[1]), r[2], r[3]) for r in manifest.get("references", [])
+        # A name a function calls must still hold the same object (a module-level lambda, whose
+        # qualname names no attribute, defined anew is another one); one that is a callee's own
+        # (helper in helper's module) is that callee's check.
+        covered = {(m, q) for m, q, *_ in manifest.get("callees", []) if _resolve(m, q) is not None}
+        self.references = [(*_place_of(r[0], r[1]), _resolve(r[0], r[1])) for r in manifest.get("references", [])
                            if (r[0], r[1]) != (r[2], r[3]) or (r[2], r[3]) not in covered]
         self.nothing = not (self.callees or self.constants or self.references)
 
@@ -323,9 +325,8 @@ class Watch:
                     return False
             elif constant_text(value) != text:
                 return False
-        for caller_module, module, path, module_name, qualname in self.references:
-            target = _read(caller_module, module, path)
-            if getattr(target, "__module__", None) != module_name or getattr(target, "__qualname__", None) != qualname:
+        for caller_module, module, path, target in self.references:
+            if _read(caller_module, module, path) is not target:
                 return False
         return True
 
