@@ -436,12 +436,10 @@ def cached_manifest(fn: Any, transform: str, options: dict, generate) -> tuple[s
     if found is not None:
         return found
     source, dependencies = generate()
-    manifest = callee_manifest(fn, dependencies)
     try:
-        path = os.path.join(usable_dir(user_cache_dir()), entry_name(fn, transform, options))
-        write_atomic(path, _seal(source, manifest))
+        store(fn, transform, options, source, dependencies)
     except OSError as exc:
         warnings.warn(f"s2s: could not write the cache: {exc}", stacklevel=2)
     except TypeError:  # options that JSON cannot hold (a pytree key of another type): not cached
         pass
-    return source, manifest
+    return source, callee_manifest(fn, dependencies)
