@@ -22,19 +22,26 @@ def _generated(fun: Callable, transform: str, options: dict) -> tuple[str, dict]
     """(source, entries): a generated module from the cache, or generated now (the only path
     to libcst and black), and the names of its entry points by role ("name": the user
     function's generated name; "vjp", "grad", "jvp", "vmap", ...: driver.pipeline)."""
+    source, manifest = _generated_manifest(fun, transform, options)
+    return source, manifest["entries"]
+
+
+def _generated_manifest(fun: Callable, transform: str, options: dict) -> tuple[str, dict]:
+    """(source, manifest), as _generated: the manifest (cache.callee_manifest) lists the
+    callees, module constants and references the module was made from."""
 
     def generate():
         return driver.generate(fun, transform, options)
 
     def uncached():
         source, dependencies = generate()
-        return source, dependencies["entries"]
+        return source, cache.callee_manifest(fun, dependencies)
 
     with cache.LOCK:  # (concurrent first calls: one generates, the others find its entry)
         if not callable(fun) or getattr(fun, "__code__", None) is None:
             return uncached()  # not a Python function: let the pipeline refuse it
         try:
-            return cache.cached_source(fun, transform, options, generate)
+            return cache.cached_manifest(fun, transform, options, generate)
         except OSError:
             return uncached()
 
@@ -420,6 +427,21 @@ class ForwardTransformed:
         self._module = None
         self._entries: dict = {}
         self._by_facts: dict = {}  # kinds of the arguments -> the specialised entry (cpu)
+        self.manifests: list[dict] = []  # of the modules generated or read so far
+        self.watches: list = []  # cache.Watch of each: is the memo (_forward_transformed) current?
+        self._parameters: list | None = None  # of fun's signature (with_defaults)
+
+    def _generated(self, options: dict) -> tuple[str, dict]:
+        source, manifest = _generated_manifest(self.fun, "jvp", options)
+        self.manifests.append(manifest)
+        self.watches.append(cache.Watch(manifest, self.fun))
+        return source, manifest["entries"]
+
+    def current(self) -> bool:
+        for watch in self.watches:
+            if not watch.current():
+                return False
+        return True
 
     @property
     def source(self) -> str:
@@ -431,7 +453,7 @@ class ForwardTransformed:
                 options["columns"] = True
             if self.active is not None:
                 options["active"] = list(self.active)
-            self._source, self._names = _generated(self.fun, "jvp", options)
+            self._source, self._names = self._generated(options)
         return self._source
 
     def module(self):
@@ -459,9 +481,13 @@ class ForwardTransformed:
     def with_defaults(self, primals: tuple, tangents: tuple) -> tuple[tuple, tuple]:
         """The primals and tangents for every parameter: those the call leaves out take their
         defaults, with zero tangents (jax.jvp calls fun(*primals), so defaults are constants)."""
-        try:
-            parameters = list(inspect.signature(self.fun).parameters.values())
-        except (TypeError, ValueError):
+        if self._parameters is None:  # once: the memo is renewed when fun's defaults change
+            try:
+                self._parameters = list(inspect.signature(self.fun).parameters.values())
+            except (TypeError, ValueError):
+                self._parameters = []
+        parameters = self._parameters
+        if len(parameters) <= len(primals):
             return primals, tangents
         missing = [p for p in parameters[len(primals):] if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         if not missing or any(p.default is p.empty for p in missing):
@@ -485,7 +511,7 @@ class ForwardTransformed:
             options = {"facts": argument_facts(args)}
             if self.active is not None:
                 options["active"] = list(self.active)
-            source, names = _generated(self.fun, "jvp", options)
+            source, names = self._generated(options)
             module = backends.load(source, self.fun.__name__ + "_jvp", self.backend)
             self._by_facts[key] = backends.entry(module, names["jvp"], self.fun)
         return self._by_facts[key]
@@ -505,11 +531,23 @@ def _forward_transformed(fun: Callable, backend: str) -> ForwardTransformed:
     except TypeError:  # not weak-referenceable: no memo
         return ForwardTransformed(fun, backend)
     # A new module where what fun captures (closure, module numbers and arrays) has changed
-    # since: s2s.jvp is called anew each time, as jax.jvp traces anew.
+    # since, or what its module was made from (callees, transitively, and the constants they
+    # read: cache.Watch): s2s.jvp is called anew each time, as jax.jvp traces anew.
     stamp = cache.captured_stamp(fun)
-    if backend not in per_backend or per_backend[backend][0] != stamp:
+    known = per_backend.get(backend)
+    if known is None or known[0] != stamp or not known[1].current():
         per_backend[backend] = (stamp, ForwardTransformed(fun, backend))
     return per_backend[backend][1]
+
+
+def _nested_entry(fun: Callable) -> Callable:
+    """The generated forward mode of fun that s2s.jvp(fun, ...) inside a transformed function
+    calls, carrying what its module was made from (cache.NESTED_MANIFEST): the caller's
+    module records those, so that it is made anew when they change."""
+    transformed = _forward_transformed(fun, "python")
+    entry = inspect.unwrap(transformed.entry())
+    setattr(entry, cache.NESTED_MANIFEST, cache.nested_manifest(transformed.fun, transformed.manifests))
+    return entry
 
 
 def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backend: str = "python"):
@@ -553,7 +591,7 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
 
 
 # s2s.jvp(f, ...) inside a transformed function calls f's generated forward mode.
-register_nested_transform(jvp, lambda fun: inspect.unwrap(_forward_transformed(fun, "python").entry()))
+register_nested_transform(jvp, _nested_entry)
 
 
 def source(transformed: Any) -> str:

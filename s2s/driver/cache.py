@@ -5,7 +5,9 @@ whose last line is a checksum of the rest, so that a truncated or corrupted file
 detected and regenerated, never executed. Its name is derived from a key over the s2s
 version, the transform and its options, and the source of the function; the entry lists
 the user functions the function calls, with the hash of each one's source, and the values
-of the module constants the generated code contains; a lookup checks those too. The entry
+of the module constants the generated code contains; a lookup checks those too (where it
+calls a generated forward mode, s2s.jvp inside, it lists what that one was made from
+instead: NESTED_MANIFEST). Watch checks the same list cheaply in a process. The entry
 also records the module's entry points ({role: function name}, from driver.generate), which
 a lookup gives back with the source, so that callers never search the text for them.
 Looking an entry up needs neither libcst nor black.
@@ -33,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from ..runtime.constants import constant_text
+from ..runtime.constants import constant_text, is_capturable
 from ..version import __version__
 
 CHECKSUM_PREFIX = "# s2s-checksum: "
@@ -157,13 +159,17 @@ def baked_state(fn: Any) -> str:
     return repr((fn.__defaults__, closure))
 
 
+# The values captured_stamp records of what a function reads from its module.
+_STAMPED = (int, float, complex, np.number, np.ndarray, tuple, list)
+
+
 def captured_stamp(fn: Any) -> str:
     """What fn now reads from its closure and its module's numbers and arrays (arrays by a
     hash of their content): a memo of a transform of fn is current while this is unchanged."""
     names = getattr(getattr(fn, "__code__", None), "co_names", ())
     scope = getattr(fn, "__globals__", {})
     read = [(n, constant_text(scope[n])) for n in names
-            if isinstance(scope.get(n), (int, float, complex, np.number, np.ndarray, tuple, list))]
+            if isinstance(scope.get(n), _STAMPED)]
     return repr((baked_state(fn), read))
 
 
@@ -198,11 +204,45 @@ def _unseal(text: str) -> tuple[str, dict] | None:
         return None
 
 
+# The attribute of a generated function that a nested transform hands to the frontend
+# (s2s.jvp(f, ...) inside a transformed function: api.register_nested_transform): the manifest
+# of what that generated module was made from, f itself included. A module that calls it
+# depends on those, not on the generated module, which another process does not have.
+NESTED_MANIFEST = "__s2s_manifest__"
+
+
+def callee_row(fn: Any) -> list:
+    return [fn.__module__, fn.__qualname__, source_hash(fn), baked_state(fn)]
+
+
+def nested_manifest(fn: Any, manifests: list[dict]) -> dict:
+    """What the generated modules of fn (manifests) were made from, fn itself included."""
+    merged = {"callees": [callee_row(fn)], "constants": [], "references": []}
+    for manifest in manifests:
+        for key in merged:
+            merged[key] += manifest.get(key, [])
+    return {key: _unique(rows) for key, rows in merged.items()}
+
+
+def _unique(rows: list) -> list:
+    return [list(r) for r in sorted({tuple(r) for r in rows})]
+
+
 def callee_manifest(fn: Any, dependencies: dict) -> dict:
-    return {"callees": sorted([c.__module__, c.__qualname__, source_hash(c), baked_state(c)]
-                              for c in dependencies.get("functions", [])),
-            "constants": [list(c) for c in dependencies.get("constants", [])],
-            "references": [list(r) for r in dependencies.get("references", [])],
+    callees, constants, references, generated = [], [], [], set()
+    for c in dependencies.get("functions", []):
+        nested = getattr(c, NESTED_MANIFEST, None)
+        if nested is None:
+            callees.append(callee_row(c))
+            continue
+        # a generated forward mode (nested s2s.jvp): what it was made from, not itself
+        generated.add(c.__module__)
+        callees += nested["callees"]
+        constants += nested["constants"]
+        references += nested["references"]
+    constants += [c for c in dependencies.get("constants", []) if c[0] not in generated]
+    references += [r for r in dependencies.get("references", []) if r[0] not in generated]
+    return {"callees": _unique(callees), "constants": _unique(constants), "references": _unique(references),
             "entries": dependencies.get("entries", {})}
 
 
@@ -210,8 +250,8 @@ def _callees_current(fn: Any, manifest: dict) -> bool:
     """Do the user functions recorded in the manifest still have the same source, and the
     module constants the same values?"""
     for module_name, constant, text in manifest.get("constants", []):
-        module = sys.modules.get(module_name)
-        if module is None or constant_text(getattr(module, constant, None)) != text:
+        # (constant: a name, or an attribute a function inlines, Config.SCALE)
+        if module_name not in sys.modules or constant_text(_resolve(module_name, constant)) != text:
             return False
     for caller_module, path, module_name, qualname in manifest.get("references", []):
         target = sys.modules.get(caller_module)
@@ -234,9 +274,110 @@ def _callees_current(fn: Any, manifest: dict) -> bool:
     return True
 
 
+def _resolve(module_name: str, path: str) -> Any:
+    target = sys.modules.get(module_name)
+    for part in path.split("."):
+        target = getattr(target, part, None)
+    return target
+
+
+class Watch:
+    """Whether what a module was made from is unchanged in this process, cheaply: a memo of a
+    generated module (api's s2s.jvp memo) asks on every call, as a lookup checks the manifest
+    on disk. The callees are taken when it is made (just checked by a lookup, or just
+    generated from): each must still be the object that its module's name holds (a function
+    defined anew, as a notebook cell run again, is another object), with the same defaults and
+    closure values; each module constant must have the same value; each name a function calls
+    must hold the same function. fn: the function the module transforms, whose own closure and globals
+    the memo checks itself (captured_stamp), so they are left out here."""
+
+    # Arrays up to this size are compared by their bytes, a copy kept here; larger ones by
+    # the digest of their content, as the manifest records them (no second copy of them).
+    BYTES_UP_TO = 1 << 16
+
+    def __init__(self, manifest: dict, fn: Any = None):
+        # Each check reads a name from a module's namespace, kept here with the module (a
+        # module removed from sys.modules and imported anew is another one: not current).
+        self.callees = []
+        for module_name, qualname, _digest, state in manifest.get("callees", []):
+            target = _resolve(module_name, qualname)
+            self.callees.append((*_place_of(module_name, qualname), target, getattr(target, "__code__", None),
+                                 state))
+        module = sys.modules.get(getattr(fn, "__module__", None) or "")
+        own = set(getattr(getattr(fn, "__code__", None), "co_names", ())) \
+            if getattr(module, "__dict__", None) is getattr(fn, "__globals__", False) else set()
+        self.constants = []
+        for module_name, constant, text in manifest.get("constants", []):
+            value = _resolve(module_name, constant)
+            if module_name == getattr(fn, "__module__", None) and constant in own and isinstance(value, _STAMPED):
+                continue
+            if constant_text(value) != text:
+                continue  # not the module's (a closure's value, in the key and captured_stamp)
+            known = None
+            if is_capturable(value) and value.nbytes <= self.BYTES_UP_TO:
+                known = (value.dtype, value.shape, value.tobytes())
+            self.constants.append((*_place_of(module_name, constant), text, known))
+        # A name a function calls must still hold the same object (a module-level lambda, whose
+        # qualname names no attribute, defined anew is another one); one that is a callee's own
+        # (helper in helper's module) is that callee's check.
+        covered = {(m, q) for m, q, *_ in manifest.get("callees", []) if _resolve(m, q) is not None}
+        self.references = [(*_place_of(r[0], r[1]), _resolve(r[0], r[1])) for r in manifest.get("references", [])
+                           if (r[0], r[1]) != (r[2], r[3]) or (r[2], r[3]) not in covered]
+        self.nothing = not (self.callees or self.constants or self.references)
+
+    def current(self) -> bool:
+        if self.nothing:
+            return True
+        for module_name, module, path, target, code, state in self.callees:
+            now = _read(module_name, module, path)
+            if now is not target or getattr(now, "__code__", None) is not code:
+                return False
+            if (getattr(now, "__defaults__", None) or getattr(now, "__closure__", None)) \
+                    and baked_state(now) != state:
+                return False
+        for module_name, module, path, text, known in self.constants:
+            value = _read(module_name, module, path)
+            if known is not None:
+                if not (isinstance(value, np.ndarray) and value.dtype == known[0] and value.shape == known[1]
+                        and value.tobytes() == known[2]):
+                    return False
+            elif constant_text(value) != text:
+                return False
+        for caller_module, module, path, target in self.references:
+            if _read(caller_module, module, path) is not target:
+                return False
+        return True
+
+
+def _place_of(module_name: str, path: str) -> tuple:
+    """(module name, the module now, path) for _read."""
+    return module_name, sys.modules.get(module_name), path
+
+
+_ABSENT = object()
+
+
+def _read(module_name: str, module: Any, path: str) -> Any:
+    """What module.path holds now, or _ABSENT where the module is no longer the one imported."""
+    if sys.modules.get(module_name) is not module:
+        return _ABSENT
+    if "." not in path:
+        return getattr(module, "__dict__", {}).get(path)
+    target = module
+    for part in path.split("."):
+        target = getattr(target, part, None)
+    return target
+
+
 def lookup(fn: Any, transform: str, options: dict) -> tuple[str, dict] | None:
     """(source, entries) of this transform of fn, if a valid, current entry exists; entries
     names the module's entry points by role (driver.generate)."""
+    found = lookup_manifest(fn, transform, options)
+    return None if found is None else (found[0], found[1]["entries"])
+
+
+def lookup_manifest(fn: Any, transform: str, options: dict) -> tuple[str, dict] | None:
+    """(source, manifest) of this transform of fn, if a valid, current entry exists."""
     try:
         name = entry_name(fn, transform, options)
     except (OSError, TypeError):
@@ -255,7 +396,7 @@ def lookup(fn: Any, transform: str, options: dict) -> tuple[str, dict] | None:
             continue  # truncated or corrupted: regenerate
         source, manifest = unsealed
         if "entries" in manifest and _callees_current(fn, manifest):
-            return source, manifest["entries"]
+            return source, manifest
     return None
 
 
@@ -302,7 +443,14 @@ def cached_source(fn: Any, transform: str, options: dict, generate) -> tuple[str
 
     generate() returns (source, dependencies); it is the only path that imports libcst and black.
     """
-    found = lookup(fn, transform, options)
+    source, manifest = cached_manifest(fn, transform, options, generate)
+    return source, manifest["entries"]
+
+
+def cached_manifest(fn: Any, transform: str, options: dict, generate) -> tuple[str, dict]:
+    """(source, manifest) of a transform, as cached_source: the manifest lists what the module
+    was made from (Watch checks it in a process)."""
+    found = lookup_manifest(fn, transform, options)
     if found is not None:
         return found
     source, dependencies = generate()
@@ -312,4 +460,4 @@ def cached_source(fn: Any, transform: str, options: dict, generate) -> tuple[str
         warnings.warn(f"s2s: could not write the cache: {exc}", stacklevel=2)
     except TypeError:  # options that JSON cannot hold (a pytree key of another type): not cached
         pass
-    return source, dependencies.get("entries", {})
+    return source, callee_manifest(fn, dependencies)

@@ -340,7 +340,7 @@ def generate(fn: Any, transform: str, options: dict | None = None, display_path:
     dependencies = {
         "functions": [f.python for f in functions[:-1]],
         "constants": sorted({(f.python.__module__, name, constant_text(value))
-                             for f in functions for name, value in f.constants.items()}),
+                             for f in functions for name, value in {**f.constants, **f.inlined}.items()}),
         "references": sorted({(f.python.__module__, path, module, qualname)
                               for f in functions for path, module, qualname in f.references}),
         # as the cache gives them back (tuples become lists)

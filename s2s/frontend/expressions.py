@@ -114,6 +114,17 @@ def NESTED_TRANSFORMS_BY_NAME() -> list:
     return [getattr(package, n) for n in names if package is not None and hasattr(package, n)]
 
 
+# Packages whose numbers (np.pi, math.e) are not the user's to change.
+_FIXED_PACKAGES = {"numpy", "math", "cmath", "scipy", "s2s", "builtins"}
+
+
+def _may_change(root: Any) -> bool:
+    """Is root.attr (a class's number, a user module's) a value the user may set anew?"""
+    if isinstance(root, types.ModuleType):
+        return root.__name__.partition(".")[0] not in _FIXED_PACKAGES
+    return root is not MISSING
+
+
 def _dotted(node: cst.BaseExpression) -> str:
     if isinstance(node, cst.Name):
         return node.value
@@ -331,6 +342,8 @@ class ExpressionLowering:
             if value is MISSING:
                 raise self.error(node, "unknown attribute", "pass the value as an argument")
             if _is_constant(value) and not isinstance(value, str):
+                if root.value not in self.resolver.closure and _may_change(self.resolver.lookup(root.value)):
+                    self.inlined[_dotted(node)] = value  # (the cache checks it: Config.SCALE = 2.0)
                 return ir.Const(value)
             raise self.error(node, "this attribute cannot be used as a value here", "pass it as an argument")
         base = self.expr(node.value)

@@ -65,6 +65,7 @@ class Normalizer(ExpressionLowering, LaxLowering):
         self.names = ir.Names(self.locals | _outer_names(parsed.fn.__code__))
         self.callees: dict[int, Any] = {}
         self.constants: dict[str, Any] = {}
+        self.inlined: dict[str, Any] = {}  # Config.SCALE -> its number, inlined as a literal
         self.references: set[tuple[str, str, str]] = set()
         self.out: list = []  # statements of the block being built
         self.origin: Origin | None = None
@@ -130,6 +131,7 @@ class Normalizer(ExpressionLowering, LaxLowering):
             source_hash=self.parsed.source_hash,
             callees=self.callees,
             constants=self.constants,
+            inlined=self.inlined,
             references=sorted(self.references),
             param_writes=writes,
             call_sites=self.call_sites,

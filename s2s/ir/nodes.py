@@ -233,6 +233,7 @@ class Function:
     source_hash: str
     callees: dict[int, Any] = field(default_factory=dict)  # id -> the Python function called
     constants: dict[str, Any] = field(default_factory=dict)  # module constants it reads
+    inlined: dict[str, Any] = field(default_factory=dict)  # module attributes it inlines (Config.SCALE)
     references: list = field(default_factory=list)  # (dotted name, module, qualname) of callees
     param_writes: dict = field(default_factory=dict)  # parameter -> how it is written in place
     call_sites: list = field(default_factory=list)  # frontend.argument_writes.CallSite of user calls
