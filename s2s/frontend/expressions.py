@@ -8,7 +8,7 @@ import builtins
 import numbers
 import operator
 import types
-from typing import Any, Callable
+from typing import Any
 
 import libcst as cst
 import numpy as np
@@ -23,7 +23,10 @@ from .argument_writes import call_site
 from .einsum import HINT as EINSUM_HINT
 from .einsum import EinsumRefused, lower_einsum
 from .nested import NESTED_TRANSFORMS
-from .source import MISSING, is_user_function, named_lambda, walk_nodes
+from .nested_calls import JvpCallLowering
+from .source import MISSING, is_user_function, named_lambda
+from .source import dotted as _dotted
+from .source import is_constant as _is_constant
 
 BINARY_OPS = {
     cst.Add: operator.add,
@@ -83,14 +86,6 @@ def _attribute_chain(obj: Any, node: cst.Attribute) -> Any:
     return obj
 
 
-def _is_constant(value: Any) -> bool:
-    if isinstance(value, (bool, int, float, complex, str, type(None), np.number, np.bool_)):
-        return True
-    if isinstance(value, tuple):
-        return all(_is_constant(v) for v in value)
-    return isinstance(value, type) and issubclass(value, np.generic)
-
-
 def _captured(value: Any) -> Any:
     """The constant generated code reads for a closed-over or global value that holds arrays, or
     a list of numbers: read-only copies of the arrays (lists become tuples); None if it holds
@@ -125,15 +120,9 @@ def _may_change(root: Any) -> bool:
     return root is not MISSING
 
 
-def _dotted(node: cst.BaseExpression) -> str:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        return f"{_dotted(node.value)}.{node.attr.value}"
-    return ""
 
 
-class ExpressionLowering:
+class ExpressionLowering(JvpCallLowering):
     """The expression half of the Normalizer (lower.py), which gives it emit, assign, error,
     resolver, callees and references."""
 
@@ -551,94 +540,6 @@ class ExpressionLowering:
         if method == "transpose" and len(args) > 1:
             args = [self.assign(ir.Build("tuple", tuple(args)))]
         return self.assign(ir.Call(target, (receiver, *args), tuple(kwargs)))
-
-    def jvp_call(self, node: cst.Call, entry_of: Callable) -> ir.Atom:
-        """s2s.jvp(f, (x, ...), (t, ...)) inside a transformed function: a call to f's generated
-        forward mode, f_jvp(x, ..., t, ...), which the transform reads like user code. So
-        s2s.vmap and s2s.jit of a function that calls s2s.jvp compile, as JAX's vmap(jvp) does."""
-        hint = "write s2s.jvp(f, (x, ...), (t, ...)) with a module-level function and tuple displays"
-        if len(node.args) != 3 or any(arg.keyword or arg.star for arg in node.args):
-            raise self.error(node, "s2s.jvp inside a transformed function takes three positional arguments", hint)
-        function, primals, tangents = (arg.value for arg in node.args)
-        if not all(isinstance(v, (cst.Tuple, cst.List)) for v in (primals, tangents)) \
-                or len(primals.elements) != len(tangents.elements):
-            raise self.error(node, "s2s.jvp inside a transformed function needs tuples of primals and tangents "
-                             "of one length", hint)
-        primals = [self.expr(e.value) for e in primals.elements]
-        tangents = [self.expr(e.value) for e in tangents.elements]
-        if isinstance(function, cst.Lambda):
-            function, primals, tangents = self.jvp_of_lambda(node, function, primals, tangents)
-        elif isinstance(function, cst.Name) and (function.value in self.locals or function.value in self.def_names):
-            raise self.error(node, "s2s.jvp inside a transformed function takes a module-level function or a "
-                             "lambda that calls one, not a function it defines",
-                             "pass what the function closes over as arguments with zero tangents: "
-                             "s2s.jvp(f, (x, c), (t, 0.0))")
-        fun = self.resolver.resolve(function)
-        if not is_user_function(fun):
-            raise self.error(node, "s2s.jvp inside a transformed function needs a module-level function", hint)
-        primals, tangents = self.jvp_defaults(node, fun, primals, tangents)
-        try:
-            entry = entry_of(fun)
-        except S2SError as exc:
-            raise self.error(node, f"s2s.jvp of {fun.__name__}: {exc}") from None
-        self.references.add((_dotted(function), fun.__module__, fun.__qualname__))
-        return self.user_call(node, entry, primals + tangents, [])
-
-    def jvp_defaults(self, node: cst.Call, fun: Any, primals: list, tangents: list) -> tuple[list, list]:
-        """The primals and tangents with fun's defaults for the parameters not given (f(u, c=2.0)
-        and s2s.jvp(f, (x,), (t,))): the constant, with a zero tangent, as s2s.jvp does outside."""
-        import inspect
-
-        params = list(inspect.signature(fun).parameters.values())
-        if len(primals) > len(params):
-            raise self.error(node, f"s2s.jvp of {fun.__name__} is given {len(primals)} primals for its "
-                             f"{len(params)} parameters")
-        primals, tangents = list(primals), list(tangents)
-        for param in params[len(primals):]:
-            if param.default is param.empty or not _is_constant(param.default):
-                raise self.error(node, f"s2s.jvp of {fun.__name__} is not given its parameter {param.name}, "
-                                 "which has no constant default", "pass a primal and a tangent for it")
-            primals.append(ir.Const(param.default))
-            tangents.append(self.assign(ir.Call(runtime.zeros_like, (ir.Const(param.default),))))
-        return primals, tangents
-
-    def jvp_of_lambda(self, node: cst.Call, lam: cst.Lambda, primals: list, tangents: list):
-        """s2s.jvp(lambda u: f(u, c), (x,), (t,)) is s2s.jvp(f, (x, c), (t, zeros_like(c))): the
-        same values and tangents, where the lambda calls a module-level function once and passes
-        each of its parameters as a whole argument. Returns (f's node, primals, tangents)."""
-        hint = ("write s2s.jvp(lambda u: f(u, c), (x,), (t,)) with one call of a module-level function, or "
-                "s2s.jvp(f, (x, c), (t, 0.0)) with zero tangents for what it closes over")
-        if lam.params.star_arg not in (None, cst.MaybeSentinel.DEFAULT) or lam.params.star_kwarg is not None \
-                or lam.params.kwonly_params or lam.params.posonly_params \
-                or any(p.default is not None for p in lam.params.params):
-            raise self.error(lam, "a lambda given to s2s.jvp inside a transformed function takes plain positional "
-                             "parameters (no defaults, *args or keyword-only parameters)", hint)
-        params = [p.name.value for p in lam.params.params]
-        call = lam.body
-        if not isinstance(call, cst.Call) or any(a.keyword or a.star for a in call.args):
-            raise self.error(lam, "a lambda given to s2s.jvp inside a transformed function calls one function "
-                             "with positional arguments", hint)
-        places = {}
-        for k, arg in enumerate(call.args):
-            if isinstance(arg.value, cst.Name) and arg.value.value in params:
-                places.setdefault(arg.value.value, []).append(k)
-            elif any(isinstance(n, cst.Name) and n.value in params for n in walk_nodes(arg.value)):
-                raise self.error(arg, "a lambda given to s2s.jvp passes its parameters as whole arguments", hint)
-        if sorted(places) != sorted(params) or any(len(v) > 1 for v in places.values()) \
-                or len(params) != len(primals):
-            raise self.error(lam, f"the lambda given to s2s.jvp passes each of its {len(params)} parameters once "
-                             f"and is given {len(primals)} primals", hint)
-        new_primals, new_tangents = [], []
-        for k, arg in enumerate(call.args):
-            if isinstance(arg.value, cst.Name) and arg.value.value in params:
-                which = params.index(arg.value.value)
-                new_primals.append(primals[which])
-                new_tangents.append(tangents[which])
-            else:  # what the lambda closes over: a constant of the derivative
-                value = self.expr(arg.value)
-                new_primals.append(value)
-                new_tangents.append(self.assign(ir.Call(runtime.zeros_like, (value,))))
-        return call.func, new_primals, new_tangents
 
     def user_call(self, node, callee, args, kwargs) -> ir.Atom:
         import inspect

@@ -248,6 +248,24 @@ def _parse_lambda(fn: Any) -> ParsedFunction:
     return ParsedFunction(fn, node, positions, filename, 1, 0, found.lines, source, digest)
 
 
+def is_constant(value: Any) -> bool:
+    """A number, string, None, NumPy scalar type, or a tuple of them: written into generated code."""
+    if isinstance(value, (bool, int, float, complex, str, type(None), np.number, np.bool_)):
+        return True
+    if isinstance(value, tuple):
+        return all(is_constant(v) for v in value)
+    return isinstance(value, type) and issubclass(value, np.generic)
+
+
+def dotted(node: cst.BaseExpression) -> str:
+    """The text of a dotted name (np.linalg.norm), or "" for any other expression."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return f"{dotted(node.value)}.{node.attr.value}"
+    return ""
+
+
 _MISSING = object()
 
 
