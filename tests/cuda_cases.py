@@ -150,6 +150,14 @@ def unpacked_keys(key, s):  # JAX's idiom: a key split into two names, the key c
     return total
 
 
+def fixed_reads(p):  # an example's array read at fixed indices: its adjoint adds into one element each
+    return p[0] * p[1] + p[2] ** 2
+
+
+def label_read(p, k):  # read at an integer argument of the example (a label)
+    return p[k] * 2.0 + p[0]
+
+
 def growth(s0, sigma, z):
     s = s0
     for t in range(z.shape[0]):
@@ -425,6 +433,9 @@ CASES = {
     "jvp_in_vmap": (lambda: s2s.vmap(growth_tangent, in_axes=(None, None, 0)), lambda: path_args(n=64)),
     "drifted_tangent": (lambda: s2s.vmap(drifted_tangent, in_axes=(None, None, 0)), lambda: path_args(n=64)),
     "drifted_slope": (lambda: s2s.vmap(drifted_slope, in_axes=(None, None, 0)), lambda: path_args(n=64)),
+    "fixed_reads_grad": (lambda: s2s.vmap(s2s.grad(fixed_reads)), lambda: (np.arange(12.0).reshape(4, 3) + 0.5,)),
+    "label_read_grad": (lambda: s2s.vmap(s2s.grad(label_read)),
+                        lambda: (np.arange(12.0).reshape(4, 3) + 0.5, np.array([0, 1, 2, 1]))),
     "draws32": (lambda: s2s.vmap(draws32), lambda: keys_args(256)[:1]),
     "random_path_greeks": (lambda: s2s.vmap(s2s.grad(random_path, argnums=(1, 2)), in_axes=(0, None, None)),
                            lambda: (keys_args()[0], 1.0, 0.2)),

@@ -265,6 +265,19 @@ def test_unpacked_split_keys_match_numpy():
     np.testing.assert_allclose(slope, (want - uniforms) / 0.5, rtol=1e-12)
 
 
+def test_gradient_of_reads_at_fixed_and_label_indices_closed_form():
+    """p[0] * p[1] + p[2] ** 2 and p[k] * 2 + p[0]: the kernel's adjoints add into one element."""
+    p = np.arange(12.0).reshape(4, 3) + 0.5
+    got = s2s.jit(s2s.vmap(s2s.grad(cuda_cases.fixed_reads)), backend="cuda")(p)
+    np.testing.assert_array_equal(got, np.stack([p[:, 1], p[:, 0], 2 * p[:, 2]], axis=1))
+    labels = np.array([0, 1, 2, 1])
+    got = s2s.jit(s2s.vmap(s2s.grad(cuda_cases.label_read)), backend="cuda")(p, labels)
+    want = np.zeros_like(p)
+    want[:, 0] = 1.0
+    want[np.arange(4), labels] += 2.0
+    np.testing.assert_array_equal(got, want)
+
+
 def test_array_shape_fixed_by_the_first_example():
     """np.zeros(k) with the example's own k: the kernel's local array has the first example's
     shape, and an example that asks for another is an S2SError at the statement."""

@@ -80,6 +80,38 @@ def _broadcast_like(t, c):
     _refuse("runtime.broadcast_like", t, c)
 
 
+def _integer_index(index) -> bool:
+    return isinstance(index, types.Integer) or isinstance(index, types.BaseTuple) and all(
+        isinstance(i, types.Integer) for i in index.types)
+
+
+@overload(rt.add_at)
+def _add_at(c, key, value):
+    # The adjoint of a read p[0] of an array the thread holds (an argument's row, a local
+    # array): one element, added in place, as the cpu backend does
+    if isinstance(c, types.Array) and _integer_index(key) and _scalar(value):
+        def impl(c, key, value):
+            c[key] += value
+            return c
+        return impl
+    if isinstance(c, types.BaseTuple) and not isinstance(c, types.BaseNamedTuple) \
+            and isinstance(key, types.IntegerLiteral):
+        k = key.literal_value % len(c)
+        items = "".join((f"rt.tree_add(c[{j}], value), " if j == k else f"c[{j}], ") for j in range(len(c)))
+        return _compile(f"def impl(c, key, value):\n    return ({items})\n", "impl")
+    _refuse("runtime.add_at", c, key, value, why="in a kernel, an adjoint is added into one element of an array")
+
+
+@overload(rt.index_add)
+def _index_add(a, index, value):
+    if isinstance(a, types.Array) and _integer_index(index) and _scalar(value):  # p[k] with an int k
+        def impl(a, index, value):
+            a[index] += value
+        return impl
+    _refuse("runtime.index_add", a, index, value, why="in a kernel, an adjoint is added into one element of an "
+                                                     "array at an integer index")
+
+
 @overload(rt.tree_add)
 def _tree_add(a, b):
     if _scalar(a) and _scalar(b):
