@@ -158,6 +158,15 @@ def label_read(p, k):  # read at an integer argument of the example (a label)
     return p[k] * 2.0 + p[0]
 
 
+def euler_state(k):  # a fixed-size state updated in place from itself (its shape is taped for the reverse)
+    s = np.zeros(2)
+    s[0] = 1.0
+    for t in range(50):
+        s[0] = s[0] + 0.02 * s[1]
+        s[1] = s[1] - 0.02 * k * s[0]
+    return s[0]
+
+
 def growth(s0, sigma, z):
     s = s0
     for t in range(z.shape[0]):
@@ -436,6 +445,7 @@ CASES = {
     "fixed_reads_grad": (lambda: s2s.vmap(s2s.grad(fixed_reads)), lambda: (np.arange(12.0).reshape(4, 3) + 0.5,)),
     "label_read_grad": (lambda: s2s.vmap(s2s.grad(label_read)),
                         lambda: (np.arange(12.0).reshape(4, 3) + 0.5, np.array([0, 1, 2, 1]))),
+    "euler_state_grad": (lambda: s2s.vmap(s2s.grad(euler_state)), lambda: (np.linspace(0.5, 1.5, 8),)),
     "draws32": (lambda: s2s.vmap(draws32), lambda: keys_args(256)[:1]),
     "random_path_greeks": (lambda: s2s.vmap(s2s.grad(random_path, argnums=(1, 2)), in_axes=(0, None, None)),
                            lambda: (keys_args()[0], 1.0, 0.2)),

@@ -175,8 +175,9 @@ def smooth(x):
     return np.sum(np.sin(x) * x)
 
 
-@pytest.mark.parametrize("make", [s2s.grad, s2s.jit, s2s.jacrev, s2s.jacfwd, s2s.vmap, s2s.hessian])
+@pytest.mark.parametrize("make", [s2s.grad, s2s.jacrev, s2s.jacfwd, s2s.vmap, s2s.hessian])
 def test_jvp_of_a_transformed_function_is_refused_with_a_way_out(make):
+    # (s2s.jvp(s2s.jit(f), ...) is f's forward mode, compiled: tests/test_jax_idioms.py)
     with pytest.raises(s2s.S2SError, match="jvp of an already transformed function") as info:
         s2s.jvp(make(smooth), (np.ones(3),), (np.ones(3),))
     assert "s2s.jacfwd(s2s.grad(f))(x) @ v" in str(info.value)

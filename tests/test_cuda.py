@@ -278,6 +278,14 @@ def test_gradient_of_reads_at_fixed_and_label_indices_closed_form():
     np.testing.assert_array_equal(got, want)
 
 
+def test_state_updated_in_place_against_central_differences():
+    k = np.linspace(0.5, 1.5, 8)
+    got = s2s.jit(s2s.vmap(s2s.grad(cuda_cases.euler_state)), backend="cuda")(k)
+    h = 1e-6
+    central = np.array([(cuda_cases.euler_state(v + h) - cuda_cases.euler_state(v - h)) / (2 * h) for v in k])
+    np.testing.assert_allclose(got, central, rtol=1e-7)
+
+
 def test_array_shape_fixed_by_the_first_example():
     """np.zeros(k) with the example's own k: the kernel's local array has the first example's
     shape, and an example that asks for another is an S2SError at the statement."""

@@ -142,12 +142,17 @@ def _shape_tape():
 def _push_shape(tape, x):
     if _scalar(x):
         return lambda tape, x: ()
+    if isinstance(x, types.Array):
+        # A kernel's arrays (local arrays, rows of the arguments) keep the shape they were
+        # specialised with: nothing to keep, and the shape popped is the one pushed. (What
+        # would use an array's shape, zeros_shaped or unbroadcast to it, has no kernel form.)
+        return lambda tape, x: x.shape
     _refuse("runtime.push_shape", tape, x)
 
 
 @overload(rt.pop_shape)
 def _pop_shape(tape, like):
-    return lambda tape, like: ()
+    return lambda tape, like: like
 
 
 @overload(rt.range_len)
