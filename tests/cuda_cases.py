@@ -346,6 +346,15 @@ def rarely_scaled(z):  # the same, on a branch the first example does not take
     return z[0]
 
 
+def rarely_allocates(x):  # np.zeros on a branch the first example does not take: its shape is not known
+    r = x * 2.0
+    if x > 1.0:
+        w = np.zeros(3)
+        w[0] = x
+        r = w[0] * 3.0
+    return r
+
+
 # refused by numba-cuda's compiler (in the PTX check): its message names no line of the kernel
 # module, so the error names the user's function (the line of its def)
 def zero_or_excess(x):  # an int on one branch, a float on the other: numba-cuda returns floats
@@ -477,6 +486,8 @@ REFUSED = {
     "array_arithmetic": (scaled, 0, "y = z * 2.0", "it makes a new array", lambda: (np.ones((4, 3)),)),
     "random_bits": (raw_bits, 0, "return random.bits(key)", "random.bits has no kernel form yet",
                     lambda: (random.split(random.PRNGKey(0), 4),)),
+    "zeros_untaken": (rarely_allocates, 0, "w = np.zeros(3)", "the first example did not run this one",
+                      lambda: (np.array([0.5, 0.7, 1.5]),)),
     "random_shape_untaken": (rarely_draws_a_vector, 0, "z = random.normal(key, (4,))",
                              "random.normal of a shape makes an array",
                              lambda: (random.split(random.PRNGKey(0), 4), np.linspace(0.0, 1.0, 4))),

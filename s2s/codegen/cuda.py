@@ -244,7 +244,10 @@ class _ToCuda(cst.CSTTransformer):
             if short.startswith("linalg."):
                 self.refuse(original, f"{name} has no kernel form")
             if short in ALLOCATING:
-                self.refuse(original, f"{name} allocates an array, and kernels cannot allocate")
+                made = ("; as a statement of its own (a = np.zeros(3)) it becomes a local array of the shape "
+                        "the first example made, but the first example did not run this one (a branch it does "
+                        "not take), or it is inside an expression" if name in LOCAL_CALLS else "")
+                self.refuse(original, f"{name} allocates an array, and kernels cannot allocate{made}")
             if short in REDUCING:
                 self.refuse(original, f"{name} reduces a whole array, which has no kernel form yet")
             self.refuse(original, f"{name} has no kernel form (on a number, math.* or a builtin may)")
