@@ -57,6 +57,15 @@ def two_closures(x):
     return TWO(x) + 10.0 * THREE(x)
 
 
+@functools.lru_cache(maxsize=None)
+def remembered_sine(u):
+    return np.sin(u) * 3.0
+
+
+def calls_remembered(x):
+    return remembered_sine(x) + x
+
+
 def with_default(u, c=2.0):
     return np.sin(u * c) * u
 
@@ -134,3 +143,32 @@ def test_an_edit_to_a_lambdas_later_lines_makes_a_new_module(tmp_path):
         assert done.returncode == 0, done.stderr
         answers.append(float(done.stdout.split()[-1]))
     assert answers == [3 * 4 + 2 * 2, 3 * 4 + 4 * 8]
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_an_lru_cache_function_is_read_as_the_function(backend):
+    assert s2s.jit(s2s.grad(calls_remembered), backend=backend)(X) == pytest.approx(3 * np.cos(X) + 1, rel=1e-15)
+    assert s2s.jit(s2s.grad(remembered_sine), backend=backend)(X) == pytest.approx(3 * np.cos(X), rel=1e-15)
+
+
+def test_an_lru_cache_callee_is_found_in_the_cache_by_a_second_process(tmp_path):
+    script = tmp_path / "remembered.py"
+    script.write_text(textwrap.dedent("""\
+        import functools
+        import numpy as np
+        import s2s
+
+        @functools.lru_cache(maxsize=None)
+        def scale(u):
+            return np.sin(u) * 3.0
+
+        def f(x):
+            return scale(x) + x
+
+        print(s2s.grad(f)(0.5))
+        """))
+    env = {**os.environ, "S2S_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": ROOT}
+    for _ in range(2):  # the second reads the first's entry, checking the callee behind the cache
+        done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        assert float(done.stdout.split()[-1]) == pytest.approx(3 * np.cos(0.5) + 1, rel=1e-15)

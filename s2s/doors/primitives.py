@@ -8,6 +8,7 @@ function in a small module of its own, written once to the cache directory:
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import inspect
 import math
@@ -49,7 +50,9 @@ def _arity(obj: Any) -> int | None:
 
 def as_function(fun: Any) -> Any:
     """fun itself, a lambda as a function with a name (lambda_<line>), or for a NumPy or math
-    function the Python function that calls it."""
+    function the Python function that calls it; of an @functools.lru_cache function, the function."""
+    if isinstance(fun, functools._lru_cache_wrapper):
+        fun = fun.__wrapped__
     if isinstance(fun, types.FunctionType):
         if fun.__code__.co_name != "<lambda>":
             return fun

@@ -97,7 +97,7 @@ def usable_dir(directory: str) -> str:
 def _place(fn: Any) -> str:
     """Where fn is written (file and first line): generated code names the user's lines in
     its comments and errors, so a function copied elsewhere gets its own module."""
-    code = getattr(fn, "__code__", None) or getattr(inspect.unwrap(fn), "__code__", None)
+    code = getattr(_code_owner(fn), "__code__", None)
     return f"{code.co_filename}:{code.co_firstlineno}" if code is not None else ""
 
 
@@ -105,7 +105,7 @@ def function_source(fn: Any) -> str:
     """The text that identifies fn's source: that of its code (inspect.getsource(fn) would
     follow __wrapped__ to the function a functools.wraps decorator wraps). Of a lambda,
     inspect gives its first lines only: its bytecode and constants tell an edit of the rest."""
-    code = getattr(fn, "__code__", None)
+    code = getattr(_code_owner(fn), "__code__", None)
     if code is None:
         return inspect.getsource(fn)
     text = inspect.getsource(code)
@@ -146,9 +146,17 @@ def implementation_fingerprint() -> str:
     return _fingerprint
 
 
+def _code_owner(fn: Any) -> Any:
+    """fn, or for a wrapper without code of its own (@functools.lru_cache) the function it wraps."""
+    while getattr(fn, "__code__", None) is None and getattr(fn, "__wrapped__", None) is not None:
+        fn = fn.__wrapped__
+    return fn
+
+
 def baked_state(fn: Any) -> str:
     """Values generated code takes from a function object besides its source: default
     arguments (inlined at call sites) and the values a closure captured."""
+    fn = _code_owner(fn)
     closure = []
     if fn.__closure__:
         for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):

@@ -5,6 +5,7 @@ are resolved to the real objects they name. The statement side is lower.py."""
 from __future__ import annotations
 
 import builtins
+import functools
 import numbers
 import operator
 import types
@@ -356,6 +357,8 @@ class ExpressionLowering(JvpCallLowering):
         if isinstance(func, cst.Name) and func.value in self.def_names:
             raise self._nested_def_error(node, func.value)
         callee = self.resolver.resolve(func)
+        if isinstance(callee, functools._lru_cache_wrapper):
+            callee = callee.__wrapped__  # @functools.lru_cache / cache: the function it remembers
         if any(callee is collective for collective in lax.COLLECTIVES):
             raise self.error(node, f"s2s.lax.{callee.__name__} combines the shards of s2s.pmap, which run the "
                              "function as Python: a function that s2s transforms (grad, jvp, vjp, vmap, jit) "
