@@ -262,16 +262,11 @@ def _callees_current(fn: Any, manifest: dict) -> bool:
         if module_name not in sys.modules or constant_text(_resolve(module_name, constant)) != text:
             return False
     for caller_module, path, module_name, qualname in manifest.get("references", []):
-        target = sys.modules.get(caller_module)
-        for part in path.split("."):
-            target = getattr(target, part, None)
+        target = _resolve(caller_module, path)
         if getattr(target, "__module__", None) != module_name or getattr(target, "__qualname__", None) != qualname:
             return False  # the caller's name now refers to another function
     for module_name, qualname, digest, state in manifest.get("callees", []):
-        module = sys.modules.get(module_name)
-        target = module
-        for part in qualname.split("."):
-            target = getattr(target, part, None)
+        target = _resolve(module_name, qualname)
         if target is None:
             return False
         try:
@@ -283,6 +278,7 @@ def _callees_current(fn: Any, manifest: dict) -> bool:
 
 
 def _resolve(module_name: str, path: str) -> Any:
+    """What module_name.path (a dotted path) holds now, or None."""
     target = sys.modules.get(module_name)
     for part in path.split("."):
         target = getattr(target, part, None)
@@ -371,10 +367,7 @@ def _read(module_name: str, module: Any, path: str) -> Any:
         return _ABSENT
     if "." not in path:
         return getattr(module, "__dict__", {}).get(path)
-    target = module
-    for part in path.split("."):
-        target = getattr(target, part, None)
-    return target
+    return _resolve(module_name, path)
 
 
 def lookup(fn: Any, transform: str, options: dict) -> tuple[str, dict] | None:
