@@ -10,7 +10,8 @@ import numpy as np
 
 from . import pytree
 from .errors import S2SError
-from .doors.api import ForwardTransformed, Transformed, grad, jit
+from .doors.api import Transformed, grad, jit
+from .doors.forward import ForwardTransformed
 from .doors.jacobians import hessian
 
 

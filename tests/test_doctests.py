@@ -3,13 +3,16 @@
 import doctest
 
 import s2s.doors.api
+import s2s.doors.forward
 import s2s.doors.jacobians
 import s2s.doors.vmap
 
 
 def test_api_docstring_examples():
     result = doctest.testmod(s2s.doors.api)
-    assert result.attempted >= 7 and result.failed == 0
+    assert result.attempted >= 3 and result.failed == 0
+    result = doctest.testmod(s2s.doors.forward)  # s2s.jvp's
+    assert result.attempted >= 2 and result.failed == 0
     result = doctest.testmod(s2s.doors.jacobians)  # s2s.hessian's
     assert result.attempted >= 1 and result.failed == 0
 

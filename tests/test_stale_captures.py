@@ -1,7 +1,7 @@
 """s2s.jvp, and a transform of a function that calls s2s.jvp, see a module's numbers and
 arrays, and its functions, as they are now, also where a callee (not the function itself)
 reads them: s2s.jvp is called anew each time, as jax.jvp traces anew (README, "see the array
-as it is now"). Its memo of the generated module (doors/api._forward_transformed) is renewed
+as it is now"). Its memo of the generated module (doors/forward._forward_transformed) is renewed
 when what the module was made from changes (driver/cache.Watch), and a module that calls a
 nested s2s.jvp records what that one was made from (cache.NESTED_MANIFEST). Checked against
 closed forms."""
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import s2s
-from s2s.doors import api
+from s2s.doors import forward
 
 K = 1.0
 V = np.array([1.0, 2.0])
@@ -171,9 +171,9 @@ def test_the_memo_is_kept_while_nothing_changes():
     for fun in (through_scaled_sine, through_first, through_act, through_lambda_act, through_config,
                 tangent_of_sine_times_k):
         s2s.jvp(fun, (0.5,), (1.0,))
-        first = api._forward_transformed(fun, "python")
+        first = forward._forward_transformed(fun, "python")
         s2s.jvp(fun, (0.25,), (1.0,))
-        assert api._forward_transformed(fun, "python") is first
+        assert forward._forward_transformed(fun, "python") is first
 
 
 def test_a_closure_keeps_its_memo():
@@ -186,9 +186,9 @@ def test_a_closure_keeps_its_memo():
 
     f = make(3.0, np.array([1.0, 2.0]))
     assert s2s.jvp(f, (0.5,), (1.0,))[1] == pytest.approx(3 * np.cos(0.5) + 3.0, rel=1e-14)
-    first = api._forward_transformed(f, "python")
+    first = forward._forward_transformed(f, "python")
     assert s2s.jvp(f, (0.5,), (1.0,))[1] == pytest.approx(3 * np.cos(0.5) + 3.0, rel=1e-14)
-    assert api._forward_transformed(f, "python") is first
+    assert forward._forward_transformed(f, "python") is first
 
 
 def test_a_nested_jvp_across_processes(tmp_path):

@@ -1,6 +1,6 @@
 """s2s.hessian of pytree arguments and several argnums, laid out as JAX lays it out.
 
-Forward mode over the generated reverse code, as for one array argument (api.SecondOrder),
+Forward mode over the generated reverse code, as for one array argument (jacobians.SecondOrder),
 but one Hessian-vector product per input element: the forward mode of `<name>_vjp` with
 respect to argument j, pushed along a basis vector of j's leaves, with an output cotangent that
 is a basis vector of the output, gives one column of every block H[i][j]. JAX's result for

@@ -10,7 +10,8 @@ import numpy as np
 
 from .. import backends, pytree, runtime
 from ..errors import S2SError
-from .api import ForwardTransformed, Primal, Transformed, _Binder, jit, _argnums_tuple, _plain_value, _source, _unbatched
+from .api import Primal, Transformed, _Binder, jit, _argnums_tuple, _plain_value, _source, _unbatched
+from .forward import ForwardTransformed
 from .values import in_dtype, private_copies, unit_leaves
 from .hessian import TreeHessian
 

@@ -287,7 +287,7 @@ def _resolve(module_name: str, path: str) -> Any:
 
 class Watch:
     """Whether what a module was made from is unchanged in this process, cheaply: a memo of a
-    generated module (api's s2s.jvp memo) asks on every call, as a lookup checks the manifest
+    generated module (doors/forward's s2s.jvp memo) asks on every call, as a lookup checks the manifest
     on disk. The callees are taken when it is made (just checked by a lookup, or just
     generated from): each must still be the object that its module's name holds (a function
     defined anew, as a notebook cell run again, is another object), with the same defaults and
