@@ -392,6 +392,11 @@ class Primal:
             self._source, self._entries = _generated(self.fun, "primal", {})
         return self._source
 
+    def as_called_function(self) -> Callable:
+        """The function itself, for a transformed function that calls this one (jax.jit is
+        transparent to jax.grad): its code is transformed and compiled with the caller's."""
+        return self.fun
+
     def __call__(self, *args, **kwargs):
         args = self._bind(args, kwargs)
         if self._compiled is None:

@@ -359,6 +359,8 @@ class ExpressionLowering(JvpCallLowering):
         callee = self.resolver.resolve(func)
         if isinstance(callee, functools._lru_cache_wrapper):
             callee = callee.__wrapped__  # @functools.lru_cache / cache: the function it remembers
+        if hasattr(callee, "as_called_function"):  # an @s2s.jit function: its code, compiled with ours
+            callee = callee.as_called_function()
         if any(callee is collective for collective in lax.COLLECTIVES):
             raise self.error(node, f"s2s.lax.{callee.__name__} combines the shards of s2s.pmap, which run the "
                              "function as Python: a function that s2s transforms (grad, jvp, vjp, vmap, jit) "
