@@ -27,6 +27,7 @@ from s2s.runtime import (
     batched_transpose_bar,
     concatenate_bar,
     copy,
+    cotangent_of,
     cumprod_jvp,
     cumprod_jvp2,
     cumprod_vjp,
@@ -81,6 +82,13 @@ from s2s.runtime import (
 def copy_(y, x):
     y_dot = copy(x_dot)
     x_bar += y_bar
+
+
+@rule(runtime.cotangent_of, pure=True, shape_argument=1)
+def cotangent_of_(y, ct, x):
+    """ct itself, checked against x's shape (an s2s.custom_vjp rule's cotangent)."""
+    y_dot = cotangent_of(ct_dot, x)
+    ct_bar += y_bar
 
 
 @rule(runtime.broadcast_like, pure=True, broadcasts=True, first_or_new=True)

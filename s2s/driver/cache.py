@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from ..rules.custom import custom_vjp
 from ..runtime.constants import constant_text, is_capturable
 from ..version import __version__
 
@@ -155,7 +156,11 @@ def _code_owner(fn: Any) -> Any:
 
 def baked_state(fn: Any) -> str:
     """Values generated code takes from a function object besides its source: default
-    arguments (inlined at call sites) and the values a closure captured."""
+    arguments (inlined at call sites) and the values a closure captured; of an s2s.custom_vjp,
+    also which functions its rule is (defvjp may name others later)."""
+    rule = ""
+    if isinstance(fn, custom_vjp) and fn.fwd is not None:
+        rule = repr([f"{f.__module__}.{f.__qualname__}" for f in (fn.fwd, fn.bwd)])
     fn = _code_owner(fn)
     closure = []
     if fn.__closure__:
@@ -164,7 +169,7 @@ def baked_state(fn: Any) -> str:
                 closure.append((name, constant_text(cell.cell_contents)))
             except ValueError:
                 closure.append((name, "<empty>"))
-    return repr((fn.__defaults__, closure))
+    return repr((fn.__defaults__, closure)) + rule
 
 
 # The values captured_stamp records of what a function reads from its module.

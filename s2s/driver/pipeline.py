@@ -23,10 +23,11 @@ from ..codegen.format import format_source
 from ..codegen.module import assign_names, header, primal_function, prologue
 from ..codegen.numba_routes import route_numba_rejects
 from ..codegen.overlaps import copy_overlaps
-from ..errors import S2SError
+from ..errors import NoBatchingRule, S2SError
 from .origins import through_generated
 from ..frontend.collect import collect
 from ..ir import nodes as ir
+from ..rules.custom import custom_vjp
 from ..optimize.fuse import fuse_module
 from ..runtime.constants import constant_text
 from ..optimize.loops import loop_module
@@ -81,9 +82,24 @@ def check_aliases(unit: Unit) -> None:
 
 def primal(unit: Unit) -> None:
     """The normalized primal of the function and its callees (s2s.jit of a plain function)."""
-    unit.body = prologue(unit.emitter) + [primal_function(f, unit.emitter) for f in unit.functions]
+    # (an s2s.custom_vjp's rule, fwd and bwd, is collected with it but only its vjp calls it)
+    called = _reachable(unit.functions)
+    unit.body = prologue(unit.emitter) + [primal_function(f, unit.emitter) for f in unit.functions
+                                          if id(f.python) in called]
     unit.header = header(unit.entry, f"primal of {unit.entry.name}", unit.display_path)
     unit.entries = {"name": unit.entry_name()}
+
+
+def _reachable(functions: list[ir.Function]) -> set[int]:
+    """The ids of the entry (the last function) and of the functions it calls, transitively."""
+    by_id = {id(f.python): f for f in functions}
+    called, pending = set(), [id(functions[-1].python)]
+    while pending:
+        key = pending.pop()
+        if key not in called and key in by_id:
+            called.add(key)
+            pending += list(by_id[key].callees)
+    return called
 
 
 def _argnums(unit: Unit) -> tuple[int, ...]:
@@ -208,6 +224,10 @@ def vectorize(unit: Unit) -> None:
     out_structure, leaf_paths, out_axes and description; for "vmap_total" forced and has_aux."""
     o = unit.options
     if unit.transform == "vmap_total":
+        custom = next((f for f in unit.functions if isinstance(f.python, custom_vjp)), None)
+        if custom is not None:  # the total's gradient would differentiate its body, not its rule
+            raise NoBatchingRule(f"{custom.name} has an s2s.custom_vjp rule, which the gradient of the "
+                                 "vectorised batch would not call", custom.origin)
         unit.body, unit.header, entries = total_module(unit.functions, unit.emitter, o["params"], o["trees"],
                                                        o["forced"], bool(o.get("has_aux")), unit.display_path)
     else:

@@ -24,6 +24,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from .. import runtime
 
 from ..errors import Origin, S2SError
+from ..rules.custom import custom_vjp
 
 
 @dataclass
@@ -305,7 +306,10 @@ MISSING = _MISSING
 
 
 def is_user_function(obj: Any) -> bool:
-    """A Python function s2s should transform inter-procedurally."""
+    """A Python function s2s should transform inter-procedurally (an s2s.custom_vjp too: its
+    body gives the value, its rule the reverse mode)."""
+    if isinstance(obj, custom_vjp):
+        return True
     if not isinstance(obj, types.FunctionType):
         return False
     module = getattr(obj, "__module__", "") or ""

@@ -295,6 +295,20 @@ def stop_gradient(x):
     return x
 
 
+COTANGENT_SHAPE = ("s2s: an s2s.custom_vjp rule's bwd returned a cotangent whose shape is not its argument's "
+                   "(JAX refuses it too; NumPy would broadcast it into a wrong gradient): return one cotangent "
+                   "of each argument's shape, np.sum(...) over the axes the argument does not have")
+
+
+def cotangent_of(ct, x):
+    """ct, the cotangent that a custom_vjp rule's bwd returned for the argument x, once it is
+    checked to have x's shape (transforms/custom_rules.py)."""
+    if tree_shape(ct) != tree_shape(x):
+        raise ValueError(COTANGENT_SHAPE + f" (a cotangent of shape {tree_shape(ct)} for an argument of shape "
+                         f"{tree_shape(x)})")
+    return ct
+
+
 def require_fits(stack, value, message):
     """Refuse a step of s2s.lax.scan whose output a stack of the first step's dtype would cut:
     an int (or float32) initial carry that the body turns into a float (or float64) makes the

@@ -14,6 +14,8 @@ from ..codegen.emit import Emitter
 from ..codegen.module import primal_function
 from ..errors import S2SError
 from ..ir import nodes as ir
+from ..rules.custom import custom_vjp
+from .custom_rules import custom_vjp_function, refuse_forward
 from .forward import JVP
 from .reverse import VJP
 
@@ -89,6 +91,13 @@ def vjp_functions(functions: list[ir.Function], emitter: Emitter, argnums: tuple
     skipped = []
 
     def make(lowered, params, fname):
+        if isinstance(lowered.python, custom_vjp):  # the user's rule: fwd, then bwd
+            if lowered is entry:
+                if has_aux:
+                    raise S2SError(f"has_aux with an s2s.custom_vjp function ({lowered.name}) is not supported",
+                                   lowered.origin, "return the value alone, or wrap it: def g(x): return f(x), aux")
+                skipped.append(False)
+            return custom_vjp_function(lowered, functions, emitter, params, fname)
         if lowered is entry:
             vjp = VJP(entry, emitter, params, fname, variants, has_aux, facts, value_needed)
             skipped.append(vjp.value_skipped)
@@ -100,6 +109,8 @@ def vjp_functions(functions: list[ir.Function], emitter: Emitter, argnums: tuple
     for lowered in functions[:-1]:
         defs.append(primal_function(lowered, emitter))
         defs += [d for d in transformed if d.name in variants.wanted[id(lowered.python)].values()]
+    if isinstance(entry.python, custom_vjp):  # its fwd may call it
+        defs.append(primal_function(entry, emitter))
     defs.append(transformed[-1])
     return defs, skipped[0]
 
@@ -113,7 +124,12 @@ def jvp_functions(functions: list[ir.Function], emitter: Emitter,
     entry = functions[-1]
     variants = Variants(functions, emitter, "_jvp")
     entry_names = [variants.name(entry.python, tuple(active)) for active in entry_active]
-    defs = variants.transform(lambda lowered, params, fname: JVP(lowered, emitter, params, fname, variants).build())
+    def make(lowered, params, fname):
+        if isinstance(lowered.python, custom_vjp):
+            refuse_forward(lowered)
+        return JVP(lowered, emitter, params, fname, variants).build()
+
+    defs = variants.transform(make)
     primals = {emitter.function_names[id(f.python)]: f for f in functions[:-1]}
     called = {n.id for d in defs for n in ast.walk(d) if isinstance(n, ast.Name) and n.id in primals}
     pending = list(called)

@@ -62,6 +62,14 @@ def _ones_like(x):
     _refuse("runtime.ones_like", x)
 
 
+@overload(rt.cotangent_of)
+def _cotangent_of(ct, x):
+    # A kernel's arrays have their specialised shapes: the ranks are checked when it compiles.
+    if (ct.ndim if isinstance(ct, types.Array) else 0) != (x.ndim if isinstance(x, types.Array) else 0):
+        raise TypingError(rt.COTANGENT_SHAPE)
+    return lambda ct, x: ct
+
+
 @overload(rt.copy)
 def _copy(x):
     if _scalar(x):

@@ -66,7 +66,9 @@ def _zeros_shaped(shape, like):
         if all(_scalar(t) for t in like.types):
             return lambda shape, like: rt.zeros_like(like)
         raise TypingError("s2s: the adjoint of a tuple that holds arrays and is overwritten in a loop has no "
-                          "compiled form; unpack it where it is made (value, tangent = s2s.jvp(...))")
+                          "compiled form; keep each array in a variable of its own (x, v = s; ...; s = (x, v) "
+                          "becomes x, v updated in the loop), and likewise value, tangent = s2s.jvp(...); "
+                          "backend='python' takes the tuple")
     dtype = like.dtype if isinstance(like, types.Array) and isinstance(like.dtype, types.Float) else types.float64
     return lambda shape, like: np.zeros(shape, dtype)
 
@@ -325,6 +327,27 @@ def _masked(a, mask):
 def _clear(a, index):
     def impl(a, index):
         a[index] = 0.0
+    return impl
+
+
+def _rank(t) -> int:
+    return t.ndim if isinstance(t, types.Array) else 0
+
+
+@overload(rt.cotangent_of)
+def _cotangent_of(ct, x):
+    # Ranks are known when Numba types the call; shapes only at run time.
+    if _rank(ct) != _rank(x):
+        def refuse(ct, x):
+            raise ValueError(rt.COTANGENT_SHAPE)
+        return refuse
+    if _rank(x) == 0:
+        return lambda ct, x: ct
+
+    def impl(ct, x):
+        if ct.shape != x.shape:
+            raise ValueError(rt.COTANGENT_SHAPE)
+        return ct
     return impl
 
 

@@ -1,0 +1,84 @@
+"""The reverse mode of a function with an s2s.custom_vjp rule: a call of fwd, then of bwd.
+
+    def clip_gradient_vjp_wrt_x(x, lo, hi, out_bar):
+        out, residuals = clip_gradient_fwd(x, lo, hi)
+        x_bar, lo_bar, hi_bar = clip_gradient_bwd(residuals, out_bar)
+        return (out, (x_bar,))
+
+fwd and bwd are the user's functions, emitted as plain functions of the module (the frontend
+collects them as the function's callees), so the module still compiles under numba.njit.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ..codegen.emit import Emitter, assign, name, runtime_call
+from ..errors import Origin, S2SError
+from ..ir import nodes as ir
+
+
+def custom_vjp_function(lowered: ir.Function, functions: list[ir.Function], emitter: Emitter,
+                        active_params: list[str], function_name: str) -> ast.FunctionDef:
+    """The vjp of lowered, whose Python function is an s2s.custom_vjp, for active_params."""
+    fwd, bwd = lowered.python.rule()
+    by_function = {id(f.python): f for f in functions}
+    returned_at = _check_cotangent_count(by_function[id(bwd)], lowered)
+    names = ir.Names(set(lowered.params) | {"np", "math", "runtime"})
+    out_bar, out, residuals = names.fresh("out_bar"), names.fresh("out"), names.fresh("residuals")
+    bars = [names.fresh(f"{p}_bar") for p in lowered.params]
+    rule_names = emitter.function_names[id(fwd)], emitter.function_names[id(bwd)]
+    params = [name(p) for p in lowered.params]
+    body = [
+        ast.Expr(ast.Constant(f"Reverse mode of {lowered.name} ({lowered.origin.short()}) by its s2s.custom_vjp "
+                              f"rule: returns (value, adjoints of {', '.join(active_params) or 'nothing'}).")),
+        assign(ast.Tuple([name(out, True), name(residuals, True)], ast.Store()),
+               ast.Call(name(rule_names[0]), params, [])),
+        # (one argument: its cotangent taken out, as s2s reads no one-element unpacking)
+        emitter.origin_comment(returned_at),
+        assign(ast.Tuple([name(b, True) for b in bars], ast.Store()) if len(bars) > 1 else bars[0],
+               ast.Call(name(rule_names[1]), [name(residuals), name(out_bar)], []) if len(bars) > 1 else
+               ast.Subscript(ast.Call(name(rule_names[1]), [name(residuals), name(out_bar)], []), ast.Constant(0),
+                             ast.Load())),
+        # each checked to have its argument's shape: another would broadcast into a wrong gradient
+        ast.Return(ast.Tuple([name(out), ast.Tuple([runtime_call("cotangent_of", name(bars[lowered.params.index(p)]),
+                                                                 name(p)) for p in active_params],
+                                                   ast.Load())], ast.Load())),
+    ]
+    args = ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in lowered.params] + [ast.arg(out_bar)],
+                         kwonlyargs=[], kw_defaults=[], defaults=[])
+    return ast.FunctionDef(function_name, args, body, [], None, lineno=0)
+
+
+def refuse_forward(lowered: ir.Function) -> None:
+    raise S2SError(f"{lowered.name} has an s2s.custom_vjp rule, which gives its reverse mode only: forward mode "
+                   "(jvp, jacfwd, and s2s.jvp inside a function) has no rule to use, as in JAX",
+                   lowered.origin, "differentiate in reverse mode (grad, jacrev; hessian and jacfwd(jacrev(f)) "
+                   "work), or call the function without the decorator where forward mode is needed")
+
+
+def _check_cotangent_count(bwd: ir.Function, of: ir.Function) -> Origin:
+    """bwd must return a tuple with one cotangent per argument of the function, on every path:
+    unpacked by the caller, anything else would be cut or spread over the arguments silently.
+    Returns where bwd returns (its last return statement)."""
+    definitions: dict[str, list] = {}
+    for stmt in ir.walk(bwd.body):
+        if isinstance(stmt, ir.Assign) and len(stmt.targets) == 1 and not stmt.inplace:
+            definitions.setdefault(stmt.targets[0], []).append(stmt)
+
+    def lengths(atom, seen=()) -> set:
+        if isinstance(atom, ir.Build) and atom.kind == "tuple":
+            return {len(atom.elts)}
+        if isinstance(atom, ir.Name) and atom.id not in seen and atom.id in definitions:
+            return set().union(*(lengths(s.value, seen + (atom.id,)) for s in definitions[atom.id]))
+        return {None}
+
+    found = lengths(bwd.result)
+    returns = [s for s in ir.walk(bwd.body) if isinstance(s, ir.Return)]
+    if found != {len(of.params)}:
+        raise S2SError(f"the custom_vjp rule of {of.name}: {bwd.name} must return a tuple with one cotangent per "
+                       f"argument of {of.name} ({len(of.params)}: {', '.join(of.params)}), written out in its "
+                       "return statement", returns[-1].origin if returns else bwd.origin,
+                       f"return ({', '.join(p + '_bar' for p in of.params)}), each of its argument's shape "
+                       "(0.0 or np.zeros_like(...) for one that has no derivative)")
+    return returns[-1].origin if returns else bwd.origin

@@ -1,0 +1,151 @@
+"""Functions with s2s.custom_vjp rules, for tests/test_custom_rules.py (s2s reads their source,
+and the refusal tests name their lines by the statements' text)."""
+
+import numpy as np
+
+import s2s
+
+
+@s2s.custom_vjp
+def clip_gradient(x, lo, hi):  # the identity, whose gradient is clipped (JAX's documentation example)
+    return x
+
+
+def clip_gradient_fwd(x, lo, hi):
+    return x, (lo, hi)
+
+
+def clip_gradient_bwd(residuals, g):
+    lo, hi = residuals
+    return (np.clip(g, lo, hi), 0.0, 0.0)
+
+
+clip_gradient.defvjp(clip_gradient_fwd, clip_gradient_bwd)
+
+
+def clipped_loss(x):
+    return np.sum(clip_gradient(3.0 * x, -1.0, 1.0) ** 2)
+
+
+@s2s.custom_vjp
+def log1pexp(x):  # log(1 + e^x): its body's derivative is inf / inf = nan for large x
+    return np.log1p(np.exp(x))
+
+
+def log1pexp_fwd(x):
+    return log1pexp(x), x  # (the rule may call the function itself)
+
+
+def log1pexp_bwd(x, g):
+    return (g * (1.0 - 1.0 / (1.0 + np.exp(x))),)
+
+
+log1pexp.defvjp(log1pexp_fwd, log1pexp_bwd)
+
+
+def softplus_loss(w, x):
+    return np.sum(log1pexp(x * w))
+
+
+def softplus_chain(s, z):  # a loop calling the custom function: its rule runs at each step
+    for t in range(z.shape[0]):
+        s = log1pexp(s * z[t]) - 0.5
+    return s
+
+
+@s2s.custom_vjp
+def scaled_sine(x, a):  # a rule with a branch in bwd, each path returning its tuple
+    return np.sin(x) * a
+
+
+def scaled_sine_fwd(x, a):
+    return np.sin(x) * a, (np.cos(x), np.sin(x), a)
+
+
+def scaled_sine_bwd(residuals, g):
+    cos_x, sin_x, a = residuals
+    if a > 0.0:
+        return (g * a * cos_x, np.sum(g * sin_x))
+    return (a * cos_x * g, np.sum(sin_x * g))
+
+
+scaled_sine.defvjp(scaled_sine_fwd, scaled_sine_bwd)
+
+
+def sine_energy(x, a):
+    return np.sum(scaled_sine(x, a) ** 2)
+
+
+# ---- rules s2s refuses ----------------------------------------------------------------------
+
+
+@s2s.custom_vjp
+def two_arguments(x, a):
+    return x * a
+
+
+def two_arguments_fwd(x, a):
+    return x * a, (x, a)
+
+
+def two_arguments_bwd(residuals, g):
+    x, a = residuals
+    return g * a  # one cotangent for two arguments
+
+
+two_arguments.defvjp(two_arguments_fwd, two_arguments_bwd)
+
+
+def calls_two_arguments(x):
+    return np.sum(two_arguments(x, 2.0))
+
+
+@s2s.custom_vjp
+def unsummed(x, a):
+    return x * a
+
+
+def unsummed_fwd(x, a):
+    return x * a, (x, a)
+
+
+def unsummed_bwd(residuals, g):
+    x, a = residuals
+    return (g * a, g * x)  # a's cotangent not summed over x's axis: the shape of x, not of a
+
+
+unsummed.defvjp(unsummed_fwd, unsummed_bwd)
+
+
+def calls_unsummed(x, a):
+    return np.sum(unsummed(x, a) ** 2)
+
+
+@s2s.custom_vjp
+def no_rule(x):
+    return x * 2.0
+
+
+def calls_no_rule(x):
+    return np.sum(no_rule(x))
+
+
+# ---- s2s.checkpoint ---------------------------------------------------------------------------
+
+
+@s2s.checkpoint
+def damped_step(s, z):
+    u = np.tanh(s * z)
+    return s + 0.1 * u * u
+
+
+@s2s.checkpoint(policy=None, prevent_cse=False)
+def other_step(s, z):
+    return s * np.cos(z)
+
+
+def checkpointed_path(s, z):
+    for t in range(z.shape[0]):
+        s = damped_step(s, z[t])
+        s = other_step(s, z[t])
+    return np.sum(s * s)

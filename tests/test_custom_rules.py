@@ -1,0 +1,173 @@
+"""s2s.custom_vjp (the user's reverse-mode rule) and s2s.checkpoint, checked against closed
+forms and central differences: reverse mode calls the rule, forward mode is refused (as in
+JAX), second derivatives differentiate the rule's bwd forward."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import s2s
+import custom_rule_cases as cases
+from finite_differences import central_difference_grad
+
+BACKENDS = ["python", "cpu"]
+X = np.array([0.1, 0.5, -0.2, 0.03])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_rule_not_the_body_is_differentiated(backend):
+    # the body is the identity (gradient 18 x); the rule clips the incoming cotangent 6 x to [-1, 1]
+    gradient = s2s.jit(s2s.grad(cases.clipped_loss), backend=backend)(X)
+    np.testing.assert_allclose(gradient, 3.0 * np.clip(6.0 * X, -1.0, 1.0), rtol=1e-14)
+    assert not np.allclose(gradient, 18.0 * X)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_stable_rule_where_the_body_overflows(backend):
+    w, x = np.array([1.0, 800.0, -2.0]), np.ones(3)
+    with np.errstate(over="ignore"):  # the value, log1p(exp(800)), is inf as in NumPy
+        gradient = s2s.jit(s2s.grad(cases.softplus_loss), backend=backend)(w, x)
+    np.testing.assert_allclose(gradient, 1.0 / (1.0 + np.exp(-w)), rtol=1e-14)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_function_itself_and_argnums(backend):
+    assert s2s.jit(s2s.grad(cases.log1pexp), backend=backend)(0.5) == pytest.approx(1 / (1 + np.exp(-0.5)), rel=1e-14)
+    x, a = np.array([0.3, -1.2]), 1.7
+    gx, ga = s2s.jit(s2s.grad(cases.sine_energy, argnums=(0, 1)), backend=backend)(x, a)
+    np.testing.assert_allclose(gx, 2 * a * a * np.sin(x) * np.cos(x), rtol=1e-13)
+    assert ga == pytest.approx(2 * a * np.sum(np.sin(x) ** 2), rel=1e-13)
+    gx = s2s.jit(s2s.grad(cases.sine_energy), backend=backend)(x, -a)  # bwd's other branch
+    np.testing.assert_allclose(gx, 2 * a * a * np.sin(x) * np.cos(x), rtol=1e-13)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_loop_calling_the_rule_against_differences(backend):
+    z = np.array([0.5, 1.2, -0.7, 0.9])
+    gradient = s2s.jit(s2s.grad(cases.softplus_chain), backend=backend)(0.3, z)
+    assert gradient == pytest.approx(float(central_difference_grad(cases.softplus_chain, (0.3, z), 0)), rel=1e-8)
+
+
+def test_second_derivatives_differentiate_bwd():
+    # bwd is the exact derivative here, so the Hessian is the function's own
+    z = np.array([0.5, 1.2, -0.7, 0.9])
+    gradient = s2s.grad(cases.softplus_chain)
+    h = 1e-5
+    expected = (gradient(0.3 + h, z) - gradient(0.3 - h, z)) / (2 * h)
+    assert s2s.hessian(cases.softplus_chain)(0.3, z) == pytest.approx(expected, rel=1e-7)
+    x = np.array([0.3, -1.2])
+    hessian = s2s.hessian(cases.sine_energy)(x, 1.7)
+    np.testing.assert_allclose(hessian, np.diag(2 * 1.7 ** 2 * np.cos(2 * x)), rtol=1e-12, atol=1e-15)
+
+
+def test_jacrev_vjp_and_vmap():
+    x = np.array([0.1, 0.5])
+    jacobian = s2s.jacrev(lambda u: cases.clip_gradient(3.0 * u, -1.0, 1.0) ** 2)(x)
+    np.testing.assert_allclose(jacobian, np.diag(3.0 * np.clip(6.0 * x, -1.0, 1.0)), rtol=1e-14)
+    value, pullback = s2s.vjp(cases.log1pexp, 0.5)
+    assert pullback(2.0)[0] == pytest.approx(2.0 / (1 + np.exp(-0.5)), rel=1e-14)
+    batch = np.stack([np.linspace(-1.0, 1.0, 4), np.linspace(0.0, 2.0, 4)])
+    expected = 3.0 * np.clip(6.0 * batch, -1.0, 1.0)
+    for transform in (s2s.vmap(s2s.grad(cases.clipped_loss)), s2s.jit(s2s.vmap(s2s.grad(cases.clipped_loss)))):
+        np.testing.assert_allclose(transform(batch), expected, rtol=1e-14)
+
+
+def test_forward_mode_is_refused_at_the_function():
+    for attempt in (lambda: s2s.jvp(cases.softplus_chain, (0.3, np.ones(2)), (1.0, np.zeros(2))),
+                    lambda: s2s.jacfwd(cases.clipped_loss)(X)):
+        with pytest.raises(s2s.S2SError, match="custom_vjp rule, which gives its reverse mode only") as info:
+            attempt()
+        assert info.value.origin.filename.endswith("custom_rule_cases.py")
+
+
+def test_a_rule_without_one_cotangent_per_argument_is_refused_at_its_return():
+    with pytest.raises(s2s.S2SError, match=r"must return a tuple with one cotangent per argument") as info:
+        s2s.grad(cases.calls_two_arguments)(X)
+    assert info.value.origin.text == "return g * a  # one cotangent for two arguments"
+    with pytest.raises(s2s.S2SError, match=r"no_rule is an s2s.custom_vjp with no rule.*defvjp"):
+        s2s.grad(cases.calls_no_rule)(X)
+    with pytest.raises(s2s.S2SError, match="nondiff_argnums"):
+        s2s.custom_vjp(cases.clipped_loss, nondiff_argnums=(1,))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_cotangent_of_another_shape_is_refused_at_the_return(backend):
+    with pytest.raises(s2s.S2SError, match=r"cotangent whose shape is not its argument's") as info:
+        s2s.jit(s2s.grad(cases.calls_unsummed, argnums=(0, 1)), backend=backend)(X, 2.0)
+    if backend == "python":
+        assert info.value.origin.text.startswith("return (g * a, g * x)")
+    else:  # (compiled code names the function, and says which backend names the statement)
+        assert info.value.origin.filename.endswith("custom_rule_cases.py") and "backend='python'" in str(info.value)
+    # with respect to x alone, a's cotangent is not used, and not checked
+    gradient = s2s.jit(s2s.grad(cases.calls_unsummed), backend=backend)(X, 2.0)
+    np.testing.assert_allclose(gradient, 8.0 * X, rtol=1e-14)
+
+
+def test_plain_calls_run_the_function():
+    np.testing.assert_array_equal(cases.clip_gradient(X, -1.0, 1.0), X)
+    assert s2s.jit(cases.clipped_loss)(X) == pytest.approx(9.0 * np.sum(X * X), rel=1e-14)
+    assert "clip_gradient_bwd" not in s2s.source(s2s.jit(cases.clipped_loss))  # only the vjp calls the rule
+
+
+def test_a_rule_defined_anew_is_seen(tmp_path):
+    """defvjp with other functions, in this process; and a bwd whose body changes, in a second
+    process that would otherwise take the first one's cache entry."""
+    module = tmp_path / "rule_module.py"
+
+    def write(bwd_body):
+        module.write_text(textwrap.dedent(f"""
+            import numpy as np, s2s
+
+            @s2s.custom_vjp
+            def f(x):
+                return np.sin(x)
+
+            def f_fwd(x):
+                return np.sin(x), x
+
+            def f_bwd(x, g):
+                return ({bwd_body},)
+
+            def doubled_bwd(x, g):
+                return (2.0 * g * np.cos(x),)
+
+            f.defvjp(f_fwd, f_bwd)
+
+            def loss(x):
+                return f(x) * 3.0
+        """))
+
+    program = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(tmp_path)!r})
+        import s2s, rule_module
+        first = s2s.grad(rule_module.loss)(0.5)
+        rule_module.f.defvjp(rule_module.f_fwd, rule_module.doubled_bwd)
+        print(repr(float(first)), repr(float(s2s.grad(rule_module.loss)(0.5))))
+    """)
+
+    def run():
+        out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True,
+                             env={**os.environ, "S2S_CACHE_DIR": str(tmp_path / "cache")})
+        return [float(v) for v in out.stdout.split()]
+
+    write("g * np.cos(x)")
+    assert run() == pytest.approx([3 * np.cos(0.5), 6 * np.cos(0.5)], rel=1e-14)
+    write("g * np.cos(x) + 1.0")  # a wrong rule, as the user wrote it: used as written
+    assert run() == pytest.approx([3 * np.cos(0.5) + 1.0, 6 * np.cos(0.5)], rel=1e-14)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_checkpoint_is_transparent(backend):
+    assert s2s.checkpoint(cases.checkpointed_path) is cases.checkpointed_path
+    assert s2s.remat is s2s.checkpoint
+    s0, z = np.array([0.4, -0.3]), np.array([0.7, -1.1, 0.2])
+    gradient = s2s.jit(s2s.grad(cases.checkpointed_path), backend=backend)(s0, z)
+    np.testing.assert_allclose(gradient, central_difference_grad(cases.checkpointed_path, (s0, z), 0), rtol=1e-8)
+    # the reverse sweep runs each step's body again: its temporaries (u) are not taped
+    source = s2s.source(s2s.grad(cases.checkpointed_path))
+    assert "damped_step_vjp" in source and "u_tape" not in source
