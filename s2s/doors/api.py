@@ -315,7 +315,9 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
 
     def vjp_fun(cotangent):
         _check_cotangent(cotangent, out[0] if has_aux else out, fun)
-        args = transformed._call_args(primals)
+        # (with the defaults of the parameters the call leaves out: generated code takes them all,
+        # the cotangent last; their adjoints are dropped, as jax.vjp returns one per primal)
+        args = transformed._call_args(transformed._bind(primals, {}))
         _, grads = transformed._vjp_function()(*args, cotangent)
         return tuple(pytree.restructure(g, p) for g, p in zip(grads, primals))
 

@@ -393,6 +393,17 @@ class Normalizer(ExpressionLowering, LaxLowering):
             orelse = self.sub_block(lambda: self.block(node.orelse.body.body))
         self.emit(ir.If(test, body, orelse, origin))
 
+    def reversed_range(self, start: ir.Atom, stop: ir.Atom, step: ir.Atom) -> tuple:
+        """(start, stop, step) of reversed(range(start, stop, step)): range(stop - 1, start - 1, -1)
+        for a step of 1; else from its last item, start + (n - 1) * step, down to start - step."""
+        if isinstance(step, ir.Const) and step.value == 1:
+            return (self.assign(ir.Call(operator.sub, (stop, ir.Const(1)))),
+                    self.assign(ir.Call(operator.sub, (start, ir.Const(1)))), ir.Const(-1))
+        count = self.assign(ir.Call(runtime.range_len, (start, stop, step)))
+        steps = self.assign(ir.Call(operator.mul, (self.assign(ir.Call(operator.sub, (count, ir.Const(1)))), step)))
+        return (self.assign(ir.Call(operator.add, (start, steps))), self.assign(ir.Call(operator.sub, (start, step))),
+                self.assign(ir.Call(operator.neg, (step,))))
+
     def for_statement(self, node: cst.For) -> None:
         origin = self.origin
         if node.orelse is not None:
@@ -406,6 +417,11 @@ class Normalizer(ExpressionLowering, LaxLowering):
         if call is not None and isinstance(call.func, cst.Name) and call.func.value in self.locals:
             callee = MISSING
         prologue: list[tuple[str, ir.Expr]] = []  # assignments at the top of the body
+        backwards = callee is builtins.reversed and len(call.args) == 1 and isinstance(
+            self.positional(call.args[0]), cst.Call) and self.resolver.resolve(
+            self.positional(call.args[0]).func) is builtins.range
+        if backwards:  # for i in reversed(range(...)): the same range, stepped the other way
+            call, callee = self.positional(call.args[0]), builtins.range
         if callee is builtins.range:
             if not isinstance(node.target, cst.Name):
                 raise self.error(node.target, "a range loop needs a single loop variable")
@@ -416,6 +432,8 @@ class Normalizer(ExpressionLowering, LaxLowering):
                 (ir.Const(0), args[0], ir.Const(1)) if len(args) == 1
                 else (args[0], args[1], ir.Const(1)) if len(args) == 2 else tuple(args)
             )
+            if backwards:
+                start, stop, step = self.reversed_range(start, stop, step)
             var = node.target.value
         elif callee is builtins.enumerate:
             if len(call.args) != 1:

@@ -37,13 +37,18 @@ class VJP(RuleInstances, Planning, Sweep):
     def __init__(self, fn: ir.Function, emitter: Emitter, active_params: list[str],
                  function_name: str, variant, has_aux: bool = False, facts: dict | None = None,
                  value_needed: bool = True):
-        for stmt in ir.walk(fn.body):
-            if isinstance(stmt, ir.Push) or (isinstance(stmt, ir.Assign) and (isinstance(stmt.value, ir.Pop) or (
-                    isinstance(stmt.value, ir.Call) and stmt.value.fn is runtime.new_tape))) or (
-                    isinstance(stmt, ir.ExprStmt) and stmt.value.fn in (runtime.index_add, runtime.clear)):
-                raise S2SError("reverse mode of generated reverse-mode code is not supported",
-                               stmt.origin, "take second derivatives forward over reverse: "
-                               "s2s.hessian, or s2s.jacfwd(s2s.jacrev(f))")
+        generated = [stmt for stmt in ir.walk(fn.body) if (isinstance(stmt, ir.Assign) and (
+            isinstance(stmt.value, ir.Pop) or (isinstance(stmt.value, ir.Call) and stmt.value.fn is runtime.new_tape))) or (
+            isinstance(stmt, ir.ExprStmt) and stmt.value.fn in (runtime.index_add, runtime.clear))]
+        if generated:
+            raise S2SError("reverse mode of generated reverse-mode code is not supported",
+                           generated[0].origin, "take second derivatives forward over reverse: s2s.hessian, or "
+                           "s2s.jacfwd(s2s.jacrev(f))")
+        appended = next((stmt for stmt in ir.walk(fn.body) if isinstance(stmt, ir.Push)), None)
+        if appended is not None:  # the user's list.append (generated code would also pop)
+            raise S2SError("reverse mode (grad, jacrev, vjp) of a list grown with .append is not supported",
+                           appended.origin, "fill an array instead (vals = np.zeros(n) before the loop, "
+                           "vals[i] = ... in it), or use forward mode (s2s.jacfwd, s2s.jvp), which takes it")
         self.fn = fn
         # variant(python function, positions of the arguments whose adjoints a call needs) -> the
         # name of the callee's vjp that returns those adjoints
