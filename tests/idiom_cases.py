@@ -33,3 +33,10 @@ def tuple_state(x0, v0):
     for i in range(3):
         s = (s[0] + 0.1 * s[1], s[1] - 0.1 * s[0])
     return np.sum(s[0] ** 2)
+
+
+def sine_layers(ws, x):  # a list of arrays of different shapes, not mapped by vmap
+    s = 0.0
+    for w in ws:
+        s = s + np.sum(np.sin(w * x))
+    return s

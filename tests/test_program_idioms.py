@@ -45,3 +45,11 @@ def test_tuple_loop_state_under_jit_grad_says_how_to_split_it():
     np.testing.assert_allclose(s2s.grad(cases.tuple_state)(x0, v0), expected, rtol=1e-8)
     with pytest.raises(s2s.S2SError, match="keep each array in a variable of its own"):
         s2s.jit(s2s.grad(cases.tuple_state))(x0, v0)
+
+
+def test_vmap_grad_over_an_unmapped_list_of_arrays_of_different_shapes():
+    ws = [np.array([1.0, 2.0]), np.array([3.0])]
+    xs = np.array([0.1, 0.2, 0.3])
+    got = s2s.vmap(s2s.grad(cases.sine_layers), in_axes=(None, 0))(ws, xs)
+    for w, g in zip(ws, got):  # d/dw sum sin(w x) = x cos(w x), one row per example
+        np.testing.assert_allclose(g, xs[:, None] * np.cos(w[None, :] * xs[:, None]), rtol=1e-14)

@@ -104,6 +104,8 @@ def example_size(x):
 
 
 def example_len(x):
+    if isinstance(x, (list, tuple)):  # a list of batched arrays (of any shapes): its items
+        return len(x)
     if np.ndim(x) < 2:
         raise TypeError("len() of a number")
     return np.shape(x)[0]
