@@ -52,8 +52,13 @@ def is_integer_leaf(x: Any) -> bool:
 def to_numba(tree: Any) -> Any:
     """Numba takes tuples, not lists; a dict becomes a DictTuple (its values in sorted-key
     order, as JAX flattens dicts), which the runtime's overloads index by its keys."""
-    if isinstance(tree, (np.ndarray, float, int)):
-        return tree  # (the common leaves, first: this runs on every compiled call)
+    if isinstance(tree, np.ndarray):
+        # (the common leaves, first: this runs on every compiled call) A 0-d array, as JAX code
+        # passes jnp.array(0.5), goes in as its number: Numba types a 0-d array apart from a
+        # float, and a loop mixing it with numbers would not compile.
+        return tree if tree.ndim or tree.dtype.kind not in "fiub" else tree[()]
+    if isinstance(tree, (float, int)):
+        return tree
     if isinstance(tree, dict):
         keys = _sorted_keys(tree)
         return dict_tuple_class(keys)(*(to_numba(tree[k]) for k in keys))

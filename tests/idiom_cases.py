@@ -40,3 +40,11 @@ def sine_layers(ws, x):  # a list of arrays of different shapes, not mapped by v
     for w in ws:
         s = s + np.sum(np.sin(w * x))
     return s
+
+
+def least_squares(w, x):
+    return np.mean((x @ w - 1.0) ** 2)
+
+
+def builtin_max(x):
+    return max(x)

@@ -53,3 +53,18 @@ def test_vmap_grad_over_an_unmapped_list_of_arrays_of_different_shapes():
     got = s2s.vmap(s2s.grad(cases.sine_layers), in_axes=(None, 0))(ws, xs)
     for w, g in zip(ws, got):  # d/dw sum sin(w x) = x cos(w x), one row per example
         np.testing.assert_allclose(g, xs[:, None] * np.cos(w[None, :] * xs[:, None]), rtol=1e-14)
+
+
+def test_float32_least_squares_under_jit_grad():
+    # the loss is float64 (a Python float promotes it under Numba), the operands float32
+    w, x = np.ones(2, np.float32), np.arange(6, dtype=np.float32).reshape(3, 2)
+    expected = 2.0 / 3.0 * x.astype(np.float64).T @ (x.astype(np.float64) @ w - 1.0)
+    for argnums, want in ((0, expected), (1, 2.0 / 3.0 * np.outer(x @ w - 1.0, w))):
+        gradient = s2s.jit(s2s.grad(cases.least_squares, argnums=argnums))(w, x)
+        assert gradient.dtype == np.float32
+        np.testing.assert_allclose(gradient, want, rtol=1e-6)
+
+
+def test_builtin_max_of_an_array_points_to_np_max():
+    with pytest.raises(s2s.S2SError, match=r"builtin max\(\) of one iterable.*np\.max\(x\)"):
+        s2s.grad(cases.builtin_max)(X)

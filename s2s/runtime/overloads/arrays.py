@@ -6,10 +6,20 @@ import numpy as np
 from numba import types
 from numba.core.errors import TypingError
 from numba.extending import overload
+from numba.np import numpy_support
 
 from ... import runtime as rt
 from .common import _compile, _is_none, _nd, _scalar
 from .reductions import _index, _shape_of
+
+
+def _common_dtype(*arrays):
+    """The dtype NumPy computes a product of these in, where they differ (a float64 adjoint of a
+    float32 operand: a Python float in the loss promotes it): Numba's np.dot takes one dtype."""
+    dtypes = {a.dtype for a in arrays if isinstance(a, types.Array)}
+    if len(dtypes) < 2:
+        return None
+    return numpy_support.from_dtype(np.result_type(*(numpy_support.as_dtype(d) for d in dtypes)))
 
 
 @overload(rt.matmul_bar_x)
@@ -17,6 +27,9 @@ def _matmul_bar_x(g, x, y):
     nx, ny = _nd(x), _nd(y)
     if nx == 1 and ny == 1:
         return lambda g, x, y: g * y
+    common = _common_dtype(g, y)
+    if common is not None and (nx, ny) != (2, 1):  # (np.outer casts)
+        return lambda g, x, y: rt.matmul_bar_x(g.astype(common), x, y.astype(common))
     if nx == 2 and ny == 1:
         return lambda g, x, y: np.outer(g, y)
     if nx == 1 and ny == 2:
@@ -31,6 +44,9 @@ def _matmul_bar_y(g, x, y):
     nx, ny = _nd(x), _nd(y)
     if nx == 1 and ny == 1:
         return lambda g, x, y: g * x
+    common = _common_dtype(g, x)
+    if common is not None and (nx, ny) != (1, 2):  # (np.outer casts)
+        return lambda g, x, y: rt.matmul_bar_y(g.astype(common), x.astype(common), y)
     if nx == 2 and ny == 1:
         return lambda g, x, y: np.dot(x.T, g)
     if nx == 1 and ny == 2:
