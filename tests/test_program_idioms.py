@@ -68,3 +68,12 @@ def test_float32_least_squares_under_jit_grad():
 def test_builtin_max_of_an_array_points_to_np_max():
     with pytest.raises(s2s.S2SError, match=r"builtin max\(\) of one iterable.*np\.max\(x\)"):
         s2s.grad(cases.builtin_max)(X)
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_a_zero_dimensional_array_argument_in_a_loop(backend):
+    x, a = np.array([1.0, 2.0]), np.array(0.5)  # jnp.array(0.5), as JAX code passes numbers
+    gradient = s2s.jit(s2s.grad(cases.repeated_scaling, argnums=1), backend=backend)(x, a)
+    assert isinstance(gradient, np.ndarray) and gradient.shape == ()  # the argument's structure, as JAX
+    assert gradient == pytest.approx(2 * 0.5 * np.sum(x), rel=1e-15)
+    assert s2s.jit(cases.repeated_scaling, backend=backend)(x, a) == pytest.approx(0.75, rel=1e-15)
