@@ -27,7 +27,7 @@ def _reason(message: str) -> str:
     reason = own[0].split("s2s:", 1)[1].strip() if own else useful[0] if useful else (
         lines[0] if lines else "a compilation error")
     signature = next((line for line in lines if line.startswith(">>>")), None)
-    if signature and signature not in reason:
+    if signature and signature not in reason and not own:  # (s2s's own refusal says what it refuses)
         reason += f" {signature[3:].strip()}"
     return reason[:300]
 
