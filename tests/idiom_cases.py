@@ -54,3 +54,7 @@ def repeated_scaling(x, a):
     for t in range(2):
         x = x * a
     return np.sum(x)
+
+
+def energy_and_forces(x, c):  # (value, aux), as jax.hessian(..., has_aux=True) takes
+    return np.sum(np.sin(x) * x ** 2) * c, np.cos(x)

@@ -77,3 +77,14 @@ def test_a_zero_dimensional_array_argument_in_a_loop(backend):
     assert isinstance(gradient, np.ndarray) and gradient.shape == ()  # the argument's structure, as JAX
     assert gradient == pytest.approx(2 * 0.5 * np.sum(x), rel=1e-15)
     assert s2s.jit(cases.repeated_scaling, backend=backend)(x, a) == pytest.approx(0.75, rel=1e-15)
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_hessian_has_aux(backend):
+    x = np.array([0.3, 0.8, -1.2])
+    hessian, aux = s2s.jit(s2s.hessian(cases.energy_and_forces, has_aux=True), backend=backend)(x, 2.0)
+    second = 2.0 * (2 * np.sin(x) + 4 * x * np.cos(x) - x ** 2 * np.sin(x))  # d2/dx2 of sin(x) x^2, times c
+    np.testing.assert_allclose(hessian, np.diag(second), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(aux, np.cos(x), rtol=1e-15)
+    with pytest.raises(s2s.S2SError, match=r"has_aux=True\) with a tuple of argnums"):
+        s2s.hessian(cases.energy_and_forces, argnums=(0, 1), has_aux=True)

@@ -140,8 +140,11 @@ class SecondOrder:
     """Derivatives of a reverse-mode derivative, by forward mode over the generated reverse
     code: hessian(f), jacfwd(jacrev(f)), jacrev(jacrev(f)), grad(grad(f))."""
 
-    def __init__(self, fun: Callable, inner_argnum: int, outer_argnums, scalar: bool, backend: str = "python"):
+    def __init__(self, fun: Callable, inner_argnum: int, outer_argnums, scalar: bool, backend: str = "python",
+                 has_aux: bool = False):
         fun = _unbatched(fun)
+        self.has_aux = has_aux  # fun returns (value, aux): hessian(f, has_aux=True) returns (H, aux)
+        self._aux = None  # (of the latest call)
         self.fun = fun
         self._bind = _Binder(fun)
         self.inner_argnum = inner_argnum
@@ -152,10 +155,10 @@ class SecondOrder:
         self._module = None
 
     def with_backend(self, backend: str) -> "SecondOrder":
-        return SecondOrder(self.fun, self.inner_argnum, self.outer_argnums, self.scalar, backend)
+        return SecondOrder(self.fun, self.inner_argnum, self.outer_argnums, self.scalar, backend, self.has_aux)
 
     def _vjp_function(self):
-        inner = Transformed(self.fun, "vjp", (self.inner_argnum,))
+        inner = Transformed(self.fun, "vjp", (self.inner_argnum,), self.has_aux)
         return getattr(inner.module(), f"{inner._entry_name()}_vjp")
 
     @property
@@ -172,6 +175,10 @@ class SecondOrder:
     def _one(self, args, k):
         x, wrt = args[self.inner_argnum], args[k]
         if not self.scalar and k == self.inner_argnum and isinstance(x, (tuple, list, dict)):
+            if self.has_aux:
+                raise S2SError("hessian(..., has_aux=True) of a tuple, list or dict argument is not supported",
+                               hint="take the Hessian of one array argument, or leave has_aux out and "
+                                    "compute aux with a call of the function")
             return TreeHessian(self.fun, k, self.backend)(*args)  # a pytree argument: its blocks
         for value, position in ((x, self.inner_argnum), (wrt, k)):
             if not isinstance(value, (float, np.floating, np.ndarray)) or pytree.is_integer_leaf(value):
@@ -179,6 +186,8 @@ class SecondOrder:
                                f"argument {position} is {type(value).__name__}")
         with runtime.debug_silenced():  # (for its output's shape, not one of the user's calls)
             out = _plain_value(self.fun, private_copies(args))  # (copies: fun may write into its arguments)
+        if self.has_aux:
+            out, self._aux = out
         if not isinstance(out, (float, int, np.floating, np.ndarray)):
             raise S2SError("second derivatives take functions with an array or scalar output")
         out_shape, in_shape, wrt_shape = np.shape(out), np.shape(x), np.shape(wrt)
@@ -202,8 +211,10 @@ class SecondOrder:
         args = private_copies(self._bind(args, kwargs, _argnums_tuple(self.outer_argnums)))
         # float32 in, float32 out, as the first derivatives (the second are computed in float64)
         if isinstance(self.outer_argnums, int):
-            return in_dtype(self._one(args, self.outer_argnums), args[self.outer_argnums])
-        return tuple(in_dtype(self._one(args, k), args[k]) for k in self.outer_argnums)
+            result = in_dtype(self._one(args, self.outer_argnums), args[self.outer_argnums])
+        else:
+            result = tuple(in_dtype(self._one(args, k), args[k]) for k in self.outer_argnums)
+        return (result, self._aux) if self.has_aux else result
 
 
 def _second_order(inner, outer_argnums, scalar: bool) -> SecondOrder:
@@ -245,7 +256,7 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     return Jacobian(fun, argnums, forward=False, has_aux=has_aux)
 
 
-def hessian(fun: Callable, argnums: int | Sequence[int] = 0):
+def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
     """The Hessian, jacfwd(jacrev(fun)): forward mode over the generated reverse code.
 
     Of a pytree argument, or of several argnums, it has JAX's layout: hessian[i][j] has the
@@ -256,9 +267,15 @@ def hessian(fun: Callable, argnums: int | Sequence[int] = 0):
     ...     return np.sum(x ** 3)
     >>> s2s.hessian(f)(np.array([1.0, 2.0])).tolist()
     [[6.0, 0.0], [0.0, 12.0]]
+
+    has_aux: fun returns (value, aux); the result is (hessian, aux).
     """
     if isinstance(fun, Primal):  # hessian(jit(f)) is jit(hessian(f))
-        return jit(hessian(fun.fun, argnums), backend=fun.backend)
+        return jit(hessian(fun.fun, argnums, has_aux), backend=fun.backend)
     if not isinstance(argnums, int):
+        if has_aux:
+            raise S2SError("hessian(..., has_aux=True) with a tuple of argnums is not supported",
+                           hint="take argnums=k (an int), or leave has_aux out and compute aux with a call "
+                                "of the function")
         return TreeHessian(fun, argnums)  # ((H00, H01), (H10, H11)), as JAX
-    return SecondOrder(fun, argnums, argnums, scalar=False)
+    return SecondOrder(fun, argnums, argnums, scalar=False, has_aux=has_aux)
