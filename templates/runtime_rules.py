@@ -27,7 +27,7 @@ from s2s.runtime import (
     batched_transpose_bar,
     concatenate_bar,
     copy,
-    cotangent_of,
+    derivative_like,
     cumprod_jvp,
     cumprod_jvp2,
     cumprod_vjp,
@@ -84,11 +84,11 @@ def copy_(y, x):
     x_bar += y_bar
 
 
-@rule(runtime.cotangent_of, pure=True, shape_argument=1)
-def cotangent_of_(y, ct, x):
-    """ct itself, checked against x's shape (an s2s.custom_vjp rule's cotangent)."""
-    y_dot = cotangent_of(ct_dot, x)
-    ct_bar += y_bar
+@rule(runtime.derivative_like, pure=True, shape_argument=1)
+def derivative_like_(y, d, x):
+    """d itself, checked against x's shape (a derivative an s2s.custom_vjp or custom_jvp rule gave)."""
+    y_dot = derivative_like(d_dot, x)
+    d_bar += y_bar
 
 
 @rule(runtime.broadcast_like, pure=True, broadcasts=True, first_or_new=True)

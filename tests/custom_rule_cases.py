@@ -149,3 +149,86 @@ def checkpointed_path(s, z):
         s = damped_step(s, z[t])
         s = other_step(s, z[t])
     return np.sum(s * s)
+
+
+# ---- s2s.custom_jvp ---------------------------------------------------------------------------
+
+
+@s2s.custom_jvp
+def sine_scaled(x, y):
+    return np.sin(x) * y
+
+
+@sine_scaled.defjvp
+def sine_scaled_jvp(primals, tangents):
+    x, y = primals
+    x_dot, y_dot = tangents
+    primal_out = sine_scaled(x, y)  # (the rule may call the function itself)
+    return primal_out, np.cos(x) * x_dot * y + np.sin(x) * y_dot
+
+
+def sine_scaled_energy(x, y):
+    return np.sum(sine_scaled(x, y) ** 2)
+
+
+@s2s.custom_jvp
+def softplus(x):  # log(1 + e^x), with a tangent that stays finite for large x
+    return np.log1p(np.exp(x))
+
+
+@softplus.defjvp
+def softplus_jvp(primals, tangents):
+    x, = primals  # JAX's one-element unpacking
+    x_dot, = tangents
+    return softplus(x), x_dot * (1.0 - 1.0 / (1.0 + np.exp(x)))
+
+
+def softplus_sum(w):
+    return np.sum(softplus(w))
+
+
+def softplus_steps(s, z):
+    for t in range(z.shape[0]):
+        s = softplus(s * z[t]) - 0.5
+    return s
+
+
+@s2s.custom_jvp
+def straight_through_floor(x):  # floor, whose rule passes the tangent through (a linear rule)
+    return np.floor(x)
+
+
+@straight_through_floor.defjvp
+def straight_through_floor_jvp(primals, tangents):
+    (x,) = primals
+    (x_dot,) = tangents
+    return np.floor(x), x_dot
+
+
+def floored_energy(x):
+    return np.sum(straight_through_floor(3.0 * x) ** 2)
+
+
+@s2s.custom_jvp
+def summed_tangent(x):  # a rule whose tangent has the wrong shape (a number for an array)
+    return x * 2.0
+
+
+@summed_tangent.defjvp
+def summed_tangent_jvp(primals, tangents):
+    x, = primals
+    x_dot, = tangents
+    return x * 2.0, np.sum(x_dot) * 2.0
+
+
+def calls_summed_tangent(x):
+    return np.sum(summed_tangent(x))
+
+
+@s2s.custom_jvp
+def jvp_without_rule(x):
+    return x * 2.0
+
+
+def calls_jvp_without_rule(x):
+    return np.sum(jvp_without_rule(x))

@@ -96,7 +96,7 @@ def test_a_rule_without_one_cotangent_per_argument_is_refused_at_its_return():
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_cotangent_of_another_shape_is_refused_at_the_return(backend):
-    with pytest.raises(s2s.S2SError, match=r"cotangent whose shape is not its argument's") as info:
+    with pytest.raises(s2s.S2SError, match=r"returned a derivative whose shape is not its argument's") as info:
         s2s.jit(s2s.grad(cases.calls_unsummed, argnums=(0, 1)), backend=backend)(X, 2.0)
     if backend == "python":
         assert info.value.origin.text.startswith("return (g * a, g * x)")
@@ -171,3 +171,60 @@ def test_checkpoint_is_transparent(backend):
     # the reverse sweep runs each step's body again: its temporaries (u) are not taped
     source = s2s.source(s2s.grad(cases.checkpointed_path))
     assert "damped_step_vjp" in source and "u_tape" not in source
+
+
+# ---- s2s.custom_jvp ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_custom_jvp_in_both_modes_against_closed_forms(backend):
+    x, y = np.array([0.3, -1.1, 0.7]), 2.0
+    gx, gy = s2s.jit(s2s.grad(cases.sine_scaled_energy, argnums=(0, 1)), backend=backend)(x, y)
+    np.testing.assert_allclose(gx, 2 * y * y * np.sin(x) * np.cos(x), rtol=1e-13)
+    assert gy == pytest.approx(2 * y * np.sum(np.sin(x) ** 2), rel=1e-13)
+    np.testing.assert_allclose(s2s.jit(s2s.jacfwd(cases.sine_scaled_energy), backend=backend)(x, y), gx, rtol=1e-13)
+    np.testing.assert_allclose(s2s.jit(s2s.hessian(cases.sine_scaled_energy), backend=backend)(x, y),
+                               np.diag(y * y * 2 * np.cos(2 * x)), rtol=1e-12, atol=1e-14)
+    tangent = s2s.jvp(cases.sine_scaled_energy, (x, y), (np.ones(3), 0.5), backend=backend)[1]
+    assert tangent == pytest.approx(np.sum(gx) + 0.5 * gy, rel=1e-13)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_custom_jvp_rule_not_body_in_both_modes(backend):
+    # the body, floor, has derivative 0; the rule passes the tangent through
+    x = np.array([0.1, 0.5, -0.2, 1.3])
+    expected = 2.0 * np.floor(3.0 * x) * 3.0
+    np.testing.assert_allclose(s2s.jit(s2s.grad(cases.floored_energy), backend=backend)(x), expected, rtol=1e-15)
+    np.testing.assert_allclose(s2s.jit(s2s.jacfwd(cases.floored_energy), backend=backend)(x), expected, rtol=1e-15)
+    assert np.any(expected != 0.0)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_custom_jvp_stable_where_the_body_overflows_and_in_a_loop(backend):
+    w = np.array([1.0, 800.0, -2.0])
+    with np.errstate(over="ignore"):
+        gradient = s2s.jit(s2s.grad(cases.softplus_sum), backend=backend)(w)
+    np.testing.assert_allclose(gradient, 1.0 / (1.0 + np.exp(-w)), rtol=1e-14)
+    z = np.array([0.5, 1.2, -0.7, 0.9])
+    gradient = s2s.jit(s2s.grad(cases.softplus_steps), backend=backend)(0.3, z)
+    assert gradient == pytest.approx(float(central_difference_grad(cases.softplus_steps, (0.3, z), 0)), rel=1e-8)
+    h = 1e-5  # the rule is the exact derivative: the Hessian is the function's own
+    first = s2s.grad(cases.softplus_steps)
+    assert s2s.hessian(cases.softplus_steps)(0.3, z) == pytest.approx(
+        (first(0.3 + h, z) - first(0.3 - h, z)) / (2 * h), rel=1e-7)
+
+
+def test_custom_jvp_under_vmap():
+    batch = np.stack([np.linspace(-1.0, 1.0, 4), np.linspace(0.0, 2.0, 4)])
+    expected = 2.0 * np.floor(3.0 * batch) * 3.0
+    for transform in (s2s.vmap(s2s.grad(cases.floored_energy)), s2s.jit(s2s.vmap(s2s.grad(cases.floored_energy)))):
+        np.testing.assert_allclose(transform(batch), expected, rtol=1e-15)
+
+
+def test_custom_jvp_refusals():
+    with pytest.raises(s2s.S2SError, match="returned a derivative whose shape is not"):
+        s2s.jvp(cases.calls_summed_tangent, (X,), (np.ones(4),))
+    with pytest.raises(s2s.S2SError, match="returned a derivative whose shape is not"):
+        s2s.grad(cases.calls_summed_tangent)(X)
+    with pytest.raises(s2s.S2SError, match=r"jvp_without_rule is an s2s.custom_jvp with no rule"):
+        s2s.grad(cases.calls_jvp_without_rule)(X)

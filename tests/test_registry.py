@@ -139,7 +139,7 @@ EXAMPLES = {
     np.full_like: ("x, s", "np.full_like(x, s)"),
     # runtime helpers of generated code (second order)
     runtime.copy: ("x", "runtime.copy(x)"),
-    runtime.cotangent_of: ("x, y", "runtime.cotangent_of(x * y, y)"),
+    runtime.derivative_like: ("x, y", "runtime.derivative_like(x * y, y)"),
     runtime.unbroadcast: ("A, x", "runtime.unbroadcast(A, x)"),
     runtime.sum_bar: ("s, x", "runtime.sum_bar(s, x)"),
     runtime.mean_bar: ("s, x", "runtime.mean_bar(s, x)"),

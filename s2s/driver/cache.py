@@ -35,7 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from ..rules.custom import custom_vjp
+from ..errors import S2SError
+from ..rules.custom import CustomRule
 from ..runtime.constants import constant_text, is_capturable
 from ..version import __version__
 
@@ -156,11 +157,14 @@ def _code_owner(fn: Any) -> Any:
 
 def baked_state(fn: Any) -> str:
     """Values generated code takes from a function object besides its source: default
-    arguments (inlined at call sites) and the values a closure captured; of an s2s.custom_vjp,
-    also which functions its rule is (defvjp may name others later)."""
+    arguments (inlined at call sites) and the values a closure captured; of an s2s.custom_vjp
+    or custom_jvp, also which functions its rule is (defvjp may name others later)."""
     rule = ""
-    if isinstance(fn, custom_vjp) and fn.fwd is not None:
-        rule = repr([f"{f.__module__}.{f.__qualname__}" for f in (fn.fwd, fn.bwd)])
+    if isinstance(fn, CustomRule):
+        try:
+            rule = repr([f"{f.__module__}.{f.__qualname__}" for f in fn.rule_functions()])
+        except S2SError:  # no rule yet: transforming the function says so
+            pass
     fn = _code_owner(fn)
     closure = []
     if fn.__closure__:

@@ -27,7 +27,7 @@ from ..errors import NoBatchingRule, S2SError
 from .origins import through_generated
 from ..frontend.collect import collect
 from ..ir import nodes as ir
-from ..rules.custom import custom_vjp
+from ..rules.custom import CustomRule
 from ..optimize.fuse import fuse_module
 from ..runtime.constants import constant_text
 from ..optimize.loops import loop_module
@@ -82,7 +82,7 @@ def check_aliases(unit: Unit) -> None:
 
 def primal(unit: Unit) -> None:
     """The normalized primal of the function and its callees (s2s.jit of a plain function)."""
-    # (an s2s.custom_vjp's rule, fwd and bwd, is collected with it but only its vjp calls it)
+    # (an s2s.custom_vjp's or custom_jvp's rule is collected with it; only its derivatives call it)
     called = _reachable(unit.functions)
     unit.body = prologue(unit.emitter) + [primal_function(f, unit.emitter) for f in unit.functions
                                           if id(f.python) in called]
@@ -224,9 +224,9 @@ def vectorize(unit: Unit) -> None:
     out_structure, leaf_paths, out_axes and description; for "vmap_total" forced and has_aux."""
     o = unit.options
     if unit.transform == "vmap_total":
-        custom = next((f for f in unit.functions if isinstance(f.python, custom_vjp)), None)
+        custom = next((f for f in unit.functions if isinstance(f.python, CustomRule)), None)
         if custom is not None:  # the total's gradient would differentiate its body, not its rule
-            raise NoBatchingRule(f"{custom.name} has an s2s.custom_vjp rule, which the gradient of the "
+            raise NoBatchingRule(f"{custom.name} has an s2s.{custom.python.kind} rule, which the gradient of the "
                                  "vectorised batch would not call", custom.origin)
         unit.body, unit.header, entries = total_module(unit.functions, unit.emitter, o["params"], o["trees"],
                                                        o["forced"], bool(o.get("has_aux")), unit.display_path)

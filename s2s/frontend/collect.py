@@ -6,7 +6,7 @@ from typing import Any
 
 from ..errors import Origin, S2SError
 from ..ir import nodes as ir
-from ..rules.custom import custom_vjp
+from ..rules.custom import CustomRule
 from .argument_writes import check_call_sites, parameter_writes
 from .lower import normalize
 
@@ -26,9 +26,9 @@ def collect(fn: Any) -> list[ir.Function]:
             raise S2SError(f"recursive calls are not supported ({chain})", _call_site(callers[-1], f),
                            hint="rewrite the recursion as a loop")
         stack.append(f)
-        # An s2s.custom_vjp: its body gives the value; reverse mode calls its rule, fwd and bwd
-        # (transforms/custom_rules.py), which are collected after it, as they may call it.
-        lowered = normalize(f.fun if isinstance(f, custom_vjp) else f)
+        # An s2s.custom_vjp or custom_jvp: its body gives the value; the transforms call its rule
+        # (transforms/custom_rules.py), whose functions are collected after it, as they may call it.
+        lowered = normalize(f.fun if isinstance(f, CustomRule) else f)
         callers.append(lowered)
         for callee in sorted(lowered.callees.values(), key=lambda c: c.__name__):
             visit(callee)
@@ -39,8 +39,8 @@ def collect(fn: Any) -> list[ir.Function]:
         stack.pop()
         seen[id(f)] = lowered
         lowered.python = f
-        if isinstance(f, custom_vjp):
-            for rule_function in f.rule():  # (before f in order: the entry stays last)
+        if isinstance(f, CustomRule):
+            for rule_function in f.rule_functions():  # (before f in order: the entry stays last)
                 visit(rule_function)
         order.append(lowered)
 

@@ -318,10 +318,11 @@ class Normalizer(ExpressionLowering, LaxLowering):
                 names.append(element.value.value)
             if len(set(names)) != len(names):
                 raise self.error(target, "the same name appears twice in an unpacking")
-            if len(names) == 1:
-                raise self.error(target, "unpacking a single element is not supported",
-                                 "write `a = value[0]`")
-            self.emit(ir.Assign(tuple(names), value, self.origin))
+            if len(names) == 1:  # a, = v (JAX's rules write `x, = primals`): v's one item
+                source = value if isinstance(value, (ir.Name, ir.Const)) else self.assign(value)
+                self.emit(ir.Assign((names[0],), ir.Subscript(source, ir.Index((ir.Const(0),))), self.origin))
+            else:
+                self.emit(ir.Assign(tuple(names), value, self.origin))
             for inner, name in nested:
                 self.assign_to(inner, ir.Name(name), node, rename=False)
         elif isinstance(target, cst.Subscript):

@@ -24,7 +24,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from .. import runtime
 
 from ..errors import Origin, S2SError
-from ..rules.custom import custom_vjp
+from ..rules.custom import CustomRule
 
 
 @dataclass
@@ -306,9 +306,9 @@ MISSING = _MISSING
 
 
 def is_user_function(obj: Any) -> bool:
-    """A Python function s2s should transform inter-procedurally (an s2s.custom_vjp too: its
-    body gives the value, its rule the reverse mode)."""
-    if isinstance(obj, custom_vjp):
+    """A Python function s2s should transform inter-procedurally (an s2s.custom_vjp or
+    custom_jvp too: its body gives the value, its rule the derivatives)."""
+    if isinstance(obj, CustomRule):
         return True
     if not isinstance(obj, types.FunctionType):
         return False

@@ -295,18 +295,18 @@ def stop_gradient(x):
     return x
 
 
-COTANGENT_SHAPE = ("s2s: an s2s.custom_vjp rule's bwd returned a cotangent whose shape is not its argument's "
-                   "(JAX refuses it too; NumPy would broadcast it into a wrong gradient): return one cotangent "
-                   "of each argument's shape, np.sum(...) over the axes the argument does not have")
+DERIVATIVE_SHAPE = ("s2s: an s2s.custom_vjp or custom_jvp rule returned a derivative whose shape is not its "
+                    "argument's (a cotangent from bwd) or its value's (a tangent from the jvp rule); JAX refuses "
+                    "it too, and NumPy would broadcast it into a wrong derivative: give each derivative that "
+                    "shape, np.sum(...) over the axes it should not have")
 
 
-def cotangent_of(ct, x):
-    """ct, the cotangent that a custom_vjp rule's bwd returned for the argument x, once it is
-    checked to have x's shape (transforms/custom_rules.py)."""
-    if tree_shape(ct) != tree_shape(x):
-        raise ValueError(COTANGENT_SHAPE + f" (a cotangent of shape {tree_shape(ct)} for an argument of shape "
-                         f"{tree_shape(x)})")
-    return ct
+def derivative_like(d, x):
+    """d, a derivative that a custom rule returned for x (a cotangent of an argument, or the
+    tangent of the value), once it is checked to have x's shape (transforms/custom_rules.py)."""
+    if tree_shape(d) != tree_shape(x):
+        raise ValueError(DERIVATIVE_SHAPE + f" (shape {tree_shape(d)} for shape {tree_shape(x)})")
+    return d
 
 
 def require_fits(stack, value, message):

@@ -1,12 +1,29 @@
-"""The reverse mode of a function with an s2s.custom_vjp rule: a call of fwd, then of bwd.
+"""The derivatives of a function with a rule of the user's (s2s/rules/custom.py).
+
+s2s.custom_vjp, reverse mode: a call of fwd, then of bwd.
 
     def clip_gradient_vjp_wrt_x(x, lo, hi, out_bar):
         out, residuals = clip_gradient_fwd(x, lo, hi)
         x_bar, lo_bar, hi_bar = clip_gradient_bwd(residuals, out_bar)
-        return (out, (x_bar,))
+        return (out, (runtime.derivative_like(x_bar, x),))
 
-fwd and bwd are the user's functions, emitted as plain functions of the module (the frontend
-collects them as the function's callees), so the module still compiles under numba.njit.
+s2s.custom_jvp, forward mode: a call of the rule, zeros for the tangents not asked for;
+reverse mode: the rule's own reverse mode with respect to its tangents (at zero tangents),
+which is its transpose, as the tangent is linear in them.
+
+    def f_jvp_wrt_x(x, a, x_dot):
+        out, out_dot = f_rule((x, a), (x_dot, runtime.zeros_like(a)))
+        return (out, runtime.derivative_like(out_dot, out))
+
+    def f_vjp_wrt_x(x, a, out_bar):
+        rule_out, (tangents_bar,) = f_rule_vjp_wrt_tangents((x, a), (runtime.zeros_like(x),
+                                                            runtime.zeros_like(a)), (0.0, out_bar))
+        return (runtime.derivative_like(rule_out[0], rule_out[1]),
+                (runtime.derivative_like(tangents_bar[0], x),))
+
+The rules are the user's functions, emitted as plain functions of the module (the frontend
+collects them with the function), so the module still compiles under numba.njit; each
+derivative is checked to have its variable's shape.
 """
 
 from __future__ import annotations
@@ -21,7 +38,7 @@ from ..ir import nodes as ir
 def custom_vjp_function(lowered: ir.Function, functions: list[ir.Function], emitter: Emitter,
                         active_params: list[str], function_name: str) -> ast.FunctionDef:
     """The vjp of lowered, whose Python function is an s2s.custom_vjp, for active_params."""
-    fwd, bwd = lowered.python.rule()
+    fwd, bwd = lowered.python.rule_functions()
     by_function = {id(f.python): f for f in functions}
     returned_at = _check_cotangent_count(by_function[id(bwd)], lowered)
     names = ir.Names(set(lowered.params) | {"np", "math", "runtime"})
@@ -41,13 +58,66 @@ def custom_vjp_function(lowered: ir.Function, functions: list[ir.Function], emit
                ast.Subscript(ast.Call(name(rule_names[1]), [name(residuals), name(out_bar)], []), ast.Constant(0),
                              ast.Load())),
         # each checked to have its argument's shape: another would broadcast into a wrong gradient
-        ast.Return(ast.Tuple([name(out), ast.Tuple([runtime_call("cotangent_of", name(bars[lowered.params.index(p)]),
+        ast.Return(ast.Tuple([name(out), ast.Tuple([runtime_call("derivative_like", name(bars[lowered.params.index(p)]),
                                                                  name(p)) for p in active_params],
                                                    ast.Load())], ast.Load())),
     ]
     args = ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in lowered.params] + [ast.arg(out_bar)],
                          kwonlyargs=[], kw_defaults=[], defaults=[])
     return ast.FunctionDef(function_name, args, body, [], None, lineno=0)
+
+
+def custom_jvp_function(lowered: ir.Function, emitter: Emitter, active_params: list[str],
+                        function_name: str) -> ast.FunctionDef:
+    """The forward mode of lowered, whose Python function is an s2s.custom_jvp, for the tangents
+    of active_params (the jvp convention: the parameters, then those tangents)."""
+    (rule,) = lowered.python.rule_functions()
+    names = ir.Names(set(lowered.params) | {"np", "math", "runtime"})
+    dots = {p: names.fresh(f"{p}_dot") for p in active_params}
+    out, out_dot = names.fresh("out"), names.fresh("out_dot")
+    tangents = [name(dots[p]) if p in dots else runtime_call("zeros_like", name(p)) for p in lowered.params]
+    body = [
+        ast.Expr(ast.Constant(f"Forward mode of {lowered.name} ({lowered.origin.short()}) by its s2s.custom_jvp "
+                              f"rule: returns (value, tangent) for the tangents {', '.join(dots.values())}.")),
+        assign(ast.Tuple([name(out, True), name(out_dot, True)], ast.Store()),
+               ast.Call(name(emitter.function_names[id(rule)]), [_tuple(lowered.params), ast.Tuple(tangents,
+                                                                                                  ast.Load())], [])),
+        ast.Return(ast.Tuple([name(out), runtime_call("derivative_like", name(out_dot), name(out))], ast.Load())),
+    ]
+    args = ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in lowered.params + list(dots.values())],
+                         kwonlyargs=[], kw_defaults=[], defaults=[])
+    return ast.FunctionDef(function_name, args, body, [], None, lineno=0)
+
+
+def transposed_jvp_function(lowered: ir.Function, emitter: Emitter, variants, active_params: list[str],
+                            function_name: str) -> ast.FunctionDef:
+    """The reverse mode of lowered, an s2s.custom_jvp, for active_params: the rule's reverse mode
+    with respect to its tangents (variants names it, and the rule's vjp is made for it)."""
+    (rule,) = lowered.python.rule_functions()
+    rule_vjp = variants(rule, (1,))  # with respect to its second parameter, the tangents
+    names = ir.Names(set(lowered.params) | {"np", "math", "runtime"})
+    out_bar, rule_out, rule_bars = names.fresh("out_bar"), names.fresh("rule_out"), names.fresh("tangents_bar")
+    zeros = ast.Tuple([runtime_call("zeros_like", name(p)) for p in lowered.params], ast.Load())
+    seed = ast.Tuple([ast.Constant(0.0), name(out_bar)], ast.Load())  # (the value does not depend on the tangents)
+    body = [
+        ast.Expr(ast.Constant(f"Reverse mode of {lowered.name} ({lowered.origin.short()}) by its s2s.custom_jvp "
+                              f"rule, transposed: returns (value, adjoints of {', '.join(active_params)}).")),
+        assign(ast.Tuple([name(rule_out, True), ast.Tuple([name(rule_bars, True)], ast.Store())], ast.Store()),
+               ast.Call(name(rule_vjp), [_tuple(lowered.params), zeros, seed], [])),
+        # (the value, once checked to have the shape of the rule's tangent, as forward mode checks)
+        ast.Return(ast.Tuple([
+            runtime_call("derivative_like", ast.Subscript(name(rule_out), ast.Constant(0), ast.Load()),
+                         ast.Subscript(name(rule_out), ast.Constant(1), ast.Load())),
+            ast.Tuple([runtime_call("derivative_like", ast.Subscript(name(rule_bars), ast.Constant(
+                lowered.params.index(p)), ast.Load()), name(p)) for p in active_params], ast.Load())], ast.Load())),
+    ]
+    args = ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in lowered.params] + [ast.arg(out_bar)],
+                         kwonlyargs=[], kw_defaults=[], defaults=[])
+    return ast.FunctionDef(function_name, args, body, [], None, lineno=0)
+
+
+def _tuple(params: list[str]) -> ast.Tuple:
+    return ast.Tuple([name(p) for p in params], ast.Load())
 
 
 def refuse_forward(lowered: ir.Function) -> None:

@@ -14,8 +14,8 @@ from ..codegen.emit import Emitter
 from ..codegen.module import primal_function
 from ..errors import S2SError
 from ..ir import nodes as ir
-from ..rules.custom import custom_vjp
-from .custom_rules import custom_vjp_function, refuse_forward
+from ..rules.custom import CustomRule, custom_jvp, custom_vjp
+from .custom_rules import custom_jvp_function, custom_vjp_function, refuse_forward, transposed_jvp_function
 from .forward import JVP
 from .reverse import VJP
 
@@ -91,13 +91,16 @@ def vjp_functions(functions: list[ir.Function], emitter: Emitter, argnums: tuple
     skipped = []
 
     def make(lowered, params, fname):
-        if isinstance(lowered.python, custom_vjp):  # the user's rule: fwd, then bwd
+        if isinstance(lowered.python, CustomRule):  # the user's rule
             if lowered is entry:
                 if has_aux:
-                    raise S2SError(f"has_aux with an s2s.custom_vjp function ({lowered.name}) is not supported",
-                                   lowered.origin, "return the value alone, or wrap it: def g(x): return f(x), aux")
+                    raise S2SError(f"has_aux with an s2s.{lowered.python.kind} function ({lowered.name}) is not "
+                                   "supported", lowered.origin,
+                                   "return the value alone, or wrap it: def g(x): return f(x), aux")
                 skipped.append(False)
-            return custom_vjp_function(lowered, functions, emitter, params, fname)
+            if isinstance(lowered.python, custom_vjp):  # fwd, then bwd
+                return custom_vjp_function(lowered, functions, emitter, params, fname)
+            return transposed_jvp_function(lowered, emitter, variants, params, fname)
         if lowered is entry:
             vjp = VJP(entry, emitter, params, fname, variants, has_aux, facts, value_needed)
             skipped.append(vjp.value_skipped)
@@ -105,11 +108,15 @@ def vjp_functions(functions: list[ir.Function], emitter: Emitter, argnums: tuple
         return VJP(lowered, emitter, params, fname, variants).build()
 
     transformed = variants.transform(make)
+    # A custom_jvp's rule is called by its reverse mode only (as the rule's vjp): no plain copy
+    called = {n.id for d in transformed for n in ast.walk(d) if isinstance(n, ast.Name)}
+    rules = {id(r) for f in functions if isinstance(f.python, custom_jvp) for r in f.python.rule_functions()}
     defs = []
     for lowered in functions[:-1]:
-        defs.append(primal_function(lowered, emitter))
+        if id(lowered.python) not in rules or emitter.function_names[id(lowered.python)] in called:
+            defs.append(primal_function(lowered, emitter))
         defs += [d for d in transformed if d.name in variants.wanted[id(lowered.python)].values()]
-    if isinstance(entry.python, custom_vjp):  # its fwd may call it
+    if isinstance(entry.python, CustomRule):  # its rule may call it
         defs.append(primal_function(entry, emitter))
     defs.append(transformed[-1])
     return defs, skipped[0]
@@ -127,6 +134,8 @@ def jvp_functions(functions: list[ir.Function], emitter: Emitter,
     def make(lowered, params, fname):
         if isinstance(lowered.python, custom_vjp):
             refuse_forward(lowered)
+        if isinstance(lowered.python, custom_jvp):
+            return custom_jvp_function(lowered, emitter, params, fname)
         return JVP(lowered, emitter, params, fname, variants).build()
 
     defs = variants.transform(make)

@@ -334,20 +334,20 @@ def _rank(t) -> int:
     return t.ndim if isinstance(t, types.Array) else 0
 
 
-@overload(rt.cotangent_of)
-def _cotangent_of(ct, x):
+@overload(rt.derivative_like)
+def _derivative_like(d, x):
     # Ranks are known when Numba types the call; shapes only at run time.
-    if _rank(ct) != _rank(x):
-        def refuse(ct, x):
-            raise ValueError(rt.COTANGENT_SHAPE)
+    if _rank(d) != _rank(x):
+        def refuse(d, x):
+            raise ValueError(rt.DERIVATIVE_SHAPE)
         return refuse
     if _rank(x) == 0:
-        return lambda ct, x: ct
+        return lambda d, x: d
 
-    def impl(ct, x):
-        if ct.shape != x.shape:
-            raise ValueError(rt.COTANGENT_SHAPE)
-        return ct
+    def impl(d, x):
+        if d.shape != x.shape:
+            raise ValueError(rt.DERIVATIVE_SHAPE)
+        return d
     return impl
 
 
