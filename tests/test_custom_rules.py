@@ -228,3 +228,37 @@ def test_custom_jvp_refusals():
         s2s.grad(cases.calls_summed_tangent)(X)
     with pytest.raises(s2s.S2SError, match=r"jvp_without_rule is an s2s.custom_jvp with no rule"):
         s2s.grad(cases.calls_jvp_without_rule)(X)
+
+
+def test_the_command_line_transforms_the_callers_not_the_rules(tmp_path):
+    """`s2s transform` of a module with custom rules writes the callers' modules (each with its
+    rule inside), which run in a fresh process without s2s's transforms."""
+    import shutil
+
+    shutil.copy(cases.__file__, tmp_path / "custom_rule_cases.py")
+    env = {**os.environ, "S2S_CACHE_DIR": str(tmp_path / "cache")}
+    subprocess.run([sys.executable, "-m", "s2s", "transform", "custom_rule_cases.py", "--function",
+                    "sine_scaled_energy", "--function", "clipped_loss", "--mode", "grad"],
+                   cwd=tmp_path, env=env, check=True, capture_output=True)
+    program = textwrap.dedent("""
+        import importlib.util, json, numpy as np
+        def load(name):
+            spec = importlib.util.spec_from_file_location(name, "generated/" + name + ".py")
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            return module
+        x = np.array([0.3, -1.1])
+        _, (gx,) = load("custom_rule_cases_sine_scaled_energy_grad").sine_scaled_energy_value_and_grad(x, 2.0)
+        _, (gc,) = load("custom_rule_cases_clipped_loss_grad").clipped_loss_value_and_grad(x)
+        print(json.dumps([list(gx), list(gc)]))
+    """)
+    out = subprocess.run([sys.executable, "-c", program], cwd=tmp_path, env=env, check=True, capture_output=True,
+                         text=True)
+    import json
+
+    gx, gc = json.loads(out.stdout)
+    x = np.array([0.3, -1.1])
+    np.testing.assert_allclose(gx, 2 * 4.0 * np.sin(x) * np.cos(x), rtol=1e-13)
+    np.testing.assert_allclose(gc, 3.0 * np.clip(6.0 * x, -1.0, 1.0), rtol=1e-14)
+    with pytest.raises(s2s.S2SError, match="transforming the rule itself is not supported"):
+        s2s.grad(cases.softplus_jvp)((0.5,), (0.0,))

@@ -17,6 +17,7 @@ from .. import driver
 from ..driver import cache
 from ..errors import S2SError
 from ..frontend import named_lambda
+from ..rules.custom import CustomRule
 from .api import _source
 from .vmap_source import loop_source
 
@@ -44,9 +45,11 @@ def selected_functions(module, names: list[str] | None) -> list:
     """--function names, else the module's __s2s__ list, else its public functions."""
     if not names:
         names = list(getattr(module, "__s2s__", []))
-    if not names:
+    if not names:  # (not the rules of an s2s.custom_jvp or custom_vjp: only its derivatives call them)
+        rules = {id(r) for v in vars(module).values() if isinstance(v, CustomRule) for r in _rule_functions(v)}
         names = [n for n, v in vars(module).items()
-                 if inspect.isfunction(v) and v.__module__ == module.__name__ and not n.startswith("_")]
+                 if inspect.isfunction(v) and v.__module__ == module.__name__ and not n.startswith("_")
+                 and id(v) not in rules]
     functions = []
     for n in names:
         fn = getattr(module, n, None)
@@ -54,6 +57,13 @@ def selected_functions(module, names: list[str] | None) -> list:
             raise S2SError(f"{module.__file__} has no function named {n!r}")
         functions.append(named_lambda(fn))  # (sq = lambda x: x * x is written as lambda_<line>)
     return functions
+
+
+def _rule_functions(custom: CustomRule) -> tuple:
+    try:
+        return custom.rule_functions()
+    except S2SError:  # no rule yet
+        return ()
 
 
 def parse_modes(text: str) -> list[str]:

@@ -41,6 +41,11 @@ def collect(fn: Any) -> list[ir.Function]:
         lowered.python = f
         if isinstance(f, CustomRule):
             for rule_function in f.rule_functions():  # (before f in order: the entry stays last)
+                if rule_function in stack:  # the rule calls f, and the transform is of the rule
+                    raise S2SError(f"{rule_function.__name__} is the rule of the s2s.{f.kind} {f.__name__}, "
+                                   "which it calls: transforming the rule itself is not supported",
+                                   _call_site(callers[-1], f) if callers else lowered.origin,
+                                   f"transform {f.__name__}, or the functions that call it")
                 visit(rule_function)
         order.append(lowered)
 
