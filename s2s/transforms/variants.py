@@ -131,6 +131,7 @@ def jvp_functions(functions: list[ir.Function], emitter: Emitter,
     entry = functions[-1]
     variants = Variants(functions, emitter, "_jvp")
     entry_names = [variants.name(entry.python, tuple(active)) for active in entry_active]
+
     def make(lowered, params, fname):
         if isinstance(lowered.python, custom_vjp):
             refuse_forward(lowered)
