@@ -173,7 +173,8 @@ def checked(function, user_files: tuple[str, ...] = (), fun=None):
             raise S2SError(f"Numba failed while compiling the code generated for {name} ({type(exc).__name__} "
                            f"inside Numba: {str(exc)[:200] or 'no message'})", _definition(fun),
                            "backend='python' runs it as NumPy; Numba's traceback is in this error's "
-                           "__cause__") from exc
+                           "__cause__ (a known cause: a write through a boolean mask of two or more "
+                           "dimensions, y[mask] = v, which Numba cannot lower: write y = np.where(mask, v, y))") from exc
 
     call.dispatcher = function
     return call
