@@ -179,6 +179,27 @@ def test_tapes_beyond_the_memory_limit_are_an_error_at_the_loop(monkeypatch):
     assert info.value.origin.line == _line_of("y = np.sin(y) * np.power(np.abs(y), 0.5) + 0.1 * t")
 
 
+@pytest.mark.parametrize("name, statement", [("doubling_grad", "while x < 2.0:"), ("for_while_grad", "while y > 0.5:")])
+def test_while_loop_tapes_beyond_the_memory_limit_are_an_error_at_the_while(monkeypatch, name, statement):
+    """A while loop's tape is made at the top of its function, above every origin comment of
+    it: the error named no user statement (or, in a later function, another function's). It
+    names the user's `while` statement now, with its file, line and column."""
+    from s2s.backends import cuda_tapes
+
+    monkeypatch.setattr(cuda_tapes, "TAPE_MEMORY", 8 * 128 * 3)  # room for 3 float64 values a thread
+    make, args = CASES[name]
+    with pytest.raises(s2s.S2SError, match=r"cuda_cases.py:\d+:\d+: backend='cuda': an example needs \d+ values "
+                                           r"on a tape .*raise S2S_CUDA_TAPE_MEMORY") as info:
+        s2s.jit(make(), backend="cuda")(*args())
+    assert info.value.origin.line == _line_of(statement) and info.value.origin.text == statement
+    assert info.value.origin.column == 1 + len(_text_of(statement)) - len(_text_of(statement).lstrip())
+
+
+def _text_of(statement: str) -> str:
+    with open(cuda_cases.__file__, encoding="utf-8") as handle:
+        return handle.read().splitlines()[_line_of(statement) - 1]
+
+
 def _line_of(statement: str) -> int:
     with open(cuda_cases.__file__, encoding="utf-8") as handle:
         return next(k for k, line in enumerate(handle.read().splitlines(), 1) if line.strip() == statement)

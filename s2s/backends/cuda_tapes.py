@@ -144,3 +144,26 @@ def list_tape_recorder(seen: dict):
     def list_tape():
         return _Recording(seen.setdefault(sys._getframe(1).f_lineno, [0, []]))
     return list_tape
+
+
+# ---- where a tape's error points ------------------------------------------------------------
+
+def origin_line(lines: list[str], line: int, name: str, kind: str) -> int:
+    """The line of the per-example source whose origin comment names the user's statement of a
+    tape made at `line`. A range loop's tape is made at its first push, below that statement's
+    comment. A while loop's (`name = []`) is made at the top of its function, above every
+    comment of the function (where the nearest comment above is another function's, or none):
+    its statement is the `while` around its first push."""
+    if kind != "while":
+        return line
+    for k in range(line, len(lines)):
+        text = lines[k]
+        if text.lstrip().startswith(f"{name}.append("):
+            indent = len(text) - len(text.lstrip())
+            for j in range(k - 1, line - 1, -1):
+                above = lines[j].lstrip()
+                if above.startswith("while ") and len(lines[j]) - len(above) < indent:
+                    return j + 1
+            return k + 1
+    return line
+
