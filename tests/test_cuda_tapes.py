@@ -116,6 +116,24 @@ def test_while_loop_gradients(name, fun, argnums):
         np.testing.assert_allclose(grad, _central(primal, args(), argnum), rtol=1e-6, atol=1e-9)
 
 
+@pytest.mark.parametrize("name, fun, argnums", [("skip_steps_grad", cuda_cases.skip_steps, (0,)),
+                                                ("skip_steps_of_data_grad", cuda_cases.skip_steps_of_data, (0,))])
+def test_continue_in_a_loop_whose_tape_overflows(name, fun, argnums):
+    """A `continue` and a helper call in a range loop of the example's own trip count (an int, or
+    computed from the data): the first launch overflows the tapes, and the overflowing examples'
+    reverse sweeps read some `continue` flags from clamped slots. In Numba's simulator their
+    shape tapes were Python lists, and such a sweep popped a shape never pushed (IndexError:
+    pop from empty list); in a kernel they keep nothing (backends/cuda_tapes.simulated_runtime).
+    The rerun's gradients equal the cpu backend's and central differences of the primal."""
+    make, args = CASES[name]
+    jitted = s2s.jit(make(), backend="cuda")
+    got = jitted(*args())
+    _agree(got, s2s.jit(make(), backend="cpu")(*args()))
+    assert _launcher(jitted, args()).relaunches == 1
+    primal = s2s.jit(s2s.vmap(fun), backend="cuda")
+    np.testing.assert_allclose(got, _central(primal, args(), 0), rtol=1e-6, atol=1e-9)
+
+
 def test_device_arrays_with_tapes():
     """Device arrays in: the capacity from z.shape[0] is read from the device array's shape, and a
     while loop's overflow reruns on the same device inputs; results stay on the device."""

@@ -369,7 +369,10 @@ def _load(source: str, stem: str) -> types.ModuleType:
 
     if not config.ENABLE_CUDASIM:  # the simulator calls the plain helpers
         runtime.register_cuda_overloads()
-    return import_generated(source, stem, "_cuda")
+    module = import_generated(source, stem, "_cuda")
+    if config.ENABLE_CUDASIM:  # (but shape tapes as a kernel keeps them: cuda_tapes.simulated_runtime)
+        module.runtime = cuda_tapes.simulated_runtime()
+    return module
 
 
 class Launcher:

@@ -167,3 +167,33 @@ def origin_line(lines: list[str], line: int, name: str, kind: str) -> int:
             return k + 1
     return line
 
+
+# ---- the simulator's shape tapes ------------------------------------------------------------
+
+def simulated_runtime() -> types.SimpleNamespace:
+    """The runtime a kernel module calls in Numba's simulator: the plain helpers, except the
+    shape tapes, which take their kernel form (runtime/overloads/cuda.py): a kernel's values
+    are numbers, or arrays of the shape it was specialised with, so a shape tape keeps nothing
+    and a pop gives back the shape the variable holds.
+
+    As plain lists (the python backend's form) they failed where a GPU does not: in a launch
+    that overflows a tape, an example clamps its pushes to the last slot, so its reverse sweep
+    reads some branch flags (`continue`, `if`) of other iterations, takes a branch its forward
+    sweep did not, and pops a shape that was never pushed ("pop from empty list"). The values
+    such a sweep computes are discarded (the launcher reruns the batch with longer tapes), and
+    each value it reads from a clamped slot is one the example pushed, so on a GPU it stays
+    within its tapes and its loops' trip counts."""
+    return types.SimpleNamespace(**{**vars(runtime), "shape_tape": _no_shape_tape, "push_shape": _pushed_shape,
+                                    "pop_shape": _popped_shape})
+
+
+def _no_shape_tape():
+    return 0
+
+
+def _pushed_shape(tape, x):
+    return np.shape(x)
+
+
+def _popped_shape(tape, like):
+    return like
