@@ -157,3 +157,62 @@ def test_real_aliases_stay_refused_before_it_runs(fn):
     with pytest.raises(s2s.S2SError, match=r"test_session12_fixes.py:\d+:\d+: writing into v would also change "
                                            r"\w+, which may share its memory; make v a copy"):
         s2s.grad(fn).source
+
+
+def keep_in_a_list(v):
+    out = [0.0]
+    out[0] = v  # the list refers to v itself
+    return out
+
+
+def returns_through_a_list(x):
+    v = x * 2.0
+    kept = keep_in_a_list(v)
+    v[0] = 1.0
+    return np.sum(kept[0]) + np.sum(v)
+
+
+def test_an_array_stored_in_a_returned_list_stays_refused():
+    with pytest.raises(s2s.S2SError, match="writing into v would also change kept, which may share its memory"):
+        s2s.grad(returns_through_a_list).source
+
+
+def doubled(v):
+    return v * 2.0
+
+
+def helper_returns_a_new_array(x):
+    v = x * 2.0
+    w = doubled(v)
+    v[0] = 1.0
+    return np.sum(w * v)
+
+
+def rows_of_a_matrix(x):
+    m = np.outer(x, x) + 1.0
+    a = m[0]
+    b = m[1]
+    a[0] = a[0] * 3.0  # changes m's first row, not b (m's second)
+    return np.sum(a * b) + np.sum(b)
+
+
+def one_row_twice(x):
+    m = np.outer(x, x) + 1.0
+    a = m[1]
+    b = m[1]
+    a[0] = a[0] * 3.0
+    return np.sum(a * b)
+
+
+@pytest.mark.parametrize("fn", [helper_returns_a_new_array, rows_of_a_matrix])
+def test_writes_that_no_live_name_sees_match_central_differences(fn):
+    x = np.array([0.3, -0.7, 1.1])
+    expected = central_difference_grad(numpy_reference(fn), (x,), 0)
+    assert np.allclose(s2s.grad(fn)(x), expected, atol=1e-6)
+    assert np.allclose(s2s.jit(s2s.grad(fn))(x), expected, atol=1e-6)
+
+
+def test_a_write_into_a_row_that_another_name_holds_is_refused_when_it_runs():
+    with pytest.raises(s2s.S2SError, match=r"test_session12_fixes.py:\d+:\d+: writing into a would also change b, "
+                                           r"a view of it; make a a copy"):
+        s2s.grad(one_row_twice)(np.array([0.3, -0.7, 1.1]))

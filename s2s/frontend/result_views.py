@@ -27,18 +27,20 @@ def reads_elements(index: ir.Index) -> bool:
 def result_views(fn: ir.Function) -> dict[int, str]:
     """{position of a parameter: WHOLE or ELEMENT} for each parameter the result may share.
 
-    Flow-insensitive (every assignment of a name counts, wherever it is): an over-estimate,
+    Flow-insensitive (every assignment of a name counts, wherever it is, and every value stored
+    into it, which a list keeps by reference): an over-estimate,
     which is the safe direction. fn.callee_results must hold its callees' summaries.
     """
     position = {p: k for k, p in enumerate(fn.params)}
     state: dict[str, set] = {p: {(p, WHOLE)} for p in fn.params}
-    assigns = [s for s in ir.walk(fn.body) if isinstance(s, ir.Assign) and not s.inplace]
+    stores = [s for s in ir.walk(fn.body) if isinstance(s, ir.Assign) and not s.inplace or isinstance(s, ir.SetItem)]
     changed = True
     while changed:  # a fixpoint: a loop may carry a name around to an earlier statement
         changed = False
-        for stmt in assigns:
+        for stmt in stores:
             shared = value_shares(stmt.value, state, fn.callee_results)
-            for target in stmt.targets:
+            # (x[i] = v: where x is a list, its element is v itself)
+            for target in (stmt.base,) if isinstance(stmt, ir.SetItem) else stmt.targets:
                 if not shared <= state.get(target, set()):
                     state[target] = state.get(target, set()) | shared
                     changed = True
