@@ -248,6 +248,30 @@ def while_for(x, z):  # a range loop in a while loop: its values go on the while
     return s
 
 
+def nudge(y, t):  # the helper skip_steps calls in its loop
+    return np.sin(y) * 0.9 + 0.05 * t
+
+
+def skip_steps(x, k):  # a `continue` in a range loop whose trip count is the example's own (an int)
+    y = x
+    for t in range(k):
+        y = nudge(y, t) * y + 0.3
+        if t % 2 == 0:
+            continue
+        y = y * 0.9
+    return y * y
+
+
+def skip_steps_of_data(x):  # the same, with the trip count computed from the data
+    y = x
+    for t in range(int(x * 5.0)):
+        y = nudge(y, t) * y + 0.3
+        if t % 2 == 0:
+            continue
+        y = y * 0.9
+    return y * y
+
+
 def walk(s, sigma, z):  # a helper with a range loop over a shape: its tape is known before launch
     for t in range(z.shape[0]):
         s = s * np.exp(-0.5 * sigma * sigma / z.shape[0] + sigma * np.sqrt(1.0 / z.shape[0]) * z[t])
@@ -419,6 +443,14 @@ def while_for_args():
     return np.linspace(2.0, 0.1, 10), np.abs(_rng().standard_normal((10, 3)))  # (the fewest trips first)
 
 
+def skip_args():  # 2 to 8 trips, the first example the fewest: the first launch overflows
+    return np.linspace(0.2, 1.4, 12), np.arange(12) % 7 + 2
+
+
+def skip_data_args():  # int(5 x): 1 to 8 trips, the first example the fewest (5 x never near an integer)
+    return (np.linspace(0.31, 1.71, 12),)
+
+
 def settle_args():
     return np.linspace(0.3, 4.0, 20), np.arange(20) % 5 + 1
 
@@ -474,6 +506,8 @@ CASES = {
     "helper_while_grad": (lambda: s2s.vmap(s2s.grad(settle_sum)), settle_args),
     "for_while_grad": (lambda: s2s.vmap(s2s.grad(for_while)), for_while_args),
     "while_for_grad": (lambda: s2s.vmap(s2s.grad(while_for)), while_for_args),
+    "skip_steps_grad": (lambda: s2s.vmap(s2s.grad(skip_steps)), skip_args),
+    "skip_steps_of_data_grad": (lambda: s2s.vmap(s2s.grad(skip_steps_of_data)), skip_data_args),
     "helper_tape_greeks": (lambda: s2s.vmap(s2s.grad(walk_payoff, argnums=(0, 1)), in_axes=(None, None, 0)),
                            lambda: path_args(n=64)),
 }

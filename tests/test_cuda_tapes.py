@@ -116,6 +116,24 @@ def test_while_loop_gradients(name, fun, argnums):
         np.testing.assert_allclose(grad, _central(primal, args(), argnum), rtol=1e-6, atol=1e-9)
 
 
+@pytest.mark.parametrize("name, fun, argnums", [("skip_steps_grad", cuda_cases.skip_steps, (0,)),
+                                                ("skip_steps_of_data_grad", cuda_cases.skip_steps_of_data, (0,))])
+def test_continue_in_a_loop_whose_tape_overflows(name, fun, argnums):
+    """A `continue` and a helper call in a range loop of the example's own trip count (an int, or
+    computed from the data): the first launch overflows the tapes, and the overflowing examples'
+    reverse sweeps read some `continue` flags from clamped slots. In Numba's simulator their
+    shape tapes were Python lists, and such a sweep popped a shape never pushed (IndexError:
+    pop from empty list); in a kernel they keep nothing (backends/cuda_tapes.simulated_runtime).
+    The rerun's gradients equal the cpu backend's and central differences of the primal."""
+    make, args = CASES[name]
+    jitted = s2s.jit(make(), backend="cuda")
+    got = jitted(*args())
+    _agree(got, s2s.jit(make(), backend="cpu")(*args()))
+    assert _launcher(jitted, args()).relaunches == 1
+    primal = s2s.jit(s2s.vmap(fun), backend="cuda")
+    np.testing.assert_allclose(got, _central(primal, args(), 0), rtol=1e-6, atol=1e-9)
+
+
 def test_device_arrays_with_tapes():
     """Device arrays in: the capacity from z.shape[0] is read from the device array's shape, and a
     while loop's overflow reruns on the same device inputs; results stay on the device."""
@@ -177,6 +195,27 @@ def test_tapes_beyond_the_memory_limit_are_an_error_at_the_loop(monkeypatch):
     with pytest.raises(s2s.S2SError, match="S2S_CUDA_TAPE_MEMORY") as info:
         s2s.jit(make(), backend="cuda")(*args())
     assert info.value.origin.line == _line_of("y = np.sin(y) * np.power(np.abs(y), 0.5) + 0.1 * t")
+
+
+@pytest.mark.parametrize("name, statement", [("doubling_grad", "while x < 2.0:"), ("for_while_grad", "while y > 0.5:")])
+def test_while_loop_tapes_beyond_the_memory_limit_are_an_error_at_the_while(monkeypatch, name, statement):
+    """A while loop's tape is made at the top of its function, above every origin comment of
+    it: the error named no user statement (or, in a later function, another function's). It
+    names the user's `while` statement now, with its file, line and column."""
+    from s2s.backends import cuda_tapes
+
+    monkeypatch.setattr(cuda_tapes, "TAPE_MEMORY", 8 * 128 * 3)  # room for 3 float64 values a thread
+    make, args = CASES[name]
+    with pytest.raises(s2s.S2SError, match=r"cuda_cases.py:\d+:\d+: backend='cuda': an example needs \d+ values "
+                                           r"on a tape .*raise S2S_CUDA_TAPE_MEMORY") as info:
+        s2s.jit(make(), backend="cuda")(*args())
+    assert info.value.origin.line == _line_of(statement) and info.value.origin.text == statement
+    assert info.value.origin.column == 1 + len(_text_of(statement)) - len(_text_of(statement).lstrip())
+
+
+def _text_of(statement: str) -> str:
+    with open(cuda_cases.__file__, encoding="utf-8") as handle:
+        return handle.read().splitlines()[_line_of(statement) - 1]
 
 
 def _line_of(statement: str) -> int:

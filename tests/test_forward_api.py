@@ -198,13 +198,19 @@ def test_check_grads_takes_constants_that_are_not_differentiated():
         s2s.testing.check_grads(f, (x, d), argnums=(0,))
 
 
-def _scaled_root(u, s):
-    return np.sqrt(u) * s
+def _scaled_root(u, w):
+    # s2s summarises what a helper returns (frontend/result_views.py): these branches, never
+    # taken here, make the result one that may be u or w themselves
+    if w[0] > 100.0:
+        return u
+    if w[0] < -100.0:
+        return w
+    return np.sqrt(u) * w[-1]
 
 
 def updates_a_helper_result(x, d):
     y = x * 1.0
-    v = _scaled_root(d, y[-1])  # may share memory with d or y, as far as s2s knows
+    v = _scaled_root(d, y)  # may share memory with d or y, as far as s2s knows
     v += 0.5 * d  # so a run-time check against each of them comes first
     return np.sum(v * v) + np.sum(y * d)
 

@@ -18,6 +18,7 @@ import numpy as np
 from ..ir import nodes as ir
 from ..errors import S2SError
 from .liveness import Branches, Liveness, Loop
+from ..frontend.result_views import ELEMENT, reads_elements
 from ..frontend.source import is_user_function
 from ..rules import SELF_PRODUCT, Rule, facts, lookup
 
@@ -402,11 +403,11 @@ class Analysis:
             return state
         site = f"object {self.info[id(stmt)].pos}"
         fresh = frozenset({site})
-        if any(site in objects for objects in state.values()):
+        if any(site in _whole(objects) for objects in state.values()):
             # What this statement made on an earlier pass of a loop is another array than the
             # one it makes now (`v = u.copy()` after `u = v`, double-buffered time stepping).
-            older = f"{site} earlier"
-            state = {k: (objects - fresh) | {older} if site in objects else objects for k, objects in state.items()}
+            renamed = {site: f"{site} earlier", _ELEMENT + site: f"{_ELEMENT}{site} earlier"}
+            state = {k: frozenset(renamed.get(o, o) for o in objects) for k, objects in state.items()}
         if stmt.inplace:
             self._check_write(stmt, stmt.targets[0], state, read_later[id(stmt)], arguments_too=False)
             return {**state, stmt.targets[0]: fresh}  # s2s rebinds: x = x op v
@@ -414,14 +415,27 @@ class Analysis:
         shared = frozenset()
         if isinstance(value, ir.Name):
             shared = state.get(value.id, frozenset())
-        elif isinstance(value, (ir.Subscript, ir.Attribute)) and isinstance(value.value, ir.Name):
-            if not (isinstance(value, ir.Attribute) and value.attr in ("shape", "ndim", "size", "dtype")):
+        elif isinstance(value, ir.Subscript) and isinstance(value.value, ir.Name):
+            shared = state.get(value.value.id, frozenset())
+            if reads_elements(value.index):  # a number, or a view where the indices leave axes
+                shared = _elements(shared)
+        elif isinstance(value, ir.Attribute) and isinstance(value.value, ir.Name):
+            if value.attr not in ("shape", "ndim", "size", "dtype"):
                 shared = state.get(value.value.id, frozenset())
         elif isinstance(value, ir.Build):
             shared = frozenset().union(*(state.get(n, frozenset()) for n in ir.names_in(value))) | fresh
-        elif isinstance(value, ir.Call) and (facts(value.fn).view or is_user_function(value.fn)):
-            names = ir.names_in(value) if is_user_function(value.fn) else ir.names_in(value.args[0])
-            shared = frozenset().union(*(state.get(n, frozenset()) for n in names)) | fresh
+        elif isinstance(value, ir.Call) and is_user_function(value.fn):
+            summary = self.fn.callee_results.get(id(value.fn))
+            if summary is None or value.kwargs:  # not summarised: it may return any argument whole
+                shared = frozenset().union(*(state.get(n, frozenset()) for n in ir.names_in(value)))
+            else:
+                for k, arg in enumerate(value.args):
+                    objects = frozenset().union(*(state.get(n, frozenset()) for n in ir.names_in(arg)))
+                    shared |= _elements(objects) if summary.get(k) == ELEMENT else \
+                        objects if k in summary else frozenset()
+            shared |= fresh
+        elif isinstance(value, ir.Call) and facts(value.fn).view:
+            shared = frozenset().union(*(state.get(n, frozenset()) for n in ir.names_in(value.args[0]))) | fresh
         else:
             shared = fresh
         out = dict(state)
@@ -430,7 +444,8 @@ class Analysis:
         return out
 
     def _check_write(self, stmt, var, state, live, arguments_too):
-        objects = state.get(var, frozenset())
+        # Writing into var means var is an array: where it came from `x[i]`, a view of x.
+        objects = _whole(state.get(var, frozenset()))
         if arguments_too:
             arguments = sorted(o.split()[1] for o in objects if o.startswith("argument "))
             if arguments:
@@ -444,9 +459,23 @@ class Analysis:
             raise S2SError(f"writing into {var} changes {c!r}, an array s2s captured from the closure or the "
                            "module as a constant", stmt.origin,
                            f"copy it first ({var} = {c}.copy()), or pass {c} as an argument")
-        others = sorted(o for o, objs in state.items() if o != var and objs & objects and o in live)
+        others = sorted(o for o, objs in state.items() if o != var and _whole(objs) & objects and o in live)
         if not others:
             return
+        # Names that share var's memory only through integer indexing (`c = var[1]`) are numbers
+        # where the indices cover every axis: a write into var then changes nothing they hold.
+        # Which it is is known only when the code runs, so a SetItem checks it there.
+        surely = [o for o in others if state[o] & objects]
+        bound = self.bound_before[id(stmt)]
+        if isinstance(stmt, ir.SetItem) and not surely and all(o in bound for o in others):
+            def message(other):
+                error = S2SError(f"writing into {var} would also change {other}, a view of it", stmt.origin,
+                                 f"make {var} a copy ({var} = ....copy()) before writing into it")
+                return str(error).splitlines()[0]
+
+            stmt.alias_check = tuple((o, message(o)) for o in others)
+            return
+        others = surely + [o for o in others if o not in surely]
         if isinstance(stmt, ir.Assign):
             # For numbers `x op= v` rebinds x and nothing else changes; for arrays NumPy would
             # also change the other name where it shares x's memory (`y = x[1]` is a row of a
@@ -496,6 +525,17 @@ class Analysis:
             if self.may_run_after(site, at):
                 return True
         return False
+
+
+_ELEMENT = "element of "  # marks an object a name may be a view of only through integer indexing
+
+
+def _elements(objects: frozenset) -> frozenset:
+    return frozenset(o if o.startswith(_ELEMENT) else _ELEMENT + o for o in objects)
+
+
+def _whole(objects: frozenset) -> frozenset:
+    return frozenset(o.removeprefix(_ELEMENT) for o in objects)
 
 
 def analyse(fn: ir.Function, active_params: list[str]) -> Analysis:

@@ -369,7 +369,10 @@ def _load(source: str, stem: str) -> types.ModuleType:
 
     if not config.ENABLE_CUDASIM:  # the simulator calls the plain helpers
         runtime.register_cuda_overloads()
-    return import_generated(source, stem, "_cuda")
+    module = import_generated(source, stem, "_cuda")
+    if config.ENABLE_CUDASIM:  # (but shape tapes as a kernel keeps them: cuda_tapes.simulated_runtime)
+        module.runtime = cuda_tapes.simulated_runtime()
+    return module
 
 
 class Launcher:
@@ -399,7 +402,8 @@ class Launcher:
             size, dtype = probed.tapes.get(line, (1, "float64"))  # not reached on the probe: grown on demand
             if dtype == "array":
                 raise S2SError(f"backend='cuda' keeps tapes of numbers; {function} tapes an array ({name})",
-                               at(line), hint="backend='cpu' takes it")
+                               at(cuda_tapes.origin_line(kernel.source.splitlines(), line, name, kind)),
+                               hint="backend='cpu' takes it")
             self.tapes.append(codegen.Tape(function, name, line, max(size, 1), dtype, kind, capacity))
         self.entry_params = cuda_tapes.entry_params(kernel.source, kernel.entry)
         self.unknown = cuda_tapes.unknown_values(self.entry_params, trees, example)
@@ -487,7 +491,9 @@ class Launcher:
                 tape = self.tapes[too_long]
                 raise S2SError(f"backend='cuda': an example needs {rows[too_long]} values on a tape ({tape.name}); the "
                                f"tapes of one block of {THREADS_PER_BLOCK} threads exceed S2S_CUDA_TAPE_MEMORY="
-                               f"{cuda_tapes.TAPE_MEMORY} bytes", self.origin(tape.line),
+                               f"{cuda_tapes.TAPE_MEMORY} bytes",
+                               self.origin(cuda_tapes.origin_line(self.kernel.source.splitlines(), tape.line,
+                                                                  tape.name, tape.kind)),
                                hint="raise S2S_CUDA_TAPE_MEMORY (bytes, read at import), or use backend='cpu'")
             blocks = cuda_tapes.blocks(n, rows, [np.dtype(t.dtype).itemsize for t in self.tapes], THREADS_PER_BLOCK,
                                        MAX_BLOCKS)

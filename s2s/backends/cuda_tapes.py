@@ -144,3 +144,56 @@ def list_tape_recorder(seen: dict):
     def list_tape():
         return _Recording(seen.setdefault(sys._getframe(1).f_lineno, [0, []]))
     return list_tape
+
+
+# ---- where a tape's error points ------------------------------------------------------------
+
+def origin_line(lines: list[str], line: int, name: str, kind: str) -> int:
+    """The line of the per-example source whose origin comment names the user's statement of a
+    tape made at `line`. A range loop's tape is made at its first push, below that statement's
+    comment. A while loop's (`name = []`) is made at the top of its function, above every
+    comment of the function (where the nearest comment above is another function's, or none):
+    its statement is the `while` around its first push."""
+    if kind != "while":
+        return line
+    for k in range(line, len(lines)):
+        text = lines[k]
+        if text.lstrip().startswith(f"{name}.append("):
+            indent = len(text) - len(text.lstrip())
+            for j in range(k - 1, line - 1, -1):
+                above = lines[j].lstrip()
+                if above.startswith("while ") and len(lines[j]) - len(above) < indent:
+                    return j + 1
+            return k + 1
+    return line
+
+
+# ---- the simulator's shape tapes ------------------------------------------------------------
+
+def simulated_runtime() -> types.SimpleNamespace:
+    """The runtime a kernel module calls in Numba's simulator: the plain helpers, except the
+    shape tapes, which take their kernel form (runtime/overloads/cuda.py): a kernel's values
+    are numbers, or arrays of the shape it was specialised with, so a shape tape keeps nothing
+    and a pop gives back the shape the variable holds.
+
+    As plain lists (the python backend's form) they failed where a GPU does not: in a launch
+    that overflows a tape, an example clamps its pushes to the last slot, so its reverse sweep
+    reads some branch flags (`continue`, `if`) of other iterations, takes a branch its forward
+    sweep did not, and pops a shape that was never pushed ("pop from empty list"). The values
+    such a sweep computes are discarded (the launcher reruns the batch with longer tapes), and
+    each value it reads from a clamped slot is one the example pushed, so on a GPU it stays
+    within its tapes and its loops' trip counts."""
+    return types.SimpleNamespace(**{**vars(runtime), "shape_tape": _no_shape_tape, "push_shape": _pushed_shape,
+                                    "pop_shape": _popped_shape})
+
+
+def _no_shape_tape():
+    return 0
+
+
+def _pushed_shape(tape, x):
+    return np.shape(x)
+
+
+def _popped_shape(tape, like):
+    return like

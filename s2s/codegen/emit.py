@@ -184,6 +184,9 @@ class Emitter:
                 target = ast.Tuple([name(t, True) for t in stmt.targets], ast.Store())
                 return ast.Assign([target], self.expr(stmt.value), lineno=0)
             return assign(stmt.targets[0], self.expr(stmt.value))
+        if isinstance(stmt, ir.SetItem) and stmt.alias_check:
+            plain = ir.SetItem(stmt.base, stmt.index, stmt.value, stmt.op, stmt.origin)
+            return self.alias_checks(stmt) + [self.primal(plain)]
         if isinstance(stmt, ir.SetItem):
             target = ast.Subscript(name(stmt.base), self.index(stmt.index), ast.Store())
             if stmt.op is None:
@@ -205,11 +208,12 @@ class Emitter:
             return ast.Return(self.atom(stmt.value))
         raise TypeError(stmt)
 
-    def alias_checks(self, stmt: ir.Assign, batched=lambda var: False) -> list[ast.stmt]:
-        """The run-time checks before `x op= v`, which runs as `x = x op v`: refuse where NumPy
-        would also change another live name (analysis/activity.py sets stmt.alias_check).
+    def alias_checks(self, stmt: ir.Assign | ir.SetItem, batched=lambda var: False) -> list[ast.stmt]:
+        """The run-time checks before `x op= v`, which runs as `x = x op v`, and before
+        `x[i] = v`: refuse where NumPy would also change another live name
+        (analysis/activity.py sets stmt.alias_check).
         batched(var): var carries a trailing batch axis (vectorised code)."""
-        x = stmt.targets[0]
+        x = stmt.base if isinstance(stmt, ir.SetItem) else stmt.targets[0]
         out = []
         for other, message in stmt.alias_check:
             if other is None:  # a name not bound on every path: refuse any array x

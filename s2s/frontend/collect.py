@@ -9,6 +9,7 @@ from ..ir import nodes as ir
 from ..rules.custom import CustomRule
 from .argument_writes import check_call_sites, parameter_writes
 from .lower import normalize
+from .result_views import result_views
 
 
 def collect(fn: Any) -> list[ir.Function]:
@@ -35,6 +36,8 @@ def collect(fn: Any) -> list[ir.Function]:
         check_call_sites(lowered, seen)
         # A parameter passed on to a callee that writes into it is written by this function too.
         lowered.param_writes = {**parameter_writes(lowered.params, lowered.body, seen), **lowered.param_writes}
+        lowered.callee_results = {k: seen[k].result_views for k in lowered.callees if k in seen}
+        lowered.result_views = result_views(lowered)
         callers.pop()
         stack.pop()
         seen[id(f)] = lowered

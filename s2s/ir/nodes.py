@@ -137,6 +137,9 @@ class SetItem:
     value: Atom
     op: str | None
     origin: Origin
+    # set by analysis: (other, message) for each other live name that may be a view of base
+    # (`c = base[1]`: a row of a 2-d base, a number from a 1-d one); run time refuses where it is
+    alias_check: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -237,6 +240,10 @@ class Function:
     references: list = field(default_factory=list)  # (dotted name, module, qualname) of callees
     param_writes: dict = field(default_factory=dict)  # parameter -> how it is written in place
     call_sites: list = field(default_factory=list)  # frontend.argument_writes.CallSite of user calls
+    # {id(callee): {position: "whole" | "element"}}: which arguments a callee's result may share
+    # (frontend/result_views.py); a callee missing here may share any argument whole
+    callee_results: dict = field(default_factory=dict)
+    result_views: dict = field(default_factory=dict)  # this function's own such summary
 
     @property
     def result(self) -> Atom:

@@ -89,7 +89,8 @@ class JVP:
         return [ast.Expr(runtime_call(call.fn.__name__, *args))]
 
     def setitem(self, stmt: ir.SetItem) -> list:
-        out = [self.em.primal(stmt)]
+        emitted = self.em.primal(stmt)
+        out = emitted if isinstance(emitted, list) else [emitted]
         if not self.an.is_active(stmt.base):
             return out
         target = ast.Subscript(name(self.dot(stmt.base)), self.em.index(stmt.index), ast.Store())

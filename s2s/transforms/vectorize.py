@@ -220,9 +220,20 @@ class Vectorizer:
             index = self._index(stmt.index, env, stmt) if base_batched else e.index(stmt.index)
             target = ast.Subscript(name(stmt.base), index, ast.Store())
             value = self._atom(stmt.value, env, lift=base_batched)
+            checks = []
+            if stmt.alias_check:
+                checks = e.alias_checks(stmt, batched=lambda var: anything(env.get(var, False)))
+                # What passed the checks is a number per example; batched, it is a row of the
+                # batched base, which the write would change: it gets its own memory first.
+                rows = [other for other, _ in stmt.alias_check if base_batched and anything(env.get(other, False))]
+                if rows:
+                    checks.append(e.comment(f"{', '.join(rows)}: a number per example, a row of the batched "
+                                            f"{stmt.base}: copied before the write into {stmt.base}"))
+                checks += [ast.Assign([name(other, True)], runtime_call("copy", name(other)), lineno=0)
+                           for other in rows]
             if stmt.op is None:
-                return [ast.Assign([target], value, lineno=0)]
-            return [ast.AugAssign(target, ast.Add() if stmt.op == "+" else ast.Sub(), value)]
+                return checks + [ast.Assign([target], value, lineno=0)]
+            return checks + [ast.AugAssign(target, ast.Add() if stmt.op == "+" else ast.Sub(), value)]
         if isinstance(stmt, ir.ExprStmt):
             return [ast.Expr(e.expr(stmt.value))]
         if isinstance(stmt, ir.If):
