@@ -232,3 +232,96 @@ def jvp_without_rule(x):
 
 def calls_jvp_without_rule(x):
     return np.sum(jvp_without_rule(x))
+
+
+# ---- found by a red-team read -------------------------------------------------------------------
+
+
+@s2s.custom_vjp
+def stable_softplus(x):  # the body overflows at 800; fwd's value is the stable form
+    return np.log1p(np.exp(x))
+
+
+def stable_softplus_fwd(x):
+    return np.logaddexp(0.0, x), x
+
+
+def stable_softplus_bwd(x, g):
+    return (g / (1.0 + np.exp(-x)),)
+
+
+stable_softplus.defvjp(stable_softplus_fwd, stable_softplus_bwd)
+
+
+def scaled_stable_softplus(x, c):
+    return c * stable_softplus(x)
+
+
+@s2s.custom_jvp
+def stable_softplus_jvp(x):
+    return np.log1p(np.exp(x))
+
+
+@stable_softplus_jvp.defjvp
+def stable_softplus_jvp_rule(primals, tangents):
+    x, = primals
+    x_dot, = tangents
+    return np.logaddexp(0.0, x), x_dot / (1.0 + np.exp(-x))
+
+
+def scaled_stable_softplus_jvp(x, c):
+    return c * stable_softplus_jvp(x)
+
+
+@s2s.custom_vjp
+def times(x, a):
+    return x * a
+
+
+def times_fwd(x, a):
+    return x * a, a
+
+
+def times_bwd(a, g):
+    return (g * a, None)  # None: a zero cotangent, as JAX allows
+
+
+times.defvjp(times_fwd, times_bwd)
+
+
+def summed_times(x, a):
+    return np.sum(times(x, a))
+
+
+@s2s.custom_jvp
+def branchy_times(x, a):
+    return x * a
+
+
+@branchy_times.defjvp
+def branchy_times_jvp(primals, tangents):  # two returns: their adjoints must have one type under Numba
+    x, a = primals
+    x_dot, a_dot = tangents
+    if a > 0.5:
+        return x * a, a * x_dot + x * a_dot
+    return x * a, a * x_dot + x * a_dot
+
+
+def summed_branchy_times(x, a):
+    return np.sum(branchy_times(x, a))
+
+
+@s2s.custom_jvp
+def triple(x):
+    return x * 2.0
+
+
+@triple.defjvp
+def triple_jvp(primals, tangents):
+    x, = primals
+    x_dot, = tangents
+    return x * 2.0, 2.0 * x_dot, 0.0  # three items: not a (value, tangent) pair
+
+
+def squared_triple(x):
+    return np.sum(triple(x) ** 2)

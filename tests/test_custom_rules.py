@@ -262,3 +262,85 @@ def test_the_command_line_transforms_the_callers_not_the_rules(tmp_path):
     np.testing.assert_allclose(gc, 3.0 * np.clip(6.0 * x, -1.0, 1.0), rtol=1e-14)
     with pytest.raises(s2s.S2SError, match="transforming the rule itself is not supported"):
         s2s.grad(cases.softplus_jvp)((0.5,), (0.0,))
+
+
+# ---- found by a red-team read ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fun", [cases.scaled_stable_softplus, cases.scaled_stable_softplus_jvp])
+def test_the_rules_value_is_the_value_where_it_is_differentiated(fun, backend):
+    # as in JAX: the body overflows (inf) at 800, the rule's value is 800; d/dc = 800 too
+    with np.errstate(over="ignore"):
+        value, (gx, gc) = s2s.jit(s2s.value_and_grad(fun, argnums=(0, 1)), backend=backend)(800.0, 2.0)
+        assert (value, gx, gc) == pytest.approx((1600.0, 2.0, 800.0), rel=1e-15)
+        out, pullback = s2s.vjp(fun, 800.0, 2.0)
+        assert out == pytest.approx(1600.0, rel=1e-15)
+        assert pullback(1.0) == pytest.approx((2.0, 800.0), rel=1e-15)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_bwd_may_return_none_for_a_zero_cotangent(backend):
+    gx, ga = s2s.jit(s2s.grad(cases.summed_times, argnums=(0, 1)), backend=backend)(np.array([0.3, -0.7]), 0.7)
+    np.testing.assert_allclose(gx, [0.7, 0.7], rtol=1e-15)
+    assert ga == 0.0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_jvp_rule_with_two_returns_in_reverse_mode(backend):
+    x = np.array([0.3, -0.7])
+    for a in (0.9, 0.2):
+        gx, ga = s2s.jit(s2s.grad(cases.summed_branchy_times, argnums=(0, 1)), backend=backend)(x, a)
+        np.testing.assert_allclose(gx, [a, a], rtol=1e-15)
+        assert ga == pytest.approx(np.sum(x), rel=1e-15)
+
+
+def test_jvp_of_a_custom_jvp_whose_rule_calls_it():
+    x = np.array([0.3, 1.2])
+    value, tangent = s2s.jvp(cases.softplus, (x,), (np.ones(2),))
+    np.testing.assert_allclose(tangent, 1 / (1 + np.exp(-x)), rtol=1e-14)
+    np.testing.assert_allclose(s2s.jacfwd(cases.sine_scaled)(x, 2.0), np.diag(2.0 * np.cos(x)), rtol=1e-14)
+
+
+def test_a_jvp_rule_must_return_a_pair():
+    for transform in (s2s.grad, s2s.jacfwd):
+        with pytest.raises(s2s.S2SError, match=r"must return a pair \(value, tangent\)") as info:
+            transform(cases.squared_triple)(np.array([1.2, -0.4]))
+        assert info.value.origin.text.startswith("return x * 2.0, 2.0 * x_dot, 0.0")
+
+
+def test_the_import_hook_leaves_out_forward_mode_a_custom_vjp_refuses(tmp_path):
+    package = tmp_path / "rulepkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "model.py").write_text(textwrap.dedent("""
+        import numpy as np, s2s
+
+        __s2s__ = ["loss"]
+
+        @s2s.custom_vjp
+        def clipped(x):
+            return x
+
+        def clipped_fwd(x):
+            return x, None
+
+        def clipped_bwd(res, g):
+            return (np.clip(g, -1.0, 1.0),)
+
+        clipped.defvjp(clipped_fwd, clipped_bwd)
+
+        def loss(x):
+            return np.sum(clipped(3.0 * x) ** 2)
+    """))
+    program = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(tmp_path)!r})
+        import numpy as np, s2s
+        s2s.install_import_hook("rulepkg")
+        import rulepkg.model
+        print(list(s2s.grad(rulepkg.model.loss)(np.array([0.1, 0.5]))))
+    """)
+    out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True,
+                         env={**os.environ, "S2S_CACHE_DIR": str(tmp_path / "cache")})
+    np.testing.assert_allclose(eval(out.stdout.strip().splitlines()[-1]), [1.8, 3.0], rtol=1e-14)

@@ -13,7 +13,7 @@ from ..analysis.shapes import argument_facts
 from ..driver import cache
 from ..errors import S2SError
 from .primitives import as_function
-from .values import numpy_scalar, private_copies
+from .values import numpy_scalar, private_copies, zero_tangent
 
 
 def _generated(fun: Callable, transform: str, options: dict) -> tuple[str, dict]:
@@ -312,6 +312,11 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
             raise S2SError(f"vjp: argument {k} of {fun.__name__} holds integers",
                            hint="pass floats, or close over integer arguments in a wrapper")
     out = _plain_value(fun, private_copies(primals))  # (copies: fun may write into its arguments)
+    if transformed.generated()[1].get("by_rule"):
+        # An s2s.custom_vjp or custom_jvp gives its value by its rule where it is differentiated
+        # (fwd's value may be a stabler form than the body's), as jax.vjp's primal output does.
+        zero = zero_tangent(out[0] if has_aux else out)
+        out = transformed._vjp_function()(*transformed._call_args(transformed._bind(primals, {})), zero)[0]
 
     def vjp_fun(cotangent):
         _check_cotangent(cotangent, out[0] if has_aux else out, fun)

@@ -53,6 +53,10 @@ def selected_functions(module, names: list[str] | None) -> list:
     functions = []
     for n in names:
         fn = getattr(module, n, None)
+        if isinstance(fn, CustomRule):
+            raise S2SError(f"{n} in {module.__file__} is an s2s.{fn.kind}, whose derivatives are its rule's",
+                           hint="transform the functions that call it (their modules hold its rule), or "
+                                "s2s.grad(...) it from Python")
         if not inspect.isfunction(fn):
             raise S2SError(f"{module.__file__} has no function named {n!r}")
         functions.append(named_lambda(fn))  # (sq = lambda x: x * x is written as lambda_<line>)

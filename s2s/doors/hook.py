@@ -78,7 +78,12 @@ def transform_module(module: Any) -> list[str]:
         for transform, options in HOOK_TRANSFORMS:
             if cache.lookup(fn, transform, options) is not None:
                 continue
-            source, dependencies = driver.generate(fn, transform, options)
+            try:
+                source, dependencies = driver.generate(fn, transform, options)
+            except S2SError:
+                if transform == "jvp":  # forward mode refused (an s2s.custom_vjp callee, as in JAX):
+                    continue  # s2s.jvp says so when it is asked for, not the import
+                raise
             written.append(cache.store(fn, transform, options, source, dependencies, directory))
     return written
 

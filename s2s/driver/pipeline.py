@@ -125,6 +125,8 @@ def reverse(unit: Unit) -> None:
     if unit.options.get("rows") and len(argnums) == 1:  # jacrev: a compiled loop over output cotangents
         body.append(columns_driver(ename, entry.params, "vjp", argnums[0]))
     unit.entries = {"name": ename, "vjp": f"{ename}_vjp"}
+    if any(isinstance(f.python, CustomRule) for f in unit.functions):  # (its value is the rule's: s2s.vjp)
+        unit.entries["by_rule"] = True
     if unit.transform == "grad":
         body.append(_grad_wrapper(ename, entry, argnums, value_skipped))
         unit.entries["grad"] = body[-1].name

@@ -303,7 +303,10 @@ DERIVATIVE_SHAPE = ("s2s: an s2s.custom_vjp or custom_jvp rule returned a deriva
 
 def derivative_like(d, x):
     """d, a derivative that a custom rule returned for x (a cotangent of an argument, or the
-    tangent of the value), once it is checked to have x's shape (transforms/custom_rules.py)."""
+    tangent of the value), once it is checked to have x's shape (transforms/custom_rules.py);
+    None, which JAX's bwd may return for a zero cotangent, is zeros of x's shape."""
+    if d is None:
+        return zeros_like(x)
     if tree_shape(d) != tree_shape(x):
         raise ValueError(DERIVATIVE_SHAPE + f" (shape {tree_shape(d)} for shape {tree_shape(x)})")
     return d

@@ -16,8 +16,8 @@ which is its transpose, as the tangent is linear in them.
         return (out, runtime.derivative_like(out_dot, out))
 
     def f_vjp_wrt_x(x, a, out_bar):
-        rule_out, (tangents_bar,) = f_rule_vjp_wrt_tangents((x, a), (runtime.zeros_like(x),
-                                                            runtime.zeros_like(a)), (0.0, out_bar))
+        rule_out, (tangents_bar,) = f_rule_vjp_wrt_tangents(
+            (x, a), (runtime.zeros_like(x), runtime.zeros_like(a)), (runtime.zeros_like(out_bar), out_bar))
         return (runtime.derivative_like(rule_out[0], rule_out[1]),
                 (runtime.derivative_like(tangents_bar[0], x),))
 
@@ -33,6 +33,7 @@ import ast
 from ..codegen.emit import Emitter, assign, name, runtime_call
 from ..errors import Origin, S2SError
 from ..ir import nodes as ir
+from ..rules.custom import custom_vjp
 
 
 def custom_vjp_function(lowered: ir.Function, functions: list[ir.Function], emitter: Emitter,
@@ -67,11 +68,12 @@ def custom_vjp_function(lowered: ir.Function, functions: list[ir.Function], emit
     return ast.FunctionDef(function_name, args, body, [], None, lineno=0)
 
 
-def custom_jvp_function(lowered: ir.Function, emitter: Emitter, active_params: list[str],
-                        function_name: str) -> ast.FunctionDef:
+def custom_jvp_function(lowered: ir.Function, functions: list[ir.Function], emitter: Emitter,
+                        active_params: list[str], function_name: str) -> ast.FunctionDef:
     """The forward mode of lowered, whose Python function is an s2s.custom_jvp, for the tangents
     of active_params (the jvp convention: the parameters, then those tangents)."""
     (rule,) = lowered.python.rule_functions()
+    check_jvp_rule(next(f for f in functions if f.python is rule), lowered)
     names = ir.Names(set(lowered.params) | {"np", "math", "runtime"})
     dots = {p: names.fresh(f"{p}_dot") for p in active_params}
     out, out_dot = names.fresh("out"), names.fresh("out_dot")
@@ -94,11 +96,14 @@ def transposed_jvp_function(lowered: ir.Function, emitter: Emitter, variants, ac
     """The reverse mode of lowered, an s2s.custom_jvp, for active_params: the rule's reverse mode
     with respect to its tangents (variants names it, and the rule's vjp is made for it)."""
     (rule,) = lowered.python.rule_functions()
+    check_jvp_rule(next(f for f in variants.functions if f.python is rule), lowered)
     rule_vjp = variants(rule, (1,))  # with respect to its second parameter, the tangents
     names = ir.Names(set(lowered.params) | {"np", "math", "runtime"})
     out_bar, rule_out, rule_bars = names.fresh("out_bar"), names.fresh("rule_out"), names.fresh("tangents_bar")
     zeros = ast.Tuple([runtime_call("zeros_like", name(p)) for p in lowered.params], ast.Load())
-    seed = ast.Tuple([ast.Constant(0.0), name(out_bar)], ast.Load())  # (the value does not depend on the tangents)
+    # (the value does not depend on the tangents; its zero has the tangent's type, so that each
+    # return of a rule with several gives its adjoint one type under Numba)
+    seed = ast.Tuple([runtime_call("zeros_like", name(out_bar)), name(out_bar)], ast.Load())
     body = [
         ast.Expr(ast.Constant(f"Reverse mode of {lowered.name} ({lowered.origin.short()}) by its s2s.custom_jvp "
                               f"rule, transposed: returns (value, adjoints of {', '.join(active_params)}).")),
@@ -116,6 +121,23 @@ def transposed_jvp_function(lowered: ir.Function, emitter: Emitter, variants, ac
     return ast.FunctionDef(function_name, args, body, [], None, lineno=0)
 
 
+def by_rule_function(lowered: ir.Function, emitter: Emitter, function_name: str) -> ast.FunctionDef:
+    """lowered's value as its rule gives it: fwd(...)[0] of a custom_vjp, rule(primals, zero
+    tangents)[0] of a custom_jvp (a rule's value may differ from the body's: a stable form)."""
+    first = lowered.python.rule_functions()[0]
+    if isinstance(lowered.python, custom_vjp):
+        call = ast.Call(name(emitter.function_names[id(first)]), [name(p) for p in lowered.params], [])
+    else:
+        zeros = ast.Tuple([runtime_call("zeros_like", name(p)) for p in lowered.params], ast.Load())
+        call = ast.Call(name(emitter.function_names[id(first)]), [_tuple(lowered.params), zeros], [])
+    body = [ast.Expr(ast.Constant(f"The value of {lowered.name} ({lowered.origin.short()}) as its s2s."
+                                  f"{lowered.python.kind} rule gives it, where a derivative is taken.")),
+            ast.Return(ast.Subscript(call, ast.Constant(0), ast.Load()))]
+    args = ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in lowered.params], kwonlyargs=[],
+                         kw_defaults=[], defaults=[])
+    return ast.FunctionDef(function_name, args, body, [], None, lineno=0)
+
+
 def _tuple(params: list[str]) -> ast.Tuple:
     return ast.Tuple([name(p) for p in params], ast.Load())
 
@@ -127,12 +149,11 @@ def refuse_forward(lowered: ir.Function) -> None:
                    "work), or call the function without the decorator where forward mode is needed")
 
 
-def _check_cotangent_count(bwd: ir.Function, of: ir.Function) -> Origin:
-    """bwd must return a tuple with one cotangent per argument of the function, on every path:
-    unpacked by the caller, anything else would be cut or spread over the arguments silently.
-    Returns where bwd returns (its last return statement)."""
+def _returned_lengths(fn: ir.Function) -> tuple[set, Origin]:
+    """The lengths of the tuples fn returns, on every path (None for a path that returns
+    something else than a tuple written out), and where it returns (its last return)."""
     definitions: dict[str, list] = {}
-    for stmt in ir.walk(bwd.body):
+    for stmt in ir.walk(fn.body):
         if isinstance(stmt, ir.Assign) and len(stmt.targets) == 1 and not stmt.inplace:
             definitions.setdefault(stmt.targets[0], []).append(stmt)
 
@@ -143,12 +164,28 @@ def _check_cotangent_count(bwd: ir.Function, of: ir.Function) -> Origin:
             return set().union(*(lengths(s.value, seen + (atom.id,)) for s in definitions[atom.id]))
         return {None}
 
-    found = lengths(bwd.result)
-    returns = [s for s in ir.walk(bwd.body) if isinstance(s, ir.Return)]
+    returns = [s for s in ir.walk(fn.body) if isinstance(s, ir.Return)]
+    return lengths(fn.result), returns[-1].origin if returns else fn.origin
+
+
+def _check_cotangent_count(bwd: ir.Function, of: ir.Function) -> Origin:
+    """bwd must return a tuple with one cotangent per argument of the function, on every path:
+    unpacked by the caller, anything else would be cut or spread over the arguments silently.
+    Returns where bwd returns (its last return statement)."""
+    found, returned_at = _returned_lengths(bwd)
     if found != {len(of.params)}:
         raise S2SError(f"the custom_vjp rule of {of.name}: {bwd.name} must return a tuple with one cotangent per "
                        f"argument of {of.name} ({len(of.params)}: {', '.join(of.params)}), written out in its "
-                       "return statement", returns[-1].origin if returns else bwd.origin,
+                       "return statement", returned_at,
                        f"return ({', '.join(p + '_bar' for p in of.params)}), each of its argument's shape "
-                       "(0.0 or np.zeros_like(...) for one that has no derivative)")
-    return returns[-1].origin if returns else bwd.origin
+                       "(0.0, np.zeros_like(...) or None for one that has no derivative)")
+    return returned_at
+
+
+def check_jvp_rule(rule: ir.Function, of: ir.Function) -> None:
+    """The jvp rule must return a pair, (value, tangent), on every path, as JAX requires."""
+    found, returned_at = _returned_lengths(rule)
+    if found != {2}:
+        raise S2SError(f"the custom_jvp rule of {of.name}: {rule.name} must return a pair (value, tangent), "
+                       "written out in its return statement", returned_at,
+                       "return primal_out, tangent_out")

@@ -15,7 +15,8 @@ from ..codegen.module import primal_function
 from ..errors import S2SError
 from ..ir import nodes as ir
 from ..rules.custom import CustomRule, custom_jvp, custom_vjp
-from .custom_rules import custom_jvp_function, custom_vjp_function, refuse_forward, transposed_jvp_function
+from .custom_rules import (by_rule_function, custom_jvp_function, custom_vjp_function, refuse_forward,
+                           transposed_jvp_function)
 from .forward import JVP
 from .reverse import VJP
 
@@ -57,12 +58,19 @@ class Variants:
             variants[active] = unique
         return variants[active]
 
+    def by_rule(self, fn: Any) -> str:
+        """The name of the function that gives an s2s.custom_vjp's or custom_jvp's value as its
+        rule does (fwd's value, the jvp rule's value): what the forward sweep of reverse mode
+        calls where the call is differentiated, as JAX's derivatives see the rule's value."""
+        return self.name(fn, ("__by_rule__",), fixed=self.emitter.function_names[id(fn)] + "_by_rule")
+
     def transform(self, make) -> list:
         """make(lowered, active params, name) -> a FunctionDef, for every wanted variant: callers
         first, so that their calls are known; returned callees first, each in the order asked."""
         made: dict[int, list] = {}
         for lowered in reversed(self.functions):
-            made[id(lowered.python)] = [make(lowered, list(active), fname)
+            made[id(lowered.python)] = [by_rule_function(lowered, self.emitter, fname) if active == ("__by_rule__",)
+                                        else make(lowered, list(active), fname)
                                         for active, fname in self.wanted[id(lowered.python)].items()]
         return [d for lowered in self.functions for d in made[id(lowered.python)]]
 
@@ -136,11 +144,13 @@ def jvp_functions(functions: list[ir.Function], emitter: Emitter,
         if isinstance(lowered.python, custom_vjp):
             refuse_forward(lowered)
         if isinstance(lowered.python, custom_jvp):
-            return custom_jvp_function(lowered, emitter, params, fname)
+            return custom_jvp_function(lowered, functions, emitter, params, fname)
         return JVP(lowered, emitter, params, fname, variants).build()
 
     defs = variants.transform(make)
-    primals = {emitter.function_names[id(f.python)]: f for f in functions[:-1]}
+    # (the entry too where it is an s2s.custom_jvp: its rule may call it)
+    with_primals = functions if isinstance(entry.python, CustomRule) else functions[:-1]
+    primals = {emitter.function_names[id(f.python)]: f for f in with_primals}
     called = {n.id for d in defs for n in ast.walk(d) if isinstance(n, ast.Name) and n.id in primals}
     pending = list(called)
     while pending:  # and the callees of those
@@ -149,5 +159,5 @@ def jvp_functions(functions: list[ir.Function], emitter: Emitter,
             if cname not in called:
                 called.add(cname)
                 pending.append(cname)
-    return [primal_function(f, emitter) for f in functions[:-1]
+    return [primal_function(f, emitter) for f in with_primals
             if emitter.function_names[id(f.python)] in called] + defs, entry_names

@@ -65,6 +65,8 @@ def _ones_like(x):
 @overload(rt.derivative_like)
 def _derivative_like(d, x):
     # A kernel's arrays have their specialised shapes: the ranks are checked when it compiles.
+    if isinstance(d, types.NoneType):  # (bwd's None: a zero cotangent)
+        return lambda d, x: rt.zeros_like(x)
     if (d.ndim if isinstance(d, types.Array) else 0) != (x.ndim if isinstance(x, types.Array) else 0):
         raise TypingError(rt.DERIVATIVE_SHAPE)
     return lambda d, x: d

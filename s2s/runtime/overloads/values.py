@@ -336,11 +336,11 @@ def _rank(t) -> int:
 
 @overload(rt.derivative_like)
 def _derivative_like(d, x):
-    # Ranks are known when Numba types the call; shapes only at run time.
-    if _rank(d) != _rank(x):
-        def refuse(d, x):
-            raise ValueError(rt.DERIVATIVE_SHAPE)
-        return refuse
+    if isinstance(d, types.NoneType):  # (bwd's None: a zero cotangent)
+        return lambda d, x: rt.zeros_like(x)
+    # Ranks are known when Numba types the call (a refusal then), shapes only at run time.
+    if _rank(d) != _rank(x) or isinstance(d, types.BaseTuple) != isinstance(x, types.BaseTuple):
+        raise TypingError(rt.DERIVATIVE_SHAPE)
     if _rank(x) == 0:
         return lambda d, x: d
 

@@ -9,6 +9,7 @@ from ...ir import nodes as ir
 from ...codegen.emit import assign, name, runtime_call
 from ...errors import S2SError
 from ...frontend.source import is_user_function
+from ...rules.custom import CustomRule
 from ..rule_helpers import simplify
 
 
@@ -16,6 +17,14 @@ class Sweep:
     """The sweeps of VJP (core.py)."""
 
     # ---- forward sweep ----------------------------------------------------------
+
+    def call_by_rule(self, emitted, fn) -> None:
+        """A differentiated call of an s2s.custom_vjp or custom_jvp takes its value from the rule
+        (fwd's, or the jvp rule's), as in JAX: a rule may give a stabler value than the body."""
+        plain, ruled = self.em.function_names[id(fn)], self.variant.by_rule(fn)
+        for node in (n for e in (emitted if isinstance(emitted, list) else [emitted]) for n in ast.walk(e)):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == plain:
+                node.func = name(ruled)
 
     def forward_block(self, block: list) -> list:
         out: list = []
@@ -41,6 +50,9 @@ class Sweep:
                 out.append(loop)
             else:
                 emitted = self.em.primal(stmt, body_of=self.forward_block)
+                if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Call) and isinstance(
+                        stmt.value.fn, CustomRule) and any(self.an.atom_active(a) for a in stmt.value.args):
+                    self.call_by_rule(emitted, stmt.value.fn)
                 out.extend(emitted if isinstance(emitted, list) else [emitted])
                 out[mark:mark] = self.counting_loops.pop(id(stmt), [])
             out += [line for n, t in taped if n.when == "post" for line in self.push(stmt, n, t)]
