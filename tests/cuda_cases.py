@@ -396,6 +396,42 @@ COMPILE_REFUSED = {"array_arithmetic_untaken": (rarely_scaled, "def rarely_scale
                                               "wider than the first example's int64")}
 
 
+@s2s.custom_vjp
+def stable_softplus(x):  # an s2s.custom_vjp: its fwd and bwd are device functions of the kernel
+    return np.log1p(np.exp(x))
+
+
+def stable_softplus_fwd(x):
+    return max(x, 0.0) + np.log1p(np.exp(-abs(x))), x
+
+
+def stable_softplus_bwd(x, g):
+    return (g / (1.0 + np.exp(-x)),)
+
+
+stable_softplus.defvjp(stable_softplus_fwd, stable_softplus_bwd)
+
+
+@s2s.custom_jvp
+def smooth_abs(x):  # an s2s.custom_jvp: reverse mode runs its rule's transpose in the kernel
+    return np.sqrt(x * x + 0.01)
+
+
+@smooth_abs.defjvp
+def smooth_abs_jvp(primals, tangents):
+    x, = primals
+    x_dot, = tangents
+    value = smooth_abs(x)
+    return value, x / value * x_dot
+
+
+def softplus_path(s0, sigma, z):  # a path through both custom functions
+    s = s0
+    for t in range(z.shape[0]):
+        s = stable_softplus(s + sigma * z[t]) - 0.5 * smooth_abs(s)
+    return s
+
+
 def _rng():
     return np.random.default_rng(7)
 
@@ -510,6 +546,8 @@ CASES = {
     "skip_steps_of_data_grad": (lambda: s2s.vmap(s2s.grad(skip_steps_of_data)), skip_data_args),
     "helper_tape_greeks": (lambda: s2s.vmap(s2s.grad(walk_payoff, argnums=(0, 1)), in_axes=(None, None, 0)),
                            lambda: path_args(n=64)),
+    "custom_rules_grad": (lambda: s2s.vmap(s2s.grad(softplus_path, argnums=(0, 1)), in_axes=(None, None, 0)),
+                          lambda: path_args(n=64, steps=8)),
 }
 
 REFUSED = {
