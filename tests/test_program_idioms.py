@@ -88,3 +88,13 @@ def test_hessian_has_aux(backend):
     np.testing.assert_allclose(aux, np.cos(x), rtol=1e-15)
     with pytest.raises(s2s.S2SError, match=r"has_aux=True\) with a tuple of argnums"):
         s2s.hessian(cases.energy_and_forces, argnums=(0, 1), has_aux=True)
+
+
+def test_jacfwd_of_jacrev_with_has_aux_on_both():
+    x = np.array([0.3, 0.8, -1.2])
+    hessian, aux = s2s.jacfwd(s2s.jacrev(cases.energy_and_forces, has_aux=True), has_aux=True)(x, 2.0)
+    second = 2.0 * (2 * np.sin(x) + 4 * x * np.cos(x) - x ** 2 * np.sin(x))
+    np.testing.assert_allclose(hessian, np.diag(second), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(aux, np.cos(x), rtol=1e-15)
+    with pytest.raises(s2s.S2SError, match="has_aux take it on both transforms"):
+        s2s.jacfwd(s2s.jacrev(cases.energy_and_forces, has_aux=True))(x, 2.0)

@@ -217,7 +217,11 @@ class SecondOrder:
         return (result, self._aux) if self.has_aux else result
 
 
-def _second_order(inner, outer_argnums, scalar: bool) -> SecondOrder:
+def _second_order(inner, outer_argnums, scalar: bool, has_aux: bool = False) -> SecondOrder:
+    if has_aux != bool(getattr(inner, "has_aux", False)):
+        raise S2SError("second derivatives with has_aux take it on both transforms: "
+                       "s2s.jacfwd(s2s.jacrev(f, has_aux=True), has_aux=True)",
+                       hint="or s2s.hessian(f, has_aux=True)")
     argnums = inner.argnums
     reverse = isinstance(inner, Jacobian) and not inner.forward or isinstance(inner, Transformed) and inner.kind == "grad"
     if not isinstance(argnums, int) and not scalar and reverse and not inner.has_aux \
@@ -229,7 +233,7 @@ def _second_order(inner, outer_argnums, scalar: bool) -> SecondOrder:
     if isinstance(inner, Jacobian) and inner.forward:
         raise S2SError("second derivatives are taken forward over reverse",
                        hint="use s2s.jacfwd(s2s.jacrev(f)) or s2s.hessian(f)")
-    return SecondOrder(inner.fun, argnums, outer_argnums, scalar)
+    return SecondOrder(inner.fun, argnums, outer_argnums, scalar, has_aux=has_aux)
 
 
 def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
@@ -239,8 +243,8 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     """
     if isinstance(fun, Primal):  # jacfwd(jit(f)) is jit(jacfwd(f))
         return jit(jacfwd(fun.fun, argnums, has_aux), backend=fun.backend)
-    if isinstance(fun, (Jacobian, Transformed)) and not has_aux:
-        return _second_order(fun, argnums, scalar=False)
+    if isinstance(fun, (Jacobian, Transformed)):
+        return _second_order(fun, argnums, scalar=False, has_aux=has_aux)
     return Jacobian(fun, argnums, forward=True, has_aux=has_aux)
 
 
@@ -251,8 +255,8 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     """
     if isinstance(fun, Primal):  # jacrev(jit(f)) is jit(jacrev(f))
         return jit(jacrev(fun.fun, argnums, has_aux), backend=fun.backend)
-    if isinstance(fun, (Jacobian, Transformed)) and not has_aux:
-        return _second_order(fun, argnums, scalar=False)
+    if isinstance(fun, (Jacobian, Transformed)):
+        return _second_order(fun, argnums, scalar=False, has_aux=has_aux)
     return Jacobian(fun, argnums, forward=False, has_aux=has_aux)
 
 
