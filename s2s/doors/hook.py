@@ -81,8 +81,8 @@ def transform_module(module: Any) -> list[str]:
             try:
                 source, dependencies = driver.generate(fn, transform, options)
             except S2SError:
-                if transform == "jvp":  # forward mode refused (an s2s.custom_vjp callee, as in JAX):
-                    continue  # s2s.jvp says so when it is asked for, not the import
+                if transform == "jvp":  # forward mode refused (e.g. of an s2s.custom_vjp callee, as in
+                    continue  # JAX): s2s.jvp raises the same error when it is asked for, not the import
                 raise
             written.append(cache.store(fn, transform, options, source, dependencies, directory))
     return written
