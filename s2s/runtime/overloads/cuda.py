@@ -19,7 +19,7 @@ from numba.cuda.extending import overload, register_jitable
 from ... import random as R
 from ... import runtime as rt
 from ...runtime import kernels
-from .common import _casts, _compile, _scalar
+from .common import _casts, _compile, _is_none, _nd, _scalar
 
 
 def _refuse(helper: str, *args, why: str = "in a kernel, adjoints are numbers (an array adjoint would be "
@@ -65,9 +65,9 @@ def _ones_like(x):
 @overload(rt.derivative_like)
 def _derivative_like(d, x):
     # A kernel's arrays have their specialised shapes: the ranks are checked when it compiles.
-    if isinstance(d, types.NoneType):  # (bwd's None: a zero cotangent)
+    if _is_none(d):  # (bwd's None: a zero cotangent)
         return lambda d, x: rt.zeros_like(x)
-    if (d.ndim if isinstance(d, types.Array) else 0) != (x.ndim if isinstance(x, types.Array) else 0):
+    if _nd(d) != _nd(x):
         raise TypingError(rt.DERIVATIVE_SHAPE)
     return lambda d, x: d
 

@@ -12,7 +12,7 @@ from numba.extending import overload, register_jitable
 from ... import runtime as rt
 from ...errors import S2SError
 from ...pytree import dict_tuple_class
-from .common import _casts, _compile, _scalar
+from .common import _casts, _compile, _is_none, _nd, _scalar
 
 
 @overload(rt.zeros_like)
@@ -330,18 +330,14 @@ def _clear(a, index):
     return impl
 
 
-def _rank(t) -> int:
-    return t.ndim if isinstance(t, types.Array) else 0
-
-
 @overload(rt.derivative_like)
 def _derivative_like(d, x):
-    if isinstance(d, types.NoneType):  # (bwd's None: a zero cotangent)
+    if _is_none(d):  # (bwd's None: a zero cotangent)
         return lambda d, x: rt.zeros_like(x)
     # Ranks are known when Numba types the call (a refusal then), shapes only at run time.
-    if _rank(d) != _rank(x) or isinstance(d, types.BaseTuple) != isinstance(x, types.BaseTuple):
+    if _nd(d) != _nd(x) or isinstance(d, types.BaseTuple) != isinstance(x, types.BaseTuple):
         raise TypingError(rt.DERIVATIVE_SHAPE)
-    if _rank(x) == 0:
+    if _nd(x) == 0:
         return lambda d, x: d
 
     def impl(d, x):
