@@ -179,22 +179,27 @@ class Rendezvous:
         k = self.round % 2
         self.round += 1
         slots, self.slots[k] = self.slots[k], [None] * self.size
-        requests = [request for request, _ in slots]
-        if any(r != requests[0] for r in requests):
-            first = next(p for p, r in enumerate(requests) if r != requests[0])
-            self.results[k] = S2SError(
-                f"the shards of a pmap called different collectives: position 0 {_describe(requests[0])}, "
-                f"position {first} {_describe(requests[first])}",
-                hint="call the same collectives, in the same order and on values of the same shapes, on every shard")
-            return
-        op, options, structure = requests[0][0], requests[0][1], requests[0][2]
-        columns = zip(*(pytree.flatten(value)[0] for _, value in slots))
-        try:
-            combined = [_COMBINE[op](list(column), self.size, options) for column in columns]
-        except Exception as exc:  # noqa: BLE001 - every shard raises it, not only this one
-            self.results[k] = S2SError(f"s2s.lax.{op}: {exc}")
-            return
-        self.results[k] = (combined, structure)
+        self.results[k] = combine(slots, self.size)
+
+
+def combine(slots: list, size: int) -> tuple | S2SError:
+    """One round of a collective: every shard's (request, value), in shard order, combined in
+    that order (not arrival order), so that every shard that combines them gets the same bits.
+    Returns (combined leaves, structure), or the S2SError every shard raises."""
+    requests = [request for request, _ in slots]
+    if any(r != requests[0] for r in requests):
+        first = next(p for p, r in enumerate(requests) if r != requests[0])
+        return S2SError(
+            f"the shards of a pmap called different collectives: position 0 {_describe(requests[0])}, "
+            f"position {first} {_describe(requests[first])}",
+            hint="call the same collectives, in the same order and on values of the same shapes, on every shard")
+    op, options, structure = requests[0][0], requests[0][1], requests[0][2]
+    columns = zip(*(pytree.flatten(value)[0] for _, value in slots))
+    try:
+        combined = [_COMBINE[op](list(column), size, options) for column in columns]
+    except Exception as exc:  # noqa: BLE001 - every shard raises it, not only this one
+        return S2SError(f"s2s.lax.{op}: {exc}")
+    return combined, structure
 
 
 def _describe(request: tuple) -> str:

@@ -14,6 +14,7 @@ from ..driver import cache
 from ..errors import S2SError
 from .primitives import as_function
 from .values import numpy_scalar, private_copies, zero_tangent
+from .shipping import recorded
 
 
 def _generated(fun: Callable, transform: str, options: dict) -> tuple[str, dict]:
@@ -272,6 +273,7 @@ def _seed(args) -> float:
     return np.float32(1.0) if single else 1.0
 
 
+@recorded
 def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
     """Reverse-mode gradient of a scalar function, as in jax.grad.
 
@@ -293,6 +295,7 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False)
     return Transformed(fun, "grad", argnums, has_aux)
 
 
+@recorded
 def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Transformed:
     """Like grad, but also returns the value: (value, grad) or ((value, aux), grad)."""
     if isinstance(fun, Primal):
@@ -362,6 +365,7 @@ def _check_cotangent(cotangent: Any, out: Any, fun: Callable) -> None:
                            f"{np.asarray(o).dtype}", hint="pass a cotangent of the output's float dtype")
 
 
+@recorded
 def jit(fun: Callable, *, backend: str = "cpu", static_argnums: Sequence[int] = ()) -> Callable:
     """Compile a transformed function (or a plain one) for a backend: "cpu" (numba.njit) or "python"."""
     if hasattr(fun, "with_backend"):  # an s2s transform: Transformed, Jacobian, SecondOrder, Batched

@@ -14,6 +14,7 @@ from .api import Primal, Transformed, _Binder, jit, _argnums_tuple, _plain_value
 from .forward import ForwardTransformed
 from .values import in_dtype, private_copies, unit_leaves
 from .hessian import TreeHessian
+from .shipping import recorded
 
 
 def _jacobian_layout(rows: np.ndarray, out_shape: tuple, in_shape: tuple, forward: bool) -> np.ndarray:
@@ -236,6 +237,7 @@ def _second_order(inner, outer_argnums, scalar: bool, has_aux: bool = False) -> 
     return SecondOrder(inner.fun, argnums, outer_argnums, scalar, has_aux=has_aux)
 
 
+@recorded
 def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
     """The Jacobian by forward mode (one tangent per input element), laid out as in JAX.
 
@@ -248,6 +250,7 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     return Jacobian(fun, argnums, forward=True, has_aux=has_aux)
 
 
+@recorded
 def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
     """The Jacobian by reverse mode (one cotangent per output element), laid out as in JAX.
 
@@ -260,6 +263,7 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     return Jacobian(fun, argnums, forward=False, has_aux=has_aux)
 
 
+@recorded
 def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
     """The Hessian, jacfwd(jacrev(fun)): forward mode over the generated reverse code.
 

@@ -30,10 +30,33 @@ from ..errors import S2SError
 from .api import Primal
 from .devices import CpuDevice, devices as list_devices
 from .vmap import Batched
+from .shipping import recorded
 
 
 def _is_cuda(device: Any) -> bool:
     return getattr(device, "device_kind", None) == "cuda"
+
+
+def _is_dask(device: Any) -> bool:
+    return getattr(device, "device_kind", None) == "dask"
+
+
+def choose_runner(fun: Callable, backend: str) -> tuple[Callable, str]:
+    """What a shard on a CPU device runs for fun, and a line that says how (Pmapped.mode)."""
+    if isinstance(fun, Primal) or isinstance(fun, Pmapped):
+        return fun, f"calls {type(fun).__name__} (backend {getattr(fun, 'backend', 'cpu')!r})"
+    if hasattr(fun, "with_backend"):  # an s2s transform
+        if getattr(fun, "backend", None) == "python" and backend == "cpu":
+            return fun.with_backend("cpu"), "compiled: the transform on the cpu backend"
+        return fun, f"calls the transform (backend {getattr(fun, 'backend', '?')!r})"
+    if backend == "python":
+        return fun, "python: backend='python'"
+    try:
+        compiled = Primal(fun, "cpu")
+        compiled.source  # the frontend runs here: a collective, or what s2s cannot read, refuses
+    except S2SError as refusal:
+        return fun, f"python: s2s.jit cannot compile it ({refusal.reason})"
+    return compiled, "compiled: s2s.jit(fun)"
 
 # Shard threads, shared by every pmap; a pmap inside a shard (nested) takes more of them:
 # the executor starts a thread whenever none is idle, so waiting shards never starve others.
@@ -160,13 +183,20 @@ class Pmapped:
         self.static = static
         self.devices = None if devices is None else list(devices)
         on_gpu = self.devices is not None and any(_is_cuda(d) for d in self.devices)
-        if self.devices is not None and not all(_is_cuda(d) if on_gpu else isinstance(d, CpuDevice)
-                                                for d in self.devices):
-            raise S2SError(f"pmap: devices {self.devices!r} are neither all CPU devices nor all CUDA devices",
-                           hint="pass s2s.devices()[:k] or s2s.devices('cuda', streams=k)[:k]")
+        on_dask = self.devices is not None and any(_is_dask(d) for d in self.devices)
+        kind = _is_cuda if on_gpu else _is_dask if on_dask else (lambda d: isinstance(d, CpuDevice))
+        if self.devices is not None and not all(kind(d) for d in self.devices):
+            raise S2SError(f"pmap: devices {self.devices!r} are not all CPU devices, all CUDA devices or all "
+                           "Dask workers",
+                           hint="pass s2s.devices()[:k], s2s.devices('cuda', streams=k)[:k] or "
+                                "s2s.dask_devices(client)[:k]")
         if on_gpu and backend not in (None, "cuda"):
             raise S2SError(f"pmap: backend {backend!r} with CUDA devices", hint="leave backend out, or 'cuda'")
+        if on_dask and backend == "cuda":
+            raise S2SError("pmap: backend 'cuda' with Dask workers as devices",
+                           hint="Dask workers run the cpu backend (or 'python'); leave backend out")
         self.backend = "cuda" if on_gpu else backend or "cpu"
+        self.dask = on_dask  # the shards run as tasks on Dask workers (doors/dask.py)
         functools.update_wrapper(self, fun, updated=())
         self.mode: str | None = None  # how the shards run, decided on the first call
         self._runner: Callable | None = None
@@ -183,23 +213,13 @@ class Pmapped:
         return self._runner
 
     def _choose(self) -> tuple[Callable, str]:
-        fun = self.fun
         if self.backend == "cuda":
-            return self._choose_cuda(fun)
-        if isinstance(fun, Primal) or isinstance(fun, Pmapped):
-            return fun, f"calls {type(fun).__name__} (backend {getattr(fun, 'backend', 'cpu')!r})"
-        if hasattr(fun, "with_backend"):  # an s2s transform
-            if getattr(fun, "backend", None) == "python" and self.backend == "cpu":
-                return fun.with_backend("cpu"), "compiled: the transform on the cpu backend"
-            return fun, f"calls the transform (backend {getattr(fun, 'backend', '?')!r})"
-        if self.backend == "python":
-            return fun, "python: backend='python'"
-        try:
-            compiled = Primal(fun, "cpu")
-            compiled.source  # the frontend runs here: a collective, or what s2s cannot read, refuses
-        except S2SError as refusal:
-            return fun, f"python: s2s.jit cannot compile it ({refusal.reason})"
-        return compiled, "compiled: s2s.jit(fun)"
+            return self._choose_cuda(self.fun)
+        if self.dask:
+            from . import dask  # (distributed is imported only where Dask workers are used)
+            shipped = dask.Shipped(self.fun, self.backend)
+            return shipped, f"dask: {shipped.mode}, on each worker"
+        return choose_runner(self.fun, self.backend)
 
     @staticmethod
     def _choose_cuda(fun) -> tuple[Callable, str]:
@@ -291,6 +311,12 @@ class Pmapped:
         if self.axis_name is not None and any(f.name == self.axis_name for f in outer):
             raise S2SError(f"pmap: the axis name {self.axis_name!r} is already bound by an enclosing pmap",
                            hint="give the nested pmap another axis_name")
+        if self.dask:
+            if outer:
+                raise S2SError("pmap over Dask workers inside another pmap's shard",
+                               hint="make the pmap over Dask workers the outermost; a pmap inside it (over "
+                                    "the worker's own CPU devices) may use collectives of both")
+            return runner.run(self.devices, self.axis_name, sliced, n)
         root = outer[0].root if outer else collectives.Root()
 
         gpus = (self.devices or list_devices("cuda")) if self.backend == "cuda" else None
@@ -331,6 +357,7 @@ class Pmapped:
         return results
 
 
+@recorded
 def pmap(fun: Callable, axis_name: Any = None, *, in_axes: Any = 0, out_axes: Any = 0,
          static_broadcasted_argnums: int | Sequence[int] = (), devices: Sequence[Any] | None = None,
          backend: str | None = None) -> Pmapped:

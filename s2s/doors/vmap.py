@@ -29,6 +29,7 @@ from ..transforms import batching
 from ..ir import nodes as ir
 from ..errors import NoBatchingRule, S2SError
 from .primitives import as_function
+from .shipping import recorded
 
 
 def _seq_kind(arg) -> str:
@@ -576,6 +577,7 @@ def _moved(arg: Any, tree: batching.ArgTree, forced: bool, n: int) -> Any:
     return type(arg)(*items) if tree[0] == "namedtuple" else tuple(items)
 
 
+@recorded
 def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Batched:
     """Map fun over an axis of its arguments, as jax.vmap.
 

@@ -1,0 +1,353 @@
+"""s2s.pmap over the workers of a Dask cluster: s2s.dask_devices(client).
+
+Each worker of the cluster is a device; a pmap over them sends shard i to worker i as a Dask
+task. What the task carries is the pmapped function: the user's function goes by cloudpickle
+(as Dask sends every function), an s2s transform around it by the call that made it
+(shipping.py), and the worker generates and compiles the transform itself, once per worker
+process for the same function (its own s2s cache and Numba cache make that cheap after the
+first time). cloudpickle sends a function defined in a script or a notebook by value, without
+its file name, and s2s reads source: the task carries the text of the user's source files, so
+that the worker can read the function as the client does.
+
+Collectives (s2s.lax.psum, pmean, ..., collectives.py) meet through the scheduler: each shard
+posts its value under a name of the call, round and position (a distributed.Variable, with a
+distributed.Event that says it is there), reads every other shard's, and combines them all in
+shard order, so that every shard gets the same bits, as on threads. A shard that fails sets
+the call's abort event; a shard that returns sets its own, so that others waiting for it at a
+collective stop with an S2SError instead of waiting forever.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import linecache
+import os
+import pickle
+import sys
+import threading
+import traceback
+import types
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+from .. import collectives, pytree
+from ..errors import S2SError
+from .pmap import choose_runner
+from .shipping import recipe_parts
+
+
+@dataclass(frozen=True)
+class DaskDevice:
+    """A worker of a Dask cluster, as a device of s2s.pmap: its shard runs there as a task."""
+
+    id: int
+    worker: str  # the worker's address
+    client: Any = field(compare=False, hash=False, repr=False)
+    platform: str = "cpu"
+    device_kind: str = "dask"
+
+    def __repr__(self) -> str:
+        return f"DaskDevice(id={self.id}, worker={self.worker!r})"
+
+
+def _distributed():
+    try:
+        import distributed
+    except ImportError:
+        raise S2SError("s2s.dask_devices needs Dask's distributed package, which is not installed",
+                       hint='pip install "s2s[dask]" (or pip install distributed)') from None
+    return distributed
+
+
+def dask_devices(client: Any) -> list[DaskDevice]:
+    """The workers of a Dask cluster (a distributed.Client), as devices for s2s.pmap, in the
+    order of their addresses: s2s.pmap(f, devices=s2s.dask_devices(client)) runs shard i on
+    worker i.
+
+    The workers need s2s (and what the function imports) installed; a function defined in a
+    script or a notebook travels with its source, one from an importable module is imported
+    there, as Dask does (client.upload_file or an installed package makes it importable).
+    """
+    distributed = _distributed()
+    if not isinstance(client, distributed.Client):
+        raise S2SError(f"s2s.dask_devices takes a distributed.Client, got {type(client).__name__}",
+                       hint="client = distributed.Client(address); s2s.dask_devices(client)")
+    try:
+        info = client.scheduler_info(n_workers=-1)  # (every worker: by default newer versions list a few)
+    except TypeError:  # (older versions list them all, and have no n_workers)
+        info = client.scheduler_info()
+    workers = sorted(info["workers"])
+    if not workers:
+        raise S2SError("s2s.dask_devices: the Dask cluster has no workers",
+                       hint="start workers (or wait for them: client.wait_for_workers(n))")
+    return [DaskDevice(k, address, client) for k, address in enumerate(workers)]
+
+
+# ---- what travels: the function and the text of its source files -------------------------
+
+_DYNAMIC = "<dynamic-code>"  # cloudpickle's file name for a function it sends by value
+
+
+def _library_dirs() -> tuple[str, ...]:
+    """Folders of installed code (the standard library, site-packages, s2s itself), whose
+    functions are imported on the worker, not read from a sent text."""
+    dirs = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}
+    return tuple(os.path.join(os.path.abspath(d), "") for d in dirs)
+
+
+def _functions(obj: Any, seen: set[int] | None = None) -> Iterator[types.FunctionType]:
+    """The Python functions that obj reaches: itself, the globals, closures and defaults of a
+    function, the arguments of an s2s transform's recipe, and the parts of containers and of
+    s2s's own objects (an s2s.custom_vjp's rule functions)."""
+    seen = set() if seen is None else seen
+    if id(obj) in seen or isinstance(obj, (type, types.ModuleType, str, bytes, int, float, complex)):
+        return
+    seen.add(id(obj))
+    if isinstance(obj, types.MethodType):
+        yield from _functions(obj.__func__, seen)
+    elif isinstance(obj, types.FunctionType):
+        yield obj
+        for name in _names(obj.__code__):
+            if name in obj.__globals__:
+                yield from _functions(obj.__globals__[name], seen)
+        for cell in obj.__closure__ or ():
+            try:
+                yield from _functions(cell.cell_contents, seen)
+            except ValueError:  # (an empty cell)
+                pass
+        yield from _functions(obj.__defaults__, seen)
+        yield from _functions(obj.__kwdefaults__, seen)
+        yield from _functions(getattr(obj, "__wrapped__", None), seen)
+    elif recipe_parts(obj) is not None:
+        yield from _functions(recipe_parts(obj), seen)
+    elif isinstance(obj, (list, tuple, set, frozenset)):
+        for item in obj:
+            yield from _functions(item, seen)
+    elif isinstance(obj, dict):
+        for item in obj.values():
+            yield from _functions(item, seen)
+    elif type(obj).__module__.startswith("s2s.") and hasattr(obj, "__dict__"):
+        yield from _functions(vars(obj), seen)
+
+
+def _names(code: types.CodeType) -> Iterator[str]:
+    yield from code.co_names
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _names(const)
+
+
+def _source_texts(fun: Any) -> tuple[dict, dict]:
+    """({(module, qualname, first line): file name}, {file name: text}) for the user's
+    functions that fun reaches: what a worker needs to read a function sent by value."""
+    where, texts = {}, {}
+    libraries = _library_dirs()
+    for f in _functions(fun):
+        filename = f.__code__.co_filename
+        if os.path.abspath(filename).startswith(libraries):
+            continue
+        text = "".join(linecache.getlines(filename))
+        if text:
+            where[(f.__module__, f.__qualname__, f.__code__.co_firstlineno)] = filename
+            texts[filename] = text
+    return where, texts
+
+
+def _with_file(code: types.CodeType, filename: str) -> types.CodeType:
+    consts = tuple(_with_file(c, filename) if isinstance(c, types.CodeType) else c for c in code.co_consts)
+    return code.replace(co_filename=filename, co_consts=consts)
+
+
+def _restore_sources(fun: Any, where: dict, texts: dict) -> None:
+    """Give each function sent by value its file name back, and that file's text to linecache
+    (where inspect, and so s2s's frontend, reads it), as the client had it."""
+    for f in _functions(fun):
+        if f.__code__.co_filename != _DYNAMIC:
+            continue
+        filename = where.get((f.__module__, f.__qualname__, f.__code__.co_firstlineno))
+        if filename is None:
+            continue
+        f.__code__ = _with_file(f.__code__, filename)
+        lines = texts[filename].splitlines(keepends=True)
+        linecache.cache[filename] = (len(texts[filename]), None, lines, filename)  # (mtime None: kept as is)
+
+
+@dataclass
+class _Program:
+    """What a shard task carries: the function, its backend, and its sources."""
+
+    fun: Any
+    backend: str
+    where: dict
+    texts: dict
+
+
+# ---- on the worker ---------------------------------------------------------------------
+
+_RUNNERS: dict[str, Callable] = {}  # digest of the program sent -> what its shards run, per worker process
+_RUNNERS_LOCK = threading.Lock()
+
+
+def _runner(payload: bytes) -> Callable:
+    digest = hashlib.sha256(payload).hexdigest()
+    with _RUNNERS_LOCK:
+        runner = _RUNNERS.get(digest)
+        if runner is None:
+            program: _Program = pickle.loads(payload)
+            _restore_sources(program.fun, program.where, program.texts)
+            runner = _RUNNERS[digest] = choose_runner(program.fun, program.backend)[0]
+    return runner
+
+
+def _shard_task(payload: bytes, call: str, axis_name: Any, index: int, size: int, args: tuple, kwargs: dict):
+    """A shard, run on a worker: (output, None, names to delete) or (None, error, names)."""
+    root = _DaskRoot(call)
+    previous = collectives.bind((collectives.Frame(axis_name, index, size, root),))
+    try:
+        out = _runner(payload)(*args, **kwargs)
+        root.finish({f.name: f.index for f in collectives.frames()})
+        return out, None, root.posted
+    except BaseException as exc:  # noqa: BLE001 - sent back whole, with the worker's traceback as a note
+        root.abort()
+        if not isinstance(exc, collectives.Aborted) and hasattr(exc, "add_note"):  # (Python 3.11)
+            exc.add_note(f"(in the pmap shard {index} on a Dask worker)\n" + "".join(traceback.format_exc()))
+        try:
+            pickle.dumps(exc)
+        except Exception:  # noqa: BLE001 - an exception that does not pickle
+            exc = RuntimeError(f"{type(exc).__name__}: {exc}")
+        return None, exc, root.posted
+    finally:
+        collectives.bind(previous)
+
+
+class _DaskRoot:
+    """collectives.Root for shards in other processes: the rendezvous go through the scheduler.
+    Names are those of the call, so that calls never meet; the client deletes them after it."""
+
+    def __init__(self, call: str):
+        self.call = call
+        self.lock = threading.Lock()
+        self.rounds: dict = {}  # (key, position) -> collectives done there
+        self.posted: list[tuple[str, bool]] = []  # (name, also a variable?) of the events this shard set
+
+    def name(self, *parts: Any) -> str:
+        return "s2s-pmap/" + self.call + "/" + "/".join(map(repr, parts))
+
+    def set(self, name: str, value: Any = None) -> None:
+        """Set the event `name`, after the variable `name` where a value is given."""
+        distributed = _distributed()
+        if value is not None:
+            distributed.Variable(name).set(value)
+        distributed.Event(name).set()
+        with self.lock:
+            self.posted.append((name, value is not None))
+
+    def unset(self, name: str) -> None:
+        distributed = _distributed()
+        distributed.Event(name).clear()
+        distributed.Variable(name).delete()
+        with self.lock:
+            self.posted.remove((name, True))
+
+    def is_set(self, name: str) -> bool:
+        return _distributed().Event(name).is_set()
+
+    def meeting(self, key: tuple, axes: tuple) -> "_Meeting":
+        if self.is_set(self.name("abort")):
+            raise collectives.Aborted()
+        return _Meeting(self, key, axes)
+
+    def finish(self, frames_of_shard: dict) -> None:
+        self.set(self.name("left", sorted(frames_of_shard.items(), key=repr)))
+
+    def abort(self) -> None:
+        try:
+            self.set(self.name("abort"))
+        except Exception:  # noqa: BLE001 - the scheduler is gone: nobody is left to tell
+            pass
+
+
+class _Meeting:
+    """One group of shards at a collective, as collectives.Rendezvous, through the scheduler."""
+
+    def __init__(self, root: _DaskRoot, key: tuple, axes: tuple):
+        self.root, self.key, self.axes = root, key, axes
+        self.size = 1
+        for _, size in axes:
+            self.size *= size
+
+    def frames_at(self, position: int) -> dict:
+        indices = {}
+        for name, size in reversed(self.axes):
+            position, indices[name] = divmod(position, size)
+        return {**dict(self.key[1]), **indices}
+
+    def exchange(self, position: int, request: tuple, value: Any) -> Any:
+        root = self.root
+        with root.lock:
+            done = root.rounds.get((self.key, position), 0)
+            root.rounds[(self.key, position)] = done + 1
+        slot = lambda p: root.name(self.key, done, p)  # noqa: E731
+        root.set(slot(position), (request, value))
+        slots = [(request, value) if p == position else self._wait(slot(p), p, request) for p in range(self.size)]
+        if done:  # every shard has posted this round, so each has read the last: it may go
+            root.unset(root.name(self.key, done - 1, position))
+        result = collectives.combine(slots, self.size)
+        if isinstance(result, S2SError):
+            raise result
+        combined, structure = result
+        return pytree.unflatten(structure, combined)
+
+    def _wait(self, name: str, position: int, request: tuple) -> Any:
+        distributed = _distributed()
+        ready = distributed.Event(name)
+        left = self.root.name("left", sorted(self.frames_at(position).items(), key=repr))
+        while not ready.wait(timeout=0.5):
+            if self.root.is_set(self.root.name("abort")):
+                raise collectives.Aborted()
+            if self.root.is_set(left):
+                raise S2SError(f"the shard at position {position} of the pmap axes {self.key[0]!r} returned "
+                               f"without calling s2s.lax.{request[0]}, which the other shards wait in",
+                               hint="call the same collectives, in the same order, on every shard")
+        return distributed.Variable(name).get()
+
+
+# ---- on the client -----------------------------------------------------------------------
+
+class Shipped:
+    """What Pmapped runs over Dask workers: fun, sent to the workers with its sources."""
+
+    def __init__(self, fun: Any, backend: str):
+        # (a transform is generated on the workers, where it runs: what it refuses comes back
+        # as the S2SError it raised there, with the user's file and line)
+        self.mode = choose_runner(fun, backend)[1]
+        self.fun, self.backend = fun, backend
+
+    def run(self, devices: list[DaskDevice], axis_name: Any, sliced: Callable, n: int) -> list:
+        import cloudpickle  # (a dependency of distributed)
+
+        distributed = _distributed()
+        client = devices[0].client
+        if any(d.client is not client for d in devices):
+            raise S2SError("pmap: the Dask devices come from different clients",
+                           hint="list them once, s2s.dask_devices(client)")
+        where, texts = _source_texts(self.fun)
+        payload = cloudpickle.dumps(_Program(self.fun, self.backend, where, texts))
+        call = uuid.uuid4().hex
+        futures = []
+        for i in range(n):
+            args, kwargs = sliced(i)
+            futures.append(client.submit(_shard_task, payload, call, axis_name, i, n, args, kwargs,
+                                         key=f"s2s-pmap-{call}-{i}", workers=[devices[i].worker],
+                                         allow_other_workers=False, pure=False))
+        answers = client.gather(futures)
+        for name, has_value in sorted({entry for _, _, posted in answers for entry in posted}):
+            distributed.Event(name, client=client).clear()
+            if has_value:
+                distributed.Variable(name, client=client).delete()
+        errors = [error for _, error, _ in answers if error is not None]
+        if errors:
+            real = [e for e in errors if not isinstance(e, collectives.Aborted)]
+            raise (real or errors)[0]
+        return [out for out, _, _ in answers]

@@ -1,0 +1,72 @@
+"""Functions that tests/test_dask.py runs on Dask workers. The workers import this module by
+name (conftest.py puts tests/ on sys.path, which the worker processes inherit), as Dask runs a
+function from an importable module; test_dask.py also sends one as a script would, by value."""
+
+import numpy as np
+
+import s2s
+from s2s import lax
+
+
+def loss(w, x, y):
+    """A least-squares loss over one shard's examples, as a loop."""
+    total = 0.0
+    for i in range(x.shape[0]):
+        r = np.dot(x[i], w) - y[i]
+        total += r * r
+    return total / x.shape[0]
+
+
+def example_loss(w, x, y):
+    """One example's loss."""
+    r = np.tanh(np.dot(x, w)) - y
+    return r * r
+
+
+def training_step(w, x, y):
+    """Data-parallel step: the gradient of the shard's loss, averaged over the shards."""
+    g = s2s.grad(loss)(w, x, y)
+    return w - 0.1 * lax.pmean(g, "i")
+
+
+def rounds(x):
+    """Twenty collectives in a row: rounds must not mix."""
+    for _ in range(20):
+        x = lax.pmean(x * 1.5, "i") + lax.axis_index("i")
+    return x
+
+
+def every_collective(v):
+    return (lax.psum(v, "i"), lax.pmean(v, "i"), lax.pmax(v, "i"), lax.pmin(v, "i"), lax.all_gather(v, "i"),
+            lax.axis_index("i"), lax.psum(1, "i"))
+
+
+def fails_on_shard_one(x):
+    if lax.axis_index("i") == 1:
+        raise ValueError("shard one says no")
+    return lax.psum(x, "i")
+
+
+def returns_early_on_shard_one(x):
+    if lax.axis_index("i") == 1:
+        return x
+    return lax.psum(x, "i")
+
+
+def calls_different_collectives(x):
+    if lax.axis_index("i") == 1:
+        return lax.pmax(x, "i")
+    return lax.psum(x, "i")
+
+
+def over_worker_threads(x):
+    """A pmap over the worker's own CPU devices inside the pmap over workers, with a
+    collective over both axes."""
+    return s2s.pmap(lambda row: lax.psum(row, ("i", "j")), "j", devices=s2s.devices()[:2])(x)
+
+
+def writes_a_list(x):
+    out = []
+    for i in range(x.shape[0]):
+        out.append(x[i])
+    return np.sum(x)
