@@ -200,8 +200,9 @@ def _runner(payload: bytes) -> Callable:
     return runner
 
 
-def _shard_task(payload: bytes, call: str, axis_name: Any, index: int, size: int, args: tuple, kwargs: dict):
+def _shard_task(payload: bytes, call: str, axis_name: Any, index: int, size: int, arguments: tuple):
     """A shard, run on a worker: (output, None, names to delete) or (None, error, names)."""
+    args, kwargs = arguments
     root = _DaskRoot(call)
     previous = collectives.bind((collectives.Frame(axis_name, index, size, root),))
     try:
@@ -337,8 +338,10 @@ class Shipped:
         call = uuid.uuid4().hex
         futures = []
         for i in range(n):
-            args, kwargs = sliced(i)
-            futures.append(client.submit(_shard_task, payload, call, axis_name, i, n, args, kwargs,
+            # (each shard's arguments go straight to its worker, not inside the task through the
+            # scheduler, which warns about large tasks and would hold a copy of them)
+            [arguments] = client.scatter([sliced(i)], workers=[devices[i].worker], hash=False)
+            futures.append(client.submit(_shard_task, payload, call, axis_name, i, n, arguments,
                                          key=f"s2s-pmap-{call}-{i}", workers=[devices[i].worker],
                                          allow_other_workers=False, pure=False))
         answers = client.gather(futures)
