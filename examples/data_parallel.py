@@ -8,6 +8,12 @@ With shards of equal size, the mean of the shard gradients of a mean loss is the
 the full batch: the example checks that against the single-device gradient, then trains.
 
 Run it: python examples/data_parallel.py
+With --dask, the devices are the workers of a Dask cluster (s2s.dask_devices): here a
+LocalCluster of two worker processes; give distributed.Client a scheduler's address to use
+other machines. The step is the same code: each worker receives train_step and grad_loss,
+compiles them, and the pmean meets the shards through the scheduler.
+
+    python examples/data_parallel.py --dask
 """
 
 import os
@@ -35,7 +41,7 @@ def train_step(params, x, y, learning_rate):
     return {k: params[k] - learning_rate * grads[k] for k in params}, grads
 
 
-def main():
+def main(devices=None):
     rng = np.random.default_rng(0)
     n_devices, batch, features, width = 2, 512, 3, 16
     x = rng.normal(size=(batch, features))
@@ -47,7 +53,7 @@ def main():
     # parameters and the learning rate are broadcast (in_axes None); the new parameters are the
     # same on every device (out_axes None checks it and returns one copy)
     step = s2s.pmap(train_step, "i", in_axes=(None, 0, 0, None), out_axes=None,
-                    devices=s2s.devices()[:n_devices])
+                    devices=devices or s2s.devices()[:n_devices])
     shards_x = x.reshape(n_devices, batch // n_devices, features)
     shards_y = y.reshape(n_devices, batch // n_devices)
 
@@ -64,5 +70,17 @@ def main():
     assert loss(params, x, y) < 0.5 * np.mean(y ** 2), "training did not reduce the loss"
 
 
+def main_on_dask():
+    import distributed
+
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        workers = s2s.dask_devices(client)
+        print(f"devices: {workers}")
+        main(workers)
+
+
 if __name__ == "__main__":
-    main()
+    import sys
+
+    main_on_dask() if "--dask" in sys.argv else main()

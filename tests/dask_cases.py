@@ -70,3 +70,9 @@ def writes_a_list(x):
     for i in range(x.shape[0]):
         out.append(x[i])
     return np.sum(x)
+
+
+def sums_a_list(pair):
+    """A list in, a collective over a list, a list out: lists stay lists."""
+    total = lax.psum([pair[0], 2.0 * pair[1]], "i")
+    return [total[0] + pair[1], {"b": total[1], "a": pair[0]}]

@@ -5,6 +5,7 @@ which receives the function by pickle and generates and compiles it itself, and 
 collectives meet through the scheduler. Results are checked against the same pmap on threads
 (CPU devices), finite differences and closed forms."""
 
+import os
 import pickle
 import subprocess
 import sys
@@ -106,6 +107,17 @@ def test_collectives_over_workers_equal_collectives_over_threads(client, workers
     assert scheduler_names(client) == ([], [])
 
 
+def test_lists_stay_lists_through_arguments_collectives_and_results(workers, monkeypatch):
+    monkeypatch.setenv("S2S_CPU_DEVICES", "2")
+    pair = [np.arange(6.0).reshape(2, 3), np.array([[1.0], [2.0]])]
+    on_workers = s2s.pmap(cases.sums_a_list, "i", devices=workers)(pair)
+    on_threads = s2s.pmap(cases.sums_a_list, "i")(pair)
+    assert type(on_workers) is list and type(on_workers[1]) is dict
+    for a, b in zip(s2s.tree_util.tree_leaves(on_workers), s2s.tree_util.tree_leaves(on_threads)):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(on_workers[0][1], pair[0].sum(0) + pair[1][1])
+
+
 def test_pmap_over_worker_threads_inside_pmap_over_workers(workers, monkeypatch):
     x = np.arange(12.0).reshape(2, 2, 3)
     out = s2s.pmap(cases.over_worker_threads, "i", devices=workers)(x)
@@ -167,6 +179,13 @@ def test_a_script_s_own_functions_travel_with_their_source(tmp_path):
     assert run.returncode == 0, run.stderr[-3000:]
     got, want = (eval(line) for line in run.stdout.strip().splitlines()[-2:])
     np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_the_data_parallel_example_trains_on_dask_workers(tmp_path):
+    example = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "data_parallel.py")
+    run = subprocess.run([sys.executable, example, "--dask"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "devices: [DaskDevice(id=0" in run.stdout and "data-parallel gradient matches" in run.stdout
 
 
 # ---- transforms pickle as the call that made them ---------------------------------------

@@ -238,8 +238,8 @@ class _DaskRoot:
     def set(self, name: str, value: Any = None) -> None:
         """Set the event `name`, after the variable `name` where a value is given."""
         distributed = _distributed()
-        if value is not None:
-            distributed.Variable(name).set(value)
+        if value is not None:  # (pickled here: Dask's own encoding of a variable turns lists into tuples)
+            distributed.Variable(name).set(pickle.dumps(value, protocol=5))
         distributed.Event(name).set()
         with self.lock:
             self.posted.append((name, value is not None))
@@ -311,7 +311,7 @@ class _Meeting:
                 raise S2SError(f"the shard at position {position} of the pmap axes {self.key[0]!r} returned "
                                f"without calling s2s.lax.{request[0]}, which the other shards wait in",
                                hint="call the same collectives, in the same order, on every shard")
-        return distributed.Variable(name).get()
+        return pickle.loads(distributed.Variable(name).get())
 
 
 # ---- on the client -----------------------------------------------------------------------
