@@ -19,6 +19,7 @@ collective stop with an S2SError instead of waiting forever.
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import linecache
 import os
@@ -185,7 +186,11 @@ class _Program:
 
 # ---- on the worker ---------------------------------------------------------------------
 
-_RUNNERS: dict[str, Callable] = {}  # digest of the program sent -> what its shards run, per worker process
+# What the shards of a program run, per worker process, by the digest of the program sent: the
+# same function with other captured values (a global array changed on the client) is another
+# program, never a stale runner. The latest few are kept.
+_RUNNERS: collections.OrderedDict[str, Callable] = collections.OrderedDict()
+_RUNNERS_KEPT = 16
 _RUNNERS_LOCK = threading.Lock()
 
 
@@ -197,6 +202,9 @@ def _runner(payload: bytes) -> Callable:
             program: _Program = pickle.loads(payload)
             _restore_sources(program.fun, program.where, program.texts)
             runner = _RUNNERS[digest] = choose_runner(program.fun, program.backend)[0]
+            while len(_RUNNERS) > _RUNNERS_KEPT:
+                _RUNNERS.popitem(last=False)
+        _RUNNERS.move_to_end(digest)
     return runner
 
 
