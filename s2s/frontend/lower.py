@@ -76,6 +76,7 @@ class Normalizer(ExpressionLowering, LaxLowering):
         self.at_results: set[str] = set()  # the temporaries that x.at[i].set(v) and friends update
         self.statement_node: cst.CSTNode | None = None  # the small statement being lowered
         self.call_sites: list = []  # user calls, checked for writes into arguments once all are lowered
+        self.display: dict[str, str] = {}  # renamed variable -> the user's name (ir.Function.display)
 
     # ---- helpers ---------------------------------------------------------------
 
@@ -135,6 +136,7 @@ class Normalizer(ExpressionLowering, LaxLowering):
             references=sorted(self.references),
             param_writes=writes,
             call_sites=self.call_sites,
+            display=self.display,
         )
 
     def private_copies(self, params: list[str], body: list) -> list:
@@ -599,6 +601,7 @@ def normalize(fn: Any) -> ir.Function:
     if clashes:
         names = ir.Names(used | {n for s in ir.walk(lowered.body) for n in ir.stmt_reads(s)} | set(RESERVED))
         mapping = {n: names.fresh(f"{n}_") for n in clashes}
+        lowered.display.update({new: old for old, new in mapping.items()})
         lowered.params = [mapping.get(p, p) for p in lowered.params]
         lowered.body = ir.rename(lowered.body, mapping)
     return lowered
