@@ -17,9 +17,8 @@ import numpy as np
 
 from ..ir import nodes as ir
 from ..errors import S2SError
-from .. import runtime
 from .liveness import Branches, Liveness, Loop
-from .points_to import ELEMENT_MARK, bind_parts, elements, is_variable, parts, whole
+from .points_to import ELEMENT_MARK, bind_parts, elements, is_variable, parts, value_reads, whole
 from ..frontend.result_views import ELEMENT, reads_elements
 from ..frontend.source import is_user_function
 from ..rules import SELF_PRODUCT, Rule, facts, lookup
@@ -589,30 +588,4 @@ class _IRLiveness(Liveness):
 
     def simple(self, stmt, live: set, record: bool) -> set:
         kills = set(stmt.targets) if isinstance(stmt, ir.Assign) and not stmt.inplace else set()
-        return (live - kills) | set(_value_reads(stmt))
-
-
-# Where these read an argument, they read only its shape and dtype (its structure, for a tuple),
-# which no write into the memory it shares can change. The reverse code s2s writes reads
-# `_t3_shape` and `_t3` this way after the primal wrote into the array `_t3 = m[1]` is a row of;
-# a second derivative of it must not count those reads as uses of the row's values.
-_SHAPE_ONLY = {
-    runtime.zeros_shaped: (1,), runtime.zeros_like: (0,), runtime.push_shape: (1,), runtime.shape: (0,),
-    runtime.unbroadcast: (1,), runtime.sum_bar: (1,), runtime.mean_bar: (1,), np.shape: (0,),
-}
-_SHAPE_ATTRIBUTES = ("shape", "ndim", "size", "dtype")
-
-
-def _value_reads(stmt) -> list[str]:
-    """The variables whose values (not only shape and dtype) the statement reads: the in-place
-    write checks ask which names a write may change that are still used after it."""
-    if isinstance(stmt, ir.Assign) and not stmt.inplace:
-        value = stmt.value
-        if isinstance(value, ir.Attribute) and isinstance(value.value, ir.Name) and value.attr in _SHAPE_ATTRIBUTES:
-            return []
-        if isinstance(value, ir.Call) and _SHAPE_ONLY.get(value.fn) is not None:
-            shape_only = _SHAPE_ONLY[value.fn]
-            return [n for k, a in enumerate(value.args)
-                    for n in ([] if k in shape_only and isinstance(a, ir.Name) else ir.names_in(a))] + \
-                [n for _, a in value.kwargs for n in ir.names_in(a)]
-    return ir.stmt_reads(stmt)
+        return (live - kills) | set(value_reads(stmt))
