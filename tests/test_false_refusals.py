@@ -231,3 +231,5 @@ def test_a_tangent_of_the_wrong_shape_is_refused_before_the_rules_reverse_sweep(
         assert "(shape (2,) for shape (4,))" in info.value.reason
     with pytest.raises(s2s.S2SError, match="returned a derivative whose shape is not"):
         s2s.jvp(calls_doubled, (x,), (np.ones(4),))
+    with pytest.raises(s2s.S2SError, match="returned a derivative whose shape is not"):
+        s2s.jit(s2s.hessian(calls_doubled), backend=backend)(x)
