@@ -164,6 +164,34 @@ def test_a_carry_of_one_array_twice_is_refused_with_the_users_names():
     assert_names_the_user(info.value, "v", "acc")
 
 
+def scan_writes_the_argument(x, xs):  # the carry is x itself: the step would write into the argument
+    def step(v, a):
+        v[0] = v[1] * a
+        return v, a
+
+    v, ys = s2s.lax.scan(step, x, xs)
+    return np.sum(v)
+
+
+def scan_keeps_the_old_carry(x, xs):  # w is v: the write changes the output w[0] would be read from
+    def step(v, a):
+        w = v
+        v[0] = v[1] * a
+        return v, w[0]
+
+    v, ys = s2s.lax.scan(step, x.copy(), xs)
+    return np.sum(v) + np.sum(ys)
+
+
+@pytest.mark.parametrize("fun, names", [(scan_writes_the_argument, ("v", "x")),
+                                        (scan_keeps_the_old_carry, ("v", "w"))])
+def test_refusals_inside_a_scan_step_name_the_users_variables(fun, names):
+    with pytest.raises(s2s.S2SError) as info:
+        s2s.grad(fun)(X, np.ones(2))
+    assert_names_the_user(info.value, *names)
+    assert re.search(rf"\b{names[0]} = {names[0]}\.copy\(\)", info.value.hint), info.value.hint
+
+
 # ---- 3. a tuple or list of numbers read from an array that is written later -------------------
 
 

@@ -191,7 +191,11 @@ class LaxLowering:
         return tree
 
     def carry_names(self, base: str, k: int | None) -> list[str]:
-        return [self.names.fresh(base)] if k is None else [self.names.fresh(f"{base}_{j}") for j in range(k)]
+        if k is None:  # the body's parameter, which messages call by the user's name
+            carry = self.names.fresh(base)
+            self.display[carry] = base
+            return [carry]
+        return [self.names.fresh(f"{base}_{j}") for j in range(k)]
 
     def carry_argument(self, names: list[str], packed: str | None) -> ir.Atom:
         """The carry as the body receives it: one variable, or the tuple of its elements (in a
