@@ -118,6 +118,35 @@ def scan_writes_its_carry(x, xs):
     return np.sum(v * x) + np.sum(ys)
 
 
+def unpacked_alias(x):  # a is v itself: the write changes a, read after it
+    v = x * 1.0
+    t = (v, 1.0)
+    a, b = t
+    v[0] = 5.0
+    return np.sum(a) + b
+
+
+def unpacked_on_two_paths(x, flag):  # a is v on one path, b on the other
+    v = x * 1.0
+    w = x * 2.0
+    if flag > 0:
+        t = (v, w)
+    else:
+        t = (w, v)
+    a, b = t
+    v[0] = 5.0
+    return np.sum(a) + np.sum(b)
+
+
+@pytest.mark.parametrize("fun, args, names", [(unpacked_alias, (X,), ("v", "a")),
+                                              (unpacked_on_two_paths, (X, 1.0), ("v", "a")),
+                                              (unpacked_on_two_paths, (X, -1.0), ("v", "a"))])
+def test_an_element_of_a_tuple_that_is_the_written_array_is_still_refused(fun, args, names):
+    with pytest.raises(s2s.S2SError, match="would also change") as info:
+        s2s.grad(fun)(*args)
+    assert_names_the_user(info.value, *names)
+
+
 def fori_one_array_twice(x):  # v and acc are one array: writing into v changes acc
     w = x.copy()
 

@@ -424,10 +424,10 @@ class Analysis:
             shared = state.get(value.id, frozenset())
         elif isinstance(value, ir.Subscript) and isinstance(value.value, ir.Name):
             shared = state.get(value.value.id, frozenset())
-            found, (item, *more) = parts(state, value.value.id), value.index.items
-            if found is not None and not more and isinstance(item, ir.Const) and type(item.value) is int \
-                    and -len(found) <= item.value < len(found):
-                shared = found[item.value]  # t[1] of a tuple t = (u, w): w itself
+            found, items = parts(state, value.value.id), value.index.items
+            if found is not None and len(items) == 1 and isinstance(items[0], ir.Const) \
+                    and type(items[0].value) is int and -len(found) <= items[0].value < len(found):
+                shared = found[items[0].value]  # t[1] of a tuple t = (u, w): w itself
             elif reads_elements(value.index):  # a number, or a view where the indices leave axes
                 shared = elements(shared)
         elif isinstance(value, ir.Attribute) and isinstance(value.value, ir.Name):
