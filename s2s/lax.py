@@ -21,6 +21,7 @@ import numpy as np
 
 from .collectives import COLLECTIVES, all_gather, axis_index, pmax, pmean, pmin, psum  # noqa: F401 (COLLECTIVES: the frontend's fence)
 from .runtime import stop_gradient
+from .tree_util import tree_map
 
 __all__ = ["cond", "switch", "fori_loop", "while_loop", "scan", "select", "stop_gradient",
            "psum", "pmean", "pmax", "pmin", "all_gather", "axis_index"]
@@ -95,8 +96,10 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reve
     n = lengths.pop()
     if n == 0:
         # No steps: the carry as given and empty stacks, shaped by one step on rows of zeros
-        # (JAX finds those shapes by tracing the step; its results are dropped here too).
-        _, example = f(init, _zero_row(xs))
+        # (JAX finds those shapes by tracing the step; its results are dropped here too). The
+        # step gets a copy, so that one that writes into the carry leaves init as given.
+        _, example = f(tree_map(lambda leaf: leaf.copy() if isinstance(leaf, np.ndarray) else leaf, init),
+                       _zero_row(xs))
         return init, _empty_stack(example)
     carry, outputs = init, [None] * n
     for i in (range(n - 1, -1, -1) if reverse else range(n)):

@@ -18,6 +18,7 @@ import numpy as np
 from ..ir import nodes as ir
 from ..errors import S2SError
 from .liveness import Branches, Liveness, Loop
+from .points_to import ELEMENT_MARK, bind_parts, elements, is_variable, parts, value_reads, whole
 from ..frontend.result_views import ELEMENT, reads_elements
 from ..frontend.source import is_user_function
 from ..rules import SELF_PRODUCT, Rule, facts, lookup
@@ -343,6 +344,8 @@ class Analysis:
         state = {p: frozenset({f"argument {p}"}) for p in self.fn.params}
         # Arrays captured from the closure or the module are constants: nothing may write into them.
         state.update({c: frozenset({f"constant {c}"}) for c in self.fn.constants if c not in state})
+        for name in list(state):
+            bind_parts(state, name, None)  # (what a tuple argument holds is not known here)
         self.bound_before: dict[int, frozenset] = {}
         self._bound_block(self.fn.body, frozenset(self.fn.params))
         self._pt_block(self.fn.body, state, read_later)
@@ -383,6 +386,7 @@ class Analysis:
             head = dict(state)
             if isinstance(stmt, ir.For):
                 head[stmt.var] = frozenset({f"object {self.info[id(stmt)].pos}"})
+                bind_parts(head, stmt.var, None)
             for _ in range(50):
                 end = self._pt_block(stmt.body, dict(head), read_later) if isinstance(stmt, ir.For) else \
                     self._pt_block(stmt.body, self._pt_block(stmt.cond, dict(head), read_later), read_later)
@@ -403,27 +407,36 @@ class Analysis:
             return state
         site = f"object {self.info[id(stmt)].pos}"
         fresh = frozenset({site})
-        if any(site in _whole(objects) for objects in state.values()):
+        if any(site in whole(objects) for objects in state.values()):
             # What this statement made on an earlier pass of a loop is another array than the
             # one it makes now (`v = u.copy()` after `u = v`, double-buffered time stepping).
-            renamed = {site: f"{site} earlier", _ELEMENT + site: f"{_ELEMENT}{site} earlier"}
+            renamed = {site: f"{site} earlier", ELEMENT_MARK + site: f"{ELEMENT_MARK}{site} earlier"}
             state = {k: frozenset(renamed.get(o, o) for o in objects) for k, objects in state.items()}
         if stmt.inplace:
             self._check_write(stmt, stmt.targets[0], state, read_later[id(stmt)], arguments_too=False)
-            return {**state, stmt.targets[0]: fresh}  # s2s rebinds: x = x op v
+            out = {**state, stmt.targets[0]: fresh}  # s2s rebinds: x = x op v
+            bind_parts(out, stmt.targets[0], None)
+            return out
         value = stmt.value
         shared = frozenset()
+        made = None  # the elements' objects, where value is a tuple display
         if isinstance(value, ir.Name):
             shared = state.get(value.id, frozenset())
         elif isinstance(value, ir.Subscript) and isinstance(value.value, ir.Name):
             shared = state.get(value.value.id, frozenset())
-            if reads_elements(value.index):  # a number, or a view where the indices leave axes
-                shared = _elements(shared)
+            found, items = parts(state, value.value.id), value.index.items
+            if found is not None and len(items) == 1 and isinstance(items[0], ir.Const) \
+                    and type(items[0].value) is int and -len(found) <= items[0].value < len(found):
+                shared = found[items[0].value]  # t[1] of a tuple t = (u, w): w itself
+            elif reads_elements(value.index):  # a number, or a view where the indices leave axes
+                shared = elements(shared)
         elif isinstance(value, ir.Attribute) and isinstance(value.value, ir.Name):
             if value.attr not in ("shape", "ndim", "size", "dtype"):
                 shared = state.get(value.value.id, frozenset())
         elif isinstance(value, ir.Build):
             shared = frozenset().union(*(state.get(n, frozenset()) for n in ir.names_in(value))) | fresh
+            if value.kind == "tuple":
+                made = [state.get(e.id, frozenset()) if isinstance(e, ir.Name) else frozenset() for e in value.elts]
         elif isinstance(value, ir.Call) and is_user_function(value.fn):
             summary = self.fn.callee_results.get(id(value.fn))
             if summary is None or value.kwargs:  # not summarised: it may return any argument whole
@@ -431,7 +444,7 @@ class Analysis:
             else:
                 for k, arg in enumerate(value.args):
                     objects = frozenset().union(*(state.get(n, frozenset()) for n in ir.names_in(arg)))
-                    shared |= _elements(objects) if summary.get(k) == ELEMENT else \
+                    shared |= elements(objects) if summary.get(k) == ELEMENT else \
                         objects if k in summary else frozenset()
             shared |= fresh
         elif isinstance(value, ir.Call) and facts(value.fn).view:
@@ -439,27 +452,37 @@ class Analysis:
         else:
             shared = fresh
         out = dict(state)
+        unpacked = parts(state, value.id) if isinstance(value, ir.Name) else made
+        if len(stmt.targets) > 1 and unpacked is not None and len(unpacked) == len(stmt.targets):
+            for target, objects in zip(stmt.targets, unpacked):  # a, b = (u, w): a is u, b is w
+                out[target] = objects or fresh
+                bind_parts(out, target, None)
+            return out
         for target in stmt.targets:
             out[target] = shared or fresh
+            bind_parts(out, target, unpacked if len(stmt.targets) == 1 else None)
         return out
 
     def _check_write(self, stmt, var, state, live, arguments_too):
         # Writing into var means var is an array: where it came from `x[i]`, a view of x.
-        objects = _whole(state.get(var, frozenset()))
+        objects = whole(state.get(var, frozenset()))
+        shown = self.fn.display.get  # the user's names of variables s2s renamed (an s2s.lax body's)
+        v = shown(var, var)
         if arguments_too:
             arguments = sorted(o.split()[1] for o in objects if o.startswith("argument "))
             if arguments:
                 a = arguments[0]
-                raise S2SError(f"writing into {var} changes the argument {a} in place", stmt.origin,
-                               f"copy it first: {var} = {a}.copy()" if var == a
-                               else f"copy it first: {var} = {var}.copy()")
+                raise S2SError(f"writing into {v} changes the argument {a} in place", stmt.origin,
+                               f"copy it first: {v} = {a}.copy()" if var == a
+                               else f"copy it first: {v} = {v}.copy()")
         constants = sorted(o.split()[1] for o in objects if o.startswith("constant "))
         if constants:
             c = constants[0]
-            raise S2SError(f"writing into {var} changes {c!r}, an array s2s captured from the closure or the "
+            raise S2SError(f"writing into {v} changes {c!r}, an array s2s captured from the closure or the "
                            "module as a constant", stmt.origin,
-                           f"copy it first ({var} = {c}.copy()), or pass {c} as an argument")
-        others = sorted(o for o, objs in state.items() if o != var and _whole(objs) & objects and o in live)
+                           f"copy it first ({v} = {c}.copy()), or pass {c} as an argument")
+        others = sorted(o for o, objs in state.items()
+                        if o != var and is_variable(o) and whole(objs) & objects and o in live)
         if not others:
             return
         # Names that share var's memory only through integer indexing (`c = var[1]`) are numbers
@@ -469,8 +492,13 @@ class Analysis:
         bound = self.bound_before[id(stmt)]
         if isinstance(stmt, ir.SetItem) and not surely and all(o in bound for o in others):
             def message(other):
-                error = S2SError(f"writing into {var} would also change {other}, a view of it", stmt.origin,
-                                 f"make {var} a copy ({var} = ....copy()) before writing into it")
+                o = shown(other, other)
+                if all(x.startswith(ELEMENT_MARK) for x in state[other]):  # o = var[i]: refused where a row
+                    reason = f"writing into {v} would also change {o}, a view of it"
+                else:  # a tuple, list or result that holds what integer indexing read from var
+                    reason = (f"writing into {v} would also change {o} where it holds rows of {v} (s2s cannot "
+                              f"check at run time that {o}, made from what indexing read from {v}, holds numbers only)")
+                error = S2SError(reason, stmt.origin, f"make {v} a copy ({v} = {v}.copy()) before writing into it")
                 return str(error).splitlines()[0]
 
             stmt.alias_check = tuple((o, message(o)) for o in others)
@@ -483,20 +511,21 @@ class Analysis:
             op = _op_symbol(stmt.value.fn)
 
             def message(other, relation="also refers to"):
-                error = S2SError(f"`{var} {op}= ...` updates an array that {other} {relation}",
-                                 stmt.origin, f"write `{var} = {var} {op} ...` to make a new array")
+                error = S2SError(f"`{v} {op}= ...` updates an array that {shown(other, other)} {relation}",
+                                 stmt.origin, f"write `{v} = {v} {op} ...` to make a new array")
                 return str(error).splitlines()[0]
 
             unbound = [o for o in others if o not in self.bound_before[id(stmt)]]
             if unbound:  # not bound on every path here: the check cannot read it, so refuses any array
-                o = unbound[0]
+                o = shown(unbound[0], unbound[0])
                 relation = f"may also refer to ({o} is not bound on every path to here, so s2s cannot check)"
-                stmt.alias_check = ((None, message(o, relation)),)
+                stmt.alias_check = ((None, message(unbound[0], relation)),)
             else:
                 stmt.alias_check = tuple((o, message(o)) for o in others)
             return
-        raise S2SError(f"writing into {var} would also change {others[0]}, which may share its memory",
-                       stmt.origin, f"make {var} a copy ({var} = ....copy()) before writing into it")
+        o = shown(others[0], others[0])
+        raise S2SError(f"writing into {v} would also change {o}, which may share its memory",
+                       stmt.origin, f"make {v} a copy ({v} = {v}.copy()) before writing into it")
 
     def _liveness(self, params_live_at_exit: bool = True):
         result = self.fn.result
@@ -525,17 +554,6 @@ class Analysis:
             if self.may_run_after(site, at):
                 return True
         return False
-
-
-_ELEMENT = "element of "  # marks an object a name may be a view of only through integer indexing
-
-
-def _elements(objects: frozenset) -> frozenset:
-    return frozenset(o if o.startswith(_ELEMENT) else _ELEMENT + o for o in objects)
-
-
-def _whole(objects: frozenset) -> frozenset:
-    return frozenset(o.removeprefix(_ELEMENT) for o in objects)
 
 
 def analyse(fn: ir.Function, active_params: list[str]) -> Analysis:
@@ -570,4 +588,4 @@ class _IRLiveness(Liveness):
 
     def simple(self, stmt, live: set, record: bool) -> set:
         kills = set(stmt.targets) if isinstance(stmt, ir.Assign) and not stmt.inplace else set()
-        return (live - kills) | set(ir.stmt_reads(stmt))
+        return (live - kills) | set(value_reads(stmt))

@@ -132,8 +132,11 @@ class LaxLowering:
             for param, arg in zip(fn.params, args):
                 aliased = isinstance(arg, ir.Name) and param not in fn.assigned
                 mapping[param] = arg.id if aliased else self.names.fresh(param)
+                if not aliased:
+                    self.display[mapping[param]] = param
             for name in sorted(fn.assigned - set(fn.params)):
                 mapping[name] = self.names.fresh(name)
+                self.display[mapping[name]] = name
             self.names.taken |= set(fn.params) | fn.assigned
         binds = [ir.Assign((mapping[p],), a, self.origin) for p, a in zip(fn.params, args)
                  if not (isinstance(a, ir.Name) and mapping[p] == a.id)]
@@ -188,7 +191,11 @@ class LaxLowering:
         return tree
 
     def carry_names(self, base: str, k: int | None) -> list[str]:
-        return [self.names.fresh(base)] if k is None else [self.names.fresh(f"{base}_{j}") for j in range(k)]
+        if k is None:  # the body's parameter, which messages call by the user's name
+            carry = self.names.fresh(base)
+            self.display[carry] = base
+            return [carry]
+        return [self.names.fresh(f"{base}_{j}") for j in range(k)]
 
     def carry_argument(self, names: list[str], packed: str | None) -> ir.Atom:
         """The carry as the body receives it: one variable, or the tuple of its elements (in a
@@ -422,10 +429,18 @@ class LaxLowering:
             first = self.assign(ir.Call(operator.sub, (n, ir.Const(1)))) if reverse else ir.Const(0)
             nonempty = self.assign(ir.Call(operator.gt, (n, ir.Const(0))))
             saved = [self.names.fresh(f"{c}_init") for c in carry]
-            for name, c in zip(saved, carry):
-                self.emit(ir.Assign((name,), ir.Name(c), self.origin))
+            saves = [ir.Assign((name,), ir.Name(c), self.origin) for name, c in zip(saved, carry)]
+            self.out += saves
+            start_of_step = len(self.out)
+            outputs = step(first, nonempty)
+            if any(isinstance(s, ir.SetItem) or isinstance(s, ir.Assign) and s.inplace
+                   or isinstance(s, ir.ExprStmt) and s.mutates for s in ir.walk(self.out[start_of_step:])):
+                # The step writes into an array in place, perhaps the carry: what is restored
+                # where there are no steps must be a copy the first step did not change.
+                for save in saves:
+                    save.value = ir.Call(runtime.copy, (save.value,))
             written = []
-            for name, value in zip(ys, step(first, nonempty)):
+            for name, value in zip(ys, outputs):
                 self.emit(ir.Assign((name,), ir.Call(runtime.batch_empty, (n, value)), self.origin))
                 written.append(ir.SetItem(name, ir.Index((first,)), value, None, self.origin))
             restored = [ir.Assign((c,), ir.Name(name), self.origin) for c, name in zip(carry, saved)]

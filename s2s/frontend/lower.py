@@ -76,6 +76,7 @@ class Normalizer(ExpressionLowering, LaxLowering):
         self.at_results: set[str] = set()  # the temporaries that x.at[i].set(v) and friends update
         self.statement_node: cst.CSTNode | None = None  # the small statement being lowered
         self.call_sites: list = []  # user calls, checked for writes into arguments once all are lowered
+        self.display: dict[str, str] = {}  # renamed variable -> the user's name (ir.Function.display)
 
     # ---- helpers ---------------------------------------------------------------
 
@@ -135,6 +136,7 @@ class Normalizer(ExpressionLowering, LaxLowering):
             references=sorted(self.references),
             param_writes=writes,
             call_sites=self.call_sites,
+            display=self.display,
         )
 
     def private_copies(self, params: list[str], body: list) -> list:
@@ -246,7 +248,8 @@ class Normalizer(ExpressionLowering, LaxLowering):
             return
         if isinstance(value, cst.Call):
             callee = self.resolver.resolve(value.func)
-            checks = (runtime.require_number, runtime.require_unshared, runtime.require_distinct, runtime.require_fits)
+            checks = (runtime.require_number, runtime.require_unshared, runtime.require_distinct, runtime.require_fits,
+                      runtime.derivative_like)  # (a custom_jvp rule's tangent, checked in its reverse mode)
             if callee in (runtime.index_add, runtime.clear) + checks:
                 # Statements of generated code, when it is transformed again.
                 args, kwargs = self.arguments(value)
@@ -599,6 +602,7 @@ def normalize(fn: Any) -> ir.Function:
     if clashes:
         names = ir.Names(used | {n for s in ir.walk(lowered.body) for n in ir.stmt_reads(s)} | set(RESERVED))
         mapping = {n: names.fresh(f"{n}_") for n in clashes}
+        lowered.display.update({new: old for old, new in mapping.items()})
         lowered.params = [mapping.get(p, p) for p in lowered.params]
         lowered.body = ir.rename(lowered.body, mapping)
     return lowered

@@ -244,6 +244,9 @@ class Function:
     # (frontend/result_views.py); a callee missing here may share any argument whole
     callee_results: dict = field(default_factory=dict)
     result_views: dict = field(default_factory=dict)  # this function's own such summary
+    # {a name s2s gave a variable of the user's: the user's name}, for messages: an inlined
+    # s2s.lax body's `v` becomes v_2 where the function already has a v
+    display: dict = field(default_factory=dict)
 
     @property
     def result(self) -> Atom:

@@ -18,8 +18,10 @@ which is its transpose, as the tangent is linear in them.
     def f_vjp_wrt_x(x, a, out_bar):
         rule_out, (tangents_bar,) = f_rule_vjp_wrt_tangents(
             (x, a), (runtime.zeros_like(x), runtime.zeros_like(a)), (runtime.zeros_like(out_bar), out_bar))
-        return (runtime.derivative_like(rule_out[0], rule_out[1]),
-                (runtime.derivative_like(tangents_bar[0], x),))
+        return (rule_out[0], (runtime.derivative_like(tangents_bar[0], x),))
+
+where f_rule_vjp_wrt_tangents checks, before its reverse sweep, that the rule's tangent has
+its value's shape (a cotangent of the value's shape would otherwise meet it there).
 
 The rules are the user's functions, emitted as plain functions of the module (the frontend
 collects them with the function), so the module still compiles under numba.njit; each
@@ -98,6 +100,7 @@ def transposed_jvp_function(lowered: ir.Function, emitter: Emitter, variants, ac
     (rule,) = lowered.python.rule_functions()
     check_jvp_rule(next(f for f in variants.functions if f.python is rule), lowered)
     rule_vjp = variants(rule, (1,))  # with respect to its second parameter, the tangents
+    variants.tangent_transposes.add(rule_vjp)
     names = ir.Names(set(lowered.params) | {"np", "math", "runtime"})
     out_bar, rule_out, rule_bars = names.fresh("out_bar"), names.fresh("rule_out"), names.fresh("tangents_bar")
     zeros = ast.Tuple([runtime_call("zeros_like", name(p)) for p in lowered.params], ast.Load())
@@ -109,10 +112,9 @@ def transposed_jvp_function(lowered: ir.Function, emitter: Emitter, variants, ac
                               f"rule, transposed: returns (value, adjoints of {', '.join(active_params)}).")),
         assign(ast.Tuple([name(rule_out, True), ast.Tuple([name(rule_bars, True)], ast.Store())], ast.Store()),
                ast.Call(name(rule_vjp), [_tuple(lowered.params), zeros, seed], [])),
-        # (the value, once checked to have the shape of the rule's tangent, as forward mode checks)
+        # (the rule's vjp checked that its tangent has the value's shape, before its reverse sweep)
         ast.Return(ast.Tuple([
-            runtime_call("derivative_like", ast.Subscript(name(rule_out), ast.Constant(0), ast.Load()),
-                         ast.Subscript(name(rule_out), ast.Constant(1), ast.Load())),
+            ast.Subscript(name(rule_out), ast.Constant(0), ast.Load()),
             ast.Tuple([runtime_call("derivative_like", ast.Subscript(name(rule_bars), ast.Constant(
                 lowered.params.index(p)), ast.Load()), name(p)) for p in active_params], ast.Load())], ast.Load())),
     ]

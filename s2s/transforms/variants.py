@@ -39,6 +39,7 @@ class Variants:
         self.wanted: dict[int, dict[tuple[str, ...], str]] = {id(f.python): {} for f in functions}
         self.params = {id(f.python): f.params for f in functions}
         self.taken = set(emitter.function_names.values())
+        self.tangent_transposes: set[str] = set()  # the reverse modes of custom_jvp rules (VJP.checks_tangent)
 
     def __call__(self, fn: Any, positions: tuple[int, ...]) -> str:
         """The name of fn's transform for the arguments at these positions."""
@@ -113,7 +114,8 @@ def vjp_functions(functions: list[ir.Function], emitter: Emitter, argnums: tuple
             vjp = VJP(entry, emitter, params, fname, variants, has_aux, facts, value_needed)
             skipped.append(vjp.value_skipped)
             return vjp.build()
-        return VJP(lowered, emitter, params, fname, variants).build()
+        return VJP(lowered, emitter, params, fname, variants,
+                   checks_tangent=fname in variants.tangent_transposes).build()
 
     transformed = variants.transform(make)
     # A custom_jvp's rule is called by its reverse mode only (as the rule's vjp): no plain copy

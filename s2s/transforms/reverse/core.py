@@ -36,7 +36,7 @@ from .sweep import Sweep
 class VJP(RuleInstances, Planning, Sweep):
     def __init__(self, fn: ir.Function, emitter: Emitter, active_params: list[str],
                  function_name: str, variant, has_aux: bool = False, facts: dict | None = None,
-                 value_needed: bool = True):
+                 value_needed: bool = True, checks_tangent: bool = False):
         generated = [stmt for stmt in ir.walk(fn.body) if (isinstance(stmt, ir.Assign) and (
             isinstance(stmt.value, ir.Pop) or (isinstance(stmt.value, ir.Call) and stmt.value.fn is runtime.new_tape))) or (
             isinstance(stmt, ir.ExprStmt) and stmt.value.fn in (runtime.index_add, runtime.clear))]
@@ -54,6 +54,9 @@ class VJP(RuleInstances, Planning, Sweep):
         # name of the callee's vjp that returns those adjoints
         self.variant = variant
         self.has_aux = has_aux
+        # fn is an s2s.custom_jvp's rule, transposed: its (value, tangent) result is checked
+        # before the reverse sweep seeds the tangent with a cotangent of the value's shape
+        self.checks_tangent = checks_tangent
         self.em = emitter
         self.function_name = function_name
         self.names = ir.Names(all_names(fn) | {"np", "math", "runtime"})
@@ -218,6 +221,10 @@ class VJP(RuleInstances, Planning, Sweep):
                     body.append(assign(t, runtime_call("shape_tape") if t in self.shape_tapes
                                        else ast.List([], ast.Load())))
         body += forward
+        if self.checks_tangent and isinstance(result, ir.Name):
+            # (a tangent of another shape would fail inside the sweep, with NumPy's words)
+            pair = [ast.Subscript(self.em.atom(result), ast.Constant(k), ast.Load()) for k in (1, 0)]
+            body.append(ast.Expr(runtime_call("derivative_like", *pair)))
         if isinstance(result, ir.Name) and result.id in self.popped_into and not self.value_skipped:
             saved = self.names.fresh("out")
             body.append(assign(saved, name(result.id)))
