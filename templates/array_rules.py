@@ -34,6 +34,8 @@ from s2s.runtime import (
     dot_bar_y,
     inner_bar_x,
     inner_bar_y,
+    kron_bar_a,
+    kron_bar_b,
     matmul_bar_x,
     matmul_bar_y,
     matrix_trace,
@@ -53,6 +55,9 @@ from s2s.runtime import (
     stack_bar,
     std_bar,
     sum_bar,
+    tensordot,
+    tensordot_bar_a,
+    tensordot_bar_b,
     trace_bar,
     transpose_bar,
     unbroadcast,
@@ -142,6 +147,24 @@ def outer(z, x, y):
     y_bar += outer_bar_y(z_bar, x, y)
 
 
+# Numba lacks np.tensordot: under Numba generated code calls runtime.tensordot (overloads/linalg.py).
+@rule(np.tensordot, runtime.tensordot, pure=True, fresh=True)
+@primitive(np.tensordot, numba=runtime.tensordot, numba_always=True)
+def tensordot_(z, a, b, axes=2):
+    """axes: an int or a pair of axis sequences, as NumPy takes them."""
+    z_dot = tensordot(a_dot, b, axes) + tensordot(a, b_dot, axes)
+    a_bar += tensordot_bar_a(z_bar, a, b, axes)
+    b_bar += tensordot_bar_b(z_bar, a, b, axes)
+
+
+@rule(np.kron, pure=True, fresh=True)
+def kron(z, a, b):
+    """Of two 1-d or two 2-d arrays (runtime.kron_bar_a refuses other ndims)."""
+    z_dot = np.kron(a_dot, b) + np.kron(a, b_dot)
+    a_bar += kron_bar_a(z_bar, a, b)
+    b_bar += kron_bar_b(z_bar, a, b)
+
+
 @rule(np.trace, pure=True)
 def trace(y, x):
     y_dot = np.trace(x_dot)
@@ -181,6 +204,13 @@ def squeeze(y, x, axis=None):
 def swapaxes(y, x, axis1, axis2):
     y_dot = np.swapaxes(x_dot, axis1, axis2)
     x_bar += np.swapaxes(y_bar, axis1, axis2)
+
+
+@rule(np.moveaxis, pure=True, view=True)
+def moveaxis(y, x, source, destination):
+    """A transpose: its adjoint moves the axes back (source and destination ints or tuples)."""
+    y_dot = np.moveaxis(x_dot, source, destination)
+    x_bar += np.moveaxis(y_bar, destination, source)
 
 
 @rule(np.flip, runtime.flip, pure=True)

@@ -40,6 +40,8 @@ from s2s.runtime import (
     hstack_bar,
     inner_bar_x,
     inner_bar_y,
+    kron_bar_a,
+    kron_bar_b,
     lift,
     matmul_bar_x,
     matmul_bar_y,
@@ -67,6 +69,8 @@ from s2s.runtime import (
     stack_bar,
     sum_bar,
     take,
+    tensordot_bar_a,
+    tensordot_bar_b,
     tile_bar,
     trace_bar,
     transpose_bar,
@@ -171,6 +175,26 @@ def outer_bar_x_(r, g, x, y):
 @rule(runtime.outer_bar_y, pure=True)
 def outer_bar_y_(r, g, x, y):
     r_dot = outer_bar_y(g_dot, x, y) + outer_bar_y(g, x_dot, y)
+
+
+@rule(runtime.tensordot_bar_a, pure=True, shape_argument=1)
+def tensordot_bar_a_(r, g, a, b, axes=2):
+    r_dot = tensordot_bar_a(g_dot, a, b, axes) + tensordot_bar_a(g, a, b_dot, axes)
+
+
+@rule(runtime.tensordot_bar_b, pure=True, shape_argument=2)
+def tensordot_bar_b_(r, g, a, b, axes=2):
+    r_dot = tensordot_bar_b(g_dot, a, b, axes) + tensordot_bar_b(g, a_dot, b, axes)
+
+
+@rule(runtime.kron_bar_a, pure=True, shape_argument=1)
+def kron_bar_a_(r, g, a, b):
+    r_dot = kron_bar_a(g_dot, a, b) + kron_bar_a(g, a, b_dot)
+
+
+@rule(runtime.kron_bar_b, pure=True, shape_argument=2)
+def kron_bar_b_(r, g, a, b):
+    r_dot = kron_bar_b(g_dot, a, b) + kron_bar_b(g, a_dot, b)
 
 
 @rule(runtime.trace_bar, pure=True)
