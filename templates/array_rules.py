@@ -39,6 +39,9 @@ from s2s.runtime import (
     matmul_bar_x,
     matmul_bar_y,
     matrix_trace,
+    lower_half,
+    lower_symmetric,
+    lower_symmetric_bar,
     max_bar,
     max_dot,
     mean_bar,
@@ -63,6 +66,7 @@ from s2s.runtime import (
     unbroadcast,
     var_bar,
     var_dot,
+    zeros_like,
 )
 
 # ---- reductions -------------------------------------------------------------------
@@ -159,7 +163,7 @@ def tensordot_(z, a, b, axes=2):
 
 @rule(np.kron, pure=True, fresh=True)
 def kron(z, a, b):
-    """Of two 1-d or two 2-d arrays (runtime.kron_bar_a refuses other ndims)."""
+    """Of arrays of any ndim (under s2s.jit: two 1-d or two 2-d arrays, as Numba's np.kron)."""
     z_dot = np.kron(a_dot, b) + np.kron(a, b_dot)
     a_bar += kron_bar_a(z_bar, a, b)
     b_bar += kron_bar_b(z_bar, a, b)
@@ -388,6 +392,29 @@ def det(y, a):
     """a may be a stack of matrices, y then holds one determinant per matrix."""
     y_dot = y * matrix_trace(np.linalg.solve(a, a_dot))
     a_bar += per_matrix(y_bar * y) * np.swapaxes(np.linalg.inv(a), -1, -2)
+
+
+@rule(np.linalg.slogdet)
+def slogdet(y, a):
+    """y = (sign, log|det a|), per matrix of a stack: the sign is piecewise constant (its
+    tangent is zero, no adjoint flows from it); log|det a| has the derivative of log det a."""
+    y_dot = (zeros_like(y[0]), matrix_trace(np.linalg.solve(a, a_dot)))
+    a_bar += per_matrix(y_bar[1]) * np.swapaxes(np.linalg.inv(a), -1, -2)
+
+
+@rule(np.linalg.cholesky)
+def cholesky(y, a):
+    """y = L, lower triangular with L @ L.T = S, where S is the symmetric matrix that a's lower
+    triangle stands for: NumPy reads nothing else of a, so a's upper triangle has no derivative
+    and the gradient is lower triangular (an entry below the diagonal carries the adjoint of
+    both S[i, j] and S[j, i]). For a symmetric a and a symmetric perturbation this is JAX's
+    (symmetrised) derivative; a gradient that flows on to what built a symmetric a (X @ X.T)
+    is the same either way. Forward and reverse rules of Murray 2016 (arXiv:1602.07527):
+    L_dot = L Phi(L^-1 S_dot L^-T), Phi the lower triangle with its diagonal halved."""
+    y_t = np.swapaxes(y, -1, -2)
+    y_dot = y @ lower_half(np.linalg.solve(y, np.swapaxes(np.linalg.solve(y, lower_symmetric(a_dot)), -1, -2)))
+    left = np.linalg.solve(y_t, lower_half(y_t @ y_bar))
+    a_bar += lower_symmetric_bar(np.swapaxes(np.linalg.solve(y_t, np.swapaxes(left, -1, -2)), -1, -2))
 
 
 @rule(np.linalg.inv)

@@ -43,6 +43,9 @@ from s2s.runtime import (
     kron_bar_a,
     kron_bar_b,
     lift,
+    lower_half,
+    lower_symmetric,
+    lower_symmetric_bar,
     matmul_bar_x,
     matmul_bar_y,
     matrix_trace,
@@ -195,6 +198,24 @@ def kron_bar_a_(r, g, a, b):
 @rule(runtime.kron_bar_b, pure=True, shape_argument=2)
 def kron_bar_b_(r, g, a, b):
     r_dot = kron_bar_b(g_dot, a, b) + kron_bar_b(g, a_dot, b)
+
+
+@rule(runtime.lower_half, pure=True)
+def lower_half_(y, x):
+    y_dot = lower_half(x_dot)
+    x_bar += lower_half(y_bar)
+
+
+@rule(runtime.lower_symmetric, pure=True)
+def lower_symmetric_(y, x):
+    y_dot = lower_symmetric(x_dot)
+    x_bar += lower_symmetric_bar(y_bar)
+
+
+@rule(runtime.lower_symmetric_bar, pure=True)
+def lower_symmetric_bar_(y, g):
+    y_dot = lower_symmetric_bar(g_dot)
+    g_bar += lower_symmetric(y_bar)
 
 
 @rule(runtime.trace_bar, pure=True)

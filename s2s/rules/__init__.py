@@ -206,6 +206,11 @@ class Rule:
     def result(self) -> str:
         return self.params[0]
 
+    @property
+    def tuple_result(self) -> bool:
+        """Its result is a tuple (np.linalg.slogdet's (sign, logabsdet)): its tangent is a tuple display."""
+        return any(isinstance(line.value, ast.Tuple) for line in self.forward)
+
     def differentiable_inputs(self) -> set[str]:
         """Inputs that receive an adjoint contribution, or whose tangent the result's reads."""
         inputs = {s.target.id[: -len("_bar")] for s in self.reverse}

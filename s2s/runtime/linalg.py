@@ -1,4 +1,4 @@
-"""Helpers of the rules for np.tensordot and np.kron (templates/array_rules.py).
+"""Helpers of the rules for np.tensordot, np.kron and np.linalg.cholesky (templates/array_rules.py).
 
 np.tensordot(a, b, axes) contracts a's axes axes[0] with b's axes[1], pair by pair (an int n:
 a's last n with b's first n); its result has a's other axes, then b's. Each adjoint is a
@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["tensordot", "tensordot_bar_a", "tensordot_bar_b", "kron_bar_a", "kron_bar_b"]
+__all__ = ["tensordot", "tensordot_bar_a", "tensordot_bar_b", "kron_bar_a", "kron_bar_b", "lower_half",
+           "lower_symmetric", "lower_symmetric_bar"]
 
 
 def _contracted(na: int, nb: int, axes) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -53,27 +54,54 @@ def tensordot_bar_b(g, a, b, axes=2):
     return np.transpose(t, np.argsort(where))
 
 
-# np.kron(a, b) of arrays of one ndim (1 or 2): block (i, j) of the result is a[i, j] * b, so
-# the result, viewed as (m, p, n, q) (a (m, n), b (p, q)), is the outer product of a and b with
-# their axes interleaved. Each adjoint contracts that view with the other operand.
+# np.kron(a, b): the result, viewed with a's and b's axes interleaved (a (m, n), b (p, q): the
+# view (m, p, n, q)), is the outer product of a and b, since block (i, j) is a[i, j] * b. Each
+# adjoint contracts that view with the other operand. NumPy pads the smaller ndim with leading
+# ones first; so do these.
 
 
 def _kron_view(g, a, b):
-    if np.ndim(a) == 1:
-        return np.reshape(g, (np.shape(a)[0], np.shape(b)[0]))
-    (m, n), (p, q) = np.shape(a), np.shape(b)
-    return np.reshape(g, (m, p, n, q))
+    """g viewed as an array of shape a.shape + b.shape (both padded to one ndim), and that ndim."""
+    n = max(np.ndim(a), np.ndim(b))
+    sa = (1,) * (n - np.ndim(a)) + np.shape(a)
+    sb = (1,) * (n - np.ndim(b)) + np.shape(b)
+    interleaved = np.reshape(g, [size for pair in zip(sa, sb) for size in pair])
+    return np.transpose(interleaved, list(range(0, 2 * n, 2)) + list(range(1, 2 * n, 2))), n
 
 
 def kron_bar_a(g, a, b):
-    """The adjoint of a in np.kron(a, b) (a and b both 1-d or both 2-d; reads a's shape only)."""
-    if np.ndim(a) == 1:
-        return _kron_view(g, a, b) @ b
-    return np.einsum("ipjq,pq->ij", _kron_view(g, a, b), b)
+    """The adjoint of a in np.kron(a, b), for the result's adjoint g (reads a's shape only)."""
+    view, n = _kron_view(g, a, b)
+    return np.reshape(np.tensordot(view, np.reshape(b, view.shape[n:]), n), np.shape(a))
 
 
 def kron_bar_b(g, a, b):
-    """The adjoint of b in np.kron(a, b) (a and b both 1-d or both 2-d; reads b's shape only)."""
-    if np.ndim(a) == 1:
-        return a @ _kron_view(g, a, b)
-    return np.einsum("ipjq,ij->pq", _kron_view(g, a, b), a)
+    """The adjoint of b in np.kron(a, b), for the result's adjoint g (reads b's shape only)."""
+    view, n = _kron_view(g, a, b)
+    return np.reshape(np.tensordot(np.reshape(a, view.shape[:n]), view, (list(range(n)), list(range(n)))),
+                      np.shape(b))
+
+
+# np.linalg.cholesky reads the lower triangle of its argument only (NumPy's and Numba's): it
+# factors S = tril(a) + tril(a, -1).T. The rule differentiates exactly that function, so its
+# tangent is of lower_symmetric(a_dot) and its adjoint goes to the lower triangle alone
+# (lower_symmetric_bar); lower_half is the Phi of the rule (Murray 2016, arXiv:1602.07527).
+
+
+def _eye_like(x):
+    return np.eye(np.shape(x)[-2], np.shape(x)[-1])
+
+
+def lower_half(x):
+    """The lower triangle of each matrix of x, with its diagonal halved (linear, its own adjoint)."""
+    return np.tril(x, -1) + 0.5 * x * _eye_like(x)
+
+
+def lower_symmetric(x):
+    """The symmetric matrix that x's lower triangle stands for: tril(x) + tril(x, -1).T."""
+    return np.tril(x) + np.swapaxes(np.tril(x, -1), -1, -2)
+
+
+def lower_symmetric_bar(g):
+    """The adjoint of lower_symmetric: g + g.T below the diagonal, g's own diagonal, zeros above."""
+    return np.tril(g + np.swapaxes(g, -1, -2), -1) + g * _eye_like(g)

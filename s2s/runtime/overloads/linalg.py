@@ -225,3 +225,30 @@ def _kron_bar_b(g, a, b):
                 out += view[i, :, j, :] * a[i, j]
         return out
     return impl
+
+
+# ---- the triangles of np.linalg.cholesky's rule ---------------------------------------------
+
+
+def _matrix(name, x):
+    if _nd(x) != 2:
+        raise TypingError(f"s2s: under s2s.jit, {name} (np.linalg.cholesky's derivative) takes a matrix: "
+                          "Numba's np.linalg takes no stack of matrices")
+
+
+@overload(rt.lower_half)
+def _lower_half(x):
+    _matrix("lower_half", x)
+    return lambda x: np.tril(x, -1) + 0.5 * x * np.eye(x.shape[0], x.shape[1])
+
+
+@overload(rt.lower_symmetric)
+def _lower_symmetric(x):
+    _matrix("lower_symmetric", x)
+    return lambda x: np.tril(x) + np.tril(x, -1).T
+
+
+@overload(rt.lower_symmetric_bar)
+def _lower_symmetric_bar(g):
+    _matrix("lower_symmetric_bar", g)
+    return lambda g: np.tril(g + g.T, -1) + g * np.eye(g.shape[0], g.shape[1])
