@@ -34,6 +34,7 @@ from s2s.runtime import (
     dot_bar_y,
     inner_bar_x,
     inner_bar_y,
+    kron,
     kron_bar_a,
     kron_bar_b,
     matmul_bar_x,
@@ -161,10 +162,12 @@ def tensordot_(z, a, b, axes=2):
     b_bar += tensordot_bar_b(z_bar, a, b, axes)
 
 
-@rule(np.kron, pure=True, fresh=True)
-def kron(z, a, b):
-    """Of arrays of any ndim (under s2s.jit: two 1-d or two 2-d arrays, as Numba's np.kron)."""
-    z_dot = np.kron(a_dot, b) + np.kron(a, b_dot)
+# Numba's np.kron takes contiguous arrays only: under Numba, runtime.kron (overloads/linalg.py).
+@rule(np.kron, runtime.kron, pure=True, fresh=True)
+@primitive(np.kron, numba=runtime.kron, numba_always=True)
+def kron_(z, a, b):
+    """Of arrays of any ndim (under s2s.jit: two 1-d or two 2-d arrays)."""
+    z_dot = kron(a_dot, b) + kron(a, b_dot)
     a_bar += kron_bar_a(z_bar, a, b)
     b_bar += kron_bar_b(z_bar, a, b)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["tensordot", "tensordot_bar_a", "tensordot_bar_b", "kron_bar_a", "kron_bar_b", "lower_half",
+__all__ = ["tensordot", "tensordot_bar_a", "tensordot_bar_b", "kron", "kron_bar_a", "kron_bar_b", "lower_half",
            "lower_symmetric", "lower_symmetric_bar"]
 
 
@@ -67,6 +67,11 @@ def _kron_view(g, a, b):
     sb = (1,) * (n - np.ndim(b)) + np.shape(b)
     interleaved = np.reshape(g, [size for pair in zip(sa, sb) for size in pair])
     return np.transpose(interleaved, list(range(0, 2 * n, 2)) + list(range(1, 2 * n, 2))), n
+
+
+def kron(a, b):
+    """np.kron(a, b), which Numba takes of contiguous arrays only (overloads/linalg.py copies)."""
+    return np.kron(a, b)
 
 
 def kron_bar_a(g, a, b):

@@ -183,6 +183,11 @@ def _kron_ndims(g, a, b):
         raise TypingError("s2s: the derivative of np.kron is for two 1-d or two 2-d arrays")
 
 
+@overload(rt.kron)
+def _kron(a, b):
+    return lambda a, b: np.kron(np.ascontiguousarray(a), np.ascontiguousarray(b))
+
+
 @overload(rt.kron_bar_a)
 def _kron_bar_a(g, a, b):
     _kron_ndims(g, a, b)
