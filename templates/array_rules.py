@@ -20,6 +20,7 @@ from s2s.runtime import (
     cumsum,
     cumsum_bar,
     diag_bar,
+    diagonal_matrix,
     diff,
     diff_bar,
     hstack_bar,
@@ -31,6 +32,7 @@ from s2s.runtime import (
     tile_bar,
     vstack_bar,
     dot_bar_x,
+    eigen_quotient,
     dot_bar_y,
     inner_bar_x,
     inner_bar_y,
@@ -39,6 +41,7 @@ from s2s.runtime import (
     kron_bar_b,
     matmul_bar_x,
     matmul_bar_y,
+    matrix_diagonal,
     matrix_trace,
     lower_half,
     lower_symmetric,
@@ -418,6 +421,31 @@ def cholesky(y, a):
     y_dot = y @ lower_half(np.linalg.solve(y, np.swapaxes(np.linalg.solve(y, lower_symmetric(a_dot)), -1, -2)))
     left = np.linalg.solve(y_t, lower_half(y_t @ y_bar))
     a_bar += lower_symmetric_bar(np.swapaxes(np.linalg.solve(y_t, np.swapaxes(left, -1, -2)), -1, -2))
+
+
+@rule(np.linalg.eigh)
+def eigh(y, a):
+    """y = (w, V), a = V diag(w) V.T for the symmetric matrix a's lower triangle stands for (NumPy
+    reads nothing else: see cholesky). JAX's formula: w_dot = diag(M), V_dot = V (F * M), with
+    M = V.T a_dot V and F[i, j] = 1 / (w[j] - w[i]). At a repeated eigenvalue the eigenvectors
+    are not differentiable (any rotation within its eigenspace is as good a result): their
+    derivative there is infinite or NaN, as JAX's. Where nothing reads the eigenvectors,
+    eigen_quotient leaves their zero terms out and the eigenvalues' derivative stays finite at
+    a repeated eigenvalue: there the sorted eigenvalues have a kink, and it is exact for what
+    is differentiable, a symmetric function of them (a sum, a trace); second derivatives
+    through eigh are NaN there."""
+    v_t = np.swapaxes(y[1], -1, -2)
+    m = v_t @ lower_symmetric(a_dot) @ y[1]
+    y_dot = (matrix_diagonal(m), y[1] @ eigen_quotient(y[0], m))
+    a_bar += lower_symmetric_bar(y[1] @ (diagonal_matrix(y_bar[0]) + eigen_quotient(y[0], v_t @ y_bar[1])) @ v_t)
+
+
+@rule(np.linalg.eigvalsh)
+def eigvalsh(y, a):
+    """The eigenvalues of eigh, without F: finite at repeated eigenvalues (see eigh)."""
+    v = np.linalg.eigh(a)[1]
+    y_dot = matrix_diagonal(np.swapaxes(v, -1, -2) @ lower_symmetric(a_dot) @ v)
+    a_bar += lower_symmetric_bar(v @ diagonal_matrix(y_bar) @ np.swapaxes(v, -1, -2))
 
 
 @rule(np.linalg.inv)

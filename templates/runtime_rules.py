@@ -43,6 +43,10 @@ from s2s.runtime import (
     kron_bar_a,
     kron_bar_b,
     lift,
+    diagonal_matrix,
+    eigen_quotient,
+    matrix_diagonal,
+    pair_differences,
     lower_half,
     lower_symmetric,
     lower_symmetric_bar,
@@ -216,6 +220,24 @@ def lower_symmetric_(y, x):
 def lower_symmetric_bar_(y, g):
     y_dot = lower_symmetric_bar(g_dot)
     g_bar += lower_symmetric(y_bar)
+
+
+@rule(runtime.matrix_diagonal, pure=True, fresh=True)
+def matrix_diagonal_(y, m):
+    y_dot = matrix_diagonal(m_dot)
+    m_bar += diagonal_matrix(y_bar)
+
+
+@rule(runtime.diagonal_matrix, pure=True, fresh=True)
+def diagonal_matrix_(y, d):
+    y_dot = diagonal_matrix(d_dot)
+    d_bar += matrix_diagonal(y_bar)
+
+
+@rule(runtime.eigen_quotient, pure=True, fresh=True)
+def eigen_quotient_(y, w, x):
+    """Linear in x; in w, d(x / gap) = -(x / gap) / gap * d(gap)."""
+    y_dot = eigen_quotient(w, x_dot) - eigen_quotient(w, y * pair_differences(w_dot))
 
 
 @rule(runtime.trace_bar, pure=True)
@@ -468,3 +490,7 @@ def vstack_bar_(r, g, xs):
 @rule(runtime.astype_bar, pure=True, fresh=True)
 def astype_bar_(r, g, x):
     r_dot = astype_bar(g_dot, x)
+
+
+# np.linalg.eigh's helper of second derivatives, never differentiated itself.
+DECLARATIONS += [primitive(runtime.pair_differences, pure=True, fresh=True)]

@@ -1,5 +1,5 @@
-"""The rules of np.moveaxis, np.tensordot, np.kron, np.linalg.slogdet and np.linalg.cholesky,
-and the array methods .cumsum(), .cumprod() and .swapaxes() (routed to their functions).
+"""The rules of np.moveaxis, np.tensordot, np.kron, np.linalg.slogdet, np.linalg.cholesky,
+np.linalg.eigh and np.linalg.eigvalsh, and the array methods .cumsum(), .cumprod() and .swapaxes() (routed to their functions).
 
 Each is checked against central finite differences (and closed forms where they are short):
 gradients on the python backend and under s2s.jit, Jacobians in forward and reverse mode,
@@ -72,6 +72,19 @@ def cholesky_of_gram(x):
         np.linalg.cholesky(x.T @ x + np.eye(3)) * W)
 
 
+def eigh_loss(s):
+    """Eigenvalues and eigenvectors (|v| does not depend on the sign LAPACK picks)."""
+    w, v = np.linalg.eigh(s)
+    again = np.linalg.eigh(s @ s.T)
+    return np.sum(w * np.arange(1.0, 4.0)) + np.sum(np.abs(v) * W) + np.sum(again[1] ** 2 * W) + np.sum(again[0])
+
+
+def eigvalsh_loss(s):
+    return np.sum(np.linalg.eigvalsh(s) ** 3 * np.arange(1.0, 4.0))
+
+
+S = X + X.T  # symmetric, distinct eigenvalues
+
 # name -> (function, arguments); the gradient is taken with respect to the first.
 CASES = {
     "moveaxis": (moveaxis_loss, (T,)),
@@ -81,6 +94,8 @@ CASES = {
     "slogdet": (slogdet_loss, (A,)),
     "cholesky": (cholesky_loss, (P,)),
     "cholesky_of_gram": (cholesky_of_gram, (X,)),
+    "eigh": (eigh_loss, (S,)),
+    "eigvalsh": (eigvalsh_loss, (S,)),
 }
 
 
@@ -174,6 +189,36 @@ def test_cholesky_agrees_with_the_symmetrised_gradient_along_symmetric_direction
     np.testing.assert_allclose(np.sum(symmetrised * direction), expected, rtol=1e-6)
 
 
+def eigenvalue_sum_of_cubes(s):
+    w, v = np.linalg.eigh(s)
+    return np.sum(w**3)
+
+
+def eigvalsh_sum_of_cubes(s):
+    return np.sum(np.linalg.eigvalsh(s) ** 3)
+
+
+def test_eigenvalues_at_a_repeated_eigenvalue():
+    """sum(w ** 3) = trace(s ** 3): its gradient 3 (s @ s).T holds where eigenvalues repeat
+    (the identity), because nothing reads the eigenvectors; the second derivative is NaN there."""
+    s = np.diag([2.0, 2.0, -1.0])
+    expected = 3.0 * s @ s
+    np.testing.assert_allclose(s2s.grad(eigenvalue_sum_of_cubes)(s), expected, atol=1e-12)
+    np.testing.assert_allclose(s2s.grad(eigvalsh_sum_of_cubes)(s), expected, atol=1e-12)
+    with np.errstate(all="ignore"):
+        assert np.isnan(s2s.hessian(eigenvalue_sum_of_cubes)(s)).any()
+
+
+def test_eigenvectors_at_a_repeated_eigenvalue_are_not_finite():
+    """Any rotation within a repeated eigenvalue's eigenspace is as good a result: no derivative."""
+    def first_vector(s):
+        return np.sum(np.linalg.eigh(s)[1][:, 0] * W[0])
+
+    with np.errstate(all="ignore"):
+        got = s2s.grad(first_vector)(np.eye(3))
+    assert not np.isfinite(got).all()
+
+
 # ---- Jacobians: forward and reverse mode ------------------------------------------------------
 
 
@@ -205,7 +250,16 @@ def swapaxes_vec(t):
     return t.swapaxes(0, 2).cumsum(axis=1)
 
 
-VECTOR_CASES = {"moveaxis": (moveaxis_vec, T), "tensordot": (tensordot_vec, T), "kron": (kron_vec, A),
+def eigh_vec(s):
+    w, v = np.linalg.eigh(s * s)
+    return w[:, None] * v * v
+
+
+def eigvalsh_vec(s):
+    return np.linalg.eigvalsh(np.sin(s))
+
+
+VECTOR_CASES = {"eigh": (eigh_vec, S), "eigvalsh": (eigvalsh_vec, S), "moveaxis": (moveaxis_vec, T), "tensordot": (tensordot_vec, T), "kron": (kron_vec, A),
                 "kron_mixed": (kron_mixed_vec, A), "slogdet": (slogdet_vec, A), "cholesky": (cholesky_vec, P),
                 "swapaxes": (swapaxes_vec, T)}
 
@@ -218,7 +272,7 @@ def test_jacobians_match_finite_differences(name):
     np.testing.assert_allclose(s2s.jacrev(fn)(x), expected, rtol=1e-6, atol=1e-6)
 
 
-@pytest.mark.parametrize("name", ["tensordot", "kron", "slogdet", "cholesky"])
+@pytest.mark.parametrize("name", ["tensordot", "kron", "slogdet", "cholesky", "eigh"])
 def test_forward_mode_under_jit(name):
     fn, x = VECTOR_CASES[name]
     np.testing.assert_allclose(s2s.jit(s2s.jacfwd(fn))(x), _fd_jacobian(fn, x), rtol=1e-6, atol=1e-6)
@@ -261,7 +315,7 @@ def test_hessian_matches_finite_differences_of_the_gradient(name):
     np.testing.assert_allclose(s2s.hessian(fn)(*args), expected, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("name", ["tensordot", "kron", "slogdet", "cholesky_of_gram", "moveaxis"])
+@pytest.mark.parametrize("name", ["tensordot", "kron", "slogdet", "cholesky_of_gram", "moveaxis", "eigh"])
 def test_hessian_under_jit(name):
     fn, args = CASES[name]
     np.testing.assert_allclose(s2s.jit(s2s.hessian(fn))(*args), s2s.hessian(fn)(*args), rtol=1e-9, atol=1e-9)

@@ -141,6 +141,8 @@ EXAMPLES = {
     np.linalg.inv: ("A", "np.linalg.inv(A)"),
     np.linalg.slogdet: ("A", "np.linalg.slogdet(A)[1] * np.linalg.slogdet(A)[0]"),
     np.linalg.cholesky: ("A", "np.linalg.cholesky(A @ A.T)"),
+    np.linalg.eigh: ("A", "np.linalg.eigh(A + A.T)[0] + np.sum(np.linalg.eigh(A + A.T)[1] ** 2 * A, axis=0)"),
+    np.linalg.eigvalsh: ("A", "np.linalg.eigvalsh(A @ A.T)"),
     # creation
     np.full: ("s", "np.full(3, s)"),
     np.full_like: ("x, s", "np.full_like(x, s)"),
@@ -191,6 +193,9 @@ EXAMPLES = {
     runtime.lower_half: ("A", "runtime.lower_half(A)"),
     runtime.lower_symmetric: ("A", "runtime.lower_symmetric(A)"),
     runtime.lower_symmetric_bar: ("A", "runtime.lower_symmetric_bar(A)"),
+    runtime.matrix_diagonal: ("A", "runtime.matrix_diagonal(A)"),
+    runtime.diagonal_matrix: ("x", "runtime.diagonal_matrix(x)"),
+    runtime.eigen_quotient: ("x, A", "runtime.eigen_quotient(x * np.array([1.0, 2.0, 3.0]), A)"),
     runtime.matrix_trace: ("A", "runtime.matrix_trace(A)"),
     runtime.matrix_trace_bar: ("s, A", "runtime.matrix_trace_bar(s, A)"),
     runtime.per_matrix: ("x", "runtime.per_matrix(x)"),

@@ -1,4 +1,4 @@
-"""Helpers of the rules for np.tensordot, np.kron and np.linalg.cholesky (templates/array_rules.py).
+"""Helpers of the rules for np.tensordot, np.kron, np.linalg.cholesky and eigh (templates/array_rules.py).
 
 np.tensordot(a, b, axes) contracts a's axes axes[0] with b's axes[1], pair by pair (an int n:
 a's last n with b's first n); its result has a's other axes, then b's. Each adjoint is a
@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["tensordot", "tensordot_bar_a", "tensordot_bar_b", "kron", "kron_bar_a", "kron_bar_b", "lower_half",
-           "lower_symmetric", "lower_symmetric_bar"]
+           "lower_symmetric", "lower_symmetric_bar", "matrix_diagonal", "diagonal_matrix", "eigen_quotient",
+           "pair_differences"]
 
 
 def _contracted(na: int, nb: int, axes) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -110,3 +111,31 @@ def lower_symmetric(x):
 def lower_symmetric_bar(g):
     """The adjoint of lower_symmetric: g + g.T below the diagonal, g's own diagonal, zeros above."""
     return np.tril(g + np.swapaxes(g, -1, -2), -1) + g * _eye_like(g)
+
+
+# np.linalg.eigh and eigvalsh (lower triangle read, as cholesky): with a = V diag(w) V.T and
+# M = V.T S_dot V, w_dot = diag(M) and V_dot = V (F * M), F[i, j] = 1 / (w[j] - w[i]) off the
+# diagonal and 0 on it (JAX's formula). eigen_quotient is F * x, with 0 where x is 0: the
+# eigenvalues alone then differentiate at repeated eigenvalues too, where F is infinite.
+
+
+def matrix_diagonal(m):
+    """The diagonal of each matrix of m (a new array)."""
+    return np.diagonal(m, axis1=-2, axis2=-1).copy()
+
+
+def diagonal_matrix(d):
+    """The matrix with d on its diagonal, for each row of d (matrix_diagonal's adjoint)."""
+    return d[..., :, None] * np.eye(np.shape(d)[-1])
+
+
+def pair_differences(w):
+    """w[..., j] - w[..., i] at [..., i, j]."""
+    return w[..., None, :] - w[..., :, None]
+
+
+def eigen_quotient(w, x):
+    """x[i, j] / (w[j] - w[i]) off the diagonal, 0 on it and wherever x is 0 (each matrix)."""
+    gaps = pair_differences(w)
+    off = (x != 0) & ~np.eye(np.shape(x)[-1], dtype=bool)
+    return np.where(off, x / np.where(off, gaps, 1.0), 0.0)

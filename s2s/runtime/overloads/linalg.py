@@ -257,3 +257,50 @@ def _lower_symmetric(x):
 def _lower_symmetric_bar(g):
     _matrix("lower_symmetric_bar", g)
     return lambda g: np.tril(g + g.T, -1) + g * np.eye(g.shape[0], g.shape[1])
+
+
+# ---- the helpers of np.linalg.eigh's rule ---------------------------------------------------
+
+
+@overload(rt.matrix_diagonal)
+def _matrix_diagonal(m):
+    _matrix("matrix_diagonal", m)
+    return lambda m: np.diag(m).copy()
+
+
+@overload(rt.diagonal_matrix)
+def _diagonal_matrix(d):
+    if _nd(d) != 1:
+        raise TypingError("s2s: under s2s.jit, np.linalg.eigh's derivative takes a matrix: Numba's np.linalg "
+                          "takes no stack of matrices")
+    return lambda d: np.diag(d)
+
+
+@overload(rt.pair_differences)
+def _pair_differences(w):
+    if _nd(w) != 1:
+        raise TypingError("s2s: under s2s.jit, np.linalg.eigh's derivative takes a matrix")
+
+    def impl(w):
+        n = w.shape[0]
+        out = np.empty((n, n), w.dtype)
+        for i in range(n):
+            for j in range(n):
+                out[i, j] = w[j] - w[i]
+        return out
+    return impl
+
+
+@overload(rt.eigen_quotient)
+def _eigen_quotient(w, x):
+    _matrix("eigen_quotient", x)
+
+    def impl(w, x):
+        n = x.shape[0]
+        out = np.zeros_like(x * 1.0)
+        for i in range(n):
+            for j in range(n):
+                if i != j and x[i, j] != 0:
+                    out[i, j] = x[i, j] / (w[j] - w[i])
+        return out
+    return impl
