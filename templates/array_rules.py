@@ -26,6 +26,8 @@ from s2s.runtime import (
     hstack_bar,
     roll,
     roll_bar,
+    qr_inner_bar,
+    qr_options,
     sort_bar,
     sort_dot,
     tile,
@@ -58,8 +60,10 @@ from s2s.runtime import (
     prod_bar,
     prod_dot,
     reshape_bar,
+    right_solve,
     solve_bar_a,
     stack_bar,
+    strict_lower,
     std_bar,
     sum_bar,
     tensordot,
@@ -446,6 +450,22 @@ def eigvalsh(y, a):
     v = np.linalg.eigh(a)[1]
     y_dot = matrix_diagonal(np.swapaxes(v, -1, -2) @ lower_symmetric(a_dot) @ v)
     a_bar += lower_symmetric_bar(v @ diagonal_matrix(y_bar) @ np.swapaxes(v, -1, -2))
+
+
+@rule(np.linalg.qr, options=qr_options)
+def qr(y, a, mode="reduced"):
+    """y = (Q, R) of a matrix with at least as many rows as columns and of full rank (R invertible;
+    a wide matrix's R is not square: runtime.right_solve raises, naming qr). JAX's forward rule: with
+    X = a_dot R^-1, C = Q.T X and D = tril(C, -1) - tril(C, -1).T, Q_dot = Q (D - C) + X and
+    R_dot = (C - D) R; the reverse rule is its transpose: with E = Q.T Q_bar - R_bar R.T,
+    a_bar = (Q_bar + Q (tril(E - E.T, -1) - E)) R^-T."""
+    q_t = np.swapaxes(y[0], -1, -2)
+    r_t = np.swapaxes(y[1], -1, -2)
+    x = right_solve(a_dot, y[1])
+    c = q_t @ x
+    d = strict_lower(c) - np.swapaxes(strict_lower(c), -1, -2)
+    y_dot = (y[0] @ (d - c) + x, (c - d) @ y[1])
+    a_bar += right_solve(y_bar[0] + y[0] @ qr_inner_bar(q_t @ y_bar[0] - y_bar[1] @ r_t), r_t)
 
 
 @rule(np.linalg.inv)

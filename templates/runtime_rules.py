@@ -47,6 +47,8 @@ from s2s.runtime import (
     eigen_quotient,
     matrix_diagonal,
     pair_differences,
+    qr_inner_bar,
+    strict_lower,
     lower_half,
     lower_symmetric,
     lower_symmetric_bar,
@@ -69,6 +71,7 @@ from s2s.runtime import (
     prod_dot,
     prod_dot_dx,
     reshape_bar,
+    right_solve,
     roll_bar,
     solve_bar_a,
     sort_bar,
@@ -238,6 +241,23 @@ def diagonal_matrix_(y, d):
 def eigen_quotient_(y, w, x):
     """Linear in x; in w, d(x / gap) = -(x / gap) / gap * d(gap)."""
     y_dot = eigen_quotient(w, x_dot) - eigen_quotient(w, y * pair_differences(w_dot))
+
+
+@rule(runtime.strict_lower, pure=True, fresh=True)
+def strict_lower_(y, x):
+    y_dot = strict_lower(x_dot)
+    x_bar += strict_lower(y_bar)
+
+
+@rule(runtime.qr_inner_bar, pure=True, fresh=True)
+def qr_inner_bar_(y, e):
+    y_dot = qr_inner_bar(e_dot)
+
+
+@rule(runtime.right_solve, pure=True, fresh=True)
+def right_solve_(y, x, r):
+    """y = x inv(r): y_dot = (x_dot - y r_dot) inv(r)."""
+    y_dot = right_solve(x_dot - y @ r_dot, r)
 
 
 @rule(runtime.trace_bar, pure=True)

@@ -1,5 +1,5 @@
 """The rules of np.moveaxis, np.tensordot, np.kron, np.linalg.slogdet, np.linalg.cholesky,
-np.linalg.eigh and np.linalg.eigvalsh, and the array methods .cumsum(), .cumprod() and .swapaxes() (routed to their functions).
+np.linalg.eigh, np.linalg.eigvalsh and np.linalg.qr, and the array methods .cumsum(), .cumprod() and .swapaxes() (routed to their functions).
 
 Each is checked against central finite differences (and closed forms where they are short):
 gradients on the python backend and under s2s.jit, Jacobians in forward and reverse mode,
@@ -84,6 +84,13 @@ def eigvalsh_loss(s):
 
 
 S = X + X.T  # symmetric, distinct eigenvalues
+TALL = _rng.standard_normal((4, 3))
+
+
+def qr_loss(a):
+    q, r = np.linalg.qr(a)
+    again = np.linalg.qr(a[:3] @ a[1:].T)
+    return np.sum(q * np.arange(12.0).reshape(4, 3)) + np.sum(r**2 * W) + np.sum(again[0] * again[1])
 
 # name -> (function, arguments); the gradient is taken with respect to the first.
 CASES = {
@@ -96,6 +103,7 @@ CASES = {
     "cholesky_of_gram": (cholesky_of_gram, (X,)),
     "eigh": (eigh_loss, (S,)),
     "eigvalsh": (eigvalsh_loss, (S,)),
+    "qr": (qr_loss, (TALL,)),
 }
 
 
@@ -259,7 +267,12 @@ def eigvalsh_vec(s):
     return np.linalg.eigvalsh(np.sin(s))
 
 
-VECTOR_CASES = {"eigh": (eigh_vec, S), "eigvalsh": (eigvalsh_vec, S), "moveaxis": (moveaxis_vec, T), "tensordot": (tensordot_vec, T), "kron": (kron_vec, A),
+def qr_vec(a):
+    q, r = np.linalg.qr(a * a)
+    return q[:, :2] * r[0, 1]
+
+
+VECTOR_CASES = {"qr": (qr_vec, TALL), "eigh": (eigh_vec, S), "eigvalsh": (eigvalsh_vec, S), "moveaxis": (moveaxis_vec, T), "tensordot": (tensordot_vec, T), "kron": (kron_vec, A),
                 "kron_mixed": (kron_mixed_vec, A), "slogdet": (slogdet_vec, A), "cholesky": (cholesky_vec, P),
                 "swapaxes": (swapaxes_vec, T)}
 
@@ -272,7 +285,7 @@ def test_jacobians_match_finite_differences(name):
     np.testing.assert_allclose(s2s.jacrev(fn)(x), expected, rtol=1e-6, atol=1e-6)
 
 
-@pytest.mark.parametrize("name", ["tensordot", "kron", "slogdet", "cholesky", "eigh"])
+@pytest.mark.parametrize("name", ["tensordot", "kron", "slogdet", "cholesky", "eigh", "qr"])
 def test_forward_mode_under_jit(name):
     fn, x = VECTOR_CASES[name]
     np.testing.assert_allclose(s2s.jit(s2s.jacfwd(fn))(x), _fd_jacobian(fn, x), rtol=1e-6, atol=1e-6)
@@ -315,7 +328,7 @@ def test_hessian_matches_finite_differences_of_the_gradient(name):
     np.testing.assert_allclose(s2s.hessian(fn)(*args), expected, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("name", ["tensordot", "kron", "slogdet", "cholesky_of_gram", "moveaxis", "eigh"])
+@pytest.mark.parametrize("name", ["tensordot", "kron", "slogdet", "cholesky_of_gram", "moveaxis", "eigh", "qr"])
 def test_hessian_under_jit(name):
     fn, args = CASES[name]
     np.testing.assert_allclose(s2s.jit(s2s.hessian(fn))(*args), s2s.hessian(fn)(*args), rtol=1e-9, atol=1e-9)
@@ -343,6 +356,26 @@ def tensordot_list_axes(t):
 
 def kron_mixed_loss(a):
     return np.sum(np.kron(a[0], a) ** 2)
+
+
+def qr_wide(a):
+    return np.sum(np.linalg.qr(a.T)[0])
+
+
+def qr_complete(a):
+    return np.sum(np.linalg.qr(a, mode="complete")[0])
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_qr_of_a_wide_matrix_is_refused_at_the_users_line(backend):
+    """Its R is not square: the rule does not hold (under Numba too, where no solve would say so)."""
+    with pytest.raises(s2s.S2SError, match=r"test_linalg_rules\.py:\d+:\d+: the derivative of np\.linalg\.qr is for"):
+        s2s.jit(s2s.grad(qr_wide), backend=backend)(TALL)
+
+
+def test_qr_modes_other_than_reduced_are_refused():
+    with pytest.raises(s2s.S2SError, match="mode='reduced'"):
+        s2s.grad(qr_complete)(TALL)
 
 
 def test_python_backend_takes_what_jit_refuses():

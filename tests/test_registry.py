@@ -143,6 +143,7 @@ EXAMPLES = {
     np.linalg.cholesky: ("A", "np.linalg.cholesky(A @ A.T)"),
     np.linalg.eigh: ("A", "np.linalg.eigh(A + A.T)[0] + np.sum(np.linalg.eigh(A + A.T)[1] ** 2 * A, axis=0)"),
     np.linalg.eigvalsh: ("A", "np.linalg.eigvalsh(A @ A.T)"),
+    np.linalg.qr: ("A", "np.linalg.qr(A)[0] + np.linalg.qr(A)[1] * 2.0"),
     # creation
     np.full: ("s", "np.full(3, s)"),
     np.full_like: ("x, s", "np.full_like(x, s)"),
@@ -196,6 +197,9 @@ EXAMPLES = {
     runtime.matrix_diagonal: ("A", "runtime.matrix_diagonal(A)"),
     runtime.diagonal_matrix: ("x", "runtime.diagonal_matrix(x)"),
     runtime.eigen_quotient: ("x, A", "runtime.eigen_quotient(x * np.array([1.0, 2.0, 3.0]), A)"),
+    runtime.strict_lower: ("A", "runtime.strict_lower(A)"),
+    runtime.qr_inner_bar: ("A", "runtime.qr_inner_bar(A)"),
+    runtime.right_solve: ("x, A", "runtime.right_solve(np.outer(x, x), A)"),
     runtime.matrix_trace: ("A", "runtime.matrix_trace(A)"),
     runtime.matrix_trace_bar: ("s, A", "runtime.matrix_trace_bar(s, A)"),
     runtime.per_matrix: ("x", "runtime.per_matrix(x)"),

@@ -1,4 +1,4 @@
-"""Helpers of the rules for np.tensordot, np.kron, np.linalg.cholesky and eigh (templates/array_rules.py).
+"""Helpers of the rules for np.tensordot, np.kron, np.linalg.cholesky, eigh and qr (templates/array_rules.py).
 
 np.tensordot(a, b, axes) contracts a's axes axes[0] with b's axes[1], pair by pair (an int n:
 a's last n with b's first n); its result has a's other axes, then b's. Each adjoint is a
@@ -12,7 +12,7 @@ import numpy as np
 
 __all__ = ["tensordot", "tensordot_bar_a", "tensordot_bar_b", "kron", "kron_bar_a", "kron_bar_b", "lower_half",
            "lower_symmetric", "lower_symmetric_bar", "matrix_diagonal", "diagonal_matrix", "eigen_quotient",
-           "pair_differences"]
+           "pair_differences", "strict_lower", "qr_inner_bar", "qr_options", "right_solve"]
 
 
 def _contracted(na: int, nb: int, axes) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -139,3 +139,34 @@ def eigen_quotient(w, x):
     gaps = pair_differences(w)
     off = (x != 0) & ~np.eye(np.shape(x)[-1], dtype=bool)
     return np.where(off, x / np.where(off, gaps, 1.0), 0.0)
+
+
+# np.linalg.qr (mode "reduced", at least as many rows as columns, R invertible): JAX's forward
+# rule, dQ = Q (D - C) + X and dR = (C - D) R with X = a_dot R^-1, C = Q.T X, D = L - L.T and
+# L = strict_lower(C); its transpose gives the reverse rule.
+
+
+def strict_lower(x):
+    """The part of each matrix of x below its diagonal (linear, its own adjoint)."""
+    return np.tril(x, -1)
+
+
+def qr_inner_bar(e):
+    """The adjoint of C in np.linalg.qr's rule, from E = Q.T Q_bar - R_bar R.T: tril(E - E.T, -1) - E."""
+    return np.tril(e - np.swapaxes(e, -1, -2), -1) - e
+
+
+def right_solve(x, r):
+    """x @ inv(r), each matrix, for a square r: np.linalg.qr's R, which a matrix with more columns
+    than rows does not make square (its rule is for the others: refused here, by name)."""
+    if np.shape(r)[-1] != np.shape(r)[-2]:
+        raise ValueError("s2s: the derivative of np.linalg.qr is for a matrix with at least as many rows as "
+                         "columns (R square)")
+    return np.swapaxes(np.linalg.solve(np.swapaxes(r, -1, -2), np.swapaxes(x, -1, -2)), -1, -2)
+
+
+def qr_options(mode="reduced", **_) -> str | None:
+    """np.linalg.qr is differentiated in its default mode only (rules: Facts.options)."""
+    if mode != "reduced":
+        return f"np.linalg.qr is differentiated with mode='reduced' (its default) only, not mode={mode!r}"
+    return None

@@ -304,3 +304,27 @@ def _eigen_quotient(w, x):
                     out[i, j] = x[i, j] / (w[j] - w[i])
         return out
     return impl
+
+
+@overload(rt.strict_lower)
+def _strict_lower(x):
+    _matrix("strict_lower", x)
+    return lambda x: np.tril(x, -1)
+
+
+@overload(rt.qr_inner_bar)
+def _qr_inner_bar(e):
+    _matrix("qr_inner_bar", e)
+    return lambda e: np.tril(e - e.T, -1) - e
+
+
+@overload(rt.right_solve)
+def _right_solve(x, r):
+    _matrix("right_solve", r)
+
+    def impl(x, r):
+        if r.shape[0] != r.shape[1]:
+            raise ValueError("s2s: the derivative of np.linalg.qr is for a matrix with at least as many rows as "
+                             "columns (R square)")
+        return np.linalg.solve(np.ascontiguousarray(r.T), np.ascontiguousarray(x.T)).T
+    return impl
