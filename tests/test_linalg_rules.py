@@ -339,7 +339,11 @@ def test_hessian_under_jit(name):
 
 def stacked_loss(s):
     sign, logdet = np.linalg.slogdet(s)
-    return np.sum(logdet * sign) + np.sum(np.linalg.cholesky(s @ np.swapaxes(s, -1, -2) + np.eye(3)) ** 2)
+    gram = s @ np.swapaxes(s, -1, -2) + np.eye(3)
+    w, v = np.linalg.eigh(gram)
+    q, r = np.linalg.qr(s)
+    return (np.sum(logdet * sign) + np.sum(np.linalg.cholesky(gram) ** 2) + np.sum(w[..., None] * np.abs(v))
+            + np.sum(np.linalg.eigvalsh(gram) ** 2) + np.sum(q * W) + np.sum(r**2))
 
 
 def test_stacks_of_matrices_on_the_python_backend():
