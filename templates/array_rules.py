@@ -468,6 +468,18 @@ def qr(y, a, mode="reduced"):
     a_bar += right_solve(y_bar[0] + y[0] @ qr_inner_bar(q_t @ y_bar[0] - y_bar[1] @ r_t), r_t)
 
 
+@rule(np.linalg.pinv)
+def pinv(y, a):
+    """y = a+, where a's rank does not change near a (a matrix of full rank, tall or wide): Golub
+    and Pereyra's derivative, -a+ da a+ + a+ a+.T da.T (I - a a+) + (I - a+ a) da.T a+.T a+.
+    Where singular values cross NumPy's cutoff (rcond) pinv jumps: no derivative there."""
+    y_t = np.swapaxes(y, -1, -2)
+    a_dot_t = np.swapaxes(a_dot, -1, -2)
+    g_t = np.swapaxes(y_bar, -1, -2)
+    y_dot = -(y @ a_dot @ y) + y @ y_t @ (a_dot_t - a_dot_t @ a @ y) + (a_dot_t - y @ a @ a_dot_t) @ y_t @ y
+    a_bar += -(y_t @ y_bar @ y_t) + (g_t - a @ y @ g_t) @ y @ y_t + y_t @ y @ (g_t - g_t @ y @ a)
+
+
 @rule(np.linalg.inv)
 def inv(y, a):
     y_dot = -(y @ a_dot @ y)

@@ -1,5 +1,5 @@
 """The rules of np.moveaxis, np.tensordot, np.kron, np.linalg.slogdet, np.linalg.cholesky,
-np.linalg.eigh, np.linalg.eigvalsh and np.linalg.qr, and the array methods .cumsum(), .cumprod() and .swapaxes() (routed to their functions).
+np.linalg.eigh, np.linalg.eigvalsh, np.linalg.qr and np.linalg.pinv, and the array methods .cumsum(), .cumprod() and .swapaxes() (routed to their functions).
 
 Each is checked against central finite differences (and closed forms where they are short):
 gradients on the python backend and under s2s.jit, Jacobians in forward and reverse mode,
@@ -92,6 +92,11 @@ def qr_loss(a):
     again = np.linalg.qr(a[:3] @ a[1:].T)
     return np.sum(q * np.arange(12.0).reshape(4, 3)) + np.sum(r**2 * W) + np.sum(again[0] * again[1])
 
+def pinv_loss(a):
+    """Of a tall and of a wide matrix of full rank."""
+    return np.sum(np.linalg.pinv(a) * W[:, :1]) + np.sum(np.linalg.pinv(a.T) ** 2 * np.arange(12.0).reshape(4, 3))
+
+
 # name -> (function, arguments); the gradient is taken with respect to the first.
 CASES = {
     "moveaxis": (moveaxis_loss, (T,)),
@@ -104,6 +109,7 @@ CASES = {
     "eigh": (eigh_loss, (S,)),
     "eigvalsh": (eigvalsh_loss, (S,)),
     "qr": (qr_loss, (TALL,)),
+    "pinv": (pinv_loss, (TALL,)),
 }
 
 
@@ -272,7 +278,11 @@ def qr_vec(a):
     return q[:, :2] * r[0, 1]
 
 
-VECTOR_CASES = {"qr": (qr_vec, TALL), "eigh": (eigh_vec, S), "eigvalsh": (eigvalsh_vec, S), "moveaxis": (moveaxis_vec, T), "tensordot": (tensordot_vec, T), "kron": (kron_vec, A),
+def pinv_vec(a):
+    return np.linalg.pinv(a * a)
+
+
+VECTOR_CASES = {"pinv": (pinv_vec, TALL), "qr": (qr_vec, TALL), "eigh": (eigh_vec, S), "eigvalsh": (eigvalsh_vec, S), "moveaxis": (moveaxis_vec, T), "tensordot": (tensordot_vec, T), "kron": (kron_vec, A),
                 "kron_mixed": (kron_mixed_vec, A), "slogdet": (slogdet_vec, A), "cholesky": (cholesky_vec, P),
                 "swapaxes": (swapaxes_vec, T)}
 
@@ -285,7 +295,7 @@ def test_jacobians_match_finite_differences(name):
     np.testing.assert_allclose(s2s.jacrev(fn)(x), expected, rtol=1e-6, atol=1e-6)
 
 
-@pytest.mark.parametrize("name", ["tensordot", "kron", "slogdet", "cholesky", "eigh", "qr"])
+@pytest.mark.parametrize("name", ["tensordot", "kron", "slogdet", "cholesky", "eigh", "qr", "pinv"])
 def test_forward_mode_under_jit(name):
     fn, x = VECTOR_CASES[name]
     np.testing.assert_allclose(s2s.jit(s2s.jacfwd(fn))(x), _fd_jacobian(fn, x), rtol=1e-6, atol=1e-6)
@@ -328,7 +338,7 @@ def test_hessian_matches_finite_differences_of_the_gradient(name):
     np.testing.assert_allclose(s2s.hessian(fn)(*args), expected, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("name", ["tensordot", "kron", "slogdet", "cholesky_of_gram", "moveaxis", "eigh", "qr"])
+@pytest.mark.parametrize("name", ["tensordot", "kron", "slogdet", "cholesky_of_gram", "moveaxis", "eigh", "qr", "pinv"])
 def test_hessian_under_jit(name):
     fn, args = CASES[name]
     np.testing.assert_allclose(s2s.jit(s2s.hessian(fn))(*args), s2s.hessian(fn)(*args), rtol=1e-9, atol=1e-9)
@@ -343,7 +353,7 @@ def stacked_loss(s):
     w, v = np.linalg.eigh(gram)
     q, r = np.linalg.qr(s)
     return (np.sum(logdet * sign) + np.sum(np.linalg.cholesky(gram) ** 2) + np.sum(w[..., None] * np.abs(v))
-            + np.sum(np.linalg.eigvalsh(gram) ** 2) + np.sum(q * W) + np.sum(r**2))
+            + np.sum(np.linalg.eigvalsh(gram) ** 2) + np.sum(q * W) + np.sum(r**2) + np.sum(np.linalg.pinv(s) * W))
 
 
 def test_stacks_of_matrices_on_the_python_backend():

@@ -144,6 +144,7 @@ EXAMPLES = {
     np.linalg.eigh: ("A", "np.linalg.eigh(A + A.T)[0] + np.sum(np.linalg.eigh(A + A.T)[1] ** 2 * A, axis=0)"),
     np.linalg.eigvalsh: ("A", "np.linalg.eigvalsh(A @ A.T)"),
     np.linalg.qr: ("A", "np.linalg.qr(A)[0] + np.linalg.qr(A)[1] * 2.0"),
+    np.linalg.pinv: ("A", "np.linalg.pinv(A[:, :2]) @ A"),
     # creation
     np.full: ("s", "np.full(3, s)"),
     np.full_like: ("x, s", "np.full_like(x, s)"),

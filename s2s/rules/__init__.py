@@ -251,6 +251,9 @@ def _parse_template(template) -> Rule:
                 and isinstance(stmt.targets[0], ast.Name):
             name = stmt.targets[0].id
             if name.endswith("_dot"):
+                if name != f"{rule_.result}_dot":  # (a local named x_dot would be read as a tangent line)
+                    raise SyntaxError(f"{rule_.where}: {name} is neither the result's tangent nor a local "
+                                      "name a template may use (locals must not end in _dot)")
                 rule_.forward.append(stmt)
             else:
                 rule_.locals[name] = stmt.value
