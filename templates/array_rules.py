@@ -20,23 +20,34 @@ from s2s.runtime import (
     cumsum,
     cumsum_bar,
     diag_bar,
+    diagonal_matrix,
     diff,
     diff_bar,
     hstack_bar,
     roll,
     roll_bar,
+    qr_inner_bar,
+    qr_options,
     sort_bar,
     sort_dot,
     tile,
     tile_bar,
     vstack_bar,
     dot_bar_x,
+    eigen_quotient,
     dot_bar_y,
     inner_bar_x,
     inner_bar_y,
+    kron,
+    kron_bar_a,
+    kron_bar_b,
     matmul_bar_x,
     matmul_bar_y,
+    matrix_diagonal,
     matrix_trace,
+    lower_half,
+    lower_symmetric,
+    lower_symmetric_bar,
     max_bar,
     max_dot,
     mean_bar,
@@ -49,15 +60,21 @@ from s2s.runtime import (
     prod_bar,
     prod_dot,
     reshape_bar,
+    right_solve,
     solve_bar_a,
     stack_bar,
+    strict_lower,
     std_bar,
     sum_bar,
+    tensordot,
+    tensordot_bar_a,
+    tensordot_bar_b,
     trace_bar,
     transpose_bar,
     unbroadcast,
     var_bar,
     var_dot,
+    zeros_like,
 )
 
 # ---- reductions -------------------------------------------------------------------
@@ -142,6 +159,26 @@ def outer(z, x, y):
     y_bar += outer_bar_y(z_bar, x, y)
 
 
+# Numba lacks np.tensordot: under Numba generated code calls runtime.tensordot (overloads/linalg.py).
+@rule(np.tensordot, runtime.tensordot, pure=True, fresh=True)
+@primitive(np.tensordot, numba=runtime.tensordot, numba_always=True)
+def tensordot_(z, a, b, axes=2):
+    """axes: an int or a pair of axis sequences, as NumPy takes them."""
+    z_dot = tensordot(a_dot, b, axes) + tensordot(a, b_dot, axes)
+    a_bar += tensordot_bar_a(z_bar, a, b, axes)
+    b_bar += tensordot_bar_b(z_bar, a, b, axes)
+
+
+# Numba's np.kron takes contiguous arrays only: under Numba, runtime.kron (overloads/linalg.py).
+@rule(np.kron, runtime.kron, pure=True, fresh=True)
+@primitive(np.kron, numba=runtime.kron, numba_always=True)
+def kron_(z, a, b):
+    """Of arrays of any ndim (under s2s.jit: two 1-d or two 2-d arrays)."""
+    z_dot = kron(a_dot, b) + kron(a, b_dot)
+    a_bar += kron_bar_a(z_bar, a, b)
+    b_bar += kron_bar_b(z_bar, a, b)
+
+
 @rule(np.trace, pure=True)
 def trace(y, x):
     y_dot = np.trace(x_dot)
@@ -181,6 +218,13 @@ def squeeze(y, x, axis=None):
 def swapaxes(y, x, axis1, axis2):
     y_dot = np.swapaxes(x_dot, axis1, axis2)
     x_bar += np.swapaxes(y_bar, axis1, axis2)
+
+
+@rule(np.moveaxis, pure=True, view=True)
+def moveaxis(y, x, source, destination):
+    """A transpose: its adjoint moves the axes back (source and destination ints or tuples)."""
+    y_dot = np.moveaxis(x_dot, source, destination)
+    x_bar += np.moveaxis(y_bar, destination, source)
 
 
 @rule(np.flip, runtime.flip, pure=True)
@@ -358,6 +402,82 @@ def det(y, a):
     """a may be a stack of matrices, y then holds one determinant per matrix."""
     y_dot = y * matrix_trace(np.linalg.solve(a, a_dot))
     a_bar += per_matrix(y_bar * y) * np.swapaxes(np.linalg.inv(a), -1, -2)
+
+
+@rule(np.linalg.slogdet)
+def slogdet(y, a):
+    """y = (sign, log|det a|), per matrix of a stack: the sign is piecewise constant (its
+    tangent is zero, no adjoint flows from it); log|det a| has the derivative of log det a."""
+    y_dot = (zeros_like(y[0]), matrix_trace(np.linalg.solve(a, a_dot)))
+    a_bar += per_matrix(y_bar[1]) * np.swapaxes(np.linalg.inv(a), -1, -2)
+
+
+@rule(np.linalg.cholesky)
+def cholesky(y, a):
+    """y = L, lower triangular with L @ L.T = S, where S is the symmetric matrix that a's lower
+    triangle stands for: NumPy reads nothing else of a, so a's upper triangle has no derivative
+    and the gradient is lower triangular (an entry below the diagonal carries the adjoint of
+    both S[i, j] and S[j, i]). For a symmetric a and a symmetric perturbation this is JAX's
+    (symmetrised) derivative; a gradient that flows on to what built a symmetric a (X @ X.T)
+    is the same either way. Forward and reverse rules of Murray 2016 (arXiv:1602.07527):
+    L_dot = L Phi(L^-1 S_dot L^-T), Phi the lower triangle with its diagonal halved."""
+    y_t = np.swapaxes(y, -1, -2)
+    y_dot = y @ lower_half(np.linalg.solve(y, np.swapaxes(np.linalg.solve(y, lower_symmetric(a_dot)), -1, -2)))
+    left = np.linalg.solve(y_t, lower_half(y_t @ y_bar))
+    a_bar += lower_symmetric_bar(np.swapaxes(np.linalg.solve(y_t, np.swapaxes(left, -1, -2)), -1, -2))
+
+
+@rule(np.linalg.eigh)
+def eigh(y, a):
+    """y = (w, V), a = V diag(w) V.T for the symmetric matrix a's lower triangle stands for (NumPy
+    reads nothing else: see cholesky). JAX's formula: w_dot = diag(M), V_dot = V (F * M), with
+    M = V.T a_dot V and F[i, j] = 1 / (w[j] - w[i]). At a repeated eigenvalue the eigenvectors
+    are not differentiable (any rotation within its eigenspace is as good a result): their
+    derivative there is infinite or NaN, as JAX's. Where nothing reads the eigenvectors,
+    eigen_quotient leaves their zero terms out and the eigenvalues' derivative stays finite at
+    a repeated eigenvalue: there the sorted eigenvalues have a kink, and it is exact for what
+    is differentiable, a symmetric function of them (a sum, a trace); second derivatives
+    through eigh are NaN there."""
+    v_t = np.swapaxes(y[1], -1, -2)
+    m = v_t @ lower_symmetric(a_dot) @ y[1]
+    y_dot = (matrix_diagonal(m), y[1] @ eigen_quotient(y[0], m))
+    a_bar += lower_symmetric_bar(y[1] @ (diagonal_matrix(y_bar[0]) + eigen_quotient(y[0], v_t @ y_bar[1])) @ v_t)
+
+
+@rule(np.linalg.eigvalsh)
+def eigvalsh(y, a):
+    """The eigenvalues of eigh, without F: finite at repeated eigenvalues (see eigh)."""
+    v = np.linalg.eigh(a)[1]
+    y_dot = matrix_diagonal(np.swapaxes(v, -1, -2) @ lower_symmetric(a_dot) @ v)
+    a_bar += lower_symmetric_bar(v @ diagonal_matrix(y_bar) @ np.swapaxes(v, -1, -2))
+
+
+@rule(np.linalg.qr, options=qr_options)
+def qr(y, a, mode="reduced"):
+    """y = (Q, R) of a matrix with at least as many rows as columns and of full rank (R invertible;
+    a wide matrix's R is not square: runtime.right_solve raises, naming qr). JAX's forward rule: with
+    X = a_dot R^-1, C = Q.T X and D = tril(C, -1) - tril(C, -1).T, Q_dot = Q (D - C) + X and
+    R_dot = (C - D) R; the reverse rule is its transpose: with E = Q.T Q_bar - R_bar R.T,
+    a_bar = (Q_bar + Q (tril(E - E.T, -1) - E)) R^-T."""
+    q_t = np.swapaxes(y[0], -1, -2)
+    r_t = np.swapaxes(y[1], -1, -2)
+    x = right_solve(a_dot, y[1])
+    c = q_t @ x
+    d = strict_lower(c) - np.swapaxes(strict_lower(c), -1, -2)
+    y_dot = (y[0] @ (d - c) + x, (c - d) @ y[1])
+    a_bar += right_solve(y_bar[0] + y[0] @ qr_inner_bar(q_t @ y_bar[0] - y_bar[1] @ r_t), r_t)
+
+
+@rule(np.linalg.pinv)
+def pinv(y, a):
+    """y = a+, where a's rank does not change near a (a matrix of full rank, tall or wide): Golub
+    and Pereyra's derivative, -a+ da a+ + a+ a+.T da.T (I - a a+) + (I - a+ a) da.T a+.T a+.
+    Where singular values cross NumPy's cutoff (rcond) pinv jumps: no derivative there."""
+    y_t = np.swapaxes(y, -1, -2)
+    a_dot_t = np.swapaxes(a_dot, -1, -2)
+    g_t = np.swapaxes(y_bar, -1, -2)
+    y_dot = -(y @ a_dot @ y) + y @ y_t @ (a_dot_t - a_dot_t @ a @ y) + (a_dot_t - y @ a @ a_dot_t) @ y_t @ y
+    a_bar += -(y_t @ y_bar @ y_t) + (g_t - a @ y @ g_t) @ y @ y_t + y_t @ y @ (g_t - g_t @ y @ a)
 
 
 @rule(np.linalg.inv)

@@ -40,7 +40,18 @@ from s2s.runtime import (
     hstack_bar,
     inner_bar_x,
     inner_bar_y,
+    kron_bar_a,
+    kron_bar_b,
     lift,
+    diagonal_matrix,
+    eigen_quotient,
+    matrix_diagonal,
+    pair_differences,
+    qr_inner_bar,
+    strict_lower,
+    lower_half,
+    lower_symmetric,
+    lower_symmetric_bar,
     matmul_bar_x,
     matmul_bar_y,
     matrix_trace,
@@ -60,6 +71,7 @@ from s2s.runtime import (
     prod_dot,
     prod_dot_dx,
     reshape_bar,
+    right_solve,
     roll_bar,
     solve_bar_a,
     sort_bar,
@@ -67,6 +79,8 @@ from s2s.runtime import (
     stack_bar,
     sum_bar,
     take,
+    tensordot_bar_a,
+    tensordot_bar_b,
     tile_bar,
     trace_bar,
     transpose_bar,
@@ -171,6 +185,79 @@ def outer_bar_x_(r, g, x, y):
 @rule(runtime.outer_bar_y, pure=True)
 def outer_bar_y_(r, g, x, y):
     r_dot = outer_bar_y(g_dot, x, y) + outer_bar_y(g, x_dot, y)
+
+
+@rule(runtime.tensordot_bar_a, pure=True, shape_argument=1)
+def tensordot_bar_a_(r, g, a, b, axes=2):
+    r_dot = tensordot_bar_a(g_dot, a, b, axes) + tensordot_bar_a(g, a, b_dot, axes)
+
+
+@rule(runtime.tensordot_bar_b, pure=True, shape_argument=2)
+def tensordot_bar_b_(r, g, a, b, axes=2):
+    r_dot = tensordot_bar_b(g_dot, a, b, axes) + tensordot_bar_b(g, a_dot, b, axes)
+
+
+@rule(runtime.kron_bar_a, pure=True, shape_argument=1)
+def kron_bar_a_(r, g, a, b):
+    r_dot = kron_bar_a(g_dot, a, b) + kron_bar_a(g, a, b_dot)
+
+
+@rule(runtime.kron_bar_b, pure=True, shape_argument=2)
+def kron_bar_b_(r, g, a, b):
+    r_dot = kron_bar_b(g_dot, a, b) + kron_bar_b(g, a_dot, b)
+
+
+@rule(runtime.lower_half, pure=True)
+def lower_half_(y, x):
+    y_dot = lower_half(x_dot)
+    x_bar += lower_half(y_bar)
+
+
+@rule(runtime.lower_symmetric, pure=True)
+def lower_symmetric_(y, x):
+    y_dot = lower_symmetric(x_dot)
+    x_bar += lower_symmetric_bar(y_bar)
+
+
+@rule(runtime.lower_symmetric_bar, pure=True)
+def lower_symmetric_bar_(y, g):
+    y_dot = lower_symmetric_bar(g_dot)
+    g_bar += lower_symmetric(y_bar)
+
+
+@rule(runtime.matrix_diagonal, pure=True, fresh=True)
+def matrix_diagonal_(y, m):
+    y_dot = matrix_diagonal(m_dot)
+    m_bar += diagonal_matrix(y_bar)
+
+
+@rule(runtime.diagonal_matrix, pure=True, fresh=True)
+def diagonal_matrix_(y, d):
+    y_dot = diagonal_matrix(d_dot)
+    d_bar += matrix_diagonal(y_bar)
+
+
+@rule(runtime.eigen_quotient, pure=True, fresh=True)
+def eigen_quotient_(y, w, x):
+    """Linear in x; in w, d(x / gap) = -(x / gap) / gap * d(gap)."""
+    y_dot = eigen_quotient(w, x_dot) - eigen_quotient(w, y * pair_differences(w_dot))
+
+
+@rule(runtime.strict_lower, pure=True, fresh=True)
+def strict_lower_(y, x):
+    y_dot = strict_lower(x_dot)
+    x_bar += strict_lower(y_bar)
+
+
+@rule(runtime.qr_inner_bar, pure=True, fresh=True)
+def qr_inner_bar_(y, e):
+    y_dot = qr_inner_bar(e_dot)
+
+
+@rule(runtime.right_solve, pure=True, fresh=True)
+def right_solve_(y, x, r):
+    """y = x inv(r): y_dot = (x_dot - y r_dot) inv(r)."""
+    y_dot = right_solve(x_dot - y @ r_dot, r)
 
 
 @rule(runtime.trace_bar, pure=True)
@@ -423,3 +510,7 @@ def vstack_bar_(r, g, xs):
 @rule(runtime.astype_bar, pure=True, fresh=True)
 def astype_bar_(r, g, x):
     r_dot = astype_bar(g_dot, x)
+
+
+# np.linalg.eigh's helper of second derivatives, never differentiated itself.
+DECLARATIONS += [primitive(runtime.pair_differences, pure=True, fresh=True)]

@@ -66,6 +66,9 @@ METHODS = {
     "squeeze": np.squeeze,
     "trace": np.trace,
     "clip": np.clip,
+    "cumsum": np.cumsum,
+    "cumprod": np.cumprod,
+    "swapaxes": np.swapaxes,
 }
 PLAIN_ATTRIBUTES = {"shape", "ndim", "size", "dtype"}
 # The builtin types as values (dtype=float): the NumPy types they stand for in NumPy's calls

@@ -206,6 +206,11 @@ class Rule:
     def result(self) -> str:
         return self.params[0]
 
+    @property
+    def tuple_result(self) -> bool:
+        """Its result is a tuple (np.linalg.slogdet's (sign, logabsdet)): its tangent is a tuple display."""
+        return any(isinstance(line.value, ast.Tuple) for line in self.forward)
+
     def differentiable_inputs(self) -> set[str]:
         """Inputs that receive an adjoint contribution, or whose tangent the result's reads."""
         inputs = {s.target.id[: -len("_bar")] for s in self.reverse}
@@ -246,6 +251,9 @@ def _parse_template(template) -> Rule:
                 and isinstance(stmt.targets[0], ast.Name):
             name = stmt.targets[0].id
             if name.endswith("_dot"):
+                if name != f"{rule_.result}_dot":  # (a local named x_dot would be read as a tangent line)
+                    raise SyntaxError(f"{rule_.where}: {name} is neither the result's tangent nor a local "
+                                      "name a template may use (locals must not end in _dot)")
                 rule_.forward.append(stmt)
             else:
                 rule_.locals[name] = stmt.value

@@ -104,6 +104,13 @@ class RuleInstances:
             if isinstance(stmt_t.op, ast.Sub):
                 expr = ast.UnaryOp(ast.USub(), expr)
             contributions.append((atom.id, simplify(expr)))
+        # A local the reverse lines read may read other locals (qr's q_t in its g): those too.
+        pending = list(referenced_locals)
+        while pending:
+            for n in ast.walk(found.locals[pending.pop()]):
+                if isinstance(n, ast.Name) and n.id in found.locals and n.id not in referenced_locals:
+                    referenced_locals.add(n.id)
+                    pending.append(n.id)
         local_stmts = []
         for local, value in found.locals.items():
             if local in referenced_locals:

@@ -9,6 +9,7 @@ from ...ir import nodes as ir
 from ...codegen.emit import assign, name, runtime_call
 from ...errors import S2SError
 from ...frontend.source import is_user_function
+from ...rules import lookup
 from ...rules.custom import CustomRule
 from ..rule_helpers import simplify
 
@@ -385,7 +386,8 @@ class Sweep:
 
     def _unpacked(self, var: str) -> bool:
         defs = [d for d in self.an.defs.get(var, []) if d != "param"]
-        return any(isinstance(d, ir.Assign) and isinstance(d.value, ir.Call) and is_user_function(d.value.fn)
+        return any(isinstance(d, ir.Assign) and isinstance(d.value, ir.Call) and (
+            is_user_function(d.value.fn) or _returns_tuple(d.value.fn))
                    for d in defs)
 
     def _basic(self, index: ir.Index) -> bool:
@@ -421,3 +423,13 @@ class Sweep:
             else:
                 out.append(ast.Expr(runtime_call("clear", name(bar), self.em.index(stmt.index, as_value=True))))
         return out
+
+
+def _returns_tuple(fn) -> bool:
+    """A library function whose rule gives a tuple (np.linalg.slogdet): an item of its result
+    takes its adjoint by add_at, as an item of a user function's tuple does."""
+    try:
+        found = lookup(fn)
+    except TypeError:  # an unhashable callable
+        return False
+    return found is not None and found.kind == "rule" and found.tuple_result

@@ -1,0 +1,172 @@
+"""Helpers of the rules for np.tensordot, np.kron, np.linalg.cholesky, eigh and qr (templates/array_rules.py).
+
+np.tensordot(a, b, axes) contracts a's axes axes[0] with b's axes[1], pair by pair (an int n:
+a's last n with b's first n); its result has a's other axes, then b's. Each adjoint is a
+tensordot of the result's adjoint with the other operand over the free axes, whose remaining
+axes come out in the other operand's order: a transpose puts them back where they were.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["tensordot", "tensordot_bar_a", "tensordot_bar_b", "kron", "kron_bar_a", "kron_bar_b", "lower_half",
+           "lower_symmetric", "lower_symmetric_bar", "matrix_diagonal", "diagonal_matrix", "eigen_quotient",
+           "pair_differences", "strict_lower", "qr_inner_bar", "qr_options", "right_solve"]
+
+
+def _contracted(na: int, nb: int, axes) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(a's contracted axes, b's), paired in order and non-negative, as np.tensordot reads axes."""
+    if isinstance(axes, (int, np.integer)):
+        n = int(axes)
+        return tuple(range(na - n, na)), tuple(range(n))
+    ax_a, ax_b = axes
+    ax_a = (ax_a,) if isinstance(ax_a, (int, np.integer)) else tuple(ax_a)
+    ax_b = (ax_b,) if isinstance(ax_b, (int, np.integer)) else tuple(ax_b)
+    return tuple(int(i) % na for i in ax_a), tuple(int(j) % nb for j in ax_b)
+
+
+def tensordot(a, b, axes=2):
+    """np.tensordot(a, b, axes), which Numba lacks (overloads/linalg.py writes it for Numba)."""
+    return np.tensordot(a, b, axes)
+
+
+def tensordot_bar_a(g, a, b, axes=2):
+    """The adjoint of a in tensordot(a, b, axes), for the result's adjoint g (reads a's shape only)."""
+    na, nb = np.ndim(a), np.ndim(b)
+    ax_a, ax_b = _contracted(na, nb, axes)
+    free_a = [i for i in range(na) if i not in ax_a]
+    free_b = [j for j in range(nb) if j not in ax_b]
+    # Contracting g's b-part with b leaves a's free axes, then b's contracted axes in b's order.
+    t = np.tensordot(np.asarray(g), b, (list(range(len(free_a), len(free_a) + len(free_b))), free_b))
+    where = free_a + [ax_a[ax_b.index(j)] for j in sorted(ax_b)]  # the axis of a each axis of t is
+    return np.transpose(t, np.argsort(where))
+
+
+def tensordot_bar_b(g, a, b, axes=2):
+    """The adjoint of b in tensordot(a, b, axes), for the result's adjoint g (reads b's shape only)."""
+    na, nb = np.ndim(a), np.ndim(b)
+    ax_a, ax_b = _contracted(na, nb, axes)
+    free_a = [i for i in range(na) if i not in ax_a]
+    free_b = [j for j in range(nb) if j not in ax_b]
+    # Contracting a's free axes with g's a-part leaves a's contracted axes in a's order, then b's free axes.
+    t = np.tensordot(a, np.asarray(g), (free_a, list(range(len(free_a)))))
+    where = [ax_b[ax_a.index(i)] for i in sorted(ax_a)] + free_b  # the axis of b each axis of t is
+    return np.transpose(t, np.argsort(where))
+
+
+# np.kron(a, b): the result, viewed with a's and b's axes interleaved (a (m, n), b (p, q): the
+# view (m, p, n, q)), is the outer product of a and b, since block (i, j) is a[i, j] * b. Each
+# adjoint contracts that view with the other operand. NumPy pads the smaller ndim with leading
+# ones first; so do these.
+
+
+def _kron_view(g, a, b):
+    """g viewed as an array of shape a.shape + b.shape (both padded to one ndim), and that ndim."""
+    n = max(np.ndim(a), np.ndim(b))
+    sa = (1,) * (n - np.ndim(a)) + np.shape(a)
+    sb = (1,) * (n - np.ndim(b)) + np.shape(b)
+    interleaved = np.reshape(g, [size for pair in zip(sa, sb) for size in pair])
+    return np.transpose(interleaved, list(range(0, 2 * n, 2)) + list(range(1, 2 * n, 2))), n
+
+
+def kron(a, b):
+    """np.kron(a, b), which Numba takes of contiguous arrays only (overloads/linalg.py copies)."""
+    return np.kron(a, b)
+
+
+def kron_bar_a(g, a, b):
+    """The adjoint of a in np.kron(a, b), for the result's adjoint g (reads a's shape only)."""
+    view, n = _kron_view(g, a, b)
+    return np.reshape(np.tensordot(view, np.reshape(b, view.shape[n:]), n), np.shape(a))
+
+
+def kron_bar_b(g, a, b):
+    """The adjoint of b in np.kron(a, b), for the result's adjoint g (reads b's shape only)."""
+    view, n = _kron_view(g, a, b)
+    return np.reshape(np.tensordot(np.reshape(a, view.shape[:n]), view, (list(range(n)), list(range(n)))),
+                      np.shape(b))
+
+
+# np.linalg.cholesky reads the lower triangle of its argument only (NumPy's and Numba's): it
+# factors S = tril(a) + tril(a, -1).T. The rule differentiates exactly that function, so its
+# tangent is of lower_symmetric(a_dot) and its adjoint goes to the lower triangle alone
+# (lower_symmetric_bar); lower_half is the Phi of the rule (Murray 2016, arXiv:1602.07527).
+
+
+def _eye_like(x):
+    return np.eye(np.shape(x)[-2], np.shape(x)[-1])
+
+
+def lower_half(x):
+    """The lower triangle of each matrix of x, with its diagonal halved (linear, its own adjoint)."""
+    return np.tril(x, -1) + 0.5 * x * _eye_like(x)
+
+
+def lower_symmetric(x):
+    """The symmetric matrix that x's lower triangle stands for: tril(x) + tril(x, -1).T."""
+    return np.tril(x) + np.swapaxes(np.tril(x, -1), -1, -2)
+
+
+def lower_symmetric_bar(g):
+    """The adjoint of lower_symmetric: g + g.T below the diagonal, g's own diagonal, zeros above."""
+    return np.tril(g + np.swapaxes(g, -1, -2), -1) + g * _eye_like(g)
+
+
+# np.linalg.eigh and eigvalsh (lower triangle read, as cholesky): with a = V diag(w) V.T and
+# M = V.T S_dot V, w_dot = diag(M) and V_dot = V (F * M), F[i, j] = 1 / (w[j] - w[i]) off the
+# diagonal and 0 on it (JAX's formula). eigen_quotient is F * x, with 0 where x is 0: the
+# eigenvalues alone then differentiate at repeated eigenvalues too, where F is infinite.
+
+
+def matrix_diagonal(m):
+    """The diagonal of each matrix of m (a new array)."""
+    return np.diagonal(m, axis1=-2, axis2=-1).copy()
+
+
+def diagonal_matrix(d):
+    """The matrix with d on its diagonal, for each row of d (matrix_diagonal's adjoint)."""
+    return d[..., :, None] * np.eye(np.shape(d)[-1])
+
+
+def pair_differences(w):
+    """w[..., j] - w[..., i] at [..., i, j]."""
+    return w[..., None, :] - w[..., :, None]
+
+
+def eigen_quotient(w, x):
+    """x[i, j] / (w[j] - w[i]) off the diagonal, 0 on it and wherever x is 0 (each matrix)."""
+    gaps = pair_differences(w)
+    off = (x != 0) & ~np.eye(np.shape(x)[-1], dtype=bool)
+    return np.where(off, x / np.where(off, gaps, 1.0), 0.0)
+
+
+# np.linalg.qr (mode "reduced", at least as many rows as columns, R invertible): JAX's forward
+# rule, dQ = Q (D - C) + X and dR = (C - D) R with X = a_dot R^-1, C = Q.T X, D = L - L.T and
+# L = strict_lower(C); its transpose gives the reverse rule.
+
+
+def strict_lower(x):
+    """The part of each matrix of x below its diagonal (linear, its own adjoint)."""
+    return np.tril(x, -1)
+
+
+def qr_inner_bar(e):
+    """The adjoint of C in np.linalg.qr's rule, from E = Q.T Q_bar - R_bar R.T: tril(E - E.T, -1) - E."""
+    return np.tril(e - np.swapaxes(e, -1, -2), -1) - e
+
+
+def right_solve(x, r):
+    """x @ inv(r), each matrix, for a square r: np.linalg.qr's R, which a matrix with more columns
+    than rows does not make square (its rule is for the others: refused here, by name)."""
+    if np.shape(r)[-1] != np.shape(r)[-2]:
+        raise ValueError("s2s: the derivative of np.linalg.qr is for a matrix with at least as many rows as "
+                         "columns (R square)")
+    return np.swapaxes(np.linalg.solve(np.swapaxes(r, -1, -2), np.swapaxes(x, -1, -2)), -1, -2)
+
+
+def qr_options(mode="reduced", **_) -> str | None:
+    """np.linalg.qr is differentiated in its default mode only (rules: Facts.options)."""
+    if mode != "reduced":
+        return f"np.linalg.qr is differentiated with mode='reduced' (its default) only, not mode={mode!r}"
+    return None

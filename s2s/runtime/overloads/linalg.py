@@ -1,0 +1,330 @@
+"""Overloads of np.tensordot (which Numba lacks) and of the adjoints of tensordot and np.kron
+(runtime/linalg.py).
+
+The result's ndim depends on how many axes are contracted, which Numba must know when it
+compiles: axes is an int written in the call (a literal) or a pair of ints or of tuples of
+ints (their number is in the type; their values may come at run time). A list of axes has no
+length in its type: it is refused with the way out. The contraction itself transposes each
+operand to (free axes, contracted axes), views it as a matrix and multiplies (np.dot), as
+np.tensordot does.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numba import types
+from numba.core.errors import TypingError
+from numba.extending import overload, register_jitable
+
+from ... import runtime as rt
+from .arrays import _common_dtype
+from .common import _compile, _nd, _scalar
+
+
+@register_jitable
+def _free(contracted, n):
+    """The axes of range(n) not in contracted, in order."""
+    out = np.empty(n - contracted.size, np.int64)
+    k = 0
+    for axis in range(n):
+        if not np.any(contracted == axis):
+            out[k] = axis
+            k += 1
+    return out
+
+
+@register_jitable
+def _where(free, contracted, paired):
+    """The permutation that puts a's axes back in a's adjoint: the tensordot of the result's
+    adjoint with b has a's free axes first, then a's contracted ones in the order of b's
+    (paired), which they meet."""
+    where = np.empty(free.size + contracted.size, np.int64)
+    where[: free.size] = free
+    order = np.argsort(paired)
+    for j in range(contracted.size):
+        where[free.size + j] = contracted[order[j]]
+    return np.argsort(where)
+
+
+@register_jitable
+def _where_b(free, contracted, paired):
+    """The same for b's adjoint: the tensordot of a with the result's adjoint has b's contracted
+    axes first, in the order of a's (paired), then b's free axes."""
+    where = np.empty(free.size + contracted.size, np.int64)
+    order = np.argsort(paired)
+    for j in range(contracted.size):
+        where[j] = contracted[order[j]]
+    where[contracted.size:] = free
+    return np.argsort(where)
+
+
+def _tuple(items) -> str:
+    items = list(items)
+    return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+
+
+def _contracted_axes(na: int, nb: int, axes):
+    """(source of the lines that set `ca` and `cb`, the arrays of the contracted axes of a and b,
+    paired in order; their number), or (None, None) for an int axes not yet literal."""
+    if isinstance(axes, types.Omitted):
+        axes = axes.value
+    if isinstance(axes, int) or isinstance(axes, types.IntegerLiteral):
+        n = axes if isinstance(axes, int) else axes.literal_value
+        if not 0 <= n <= min(na, nb):
+            raise TypingError(f"s2s: np.tensordot contracts {n} axes of arrays of {na} and {nb} dimensions")
+        a_items = [str(na - n + i) for i in range(n)]
+        b_items = [str(i) for i in range(n)]
+    elif isinstance(axes, types.Integer):
+        return None, None
+    elif isinstance(axes, types.BaseTuple) and len(axes) == 2:
+        sides = []
+        for side, t in enumerate(axes.types):
+            if isinstance(t, types.Integer):
+                sides.append([f"axes[{side}]"])
+            elif isinstance(t, types.BaseTuple) and all(isinstance(i, types.Integer) for i in t.types):
+                sides.append([f"axes[{side}][{i}]" for i in range(len(t))])
+            else:
+                raise TypingError("s2s: under s2s.jit, np.tensordot takes axes as an int or a pair of ints or of "
+                                  "tuples of ints (a list has no length Numba knows when it compiles): write "
+                                  "axes=((1, 0), (0, 1))")
+        if len(sides[0]) != len(sides[1]):
+            raise TypingError("s2s: np.tensordot pairs as many axes of a as of b")
+        a_items = [f"{item} % {na}" for item in sides[0]]
+        b_items = [f"{item} % {nb}" for item in sides[1]]
+    else:
+        raise TypingError("s2s: under s2s.jit, np.tensordot takes axes as an int or a pair of ints or of tuples "
+                          "of ints")
+    k = len(a_items)
+    lines = [f"ca = np.empty({k}, np.int64)", f"cb = np.empty({k}, np.int64)"]
+    lines += [f"ca[{i}] = {item}" for i, item in enumerate(a_items)]
+    lines += [f"cb[{i}] = {item}" for i, item in enumerate(b_items)]
+    return lines, k
+
+
+def _literal_axes(params: str):
+    """An implementation that makes an int axes literal (Numba compiles again for its value)."""
+    return _compile(f"def impl({params}):\n    numba.literally(axes)\n", "impl", numba=numba)
+
+
+def _compiled(params: str, lines: list[str], **env):
+    body = "".join(f"    {line}\n" for line in lines)
+    return _compile(f"def impl({params}):\n{body}", "impl", _free=_free, _where=_where, _where_b=_where_b, **env)
+
+
+@overload(rt.tensordot, prefer_literal=True)
+def _tensordot(a, b, axes=2):
+    if not isinstance(a, types.Array) or not isinstance(b, types.Array):
+        raise TypingError("s2s: under s2s.jit, np.tensordot takes two arrays")
+    na, nb = a.ndim, b.ndim
+    setup, k = _contracted_axes(na, nb, axes)
+    if setup is None:
+        return _literal_axes("a, b, axes=2")
+    fa, fb = na - k, nb - k
+    common = _common_dtype(a, b)
+    cast = ".astype(common)" if common is not None else ""
+    lines = setup + [
+        f"fa = _free(ca, {na})",
+        f"fb = _free(cb, {nb})",
+        "at = np.ascontiguousarray(np.transpose(a, "
+        f"{_tuple([f'fa[{i}]' for i in range(fa)] + [f'ca[{i}]' for i in range(k)])})){cast}",
+        "bt = np.ascontiguousarray(np.transpose(b, "
+        f"{_tuple([f'cb[{i}]' for i in range(k)] + [f'fb[{i}]' for i in range(fb)])})){cast}",
+        "m = " + " * ".join(["1"] + [f"a.shape[fa[{i}]]" for i in range(fa)]),
+        "n = " + " * ".join(["1"] + [f"b.shape[fb[{i}]]" for i in range(fb)]),
+        "inner = " + " * ".join(["1"] + [f"a.shape[ca[{i}]]" for i in range(k)]),
+        "out = np.dot(at.reshape((m, inner)), bt.reshape((inner, n)))",
+        "return out.reshape("
+        f"{_tuple([f'a.shape[fa[{i}]]' for i in range(fa)] + [f'b.shape[fb[{i}]]' for i in range(fb)])})",
+    ]
+    return _compiled("a, b, axes=2", lines, common=common)
+
+
+def _bar(g, a, b, axes, side: str):
+    if not isinstance(a, types.Array) or not isinstance(b, types.Array):
+        raise TypingError("s2s: under s2s.jit, np.tensordot takes two arrays")
+    na, nb = a.ndim, b.ndim
+    setup, k = _contracted_axes(na, nb, axes)
+    params = "g, a, b, axes=2"
+    if setup is None:
+        return _literal_axes(params)
+    fa, fb = na - k, nb - k
+    lines = setup + [f"fa = _free(ca, {na})", f"fb = _free(cb, {nb})"]
+    if side == "a":
+        # tensordot(g, b) over g's b-part and b's free axes: a's free axes, then b's contracted ones.
+        pair = _tuple([str(fa + i) for i in range(fb)]), _tuple([f"fb[{i}]" for i in range(fb)])
+        product = "g * b" if _scalar(g) else f"rt.tensordot(g, b, ({pair[0]}, {pair[1]}))"
+        lines += [f"t = {product}", "p = _where(fa, ca, cb)",
+                  f"return np.transpose(t, {_tuple([f'p[{i}]' for i in range(na)])})"]
+    else:
+        # tensordot(a, g) over a's free axes and g's a-part: a's contracted axes, then b's free ones.
+        pair = _tuple([f"fa[{i}]" for i in range(fa)]), _tuple([str(i) for i in range(fa)])
+        product = "a * g" if _scalar(g) else f"rt.tensordot(a, g, ({pair[0]}, {pair[1]}))"
+        lines += [f"t = {product}", "p = _where_b(fb, cb, ca)",
+                  f"return np.transpose(t, {_tuple([f'p[{i}]' for i in range(nb)])})"]
+    return _compiled(params, lines)
+
+
+@overload(rt.tensordot_bar_a, prefer_literal=True)
+def _tensordot_bar_a(g, a, b, axes=2):
+    return _bar(g, a, b, axes, "a")
+
+
+@overload(rt.tensordot_bar_b, prefer_literal=True)
+def _tensordot_bar_b(g, a, b, axes=2):
+    return _bar(g, a, b, axes, "b")
+
+
+# ---- kron -------------------------------------------------------------------------------
+
+
+def _kron_ndims(g, a, b):
+    if _nd(a) != _nd(b) or _nd(a) not in (1, 2):
+        raise TypingError("s2s: the derivative of np.kron is for two 1-d or two 2-d arrays")
+
+
+@overload(rt.kron)
+def _kron(a, b):
+    return lambda a, b: np.kron(np.ascontiguousarray(a), np.ascontiguousarray(b))
+
+
+@overload(rt.kron_bar_a)
+def _kron_bar_a(g, a, b):
+    _kron_ndims(g, a, b)
+    if _nd(a) == 1:
+        def vector(g, a, b):
+            view = np.ascontiguousarray(g).reshape((a.shape[0], b.shape[0]))
+            out = np.zeros(a.shape, view.dtype)
+            for i in range(a.shape[0]):
+                out[i] = np.sum(view[i] * b)
+            return out
+        return vector
+
+    def impl(g, a, b):
+        view = np.ascontiguousarray(g).reshape((a.shape[0], b.shape[0], a.shape[1], b.shape[1]))
+        out = np.zeros(a.shape, view.dtype)
+        for i in range(a.shape[0]):
+            for j in range(a.shape[1]):
+                out[i, j] = np.sum(view[i, :, j, :] * b)
+        return out
+    return impl
+
+
+@overload(rt.kron_bar_b)
+def _kron_bar_b(g, a, b):
+    _kron_ndims(g, a, b)
+    if _nd(a) == 1:
+        def vector(g, a, b):
+            view = np.ascontiguousarray(g).reshape((a.shape[0], b.shape[0]))
+            out = np.zeros(b.shape, view.dtype)
+            for i in range(a.shape[0]):
+                out += view[i] * a[i]
+            return out
+        return vector
+
+    def impl(g, a, b):
+        view = np.ascontiguousarray(g).reshape((a.shape[0], b.shape[0], a.shape[1], b.shape[1]))
+        out = np.zeros(b.shape, view.dtype)
+        for i in range(a.shape[0]):
+            for j in range(a.shape[1]):
+                out += view[i, :, j, :] * a[i, j]
+        return out
+    return impl
+
+
+# ---- the triangles of np.linalg.cholesky's rule ---------------------------------------------
+
+
+def _matrix(name, x):
+    if _nd(x) != 2:
+        raise TypingError(f"s2s: under s2s.jit, {name} (np.linalg.cholesky's derivative) takes a matrix: "
+                          "Numba's np.linalg takes no stack of matrices")
+
+
+@overload(rt.lower_half)
+def _lower_half(x):
+    _matrix("lower_half", x)
+    return lambda x: np.tril(x, -1) + 0.5 * x * np.eye(x.shape[0], x.shape[1])
+
+
+@overload(rt.lower_symmetric)
+def _lower_symmetric(x):
+    _matrix("lower_symmetric", x)
+    return lambda x: np.tril(x) + np.tril(x, -1).T
+
+
+@overload(rt.lower_symmetric_bar)
+def _lower_symmetric_bar(g):
+    _matrix("lower_symmetric_bar", g)
+    return lambda g: np.tril(g + g.T, -1) + g * np.eye(g.shape[0], g.shape[1])
+
+
+# ---- the helpers of np.linalg.eigh's rule ---------------------------------------------------
+
+
+@overload(rt.matrix_diagonal)
+def _matrix_diagonal(m):
+    _matrix("matrix_diagonal", m)
+    return lambda m: np.diag(m).copy()
+
+
+@overload(rt.diagonal_matrix)
+def _diagonal_matrix(d):
+    if _nd(d) != 1:
+        raise TypingError("s2s: under s2s.jit, np.linalg.eigh's derivative takes a matrix: Numba's np.linalg "
+                          "takes no stack of matrices")
+    return lambda d: np.diag(d)
+
+
+@overload(rt.pair_differences)
+def _pair_differences(w):
+    if _nd(w) != 1:
+        raise TypingError("s2s: under s2s.jit, np.linalg.eigh's derivative takes a matrix")
+
+    def impl(w):
+        n = w.shape[0]
+        out = np.empty((n, n), w.dtype)
+        for i in range(n):
+            for j in range(n):
+                out[i, j] = w[j] - w[i]
+        return out
+    return impl
+
+
+@overload(rt.eigen_quotient)
+def _eigen_quotient(w, x):
+    _matrix("eigen_quotient", x)
+
+    def impl(w, x):
+        n = x.shape[0]
+        out = np.zeros_like(x * 1.0)
+        for i in range(n):
+            for j in range(n):
+                if i != j and x[i, j] != 0:
+                    out[i, j] = x[i, j] / (w[j] - w[i])
+        return out
+    return impl
+
+
+@overload(rt.strict_lower)
+def _strict_lower(x):
+    _matrix("strict_lower", x)
+    return lambda x: np.tril(x, -1)
+
+
+@overload(rt.qr_inner_bar)
+def _qr_inner_bar(e):
+    _matrix("qr_inner_bar", e)
+    return lambda e: np.tril(e - e.T, -1) - e
+
+
+@overload(rt.right_solve)
+def _right_solve(x, r):
+    _matrix("right_solve", r)
+
+    def impl(x, r):
+        if r.shape[0] != r.shape[1]:
+            raise ValueError("s2s: the derivative of np.linalg.qr is for a matrix with at least as many rows as "
+                             "columns (R square)")
+        return np.linalg.solve(np.ascontiguousarray(r.T), np.ascontiguousarray(x.T)).T
+    return impl

@@ -1,0 +1,420 @@
+"""The rules of np.moveaxis, np.tensordot, np.kron, np.linalg.slogdet, np.linalg.cholesky,
+np.linalg.eigh, np.linalg.eigvalsh, np.linalg.qr and np.linalg.pinv, and the array methods .cumsum(), .cumprod() and .swapaxes() (routed to their functions).
+
+Each is checked against central finite differences (and closed forms where they are short):
+gradients on the python backend and under s2s.jit, Jacobians in forward and reverse mode,
+forward mode under s2s.jit, vmap of the gradient, Hessians (forward over reverse) on both
+backends, and what s2s.jit refuses, at the user's line."""
+
+import re
+
+import numpy as np
+import pytest
+
+import s2s
+from finite_differences import central_difference_grad
+
+# ---- programs -----------------------------------------------------------------------------
+# T is a (2, 3, 4) array, B a (4, 3, 2) one, A a 3x3 matrix with a negative determinant, P a
+# symmetric positive-definite 3x3 matrix, X a 3x3 matrix; the weights make every element count.
+
+_rng = np.random.default_rng(21)
+T = _rng.standard_normal((2, 3, 4))
+B = _rng.standard_normal((4, 3, 2))
+A = np.array([[0.3, 1.2, -0.4], [0.9, -0.2, 0.5], [-0.6, 0.7, 1.1]])
+X = 0.5 * _rng.standard_normal((3, 3))
+P = X @ X.T + np.eye(3)
+W = _rng.standard_normal((3, 3))
+assert np.linalg.det(A) < 0
+
+
+def moveaxis_loss(t):
+    """An int and a tuple source and destination (moveaxis is a transpose)."""
+    m = np.moveaxis(t, 0, -1)  # (3, 4, 2)
+    n = np.moveaxis(t, (0, 2), (1, 0))  # (4, 2, 3)
+    return np.sum(m**2 * np.arange(24.0).reshape(3, 4, 2)) + np.sum(np.sin(n) * np.moveaxis(m, -1, 0)[0, 0, 0])
+
+
+def tensordot_loss(t, b):
+    """axes as an int, a pair of tuples paired out of order, and a pair of ints."""
+    u = np.tensordot(t, b, 1)  # t's last axis with b's first: (2, 3, 3, 2)
+    v = np.tensordot(t, b, axes=((2, 1), (0, 1)))  # (2, 2)
+    w = np.tensordot(t, t, axes=(0, 0))  # (3, 4, 3, 4)
+    return np.sum(u**2) + np.sum(np.cos(v)) + np.sum(w * w[0, 0, 0, 0])
+
+
+def kron_loss(a, x):
+    """Two matrices, and two vectors."""
+    k = np.kron(a, x * 2.0)  # (9, 9)
+    v = np.kron(a[0], x[:, 1])  # (9,)
+    return np.sum(k**2 * np.arange(81.0).reshape(9, 9)) + np.sum(v * np.sin(v))
+
+
+def methods_loss(a):
+    return (np.sum(a.cumsum() ** 2) + np.sum(a.cumsum(axis=1) * a) + np.sum(a.cumprod(0) * a)
+            + np.sum(a.swapaxes(0, 1) * W))
+
+
+def slogdet_loss(a):
+    """Unpacked, and read by item; sign is -1 at A (its derivative is zero)."""
+    sign, logdet = np.linalg.slogdet(a)
+    again = np.linalg.slogdet(a @ a.T + a)
+    return sign * logdet**2 + again[1] * again[0] + logdet
+
+
+def cholesky_loss(p):
+    return np.sum(np.linalg.cholesky(p) * W) + np.sum(np.linalg.cholesky(p) ** 3)
+
+
+def cholesky_of_gram(x):
+    """Cholesky of a symmetric matrix built from x: every entry of x moves both triangles."""
+    return np.sum(np.log(np.diag(np.linalg.cholesky(x @ x.T + np.eye(3))))) + np.sum(
+        np.linalg.cholesky(x.T @ x + np.eye(3)) * W)
+
+
+def eigh_loss(s):
+    """Eigenvalues and eigenvectors (|v| does not depend on the sign LAPACK picks)."""
+    w, v = np.linalg.eigh(s)
+    again = np.linalg.eigh(s @ s.T)
+    return np.sum(w * np.arange(1.0, 4.0)) + np.sum(np.abs(v) * W) + np.sum(again[1] ** 2 * W) + np.sum(again[0])
+
+
+def eigvalsh_loss(s):
+    return np.sum(np.linalg.eigvalsh(s) ** 3 * np.arange(1.0, 4.0))
+
+
+S = X + X.T  # symmetric, distinct eigenvalues
+TALL = _rng.standard_normal((4, 3))
+
+
+def qr_loss(a):
+    q, r = np.linalg.qr(a)
+    again = np.linalg.qr(a[:3] @ a[1:].T)
+    return np.sum(q * np.arange(12.0).reshape(4, 3)) + np.sum(r**2 * W) + np.sum(again[0] * again[1])
+
+def pinv_loss(a):
+    """Of a tall and of a wide matrix of full rank."""
+    return np.sum(np.linalg.pinv(a) * W[:, :1]) + np.sum(np.linalg.pinv(a.T) ** 2 * np.arange(12.0).reshape(4, 3))
+
+
+# name -> (function, arguments); the gradient is taken with respect to the first.
+CASES = {
+    "moveaxis": (moveaxis_loss, (T,)),
+    "tensordot": (tensordot_loss, (T, B)),
+    "kron": (kron_loss, (A, X)),
+    "methods": (methods_loss, (A,)),
+    "slogdet": (slogdet_loss, (A,)),
+    "cholesky": (cholesky_loss, (P,)),
+    "cholesky_of_gram": (cholesky_of_gram, (X,)),
+    "eigh": (eigh_loss, (S,)),
+    "eigvalsh": (eigvalsh_loss, (S,)),
+    "qr": (qr_loss, (TALL,)),
+    "pinv": (pinv_loss, (TALL,)),
+}
+
+
+def _fd(fn, args, k=0):
+    return central_difference_grad(fn, list(args), k)
+
+
+def _fd_jacobian(fn, x, h=1e-6):
+    columns = []
+    for index in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[index] = h
+        columns.append((np.asarray(fn(x + e)) - np.asarray(fn(x - e))) / (2 * h))
+    return np.moveaxis(np.array(columns), 0, -1).reshape(np.shape(fn(x)) + x.shape)
+
+
+# ---- gradients --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_grad_python_matches_finite_differences(name):
+    fn, args = CASES[name]
+    for k in range(len(args)):
+        got = s2s.grad(fn, argnums=k)(*args)
+        np.testing.assert_allclose(got, _fd(fn, args, k), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_grad_jit_matches_finite_differences_and_python(name):
+    fn, args = CASES[name]
+    got = s2s.jit(s2s.grad(fn))(*args)
+    np.testing.assert_allclose(got, _fd(fn, args), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(got, s2s.grad(fn)(*args), rtol=1e-10, atol=1e-10)
+
+
+def test_vjp_of_each_argument():
+    out, pullback = s2s.vjp(tensordot_loss, T, B)
+    t_bar, b_bar = pullback(1.0)
+    np.testing.assert_allclose(out, tensordot_loss(T, B), rtol=1e-12)
+    np.testing.assert_allclose(t_bar, _fd(tensordot_loss, (T, B), 0), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(b_bar, _fd(tensordot_loss, (T, B), 1), rtol=1e-6, atol=1e-6)
+
+
+# ---- closed forms -----------------------------------------------------------------------------
+
+
+def logabsdet(a):
+    return np.linalg.slogdet(a)[1]
+
+
+def logdet_by_cholesky(p):
+    return 2.0 * np.sum(np.log(np.diag(np.linalg.cholesky(p))))
+
+
+def weighted_kron(a, x):
+    return np.sum(np.kron(a, x) * np.arange(81.0).reshape(9, 9))
+
+
+def weighted_tensordot(t, b):
+    return np.sum(np.tensordot(t, b, axes=((2, 1), (0, 1))) * W[:2, :2])
+
+
+def test_closed_forms():
+    # d log|det A| / dA = inv(A).T, at a negative determinant too
+    np.testing.assert_allclose(s2s.grad(logabsdet)(A), np.linalg.inv(A).T, rtol=1e-10)
+    # log det P through its Cholesky factor: the gradient of log det S is inv(S); NumPy reads
+    # P's lower triangle only, so an entry below the diagonal carries both S[i, j] and S[j, i]
+    inverse = np.linalg.inv(P)
+    expected = np.tril(2.0 * inverse, -1) + np.diag(np.diag(inverse))
+    np.testing.assert_allclose(s2s.grad(logdet_by_cholesky)(P), expected, rtol=1e-10)
+    # sum(kron(a, x) * C): a's adjoint is the blocks of C contracted with x, and the other way
+    c = np.arange(81.0).reshape(3, 3, 3, 3).transpose(0, 2, 1, 3)  # c[i, j] is block (i, j)
+    np.testing.assert_allclose(s2s.grad(weighted_kron)(A, X), np.einsum("ijpq,pq->ij", c, X), rtol=1e-12)
+    np.testing.assert_allclose(s2s.grad(weighted_kron, argnums=1)(A, X), np.einsum("ijpq,ij->pq", c, A),
+                               rtol=1e-12)
+    # sum(tensordot(t, b, ((2, 1), (0, 1))) * w): t's adjoint is w contracted with b
+    np.testing.assert_allclose(s2s.grad(weighted_tensordot)(T, B), np.einsum("ik,cbk->ibc", W[:2, :2], B),
+                               rtol=1e-12)
+
+
+def test_cholesky_agrees_with_the_symmetrised_gradient_along_symmetric_directions():
+    """JAX symmetrises: its gradient is (G + G.T) / 2; both give one directional derivative
+    along a symmetric perturbation, which finite differences check too."""
+    g = s2s.grad(cholesky_loss)(P)
+    np.testing.assert_allclose(g, np.tril(g), atol=0)  # nothing of the upper triangle is read
+    direction = W + W.T
+    h = 1e-6
+    expected = (cholesky_loss(P + h * direction) - cholesky_loss(P - h * direction)) / (2 * h)
+    np.testing.assert_allclose(np.sum(g * direction), expected, rtol=1e-6)
+    symmetrised = (g + g.T) / 2  # (not JAX's own number: a symmetric matrix of one inner product)
+    np.testing.assert_allclose(np.sum(symmetrised * direction), expected, rtol=1e-6)
+
+
+def eigenvalue_sum_of_cubes(s):
+    w, v = np.linalg.eigh(s)
+    return np.sum(w**3)
+
+
+def eigvalsh_sum_of_cubes(s):
+    return np.sum(np.linalg.eigvalsh(s) ** 3)
+
+
+def test_eigenvalues_at_a_repeated_eigenvalue():
+    """sum(w ** 3) = trace(s ** 3): its gradient 3 (s @ s).T holds where eigenvalues repeat
+    (the identity), because nothing reads the eigenvectors; the second derivative is NaN there."""
+    s = np.diag([2.0, 2.0, -1.0])
+    expected = 3.0 * s @ s
+    np.testing.assert_allclose(s2s.grad(eigenvalue_sum_of_cubes)(s), expected, atol=1e-12)
+    np.testing.assert_allclose(s2s.grad(eigvalsh_sum_of_cubes)(s), expected, atol=1e-12)
+    with np.errstate(all="ignore"):
+        assert np.isnan(s2s.hessian(eigenvalue_sum_of_cubes)(s)).any()
+
+
+def test_eigenvectors_at_a_repeated_eigenvalue_are_not_finite():
+    """Any rotation within a repeated eigenvalue's eigenspace is as good a result: no derivative."""
+    def first_vector(s):
+        return np.sum(np.linalg.eigh(s)[1][:, 0] * W[0])
+
+    with np.errstate(all="ignore"):
+        got = s2s.grad(first_vector)(np.eye(3))
+    assert not np.isfinite(got).all()
+
+
+# ---- Jacobians: forward and reverse mode ------------------------------------------------------
+
+
+def moveaxis_vec(t):
+    return np.moveaxis(t * t, (0, 1), (2, 0))
+
+
+def tensordot_vec(t):
+    return np.tensordot(t, np.sin(t), axes=((0, 2), (0, 2)))
+
+
+def kron_vec(a):
+    return np.kron(a * a, a[:2, :2])
+
+
+def kron_mixed_vec(a):
+    return np.kron(a[0], a[1:] * 2.0)  # a vector and a matrix (the python backend)
+
+
+def slogdet_vec(a):
+    return np.linalg.slogdet(a * a[0, 0])[1] * a[1]
+
+
+def cholesky_vec(p):
+    return np.linalg.cholesky(p * p)
+
+
+def swapaxes_vec(t):
+    return t.swapaxes(0, 2).cumsum(axis=1)
+
+
+def eigh_vec(s):
+    w, v = np.linalg.eigh(s * s)
+    return w[:, None] * v * v
+
+
+def eigvalsh_vec(s):
+    return np.linalg.eigvalsh(np.sin(s))
+
+
+def qr_vec(a):
+    q, r = np.linalg.qr(a * a)
+    return q[:, :2] * r[0, 1]
+
+
+def pinv_vec(a):
+    return np.linalg.pinv(a * a)
+
+
+VECTOR_CASES = {"pinv": (pinv_vec, TALL), "qr": (qr_vec, TALL), "eigh": (eigh_vec, S), "eigvalsh": (eigvalsh_vec, S), "moveaxis": (moveaxis_vec, T), "tensordot": (tensordot_vec, T), "kron": (kron_vec, A),
+                "kron_mixed": (kron_mixed_vec, A), "slogdet": (slogdet_vec, A), "cholesky": (cholesky_vec, P),
+                "swapaxes": (swapaxes_vec, T)}
+
+
+@pytest.mark.parametrize("name", sorted(VECTOR_CASES))
+def test_jacobians_match_finite_differences(name):
+    fn, x = VECTOR_CASES[name]
+    expected = _fd_jacobian(fn, x)
+    np.testing.assert_allclose(s2s.jacfwd(fn)(x), expected, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(s2s.jacrev(fn)(x), expected, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["tensordot", "kron", "slogdet", "cholesky", "eigh", "qr", "pinv"])
+def test_forward_mode_under_jit(name):
+    fn, x = VECTOR_CASES[name]
+    np.testing.assert_allclose(s2s.jit(s2s.jacfwd(fn))(x), _fd_jacobian(fn, x), rtol=1e-6, atol=1e-6)
+
+
+def test_jvp_of_slogdet_gives_a_zero_sign_tangent():
+    (sign, logdet), (sign_dot, logdet_dot) = s2s.jvp(lambda a: np.linalg.slogdet(a), (A,), (W,))
+    assert sign == -1.0 and sign_dot == 0.0
+    np.testing.assert_allclose(logdet_dot, np.trace(np.linalg.solve(A, W)), rtol=1e-12)
+
+
+# ---- vmap of the gradient ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_vmap_of_grad_matches_per_example_gradients(name):
+    fn, args = CASES[name]
+    batch = np.stack([args[0], args[0] * 1.1, args[0] * 0.9])
+    expected = np.array([_fd(fn, (x,) + tuple(args[1:])) for x in batch])
+    in_axes = (0,) + (None,) * (len(args) - 1)
+    got = s2s.vmap(s2s.grad(fn), in_axes=in_axes)(batch, *args[1:])
+    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-6)
+
+
+def test_vmap_of_grad_under_jit():
+    batch = np.stack([T, T * 1.1, T * 0.9])
+    expected = np.array([_fd(tensordot_loss, (t, B)) for t in batch])
+    got = s2s.jit(s2s.vmap(s2s.grad(tensordot_loss), in_axes=(0, None)))(batch, B)
+    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-6)
+
+
+# ---- second order -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_hessian_matches_finite_differences_of_the_gradient(name):
+    fn, args = CASES[name]
+    grad = s2s.grad(fn)
+    expected = _fd_jacobian(lambda z: grad(z, *args[1:]), args[0], h=1e-5)
+    np.testing.assert_allclose(s2s.hessian(fn)(*args), expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["tensordot", "kron", "slogdet", "cholesky_of_gram", "moveaxis", "eigh", "qr", "pinv"])
+def test_hessian_under_jit(name):
+    fn, args = CASES[name]
+    np.testing.assert_allclose(s2s.jit(s2s.hessian(fn))(*args), s2s.hessian(fn)(*args), rtol=1e-9, atol=1e-9)
+
+
+# ---- stacks of matrices (the python backend: Numba's np.linalg takes matrices only) ----------
+
+
+def stacked_loss(s):
+    sign, logdet = np.linalg.slogdet(s)
+    gram = s @ np.swapaxes(s, -1, -2) + np.eye(3)
+    w, v = np.linalg.eigh(gram)
+    q, r = np.linalg.qr(s)
+    return (np.sum(logdet * sign) + np.sum(np.linalg.cholesky(gram) ** 2) + np.sum(w[..., None] * np.abs(v))
+            + np.sum(np.linalg.eigvalsh(gram) ** 2) + np.sum(q * W) + np.sum(r**2) + np.sum(np.linalg.pinv(s) * W))
+
+
+def test_stacks_of_matrices_on_the_python_backend():
+    stack = np.stack([A, X + np.eye(3)])
+    np.testing.assert_allclose(s2s.grad(stacked_loss)(stack), _fd(stacked_loss, (stack,)), rtol=1e-6, atol=1e-6)
+
+
+# ---- what s2s.jit refuses, and the generated code ---------------------------------------------
+
+
+def tensordot_list_axes(t):
+    return np.sum(np.tensordot(t, B, axes=([2, 1], [0, 1])))
+
+
+def kron_mixed_loss(a):
+    return np.sum(np.kron(a[0], a) ** 2)
+
+
+def qr_wide(a):
+    return np.sum(np.linalg.qr(a.T)[0])
+
+
+def qr_complete(a):
+    return np.sum(np.linalg.qr(a, mode="complete")[0])
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_qr_of_a_wide_matrix_is_refused_at_the_users_line(backend):
+    """Its R is not square: the rule does not hold (under Numba too, where no solve would say so)."""
+    with pytest.raises(s2s.S2SError, match=r"test_linalg_rules\.py:\d+:\d+: the derivative of np\.linalg\.qr is for"):
+        s2s.jit(s2s.grad(qr_wide), backend=backend)(TALL)
+
+
+def test_qr_modes_other_than_reduced_are_refused():
+    with pytest.raises(s2s.S2SError, match="mode='reduced'"):
+        s2s.grad(qr_complete)(TALL)
+
+
+def test_python_backend_takes_what_jit_refuses():
+    np.testing.assert_allclose(s2s.grad(tensordot_list_axes)(T), _fd(tensordot_list_axes, (T,)), rtol=1e-6,
+                               atol=1e-6)
+    np.testing.assert_allclose(s2s.grad(kron_mixed_loss)(A), _fd(kron_mixed_loss, (A,)), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("fn, arg, says", [
+    (tensordot_list_axes, T, "write axes=((1, 0), (0, 1))"),
+    (kron_mixed_loss, A, "two 1-d or two 2-d arrays"),
+])
+def test_jit_refuses_at_the_users_line(fn, arg, says):
+    with pytest.raises(s2s.S2SError) as caught:
+        s2s.jit(s2s.grad(fn))(arg)
+    message = str(caught.value)
+    assert re.search(r"test_linalg_rules\.py:\d+:\d+", message), message
+    assert says in message
+
+
+def test_generated_code_reads_as_the_rules():
+    source = s2s.source(s2s.grad(tensordot_loss))
+    assert "runtime.tensordot_bar_a(" in source and "runtime.tensordot(" in source
+    assert source == s2s.source(s2s.grad(tensordot_loss))  # deterministic
+    source = s2s.source(s2s.grad(moveaxis_loss))
+    assert "np.moveaxis(_t" in source and "np.moveaxis(m_bar, -1, 0)" in source  # the adjoint moves back
+    source = s2s.source(s2s.grad(cholesky_loss))
+    assert "runtime.lower_symmetric_bar(" in source and "runtime.lower_half(" in source
