@@ -217,8 +217,9 @@ class Analysis:
                           if not isinstance(v, ir.Name)}
                 problem = check(**static)
                 if problem:
-                    raise S2SError(problem, stmt.origin, "write one of the options NumPy documents for "
-                                                         f"{name}, or compute the norm from np.abs, np.sum, np.max")
+                    how = ", or compute the norm from np.abs, np.sum, np.max" if name.endswith("norm") else ""
+                    raise S2SError(problem, stmt.origin, f"write one of the options s2s differentiates for {name} "
+                                                         f"(the message names them){how}")
 
     # ---- kinds of variables -----------------------------------------------------
 
