@@ -84,6 +84,18 @@ def test_an_exception_that_does_not_unpickle_reaches_the_client_by_its_text(clie
     assert scheduler_names(client) == ([], [])
 
 
+def returns_a_lock(x):
+    total = lax.psum(x, "i")
+    return threading.Lock() if lax.axis_index("i") == 1 else total
+
+
+def test_an_output_that_does_not_travel_is_an_error_and_leaves_nothing_behind(client, workers):
+    with pytest.raises(TypeError, match="pickle '_thread.lock'") as raised:
+        s2s.pmap(returns_a_lock, "i", devices=workers)(np.ones((2, 3)))
+    assert "in the pmap shard 1 on a Dask worker" in "".join(raised.value.__notes__)
+    assert scheduler_names(client) == ([], [])
+
+
 def test_runners_kept_on_a_worker_are_bounded(client, workers):
     kept = client.run(lambda: shipping_to_dask._RUNNERS_KEPT)
     try:

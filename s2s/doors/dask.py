@@ -179,7 +179,9 @@ def _shard_task(payload: bytes, call: str, axis_name: Any, index: int, size: int
     try:
         out = _runner(payload)(*args, **kwargs)
         root.finish({f.name: f.index for f in collectives.frames()})
-        return out, None, root.posted
+        # (pickled here: an output that does not travel is this shard's error, and the names it
+        # posted still reach the client, which deletes them)
+        return _dump_keeping_files(out)[0], None, root.posted
     except BaseException as exc:  # noqa: BLE001 - sent back whole, with the worker's traceback as a note
         root.abort()
         if not isinstance(exc, collectives.Aborted) and hasattr(exc, "add_note"):  # (Python 3.11)
@@ -308,7 +310,16 @@ class Shipped:
             futures.append(client.submit(_shard_task, payload, call, axis_name, i, n, args, kwargs,
                                          key=f"s2s-pmap-{call}-{i}", workers=[devices[i].worker],
                                          allow_other_workers=False, pure=False))
-        answers = client.gather(futures)
+        try:
+            answers = client.gather(futures)
+        except BaseException:
+            # (a worker that left, a task cancelled, an interrupt: the shards still waiting at a
+            # collective stop; what they posted stays on the scheduler)
+            try:
+                distributed.Event(_DaskRoot(call).name("abort"), client=client).set()
+            except Exception:  # noqa: BLE001 - the scheduler is gone: nobody is left to tell
+                pass
+            raise
         for name, has_value in sorted({entry for _, _, posted in answers for entry in posted}):
             distributed.Event(name, client=client).clear()
             if has_value:
@@ -317,4 +328,4 @@ class Shipped:
         if errors:
             real = [e for e in errors if not isinstance(e, collectives.Aborted)]
             raise (real or errors)[0]
-        return [out for out, _, _ in answers]
+        return [pickle.loads(out) for out, _, _ in answers]
