@@ -184,12 +184,14 @@ def through_a_callee(x):
 if __name__ == "__main__":
     with distributed.Client(distributed.LocalCluster(n_workers=2, threads_per_worker=1,
                                                      dashboard_address=None)) as client:
+        client.wait_for_workers(2)
+        workers = s2s.dask_devices(client)
         x = np.array([[0.1, 0.2, 0.3], [0.4, 0.5, 0.6]])
         grads = []
         for scale in ([1.0, 2.0, 3.0], [10.0, 20.0, 30.0], [-5.0, 0.5, 4.0]):
             SCALE = np.array(scale)   # (a worker imports this script as its __main__: SCALE is 1, 2, 3 there)
             for f in (loss, through_a_callee):
-                grads.append(s2s.pmap(s2s.grad(f), devices=s2s.dask_devices(client))(x).tolist())
+                grads.append(s2s.pmap(s2s.grad(f), devices=workers)(x).tolist())
         print(repr(grads))
 '''
 
