@@ -5,9 +5,12 @@ task. What the task carries is the pmapped function: the user's function goes by
 (as Dask sends every function), an s2s transform around it by the call that made it
 (shipping.py), and the worker generates and compiles the transform itself, once per worker
 process for the same function (its own s2s cache and Numba cache make that cheap after the
-first time). cloudpickle sends a function defined in a script or a notebook by value, without
-its file name, and s2s reads source: the task carries the text of the user's source files, so
-that the worker can read the function as the client does.
+first time). cloudpickle sends a function defined in a script or a notebook by value, and
+s2s reads source: the task keeps the file name of that code (cloudpickle drops it) and carries
+the text of its files, which the worker puts in linecache before it unpickles the function, so
+that the worker reads the function as the client does. A shard task leaves the worker's pool
+of threads (distributed.secede): it may wait at a collective, and a waiting shard must not
+hold the place of another call's shard that its own call waits for.
 
 Collectives (s2s.lax.psum, pmean, ..., collectives.py) meet through the scheduler: each shard
 posts its value under a name of the call, round and position (a distributed.Variable, with a
@@ -21,21 +24,19 @@ from __future__ import annotations
 
 import collections
 import hashlib
+import io
 import linecache
-import os
 import pickle
-import sys
 import threading
 import traceback
 import types
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from .. import collectives, pytree
 from ..errors import S2SError
 from .pmap import choose_runner
-from .shipping import recipe_parts
 
 
 @dataclass(frozen=True)
@@ -87,110 +88,52 @@ def dask_devices(client: Any) -> list[DaskDevice]:
 
 # ---- what travels: the function and the text of its source files -------------------------
 
-_DYNAMIC = "<dynamic-code>"  # cloudpickle's file name for a function it sends by value
+_DYNAMIC = "<dynamic-code>"  # cloudpickle's file name for the code it sends by value
 
 
-def _library_dirs() -> tuple[str, ...]:
-    """Folders of installed code (the standard library, site-packages, s2s itself), whose
-    functions are imported on the worker, not read from a sent text."""
-    dirs = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}
-    return tuple(os.path.join(os.path.abspath(d), "") for d in dirs)
+def _dump_keeping_files(fun: Any) -> tuple[bytes, list[str]]:
+    """fun by cloudpickle, keeping the file name of the code it sends by value (cloudpickle
+    writes <dynamic-code>), and the names of those files: s2s reads a function's source by its
+    file name, and the worker must have it before anything unpickled reads it (an s2s
+    transform of a lambda, made again in the middle of unpickling, names it by its source)."""
+    import cloudpickle  # (a dependency of distributed)
+
+    files: set[str] = set()
+
+    class Pickler(cloudpickle.Pickler):
+        def reducer_override(self, obj: Any) -> Any:
+            if isinstance(obj, types.CodeType) and obj.co_filename != _DYNAMIC:
+                files.add(obj.co_filename)
+                # (the code as cloudpickle sends it, the code in its constants reduced the same
+                # way, then its file name; pickle's memo holds the copy: its id is not reused)
+                return _in_file, (obj.replace(co_filename=_DYNAMIC), obj.co_filename)
+            return super().reducer_override(obj)
+
+    buffer = io.BytesIO()
+    Pickler(buffer).dump(fun)
+    return buffer.getvalue(), sorted(files)
 
 
-def _functions(obj: Any, seen: set[int] | None = None) -> Iterator[types.FunctionType]:
-    """The Python functions that obj reaches: itself, the globals, closures and defaults of a
-    function, the arguments of an s2s transform's recipe, and the parts of containers and of
-    s2s's own objects (an s2s.custom_vjp's rule functions)."""
-    seen = set() if seen is None else seen
-    if id(obj) in seen or isinstance(obj, (type, types.ModuleType, str, bytes, int, float, complex)):
-        return
-    seen.add(id(obj))
-    if isinstance(obj, types.MethodType):
-        yield from _functions(obj.__func__, seen)
-    elif isinstance(obj, types.FunctionType):
-        yield obj
-        for name in _names(obj.__code__):
-            if name in obj.__globals__:
-                yield from _functions(obj.__globals__[name], seen)
-        for cell in obj.__closure__ or ():
-            try:
-                yield from _functions(cell.cell_contents, seen)
-            except ValueError:  # (an empty cell)
-                pass
-        yield from _functions(obj.__defaults__, seen)
-        yield from _functions(obj.__kwdefaults__, seen)
-        yield from _functions(getattr(obj, "__wrapped__", None), seen)
-    elif recipe_parts(obj) is not None:
-        yield from _functions(recipe_parts(obj), seen)
-    elif isinstance(obj, (list, tuple, set, frozenset)):
-        for item in obj:
-            yield from _functions(item, seen)
-    elif isinstance(obj, dict):
-        for item in obj.values():
-            yield from _functions(item, seen)
-    elif type(obj).__module__.startswith("s2s.") and hasattr(obj, "__dict__"):
-        yield from _functions(vars(obj), seen)
+def _in_file(code: types.CodeType, filename: str) -> types.CodeType:
+    return code.replace(co_filename=filename)
 
 
-def _names(code: types.CodeType) -> Iterator[str]:
-    yield from code.co_names
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            yield from _names(const)
-
-
-def _source_texts(fun: Any) -> tuple[dict, dict]:
-    """({(module, qualname, first line): file name}, {file name: text}) for the user's
-    functions that fun reaches: what a worker needs to read a function sent by value."""
-    where, texts = {}, {}
-    libraries = _library_dirs()
-    for f in _functions(fun):
-        filename = f.__code__.co_filename
-        if os.path.abspath(filename).startswith(libraries):
-            continue
-        text = "".join(linecache.getlines(filename))
-        if text:
-            where[(f.__module__, f.__qualname__, f.__code__.co_firstlineno)] = filename
-            texts[filename] = text
-    return where, texts
-
-
-def _with_file(code: types.CodeType, filename: str) -> types.CodeType:
-    consts = tuple(_with_file(c, filename) if isinstance(c, types.CodeType) else c for c in code.co_consts)
-    return code.replace(co_filename=filename, co_consts=consts)
-
-
-def _restore_sources(fun: Any, where: dict, texts: dict) -> None:
-    """Give each function sent by value its file name back, and that file's text to linecache
-    (where inspect, and so s2s's frontend, reads it), as the client had it."""
-    for f in _functions(fun):
-        if f.__code__.co_filename != _DYNAMIC:
-            continue
-        filename = where.get((f.__module__, f.__qualname__, f.__code__.co_firstlineno))
-        if filename is None:
-            continue
-        f.__code__ = _with_file(f.__code__, filename)
-        lines = texts[filename].splitlines(keepends=True)
-        linecache.cache[filename] = (len(texts[filename]), None, lines, filename)  # (mtime None: kept as is)
-
-
-@dataclass
-class _Program:
-    """What a shard task carries: the function, its backend, and its sources."""
-
-    fun: Any
-    backend: str
-    where: dict
-    texts: dict
+def _program(fun: Any, backend: str) -> bytes:
+    """What a shard task carries: fun pickled (by the call that made it, for an s2s transform:
+    shipping.py), its backend, and the text of each file of the code that travels by value (a
+    script's or a notebook's functions; an importable module's travel by name)."""
+    pickled, files = _dump_keeping_files(fun)
+    texts = {name: "".join(linecache.getlines(name)) for name in files}
+    return pickle.dumps((backend, {name: text for name, text in texts.items() if text}, pickled))
 
 
 # ---- on the worker ---------------------------------------------------------------------
 
-# What the shards of a program run, per worker process, by the digest of the program sent: the
-# same function with other captured values (a global array changed on the client) is another
-# program, never a stale runner. The latest few are kept.
+# The digest of a program sent -> what its shards run, per worker process; the most recently
+# used first out, so that a program sent anew on every call (a closure over a changing value)
+# does not keep every compiled runner alive.
 _RUNNERS: collections.OrderedDict[str, Callable] = collections.OrderedDict()
-_RUNNERS_KEPT = 16
+_RUNNERS_KEPT = 32
 _RUNNERS_LOCK = threading.Lock()
 
 
@@ -199,33 +142,52 @@ def _runner(payload: bytes) -> Callable:
     with _RUNNERS_LOCK:
         runner = _RUNNERS.get(digest)
         if runner is None:
-            program: _Program = pickle.loads(payload)
-            _restore_sources(program.fun, program.where, program.texts)
-            runner = _RUNNERS[digest] = choose_runner(program.fun, program.backend)[0]
+            backend, texts, pickled = pickle.loads(payload)
+            for filename, text in texts.items():  # (mtime None: linecache keeps it as it is)
+                linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
+            runner = _RUNNERS[digest] = choose_runner(pickle.loads(pickled), backend)[0]
             while len(_RUNNERS) > _RUNNERS_KEPT:
                 _RUNNERS.popitem(last=False)
         _RUNNERS.move_to_end(digest)
     return runner
 
 
+def _returnable(exc: BaseException) -> BaseException:
+    """exc, or a RuntimeError that says it, where exc would not reach the client: it must
+    pickle here and unpickle there (an exception whose __init__ takes other arguments than
+    its args does not)."""
+    try:
+        pickle.loads(pickle.dumps(exc))
+        return exc
+    except Exception:  # noqa: BLE001 - any failure of either
+        text = f"{type(exc).__name__}: {exc}"
+        notes = getattr(exc, "__notes__", None)
+        return RuntimeError("\n".join([text, *notes]) if notes else text)
+
+
 def _shard_task(payload: bytes, call: str, axis_name: Any, index: int, size: int, arguments: tuple):
     """A shard, run on a worker: (output, None, names to delete) or (None, error, names)."""
     args, kwargs = arguments
+    # Out of the worker's pool of threads: a shard may wait at a collective for a shard that
+    # another call's shard, waiting for this call's, holds back on another worker (pmaps from
+    # two threads or two clients at once); outside the pool, waiting takes no task's place.
+    try:
+        _distributed().secede()
+    except Exception:  # noqa: BLE001 - not in a worker's task thread: nothing to leave
+        pass
     root = _DaskRoot(call)
     previous = collectives.bind((collectives.Frame(axis_name, index, size, root),))
     try:
         out = _runner(payload)(*args, **kwargs)
         root.finish({f.name: f.index for f in collectives.frames()})
-        return out, None, root.posted
+        # (pickled here: an output that does not travel is this shard's error, and the names it
+        # posted still reach the client, which deletes them)
+        return _dump_keeping_files(out)[0], None, root.posted
     except BaseException as exc:  # noqa: BLE001 - sent back whole, with the worker's traceback as a note
         root.abort()
         if not isinstance(exc, collectives.Aborted) and hasattr(exc, "add_note"):  # (Python 3.11)
             exc.add_note(f"(in the pmap shard {index} on a Dask worker)\n" + "".join(traceback.format_exc()))
-        try:
-            pickle.dumps(exc)
-        except Exception:  # noqa: BLE001 - an exception that does not pickle
-            exc = RuntimeError(f"{type(exc).__name__}: {exc}")
-        return None, exc, root.posted
+        return None, _returnable(exc), root.posted
     finally:
         collectives.bind(previous)
 
@@ -315,7 +277,9 @@ class _Meeting:
         while not ready.wait(timeout=0.5):
             if self.root.is_set(self.root.name("abort")):
                 raise collectives.Aborted()
-            if self.root.is_set(left):
+            # (the shard sets its slot before it leaves: where it left, the slot tells whether it
+            # posted this round between the wait and this look)
+            if self.root.is_set(left) and not ready.is_set():
                 raise S2SError(f"the shard at position {position} of the pmap axes {self.key[0]!r} returned "
                                f"without calling s2s.lax.{request[0]}, which the other shards wait in",
                                hint="call the same collectives, in the same order, on every shard")
@@ -334,15 +298,12 @@ class Shipped:
         self.fun, self.backend = fun, backend
 
     def run(self, devices: list[DaskDevice], axis_name: Any, sliced: Callable, n: int) -> list:
-        import cloudpickle  # (a dependency of distributed)
-
         distributed = _distributed()
         client = devices[0].client
         if any(d.client is not client for d in devices):
             raise S2SError("pmap: the Dask devices come from different clients",
                            hint="list them once, s2s.dask_devices(client)")
-        where, texts = _source_texts(self.fun)
-        payload = cloudpickle.dumps(_Program(self.fun, self.backend, where, texts))
+        payload = _program(self.fun, self.backend)
         call = uuid.uuid4().hex
         futures = []
         for i in range(n):
@@ -352,7 +313,16 @@ class Shipped:
             futures.append(client.submit(_shard_task, payload, call, axis_name, i, n, arguments,
                                          key=f"s2s-pmap-{call}-{i}", workers=[devices[i].worker],
                                          allow_other_workers=False, pure=False))
-        answers = client.gather(futures)
+        try:
+            answers = client.gather(futures)
+        except BaseException:
+            # (a worker that left, a task cancelled, an interrupt: the shards still waiting at a
+            # collective stop; what they posted stays on the scheduler)
+            try:
+                distributed.Event(_DaskRoot(call).name("abort"), client=client).set()
+            except Exception:  # noqa: BLE001 - the scheduler is gone: nobody is left to tell
+                pass
+            raise
         for name, has_value in sorted({entry for _, _, posted in answers for entry in posted}):
             distributed.Event(name, client=client).clear()
             if has_value:
@@ -361,4 +331,4 @@ class Shipped:
         if errors:
             real = [e for e in errors if not isinstance(e, collectives.Aborted)]
             raise (real or errors)[0]
-        return [out for out, _, _ in answers]
+        return [pickle.loads(out) for out, _, _ in answers]

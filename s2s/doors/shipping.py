@@ -56,8 +56,3 @@ def _remake(module: str, qualname: str, args: tuple, kwargs: dict) -> Any:
     factory = getattr(importlib.import_module(module), qualname)
     return factory(*args, **kwargs)
 
-
-def recipe_parts(made: Any) -> tuple | None:
-    """(args, kwargs) of the call that made an s2s transform, or None for anything else."""
-    recipe = getattr(made, "__dict__", {}).get(_RECIPE) if not isinstance(made, type) else None
-    return None if recipe is None else (recipe[2], recipe[3])

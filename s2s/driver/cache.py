@@ -268,14 +268,14 @@ def _callees_current(fn: Any, manifest: dict) -> bool:
     module constants the same values?"""
     for module_name, constant, text in manifest.get("constants", []):
         # (constant: a name, or an attribute a function inlines, Config.SCALE)
-        if module_name not in sys.modules or constant_text(_resolve(module_name, constant)) != text:
+        if not _has_module(fn, module_name) or constant_text(_resolve(module_name, constant, fn)) != text:
             return False
     for caller_module, path, module_name, qualname in manifest.get("references", []):
-        target = _resolve(caller_module, path)
+        target = _resolve(caller_module, path, fn)
         if getattr(target, "__module__", None) != module_name or getattr(target, "__qualname__", None) != qualname:
             return False  # the caller's name now refers to another function
     for module_name, qualname, digest, state in manifest.get("callees", []):
-        target = _resolve(module_name, qualname)
+        target = _resolve(module_name, qualname, fn)
         if target is None:
             return False
         try:
@@ -286,12 +286,36 @@ def _callees_current(fn: Any, manifest: dict) -> bool:
     return True
 
 
-def _resolve(module_name: str, path: str) -> Any:
-    """What module_name.path (a dotted path) holds now, or None."""
+def _resolve(module_name: str, path: str, fn: Any = None) -> Any:
+    """What module_name.path (a dotted path) holds now, or None; the names of fn's own module
+    as fn reads them (_own_globals)."""
+    scope = _own_globals(fn, module_name)
+    if scope is not None:
+        first, _, rest = path.partition(".")
+        target = scope.get(first)
+        for part in rest.split(".") if rest else ():
+            target = getattr(target, part, None)
+        return target
     target = sys.modules.get(module_name)
     for part in path.split("."):
         target = getattr(target, part, None)
     return target
+
+
+def _own_globals(fn: Any, module_name: str) -> dict | None:
+    """fn's globals where they are not its module's: a function sent to another process by
+    value (cloudpickle, as Dask sends a script's functions) reads the values sent with it, and
+    a module of its name there, if any, is another program (a Dask worker's __main__ is the
+    client's script, imported anew: its arrays as the file sets them, not as the client changed
+    them). Of fn's module only; None where the module's own names are the ones read."""
+    scope = getattr(fn, "__globals__", None)
+    if scope is None or module_name != getattr(fn, "__module__", None):
+        return None
+    return None if getattr(sys.modules.get(module_name), "__dict__", None) is scope else scope
+
+
+def _has_module(fn: Any, module_name: str) -> bool:
+    return module_name in sys.modules or _own_globals(fn, module_name) is not None
 
 
 class Watch:
