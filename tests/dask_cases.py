@@ -76,3 +76,7 @@ def sums_a_list(pair):
     """A list in, a collective over a list, a list out: lists stay lists."""
     total = lax.psum([pair[0], 2.0 * pair[1]], "i")
     return [total[0] + pair[1], {"b": total[1], "a": pair[0]}]
+
+
+def psum_over_both(row):
+    return lax.psum(row, ("i", "j"))

@@ -125,6 +125,18 @@ def test_pmap_over_worker_threads_inside_pmap_over_workers(workers, monkeypatch)
     assert all(np.array_equal(row, x.reshape(4, 3).sum(0)) for row in out.reshape(4, 3))
 
 
+def test_a_pmap_object_as_the_function_of_a_pmap_over_workers(client, workers, monkeypatch):
+    # (its inner shards run on the worker's threads, which must reach the scheduler through the
+    # worker's client: through another, their posts never arrived and the call waited forever)
+    monkeypatch.setenv("S2S_CPU_DEVICES", "2")
+    x = np.arange(12.0).reshape(2, 2, 3)
+    nested = s2s.pmap(s2s.pmap(cases.psum_over_both, "j"), "i", devices=workers)
+    for _ in range(3):
+        out = nested(x)
+        assert all(np.array_equal(row, x.reshape(4, 3).sum(0)) for row in out.reshape(4, 3))
+    assert scheduler_names(client) == ([], [])
+
+
 def test_a_failing_shard_reports_its_error_and_the_others_stop(client, workers):
     x = np.ones((2, 3))
     with pytest.raises(ValueError, match="shard one says no"):

@@ -192,37 +192,45 @@ def _shard_task(payload: bytes, call: str, axis_name: Any, index: int, size: int
         collectives.bind(previous)
 
 
+def _name(call: str, *parts: Any) -> str:
+    """The name on the scheduler of an event or variable of a call."""
+    return "s2s-pmap/" + call + "/" + "/".join(map(repr, parts))
+
+
 class _DaskRoot:
     """collectives.Root for shards in other processes: the rendezvous go through the scheduler.
     Names are those of the call, so that calls never meet; the client deletes them after it."""
 
     def __init__(self, call: str):
         self.call = call
+        # The worker's client, found on the task's thread: the shards of a pmap inside this one
+        # run on threads of their own, where distributed.get_client() may find another client.
+        self.client = _distributed().get_client()
         self.lock = threading.Lock()
         self.rounds: dict = {}  # (key, position) -> collectives done there
         self.posted: list[tuple[str, bool]] = []  # (name, also a variable?) of the events this shard set
 
     def name(self, *parts: Any) -> str:
-        return "s2s-pmap/" + self.call + "/" + "/".join(map(repr, parts))
+        return _name(self.call, *parts)
 
     def set(self, name: str, value: Any = None) -> None:
         """Set the event `name`, after the variable `name` where a value is given."""
         distributed = _distributed()
         if value is not None:  # (pickled here: Dask's own encoding of a variable turns lists into tuples)
-            distributed.Variable(name).set(pickle.dumps(value, protocol=5))
-        distributed.Event(name).set()
+            distributed.Variable(name, client=self.client).set(pickle.dumps(value, protocol=5))
+        distributed.Event(name, client=self.client).set()
         with self.lock:
             self.posted.append((name, value is not None))
 
     def unset(self, name: str) -> None:
         distributed = _distributed()
-        distributed.Event(name).clear()
-        distributed.Variable(name).delete()
+        distributed.Event(name, client=self.client).clear()
+        distributed.Variable(name, client=self.client).delete()
         with self.lock:
             self.posted.remove((name, True))
 
     def is_set(self, name: str) -> bool:
-        return _distributed().Event(name).is_set()
+        return _distributed().Event(name, client=self.client).is_set()
 
     def meeting(self, key: tuple, axes: tuple) -> "_Meeting":
         if self.is_set(self.name("abort")):
@@ -272,7 +280,7 @@ class _Meeting:
 
     def _wait(self, name: str, position: int, request: tuple) -> Any:
         distributed = _distributed()
-        ready = distributed.Event(name)
+        ready = distributed.Event(name, client=self.root.client)
         left = self.root.name("left", sorted(self.frames_at(position).items(), key=repr))
         while not ready.wait(timeout=0.5):
             if self.root.is_set(self.root.name("abort")):
@@ -283,7 +291,7 @@ class _Meeting:
                 raise S2SError(f"the shard at position {position} of the pmap axes {self.key[0]!r} returned "
                                f"without calling s2s.lax.{request[0]}, which the other shards wait in",
                                hint="call the same collectives, in the same order, on every shard")
-        return pickle.loads(distributed.Variable(name).get())
+        return pickle.loads(distributed.Variable(name, client=self.root.client).get())
 
 
 # ---- on the client -----------------------------------------------------------------------
@@ -319,7 +327,7 @@ class Shipped:
             # (a worker that left, a task cancelled, an interrupt: the shards still waiting at a
             # collective stop; what they posted stays on the scheduler)
             try:
-                distributed.Event(_DaskRoot(call).name("abort"), client=client).set()
+                distributed.Event(_name(call, "abort"), client=client).set()
             except Exception:  # noqa: BLE001 - the scheduler is gone: nobody is left to tell
                 pass
             raise
