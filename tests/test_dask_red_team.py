@@ -116,6 +116,7 @@ class _Scheduler:
 
     def __init__(self):
         self.events, self.values, self.on_timeout = set(), {}, []
+        self.get_client = lambda: None  # (the worker's client: none here)
         outer = self
 
         class Event:
