@@ -2,10 +2,37 @@
 name (conftest.py puts tests/ on sys.path, which the worker processes inherit), as Dask runs a
 function from an importable module; test_dask.py also sends one as a script would, by value."""
 
+import contextlib
+import time
+
+import distributed  # (the test extra installs it: a missing one fails the tests, it is not skipped)
 import numpy as np
 
 import s2s
 from s2s import lax
+
+
+@contextlib.contextmanager
+def local_client(threads_per_worker: int):
+    """A client of a LocalCluster of two worker processes, closed after the block."""
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=threads_per_worker, processes=True,
+                                       dashboard_address=None)
+    with distributed.Client(cluster) as client:
+        yield client
+    cluster.close()
+
+
+def scheduler_names(client) -> tuple:
+    """The events and variables left on the scheduler: a pmap deletes what it made (Dask
+    deletes a variable when its message reaches the scheduler: wait for that, a while)."""
+    for _ in range(50):
+        names = client.run_on_scheduler(lambda dask_scheduler: (
+            sorted(dask_scheduler.extensions["events"]._events),
+            sorted(dask_scheduler.extensions["variables"].variables)))
+        if names == ([], []):
+            break
+        time.sleep(0.1)
+    return names
 
 
 def loss(w, x, y):

@@ -10,42 +10,26 @@ import pickle
 import subprocess
 import sys
 import textwrap
-import time
 
 import numpy as np
 import pytest
 
 import s2s
 import dask_cases as cases
+from dask_cases import scheduler_names
 from finite_differences import central_difference_grad
 
-distributed = pytest.importorskip("distributed")  # (the test extra installs it: never skipped in CI)
 
 
 @pytest.fixture(scope="module")
 def client():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=2, processes=True, dashboard_address=None)
-    with distributed.Client(cluster) as c:
+    with cases.local_client(threads_per_worker=2) as c:
         yield c
-    cluster.close()
 
 
 @pytest.fixture
 def workers(client):
     return s2s.dask_devices(client)
-
-
-def scheduler_names(client) -> tuple:
-    """The events and variables left on the scheduler: a pmap deletes what it made (Dask
-    deletes a variable when its message reaches the scheduler: wait for that, a while)."""
-    for _ in range(50):
-        names = client.run_on_scheduler(lambda dask_scheduler: (
-            sorted(dask_scheduler.extensions["events"]._events),
-            sorted(dask_scheduler.extensions["variables"].variables)))
-        if names == ([], []):
-            break
-        time.sleep(0.1)
-    return names
 
 
 def data(seed=0, shards=2, examples=6, features=3):

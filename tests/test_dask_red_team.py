@@ -17,36 +17,22 @@ import pytest
 
 import s2s
 import dask_cases as cases
+from dask_cases import scheduler_names
 from s2s import lax
 from s2s.doors import dask as shipping_to_dask
 from finite_differences import central_difference_grad
 
-distributed = pytest.importorskip("distributed")  # (the test extra installs it: never skipped in CI)
 
 
 @pytest.fixture(scope="module")
 def client():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
-    with distributed.Client(cluster) as c:
+    with cases.local_client(threads_per_worker=1) as c:
         yield c
-    cluster.close()
 
 
 @pytest.fixture
 def workers(client):
     return s2s.dask_devices(client)
-
-
-def scheduler_names(client) -> tuple:
-    """The events and variables left on the scheduler (as tests/test_dask.py waits for them)."""
-    for _ in range(50):
-        names = client.run_on_scheduler(lambda dask_scheduler: (
-            sorted(dask_scheduler.extensions["events"]._events),
-            sorted(dask_scheduler.extensions["variables"].variables)))
-        if names == ([], []):
-            break
-        time.sleep(0.1)
-    return names
 
 
 def test_a_transform_of_a_lambda_is_made_again_on_the_worker(workers):
