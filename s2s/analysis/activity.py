@@ -323,6 +323,10 @@ class Analysis:
             for source in sources:
                 for target in stmt.targets:
                     union(target, source)
+        for stmt in self.statements():
+            # `t[k] = a` into a list or dict stores a itself: a write into a changes t[k]
+            if isinstance(stmt, ir.SetItem) and stmt.base in self.containers and isinstance(stmt.value, ir.Name):
+                union(stmt.base, stmt.value.id)
         mutations = [s for s in self.statements()
                      if isinstance(s, ir.SetItem) or (isinstance(s, ir.Assign) and s.inplace)]
         if not mutations:
@@ -348,6 +352,7 @@ class Analysis:
         for name in list(state):
             bind_parts(state, name, None)  # (what a tuple argument holds is not known here)
         self.bound_before: dict[int, frozenset] = {}
+        self.container_sites: set[str] = set()  # objects that may be a list or dict (_store)
         self._bound_block(self.fn.body, frozenset(self.fn.params))
         self._pt_block(self.fn.body, state, read_later)
 
@@ -403,7 +408,7 @@ class Analysis:
             return head
         if isinstance(stmt, ir.SetItem):
             self._check_write(stmt, stmt.base, state, self.live_after[id(stmt)], arguments_too=True)
-            return state
+            return self._store(stmt, state)
         if not isinstance(stmt, ir.Assign):
             return state
         site = f"object {self.info[id(stmt)].pos}"
@@ -419,6 +424,8 @@ class Analysis:
             bind_parts(out, stmt.targets[0], None)
             return out
         value = stmt.value
+        if self._may_make_container(value, state):
+            self.container_sites.add(site)
         shared = frozenset()
         made = None  # the elements' objects, where value is a tuple display
         if isinstance(value, ir.Name):
@@ -463,6 +470,32 @@ class Analysis:
             out[target] = shared or fresh
             bind_parts(out, target, unpacked if len(stmt.targets) == 1 else None)
         return out
+
+    # Lists and dicts hold their items themselves: after `t[k] = a`, a write into a changes t[k].
+    # The objects that may be one are those a list or dict display made, and what a helper or a
+    # call on one of them returned (`t.copy()`); an array's `x[i] = row` copies row's values.
+    def _may_make_container(self, value, state) -> bool:
+        if isinstance(value, ir.Build):
+            return value.kind in ("list", "dict")
+        if isinstance(value, ir.Call):
+            return is_user_function(value.fn) or any(
+                self._is_container_object(o) for n in ir.names_in(value) for o in state.get(n, ()))
+        return False
+
+    def _is_container_object(self, o: str) -> bool:
+        return o.removeprefix(ELEMENT_MARK).removesuffix(" earlier") in self.container_sites
+
+    def _store(self, stmt, state: dict) -> dict:
+        """The state after stmt = `t[k] = a`: where t may be a list or dict, every name that holds
+        it now also holds what a holds."""
+        if not isinstance(stmt.value, ir.Name) or stmt.op is not None:
+            return state
+        held = {o for o in whole(state.get(stmt.base, frozenset())) if self._is_container_object(o)}
+        stored = state.get(stmt.value.id, frozenset())
+        if not held or not stored:
+            return state
+        return {k: objects | stored if is_variable(k) and whole(objects) & held else objects
+                for k, objects in state.items()}
 
     def _check_write(self, stmt, var, state, live, arguments_too):
         # Writing into var means var is an array: where it came from `x[i]`, a view of x.

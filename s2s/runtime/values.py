@@ -254,6 +254,8 @@ def require_unshared(x, other, message, x_batched=False, other_batched=False):
 
 def unbroadcast(g, x):
     """Sum g over the axes along which x (a value or a shape) was broadcast."""
+    if isinstance(x, (tuple, list)) and not (isinstance(x, tuple) and all(isinstance(d, (int, np.integer)) for d in x)):
+        return _sequence_operand(g, x)
     target = x if isinstance(x, tuple) else np.shape(x)
     g_shape = np.shape(g)
     if g_shape == target:
@@ -268,6 +270,19 @@ def unbroadcast(g, x):
         lead + k for k, n in enumerate(target) if n == 1 and g_shape[lead + k] != 1
     )
     return np.sum(g, axis=axes).reshape(target)
+
+
+def _sequence_operand(g, x):
+    """The adjoint of a list or tuple that took part in `+` or `*`: NumPy arithmetic where the
+    result has its shape (`[a, b] + v` adds v to the array [a, b]); otherwise the operation was
+    Python's concatenation or repetition (`t + (v,)`, `[v] * n`, where the transform could not
+    see that t is a tuple), whose adjoint is not the arithmetic one: refused at the statement."""
+    if np.shape(g) == np.shape(x):
+        return g
+    raise ValueError("s2s: `+` or `*` here concatenates or repeats a list or tuple (or broadcasts one against a "
+                     "larger array): reverse mode (grad, jacrev, vjp) does not differentiate that; write the whole "
+                     "sequence as one display, make the list an array first (np.array(v)), or use forward mode "
+                     "(s2s.jacfwd, s2s.jvp)")
 
 
 def _expand(g, x_shape, axis, keepdims):

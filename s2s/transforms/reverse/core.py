@@ -19,6 +19,7 @@ Conventions (see DESIGN.md section 3):
 from __future__ import annotations
 
 import ast
+import operator
 
 from ...ir import nodes as ir
 from ... import runtime
@@ -31,6 +32,53 @@ from ..rule_helpers import all_names
 from .instances import RuleInstances
 from .planning import Planning
 from .sweep import Sweep
+
+
+def _refuse_sequence_arithmetic(fn: ir.Function, an) -> None:
+    """Refuse `+` of two lists or tuples (concatenation) and `*` of one by an int (repetition)
+    on values being differentiated: their adjoints are not the arithmetic ones the rules of
+    `+` and `*` give (they would add the cotangents of the pieces, where they must be split or
+    summed). Forward mode takes both (a tangent concatenates as its value does). Operands not
+    known here to be sequences (a tuple argument) meet runtime.unbroadcast's check."""
+    sequences: set[str] = set()  # names that may hold a list or tuple display
+
+    def sequence(atom) -> bool:
+        return isinstance(atom, ir.Name) and atom.id in sequences
+
+    def integer(atom) -> bool:
+        return (isinstance(atom, ir.Const) and type(atom.value) is int) or (
+            isinstance(atom, ir.Name) and atom.id in an.int_like)
+
+    def sequence_operation(value) -> str | None:
+        if not (isinstance(value, ir.Call) and value.fn in (operator.add, operator.mul) and len(value.args) == 2):
+            return None
+        a, b = value.args
+        if value.fn is operator.add and sequence(a) and sequence(b):
+            return "concatenates"
+        if value.fn is operator.mul and ((sequence(a) and integer(b)) or (integer(a) and sequence(b))):
+            return "repeats"
+        return None
+
+    assigns = [s for s in ir.walk(fn.body) if isinstance(s, ir.Assign) and len(s.targets) == 1]
+    changed = True
+    while changed:
+        changed = False
+        for stmt in assigns:
+            value = stmt.value
+            if stmt.targets[0] not in sequences and (
+                    (isinstance(value, ir.Build) and value.kind in ("list", "tuple"))
+                    or sequence(value) or sequence_operation(value)):
+                sequences.add(stmt.targets[0])
+                changed = True
+    for stmt in assigns:
+        how = sequence_operation(stmt.value)
+        if how and an.is_active(stmt.targets[0]) and any(an.atom_active(a) for a in stmt.value.args):
+            op = "+" if how == "concatenates" else "*"
+            raise S2SError(f"`{op}` here {how} a list or tuple: reverse mode (grad, jacrev, vjp) does not "
+                           "differentiate sequence " + ("concatenation" if op == "+" else "repetition"),
+                           stmt.origin, "write the whole sequence as one display ([a, b, c] or (a, b, c)), join "
+                           "arrays with np.concatenate or np.tile, or use forward mode (s2s.jacfwd, s2s.jvp), "
+                           "which takes it")
 
 
 class VJP(RuleInstances, Planning, Sweep):
@@ -61,6 +109,7 @@ class VJP(RuleInstances, Planning, Sweep):
         self.function_name = function_name
         self.names = ir.Names(all_names(fn) | {"np", "math", "runtime"})
         self.an = analyse(fn, active_params)
+        _refuse_sequence_arithmetic(fn, self.an)
         self.active_params = active_params
         self.bars: dict[str, str] = {}
         self.tapes: dict[tuple, str] = {}  # (var, id(stmt), when) -> tape name
