@@ -290,3 +290,30 @@ def test_a_tangent_of_the_wrong_shape_is_refused_before_the_rules_reverse_sweep(
         s2s.jvp(calls_doubled, (x,), (np.ones(4),))
     with pytest.raises(s2s.S2SError, match="returned a derivative whose shape is not"):
         s2s.jit(s2s.hessian(calls_doubled), backend=backend)(x)
+
+
+# ---- index and truth methods: x.argmax(), x.argmin(), x.argsort(), (x > 0).any(), .all() ----------------
+
+
+def index_methods(x):
+    i = x.argmax()
+    j = x.argmin()
+    k = x.argsort()
+    y = x * x
+    if (x > -1.0).all() and (x > 1.0).any():
+        y = y * 2.0
+    return y[i] + x[j] * x[k[1]]
+
+
+def argmax_along_rows(m):
+    i = m.argmax(axis=1)
+    return np.sum(m[0, i[0]] * m)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_index_and_truth_methods(backend):
+    grad = s2s.jit(s2s.grad(index_methods), backend=backend)
+    np.testing.assert_allclose(grad(X), central_difference_grad(index_methods, (X,), 0), rtol=1e-6, atol=1e-8)
+    m = np.array([[1.0, 3.0, 2.0], [4.0, 1.0, 5.0]])
+    np.testing.assert_allclose(s2s.jit(s2s.grad(argmax_along_rows), backend=backend)(m),
+                               central_difference_grad(argmax_along_rows, (m,), 0), rtol=1e-6, atol=1e-8)

@@ -69,6 +69,11 @@ METHODS = {
     "cumsum": np.cumsum,
     "cumprod": np.cumprod,
     "swapaxes": np.swapaxes,
+    "argmax": np.argmax,
+    "argmin": np.argmin,
+    "argsort": np.argsort,
+    "any": np.any,
+    "all": np.all,
 }
 PLAIN_ATTRIBUTES = {"shape", "ndim", "size", "dtype"}
 # The builtin types as values (dtype=float): the NumPy types they stand for in NumPy's calls
