@@ -9,12 +9,14 @@
 
 from __future__ import annotations
 
+import builtins
 import operator
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from .. import runtime
 from ..ir import nodes as ir
 from ..errors import S2SError
 from .liveness import Branches, Liveness, Loop
@@ -30,6 +32,13 @@ class StmtInfo:
     loops: tuple  # id() of enclosing For/While statements, outermost first
     parent: Any  # enclosing compound statement, or None at function level
     block_id: int  # id() of the list that holds the statement
+
+
+# Calls whose result may hold the items of the list or dict they copy: `t.copy()` (lowered to
+# runtime.copy, which copies the items too, where Python's copy holds them themselves: writes
+# into them are refused either way), list(t), tuple(t), dict(d), np.copy(t) (conservatively).
+CONTAINER_MARK = "container "  # the structure of a name that is a list or dict display (_own_sites)
+_SHALLOW_COPIES = (builtins.list, builtins.tuple, builtins.dict, np.copy, runtime.copy)
 
 
 def rule_for(call: ir.Call, origin) -> Rule | None:
@@ -407,7 +416,14 @@ class Analysis:
                 return end  # the body runs at least once: its assignments have happened
             return head
         if isinstance(stmt, ir.SetItem):
-            self._check_write(stmt, stmt.base, state, self.live_after[id(stmt)], arguments_too=True)
+            own = self._own_sites(state, stmt.base)
+            if own is not None and stmt.op is None:
+                # `t[k] = v` into a list or dict rebinds a slot: no array's memory changes, only
+                # what the names that hold t itself see (`u = t`)
+                self._check_write(stmt, stmt.base, state, self.live_after[id(stmt)], arguments_too=False,
+                                  only=own)
+            else:
+                self._check_write(stmt, stmt.base, state, self.live_after[id(stmt)], arguments_too=True)
             return self._store(stmt, state)
         if not isinstance(stmt, ir.Assign):
             return state
@@ -426,6 +442,9 @@ class Analysis:
         value = stmt.value
         if self._may_make_container(value, state):
             self.container_sites.add(site)
+        # a list or dict display (or a copy of one) is a container on this path; a name bound to
+        # one keeps it (`u = t`): `t[k] = v` rebinds its slot (_own_sites)
+        made_container = isinstance(value, ir.Build) and value.kind in ("list", "dict")
         shared = frozenset()
         made = None  # the elements' objects, where value is a tuple display
         if isinstance(value, ir.Name):
@@ -457,6 +476,17 @@ class Analysis:
             shared |= fresh
         elif isinstance(value, ir.Call) and facts(value.fn).view:
             shared = frozenset().union(*(state.get(n, frozenset()) for n in ir.names_in(value.args[0]))) | fresh
+        elif isinstance(value, ir.Call) and value.fn in _SHALLOW_COPIES and value.args and any(
+                self._is_container_object(o) for n in ir.names_in(value.args[0]) for o in state.get(n, ())):
+            # list(t), tuple(t), dict(d), t.copy() of a list or dict: a new container that holds
+            # t's items themselves (a write into u[0] changes t[0] too), not t
+            shared = fresh
+            for n in ir.names_in(value.args[0]):
+                own = self._own_sites(state, n) or ()
+                shared |= {o for o in state.get(n, frozenset()) if o.removesuffix(" earlier") not in own}
+            if value.fn in (builtins.list, builtins.dict, runtime.copy) and isinstance(value.args[0], ir.Name) \
+                    and self._own_sites(state, value.args[0].id) is not None:
+                made_container = True
         else:
             shared = fresh
         out = dict(state)
@@ -469,7 +499,21 @@ class Analysis:
         for target in stmt.targets:
             out[target] = shared or fresh
             bind_parts(out, target, unpacked if len(stmt.targets) == 1 else None)
+        if len(stmt.targets) == 1 and not stmt.unpack:
+            if made_container:
+                out[f"{stmt.targets[0]}[]"] = frozenset({CONTAINER_MARK + site})
+            elif isinstance(value, ir.Name) and self._own_sites(state, value.id) is not None:
+                out[f"{stmt.targets[0]}[]"] = state[f"{value.id}[]"]
         return out
+
+    @staticmethod
+    def _own_sites(state: dict, name: str) -> frozenset | None:
+        """The objects a list or dict display made that name is on every path here (None where
+        it may be anything else on some path)."""
+        structure = state.get(f"{name}[]", frozenset())
+        if not structure or not all(s.startswith(CONTAINER_MARK) for s in structure):
+            return None
+        return frozenset(s.removeprefix(CONTAINER_MARK) for s in structure)
 
     # Lists and dicts hold their items themselves: after `t[k] = a`, a write into a changes t[k].
     # The objects that may be one are those a list or dict display made, and what a helper or a
@@ -497,9 +541,12 @@ class Analysis:
         return {k: objects | stored if is_variable(k) and whole(objects) & held else objects
                 for k, objects in state.items()}
 
-    def _check_write(self, stmt, var, state, live, arguments_too):
+    def _check_write(self, stmt, var, state, live, arguments_too, only=None):
         # Writing into var means var is an array: where it came from `x[i]`, a view of x.
+        # only: the objects the write changes, where they are not all var may refer to.
         objects = whole(state.get(var, frozenset()))
+        if only is not None:
+            objects = frozenset(o for o in objects if o.removesuffix(" earlier") in only)
         shown = self.fn.display.get  # the user's names of variables s2s renamed (an s2s.lax body's)
         v = shown(var, var)
         if arguments_too:

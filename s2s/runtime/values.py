@@ -89,6 +89,10 @@ def copy(x):
         return x.copy()
     if isinstance(x, tuple) and not _is_namedtuple(x):
         return tuple(copy(v) for v in x)
+    if isinstance(x, list):  # (a list is changed in place too: `t[0] = v` must not reach a copy)
+        return type(x)(copy(v) for v in x)
+    if type(x) is dict:
+        return {k: copy(v) for k, v in x.items()}
     return x
 
 
@@ -220,15 +224,18 @@ def range_len(start, stop, step):
 
 def require_number(x, message):
     """Refuse `x op= v` where x is an array: the conservative form of require_unshared, for
-    another name that may not be bound where the update runs (see analysis/activity.py)."""
-    if isinstance(x, np.ndarray) and x.ndim > 0:
+    another name that may not be bound where the update runs (see analysis/activity.py). A 0-d
+    array is an array here: NumPy updates it in place."""
+    if isinstance(x, np.ndarray):
         raise S2SError(message)
 
 
 def _is_number(v, batched):
-    """A number, or (batched) a batch of numbers: a value no in-place update can reach."""
+    """A number, or (batched) a batch of numbers: a value no in-place update can reach. A 0-d
+    array is not one: `s += v` updates it in place (`s = np.zeros(()); t = s; s += v` changes
+    t). Batched, a 1-d value may be a batch of numbers or of 0-d arrays; it counts as numbers."""
     if isinstance(v, np.ndarray):
-        return v.ndim <= int(batched)
+        return bool(batched) and v.ndim <= 1
     return v is None or isinstance(v, (int, float, complex, bool, str, np.generic))
 
 

@@ -349,7 +349,7 @@ def _derivative_like(d, x):
 
 @overload(rt.require_number)
 def _require_number(x, message):
-    if isinstance(x, types.Array) and x.ndim > 0:
+    if isinstance(x, types.Array):  # a 0-d array too: NumPy updates it in place
         def impl(x, message):
             raise S2SError(message)
         return impl
@@ -386,18 +386,20 @@ def _require_unshared(x, other, message, x_batched=False, other_batched=False):
         return isinstance(t, (types.Number, types.Boolean, types.NoneType, types.UnicodeType,
                               types.StringLiteral))
 
-    if not isinstance(x, types.Array) or x.ndim == 0 or (number(other) or
-                                                          isinstance(other, types.Array) and other.ndim == 0):
+    # A 0-d array is an array (`s += v` updates it in place); batched, a 1-d value counts as a
+    # batch of numbers (see runtime.values._is_number).
+    if not isinstance(x, types.Array) or number(other):
         return lambda x, other, message, x_batched=False, other_batched=False: None
     if not isinstance(other, types.Array):  # a container: it may hold x
 
         def refuse(x, other, message, x_batched=False, other_batched=False):
-            if x.ndim > int(x_batched):
+            if not (x_batched and x.ndim <= 1):
                 raise S2SError(message)
         return refuse
 
     def impl(x, other, message, x_batched=False, other_batched=False):
-        if x.ndim > int(x_batched) and other.ndim > int(other_batched) and _may_share_memory(x, other):
+        if not (x_batched and x.ndim <= 1) and not (other_batched and other.ndim <= 1) \
+                and _may_share_memory(x, other):
             raise S2SError(message)
     return impl
 

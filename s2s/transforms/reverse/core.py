@@ -89,6 +89,13 @@ class VJP(RuleInstances, Planning, Sweep):
             isinstance(stmt.value, ir.Pop) or (isinstance(stmt.value, ir.Call) and stmt.value.fn is runtime.new_tape))) or (
             isinstance(stmt, ir.ExprStmt) and stmt.value.fn in (runtime.index_add, runtime.clear))]
         if generated:
+            if isinstance(generated[0], ir.Assign) and isinstance(generated[0].value, ir.Pop):
+                # (the user's `t.pop()` is lowered as generated code's tape pop)
+                raise S2SError("reverse mode (grad, jacrev, vjp) of list.pop() (or of generated reverse-mode code) "
+                               "is not supported", generated[0].origin,
+                               "read the item by index (t[-1]) instead of popping it, use forward mode "
+                               "(s2s.jacfwd, s2s.jvp), or take second derivatives forward over reverse "
+                               "(s2s.hessian)")
             raise S2SError("reverse mode of generated reverse-mode code is not supported",
                            generated[0].origin, "take second derivatives forward over reverse: s2s.hessian, or "
                            "s2s.jacfwd(s2s.jacrev(f))")

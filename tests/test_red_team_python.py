@@ -1,0 +1,266 @@
+"""Red team of Python-level semantics (session 14): programs s2s got silently wrong, or refused
+although they are plain valid code, because a 0-d array, a list or a dict behaves in Python as
+it does. Each is now either differentiated (checked against central differences) or refused
+with an S2SError at the user's line."""
+
+import inspect
+
+import numpy as np
+import pytest
+
+import s2s
+
+X = np.array([0.5, 1.5, 2.0])
+
+
+def central_differences(f, x, eps=1e-6):
+    g = np.zeros_like(x)
+    for i in range(x.size):
+        e = np.zeros_like(x)
+        e[i] = eps
+        g[i] = (f(x + e) - f(x - e)) / (2 * eps)
+    return g
+
+
+def at(f, text):
+    """How an S2SError names the line of f that holds text."""
+    lines, first = inspect.getsourcelines(f)
+    return f"test_red_team_python.py:{first + next(k for k, line in enumerate(lines) if text in line)}:"
+
+
+# ---- a 0-d array is updated in place by `s += v`: a name that shares it sees the update ----
+# (s2s runs `s = s + v`; its run-time check took a 0-d array for a number)
+
+
+def zero_d_alias(x):
+    a = np.array(x[0] * 1.0)
+    b = a
+    a += x[1]  # b changes too
+    return b * x[2] + a
+
+
+def zero_d_accumulator_alias(x):
+    s = np.zeros(())
+    t = s
+    s += x[0] * x[1]
+    return t * x[2] + s
+
+
+def zero_d_accumulator_in_loop(x):
+    s = np.array(0.0)
+    acc = s
+    for i in range(3):
+        s += x[i] * x[i]
+    return acc * 1.0
+
+
+ZERO_D = [(zero_d_alias, "a += x[1]"), (zero_d_accumulator_alias, "s += x[0] * x[1]"),
+          (zero_d_accumulator_in_loop, "s += x[i] * x[i]")]
+
+
+@pytest.mark.parametrize("f, where", ZERO_D)
+@pytest.mark.parametrize("transform", [s2s.grad, s2s.jacfwd, s2s.jacrev])
+def test_update_of_a_shared_0d_array_refused(f, where, transform):
+    with pytest.raises(s2s.S2SError, match="updates an array") as info:
+        transform(f)(X)
+    assert at(f, where) in str(info.value)
+
+
+def test_update_of_a_shared_0d_array_refused_under_jit():
+    with pytest.raises(s2s.S2SError, match="updates an array") as info:
+        s2s.jit(s2s.grad(zero_d_alias))(X)
+    assert at(zero_d_alias, "a += x[1]") in str(info.value)
+
+
+def zero_d_accumulator(x):  # nothing else refers to s: `s = s + v` is what NumPy computes
+    s = np.zeros(())
+    s += x[0] * x[1]
+    return s * x[2]
+
+
+def number_alias(x):  # x[0] is a number: `a += v` rebinds a, b keeps its value
+    a = x[0] * 1.0
+    b = a
+    a += x[1]
+    return b * x[2] + a
+
+
+@pytest.mark.parametrize("f", [zero_d_accumulator, number_alias])
+def test_updates_that_share_nothing_differentiated(f):
+    expected = central_differences(f, X)
+    np.testing.assert_allclose(s2s.grad(f)(X), expected, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(s2s.jacfwd(f)(X), expected, rtol=1e-6, atol=1e-6)
+
+
+# ---- a copy of a list or dict is another list or dict --------------------------------------
+# (forward mode's tangent of `u = t.copy()` was t's tangent list itself: a later `t[0] = v`
+# changed u's tangent too; `t.copy()` became np.copy(t), an array, and np.copy of a dict crashed)
+
+
+def list_copied_then_slot_written(x):
+    t = [x[0] * 1.0, x[1] * 1.0]
+    u = t.copy()
+    t[0] = x[2] * 4.0
+    return u[0] * x[0] + t[0]
+
+
+def copy_written_in_a_slot(x):
+    t = [x * 1.0, x * 2.0]
+    u = t.copy()
+    u[0] = x * 5.0
+    return np.sum(t[0] * x) + np.sum(u[0])
+
+
+def dict_copied_then_written(x):
+    d = {"a": x[0] * 1.0, "b": x[1]}
+    e = d.copy()
+    d["a"] = x[2] * 4.0
+    return e["a"] * x[0] + d["a"]
+
+
+def dict_copy_read(x):
+    d = {"a": x[0] * 1.0, "b": x[1]}
+    e = d.copy()
+    return e["a"] * x[2] + e["b"]
+
+
+def list_of_arrays_copied(x):  # arrays of two shapes: np.copy could not make one array of them
+    t = [x * 1.0, x[:2] * 2.0]
+    u = t.copy()
+    return np.sum(u[0] * u[0]) + np.sum(u[1])
+
+
+COPIES = [list_copied_then_slot_written, copy_written_in_a_slot, dict_copied_then_written, dict_copy_read,
+          list_of_arrays_copied]
+
+
+@pytest.mark.parametrize("f", COPIES)
+@pytest.mark.parametrize("transform", [s2s.grad, s2s.jacfwd, s2s.jacrev])
+def test_copies_of_lists_and_dicts(f, transform):
+    np.testing.assert_allclose(transform(f)(X), central_differences(f, X), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("f", [list_copied_then_slot_written, dict_copied_then_written])
+def test_copies_of_lists_and_dicts_in_a_hessian(f):
+    h = 1e-4
+    expected = np.array([(central_differences(f, X + h * e) - central_differences(f, X - h * e)) / (2 * h)
+                         for e in np.eye(3)])
+    np.testing.assert_allclose(s2s.hessian(f)(X), expected, rtol=1e-4, atol=1e-4)
+
+
+# ---- a copy holds the items themselves: a write into one changes the original's -----------
+
+
+def item_of_a_copy_written(x):
+    t = [x * 1.0, x * 2.0]
+    u = t.copy()
+    a = u[0]  # t[0] itself
+    a[0] = 100.0
+    return np.sum(t[0] * x)
+
+
+def item_of_a_tuple_of_a_list_written(x):
+    t = [x * 1.0, x * 2.0]
+    u = tuple(t)
+    a = u[0]  # t[0] itself
+    a[0] = 100.0
+    return np.sum(t[0] * x)
+
+
+def item_of_a_dict_copy_written(x):
+    d = {"a": x * 1.0}
+    e = d.copy()
+    a = e["a"]
+    a[0] = 100.0
+    return np.sum(d["a"] * x)
+
+
+@pytest.mark.parametrize("f", [item_of_a_copy_written, item_of_a_tuple_of_a_list_written,
+                               item_of_a_dict_copy_written])
+def test_write_into_an_item_a_copy_shares_refused(f):
+    assert not np.allclose(central_differences(f, X)[0], 2 * X[0])  # the write does reach t[0]
+    with pytest.raises(s2s.S2SError, match="would also change") as info:
+        s2s.grad(f)(X)
+    assert at(f, "a[0] = 100.0") in str(info.value)
+
+
+# ---- `t[k] = v` rebinds a slot of a list or dict: it writes into no array --------------------
+# (refused as "changes the argument x in place" where t held numbers read from x)
+
+
+def list_slot_updated_in_a_loop(x):
+    t = [x[0], 1.0]
+    for i in range(3):
+        t[1] = t[1] * x[i] + t[0]
+    return t[1]
+
+
+def dict_entry_updated_in_a_loop(x):
+    d = {"s": x[0]}
+    for i in range(3):
+        d["s"] = d["s"] * x[i]
+    return d["s"]
+
+
+def list_slot_written_twice(x):
+    t = [x[0], x[1] * 1.0]
+    t[1] = x[2] * 2.0
+    t[1] = t[1] * x[0]
+    return t[1] + t[0]
+
+
+SLOTS = [list_slot_updated_in_a_loop, dict_entry_updated_in_a_loop, list_slot_written_twice]
+
+
+@pytest.mark.parametrize("f", SLOTS)
+@pytest.mark.parametrize("transform", [s2s.grad, s2s.jacfwd, s2s.jacrev])
+def test_slot_writes_into_lists_of_argument_numbers(f, transform):
+    np.testing.assert_allclose(transform(f)(X), central_differences(f, X), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("f", SLOTS)
+def test_slot_writes_under_vmap(f):
+    xs = np.stack([X, X * 1.1 + 0.05])
+    expected = np.stack([central_differences(f, row) for row in xs])
+    np.testing.assert_allclose(s2s.vmap(s2s.grad(f))(xs), expected, rtol=1e-6, atol=1e-6)
+
+
+def list_aliased_then_slot_written(x):  # u is t: the write changes what u holds
+    t = [x[0] * 1.0, x[1] * 1.0]
+    u = t
+    t[0] = x[2] * 4.0
+    return u[0] * x[0]
+
+
+def list_of_argument_numbers_aliased(x):
+    t = [x[0], x[1]]
+    u = t
+    u[0] = x[2] * 4.0
+    return t[0] * x[0]
+
+
+@pytest.mark.parametrize("f, where", [(list_aliased_then_slot_written, "t[0] = x[2] * 4.0"),
+                                      (list_of_argument_numbers_aliased, "u[0] = x[2] * 4.0")])
+def test_slot_write_into_an_aliased_list_refused(f, where):
+    with pytest.raises(s2s.S2SError, match="would also change") as info:
+        s2s.grad(f)(X)
+    assert at(f, where) in str(info.value)
+
+
+# ---- the user's list.pop() ----------------------------------------------------------------
+
+
+def popped(x):
+    t = [x[0] * 2.0, x[1] * 3.0, x[2]]
+    a = t.pop()
+    return a * t[0] + t[-1]
+
+
+def test_list_pop_in_reverse_mode_refused_with_its_name():
+    with pytest.raises(s2s.S2SError, match=r"list\.pop\(\)") as info:
+        s2s.grad(popped)(X)
+    assert at(popped, "a = t.pop()") in str(info.value)
+
+
+def test_list_pop_in_forward_mode():
+    np.testing.assert_allclose(s2s.jacfwd(popped)(X), central_differences(popped, X), rtol=1e-6, atol=1e-6)
