@@ -218,6 +218,27 @@ def test_slot_writes_into_lists_of_argument_numbers(f, transform):
     np.testing.assert_allclose(transform(f)(X), central_differences(f, X), rtol=1e-6, atol=1e-6)
 
 
+def list_sliced_then_slot_written(x):  # t[:] is a new list: the write leaves u as it was
+    t = [x[0] * 1.0, x[1] * 1.0]
+    u = t[:]
+    t[0] = x[2] * 4.0
+    return u[0] * x[0] + t[0]
+
+
+@pytest.mark.parametrize("f", SLOTS + [list_sliced_then_slot_written])
+def test_slot_writes_in_a_hessian(f):
+    h = 1e-4
+    expected = np.array([(central_differences(f, X + h * e) - central_differences(f, X - h * e)) / (2 * h)
+                         for e in np.eye(3)])
+    np.testing.assert_allclose(s2s.hessian(f)(X), expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("transform", [s2s.grad, s2s.jacfwd])
+def test_slot_write_into_a_list_a_slice_copied(transform):
+    f = list_sliced_then_slot_written
+    np.testing.assert_allclose(transform(f)(X), central_differences(f, X), rtol=1e-6, atol=1e-6)
+
+
 @pytest.mark.parametrize("f", SLOTS)
 def test_slot_writes_under_vmap(f):
     xs = np.stack([X, X * 1.1 + 0.05])
@@ -264,3 +285,88 @@ def test_list_pop_in_reverse_mode_refused_with_its_name():
 
 def test_list_pop_in_forward_mode():
     np.testing.assert_allclose(s2s.jacfwd(popped)(X), central_differences(popped, X), rtol=1e-6, atol=1e-6)
+
+
+# ---- `t[k] *= v` updates the array t[k] holds in place --------------------------------------
+# (lowered as t[k] = t[k] * v, a slot write; the array a that t[0] is changed too)
+
+
+def item_multiplied_in_place(x):
+    a = x * 1.0
+    t = [a]
+    t[0] *= x  # a changes too
+    return np.sum(a)
+
+
+def entry_multiplied_in_place(x):
+    a = x * 1.0
+    d = {"a": a}
+    d["a"] *= x
+    return np.sum(a)
+
+
+@pytest.mark.parametrize("f, where", [(item_multiplied_in_place, "t[0] *= x"),
+                                      (entry_multiplied_in_place, 'd["a"] *= x')])
+def test_augmented_write_into_an_item_a_name_shares_refused(f, where):
+    assert not np.allclose(central_differences(f, X), 1.0)  # the update does reach a
+    with pytest.raises(s2s.S2SError, match="would also change a") as info:
+        s2s.grad(f)(X)
+    assert at(f, where) in str(info.value)
+
+
+def numbers_updated_in_place(x):
+    t = [x[0] * 1.0, x[1] * 1.0]
+    t[1] **= 2
+    t[0] *= t[1]
+    return t[0] + t[1]
+
+
+def test_augmented_writes_into_a_list_of_numbers():
+    f = numbers_updated_in_place
+    np.testing.assert_allclose(s2s.grad(f)(X), central_differences(f, X), rtol=1e-6, atol=1e-6)
+
+
+# ---- a loop over a dict goes over its keys in Python's (insertion) order -------------------
+# (it went in sorted-key order: a loop whose result depends on the order computed another value)
+
+
+def digits_of_a_dict_made_here(x):
+    d = {"b": x[0], "a": x[1]}
+    d["c"] = x[2]
+    d["b"] = x[2] * 2.0  # keeps its place
+    s = 0.0
+    for v in d.values():
+        s = s * 10.0 + v
+    return s
+
+
+def test_loop_over_a_dict_in_insertion_order():
+    f = digits_of_a_dict_made_here
+    assert f(X) == pytest.approx(100 * 2 * X[2] + 10 * X[1] + X[2])
+    expected = central_differences(f, X)
+    np.testing.assert_allclose(expected, [0.0, 10.0, 201.0], atol=1e-5)
+    for transform in (s2s.grad, s2s.jacfwd, s2s.jacrev):
+        np.testing.assert_allclose(transform(f)(X), expected, rtol=1e-6, atol=1e-6)
+    xs = np.stack([X, X + 0.25])
+    np.testing.assert_allclose(s2s.vmap(s2s.grad(f))(xs), np.stack([expected, expected]), atol=1e-5)
+
+
+def digits_of_a_dict_argument(d):
+    s = 0.0
+    for k, v in d.items():
+        s = s * 10.0 + np.sum(v)
+    return s
+
+
+def test_loop_over_a_dict_argument_in_its_order():
+    d = {"b": np.array([1.0, 2.0]), "a": np.array([0.5])}  # b first: its adjoint is 10
+    assert digits_of_a_dict_argument(d) == pytest.approx(30.5)
+    g = s2s.grad(digits_of_a_dict_argument)(d)
+    np.testing.assert_allclose(g["b"], [10.0, 10.0])
+    np.testing.assert_allclose(g["a"], [1.0])
+    _, tangent = s2s.jvp(digits_of_a_dict_argument, (d,), ({"b": np.array([1.0, 0.0]), "a": np.array([0.0])},))
+    assert tangent == pytest.approx(10.0)
+    batch = {"b": np.array([[1.0, 2.0], [3.0, 4.0]]), "a": np.array([[0.5], [1.5]])}
+    gs = s2s.vmap(s2s.grad(digits_of_a_dict_argument))(batch)
+    np.testing.assert_allclose(gs["b"], 10.0 * np.ones((2, 2)))
+    np.testing.assert_allclose(gs["a"], np.ones((2, 1)))

@@ -417,7 +417,7 @@ class Analysis:
             return head
         if isinstance(stmt, ir.SetItem):
             own = self._own_sites(state, stmt.base)
-            if own is not None and stmt.op is None:
+            if own is not None and stmt.op is None and not stmt.augmented:
                 # `t[k] = v` into a list or dict rebinds a slot: no array's memory changes, only
                 # what the names that hold t itself see (`u = t`)
                 self._check_write(stmt, stmt.base, state, self.live_after[id(stmt)], arguments_too=False,
@@ -449,6 +449,15 @@ class Analysis:
         made = None  # the elements' objects, where value is a tuple display
         if isinstance(value, ir.Name):
             shared = state.get(value.id, frozenset())
+        elif isinstance(value, ir.Subscript) and isinstance(value.value, ir.Name) \
+                and self._own_sites(state, value.value.id) is not None:
+            # t[k] of a list or dict display: an item, never t itself; t[1:]: a new list of items
+            own = self._own_sites(state, value.value.id)
+            shared = frozenset(o for o in state.get(value.value.id, frozenset())
+                               if o.removeprefix(ELEMENT_MARK).removesuffix(" earlier") not in own)
+            if not reads_elements(value.index):
+                shared |= fresh
+                made_container = True
         elif isinstance(value, ir.Subscript) and isinstance(value.value, ir.Name):
             shared = state.get(value.value.id, frozenset())
             found, items = parts(state, value.value.id), value.index.items

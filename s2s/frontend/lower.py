@@ -382,7 +382,7 @@ class Normalizer(ExpressionLowering, LaxLowering):
             else:
                 old = self.assign(ir.Subscript(ir.Name(base), index))
                 new = self.assign(ir.Call(op, (old, value)))
-                self.emit(ir.SetItem(base, index, new, None, self.origin))
+                self.emit(ir.SetItem(base, index, new, None, self.origin, augmented=True))
         else:
             raise self.error(target, f"cannot assign to {type(target).__name__}")
 
@@ -463,7 +463,7 @@ class Normalizer(ExpressionLowering, LaxLowering):
             start, step = ir.Const(0), ir.Const(1)
         elif _dict_method(iterator) is not None:
             # for k, v in d.items() / for k in d.keys() / for v in d.values(): over the keys in
-            # sorted order (as JAX flattens a dict), each value read as d[k]
+            # Python's order (insertion), each value read as d[k]
             method = _dict_method(iterator)
             d = self.sequence(self.expr(iterator.func.value))
             keys = self.assign(ir.Call(runtime.dict_keys, (d,)))

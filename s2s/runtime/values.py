@@ -147,12 +147,13 @@ def loop_keys(seq):
 
 
 def dict_keys(d):
-    """What `for k, v in d.items():` (and .keys(), .values()) goes over: d's keys in sorted
-    order."""
+    """What `for k, v in d.items():` (and .keys(), .values()) goes over: d's keys in the order
+    Python gives them, the order they were inserted in (a loop whose result depends on the order,
+    `s = s * 10 + v`, computes what the NumPy program does)."""
     if not isinstance(d, dict):
         raise ValueError(f"s2s: .items(), .keys() and .values() are dict methods; this loop got "
                          f"{type(d).__name__!r}")
-    return tuple(sorted(d))
+    return tuple(d)
 
 
 def dict_of(keys, values):
@@ -162,11 +163,13 @@ def dict_of(keys, values):
 
 
 def with_items(d, values):
-    """A container of d's kind with these values: a dict with d's keys (sorted, as
-    pytree.flatten orders them), or a namedtuple of d's class. One example of a dict or
-    namedtuple argument whose leaves are mapped (the batched driver of vmap)."""
+    """A container of d's kind with these values: a dict with d's keys (the values in sorted-key
+    order, as pytree.flatten orders them; the dict in d's order, which a loop over it follows),
+    or a namedtuple of d's class. One example of a dict or namedtuple argument whose leaves are
+    mapped (the batched driver of vmap)."""
     if isinstance(d, dict):
-        return dict(zip(sorted(d), values))
+        by_key = dict(zip(sorted(d), values))
+        return {k: by_key[k] for k in d}
     return type(d)(*values)
 
 
