@@ -370,3 +370,61 @@ def test_loop_over_a_dict_argument_in_its_order():
     gs = s2s.vmap(s2s.grad(digits_of_a_dict_argument))(batch)
     np.testing.assert_allclose(gs["b"], 10.0 * np.ones((2, 2)))
     np.testing.assert_allclose(gs["a"], np.ones((2, 1)))
+
+
+def test_list_copied_then_slot_written_under_jit():
+    f = list_copied_then_slot_written
+    expected = central_differences(f, X)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(f))(X), expected, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(s2s.jit(s2s.jacfwd(f))(X), expected, rtol=1e-6, atol=1e-6)
+
+
+# ---- vmap of a function that fills a dict it made empty -------------------------------------
+# (the empty dict was broadcast to the batch as an object array: len(d) was the batch size, or
+# a raw IndexError where a key passed it)
+
+
+def dict_filled_in_a_loop(x):
+    d = {}
+    for i in range(3):
+        d[i] = x[i] * x[i]
+    return d[0] + d[1] * d[2] + len(d)
+
+
+@pytest.mark.parametrize("batch", [2, 4])
+def test_vmap_of_a_dict_filled_in_a_loop(batch):
+    f = dict_filled_in_a_loop
+    xs = X + 0.1 * np.arange(batch)[:, None]
+    np.testing.assert_allclose(s2s.vmap(f)(xs), [f(row) for row in xs])
+    np.testing.assert_allclose(s2s.vmap(s2s.grad(f))(xs), [central_differences(f, row) for row in xs],
+                               rtol=1e-6, atol=1e-6)
+
+
+# ---- second derivatives of loops over lists and dicts ---------------------------------------
+# (the hessian analyses the generated reverse code, whose tapes are lists: `s_tape[i] = s` was
+# taken for a write that changes s, and any value computed from a list's item for a list)
+
+
+def product_over_dict_values(x):
+    d = {"a": x[0], "b": x[1] * 2.0, "c": x[2]}
+    s = 1.0
+    for v in d.values():
+        s = s * v
+    return s
+
+
+def running_products_over_a_list(x):
+    p = 1.0
+    s = 0.0
+    for v in [x[0], 2 * x[1], x[2] * x[2]]:
+        p = p * v
+        s = s + p
+    return s
+
+
+@pytest.mark.parametrize("f", [product_over_dict_values, running_products_over_a_list])
+def test_hessian_of_a_loop_over_a_container(f):
+    h = 1e-4
+    expected = np.array([(central_differences(f, X + h * e) - central_differences(f, X - h * e)) / (2 * h)
+                         for e in np.eye(3)])
+    np.testing.assert_allclose(s2s.hessian(f)(X), expected, rtol=1e-4, atol=1e-4)

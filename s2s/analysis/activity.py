@@ -41,6 +41,21 @@ CONTAINER_MARK = "container "  # the structure of a name that is a list or dict 
 _SHALLOW_COPIES = (builtins.list, builtins.tuple, builtins.dict, np.copy, runtime.copy)
 
 
+def _makes_arrays(fn) -> bool:
+    """A function whose result is an array or a number, never a list or dict: NumPy's (but those
+    that return lists of arrays) and the batching helpers of vmap and scan."""
+    if fn in (runtime.batch_empty, runtime.batch_example):
+        return True
+    module = getattr(fn, "__module__", None) or ""
+    name = getattr(fn, "__name__", "")
+    return (module == "numpy" or module.startswith("numpy.")) and name not in _NUMPY_LISTS
+
+
+_NUMPY_LISTS = {"split", "array_split", "hsplit", "vsplit", "dsplit", "meshgrid", "broadcast_arrays",
+                "atleast_1d", "atleast_2d", "atleast_3d", "unique", "nonzero", "where", "indices", "histogram",
+                "gradient", "ix_"}
+
+
 def rule_for(call: ir.Call, origin) -> Rule | None:
     if is_user_function(call.fn):
         return None
@@ -444,7 +459,8 @@ class Analysis:
             self.container_sites.add(site)
         # a list or dict display (or a copy of one) is a container on this path; a name bound to
         # one keeps it (`u = t`): `t[k] = v` rebinds its slot (_own_sites)
-        made_container = isinstance(value, ir.Build) and value.kind in ("list", "dict")
+        made_container = isinstance(value, ir.Build) and value.kind in ("list", "dict") or \
+            isinstance(value, ir.Call) and value.fn is runtime.new_tape  # (generated code's tape: a list)
         shared = frozenset()
         made = None  # the elements' objects, where value is a tuple display
         if isinstance(value, ir.Name):
@@ -530,6 +546,8 @@ class Analysis:
     def _may_make_container(self, value, state) -> bool:
         if isinstance(value, ir.Build):
             return value.kind in ("list", "dict")
+        if isinstance(value, ir.Call) and _makes_arrays(value.fn):
+            return False  # (np.stack(t) of a list t is an array that copied its items)
         if isinstance(value, ir.Call):
             return is_user_function(value.fn) or any(
                 self._is_container_object(o) for n in ir.names_in(value) for o in state.get(n, ()))

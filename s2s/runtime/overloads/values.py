@@ -92,6 +92,8 @@ def _copy(x):
         return _compile(f"def impl(x):\n    return ({items})\n", "impl")
     if isinstance(x, types.BaseNamedTuple):
         return lambda x: x
+    if isinstance(x, types.List):  # `t.copy()` of a list: a new list (of copies of its items)
+        return lambda x: [rt.copy(v) for v in x]
 
 
 @overload(rt.tree_add)
