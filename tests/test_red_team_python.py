@@ -428,3 +428,45 @@ def test_hessian_of_a_loop_over_a_container(f):
     expected = np.array([(central_differences(f, X + h * e) - central_differences(f, X - h * e)) / (2 * h)
                          for e in np.eye(3)])
     np.testing.assert_allclose(s2s.hessian(f)(X), expected, rtol=1e-4, atol=1e-4)
+
+
+# ---- a list or dict argument the function writes into ---------------------------------------
+# (its private copy was np.copy(t): an array, so a list of arrays of two shapes crashed, a dict
+# became a 0-d object array and `t * 2` multiplied where Python repeats)
+
+
+def writes_into_a_list_argument(x, t):
+    t[0] = x * 2.0
+    return np.sum(t[0] * t[1])
+
+
+def writes_into_a_dict_argument(x, d):
+    d["a"] = x[0] * 3.0
+    return d["a"] * d["b"] * x[1]
+
+
+def writes_into_a_list_argument_then_repeats_it(x, t):
+    t[0] = x[0] * x[1]
+    u = t * 2
+    return u[0] * u[1] + u[3] * x[2]
+
+
+@pytest.mark.parametrize("f, make", [
+    (writes_into_a_list_argument, lambda: [np.zeros(3), np.array([1.5])]),
+    (writes_into_a_dict_argument, lambda: {"a": 1.0, "b": 2.0}),
+])
+def test_writes_into_a_container_argument(f, make):
+    expected = central_differences(lambda v: f(v, make()), X)
+    passed = make()
+    np.testing.assert_allclose(s2s.grad(f)(X, passed), expected, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(s2s.jacfwd(f)(X, make()), expected, rtol=1e-6, atol=1e-6)
+    assert str(passed) == str(make())  # the caller's container is left as it was
+
+
+def test_writes_into_a_list_argument_then_repeats_it():
+    f = writes_into_a_list_argument_then_repeats_it
+    expected = central_differences(lambda v: f(v, [1.0, 2.0]), X)
+    np.testing.assert_allclose(s2s.jacfwd(f)(X, [1.0, 2.0]), expected, rtol=1e-6, atol=1e-6)
+    with pytest.raises(s2s.S2SError, match="concatenates or repeats") as info:
+        s2s.grad(f)(X, [1.0, 2.0])
+    assert at(f, "u = t * 2") in str(info.value)

@@ -469,8 +469,9 @@ class Analysis:
                 and self._own_sites(state, value.value.id) is not None:
             # t[k] of a list or dict display: an item, never t itself; t[1:]: a new list of items
             own = self._own_sites(state, value.value.id)
+            # (what an earlier pass of a loop made there may be an item: the list made before)
             shared = frozenset(o for o in state.get(value.value.id, frozenset())
-                               if o.removeprefix(ELEMENT_MARK).removesuffix(" earlier") not in own)
+                               if o.removeprefix(ELEMENT_MARK) not in own)
             if not reads_elements(value.index):
                 shared |= fresh
                 made_container = True
@@ -508,7 +509,7 @@ class Analysis:
             shared = fresh
             for n in ir.names_in(value.args[0]):
                 own = self._own_sites(state, n) or ()
-                shared |= {o for o in state.get(n, frozenset()) if o.removesuffix(" earlier") not in own}
+                shared |= {o for o in state.get(n, frozenset()) if o.removeprefix(ELEMENT_MARK) not in own}
             if value.fn in (builtins.list, builtins.dict, runtime.copy) and isinstance(value.args[0], ir.Name) \
                     and self._own_sites(state, value.args[0].id) is not None:
                 made_container = True

@@ -140,16 +140,17 @@ class Normalizer(ExpressionLowering, LaxLowering):
         )
 
     def private_copies(self, params: list[str], body: list) -> list:
-        """`x = np.copy(x)` first for each parameter the function writes into (`x[0] = v`):
+        """`x = runtime.copy(x)` first for each parameter the function writes into (`x[0] = v`):
         the generated code works on a private copy, so it differentiates with respect to the
         values the caller passed and never changes the caller's array (as JAX, which has no
-        in-place writes; NumPy's own call would change it). A write through another name
-        (`y = x; y[0] = v`) is still refused by the alias analysis, with its line."""
+        in-place writes; NumPy's own call would change it). A list stays a list and a dict a
+        dict (np.copy made them arrays). A write through another name (`y = x; y[0] = v`) is
+        still refused by the alias analysis, with its line."""
         written = {stmt.base for stmt in ir.walk(body) if isinstance(stmt, ir.SetItem)}
         origin = self.parsed.origin(self.parsed.node)
-        return [ir.Assign((p,), ir.Call(np.copy, (ir.Name(p),)),
-                          dataclasses.replace(origin, text=f"{p} = np.copy({p})  (s2s: the function writes into {p}; "
-                                                           "its derivatives work on a private copy)"))
+        return [ir.Assign((p,), ir.Call(runtime.copy, (ir.Name(p),)),
+                          dataclasses.replace(origin, text=f"{p} = runtime.copy({p})  (s2s: the function writes into "
+                                                           f"{p}; its derivatives work on a private copy)"))
                 for p in params if p in written]
 
     # ---- statements ------------------------------------------------------------
