@@ -470,3 +470,42 @@ def test_writes_into_a_list_argument_then_repeats_it():
     with pytest.raises(s2s.S2SError, match="concatenates or repeats") as info:
         s2s.grad(f)(X, [1.0, 2.0])
     assert at(f, "u = t * 2") in str(info.value)
+
+
+# ---- `t += [v]` extends the list t in place -------------------------------------------------
+# (generated code runs t = t + [v]: forward mode gave u, which is t, the old list)
+
+
+def list_extended_in_place(x):
+    t = [x[0]]
+    u = t
+    t += [x[1] * 2.0]  # u is extended too
+    return u[-1] * x[2]
+
+
+def list_in_a_tuple_extended(x):
+    t = [x[0]]
+    p = (t, x[1])
+    t += [x[2] * 3.0]
+    return p[0][-1] * x[0]
+
+
+@pytest.mark.parametrize("f, where", [(list_extended_in_place, "t += [x[1] * 2.0]"),
+                                      (list_in_a_tuple_extended, "t += [x[2] * 3.0]")])
+@pytest.mark.parametrize("transform", [s2s.jacfwd, lambda f: s2s.jit(s2s.jacfwd(f))])
+def test_extending_a_shared_list_in_place_refused(f, where, transform):
+    with pytest.raises(s2s.S2SError) as info:
+        transform(f)(X)
+    assert at(f, where) in str(info.value)
+
+
+def list_extended_nothing_shares(x):
+    t = [x[0]]
+    t += [x[1] * 2.0]
+    return t[-1] * x[2]
+
+
+@pytest.mark.parametrize("transform", [s2s.jacfwd, lambda f: s2s.jit(s2s.jacfwd(f))])
+def test_extending_a_list_in_place(transform):
+    f = list_extended_nothing_shares
+    np.testing.assert_allclose(transform(f)(X), central_differences(f, X), rtol=1e-6, atol=1e-6)

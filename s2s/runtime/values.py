@@ -251,12 +251,26 @@ def require_unshared(x, other, message, x_batched=False, other_batched=False):
     others that may (`y = x[1]` is a row of a 2-d x, a number from a 1-d x); this checks
     their memory. A container (tuple, list, dict) counts as sharing. x_batched and
     other_batched: the value carries a trailing batch axis (vectorised code), so its
-    examples are numbers when it is 1-d.
+    examples are numbers when it is 1-d. A list is updated in place too (`t += [v]` extends
+    it, `t *= 2` repeats it): refused where other is it or a container that holds it.
     """
+    if isinstance(x, list):
+        if _holds(other, x):
+            raise S2SError(message)
+        return
     if _is_number(x, x_batched) or not isinstance(x, np.ndarray) or _is_number(other, other_batched):
         return
     if not isinstance(other, np.ndarray) or np.may_share_memory(x, other):
         raise S2SError(message)
+
+
+def _holds(container, x) -> bool:
+    """container is x, or holds it (at any depth of tuples, lists and dicts)."""
+    if container is x:
+        return True
+    if isinstance(container, dict):
+        container = list(container.values())
+    return isinstance(container, (tuple, list)) and any(_holds(item, x) for item in container)
 
 
 # ---- broadcasting -----------------------------------------------------------------

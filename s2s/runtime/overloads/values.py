@@ -390,6 +390,12 @@ def _require_unshared(x, other, message, x_batched=False, other_batched=False):
 
     # A 0-d array is an array (`s += v` updates it in place); batched, a 1-d value counts as a
     # batch of numbers (see runtime.values._is_number).
+    if isinstance(x, types.List) and not number(other) and not isinstance(other, types.Array):
+        # `t += [v]` extends the list t in place: other may be t, or hold it (Numba cannot tell)
+
+        def refuse_list(x, other, message, x_batched=False, other_batched=False):
+            raise S2SError(message)
+        return refuse_list
     if not isinstance(x, types.Array) or number(other):
         return lambda x, other, message, x_batched=False, other_batched=False: None
     if not isinstance(other, types.Array):  # a container: it may hold x
