@@ -509,3 +509,27 @@ def list_extended_nothing_shares(x):
 def test_extending_a_list_in_place(transform):
     f = list_extended_nothing_shares
     np.testing.assert_allclose(transform(f)(X), central_differences(f, X), rtol=1e-6, atol=1e-6)
+
+
+# ---- a write into a slice of a list ----------------------------------------------------------
+# (reverse mode refused it with a message about + and *, or crashed with a raw TypeError)
+
+
+def list_slice_written(x):
+    t = [x[0], x[1], x[2]]
+    t[1:] = [x[2] * 2.0, x[0] * x[1]]
+    return t[0] * t[1] + t[2]
+
+
+def list_slice_written_from_an_array(x):
+    t = [x[0], x[1], x[2]]
+    t[:2] = x[1:] * 2.0
+    return t[0] * t[1] + t[2]
+
+
+@pytest.mark.parametrize("f, where", [(list_slice_written, "t[1:] = "), (list_slice_written_from_an_array, "t[:2] = ")])
+def test_write_into_a_slice_of_a_list(f, where):
+    with pytest.raises(s2s.S2SError, match="slice of a list") as info:
+        s2s.grad(f)(X)
+    assert at(f, where) in str(info.value)
+    np.testing.assert_allclose(s2s.jacfwd(f)(X), central_differences(f, X), rtol=1e-6, atol=1e-6)

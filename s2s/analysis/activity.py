@@ -377,6 +377,7 @@ class Analysis:
             bind_parts(state, name, None)  # (what a tuple argument holds is not known here)
         self.bound_before: dict[int, frozenset] = {}
         self.container_sites: set[str] = set()  # objects that may be a list or dict (_store)
+        self.list_slice_writes: list = []  # `t[i:j] = v` into a list display
         self._bound_block(self.fn.body, frozenset(self.fn.params))
         self._pt_block(self.fn.body, state, read_later)
 
@@ -432,6 +433,8 @@ class Analysis:
             return head
         if isinstance(stmt, ir.SetItem):
             own = self._own_sites(state, stmt.base)
+            if own is not None and not reads_elements(stmt.index):
+                self.list_slice_writes.append(stmt)  # `t[1:] = [a, b]` (reverse mode refuses it)
             if own is not None and stmt.op is None and not stmt.augmented:
                 # `t[k] = v` into a list or dict rebinds a slot: no array's memory changes, only
                 # what the names that hold t itself see (`u = t`)
