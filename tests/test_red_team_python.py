@@ -533,3 +533,19 @@ def test_write_into_a_slice_of_a_list(f, where):
         s2s.grad(f)(X)
     assert at(f, where) in str(info.value)
     np.testing.assert_allclose(s2s.jacfwd(f)(X), central_differences(f, X), rtol=1e-6, atol=1e-6)
+
+
+# ---- an infinite starting value under s2s.jit -------------------------------------------------
+# (Numba's zero tangent of a float was x * 0.0: nan for m = float('inf'), and every tangent nan)
+
+
+def running_minimum(x):
+    m = float("inf")
+    for i in range(3):
+        m = min(m, x[i] * 2.0)
+    return m * x[2]
+
+
+def test_forward_mode_from_an_infinite_start_under_jit():
+    f = running_minimum
+    np.testing.assert_allclose(s2s.jit(s2s.jacfwd(f))(X), central_differences(f, X), rtol=1e-6, atol=1e-6)

@@ -20,8 +20,9 @@ def _zeros_like(x):
     if isinstance(x, types.Array):
         dtype = x.dtype if isinstance(x.dtype, types.Float) else types.float64
         return lambda x: np.zeros(x.shape, dtype)
-    if isinstance(x, types.Float):
-        return lambda x: x * 0.0
+    if isinstance(x, types.Float):  # a zero of x's float type (x * 0.0 is nan where x is inf or nan)
+        zero = np.float32(0.0) if x.bitwidth == 32 else np.float64(0.0)
+        return lambda x: zero
     if _scalar(x) or isinstance(x, types.NoneType):  # None: s2s.lax.scan's outputs of `return c, None`
         return lambda x: 0.0
     if isinstance(x, types.BaseTuple):
