@@ -10,7 +10,7 @@ import s2s
 from finite_differences import central_difference_grad
 
 
-# ---- 1. loops over dicts: sorted-key order, as JAX flattens a dict ------------------------
+# ---- 1. loops over dicts (in Python's insertion order: test_red_team_python.py) ----------
 
 
 def loop_keys(d, x):

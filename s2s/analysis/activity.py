@@ -9,12 +9,14 @@
 
 from __future__ import annotations
 
+import builtins
 import operator
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from .. import runtime
 from ..ir import nodes as ir
 from ..errors import S2SError
 from .liveness import Branches, Liveness, Loop
@@ -30,6 +32,28 @@ class StmtInfo:
     loops: tuple  # id() of enclosing For/While statements, outermost first
     parent: Any  # enclosing compound statement, or None at function level
     block_id: int  # id() of the list that holds the statement
+
+
+# Calls whose result may hold the items of the list or dict they copy: `t.copy()` (lowered to
+# runtime.copy, which copies the items too, where Python's copy holds them themselves: writes
+# into them are refused either way), list(t), tuple(t), dict(d), np.copy(t) (conservatively).
+CONTAINER_MARK = "container "  # the structure of a name that is a list or dict display (_own_sites)
+_SHALLOW_COPIES = (builtins.list, builtins.tuple, builtins.dict, np.copy, runtime.copy)
+
+
+def _makes_arrays(fn) -> bool:
+    """A function whose result is an array or a number, never a list or dict: NumPy's (but those
+    that return lists of arrays) and the batching helpers of vmap and scan."""
+    if fn in (runtime.batch_empty, runtime.batch_example):
+        return True
+    module = getattr(fn, "__module__", None) or ""
+    name = getattr(fn, "__name__", "")
+    return (module == "numpy" or module.startswith("numpy.")) and name not in _NUMPY_LISTS
+
+
+_NUMPY_LISTS = {"split", "array_split", "hsplit", "vsplit", "dsplit", "meshgrid", "broadcast_arrays",
+                "atleast_1d", "atleast_2d", "atleast_3d", "unique", "nonzero", "where", "indices", "histogram",
+                "gradient", "ix_"}
 
 
 def rule_for(call: ir.Call, origin) -> Rule | None:
@@ -353,6 +377,7 @@ class Analysis:
             bind_parts(state, name, None)  # (what a tuple argument holds is not known here)
         self.bound_before: dict[int, frozenset] = {}
         self.container_sites: set[str] = set()  # objects that may be a list or dict (_store)
+        self.list_slice_writes: list = []  # `t[i:j] = v` into a list display
         self._bound_block(self.fn.body, frozenset(self.fn.params))
         self._pt_block(self.fn.body, state, read_later)
 
@@ -407,7 +432,16 @@ class Analysis:
                 return end  # the body runs at least once: its assignments have happened
             return head
         if isinstance(stmt, ir.SetItem):
-            self._check_write(stmt, stmt.base, state, self.live_after[id(stmt)], arguments_too=True)
+            own = self._own_sites(state, stmt.base)
+            if own is not None and not reads_elements(stmt.index):
+                self.list_slice_writes.append(stmt)  # `t[1:] = [a, b]` (reverse mode refuses it)
+            if own is not None and stmt.op is None and not stmt.augmented:
+                # `t[k] = v` into a list or dict rebinds a slot: no array's memory changes, only
+                # what the names that hold t itself see (`u = t`)
+                self._check_write(stmt, stmt.base, state, self.live_after[id(stmt)], arguments_too=False,
+                                  only=own)
+            else:
+                self._check_write(stmt, stmt.base, state, self.live_after[id(stmt)], arguments_too=True)
             return self._store(stmt, state)
         if not isinstance(stmt, ir.Assign):
             return state
@@ -426,10 +460,24 @@ class Analysis:
         value = stmt.value
         if self._may_make_container(value, state):
             self.container_sites.add(site)
+        # a list or dict display (or a copy of one) is a container on this path; a name bound to
+        # one keeps it (`u = t`): `t[k] = v` rebinds its slot (_own_sites)
+        made_container = isinstance(value, ir.Build) and value.kind in ("list", "dict") or \
+            isinstance(value, ir.Call) and value.fn is runtime.new_tape  # (generated code's tape: a list)
         shared = frozenset()
         made = None  # the elements' objects, where value is a tuple display
         if isinstance(value, ir.Name):
             shared = state.get(value.id, frozenset())
+        elif isinstance(value, ir.Subscript) and isinstance(value.value, ir.Name) \
+                and self._own_sites(state, value.value.id) is not None:
+            # t[k] of a list or dict display: an item, never t itself; t[1:]: a new list of items
+            own = self._own_sites(state, value.value.id)
+            # (what an earlier pass of a loop made there may be an item: the list made before)
+            shared = frozenset(o for o in state.get(value.value.id, frozenset())
+                               if o.removeprefix(ELEMENT_MARK) not in own)
+            if not reads_elements(value.index):
+                shared |= fresh
+                made_container = True
         elif isinstance(value, ir.Subscript) and isinstance(value.value, ir.Name):
             shared = state.get(value.value.id, frozenset())
             found, items = parts(state, value.value.id), value.index.items
@@ -457,6 +505,17 @@ class Analysis:
             shared |= fresh
         elif isinstance(value, ir.Call) and facts(value.fn).view:
             shared = frozenset().union(*(state.get(n, frozenset()) for n in ir.names_in(value.args[0]))) | fresh
+        elif isinstance(value, ir.Call) and value.fn in _SHALLOW_COPIES and value.args and any(
+                self._is_container_object(o) for n in ir.names_in(value.args[0]) for o in state.get(n, ())):
+            # list(t), tuple(t), dict(d), t.copy() of a list or dict: a new container that holds
+            # t's items themselves (a write into u[0] changes t[0] too), not t
+            shared = fresh
+            for n in ir.names_in(value.args[0]):
+                own = self._own_sites(state, n) or ()
+                shared |= {o for o in state.get(n, frozenset()) if o.removeprefix(ELEMENT_MARK) not in own}
+            if value.fn in (builtins.list, builtins.dict, runtime.copy) and isinstance(value.args[0], ir.Name) \
+                    and self._own_sites(state, value.args[0].id) is not None:
+                made_container = True
         else:
             shared = fresh
         out = dict(state)
@@ -469,7 +528,21 @@ class Analysis:
         for target in stmt.targets:
             out[target] = shared or fresh
             bind_parts(out, target, unpacked if len(stmt.targets) == 1 else None)
+        if len(stmt.targets) == 1 and not stmt.unpack:
+            if made_container:
+                out[f"{stmt.targets[0]}[]"] = frozenset({CONTAINER_MARK + site})
+            elif isinstance(value, ir.Name) and self._own_sites(state, value.id) is not None:
+                out[f"{stmt.targets[0]}[]"] = state[f"{value.id}[]"]
         return out
+
+    @staticmethod
+    def _own_sites(state: dict, name: str) -> frozenset | None:
+        """The objects a list or dict display made that name is on every path here (None where
+        it may be anything else on some path)."""
+        structure = state.get(f"{name}[]", frozenset())
+        if not structure or not all(s.startswith(CONTAINER_MARK) for s in structure):
+            return None
+        return frozenset(s.removeprefix(CONTAINER_MARK) for s in structure)
 
     # Lists and dicts hold their items themselves: after `t[k] = a`, a write into a changes t[k].
     # The objects that may be one are those a list or dict display made, and what a helper or a
@@ -477,6 +550,8 @@ class Analysis:
     def _may_make_container(self, value, state) -> bool:
         if isinstance(value, ir.Build):
             return value.kind in ("list", "dict")
+        if isinstance(value, ir.Call) and _makes_arrays(value.fn):
+            return False  # (np.stack(t) of a list t is an array that copied its items)
         if isinstance(value, ir.Call):
             return is_user_function(value.fn) or any(
                 self._is_container_object(o) for n in ir.names_in(value) for o in state.get(n, ()))
@@ -497,9 +572,12 @@ class Analysis:
         return {k: objects | stored if is_variable(k) and whole(objects) & held else objects
                 for k, objects in state.items()}
 
-    def _check_write(self, stmt, var, state, live, arguments_too):
+    def _check_write(self, stmt, var, state, live, arguments_too, only=None):
         # Writing into var means var is an array: where it came from `x[i]`, a view of x.
+        # only: the objects the write changes, where they are not all var may refer to.
         objects = whole(state.get(var, frozenset()))
+        if only is not None:
+            objects = frozenset(o for o in objects if o.removesuffix(" earlier") in only)
         shown = self.fn.display.get  # the user's names of variables s2s renamed (an s2s.lax body's)
         v = shown(var, var)
         if arguments_too:

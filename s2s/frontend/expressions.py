@@ -60,7 +60,7 @@ METHODS = {
     "std": np.std,
     "dot": np.dot,
     "ravel": np.ravel,
-    "copy": np.copy,
+    "copy": runtime.copy,  # x.copy(): a list stays a list, a dict a dict (np.copy makes arrays)
     "transpose": np.transpose,
     "reshape": np.reshape,
     "squeeze": np.squeeze,

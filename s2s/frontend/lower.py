@@ -140,16 +140,17 @@ class Normalizer(ExpressionLowering, LaxLowering):
         )
 
     def private_copies(self, params: list[str], body: list) -> list:
-        """`x = np.copy(x)` first for each parameter the function writes into (`x[0] = v`):
+        """`x = runtime.copy(x)` first for each parameter the function writes into (`x[0] = v`):
         the generated code works on a private copy, so it differentiates with respect to the
         values the caller passed and never changes the caller's array (as JAX, which has no
-        in-place writes; NumPy's own call would change it). A write through another name
-        (`y = x; y[0] = v`) is still refused by the alias analysis, with its line."""
+        in-place writes; NumPy's own call would change it). A list stays a list and a dict a
+        dict (np.copy made them arrays). A write through another name (`y = x; y[0] = v`) is
+        still refused by the alias analysis, with its line."""
         written = {stmt.base for stmt in ir.walk(body) if isinstance(stmt, ir.SetItem)}
         origin = self.parsed.origin(self.parsed.node)
-        return [ir.Assign((p,), ir.Call(np.copy, (ir.Name(p),)),
-                          dataclasses.replace(origin, text=f"{p} = np.copy({p})  (s2s: the function writes into {p}; "
-                                                           "its derivatives work on a private copy)"))
+        return [ir.Assign((p,), ir.Call(runtime.copy, (ir.Name(p),)),
+                          dataclasses.replace(origin, text=f"{p} = runtime.copy({p})  (s2s: the function writes into "
+                                                           f"{p}; its derivatives work on a private copy)"))
                 for p in params if p in written]
 
     # ---- statements ------------------------------------------------------------
@@ -382,7 +383,7 @@ class Normalizer(ExpressionLowering, LaxLowering):
             else:
                 old = self.assign(ir.Subscript(ir.Name(base), index))
                 new = self.assign(ir.Call(op, (old, value)))
-                self.emit(ir.SetItem(base, index, new, None, self.origin))
+                self.emit(ir.SetItem(base, index, new, None, self.origin, augmented=True))
         else:
             raise self.error(target, f"cannot assign to {type(target).__name__}")
 
@@ -463,7 +464,7 @@ class Normalizer(ExpressionLowering, LaxLowering):
             start, step = ir.Const(0), ir.Const(1)
         elif _dict_method(iterator) is not None:
             # for k, v in d.items() / for k in d.keys() / for v in d.values(): over the keys in
-            # sorted order (as JAX flattens a dict), each value read as d[k]
+            # Python's order (insertion), each value read as d[k]
             method = _dict_method(iterator)
             d = self.sequence(self.expr(iterator.func.value))
             keys = self.assign(ir.Call(runtime.dict_keys, (d,)))

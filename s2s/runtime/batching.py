@@ -86,7 +86,10 @@ def lift(w):
 
 
 def batch_broadcast(v, n):
-    """v, the same for every example, as a writable batch of n copies."""
+    """v, the same for every example, as a writable batch of n copies (a dict: a dict of them,
+    which `d[k] = value` then fills as the function's dict; np.asarray would make it an array)."""
+    if isinstance(v, dict):
+        return {k: batch_broadcast(item, n) for k, item in v.items()}
     v = np.asarray(v)
     return np.repeat(v[..., None], n, axis=-1)
 
@@ -104,7 +107,7 @@ def example_size(x):
 
 
 def example_len(x):
-    if isinstance(x, (list, tuple)):  # a list of batched arrays (of any shapes): its items
+    if isinstance(x, (list, tuple, dict)):  # a list of batched arrays (of any shapes): its items
         return len(x)
     if np.ndim(x) < 2:
         raise TypeError("len() of a number")

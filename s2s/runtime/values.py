@@ -89,6 +89,10 @@ def copy(x):
         return x.copy()
     if isinstance(x, tuple) and not _is_namedtuple(x):
         return tuple(copy(v) for v in x)
+    if isinstance(x, list):  # (a list is changed in place too: `t[0] = v` must not reach a copy)
+        return type(x)(copy(v) for v in x)
+    if type(x) is dict:
+        return {k: copy(v) for k, v in x.items()}
     return x
 
 
@@ -143,12 +147,13 @@ def loop_keys(seq):
 
 
 def dict_keys(d):
-    """What `for k, v in d.items():` (and .keys(), .values()) goes over: d's keys in sorted
-    order."""
+    """What `for k, v in d.items():` (and .keys(), .values()) goes over: d's keys in the order
+    Python gives them, the order they were inserted in (a loop whose result depends on the order,
+    `s = s * 10 + v`, computes what the NumPy program does)."""
     if not isinstance(d, dict):
         raise ValueError(f"s2s: .items(), .keys() and .values() are dict methods; this loop got "
                          f"{type(d).__name__!r}")
-    return tuple(sorted(d))
+    return tuple(d)
 
 
 def dict_of(keys, values):
@@ -158,11 +163,13 @@ def dict_of(keys, values):
 
 
 def with_items(d, values):
-    """A container of d's kind with these values: a dict with d's keys (sorted, as
-    pytree.flatten orders them), or a namedtuple of d's class. One example of a dict or
-    namedtuple argument whose leaves are mapped (the batched driver of vmap)."""
+    """A container of d's kind with these values: a dict with d's keys (the values in sorted-key
+    order, as pytree.flatten orders them; the dict in d's order, which a loop over it follows),
+    or a namedtuple of d's class. One example of a dict or namedtuple argument whose leaves are
+    mapped (the batched driver of vmap)."""
     if isinstance(d, dict):
-        return dict(zip(sorted(d), values))
+        by_key = dict(zip(sorted(d), values))
+        return {k: by_key[k] for k in d}
     return type(d)(*values)
 
 
@@ -220,15 +227,18 @@ def range_len(start, stop, step):
 
 def require_number(x, message):
     """Refuse `x op= v` where x is an array: the conservative form of require_unshared, for
-    another name that may not be bound where the update runs (see analysis/activity.py)."""
-    if isinstance(x, np.ndarray) and x.ndim > 0:
+    another name that may not be bound where the update runs (see analysis/activity.py). A 0-d
+    array is an array here: NumPy updates it in place."""
+    if isinstance(x, np.ndarray):
         raise S2SError(message)
 
 
 def _is_number(v, batched):
-    """A number, or (batched) a batch of numbers: a value no in-place update can reach."""
+    """A number, or (batched) a batch of numbers: a value no in-place update can reach. A 0-d
+    array is not one: `s += v` updates it in place (`s = np.zeros(()); t = s; s += v` changes
+    t). Batched, a 1-d value may be a batch of numbers or of 0-d arrays; it counts as numbers."""
     if isinstance(v, np.ndarray):
-        return v.ndim <= int(batched)
+        return bool(batched) and v.ndim <= 1
     return v is None or isinstance(v, (int, float, complex, bool, str, np.generic))
 
 
@@ -241,12 +251,26 @@ def require_unshared(x, other, message, x_batched=False, other_batched=False):
     others that may (`y = x[1]` is a row of a 2-d x, a number from a 1-d x); this checks
     their memory. A container (tuple, list, dict) counts as sharing. x_batched and
     other_batched: the value carries a trailing batch axis (vectorised code), so its
-    examples are numbers when it is 1-d.
+    examples are numbers when it is 1-d. A list is updated in place too (`t += [v]` extends
+    it, `t *= 2` repeats it): refused where other is it or a container that holds it.
     """
+    if isinstance(x, list):
+        if _holds(other, x):
+            raise S2SError(message)
+        return
     if _is_number(x, x_batched) or not isinstance(x, np.ndarray) or _is_number(other, other_batched):
         return
     if not isinstance(other, np.ndarray) or np.may_share_memory(x, other):
         raise S2SError(message)
+
+
+def _holds(container, x) -> bool:
+    """container is x, or holds it (at any depth of tuples, lists and dicts)."""
+    if container is x:
+        return True
+    if isinstance(container, dict):
+        container = list(container.values())
+    return isinstance(container, (tuple, list)) and any(_holds(item, x) for item in container)
 
 
 # ---- broadcasting -----------------------------------------------------------------

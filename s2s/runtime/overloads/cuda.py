@@ -44,8 +44,9 @@ def _kernel_number(out, value):
 
 @overload(rt.zeros_like)
 def _zeros_like(x):
-    if isinstance(x, types.Float):
-        return lambda x: x * 0.0  # as the cpu backend: the adjoint takes x's float type
+    if isinstance(x, types.Float):  # as the cpu backend: the adjoint takes x's float type
+        zero = np.float32(0.0) if x.bitwidth == 32 else np.float64(0.0)
+        return lambda x: zero
     if _scalar(x):
         return lambda x: 0.0
     if isinstance(x, types.BaseTuple) and not isinstance(x, types.BaseNamedTuple):

@@ -20,8 +20,9 @@ def _zeros_like(x):
     if isinstance(x, types.Array):
         dtype = x.dtype if isinstance(x.dtype, types.Float) else types.float64
         return lambda x: np.zeros(x.shape, dtype)
-    if isinstance(x, types.Float):
-        return lambda x: x * 0.0
+    if isinstance(x, types.Float):  # a zero of x's float type (x * 0.0 is nan where x is inf or nan)
+        zero = np.float32(0.0) if x.bitwidth == 32 else np.float64(0.0)
+        return lambda x: zero
     if _scalar(x) or isinstance(x, types.NoneType):  # None: s2s.lax.scan's outputs of `return c, None`
         return lambda x: 0.0
     if isinstance(x, types.BaseTuple):
@@ -92,6 +93,8 @@ def _copy(x):
         return _compile(f"def impl(x):\n    return ({items})\n", "impl")
     if isinstance(x, types.BaseNamedTuple):
         return lambda x: x
+    if isinstance(x, types.List):  # `t.copy()` of a list: a new list (of copies of its items)
+        return lambda x: [rt.copy(v) for v in x]
 
 
 @overload(rt.tree_add)
@@ -349,7 +352,7 @@ def _derivative_like(d, x):
 
 @overload(rt.require_number)
 def _require_number(x, message):
-    if isinstance(x, types.Array) and x.ndim > 0:
+    if isinstance(x, types.Array):  # a 0-d array too: NumPy updates it in place
         def impl(x, message):
             raise S2SError(message)
         return impl
@@ -386,18 +389,26 @@ def _require_unshared(x, other, message, x_batched=False, other_batched=False):
         return isinstance(t, (types.Number, types.Boolean, types.NoneType, types.UnicodeType,
                               types.StringLiteral))
 
-    if not isinstance(x, types.Array) or x.ndim == 0 or (number(other) or
-                                                          isinstance(other, types.Array) and other.ndim == 0):
+    # A 0-d array is an array (`s += v` updates it in place); batched, a 1-d value counts as a
+    # batch of numbers (see runtime.values._is_number).
+    if isinstance(x, types.List) and not number(other) and not isinstance(other, types.Array):
+        # `t += [v]` extends the list t in place: other may be t, or hold it (Numba cannot tell)
+
+        def refuse_list(x, other, message, x_batched=False, other_batched=False):
+            raise S2SError(message)
+        return refuse_list
+    if not isinstance(x, types.Array) or number(other):
         return lambda x, other, message, x_batched=False, other_batched=False: None
     if not isinstance(other, types.Array):  # a container: it may hold x
 
         def refuse(x, other, message, x_batched=False, other_batched=False):
-            if x.ndim > int(x_batched):
+            if not (x_batched and x.ndim <= 1):
                 raise S2SError(message)
         return refuse
 
     def impl(x, other, message, x_batched=False, other_batched=False):
-        if x.ndim > int(x_batched) and other.ndim > int(other_batched) and _may_share_memory(x, other):
+        if not (x_batched and x.ndim <= 1) and not (other_batched and other.ndim <= 1) \
+                and _may_share_memory(x, other):
             raise S2SError(message)
     return impl
 

@@ -89,6 +89,13 @@ class VJP(RuleInstances, Planning, Sweep):
             isinstance(stmt.value, ir.Pop) or (isinstance(stmt.value, ir.Call) and stmt.value.fn is runtime.new_tape))) or (
             isinstance(stmt, ir.ExprStmt) and stmt.value.fn in (runtime.index_add, runtime.clear))]
         if generated:
+            if isinstance(generated[0], ir.Assign) and isinstance(generated[0].value, ir.Pop):
+                # (the user's `t.pop()` is lowered as generated code's tape pop)
+                raise S2SError("reverse mode (grad, jacrev, vjp) of list.pop() (or of generated reverse-mode code) "
+                               "is not supported", generated[0].origin,
+                               "read the item by index (t[-1]) instead of popping it, use forward mode "
+                               "(s2s.jacfwd, s2s.jvp), or take second derivatives forward over reverse "
+                               "(s2s.hessian)")
             raise S2SError("reverse mode of generated reverse-mode code is not supported",
                            generated[0].origin, "take second derivatives forward over reverse: s2s.hessian, or "
                            "s2s.jacfwd(s2s.jacrev(f))")
@@ -110,6 +117,12 @@ class VJP(RuleInstances, Planning, Sweep):
         self.names = ir.Names(all_names(fn) | {"np", "math", "runtime"})
         self.an = analyse(fn, active_params)
         _refuse_sequence_arithmetic(fn, self.an)
+        sliced = next((s for s in getattr(self.an, "list_slice_writes", ()) if self.an.atom_active(s.value)
+                       or self.an.is_active(s.base)), None)
+        if sliced is not None:  # (it may change the list's length: its adjoint is no elementwise one)
+            raise S2SError("reverse mode (grad, jacrev, vjp) of a write into a slice of a list (t[i:j] = ...) is "
+                           "not supported", sliced.origin, "write the items one by one (t[1] = a; t[2] = b), "
+                           "build a new list, or use forward mode (s2s.jacfwd, s2s.jvp), which takes it")
         self.active_params = active_params
         self.bars: dict[str, str] = {}
         self.tapes: dict[tuple, str] = {}  # (var, id(stmt), when) -> tape name
