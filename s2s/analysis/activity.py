@@ -506,7 +506,11 @@ class Analysis:
         elif isinstance(value, ir.Call) and facts(value.fn).view:
             shared = frozenset().union(*(state.get(n, frozenset()) for n in ir.names_in(value.args[0]))) | fresh
         elif isinstance(value, ir.Call) and value.fn in _SHALLOW_COPIES and value.args and any(
-                self._is_container_object(o) for n in ir.names_in(value.args[0]) for o in state.get(n, ())):
+                self._is_container_object(o) for n in ir.names_in(value.args[0]) for o in state.get(n, ())) and (
+                value.fn is not runtime.copy or self._is_display(value.args[0], state)):
+            # (runtime.copy is also how generated code tapes a value: `c_tape[k] = runtime.copy(c)`
+            # of a number a helper returned must not make the tape hold what c may: only the copy
+            # of a name that is a list or dict display on every path here counts)
             # list(t), tuple(t), dict(d), t.copy() of a list or dict: a new container that holds
             # t's items themselves (a write into u[0] changes t[0] too), not t
             shared = fresh
@@ -534,6 +538,9 @@ class Analysis:
             elif isinstance(value, ir.Name) and self._own_sites(state, value.id) is not None:
                 out[f"{stmt.targets[0]}[]"] = state[f"{value.id}[]"]
         return out
+
+    def _is_display(self, atom, state: dict) -> bool:
+        return isinstance(atom, ir.Name) and self._own_sites(state, atom.id) is not None
 
     @staticmethod
     def _own_sites(state: dict, name: str) -> frozenset | None:
