@@ -155,6 +155,20 @@ def test_numba_equals_numpy():
             assert np.array_equal(c, p), k
 
 
+def many_normals(key):
+    """More draws than one block of the compiled normal (4096): the blocks' counters continue."""
+    return random.normal(key, (3, 5000)), random.normal(key, (9000,), np.float32)
+
+
+def test_numba_normal_draws_in_blocks_equal_numpy():
+    import numba
+
+    s2s.runtime.register_numba_overloads()
+    for compiled, plain in zip(numba.njit(many_normals)(K42), many_normals(K42)):
+        assert compiled.dtype == plain.dtype and compiled.shape == plain.shape
+        assert ulps(compiled, plain) <= 4
+
+
 # ---- under the transforms: draws are constants ---------------------------------------------
 
 
