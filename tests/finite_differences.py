@@ -15,3 +15,24 @@ def central_difference_grad(fun, args, k, h=1e-6):
         down[k][index] -= h
         grad[index] = (fun(*up) - fun(*down)) / (2 * h)
     return grad
+
+
+def central_differences(fun, x, h=1e-6):
+    """The gradient of the scalar fun(x) of one array x."""
+    return central_difference_grad(fun, (x,), 0, h)
+
+
+def hessian_by_differences(fun, x, h=1e-4):
+    """The Hessian of the scalar fun(x): central differences of central_differences, row by row."""
+    return np.array([(central_differences(fun, x + h * e) - central_differences(fun, x - h * e)) / (2 * h)
+                     for e in np.eye(x.size)])
+
+
+def where(fun, text):
+    """How an S2SError names the line of fun's source that holds text: `file.py:line:`."""
+    import inspect
+    import os
+
+    lines, first = inspect.getsourcelines(fun)
+    line = first + next(k for k, source in enumerate(lines) if text in source)
+    return f"{os.path.basename(inspect.getsourcefile(fun))}:{line}:"

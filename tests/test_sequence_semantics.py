@@ -4,29 +4,13 @@ sequences concatenate and repeat. Each program here was silently wrong in revers
 session 14; now s2s either differentiates it (checked against central differences) or refuses
 it with an S2SError at the user's line."""
 
-import inspect
-
 import numpy as np
 import pytest
 
 import s2s
+from finite_differences import central_differences, where as at
 
 X = np.array([0.5, 1.5, 2.0])
-
-
-def central_differences(f, x, eps=1e-6):
-    g = np.zeros_like(x)
-    for i in range(x.size):
-        e = np.zeros_like(x)
-        e[i] = eps
-        g[i] = (f(x + e) - f(x - e)) / (2 * eps)
-    return g
-
-
-def at(f, text):
-    """How an S2SError names the line of f that holds text."""
-    lines, first = inspect.getsourcelines(f)
-    return f"test_sequence_semantics.py:{first + next(k for k, line in enumerate(lines) if text in line)}:"
 
 
 # ---- a list or dict holds the array itself -------------------------------------------
