@@ -56,6 +56,51 @@ def test_update_of_a_shared_0d_array_refused_under_jit():
     assert at(zero_d_alias, "a += x[1]") in str(info.value)
 
 
+BATCH = np.array([[0.5, 1.5, 2.0], [1.0, 2.0, 3.0], [-0.3, 0.7, 1.1]])
+
+
+@pytest.mark.parametrize("f, where", ZERO_D)
+def test_update_of_a_shared_0d_array_refused_under_vmap(f, where):
+    # vectorised, a batch of 0-d arrays is a 1-d array, as a batch of numbers is: which names may
+    # be 0-d arrays is known from how they were made (it gave [3.0, 6.0] for [6.0, 12.0])
+    with pytest.raises(s2s.S2SError, match="updates an array") as info:
+        s2s.vmap(f)(BATCH)
+    assert at(f, where) in str(info.value)
+
+
+def number_kept_before_update(x):  # prev is a number: `s += v` rebinds s, prev keeps its value
+    s = x[0] * 1.0
+    total = 0.0
+    for i in range(3):
+        prev = s
+        s += x[i] * x[i]
+        total = total + prev * s
+    return total
+
+
+def zero_d_read_as_number(x):  # c = a[()] is a number: a's update does not reach it
+    a = np.array(x[0] * 2.0)
+    c = a[()]
+    a += x[1]
+    return c * x[2] + a
+
+
+def zero_d_copied_before_update(x):
+    a = np.zeros(())
+    a += x[0]
+    b = a.copy()
+    a += x[1] * x[2]
+    return b * a
+
+
+@pytest.mark.parametrize("f", [number_kept_before_update, zero_d_read_as_number, zero_d_copied_before_update])
+def test_vmap_of_updates_that_share_nothing(f):
+    expected = [f(row) for row in BATCH]
+    np.testing.assert_allclose(s2s.vmap(f)(BATCH), expected, rtol=1e-12)
+    np.testing.assert_allclose(s2s.vmap(s2s.grad(f))(BATCH), [central_differences(f, row) for row in BATCH],
+                               rtol=1e-6, atol=1e-6)
+
+
 def zero_d_accumulator(x):  # nothing else refers to s: `s = s + v` is what NumPy computes
     s = np.zeros(())
     s += x[0] * x[1]
@@ -527,3 +572,9 @@ def running_minimum(x):
 def test_forward_mode_from_an_infinite_start_under_jit():
     f = running_minimum
     np.testing.assert_allclose(s2s.jit(s2s.jacfwd(f))(X), central_differences(f, X), rtol=1e-6, atol=1e-6)
+
+
+def test_number_read_from_a_0d_array_under_jit():
+    # the adjoint of a 0-d array is a number: x[()]'s adjoint is added to it (was a TypeError)
+    f = zero_d_read_as_number
+    np.testing.assert_allclose(s2s.jit(s2s.grad(f))(X), central_differences(f, X), rtol=1e-6, atol=1e-6)

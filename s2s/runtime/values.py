@@ -114,6 +114,8 @@ def add_at(c, key, value):
     if isinstance(c, np.ndarray):
         c[key] += value
         return c
+    if key == () or key is Ellipsis:  # x[()] or x[...] of a 0-d array x, whose adjoint is a number
+        return c + value
     if isinstance(c, dict):
         out = dict(c)
         out[key] = tree_add(out[key], value)

@@ -32,6 +32,7 @@ import numpy as np
 from .. import runtime
 from ..codegen.emit import Emitter, name, parse_expr, runtime_call
 from ..codegen.module import header, primal_function, prologue
+from ..analysis.zero_d import names_that_may_be_0d_arrays
 from ..errors import NoBatchingRule
 from ..rules import facts, lookup
 from ..frontend.source import is_user_function
@@ -67,6 +68,7 @@ class Vectorizer:
         self.written: dict[tuple, tuple[str, Pattern]] = {}  # (function, patterns) -> (name, result)
         self.defs: list[ast.FunctionDef] = []
         self.batch = ""  # the batch-size variable of the function being written
+        self.zero_d: frozenset[str] = frozenset()  # its names that may hold 0-d arrays
 
     # ---- patterns ---------------------------------------------------------------------
 
@@ -89,8 +91,9 @@ class Vectorizer:
                 break
         result = self._pattern_of(fn.result, env)
         self.written[key] = (fname, result)
-        saved = self.batch
+        saved = self.batch, self.zero_d
         self.batch = ir.Names(all_names(fn)).fresh("n")  # (not a module's `n` the function reads)
+        self.zero_d = names_that_may_be_0d_arrays(fn)
         size = next(_first_batched(p, pattern) for p, pattern in zip(fn.params, params) if anything(pattern))
         body = [ast.Expr(ast.Constant(f"{fn.name} ({fn.origin.short()}) over a batch on the last axis of "
                                       f"{self._batched_params(fn, params)}.")),
@@ -105,11 +108,17 @@ class Vectorizer:
                 body.append(ast.Assign([name(param, True)], runtime_call("batch_broadcast", name(param),
                                                                            name(self.batch)), lineno=0))
         body += self._block(fn.body, env)
-        self.batch = saved
+        self.batch, self.zero_d = saved
         args = ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in fn.params], kwonlyargs=[],
                              kw_defaults=[], defaults=[])
         self.defs.append(ast.FunctionDef(fname, args, body, [], None, lineno=0))
         return fname, result
+
+    def _numbers_when_1d(self, var: str, env) -> bool:
+        """var is batched, and a 1-d batch of it is one of numbers: the alias checks let `var op= v`
+        rebind it (runtime.require_unshared). Where var may hold 0-d arrays, which `op=` updates in
+        place, its 1-d batch counts as an array (analysis/zero_d.py)."""
+        return anything(env.get(var, False)) and var not in self.zero_d
 
     @staticmethod
     def _batched_params(fn, params) -> str:
@@ -201,7 +210,7 @@ class Vectorizer:
             computed = self._value_pattern(stmt.value, env, stmt)
             out = []
             if stmt.alias_check:
-                out += e.alias_checks(stmt, batched=lambda var: anything(env.get(var, False)))
+                out += e.alias_checks(stmt, batched=lambda var: self._numbers_when_1d(var, env))
             if stmt.unpack:
                 target = ast.Tuple([name(t, True) for t in stmt.targets], ast.Store())
                 out.append(ast.Assign([target], value, lineno=0))
@@ -222,7 +231,7 @@ class Vectorizer:
             value = self._atom(stmt.value, env, lift=base_batched)
             checks = []
             if stmt.alias_check:
-                checks = e.alias_checks(stmt, batched=lambda var: anything(env.get(var, False)))
+                checks = e.alias_checks(stmt, batched=lambda var: self._numbers_when_1d(var, env))
                 # What passed the checks is a number per example; batched, it is a row of the
                 # batched base, which the write would change: it gets its own memory first.
                 rows = [other for other, _ in stmt.alias_check if base_batched and anything(env.get(other, False))]

@@ -179,6 +179,9 @@ def _add_at(c, key, value):
             c[key] += value
             return c
         return impl
+    if isinstance(c, types.Number) and (isinstance(key, types.EllipsisType)
+                                        or isinstance(key, types.BaseTuple) and len(key) == 0):
+        return lambda c, key, value: c + value  # x[()] or x[...] of a 0-d array: its adjoint is a number
     if isinstance(c, types.BaseTuple) and isinstance(key, types.IntegerLiteral):
         k = key.literal_value % len(c)
         items = "".join(
