@@ -128,12 +128,12 @@ def test_refuses_bad_keys():
 
 def all_draws(key):
     """One of each draw: run as it is (NumPy) and compiled by numba.njit (the overloads). The
-    normal draws outnumber the compiled normal's block (4096): the blocks' counters continue."""
+    float draws outnumber a compiled block (4096 draws): the blocks' counters continue."""
     k1, k2 = random.split(key)[0], random.split(key, 3)[2]
     return (random.PRNGKey(2**40 + 5), random.split(key, (2, 3)), random.fold_in(key, 7),
-            random.bits(k1, (5,)), random.bits(k1, (2, 2), np.uint64), random.uniform(k2, (6,), np.float32),
-            random.uniform(k2, (6,), np.float64, -2.0, 3.0), random.uniform(k2),
-            random.normal(k1, (5000,)), random.normal(k1, (9000,), np.float32), random.exponential(k2, (5, 2)),
+            random.bits(k1, (5,)), random.bits(k1, (2, 2), np.uint64), random.uniform(k2, (4100,), np.float32),
+            random.uniform(k2, (4100,), np.float64, -2.0, 3.0), random.uniform(k2),
+            random.normal(k1, (5000,)), random.normal(k1, (9000,), np.float32), random.exponential(k2, (2050, 2)),
             random.bernoulli(k1, 0.3, (10,)), random.permutation(k2, 30),
             random.truncated_normal(k1, -1.0, 2.0, (6,)),
             random.randint(k2, (7,), -5, 17), random.randint(k1, 4, -(2**31), 2**31, np.int32),

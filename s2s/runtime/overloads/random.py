@@ -41,10 +41,11 @@ def _hash_counters(key, n):
     return impl
 
 
-# normal's erfinv (and the emulated fused multiply-adds in it) is array code: over all n draws
-# at once each of its steps would make a temporary of n numbers, so a million draws ran at the
-# speed of memory, ~4x slower than the NumPy path. A block of draws at a time keeps the
-# temporaries in the processor's cache; the operations, and so the numbers, are the same.
+# The float draws' arithmetic (normal's erfinv, exponential's log1p, uniform's scaling, and the
+# emulated fused multiply-adds in them) is array code: over all n draws at once each of its steps
+# would make a temporary of n numbers, so a million draws ran at the speed of memory (normal ~4x,
+# exponential ~2x slower than the NumPy path). A block of draws at a time keeps the temporaries
+# in the processor's cache; the operations, and so the numbers, are the same.
 _DRAWS_PER_BLOCK = 4096
 
 
@@ -59,25 +60,48 @@ def _hashed_counters(k0, k1, start, stop):
 
 
 @register_jitable
-def _normal_f64_in_blocks(key, n):
-    out = np.empty(n, np.float64)
-    k0, k1 = np.uint64(key[0]), np.uint64(key[1])
-    for start in range(0, n, _DRAWS_PER_BLOCK):
-        stop = min(n, start + _DRAWS_PER_BLOCK)
-        y0, y1 = _hashed_counters(k0, k1, start, stop)
-        out[start:stop] = R._normal_of_unit_f64(R._f64_of_bits((y0 << np.uint64(32)) | y1))  # R._bits64
-    return out
+def _unit_f64_of_words(y0, y1):
+    return R._f64_of_bits((y0 << np.uint64(32)) | y1)  # R._unit_f64: R._bits64 of the words
 
 
 @register_jitable
-def _normal_f32_in_blocks(key, n):
-    out = np.empty(n, np.float32)
-    k0, k1 = np.uint64(key[0]), np.uint64(key[1])
-    for start in range(0, n, _DRAWS_PER_BLOCK):
-        stop = min(n, start + _DRAWS_PER_BLOCK)
-        y0, y1 = _hashed_counters(k0, k1, start, stop)
-        out[start:stop] = R._normal_of_unit_f32(R._f32_of_bits(y0 ^ y1))  # R._bits32
-    return out
+def _unit_f32_of_words(y0, y1):
+    return R._f32_of_bits(y0 ^ y1)  # R._unit_f32: R._bits32 of the words
+
+
+def _in_blocks(of_unit, dtype):
+    """draw(key, n, a, b): of_unit(u, a, b) of n uniform numbers u in [0, 1) of dtype (as
+    R._unit_f32 / R._unit_f64 draw them), a block at a time; of_unit is elementwise array code."""
+    unit = _unit_f32_of_words if dtype == np.float32 else _unit_f64_of_words
+
+    @register_jitable
+    def draw(key, n, a, b):
+        out = np.empty(n, dtype)
+        k0, k1 = np.uint64(key[0]), np.uint64(key[1])
+        for start in range(0, n, _DRAWS_PER_BLOCK):
+            stop = min(n, start + _DRAWS_PER_BLOCK)
+            y0, y1 = _hashed_counters(k0, k1, start, stop)
+            out[start:stop] = of_unit(unit(y0, y1), a, b)
+        return out
+    return draw
+
+
+def _scaled_f64(u, lo, hi):  # the NumPy path's uniform: max(lo, u * (hi - lo) + lo), fused
+    return np.maximum(lo, R._fma64(u, hi - lo + u * 0, lo + u * 0))
+
+
+def _scaled_f32(u, lo, hi):
+    return np.maximum(lo, R._fma32(u, hi - lo + u * 0, lo + u * 0))
+
+
+_DRAWS = {  # (distribution, dtype): draw(key, n, a, b)
+    ("uniform", np.dtype(np.float64)): _in_blocks(register_jitable(_scaled_f64), np.float64),
+    ("uniform", np.dtype(np.float32)): _in_blocks(register_jitable(_scaled_f32), np.float32),
+    ("normal", np.dtype(np.float64)): _in_blocks(register_jitable(lambda u, a, b: R._normal_of_unit_f64(u)), np.float64),
+    ("normal", np.dtype(np.float32)): _in_blocks(register_jitable(lambda u, a, b: R._normal_of_unit_f32(u)), np.float32),
+    ("exponential", np.dtype(np.float64)): _in_blocks(register_jitable(lambda u, a, b: -R._log1p_f64(-u)), np.float64),
+    ("exponential", np.dtype(np.float32)): _in_blocks(register_jitable(lambda u, a, b: -R._log1p_f32(-u)), np.float32),
+}
 
 
 def _dtype(t, default) -> np.dtype:
@@ -196,40 +220,38 @@ def _finish(shape_type, number: bool):
     return register_jitable(lambda out, shape: out.reshape(of(shape)))
 
 
+def _drawn(distribution, dtype, shape_type):
+    """impl(key, shape, a, b): the draws of the distribution, flat (see _flat)."""
+    draw = _DRAWS[distribution, _float(dtype, distribution)]
+    of = _shape_of(shape_type)
+    if of is None:
+        return register_jitable(lambda key, shape, a, b: draw(key, 1, a, b))
+    return register_jitable(lambda key, shape, a, b: draw(key, _size(of(shape)), a, b))
+
+
 @overload(R.uniform)
 def _uniform(key, shape=(), dtype=float, minval=0.0, maxval=1.0):
-    d = _float(dtype, "uniform")
-    if d == np.float32:
-        unit, fma, cast = _flat(R._unit_f32, shape), R._fma32, np.float32
-    else:
-        unit, fma, cast = _flat(R._unit_f64, shape), R._fma64, np.float64
+    draw = _drawn("uniform", dtype, shape)
+    cast = np.float32 if _float(dtype, "uniform") == np.float32 else np.float64
     finish = _finish(shape, number=True)
 
     def impl(key, shape=(), dtype=float, minval=0.0, maxval=1.0):
-        u = unit(key, shape)
-        lo = cast(minval)
-        return finish(np.maximum(lo, fma(u, cast(maxval) - lo + u * 0, lo + u * 0)), shape)
+        return finish(draw(key, shape, cast(minval), cast(maxval)), shape)
     return impl
 
 
 @overload(R.normal)
 def _normal(key, shape=(), dtype=float):
-    draw = _flat(_normal_f32_in_blocks if _float(dtype, "normal") == np.float32 else _normal_f64_in_blocks, shape)
+    draw = _drawn("normal", dtype, shape)
     finish = _finish(shape, number=False)
-    return lambda key, shape=(), dtype=float: finish(draw(key, shape), shape)
+    return lambda key, shape=(), dtype=float: finish(draw(key, shape, 0.0, 0.0), shape)
 
 
 @overload(R.exponential)
 def _exponential(key, shape=(), dtype=float):
-    if _float(dtype, "exponential") == np.float32:
-        unit, log1p = _flat(R._unit_f32, shape), R._log1p_f32
-    else:
-        unit, log1p = _flat(R._unit_f64, shape), R._log1p_f64
+    draw = _drawn("exponential", dtype, shape)
     finish = _finish(shape, number=True)
-
-    def impl(key, shape=(), dtype=float):
-        return finish(-log1p(-unit(key, shape)), shape)
-    return impl
+    return lambda key, shape=(), dtype=float: finish(draw(key, shape, 0.0, 0.0), shape)
 
 
 @overload(R.bernoulli)
