@@ -38,8 +38,44 @@ def zero_d_accumulator_in_loop(x):
     return acc * 1.0
 
 
+def as_array(v):
+    return np.array(v * 1.0)
+
+
+def passed_through(a):
+    return a
+
+
+def stored_in(t, v):
+    t[0] = np.array(v)
+
+
+def zero_d_from_helper(x):  # the helper makes the 0-d array
+    a = as_array(x[0])
+    b = a
+    a += x[1]
+    return b * x[2] + a
+
+
+def zero_d_through_helper(x):  # the helper returns the 0-d array it was given
+    a = np.array(x[0] * 1.0)
+    b = passed_through(a)
+    a += x[1]
+    return b * x[2] + a
+
+
+def zero_d_stored_by_helper(x):  # the helper puts a 0-d array into the caller's list
+    t = [x[0] * 1.0]
+    stored_in(t, x[0])
+    a = t[0]
+    b = a
+    a += x[1]
+    return b * x[2] + a
+
+
 ZERO_D = [(zero_d_alias, "a += x[1]"), (zero_d_accumulator_alias, "s += x[0] * x[1]"),
           (zero_d_accumulator_in_loop, "s += x[i] * x[i]")]
+ZERO_D_THROUGH_HELPERS = [(zero_d_from_helper, "a += x[1]"), (zero_d_through_helper, "a += x[1]")]
 
 
 @pytest.mark.parametrize("f, where", ZERO_D)
@@ -59,13 +95,20 @@ def test_update_of_a_shared_0d_array_refused_under_jit():
 BATCH = np.array([[0.5, 1.5, 2.0], [1.0, 2.0, 3.0], [-0.3, 0.7, 1.1]])
 
 
-@pytest.mark.parametrize("f, where", ZERO_D)
+@pytest.mark.parametrize("f, where", ZERO_D + ZERO_D_THROUGH_HELPERS)
 def test_update_of_a_shared_0d_array_refused_under_vmap(f, where):
     # vectorised, a batch of 0-d arrays is a 1-d array, as a batch of numbers is: which names may
-    # be 0-d arrays is known from how they were made (it gave [3.0, 6.0] for [6.0, 12.0])
+    # be 0-d arrays is known from how they were made, in the function or the helpers it calls
+    # (it gave [3.0, 6.0] for [6.0, 12.0])
     with pytest.raises(s2s.S2SError, match="updates an array") as info:
         s2s.vmap(f)(BATCH)
     assert at(f, where) in str(info.value)
+
+
+def test_0d_array_a_helper_stores_in_a_list_under_vmap():
+    # a helper writing into the caller's list is run example by example: NumPy's values
+    assert np.allclose(s2s.vmap(zero_d_stored_by_helper)(BATCH),
+                       [zero_d_stored_by_helper(x.copy()) for x in BATCH])
 
 
 def number_kept_before_update(x):  # prev is a number: `s += v` rebinds s, prev keeps its value

@@ -93,7 +93,7 @@ class Vectorizer:
         self.written[key] = (fname, result)
         saved = self.batch, self.zero_d
         self.batch = ir.Names(all_names(fn)).fresh("n")  # (not a module's `n` the function reads)
-        self.zero_d = names_that_may_be_0d_arrays(fn)
+        self.zero_d = names_that_may_be_0d_arrays(fn, self.by_python)
         size = next(_first_batched(p, pattern) for p, pattern in zip(fn.params, params) if anything(pattern))
         body = [ast.Expr(ast.Constant(f"{fn.name} ({fn.origin.short()}) over a batch on the last axis of "
                                       f"{self._batched_params(fn, params)}.")),
