@@ -81,8 +81,9 @@ def check_batch(mismatch):
 
 
 def lift(w):
-    """An unbatched operand of a batched operation: a trailing axis of length one."""
-    return np.asarray(w)[..., None]
+    """An unbatched operand of a batched operation: a trailing axis of length one (None, np.clip's
+    missing bound, stays None)."""
+    return None if w is None else np.asarray(w)[..., None]
 
 
 def batch_broadcast(v, n):

@@ -328,7 +328,10 @@ class Vectorizer:
         if len(call.args) <= 2 and facts(fn).numpy is not None:
             fn = facts(fn).numpy  # math.sin -> np.sin, max -> np.maximum
         args = [self._atom(a, env, lift=True) for a in call.args]
-        kwargs = [(k, e.atom(a)) for k, a in call.kwargs]
+        # An array given by keyword (np.clip's a_max=w) is an operand like a positional one: it
+        # gets the trailing batch axis too, else it would line up with the batch (clip of the
+        # example's x by w[b] instead of by w). Options (dtype=...) stay as they are.
+        kwargs = [(k, self._atom(a, env, lift=k not in _OPTIONS)) for k, a in call.kwargs]
         if fn in (np.array, np.asarray) and len(args) == 1 and not kwargs and isinstance(patterns[0], tuple):
             # np.array([theta, omega, 2.0]) of per-example numbers, some batched: the rows stack
             # along the leading axis (before _same_shape, which takes np.array of one array)
@@ -396,6 +399,10 @@ class Vectorizer:
         if fn is np.roll:  # roll keeps the shape: the flattened example goes back into it
             return runtime_call("batched_reshape", flat, runtime_call("example_shape", x))
         return flat
+
+
+# Keyword arguments that are options of a NumPy function, not array operands (which are lifted).
+_OPTIONS = frozenset({"dtype", "order", "casting", "copy", "subok", "ndmin", "like", "device"})
 
 
 # Functions of one array along an axis (their rules' placeholder `axis`), which batch by that axis.
