@@ -325,9 +325,14 @@ class Vectorizer:
             return ast.Call(parse_expr("runtime.random_per_example"),
                             [e.function_ref(fn), flags] + [e.atom(a) for a in call.args],
                             [ast.keyword(k, e.atom(a)) for k, a in call.kwargs])
+        python_extremum = fn in (builtins.max, builtins.min) and len(call.args) == 2 and not call.kwargs
         if len(call.args) <= 2 and facts(fn).numpy is not None:
             fn = facts(fn).numpy  # math.sin -> np.sin, max -> np.maximum
         args = [self._atom(a, env, lift=True) for a in call.args]
+        if python_extremum:
+            # Python's max(a, b) is b if b > a else a: a NaN b gives a, where np.maximum gives NaN
+            # (np.maximum otherwise, whose rule splits a tie's gradient as max's does).
+            return e.call(np.where, [e.call(np.isnan, [args[1]], []), args[0], e.call(fn, args, [])], [])
         # An array given by keyword (np.clip's a_max=w) is an operand like a positional one: it
         # gets the trailing batch axis too, else it would line up with the batch (clip of the
         # example's x by w[b] instead of by w). Options (dtype=...) stay as they are.
