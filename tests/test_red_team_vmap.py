@@ -3,6 +3,7 @@ found by comparing with the loop over the examples, and with central differences
 vmap(grad(f)). Each case failed before its fix."""
 
 import numpy as np
+import pytest
 
 import s2s
 from finite_differences import central_differences
@@ -47,3 +48,68 @@ def test_python_max_of_a_nan_keeps_its_first_argument():
     expected = [loop_over(lambda x: larger_and_smaller(x)[k], xs) for k in range(2)]
     np.testing.assert_array_equal(got[0], expected[0])  # [1.0, nan, 3.0]
     np.testing.assert_array_equal(got[1], expected[1])  # [1.0, nan, 2.0]
+
+
+def update_through_a_second_name(x):
+    z = np.zeros(3)
+    y = z[:]
+    y += x  # NumPy updates z in place: s2s refuses, per example and batched
+    return z
+
+
+def test_an_update_through_a_second_name_is_refused_as_per_example():
+    # y, batched by the update, was given a batch of copies of z (batch_broadcast), so the
+    # run-time check that y shares no memory with z passed and z came back as zeros.
+    xs = rng.normal(size=(3, 3))
+    with pytest.raises(s2s.S2SError, match="also refers to"):
+        s2s.jit(update_through_a_second_name, backend="python")(xs[0])
+    with pytest.raises(s2s.S2SError, match="also refers to"):
+        s2s.vmap(update_through_a_second_name)(xs)
+
+
+def dict_of_batched_and_unbatched(x):
+    d = {"a": x[0], "w": W}
+    return d["w"] * x[1], np.sum(d["w"]) + d["a"], d["w"]
+
+
+def dict_item_set_later(x):
+    d = {"a": x[0]}
+    d["w"] = W
+    return d["w"]
+
+
+def tuple_joined_in_a_branch(x):
+    t = (x[0], W)
+    if x.shape[0] > 5:
+        t = (x[0], x[1])
+    return t[1] * x[2]
+
+
+def list_item_by_loop_index(x):
+    t = [x[0], W]
+    s = 0.0
+    for i in range(2):
+        s = s + np.sum(t[i])
+    return s
+
+
+def list_item_set_unbatched(x):
+    t = [x[0], 1.0]
+    t[1] = W
+    return t[1] + x
+
+
+@pytest.mark.parametrize("fun", [dict_of_batched_and_unbatched, dict_item_set_later, tuple_joined_in_a_branch,
+                                 list_item_by_loop_index, list_item_set_unbatched])
+def test_containers_of_batched_and_unbatched_items(fun):
+    # A dict's batching pattern is one for all its items, and a tuple's items were read by a
+    # computed index (or joined with a batched tuple) as if all batched: the unbatched W was
+    # taken for a batch of 3 numbers (W * x[1] was W[b] * x[1]), or was lifted twice.
+    xs = rng.normal(size=(3, 3))
+    got = s2s.vmap(fun)(xs)
+    outputs = [fun(x) for x in xs]
+    if isinstance(outputs[0], tuple):
+        for k, leaf in enumerate(got):
+            np.testing.assert_allclose(leaf, np.stack([o[k] for o in outputs]))
+    else:
+        np.testing.assert_allclose(got, np.stack(outputs))

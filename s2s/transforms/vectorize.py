@@ -69,6 +69,8 @@ class Vectorizer:
         self.defs: list[ast.FunctionDef] = []
         self.batch = ""  # the batch-size variable of the function being written
         self.zero_d: frozenset[str] = frozenset()  # its names that may hold 0-d arrays
+        self.containers: frozenset[str] = frozenset()  # its names that may hold lists and dicts
+        self.origin = None  # of the statement being written
 
     # ---- patterns ---------------------------------------------------------------------
 
@@ -91,9 +93,10 @@ class Vectorizer:
                 break
         result = self._pattern_of(fn.result, env)
         self.written[key] = (fname, result)
-        saved = self.batch, self.zero_d
+        saved = self.batch, self.zero_d, self.containers
         self.batch = ir.Names(all_names(fn)).fresh("n")  # (not a module's `n` the function reads)
         self.zero_d = names_that_may_be_0d_arrays(fn)
+        self.containers = _containers(fn, env)
         size = next(_first_batched(p, pattern) for p, pattern in zip(fn.params, params) if anything(pattern))
         body = [ast.Expr(ast.Constant(f"{fn.name} ({fn.origin.short()}) over a batch on the last axis of "
                                       f"{self._batched_params(fn, params)}.")),
@@ -108,7 +111,7 @@ class Vectorizer:
                 body.append(ast.Assign([name(param, True)], runtime_call("batch_broadcast", name(param),
                                                                            name(self.batch)), lineno=0))
         body += self._block(fn.body, env)
-        self.batch, self.zero_d = saved
+        self.batch, self.zero_d, self.containers = saved
         args = ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in fn.params], kwonlyargs=[],
                              kw_defaults=[], defaults=[])
         self.defs.append(ast.FunctionDef(fname, args, body, [], None, lineno=0))
@@ -141,6 +144,8 @@ class Vectorizer:
                         self._set(env, target, element(value, k))
                 else:
                     self._set(env, stmt.targets[0], value)
+                    if stmt.alias_check and anything(env[stmt.targets[0]]):
+                        self._shares_batch(stmt, env)
             elif isinstance(stmt, ir.SetItem):
                 if anything(self._pattern_of(stmt.value, env)) or any(
                         anything(env.get(n, False)) for n in ir.names_in(stmt.index)):
@@ -151,6 +156,16 @@ class Vectorizer:
                 raise NoBatchingRule(f"no batching rule for {type(stmt).__name__}", stmt.origin)
             for child in ir.child_blocks(stmt):
                 self._patterns(child, env)
+
+    def _shares_batch(self, stmt: ir.Assign, env: dict) -> None:
+        """`x op= v` of a batched x, whose run-time check asks whether x shares memory with the
+        other names analysis lists: those are batched too. Else an earlier `x = other` would give
+        x a batch of copies of other (batch_broadcast), and the check would pass where each
+        example's x is other, whose update NumPy makes in place (`y = z; y += v` changes z).
+        (A container keeps its pattern: the check refuses an array x for any container.)"""
+        for other, _ in stmt.alias_check:
+            if other is not None and not isinstance(env.get(other, False), tuple):
+                self._set(env, other, True)
 
     def _value_pattern(self, value, env, stmt) -> Pattern:
         if isinstance(value, (ir.Name, ir.Const)):
@@ -163,6 +178,8 @@ class Vectorizer:
             base = self._pattern_of(value.value, env)
             if isinstance(base, tuple) and len(value.index.items) == 1 and isinstance(value.index.items[0], ir.Const):
                 return element(base, value.index.items[0].value)
+            if isinstance(base, tuple) and base and all(p == base[0] for p in base):
+                return base[0]  # `t[i]` of items alike (unalike ones: _expr refuses)
             return anything(base) or any(anything(env.get(n, False)) for n in ir.names_in(value.index))
         if isinstance(value, ir.Attribute):
             base = self._pattern_of(value.value, env)
@@ -202,8 +219,46 @@ class Vectorizer:
             return runtime_call("lift", expr)
         return expr
 
+    def _batched_atom(self, atom, env) -> ast.expr:
+        """An item of a batched container: an unbatched one gets the batch (batch_broadcast), as
+        what reads it takes it to carry the batch (a trailing axis of length one would not do:
+        returned, the item would be one example, not n)."""
+        if isinstance(atom, ir.Name) and anything(env.get(atom.id, False)):
+            if env[atom.id] is not True:  # a tuple of batched and unbatched items, inside the container
+                raise NoBatchingRule(f"a container that holds {atom.id}, a tuple of batched and unbatched items",
+                                     self.origin)
+            return self.emitter.atom(atom)
+        return runtime_call("batch_broadcast", self.emitter.atom(atom), name(self.batch))
+
+    def _conformed(self, value: ast.expr, stmt, computed: Pattern, target: Pattern) -> ast.expr:
+        """The value of `target = value` given the target's pattern (joined over all its
+        assignments): what is unbatched here and batched there gets the batch."""
+        if not anything(target) or computed == target or computed is True:
+            return value
+        if not anything(computed):
+            # Unbatched here, batched elsewhere (a later write, another branch): give it the batch.
+            return runtime_call("batch_broadcast", value, name(self.batch))
+        # A tuple or list of which some items are batched, assigned to a name batched further:
+        # the items the target's pattern batches get the batch, where the value is a display.
+        if isinstance(computed, tuple) and isinstance(stmt.value, ir.Build) and stmt.value.kind != "dict" \
+                and (target is True or isinstance(target, tuple) and len(target) == len(computed)):
+            items = []
+            for k, (atom, p) in enumerate(zip(stmt.value.elts, computed)):
+                wanted = target if target is True else target[k]
+                if p == wanted or p is True or not anything(wanted):
+                    items.append(self.emitter.atom(atom))
+                elif not anything(p) and wanted is True:
+                    items.append(runtime_call("batch_broadcast", self.emitter.atom(atom), name(self.batch)))
+                else:
+                    break
+            else:
+                return (ast.List if stmt.value.kind == "list" else ast.Tuple)(items, ast.Load())
+        raise NoBatchingRule("a tuple or list of batched and unbatched items, assigned to a name that is batched "
+                             "further on", stmt.origin)
+
     def _stmt(self, stmt, env) -> list:
         e = self.emitter
+        self.origin = stmt.origin
         if isinstance(stmt, ir.Assign):
             value = self._expr(stmt.value, env, stmt)
             target_pattern = env.get(stmt.targets[0], False) if not stmt.unpack else None
@@ -219,16 +274,17 @@ class Vectorizer:
                         out.append(ast.Assign([name(t, True)], runtime_call("batch_broadcast", name(t), name(self.batch)),
                                               lineno=0))
                 return out
-            if anything(target_pattern) and not anything(computed):
-                # Unbatched here, batched elsewhere (a later write, another branch): give it the batch.
-                value = runtime_call("batch_broadcast", value, name(self.batch))
+            value = self._conformed(value, stmt, computed, target_pattern)
             out.append(ast.Assign([name(stmt.targets[0], True)], value, lineno=0))
             return out
         if isinstance(stmt, ir.SetItem):
-            base_batched = anything(env.get(stmt.base, False))
+            base_pattern = env.get(stmt.base, False)
+            base_batched = anything(base_pattern)
             index = self._index(stmt.index, env, stmt) if base_batched else e.index(stmt.index)
             target = ast.Subscript(name(stmt.base), index, ast.Store())
             value = self._atom(stmt.value, env, lift=base_batched)
+            if base_batched and not anything(self._pattern_of(stmt.value, env)):
+                value = self._item_value(stmt, base_pattern, value)
             checks = []
             if stmt.alias_check:
                 checks = e.alias_checks(stmt, batched=lambda var: self._numbers_when_1d(var, env))
@@ -262,6 +318,29 @@ class Vectorizer:
             return [ast.Return(e.atom(stmt.value))]
         raise NoBatchingRule(f"no batching rule for {type(stmt).__name__}", stmt.origin)
 
+    def _item_value(self, stmt: ir.SetItem, base: Pattern, lifted: ast.expr) -> ast.expr:
+        """The unbatched value of `base[index] = value` into a batched base. An array takes it
+        lifted (a trailing axis of length one, which the write broadcasts); a list or dict holds
+        it as it is where the item is unbatched, and with the batch where the item is batched."""
+        items = stmt.index.items
+        if isinstance(base, tuple):  # a list of batched and unbatched items
+            if len(items) == 1 and isinstance(items[0], ir.Const):
+                slot = element(base, items[0].value)
+            elif all(p == base[0] for p in base):
+                slot = base[0]
+            else:
+                raise NoBatchingRule("a write into a list of batched and unbatched items at an index known at "
+                                     "run time", stmt.origin)
+        elif stmt.base in self.containers:
+            slot = True
+        else:
+            return lifted
+        if not anything(slot):
+            return self.emitter.atom(stmt.value)
+        if slot is not True:
+            raise NoBatchingRule("a write into an item that is a tuple of batched and unbatched items", stmt.origin)
+        return runtime_call("batch_broadcast", self.emitter.atom(stmt.value), name(self.batch))
+
     def _index(self, index: ir.Index, env, stmt) -> ast.expr:
         """A per-example index of a batched array: the same leading axes; after an Ellipsis the
         batch axis is kept with a final `:`."""
@@ -276,10 +355,18 @@ class Vectorizer:
 
     def _expr(self, value, env, stmt) -> ast.expr:
         e = self.emitter
+        if isinstance(value, ir.Build) and value.kind == "dict" and self._value_pattern(value, env, stmt):
+            # A dict's pattern is one for all its items: the unbatched ones get the batch.
+            return ast.Dict([e.const(k) for k in value.keys], [self._batched_atom(a, env) for a in value.elts])
         if isinstance(value, (ir.Name, ir.Const, ir.Build)):
             return e.expr(value)
         if isinstance(value, ir.Subscript):
             base = self._pattern_of(value.value, env)
+            if isinstance(base, tuple) and not (len(value.index.items) == 1 and isinstance(value.index.items[0], ir.Const)) \
+                    and anything(base) and not all(p == base[0] for p in base):
+                # `t[i]` of a tuple or list whose items are batched in some places only: which
+                # one it reads, so whether it carries the batch, is known at run time only
+                raise NoBatchingRule("an index into a tuple or list of batched and unbatched items", stmt.origin)
             if isinstance(base, tuple) or not anything(base):
                 if any(anything(env.get(n, False)) for n in ir.names_in(value.index)):
                     raise NoBatchingRule("an index that differs between examples", stmt.origin)
@@ -412,6 +499,32 @@ _OPTIONS = frozenset({"dtype", "order", "casting", "copy", "subok", "ndmin", "li
 
 # Functions of one array along an axis (their rules' placeholder `axis`), which batch by that axis.
 _ALONG_AN_AXIS = (np.cumsum, np.cumprod, np.diff, np.roll, np.sort, np.flip)
+
+
+def _containers(fn: ir.Function, env: dict) -> frozenset[str]:
+    """fn's names that may hold a list or dict (a display, a copy of one, a parameter of a tuple
+    pattern): a write into one stores the value itself, not into an array's slots."""
+    found = {p for p in fn.params if isinstance(env.get(p), tuple)}
+    assigns = []
+
+    def walk(block):
+        for stmt in block:
+            if isinstance(stmt, ir.Assign) and not stmt.unpack:
+                assigns.append(stmt)
+            for child in ir.child_blocks(stmt):
+                walk(child)
+
+    walk(fn.body)
+    changed = True
+    while changed:
+        changed = False
+        for stmt in assigns:
+            value, target = stmt.value, stmt.targets[0]
+            if target not in found and (isinstance(value, ir.Build) and value.kind in ("list", "dict")
+                                        or isinstance(value, ir.Name) and value.id in found):
+                found.add(target)
+                changed = True
+    return frozenset(found)
 
 
 def _first_batched(path: str, pattern: Pattern) -> str | None:
