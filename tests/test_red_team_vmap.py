@@ -113,3 +113,17 @@ def test_containers_of_batched_and_unbatched_items(fun):
             np.testing.assert_allclose(leaf, np.stack([o[k] for o in outputs]))
     else:
         np.testing.assert_allclose(got, np.stack(outputs))
+
+
+def tuple_argument_joined(x, p):
+    if x.shape[0] > 5:
+        p = (x, x)
+    return p[1] * x
+
+
+def test_a_tuple_argument_of_batched_and_unbatched_items_batched_further():
+    # p = (xs, W) with in_axes (0, None): p's pattern became all batched through the branch
+    # not taken, so W was taken for a batch (W * x was W[b] * x).
+    xs = rng.normal(size=(3, 3))
+    got = s2s.vmap(tuple_argument_joined, in_axes=(0, (0, None)))(xs, (xs, W))
+    np.testing.assert_allclose(got, np.stack([tuple_argument_joined(x, (x, W)) for x in xs]))

@@ -102,6 +102,11 @@ class Vectorizer:
                                       f"{self._batched_params(fn, params)}.")),
                 ast.Assign([name(self.batch, True)], parse_expr(f"{size}.shape[-1]"), lineno=0)]
         for param, pattern in zip(fn.params, params):
+            if anything(pattern) and env.get(param) != pattern and pattern is not True:
+                # a tuple argument of batched and unbatched items that the function batches
+                # further (`p = (x, x)` in a branch): its unbatched items would pass for batched
+                raise NoBatchingRule(f"the argument {param}, a tuple of batched and unbatched items, is given "
+                                     "batched items further on", fn.origin)
             if anything(env.get(param, False)) and not anything(pattern):
                 # An argument shared by the examples that each example writes into: every example
                 # gets its own copy (s2s's functions write into private copies of their arguments).
