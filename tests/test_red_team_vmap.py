@@ -127,3 +127,19 @@ def test_a_tuple_argument_of_batched_and_unbatched_items_batched_further():
     xs = rng.normal(size=(3, 3))
     got = s2s.vmap(tuple_argument_joined, in_axes=(0, (0, None)))(xs, (xs, W))
     np.testing.assert_allclose(got, np.stack([tuple_argument_joined(x, (x, W)) for x in xs]))
+
+
+def same(x):
+    return x, x.T, x[0]
+
+
+def test_outputs_are_arrays_of_their_own():
+    # The vectorised code returned views of the argument and of each other: writing into
+    # vmap(f)(xs)'s output changed xs (the loop over examples returns new arrays).
+    xs = rng.normal(size=(3, 2, 2))
+    kept = xs.copy()
+    outputs = s2s.vmap(same)(xs)
+    for out in outputs:
+        out[...] = 7.0
+    np.testing.assert_array_equal(xs, kept)
+    np.testing.assert_array_equal(outputs[0], 7.0)
