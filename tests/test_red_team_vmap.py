@@ -99,8 +99,19 @@ def list_item_set_unbatched(x):
     return t[1] + x
 
 
+def list_repeated(x):
+    t = [x[0], W] * 2
+    return t[3] * x
+
+
+def tuple_sliced(x):
+    t = (x, W)
+    a = t[1:]
+    return a[0] * x
+
+
 @pytest.mark.parametrize("fun", [dict_of_batched_and_unbatched, dict_item_set_later, tuple_joined_in_a_branch,
-                                 list_item_by_loop_index, list_item_set_unbatched])
+                                 list_item_by_loop_index, list_item_set_unbatched, list_repeated, tuple_sliced])
 def test_containers_of_batched_and_unbatched_items(fun):
     # A dict's batching pattern is one for all its items, and a tuple's items were read by a
     # computed index (or joined with a batched tuple) as if all batched: the unbatched W was

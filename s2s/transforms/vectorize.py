@@ -172,6 +172,31 @@ class Vectorizer:
             if other is not None and not isinstance(env.get(other, False), tuple):
                 self._set(env, other, True)
 
+    def _sequence_operation(self, call: ir.Call, patterns: list, stmt) -> tuple[bool, Pattern]:
+        """`a + b` or `a * b` where an operand is a tuple or list display of known items:
+        (is it Python's concatenation or repetition, the result's pattern). Concatenation
+        (two displays) and repetition by a constant keep each item's pattern: [x[0]] + [w] is
+        a list of a batched and an unbatched item, not a batched value. Otherwise NumPy
+        arithmetic, batched as such, where the operands say which it is: where they do not
+        (a display times a name, which may be an int; a name that may hold a list), or where
+        the display mixes batched and unbatched items, no rule applies."""
+        a, b = (patterns + [False, False])[:2]
+        if len(call.args) != 2 or call.kwargs:
+            raise NoBatchingRule("no batching rule for this operation on a tuple or list", stmt.origin)
+        if call.fn is operator.add and isinstance(a, tuple) and isinstance(b, tuple):
+            return True, a + b
+        if call.fn is operator.mul:
+            for display, count in ((a, call.args[1]), (b, call.args[0])):
+                if isinstance(display, tuple) and isinstance(count, ir.Const) and isinstance(count.value, int):
+                    return True, display * max(count.value, 0)
+        display, other, other_atom = (a, b, call.args[1]) if isinstance(a, tuple) else (b, a, call.args[0])
+        mixed = anything(display) and not all(p is True for p in display)
+        may_be_sequence = isinstance(other_atom, ir.Name) and other_atom.id in self.containers
+        if mixed or may_be_sequence or isinstance(other, tuple) or call.fn is operator.mul and not anything(other):
+            raise NoBatchingRule("a `+` or `*` of a tuple or list that batching rules cannot tell from Python's "
+                                 "concatenation or repetition", stmt.origin)
+        return False, anything(display) or anything(other)
+
     def _value_pattern(self, value, env, stmt) -> Pattern:
         if isinstance(value, (ir.Name, ir.Const)):
             return self._pattern_of(value, env)
@@ -200,6 +225,8 @@ class Vectorizer:
                 return self.function(callee, tuple(args[:len(value.args)]))[1]
             if value.fn in (np.shape, builtins.len) or facts(value.fn).creates and not any(map(anything, args)):
                 return False
+            if value.fn in (operator.add, operator.mul) and any(isinstance(a, tuple) for a in args):
+                return self._sequence_operation(value, args, stmt)[1]
             return any(anything(a) for a in args)
         if isinstance(value, ir.Pop):
             raise NoBatchingRule("no batching rule for tapes", stmt.origin)
@@ -417,6 +444,9 @@ class Vectorizer:
             return ast.Call(parse_expr("runtime.random_per_example"),
                             [e.function_ref(fn), flags] + [e.atom(a) for a in call.args],
                             [ast.keyword(k, e.atom(a)) for k, a in call.kwargs])
+        if fn in (operator.add, operator.mul) and any(isinstance(p, tuple) for p in patterns):
+            if self._sequence_operation(call, patterns, stmt)[0]:  # concatenation, repetition: items as they are
+                return e.call(fn, [e.atom(a) for a in call.args], [])
         python_extremum = fn in (builtins.max, builtins.min) and len(call.args) == 2 and not call.kwargs
         if len(call.args) <= 2 and facts(fn).numpy is not None:
             fn = facts(fn).numpy  # math.sin -> np.sin, max -> np.maximum
