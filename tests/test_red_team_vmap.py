@@ -154,3 +154,17 @@ def test_outputs_are_arrays_of_their_own():
         out[...] = 7.0
     np.testing.assert_array_equal(xs, kept)
     np.testing.assert_array_equal(outputs[0], 7.0)
+
+
+def dict_argument_given_an_item(x, d):
+    d["a"] = x[0]
+    d["w"] = W
+    return d["w"]
+
+
+def test_an_unbatched_item_written_into_a_dict_argument():
+    # d, shared (in_axes None) and written per example, holds W as an item of the batch: it
+    # was lifted (a batch of one), so vmap returned one row where the loop gives one per example.
+    xs = rng.normal(size=(3, 3))
+    got = s2s.vmap(dict_argument_given_an_item, in_axes=(0, None))(xs, {"a": 1.0, "w": W})
+    np.testing.assert_allclose(got, np.stack([W] * 3))

@@ -363,7 +363,8 @@ class Vectorizer:
             else:
                 raise NoBatchingRule("a write into a list of batched and unbatched items at an index known at "
                                      "run time", stmt.origin)
-        elif stmt.base in self.containers:
+        elif stmt.base in self.containers or len(items) == 1 and isinstance(items[0], ir.Const) \
+                and isinstance(items[0].value, str):  # (a key: a dict, an argument's too)
             slot = True
         else:
             return lifted
