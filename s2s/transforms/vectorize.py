@@ -255,10 +255,12 @@ class Vectorizer:
         """An item of a batched container: an unbatched one gets the batch (batch_broadcast), as
         what reads it takes it to carry the batch (a trailing axis of length one would not do:
         returned, the item would be one example, not n)."""
-        if isinstance(atom, ir.Name) and anything(env.get(atom.id, False)):
-            if env[atom.id] is not True:  # a tuple of batched and unbatched items, inside the container
-                raise NoBatchingRule(f"a container that holds {atom.id}, a tuple of batched and unbatched items",
-                                     self.origin)
+        pattern = env.get(atom.id, False) if isinstance(atom, ir.Name) else False
+        if isinstance(pattern, tuple) and not all(p is True for p in pattern):
+            # a tuple with unbatched items (batch_broadcast would make it one array)
+            raise NoBatchingRule(f"a dict that holds {atom.id}, a tuple of unbatched or nested items, and batched items",
+                                 self.origin)
+        if anything(pattern):
             return self.emitter.atom(atom)
         return runtime_call("batch_broadcast", self.emitter.atom(atom), name(self.batch))
 
