@@ -116,7 +116,13 @@ def dict_holding_an_unbatched_tuple(x):
     return d["t"][0] * x + d["t"][1]
 
 
-@pytest.mark.parametrize("fun", [dict_holding_an_unbatched_tuple, dict_of_batched_and_unbatched, dict_item_set_later, tuple_joined_in_a_branch,
+def nested_tuple_sliced(x):
+    t = ((x, W), (x[0], W))
+    u = t[1:]
+    return u[0][1] * x + u[0][0]
+
+
+@pytest.mark.parametrize("fun", [nested_tuple_sliced, dict_holding_an_unbatched_tuple, dict_of_batched_and_unbatched, dict_item_set_later, tuple_joined_in_a_branch,
                                  list_item_by_loop_index, list_item_set_unbatched, list_repeated, tuple_sliced])
 def test_containers_of_batched_and_unbatched_items(fun):
     # A dict's batching pattern is one for all its items, and a tuple's items were read by a

@@ -206,10 +206,15 @@ class Vectorizer:
             return tuple(self._pattern_of(a, env) for a in value.elts)
         if isinstance(value, ir.Subscript):
             base = self._pattern_of(value.value, env)
-            if isinstance(base, tuple) and len(value.index.items) == 1 and isinstance(value.index.items[0], ir.Const):
-                return element(base, value.index.items[0].value)
-            if isinstance(base, tuple) and base and all(p == base[0] for p in base):
-                return base[0]  # `t[i]` of items alike (unalike ones: _expr refuses)
+            if isinstance(base, tuple):
+                known = _known_item(value.index)
+                if isinstance(known, slice):
+                    return base[known]
+                if known is not None:
+                    return element(base, known)
+                if base and all(p == base[0] for p in base) and not any(
+                        anything(env.get(n, False)) for n in ir.names_in(value.index)):
+                    return base[0]  # `t[i]` of items alike (unalike ones: _expr refuses)
             return anything(base) or any(anything(env.get(n, False)) for n in ir.names_in(value.index))
         if isinstance(value, ir.Attribute):
             base = self._pattern_of(value.value, env)
@@ -397,7 +402,7 @@ class Vectorizer:
             return e.expr(value)
         if isinstance(value, ir.Subscript):
             base = self._pattern_of(value.value, env)
-            if isinstance(base, tuple) and not (len(value.index.items) == 1 and isinstance(value.index.items[0], ir.Const)) \
+            if isinstance(base, tuple) and _known_item(value.index) is None \
                     and anything(base) and not all(p == base[0] for p in base):
                 # `t[i]` of a tuple or list whose items are batched in some places only: which
                 # one it reads, so whether it carries the batch, is known at run time only
@@ -537,6 +542,20 @@ _OPTIONS = frozenset({"dtype", "order", "casting", "copy", "subok", "ndmin", "li
 
 # Functions of one array along an axis (their rules' placeholder `axis`), which batch by that axis.
 _ALONG_AN_AXIS = (np.cumsum, np.cumprod, np.diff, np.roll, np.sort, np.flip)
+
+
+def _known_item(index: ir.Index):
+    """The item (an int) or slice of a tuple that an index of constants reads; else None."""
+    if len(index.items) != 1:
+        return None
+    item = index.items[0]
+    if isinstance(item, ir.Const) and isinstance(item.value, int):
+        return item.value
+    if isinstance(item, ir.Slice) and all(part is None or isinstance(part, ir.Const) and
+                                          isinstance(part.value, (int, type(None)))
+                                          for part in (item.lower, item.upper, item.step)):
+        return slice(*(None if part is None else part.value for part in (item.lower, item.upper, item.step)))
+    return None
 
 
 def _containers(fn: ir.Function, env: dict) -> frozenset[str]:
