@@ -180,3 +180,13 @@ def test_an_unbatched_item_written_into_a_dict_argument():
     xs = rng.normal(size=(3, 3))
     got = s2s.vmap(dict_argument_given_an_item, in_axes=(0, None))(xs, {"a": 1.0, "w": W})
     np.testing.assert_allclose(got, np.stack([W] * 3))
+
+
+def nested_display(x):
+    return np.array([[x[0], 1.0], [0.0, x[1]]])
+
+
+def test_np_array_of_nested_displays_of_batched_and_unbatched_items():
+    # was a raw ValueError (an inhomogeneous array): the inner displays were taken whole
+    xs = rng.normal(size=(3, 2))
+    np.testing.assert_allclose(s2s.vmap(nested_display)(xs), loop_over(nested_display, xs))

@@ -145,8 +145,10 @@ def batched_stack(items, axis, n, batched):
 
 
 def batched_array(items, n, batched):
-    """np.array of a tuple of per-example values, some batched."""
-    return np.array(_batched_items(items, n, batched))
+    """np.array of a tuple of per-example values, some batched; an item flagged by a tuple is a
+    display in turn (np.array([[x, 1.0], [0.0, x]]))."""
+    return np.array([batched_array(v, n, b) if isinstance(b, tuple) else np.asarray(v) if b else batch_broadcast(v, n)
+                     for v, b in zip(items, batched)])
 
 
 # Products of two per-example operands, batched on the last axis: one einsum whose

@@ -470,8 +470,7 @@ class Vectorizer:
         if fn in (np.array, np.asarray) and len(args) == 1 and not kwargs and isinstance(patterns[0], tuple):
             # np.array([theta, omega, 2.0]) of per-example numbers, some batched: the rows stack
             # along the leading axis (before _same_shape, which takes np.array of one array)
-            return runtime_call("batched_array", e.atom(call.args[0]), name(self.batch),
-                                e.const(tuple(anything(p) for p in patterns[0])))
+            return runtime_call("batched_array", e.atom(call.args[0]), name(self.batch), e.const(_flags(patterns[0])))
         if _same_shape(fn):
             return e.call(fn, args, kwargs)
         if fn in _ALONG_AN_AXIS and batched[0] and not any(batched[1:]):
@@ -542,6 +541,14 @@ _OPTIONS = frozenset({"dtype", "order", "casting", "copy", "subok", "ndmin", "li
 
 # Functions of one array along an axis (their rules' placeholder `axis`), which batch by that axis.
 _ALONG_AN_AXIS = (np.cumsum, np.cumprod, np.diff, np.roll, np.sort, np.flip)
+
+
+def _flags(pattern: Pattern):
+    """A pattern as batched_array takes it: True or False for a value, a tuple for a tuple or
+    list display of values some of which are batched (np.array([[x, 1.0], [0.0, x]]))."""
+    if isinstance(pattern, tuple) and anything(pattern) and not all(p is True for p in pattern):
+        return tuple(_flags(p) for p in pattern)
+    return anything(pattern)
 
 
 def _known_item(index: ir.Index):
