@@ -190,3 +190,17 @@ def test_np_array_of_nested_displays_of_batched_and_unbatched_items():
     # was a raw ValueError (an inhomogeneous array): the inner displays were taken whole
     xs = rng.normal(size=(3, 2))
     np.testing.assert_allclose(s2s.vmap(nested_display)(xs), loop_over(nested_display, xs))
+
+
+def loop_variable_reused(x):
+    t = x[0]
+    for t in range(2):
+        pass
+    return t + W
+
+
+def test_a_loop_variable_that_holds_a_batched_value_elsewhere():
+    # t, batched by `t = x[0]`, then took the loop's ints: t + W was W lifted plus 1, one row
+    # where the loop over examples gives one per example.
+    xs = rng.normal(size=(3, 3))
+    np.testing.assert_allclose(s2s.vmap(loop_variable_reused)(xs), loop_over(loop_variable_reused, xs))

@@ -347,6 +347,10 @@ class Vectorizer:
         if isinstance(stmt, ir.For):
             if any(anything(self._pattern_of(a, env)) for a in (stmt.start, stmt.stop, stmt.step)):
                 raise NoBatchingRule("a loop whose trip count differs between examples", stmt.origin)
+            if anything(env.get(stmt.var, False)):
+                # the loop's ints go into a name that holds a batched value elsewhere (`t = x[0]`
+                # before `for t in range(2)`): they would pass for a batch
+                raise NoBatchingRule(f"the loop variable {stmt.var} holds a batched value elsewhere", stmt.origin)
             return [e.for_range(stmt.var, [stmt.start, stmt.stop, stmt.step], self._block(stmt.body, env))]
         if isinstance(stmt, ir.While):
             if anything(self._pattern_of(stmt.test, env)):
