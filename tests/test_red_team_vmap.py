@@ -122,7 +122,14 @@ def nested_tuple_sliced(x):
     return u[0][1] * x + u[0][0]
 
 
-@pytest.mark.parametrize("fun", [nested_tuple_sliced, dict_holding_an_unbatched_tuple, dict_of_batched_and_unbatched, dict_item_set_later, tuple_joined_in_a_branch,
+def unpacked_tuple_joined(x):
+    p, q = (x[0], W), x[1]
+    if x.shape[0] > 5:
+        p = (x, x)
+    return p[1] * x + q
+
+
+@pytest.mark.parametrize("fun", [unpacked_tuple_joined, nested_tuple_sliced, dict_holding_an_unbatched_tuple, dict_of_batched_and_unbatched, dict_item_set_later, tuple_joined_in_a_branch,
                                  list_item_by_loop_index, list_item_set_unbatched, list_repeated, tuple_sliced])
 def test_containers_of_batched_and_unbatched_items(fun):
     # A dict's batching pattern is one for all its items, and a tuple's items were read by a

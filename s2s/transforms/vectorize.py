@@ -309,7 +309,13 @@ class Vectorizer:
                 target = ast.Tuple([name(t, True) for t in stmt.targets], ast.Store())
                 out.append(ast.Assign([target], value, lineno=0))
                 for k, t in enumerate(stmt.targets):  # an unbatched element of a batched variable
-                    if anything(env[t]) and not anything(element(computed, k)):
+                    item = element(computed, k)
+                    if item != env[t] and item is not True and (isinstance(item, tuple) or env[t] is not True):
+                        # a tuple of batched and unbatched items, batched further on: which of its
+                        # items are batched differs between the statements that bind it
+                        raise NoBatchingRule(f"{t}, a tuple of batched and unbatched items, is given batched items "
+                                             "further on", stmt.origin)
+                    if anything(env[t]) and not anything(item):
                         out.append(ast.Assign([name(t, True)], runtime_call("batch_broadcast", name(t), name(self.batch)),
                                               lineno=0))
                 return out
