@@ -190,13 +190,14 @@ def test_an_unbatched_item_written_into_a_dict_argument():
 
 
 def nested_display(x):
-    return np.array([[x[0], 1.0], [0.0, x[1]]])
+    return np.array([[x[0], 1.0], [0.0, x[1]]]), np.array([x[0], x[1]]), np.array([[x[0], x[1]], [1.0, 2.0]])
 
 
 def test_np_array_of_nested_displays_of_batched_and_unbatched_items():
     # was a raw ValueError (an inhomogeneous array): the inner displays were taken whole
     xs = rng.normal(size=(3, 2))
-    np.testing.assert_allclose(s2s.vmap(nested_display)(xs), loop_over(nested_display, xs))
+    for k, got in enumerate(s2s.vmap(nested_display)(xs)):
+        np.testing.assert_allclose(got, loop_over(lambda x: nested_display(x)[k], xs))
 
 
 def loop_variable_reused(x):

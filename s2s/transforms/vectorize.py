@@ -480,7 +480,8 @@ class Vectorizer:
         if fn in (np.array, np.asarray) and len(args) == 1 and not kwargs and isinstance(patterns[0], tuple):
             # np.array([theta, omega, 2.0]) of per-example numbers, some batched: the rows stack
             # along the leading axis (before _same_shape, which takes np.array of one array)
-            return runtime_call("batched_array", e.atom(call.args[0]), name(self.batch), e.const(_flags(patterns[0])))
+            return runtime_call("batched_array", e.atom(call.args[0]), name(self.batch),
+                                e.const(tuple(_flags(p) for p in patterns[0])))
         if _same_shape(fn):
             return e.call(fn, args, kwargs)
         if fn in _ALONG_AN_AXIS and batched[0] and not any(batched[1:]):
@@ -554,8 +555,8 @@ _ALONG_AN_AXIS = (np.cumsum, np.cumprod, np.diff, np.roll, np.sort, np.flip)
 
 
 def _flags(pattern: Pattern):
-    """A pattern as batched_array takes it: True or False for a value, a tuple for a tuple or
-    list display of values some of which are batched (np.array([[x, 1.0], [0.0, x]]))."""
+    """An item's pattern as batched_array takes it: True or False for a value, a tuple for a
+    tuple or list display of values some of which are batched (np.array([[x, 1.0], [0.0, x]]))."""
     if isinstance(pattern, tuple) and anything(pattern) and not all(p is True for p in pattern):
         return tuple(_flags(p) for p in pattern)
     return anything(pattern)
