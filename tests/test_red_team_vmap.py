@@ -212,3 +212,28 @@ def test_a_loop_variable_that_holds_a_batched_value_elsewhere():
     # where the loop over examples gives one per example.
     xs = rng.normal(size=(3, 3))
     np.testing.assert_allclose(s2s.vmap(loop_variable_reused)(xs), loop_over(loop_variable_reused, xs))
+
+
+def put_w(t):
+    t[1] = W
+    return t
+
+
+def read_w(d):
+    return d["w"] * 2.0
+
+
+def containers_passed_to_helpers(x):
+    t = [x[0], 0.0]
+    t[1] = x[1]
+    t = put_w(t)
+    d = {"a": x[0], "w": W}
+    return t[1] + read_w(d)
+
+
+def test_lists_and_dicts_passed_to_helpers():
+    # A helper's batch size was read as its first batched parameter's .shape[-1]: a list or
+    # dict raised AttributeError; and W written into the list parameter was lifted (a batch
+    # of one, one row returned where the loop gives one per example).
+    xs = rng.normal(size=(3, 3))
+    np.testing.assert_allclose(s2s.vmap(containers_passed_to_helpers)(xs), loop_over(containers_passed_to_helpers, xs))

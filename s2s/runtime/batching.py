@@ -86,6 +86,14 @@ def lift(w):
     return None if w is None else np.asarray(w)[..., None]
 
 
+def batch_size(v):
+    """The batch size n of a batched value: its last axis; a batched dict, list or tuple (a
+    callee's parameter) holds batched items."""
+    while isinstance(v, (dict, list, tuple)):
+        v = next(iter(v.values())) if isinstance(v, dict) else v[0]
+    return np.shape(v)[-1]
+
+
 def batch_broadcast(v, n):
     """v, the same for every example, as a writable batch of n copies (a dict: a dict of them,
     which `d[k] = value` then fills as the function's dict; np.asarray would make it an array)."""

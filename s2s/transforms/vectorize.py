@@ -69,7 +69,7 @@ class Vectorizer:
         self.defs: list[ast.FunctionDef] = []
         self.batch = ""  # the batch-size variable of the function being written
         self.zero_d: frozenset[str] = frozenset()  # its names that may hold 0-d arrays
-        self.containers: frozenset[str] = frozenset()  # its names that may hold lists and dicts
+        self.containers: frozenset[str] = frozenset()  # its names that may hold lists and dicts (or are parameters)
         self.origin = None  # of the statement being written
 
     # ---- patterns ---------------------------------------------------------------------
@@ -96,11 +96,12 @@ class Vectorizer:
         saved = self.batch, self.zero_d, self.containers
         self.batch = ir.Names(all_names(fn)).fresh("n")  # (not a module's `n` the function reads)
         self.zero_d = names_that_may_be_0d_arrays(fn)
-        self.containers = _containers(fn, env)
+        # (a parameter may hold a list or dict the caller made: a write into it stores items too)
+        self.containers = _containers(fn, env) | frozenset(fn.params)
         size = next(_first_batched(p, pattern) for p, pattern in zip(fn.params, params) if anything(pattern))
         body = [ast.Expr(ast.Constant(f"{fn.name} ({fn.origin.short()}) over a batch on the last axis of "
                                       f"{self._batched_params(fn, params)}.")),
-                ast.Assign([name(self.batch, True)], parse_expr(f"{size}.shape[-1]"), lineno=0)]
+                ast.Assign([name(self.batch, True)], parse_expr(f"runtime.batch_size({size})"), lineno=0)]
         for param, pattern in zip(fn.params, params):
             if anything(pattern) and env.get(param) != pattern and pattern is not True:
                 # a tuple argument of batched and unbatched items that the function batches
@@ -370,7 +371,9 @@ class Vectorizer:
     def _item_value(self, stmt: ir.SetItem, base: Pattern, lifted: ast.expr) -> ast.expr:
         """The unbatched value of `base[index] = value` into a batched base. An array takes it
         lifted (a trailing axis of length one, which the write broadcasts); a list or dict holds
-        it as it is where the item is unbatched, and with the batch where the item is batched."""
+        it as it is where the item is unbatched, and with the batch where the item is batched.
+        (The batch is right for an array too, whose write takes it as it takes the lifted value:
+        where the base may be either, a parameter, it gets the batch.)"""
         items = stmt.index.items
         if isinstance(base, tuple):  # a list of batched and unbatched items
             if len(items) == 1 and isinstance(items[0], ir.Const):
