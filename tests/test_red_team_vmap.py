@@ -129,7 +129,15 @@ def unpacked_tuple_joined(x):
     return p[1] * x + q
 
 
-@pytest.mark.parametrize("fun", [unpacked_tuple_joined, nested_tuple_sliced, dict_holding_an_unbatched_tuple, dict_of_batched_and_unbatched, dict_item_set_later, tuple_joined_in_a_branch,
+def tuple_state_of_a_loop(x):
+    state = (0.0, W)  # (was a raw ValueError: the display given the batch as one array)
+    for i in range(3):
+        a, b = state
+        state = (a + x[i], b)
+    return state[1] * x, state[0]
+
+
+@pytest.mark.parametrize("fun", [tuple_state_of_a_loop, unpacked_tuple_joined, nested_tuple_sliced, dict_holding_an_unbatched_tuple, dict_of_batched_and_unbatched, dict_item_set_later, tuple_joined_in_a_branch,
                                  list_item_by_loop_index, list_item_set_unbatched, list_repeated, tuple_sliced])
 def test_containers_of_batched_and_unbatched_items(fun):
     # A dict's batching pattern is one for all its items, and a tuple's items were read by a

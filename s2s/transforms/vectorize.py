@@ -275,11 +275,13 @@ class Vectorizer:
         assignments): what is unbatched here and batched there gets the batch."""
         if not anything(target) or computed == target or computed is True:
             return value
-        if not anything(computed):
+        if not anything(computed) and target is True and not (isinstance(stmt.value, ir.Build)
+                                                               and stmt.value.kind != "dict"):
             # Unbatched here, batched elsewhere (a later write, another branch): give it the batch.
             return runtime_call("batch_broadcast", value, name(self.batch))
-        # A tuple or list of which some items are batched, assigned to a name batched further:
-        # the items the target's pattern batches get the batch, where the value is a display.
+        # A tuple or list display, assigned to a name batched further (in some items, or all):
+        # the items the target's pattern batches get the batch (not the display as one array:
+        # its items may differ in shape, and an item the target leaves unbatched stays so).
         if isinstance(computed, tuple) and isinstance(stmt.value, ir.Build) and stmt.value.kind != "dict" \
                 and (target is True or isinstance(target, tuple) and len(target) == len(computed)):
             items = []
