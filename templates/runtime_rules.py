@@ -424,6 +424,7 @@ def batch_example_(y, x, first):
 DECLARATIONS += [
     nondifferentiable(
         runtime.batch_empty,
+        runtime.batch_size,
         runtime.zeros_row,
         runtime.example_axes,
         runtime.example_shape,

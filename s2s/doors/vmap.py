@@ -538,6 +538,10 @@ class Batched:
                 raise S2SError(str(exc).replace("s2s: vmap: ", "vmap: "),
                                hint="return values of one shape and dtype for every example") from None
         self._last_source = spec["source"]  # after the call: the cuda backend may write it again
+        # The vectorised code returns what it computed, which may be a view of an argument
+        # (vmap of `return x`, `x.T`, `x[0]`) or another output (`return x, x`): the caller
+        # gets arrays of its own, as from the loop over examples, whose writes change nothing else.
+        given_arrays = [a for a in pytree.leaves(args) if isinstance(a, np.ndarray)]
         leaves = []
         for value, dtype, axis, floating in zip(stacked, spec["leaf_dtypes"], spec["out_axes"], spec["floating"]):
             if hasattr(value, "copy_to_host") and axis is not None:  # a CUDA device array (the inputs were)
@@ -551,6 +555,8 @@ class Batched:
                 value = value[0]
             if floating and value.dtype != dtype:
                 value = value.astype(dtype)
+            if any(isinstance(other, np.ndarray) and np.may_share_memory(value, other) for other in given_arrays + leaves):
+                value = value.copy()
             leaves.append(value)
         return pytree.unflatten(spec["structure"], leaves)
 

@@ -81,8 +81,17 @@ def check_batch(mismatch):
 
 
 def lift(w):
-    """An unbatched operand of a batched operation: a trailing axis of length one."""
-    return np.asarray(w)[..., None]
+    """An unbatched operand of a batched operation: a trailing axis of length one (None, np.clip's
+    missing bound, stays None)."""
+    return None if w is None else np.asarray(w)[..., None]
+
+
+def batch_size(v):
+    """The batch size n of a batched value: its last axis; a batched dict, list or tuple (a
+    callee's parameter) holds batched items."""
+    while isinstance(v, (dict, list, tuple)):
+        v = next(iter(v.values())) if isinstance(v, dict) else v[0]
+    return np.shape(v)[-1]
 
 
 def batch_broadcast(v, n):
@@ -144,8 +153,10 @@ def batched_stack(items, axis, n, batched):
 
 
 def batched_array(items, n, batched):
-    """np.array of a tuple of per-example values, some batched."""
-    return np.array(_batched_items(items, n, batched))
+    """np.array of a tuple of per-example values, some batched; an item flagged by a tuple is a
+    display in turn (np.array([[x, 1.0], [0.0, x]]))."""
+    return np.array([batched_array(v, n, b) if isinstance(b, tuple) else np.asarray(v) if b else batch_broadcast(v, n)
+                     for v, b in zip(items, batched)])
 
 
 # Products of two per-example operands, batched on the last axis: one einsum whose

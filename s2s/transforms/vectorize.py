@@ -69,6 +69,8 @@ class Vectorizer:
         self.defs: list[ast.FunctionDef] = []
         self.batch = ""  # the batch-size variable of the function being written
         self.zero_d: frozenset[str] = frozenset()  # its names that may hold 0-d arrays
+        self.containers: frozenset[str] = frozenset()  # its names that may hold lists and dicts (or are parameters)
+        self.origin = None  # of the statement being written
 
     # ---- patterns ---------------------------------------------------------------------
 
@@ -91,14 +93,21 @@ class Vectorizer:
                 break
         result = self._pattern_of(fn.result, env)
         self.written[key] = (fname, result)
-        saved = self.batch, self.zero_d
+        saved = self.batch, self.zero_d, self.containers
         self.batch = ir.Names(all_names(fn)).fresh("n")  # (not a module's `n` the function reads)
         self.zero_d = names_that_may_be_0d_arrays(fn, self.by_python)
+        # (a parameter may hold a list or dict the caller made: a write into it stores items too)
+        self.containers = _containers(fn, env) | frozenset(fn.params)
         size = next(_first_batched(p, pattern) for p, pattern in zip(fn.params, params) if anything(pattern))
         body = [ast.Expr(ast.Constant(f"{fn.name} ({fn.origin.short()}) over a batch on the last axis of "
                                       f"{self._batched_params(fn, params)}.")),
-                ast.Assign([name(self.batch, True)], parse_expr(f"{size}.shape[-1]"), lineno=0)]
+                ast.Assign([name(self.batch, True)], parse_expr(f"runtime.batch_size({size})"), lineno=0)]
         for param, pattern in zip(fn.params, params):
+            if anything(pattern) and env.get(param) != pattern and pattern is not True:
+                # a tuple argument of batched and unbatched items that the function batches
+                # further (`p = (x, x)` in a branch): its unbatched items would pass for batched
+                raise NoBatchingRule(f"the argument {param}, a tuple of batched and unbatched items, is given "
+                                     "batched items further on", fn.origin)
             if anything(env.get(param, False)) and not anything(pattern):
                 # An argument shared by the examples that each example writes into: every example
                 # gets its own copy (s2s's functions write into private copies of their arguments).
@@ -108,7 +117,7 @@ class Vectorizer:
                 body.append(ast.Assign([name(param, True)], runtime_call("batch_broadcast", name(param),
                                                                            name(self.batch)), lineno=0))
         body += self._block(fn.body, env)
-        self.batch, self.zero_d = saved
+        self.batch, self.zero_d, self.containers = saved
         args = ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in fn.params], kwonlyargs=[],
                              kw_defaults=[], defaults=[])
         self.defs.append(ast.FunctionDef(fname, args, body, [], None, lineno=0))
@@ -141,6 +150,8 @@ class Vectorizer:
                         self._set(env, target, element(value, k))
                 else:
                     self._set(env, stmt.targets[0], value)
+                    if stmt.alias_check and anything(env[stmt.targets[0]]):
+                        self._shares_batch(stmt, env)
             elif isinstance(stmt, ir.SetItem):
                 if anything(self._pattern_of(stmt.value, env)) or any(
                         anything(env.get(n, False)) for n in ir.names_in(stmt.index)):
@@ -152,6 +163,41 @@ class Vectorizer:
             for child in ir.child_blocks(stmt):
                 self._patterns(child, env)
 
+    def _shares_batch(self, stmt: ir.Assign, env: dict) -> None:
+        """`x op= v` of a batched x, whose run-time check asks whether x shares memory with the
+        other names analysis lists: those are batched too. Else an earlier `x = other` would give
+        x a batch of copies of other (batch_broadcast), and the check would pass where each
+        example's x is other, whose update NumPy makes in place (`y = z; y += v` changes z).
+        (A container keeps its pattern: the check refuses an array x for any container.)"""
+        for other, _ in stmt.alias_check:
+            if other is not None and not isinstance(env.get(other, False), tuple):
+                self._set(env, other, True)
+
+    def _sequence_operation(self, call: ir.Call, patterns: list, stmt) -> tuple[bool, Pattern]:
+        """`a + b` or `a * b` where an operand is a tuple or list display of known items:
+        (is it Python's concatenation or repetition, the result's pattern). Concatenation
+        (two displays) and repetition by a constant keep each item's pattern: [x[0]] + [w] is
+        a list of a batched and an unbatched item, not a batched value. Otherwise NumPy
+        arithmetic, batched as such, where the operands say which it is: where they do not
+        (a display times a name, which may be an int; a name that may hold a list), or where
+        the display mixes batched and unbatched items, no rule applies."""
+        a, b = (patterns + [False, False])[:2]
+        if len(call.args) != 2 or call.kwargs:
+            raise NoBatchingRule("no batching rule for this operation on a tuple or list", stmt.origin)
+        if call.fn is operator.add and isinstance(a, tuple) and isinstance(b, tuple):
+            return True, a + b
+        if call.fn is operator.mul:
+            for display, count in ((a, call.args[1]), (b, call.args[0])):
+                if isinstance(display, tuple) and isinstance(count, ir.Const) and isinstance(count.value, int):
+                    return True, display * max(count.value, 0)
+        display, other, other_atom = (a, b, call.args[1]) if isinstance(a, tuple) else (b, a, call.args[0])
+        mixed = anything(display) and not all(p is True for p in display)
+        may_be_sequence = isinstance(other_atom, ir.Name) and other_atom.id in self.containers
+        if mixed or may_be_sequence or isinstance(other, tuple) or call.fn is operator.mul and not anything(other):
+            raise NoBatchingRule("a `+` or `*` of a tuple or list that batching rules cannot tell from Python's "
+                                 "concatenation or repetition", stmt.origin)
+        return False, anything(display) or anything(other)
+
     def _value_pattern(self, value, env, stmt) -> Pattern:
         if isinstance(value, (ir.Name, ir.Const)):
             return self._pattern_of(value, env)
@@ -161,8 +207,15 @@ class Vectorizer:
             return tuple(self._pattern_of(a, env) for a in value.elts)
         if isinstance(value, ir.Subscript):
             base = self._pattern_of(value.value, env)
-            if isinstance(base, tuple) and len(value.index.items) == 1 and isinstance(value.index.items[0], ir.Const):
-                return element(base, value.index.items[0].value)
+            if isinstance(base, tuple):
+                known = _known_item(value.index)
+                if isinstance(known, slice):
+                    return base[known]
+                if known is not None:
+                    return element(base, known)
+                if base and all(p == base[0] for p in base) and not any(
+                        anything(env.get(n, False)) for n in ir.names_in(value.index)):
+                    return base[0]  # `t[i]` of items alike (unalike ones: _expr refuses)
             return anything(base) or any(anything(env.get(n, False)) for n in ir.names_in(value.index))
         if isinstance(value, ir.Attribute):
             base = self._pattern_of(value.value, env)
@@ -178,6 +231,8 @@ class Vectorizer:
                 return self.function(callee, tuple(args[:len(value.args)]))[1]
             if value.fn in (np.shape, builtins.len) or facts(value.fn).creates and not any(map(anything, args)):
                 return False
+            if value.fn in (operator.add, operator.mul) and any(isinstance(a, tuple) for a in args):
+                return self._sequence_operation(value, args, stmt)[1]
             return any(anything(a) for a in args)
         if isinstance(value, ir.Pop):
             raise NoBatchingRule("no batching rule for tapes", stmt.origin)
@@ -202,8 +257,50 @@ class Vectorizer:
             return runtime_call("lift", expr)
         return expr
 
+    def _batched_atom(self, atom, env) -> ast.expr:
+        """An item of a batched container: an unbatched one gets the batch (batch_broadcast), as
+        what reads it takes it to carry the batch (a trailing axis of length one would not do:
+        returned, the item would be one example, not n)."""
+        pattern = env.get(atom.id, False) if isinstance(atom, ir.Name) else False
+        if isinstance(pattern, tuple) and not all(p is True for p in pattern):
+            # a tuple with unbatched items (batch_broadcast would make it one array)
+            raise NoBatchingRule(f"a dict that holds {atom.id}, a tuple of unbatched or nested items, and batched items",
+                                 self.origin)
+        if anything(pattern):
+            return self.emitter.atom(atom)
+        return runtime_call("batch_broadcast", self.emitter.atom(atom), name(self.batch))
+
+    def _conformed(self, value: ast.expr, stmt, computed: Pattern, target: Pattern) -> ast.expr:
+        """The value of `target = value` given the target's pattern (joined over all its
+        assignments): what is unbatched here and batched there gets the batch."""
+        if not anything(target) or computed == target or computed is True:
+            return value
+        if not anything(computed) and target is True and not (isinstance(stmt.value, ir.Build)
+                                                               and stmt.value.kind != "dict"):
+            # Unbatched here, batched elsewhere (a later write, another branch): give it the batch.
+            return runtime_call("batch_broadcast", value, name(self.batch))
+        # A tuple or list display, assigned to a name batched further (in some items, or all):
+        # the items the target's pattern batches get the batch (not the display as one array:
+        # its items may differ in shape, and an item the target leaves unbatched stays so).
+        if isinstance(computed, tuple) and isinstance(stmt.value, ir.Build) and stmt.value.kind != "dict" \
+                and (target is True or isinstance(target, tuple) and len(target) == len(computed)):
+            items = []
+            for k, (atom, p) in enumerate(zip(stmt.value.elts, computed)):
+                wanted = target if target is True else target[k]
+                if p == wanted or p is True or not anything(wanted):
+                    items.append(self.emitter.atom(atom))
+                elif not anything(p) and wanted is True:
+                    items.append(runtime_call("batch_broadcast", self.emitter.atom(atom), name(self.batch)))
+                else:
+                    break
+            else:
+                return (ast.List if stmt.value.kind == "list" else ast.Tuple)(items, ast.Load())
+        raise NoBatchingRule("a tuple or list of batched and unbatched items, assigned to a name that is batched "
+                             "further on", stmt.origin)
+
     def _stmt(self, stmt, env) -> list:
         e = self.emitter
+        self.origin = stmt.origin
         if isinstance(stmt, ir.Assign):
             value = self._expr(stmt.value, env, stmt)
             target_pattern = env.get(stmt.targets[0], False) if not stmt.unpack else None
@@ -215,20 +312,27 @@ class Vectorizer:
                 target = ast.Tuple([name(t, True) for t in stmt.targets], ast.Store())
                 out.append(ast.Assign([target], value, lineno=0))
                 for k, t in enumerate(stmt.targets):  # an unbatched element of a batched variable
-                    if anything(env[t]) and not anything(element(computed, k)):
+                    item = element(computed, k)
+                    if item != env[t] and item is not True and (isinstance(item, tuple) or env[t] is not True):
+                        # a tuple of batched and unbatched items, batched further on: which of its
+                        # items are batched differs between the statements that bind it
+                        raise NoBatchingRule(f"{t}, a tuple of batched and unbatched items, is given batched items "
+                                             "further on", stmt.origin)
+                    if anything(env[t]) and not anything(item):
                         out.append(ast.Assign([name(t, True)], runtime_call("batch_broadcast", name(t), name(self.batch)),
                                               lineno=0))
                 return out
-            if anything(target_pattern) and not anything(computed):
-                # Unbatched here, batched elsewhere (a later write, another branch): give it the batch.
-                value = runtime_call("batch_broadcast", value, name(self.batch))
+            value = self._conformed(value, stmt, computed, target_pattern)
             out.append(ast.Assign([name(stmt.targets[0], True)], value, lineno=0))
             return out
         if isinstance(stmt, ir.SetItem):
-            base_batched = anything(env.get(stmt.base, False))
+            base_pattern = env.get(stmt.base, False)
+            base_batched = anything(base_pattern)
             index = self._index(stmt.index, env, stmt) if base_batched else e.index(stmt.index)
             target = ast.Subscript(name(stmt.base), index, ast.Store())
             value = self._atom(stmt.value, env, lift=base_batched)
+            if base_batched and not anything(self._pattern_of(stmt.value, env)):
+                value = self._item_value(stmt, base_pattern, value)
             checks = []
             if stmt.alias_check:
                 checks = e.alias_checks(stmt, batched=lambda var: self._numbers_when_1d(var, env))
@@ -252,6 +356,10 @@ class Vectorizer:
         if isinstance(stmt, ir.For):
             if any(anything(self._pattern_of(a, env)) for a in (stmt.start, stmt.stop, stmt.step)):
                 raise NoBatchingRule("a loop whose trip count differs between examples", stmt.origin)
+            if anything(env.get(stmt.var, False)):
+                # the loop's ints go into a name that holds a batched value elsewhere (`t = x[0]`
+                # before `for t in range(2)`): they would pass for a batch
+                raise NoBatchingRule(f"the loop variable {stmt.var} holds a batched value elsewhere", stmt.origin)
             return [e.for_range(stmt.var, [stmt.start, stmt.stop, stmt.step], self._block(stmt.body, env))]
         if isinstance(stmt, ir.While):
             if anything(self._pattern_of(stmt.test, env)):
@@ -261,6 +369,32 @@ class Vectorizer:
         if isinstance(stmt, ir.Return):
             return [ast.Return(e.atom(stmt.value))]
         raise NoBatchingRule(f"no batching rule for {type(stmt).__name__}", stmt.origin)
+
+    def _item_value(self, stmt: ir.SetItem, base: Pattern, lifted: ast.expr) -> ast.expr:
+        """The unbatched value of `base[index] = value` into a batched base. An array takes it
+        lifted (a trailing axis of length one, which the write broadcasts); a list or dict holds
+        it as it is where the item is unbatched, and with the batch where the item is batched.
+        (The batch is right for an array too, whose write takes it as it takes the lifted value:
+        where the base may be either, a parameter, it gets the batch.)"""
+        items = stmt.index.items
+        if isinstance(base, tuple):  # a list of batched and unbatched items
+            if len(items) == 1 and isinstance(items[0], ir.Const):
+                slot = element(base, items[0].value)
+            elif all(p == base[0] for p in base):
+                slot = base[0]
+            else:
+                raise NoBatchingRule("a write into a list of batched and unbatched items at an index known at "
+                                     "run time", stmt.origin)
+        elif stmt.base in self.containers or len(items) == 1 and isinstance(items[0], ir.Const) \
+                and isinstance(items[0].value, str):  # (a key: a dict, an argument's too)
+            slot = True
+        else:
+            return lifted
+        if not anything(slot):
+            return self.emitter.atom(stmt.value)
+        if slot is not True:
+            raise NoBatchingRule("a write into an item that is a tuple of batched and unbatched items", stmt.origin)
+        return runtime_call("batch_broadcast", self.emitter.atom(stmt.value), name(self.batch))
 
     def _index(self, index: ir.Index, env, stmt) -> ast.expr:
         """A per-example index of a batched array: the same leading axes; after an Ellipsis the
@@ -276,10 +410,18 @@ class Vectorizer:
 
     def _expr(self, value, env, stmt) -> ast.expr:
         e = self.emitter
+        if isinstance(value, ir.Build) and value.kind == "dict" and self._value_pattern(value, env, stmt):
+            # A dict's pattern is one for all its items: the unbatched ones get the batch.
+            return ast.Dict([e.const(k) for k in value.keys], [self._batched_atom(a, env) for a in value.elts])
         if isinstance(value, (ir.Name, ir.Const, ir.Build)):
             return e.expr(value)
         if isinstance(value, ir.Subscript):
             base = self._pattern_of(value.value, env)
+            if isinstance(base, tuple) and _known_item(value.index) is None \
+                    and anything(base) and not all(p == base[0] for p in base):
+                # `t[i]` of a tuple or list whose items are batched in some places only: which
+                # one it reads, so whether it carries the batch, is known at run time only
+                raise NoBatchingRule("an index into a tuple or list of batched and unbatched items", stmt.origin)
             if isinstance(base, tuple) or not anything(base):
                 if any(anything(env.get(n, False)) for n in ir.names_in(value.index)):
                     raise NoBatchingRule("an index that differs between examples", stmt.origin)
@@ -325,15 +467,26 @@ class Vectorizer:
             return ast.Call(parse_expr("runtime.random_per_example"),
                             [e.function_ref(fn), flags] + [e.atom(a) for a in call.args],
                             [ast.keyword(k, e.atom(a)) for k, a in call.kwargs])
+        if fn in (operator.add, operator.mul) and any(isinstance(p, tuple) for p in patterns):
+            if self._sequence_operation(call, patterns, stmt)[0]:  # concatenation, repetition: items as they are
+                return e.call(fn, [e.atom(a) for a in call.args], [])
+        python_extremum = fn in (builtins.max, builtins.min) and len(call.args) == 2 and not call.kwargs
         if len(call.args) <= 2 and facts(fn).numpy is not None:
             fn = facts(fn).numpy  # math.sin -> np.sin, max -> np.maximum
         args = [self._atom(a, env, lift=True) for a in call.args]
-        kwargs = [(k, e.atom(a)) for k, a in call.kwargs]
+        if python_extremum:
+            # Python's max(a, b) is b if b > a else a: a NaN b gives a, where np.maximum gives NaN
+            # (np.maximum otherwise, whose rule splits a tie's gradient as max's does).
+            return e.call(np.where, [e.call(np.isnan, [args[1]], []), args[0], e.call(fn, args, [])], [])
+        # An array given by keyword (np.clip's a_max=w) is an operand like a positional one: it
+        # gets the trailing batch axis too, else it would line up with the batch (clip of the
+        # example's x by w[b] instead of by w). Options (dtype=...) stay as they are.
+        kwargs = [(k, self._atom(a, env, lift=k not in _OPTIONS)) for k, a in call.kwargs]
         if fn in (np.array, np.asarray) and len(args) == 1 and not kwargs and isinstance(patterns[0], tuple):
             # np.array([theta, omega, 2.0]) of per-example numbers, some batched: the rows stack
             # along the leading axis (before _same_shape, which takes np.array of one array)
             return runtime_call("batched_array", e.atom(call.args[0]), name(self.batch),
-                                e.const(tuple(anything(p) for p in patterns[0])))
+                                e.const(tuple(_flags(p) for p in patterns[0])))
         if _same_shape(fn):
             return e.call(fn, args, kwargs)
         if fn in _ALONG_AN_AXIS and batched[0] and not any(batched[1:]):
@@ -398,8 +551,60 @@ class Vectorizer:
         return flat
 
 
+# Keyword arguments that are options of a NumPy function, not array operands (which are lifted).
+_OPTIONS = frozenset({"dtype", "order", "casting", "copy", "subok", "ndmin", "like", "device"})
+
+
 # Functions of one array along an axis (their rules' placeholder `axis`), which batch by that axis.
 _ALONG_AN_AXIS = (np.cumsum, np.cumprod, np.diff, np.roll, np.sort, np.flip)
+
+
+def _flags(pattern: Pattern):
+    """An item's pattern as batched_array takes it: True or False for a value, a tuple for a
+    tuple or list display of values some of which are batched (np.array([[x, 1.0], [0.0, x]]))."""
+    if isinstance(pattern, tuple) and anything(pattern) and not all(p is True for p in pattern):
+        return tuple(_flags(p) for p in pattern)
+    return anything(pattern)
+
+
+def _known_item(index: ir.Index):
+    """The item (an int) or slice of a tuple that an index of constants reads; else None."""
+    if len(index.items) != 1:
+        return None
+    item = index.items[0]
+    if isinstance(item, ir.Const) and isinstance(item.value, int):
+        return item.value
+    if isinstance(item, ir.Slice) and all(part is None or isinstance(part, ir.Const) and
+                                          isinstance(part.value, (int, type(None)))
+                                          for part in (item.lower, item.upper, item.step)):
+        return slice(*(None if part is None else part.value for part in (item.lower, item.upper, item.step)))
+    return None
+
+
+def _containers(fn: ir.Function, env: dict) -> frozenset[str]:
+    """fn's names that may hold a list or dict (a display, a copy of one, a parameter of a tuple
+    pattern): a write into one stores the value itself, not into an array's slots."""
+    found = {p for p in fn.params if isinstance(env.get(p), tuple)}
+    assigns = []
+
+    def walk(block):
+        for stmt in block:
+            if isinstance(stmt, ir.Assign) and not stmt.unpack:
+                assigns.append(stmt)
+            for child in ir.child_blocks(stmt):
+                walk(child)
+
+    walk(fn.body)
+    changed = True
+    while changed:
+        changed = False
+        for stmt in assigns:
+            value, target = stmt.value, stmt.targets[0]
+            if target not in found and (isinstance(value, ir.Build) and value.kind in ("list", "dict")
+                                        or isinstance(value, ir.Name) and value.id in found):
+                found.add(target)
+                changed = True
+    return frozenset(found)
 
 
 def _first_batched(path: str, pattern: Pattern) -> str | None:

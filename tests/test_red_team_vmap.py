@@ -1,0 +1,247 @@
+"""Red team of s2s.vmap (python backend, vectorised by batching rules): silent wrong values
+found by comparing with the loop over the examples, and with central differences for
+vmap(grad(f)). Each case failed before its fix."""
+
+import numpy as np
+import pytest
+
+import s2s
+from finite_differences import central_differences
+
+rng = np.random.default_rng(15)
+
+
+def loop_over(fun, xs):
+    """The reference: fun of each example, stacked on axis 0."""
+    return np.stack([np.asarray(fun(x)) for x in xs])
+
+
+W = rng.normal(size=3)
+
+
+def clip_by_keyword(x):
+    return np.clip(x, a_min=-0.5, a_max=W)
+
+
+def clip_by_keyword_sum(x):
+    return np.sum(np.clip(x, a_min=-0.5, a_max=W) ** 2)
+
+
+def test_an_array_given_by_keyword_is_lifted_like_a_positional_operand():
+    # np.clip(x, a_min=-0.5, a_max=W) was written with W as it is, which lines up with the
+    # batch axis (last): example b was clipped by W[b] (3 examples of 3 hide the shape error).
+    xs = rng.normal(size=(3, 3))
+    np.testing.assert_allclose(s2s.vmap(clip_by_keyword)(xs), loop_over(clip_by_keyword, xs))
+    got = s2s.vmap(s2s.grad(clip_by_keyword_sum))(xs)
+    np.testing.assert_allclose(got, [central_differences(clip_by_keyword_sum, x) for x in xs], atol=1e-6)
+
+
+def larger_and_smaller(x):
+    return max(x[0], x[1]), min(x[0], x[1])
+
+
+def test_python_max_of_a_nan_keeps_its_first_argument():
+    # Python's max(a, b) is a unless b > a: max(1.0, nan) is 1.0. The batching rule wrote
+    # np.maximum, which gives nan (s2s.jit and s2s.jit(s2s.vmap(f)) give 1.0).
+    xs = np.array([[1.0, np.nan], [np.nan, 1.0], [2.0, 3.0]])
+    got = s2s.vmap(larger_and_smaller)(xs)
+    expected = [loop_over(lambda x: larger_and_smaller(x)[k], xs) for k in range(2)]
+    np.testing.assert_array_equal(got[0], expected[0])  # [1.0, nan, 3.0]
+    np.testing.assert_array_equal(got[1], expected[1])  # [1.0, nan, 2.0]
+
+
+def update_through_a_second_name(x):
+    z = np.zeros(3)
+    y = z[:]
+    y += x  # NumPy updates z in place: s2s refuses, per example and batched
+    return z
+
+
+def test_an_update_through_a_second_name_is_refused_as_per_example():
+    # y, batched by the update, was given a batch of copies of z (batch_broadcast), so the
+    # run-time check that y shares no memory with z passed and z came back as zeros.
+    xs = rng.normal(size=(3, 3))
+    with pytest.raises(s2s.S2SError, match="also refers to"):
+        s2s.jit(update_through_a_second_name, backend="python")(xs[0])
+    with pytest.raises(s2s.S2SError, match="also refers to"):
+        s2s.vmap(update_through_a_second_name)(xs)
+
+
+def dict_of_batched_and_unbatched(x):
+    d = {"a": x[0], "w": W}
+    return d["w"] * x[1], np.sum(d["w"]) + d["a"], d["w"]
+
+
+def dict_item_set_later(x):
+    d = {"a": x[0]}
+    d["w"] = W
+    return d["w"]
+
+
+def tuple_joined_in_a_branch(x):
+    t = (x[0], W)
+    if x.shape[0] > 5:
+        t = (x[0], x[1])
+    return t[1] * x[2]
+
+
+def list_item_by_loop_index(x):
+    t = [x[0], W]
+    s = 0.0
+    for i in range(2):
+        s = s + np.sum(t[i])
+    return s
+
+
+def list_item_set_unbatched(x):
+    t = [x[0], 1.0]
+    t[1] = W
+    return t[1] + x
+
+
+def list_repeated(x):
+    t = [x[0], W] * 2
+    return t[3] * x
+
+
+def tuple_sliced(x):
+    t = (x, W)
+    a = t[1:]
+    return a[0] * x
+
+
+def dict_holding_an_unbatched_tuple(x):
+    t = (W, 1.0)
+    d = {"a": x[0], "t": t}
+    return d["t"][0] * x + d["t"][1]
+
+
+def nested_tuple_sliced(x):
+    t = ((x, W), (x[0], W))
+    u = t[1:]
+    return u[0][1] * x + u[0][0]
+
+
+def unpacked_tuple_joined(x):
+    p, q = (x[0], W), x[1]
+    if x.shape[0] > 5:
+        p = (x, x)
+    return p[1] * x + q
+
+
+def tuple_state_of_a_loop(x):
+    state = (0.0, W)  # (was a raw ValueError: the display given the batch as one array)
+    for i in range(3):
+        a, b = state
+        state = (a + x[i], b)
+    return state[1] * x, state[0]
+
+
+@pytest.mark.parametrize("fun", [tuple_state_of_a_loop, unpacked_tuple_joined, nested_tuple_sliced, dict_holding_an_unbatched_tuple, dict_of_batched_and_unbatched, dict_item_set_later, tuple_joined_in_a_branch,
+                                 list_item_by_loop_index, list_item_set_unbatched, list_repeated, tuple_sliced])
+def test_containers_of_batched_and_unbatched_items(fun):
+    # A dict's batching pattern is one for all its items, and a tuple's items were read by a
+    # computed index (or joined with a batched tuple) as if all batched: the unbatched W was
+    # taken for a batch of 3 numbers (W * x[1] was W[b] * x[1]), or was lifted twice.
+    xs = rng.normal(size=(3, 3))
+    got = s2s.vmap(fun)(xs)
+    outputs = [fun(x) for x in xs]
+    if isinstance(outputs[0], tuple):
+        for k, leaf in enumerate(got):
+            np.testing.assert_allclose(leaf, np.stack([o[k] for o in outputs]))
+    else:
+        np.testing.assert_allclose(got, np.stack(outputs))
+
+
+def tuple_argument_joined(x, p):
+    if x.shape[0] > 5:
+        p = (x, x)
+    return p[1] * x
+
+
+def test_a_tuple_argument_of_batched_and_unbatched_items_batched_further():
+    # p = (xs, W) with in_axes (0, None): p's pattern became all batched through the branch
+    # not taken, so W was taken for a batch (W * x was W[b] * x).
+    xs = rng.normal(size=(3, 3))
+    got = s2s.vmap(tuple_argument_joined, in_axes=(0, (0, None)))(xs, (xs, W))
+    np.testing.assert_allclose(got, np.stack([tuple_argument_joined(x, (x, W)) for x in xs]))
+
+
+def same(x):
+    return x, x.T, x[0]
+
+
+def test_outputs_are_arrays_of_their_own():
+    # The vectorised code returned views of the argument and of each other: writing into
+    # vmap(f)(xs)'s output changed xs (the loop over examples returns new arrays).
+    xs = rng.normal(size=(3, 2, 2))
+    kept = xs.copy()
+    outputs = s2s.vmap(same)(xs)
+    for out in outputs:
+        out[...] = 7.0
+    np.testing.assert_array_equal(xs, kept)
+    np.testing.assert_array_equal(outputs[0], 7.0)
+
+
+def dict_argument_given_an_item(x, d):
+    d["a"] = x[0]
+    d["w"] = W
+    return d["w"]
+
+
+def test_an_unbatched_item_written_into_a_dict_argument():
+    # d, shared (in_axes None) and written per example, holds W as an item of the batch: it
+    # was lifted (a batch of one), so vmap returned one row where the loop gives one per example.
+    xs = rng.normal(size=(3, 3))
+    got = s2s.vmap(dict_argument_given_an_item, in_axes=(0, None))(xs, {"a": 1.0, "w": W})
+    np.testing.assert_allclose(got, np.stack([W] * 3))
+
+
+def nested_display(x):
+    return np.array([[x[0], 1.0], [0.0, x[1]]]), np.array([x[0], x[1]]), np.array([[x[0], x[1]], [1.0, 2.0]])
+
+
+def test_np_array_of_nested_displays_of_batched_and_unbatched_items():
+    # was a raw ValueError (an inhomogeneous array): the inner displays were taken whole
+    xs = rng.normal(size=(3, 2))
+    for k, got in enumerate(s2s.vmap(nested_display)(xs)):
+        np.testing.assert_allclose(got, loop_over(lambda x: nested_display(x)[k], xs))
+
+
+def loop_variable_reused(x):
+    t = x[0]
+    for t in range(2):
+        pass
+    return t + W
+
+
+def test_a_loop_variable_that_holds_a_batched_value_elsewhere():
+    # t, batched by `t = x[0]`, then took the loop's ints: t + W was W lifted plus 1, one row
+    # where the loop over examples gives one per example.
+    xs = rng.normal(size=(3, 3))
+    np.testing.assert_allclose(s2s.vmap(loop_variable_reused)(xs), loop_over(loop_variable_reused, xs))
+
+
+def put_w(t):
+    t[1] = W
+    return t
+
+
+def read_w(d):
+    return d["w"] * 2.0
+
+
+def containers_passed_to_helpers(x):
+    t = [x[0], 0.0]
+    t[1] = x[1]
+    t = put_w(t)
+    d = {"a": x[0], "w": W}
+    return t[1] + read_w(d)
+
+
+def test_lists_and_dicts_passed_to_helpers():
+    # A helper's batch size was read as its first batched parameter's .shape[-1]: a list or
+    # dict raised AttributeError; and W written into the list parameter was lifted (a batch
+    # of one, one row returned where the loop gives one per example).
+    xs = rng.normal(size=(3, 3))
+    np.testing.assert_allclose(s2s.vmap(containers_passed_to_helpers)(xs), loop_over(containers_passed_to_helpers, xs))
