@@ -31,9 +31,15 @@ class TreeShape(tuple):
     shape, as the (W, b) pairs of a network do, which np.shape refuses)."""
 
 
+class DictShape(tuple):
+    """The shape of a dict of values: (key, shape) of each item, in order."""
+
+
 def tree_shape(x):
     if isinstance(x, (tuple, list)) and not hasattr(x, "_fields"):
         return TreeShape(tree_shape(v) for v in x)
+    if isinstance(x, dict):  # (np.shape of a dict is (): its zero adjoint was an array)
+        return DictShape((k, tree_shape(v)) for k, v in x.items())
     return np.shape(x)
 
 
@@ -72,6 +78,8 @@ def zeros_shaped(shape, like):
     if isinstance(shape, TreeShape):  # of a tuple or list, from a shape tape
         likes = like if isinstance(like, (tuple, list)) and len(like) == len(shape) else [None] * len(shape)
         return AdjointList(zeros_shaped(s, item) for s, item in zip(shape, likes))
+    if isinstance(shape, DictShape):
+        return {k: zeros_shaped(s, like.get(k) if isinstance(like, dict) else None) for k, s in shape}
     dtype = like.dtype if isinstance(like, np.ndarray) and np.issubdtype(like.dtype, np.inexact) else np.float64
     return np.zeros(shape, dtype)
 
