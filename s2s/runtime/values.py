@@ -238,8 +238,8 @@ def range_len(start, stop, step):
 def require_number(x, message):
     """Refuse `x op= v` where x is an array: the conservative form of require_unshared, for
     another name that may not be bound where the update runs (see analysis/activity.py). A 0-d
-    array is an array here: NumPy updates it in place."""
-    if isinstance(x, np.ndarray):
+    array is an array here: NumPy updates it in place; so is a list, which `t += [v]` extends."""
+    if isinstance(x, (np.ndarray, list)):
         raise S2SError(message)
 
 
