@@ -20,7 +20,8 @@ from .. import runtime
 from ..ir import nodes as ir
 from ..errors import S2SError
 from .liveness import Branches, Liveness, Loop
-from .points_to import ELEMENT_MARK, bind_parts, elements, is_variable, parts, value_reads, whole
+from .points_to import (ELEMENT_MARK, HELD, SAME, bind_parts, elements, forget, is_variable, pair, part_structures,
+                        partners, parts, value_reads, whole)
 from ..frontend.result_views import ELEMENT, reads_elements
 from ..frontend.source import is_user_function
 from ..rules import SELF_PRODUCT, Rule, facts, lookup
@@ -435,19 +436,26 @@ class Analysis:
             own = self._own_sites(state, stmt.base)
             if own is not None and not reads_elements(stmt.index):
                 self.list_slice_writes.append(stmt)  # `t[1:] = [a, b]` (reverse mode refuses it)
-            if own is not None and stmt.op is None and not stmt.augmented:
+            if own is not None:
                 # `t[k] = v` into a list or dict rebinds a slot: no array's memory changes, only
                 # what the names that hold t itself see (`u = t`)
                 self._check_write(stmt, stmt.base, state, self.live_after[id(stmt)], arguments_too=False,
                                   only=own)
+                if stmt.op is not None or stmt.augmented:
+                    # `t[k] += v`: a number there is rebound, an array updated in place
+                    self._check_item_update(stmt, own, state, self.live_after[id(stmt)])
             else:
                 self._check_write(stmt, stmt.base, state, self.live_after[id(stmt)], arguments_too=True)
-            return self._store(stmt, state)
+            return self._hold(self._store(stmt, state), stmt.value)
+        if isinstance(stmt, ir.Push):  # t.append(v): t holds v
+            return self._hold(state, stmt.value)
         if not isinstance(stmt, ir.Assign):
             return state
         site = f"object {self.info[id(stmt)].pos}"
         fresh = frozenset({site})
-        if any(site in whole(objects) for objects in state.values()):
+        if site in state.get(HELD, ()):  # (what an earlier pass made is held, not what this one makes)
+            state = {**state, HELD: frozenset(f"{o} earlier" if o == site else o for o in state[HELD])}
+        if any(site in whole(objects) for key, objects in state.items() if key != HELD):
             # What this statement made on an earlier pass of a loop is another array than the
             # one it makes now (`v = u.copy()` after `u = v`, double-buffered time stepping).
             renamed = {site: f"{site} earlier", ELEMENT_MARK + site: f"{ELEMENT_MARK}{site} earlier"}
@@ -456,6 +464,7 @@ class Analysis:
             self._check_write(stmt, stmt.targets[0], state, read_later[id(stmt)], arguments_too=False)
             out = {**state, stmt.targets[0]: fresh}  # s2s rebinds: x = x op v
             bind_parts(out, stmt.targets[0], None)
+            out[SAME] = forget(state, stmt.targets)
             return out
         value = stmt.value
         if self._may_make_container(value, state):
@@ -466,6 +475,7 @@ class Analysis:
             isinstance(value, ir.Call) and value.fn is runtime.new_tape  # (generated code's tape: a list)
         shared = frozenset()
         made = None  # the elements' objects, where value is a tuple display
+        element = None  # k, where value is p[k] of a tuple p
         if isinstance(value, ir.Name):
             shared = state.get(value.id, frozenset())
         elif isinstance(value, ir.Subscript) and isinstance(value.value, ir.Name) \
@@ -484,6 +494,7 @@ class Analysis:
             if found is not None and len(items) == 1 and isinstance(items[0], ir.Const) \
                     and type(items[0].value) is int and -len(found) <= items[0].value < len(found):
                 shared = found[items[0].value]  # t[1] of a tuple t = (u, w): w itself
+                element = items[0].value % len(found)
             elif reads_elements(value.index):  # a number, or a view where the indices leave axes
                 shared = elements(shared)
         elif isinstance(value, ir.Attribute) and isinstance(value.value, ir.Name):
@@ -523,21 +534,74 @@ class Analysis:
         else:
             shared = fresh
         out = dict(state)
+        out[SAME] = forget(state, stmt.targets)
+        if isinstance(value, ir.Build) and value.kind != "tuple" or isinstance(value, ir.Call):
+            # what the result may refer to but itself, it may hold (a tuple holds its elements
+            # too, but what comes to hold the tuple holds its objects)
+            out[HELD] = state.get(HELD, frozenset()) | (whole(shared) - fresh)
+            if isinstance(value, ir.Call) and getattr(value.fn, "__module__", None) == "builtins" \
+                    and value.fn not in _SHALLOW_COPIES:  # dict(a=t), zip(t, u), sorted([t, u]): may hold them
+                out[HELD] |= frozenset().union(*(whole(state.get(n, frozenset())) for n in ir.names_in(value)))
         unpacked = parts(state, value.id) if isinstance(value, ir.Name) else made
+        if isinstance(value, ir.Name) and unpacked is not None:
+            structures = part_structures(state, value.id, len(unpacked))
+            names = [f"{value.id}[{k}]" for k in range(len(unpacked))]
+        else:  # a tuple display: its elements' structures, where they are names
+            structures = [state.get(f"{e.id}[]") if isinstance(e, ir.Name) else None for e in value.elts] \
+                if made is not None else None
+            names = [e.id if isinstance(e, ir.Name) else None for e in value.elts] if made is not None else None
         if len(stmt.targets) > 1 and unpacked is not None and len(unpacked) == len(stmt.targets):
-            for target, objects in zip(stmt.targets, unpacked):  # a, b = (u, w): a is u, b is w
-                out[target] = objects or fresh
+            for target, objects, structure in zip(stmt.targets, unpacked, structures):
+                out[target] = objects or fresh  # a, b = (u, w): a is u, b is w
                 bind_parts(out, target, None)
+                if structure and all(o.startswith(CONTAINER_MARK) for o in structure):
+                    out[f"{target}[]"] = structure
+            self._pair_up(state, out, list(zip(stmt.targets, names)))
             return out
         for target in stmt.targets:
             out[target] = shared or fresh
-            bind_parts(out, target, unpacked if len(stmt.targets) == 1 else None)
+            bind_parts(out, target, unpacked if len(stmt.targets) == 1 else None,
+                       structures if len(stmt.targets) == 1 else None)
         if len(stmt.targets) == 1 and not stmt.unpack:
+            target = stmt.targets[0]
             if made_container:
-                out[f"{stmt.targets[0]}[]"] = frozenset({CONTAINER_MARK + site})
+                out[f"{target}[]"] = frozenset({CONTAINER_MARK + site})
             elif isinstance(value, ir.Name) and self._own_sites(state, value.id) is not None:
-                out[f"{stmt.targets[0]}[]"] = state[f"{value.id}[]"]
+                out[f"{target}[]"] = state[f"{value.id}[]"]
+                self._pair_up(state, out, [(target, value.id)])
+            elif element is not None:  # u = p[1] of a tuple p: what p holds there
+                structure = state.get(f"{value.value.id}[{element}][]", frozenset())
+                if structure and all(o.startswith(CONTAINER_MARK) for o in structure):
+                    out[f"{target}[]"] = structure
+                self._pair_up(state, out, [(target, f"{value.value.id}[{element}]")])
+            if unpacked is not None and names is not None:  # p = (u, w), or p = q of a tuple q
+                self._pair_up(state, out, [(f"{target}[{k}]", n) for k, n in enumerate(names)])
         return out
+
+    @staticmethod
+    def _pair_up(state: dict, out: dict, bindings: list) -> None:
+        """SAME after names are bound at once to what others were: [(target, source)] (out[SAME]
+        has already forgotten the targets). A target and a source that may be one display stay so."""
+        targets = {t for t, _ in bindings}
+        same = set(out[SAME])
+        for k, (target, source) in enumerate(bindings):
+            if source is None:
+                continue
+            for other in partners(state, source) | {source}:
+                if not any(other == t or other.startswith(t + "[") for t in targets):
+                    same.add(pair(target, other))
+            for target2, source2 in bindings[k + 1:]:
+                if source2 is not None and (source2 == source or source2 in partners(state, source)):
+                    same.add(pair(target, target2))
+        out[SAME] = frozenset(same)
+
+    def _hold(self, state: dict, *names) -> dict:
+        """The state after a list, dict or helper's result may come to hold what names refer to."""
+        names = [n.id if isinstance(n, ir.Name) else n for n in names]
+        objects = frozenset().union(*(whole(state.get(n, frozenset())) for n in names if isinstance(n, str)))
+        if not objects:
+            return state
+        return {**state, HELD: state.get(HELD, frozenset()) | objects}
 
     def _is_display(self, atom, state: dict) -> bool:
         return isinstance(atom, ir.Name) and self._own_sites(state, atom.id) is not None
@@ -602,6 +666,10 @@ class Analysis:
                            f"copy it first ({v} = {c}.copy()), or pass {c} as an argument")
         others = sorted(o for o, objs in state.items()
                         if o != var and is_variable(o) and whole(objs) & objects and o in live)
+        if only is not None and not {o.removesuffix(" earlier") for o in state.get(HELD, ())} & only:
+            # No list, dict or helper's result holds the display var is: another display shares
+            # it only by being it (`u = t`, or a swap `a, b = b, a` of two lists, which are not)
+            others = [o for o in others if self._own_sites(state, o) is None or pair(var, o) in state.get(SAME, ())]
         if not others:
             return
         # Names that share var's memory only through integer indexing (`c = var[1]`) are numbers
@@ -629,9 +697,16 @@ class Analysis:
             # 2-d x, a number from a 1-d x). Which one it is is known only when the code runs.
             op = _op_symbol(stmt.value.fn)
 
+            a_list = self._own_sites(state, var) is not None  # a list (or dict) display on every path here
+
             def message(other, relation="also refers to"):
-                error = S2SError(f"`{v} {op}= ...` updates an array that {shown(other, other)} {relation}",
-                                 stmt.origin, f"write `{v} = {v} {op} ...` to make a new array")
+                if a_list:  # `t += [v]` extends the list, `t *= 2` repeats it, in place
+                    what = "extends" if op == "+" else "repeats"
+                    error = S2SError(f"`{v} {op}= ...` {what} in place the list {v}, which {shown(other, other)} "
+                                     f"{relation}", stmt.origin, f"write `{v} = {v} {op} ...` to make a new list")
+                else:
+                    error = S2SError(f"`{v} {op}= ...` updates an array that {shown(other, other)} {relation}",
+                                     stmt.origin, f"write `{v} = {v} {op} ...` to make a new array")
                 return str(error).splitlines()[0]
 
             unbound = [o for o in others if o not in self.bound_before[id(stmt)]]
@@ -645,6 +720,33 @@ class Analysis:
         o = shown(others[0], others[0])
         raise S2SError(f"writing into {v} would also change {o}, which may share its memory",
                        stmt.origin, f"make {v} a copy ({v} = {v}.copy()) before writing into it")
+
+    def _check_item_update(self, stmt, own, state, live):
+        """`t[k] += v` (or *=) into a list or dict display t: Python rebinds the slot where the
+        item is a number, and updates it in place where it is an array. Where the items may be
+        arrays that another live name, an argument or a constant shares, the code checks at run
+        time that the item is not an array (alias_check (None, message) of a SetItem)."""
+        items = frozenset(o for o in whole(state.get(stmt.base, frozenset()))
+                          if o.removesuffix(" earlier") not in own)
+        shown = self.fn.display.get
+        t = shown(stmt.base, stmt.base)
+        sharing = sorted(o.split()[1] for o in items if o.startswith(("argument ", "constant ")))
+        sharing += sorted(shown(o, o) for o, objs in state.items()
+                          if o != stmt.base and is_variable(o) and whole(objs) & items and o in live)
+        if not sharing:
+            return
+        op = stmt.op or _op_symbol(getattr(self._defining_call(stmt.value), "fn", None))
+        error = S2SError(f"`{t}[...] {op}= ...` would also change {sharing[0]}, which may refer to the array {t} "
+                         "holds there (an array is updated in place)", stmt.origin,
+                         f"write `{t}[...] = {t}[...] {op} ...` to store a new array")
+        stmt.alias_check = ((None, str(error).splitlines()[0]),)
+
+    def _defining_call(self, atom):
+        """The call that defined atom (a temporary of `t[k] *= v`), or None."""
+        if not isinstance(atom, ir.Name):
+            return None
+        defs = [d for d in self.defs.get(atom.id, []) if isinstance(d, ir.Assign)]
+        return defs[-1].value if len(defs) == 1 and isinstance(defs[-1].value, ir.Call) else None
 
     def _liveness(self, params_live_at_exit: bool = True):
         result = self.fn.result

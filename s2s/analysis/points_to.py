@@ -27,6 +27,35 @@ from ..ir import nodes as ir
 
 ELEMENT_MARK = "element of "  # an object a name holds only through integer indexing
 UNKNOWN = frozenset({"unknown"})
+# Keys no variable can have (they start with "["):
+# SAME: pairs "a\x00b" of names (or a tuple's element, "p[0]") that may be one list or dict
+# display; a name that is a display on every path and is not paired with t is another list than t.
+# HELD: the objects some list, dict, helper's result or appended-to list may hold as an item.
+SAME = "[same]"
+HELD = "[held]"
+
+
+def pair(a: str, b: str) -> str:
+    return "\x00".join(sorted((a, b)))
+
+
+def partners(state: dict, name: str) -> set[str]:
+    """The names (and tuple elements) that may be the same list or dict display as name."""
+    out = set()
+    for p in state.get(SAME, ()):
+        a, b = p.split("\x00")
+        if a == name:
+            out.add(b)
+        elif b == name:
+            out.add(a)
+    return out
+
+
+def forget(state: dict, names) -> frozenset:
+    """SAME without the pairs of names (and their tuple elements), which are being rebound."""
+    def touched(m):
+        return any(m == n or m.startswith(n + "[") for n in names)
+    return frozenset(p for p in state.get(SAME, ()) if not any(touched(m) for m in p.split("\x00")))
 
 
 def elements(objects: frozenset) -> frozenset:
@@ -53,8 +82,9 @@ def parts(state: dict, name: str) -> list[frozenset] | None:
     return [state.get(f"{name}[{k}]", frozenset()) for k in range(n)]
 
 
-def bind_parts(state: dict, name: str, found: list[frozenset] | None) -> None:
-    """Record (in place) that name now holds a tuple with these elements, or (None) anything."""
+def bind_parts(state: dict, name: str, found: list[frozenset] | None, structures: list | None = None) -> None:
+    """Record (in place) that name now holds a tuple with these elements, or (None) anything;
+    structures: each element's structure (name[k][]), where it is a list or dict display."""
     for key in [k for k in state if k.startswith(f"{name}[")]:
         del state[key]
     if found is None:
@@ -63,6 +93,12 @@ def bind_parts(state: dict, name: str, found: list[frozenset] | None) -> None:
     state[f"{name}[]"] = frozenset({f"tuple {len(found)}"})
     for k, objects in enumerate(found):
         state[f"{name}[{k}]"] = objects
+        state[f"{name}[{k}][]"] = structures[k] if structures and structures[k] else UNKNOWN
+
+
+def part_structures(state: dict, name: str, n: int) -> list:
+    """The structures of a tuple's elements (bind_parts)."""
+    return [state.get(f"{name}[{k}][]", UNKNOWN) for k in range(n)]
 
 
 # Where these read an argument, they read only its shape and dtype (its structure, for a tuple),

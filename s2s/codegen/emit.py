@@ -218,6 +218,8 @@ class Emitter:
         for other, message in stmt.alias_check:
             if other is None:  # a name not bound on every path: refuse any array x
                 args = [self.atom(ir.Name(x)), ast.Constant(message)]
+                if isinstance(stmt, ir.SetItem):  # `t[k] += v` into a list or dict: refuse an array item
+                    args[0] = ast.Subscript(args[0], self.index(stmt.index), ast.Load())
                 out.append(ast.Expr(runtime_call("require_number", *args)))
                 continue
             args = [self.atom(ir.Name(x)), self.atom(ir.Name(other)), ast.Constant(message)]

@@ -31,9 +31,15 @@ class TreeShape(tuple):
     shape, as the (W, b) pairs of a network do, which np.shape refuses)."""
 
 
+class DictShape(tuple):
+    """The shape of a dict of values: (key, shape) of each item, in order."""
+
+
 def tree_shape(x):
     if isinstance(x, (tuple, list)) and not hasattr(x, "_fields"):
         return TreeShape(tree_shape(v) for v in x)
+    if isinstance(x, dict):  # (np.shape of a dict is (): its zero adjoint was an array)
+        return DictShape((k, tree_shape(v)) for k, v in x.items())
     return np.shape(x)
 
 
@@ -72,6 +78,8 @@ def zeros_shaped(shape, like):
     if isinstance(shape, TreeShape):  # of a tuple or list, from a shape tape
         likes = like if isinstance(like, (tuple, list)) and len(like) == len(shape) else [None] * len(shape)
         return AdjointList(zeros_shaped(s, item) for s, item in zip(shape, likes))
+    if isinstance(shape, DictShape):
+        return {k: zeros_shaped(s, like.get(k) if isinstance(like, dict) else None) for k, s in shape}
     dtype = like.dtype if isinstance(like, np.ndarray) and np.issubdtype(like.dtype, np.inexact) else np.float64
     return np.zeros(shape, dtype)
 
@@ -230,8 +238,8 @@ def range_len(start, stop, step):
 def require_number(x, message):
     """Refuse `x op= v` where x is an array: the conservative form of require_unshared, for
     another name that may not be bound where the update runs (see analysis/activity.py). A 0-d
-    array is an array here: NumPy updates it in place."""
-    if isinstance(x, np.ndarray):
+    array is an array here: NumPy updates it in place; so is a list, which `t += [v]` extends."""
+    if isinstance(x, (np.ndarray, list)):
         raise S2SError(message)
 
 

@@ -99,7 +99,11 @@ class JVP:
             out.append(ast.Assign([target], value, lineno=0))
         elif self.has_tangent(stmt.value):
             op = ast.Add() if stmt.op == "+" else ast.Sub()
-            out.append(ast.AugAssign(target, op, name(self.dot(stmt.value.id))))
+            # `t[k] += v` into a list or dict: the tangent there may be another's (t = [x + 1.0]
+            # holds x_dot), which `+=` would change in place; `t_dot[k] = t_dot[k] + v_dot` stores a
+            # new one (into an array it is what `+=` does)
+            loaded = ast.Subscript(name(self.dot(stmt.base)), self.em.index(stmt.index), ast.Load())
+            out.append(ast.Assign([target], ast.BinOp(loaded, op, name(self.dot(stmt.value.id))), lineno=0))
         return out
 
     def assignment(self, stmt: ir.Assign) -> list:

@@ -355,7 +355,7 @@ def _derivative_like(d, x):
 
 @overload(rt.require_number)
 def _require_number(x, message):
-    if isinstance(x, types.Array):  # a 0-d array too: NumPy updates it in place
+    if isinstance(x, (types.Array, types.List)):  # a 0-d array too: NumPy updates it in place
         def impl(x, message):
             raise S2SError(message)
         return impl
