@@ -115,8 +115,9 @@ def abs(y, x):
 @primitive(builtins.max, pure=True, fusable=True, integer="kept", numpy=np.maximum, cuda=True)
 @primitive(np.maximum, scalar_safe=True)
 def maximum(z, x, y):
-    """Ties share the derivative equally, as in JAX."""
-    x_wins = (x > y) + 0.5 * (x == y)
+    """Ties share the derivative equally, as in JAX. x wins unless y is larger: Python's max(x, y)
+    is x where y is NaN (np.maximum is NaN there, with no derivative worth the name)."""
+    x_wins = 1.0 - (y > x) - 0.5 * (x == y)
     z_dot = x_dot * x_wins + y_dot * (1.0 - x_wins)
     x_bar += unbroadcast(z_bar * x_wins, x)
     y_bar += unbroadcast(z_bar * (1.0 - x_wins), y)
@@ -126,7 +127,7 @@ def maximum(z, x, y):
 @primitive(builtins.min, pure=True, fusable=True, integer="kept", numpy=np.minimum, cuda=True)
 @primitive(np.minimum, scalar_safe=True)
 def minimum(z, x, y):
-    x_wins = (x < y) + 0.5 * (x == y)
+    x_wins = 1.0 - (y < x) - 0.5 * (x == y)
     z_dot = x_dot * x_wins + y_dot * (1.0 - x_wins)
     x_bar += unbroadcast(z_bar * x_wins, x)
     y_bar += unbroadcast(z_bar * (1.0 - x_wins), y)

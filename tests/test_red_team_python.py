@@ -621,3 +621,20 @@ def test_number_read_from_a_0d_array_under_jit():
     # the adjoint of a 0-d array is a number: x[()]'s adjoint is added to it (was a TypeError)
     f = zero_d_read_as_number
     np.testing.assert_allclose(s2s.jit(s2s.grad(f))(X), central_differences(f, X), rtol=1e-6, atol=1e-6)
+
+
+# ---- Python's max(x, y) is x unless y is larger: where y is NaN it is x, and so is its derivative ----
+# (the rule shared with np.maximum gave the derivative to y: grad [0, 1] where differences say [1, 0])
+
+
+def python_extrema(x):
+    return max(x[0], x[1]) * 2.0 + min(x[2], x[3])
+
+
+@pytest.mark.parametrize("point", [[1.0, np.nan, 2.0, np.nan], [1.0, 3.0, 2.0, 0.5], [3.0, 1.0, 0.5, 2.0]])
+def test_python_max_and_min_with_nan_match_differences(point):
+    x = np.array(point)
+    expected = central_differences(python_extrema, x)
+    for derivative in (s2s.grad(python_extrema), s2s.jit(s2s.grad(python_extrema)), s2s.jacfwd(python_extrema)):
+        assert np.allclose(derivative(x), expected)
+    assert np.allclose(s2s.vmap(s2s.grad(python_extrema))(x[None, :])[0], expected)
