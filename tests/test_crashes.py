@@ -294,6 +294,27 @@ def test_an_internal_error_of_numbas_compiler_is_an_s2s_error_and_a_runtime_erro
         checked(refuse, (), user)(2.0)
 
 
+def ellipsis_of_a_0d_array(x):
+    a = np.array(x[0] * 2.0)
+    return a[...] * x[1]
+
+
+def write_through_a_2d_mask(x):
+    y = x * 1.0
+    y[x > 0.5] = 0.0
+    return np.sum(y)
+
+
+@pytest.mark.parametrize("fn, x, cause", [
+    (ellipsis_of_a_0d_array, np.array([1.0, 3.0]), r"a\[\.\.\.\] of a 0-d array a, .*: a\[\(\)\] reads its number"),
+    (write_through_a_2d_mask, np.ones((2, 2)), r"a write through a boolean mask of two or more dimensions.*np\.where\(mask, v, y\)"),
+])
+def test_numba_lowering_failures_name_their_known_cause(fn, x, cause):
+    # each hint for its own failure only (a[...] of a 0-d array was sent to the boolean mask's)
+    with pytest.raises(s2s.S2SError, match=f"Numba failed while compiling.*a known cause: {cause}"):
+        s2s.jit(fn)(x)
+
+
 def test_a_dict_loop_that_takes_items_by_position_is_an_s2s_error_at_the_loop():
     def over_keys(d, x):
         s = 0.0

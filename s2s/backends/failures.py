@@ -173,11 +173,27 @@ def checked(function, user_files: tuple[str, ...] = (), fun=None):
             raise S2SError(f"Numba failed while compiling the code generated for {name} ({type(exc).__name__} "
                            f"inside Numba: {str(exc)[:200] or 'no message'})", _definition(fun),
                            "backend='python' runs it as NumPy; Numba's traceback is in this error's "
-                           "__cause__ (a known cause: a write through a boolean mask of two or more "
-                           "dimensions, y[mask] = v, which Numba cannot lower: write y = np.where(mask, v, y))") from exc
+                           f"__cause__{_known_cause(exc)}") from exc
 
     call.dispatcher = function
     return call
+
+
+# Failures inside Numba's lowering whose cause in the user's code is known: (the exception's type,
+# words of its message, the cause and its way out).
+_KNOWN_LOWERING_FAILURES = [
+    ("AssertionError", (), "a write through a boolean mask of two or more dimensions, y[mask] = v, which "
+                           "Numba cannot lower: write y = np.where(mask, v, y)"),
+    ("NotImplementedError", ("lowering", "getitem", ", 0, '", "...)"),
+     "a[...] of a 0-d array a, which Numba cannot lower: a[()] reads its number"),
+]
+
+
+def _known_cause(exc: Exception) -> str:
+    for kind, words, cause in _KNOWN_LOWERING_FAILURES:
+        if type(exc).__name__ == kind and all(word in str(exc) for word in words):
+            return f" (a known cause: {cause})"
+    return ""
 
 
 def _recovering(function, args):
