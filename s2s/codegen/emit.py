@@ -211,7 +211,7 @@ class Emitter:
     def alias_checks(self, stmt: ir.Assign | ir.SetItem, batched=lambda var: False) -> list[ast.stmt]:
         """The run-time checks before `x op= v`, which runs as `x = x op v`, and before
         `x[i] = v`: refuse where NumPy would also change another live name
-        (analysis/activity.py sets stmt.alias_check).
+        (analysis/points_to.py sets stmt.alias_check).
         batched(var): var carries a trailing batch axis (vectorised code)."""
         x = stmt.base if isinstance(stmt, ir.SetItem) else stmt.targets[0]
         out = []

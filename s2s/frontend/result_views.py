@@ -1,6 +1,6 @@
 """Which parameters of a user function its result may share memory with, and how.
 
-The alias analysis (analysis/activity.py) refuses a write into an array that another live
+The alias analysis (analysis/points_to.py) refuses a write into an array that another live
 name may share. A helper's result used to count as sharing every argument it was passed, so
 `c0, c1 = first(v)` with `def first(v): return v[0], v[1]` made `v[0] = ...` a refusal,
 though for a 1-d v both are numbers. This summary tells the caller, per positional

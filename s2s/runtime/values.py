@@ -237,7 +237,7 @@ def range_len(start, stop, step):
 
 def require_number(x, message):
     """Refuse `x op= v` where x is an array: the conservative form of require_unshared, for
-    another name that may not be bound where the update runs (see analysis/activity.py). A 0-d
+    another name that may not be bound where the update runs (see analysis/points_to.py). A 0-d
     array is an array here: NumPy updates it in place; so is a list, which `t += [v]` extends."""
     if isinstance(x, (np.ndarray, list)):
         raise S2SError(message)
@@ -253,7 +253,7 @@ def _is_number(v, batched):
 
 
 def require_unshared(x, other, message, x_batched=False, other_batched=False):
-    """Refuse `x op= v` where NumPy would also change `other` (see analysis/activity.py).
+    """Refuse `x op= v` where NumPy would also change `other` (see analysis/points_to.py).
 
     Generated code runs `x = x op v`, a new value for x only. That is what NumPy does where
     x is a number; where x is an array NumPy updates it in place, and the rebinding is right
