@@ -245,3 +245,36 @@ def test_lists_and_dicts_passed_to_helpers():
     # of one, one row returned where the loop gives one per example).
     xs = rng.normal(size=(3, 3))
     np.testing.assert_allclose(s2s.vmap(containers_passed_to_helpers)(xs), loop_over(containers_passed_to_helpers, xs))
+
+
+# Items of a second red-team pass: valid programs on which vmap, jit(vmap) and vmap(grad)
+# crashed with raw Python errors. Batches of 4 examples of 2 (no coincidental broadcast with 3).
+XS = np.arange(8.0).reshape(4, 2) / 3 + 0.5
+
+
+def zeros_with_a_shape(x):
+    return np.zeros_like(x, shape=(3,)) + x[0]
+
+
+def ones_with_a_shape(x):
+    return np.sum(np.ones_like(x, shape=(3,)) * x[1]) + x[0] ** 2
+
+
+def empty_with_a_shape(x):
+    e = np.empty_like(x, shape=(3,))
+    e[:] = x[0]
+    return e * x[1]
+
+
+def full_with_a_shape(x):
+    return np.full_like(x, 2.0, shape=(3,)) * x[0]
+
+
+@pytest.mark.parametrize("fun", [zeros_with_a_shape, ones_with_a_shape, empty_with_a_shape, full_with_a_shape])
+def test_like_functions_given_a_shape(fun):
+    # np.zeros_like(x, shape=(3,)) was taken for an array of x's shape, so batched, and its
+    # shape was lifted as an operand (runtime.lift((3,))): a raw TypeError.
+    np.testing.assert_allclose(s2s.vmap(fun)(XS), loop_over(fun, XS))
+    if fun is ones_with_a_shape:
+        got = s2s.vmap(s2s.grad(fun))(XS)
+        np.testing.assert_allclose(got, [central_differences(fun, x) for x in XS], atol=1e-6)

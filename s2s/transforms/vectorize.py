@@ -231,6 +231,9 @@ class Vectorizer:
                 return self.function(callee, tuple(args[:len(value.args)]))[1]
             if value.fn in (np.shape, builtins.len) or facts(value.fn).creates and not any(map(anything, args)):
                 return False
+            if _given_shape(value):
+                # np.zeros_like(x, shape=(3,)): x gives the dtype alone, the same for every example
+                return False
             if value.fn in (operator.add, operator.mul) and any(isinstance(a, tuple) for a in args):
                 return self._sequence_operation(value, args, stmt)[1]
             return any(anything(a) for a in args)
@@ -453,6 +456,8 @@ class Vectorizer:
             return runtime_call("example_shape" if fn is np.shape else "example_len", e.atom(call.args[0]))
         if not any(batched) and not kw_batched:
             return e.expr(call)
+        if _given_shape(call):  # the prototype's dtype, the same for every example: as it is
+            return e.call(fn, [e.atom(a) for a in call.args], [(k, e.atom(a)) for k, a in call.kwargs])
         if kw_batched:
             raise NoBatchingRule(f"no batching rule for a keyword argument that differs between examples "
                                  f"({getattr(fn, '__name__', fn)})", stmt.origin)
@@ -557,6 +562,16 @@ _OPTIONS = frozenset({"dtype", "order", "casting", "copy", "subok", "ndmin", "li
 
 # Functions of one array along an axis (their rules' placeholder `axis`), which batch by that axis.
 _ALONG_AN_AXIS = (np.cumsum, np.cumprod, np.diff, np.roll, np.sort, np.flip)
+
+
+def _given_shape(call: ir.Call) -> bool:
+    """np.zeros_like(x, shape=(3,)), and ones_like and empty_like: a new array of the given shape
+    (a keyword, or the fifth argument) whose prototype x gives only its dtype. (np.full_like's
+    fill value may be batched: it has no batching rule, and runs per example.)"""
+    if call.fn not in (np.zeros_like, np.ones_like, np.empty_like):
+        return False
+    shape = dict(call.kwargs).get("shape", call.args[4] if len(call.args) > 4 else None)
+    return shape is not None and not (isinstance(shape, ir.Const) and shape.value is None)
 
 
 def _flags(pattern: Pattern):
