@@ -278,3 +278,66 @@ def test_like_functions_given_a_shape(fun):
     if fun is ones_with_a_shape:
         got = s2s.vmap(s2s.grad(fun))(XS)
         np.testing.assert_allclose(got, [central_differences(fun, x) for x in XS], atol=1e-6)
+
+
+def sum_of_a_list(x):
+    a = x[0] * 2.0
+    b = 1.0
+    return np.sum([a, b])
+
+
+def mean_of_a_list(x):
+    a = x[0] * 2.0
+    return np.mean([a, 1.0]) * x[1]
+
+
+def max_of_a_list(x):
+    a = x[0] * 2.0
+    return np.max([a, 1.9])
+
+
+def sin_of_a_list(x):
+    return np.sum(np.sin([x[0], 1.0]))
+
+
+def max_of_nested_lists(x):
+    return np.sum(np.max([[x[0], 1.0], [2.0, x[1]]], axis=1))
+
+
+def std_of_a_list(x):
+    return np.std([x[0], 1.0, x[1]])
+
+
+@pytest.mark.parametrize("fun", [sum_of_a_list, mean_of_a_list, max_of_a_list, sin_of_a_list,
+                                 max_of_nested_lists, std_of_a_list])
+def test_numpy_of_a_list_of_batched_and_unbatched_items(fun):
+    # The list display reached NumPy as it was, a batched item of n numbers beside a number:
+    # a raw ValueError (an inhomogeneous array). And grad of np.sum([a, 1.0]) and np.max took
+    # the tuple for a shape (sum_bar: a raw TypeError).
+    np.testing.assert_allclose(s2s.vmap(fun)(XS), loop_over(fun, XS))
+    expected = [central_differences(fun, x) for x in XS]
+    np.testing.assert_allclose(s2s.vmap(s2s.grad(fun))(XS), expected, atol=1e-6)
+    np.testing.assert_allclose(s2s.grad(fun)(XS[1]), expected[1], atol=1e-6)
+
+
+def constant_and_doubled(w):
+    return 1.0, w * 2.0
+
+
+def unpacks_a_helper(x):
+    c, d = constant_and_doubled(x[0])
+    return c + d * x[1]
+
+
+def sums_a_helper(x):
+    p = constant_and_doubled(x[0])
+    return np.sum([p[0], p[1]])
+
+
+@pytest.mark.parametrize("fun", [unpacks_a_helper, sums_a_helper])
+def test_a_helper_returning_a_constant_and_a_batched_value(fun):
+    np.testing.assert_allclose(s2s.vmap(fun)(XS), loop_over(fun, XS))
+    expected = [central_differences(fun, x) for x in XS]
+    np.testing.assert_allclose(s2s.vmap(s2s.grad(fun))(XS), expected, atol=1e-6)
+    if fun is unpacks_a_helper:  # (one compile: under Numba the examples run the per-example code)
+        np.testing.assert_allclose(s2s.jit(s2s.vmap(fun))(XS), loop_over(fun, XS))
