@@ -341,3 +341,35 @@ def test_a_helper_returning_a_constant_and_a_batched_value(fun):
     np.testing.assert_allclose(s2s.vmap(s2s.grad(fun))(XS), expected, atol=1e-6)
     if fun is unpacks_a_helper:  # (one compile: under Numba the examples run the per-example code)
         np.testing.assert_allclose(s2s.jit(s2s.vmap(fun))(XS), loop_over(fun, XS))
+
+
+def writes_a_number(x, t):
+    t[0] = x[0]
+    return t[0] * 2.0 + t[1]
+
+
+def writes_an_array(x, t):
+    t[0] = x
+    return np.sum(t[0]) * t[1]
+
+
+def appends(x, t):
+    t.append(x[0])
+    return t[-1] * 2.0 + len(t)
+
+
+@pytest.mark.parametrize("fun", [writes_a_number, writes_an_array, appends])
+def test_a_shared_list_argument_that_each_example_writes_into(fun):
+    # Each example works on its own copy of t, and the caller's list is left as it was. An
+    # array written into t, shared (in_axes None), was a raw ValueError (t was given the batch
+    # as one array, whose rows take numbers); each example's append went into the caller's
+    # list, where the next examples saw it (len(t) grew: 4, 6.3, 8.7, 11 for 4, 5.3, 6.7, 8).
+    t = [1.0, 2.0]
+    expected = [fun(x, [1.0, 2.0]) for x in XS]
+    np.testing.assert_allclose(s2s.vmap(fun, in_axes=(0, None))(XS, t), expected)
+    assert t == [1.0, 2.0]
+    if fun is not appends:  # (reverse mode refuses a list grown with .append)
+        got = s2s.vmap(s2s.grad(fun), in_axes=(0, None))(XS, t)
+        np.testing.assert_allclose(got, [central_differences(lambda x: fun(x, [1.0, 2.0]), x) for x in XS],
+                                   atol=1e-6)
+        assert t == [1.0, 2.0]
