@@ -95,7 +95,7 @@ class Vectorizer:
                 break
         result = self._pattern_of(fn.result, env)
         self.written[key] = (fname, result)
-        saved = self.batch, self.zero_d, self.containers, self.names
+        saved = self.batch, self.zero_d, self.containers, self.names, self.before
         self.names = ir.Names(all_names(fn))
         self.batch = self.names.fresh("n")  # (not a module's `n` the function reads)
         self.zero_d = names_that_may_be_0d_arrays(fn, self.by_python)
@@ -120,7 +120,7 @@ class Vectorizer:
                 body.append(ast.Assign([name(param, True)], runtime_call("batch_broadcast", name(param),
                                                                            name(self.batch)), lineno=0))
         body += self._block(fn.body, env)
-        self.batch, self.zero_d, self.containers, self.names = saved
+        self.batch, self.zero_d, self.containers, self.names, self.before = saved
         args = ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in fn.params], kwonlyargs=[],
                              kw_defaults=[], defaults=[])
         self.defs.append(ast.FunctionDef(fname, args, body, [], None, lineno=0))
