@@ -270,12 +270,18 @@ def full_with_a_shape(x):
     return np.full_like(x, 2.0, shape=(3,)) * x[0]
 
 
-@pytest.mark.parametrize("fun", [zeros_with_a_shape, ones_with_a_shape, empty_with_a_shape, full_with_a_shape])
+def full_of_a_batched_value(x):
+    return np.sum(np.full_like(x, x[0] * 2.0, shape=(3,)) * x[1])
+
+
+@pytest.mark.parametrize("fun", [zeros_with_a_shape, ones_with_a_shape, empty_with_a_shape, full_with_a_shape,
+                                 full_of_a_batched_value])
 def test_like_functions_given_a_shape(fun):
     # np.zeros_like(x, shape=(3,)) was taken for an array of x's shape, so batched, and its
-    # shape was lifted as an operand (runtime.lift((3,))): a raw TypeError.
+    # shape was lifted as an operand (runtime.lift((3,))): a raw TypeError. np.full_like's
+    # derivative rule took no shape (grad refused it).
     np.testing.assert_allclose(s2s.vmap(fun)(XS), loop_over(fun, XS))
-    if fun is ones_with_a_shape:
+    if fun in (ones_with_a_shape, full_of_a_batched_value):
         got = s2s.vmap(s2s.grad(fun))(XS)
         np.testing.assert_allclose(got, [central_differences(fun, x) for x in XS], atol=1e-6)
 
