@@ -379,3 +379,32 @@ def test_a_shared_list_argument_that_each_example_writes_into(fun):
         np.testing.assert_allclose(got, [central_differences(lambda x: fun(x, [1.0, 2.0]), x) for x in XS],
                                    atol=1e-6)
         assert t == [1.0, 2.0]
+
+
+def appends_through_a_helper(x, t):
+    u = t
+    z = append_to(u, x[0])
+    return u[-1] * 2.0 + len(t) + z
+
+
+def append_to(u, v):
+    u.append(v)
+    return 0.0
+
+
+APPENDS = s2s.vmap(appends, in_axes=(0, None))
+APPENDS_THROUGH_A_HELPER = s2s.vmap(appends_through_a_helper, in_axes=(0, None))
+
+
+def sum_of_appends(xs):
+    t = [1.0, 2.0]
+    return np.sum(APPENDS(xs, t)) + np.sum(APPENDS_THROUGH_A_HELPER(xs, t)) + len(t)
+
+
+def test_a_vmap_inside_jit_gives_each_example_its_own_list():
+    # Inside s2s.jit, vmap is a loop over the examples compiled as user code: each example
+    # appended to the one list t, and saw the items of the examples before it (86 for 50).
+    expected = sum(appends(x, [1.0, 2.0]) + appends_through_a_helper(x, [1.0, 2.0]) for x in XS) + 2
+    assert sum_of_appends(XS) == pytest.approx(expected)
+    assert s2s.jit(sum_of_appends, backend="python")(XS) == pytest.approx(expected)
+    assert s2s.jit(sum_of_appends)(XS) == pytest.approx(expected)

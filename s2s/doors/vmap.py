@@ -25,6 +25,7 @@ from . import api
 from .. import runtime
 from .. import backends, pytree
 from ..driver import cache
+from ..frontend.collect import collect
 from ..transforms import batching
 from ..ir import nodes as ir
 from ..errors import NoBatchingRule, S2SError
@@ -216,8 +217,18 @@ class Batched:
         n, b, first, out = fresh("n"), fresh("b"), fresh("first"), fresh("out")
         size = next(batching.first_batched(p, t) for p, t in zip(params, trees) if t[1] is not None)
 
+        # A shared argument whose list fun appends to: each example appends to a list of its own
+        # (the loop is differentiated and compiled as user code, where the examples would see
+        # each other's items).
+        try:
+            appended = batching.appended_parameters(collect(fun))
+        except S2SError:  # (the transforms that lower fun say why)
+            appended = set()
+
         def call(index):
-            return f"{fun.__name__}({', '.join(batching.example_expr(p, t, index) for p, t in zip(params, trees))})"
+            args = [f"list({p})" if p in appended and t[1] is None else batching.example_expr(p, t, index)
+                    for p, t in zip(params, trees)]
+            return f"{fun.__name__}({', '.join(args)})"
 
         # The module is shared by everything that maps this function, so its source names the
         # function fully: two functions called f in different modules get modules of their own.

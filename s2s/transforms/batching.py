@@ -151,6 +151,37 @@ def _rebuilt_expr(node, index: str) -> str:
     return example_expr(name, tree, index)
 
 
+def appended_parameters(functions: list) -> set[str]:
+    """The parameters of the entry (the last of these lowered functions, callees first) whose
+    list the function may append to: `t.append(v)`, through another name (`u = t`) or in a
+    callee it passes t to. A loop over examples passes each its own list there, as vmap gives
+    every example its own copy of a shared argument. (An over-approximation: a name rebound
+    to another list still counts, which costs a copy.)"""
+    found: dict[int, set[str]] = {}
+    for fn in functions:
+        names = {p: {p} for p in fn.params}  # each parameter's names: itself and its aliases
+        appended: set[str] = set()
+        statements = list(ir.walk(fn.body))
+        for _ in range(2):  # (an alias made after its use, in a loop)
+            for stmt in statements:
+                if isinstance(stmt, ir.Assign) and not stmt.unpack and isinstance(stmt.value, ir.Name):
+                    for aliases in names.values():
+                        if stmt.value.id in aliases:
+                            aliases.add(stmt.targets[0])
+                for param, aliases in names.items():
+                    if isinstance(stmt, ir.Push) and stmt.tape in aliases:
+                        appended.add(param)
+                    call = stmt.value if isinstance(stmt, (ir.Assign, ir.ExprStmt)) else None
+                    if isinstance(call, ir.Call):
+                        callee = next((f for f in functions if f.python is call.fn), None)
+                        if callee is not None and any(
+                                isinstance(arg, ir.Name) and arg.id in aliases and name in found[id(callee)]
+                                for name, arg in zip(callee.params, call.args)):
+                            appended.add(param)
+        found[id(fn)] = appended
+    return found[id(functions[-1])]
+
+
 def first_batched(path: str, tree: ArgTree) -> str | None:
     """`xs.shape[0]`: the batch size, read from the first batched leaf."""
     if tree[0] == "leaf":
