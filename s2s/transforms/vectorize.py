@@ -234,7 +234,7 @@ class Vectorizer:
                 return self.function(callee, tuple(args[:len(value.args)]))[1]
             if value.fn in (np.shape, builtins.len) or facts(value.fn).creates and not any(map(anything, args)):
                 return False
-            if _given_shape(value):
+            if _given_shape(value) and not anything(self._pattern_of(_given_shape(value), env)):
                 # np.zeros_like(x, shape=(3,)): x gives the dtype alone, the same for every example
                 return False
             if value.fn in (operator.add, operator.mul) and any(isinstance(a, tuple) for a in args):
@@ -461,6 +461,8 @@ class Vectorizer:
         if not any(batched) and not kw_batched:
             return e.expr(call)
         if _given_shape(call):  # the prototype's dtype, the same for every example: as it is
+            if anything(self._pattern_of(_given_shape(call), env)):
+                raise NoBatchingRule(f"{fn.__name__} of a shape that differs between examples", stmt.origin)
             return e.call(fn, [e.atom(a) for a in call.args], [(k, e.atom(a)) for k, a in call.kwargs])
         if kw_batched:
             raise NoBatchingRule(f"no batching rule for a keyword argument that differs between examples "
@@ -595,14 +597,15 @@ _OPTIONS = frozenset({"dtype", "order", "casting", "copy", "subok", "ndmin", "li
 _ALONG_AN_AXIS = (np.cumsum, np.cumprod, np.diff, np.roll, np.sort, np.flip)
 
 
-def _given_shape(call: ir.Call) -> bool:
-    """np.zeros_like(x, shape=(3,)), and ones_like and empty_like: a new array of the given shape
-    (a keyword, or the fifth argument) whose prototype x gives only its dtype. (np.full_like's
-    fill value may be batched: it has no batching rule, and runs per example.)"""
+def _given_shape(call: ir.Call):
+    """The shape of np.zeros_like(x, shape=(3,)), or ones_like or empty_like (a keyword, or the
+    fifth argument): a new array of that shape, whose prototype x gives only its dtype. None
+    where no shape is given. (np.full_like's fill value may be batched: it has no batching
+    rule, and runs per example.)"""
     if call.fn not in (np.zeros_like, np.ones_like, np.empty_like):
-        return False
+        return None
     shape = dict(call.kwargs).get("shape", call.args[4] if len(call.args) > 4 else None)
-    return shape is not None and not (isinstance(shape, ir.Const) and shape.value is None)
+    return None if isinstance(shape, ir.Const) and shape.value is None else shape
 
 
 def _all_batched(pattern: Pattern) -> bool:
