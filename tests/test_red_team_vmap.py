@@ -408,3 +408,12 @@ def test_a_vmap_inside_jit_gives_each_example_its_own_list():
     assert sum_of_appends(XS) == pytest.approx(expected)
     assert s2s.jit(sum_of_appends, backend="python")(XS) == pytest.approx(expected)
     assert s2s.jit(sum_of_appends)(XS) == pytest.approx(expected)
+
+
+def test_a_shared_argument_that_nests_lists_keeps_them_lists():
+    # The python loop driver took nested arguments flattened, as Numba's parallel loop does,
+    # and rebuilt them as tuples: t.append was a raw AttributeError on a tuple.
+    t = [[1.0, 3.0], 2.0]
+    got = s2s.vmap(appends, in_axes=(0, None))(XS, t)
+    np.testing.assert_allclose(got, [appends(x, [[1.0, 3.0], 2.0]) for x in XS])
+    assert t == [[1.0, 3.0], 2.0]

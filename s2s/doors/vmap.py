@@ -407,7 +407,8 @@ class Batched:
             if source is None:
                 source = batching.module_source(base, params, trees, kernel, [a or 0 for a in axes], why_loop,
                                                 private=backend == "python")
-                spec["flat_args"] = any(map(batching.is_nested, trees))  # (the loop driver takes them so)
+                # (the compiled loop driver takes them so)
+                spec["flat_args"] = backend != "python" and any(map(batching.is_nested, trees))
             spec.update(source=source, driver=f"{base}_vmap", description=kernel.description)
             if "vectorized_call" in spec:  # a Python driver around generated code: nothing to embed
                 spec["call"], spec["driver"] = spec.pop("vectorized_call"), None

@@ -215,7 +215,7 @@ def driver_source(name: str, params: list[str], trees: list[ArgTree], kernel: Ke
     outs = [fresh(f"out_{k}") for k in range(len(kernel.leaf_paths))]
     nodes, signature = [], []
     for p, t in zip(params, trees):
-        if is_nested(t):
+        if is_nested(t) and not private:  # (in Python, no parallel loop: they come as they are)
             names, node = flat_parameters(p, t, fresh)
             signature += names
             nodes.append(node)
@@ -235,7 +235,7 @@ def driver_source(name: str, params: list[str], trees: list[ArgTree], kernel: Ke
 
     doc = (f"Vmap of {kernel.description}, batched over {described_axes(params, trees)}: "
            "a loop over the examples (parallel under s2s.jit).")
-    if any(map(is_nested, trees)):
+    if any(map(is_nested, trees)) and not private:
         doc += (" Arguments that nest containers come flattened (their leaves, and a shell of each dict "
                 "and namedtuple), as Numba's parallel loop takes them.")
     lines = [f"def {name}_vmap({', '.join(signature)}):", f'    """{doc}"""', f"    {n} = {size}"]
