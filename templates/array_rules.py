@@ -503,8 +503,8 @@ def full(y, shape, fill_value, dtype=None):
 
 
 @rule(np.full_like, options=float_dtype_options)
-def full_like(y, a, fill_value, dtype=None):
-    y_dot = np.full_like(a, fill_value_dot, dtype)
+def full_like(y, a, fill_value, dtype=None, order="K", subok=True, shape=None):
+    y_dot = np.full_like(a, fill_value_dot, dtype, shape=shape)
     fill_value_bar += np.sum(y_bar)
 
 

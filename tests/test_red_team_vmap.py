@@ -245,3 +245,175 @@ def test_lists_and_dicts_passed_to_helpers():
     # of one, one row returned where the loop gives one per example).
     xs = rng.normal(size=(3, 3))
     np.testing.assert_allclose(s2s.vmap(containers_passed_to_helpers)(xs), loop_over(containers_passed_to_helpers, xs))
+
+
+# Items of a second red-team pass: valid programs on which vmap, jit(vmap) and vmap(grad)
+# crashed with raw Python errors. Batches of 4 examples of 2 (no coincidental broadcast with 3).
+XS = np.arange(8.0).reshape(4, 2) / 3 + 0.5
+
+
+def zeros_with_a_shape(x):
+    return np.zeros_like(x, shape=(3,)) + x[0]
+
+
+def ones_with_a_shape(x):
+    return np.sum(np.ones_like(x, shape=(3,)) * x[1]) + x[0] ** 2
+
+
+def empty_with_a_shape(x):
+    e = np.empty_like(x, shape=(3,))
+    e[:] = x[0]
+    return e * x[1]
+
+
+def full_with_a_shape(x):
+    return np.full_like(x, 2.0, shape=(3,)) * x[0]
+
+
+def full_of_a_batched_value(x):
+    return np.sum(np.full_like(x, x[0] * 2.0, shape=(3,)) * x[1])
+
+
+@pytest.mark.parametrize("fun", [zeros_with_a_shape, ones_with_a_shape, empty_with_a_shape, full_with_a_shape,
+                                 full_of_a_batched_value])
+def test_like_functions_given_a_shape(fun):
+    # np.zeros_like(x, shape=(3,)) was taken for an array of x's shape, so batched, and its
+    # shape was lifted as an operand (runtime.lift((3,))): a raw TypeError. np.full_like's
+    # derivative rule took no shape (grad refused it).
+    np.testing.assert_allclose(s2s.vmap(fun)(XS), loop_over(fun, XS))
+    if fun in (ones_with_a_shape, full_of_a_batched_value):
+        got = s2s.vmap(s2s.grad(fun))(XS)
+        np.testing.assert_allclose(got, [central_differences(fun, x) for x in XS], atol=1e-6)
+
+
+def sum_of_a_list(x):
+    a = x[0] * 2.0
+    b = 1.0
+    return np.sum([a, b])
+
+
+def mean_of_a_list(x):
+    a = x[0] * 2.0
+    return np.mean([a, 1.0]) * x[1]
+
+
+def max_of_a_list(x):
+    a = x[0] * 2.0
+    return np.max([a, 1.9])
+
+
+def sin_of_a_list(x):
+    return np.sum(np.sin([x[0], 1.0]))
+
+
+def max_of_nested_lists(x):
+    return np.sum(np.max([[x[0], 1.0], [2.0, x[1]]], axis=1))
+
+
+def std_of_a_list(x):
+    return np.std([x[0], 1.0, x[1]])
+
+
+@pytest.mark.parametrize("fun", [sum_of_a_list, mean_of_a_list, max_of_a_list, sin_of_a_list,
+                                 max_of_nested_lists, std_of_a_list])
+def test_numpy_of_a_list_of_batched_and_unbatched_items(fun):
+    # The list display reached NumPy as it was, a batched item of n numbers beside a number:
+    # a raw ValueError (an inhomogeneous array). And grad of np.sum([a, 1.0]) and np.max took
+    # the tuple for a shape (sum_bar: a raw TypeError).
+    np.testing.assert_allclose(s2s.vmap(fun)(XS), loop_over(fun, XS))
+    expected = [central_differences(fun, x) for x in XS]
+    np.testing.assert_allclose(s2s.vmap(s2s.grad(fun))(XS), expected, atol=1e-6)
+    np.testing.assert_allclose(s2s.grad(fun)(XS[1]), expected[1], atol=1e-6)
+
+
+def constant_and_doubled(w):
+    return 1.0, w * 2.0
+
+
+def unpacks_a_helper(x):
+    c, d = constant_and_doubled(x[0])
+    return c + d * x[1]
+
+
+def sums_a_helper(x):
+    p = constant_and_doubled(x[0])
+    return np.sum([p[0], p[1]])
+
+
+@pytest.mark.parametrize("fun", [unpacks_a_helper, sums_a_helper])
+def test_a_helper_returning_a_constant_and_a_batched_value(fun):
+    np.testing.assert_allclose(s2s.vmap(fun)(XS), loop_over(fun, XS))
+    expected = [central_differences(fun, x) for x in XS]
+    np.testing.assert_allclose(s2s.vmap(s2s.grad(fun))(XS), expected, atol=1e-6)
+    if fun is unpacks_a_helper:  # (one compile: under Numba the examples run the per-example code)
+        np.testing.assert_allclose(s2s.jit(s2s.vmap(fun))(XS), loop_over(fun, XS))
+
+
+def writes_a_number(x, t):
+    t[0] = x[0]
+    return t[0] * 2.0 + t[1]
+
+
+def writes_an_array(x, t):
+    t[0] = x
+    return np.sum(t[0]) * t[1]
+
+
+def appends(x, t):
+    t.append(x[0])
+    return t[-1] * 2.0 + len(t)
+
+
+@pytest.mark.parametrize("fun", [writes_a_number, writes_an_array, appends])
+def test_a_shared_list_argument_that_each_example_writes_into(fun):
+    # Each example works on its own copy of t, and the caller's list is left as it was. An
+    # array written into t, shared (in_axes None), was a raw ValueError (t was given the batch
+    # as one array, whose rows take numbers); each example's append went into the caller's
+    # list, where the next examples saw it (len(t) grew: 4, 6.3, 8.7, 11 for 4, 5.3, 6.7, 8).
+    t = [1.0, 2.0]
+    expected = [fun(x, [1.0, 2.0]) for x in XS]
+    np.testing.assert_allclose(s2s.vmap(fun, in_axes=(0, None))(XS, t), expected)
+    assert t == [1.0, 2.0]
+    if fun is not appends:  # (reverse mode refuses a list grown with .append)
+        got = s2s.vmap(s2s.grad(fun), in_axes=(0, None))(XS, t)
+        np.testing.assert_allclose(got, [central_differences(lambda x: fun(x, [1.0, 2.0]), x) for x in XS],
+                                   atol=1e-6)
+        assert t == [1.0, 2.0]
+
+
+def appends_through_a_helper(x, t):
+    u = t
+    z = append_to(u, x[0])
+    return u[-1] * 2.0 + len(t) + z
+
+
+def append_to(u, v):
+    u.append(v)
+    return 0.0
+
+
+APPENDS = s2s.vmap(appends, in_axes=(0, None))
+APPENDS_THROUGH_A_HELPER = s2s.vmap(appends_through_a_helper, in_axes=(0, None))
+
+
+def sum_of_appends(xs):
+    t = [1.0, 2.0]
+    return np.sum(APPENDS(xs, t)) + np.sum(APPENDS_THROUGH_A_HELPER(xs, t)) + len(t)
+
+
+def test_a_vmap_inside_jit_gives_each_example_its_own_list():
+    # Inside s2s.jit, vmap is a loop over the examples compiled as user code: each example
+    # appended to the one list t, and saw the items of the examples before it (86 for 50).
+    expected = sum(appends(x, [1.0, 2.0]) + appends_through_a_helper(x, [1.0, 2.0]) for x in XS) + 2
+    assert sum_of_appends(XS) == pytest.approx(expected)
+    assert s2s.jit(sum_of_appends, backend="python")(XS) == pytest.approx(expected)
+    assert s2s.jit(sum_of_appends)(XS) == pytest.approx(expected)
+
+
+def test_a_shared_argument_that_nests_lists_keeps_them_lists():
+    # The python loop driver took nested arguments flattened, as Numba's parallel loop does,
+    # and rebuilt them as tuples: t.append was a raw AttributeError on a tuple.
+    t = [[1.0, 3.0], 2.0]
+    got = s2s.vmap(appends, in_axes=(0, None))(XS, t)
+    np.testing.assert_allclose(got, [appends(x, [[1.0, 3.0], 2.0]) for x in XS])
+    assert t == [[1.0, 3.0], 2.0]

@@ -25,6 +25,7 @@ from . import api
 from .. import runtime
 from .. import backends, pytree
 from ..driver import cache
+from ..frontend.collect import collect
 from ..transforms import batching
 from ..ir import nodes as ir
 from ..errors import NoBatchingRule, S2SError
@@ -216,8 +217,18 @@ class Batched:
         n, b, first, out = fresh("n"), fresh("b"), fresh("first"), fresh("out")
         size = next(batching.first_batched(p, t) for p, t in zip(params, trees) if t[1] is not None)
 
+        # A shared argument whose list fun appends to: each example appends to a list of its own
+        # (the loop is differentiated and compiled as user code, where the examples would see
+        # each other's items).
+        try:
+            appended = batching.appended_parameters(collect(fun))
+        except S2SError:  # (the transforms that lower fun say why)
+            appended = set()
+
         def call(index):
-            return f"{fun.__name__}({', '.join(batching.example_expr(p, t, index) for p, t in zip(params, trees))})"
+            args = [f"list({p})" if p in appended and t[1] is None else batching.example_expr(p, t, index)
+                    for p, t in zip(params, trees)]
+            return f"{fun.__name__}({', '.join(args)})"
 
         # The module is shared by everything that maps this function, so its source names the
         # function fully: two functions called f in different modules get modules of their own.
@@ -394,8 +405,10 @@ class Batched:
                 self._specialised[key] = spec
                 return spec
             if source is None:
-                source = batching.module_source(base, params, trees, kernel, [a or 0 for a in axes], why_loop)
-                spec["flat_args"] = any(map(batching.is_nested, trees))  # (the loop driver takes them so)
+                source = batching.module_source(base, params, trees, kernel, [a or 0 for a in axes], why_loop,
+                                                private=backend == "python")
+                # (the compiled loop driver takes them so)
+                spec["flat_args"] = backend != "python" and any(map(batching.is_nested, trees))
             spec.update(source=source, driver=f"{base}_vmap", description=kernel.description)
             if "vectorized_call" in spec:  # a Python driver around generated code: nothing to embed
                 spec["call"], spec["driver"] = spec.pop("vectorized_call"), None

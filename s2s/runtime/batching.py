@@ -95,12 +95,27 @@ def batch_size(v):
 
 
 def batch_broadcast(v, n):
-    """v, the same for every example, as a writable batch of n copies (a dict: a dict of them,
-    which `d[k] = value` then fills as the function's dict; np.asarray would make it an array)."""
+    """v, the same for every example, as a writable batch of n copies (a dict or list: a dict or
+    list of them, which `d[k] = value` then fills as the function's own; np.asarray would make
+    it one array, whose rows take no item of another shape)."""
     if isinstance(v, dict):
         return {k: batch_broadcast(item, n) for k, item in v.items()}
+    if isinstance(v, list):
+        return [batch_broadcast(item, n) for item in v]
     v = np.asarray(v)
     return np.repeat(v[..., None], n, axis=-1)
+
+
+def fresh_containers(v):
+    """v with new lists and dicts (its arrays and numbers shared): one example's own copy of an
+    argument that all examples are passed, which the function may append to (the loop driver)."""
+    if isinstance(v, list):
+        return [fresh_containers(item) for item in v]
+    if type(v) is dict:
+        return {k: fresh_containers(item) for k, item in v.items()}
+    if type(v) is tuple and any(isinstance(item, (list, dict, tuple)) for item in v):
+        return tuple(fresh_containers(item) for item in v)
+    return v
 
 
 def example_shape(x):

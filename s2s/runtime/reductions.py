@@ -54,8 +54,12 @@ def inner(x, y):
 
 
 def _shape_of(x):
-    """x's shape; generated code passes a shape instead of x where only that was taped."""
-    return x if isinstance(x, tuple) else np.shape(x)
+    """x's shape; generated code passes a shape (a tuple of ints) instead of x where only that
+    was taped. A tuple of other values is x itself, a display NumPy takes as an array
+    (np.sum([a, 1.0]))."""
+    if isinstance(x, tuple) and all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in x):
+        return x
+    return np.shape(x)
 
 
 def sum_bar(g, x, axis=None, keepdims=False):
@@ -71,6 +75,7 @@ def mean_bar(g, x, axis=None, keepdims=False):
 
 
 def _max_mask(y, x, axis, keepdims):
+    x = np.asarray(x)  # (a tuple display: np.max([a, 1.0]))
     hits = (x == _expand(y, np.shape(x), axis, keepdims)).astype(np.result_type(x, 0.0))
     counts = np.sum(hits, axis=axis, keepdims=True)
     return hits / counts

@@ -151,6 +151,37 @@ def _rebuilt_expr(node, index: str) -> str:
     return example_expr(name, tree, index)
 
 
+def appended_parameters(functions: list) -> set[str]:
+    """The parameters of the entry (the last of these lowered functions, callees first) whose
+    list the function may append to: `t.append(v)`, through another name (`u = t`) or in a
+    callee it passes t to. A loop over examples passes each its own list there, as vmap gives
+    every example its own copy of a shared argument. (An over-approximation: a name rebound
+    to another list still counts, which costs a copy.)"""
+    found: dict[int, set[str]] = {}
+    for fn in functions:
+        names = {p: {p} for p in fn.params}  # each parameter's names: itself and its aliases
+        appended: set[str] = set()
+        statements = list(ir.walk(fn.body))
+        for _ in range(2):  # (an alias made after its use, in a loop)
+            for stmt in statements:
+                if isinstance(stmt, ir.Assign) and not stmt.unpack and isinstance(stmt.value, ir.Name):
+                    for aliases in names.values():
+                        if stmt.value.id in aliases:
+                            aliases.add(stmt.targets[0])
+                for param, aliases in names.items():
+                    if isinstance(stmt, ir.Push) and stmt.tape in aliases:
+                        appended.add(param)
+                    call = stmt.value if isinstance(stmt, (ir.Assign, ir.ExprStmt)) else None
+                    if isinstance(call, ir.Call):
+                        callee = next((f for f in functions if f.python is call.fn), None)
+                        if callee is not None and any(
+                                isinstance(arg, ir.Name) and arg.id in aliases and name in found[id(callee)]
+                                for name, arg in zip(callee.params, call.args)):
+                            appended.add(param)
+        found[id(fn)] = appended
+    return found[id(functions[-1])]
+
+
 def first_batched(path: str, tree: ArgTree) -> str | None:
     """`xs.shape[0]`: the batch size, read from the first batched leaf."""
     if tree[0] == "leaf":
@@ -174,14 +205,17 @@ def described_axes(params: list[str], trees: list[ArgTree]) -> str:
 
 
 def driver_source(name: str, params: list[str], trees: list[ArgTree], kernel: Kernel,
-                  out_axes: list[int]) -> str:
-    """The `<name>_vmap` function: a loop over examples, parallel under s2s.jit."""
+                  out_axes: list[int], private: bool = False) -> str:
+    """The `<name>_vmap` function: a loop over examples, parallel under s2s.jit. private (the
+    python backend, where a list stays a list): an argument the examples share that holds lists
+    or dicts is passed to each example as lists and dicts of its own (runtime.fresh_containers),
+    so what one example appends to it the others do not see. (Under s2s.jit lists are tuples.)"""
     fresh = ir.Names(params + [kernel.entry]).fresh
     n, b, result, mismatch = fresh("n"), fresh("b"), fresh("result"), fresh("mismatch")
     outs = [fresh(f"out_{k}") for k in range(len(kernel.leaf_paths))]
     nodes, signature = [], []
     for p, t in zip(params, trees):
-        if is_nested(t):
+        if is_nested(t) and not private:  # (in Python, no parallel loop: they come as they are)
             names, node = flat_parameters(p, t, fresh)
             signature += names
             nodes.append(node)
@@ -191,13 +225,17 @@ def driver_source(name: str, params: list[str], trees: list[ArgTree], kernel: Ke
 
     size = next(s for s in map(_first_batched_node, nodes) if s)
 
+    def shared(node) -> bool:
+        return private and node[0] != "rebuilt" and node[1][0] != "leaf" and not is_batched(node[1])
+
     def call(index: str) -> str:
-        args = [_rebuilt_expr(node, index) for node in nodes] + kernel.extra_args
+        args = [f"runtime.fresh_containers({node[0]})" if shared(node) else _rebuilt_expr(node, index)
+                for node in nodes] + kernel.extra_args
         return f"{result} = {kernel.entry}({', '.join(args)})"
 
     doc = (f"Vmap of {kernel.description}, batched over {described_axes(params, trees)}: "
            "a loop over the examples (parallel under s2s.jit).")
-    if any(map(is_nested, trees)):
+    if any(map(is_nested, trees)) and not private:
         doc += (" Arguments that nest containers come flattened (their leaves, and a shell of each dict "
                 "and namedtuple), as Numba's parallel loop takes them.")
     lines = [f"def {name}_vmap({', '.join(signature)}):", f'    """{doc}"""', f"    {n} = {size}"]
@@ -224,7 +262,7 @@ def driver_source(name: str, params: list[str], trees: list[ArgTree], kernel: Ke
 
 
 def module_source(name: str, params: list[str], trees: list[ArgTree], kernel: Kernel,
-                  out_axes: list[int], why_loop: str = "") -> str:
+                  out_axes: list[int], why_loop: str = "", private: bool = False) -> str:
     """The per-example module with the batched driver appended, and a header that says how
     the function was batched (and, on the python backend, why not by batching rules)."""
     header = (f"# Generated by s2s: vmap of {kernel.description}, batched over "
@@ -232,7 +270,7 @@ def module_source(name: str, params: list[str], trees: list[ArgTree], kernel: Ke
               f"# (runtime.prange: parallel under s2s.jit). The per-example code follows:\n")
     if why_loop:
         header += "".join(f"# {line}\n" for line in f"Not vectorised: {why_loop}".splitlines())
-    text = header + kernel.source + "\n\n" + driver_source(name, params, trees, kernel, out_axes)
+    text = header + kernel.source + "\n\n" + driver_source(name, params, trees, kernel, out_axes, private)
     return format_source(text)
 
 

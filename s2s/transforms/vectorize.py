@@ -71,6 +71,8 @@ class Vectorizer:
         self.zero_d: frozenset[str] = frozenset()  # its names that may hold 0-d arrays
         self.containers: frozenset[str] = frozenset()  # its names that may hold lists and dicts (or are parameters)
         self.origin = None  # of the statement being written
+        self.names = ir.Names()  # fresh names of the function being written
+        self.before: list = []  # statements the expression being written needs first (_conformed_items)
 
     # ---- patterns ---------------------------------------------------------------------
 
@@ -93,8 +95,9 @@ class Vectorizer:
                 break
         result = self._pattern_of(fn.result, env)
         self.written[key] = (fname, result)
-        saved = self.batch, self.zero_d, self.containers
-        self.batch = ir.Names(all_names(fn)).fresh("n")  # (not a module's `n` the function reads)
+        saved = self.batch, self.zero_d, self.containers, self.names, self.before
+        self.names = ir.Names(all_names(fn))
+        self.batch = self.names.fresh("n")  # (not a module's `n` the function reads)
         self.zero_d = names_that_may_be_0d_arrays(fn, self.by_python)
         # (a parameter may hold a list or dict the caller made: a write into it stores items too)
         self.containers = _containers(fn, env) | frozenset(fn.params)
@@ -117,7 +120,7 @@ class Vectorizer:
                 body.append(ast.Assign([name(param, True)], runtime_call("batch_broadcast", name(param),
                                                                            name(self.batch)), lineno=0))
         body += self._block(fn.body, env)
-        self.batch, self.zero_d, self.containers = saved
+        self.batch, self.zero_d, self.containers, self.names, self.before = saved
         args = ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in fn.params], kwonlyargs=[],
                              kw_defaults=[], defaults=[])
         self.defs.append(ast.FunctionDef(fname, args, body, [], None, lineno=0))
@@ -231,6 +234,9 @@ class Vectorizer:
                 return self.function(callee, tuple(args[:len(value.args)]))[1]
             if value.fn in (np.shape, builtins.len) or facts(value.fn).creates and not any(map(anything, args)):
                 return False
+            if _given_shape(value) and not anything(self._pattern_of(_given_shape(value), env)):
+                # np.zeros_like(x, shape=(3,)): x gives the dtype alone, the same for every example
+                return False
             if value.fn in (operator.add, operator.mul) and any(isinstance(a, tuple) for a in args):
                 return self._sequence_operation(value, args, stmt)[1]
             return any(anything(a) for a in args)
@@ -302,10 +308,11 @@ class Vectorizer:
         e = self.emitter
         self.origin = stmt.origin
         if isinstance(stmt, ir.Assign):
+            self.before = []
             value = self._expr(stmt.value, env, stmt)
             target_pattern = env.get(stmt.targets[0], False) if not stmt.unpack else None
             computed = self._value_pattern(stmt.value, env, stmt)
-            out = []
+            out, self.before = self.before, []
             if stmt.alias_check:
                 out += e.alias_checks(stmt, batched=lambda var: self._numbers_when_1d(var, env))
             if stmt.unpack:
@@ -453,6 +460,10 @@ class Vectorizer:
             return runtime_call("example_shape" if fn is np.shape else "example_len", e.atom(call.args[0]))
         if not any(batched) and not kw_batched:
             return e.expr(call)
+        if _given_shape(call):  # the prototype's dtype, the same for every example: as it is
+            if anything(self._pattern_of(_given_shape(call), env)):
+                raise NoBatchingRule(f"{fn.__name__} of a shape that differs between examples", stmt.origin)
+            return e.call(fn, [e.atom(a) for a in call.args], [(k, e.atom(a)) for k, a in call.kwargs])
         if kw_batched:
             raise NoBatchingRule(f"no batching rule for a keyword argument that differs between examples "
                                  f"({getattr(fn, '__name__', fn)})", stmt.origin)
@@ -470,6 +481,15 @@ class Vectorizer:
         if fn in (operator.add, operator.mul) and any(isinstance(p, tuple) for p in patterns):
             if self._sequence_operation(call, patterns, stmt)[0]:  # concatenation, repetition: items as they are
                 return e.call(fn, [e.atom(a) for a in call.args], [])
+        if fn not in (np.array, np.asarray, np.concatenate, np.stack) and any(map(_mixed, patterns)):
+            # NumPy takes a tuple or list display as one array: its unbatched items get the batch
+            # first (np.sum([a, 1.0]) of a batched a), else they would not stack with the others
+            args = list(call.args)
+            for k, pattern in enumerate(patterns):
+                if _mixed(pattern):
+                    args[k] = self._conformed_items(call.args[k], pattern, env)
+                    patterns[k] = batched[k] = True
+            call = ir.Call(call.fn, tuple(args), call.kwargs)
         python_extremum = fn in (builtins.max, builtins.min) and len(call.args) == 2 and not call.kwargs
         if len(call.args) <= 2 and facts(fn).numpy is not None:
             fn = facts(fn).numpy  # math.sin -> np.sin, max -> np.maximum
@@ -527,6 +547,24 @@ class Vectorizer:
         raise NoBatchingRule(f"no batching rule for {getattr(fn, '__name__', fn)}", stmt.origin)
 
 
+    def _conformed_items(self, atom: ir.Name, pattern: Pattern, env) -> ir.Name:
+        """A tuple or list of batched and unbatched items (pattern) as a tuple whose items all
+        carry the batch, bound to a fresh name by a statement written before the current one."""
+        def items(expr: ast.expr, p: Pattern) -> ast.expr:
+            if _all_batched(p):
+                return expr
+            if _mixed(p):
+                return ast.Tuple([items(ast.Subscript(expr, ast.Constant(k), ast.Load()), q)
+                                  for k, q in enumerate(p)], ast.Load())
+            return runtime_call("batch_broadcast", expr, name(self.batch))
+
+        conformed = self.names.fresh(f"{atom.id}_batched")
+        self.before.append(self.emitter.comment(f"{atom.id}, a tuple of batched and unbatched items, "
+                                                "as NumPy takes it (one array): every item with the batch"))
+        self.before.append(ast.Assign([name(conformed, True)], items(self.emitter.atom(atom), pattern), lineno=0))
+        env[conformed] = True
+        return ir.Name(conformed)
+
     def _along_axis(self, call: ir.Call, stmt) -> ast.expr:
         """np.cumprod(x, axis) and the like, of a batched x: the same per-example axis (negative
         ones move by one, past the batch); axis=None, over each example flattened."""
@@ -557,6 +595,26 @@ _OPTIONS = frozenset({"dtype", "order", "casting", "copy", "subok", "ndmin", "li
 
 # Functions of one array along an axis (their rules' placeholder `axis`), which batch by that axis.
 _ALONG_AN_AXIS = (np.cumsum, np.cumprod, np.diff, np.roll, np.sort, np.flip)
+
+
+def _given_shape(call: ir.Call):
+    """The shape of np.zeros_like(x, shape=(3,)), or ones_like or empty_like (a keyword, or the
+    fifth argument): a new array of that shape, whose prototype x gives only its dtype. None
+    where no shape is given. (np.full_like's fill value may be batched: it has no batching
+    rule, and runs per example.)"""
+    if call.fn not in (np.zeros_like, np.ones_like, np.empty_like):
+        return None
+    shape = dict(call.kwargs).get("shape", call.args[4] if len(call.args) > 4 else None)
+    return None if isinstance(shape, ir.Const) and shape.value is None else shape
+
+
+def _all_batched(pattern: Pattern) -> bool:
+    return all(map(_all_batched, pattern)) if isinstance(pattern, tuple) else pattern is True
+
+
+def _mixed(pattern: Pattern) -> bool:
+    """A tuple pattern some of whose items (at any depth) are batched and some not."""
+    return isinstance(pattern, tuple) and anything(pattern) and not _all_batched(pattern)
 
 
 def _flags(pattern: Pattern):
