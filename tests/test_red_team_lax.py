@@ -135,3 +135,63 @@ def test_plain_values_of_the_refused_programs():
     for fun in (ys_tuple_in_a_variable, ys_of_a_module_level_step, xs_tuple_in_a_variable, xs_list_display,
                 ys_dict_display):
         assert np.isfinite(fun(X))
+
+
+# ---- a float written into an integer array ---------------------------------------------------
+
+
+def int_array_write(x):
+    v = np.zeros(2, dtype=np.int64)
+    v[0] = x[0] * 10.0  # cut to an integer: a piecewise constant of x[0]
+    return np.sum(v * x[:2])
+
+
+def int_array_loop(x):
+    v = np.zeros(4, dtype=int)
+    for i in range(4):
+        v[i] = v[i] + x[i] * 10.0
+    w = v.copy()
+    w[0] = x[1] * 3.0
+    return np.sum(v * x) + np.sum(w * x)
+
+
+def int_array_carry(x):
+    def body(i, v):
+        v[i] = v[i] + x[i] * 2.5
+        return v
+
+    v = lax.fori_loop(0, 3, body, np.zeros(4, dtype=np.int64))
+    return np.sum(v * x)
+
+
+def int_arrays_of_other_makers(x):
+    a = np.arange(4)
+    a[2] = x[2] * 10.0
+    b = np.array([1, 2, 3, 4])
+    b[0] = x[0] * 10.0
+    c = (x * 3.0).astype(int)
+    c[1] = x[1] * 10.0
+    m = np.zeros(4, dtype=bool)
+    m[3] = x[3] * 2.0
+    return np.sum(a * x) + np.sum(b * x) + np.sum(c * x) + np.sum(m * x)
+
+
+XI = np.array([0.33, -0.23, 0.57, 0.81])  # (10 x, 2.5 x, 3 x away from integers)
+
+
+@pytest.mark.parametrize("fun", [int_array_write, int_array_loop, int_array_carry, int_arrays_of_other_makers])
+def test_a_float_written_into_an_integer_array_has_no_derivative(fun):
+    # The write's value reached the gradient as if the array held it uncut: for int_array_write
+    # [6.3, 0] where the derivative is v = [3, 0] (and 10 x[0] more for each write in the loops)
+    want = central_difference_grad(fun, (XI,), 0)
+    np.testing.assert_allclose(s2s.grad(fun)(XI), want, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(s2s.jacfwd(fun)(XI), want, rtol=1e-7, atol=1e-9)
+    batch = np.stack([XI, XI[::-1] * 0.9])
+    np.testing.assert_allclose(s2s.vmap(s2s.grad(fun))(batch),
+                               [central_difference_grad(fun, (row,), 0) for row in batch], rtol=1e-7, atol=1e-9)
+
+
+def test_a_float_written_into_an_integer_array_under_jit():
+    want = central_difference_grad(int_array_loop, (XI,), 0)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(int_array_loop))(XI), want, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(s2s.hessian(int_array_write)(XI[:2]), np.zeros((2, 2)), atol=1e-12)
