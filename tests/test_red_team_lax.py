@@ -195,3 +195,28 @@ def test_a_float_written_into_an_integer_array_under_jit():
     want = central_difference_grad(int_array_loop, (XI,), 0)
     np.testing.assert_allclose(s2s.jit(s2s.grad(int_array_loop))(XI), want, rtol=1e-7, atol=1e-9)
     np.testing.assert_allclose(s2s.hessian(int_array_write)(XI[:2]), np.zeros((2, 2)), atol=1e-12)
+
+
+# ---- jax.checkpoint(step) passed to a form ---------------------------------------------------
+
+
+def scan_of_a_checkpointed_step(x):
+    def step(c, xi):
+        return np.tanh(c * xi + 0.2), c * c
+
+    c, ys = lax.scan(s2s.checkpoint(step), 0.3, x)
+    return c + np.sum(ys)
+
+
+def fori_of_a_remat_body(x):
+    def body(i, v):
+        return v * 0.9 + np.sin(v) * x[i]
+
+    return np.sum(lax.fori_loop(0, 3, s2s.remat(body, prevent_cse=False), x * 1.0))
+
+
+@pytest.mark.parametrize("fun", [scan_of_a_checkpointed_step, fori_of_a_remat_body])
+def test_a_checkpointed_function_passed_to_a_form(fun):
+    # was refused: "the f of s2s.lax.scan must be a function s2s can read"
+    assert s2s.jit(fun, backend="python")(X) == pytest.approx(fun(X), rel=1e-14)
+    np.testing.assert_allclose(s2s.grad(fun)(X), central_difference_grad(fun, (X,), 0), rtol=1e-6, atol=1e-8)

@@ -30,6 +30,7 @@ import libcst as cst
 import numpy as np
 
 from .. import lax, runtime
+from ..rules.custom import checkpoint
 from ..ir import nodes as ir
 from .source import MISSING, is_user_function
 
@@ -96,6 +97,12 @@ class LaxLowering:
 
     def function_argument(self, node: cst.BaseExpression, form: str, role: str) -> Any:
         """A LocalFunction, or the module-level Python function that node names."""
+        if isinstance(node, cst.Call) and len(node.args) >= 1 and node.args[0].keyword is None \
+                and not node.args[0].star and all(a.keyword is not None for a in node.args[1:]) \
+                and not (isinstance(node.func, cst.Name) and node.func.value in self.locals) \
+                and self.resolver.resolve(node.func) is checkpoint:
+            # s2s.checkpoint(step) (jax.checkpoint, remat): the function itself, as checkpoint returns it
+            return self.function_argument(node.args[0].value, form, role)
         if isinstance(node, cst.Lambda):
             return LocalFunction("the lambda", self.plain_params(node.params, node), [], node.body, set(), set())
         if isinstance(node, cst.Name) and node.value in self.def_names:
