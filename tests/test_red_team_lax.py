@@ -164,6 +164,16 @@ def int_array_carry(x):
     return np.sum(v * x)
 
 
+def int_array_in_a_tuple_carry(x):
+    def body(c):
+        i, v = c
+        v[i] = x[i] * 10.0
+        return (i + 1, v)
+
+    i, v = lax.while_loop(lambda c: c[0] < 3, body, (0, np.zeros(4, dtype=int)))
+    return np.sum(v * x)
+
+
 def int_arrays_of_other_makers(x):
     a = np.arange(4)
     a[2] = x[2] * 10.0
@@ -179,7 +189,8 @@ def int_arrays_of_other_makers(x):
 XI = np.array([0.33, -0.23, 0.57, 0.81])  # (10 x, 2.5 x, 3 x away from integers)
 
 
-@pytest.mark.parametrize("fun", [int_array_write, int_array_loop, int_array_carry, int_arrays_of_other_makers])
+@pytest.mark.parametrize("fun", [int_array_write, int_array_loop, int_array_carry, int_array_in_a_tuple_carry,
+                                 int_arrays_of_other_makers])
 def test_a_float_written_into_an_integer_array_has_no_derivative(fun):
     # The write's value reached the gradient as if the array held it uncut: for int_array_write
     # [6.3, 0] where the derivative is v = [3, 0] (and 10 x[0] more for each write in the loops)

@@ -182,12 +182,27 @@ class Analysis:
         """Names bound only to arrays that NumPy makes with an integer or bool dtype written in the
         call (np.zeros(n, dtype=int), np.full(n, 3, np.int64)): a float written into one is cut
         to an integer, a piecewise constant of it, so the write carries no derivative."""
-        def copied(value) -> str | None:  # y = x, np.copy(x), x.copy(): x keeps its dtype
+        def copied(var, d) -> list[str] | None:
+            """The names var takes its array from at d: y = x, np.copy(x), x.copy() (x keeps its
+            dtype), or `a, y = t` where t is only ever a tuple display (a loop's packed carry)."""
+            if not isinstance(d, ir.Assign):
+                return None
+            value = d.value
+            if d.unpack:
+                packs = self.defs.get(value.id, []) if isinstance(value, ir.Name) else []
+                k = d.targets.index(var)
+                if packs and all(isinstance(p, ir.Assign) and isinstance(p.value, ir.Build)
+                                 and p.value.kind in ("tuple", "list") and len(p.value.elts) == len(d.targets)
+                                 and isinstance(p.value.elts[k], ir.Name) for p in packs):
+                    return [p.value.elts[k].id for p in packs]
+                return None
+            if len(d.targets) != 1:
+                return None
             if isinstance(value, ir.Name):
-                return value.id
+                return [value.id]
             if isinstance(value, ir.Call) and value.fn in (np.copy, runtime.copy, runtime.batch_broadcast) \
                     and value.args and not value.kwargs and isinstance(value.args[0], ir.Name):
-                return value.args[0].id
+                return [value.args[0].id]
             return None
 
         def int_atom(atom) -> bool:
@@ -214,13 +229,12 @@ class Analysis:
 
         assigns = {var: [d for d in defs if not isinstance(d, ir.SetItem)] for var, defs in self.defs.items()}
         out = {var for var, ds in assigns.items()
-               if ds and all(isinstance(d, ir.Assign) and len(d.targets) == 1 and not d.unpack
-                             and (made(d) or copied(d.value) is not None) for d in ds)}
+               if ds and all(made(d) or copied(var, d) is not None for d in ds)}
         changed = True
         while changed:  # (the greatest such set: a loop's carry is assigned from itself)
             changed = False
             for var in list(out):
-                if not all(made(d) or copied(d.value) in out for d in assigns[var]):
+                if not all(made(d) or all(c in out for c in copied(var, d)) for d in assigns[var]):
                     out.discard(var)
                     changed = True
         reached = {var for var in out if any(made(d) for d in assigns[var])}
@@ -228,7 +242,7 @@ class Analysis:
         while changed:  # (and of those, the ones an integer array made in the function reaches)
             changed = False
             for var in out - reached:
-                if any(copied(d.value) in reached for d in assigns[var]):
+                if any(not made(d) and any(c in reached for c in copied(var, d)) for d in assigns[var]):
                     reached.add(var)
                     changed = True
         return reached
