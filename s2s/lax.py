@@ -103,7 +103,11 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reve
         return init, _empty_stack(example)
     carry, outputs = init, [None] * n
     for i in (range(n - 1, -1, -1) if reverse else range(n)):
-        carry, outputs[i] = f(carry, _index(xs, i))
+        carry, y = f(carry, _index(xs, i))
+        # ys[i] is the output as the step gave it: a copy, as a step that writes into its carry
+        # in place and returns it (or a view of it) as y would otherwise leave every row the
+        # last step's (the transformed scan writes each row as its step ends, as JAX does)
+        outputs[i] = _map(np.array, y)
     return carry, _stack(outputs, n)
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import runtime
 from ..ir import nodes as ir
 from ..errors import S2SError
 from .liveness import Branches, Liveness, Loop
@@ -88,6 +89,32 @@ def differentiable_sources(stmt) -> list[str]:
     return []
 
 
+# NumPy's array makers whose dtype argument is the one after `positional` others.
+_MAKERS = {np.zeros: 1, np.ones: 1, np.empty: 1, np.full: 2, np.arange: None, np.array: 1, np.asarray: 1,
+           np.zeros_like: 1, np.ones_like: 1, np.empty_like: 1, np.full_like: 2}
+
+
+def _integer_dtype_call(call: ir.Call) -> bool:
+    """np.zeros(..., dtype=int) and the like: a call that makes an array of the integer or bool
+    dtype written as its argument."""
+    try:
+        position = _MAKERS.get(call.fn, -1)
+    except TypeError:  # an unhashable callable
+        return False
+    if position == -1:
+        return False
+    dtype = dict(call.kwargs).get("dtype")
+    if dtype is None and position is not None and len(call.args) > position:
+        dtype = call.args[position]
+    if not isinstance(dtype, ir.Const) or dtype.value is None:
+        return False
+    try:
+        kind = np.dtype(dtype.value).kind
+    except TypeError:
+        return False
+    return kind in "biu"
+
+
 @dataclass
 class Analysis:
     fn: ir.Function
@@ -109,8 +136,8 @@ class Analysis:
         self._index(self.fn.body, (), None)
         for p in self.fn.params:
             self.defs.setdefault(p, []).insert(0, "param")
+        self._kinds()  # (int_like first: the activity of writes into integer arrays reads it)
         self._activity()
-        self._kinds()
         self._check_calls()
         self._aliases()
         return self
@@ -151,13 +178,85 @@ class Analysis:
 
     # ---- activity ---------------------------------------------------------------
 
+    def _integer_arrays(self) -> set[str]:
+        """Names bound only to arrays that NumPy makes with an integer or bool dtype written in the
+        call (np.zeros(n, dtype=int), np.full(n, 3, np.int64)): a float written into one is cut
+        to an integer, a piecewise constant of it, so the write carries no derivative."""
+        def copied(var, d) -> list[str] | None:
+            """The names var takes its array from at d: y = x, np.copy(x), x.copy() (x keeps its
+            dtype), or `a, y = t` where t is only ever a tuple display (a loop's packed carry)."""
+            if not isinstance(d, ir.Assign):
+                return None
+            value = d.value
+            if d.unpack:
+                packs = self.defs.get(value.id, []) if isinstance(value, ir.Name) else []
+                k = d.targets.index(var)
+                if packs and all(isinstance(p, ir.Assign) and isinstance(p.value, ir.Build)
+                                 and p.value.kind in ("tuple", "list") and len(p.value.elts) == len(d.targets)
+                                 and isinstance(p.value.elts[k], ir.Name) for p in packs):
+                    return [p.value.elts[k].id for p in packs]
+                return None
+            if len(d.targets) != 1:
+                return None
+            if isinstance(value, ir.Name):
+                return [value.id]
+            if isinstance(value, ir.Call) and value.fn in (np.copy, runtime.copy, runtime.batch_broadcast) \
+                    and value.args and not value.kwargs and isinstance(value.args[0], ir.Name):
+                return [value.args[0].id]
+            return None
+
+        def int_atom(atom) -> bool:
+            return isinstance(atom, ir.Const) and isinstance(atom.value, (int, np.integer)) \
+                and not isinstance(atom.value, bool) or isinstance(atom, ir.Name) and atom.id in self.int_like
+
+        def int_display(atom) -> bool:  # a tuple or list display of int constants
+            defs = self.defs.get(atom.id, []) if isinstance(atom, ir.Name) else []
+            return len(defs) == 1 and isinstance(defs[0], ir.Assign) and isinstance(defs[0].value, ir.Build) \
+                and defs[0].value.kind in ("tuple", "list") and defs[0].value.elts \
+                and all(int_atom(e) for e in defs[0].value.elts)
+
+        def made(d) -> bool:
+            if not (isinstance(d, ir.Assign) and isinstance(d.value, ir.Call)):
+                return False
+            call = d.value
+            if _integer_dtype_call(call) or call.fn is runtime.astype_integer:
+                return True
+            if call.kwargs:
+                return False
+            if call.fn is np.arange:  # np.arange(n) of ints
+                return bool(call.args) and all(int_atom(a) for a in call.args)
+            return call.fn in (np.array, np.asarray) and len(call.args) == 1 and int_display(call.args[0])
+
+        assigns = {var: [d for d in defs if not isinstance(d, ir.SetItem)] for var, defs in self.defs.items()}
+        out = {var for var, ds in assigns.items()
+               if ds and all(made(d) or copied(var, d) is not None for d in ds)}
+        changed = True
+        while changed:  # (the greatest such set: a loop's carry is assigned from itself)
+            changed = False
+            for var in list(out):
+                if not all(made(d) or all(c in out for c in copied(var, d)) for d in assigns[var]):
+                    out.discard(var)
+                    changed = True
+        reached = {var for var in out if any(made(d) for d in assigns[var])}
+        changed = True
+        while changed:  # (and of those, the ones an integer array made in the function reaches)
+            changed = False
+            for var in out - reached:
+                if any(not made(d) and any(c in reached for c in copied(var, d)) for d in assigns[var]):
+                    reached.add(var)
+                    changed = True
+        return reached
+
     def _activity(self):
         stmts = list(self.statements())
+        integer_arrays = self._integer_arrays()
         self.varied = set(self.active_params)
         changed = True
         while changed:
             changed = False
             for stmt in stmts:
+                if isinstance(stmt, ir.SetItem) and stmt.base in integer_arrays:
+                    continue  # (the value written is cut to an integer)
                 sources = differentiable_sources(stmt)
                 if any(s in self.varied for s in sources):
                     for target in ir.stmt_writes(stmt):
@@ -169,7 +268,7 @@ class Analysis:
         while changed:
             changed = False
             for stmt in stmts:
-                if isinstance(stmt, ir.For):
+                if isinstance(stmt, ir.For) or isinstance(stmt, ir.SetItem) and stmt.base in integer_arrays:
                     continue
                 if any(t in self.useful for t in ir.stmt_writes(stmt)):
                     for source in differentiable_sources(stmt):

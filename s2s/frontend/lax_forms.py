@@ -30,6 +30,7 @@ import libcst as cst
 import numpy as np
 
 from .. import lax, runtime
+from ..rules.custom import checkpoint
 from ..ir import nodes as ir
 from .source import MISSING, is_user_function
 
@@ -96,6 +97,12 @@ class LaxLowering:
 
     def function_argument(self, node: cst.BaseExpression, form: str, role: str) -> Any:
         """A LocalFunction, or the module-level Python function that node names."""
+        if isinstance(node, cst.Call) and len(node.args) >= 1 and node.args[0].keyword is None \
+                and not node.args[0].star and all(a.keyword is not None for a in node.args[1:]) \
+                and not (isinstance(node.func, cst.Name) and node.func.value in self.locals) \
+                and self.resolver.resolve(node.func) is checkpoint:
+            # s2s.checkpoint(step) (jax.checkpoint, remat): the function itself, as checkpoint returns it
+            return self.function_argument(node.args[0].value, form, role)
         if isinstance(node, cst.Lambda):
             return LocalFunction("the lambda", self.plain_params(node.params, node), [], node.body, set(), set())
         if isinstance(node, cst.Name) and node.value in self.def_names:
@@ -364,17 +371,32 @@ class LaxLowering:
         reverse = bool(reverse.value)
         # xs: None, a tuple display of arrays, or one array (each sliced along its first axis).
         xs_node = a.get("xs", cst.Name("None"))
+        if isinstance(xs_node, (cst.List, cst.Dict, cst.ListComp, cst.DictComp, cst.Set)):
+            raise self.error(xs_node, "s2s.lax.scan takes xs as one array or a tuple display of arrays, "
+                             "not a list or dict",
+                             "write xs as a tuple, (a, b), and read the step's rows as x[0], x[1]")
         xs_tree = None if isinstance(xs_node, cst.Name) and xs_node.value == "None" else self.lower_tree(xs_node, 1)
         leaves = xs_tree if isinstance(xs_tree, list) else [] if xs_tree is None else [xs_tree]
         if "length" in a and not (isinstance(a["length"], cst.Name) and a["length"].value == "None"):
             n = self.expr(a["length"])
         elif leaves:
+            if not isinstance(xs_tree, list):
+                # One name: a tuple, list or dict in it would be indexed by its elements, not rows.
+                o = self.origin
+                message = ir.Const(f"{os.path.basename(o.filename)}:{o.line}:{o.column}: scan: xs is a tuple, "
+                                   f"list or dict held in a variable, whose elements s2s would take for its "
+                                   f"rows: pass xs as a tuple display, (a, b), or one array")
+                self.emit(ir.ExprStmt(ir.Call(runtime.require_fits, (ir.Const(None), leaves[0], message)), self.origin))
             shape = self.assign(ir.Attribute(leaves[0], "shape"))
             n = self.assign(ir.Subscript(shape, ir.Index((ir.Const(0),))))
         else:
             raise self.error(node, "s2s.lax.scan over xs=None needs length=", "pass length=the number of steps")
         # The outputs: None, a tuple display (several stacks) or one value.
         y_node = result[1] if result else None
+        if isinstance(y_node, (cst.List, cst.Dict, cst.ListComp, cst.DictComp, cst.Set)):
+            raise self.error(y_node, "the step of s2s.lax.scan returns its output y as one array or number, "
+                             "a tuple display of them, or None: not a list or dict",
+                             "return a tuple, (c, (a, b)), and read the stacks as ys[0], ys[1]")
         y_display = _display(y_node)
         no_ys = isinstance(y_node, cst.Name) and y_node.value == "None"
         m = 0 if no_ys else len(y_display) if y_display is not None else 1
@@ -440,7 +462,14 @@ class LaxLowering:
                 for save in saves:
                     save.value = ir.Call(runtime.copy, (save.value,))
             written = []
+            o = self.origin
+            shapeless = ir.Const(f"{os.path.basename(o.filename)}:{o.line}:{o.column}: scan: the step's output y "
+                                 f"is a tuple, list or dict held in a variable, which s2s would stack as one "
+                                 f"array: return it as a tuple display, `return carry, (a, b)`, for a tuple "
+                                 f"of stacks")
             for name, value in zip(ys, outputs):
+                # (a tuple in a variable: stacked as one array it would give rows, not stacks)
+                self.emit(ir.ExprStmt(ir.Call(runtime.require_fits, (ir.Const(None), value, shapeless)), self.origin))
                 self.emit(ir.Assign((name,), ir.Call(runtime.batch_empty, (n, value)), self.origin))
                 written.append(ir.SetItem(name, ir.Index((first,)), value, None, self.origin))
             restored = [ir.Assign((c,), ir.Name(name), self.origin) for c, name in zip(carry, saved)]

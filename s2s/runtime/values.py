@@ -365,8 +365,12 @@ def require_fits(stack, value, message):
     """Refuse a step of s2s.lax.scan whose output a stack of the first step's dtype would cut:
     an int (or float32) initial carry that the body turns into a float (or float64) makes the
     first output an int and the later ones floats. JAX promotes such a Python-number carry
-    before the loop; the stack s2s allocates from the first step cannot (its dtype is fixed)."""
-    if not fits_dtype(value, stack.dtype):
+    before the loop; the stack s2s allocates from the first step cannot (its dtype is fixed).
+    Before the stack is allocated (stack None), the first step's output: a tuple, list or dict
+    is refused, as one array it would be stacked as rows, not as a tuple of stacks."""
+    if isinstance(value, (tuple, list, dict)):
+        raise S2SError(message)
+    if stack is not None and not fits_dtype(value, stack.dtype):
         raise S2SError(message)
 
 

@@ -449,12 +449,12 @@ def _repeats(index):
 @overload(rt.require_fits)
 def _require_fits(stack, value, message):
     # The dtypes are known when Numba types the call: a value that fits compiles to nothing.
-    if _casts(value, stack.dtype, "safe"):
-        return lambda stack, value, message: None
-
-    def impl(stack, value, message):
-        raise S2SError(message)
-    return impl
+    if isinstance(value, (types.BaseTuple, types.List, types.DictType)) \
+            or not _is_none(stack) and not _casts(value, stack.dtype, "safe"):
+        def impl(stack, value, message):
+            raise S2SError(message)
+        return impl
+    return lambda stack, value, message: None
 
 
 @overload(rt.require_distinct)
