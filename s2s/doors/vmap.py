@@ -25,7 +25,6 @@ from . import api
 from .. import runtime
 from .. import backends, pytree
 from ..driver import cache
-from ..frontend.collect import collect
 from ..transforms import batching
 from ..ir import nodes as ir
 from ..errors import NoBatchingRule, S2SError
@@ -220,6 +219,8 @@ class Batched:
         # A shared argument whose list fun appends to: each example appends to a list of its own
         # (the loop is differentiated and compiled as user code, where the examples would see
         # each other's items).
+        from ..frontend.collect import collect  # (here: code from the cache runs without libcst)
+
         try:
             appended = batching.appended_parameters(collect(fun))
         except S2SError:  # (the transforms that lower fun say why)
