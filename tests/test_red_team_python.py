@@ -638,3 +638,28 @@ def test_python_max_and_min_with_nan_match_differences(point):
     for derivative in (s2s.grad(python_extrema), s2s.jit(s2s.grad(python_extrema)), s2s.jacfwd(python_extrema)):
         assert np.allclose(derivative(x), expected)
     assert np.allclose(s2s.vmap(s2s.grad(python_extrema))(x[None, :])[0], expected)
+
+
+# ---- a list display as a NumPy function's array operand ------------------------------------
+
+
+def ufunc_of_a_display(x):
+    return np.sum(np.square([x[0], 1.0])) + np.sum(np.maximum([x[1], 1.0], 0.5))
+
+
+def dot_of_displays(x):
+    return np.dot([x[0], 2.0], [3.0, x[1]]) + np.sum(np.clip((x[0], x[1] * 3.0), 0.0, 1.0))
+
+
+@pytest.mark.parametrize("f", [ufunc_of_a_display, dot_of_displays])
+def test_a_display_as_an_array_operand(f):
+    # NumPy makes the display an array; the derivative rules did arithmetic on the tuple (a raw
+    # TypeError: can't multiply sequence by non-int of type 'float')
+    x = np.array([0.3, 0.2])
+    want = central_differences(f, x)
+    for transform in (s2s.grad, s2s.jacfwd, s2s.jacrev):
+        np.testing.assert_allclose(transform(f)(x), want, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(f))(x), want, rtol=1e-6, atol=1e-8)
+    batch = np.array([[0.3, 0.2], [0.7, 0.1]])
+    np.testing.assert_allclose(s2s.vmap(s2s.grad(f))(batch), [central_differences(f, row) for row in batch],
+                               rtol=1e-6, atol=1e-8)

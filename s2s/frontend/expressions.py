@@ -442,6 +442,11 @@ class ExpressionLowering(JvpCallLowering):
             if site is not None:
                 self.call_sites.append(site)
             return self.user_call(node, callee, args, kwargs)
+        for k in _array_operands(callee, len(args)):
+            if isinstance(node.args[k].value, (cst.List, cst.Tuple)) and not node.args[k].keyword:
+                # np.square([a, 1.0]): NumPy makes the display an array first; so does the lowered
+                # call, whose derivative rules do arithmetic on it (a tuple there was a raw TypeError)
+                args[k] = self.assign(ir.Call(np.array, (args[k],)))
         if callee is np.matmul and len(args) == 2 and not kwargs:
             callee = operator.matmul  # the same function; Numba compiles `@`, not np.matmul
         if callee is np.einsum:
@@ -583,3 +588,18 @@ class ExpressionLowering(JvpCallLowering):
                                  "pass the argument explicitly")
         self.callees[id(callee)] = callee  # (by identity: two callees may share a name)
         return self.assign(ir.Call(callee, tuple(full)))
+
+
+# The positions of the array operands of NumPy functions that take a list or tuple display as an
+# array (a ufunc's inputs; np.where's x and y): positions that are shapes or axes are not here.
+_OPERANDS = {np.dot: (0, 1), np.inner: (0, 1), np.outer: (0, 1), np.matmul: (0, 1), np.vdot: (0, 1),
+             np.kron: (0, 1), np.cross: (0, 1), np.clip: (0, 1, 2), np.where: (1, 2)}
+
+
+def _array_operands(callee, n_args: int) -> range | tuple:
+    if isinstance(callee, np.ufunc):
+        return range(min(callee.nin, n_args))
+    try:
+        return tuple(k for k in _OPERANDS.get(callee, ()) if k < n_args)
+    except TypeError:  # an unhashable callable
+        return ()
