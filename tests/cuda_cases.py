@@ -167,6 +167,15 @@ def euler_state(k):  # a fixed-size state updated in place from itself (its shap
     return s[0]
 
 
+def scaled_copy(s, z):  # an array made like an argument, written with values that carry derivatives
+    w = np.zeros_like(z)  # (its dtype is the argument's: run time checks it, on the host)
+    total = 0.0
+    for t in range(z.shape[0]):
+        w[t] = s * z[t]
+        total = total + w[t] * w[t]
+    return total
+
+
 def growth(s0, sigma, z):
     s = s0
     for t in range(z.shape[0]):
@@ -522,6 +531,8 @@ CASES = {
     "fixed_reads_grad": (lambda: s2s.vmap(s2s.grad(fixed_reads)), lambda: (np.arange(12.0).reshape(4, 3) + 0.5,)),
     "label_read_grad": (lambda: s2s.vmap(s2s.grad(label_read)),
                         lambda: (np.arange(12.0).reshape(4, 3) + 0.5, np.array([0, 1, 2, 1]))),
+    "scaled_copy_grad": (lambda: s2s.vmap(s2s.grad(scaled_copy), in_axes=(None, 0)),
+                         lambda: (0.7, rosen_args()[0])),
     "euler_state_grad": (lambda: s2s.vmap(s2s.grad(euler_state)), lambda: (np.linspace(0.5, 1.5, 8),)),
     "draws32": (lambda: s2s.vmap(draws32), lambda: keys_args(256)[:1]),
     "random_path_greeks": (lambda: s2s.vmap(s2s.grad(random_path, argnums=(1, 2)), in_axes=(0, None, None)),

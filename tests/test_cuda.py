@@ -286,6 +286,17 @@ def test_state_updated_in_place_against_central_differences():
     np.testing.assert_allclose(got, central, rtol=1e-7)
 
 
+def test_write_into_an_integer_array_made_like_an_argument_refused():
+    """The kernel leaves out the check of a write into an array made like an argument: the first
+    example, run on the host as Python, made it (every example's array has that dtype)."""
+    z = np.arange(12).reshape(3, 4)  # integers: the write of s * z[t] is cut to an integer
+    where = f"cuda_cases.py:{_line_of('w[t] = s * z[t]')}:"
+    with pytest.raises(s2s.S2SError, match=f"{where}.* into w, an array of integers"):
+        s2s.jit(s2s.vmap(s2s.grad(cuda_cases.scaled_copy), in_axes=(None, 0)), backend="cuda")(0.7, z)
+    got = s2s.jit(s2s.vmap(s2s.grad(cuda_cases.scaled_copy), in_axes=(None, 0)), backend="cuda")(0.7, z * 1.0)
+    np.testing.assert_allclose(got, 2 * 0.7 * np.sum(z * z, axis=1), rtol=1e-14)
+
+
 def test_array_shape_fixed_by_the_first_example():
     """np.zeros(k) with the example's own k: the kernel's local array has the first example's
     shape, and an example that asks for another is an S2SError at the statement."""

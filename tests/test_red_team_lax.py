@@ -208,6 +208,70 @@ def test_a_float_written_into_an_integer_array_under_jit():
     np.testing.assert_allclose(s2s.hessian(int_array_write)(XI[:2]), np.zeros((2, 2)), atol=1e-12)
 
 
+def int_array_made_like_an_int_array(x):
+    w = np.zeros_like(np.arange(4))  # (zeros_like without a dtype keeps its argument's)
+    w[0] = x[0] * 10.0
+    return np.sum(w * x)
+
+
+def test_an_array_made_like_an_integer_array_is_one():
+    # [6.3 + 3, 0, 0, 0] where the derivative is [3, 0, 0, 0]
+    want = central_difference_grad(int_array_made_like_an_int_array, (XI,), 0)
+    np.testing.assert_allclose(s2s.grad(int_array_made_like_an_int_array)(XI), want, rtol=1e-7, atol=1e-9)
+
+
+def writes_into_a_copy_of_an_argument(x, v):
+    v = v.copy()
+    v[0] = x[0] * 10.0
+    return np.sum(v * x)
+
+
+def writes_into_an_argument(x, v):
+    v[1] = x[1] * 10.0
+    return np.sum(v * x)
+
+
+def writes_into_an_array_made_like_an_argument(x, v):
+    w = np.zeros_like(v)
+    for i in range(2):
+        w[i] = x[i] * 10.0
+    return np.sum(w * x)
+
+
+ARGUMENT_WRITES = [writes_into_a_copy_of_an_argument, writes_into_an_argument,
+                   writes_into_an_array_made_like_an_argument]
+
+
+@pytest.mark.parametrize("fun", ARGUMENT_WRITES)
+def test_a_float_written_into_an_integer_array_argument_is_refused(fun):
+    # The transform cannot know an argument's dtype: where v held integers the write's value reached
+    # the gradient as if uncut ([6.3 + 3.3, 2, 3, 4] where the derivative is [3, 2, 3, 4]). Run time
+    # refuses it, at the write, in every mode and backend
+    transforms = [s2s.grad(fun), s2s.jacfwd(fun), s2s.jacrev(fun), s2s.jit(s2s.grad(fun)),
+                  s2s.jit(s2s.jacfwd(fun)), s2s.vmap(s2s.grad(fun), in_axes=(0, None))]
+    for transformed in transforms:
+        x = np.stack([XI, XI]) if transformed is transforms[-1] else XI
+        with pytest.raises(s2s.S2SError, match=r"test_red_team_lax.py:\d+:\d+: writing a value that carries a "
+                                               r"derivative into \w, an array of integers"):
+            transformed(x, np.array([1, 2, 3, 4]))
+
+
+@pytest.mark.parametrize("fun", ARGUMENT_WRITES)
+def test_a_float_argument_written_into_keeps_its_derivative(fun):
+    v = np.array([1.0, 2.0, 3.0, 4.0])
+    want = central_difference_grad(lambda x: fun(x, v.copy()), (XI,), 0)
+    for transformed in (s2s.grad(fun), s2s.jit(s2s.grad(fun)), s2s.jacfwd(fun)):
+        np.testing.assert_allclose(transformed(XI, v.copy()), want, rtol=1e-7, atol=1e-9)
+    # and an int(...) the program writes itself is the cut, whose derivative is 0
+    def cut(x, v):
+        v = v.copy()
+        v[0] = int(x[0] * 10.0)
+        return np.sum(v * x)
+    w = np.array([1, 2, 3, 4])
+    np.testing.assert_allclose(s2s.grad(cut)(XI, w), central_difference_grad(lambda x: cut(x, w), (XI,), 0),
+                               rtol=1e-7, atol=1e-9)
+
+
 # ---- jax.checkpoint(step) passed to a form ---------------------------------------------------
 
 

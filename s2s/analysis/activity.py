@@ -92,6 +92,7 @@ def differentiable_sources(stmt) -> list[str]:
 # NumPy's array makers whose dtype argument is the one after `positional` others.
 _MAKERS = {np.zeros: 1, np.ones: 1, np.empty: 1, np.full: 2, np.arange: None, np.array: 1, np.asarray: 1,
            np.zeros_like: 1, np.ones_like: 1, np.empty_like: 1, np.full_like: 2}
+_LIKE_MAKERS = (np.zeros_like, np.ones_like, np.empty_like, np.full_like)  # (x's dtype where none is given)
 
 
 def _integer_dtype_call(call: ir.Call) -> bool:
@@ -128,6 +129,7 @@ class Analysis:
     subscripted: set = field(default_factory=set)
     containers: set = field(default_factory=set)
     int_like: set = field(default_factory=set)
+    integer_arrays: set = field(default_factory=set)  # arrays of integers the function makes (_integer_arrays)
     mutated: set = field(default_factory=set)
     alias_of: dict = field(default_factory=dict)
     live_after: dict = field(default_factory=dict)
@@ -138,6 +140,7 @@ class Analysis:
             self.defs.setdefault(p, []).insert(0, "param")
         self._kinds()  # (int_like first: the activity of writes into integer arrays reads it)
         self._activity()
+        self._writes_into_arguments()
         self._check_calls()
         self._aliases()
         return self
@@ -178,33 +181,75 @@ class Analysis:
 
     # ---- activity ---------------------------------------------------------------
 
+    def _array_sources(self, var: str, d) -> list[str] | None:
+        """The names var takes its array (and so its dtype) from at d: y = x, np.copy(x),
+        x.copy(), np.asarray(x), np.zeros_like(x) and the other like-functions without a dtype,
+        or `a, y = t` where t is only ever a tuple display (a loop's packed carry)."""
+        if not isinstance(d, ir.Assign):
+            return None
+        value = d.value
+        if d.unpack:
+            packs = self.defs.get(value.id, []) if isinstance(value, ir.Name) else []
+            k = d.targets.index(var)
+            if packs and all(isinstance(p, ir.Assign) and isinstance(p.value, ir.Build)
+                             and p.value.kind in ("tuple", "list") and len(p.value.elts) == len(d.targets)
+                             and isinstance(p.value.elts[k], ir.Name) for p in packs):
+                return [p.value.elts[k].id for p in packs]
+            return None
+        if len(d.targets) != 1:
+            return None
+        if isinstance(value, ir.Name):
+            return [value.id]
+        if not (isinstance(value, ir.Call) and value.args and isinstance(value.args[0], ir.Name)):
+            return None
+        if value.fn in (np.copy, runtime.copy, runtime.batch_broadcast) and not value.kwargs \
+                or value.fn in (np.array, np.asarray) and len(value.args) == 1 and not value.kwargs:
+            return [value.args[0].id]
+        if value.fn in _LIKE_MAKERS and "dtype" not in dict(value.kwargs) \
+                and len(value.args) <= _MAKERS[value.fn]:
+            return [value.args[0].id]
+        return None
+
+    def _writes_into_arguments(self) -> None:
+        """Mark each write of a value that carries a derivative into an array that may be (a
+        copy of, or made like) an argument's array (stmt.dtype_check): the transform does not
+        know that array's dtype, and where it holds integers NumPy cuts the value to a piecewise
+        constant whose derivative is 0. Run time refuses there (runtime.require_float_array);
+        integer arrays the function makes itself are known (_integer_arrays)."""
+        reached = {p for p in self.fn.params if p not in self.active_params}
+        changed = True
+        while changed:
+            changed = False
+            for var, defs in self.defs.items():
+                if var in reached:
+                    continue
+                for d in defs:
+                    sources = self._array_sources(var, d)
+                    if sources is None and isinstance(d, ir.Assign) and len(d.targets) == 1 \
+                            and isinstance(d.value, ir.Subscript) and isinstance(d.value.value, ir.Name):
+                        sources = [d.value.value.id]  # a view (a row, a slice) of the array
+                    if sources and any(s in reached for s in sources):
+                        reached.add(var)
+                        changed = True
+                        break
+        for stmt in self.statements():
+            if not isinstance(stmt, ir.SetItem):
+                continue
+            stmt.dtype_check = ""
+            if stmt.base in reached and stmt.base not in self.integer_arrays and self.is_active(stmt.base) \
+                    and self.atom_active(stmt.value):
+                shown = self.fn.display.get(stmt.base, stmt.base)
+                error = S2SError(f"writing a value that carries a derivative into {shown}, an array of integers "
+                                 "(or bools), cuts it to an integer, whose derivative (0) s2s does not give",
+                                 stmt.origin, f"pass {shown} as floats ({shown}.astype(float)), or write int(...) "
+                                 "where the cut is meant")
+                stmt.dtype_check = str(error).splitlines()[0]
+
     def _integer_arrays(self) -> set[str]:
         """Names bound only to arrays that NumPy makes with an integer or bool dtype written in the
         call (np.zeros(n, dtype=int), np.full(n, 3, np.int64)): a float written into one is cut
         to an integer, a piecewise constant of it, so the write carries no derivative."""
-        def copied(var, d) -> list[str] | None:
-            """The names var takes its array from at d: y = x, np.copy(x), x.copy() (x keeps its
-            dtype), or `a, y = t` where t is only ever a tuple display (a loop's packed carry)."""
-            if not isinstance(d, ir.Assign):
-                return None
-            value = d.value
-            if d.unpack:
-                packs = self.defs.get(value.id, []) if isinstance(value, ir.Name) else []
-                k = d.targets.index(var)
-                if packs and all(isinstance(p, ir.Assign) and isinstance(p.value, ir.Build)
-                                 and p.value.kind in ("tuple", "list") and len(p.value.elts) == len(d.targets)
-                                 and isinstance(p.value.elts[k], ir.Name) for p in packs):
-                    return [p.value.elts[k].id for p in packs]
-                return None
-            if len(d.targets) != 1:
-                return None
-            if isinstance(value, ir.Name):
-                return [value.id]
-            if isinstance(value, ir.Call) and value.fn in (np.copy, runtime.copy, runtime.batch_broadcast) \
-                    and value.args and not value.kwargs and isinstance(value.args[0], ir.Name):
-                return [value.args[0].id]
-            return None
-
+        copied = self._array_sources
         def int_atom(atom) -> bool:
             return isinstance(atom, ir.Const) and isinstance(atom.value, (int, np.integer)) \
                 and not isinstance(atom.value, bool) or isinstance(atom, ir.Name) and atom.id in self.int_like
@@ -249,7 +294,7 @@ class Analysis:
 
     def _activity(self):
         stmts = list(self.statements())
-        integer_arrays = self._integer_arrays()
+        self.integer_arrays = integer_arrays = self._integer_arrays()
         self.varied = set(self.active_params)
         changed = True
         while changed:

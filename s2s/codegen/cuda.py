@@ -71,6 +71,13 @@ NUMBA_TYPES = {"float64": "numba.float64", "float32": "numba.float32", "int64": 
                "int32": "numba.int32", "bool": "numba.boolean", "uint32": "numba.uint32", "uint64": "numba.uint64"}
 
 
+def _is_dtype_check(line: cst.SimpleStatementLine) -> bool:
+    """runtime.require_float_array(a, message) (analysis/activity.py's check of a write)."""
+    statement = line.body[0] if len(line.body) == 1 else None
+    return isinstance(statement, cst.Expr) and isinstance(statement.value, cst.Call) \
+        and dotted(statement.value.func) == "runtime.require_float_array"
+
+
 @dataclass
 class Local:
     """An array the per-example code makes (np.zeros(3), runtime.zeros_like(x), np.copy(x)...),
@@ -262,8 +269,8 @@ class _ToCuda(cst.CSTTransformer):
                 # The adjoints of what a kernel unpacks stay a tuple of numbers (an array of them
                 # would be allocated); the thread writes them out number by number.
                 return updated.args[0].value
-            if helper == "new_tape":
-                return updated  # replaced with its statement (leave_Assign)
+            if helper in ("new_tape", "require_float_array"):
+                return updated  # replaced with its statement (leave_Assign), or left out (leave_SimpleStatementLine)
             self.refuse(original, f"the runtime helper {name} (arrays, or a batched value) has no kernel form")
         tape = self.tape_of.get(dotted(updated.func.value) or "") if isinstance(updated.func, cst.Attribute) else None
         if tape is not None and tape.kind == "while":
@@ -375,6 +382,10 @@ class _ToCuda(cst.CSTTransformer):
             statements = self._returned(updated)
             statements[0] = statements[0].with_changes(leading_lines=updated.leading_lines)
             return cst.FlattenSentinel(statements)
+        if _is_dtype_check(updated):
+            # The check of a write into an array of integers ran on the host, where the first
+            # example runs as Python (backends/cuda.py); every example's array has its dtype
+            return cst.RemovalSentinel.REMOVE
         tape = self.tapes.get(line)
         if tape is None:
             statements = self._pushed_or_popped(updated)

@@ -184,9 +184,13 @@ class Emitter:
                 target = ast.Tuple([name(t, True) for t in stmt.targets], ast.Store())
                 return ast.Assign([target], self.expr(stmt.value), lineno=0)
             return assign(stmt.targets[0], self.expr(stmt.value))
-        if isinstance(stmt, ir.SetItem) and stmt.alias_check:
+        if isinstance(stmt, ir.SetItem) and (stmt.alias_check or stmt.dtype_check):
             plain = ir.SetItem(stmt.base, stmt.index, stmt.value, stmt.op, stmt.origin)
-            return self.alias_checks(stmt) + [self.primal(plain)]
+            checks = self.alias_checks(stmt)
+            if stmt.dtype_check:  # (analysis/activity.py: base may be an argument's array of integers)
+                checks.append(ast.Expr(runtime_call("require_float_array", name(stmt.base),
+                                                    ast.Constant(stmt.dtype_check))))
+            return checks + [self.primal(plain)]
         if isinstance(stmt, ir.SetItem):
             target = ast.Subscript(name(stmt.base), self.index(stmt.index), ast.Store())
             if stmt.op is None:

@@ -140,6 +140,10 @@ class SetItem:
     # set by analysis: (other, message) for each other live name that may be a view of base
     # (`c = base[1]`: a row of a 2-d base, a number from a 1-d one); run time refuses where it is
     alias_check: tuple[tuple[str, str], ...] = ()
+    # set by analysis where value carries a derivative and base may be an argument's array,
+    # whose dtype the transform does not know: run time refuses (this message) where it holds
+    # integers or bools, which cut value to a piecewise constant
+    dtype_check: str = ""
     # `base[index] *= value` (and /=, **=): value is `base[index] * value`; where base is a list or
     # dict holding an array there, Python updated that array in place first
     augmented: bool = False

@@ -374,6 +374,15 @@ def require_fits(stack, value, message):
         raise S2SError(message)
 
 
+def require_float_array(x, message):
+    """Refuse `x[i] = v` of a v that carries a derivative where x is an array of integers (or
+    bools): NumPy cuts v to x's dtype, a piecewise constant of it, whose derivative is 0 where
+    the transform would pass v's on (analysis/activity.py puts this check where x may come
+    from an argument, whose dtype the transform does not know)."""
+    if isinstance(x, np.ndarray) and x.dtype.kind in "biu":
+        raise S2SError(message)
+
+
 def fits_dtype(value, dtype, casting: str = "safe") -> bool:
     """Whether an array of dtype holds value without cutting it: a NumPy value of a dtype that
     casts to it (safely; with casting="same_kind", to a narrower float too), or a Python number

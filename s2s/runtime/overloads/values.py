@@ -362,6 +362,15 @@ def _require_number(x, message):
     return lambda x, message: None
 
 
+@overload(rt.require_float_array)
+def _require_float_array(x, message):
+    if isinstance(x, types.Array) and isinstance(x.dtype, (types.Integer, types.Boolean)):
+        def impl(x, message):
+            raise S2SError(message)
+        return impl
+    return lambda x, message: None
+
+
 @register_jitable
 def _memory_extent(a):
     """[low, high) of the bytes an array's elements span (empty when it has none)."""
