@@ -25,6 +25,7 @@ from . import api
 from .. import runtime
 from .. import backends, pytree
 from ..driver import cache
+from .. import frontend
 from ..transforms import batching
 from ..ir import nodes as ir
 from ..errors import NoBatchingRule, S2SError
@@ -219,10 +220,8 @@ class Batched:
         # A shared argument whose list fun appends to: each example appends to a list of its own
         # (the loop is differentiated and compiled as user code, where the examples would see
         # each other's items).
-        from ..frontend.collect import collect  # (here: code from the cache runs without libcst)
-
         try:
-            appended = batching.appended_parameters(collect(fun))
+            appended = batching.appended_parameters(frontend.collect(fun))
         except S2SError:  # (the transforms that lower fun say why)
             appended = set()
 
