@@ -295,3 +295,37 @@ def test_a_checkpointed_function_passed_to_a_form(fun):
     # was refused: "the f of s2s.lax.scan must be a function s2s can read"
     assert s2s.jit(fun, backend="python")(X) == pytest.approx(fun(X), rel=1e-14)
     np.testing.assert_allclose(s2s.grad(fun)(X), central_difference_grad(fun, (X,), 0), rtol=1e-6, atol=1e-8)
+
+
+# ---- a custom_jvp rule that unpacks primals and tangents in one statement ----------------------
+
+
+@s2s.custom_jvp
+def softplus(x):
+    return np.log1p(np.exp(x))
+
+
+@softplus.defjvp
+def softplus_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents  # (and calls the function itself for its value, as JAX's docs do)
+    return softplus(x), t / (1.0 + np.exp(-x))
+
+
+def softplus_weighted(x):
+    return np.sum(softplus(x) * x)
+
+
+def swapped_in_a_loop(x):
+    a, b = x[0], x[1]
+    for _ in range(3):
+        a, b = b, a * b + 1.0  # (a display that reads the names it binds: unpacked as a tuple)
+    return a * b
+
+
+@pytest.mark.parametrize("fun", [softplus_weighted, swapped_in_a_loop])
+def test_unpacking_a_display_of_tuples(fun):
+    # The tuple (primals, tangents) made x active in the rule's transpose, whose reverse mode then
+    # called softplus's reverse mode for softplus(x): a RecursionError
+    want = central_difference_grad(fun, (X,), 0)
+    for transform in (s2s.grad, s2s.jacfwd, s2s.jacrev):
+        np.testing.assert_allclose(transform(fun)(X), want, rtol=1e-7, atol=1e-9)

@@ -322,9 +322,17 @@ class Normalizer(ExpressionLowering, LaxLowering):
                 names.append(element.value.value)
             if len(set(names)) != len(names):
                 raise self.error(target, "the same name appears twice in an unpacking")
+            items = self.display_items(value, names)
             if len(names) == 1:  # a, = v (JAX's rules write `x, = primals`): v's one item
                 source = value if isinstance(value, (ir.Name, ir.Const)) else self.assign(value)
                 self.emit(ir.Assign((names[0],), ir.Subscript(source, ir.Index((ir.Const(0),))), self.origin))
+            elif items is not None:
+                # a, b = x, y: each name its item, so that each keeps its own activity (a tuple
+                # that holds a derivative makes every item unpacked from it active: in a custom_jvp
+                # rule's `(x,), (t,) = primals, tangents` the rule's transpose took x for active)
+                self.out.pop()
+                for target_name, item in zip(names, items):
+                    self.emit(ir.Assign((target_name,), item, self.origin))
             else:
                 self.emit(ir.Assign(tuple(names), value, self.origin))
             for inner, name in nested:
@@ -338,6 +346,20 @@ class Normalizer(ExpressionLowering, LaxLowering):
                              "build a new value instead (namedtuple._replace is not supported either)")
         else:
             raise self.error(target, f"cannot assign to {type(target).__name__}")
+
+    def display_items(self, value: ir.Atom, names: list[str]) -> tuple | None:
+        """The items of the display that `a, b = x, y` unpacks, where binding the names one by
+        one is the same: the display is the statement just emitted, into a temporary, with one
+        item per name, and no item reads a name that the unpacking binds (a, b = b, a)."""
+        last = self.out[-1] if self.out else None
+        if not (isinstance(value, ir.Name) and value.id.startswith("_t") and value.id not in self.locals
+                and isinstance(last, ir.Assign) and last.targets == (value.id,)
+                and isinstance(last.value, ir.Build) and last.value.kind in ("tuple", "list")
+                and len(last.value.elts) == len(names) > 1):
+            return None
+        if any(isinstance(item, ir.Name) and item.id in names for item in last.value.elts):
+            return None
+        return last.value.elts
 
     def rename_update(self, temp: str, name: str) -> bool:
         """y = x.at[i].set(v): the copy x.at made is y from the start (`y = np.copy(x); y[i] = v`),
