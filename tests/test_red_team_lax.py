@@ -238,8 +238,25 @@ def writes_into_an_array_made_like_an_argument(x, v):
     return np.sum(w * x)
 
 
+def fill_first(v, x):
+    v[0] = x[0] * 10.0
+    return v
+
+
+def writes_in_a_helper(x, v):
+    w = fill_first(v.copy(), x)  # (the helper's v is differentiated: it holds the caller's array)
+    return np.sum(w * x)
+
+
+def writes_into_an_array_filled_with_an_argument(x, v):
+    w = np.full(4, v[1])  # (np.full takes its fill value's dtype)
+    w[0] = x[0] * 10.0
+    return np.sum(w * x)
+
+
 ARGUMENT_WRITES = [writes_into_a_copy_of_an_argument, writes_into_an_argument,
-                   writes_into_an_array_made_like_an_argument]
+                   writes_into_an_array_made_like_an_argument, writes_in_a_helper,
+                   writes_into_an_array_filled_with_an_argument]
 
 
 @pytest.mark.parametrize("fun", ARGUMENT_WRITES)
@@ -254,6 +271,21 @@ def test_a_float_written_into_an_integer_array_argument_is_refused(fun):
         with pytest.raises(s2s.S2SError, match=r"test_red_team_lax.py:\d+:\d+: writing a value that carries a "
                                                r"derivative into \w, an array of integers"):
             transformed(x, np.array([1, 2, 3, 4]))
+    with pytest.raises(s2s.S2SError, match="jvp: argument 1 holds an array of integers"):
+        s2s.jvp(fun, (XI, np.array([1, 2, 3, 4])), (XI, np.zeros(4)))  # (as JAX: no float tangent for it)
+
+
+def integer_fill(x):
+    w = np.full(4, 2)
+    w[0] = x[0] * 10.0
+    return np.sum(w * x)
+
+
+def test_an_array_filled_with_an_integer_is_one():
+    # [6.3 + 3.3, 2, 2, 2] where the derivative is [3, 2, 2, 2]
+    want = central_difference_grad(integer_fill, (XI,), 0)
+    np.testing.assert_allclose(s2s.grad(integer_fill)(XI), want, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(s2s.jacfwd(integer_fill)(XI), want, rtol=1e-7, atol=1e-9)
 
 
 @pytest.mark.parametrize("fun", ARGUMENT_WRITES)

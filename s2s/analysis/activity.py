@@ -121,6 +121,8 @@ class Analysis:
     fn: ir.Function
     active_params: list[str]
     seeds: list[str]  # variables whose adjoints are seeded (the result)
+    # parameters known to hold floats: the arguments the doors differentiate (they refuse integers)
+    float_params: tuple = ()
     info: dict = field(default_factory=dict)
     defs: dict = field(default_factory=dict)  # var -> [stmt] (params map to "param")
     occurrences: dict = field(default_factory=dict)  # var -> [stmt]
@@ -184,7 +186,8 @@ class Analysis:
     def _array_sources(self, var: str, d) -> list[str] | None:
         """The names var takes its array (and so its dtype) from at d: y = x, np.copy(x),
         x.copy(), np.asarray(x), np.zeros_like(x) and the other like-functions without a dtype,
-        or `a, y = t` where t is only ever a tuple display (a loop's packed carry)."""
+        np.full(n, k) (k's), or `a, y = t` where t is only ever a tuple display (a loop's packed
+        carry)."""
         if not isinstance(d, ir.Assign):
             return None
         value = d.value
@@ -200,7 +203,11 @@ class Analysis:
             return None
         if isinstance(value, ir.Name):
             return [value.id]
-        if not (isinstance(value, ir.Call) and value.args and isinstance(value.args[0], ir.Name)):
+        if not isinstance(value, ir.Call):
+            return None
+        if value.fn is np.full and len(value.args) == 2 and not value.kwargs and isinstance(value.args[1], ir.Name):
+            return [value.args[1].id]  # np.full(n, k): k's dtype
+        if not (value.args and isinstance(value.args[0], ir.Name)):
             return None
         if value.fn in (np.copy, runtime.copy, runtime.batch_broadcast) and not value.kwargs \
                 or value.fn in (np.array, np.asarray) and len(value.args) == 1 and not value.kwargs:
@@ -215,8 +222,9 @@ class Analysis:
         copy of, or made like) an argument's array (stmt.dtype_check): the transform does not
         know that array's dtype, and where it holds integers NumPy cuts the value to a piecewise
         constant whose derivative is 0. Run time refuses there (runtime.require_float_array);
-        integer arrays the function makes itself are known (_integer_arrays)."""
-        reached = {p for p in self.fn.params if p not in self.active_params}
+        integer arrays the function makes itself are known (_integer_arrays), and so are the
+        arguments in float_params, which the doors check."""
+        reached = {p for p in self.fn.params if p not in self.float_params}
         changed = True
         while changed:
             changed = False
@@ -241,8 +249,8 @@ class Analysis:
                 shown = self.fn.display.get(stmt.base, stmt.base)
                 error = S2SError(f"writing a value that carries a derivative into {shown}, an array of integers "
                                  "(or bools), cuts it to an integer, whose derivative (0) s2s does not give",
-                                 stmt.origin, f"pass {shown} as floats ({shown}.astype(float)), or write int(...) "
-                                 "where the cut is meant")
+                                 stmt.origin, f"make {shown} floats (pass the argument it comes from as floats, "
+                                 f"or write {shown} = {shown}.astype(float)), or write int(...) where the cut is meant")
                 stmt.dtype_check = str(error).splitlines()[0]
 
     def _integer_arrays(self) -> set[str]:
@@ -268,6 +276,8 @@ class Analysis:
                 return True
             if call.kwargs:
                 return False
+            if call.fn is np.full:  # np.full(n, 3): the fill value's dtype
+                return len(call.args) == 2 and int_atom(call.args[1])
             if call.fn is np.arange:  # np.arange(n) of ints
                 return bool(call.args) and all(int_atom(a) for a in call.args)
             return call.fn in (np.array, np.asarray) and len(call.args) == 1 and int_display(call.args[0])
@@ -516,10 +526,12 @@ class Analysis:
         return False
 
 
-def analyse(fn: ir.Function, active_params: list[str]) -> Analysis:
-    """The analysis a transform starts from: derivatives flow from the returned value."""
+def analyse(fn: ir.Function, active_params: list[str], float_params=()) -> Analysis:
+    """The analysis a transform starts from: derivatives flow from the returned value.
+    float_params: the parameters known to hold floats (the entry's differentiated arguments)."""
     result = fn.result
-    return Analysis(fn, active_params, [result.id] if isinstance(result, ir.Name) else []).run()
+    return Analysis(fn, active_params, [result.id] if isinstance(result, ir.Name) else [],
+                    tuple(float_params)).run()
 
 
 class _IRLiveness(Liveness):

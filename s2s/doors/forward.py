@@ -187,6 +187,11 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
         if [np.shape(a) for a in pytree.leaves(p)] != [np.shape(a) for a in pytree.leaves(t)]:
             raise S2SError(f"jvp: the tangent of argument {k} does not have the structure and shapes "
                            "of its primal")
+        if any(isinstance(a, np.ndarray) and pytree.is_integer_leaf(a) for a in pytree.leaves(p)):
+            # (as JAX, which takes only float0 tangents there; the forward mode takes every
+            # argument's array as floats: a value written into a copy of it would keep its tangent)
+            raise S2SError(f"jvp: argument {k} holds an array of integers (or bools), which has no tangent",
+                           hint="close over it (s2s.jvp(lambda x: f(x, labels), (x,), (t,))), or pass floats")
     transformed = _forward_transformed(fun, backend)
     primals, tangents = transformed.with_defaults(primals, tangents)
     if backend == "cpu":

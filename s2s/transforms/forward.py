@@ -23,14 +23,15 @@ ZERO = "__s2s_zero__"  # marks a tangent known to be zero inside a rule's expres
 
 class JVP:
     def __init__(self, fn: ir.Function, emitter: Emitter, active_params: list[str], function_name: str,
-                 variant):
+                 variant, entry: bool = False):
         self.fn = fn
         # variant(python function, positions of the arguments with tangents) -> that jvp's name
         self.variant = variant
         self.em = emitter
         self.function_name = function_name
         self.names = ir.Names(all_names(fn) | {"np", "math", "runtime"})
-        self.an = analyse(fn, active_params)
+        # (the entry's arguments with tangents hold floats: the doors refuse integer arrays there)
+        self.an = analyse(fn, active_params, active_params if entry else ())
         self.active_params = active_params
         self.dots: dict[str, str] = {}
 

@@ -111,7 +111,7 @@ def vjp_functions(functions: list[ir.Function], emitter: Emitter, argnums: tuple
                 return custom_vjp_function(lowered, functions, emitter, params, fname)
             return transposed_jvp_function(lowered, emitter, variants, params, fname)
         if lowered is entry:
-            vjp = VJP(entry, emitter, params, fname, variants, has_aux, facts, value_needed)
+            vjp = VJP(entry, emitter, params, fname, variants, has_aux, facts, value_needed, entry=True)
             skipped.append(vjp.value_skipped)
             return vjp.build()
         return VJP(lowered, emitter, params, fname, variants,
@@ -147,7 +147,7 @@ def jvp_functions(functions: list[ir.Function], emitter: Emitter,
             refuse_forward(lowered)
         if isinstance(lowered.python, custom_jvp):
             return custom_jvp_function(lowered, functions, emitter, params, fname)
-        return JVP(lowered, emitter, params, fname, variants).build()
+        return JVP(lowered, emitter, params, fname, variants, entry=lowered is entry).build()
 
     defs = variants.transform(make)
     # (the entry too where it is an s2s.custom_jvp: its rule may call it)

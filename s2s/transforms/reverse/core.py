@@ -84,7 +84,7 @@ def _refuse_sequence_arithmetic(fn: ir.Function, an) -> None:
 class VJP(RuleInstances, Planning, Sweep):
     def __init__(self, fn: ir.Function, emitter: Emitter, active_params: list[str],
                  function_name: str, variant, has_aux: bool = False, facts: dict | None = None,
-                 value_needed: bool = True, checks_tangent: bool = False):
+                 value_needed: bool = True, checks_tangent: bool = False, entry: bool = False):
         generated = [stmt for stmt in ir.walk(fn.body) if (isinstance(stmt, ir.Assign) and (
             isinstance(stmt.value, ir.Pop) or (isinstance(stmt.value, ir.Call) and stmt.value.fn is runtime.new_tape))) or (
             isinstance(stmt, ir.ExprStmt) and stmt.value.fn in (runtime.index_add, runtime.clear))]
@@ -115,7 +115,8 @@ class VJP(RuleInstances, Planning, Sweep):
         self.em = emitter
         self.function_name = function_name
         self.names = ir.Names(all_names(fn) | {"np", "math", "runtime"})
-        self.an = analyse(fn, active_params)
+        # (the entry's differentiated arguments hold floats: the doors refuse integers there)
+        self.an = analyse(fn, active_params, active_params if entry else ())
         _refuse_sequence_arithmetic(fn, self.an)
         sliced = next((s for s in getattr(self.an, "list_slice_writes", ()) if self.an.atom_active(s.value)
                        or self.an.is_active(s.base)), None)
