@@ -248,6 +248,16 @@ def writes_in_a_helper(x, v):
     return np.sum(w * x)
 
 
+def copy_of(v):
+    return v.copy()
+
+
+def writes_into_what_a_helper_returns(x, v):
+    w = copy_of(v)
+    w[0] = x[0] * 10.0
+    return np.sum(w * x)
+
+
 def writes_into_an_array_filled_with_an_argument(x, v):
     w = np.full(4, v[1])  # (np.full takes its fill value's dtype)
     w[0] = x[0] * 10.0
@@ -255,7 +265,7 @@ def writes_into_an_array_filled_with_an_argument(x, v):
 
 
 ARGUMENT_WRITES = [writes_into_a_copy_of_an_argument, writes_into_an_argument,
-                   writes_into_an_array_made_like_an_argument, writes_in_a_helper,
+                   writes_into_an_array_made_like_an_argument, writes_in_a_helper, writes_into_what_a_helper_returns,
                    writes_into_an_array_filled_with_an_argument]
 
 

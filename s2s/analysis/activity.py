@@ -236,6 +236,9 @@ class Analysis:
                     if sources is None and isinstance(d, ir.Assign) and len(d.targets) == 1 \
                             and isinstance(d.value, ir.Subscript) and isinstance(d.value.value, ir.Name):
                         sources = [d.value.value.id]  # a view (a row, a slice) of the array
+                    if sources is None and isinstance(d, ir.Assign) and isinstance(d.value, ir.Call) \
+                            and is_user_function(d.value.fn):  # a helper may return its argument's array
+                        sources = [a.id for a in d.value.args if isinstance(a, ir.Name)]
                     if sources and any(s in reached for s in sources):
                         reached.add(var)
                         changed = True
