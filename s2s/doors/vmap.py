@@ -221,7 +221,7 @@ class Batched:
         # (the loop is differentiated and compiled as user code, where the examples would see
         # each other's items).
         try:
-            appended = batching.appended_parameters(frontend.collect(fun))
+            appended = batching.appended_parameters(frontend.lowered_functions(fun))
         except S2SError:  # (the transforms that lower fun say why)
             appended = set()
 

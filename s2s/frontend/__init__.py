@@ -10,9 +10,10 @@ def named_lambda(fn):
     return name_it(fn)
 
 
-def collect(fn):
-    """frontend.collect.collect, imported on first use (as named_lambda): a process that runs
-    transformed code from the cache does not load libcst."""
-    from .collect import collect as collect_now
+def lowered_functions(fn):
+    """frontend.collect.collect (fn and the functions it calls, lowered), imported on first
+    use (as named_lambda): a process that runs transformed code from the cache does not load
+    libcst. (Not named collect: importing the submodule frontend.collect rebinds that name.)"""
+    from .collect import collect
 
-    return collect_now(fn)
+    return collect(fn)
