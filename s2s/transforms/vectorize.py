@@ -160,7 +160,8 @@ class Vectorizer:
                         anything(env.get(n, False)) for n in ir.names_in(stmt.index)):
                     self._set(env, stmt.base, True)
             elif isinstance(stmt, (ir.Push, ir.ExprStmt)) and not (
-                    isinstance(stmt, ir.ExprStmt) and stmt.value.fn in (builtins.print, runtime.require_fits, runtime.require_float_array)):
+                    isinstance(stmt, ir.ExprStmt)
+                    and stmt.value.fn in (builtins.print, runtime.require_fits, runtime.require_float_array)):
                 # (a scan's dtype check, and the check of a write into an array, read the dtypes
                 # alone, which a batch keeps)
                 raise NoBatchingRule(f"no batching rule for {type(stmt).__name__}", stmt.origin)

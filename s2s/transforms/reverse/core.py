@@ -84,7 +84,8 @@ def _refuse_sequence_arithmetic(fn: ir.Function, an) -> None:
 class VJP(RuleInstances, Planning, Sweep):
     def __init__(self, fn: ir.Function, emitter: Emitter, active_params: list[str],
                  function_name: str, variant, has_aux: bool = False, facts: dict | None = None,
-                 value_needed: bool = True, checks_tangent: bool = False, entry: bool = False):
+                 value_needed: bool = True, checks_tangent: bool = False,
+                 entry: bool = False):
         generated = [stmt for stmt in ir.walk(fn.body) if (isinstance(stmt, ir.Assign) and (
             isinstance(stmt.value, ir.Pop) or (isinstance(stmt.value, ir.Call) and stmt.value.fn is runtime.new_tape))) or (
             isinstance(stmt, ir.ExprStmt) and stmt.value.fn in (runtime.index_add, runtime.clear))]
