@@ -548,7 +548,6 @@ class Vectorizer:
                                 ast.Constant(batched[0]), ast.Constant(batched[1]))
         raise NoBatchingRule(f"no batching rule for {getattr(fn, '__name__', fn)}", stmt.origin)
 
-
     def _conformed_items(self, atom: ir.Name, pattern: Pattern, env) -> ir.Name:
         """A tuple or list of batched and unbatched items (pattern) as a tuple whose items all
         carry the batch, bound to a fresh name by a statement written before the current one."""
