@@ -285,6 +285,46 @@ def test_a_float_written_into_an_integer_array_argument_is_refused(fun):
         s2s.jvp(fun, (XI, np.array([1, 2, 3, 4])), (XI, np.zeros(4)))  # (as JAX: no float tangent for it)
 
 
+def writes_into_a_sum_with_an_argument(x, v):
+    w = v + 0  # (an int v gives an int w)
+    w[0] = x[0] * 10.0
+    return np.sum(w * x)
+
+
+def writes_into_a_sorted_argument(x, v):
+    w = np.sort(v)[::-1]
+    w[0] = x[0] * 10.0
+    return np.sum(w * x)
+
+
+def writes_into_a_float_quotient_of_an_argument(x, v):
+    w = v / 2 + v * 0.5  # (floats whatever v holds: no check)
+    w[0] = x[0] * 10.0
+    return np.sum(w * x)
+
+
+@pytest.mark.parametrize("fun", [writes_into_a_sum_with_an_argument, writes_into_a_sorted_argument])
+def test_a_float_written_into_what_numpy_makes_of_an_integer_argument_is_refused(fun):
+    # [6.3, 2, 3, 4] (and its reverse) where the derivative is [3, 2, 3, 4]: the write's value was
+    # taken uncut through arithmetic or a NumPy function of the int argument
+    v = np.array([1, 2, 3, 4])
+    for transformed in (s2s.grad(fun), s2s.jit(s2s.grad(fun))):
+        with pytest.raises(s2s.S2SError, match=r"test_red_team_lax.py:\d+:\d+: writing a value that carries a "
+                                               r"derivative into w, an array of integers"):
+            transformed(XI, v)
+    floats = v.astype(float)
+    np.testing.assert_allclose(s2s.grad(fun)(XI, floats), central_difference_grad(lambda x: fun(x, floats), (XI,), 0),
+                               rtol=1e-7, atol=1e-9)
+
+
+def test_a_write_into_floats_made_from_an_integer_argument_is_not_checked():
+    v = np.array([1, 2, 3, 4])
+    want = central_difference_grad(lambda x: writes_into_a_float_quotient_of_an_argument(x, v), (XI,), 0)
+    np.testing.assert_allclose(s2s.grad(writes_into_a_float_quotient_of_an_argument)(XI, v), want,
+                               rtol=1e-7, atol=1e-9)
+    assert "require_float_array" not in s2s.source(s2s.grad(writes_into_a_float_quotient_of_an_argument))
+
+
 def integer_fill(x):
     w = np.full(4, 2)
     w[0] = x[0] * 10.0

@@ -95,6 +95,34 @@ _MAKERS = {np.zeros: 1, np.ones: 1, np.empty: 1, np.full: 2, np.arange: None, np
 _LIKE_MAKERS = (np.zeros_like, np.ones_like, np.empty_like, np.full_like)  # (x's dtype where none is given)
 
 
+# Calls whose result is a float array whatever their operands (a shape's zeros, a true quotient),
+# and arithmetic whose result is a float where one operand is a float constant (v * 2.0).
+_FLOAT_RESULTS = (np.zeros, np.ones, np.empty, operator.truediv, np.true_divide)
+_ARITHMETIC = (operator.add, operator.sub, operator.mul, operator.pow, operator.floordiv, operator.mod,
+               np.add, np.subtract, np.multiply, np.power)
+
+
+def _dtype_operands(value) -> list[str] | None:
+    """The names an expression's result may take an integer dtype from: every name among a
+    call's operands (v + 0, np.sort(v), a helper that may return its argument), an attribute's
+    owner (v.T), a display's items; None where the result is known to be floats."""
+    if isinstance(value, ir.Attribute):
+        return [value.value.id] if isinstance(value.value, ir.Name) else None
+    if isinstance(value, ir.Build):
+        return [e.id for e in value.elts if isinstance(e, ir.Name)]
+    if not isinstance(value, ir.Call):
+        return None
+    operands = list(value.args) + [atom for _, atom in value.kwargs]
+    try:
+        if value.fn in _FLOAT_RESULTS and not value.kwargs:
+            return None
+        if value.fn in _ARITHMETIC and any(isinstance(a, ir.Const) and isinstance(a.value, float) for a in operands):
+            return None
+    except TypeError:  # an unhashable callable
+        pass
+    return [a.id for a in operands if isinstance(a, ir.Name)]
+
+
 def _integer_dtype_call(call: ir.Call) -> bool:
     """np.zeros(..., dtype=int) and the like: a call that makes an array of the integer or bool
     dtype written as its argument."""
@@ -236,9 +264,8 @@ class Analysis:
                     if sources is None and isinstance(d, ir.Assign) and len(d.targets) == 1 \
                             and isinstance(d.value, ir.Subscript) and isinstance(d.value.value, ir.Name):
                         sources = [d.value.value.id]  # a view (a row, a slice) of the array
-                    if sources is None and isinstance(d, ir.Assign) and isinstance(d.value, ir.Call) \
-                            and is_user_function(d.value.fn):  # a helper may return its argument's array
-                        sources = [a.id for a in d.value.args if isinstance(a, ir.Name)]
+                    if sources is None and isinstance(d, ir.Assign) and len(d.targets) == 1:
+                        sources = _dtype_operands(d.value)  # v + 0, np.sort(v), a helper's result
                     if sources and any(s in reached for s in sources):
                         reached.add(var)
                         changed = True
