@@ -11,7 +11,6 @@ typing error, which s2s.jit reports as an S2SError at the user's line.
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 from numba import typeof, types
@@ -19,6 +18,7 @@ from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
 
 from ... import random as R
+from .. import kernels
 
 for _kernel in (R.threefry2x32, R._rotl, R._mix, R._four_rounds, R._bits32, R._bits64, R._f32_of_bits, R._f64_of_bits,
                 R._unit_f32, R._unit_f64, R._split_kernel, R._fold_in_kernel, R._fma32, R._fma64, R._horner32,
@@ -41,66 +41,98 @@ def _hash_counters(key, n):
     return impl
 
 
-# The float draws' arithmetic (normal's erfinv, exponential's log1p, uniform's scaling, and the
-# emulated fused multiply-adds in them) is array code: over all n draws at once each of its steps
-# would make a temporary of n numbers, so a million draws ran at the speed of memory (normal ~4x,
-# exponential ~2x slower than the NumPy path). A block of draws at a time keeps the temporaries
-# in the processor's cache; the operations, and so the numbers, are the same.
-_DRAWS_PER_BLOCK = 4096
+# The float draws are computed a number at a time, by the code CUDA kernels run
+# (runtime/kernels.py: element i of a draw from counter i, by the operations of the NumPy path).
+# The NumPy path's array form compiled too, but slowly: its emulated fused multiply-adds inline
+# some twenty array expressions per polynomial step, and Numba took 35-50 s to compile one
+# random.normal; the code on numbers compiles in about 3 s, gives the same numbers bit for bit
+# (but libm's log), makes no temporaries, and runs as fast.
 
 
 @register_jitable
-def _hashed_counters(k0, k1, start, stop):
-    """Both words of the hash of the counters start .. stop-1 under the key (k0, k1)."""
-    y0, y1 = np.empty(stop - start, np.uint64), np.empty(stop - start, np.uint64)
-    for i in range(start, stop):
-        c = np.uint64(i)
-        y0[i - start], y1[i - start] = R.threefry2x32(k0, k1, c >> np.uint64(32), c & np.uint64(0xFFFFFFFF))
-    return y0, y1
+def _fma64_of_numbers(a, b, c):
+    """random_xla._fma64 of float64 numbers: Dekker's exact product, Knuth's TwoSum."""
+    p = a * b
+    ca, cb = a * 134217729.0, b * 134217729.0
+    ah, bh = ca - (ca - a), cb - (cb - b)
+    al, bl = a - ah, b - bh
+    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    s = p + c
+    z = s - p
+    t = (p - (s - z)) + (c - z)
+    return s + (t + e)
 
 
 @register_jitable
-def _unit_f64_of_words(y0, y1):
-    return R._f64_of_bits((y0 << np.uint64(32)) | y1)  # R._unit_f64: R._bits64 of the words
+def _fma32_of_numbers(a, b, c):
+    """random_xla._fma32 of float32 numbers: the exact product in float64, the sum rounded to odd,
+    then to float32."""
+    p = np.float64(a) * np.float64(b)
+    c64 = np.float64(c)
+    s = p + c64
+    z = s - p
+    t = (p - (s - z)) + (c64 - z)
+    if t != 0.0 and (np.float64(s).view(np.int64) & 1) == 0:
+        s = np.nextafter(s, np.inf if t > 0.0 else -np.inf)
+    return np.float32(s)
 
 
-@register_jitable
-def _unit_f32_of_words(y0, y1):
-    return R._f32_of_bits(y0 ^ y1)  # R._unit_f32: R._bits32 of the words
+@overload(kernels.fma, target="cpu")
+def _fma(a, b, c):
+    if isinstance(a, types.Float) and a.bitwidth == 32:
+        return lambda a, b, c: _fma32_of_numbers(a, np.float32(b), np.float32(c))
+    return lambda a, b, c: _fma64_of_numbers(np.float64(a), np.float64(b), np.float64(c))
 
 
-def _in_blocks(of_unit, dtype):
-    """draw(key, n, a, b): of_unit(u, a, b) of n uniform numbers u in [0, 1) of dtype (as
-    R._unit_f32 / R._unit_f64 draw them), a block at a time; of_unit is elementwise array code."""
-    unit = _unit_f32_of_words if dtype == np.float32 else _unit_f64_of_words
+@overload(kernels.nextafter, target="cpu")
+def _nextafter(x, y):
+    if isinstance(x, types.Float) and x.bitwidth == 32:
+        return lambda x, y: np.nextafter(x, np.float32(y))
+    return lambda x, y: np.nextafter(x, np.float64(y))
 
+
+def _cpu_jitable(function):
+    """register_jitable for the CPU target only: numba-cuda has its own forms of some callees
+    (kernels.fma is cuda.fma there), so these stay out of its way."""
+    overload(function, target="cpu", strict=False)(lambda *args: function)
+
+
+for _kernel in (kernels._words, kernels._unit32, kernels._unit64, kernels._uniform32, kernels._uniform64,
+                kernels._horner, kernels.log, kernels._log1p, kernels._erfinv32, kernels._erfinv64, kernels._normal32,
+                kernels._normal64, kernels._exponential32, kernels._exponential64, kernels.erf, kernels._truncate,
+                kernels._truncated_normal32, kernels._truncated_normal64, kernels._erf_bounds32,
+                kernels._erf_bounds64):
+    _cpu_jitable(_kernel)
+
+
+def _elementwise(element, dtype):
+    """draw(key, n, a, b): element(key, i, a, b) of the counters i = 0 .. n-1."""
     @register_jitable
     def draw(key, n, a, b):
         out = np.empty(n, dtype)
-        k0, k1 = np.uint64(key[0]), np.uint64(key[1])
-        for start in range(0, n, _DRAWS_PER_BLOCK):
-            stop = min(n, start + _DRAWS_PER_BLOCK)
-            y0, y1 = _hashed_counters(k0, k1, start, stop)
-            out[start:stop] = of_unit(unit(y0, y1), a, b)
+        for i in range(n):
+            out[i] = element(key, i, a, b)
         return out
     return draw
 
 
-def _scaled_f64(u, lo, hi):  # the NumPy path's uniform: max(lo, u * (hi - lo) + lo), fused
-    return np.maximum(lo, R._fma64(u, hi - lo + u * 0, lo + u * 0))
-
-
-def _scaled_f32(u, lo, hi):
-    return np.maximum(lo, R._fma32(u, hi - lo + u * 0, lo + u * 0))
-
-
 _DRAWS = {  # (distribution, dtype): draw(key, n, a, b)
-    ("uniform", np.dtype(np.float64)): _in_blocks(register_jitable(_scaled_f64), np.float64),
-    ("uniform", np.dtype(np.float32)): _in_blocks(register_jitable(_scaled_f32), np.float32),
-    ("normal", np.dtype(np.float64)): _in_blocks(register_jitable(lambda u, a, b: R._normal_of_unit_f64(u)), np.float64),
-    ("normal", np.dtype(np.float32)): _in_blocks(register_jitable(lambda u, a, b: R._normal_of_unit_f32(u)), np.float32),
-    ("exponential", np.dtype(np.float64)): _in_blocks(register_jitable(lambda u, a, b: -R._log1p_f64(-u)), np.float64),
-    ("exponential", np.dtype(np.float32)): _in_blocks(register_jitable(lambda u, a, b: -R._log1p_f32(-u)), np.float32),
+    ("uniform", np.dtype(np.float64)): _elementwise(kernels._uniform64, np.float64),
+    ("uniform", np.dtype(np.float32)): _elementwise(kernels._uniform32, np.float32),
+    ("normal", np.dtype(np.float64)): _elementwise(register_jitable(lambda key, i, a, b: kernels._normal64(key, i)),
+                                                   np.float64),
+    ("normal", np.dtype(np.float32)): _elementwise(register_jitable(lambda key, i, a, b: kernels._normal32(key, i)),
+                                                   np.float32),
+    ("exponential", np.dtype(np.float64)): _elementwise(
+        register_jitable(lambda key, i, a, b: kernels._exponential64(key, i)), np.float64),
+    ("exponential", np.dtype(np.float32)): _elementwise(
+        register_jitable(lambda key, i, a, b: kernels._exponential32(key, i)), np.float32),
+    ("truncated_normal", np.dtype(np.float64)): _elementwise(
+        register_jitable(lambda key, i, a, b: kernels._truncated_normal64(key, i, a[0], a[1], b[0], b[1])),
+        np.float64),
+    ("truncated_normal", np.dtype(np.float32)): _elementwise(
+        register_jitable(lambda key, i, a, b: kernels._truncated_normal32(key, i, a[0], a[1], b[0], b[1])),
+        np.float32),
 }
 
 
@@ -274,22 +306,14 @@ def _truncated_normal(key, lower, upper, shape=None, dtype=float):
     if unshaped and not (isinstance(lower, types.Number) and isinstance(upper, types.Number)):
         # (NumPy's path broadcasts array bounds to the draw's shape; here the shape is given)
         raise TypingError("s2s.random.truncated_normal under numba: pass the shape, or number bounds")
-    if d == np.float32:
-        unit, fma, erfinv, cast = _flat(R._unit_f32, shape), R._fma32, R._erfinv_f32, np.float32
-    else:
-        unit, fma, erfinv, cast = _flat(R._unit_f64, shape), R._fma64, R._erfinv_f64, np.float64
+    draw = _drawn("truncated_normal", dtype, shape)
+    cast = np.float32 if d == np.float32 else np.float64
+    erf_bounds = kernels._erf_bounds32 if d == np.float32 else kernels._erf_bounds64
     finish = _finish(shape, number=True)
-    root2 = d.type(np.sqrt(2.0))
 
     def impl(key, lower, upper, shape=None, dtype=float):
         lo, hi = cast(lower), cast(upper)
-        # erf in float64, then rounded, as the NumPy path (Numba's math.erf of a float32 is erff)
-        a, b = cast(math.erf(np.float64(lo / root2))), cast(math.erf(np.float64(hi / root2)))
-        u = unit(key, shape)
-        u = np.maximum(a, fma(u, b - a + u * 0, a + u * 0))
-        out = root2 * erfinv(u)
-        return finish(np.minimum(np.maximum(out, np.nextafter(lo, cast(np.inf))), np.nextafter(hi, cast(-np.inf))),
-                      shape)
+        return finish(draw(key, shape, erf_bounds(lo, hi), (lo, hi)), shape)
     return impl
 
 
