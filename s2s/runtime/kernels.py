@@ -1,4 +1,5 @@
-"""Helpers that only CUDA kernel code calls (codegen/cuda.py writes the calls).
+"""Helpers that CUDA kernel code calls (codegen/cuda.py writes the calls); the draws of one number
+are also what s2s.random's Numba overloads compile for the CPU (overloads/random.py).
 
 A kernel cannot allocate: an array of a per-example shape known at specialisation is a
 cuda.local.array, and these helpers fill it, copy into it (or into a thread's row of an

@@ -1,9 +1,11 @@
 """Overloads of s2s.random, so that generated code (and any numba.njit function) calls it.
 
 Each overload reads the static arguments' Numba types (the shape: an int or a tuple; the dtype:
-a NumPy type or the default) and calls the same kernels the NumPy path calls, compiled: the
-keys, bits and uniform numbers are equal bit for bit; normal and exponential numbers may
-differ from the NumPy path by an ulp, where Numba's log (libm's) is not NumPy's.
+a NumPy type or the default) and calls compiled kernels that do the NumPy path's operations:
+the keys and bits are its kernels; the float draws are runtime/kernels.py's draws of one number
+(the code CUDA kernels run), element i from counter i. Keys, bits and uniform numbers are equal
+to the NumPy path's bit for bit; normal and exponential numbers may differ by an ulp, where
+Numba's log (libm's) is not NumPy's.
 randint is compiled for number bounds and int32/int64, categorical for 1-d logits, bernoulli for
 a number p, truncated_normal for number bounds (a number without a shape); other arguments are a Numba
 typing error, which s2s.jit reports as an S2SError at the user's line.
