@@ -411,3 +411,22 @@ def test_unpacking_a_display_of_tuples(fun):
     want = central_difference_grad(fun, (X,), 0)
     for transform in (s2s.grad, s2s.jacfwd, s2s.jacrev):
         np.testing.assert_allclose(transform(fun)(X), want, rtol=1e-7, atol=1e-9)
+
+
+def scan_of_a_tuple_carry(x):
+    def step(c, xi):
+        a, b = c
+        new = (a * xi + b, np.sin(b) + xi)  # (the carry is a tuple held in a variable)
+        return new, a
+
+    init = (0.5, 0.2)
+    c, ys = lax.scan(step, init, x)
+    return c[0] + c[1] + np.sum(ys)
+
+
+@pytest.mark.parametrize("fun", [softplus_weighted, scan_of_a_tuple_carry])
+def test_items_of_a_tuple_held_in_a_variable_under_jit(fun):
+    # The adjoint of a tuple's item was added in place (bar[1] += ...), which Numba refuses for a
+    # tuple: s2s.jit(s2s.grad(fun)) was an S2SError where the python backend ran
+    want = central_difference_grad(fun, (X,), 0)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(fun))(X), want, rtol=1e-7, atol=1e-9)

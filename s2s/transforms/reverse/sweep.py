@@ -361,8 +361,9 @@ class Sweep:
                                "over it), and Numba cannot add an adjoint into a tuple there", stmt.origin,
                                "differentiate it without s2s.jit (the python backend takes it), or stack the "
                                "values into one array")
-            if self.an.is_container(base) or (consts and (base in self.fn.params or self._unpacked(base)
-                                                          or self._item_of_container(base))):
+            known_tuple = self.classes is not None and (self.classes.pre(stmt, base) or ("",))[0] == "tup"
+            if self.an.is_container(base) or (consts and (known_tuple or self._parameter_or_copy(base)
+                                                          or self._unpacked(base) or self._item_of_container(base))):
                 out.append(assign(bar, runtime_call("add_at", name(bar), argument, y_bar)))
             elif self._basic(value.index):
                 out.append(ast.AugAssign(ast.Subscript(name(bar), index, ast.Store()), ast.Add(), y_bar))
@@ -370,6 +371,19 @@ class Sweep:
                 out.append(ast.Expr(runtime_call("index_add", name(bar), argument, y_bar)))
         self.kill(target, None, out)
         return out
+
+    def _parameter_or_copy(self, var: str, seen: frozenset = frozenset()) -> bool:
+        """var is a parameter or a tuple display, or only ever bound to one or to a copy of one
+        (`_t3 = tangents`, as `(t,) = tangents` lowers; a loop's carry `c = new`): it may be a
+        tuple, whose adjoint takes add_at (an array's takes it in place)."""
+        if var in self.fn.params or var in seen:  # (a loop's carry is bound to itself: nothing new)
+            return True
+        defs = [d for d in self.an.defs.get(var, []) if d != "param"]
+        return bool(defs) and all(
+            isinstance(d, ir.Assign) and not d.unpack and (
+                isinstance(d.value, ir.Build) and d.value.kind == "tuple"
+                or isinstance(d.value, ir.Name) and self._parameter_or_copy(d.value.id, seen | {var}))
+            for d in defs)
 
     def _item_of_container(self, var: str, seen: frozenset = frozenset()) -> bool:
         """var = d["key"], or an item of such an item (params["extra"][1]): an item of a dict
