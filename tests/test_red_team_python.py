@@ -663,3 +663,19 @@ def test_a_display_as_an_array_operand(f):
     batch = np.array([[0.3, 0.2], [0.7, 0.1]])
     np.testing.assert_allclose(s2s.vmap(s2s.grad(f))(batch), [central_differences(f, row) for row in batch],
                                rtol=1e-6, atol=1e-8)
+
+
+def builtins_of_displays(x):
+    total = sum([x[0], x[1] * 3.0], 0.5) * max((x[0], x[2], np.sin(x[1])))
+    return total + min([x[2] * x[0], x[1]]) + sum((x[2], x[0] ** 2))
+
+
+def test_builtin_sum_max_min_of_a_display():
+    # sum([a, b]), max((a, b, c)), min([a, b]) were refused as "of one iterable"; they fold as
+    # a + b and max(max(a, b), c), left to right as Python does
+    x = np.array([0.3, 0.2, 0.9])
+    assert builtins_of_displays(x) == pytest.approx(s2s.jit(builtins_of_displays, backend="python")(x), rel=1e-15)
+    want = central_differences(builtins_of_displays, x)
+    for transform in (s2s.grad, s2s.jacfwd):
+        np.testing.assert_allclose(transform(builtins_of_displays)(x), want, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(builtins_of_displays))(x), want, rtol=1e-6, atol=1e-8)

@@ -425,6 +425,8 @@ class ExpressionLowering(JvpCallLowering):
             raise self.error(node, "print(...) returns None; call it as a statement")
         if callee in (builtins.range, builtins.enumerate, builtins.zip):
             raise self.error(node, f"{callee.__name__}(...) is supported only as the iterable of a for loop")
+        if callee in (builtins.max, builtins.min, builtins.sum) and _a_display_of_items(node, callee):
+            return self.fold_display(node, callee)
         dtype = None
         if callee in (np.sum, np.mean, np.prod) and any(a.keyword and a.keyword.value == "dtype" for a in node.args):
             # np.sum(x, dtype=t) adds in t: the sum of x cast to t, which has rules and compiles.
@@ -454,9 +456,8 @@ class ExpressionLowering(JvpCallLowering):
         if callee in (builtins.max, builtins.min, builtins.sum) and len(args) == 1 and not kwargs:
             spelled = {builtins.max: "np.max", builtins.min: "np.min", builtins.sum: "np.sum"}[callee]
             raise self.error(node, f"builtin {callee.__name__}() of one iterable (an array's elements) is not "
-                             "supported", f"write {spelled}(x) for an array; {callee.__name__}(a, b) of numbers is "
-                             "supported" if callee is not builtins.sum else
-                             f"write {spelled}(x) for an array, or a + b + ... for a few numbers")
+                             "supported", f"write {spelled}(x) for an array; {callee.__name__}(a, b) of numbers, "
+                             f"or {callee.__name__}([a, b, ...]) of a display, is supported")
         if callee in (builtins.max, builtins.min) and len(args) > 2 and not kwargs:
             # max(a, b, c) is max(max(a, b), c): Python compares left to right, and keeps the
             # first of equal values, as the rule of two does
@@ -473,6 +474,21 @@ class ExpressionLowering(JvpCallLowering):
                 made = self.assign(ir.Call(callee, (args[0],)))
                 return self.cast(node, made, dtypes[0])
         return self.assign(ir.Call(callee, tuple(args), tuple(kwargs)))
+
+    def fold_display(self, node: cst.Call, callee) -> ir.Atom:
+        """sum([a, b, c]) is a + b + c (after sum's start, where one is given: 0 + a is a), and
+        max([a, b, c]) / min(...) is max(a, b, c), folded left to right as Python does."""
+        items = [self.expr(e.value) for e in node.args[0].value.elements]
+        start = [self.expr(node.args[1].value)] if len(node.args) == 2 else []
+        if not items and not start:
+            if callee is not builtins.sum:
+                raise self.error(node, f"{callee.__name__}() of an empty display has no value")
+            return ir.Const(0)
+        fold = operator.add if callee is builtins.sum else callee
+        folded, *rest = start + items
+        for item in rest:
+            folded = self.assign(ir.Call(fold, (folded, item)))
+        return folded
 
     def _nested_def_error(self, node: cst.CSTNode, name: str) -> S2SError:
         return self.error(node, f"the nested function {name} can only be passed to s2s.lax forms "
@@ -603,3 +619,14 @@ def _array_operands(callee, n_args: int) -> range | tuple:
         return tuple(k for k in _OPERANDS.get(callee, ()) if k < n_args)
     except TypeError:  # an unhashable callable
         return ()
+
+
+def _a_display_of_items(node: cst.Call, callee) -> bool:
+    """sum([a, b]), sum((a, b), start), max([a, b]): one list or tuple display with no starred
+    items, no keywords, and (for sum only) a start."""
+    most = 2 if callee is builtins.sum else 1
+    if not node.args or len(node.args) > most or any(a.keyword or a.star for a in node.args):
+        return False
+    display = node.args[0].value
+    return isinstance(display, (cst.List, cst.Tuple)) and not any(
+        isinstance(e, cst.StarredElement) for e in display.elements)
