@@ -298,7 +298,7 @@ def writes_into_a_sorted_argument(x, v):
 
 
 def writes_into_a_float_quotient_of_an_argument(x, v):
-    w = v / 2 + v * 0.5  # (floats whatever v holds: no check)
+    w = v / 2 + v.astype(np.float64) + v * 0.5  # (floats whatever v holds: no check)
     w[0] = x[0] * 10.0
     return np.sum(w * x)
 

@@ -95,9 +95,10 @@ _MAKERS = {np.zeros: 1, np.ones: 1, np.empty: 1, np.full: 2, np.arange: None, np
 _LIKE_MAKERS = (np.zeros_like, np.ones_like, np.empty_like, np.full_like)  # (x's dtype where none is given)
 
 
-# Calls whose result is a float array whatever their operands (a shape's zeros, a true quotient),
-# and arithmetic whose result is a float where one operand is a float constant (v * 2.0).
-_FLOAT_RESULTS = (np.zeros, np.ones, np.empty, operator.truediv, np.true_divide)
+# Calls whose result is a float array whatever their operands (a shape's zeros, a true quotient, a
+# cast to a float type: the frontend writes runtime.astype_integer for the others), and arithmetic
+# whose result is a float where one operand is a float constant (v * 2.0).
+_FLOAT_RESULTS = (np.zeros, np.ones, np.empty, operator.truediv, np.true_divide, runtime.astype)
 _ARITHMETIC = (operator.add, operator.sub, operator.mul, operator.pow, operator.floordiv, operator.mod,
                np.add, np.subtract, np.multiply, np.power)
 
