@@ -220,6 +220,51 @@ def test_an_array_made_like_an_integer_array_is_one():
     np.testing.assert_allclose(s2s.grad(int_array_made_like_an_int_array)(XI), want, rtol=1e-7, atol=1e-9)
 
 
+def int_array_updated_in_place(x):
+    w = np.zeros(4, dtype=np.int32)
+    w += 1  # (an in-place update keeps the dtype)
+    w[0] = x[0] * 10.0
+    return np.sum(w * x)
+
+
+def int_array_remade_by_arithmetic(x):
+    w = np.zeros(4, dtype=int)
+    w = 2 * w + 1  # (int arithmetic of an int array: ints)
+    w[0] = x[0] * 10.0
+    return np.sum(w * x)
+
+
+def int_array_rolled_in_a_loop(x):
+    w = np.arange(4)
+    for i in range(2):
+        w = np.roll(w, 1)
+        w[i] = x[i] * 10.0
+    return np.sum(w * x)
+
+
+@pytest.mark.parametrize("fun", [int_array_updated_in_place, int_array_remade_by_arithmetic,
+                                 int_array_rolled_in_a_loop])
+def test_an_integer_array_remade_by_the_function_stays_one(fun):
+    # [6.3, 1, 1, 1] where the derivative is [3, 1, 1, 1] (and [2, -4.3, 0, 1] for [2, -2, 0, 1]):
+    # w += 1, 2 * w + 1 or np.roll(w, 1) lost the knowledge that w holds integers
+    want = central_difference_grad(fun, (XI,), 0)
+    np.testing.assert_allclose(s2s.grad(fun)(XI), want, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(fun))(XI), want, rtol=1e-7, atol=1e-9)
+
+
+def int_array_of_unknown_making(x):
+    w = np.zeros(4, dtype=int)
+    w = w + np.ones(4, dtype=int) ** 2  # (a power: s2s does not follow the dtype through it)
+    w[0] = x[0] * 10.0
+    return np.sum(w * x)
+
+
+def test_an_integer_array_whose_dtype_is_not_followed_is_checked():
+    with pytest.raises(s2s.S2SError, match=r"test_red_team_lax.py:\d+:\d+: writing a value that carries a "
+                                           r"derivative into w, an array of integers"):
+        s2s.grad(int_array_of_unknown_making)(XI)
+
+
 def writes_into_a_copy_of_an_argument(x, v):
     v = v.copy()
     v[0] = x[0] * 10.0

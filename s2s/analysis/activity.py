@@ -103,6 +103,13 @@ _ARITHMETIC = (operator.add, operator.sub, operator.mul, operator.pow, operator.
                np.add, np.subtract, np.multiply, np.power)
 
 
+# Arithmetic whose result is integers where every operand is (no true division, no power: an int
+# to a negative int power is an error), and functions whose result has their first argument's dtype.
+_INTEGER_ARITHMETIC = (operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod, operator.neg,
+                       np.add, np.subtract, np.multiply, np.negative)
+_SAME_DTYPE = (np.roll, np.sort, np.flip, np.reshape, np.transpose, np.ravel, np.squeeze, np.expand_dims)
+
+
 def _dtype_operands(value) -> list[str] | None:
     """The names an expression's result may take an integer dtype from: every name among a
     call's operands (v + 0, np.sort(v), a helper that may return its argument), an attribute's
@@ -213,13 +220,15 @@ class Analysis:
     # ---- activity ---------------------------------------------------------------
 
     def _array_sources(self, var: str, d) -> list[str] | None:
-        """The names var takes its array (and so its dtype) from at d: y = x, np.copy(x),
-        x.copy(), np.asarray(x), np.zeros_like(x) and the other like-functions without a dtype,
-        np.full(n, k) (k's), or `a, y = t` where t is only ever a tuple display (a loop's packed
-        carry)."""
+        """The names var takes its array (and so its dtype) from at d: y = x, y op= v (y itself),
+        np.copy(x), x.copy(), np.asarray(x), np.zeros_like(x) and the other like-functions without
+        a dtype, np.full(n, k) (k's), or `a, y = t` where t is only ever a tuple display (a loop's
+        packed carry)."""
         if not isinstance(d, ir.Assign):
             return None
         value = d.value
+        if d.inplace and len(d.targets) == 1:
+            return [var]  # x op= v updates an array in place: its dtype stays (NumPy casts, or refuses)
         if d.unpack:
             packs = self.defs.get(value.id, []) if isinstance(value, ir.Name) else []
             k = d.targets.index(var)
@@ -254,6 +263,10 @@ class Analysis:
         integer arrays the function makes itself are known (_integer_arrays), and so are the
         arguments in float_params, which the doors check."""
         reached = {p for p in self.fn.params if p not in self.float_params}
+        # and arrays of integers the function makes, where what is made of them later may be
+        # integers too (w = np.zeros(4, dtype=int); w = w + 1): the ones only ever integers are
+        # known (integer_arrays) and take no check
+        reached |= {var for var, defs in self.defs.items() if any(self._makes_integers(d) for d in defs)}
         changed = True
         while changed:
             changed = False
@@ -284,11 +297,32 @@ class Analysis:
                                  f"or write {shown} = {shown}.astype(float)), or write int(...) where the cut is meant")
                 stmt.dtype_check = str(error).splitlines()[0]
 
-    def _integer_arrays(self) -> set[str]:
-        """Names bound only to arrays that NumPy makes with an integer or bool dtype written in the
-        call (np.zeros(n, dtype=int), np.full(n, 3, np.int64)): a float written into one is cut
-        to an integer, a piecewise constant of it, so the write carries no derivative."""
-        copied = self._array_sources
+    def _integer_sources(self, var: str, d) -> list[str] | None:
+        """_array_sources, and the arrays whose dtype var keeps where they hold integers:
+        arithmetic of them and int constants (w + 1, -w, 2 * w // 3) and NumPy functions that keep
+        their first argument's dtype (np.roll(w, 1), np.sort(w), w.reshape(...))."""
+        sources = self._array_sources(var, d)
+        if sources is not None or not (isinstance(d, ir.Assign) and len(d.targets) == 1
+                                       and isinstance(d.value, ir.Call) and not d.value.kwargs):
+            return sources
+        call = d.value
+
+        def name_or_int(atom) -> bool:  # (a name's own dtype is the caller's to check)
+            return isinstance(atom, ir.Name) or isinstance(atom, ir.Const) and isinstance(
+                atom.value, (int, np.integer)) and not isinstance(atom.value, bool)
+        try:
+            if call.fn in _INTEGER_ARITHMETIC and all(name_or_int(a) for a in call.args):
+                return [a.id for a in call.args if isinstance(a, ir.Name)]
+            if call.fn in _SAME_DTYPE and call.args and isinstance(call.args[0], ir.Name):
+                return [call.args[0].id]
+        except TypeError:  # an unhashable callable
+            pass
+        return None
+
+    def _makes_integers(self, d) -> bool:
+        """d makes an array of integers or bools: a dtype written in the call (np.zeros(n,
+        dtype=int), x.astype(int)), np.full(n, 3), np.arange of ints, np.array of a display of
+        int constants."""
         def int_atom(atom) -> bool:
             return isinstance(atom, ir.Const) and isinstance(atom.value, (int, np.integer)) \
                 and not isinstance(atom.value, bool) or isinstance(atom, ir.Name) and atom.id in self.int_like
@@ -299,20 +333,24 @@ class Analysis:
                 and defs[0].value.kind in ("tuple", "list") and defs[0].value.elts \
                 and all(int_atom(e) for e in defs[0].value.elts)
 
-        def made(d) -> bool:
-            if not (isinstance(d, ir.Assign) and isinstance(d.value, ir.Call)):
-                return False
-            call = d.value
-            if _integer_dtype_call(call) or call.fn is runtime.astype_integer:
-                return True
-            if call.kwargs:
-                return False
-            if call.fn is np.full:  # np.full(n, 3): the fill value's dtype
-                return len(call.args) == 2 and int_atom(call.args[1])
-            if call.fn is np.arange:  # np.arange(n) of ints
-                return bool(call.args) and all(int_atom(a) for a in call.args)
-            return call.fn in (np.array, np.asarray) and len(call.args) == 1 and int_display(call.args[0])
+        if not (isinstance(d, ir.Assign) and isinstance(d.value, ir.Call)):
+            return False
+        call = d.value
+        if _integer_dtype_call(call) or call.fn is runtime.astype_integer:
+            return True
+        if call.kwargs:
+            return False
+        if call.fn is np.full:  # np.full(n, 3): the fill value's dtype
+            return len(call.args) == 2 and int_atom(call.args[1])
+        if call.fn is np.arange:  # np.arange(n) of ints
+            return bool(call.args) and all(int_atom(a) for a in call.args)
+        return call.fn in (np.array, np.asarray) and len(call.args) == 1 and int_display(call.args[0])
 
+    def _integer_arrays(self) -> set[str]:
+        """Names bound only to arrays that NumPy makes with an integer or bool dtype written in the
+        call (np.zeros(n, dtype=int), np.full(n, 3, np.int64)): a float written into one is cut
+        to an integer, a piecewise constant of it, so the write carries no derivative."""
+        copied, made = self._integer_sources, self._makes_integers
         assigns = {var: [d for d in defs if not isinstance(d, ir.SetItem)] for var, defs in self.defs.items()}
         out = {var for var, ds in assigns.items()
                if ds and all(made(d) or copied(var, d) is not None for d in ds)}
