@@ -475,3 +475,27 @@ def test_items_of_a_tuple_held_in_a_variable_under_jit(fun):
     # tuple: s2s.jit(s2s.grad(fun)) was an S2SError where the python backend ran
     want = central_difference_grad(fun, (X,), 0)
     np.testing.assert_allclose(s2s.jit(s2s.grad(fun))(X), want, rtol=1e-7, atol=1e-9)
+
+
+@s2s.custom_jvp
+def softplus_packed(x):
+    return np.log1p(np.exp(x))
+
+
+@softplus_packed.defjvp
+def softplus_packed_jvp(primals, tangents):
+    both = (primals[0], tangents[0])
+    a, t = both  # (a holds the primal only: it is not differentiated in the rule's transpose)
+    return softplus_packed(a), t / (1.0 + np.exp(-a))
+
+
+def softplus_packed_weighted(x):
+    return np.sum(softplus_packed(x) * x)
+
+
+def test_a_rule_that_packs_primal_and_tangent_in_one_tuple():
+    # a took the tuple's activity, so the transpose called softplus_packed's reverse mode for
+    # softplus_packed(a), which is the transpose again: a RecursionError
+    want = np.log1p(np.exp(X)) + X / (1.0 + np.exp(-X))
+    np.testing.assert_allclose(s2s.grad(softplus_packed_weighted)(X), want, rtol=1e-12)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(softplus_packed_weighted))(X), want, rtol=1e-12)

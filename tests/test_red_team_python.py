@@ -679,3 +679,18 @@ def test_builtin_sum_max_min_of_a_display():
     for transform in (s2s.grad, s2s.jacfwd):
         np.testing.assert_allclose(transform(builtins_of_displays)(x), want, rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(s2s.jit(s2s.grad(builtins_of_displays))(x), want, rtol=1e-6, atol=1e-8)
+
+
+def power_by_an_unpacked_int(x):
+    t = (x, 3)
+    a, n = t  # (n is the int 3: it carries no derivative)
+    return np.sum(a ** n)
+
+
+def test_an_int_unpacked_from_a_tuple_with_a_float_carries_no_derivative():
+    # jvp gave NaN and the hessian a NaN row at x < 0: n took t's activity, and its zero tangent
+    # met log(x) of a negative x in the derivative of x ** n
+    x = np.array([-1.2, 0.5])
+    assert s2s.jvp(power_by_an_unpacked_int, (x,), (np.ones(2),))[1] == pytest.approx(3 * np.sum(x**2), rel=1e-12)
+    np.testing.assert_allclose(s2s.hessian(power_by_an_unpacked_int)(x), np.diag(6 * x), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(s2s.grad(power_by_an_unpacked_int)(x), 3 * x**2, rtol=1e-12)

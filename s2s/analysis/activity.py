@@ -371,9 +371,22 @@ class Analysis:
                     changed = True
         return reached
 
+    def _unpacked_items(self, stmt) -> dict[str, list[str]] | None:
+        """For `a, b = t` where t is only ever bound to tuple or list displays of as many items:
+        each target's names (those in its item of every display); None for other statements."""
+        if not (isinstance(stmt, ir.Assign) and stmt.unpack and isinstance(stmt.value, ir.Name)):
+            return None
+        packs = self.defs.get(stmt.value.id, [])
+        if not packs or not all(isinstance(p, ir.Assign) and not p.unpack and isinstance(p.value, ir.Build)
+                                and p.value.kind in ("tuple", "list") and len(p.value.elts) == len(stmt.targets)
+                                for p in packs):
+            return None
+        return {t: [n for p in packs for n in ir.names_in(p.value.elts[k])] for k, t in enumerate(stmt.targets)}
+
     def _activity(self):
         stmts = list(self.statements())
         self.integer_arrays = integer_arrays = self._integer_arrays()
+        unpacked_items = {id(stmt): items for stmt in stmts if (items := self._unpacked_items(stmt)) is not None}
         self.varied = set(self.active_params)
         changed = True
         while changed:
@@ -382,6 +395,15 @@ class Analysis:
                 if isinstance(stmt, ir.SetItem) and stmt.base in integer_arrays:
                     continue  # (the value written is cut to an integer)
                 sources = differentiable_sources(stmt)
+                items = unpacked_items.get(id(stmt))
+                if items is not None and any(s in self.varied for s in sources):
+                    # a, n = t of a display t = (x, 3): n holds the 3, which does not vary with x
+                    # (a zero tangent for it met log(x) of a negative x in x ** n: NaN)
+                    for target, read in items.items():
+                        if target not in self.varied and any(s in self.varied for s in read):
+                            self.varied.add(target)
+                            changed = True
+                    continue
                 if any(s in self.varied for s in sources):
                     for target in ir.stmt_writes(stmt):
                         if not isinstance(stmt, ir.For) and target not in self.varied:
