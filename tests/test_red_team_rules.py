@@ -1,0 +1,30 @@
+"""Red-team findings on custom rules, checkpoint, s2s.random, pytrees and optimizers: each test
+checks against central finite differences, a closed form or a plain loop (never s2s itself)."""
+
+import numpy as np
+import pytest
+
+import s2s
+from s2s import random
+from finite_differences import central_difference_grad
+
+
+def weighted_permutation(x, key):  # permutation(key, x) moves x's elements: not a constant of x
+    return np.sum(random.permutation(key, x) * np.arange(x.shape[0]))
+
+
+def weighted_indexed_permutation(x, key):  # the way out the refusal names
+    return np.sum(x[random.permutation(key, x.shape[0])] * np.arange(x.shape[0]))
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_permutation_of_a_differentiated_array_is_refused_not_a_zero_gradient(backend):
+    """grad of sum(permutation(key, x) * w) was 0 (the draw was a constant of x); now an
+    S2SError at the call that names the indexed form, whose gradient is w permuted back."""
+    x, key = np.array([0.3, -1.2, 0.7, 2.0]), random.PRNGKey(3)
+    wrap = (lambda g: s2s.jit(g)) if backend == "cpu" else (lambda g: g)
+    with pytest.raises(s2s.S2SError, match=r"x\[random.permutation\(key, x.shape\[0\]\)\]"):
+        wrap(s2s.grad(weighted_permutation))(x, key)
+    want = central_difference_grad(weighted_indexed_permutation, (x, key), 0)
+    assert np.abs(want).max() > 0.5
+    np.testing.assert_allclose(wrap(s2s.grad(weighted_indexed_permutation))(x, key), want, atol=1e-6)
