@@ -28,3 +28,15 @@ def test_permutation_of_a_differentiated_array_is_refused_not_a_zero_gradient(ba
     want = central_difference_grad(weighted_indexed_permutation, (x, key), 0)
     assert np.abs(want).max() > 0.5
     np.testing.assert_allclose(wrap(s2s.grad(weighted_indexed_permutation))(x, key), want, atol=1e-6)
+
+
+def test_an_update_refuses_a_vector_gradient_for_a_number_leaf():
+    """sgd(1.0) over {"a": 0.5, "b": [1, 2]} with the gradient {"a": [10, 20], "b": [1, 1]}
+    packed a's two numbers into the buffer, so b moved by [20, 1]: b became [-19, 1] where the
+    shapes differ (an array leaf of another shape was refused already)."""
+    init, update, get_params = s2s.optimizers.sgd(1.0)
+    state = init({"a": 0.5, "b": np.array([1.0, 2.0])})
+    with pytest.raises(s2s.S2SError, match="structure and shapes"):
+        update(0, {"a": np.array([10.0, 20.0]), "b": np.array([1.0, 1.0])}, state)
+    new = get_params(update(0, {"a": 10.0, "b": np.array([1.0, 1.0])}, state))  # x - g, by hand
+    assert new["a"] == -9.5 and np.array_equal(new["b"], [0.0, 1.0])
