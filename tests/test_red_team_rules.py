@@ -40,3 +40,57 @@ def test_an_update_refuses_a_vector_gradient_for_a_number_leaf():
         update(0, {"a": np.array([10.0, 20.0]), "b": np.array([1.0, 1.0])}, state)
     new = get_params(update(0, {"a": 10.0, "b": np.array([1.0, 1.0])}, state))  # x - g, by hand
     assert new["a"] == -9.5 and np.array_equal(new["b"], [0.0, 1.0])
+
+
+@s2s.custom_jvp
+def sine_with_shortcut(x):
+    return np.sin(x)
+
+
+@sine_with_shortcut.defjvp
+def sine_with_shortcut_jvp(primals, tangents):
+    x, = primals
+    x_dot, = tangents
+    if np.all(x_dot == 0.0):  # a shortcut for a zero tangent: the path the transpose would take
+        return np.sin(x), np.zeros_like(x)
+    return np.sin(x), np.cos(x) * x_dot
+
+
+def squared_sine_with_shortcut(x):
+    return np.sum(sine_with_shortcut(x) ** 2)
+
+
+@s2s.custom_jvp
+def running_sum(x):
+    return np.cumsum(x)
+
+
+@running_sum.defjvp
+def running_sum_jvp(primals, tangents):  # a loop over the tangent's length: its shape, not its values
+    x, = primals
+    x_dot, = tangents
+    out = np.zeros_like(x)
+    total = 0.0
+    for i in range(x_dot.shape[0]):
+        total = total + x_dot[i]
+        out[i] = total
+    return np.cumsum(x), out
+
+
+def squared_running_sum(x):
+    return np.sum(running_sum(x * x) ** 2)
+
+
+def test_a_jvp_rule_that_branches_on_its_tangent_is_refused_in_reverse_mode():
+    """grad through a custom_jvp whose rule tests its tangent (`if np.all(x_dot == 0)`) was 0:
+    reverse mode transposes the rule at zero tangents. JAX refuses it under grad; so does s2s,
+    at the if. Forward mode runs the rule on the real tangents and is right; a loop over the
+    tangent's shape is no test on its values."""
+    x = np.array([0.3, -1.2, 0.7])
+    with pytest.raises(s2s.S2SError, match="branches .or loops. on the values of its tangents"):
+        s2s.grad(squared_sine_with_shortcut)(x)
+    by_differences = central_difference_grad(squared_sine_with_shortcut, (x,), 0)
+    np.testing.assert_allclose(s2s.jvp(squared_sine_with_shortcut, (x,), (np.ones(3),))[1], np.sum(by_differences),
+                               rtol=1e-6)
+    np.testing.assert_allclose(s2s.grad(squared_running_sum)(x), central_difference_grad(squared_running_sum, (x,), 0),
+                               rtol=1e-6)

@@ -98,7 +98,9 @@ def transposed_jvp_function(lowered: ir.Function, emitter: Emitter, variants, ac
     """The reverse mode of lowered, an s2s.custom_jvp, for active_params: the rule's reverse mode
     with respect to its tangents (variants names it, and the rule's vjp is made for it)."""
     (rule,) = lowered.python.rule_functions()
-    check_jvp_rule(next(f for f in variants.functions if f.python is rule), lowered)
+    rule_function = next(f for f in variants.functions if f.python is rule)
+    check_jvp_rule(rule_function, lowered)
+    _refuse_branches_on_tangents(rule_function, lowered)
     rule_vjp = variants(rule, (1,))  # with respect to its second parameter, the tangents
     variants.tangent_transposes.add(rule_vjp)
     names = ir.Names(set(lowered.params) | {"np", "math", "runtime"})
@@ -191,3 +193,46 @@ def check_jvp_rule(rule: ir.Function, of: ir.Function) -> None:
         raise S2SError(f"the custom_jvp rule of {of.name}: {rule.name} must return a pair (value, tangent), "
                        "written out in its return statement", returned_at,
                        "return primal_out, tangent_out")
+
+
+# What a test may read of a tangent and still not depend on its values: its shape.
+_SHAPE_ATTRIBUTES = {"shape", "ndim", "size", "dtype"}
+
+
+def _refuse_branches_on_tangents(rule: ir.Function, of: ir.Function) -> None:
+    """Reverse mode runs the rule's transpose at zero tangents (its tangent is linear in them):
+    an if, while or range bound that reads the tangents' values would take the path of a zero
+    tangent there (`if np.all(x_dot == 0): return y, 0 * y` gave a gradient of 0). JAX refuses
+    such a rule under grad (the tangent is abstract); so does s2s, at the statement."""
+    import numpy as np
+
+    shape_only = {np.shape, np.ndim, np.size, len}
+    dependent = {rule.params[1]}
+
+    def reads(value) -> list[str]:
+        if isinstance(value, ir.Attribute) and value.attr in _SHAPE_ATTRIBUTES:
+            return []
+        if isinstance(value, ir.Call) and any(value.fn is f for f in shape_only):
+            return []
+        return ir.names_in(value)
+
+    changed = True
+    while changed:
+        changed = False
+        for stmt in ir.walk(rule.body):
+            if isinstance(stmt, ir.Assign):
+                read, written = reads(stmt.value), list(stmt.targets)
+            elif isinstance(stmt, (ir.SetItem, ir.ExprStmt, ir.For)):
+                read, written = ir.stmt_reads(stmt), ir.stmt_writes(stmt)
+            else:
+                continue
+            if any(v in dependent for v in read) and not set(written) <= dependent:
+                dependent |= set(written)
+                changed = True
+    for stmt in ir.walk(rule.body):
+        if isinstance(stmt, (ir.If, ir.While, ir.For)) and any(v in dependent for v in ir.stmt_reads(stmt)):
+            raise S2SError(f"the custom_jvp rule of {of.name}: {rule.name} branches (or loops) on the values of its "
+                           "tangents; reverse mode (grad, jacrev, hessian) runs the rule transposed at zero "
+                           "tangents, where this would take the zero tangent's path", stmt.origin,
+                           "compute the tangent without a test on it (the rule must be linear in the tangents, "
+                           "as in JAX): branch on the primals, or use np.where")
