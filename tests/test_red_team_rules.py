@@ -94,3 +94,29 @@ def test_a_jvp_rule_that_branches_on_its_tangent_is_refused_in_reverse_mode():
                                rtol=1e-6)
     np.testing.assert_allclose(s2s.grad(squared_running_sum)(x), central_difference_grad(squared_running_sum, (x,), 0),
                                rtol=1e-6)
+
+
+@s2s.custom_jvp
+def sine_through_abs(x):
+    return np.sin(x)
+
+
+@sine_through_abs.defjvp
+def sine_through_abs_jvp(primals, tangents):
+    x, = primals
+    x_dot, = tangents
+    return np.sin(x), np.cos(x) * (np.abs(x_dot) * np.sign(x_dot))  # x_dot, through functions not linear in it
+
+
+def squared_sine_through_abs(x):
+    return np.sum(sine_through_abs(x) ** 2)
+
+
+def test_a_jvp_rule_not_linear_in_its_tangent_is_refused_in_reverse_mode():
+    """abs(x_dot) * sign(x_dot) is x_dot, but the transpose differentiates it at x_dot = 0: the
+    gradient was 0 (want 2 sin(x) cos(x)). JAX has no transpose for abs either."""
+    x = np.array([0.3, -1.2, 0.7])
+    with pytest.raises(s2s.S2SError, match="not linear in the tangents .absolute."):
+        s2s.grad(squared_sine_through_abs)(x)
+    np.testing.assert_allclose(s2s.jvp(squared_sine_through_abs, (x,), (np.ones(3),))[1],
+                               np.sum(central_difference_grad(squared_sine_through_abs, (x,), 0)), rtol=1e-6)
