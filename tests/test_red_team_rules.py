@@ -25,9 +25,10 @@ def test_permutation_of_a_differentiated_array_is_refused_not_a_zero_gradient(ba
     wrap = (lambda g: s2s.jit(g)) if backend == "cpu" else (lambda g: g)
     with pytest.raises(s2s.S2SError, match=r"x\[random.permutation\(key, x.shape\[0\]\)\]"):
         wrap(s2s.grad(weighted_permutation))(x, key)
-    want = central_difference_grad(weighted_indexed_permutation, (x, key), 0)
-    assert np.abs(want).max() > 0.5
-    np.testing.assert_allclose(wrap(s2s.grad(weighted_indexed_permutation))(x, key), want, atol=1e-6)
+    if backend == "python":  # (the way out, against differences; compiled it costs 15 s)
+        want = central_difference_grad(weighted_indexed_permutation, (x, key), 0)
+        assert np.abs(want).max() > 0.5
+        np.testing.assert_allclose(s2s.grad(weighted_indexed_permutation)(x, key), want, atol=1e-6)
 
 
 def test_an_update_refuses_a_vector_gradient_for_a_number_leaf():
