@@ -186,6 +186,8 @@ def _leaf_getter(layout: _Layout) -> Callable:
             shape = layout.shapes[len(leaves_out)]
             if shape:
                 lines.append(f"    if getattr({var}, 'shape', None) != {shape!r}: return None")
+            else:  # (a vector for a number would shift every later leaf of its dtype group)
+                lines.append(f"    if ndim({var}) != 0: return None")
             leaves_out.append(var)
             return
         kind = dict if node[0] == "dict" else node[1]
@@ -199,7 +201,7 @@ def _leaf_getter(layout: _Layout) -> Callable:
             walk(child, child_var)
 
     leaves_out: list[str] = []
-    names: dict = {}
+    names: dict = {"ndim": np.ndim}
     walk(layout.structure, "t0")
     lines.append(f"    return [{', '.join(leaves_out)}]")
     exec("\n".join(lines), names)  # noqa: S102 - written here from the layout

@@ -524,11 +524,14 @@ DECLARATIONS = [
     # s2s.random (runtime.random): a draw is a constant of the derivative (the reparameterisation
     # trick: mu + sigma * random.normal(key, shape) differentiates in mu and sigma); keys are
     # integers. Bernoulli's p and categorical's logits only move the draws' thresholds: piecewise
-    # constant, as JAX's.
+    # constant, as JAX's. permutation(key, x) of an array moves x's rows: not a constant of x, so
+    # it is refused where x is differentiated (its derivative would be dropped).
     nondifferentiable(runtime.random.PRNGKey, runtime.random.key, runtime.random.split, runtime.random.fold_in,
                       runtime.random.bits, runtime.random.normal, runtime.random.randint, runtime.random.bernoulli,
-                      runtime.random.categorical, runtime.random.permutation, runtime.random.exponential,
+                      runtime.random.categorical, runtime.random.exponential,
                       pure=True, fresh=True),
+    refuse_when_active("permute by an index: x[random.permutation(key, x.shape[0])]",
+                       runtime.random.permutation, pure=True, fresh=True),
     refuse_when_active("draw with the default bounds and scale: minval + (maxval - minval) * random.uniform(key, shape)",
                        runtime.random.uniform, pure=True, fresh=True),
     refuse_when_active("draw a standard truncated normal with constant bounds, then scale and shift it",

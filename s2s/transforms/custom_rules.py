@@ -98,7 +98,9 @@ def transposed_jvp_function(lowered: ir.Function, emitter: Emitter, variants, ac
     """The reverse mode of lowered, an s2s.custom_jvp, for active_params: the rule's reverse mode
     with respect to its tangents (variants names it, and the rule's vjp is made for it)."""
     (rule,) = lowered.python.rule_functions()
-    check_jvp_rule(next(f for f in variants.functions if f.python is rule), lowered)
+    rule_function = next(f for f in variants.functions if f.python is rule)
+    check_jvp_rule(rule_function, lowered)
+    _refuse_branches_on_tangents(rule_function, lowered)
     rule_vjp = variants(rule, (1,))  # with respect to its second parameter, the tangents
     variants.tangent_transposes.add(rule_vjp)
     names = ir.Names(set(lowered.params) | {"np", "math", "runtime"})
@@ -191,3 +193,117 @@ def check_jvp_rule(rule: ir.Function, of: ir.Function) -> None:
         raise S2SError(f"the custom_jvp rule of {of.name}: {rule.name} must return a pair (value, tangent), "
                        "written out in its return statement", returned_at,
                        "return primal_out, tangent_out")
+
+
+# What reads only the shape of a tangent, and so does not depend on its values.
+_SHAPE_ATTRIBUTES = {"shape", "ndim", "size", "dtype"}
+
+
+def _tangent_dependent(rule: ir.Function) -> set[str]:
+    """The variables of a custom_jvp rule whose values depend on the values of its tangents
+    (its second parameter), through data (x_dot.shape and np.zeros_like(x_dot) do not)."""
+    import numpy as np
+
+    shape_only = (np.shape, np.ndim, np.size, len, np.zeros_like, np.ones_like, np.empty_like)
+    dependent = {rule.params[1]}
+
+    def reads(value) -> list[str]:
+        if isinstance(value, ir.Attribute) and value.attr in _SHAPE_ATTRIBUTES:
+            return []
+        if isinstance(value, ir.Call) and any(value.fn is f for f in shape_only):
+            return []
+        if isinstance(value, ir.Call) and value.fn is np.full_like:
+            return ir.names_in(value.args[1]) if len(value.args) > 1 else []
+        return ir.names_in(value)
+
+    builds: dict[str, list] = {}  # name -> the tuple displays bound to it (element by element below)
+    for stmt in ir.walk(rule.body):
+        for var in ir.stmt_writes(stmt):
+            builds.setdefault(var, []).append(stmt.value if isinstance(stmt, ir.Assign) and not stmt.unpack
+                                              and isinstance(stmt.value, ir.Build) else None)
+
+    def unpacked(stmt) -> list | None:
+        """[(target, element names)] of `a, b = t` where t is only ever a display of as many."""
+        if not (stmt.unpack and isinstance(stmt.value, ir.Name)):
+            return None
+        shown = builds.get(stmt.value.id, [None])
+        if any(b is None or len(b.elts) != len(stmt.targets) for b in shown):
+            return None
+        return [(t, [n for b in shown for n in ir.names_in(b.elts[k])]) for k, t in enumerate(stmt.targets)]
+
+    changed = True
+    while changed:
+        changed = False
+        for stmt in ir.walk(rule.body):
+            if isinstance(stmt, ir.Assign) and unpacked(stmt) is not None:
+                for target, read in unpacked(stmt):
+                    if target not in dependent and any(v in dependent for v in read):
+                        dependent.add(target)
+                        changed = True
+                continue
+            if isinstance(stmt, ir.Assign):
+                read, written = reads(stmt.value), list(stmt.targets)
+            elif isinstance(stmt, (ir.SetItem, ir.ExprStmt, ir.For)):
+                read, written = ir.stmt_reads(stmt), ir.stmt_writes(stmt)
+            else:
+                continue
+            if any(v in dependent for v in read) and not set(written) <= dependent:
+                dependent |= set(written)
+                changed = True
+    return dependent
+
+
+def _refuse_branches_on_tangents(rule: ir.Function, of: ir.Function) -> None:
+    """Reverse mode runs the rule's transpose at zero tangents (its tangent is linear in them):
+    an if, while or range bound that reads the tangents' values would take the path of a zero
+    tangent there (`if np.all(x_dot == 0): return y, 0 * y` gave a gradient of 0); and a
+    function that is not linear in them is differentiated at 0 (np.abs(x_dot) * np.sign(x_dot),
+    which is x_dot, gave 0). JAX refuses both under grad (the tangent is abstract there, and a
+    nonlinear function of it has no transpose); so does s2s, at the statement."""
+    import operator
+
+    import numpy as np
+
+    from ..rules import facts
+
+    dependent = _tangent_dependent(rule)
+    for stmt in ir.walk(rule.body):
+        if isinstance(stmt, (ir.If, ir.While, ir.For)) and any(v in dependent for v in ir.stmt_reads(stmt)):
+            raise S2SError(f"the custom_jvp rule of {of.name}: {rule.name} branches (or loops) on the values of its "
+                           "tangents; reverse mode (grad, jacrev, hessian) runs the rule transposed at zero "
+                           "tangents, where this would take the zero tangent's path", stmt.origin,
+                           "compute the tangent without a test on it (the rule must be linear in the tangents, "
+                           "as in JAX): branch on the primals, or use np.where")
+
+    linear = (operator.add, operator.sub, operator.neg, operator.pos, np.add, np.subtract, np.negative, np.positive,
+              np.conjugate, np.conj)
+    products = (operator.mul, np.multiply, operator.matmul, np.matmul, np.dot, np.outer, np.inner, np.kron,
+                np.tensordot, np.einsum, np.cross)
+    quotients = (operator.truediv, np.divide, np.true_divide)
+
+    def is_dependent(atom) -> bool:
+        return isinstance(atom, ir.Name) and atom.id in dependent
+
+    for stmt in ir.walk(rule.body):
+        call = stmt.value if isinstance(stmt, (ir.Assign, ir.ExprStmt)) else None
+        if not isinstance(call, ir.Call):
+            continue
+        args = list(call.args) + [a for _, a in call.kwargs]
+        flags = [is_dependent(a) for a in args]
+        fn = call.fn
+        if not any(flags) or any(fn is f for f in linear):
+            continue
+        if any(fn is f for f in products):
+            bad = sum(flags) > 1
+        elif any(fn is f for f in quotients):
+            bad = len(flags) > 1 and flags[1]
+        elif fn is np.where:
+            bad = flags[0]
+        else:
+            bad = facts(fn).elementwise or fn is np.clip
+        if bad:
+            raise S2SError(f"the custom_jvp rule of {of.name}: {rule.name} computes its tangent with a function "
+                           f"that is not linear in the tangents ({getattr(fn, '__name__', fn)}); reverse mode (grad, "
+                           "jacrev, hessian) transposes the rule, which is exact only for a tangent linear in them",
+                           stmt.origin, "write the tangent as sums of the tangents times functions of the primals "
+                           "(as JAX requires of a rule), e.g. np.cos(x) * x_dot, np.where(x > 0, x_dot, 0.0)")
