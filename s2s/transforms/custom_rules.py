@@ -31,10 +31,14 @@ derivative is checked to have its variable's shape.
 from __future__ import annotations
 
 import ast
+import operator
+
+import numpy as np
 
 from ..codegen.emit import Emitter, assign, name, runtime_call
 from ..errors import Origin, S2SError
 from ..ir import nodes as ir
+from ..rules import facts
 from ..rules.custom import custom_vjp
 
 
@@ -202,8 +206,6 @@ _SHAPE_ATTRIBUTES = {"shape", "ndim", "size", "dtype"}
 def _tangent_dependent(rule: ir.Function) -> set[str]:
     """The variables of a custom_jvp rule whose values depend on the values of its tangents
     (its second parameter), through data (x_dot.shape and np.zeros_like(x_dot) do not)."""
-    import numpy as np
-
     shape_only = (np.shape, np.ndim, np.size, len, np.zeros_like, np.ones_like, np.empty_like)
     dependent = {rule.params[1]}
 
@@ -260,12 +262,6 @@ def _refuse_branches_on_tangents(rule: ir.Function, of: ir.Function) -> None:
     function that is not linear in them is differentiated at 0 (np.abs(x_dot) * np.sign(x_dot),
     which is x_dot, gave 0). JAX refuses both under grad (the tangent is abstract there, and a
     nonlinear function of it has no transpose); so does s2s, at the statement."""
-    import operator
-
-    import numpy as np
-
-    from ..rules import facts
-
     dependent = _tangent_dependent(rule)
     for stmt in ir.walk(rule.body):
         if isinstance(stmt, (ir.If, ir.While, ir.For)) and any(v in dependent for v in ir.stmt_reads(stmt)):
