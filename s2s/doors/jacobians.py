@@ -224,16 +224,15 @@ def _second_order(inner, outer_argnums, scalar: bool, has_aux: bool = False) -> 
                        "s2s.jacfwd(s2s.jacrev(f, has_aux=True), has_aux=True)",
                        hint="or s2s.hessian(f, has_aux=True)")
     argnums = inner.argnums
-    reverse = isinstance(inner, Jacobian) and not inner.forward or isinstance(inner, Transformed) and inner.kind == "grad"
-    if not isinstance(argnums, int) and not scalar and reverse and not inner.has_aux \
+    # The Jacobian of a Jacobian is one array whichever mode computed each: jacfwd(jacfwd(f)) and
+    # jacrev(jacfwd(f)) are computed as jacfwd(jacrev(f)), forward mode over the generated reverse code.
+    jacobian = isinstance(inner, Jacobian) or isinstance(inner, Transformed) and inner.kind == "grad"
+    if not isinstance(argnums, int) and not scalar and jacobian and not inner.has_aux \
             and _argnums_tuple(outer_argnums) == tuple(argnums):
         return TreeHessian(inner.fun, tuple(argnums))  # jacfwd(jacrev(f, (0, 1)), (0, 1)): the Hessian's blocks
     if not isinstance(argnums, int):
         raise S2SError("second derivatives of a transform with several argnums are not supported yet",
                        hint="take argnums=0 (an int) in the inner transform")
-    if isinstance(inner, Jacobian) and inner.forward:
-        raise S2SError("second derivatives are taken forward over reverse",
-                       hint="use s2s.jacfwd(s2s.jacrev(f)) or s2s.hessian(f)")
     return SecondOrder(inner.fun, argnums, outer_argnums, scalar, has_aux=has_aux)
 
 
