@@ -694,3 +694,17 @@ def test_an_int_unpacked_from_a_tuple_with_a_float_carries_no_derivative():
     assert s2s.jvp(power_by_an_unpacked_int, (x,), (np.ones(2),))[1] == pytest.approx(3 * np.sum(x**2), rel=1e-12)
     np.testing.assert_allclose(s2s.hessian(power_by_an_unpacked_int)(x), np.diag(6 * x), rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(s2s.grad(power_by_an_unpacked_int)(x), 3 * x**2, rtol=1e-12)
+
+
+def write_into_a_positive_copy(y):
+    w = +y  # (a new array in NumPy, as y.copy())
+    w[1] = 0.0
+    return np.sum(w * y) + +y[0] * 2.0
+
+
+def test_unary_plus_makes_a_new_array():
+    # w = +y was taken for y itself: the write was refused as one that would also change y
+    y = np.array([0.3, 0.5, 0.7])
+    want = central_differences(write_into_a_positive_copy, y)
+    for transform in (s2s.grad, s2s.jacfwd, lambda f: s2s.jit(s2s.grad(f))):
+        np.testing.assert_allclose(transform(write_into_a_positive_copy)(y), want, rtol=1e-6, atol=1e-8)

@@ -224,8 +224,8 @@ class ExpressionLowering(JvpCallLowering):
 
     def unary(self, node: cst.UnaryOperation) -> ir.Atom:
         operand = self.expr(node.expression)
-        if isinstance(node.operator, cst.Plus):
-            return operand
+        if isinstance(node.operator, cst.Plus):  # (+y of an array is a new array, as NumPy makes it)
+            return operand if isinstance(operand, ir.Const) else self.assign(ir.Call(runtime.copy, (operand,)))
         if isinstance(node.operator, cst.Minus):
             if isinstance(operand, ir.Const) and isinstance(operand.value, numbers.Number):
                 return ir.Const(-operand.value)
