@@ -117,6 +117,27 @@ def expm1(y, x):
     x_bar += (y + 1.0) * y_bar
 
 
+@rule(np.exp2)
+@primitive(np.exp2, scalar_safe=True)
+def exp2(y, x):
+    y_dot = y * np.log(2.0) * x_dot
+    x_bar += y * np.log(2.0) * y_bar
+
+
+@rule(np.cbrt)
+@primitive(np.cbrt, scalar_safe=True)
+def cbrt(y, x):
+    y_dot = x_dot / (3.0 * y * y)
+    x_bar += y_bar / (3.0 * y * y)
+
+
+@rule(np.reciprocal)
+@primitive(np.reciprocal, scalar_safe=True)
+def reciprocal(y, x):
+    y_dot = -(y * y) * x_dot
+    x_bar += -(y * y) * y_bar
+
+
 @rule(np.log, math.log)
 @primitive(np.log, scalar_safe=True)
 @primitive(math.log, numpy=np.log)
@@ -204,6 +225,5 @@ DECLARATIONS = [
     ),
     # Elementwise functions without a rule of their own that the passes meet in generated code.
     primitive(np.add, np.subtract, np.multiply, np.positive, np.fabs, scalar_safe=True, cheap=True),
-    primitive(np.exp2, scalar_safe=True),
     primitive(np.divide, np.fmax, np.fmin, np.copysign, math.copysign, cheap=True),
 ]

@@ -40,7 +40,8 @@ ARGS = {
 }
 
 UNARY_NUMPY = ["sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "exp", "expm1", "log",
-               "log1p", "log2", "log10", "sqrt", "square", "negative", "absolute", "copy", "array", "asarray", "ravel"]
+               "log1p", "log2", "log10", "sqrt", "square", "negative", "absolute", "copy", "array", "asarray", "ravel",
+               "exp2", "cbrt", "reciprocal"]
 UNARY_MATH = ["sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "exp", "expm1", "log", "log1p",
               "log2", "log10", "sqrt", "fabs", "erf", "erfc"]
 

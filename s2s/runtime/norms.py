@@ -157,8 +157,9 @@ def norm_bar_curvature(g, y, x, x_dot, ord=None, axis=None, keepdims=False):
         d_dot = _svd_curvature(np.moveaxis(x, axes, (-2, -1)), e, ord)
         g_full = _expand(g, np.shape(x), None if axis is None else axes, keepdims)
         return g_full * np.moveaxis(d_dot, (-2, -1), axes)
-    raise ValueError(f"s2s: second derivatives of np.linalg.norm are implemented for ord None, 'fro', 1, -1, 2, -2, "
-                     f"'nuc' (of a matrix), inf, -inf, 0 and 2 (of a vector), not ord={ord!r} here")
+    raise ValueError(f"s2s: second derivatives of np.linalg.norm are implemented for ord None, 'fro', 'nuc', "
+                     f"1, -1, 2, -2, inf and -inf of a matrix, and None, 0, 1, 2, inf and -inf of a vector, "
+                     f"not ord={ord!r} here")
 
 
 SVD_TIES = ("s2s: the second derivative of np.linalg.norm(A, {ord}) needs {what}, and A here has {has}: the norm "

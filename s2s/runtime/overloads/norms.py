@@ -280,8 +280,8 @@ def _number_curvature(g, y, x, x_dot, p, matrix):
         return g * _svd_curvature(x, x_dot, False, p == 2.0)
     if p == 1.0 or p == np.inf or p == -np.inf or (matrix and p == -1.0) or (not matrix and p == 0.0):
         return np.zeros(x.shape)  # D is piecewise constant
-    raise ValueError("s2s: second derivatives of np.linalg.norm are implemented for ord None, 'fro', 1, -1, 2, "
-                     "-2, 'nuc' (of a matrix), inf, -inf, 0 and 2 (of a vector)")
+    raise ValueError("s2s: second derivatives of np.linalg.norm are implemented for ord None, 'fro', 'nuc', "
+                     "1, -1, 2, -2, inf and -inf of a matrix, and None, 0, 1, 2, inf and -inf of a vector")
 
 
 @overload(rt.norm_bar_curvature, prefer_literal=True)

@@ -13,7 +13,6 @@ typing error, which s2s.jit reports as an S2SError at the user's line.
 
 from __future__ import annotations
 
-
 import numpy as np
 from numba import typeof, types
 from numba.core.errors import TypingError
