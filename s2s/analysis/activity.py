@@ -230,13 +230,11 @@ class Analysis:
         if d.inplace and len(d.targets) == 1:
             return [var]  # x op= v updates an array in place: its dtype stays (NumPy casts, or refuses)
         if d.unpack:
-            packs = self.defs.get(value.id, []) if isinstance(value, ir.Name) else []
-            k = d.targets.index(var)
-            if packs and all(isinstance(p, ir.Assign) and isinstance(p.value, ir.Build)
-                             and p.value.kind in ("tuple", "list") and len(p.value.elts) == len(d.targets)
-                             and isinstance(p.value.elts[k], ir.Name) for p in packs):
-                return [p.value.elts[k].id for p in packs]
-            return None
+            items = self._display_items(d)
+            if items is None:
+                return None
+            item = items[d.targets.index(var)]
+            return [e.id for e in item] if all(isinstance(e, ir.Name) for e in item) else None
         if len(d.targets) != 1:
             return None
         if isinstance(value, ir.Name):
@@ -371,9 +369,10 @@ class Analysis:
                     changed = True
         return reached
 
-    def _unpacked_items(self, stmt) -> dict[str, list[str]] | None:
-        """For `a, b = t` where t is only ever bound to tuple or list displays of as many items:
-        each target's names (those in its item of every display); None for other statements."""
+    def _display_items(self, stmt) -> list[list] | None:
+        """For `a, b = t` where t is only ever bound to tuple or list displays of as many items
+        (a loop's packed carry, t = (x, 3)): for each target, its item of every display; None for
+        other statements."""
         if not (isinstance(stmt, ir.Assign) and stmt.unpack and isinstance(stmt.value, ir.Name)):
             return None
         packs = self.defs.get(stmt.value.id, [])
@@ -381,7 +380,15 @@ class Analysis:
                                 and p.value.kind in ("tuple", "list") and len(p.value.elts) == len(stmt.targets)
                                 for p in packs):
             return None
-        return {t: [n for p in packs for n in ir.names_in(p.value.elts[k])] for k, t in enumerate(stmt.targets)}
+        return [[p.value.elts[k] for p in packs] for k in range(len(stmt.targets))]
+
+    def _unpacked_items(self, stmt) -> dict[str, list[str]] | None:
+        """For `a, b = t` of _display_items: each target's names (those in its item of every
+        display); None for other statements."""
+        items = self._display_items(stmt)
+        if items is None:
+            return None
+        return {t: [n for e in item for n in ir.names_in(e)] for t, item in zip(stmt.targets, items)}
 
     def _activity(self):
         stmts = list(self.statements())
