@@ -263,19 +263,22 @@ def _parse_template(template) -> Rule:
 
 
 def _ensure_templates_package() -> None:
-    """Installed, templates/ is the package s2s.templates; in a source checkout that is not
-    installed (python -m pytest from the repository), load it from the checkout."""
+    """Installed, templates/ is the package s2s.templates; in a source checkout (python -m pytest
+    from the repository, or an editable install) it is the checkout's templates/, next to this s2s/.
+    The checkout comes first: an editable install maps s2s.templates to the tree it was installed
+    from, and a second checkout (a git worktree on PYTHONPATH) would otherwise run its own s2s with
+    the first tree's templates."""
     import importlib.util
     import os
     import sys
 
-    try:
-        importlib.import_module("s2s.templates")
+    if "s2s.templates" in sys.modules:
         return
-    except ModuleNotFoundError:
-        pass
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # s2s/
     here = os.path.join(os.path.dirname(package), "templates")
+    if not os.path.isfile(os.path.join(here, "__init__.py")):
+        importlib.import_module("s2s.templates")  # installed: s2s/templates
+        return
     spec = importlib.util.spec_from_file_location(
         "s2s.templates", os.path.join(here, "__init__.py"), submodule_search_locations=[here])
     module = importlib.util.module_from_spec(spec)
