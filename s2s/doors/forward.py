@@ -14,7 +14,7 @@ from ..analysis.shapes import argument_facts
 from ..driver import cache
 from ..errors import S2SError
 from ..frontend.nested import register_nested_transform
-from .api import Primal, _generated_manifest, _kinds, _source, _unbatched
+from .api import Primal, Transformed, _generated_manifest, _kinds, _source, _unbatched
 from .values import scalar_like, zero_tangent
 
 
@@ -174,12 +174,17 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
     """
     if isinstance(fun, Primal) and backend == "python":  # jvp(jit(f)) is f's forward mode, compiled
         return jvp(fun.fun, primals, tangents, backend=fun.backend)
-    if hasattr(fun, "with_backend") or isinstance(fun, Primal):  # grad, jacfwd/jacrev, hessian, vmap; jit
+    if isinstance(fun, Transformed) and fun.kind in ("grad", "value_and_grad") and not fun.rows:
+        from .hvp import jvp_of_gradient  # (hvp.py builds on ForwardTransformed here)
+
+        # the Hessian-vector product jvp(grad(f), (x,), (v,)): forward mode over the reverse code
+        return jvp_of_gradient(fun, tuple(primals), tuple(tangents), fun.backend if backend == "python" else backend)
+    if hasattr(fun, "with_backend") or isinstance(fun, Primal):  # jacfwd/jacrev, hessian, vmap; jit
         name = getattr(fun, "__name__", "the function")
         raise S2SError(f"s2s.jvp of an already transformed function ({type(fun).__name__} of {name}) is not "
                        "supported",
                        hint="take jvp of the plain function (s2s.jvp(f, ...) for jit(f)); for a Hessian-vector "
-                            "product use s2s.hessian(f)(x) @ v or s2s.jacfwd(s2s.grad(f))(x) @ v")
+                            "product, s2s.jvp(s2s.grad(f), (x,), (v,))")
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         raise S2SError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
