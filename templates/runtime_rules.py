@@ -66,6 +66,7 @@ from s2s.runtime import (
     outer_bar_y,
     per_matrix,
     per_matrix_bar,
+    pop_adjoint,
     prod_bar,
     prod_bar_dx,
     prod_dot,
@@ -336,6 +337,12 @@ def tree_add_(r, a, b):
 def unpack_bar_(r, parts, source):
     """Linear in the parts; source gives only the kind of the result (an array or a tuple)."""
     r_dot = unpack_bar(parts_dot, source)
+
+
+@rule(runtime.pop_adjoint)
+def pop_adjoint_(r, bar):
+    """Linear: the tangent's last item and the rest (in place for a list, as the value's)."""
+    r_dot = pop_adjoint(bar_dot)
 
 
 @rule(runtime.add_at)

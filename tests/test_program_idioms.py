@@ -21,10 +21,9 @@ def test_vjp_fills_in_defaults_the_call_leaves_out(jitted):
     np.testing.assert_allclose(x_bar, 1.5 * 4.0 * x, rtol=1e-15)
 
 
-def test_append_in_reverse_mode_names_the_append():
-    with pytest.raises(s2s.S2SError, match=r"list grown with \.append.*vals = np\.zeros\(n\)") as info:
-        s2s.grad(cases.appended_squares)(X)
-    assert info.value.origin.text == "vals.append(x[i] ** 2)"
+def test_append_in_reverse_and_forward_mode():
+    # (reverse mode refused it; it now pops what the loop appended: tests/test_list_appends.py)
+    np.testing.assert_allclose(s2s.grad(cases.appended_squares)(X), 2 * X, rtol=1e-15)
     np.testing.assert_allclose(s2s.jacfwd(cases.appended_squares)(X), 2 * X, rtol=1e-15)
 
 

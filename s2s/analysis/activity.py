@@ -578,6 +578,9 @@ class Analysis:
             # `t[k] = a` into a list or dict stores a itself: a write into a changes t[k]
             if isinstance(stmt, ir.SetItem) and stmt.base in self.containers and isinstance(stmt.value, ir.Name):
                 union(stmt.base, stmt.value.id)
+            # and `t.append(a)` stores a itself, as a display [a] does
+            if isinstance(stmt, ir.Push) and isinstance(stmt.value, ir.Name):
+                union(stmt.tape, stmt.value.id)
         mutations = [s for s in self.statements()
                      if isinstance(s, ir.SetItem) or (isinstance(s, ir.Assign) and s.inplace)]
         if not mutations:
@@ -611,8 +614,8 @@ class Analysis:
             if other != var:
                 sites += [d for d in self.defs.get(other, []) if isinstance(d, ir.SetItem)]
         for site in sites:
-            if site == "param":
-                continue
+            if site == "param" or isinstance(site, ir.Push):
+                continue  # (the reverse sweep undoes each t.append(v) with t.pop(): t is as it was)
             if isinstance(site, ir.For) and site.var == var and id(site) in self.enclosing_loops(at):
                 continue  # the reverse loop reconstructs its own loop variable
             if site is at:

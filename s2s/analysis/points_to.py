@@ -251,8 +251,8 @@ class PointsToCheck:
             else:
                 self._check_write(stmt, stmt.base, state, self.an.live_after[id(stmt)], arguments_too=True)
             return self._hold(self._store(stmt, state), stmt.value)
-        if isinstance(stmt, ir.Push):  # t.append(v): t holds v
-            return self._hold(state, stmt.value)
+        if isinstance(stmt, ir.Push):  # t.append(v): t holds v, as after t[k] = v
+            return self._hold(self._store_into(stmt.tape, stmt.value, state), stmt.value)
         if not isinstance(stmt, ir.Assign):
             return state
         site = f"object {self.an.info[id(stmt)].pos}"
@@ -438,10 +438,16 @@ class PointsToCheck:
     def _store(self, stmt, state: dict) -> dict:
         """The state after stmt = `t[k] = a`: where t may be a list or dict, every name that holds
         it now also holds what a holds."""
-        if not isinstance(stmt.value, ir.Name) or stmt.op is not None:
+        if stmt.op is not None:
             return state
-        held = {o for o in whole(state.get(stmt.base, frozenset())) if self._is_container_object(o)}
-        stored = state.get(stmt.value.id, frozenset())
+        return self._store_into(stmt.base, stmt.value, state)
+
+    def _store_into(self, base: str, value, state: dict) -> dict:
+        """The state after the list or dict base comes to hold value (t[k] = a, t.append(a))."""
+        if not isinstance(value, ir.Name):
+            return state
+        held = {o for o in whole(state.get(base, frozenset())) if self._is_container_object(o)}
+        stored = state.get(value.id, frozenset())
         if not held or not stored:
             return state
         return {k: objects | stored if is_variable(k) and whole(objects) & held else objects

@@ -45,6 +45,9 @@ def parameter_writes(params: list[str], body: list, lowered: dict | None = None)
             if isinstance(stmt, ir.SetItem):
                 if stmt.base in params and stmt.base not in rebound:
                     found.setdefault(stmt.base, f"{stmt.base}[...] = ...")
+            elif isinstance(stmt, ir.Push):
+                if stmt.tape in params and stmt.tape not in rebound:
+                    found.setdefault(stmt.tape, f"{stmt.tape}.append(...)")
             elif isinstance(stmt, ir.Assign):
                 if stmt.inplace:
                     target = stmt.targets[0]
@@ -128,9 +131,10 @@ def check_call_sites(caller: ir.Function, lowered: dict[int, ir.Function]) -> No
             if not view and name in site.rebound and not _aliases(caller, name):
                 continue  # `y = helper(y)`: y names the result; the old array is unreachable
             what = f"{name}[...]" if view else name
+            kind, under = ("list", "Python") if how.endswith(".append(...)") else ("array", "NumPy")
             raise S2SError(
                 f"{callee.name} writes into its parameter {param} in place ({how}), which changes the "
-                f"caller's array {what} under NumPy; s2s gives {callee.name} a private copy, so the "
+                f"caller's {kind} {what} under {under}; s2s gives {callee.name} a private copy, so the "
                 "change would not reach this function",
                 site.origin,
                 f"return the new value and assign it (`{name} = {callee.name}({name}, ...)`), or write "

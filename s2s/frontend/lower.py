@@ -146,7 +146,8 @@ class Normalizer(ExpressionLowering, LaxLowering):
         in-place writes; NumPy's own call would change it). A list stays a list and a dict a
         dict (np.copy made them arrays). A write through another name (`y = x; y[0] = v`) is
         still refused by the alias analysis, with its line."""
-        written = {stmt.base for stmt in ir.walk(body) if isinstance(stmt, ir.SetItem)}
+        written = {stmt.base for stmt in ir.walk(body) if isinstance(stmt, ir.SetItem)} | {
+            stmt.tape for stmt in ir.walk(body) if isinstance(stmt, ir.Push)}  # (x.append(v) too)
         origin = self.parsed.origin(self.parsed.node)
         return [ir.Assign((p,), ir.Call(runtime.copy, (ir.Name(p),)),
                           dataclasses.replace(origin, text=f"{p} = runtime.copy({p})  (s2s: the function writes into "
@@ -246,6 +247,11 @@ class Normalizer(ExpressionLowering, LaxLowering):
                 and value.func.value.value in self.locals and len(value.args) == 1:
             # A tape of generated reverse code: tape.append(v).
             self.emit(ir.Push(value.func.value.value, self.expr(self.positional(value.args[0])), self.origin))
+            return
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
+                and value.func.attr.value == "pop" and isinstance(value.func.value, cst.Name) \
+                and value.func.value.value in self.locals and not value.args:
+            self.expr(value)  # t.pop() whose item is unused (the reverse of t.append(v)): t loses it
             return
         if isinstance(value, cst.Call):
             callee = self.resolver.resolve(value.func)

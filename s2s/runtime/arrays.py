@@ -6,7 +6,7 @@ import numpy as np
 
 from .batching import batched_product_bar_a, batched_product_bar_b
 from .reductions import _shape_of
-from .values import _expand, unbroadcast
+from .values import AdjointList, _expand, unbroadcast
 
 
 def matmul_bar_x(g, x, y):
@@ -148,7 +148,9 @@ def vstack(xs):
 
 
 def array_bar(g, x):
-    if isinstance(x, (tuple, list)):
+    if isinstance(x, list):  # (a list's adjoint is a list: `t[0] = v` and t.append(v) change it in place)
+        return AdjointList(array_bar(g[k], v) for k, v in enumerate(x))
+    if isinstance(x, tuple):
         return tuple(array_bar(g[k], v) for k, v in enumerate(x))
     return g if np.ndim(x) else g[()]
 

@@ -135,6 +135,19 @@ def add_at(c, key, value):
     return AdjointList(items) if isinstance(c, AdjointList) else tuple(items)
 
 
+def pop_adjoint(bar):
+    """(the adjoint of a list's last item, the adjoint of the rest): the reverse of
+    `t.append(v)`. A list adjoint loses its last item in place (a loop pops one per pass); a
+    tuple (what np.array's rule gives a list) becomes such a list first; an array (np.sum's
+    rule of a list) gives a view."""
+    if isinstance(bar, list):
+        item = bar.pop()
+        return item, bar
+    if isinstance(bar, tuple):
+        return bar[-1], AdjointList(bar[:-1])
+    return bar[-1], bar[:-1]
+
+
 def unpack_bar(parts, source):
     """The adjoint of `a, b, c = source` from the adjoints of a, b and c: an array of
     source's dtype where source is an array (`x[:3] += (a_bar, b_bar, c_bar)` is NumPy's,

@@ -193,6 +193,20 @@ def _add_at(c, key, value):
         raise TypingError("s2s: index a tuple argument with an integer constant")
 
 
+@overload(rt.pop_adjoint)
+def _pop_adjoint(bar):
+    """A list adjoint loses its last item in place; an array's gives a view of the rest. (A
+    tuple adjoint would change type with its length: Numba has no form of it.)"""
+    if isinstance(bar, types.List):
+        def impl(bar):
+            item = bar.pop()
+            return item, bar
+        return impl
+    if isinstance(bar, types.Array):
+        return lambda bar: (bar[-1], bar[:-1])
+    raise TypingError("s2s: the reverse of list.append under Numba takes a list or array adjoint")
+
+
 @overload(rt.unpack_bar)
 def _unpack_bar(parts, source):
     """Of an array source, an array whose rows are the parts (numbers, or arrays of one shape:

@@ -29,6 +29,7 @@ from ...errors import S2SError
 from ...rules import Rule
 from ...analysis.shapes import ShapeClasses
 from ..rule_helpers import all_names
+from ...frontend.source import is_user_function
 from .instances import RuleInstances
 from .planning import Planning
 from .sweep import Sweep
@@ -81,6 +82,79 @@ def _refuse_sequence_arithmetic(fn: ir.Function, an) -> None:
                            "which takes it")
 
 
+def _refuse_shared_appended_lists(fn: ir.Function) -> None:
+    """The reverse sweep undoes each `t.append(v)` by popping t and t's adjoint (sweep.py,
+    reverse_push), so t's adjoint must be the only one its items' adjoints gather in. Refuse
+    where t is not a list the function makes ([] or [a, b]: an argument is the caller's list),
+    where t is shared by another name (`u = t`, `(t, a)`, a helper's argument) before an append
+    that may run later (the other name would see the new item, and its adjoint would never
+    reach v), and where the result holds t (the reverse sweep's pops would empty it)."""
+    pushes = [s for s in ir.walk(fn.body) if isinstance(s, ir.Push)]
+    if not pushes:
+        return
+    statements = list(ir.walk(fn.body))
+
+    def fresh(d) -> bool:  # [] or [a, b], or the private copy of an argument (lower.py)
+        return len(d.targets) == 1 and (isinstance(d.value, ir.Build) and d.value.kind == "list" or isinstance(
+            d.value, ir.Call) and d.value.fn is runtime.copy)
+
+    for push in pushes:
+        if push.tape in fn.params and not any(isinstance(d, ir.Assign) and d.targets == (push.tape,) and fresh(d)
+                                              for d in fn.body[:1]):
+            raise S2SError(f"reverse mode (grad, jacrev, vjp) of {push.tape}.append(...) into the argument {push.tape} "
+                           "(a list its caller holds) is not supported", push.origin,
+                           "make a new list in the function and return what the caller needs")
+        for d in statements:
+            if isinstance(d, ir.Assign) and push.tape in d.targets and not fresh(d):
+                raise S2SError(f"reverse mode (grad, jacrev, vjp) of {push.tape}.append(...) where {push.tape} may be "
+                               "a list that another name holds is not supported", d.origin,
+                               f"make {push.tape} a new list here ([] or [a, b]) before appending to it")
+    order = {id(s): k for k, s in enumerate(statements)}
+    in_loops = {id(s) for loop in statements if isinstance(loop, (ir.For, ir.While))
+                for block in ir.child_blocks(loop) for s in ir.walk(block)}
+    holders = {p.tape for p in pushes}  # names that may hold one of the lists (itself, or in a display)
+    changed = True
+    while changed:
+        changed = False
+        for stmt in statements:
+            if not isinstance(stmt, ir.Assign):
+                continue
+            value = stmt.value
+            if isinstance(value, ir.Build):
+                read = ir.names_in(value)
+            elif isinstance(value, ir.Name):
+                read = [value.id]
+            elif isinstance(value, ir.Call) and is_user_function(value.fn):
+                read = [a.id for a in value.args if isinstance(a, ir.Name)]
+            else:
+                read = []
+            shared = [n for n in read if n in holders]
+            if not shared:
+                continue
+            if id(stmt) in in_loops:
+                # (in a loop the other name is bound anew each pass, and the reverse sweep, which
+                # restores the list's items, does not restore which list that name refers to)
+                raise S2SError(f"reverse mode (grad, jacrev, vjp) of a list grown with .append ({shared[0]}) that "
+                               "another name comes to hold inside a loop is not supported", stmt.origin,
+                               f"read {shared[0]} itself, or share it after the loop")
+            for push in pushes:  # (stmt is in no loop: a later append is one later in the code)
+                if push.tape in shared and order[id(push)] > order[id(stmt)]:
+                    raise S2SError(f"reverse mode (grad, jacrev, vjp) of {push.tape}.append(...) where {push.tape} is "
+                                   "also held by another name (or passed to a function) before the append is not "
+                                   "supported", stmt.origin, f"append to {push.tape} only, and share it after its last "
+                                   "append, or fill an array (np.zeros(n), then vals[i] = ...) instead")
+            for target in stmt.targets:
+                if target not in holders:
+                    holders.add(target)
+                    changed = True
+    result = fn.result
+    if isinstance(result, ir.Name) and result.id in holders:
+        push = next(p for p in pushes if p.tape in holders)
+        raise S2SError(f"reverse mode (grad, jacrev, vjp) of a function whose result holds {push.tape}, a list grown "
+                       "with .append, is not supported", push.origin,
+                       f"return np.array({push.tape}) (or np.stack), or an array filled in the loop")
+
+
 class VJP(RuleInstances, Planning, Sweep):
     def __init__(self, fn: ir.Function, emitter: Emitter, active_params: list[str],
                  function_name: str, variant, has_aux: bool = False, facts: dict | None = None,
@@ -100,11 +174,7 @@ class VJP(RuleInstances, Planning, Sweep):
             raise S2SError("reverse mode of generated reverse-mode code is not supported",
                            generated[0].origin, "take second derivatives forward over reverse: s2s.hessian, or "
                            "s2s.jacfwd(s2s.jacrev(f))")
-        appended = next((stmt for stmt in ir.walk(fn.body) if isinstance(stmt, ir.Push)), None)
-        if appended is not None:  # the user's list.append (generated code would also pop)
-            raise S2SError("reverse mode (grad, jacrev, vjp) of a list grown with .append is not supported",
-                           appended.origin, "fill an array instead (vals = np.zeros(n) before the loop, "
-                           "vals[i] = ... in it), or use forward mode (s2s.jacfwd, s2s.jvp), which takes it")
+        _refuse_shared_appended_lists(fn)
         self.fn = fn
         # variant(python function, positions of the arguments whose adjoints a call needs) -> the
         # name of the callee's vjp that returns those adjoints
@@ -157,6 +227,7 @@ class VJP(RuleInstances, Planning, Sweep):
         self.variants: dict[int, Rule | None] = {}  # id(stmt) -> the rule its reverse lines use
         self.rule_locals: dict[tuple, str] = {}  # (id(stmt), id(rule), local) -> its name
         self._plan_scopes()
+        self.appended = {stmt.tape for stmt in ir.walk(fn.body) if isinstance(stmt, ir.Push)}
         self.may_mutate = set()
         for members in self.an.alias_of.values():
             self.may_mutate |= set(members)
@@ -237,6 +308,8 @@ class VJP(RuleInstances, Planning, Sweep):
             return an.is_active(stmt.base)
         if isinstance(stmt, (ir.If, ir.For, ir.While)):
             return any(self.has_work(s) for b in ir.child_blocks(stmt) for s in b)
+        if isinstance(stmt, ir.Push):
+            return True  # t.append(v) is undone (t.pop()), also for an inactive t (the analysis counts on it)
         return False
 
     # ---- the function -----------------------------------------------------------

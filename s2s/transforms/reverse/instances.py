@@ -214,6 +214,10 @@ class RuleInstances:
                 out |= {Need(n, "post" if n == trips else "pre") for n in ir.names_in(atom)}
         elif isinstance(stmt, ir.While):
             out.add(Need(self.while_trips(stmt), "post"))  # known once the loop has run
+        elif isinstance(stmt, ir.Push):
+            # t.pop() undoes it: t must be the list this append grew (`t = []` in a loop makes
+            # another one each pass, so t is taped, the list itself, not a copy: planning.push)
+            out.add(Need(stmt.tape, "pre"))
         return {n for n in out if n.var not in self.fn.constants}
 
     def _plan_block(self, block: list) -> None:

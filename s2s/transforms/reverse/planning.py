@@ -365,8 +365,8 @@ class Planning:
         if need.shape:
             key = (need.var, id(stmt), need.when)
             return [assign(self.shape_var(key), runtime_call("push_shape", name(tape), value))]
-        if need.var in self.may_mutate:
-            value = runtime_call("copy", value)
+        if need.var in self.may_mutate and need.var not in self.appended:
+            value = runtime_call("copy", value)  # (a list that appends grow is taped itself: its pops undo them)
         if tape in self.counted:
             count, capacity = self.counted[tape]
             create = assign(tape, runtime_call("new_tape", name(need.var), copy.deepcopy(capacity)))

@@ -132,6 +132,13 @@ class Sweep:
         """Zeros for a pending adjoint; shaped by `shape` (a name holding var's shape at this
         point) where the variable itself may hold a later value of another shape."""
         if var in self.pending:
+            if var in self.appended and self._made_in_a_loop(var):
+                # Its zeros take the length of the list var refers to here, which the reverse
+                # sweep knows only where it reads var's items (a later pass's `var = []` rebinds it)
+                raise S2SError(f"reverse mode (grad, jacrev, vjp) of {var}.append(...), where {var} is made anew in "
+                               f"a loop and its adjoint starts at zero before a loop or branch, is not supported",
+                               self.an.defs[var][0].origin, f"make {var} before the outer loop, or use what the "
+                               "list holds right after the loop that fills it")
             if shape is not None and shape != var:
                 value = runtime_call("zeros_shaped", name(shape), name(var))
             else:
@@ -161,7 +168,30 @@ class Sweep:
                                          body or [ast.Pass()], [], lineno=0)]
         if isinstance(stmt, ir.SetItem):
             return self.reverse_setitem(stmt, taped)
+        if isinstance(stmt, ir.Push):
+            return self.reverse_push(stmt, taped)
         return self.reverse_assign(stmt, taped)
+
+    def reverse_push(self, stmt: ir.Push, taped) -> list:
+        """t.append(v): t loses its last item again, so that what the reverse sweep reads of t
+        (t[-1], len(t)) is what the forward sweep read there; the last item of t's adjoint
+        (which has t's length) is v's."""
+        out: list = self.pops(stmt, taped)  # (t itself, where a later `t = []` rebinds it)
+        out += [ast.Expr(ast.Call(ast.Attribute(name(stmt.tape), "pop", ast.Load()), [], []))]
+        bar = self.adjoint_of(stmt.tape)
+        if bar is None:
+            return out
+        popped = runtime_call("pop_adjoint", bar)
+        if isinstance(stmt.value, ir.Name) and self.an.is_active(stmt.value.id):
+            item = self.names.fresh(f"{stmt.tape}_item_bar")
+            out.append(ast.Assign([ast.Tuple([name(item, True), name(bar.id, True)], ast.Store())], popped, lineno=0))
+            self.accumulate(stmt.value.id, name(item), out)
+        else:
+            out.append(assign(bar.id, ast.Subscript(popped, ast.Constant(1), ast.Load())))
+        return out
+
+    def _made_in_a_loop(self, var: str) -> bool:
+        return any(isinstance(d, ir.Assign) and self.an.enclosing_loops(d) for d in self.an.defs.get(var, []))
 
     def reverse_range(self, stmt: ir.For) -> ast.expr:
         em = self.em
