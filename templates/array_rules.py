@@ -286,6 +286,20 @@ def diag(y, x, k=0):
     x_bar += diag_bar(y_bar, x, k)
 
 
+@rule(np.tril, pure=True, fresh=True)
+def tril(y, x, k=0):
+    """Linear: the lower triangle of each matrix (of a vector: of its rows, stacked)."""
+    y_dot = np.tril(x_dot, k)
+    x_bar += unbroadcast(np.tril(y_bar, k), x)
+
+
+@rule(np.triu, pure=True, fresh=True)
+def triu(y, x, k=0):
+    """Linear: the upper triangle of each matrix (of a vector: of its rows, stacked)."""
+    y_dot = np.triu(x_dot, k)
+    x_bar += unbroadcast(np.triu(y_bar, k), x)
+
+
 # np.atleast_*d of one argument (several give a list, which has no rule). Numba's take an
 # array only: under Numba generated code calls runtime.atleast_*d (of a number too).
 @rule(np.atleast_1d, runtime.atleast_1d, pure=True, view=True)

@@ -133,6 +133,25 @@ def minimum(z, x, y):
     y_bar += unbroadcast(z_bar * (1.0 - x_wins), y)
 
 
+@rule(np.fmax, cheap=True)
+@primitive(np.fmax, scalar_safe=True)
+def fmax(z, x, y):
+    """As np.maximum, but a number wins over a NaN (x != x is NaN), as np.fmax takes it."""
+    x_wins = 1.0 - (y > x) - 0.5 * (x == y) - (x != x)
+    z_dot = x_dot * x_wins + y_dot * (1.0 - x_wins)
+    x_bar += unbroadcast(z_bar * x_wins, x)
+    y_bar += unbroadcast(z_bar * (1.0 - x_wins), y)
+
+
+@rule(np.fmin, cheap=True)
+@primitive(np.fmin, scalar_safe=True)
+def fmin(z, x, y):
+    x_wins = 1.0 - (y < x) - 0.5 * (x == y) - (x != x)
+    z_dot = x_dot * x_wins + y_dot * (1.0 - x_wins)
+    x_bar += unbroadcast(z_bar * x_wins, x)
+    y_bar += unbroadcast(z_bar * (1.0 - x_wins), y)
+
+
 DECLARATIONS = [
     nondifferentiable(operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne,
                       elementwise=True, cheap=True),

@@ -406,3 +406,30 @@ def test_gathers_with_index_arrays_and_masks_against_closed_forms(backend):
     np.testing.assert_allclose(grad(_masked_rows)(A, keep), 2 * A * keep[:, None], rtol=1e-13)
     if backend == "cpu":  # the value itself: numba.njit indexes with 1-D masks only
         assert s2s.jit(_positive_cubes)(A) == pytest.approx(np.sum(A[A > 0.2] ** 3), rel=1e-14)
+
+
+def floor_at_nan(x, y):
+    return np.sum(np.fmax(x, y) ** 2 + np.fmin(x, 2.0 * y))
+
+
+def test_fmax_and_fmin_take_the_number_where_the_other_is_nan():
+    # np.fmax(x, nan) is x: its derivative is x's (np.maximum's would be NaN there)
+    x = np.array([0.5, -1.0, 2.0])
+    y = np.array([np.nan, 0.3, 1.0])
+    gx, gy = s2s.grad(floor_at_nan, argnums=(0, 1))(x, y)
+    # fmax picks x, y, x; fmin(x, 2y) picks x, x, x (2y = nan, 0.6, 2.0: a tie at the last
+    # shares the derivative equally, as np.minimum's does)
+    np.testing.assert_allclose(gx, [2 * 0.5 + 1.0, 0.0 + 1.0, 2 * 2.0 + 0.5], rtol=1e-15)
+    np.testing.assert_allclose(gy, [0.0, 2 * 0.3, 0.5 * 2.0], rtol=1e-15)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(floor_at_nan, argnums=(0, 1)))(x, y)[0], gx, rtol=1e-15)
+
+
+def lower_energy(a):
+    return np.sum(np.tril(a, -1) ** 2) + np.sum(np.triu(a) * a)
+
+
+def test_tril_and_triu_gradients():
+    a = np.arange(9.0).reshape(3, 3) / 7.0
+    expected = 2 * np.tril(a, -1) + 2 * np.triu(a)  # d/da of sum(triu(a) * a) is 2 * triu(a)
+    np.testing.assert_allclose(s2s.grad(lower_energy)(a), expected, rtol=1e-15)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(lower_energy))(a), expected, rtol=1e-15)
