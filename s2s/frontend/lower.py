@@ -21,6 +21,7 @@ from .. import runtime
 from ..errors import Origin, S2SError
 from ..ir import nodes as ir
 from .argument_writes import parameter_writes
+from .comprehensions import ComprehensionLowering
 from .control_flow import lower_control_flow
 from .expressions import ExpressionLowering
 from .lax_forms import LaxLowering, assigned_names, walk_own
@@ -52,11 +53,13 @@ def _outer_names(code) -> set[str]:
     names = set(code.co_names) | set(code.co_freevars)
     for const in code.co_consts:
         if isinstance(const, type(code)):
-            names |= _outer_names(const)
+            # (less the names of this code that the nested one reads: the variables of a
+            # comprehension, which the comprehension inside it reads, are no outer names)
+            names |= _outer_names(const) - set(code.co_cellvars)
     return names
 
 
-class Normalizer(ExpressionLowering, LaxLowering):
+class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
     def __init__(self, parsed: ParsedFunction):
         self.parsed = parsed
         self.fn = parsed.fn
@@ -189,6 +192,10 @@ class Normalizer(ExpressionLowering, LaxLowering):
     def small_statement(self, node: cst.CSTNode) -> None:
         self.statement_node = node
         if isinstance(node, cst.Assign):
+            into = self.comprehension_into(node)
+            if into is not None:  # ys = [f(v) for v in x]: ys = [], then ys.append(f(v)) in the loop
+                self.list_comprehension(node.value, into)
+                return
             value = self.expr(node.value)
             for target in node.targets:
                 self.assign_to(target.target, value, node, rename=len(node.targets) == 1)
