@@ -46,7 +46,8 @@ def uses_class(x):
 
 
 def uses_comprehension(x):
-    return np.sum(np.array([t * 2.0 for t in x]))
+    scaled = {k: t * 2.0 for k, t in enumerate(x)}  # (a list comprehension is supported, a dict one is not)
+    return scaled[0]
 
 
 def no_rule(x):
