@@ -263,6 +263,11 @@ def unsupported_inside(x):
     return ys[0]
 
 
+def starred_target(x):
+    pairs = [(x[0], x[1], x[2]), (x[1], x[2], x[3])]
+    return sum(a * len(b) for a, *b in pairs)
+
+
 def comprehension_variable_does_not_leak(x):
     ys = [x[j] for j in range(2)]
     return ys[0] * j  # noqa: F821 (a NameError in Python 3, as in s2s)
@@ -276,6 +281,8 @@ REFUSALS = [
     (dict_comprehension, "dict comprehensions are not supported", "{k: v * 2.0"),
     (unsupported_inside, r"the method \.conjugate\(\) is not supported", "v.conjugate()"),
     (comprehension_variable_does_not_leak, "the name 'j' is not defined", "ys[0] * j"),
+    # (a starred target was read as `a, b = item`: a raw ValueError when the loop ran)
+    (starred_target, "a for loop unpacks into plain names only", "for a, *b in pairs"),
 ]
 
 

@@ -564,7 +564,7 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
         if isinstance(target, cst.Name):
             return [(target.value, item)]
         if isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) > 1 and all(
-                isinstance(e.value, cst.Name) for e in target.elements):
+                isinstance(e, cst.Element) and isinstance(e.value, cst.Name) for e in target.elements):
             # for W, b in params: each item is taken, then unpacked
             names = self.target_names(target, len(target.elements))
             if len(set(names)) != len(names):
@@ -583,7 +583,7 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
 
     def target_names(self, target: cst.BaseExpression, count: int) -> list[str]:
         if not isinstance(target, (cst.Tuple, cst.List)) or len(target.elements) != count or not all(
-            isinstance(e.value, cst.Name) for e in target.elements
+            isinstance(e, cst.Element) and isinstance(e.value, cst.Name) for e in target.elements
         ):
             raise self.error(target, f"expected {count} loop variables")
         return [e.value.value for e in target.elements]
