@@ -108,6 +108,10 @@ def sum_of_a_generator_with_start(x):
     return sum((v * w for v in x for w in x), 1.5)
 
 
+def sum_of_a_list_comprehension(x):
+    return sum([v * np.exp(v) for v in x if v < 0.8], start=0.5)
+
+
 def sum_of_a_list(x):
     ys = [v ** 3 for v in x]
     return sum(ys) + sum(ys, 2.0)
@@ -145,6 +149,7 @@ CASES = [
     (list_of_a_generator, (X,)),
     (sum_of_a_generator, (X, 2.0)),
     (sum_of_a_generator_with_start, (X,)),
+    (sum_of_a_list_comprehension, (X,)),
     (sum_of_a_list, (X,)),
     (max_min_of_a_generator, (X,)),
 ]
@@ -213,25 +218,27 @@ def test_a_comprehension_variable_does_not_overwrite_the_functions_own():
 
 
 def test_sum_of_a_generator_adds_in_the_loop():
-    code = s2s.source(s2s.jit(sum_of_a_generator, backend="python"))
-    assert ".append(" not in code and "_sum = _sum + " in code
+    for fn in (sum_of_a_generator, sum_of_a_list_comprehension):
+        code = s2s.source(s2s.jit(fn, backend="python"))
+        assert ".append(" not in code and "_sum = _sum + " in code
 
 
 # ---- reverse mode ---------------------------------------------------------------------------
 
+NO_LIST = (sum_of_a_generator, sum_of_a_generator_with_start, sum_of_a_list_comprehension)
+BUILDS_NO_LIST = [c for c in CASES if c[0] in NO_LIST] + [(sum_of_the_rows, (np.arange(12.0).reshape(4, 3) / 10,))]
+
+
 @REVERSE
-@pytest.mark.parametrize("fn, args", [c for c in CASES if c[0] not in (sum_of_a_generator,
-                                                                       sum_of_a_generator_with_start)],
-                         ids=[n for n in NAMES if not n.startswith("sum_of_a_generator")])
+@pytest.mark.parametrize("fn, args", [c for c in CASES if c[0] not in NO_LIST],
+                         ids=[fn.__name__ for fn, _ in CASES if fn not in NO_LIST])
 def test_grad_matches_central_differences(fn, args):
     for k in range(len(args)):
         want = central_difference_grad(fn, args, k)
         np.testing.assert_allclose(s2s.grad(fn, argnums=k)(*args), want, rtol=1e-6, atol=1e-8)
 
 
-@pytest.mark.parametrize("fn, args", [(sum_of_a_generator, (X, 2.0)), (sum_of_a_generator_with_start, (X,)),
-                                      (sum_of_the_rows, (np.arange(12.0).reshape(4, 3) / 10,))],
-                         ids=["sum_of_a_generator", "sum_of_a_generator_with_start", "sum_of_the_rows"])
+@pytest.mark.parametrize("fn, args", BUILDS_NO_LIST, ids=[fn.__name__ for fn, _ in BUILDS_NO_LIST])
 def test_grad_of_sums_that_build_no_list(fn, args):
     # sum(f(v) for v in x) adds in the loop, with no list between: reverse mode takes it today
     for k in range(len(args)):

@@ -11,7 +11,8 @@ zip, a sequence, a dict's .items()), the clauses nested in order, each `if` a br
 the rest. The comprehension's variables are its own (Python 3): they are lowered under the
 user's names and then renamed to names no other variable has, so a variable of the same name
 outside keeps its value. A generator expression is taken only as the one argument of sum
-(accumulated in the loop), max, min and list (a list comprehension first).
+(accumulated in the loop, as is sum of a list comprehension), max, min and list (a list
+comprehension first).
 """
 
 from __future__ import annotations
@@ -120,15 +121,17 @@ class ComprehensionLowering:
         Python's sum does. None where the call is not of this form."""
         args = node.args
         most = 2 if callee is builtins.sum else 1
-        if not args or len(args) > most or any(a.keyword is not None or a.star for a in args):
-            return None
+        if not args or len(args) > most or args[0].keyword is not None or any(a.star for a in args) \
+                or any(a.keyword is not None and a.keyword.value != "start" for a in args[1:]):
+            return None  # (sum(xs, start=1.0) is sum(xs, 1.0))
         items = args[0].value
         origin = self.origin
         if callee is builtins.sum:
             total = self.names.fresh("_sum")
             start = self.expr(args[1].value) if len(args) == 2 else ir.Const(0)
-            if isinstance(items, cst.GeneratorExp):
-                # sum(f(v) for v in x): added up in the loop itself, no list in between
+            if isinstance(items, (cst.GeneratorExp, cst.ListComp)):
+                # sum(f(v) for v in x), sum([f(v) for v in x]): added up in the loop itself, in
+                # the same order, with no list in between
                 self.emit(ir.Assign((total,), start, origin))
                 self.comprehension_loops(items, items.for_in, lambda: self.emit(ir.Assign(
                     (total,), ir.Call(operator.add, (ir.Name(total), self.expr(items.elt))), origin)))

@@ -466,11 +466,6 @@ class ExpressionLowering(JvpCallLowering):
             callee = operator.matmul  # the same function; Numba compiles `@`, not np.matmul
         if callee is np.einsum:
             return self.einsum(node, args, kwargs)
-        if callee in (builtins.max, builtins.min, builtins.sum) and len(args) == 1 and not kwargs:
-            spelled = {builtins.max: "np.max", builtins.min: "np.min", builtins.sum: "np.sum"}[callee]
-            raise self.error(node, f"builtin {callee.__name__}() of one iterable (an array's elements) is not "
-                             "supported", f"write {spelled}(x) for an array; {callee.__name__}(a, b) of numbers, "
-                             f"or {callee.__name__}([a, b, ...]) of a display, is supported")
         if callee in (builtins.max, builtins.min) and len(args) > 2 and not kwargs:
             # max(a, b, c) is max(max(a, b), c): Python compares left to right, and keeps the
             # first of equal values, as the rule of two does
