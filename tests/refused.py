@@ -46,8 +46,8 @@ def uses_class(x):
 
 
 def uses_comprehension(x):
-    scaled = {k: t * 2.0 for k, t in enumerate(x)}  # (a list comprehension is supported, a dict one is not)
-    return scaled[0]
+    seen = {t * 2.0 for t in x}  # (list and dict comprehensions are supported, a set one is not)
+    return np.sum(x) * len(seen)
 
 
 def no_rule(x):

@@ -12,7 +12,7 @@ the rest. The comprehension's variables are its own (Python 3): they are lowered
 user's names and then renamed to names no other variable has, so a variable of the same name
 outside keeps its value. A generator expression is taken only as the one argument of sum
 (accumulated in the loop, as is sum of a list comprehension), max, min and list (a list
-comprehension first).
+comprehension first). A dict comprehension is `d = {}`, then `d[k] = v` in the loop.
 """
 
 from __future__ import annotations
@@ -51,10 +51,9 @@ class ComprehensionLowering:
         if isinstance(node, cst.GeneratorExp):
             raise self.error(node, "a generator expression is supported only as the one argument of sum, max, "
                              "min or list", GENERATOR_HINT)
-        if isinstance(node, cst.SetComp):
-            raise self.error(node, "set comprehensions are not supported", "build a list instead")
-        raise self.error(node, "dict comprehensions are not supported",
-                         "build the dict with a for loop: d = {}, then d[k] = v in the loop")
+        if isinstance(node, cst.DictComp):
+            return self.dict_comprehension(node)
+        raise self.error(node, "set comprehensions are not supported", "build a list instead")
 
     def list_comprehension(self, node: cst.ListComp | cst.GeneratorExp, into: str | None = None) -> ir.Atom:
         """`into = [] ; for ...: into.append(elt)`; into: the name the statement assigns the list
@@ -66,14 +65,39 @@ class ComprehensionLowering:
                                  lambda: self.emit(ir.Push(items, self.expr(node.elt), origin)))
         return ir.Name(items)
 
+    def dict_comprehension(self, node: cst.DictComp, into: str | None = None) -> ir.Atom:
+        """`into = {}; for ...: into[key] = value` (a later equal key replaces the value, in
+        the first one's place, as in Python)."""
+        origin = self.origin
+        d = into if into is not None else self.names.fresh("_dict")
+        self.emit(ir.Assign((d,), ir.Build("dict", (), ()), origin))
+
+        def each() -> None:
+            key = self.expr(node.key)  # (the key first, as Python 3.8 on)
+            self.emit(ir.SetItem(d, ir.Index((key,)), self.expr(node.value), None, origin))
+
+        self.comprehension_loops(node, node.for_in, each)
+        return ir.Name(d)
+
     def comprehension_into(self, node: cst.Assign) -> str | None:
-        """`ys = [... for ...]`: ys, where the list can be built in ys itself (the comprehension
-        does not read ys, the statement binds ys only)."""
+        """`ys = [... for ...]` (or a dict comprehension): ys, where the list can be built in
+        ys itself (the comprehension does not read ys, the statement binds ys only)."""
         if len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Name) \
-                or not isinstance(node.value, cst.ListComp):
+                or not isinstance(node.value, (cst.ListComp, cst.DictComp)):
             return None
         name = node.targets[0].target.value
         return None if _reads(node.value, name) else name
+
+    def comprehension_statement(self, node: cst.Assign) -> bool:
+        """Lower `ys = [... for ...]` into ys itself, where it can be (comprehension_into)."""
+        into = self.comprehension_into(node)
+        if into is None:
+            return False
+        if isinstance(node.value, cst.ListComp):
+            self.list_comprehension(node.value, into)
+        else:
+            self.dict_comprehension(node.value, into)
+        return True
 
     def comprehension_loops(self, node: cst.CSTNode, clause: cst.CompFor, innermost) -> None:
         """The loop of one `for` clause, around its `if`s and the clauses after it; innermost

@@ -192,9 +192,7 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
     def small_statement(self, node: cst.CSTNode) -> None:
         self.statement_node = node
         if isinstance(node, cst.Assign):
-            into = self.comprehension_into(node)
-            if into is not None:  # ys = [f(v) for v in x]: ys = [], then ys.append(f(v)) in the loop
-                self.list_comprehension(node.value, into)
+            if self.comprehension_statement(node):  # ys = [f(v) for v in x]: ys = [], ys.append(f(v)) in the loop
                 return
             value = self.expr(node.value)
             for target in node.targets:
