@@ -65,7 +65,9 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
         self.fn = parsed.fn
         self.resolver = Resolver(parsed.fn)
         self.locals = _local_names(parsed.node)
-        self.names = ir.Names(self.locals | _outer_names(parsed.fn.__code__))
+        # Nested defs: every name, and those defined so far (to be inlined by s2s.lax forms).
+        self.def_names = {n.name.value for n in walk_own(parsed.node.body) if isinstance(n, cst.FunctionDef)}
+        self.names = ir.Names(self.locals | _outer_names(parsed.fn.__code__) | self.def_names)
         self.callees: dict[int, Any] = {}
         self.constants: dict[str, Any] = {}
         self.inlined: dict[str, Any] = {}  # Config.SCALE -> its number, inlined as a literal
@@ -73,8 +75,6 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
         self.out: list = []  # statements of the block being built
         self.origin: Origin | None = None
         self.loop_depth = 0
-        # Nested defs: every name, and those defined so far (to be inlined by s2s.lax forms).
-        self.def_names = {n.name.value for n in walk_own(parsed.node.body) if isinstance(n, cst.FunctionDef)}
         self.local_defs: dict = {}
         self.at_results: set[str] = set()  # the temporaries that x.at[i].set(v) and friends update
         self.statement_node: cst.CSTNode | None = None  # the small statement being lowered
