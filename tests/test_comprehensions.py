@@ -90,6 +90,11 @@ def nested(x, y):
     return m[1][2] + m[3][0] * m[0][1]
 
 
+def nested_over_rows(a):
+    m = [[np.sin(v) * i for v in row] for i, row in enumerate(a)]
+    return m[1][2] * m[2][0] + sum(sum(r) for r in m)
+
+
 def reads_its_own_name(x):
     x = [v * 2.0 for v in x]
     return x[0] * x[2]
@@ -152,6 +157,7 @@ CASES = [
     (shadowing_a_float, (X,)),
     (in_a_loop, (X,)),
     (nested, (X, Y)),
+    (nested_over_rows, (np.arange(12.0).reshape(4, 3) / 10,)),
     (reads_its_own_name, (X,)),
     (list_of_a_generator, (X,)),
     (sum_of_a_generator, (X, 2.0)),
