@@ -46,7 +46,8 @@ def uses_class(x):
 
 
 def uses_comprehension(x):
-    return np.sum(np.array([t * 2.0 for t in x]))
+    seen = {t * 2.0 for t in x}  # (list and dict comprehensions are supported, a set one is not)
+    return np.sum(x) * len(seen)
 
 
 def no_rule(x):

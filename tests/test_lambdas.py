@@ -115,9 +115,9 @@ def test_a_lambda_returned_by_a_function_keeps_its_closure():
 
 def test_an_error_in_a_lambda_names_its_line_and_column():
     line = test_an_error_in_a_lambda_names_its_line_and_column.__code__.co_firstlineno + 4
-    with pytest.raises(s2s.S2SError, match="comprehensions are not supported") as info:
+    with pytest.raises(s2s.S2SError, match="set comprehensions are not supported") as info:
         s2s.grad(
-            lambda x: np.sum(np.array([v for v in x])))(X)
+            lambda x: np.sum(np.array({v for v in x})))(X)
     assert info.value.origin.line == line
     assert info.value.origin.column == 39  # the comprehension, in the file's columns (1-based)
 

@@ -19,7 +19,7 @@ CASES = {
     "uses_yield": ("yield is not supported", "yield x"),
     "uses_lambda": ("lambda expressions are supported only as the functions passed to s2s.lax forms", "lambda t"),
     "uses_class": ("class definitions are not supported", "class Box"),
-    "uses_comprehension": ("comprehensions are not supported", "for t in x"),
+    "uses_comprehension": ("set comprehensions are not supported", "{t * 2.0 for t in x}"),
     "no_rule": ("no derivative rule for fft", "np.fft.fft"),
     "writes_argument": ("writing into y changes the argument x in place", "y[0] = 1.0"),
     "writes_through_alias": ("would also change z", "y[0] = x"),

@@ -21,6 +21,7 @@ from .. import lax
 from .lax_forms import FORMS as LAX_FORMS
 from ..runtime import constants as captured
 from .argument_writes import call_site
+from .comprehensions import GENERATOR_HINT
 from .einsum import HINT as EINSUM_HINT
 from .einsum import EinsumRefused, lower_einsum
 from .nested import NESTED_TRANSFORMS
@@ -176,8 +177,7 @@ class ExpressionLowering(JvpCallLowering):
         if isinstance(node, cst.Dict):
             return self.dictionary(node)
         if isinstance(node, (cst.ListComp, cst.GeneratorExp, cst.SetComp, cst.DictComp)):
-            raise self.error(node, "comprehensions are not supported",
-                             "write the loop out, filling an array made with np.zeros or np.empty")
+            return self.comprehension(node)  # (comprehensions.py)
         if isinstance(node, cst.Lambda):
             raise self.error(node, "lambda expressions are supported only as the functions passed to "
                              "s2s.lax forms (cond, switch, fori_loop, while_loop, scan) and to s2s.jvp",
@@ -427,6 +427,19 @@ class ExpressionLowering(JvpCallLowering):
             raise self.error(node, f"{callee.__name__}(...) is supported only as the iterable of a for loop")
         if callee in (builtins.max, builtins.min, builtins.sum) and _a_display_of_items(node, callee):
             return self.fold_display(node, callee)
+        if callee in (builtins.max, builtins.min, builtins.sum):
+            reduced = self.reduction(node, callee)  # sum(xs), sum(f(v) for v in x): a loop (comprehensions.py)
+            if reduced is not None:
+                return reduced
+        generator = next((a.value for a in node.args if isinstance(a.value, cst.GeneratorExp)), None)
+        if generator is not None and callee is builtins.list and len(node.args) == 1 and not node.args[0].keyword:
+            return self.list_comprehension(generator)  # list(f(v) for v in x) is [f(v) for v in x]
+        if generator is not None:
+            name = getattr(callee, "__name__", "this function")
+            raise self.error(generator, f"a generator expression is supported only as the one argument of sum, max, "
+                             f"min or list, not of {name}" + (" (np.array of a generator is a 0-d object array in "
+                                                              "NumPy)" if callee in (np.array, np.asarray) else ""),
+                             GENERATOR_HINT)
         dtype = None
         if callee in (np.sum, np.mean, np.prod) and any(a.keyword and a.keyword.value == "dtype" for a in node.args):
             # np.sum(x, dtype=t) adds in t: the sum of x cast to t, which has rules and compiles.
@@ -453,11 +466,6 @@ class ExpressionLowering(JvpCallLowering):
             callee = operator.matmul  # the same function; Numba compiles `@`, not np.matmul
         if callee is np.einsum:
             return self.einsum(node, args, kwargs)
-        if callee in (builtins.max, builtins.min, builtins.sum) and len(args) == 1 and not kwargs:
-            spelled = {builtins.max: "np.max", builtins.min: "np.min", builtins.sum: "np.sum"}[callee]
-            raise self.error(node, f"builtin {callee.__name__}() of one iterable (an array's elements) is not "
-                             "supported", f"write {spelled}(x) for an array; {callee.__name__}(a, b) of numbers, "
-                             f"or {callee.__name__}([a, b, ...]) of a display, is supported")
         if callee in (builtins.max, builtins.min) and len(args) > 2 and not kwargs:
             # max(a, b, c) is max(max(a, b), c): Python compares left to right, and keeps the
             # first of equal values, as the rule of two does

@@ -21,6 +21,7 @@ from .. import runtime
 from ..errors import Origin, S2SError
 from ..ir import nodes as ir
 from .argument_writes import parameter_writes
+from .comprehensions import ComprehensionLowering
 from .control_flow import lower_control_flow
 from .expressions import ExpressionLowering
 from .lax_forms import LaxLowering, assigned_names, walk_own
@@ -52,17 +53,21 @@ def _outer_names(code) -> set[str]:
     names = set(code.co_names) | set(code.co_freevars)
     for const in code.co_consts:
         if isinstance(const, type(code)):
-            names |= _outer_names(const)
+            # (less the names of this code that the nested one reads: the variables of a
+            # comprehension, which the comprehension inside it reads, are no outer names)
+            names |= _outer_names(const) - set(code.co_cellvars)
     return names
 
 
-class Normalizer(ExpressionLowering, LaxLowering):
+class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
     def __init__(self, parsed: ParsedFunction):
         self.parsed = parsed
         self.fn = parsed.fn
         self.resolver = Resolver(parsed.fn)
         self.locals = _local_names(parsed.node)
-        self.names = ir.Names(self.locals | _outer_names(parsed.fn.__code__))
+        # Nested defs: every name, and those defined so far (to be inlined by s2s.lax forms).
+        self.def_names = {n.name.value for n in walk_own(parsed.node.body) if isinstance(n, cst.FunctionDef)}
+        self.names = ir.Names(self.locals | _outer_names(parsed.fn.__code__) | self.def_names)
         self.callees: dict[int, Any] = {}
         self.constants: dict[str, Any] = {}
         self.inlined: dict[str, Any] = {}  # Config.SCALE -> its number, inlined as a literal
@@ -70,8 +75,6 @@ class Normalizer(ExpressionLowering, LaxLowering):
         self.out: list = []  # statements of the block being built
         self.origin: Origin | None = None
         self.loop_depth = 0
-        # Nested defs: every name, and those defined so far (to be inlined by s2s.lax forms).
-        self.def_names = {n.name.value for n in walk_own(parsed.node.body) if isinstance(n, cst.FunctionDef)}
         self.local_defs: dict = {}
         self.at_results: set[str] = set()  # the temporaries that x.at[i].set(v) and friends update
         self.statement_node: cst.CSTNode | None = None  # the small statement being lowered
@@ -190,6 +193,8 @@ class Normalizer(ExpressionLowering, LaxLowering):
     def small_statement(self, node: cst.CSTNode) -> None:
         self.statement_node = node
         if isinstance(node, cst.Assign):
+            if self.comprehension_statement(node):  # ys = [f(v) for v in x]: ys = [], ys.append(f(v)) in the loop
+                return
             value = self.expr(node.value)
             for target in node.targets:
                 self.assign_to(target.target, value, node, rename=len(node.targets) == 1)
@@ -445,7 +450,32 @@ class Normalizer(ExpressionLowering, LaxLowering):
                              "use a flag variable instead")
         if node.asynchronous is not None:
             raise self.error(node, "async for is not supported")
-        iterator = node.iter
+        var, start, stop, step, prologue = self.loop_header(node.target, node.iter, [node.body])
+        self.loop_depth += 1
+        try:
+            def build_body():
+                self.emit_prologue(prologue, origin)
+                self.block(node.body.body)
+            body = self.sub_block(build_body)
+        finally:
+            self.loop_depth -= 1
+        if var in {w for s in ir.walk(body) for w in ir.stmt_writes(s)}:
+            # The body rebinds the loop variable: iterate over a fresh one.
+            fresh = self.names.fresh(f"_{var}")
+            body.insert(0, ir.Assign((var,), ir.Name(fresh), origin))
+            var = fresh
+        self.emit(ir.For(var, start, stop, step, body, origin))
+
+    def emit_prologue(self, prologue: list, origin: Origin) -> None:
+        for targets, expr in prologue:
+            self.emit(ir.Assign(targets if isinstance(targets, tuple) else (targets,), expr, origin))
+
+    def loop_header(self, target: cst.BaseExpression, iterator: cst.BaseExpression, uses: list) -> tuple:
+        """What `for target in iterator` runs over, for a for statement and for a clause of a
+        comprehension: (the loop's variable, start, stop, step, the prologue: the assignments
+        (targets, expr) at the top of the body that bind target's names). The statements that
+        evaluate the iterator are emitted into the current block. uses: the nodes where the
+        target's names are read (the loop's body), to tell a name that indexes something."""
         call = iterator if isinstance(iterator, cst.Call) else None
         callee = self.resolver.resolve(call.func) if call is not None else MISSING
         if call is not None and isinstance(call.func, cst.Name) and call.func.value in self.locals:
@@ -457,8 +487,8 @@ class Normalizer(ExpressionLowering, LaxLowering):
         if backwards:  # for i in reversed(range(...)): the same range, stepped the other way
             call, callee = self.positional(call.args[0]), builtins.range
         if callee is builtins.range:
-            if not isinstance(node.target, cst.Name):
-                raise self.error(node.target, "a range loop needs a single loop variable")
+            if not isinstance(target, cst.Name):
+                raise self.error(target, "a range loop needs a single loop variable")
             args = [self.expr(self.positional(a)) for a in call.args]
             if not 1 <= len(args) <= 3:
                 raise self.error(call, "range takes one to three arguments")
@@ -468,11 +498,10 @@ class Normalizer(ExpressionLowering, LaxLowering):
             )
             if backwards:
                 start, stop, step = self.reversed_range(start, stop, step)
-            var = node.target.value
+            var = target.value
         elif callee is builtins.enumerate:
             if len(call.args) != 1:
                 raise self.error(call, "enumerate takes one argument here")
-            target = node.target
             if not (isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2
                     and isinstance(target.elements[0].value, cst.Name)):
                 raise self.error(target, "expected 2 loop variables", "write `for i, x in enumerate(xs):`")
@@ -488,7 +517,7 @@ class Normalizer(ExpressionLowering, LaxLowering):
             start, step = ir.Const(0), ir.Const(1)
         elif callee is builtins.zip:
             var = self.names.fresh("_i")
-            stop, items = self.zipped(call, node.target, var)
+            stop, items = self.zipped(call, target, var)
             prologue += items
             start, step = ir.Const(0), ir.Const(1)
         elif _dict_method(iterator) is not None:
@@ -501,39 +530,25 @@ class Normalizer(ExpressionLowering, LaxLowering):
             stop = self.assign(ir.Call(len, (keys,)))
             var = self.names.fresh("_i")
             if method == "items":
-                key, value = self.target_names(node.target, 2)
-            elif isinstance(node.target, cst.Name):
-                key, value = (node.target.value, None) if method == "keys" else (self.names.fresh("_k"), node.target.value)
+                key, value = self.target_names(target, 2)
+            elif isinstance(target, cst.Name):
+                key, value = (target.value, None) if method == "keys" else (self.names.fresh("_k"), target.value)
             else:
-                raise self.error(node.target, f"a loop over .{method}() takes one loop variable")
+                raise self.error(target, f"a loop over .{method}() takes one loop variable")
             prologue.append((key, ir.Subscript(keys, ir.Index((ir.Name(var),)))))
             if value is not None:
                 prologue.append((value, ir.Subscript(d, ir.Index((ir.Name(key),)))))
         else:
             seq = self.sequence(self.expr(iterator))
-            if isinstance(node.target, cst.Name) and _indexes_with(node.body, node.target.value):
+            if isinstance(target, cst.Name) and any(_indexes_with(use, target.value) for use in uses):
                 # The loop variable indexes something (`for k in d: ... d[k]`), so it is a key
                 # or an int, which carries no derivative: a dict goes over its sorted keys.
                 seq = self.assign(ir.Call(runtime.loop_keys, (seq,)), self.names.fresh("_keys"))
             start, step = ir.Const(0), ir.Const(1)
             stop = self.assign(ir.Call(len, (seq,)))
             var = self.names.fresh("_i")
-            prologue += self.unpacked(node.target, ir.Subscript(seq, ir.Index((ir.Name(var),))))
-        self.loop_depth += 1
-        try:
-            def build_body():
-                for targets, expr in prologue:
-                    self.emit(ir.Assign(targets if isinstance(targets, tuple) else (targets,), expr, origin))
-                self.block(node.body.body)
-            body = self.sub_block(build_body)
-        finally:
-            self.loop_depth -= 1
-        if var in {w for s in ir.walk(body) for w in ir.stmt_writes(s)}:
-            # The body rebinds the loop variable: iterate over a fresh one.
-            fresh = self.names.fresh(f"_{var}")
-            body.insert(0, ir.Assign((var,), ir.Name(fresh), origin))
-            var = fresh
-        self.emit(ir.For(var, start, stop, step, body, origin))
+            prologue += self.unpacked(target, ir.Subscript(seq, ir.Index((ir.Name(var),))))
+        return var, start, stop, step, prologue
 
     def _calls_zip(self, node: cst.BaseExpression) -> bool:
         return isinstance(node, cst.Call) and not (isinstance(node.func, cst.Name) and node.func.value in self.locals) \
@@ -553,7 +568,7 @@ class Normalizer(ExpressionLowering, LaxLowering):
         if isinstance(target, cst.Name):
             return [(target.value, item)]
         if isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) > 1 and all(
-                isinstance(e.value, cst.Name) for e in target.elements):
+                isinstance(e, cst.Element) and isinstance(e.value, cst.Name) for e in target.elements):
             # for W, b in params: each item is taken, then unpacked
             names = self.target_names(target, len(target.elements))
             if len(set(names)) != len(names):
@@ -572,7 +587,7 @@ class Normalizer(ExpressionLowering, LaxLowering):
 
     def target_names(self, target: cst.BaseExpression, count: int) -> list[str]:
         if not isinstance(target, (cst.Tuple, cst.List)) or len(target.elements) != count or not all(
-            isinstance(e.value, cst.Name) for e in target.elements
+            isinstance(e, cst.Element) and isinstance(e.value, cst.Name) for e in target.elements
         ):
             raise self.error(target, f"expected {count} loop variables")
         return [e.value.value for e in target.elements]
