@@ -132,9 +132,10 @@ class Sweep:
         """Zeros for a pending adjoint; shaped by `shape` (a name holding var's shape at this
         point) where the variable itself may hold a later value of another shape."""
         if var in self.pending:
-            if var in self.appended and self._made_in_a_loop(var):
+            if var in self.appended and (shape is None or shape == var) and self._made_in_a_loop(var):
                 # Its zeros take the length of the list var refers to here, which the reverse
-                # sweep knows only where it reads var's items (a later pass's `var = []` rebinds it)
+                # sweep knows only where it reads var's items (a later pass's `var = []` rebinds
+                # it); a taped shape (of a subscript's list) is the one it had there
                 raise S2SError(f"reverse mode (grad, jacrev, vjp) of {var}.append(...), where {var} is made anew in "
                                f"a loop and its adjoint starts at zero before a loop or branch, is not supported",
                                self.an.defs[var][0].origin, f"make {var} before the outer loop, or use what the "
