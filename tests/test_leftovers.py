@@ -101,6 +101,37 @@ def test_a_loop_over_a_dict_under_jit_is_a_located_refusal(fun):
     assert "test_leftovers.py:" in message and "loop over a dict" in message and "backend='python'" in message
 
 
+def ordered_by_keys(d, x):
+    t = x
+    for k in d:
+        t = t * 2.0 + d[k]
+    return t
+
+
+def counts_keys(d, x):
+    t = x
+    for k in d:
+        t = t * 2.0 + k
+    return t
+
+
+def test_a_loop_over_a_dict_takes_the_keys_in_insertion_order():
+    # (it took them sorted: 9 for Python's 8, and a gradient of 4 for Python's 4 by chance)
+    d = {"b": 1.0, "a": 2.0}
+    assert ordered_by_keys(d, 1.0) == 8.0
+    assert s2s.jit(ordered_by_keys, backend="python")(d, 1.0) == 8.0
+    assert s2s.grad(ordered_by_keys, argnums=(0, 1))(d, 1.0) == ({"b": 2.0, "a": 1.0}, 4.0)
+
+
+def test_a_loop_over_a_dict_that_does_not_index_it_is_refused():
+    # (it went over d[0], d[1]: the values of a dict with int keys, 21 where Python gives 5)
+    for run in (s2s.jit(counts_keys, backend="python"), s2s.grad(counts_keys, argnums=1)):
+        with pytest.raises(s2s.S2SError, match=r"test_leftovers.py:\d+: a loop over a dict whose body does not "
+                                               r"index it.*d\.keys\(\)"):
+            run({0: 5.0, 1: 7.0}, 1.0)
+    assert s2s.jit(counts_keys, backend="python")([0.0, 1.0], 1.0) == 5.0  # a list's items, as before
+
+
 # ---- 2. second derivatives of np.prod (the rule of its adjoint helper, exact at zeros) ----
 
 

@@ -261,7 +261,7 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
         if isinstance(value, cst.Call):
             callee = self.resolver.resolve(value.func)
             checks = (runtime.require_number, runtime.require_unshared, runtime.require_distinct, runtime.require_fits,
-                      runtime.require_float_array,
+                      runtime.require_float_array, runtime.require_not_dict,
                       runtime.derivative_like)  # (a custom_jvp rule's tangent, checked in its reverse mode)
             if callee in (runtime.index_add, runtime.clear) + checks:
                 # Statements of generated code, when it is transformed again.
@@ -542,8 +542,12 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
             seq = self.sequence(self.expr(iterator))
             if isinstance(target, cst.Name) and any(_indexes_with(use, target.value) for use in uses):
                 # The loop variable indexes something (`for k in d: ... d[k]`), so it is a key
-                # or an int, which carries no derivative: a dict goes over its sorted keys.
+                # or an int, which carries no derivative: a dict goes over its keys.
                 seq = self.assign(ir.Call(runtime.loop_keys, (seq,)), self.names.fresh("_keys"))
+            else:  # (the items themselves, which may carry derivatives: a dict's keys do not)
+                message = (f"s2s: {self.origin.short()}: a loop over a dict whose body does not index it with the "
+                           "loop variable is not supported; write `for k in d.keys():`")
+                self.emit(ir.ExprStmt(ir.Call(runtime.require_not_dict, (seq, ir.Const(message))), self.origin))
             start, step = ir.Const(0), ir.Const(1)
             stop = self.assign(ir.Call(len, (seq,)))
             var = self.names.fresh("_i")

@@ -160,13 +160,20 @@ def unpack_bar(parts, source):
 
 
 def loop_keys(seq):
-    """What `for k in d:` goes over: a dict's keys in sorted order (the order in which JAX,
-    and s2s's pytrees, flatten a dict); any other sequence itself. The frontend calls it
-    only where the loop variable indexes something (so it is an int or a key, and carries no
-    derivative)."""
+    """What `for k in d:` goes over: a dict's keys in the order Python gives them (the order
+    they were inserted in: a loop whose result depends on the order computes what the NumPy
+    program does); any other sequence itself. The frontend calls it only where the loop
+    variable indexes something (so it is an int or a key, and carries no derivative)."""
     if isinstance(seq, dict):
-        return tuple(sorted(seq))
+        return tuple(seq)
     return seq
+
+
+def require_not_dict(seq, message):
+    """`for k in d:` whose body does not index with k goes over seq[0], seq[1], ...: the items of
+    a sequence, but not the keys of a dict (a dict with int keys gave its values)."""
+    if isinstance(seq, dict):
+        raise S2SError(message)
 
 
 def dict_keys(d):

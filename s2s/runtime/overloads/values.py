@@ -142,6 +142,13 @@ def _loop_keys(seq):
     return lambda seq: seq
 
 
+@overload(rt.require_not_dict)
+def _require_not_dict(seq, message):
+    if _dict_keys(seq) is not None:
+        raise TypingError(_DICT_LOOP)
+    return lambda seq, message: None
+
+
 @overload(rt.dict_keys)
 def _dict_keys_of(d):
     raise TypingError(_DICT_LOOP if _dict_keys(d) is not None else
