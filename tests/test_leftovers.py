@@ -3,6 +3,8 @@ of prod, norm and cumprod, sums under jit, symbolic zeros, check_grads under Num
 keywords, empty scans, optimizers under jit. Each derivative is checked against central
 finite differences or a closed form; each refusal is an S2SError at the user's line."""
 
+import cmath
+
 import numpy as np
 import pytest
 
@@ -514,6 +516,8 @@ def test_blocked_random_draws_equal_the_whole_array_kernels():
 
 _STALE_PROGRAM = '''
 import sys
+import cmath
+
 import numpy as np
 import s2s
 sys.path.insert(0, {here!r})
@@ -523,6 +527,8 @@ x = np.array([0.5, 1.0])
 {calls}
 '''
 _STALE_MODULE = '''
+import cmath
+
 import numpy as np
 
 
@@ -600,3 +606,24 @@ def test_check_grads_of_the_readme_examples_under_numba():
     params = (rng.normal(size=(3, 3)) * 0.5, rng.normal(size=(3, 2)), rng.normal(size=3))
     s2s.testing.check_grads(readme_rnn_loss, (params, rng.normal(size=(4, 2)), rng.normal(size=4)), order=2,
                             argnums=(0,), backend="cpu")
+
+
+# ---- library functions generated code names (found by helper comp) ----------------------
+
+
+def power_spectrum(x):
+    return np.sum(np.abs(np.fft.fft(x)) ** 2)
+
+
+def complex_root(x):
+    return cmath.sqrt(x[0]).real * 2.0
+
+
+def test_np_fft_is_named_in_generated_code_and_a_function_s2s_cannot_name_has_its_line():
+    x = np.array([0.3, 1.2, -0.5, 0.7])
+    # (the primal under backend="python" was an S2SError with no line: "cannot name <function fft>")
+    assert s2s.jit(power_spectrum, backend="python")(x) == pytest.approx(power_spectrum(x), rel=1e-14)
+    with pytest.raises(s2s.S2SError, match="no derivative rule for fft"):
+        s2s.grad(power_spectrum)(x)
+    with pytest.raises(s2s.S2SError, match=r"test_leftovers.py:\d+:\d+: cannot name <built-in function sqrt>"):
+        s2s.jit(complex_root, backend="python")(x)

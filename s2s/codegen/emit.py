@@ -175,6 +175,14 @@ class Emitter:
 
         body_of(block) emits nested blocks, so a transform can add to them.
         """
+        try:
+            return self._primal(stmt, body_of)
+        except S2SError as error:
+            if error.origin is not None or getattr(stmt, "origin", None) is None:
+                raise
+            raise S2SError(error.reason, stmt.origin, error.hint or "call a NumPy, math or user function there") from None
+
+    def _primal(self, stmt, body_of=None) -> ast.stmt:
         body_of = body_of or self.primal_block
         if isinstance(stmt, ir.Assign) and stmt.alias_check:
             plain = ir.Assign(stmt.targets, stmt.value, stmt.origin, stmt.inplace)

@@ -326,6 +326,8 @@ def spelling(obj: Any) -> str | None:
         return f"np.{name}"
     if getattr(np.linalg, name, None) is obj:
         return f"np.linalg.{name}"
+    if getattr(np.fft, name, None) is obj:
+        return f"np.fft.{name}"
     if getattr(math, name, None) is obj:
         return f"math.{name}"
     if getattr(builtins, name, None) is obj:
