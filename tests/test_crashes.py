@@ -322,6 +322,6 @@ def test_a_dict_loop_that_takes_items_by_position_is_an_s2s_error_at_the_loop():
             s = s + np.sum(x * x) * len(k)  # k used, but not as an index: items are taken by position
         return s
 
-    with pytest.raises(s2s.S2SError, match=r"no key 0 in a dict.*d\.items\(\)") as info:
+    with pytest.raises(s2s.S2SError, match=r"a loop over a dict whose body does not index it.*d\.keys\(\)") as info:
         s2s.grad(over_keys, argnums=1)({"a": 1.0, "b": 2.0}, np.arange(3.0))
-    assert info.value.origin.line == over_keys.__code__.co_firstlineno + 2
+    assert f"test_crashes.py:{over_keys.__code__.co_firstlineno + 2}:" in str(info.value)
