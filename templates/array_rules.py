@@ -342,7 +342,9 @@ def concatenate(y, xs, axis=0):
     xs_bar += concatenate_bar(y_bar, xs, axis)
 
 
-@rule(np.stack, pure=True)
+# Numba's np.stack stacks tuples only: runtime.stack under Numba (a list of arrays too).
+@rule(np.stack, runtime.stack, pure=True)
+@primitive(np.stack, numba=runtime.stack, numba_always=True)
 def stack(y, xs, axis=0):
     y_dot = np.stack(xs_dot, axis)
     xs_bar += stack_bar(y_bar, xs, axis)

@@ -132,6 +132,7 @@ EXAMPLES = {
     runtime.atleast_2d: ("s, x", "runtime.atleast_2d(s) * runtime.atleast_2d(x) ** 2"),
     runtime.atleast_3d: ("s, A", "runtime.atleast_3d(s) * runtime.atleast_3d(A) ** 2"),
     runtime.vstack: ("x, A", "runtime.vstack((A, x, x * A[0])) * 2.0"),
+    runtime.stack: ("x", "runtime.stack((x, x * 2.0))[1] * x"),
     runtime.array: ("x, A", "runtime.array(x * 2.0) + runtime.array(A)[0]"),
     runtime.astype: ("x", "runtime.astype(x, np.float64) ** 2"),
     np.stack: ("x, y", "np.stack((x, y), 1)"),

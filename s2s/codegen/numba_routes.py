@@ -98,8 +98,13 @@ def _mask_names(function: ast.FunctionDef) -> set[str]:
 
 
 def _sequence_names(function: ast.FunctionDef) -> set[str]:
-    """Names a function binds to tuple or list displays only (`_t4 = (theta, omega)`)."""
-    return _bound_only_to(function, lambda value: isinstance(value, (ast.Tuple, ast.List)))
+    """Names a function binds to tuple or list displays only (`_t4 = (theta, omega)`), less
+    the lists it appends to (`xs = []`, then xs.append(x) in a loop): those may hold arrays,
+    which runtime.array stacks under Numba."""
+    grown = {node.func.value.id for node in ast.walk(function)
+             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+             and isinstance(node.func.value, ast.Name) and node.func.attr in ("append", "extend", "insert")}
+    return _bound_only_to(function, lambda value: isinstance(value, (ast.Tuple, ast.List))) - grown
 
 
 # The runtime helpers that take an index (reverse mode's adjoints of x[idx] and x[idx] = v).

@@ -45,6 +45,47 @@ def _local_names(node: cst.FunctionDef) -> set[str]:
     return {p.name.value for p in node.params.params} | assigned_names(node.body)
 
 
+def _list_names(node: cst.FunctionDef) -> set[str]:
+    """Names (not parameters) that list displays and list comprehensions alone bind, and `+=`
+    with a display alone extends: there `xs += [v]` appends to a list, where on an array it
+    would add elementwise."""
+    lists: set[str] = set()
+    others: set[str] = set()
+
+    def bound(target: cst.BaseExpression, is_list: bool) -> None:
+        if isinstance(target, cst.Name):
+            (lists if is_list else others).add(target.value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                bound(element.value, False)
+        elif isinstance(target, cst.StarredElement):
+            bound(target.value, False)
+
+    for n in walk_own(node.body):
+        if isinstance(n, cst.Assign):
+            for target in n.targets:
+                bound(target.target, isinstance(n.value, (cst.List, cst.ListComp)))
+        elif isinstance(n, cst.AugAssign):
+            if not (isinstance(n.operator, cst.AddAssign) and _display_items(n.value) is not None):
+                bound(n.target, False)
+        elif isinstance(n, (cst.AnnAssign, cst.For, cst.CompFor)):
+            bound(n.target, False)
+        elif isinstance(n, cst.AsName):
+            bound(n.name, False)
+        elif isinstance(n, cst.NamedExpr):
+            bound(n.target, False)
+        elif isinstance(n, (cst.Global, cst.Nonlocal)):
+            others.update(item.name.value for item in n.names)
+    return lists - others - {p.name.value for p in node.params.params}
+
+
+def _display_items(node: cst.BaseExpression) -> list | None:
+    """The items of a list or tuple display without starred items ([a, b], (a,)); else None."""
+    if isinstance(node, (cst.List, cst.Tuple)) and all(isinstance(e, cst.Element) for e in node.elements):
+        return [e.value for e in node.elements]
+    return None
+
+
 def _outer_names(code) -> set[str]:
     """Every name the function (and the lambdas and defs in it) reads from its module, its
     closure or builtins, and every attribute name (co_names holds both): a fresh name must be
@@ -65,6 +106,7 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
         self.fn = parsed.fn
         self.resolver = Resolver(parsed.fn)
         self.locals = _local_names(parsed.node)
+        self.lists = _list_names(parsed.node)  # names that only ever hold lists (xs += [v] appends)
         # Nested defs: every name, and those defined so far (to be inlined by s2s.lax forms).
         self.def_names = {n.name.value for n in walk_own(parsed.node.body) if isinstance(n, cst.FunctionDef)}
         self.names = ir.Names(self.locals | _outer_names(parsed.fn.__code__) | self.def_names)
@@ -254,6 +296,13 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
             self.emit(ir.Push(value.func.value.value, self.expr(self.positional(value.args[0])), self.origin))
             return
         if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
+                and value.func.attr.value == "extend" and isinstance(value.func.value, cst.Name) \
+                and value.func.value.value in self.locals and len(value.args) == 1 \
+                and _display_items(self.positional(value.args[0])) is not None:
+            # xs.extend([a, b]): xs.append(a), xs.append(b)
+            self.extend(value.func.value.value, _display_items(self.positional(value.args[0])))
+            return
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
                 and value.func.attr.value == "pop" and isinstance(value.func.value, cst.Name) \
                 and value.func.value.value in self.locals and not value.args:
             self.expr(value)  # t.pop() whose item is unused (the reverse of t.append(v)): t loses it
@@ -404,6 +453,10 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
         if op is None:
             raise self.error(node, f"augmented assignment {type(node.operator).__name__} is not supported")
         target = node.target
+        if isinstance(target, cst.Name) and target.value in self.lists and op is operator.add:
+            # (_list_names: every `+=` on a list name has a display) xs += [a, b]: appends
+            self.extend(target.value, _display_items(node.value))
+            return
         if isinstance(target, cst.Name):
             value = self.expr(node.value)
             name = target.value
@@ -420,6 +473,13 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
                 self.emit(ir.SetItem(base, index, new, None, self.origin, augmented=True))
         else:
             raise self.error(target, f"cannot assign to {type(target).__name__}")
+
+    def extend(self, name: str, items: list) -> None:
+        """xs.extend([a, b]) and xs += [a, b] on a list: the items are evaluated first, as
+        Python does, then appended in order (what reverse mode pops back)."""
+        values = [self.expr(item) for item in items]
+        for value in values:
+            self.emit(ir.Push(name, value, self.origin))
 
     def if_statement(self, node: cst.If) -> None:
         origin = self.origin

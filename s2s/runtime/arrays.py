@@ -127,8 +127,14 @@ def stack_bar(g, xs, axis=0):
 
 
 def array(x, dtype=None):
-    """np.array(x, dtype): a new array (a copy of an array)."""
+    """np.array(x, dtype): a new array (a copy of an array; under Numba, also a stack of a list
+    or tuple of arrays, which Numba's own np.array does not build)."""
     return np.array(x, dtype)
+
+
+def stack(xs, axis=0):
+    """np.stack(xs, axis): under Numba, also of a list (Numba's own stacks tuples only)."""
+    return np.stack(xs, axis)
 
 
 def atleast_1d(x):

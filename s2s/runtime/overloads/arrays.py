@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 from numba import types
 from numba.core.errors import TypingError
@@ -161,8 +162,53 @@ def _concatenate_bar(g, xs, axis=0):
     return _compile("def impl(g, xs, axis=0):\n" + _along_axis(g, body), "impl")
 
 
+def _arrays_of_one_ndim(xs) -> bool:
+    """A list, or a tuple, whose items are arrays of one ndim (a stack of them has one more)."""
+    if isinstance(xs, (types.List, types.ListType)):
+        return isinstance(xs.dtype, types.Array)
+    if isinstance(xs, types.BaseTuple) and len(xs) > 0:
+        return all(isinstance(t, types.Array) for t in xs) and len({t.ndim for t in xs}) == 1
+    return False
+
+
+@numba.njit(nogil=True)
+def _stacked_list(xs):
+    """A new array that stacks the arrays of a list along a first axis, as np.array(xs) and
+    np.stack(xs) do: items of different shapes raise, as in NumPy; an empty list has no shape
+    to stack under Numba (its item type has no size)."""
+    if len(xs) == 0:
+        raise ValueError("s2s: under jit, np.array and np.stack of an empty list of arrays have no shape")
+    first = xs[0]
+    out = np.empty((len(xs),) + first.shape, first.dtype)
+    for k in range(len(xs)):
+        if xs[k].shape != first.shape:
+            raise ValueError("s2s: np.array / np.stack of a list of arrays of different shapes")
+        out[k] = xs[k]
+    return out
+
+
+@overload(rt.stack)
+def _stack(xs, axis=0):
+    """np.stack of a tuple: Numba's own; of a list of arrays (along axis 0, the default): a
+    new array with the list's items as its rows."""
+    if isinstance(xs, types.BaseTuple):
+        return lambda xs, axis=0: np.stack(xs, axis)
+    if _arrays_of_one_ndim(xs):
+        def impl(xs, axis=0):
+            if axis != 0:
+                raise ValueError("s2s: under jit, np.stack of a list stacks along axis 0; "
+                                 "stack a tuple(...) of the arrays for another axis")
+            return _stacked_list(xs)
+        return impl
+    raise TypingError("s2s: under jit, np.stack takes a tuple or a list of arrays")
+
+
 @overload(rt.stack_bar)
 def _stack_bar(g, xs, axis=0):
+    if isinstance(xs, (types.List, types.ListType)):
+        # (axis 0, as rt.stack checked) A list's adjoint under jit is an array whose row k is
+        # item k's (array_bar of a list, pop_adjoint), which g already is.
+        return lambda g, xs, axis=0: g.copy()
     def body(a):
         parts = "".join(f"g[{':, ' * a}{k}].copy(), " for k in range(len(xs)))
         return [f"return ({parts})"]
@@ -171,12 +217,17 @@ def _stack_bar(g, xs, axis=0):
 
 @overload(rt.array)
 def _array(x, dtype=None):
-    """np.array(x, dtype): of an array, a C-contiguous copy (astype copies too); of a sequence
-    or a number, Numba's own np.array."""
+    """np.array(x, dtype): of an array, a C-contiguous copy (astype copies too); of a list or
+    tuple of arrays, their stack; of another sequence or a number, Numba's own np.array."""
     if isinstance(x, types.Array):
         if _is_none(dtype):
             return lambda x, dtype=None: x.copy()
         return lambda x, dtype=None: x.astype(dtype)
+    if _arrays_of_one_ndim(x):
+        stacked = _stacked_list if isinstance(x, (types.List, types.ListType)) else np.stack
+        if _is_none(dtype):
+            return lambda x, dtype=None: stacked(x)
+        return lambda x, dtype=None: stacked(x).astype(dtype)
     if _is_none(dtype):
         return lambda x, dtype=None: np.array(x)
     return lambda x, dtype=None: np.array(x, dtype)

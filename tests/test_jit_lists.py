@@ -1,0 +1,132 @@
+"""Lists that a loop appends to (trajectories), stacked by np.array / np.stack, under s2s.jit:
+the primal, its gradient and its jvp compile with Numba and agree with central differences.
+Also `xs += [a, b]` and `xs.extend([a, b])` on a list, which append."""
+
+import numpy as np
+import pytest
+
+import s2s
+
+from finite_differences import central_differences as central_difference
+
+
+def trajectory(x0, k):
+    xs = []
+    x = x0
+    for i in range(12):
+        x = x + 0.1 * (-k * np.sin(x))
+        xs.append(x)
+    return np.sum(np.array(xs) ** 2)
+
+
+def trajectory_stacked(x0, k):
+    xs = [x0]
+    x = x0
+    for i in range(12):
+        x = x + 0.1 * (-k * x * x)
+        xs.append(x)
+    path = np.stack(xs)
+    return np.sum(path[1:] * path[:-1])
+
+
+def energies(x0, k):
+    values = []
+    x = x0
+    for i in range(6):
+        x = x * k + np.cos(x)
+        values.append(np.sum(x * x))
+    return np.sum(np.array(values) * np.arange(1.0, 7.0))
+
+
+def extended(x0, k):
+    xs = []
+    x = x0
+    for i in range(5):
+        x = x * k + np.sin(x)
+        xs += [x, x * x]
+    return np.sum(np.array(xs))
+
+
+def extended_by_method(x0, k):
+    xs = [x0]
+    for i in range(4):
+        xs.extend((xs[-1] * k, np.cos(xs[-1])))
+    return np.sum(np.stack(xs) ** 2)
+
+
+def array_plus_display(x0, k):
+    a = x0 * k
+    a += [1.0, 2.0, 3.0]  # an array: += adds elementwise, it does not append
+    return np.sum(a ** 2)
+
+
+X0 = np.array([0.3, -0.2, 0.5])
+K = 0.7
+CASES = [trajectory, trajectory_stacked, energies, extended, extended_by_method]
+
+
+def _numeric_gradient(f):
+    return central_difference(lambda x: f(x, K), X0)
+
+
+@pytest.mark.parametrize("f", CASES, ids=lambda f: f.__name__)
+def test_jit_primal(f):
+    assert np.allclose(s2s.jit(f)(X0, K), f(X0, K), rtol=1e-12)
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+@pytest.mark.parametrize("f", CASES, ids=lambda f: f.__name__)
+def test_gradient(f, backend):
+    grad = s2s.grad(f)
+    if backend == "cpu":
+        grad = s2s.jit(grad)
+    assert np.allclose(grad(X0, K), _numeric_gradient(f), rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("f", [extended, extended_by_method, trajectory], ids=lambda f: f.__name__)
+def test_jvp(f):
+    v = np.array([1.0, 0.5, -0.3])
+    _, tangent = s2s.jvp(f, (X0, K), (v, 0.0), backend="cpu")
+    assert np.allclose(tangent, _numeric_gradient(f) @ v, rtol=1e-6, atol=1e-8)
+
+
+def test_plus_display_on_an_array_adds():
+    assert np.allclose(s2s.grad(array_plus_display)(X0, K), _numeric_gradient(array_plus_display), rtol=1e-6)
+
+
+def test_extend_appends_in_the_generated_code():
+    grad = s2s.grad(extended)
+    grad(X0, K)
+    source = s2s.source(grad)
+    assert "xs.append(x)\n" in source and "xs.append(_t" in source
+    assert "xs.pop()" in source
+
+
+def test_per_example_trajectories_under_vmap():
+    xs = np.random.default_rng(0).standard_normal((7, 3))
+    batched = s2s.jit(s2s.vmap(s2s.grad(trajectory), in_axes=(0, None)))(xs, K)
+    for b in range(xs.shape[0]):
+        expected = central_difference(lambda x: trajectory(x, K), xs[b])
+        assert np.allclose(batched[b], expected, rtol=1e-6, atol=1e-8)
+
+
+def ragged(x0, k):
+    xs = [x0]
+    xs.append(x0[:2] * k)
+    return np.sum(np.array(xs))
+
+
+def stacked_along_axis_1(x0, k):
+    xs = [x0, x0 * k]
+    return np.sum(np.stack(xs, 1)[0])
+
+
+def test_ragged_list_raises_under_jit():
+    with pytest.raises(s2s.S2SError, match="different shapes"):
+        s2s.jit(ragged)(X0, K)
+
+
+def test_stack_of_a_list_along_another_axis_says_how():
+    with pytest.raises(s2s.S2SError, match="axis 0"):
+        s2s.jit(stacked_along_axis_1)(X0, K)
+    assert np.allclose(s2s.grad(stacked_along_axis_1)(X0, K), _numeric_gradient(stacked_along_axis_1), rtol=1e-6)
