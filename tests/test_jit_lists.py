@@ -60,9 +60,52 @@ def array_plus_display(x0, k):
     return np.sum(a ** 2)
 
 
+def read_back(x0, k):
+    xs = [x0]
+    for i in range(6):
+        xs.append(xs[i] * 0.9 + np.sin(xs[-1]) * k)
+    total = 0.0
+    for i in range(len(xs)):
+        total = total + np.sum(xs[i] * xs[i])
+    return total
+
+
+def _product_of_neighbours(v, j):
+    return v[j] * v[j - 1]
+
+
+def passed_to_a_helper(x0, k):
+    xs = [x0]
+    for i in range(3):
+        xs.append(np.tanh(xs[-1]) + k * x0)
+    return np.sum(_product_of_neighbours(xs, 2)) + np.sum(_product_of_neighbours(xs, 3))
+
+
+def item_replaced(x0, k):
+    v = [x0, x0 * x0]
+    v[0] = np.cos(v[1]) * k
+    return np.sum(v[0] * v[1])
+
+
+def grown_in_a_while_loop(x0, k):
+    xs = [x0]
+    t = 0.0
+    while t < 1.0:
+        xs.append(xs[-1] * k + 0.1 * np.cos(xs[-1]))
+        t = t + 0.3
+    return np.sum(np.stack(xs)[-1] ** 2) + np.sum(xs[1])
+
+
+def pair(x0, k):
+    a = x0 * k
+    b = np.tanh(x0)
+    return np.sum(np.array((a, b)) ** 3) + np.sum(np.array([a, b, a]))
+
+
 X0 = np.array([0.3, -0.2, 0.5])
 K = 0.7
-CASES = [trajectory, trajectory_stacked, energies, extended, extended_by_method]
+CASES = [trajectory, trajectory_stacked, energies, extended, extended_by_method, read_back, passed_to_a_helper,
+         item_replaced, grown_in_a_while_loop, pair]
 
 
 def _numeric_gradient(f):
@@ -116,6 +159,11 @@ def ragged(x0, k):
     return np.sum(np.array(xs))
 
 
+def ragged_read_back(x0, k):
+    v = [x0, x0[:2] * k]
+    return np.sum(v[0]) + np.sum(v[1] ** 2)
+
+
 def stacked_along_axis_1(x0, k):
     xs = [x0, x0 * k]
     return np.sum(np.stack(xs, 1)[0])
@@ -124,6 +172,11 @@ def stacked_along_axis_1(x0, k):
 def test_ragged_list_raises_under_jit():
     with pytest.raises(s2s.S2SError, match="different shapes"):
         s2s.jit(ragged)(X0, K)
+    # Its adjoint too (an array with a row per item): backend='python' takes it.
+    with pytest.raises(s2s.S2SError, match="adjoint of a list of arrays of different shapes"):
+        s2s.jit(s2s.grad(ragged_read_back))(X0, K)
+    assert np.allclose(s2s.jit(ragged_read_back)(X0, K), ragged_read_back(X0, K))
+    assert np.allclose(s2s.grad(ragged_read_back)(X0, K), _numeric_gradient(ragged_read_back), rtol=1e-6)
 
 
 def test_stack_of_a_list_along_another_axis_says_how():

@@ -215,6 +215,18 @@ def _stack_bar(g, xs, axis=0):
     return _compile("def impl(g, xs, axis=0):\n" + _along_axis(g, body), "impl")
 
 
+@overload(np.array)
+def _array_of_arrays(x, dtype=None):
+    """np.array((a, b)) of arrays, which Numba's own np.array does not build: generated code
+    keeps np.array for a tuple or list display (codegen/numba_routes.py), whose items may be
+    arrays. Only where Numba has no implementation of its own: of arrays of one ndim."""
+    if _arrays_of_one_ndim(x):
+        stacked = _stacked_list if isinstance(x, (types.List, types.ListType)) else np.stack
+        if _is_none(dtype):
+            return lambda x, dtype=None: stacked(x)
+        return lambda x, dtype=None: stacked(x).astype(dtype)
+
+
 @overload(rt.array)
 def _array(x, dtype=None):
     """np.array(x, dtype): of an array, a C-contiguous copy (astype copies too); of a list or

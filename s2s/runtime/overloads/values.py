@@ -35,8 +35,24 @@ def _zeros_like(x):
         # add_at adds into and v_bar[k] reads, as the python backend's list of adjoints.
         dtype = x.dtype if isinstance(x.dtype, types.Float) else types.float64
         return lambda x: np.zeros(len(x), dtype)
+    if isinstance(x, types.List) and isinstance(x.dtype, types.Array):
+        # A list of arrays of one shape (a trajectory a loop appended states to): its adjoint
+        # is an array whose row k is item k's, as for a list of numbers (and as array_bar and
+        # pop_adjoint make it). Items of different shapes have no such array.
+        dtype = x.dtype.dtype if isinstance(x.dtype.dtype, types.Float) else types.float64
+        empty = (0,) * (x.dtype.ndim + 1)
+
+        def impl(x):
+            if len(x) == 0:
+                return np.zeros(empty, dtype)
+            for k in range(len(x)):
+                if x[k].shape != x[0].shape:
+                    raise ValueError("s2s: under s2s.jit, the adjoint of a list of arrays of different shapes "
+                                     "has no compiled form; backend='python' takes it")
+            return np.zeros((len(x),) + x[0].shape, dtype)
+        return impl
     if isinstance(x, types.List):
-        raise TypingError("s2s: under s2s.jit, a list of arrays (or of lists) has no adjoint s2s builds in Numba; "
+        raise TypingError("s2s: under s2s.jit, a list of lists has no adjoint s2s builds in Numba; "
                           "write it as a tuple, v = (a, b), or stack it into one array with np.stack")
 
 
