@@ -65,6 +65,30 @@ class ComprehensionLowering:
                                  lambda: self.emit(ir.Push(items, self.expr(node.elt), origin)))
         return ir.Name(items)
 
+    def listed(self, node: cst.BaseExpression) -> cst.ListComp | None:
+        """list(x) as the comprehension [v for v in x], list(f(v) for v in x) as [f(v) for v in x];
+        None for anything else."""
+        if not (isinstance(node, cst.Call) and len(node.args) == 1 and not node.args[0].keyword
+                and not node.args[0].star and not (isinstance(node.func, cst.Name) and node.func.value in self.locals)
+                and self.resolver.resolve(node.func) is builtins.list):
+            return None
+        argument = node.args[0].value
+        if isinstance(argument, cst.GeneratorExp):
+            return cst.ListComp(elt=argument.elt, for_in=argument.for_in)
+        return self.items_of(argument)
+
+    def items_of(self, iterable: cst.BaseExpression) -> cst.ListComp:
+        """[v for v in iterable] (comprehension_loops gives v a name of its own): list(x) and
+        xs.extend(x)."""
+        item = cst.Name("_item")
+        return cst.ListComp(elt=item, for_in=cst.CompFor(target=item, iter=iterable))
+
+    def extend_by_loop(self, items: str, iterable: cst.BaseExpression) -> None:
+        """xs.extend(x) of a list xs: xs.append(v) for each v of x, in a loop."""
+        origin = self.origin
+        node = self.items_of(iterable)
+        self.comprehension_loops(node, node.for_in, lambda: self.emit(ir.Push(items, self.expr(node.elt), origin)))
+
     def dict_comprehension(self, node: cst.DictComp, into: str | None = None) -> ir.Atom:
         """`into = {}; for ...: into[key] = value` (a later equal key replaces the value, in
         the first one's place, as in Python)."""
@@ -89,7 +113,11 @@ class ComprehensionLowering:
         return None if _reads(node.value, name) else name
 
     def comprehension_statement(self, node: cst.Assign) -> bool:
-        """Lower `ys = [... for ...]` into ys itself, where it can be (comprehension_into)."""
+        """Lower `ys = [... for ...]` into ys itself, where it can be (comprehension_into);
+        `ys = list(x)` and `ys = list(f(v) for v in x)` too."""
+        listed = self.listed(node.value)
+        if listed is not None:
+            node = node.with_changes(value=listed)
         into = self.comprehension_into(node)
         if into is None:
             return False

@@ -431,9 +431,10 @@ class ExpressionLowering(JvpCallLowering):
             reduced = self.reduction(node, callee)  # sum(xs), sum(f(v) for v in x): a loop (comprehensions.py)
             if reduced is not None:
                 return reduced
+        listed = self.listed(node) if callee is builtins.list else None
+        if listed is not None:
+            return self.list_comprehension(listed)  # list(x) is [v for v in x], list(f(v) for v in x) [f(v) ...]
         generator = next((a.value for a in node.args if isinstance(a.value, cst.GeneratorExp)), None)
-        if generator is not None and callee is builtins.list and len(node.args) == 1 and not node.args[0].keyword:
-            return self.list_comprehension(generator)  # list(f(v) for v in x) is [f(v) for v in x]
         if generator is not None:
             name = getattr(callee, "__name__", "this function")
             raise self.error(generator, f"a generator expression is supported only as the one argument of sum, max, "

@@ -303,6 +303,11 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
             self.extend(value.func.value.value, _display_items(self.positional(value.args[0])))
             return
         if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
+                and value.func.attr.value == "extend" and isinstance(value.func.value, cst.Name) \
+                and value.func.value.value in self.locals and len(value.args) == 1:
+            self.extend_by_loop(value.func.value.value, self.positional(value.args[0]))  # xs.extend(ys): a loop
+            return
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
                 and value.func.attr.value == "pop" and isinstance(value.func.value, cst.Name) \
                 and value.func.value.value in self.locals and not value.args:
             self.expr(value)  # t.pop() whose item is unused (the reverse of t.append(v)): t loses it
@@ -604,15 +609,29 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
                 # The loop variable indexes something (`for k in d: ... d[k]`), so it is a key
                 # or an int, which carries no derivative: a dict goes over its keys.
                 seq = self.assign(ir.Call(runtime.loop_keys, (seq,)), self.names.fresh("_keys"))
-            else:  # (the items themselves, which may carry derivatives: a dict's keys do not)
-                message = (f"s2s: {self.origin.short()}: a loop over a dict whose body does not index it with the "
-                           "loop variable is not supported; write `for k in d.keys():`")
-                self.emit(ir.ExprStmt(ir.Call(runtime.require_not_dict, (seq, ir.Const(message))), self.origin))
+            elif not self._never_a_dict(iterator):
+                # The items themselves, which may carry derivatives (a dict's keys do not): a
+                # dict argument is refused when the loop runs (the helper names this line).
+                where = ir.Const(self.origin.short())
+                self.emit(ir.ExprStmt(ir.Call(runtime.require_not_dict, (seq, where)), self.origin))
             start, step = ir.Const(0), ir.Const(1)
             stop = self.assign(ir.Call(len, (seq,)))
             var = self.names.fresh("_i")
             prologue += self.unpacked(target, ir.Subscript(seq, ir.Index((ir.Name(var),))))
         return var, start, stop, step, prologue
+
+    def _never_a_dict(self, node: cst.BaseExpression) -> bool:
+        """Is the object of a loop surely not a dict: a list or tuple display, a comprehension,
+        a name bound to lists alone, a call of range or of a NumPy function?"""
+        if isinstance(node, (cst.List, cst.Tuple, cst.ListComp, cst.GeneratorExp)):
+            return True
+        if isinstance(node, cst.Name):
+            return node.value in self.lists
+        if isinstance(node, cst.Call) and not (isinstance(node.func, cst.Name) and node.func.value in self.locals):
+            callee = self.resolver.resolve(node.func)
+            return callee in (range, reversed, list, tuple, sorted) or \
+                getattr(callee, "__module__", None) is not None and callee.__module__.split(".")[0] == "numpy"
+        return False
 
     def _calls_zip(self, node: cst.BaseExpression) -> bool:
         return isinstance(node, cst.Call) and not (isinstance(node.func, cst.Name) and node.func.value in self.locals) \

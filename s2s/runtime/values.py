@@ -169,11 +169,13 @@ def loop_keys(seq):
     return seq
 
 
-def require_not_dict(seq, message):
+def require_not_dict(seq, where):
     """`for k in d:` whose body does not index with k goes over seq[0], seq[1], ...: the items of
-    a sequence, but not the keys of a dict (a dict with int keys gave its values)."""
+    a sequence, but not the keys of a dict (a dict with int keys gave its values). where: the
+    loop's file:line."""
     if isinstance(seq, dict):
-        raise S2SError(message)
+        raise S2SError(f"s2s: {where}: a loop over a dict whose body does not index it with the loop variable is "
+                       "not supported; write `for k in d.keys():`")
 
 
 def dict_keys(d):

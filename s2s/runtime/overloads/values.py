@@ -159,10 +159,10 @@ def _loop_keys(seq):
 
 
 @overload(rt.require_not_dict)
-def _require_not_dict(seq, message):
+def _require_not_dict(seq, where):
     if _dict_keys(seq) is not None:
         raise TypingError(_DICT_LOOP)
-    return lambda seq, message: None
+    return lambda seq, where: None
 
 
 @overload(rt.dict_keys)
