@@ -38,7 +38,12 @@ def extended_in_a_loop(x):
     return np.sum(np.array(xs) ** 2)
 
 
-CASES = [extended_by_a_list_and_an_array, listed_then_appended, listed_generator, extended_in_a_loop]
+def listed_rows(x):
+    rows = list(np.outer(x, x))
+    return np.sum(rows[1] * rows[2])
+
+
+CASES = [extended_by_a_list_and_an_array, listed_then_appended, listed_generator, extended_in_a_loop, listed_rows]
 TRANSFORMS = {
     "grad": s2s.grad,
     "jacfwd": s2s.jacfwd,
