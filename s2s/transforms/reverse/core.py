@@ -147,12 +147,46 @@ def _refuse_shared_appended_lists(fn: ir.Function) -> None:
                 if target not in holders:
                     holders.add(target)
                     changed = True
+    _refuse_appended_then_grown(pushes, statements, order, holders)
     result = fn.result
     if isinstance(result, ir.Name) and result.id in holders:
         push = next(p for p in pushes if p.tape in holders)
         raise S2SError(f"reverse mode (grad, jacrev, vjp) of a function whose result holds {push.tape}, a list grown "
                        "with .append, is not supported", push.origin,
                        f"return np.array({push.tape}) (or np.stack), or an array filled in the loop")
+
+
+def _refuse_appended_then_grown(pushes: list, statements: list, order: dict, holders: set) -> None:
+    """Refuse `outer.append(inner)` where inner is a list grown with .append that may get
+    another item after it was appended (later in the code, or in a later pass of a loop around
+    both that does not make inner a new list first): outer[k] is inner itself, so the new item
+    reaches outer's reads, and the reverse sweep, which gives inner its adjoint apart from
+    outer's, lost the derivative through them (outer = []; inner = []; outer.append(inner);
+    inner.append(x[0] * x[1]); return outer[0][0] gave 0 for [x1, x0]). An inner list that is
+    complete when appended (a row filled, then appended, made anew each pass) is taken."""
+    loops = [s for s in statements if isinstance(s, (ir.For, ir.While))]
+    inside = {id(loop): {id(s) for block in ir.child_blocks(loop) for s in ir.walk(block)} for loop in loops}
+
+    def fresh_in_pass(loop, var: str, before: int) -> bool:  # var = [...] on every pass, before `before`
+        return any(isinstance(s, ir.Assign) and s.targets == (var,) and order[id(s)] < before
+                   and isinstance(s.value, ir.Build) and s.value.kind == "list"
+                   for block in ir.child_blocks(loop) for s in block)
+
+    for share in pushes:
+        if not (isinstance(share.value, ir.Name) and share.value.id in holders):
+            continue
+        inner = share.value.id
+        for grow in pushes:
+            if grow.tape != inner:
+                continue
+            around = [loop for loop in loops if id(share) in inside[id(loop)] and id(grow) in inside[id(loop)]]
+            later = order[id(grow)] > order[id(share)] or (
+                around and not fresh_in_pass(around[-1], inner, order[id(grow)]))
+            if later:
+                raise S2SError(f"reverse mode (grad, jacrev, vjp) of {share.tape}.append({inner}) where {inner}, a "
+                               "list grown with .append, may get more items after it is appended is not supported",
+                               share.origin, f"append {inner} once it is complete (after its last append), making it "
+                               f"a new list ({inner} = []) at the start of each pass of the loop")
 
 
 class VJP(RuleInstances, Planning, Sweep):

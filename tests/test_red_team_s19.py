@@ -1,0 +1,107 @@
+"""Red team (session 19): reverse mode of lists grown with .append, comprehensions, forward over
+reverse, np.fmax/fmin/tril/triu, loops over dicts. Each derivative is checked against central
+differences; what s2s cannot differentiate must be refused with an S2SError at the user's line."""
+
+import numpy as np
+import pytest
+
+import s2s
+
+from finite_differences import central_differences, where
+
+X = np.array([0.3, 1.2, -0.5, 0.7])
+
+
+def _close(got, fun, x):
+    np.testing.assert_allclose(got, central_differences(fun, x), rtol=1e-5, atol=1e-7)
+
+
+# ---- a list appended into another list, then grown ------------------------------------
+# outer[k] is inner itself: the items appended to inner later are outer's too. The reverse
+# sweep gave inner's items an adjoint apart from outer's reads: the gradient was 0.
+
+
+def appended_then_grown(x):
+    outer = []
+    inner = []
+    outer.append(inner)
+    inner.append(x[0] * x[1])
+    return outer[0][0]
+
+
+def appended_twice_then_grown(x):
+    t = []
+    row = []
+    t.append(row)
+    t.append(row)
+    row.append(x[0])
+    return t[0][0] * t[1][0]
+
+
+def shared_row_grown_in_loop(x):
+    t = []
+    row = []
+    for i in range(3):
+        row.append(x[i])
+        t.append(row)
+    return t[0][0] + t[0][2] * x[3]
+
+
+def new_row_grown_after_append(x):
+    t = []
+    for i in range(3):
+        row = []
+        t.append(row)
+        row.append(x[i] ** 2)
+    return t[0][0] + t[2][0] * x[3]
+
+
+def row_and_its_list_both_read(x):
+    outer = []
+    inner = []
+    outer.append(inner)
+    inner.append(x[0] * x[1])
+    return np.sum(np.array(inner)) + outer[0][0]
+
+
+@pytest.mark.parametrize("fun, line", [
+    (appended_then_grown, "outer.append(inner)"),
+    (appended_twice_then_grown, "t.append(row)"),
+    (shared_row_grown_in_loop, "t.append(row)"),
+    (new_row_grown_after_append, "t.append(row)"),
+    (row_and_its_list_both_read, "outer.append(inner)"),
+])
+def test_list_appended_then_grown_is_refused(fun, line):
+    # (it gave 0 for [1.2, 0.3, 0, 0], [0.6, 0, 0, 0], ... : a silent wrong gradient)
+    with pytest.raises(s2s.S2SError, match=where(fun, line)):
+        s2s.grad(fun)(X)
+
+
+@pytest.mark.parametrize("fun", [appended_then_grown, appended_twice_then_grown, shared_row_grown_in_loop,
+                                 new_row_grown_after_append, row_and_its_list_both_read])
+def test_list_appended_then_grown_forward(fun):
+    _close(s2s.jacfwd(fun)(X), fun, X)
+
+
+def complete_rows(x):  # each row complete when appended, made anew each pass: taken
+    t = []
+    for i in range(4):
+        row = []
+        for j in range(4):
+            row.append(x[i] * x[j])
+        t.append(row)
+    return np.sum(np.array(t) ** 2) + t[1][2]
+
+
+def same_complete_row_twice(x):
+    t = []
+    row = []
+    row.append(x[0])
+    t.append(row)
+    t.append(row)
+    return t[0][0] * t[1][0]
+
+
+@pytest.mark.parametrize("fun", [complete_rows, same_complete_row_twice])
+def test_complete_rows_appended(fun):
+    _close(s2s.grad(fun)(X), fun, X)
