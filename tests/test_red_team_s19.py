@@ -105,3 +105,46 @@ def same_complete_row_twice(x):
 @pytest.mark.parametrize("fun", [complete_rows, same_complete_row_twice])
 def test_complete_rows_appended(fun):
     _close(s2s.grad(fun)(X), fun, X)
+
+
+# ---- a dict looped over and also indexed -----------------------------------------------
+# `for k, v in d.items()` lowers to `_seq = d` and reads _seq[k]; where d is also read as d[k]
+# its adjoint was gathered with `d_bar += _seq_bar`: a raw TypeError for two dicts.
+
+P = {"b": np.array([0.3, -1.2]), "a": np.array([0.5, 0.9])}
+
+
+def dict_items_then_indexed(d):
+    s = 0.0
+    for k, v in d.items():
+        s = s + np.sum(v * 3.0)
+    for k in d:
+        s = s + np.sum(d[k] * d[k])
+    return s
+
+
+def dict_comprehension_then_indexed(d):
+    e = {k: v * 2.0 for k, v in d.items()}
+    s = 0.0
+    for k in e:
+        s = s * 0.5 + np.sum(e[k] * d[k])
+    return s
+
+
+def _dict_differences(fun, d):
+    keys = list(d)
+
+    def of_leaves(*leaves):
+        return fun(dict(zip(keys, leaves)))
+
+    from finite_differences import central_difference_grad
+    return {k: central_difference_grad(of_leaves, [d[j] for j in keys], i) for i, k in enumerate(keys)}
+
+
+@pytest.mark.parametrize("fun", [dict_items_then_indexed, dict_comprehension_then_indexed])
+def test_dict_looped_and_indexed(fun):
+    got = s2s.grad(fun)(P)
+    expected = _dict_differences(fun, P)
+    assert list(got) == list(P)
+    for k in P:
+        np.testing.assert_allclose(got[k], expected[k], rtol=1e-5, atol=1e-7)
