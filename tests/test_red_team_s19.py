@@ -64,7 +64,25 @@ def row_and_its_list_both_read(x):
     return np.sum(np.array(inner)) + outer[0][0]
 
 
+def stored_by_index_then_grown(x):
+    outer = [0.0, 0.0]
+    inner = []
+    outer[0] = inner
+    inner.append(x[0] * x[1])
+    return outer[0][0] + outer[1]
+
+
+def stored_in_dict_then_grown(x):
+    d = {}
+    inner = []
+    d["a"] = inner
+    inner.append(x[0] * x[1])
+    return d["a"][0]
+
+
 @pytest.mark.parametrize("fun, line", [
+    (stored_by_index_then_grown, "outer[0] = inner"),
+    (stored_in_dict_then_grown, 'd["a"] = inner'),
     (appended_then_grown, "outer.append(inner)"),
     (appended_twice_then_grown, "t.append(row)"),
     (shared_row_grown_in_loop, "t.append(row)"),
@@ -73,12 +91,14 @@ def row_and_its_list_both_read(x):
 ])
 def test_list_appended_then_grown_is_refused(fun, line):
     # (it gave 0 for [1.2, 0.3, 0, 0], [0.6, 0, 0, 0], ... : a silent wrong gradient)
+    # (forward mode takes them: test_list_appended_then_grown_forward)
     with pytest.raises(s2s.S2SError, match=where(fun, line)):
         s2s.grad(fun)(X)
 
 
 @pytest.mark.parametrize("fun", [appended_then_grown, appended_twice_then_grown, shared_row_grown_in_loop,
-                                 new_row_grown_after_append, row_and_its_list_both_read])
+                                 new_row_grown_after_append, row_and_its_list_both_read,
+                                 stored_by_index_then_grown])
 def test_list_appended_then_grown_forward(fun):
     _close(s2s.jacfwd(fun)(X), fun, X)
 

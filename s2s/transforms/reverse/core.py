@@ -157,13 +157,14 @@ def _refuse_shared_appended_lists(fn: ir.Function) -> None:
 
 
 def _refuse_appended_then_grown(pushes: list, statements: list, order: dict, holders: set) -> None:
-    """Refuse `outer.append(inner)` where inner is a list grown with .append that may get
-    another item after it was appended (later in the code, or in a later pass of a loop around
-    both that does not make inner a new list first): outer[k] is inner itself, so the new item
-    reaches outer's reads, and the reverse sweep, which gives inner its adjoint apart from
-    outer's, lost the derivative through them (outer = []; inner = []; outer.append(inner);
-    inner.append(x[0] * x[1]); return outer[0][0] gave 0 for [x1, x0]). An inner list that is
-    complete when appended (a row filled, then appended, made anew each pass) is taken."""
+    """Refuse `outer.append(inner)` (or `outer[k] = inner`, `d["a"] = inner`) where inner is a
+    list grown with .append that may get another item after it was stored (later in the code,
+    or in a later pass of a loop around both that does not make inner a new list first):
+    outer[k] is inner itself, so the new item reaches outer's reads, and the reverse sweep, which
+    gives inner its adjoint apart from outer's, lost the derivative through them (outer = [];
+    inner = []; outer.append(inner); inner.append(x[0] * x[1]); return outer[0][0] gave 0 for
+    [x1, x0]). An inner list that is complete when stored (a row filled, then appended, made
+    anew each pass) is taken."""
     loops = [s for s in statements if isinstance(s, (ir.For, ir.While))]
     inside = {id(loop): {id(s) for block in ir.child_blocks(loop) for s in ir.walk(block)} for loop in loops}
 
@@ -172,9 +173,11 @@ def _refuse_appended_then_grown(pushes: list, statements: list, order: dict, hol
                    and isinstance(s.value, ir.Build) and s.value.kind == "list"
                    for block in ir.child_blocks(loop) for s in block)
 
-    for share in pushes:
-        if not (isinstance(share.value, ir.Name) and share.value.id in holders):
+    for share in statements:
+        if not (isinstance(share, (ir.Push, ir.SetItem)) and isinstance(share.value, ir.Name)
+                and share.value.id in holders):
             continue
+        into = f"{share.tape}.append" if isinstance(share, ir.Push) else f"{share.base}[...] = "
         inner = share.value.id
         for grow in pushes:
             if grow.tape != inner:
@@ -183,9 +186,10 @@ def _refuse_appended_then_grown(pushes: list, statements: list, order: dict, hol
             later = order[id(grow)] > order[id(share)] or (
                 around and not fresh_in_pass(around[-1], inner, order[id(grow)]))
             if later:
-                raise S2SError(f"reverse mode (grad, jacrev, vjp) of {share.tape}.append({inner}) where {inner}, a "
-                               "list grown with .append, may get more items after it is appended is not supported",
-                               share.origin, f"append {inner} once it is complete (after its last append), making it "
+                stored = f"{into}({inner})" if isinstance(share, ir.Push) else f"{into}{inner}"
+                raise S2SError(f"reverse mode (grad, jacrev, vjp) of {stored} where {inner}, a list grown with "
+                               ".append, may get more items after it is stored there is not supported",
+                               share.origin, f"store {inner} once it is complete (after its last append), making it "
                                f"a new list ({inner} = []) at the start of each pass of the loop")
 
 
