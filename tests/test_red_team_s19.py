@@ -207,3 +207,40 @@ def test_jvp_of_grad_of_dict_loop():  # (forward over reverse is right: a refere
     d = {"z": 0.3, "a": 0.5}
     _, hv = s2s.jvp(s2s.grad(halved_in_key_order), (d,), ({"z": 1.0, "a": 0.0},))
     np.testing.assert_allclose([hv["z"], hv["a"]], [1.0, 0.0], atol=1e-9)
+
+
+# ---- a list grown with .append, read by a helper, then written into ----------------------
+# The list was taped as itself (its appends' pops undo them) where a helper's call needed it,
+# so the helper's reverse read the list as a later t[0] = ... left it.
+
+
+def sum_of_squares(lst):
+    s = 0.0
+    for v in lst:
+        s = s + v * v
+    return s
+
+
+def helper_then_item_written(x):
+    t = []
+    t.append(x[0])
+    s = sum_of_squares(t)
+    t[0] = x[1]
+    return s + sum_of_squares(t)  # x0**2 + x1**2
+
+
+def helper_then_item_scaled(x):
+    t = []
+    for i in range(4):
+        t.append(x[i])
+    s = sum_of_squares(t)
+    t[1] = t[1] * 5.0
+    return s * sum_of_squares(t)
+
+
+@pytest.mark.parametrize("fun", [helper_then_item_written, helper_then_item_scaled])
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_appended_list_read_by_helper_then_written(fun, backend):
+    # (gave [1.2*2, 2.4, 0, 0] for [0.6, 2.4, 0, 0]; [.., 578.16, ..] for [.., 224.592, ..])
+    g = s2s.grad(fun) if backend == "python" else s2s.jit(s2s.grad(fun))
+    _close(g(X), fun, X)

@@ -269,6 +269,15 @@ class VJP(RuleInstances, Planning, Sweep):
         self.may_mutate = set()
         for members in self.an.alias_of.values():
             self.may_mutate |= set(members)
+        # A list grown with .append is taped as itself (the reverse sweep's pops undo the appends),
+        # but a write into one of its items (t[0] = v, through any name that holds it) is undone by
+        # nothing: such a list is taped as a copy where a statement other than its append needs
+        # it (planning.push). (Taped as itself, a helper's reverse, total(t), read t as the later
+        # write left it: d/dx0 of s = total(t); t[0] = x[1]; s + total(t) was 2 x1 for 2 x0.)
+        written = {stmt.base for stmt in ir.walk(fn.body) if isinstance(stmt, ir.SetItem)}
+        for var in list(written):
+            written |= set(self.an.alias_of.get(var, ()))
+        self.appended_and_written = self.appended & written
 
     # ---- names ------------------------------------------------------------------
 
