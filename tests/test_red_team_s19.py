@@ -244,3 +244,66 @@ def test_appended_list_read_by_helper_then_written(fun, backend):
     # (gave [1.2*2, 2.4, 0, 0] for [0.6, 2.4, 0, 0]; [.., 578.16, ..] for [.., 224.592, ..])
     g = s2s.grad(fun) if backend == "python" else s2s.jit(s2s.grad(fun))
     _close(g(X), fun, X)
+
+
+# ---- a complete list read again in a later loop -------------------------------------------
+# A list filled with .append, then passed to a helper (or looped over) inside a later loop that
+# grows no list and does not rebind it, was refused ("another name comes to hold inside a
+# loop"); the reverse sweep meets each pass with the list as the forward sweep had it.
+
+
+def helper_in_later_loop(x):
+    t = []
+    for i in range(3):
+        t.append(x[i])
+    s = 0.0
+    for rep in range(2):
+        s = s + sum_of_squares(t) * x[3]
+    return s
+
+
+def loop_over_list_in_later_loop(x):
+    t = []
+    for i in range(4):
+        t.append(x[i])
+    s = 0.0
+    for rep in range(3):
+        for v in t:
+            s = s * 0.5 + v * x[rep]
+    return s
+
+
+def helper_in_later_while_then_written(x):
+    t = []
+    for i in range(4):
+        t.append(x[i])
+    s = 0.0
+    k = 0
+    while k < 3:
+        s = s + sum_of_squares(t) * x[k]
+        k += 1
+    t[0] = t[0] * 5.0
+    return s + t[0] * sum_of_squares(t)
+
+
+@pytest.mark.parametrize("fun", [helper_in_later_loop, loop_over_list_in_later_loop,
+                                 helper_in_later_while_then_written])
+def test_complete_list_read_in_later_loop(fun):
+    _close(s2s.grad(fun)(X), fun, X)
+    _close(s2s.jit(s2s.grad(fun))(X), fun, X)
+
+
+def list_written_in_the_loop_that_reads_it(x):
+    t = []
+    for i in range(4):
+        t.append(x[i])
+    s = 0.0
+    for rep in range(3):
+        s = s + sum_of_squares(t) * x[rep]
+        t[rep] = t[rep] * 2.0
+    return s + t[0]
+
+
+def test_list_written_in_the_loop_that_passes_it_is_refused():
+    with pytest.raises(s2s.S2SError, match=where(list_written_in_the_loop_that_reads_it, "sum_of_squares(t) *")):
+        s2s.grad(list_written_in_the_loop_that_reads_it)(X)

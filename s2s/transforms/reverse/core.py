@@ -112,6 +112,21 @@ def _refuse_shared_appended_lists(fn: ir.Function) -> None:
     order = {id(s): k for k, s in enumerate(statements)}
     in_loops = {id(s) for loop in statements if isinstance(loop, (ir.For, ir.While))
                 for block in ir.child_blocks(loop) for s in ir.walk(block)}
+    # the outermost loop around each statement in one
+    outermost: dict[int, object] = {}
+    for stmt in statements:
+        if isinstance(stmt, (ir.For, ir.While)) and id(stmt) not in in_loops:
+            for block in ir.child_blocks(stmt):
+                for s in ir.walk(block):
+                    outermost[id(s)] = stmt
+
+    def complete_in(loop, names: list[str]) -> bool:
+        """No list is grown or written into in the loop, and the names keep the list they hold
+        through it: the reverse sweep reaches each pass with those lists as the forward sweep had
+        them there (a list grown with .append is taped as itself, not copied)."""
+        inside = [s for block in ir.child_blocks(loop) for s in ir.walk(block)]
+        return not any(isinstance(s, (ir.Push, ir.SetItem)) for s in inside) and not any(
+            isinstance(s, ir.Assign) and set(s.targets) & set(names) for s in inside)
     holders = {p.tape for p in pushes}  # names that may hold one of the lists (itself, or in a display)
     changed = True
     while changed:
@@ -131,13 +146,15 @@ def _refuse_shared_appended_lists(fn: ir.Function) -> None:
             shared = [n for n in read if n in holders]
             if not shared:
                 continue
-            if id(stmt) in in_loops:
+            if id(stmt) in in_loops and not complete_in(outermost[id(stmt)], shared):
                 # (in a loop the other name is bound anew each pass, and the reverse sweep, which
-                # restores the list's items, does not restore which list that name refers to)
+                # restores the list's items, does not restore which list that name refers to;
+                # taken where no list is grown in the loop and the names read keep their list:
+                # a helper called in a loop with a list filled before it)
                 raise S2SError(f"reverse mode (grad, jacrev, vjp) of a list grown with .append ({shared[0]}) that "
                                "another name comes to hold inside a loop is not supported", stmt.origin,
                                f"read {shared[0]} itself, or share it after the loop")
-            for push in pushes:  # (stmt is in no loop: a later append is one later in the code)
+            for push in pushes:  # (stmt is in no loop that grows a list: a later append is later in the code)
                 if push.tape in shared and order[id(push)] > order[id(stmt)]:
                     raise S2SError(f"reverse mode (grad, jacrev, vjp) of {push.tape}.append(...) where {push.tape} is "
                                    "also held by another name (or passed to a function) before the append is not "
