@@ -307,3 +307,23 @@ def list_written_in_the_loop_that_reads_it(x):
 def test_list_written_in_the_loop_that_passes_it_is_refused():
     with pytest.raises(s2s.S2SError, match=where(list_written_in_the_loop_that_reads_it, "sum_of_squares(t) *")):
         s2s.grad(list_written_in_the_loop_that_reads_it)(X)
+
+
+# ---- np.fmin / np.fmax: the tangent of the argument not taken ---------------------------
+# The rule's tangent is x_dot * x_wins + y_dot * (1 - x_wins): where x is NaN (so y is taken,
+# x_wins = 0) and x's tangent is NaN too (x = a * b with a NaN: a * b_dot), 0 * NaN makes the
+# tangent NaN where the value is y's. A select (np.where(x_wins == 1, x_dot, ...)) keeps y_dot.
+# (Reverse mode meets the usual 0 * NaN of the product's own rule, as JAX does: not tested.)
+
+
+def fmin_of_nan_product(a, b):
+    return np.fmin(a * b, b)
+
+
+@pytest.mark.xfail(strict=True, reason="fmin/fmax tangent multiplies the NaN tangent of the argument not "
+                                       "taken by 0 (templates/syntax_rules.py), gave nan for 0")
+def test_fmin_tangent_where_the_nan_argument_is_not_taken():
+    a, b = np.array([np.nan]), np.array([0.4])
+    _, tangent = s2s.jvp(fmin_of_nan_product, (a, b), (np.array([1.0]), np.array([0.0])))
+    # the value is b wherever a is NaN: its tangent is b's, 0
+    np.testing.assert_allclose(tangent, [0.0])
