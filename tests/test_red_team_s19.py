@@ -327,3 +327,23 @@ def test_fmin_tangent_where_the_nan_argument_is_not_taken():
     _, tangent = s2s.jvp(fmin_of_nan_product, (a, b), (np.array([1.0]), np.array([0.0])))
     # the value is b wherever a is NaN: its tangent is b's, 0
     np.testing.assert_allclose(tangent, [0.0])
+
+
+# ---- s2s.jit(s2s.grad(f)): a Numba failure names the def line, not the statement ---------
+
+
+def unpack_a_slice_of_a_list(x):
+    t = [x[0], x[1], x[2]]
+    c, d = t[0:2]
+    return c * d
+
+
+def test_unpacked_list_slice_python_backend():
+    _close(s2s.grad(unpack_a_slice_of_a_list)(X), unpack_a_slice_of_a_list, X)
+
+
+@pytest.mark.xfail(strict=True, reason="Numba's AttributeError ('NoneType' object has no attribute 'args') is "
+                                       "reported at the def line, not at `c, d = t[0:2]`")
+def test_unpacked_list_slice_jit_names_the_statement():
+    with pytest.raises(s2s.S2SError, match=where(unpack_a_slice_of_a_list, "c, d = t[0:2]")):
+        s2s.jit(s2s.grad(unpack_a_slice_of_a_list))(X)
