@@ -112,6 +112,21 @@ def _refuse_shared_appended_lists(fn: ir.Function) -> None:
     order = {id(s): k for k, s in enumerate(statements)}
     in_loops = {id(s) for loop in statements if isinstance(loop, (ir.For, ir.While))
                 for block in ir.child_blocks(loop) for s in ir.walk(block)}
+    # the outermost loop around each statement in one
+    outermost: dict[int, object] = {}
+    for stmt in statements:
+        if isinstance(stmt, (ir.For, ir.While)) and id(stmt) not in in_loops:
+            for block in ir.child_blocks(stmt):
+                for s in ir.walk(block):
+                    outermost[id(s)] = stmt
+
+    def complete_in(loop, names: list[str]) -> bool:
+        """No list is grown or written into in the loop, and the names keep the list they hold
+        through it: the reverse sweep reaches each pass with those lists as the forward sweep had
+        them there (a list grown with .append is taped as itself, not copied)."""
+        inside = [s for block in ir.child_blocks(loop) for s in ir.walk(block)]
+        return not any(isinstance(s, (ir.Push, ir.SetItem)) for s in inside) and not any(
+            isinstance(s, ir.Assign) and set(s.targets) & set(names) for s in inside)
     holders = {p.tape for p in pushes}  # names that may hold one of the lists (itself, or in a display)
     changed = True
     while changed:
@@ -131,13 +146,15 @@ def _refuse_shared_appended_lists(fn: ir.Function) -> None:
             shared = [n for n in read if n in holders]
             if not shared:
                 continue
-            if id(stmt) in in_loops:
+            if id(stmt) in in_loops and not complete_in(outermost[id(stmt)], shared):
                 # (in a loop the other name is bound anew each pass, and the reverse sweep, which
-                # restores the list's items, does not restore which list that name refers to)
+                # restores the list's items, does not restore which list that name refers to;
+                # taken where no list is grown in the loop and the names read keep their list:
+                # a helper called in a loop with a list filled before it)
                 raise S2SError(f"reverse mode (grad, jacrev, vjp) of a list grown with .append ({shared[0]}) that "
                                "another name comes to hold inside a loop is not supported", stmt.origin,
                                f"read {shared[0]} itself, or share it after the loop")
-            for push in pushes:  # (stmt is in no loop: a later append is one later in the code)
+            for push in pushes:  # (stmt is in no loop that grows a list: a later append is later in the code)
                 if push.tape in shared and order[id(push)] > order[id(stmt)]:
                     raise S2SError(f"reverse mode (grad, jacrev, vjp) of {push.tape}.append(...) where {push.tape} is "
                                    "also held by another name (or passed to a function) before the append is not "
@@ -147,12 +164,50 @@ def _refuse_shared_appended_lists(fn: ir.Function) -> None:
                 if target not in holders:
                     holders.add(target)
                     changed = True
+    _refuse_appended_then_grown(pushes, statements, order, holders)
     result = fn.result
     if isinstance(result, ir.Name) and result.id in holders:
         push = next(p for p in pushes if p.tape in holders)
         raise S2SError(f"reverse mode (grad, jacrev, vjp) of a function whose result holds {push.tape}, a list grown "
                        "with .append, is not supported", push.origin,
                        f"return np.array({push.tape}) (or np.stack), or an array filled in the loop")
+
+
+def _refuse_appended_then_grown(pushes: list, statements: list, order: dict, holders: set) -> None:
+    """Refuse `outer.append(inner)` (or `outer[k] = inner`, `d["a"] = inner`) where inner is a
+    list grown with .append that may get another item after it was stored (later in the code,
+    or in a later pass of a loop around both that does not make inner a new list first):
+    outer[k] is inner itself, so the new item reaches outer's reads, and the reverse sweep, which
+    gives inner its adjoint apart from outer's, lost the derivative through them (outer = [];
+    inner = []; outer.append(inner); inner.append(x[0] * x[1]); return outer[0][0] gave 0 for
+    [x1, x0]). An inner list that is complete when stored (a row filled, then appended, made
+    anew each pass) is taken."""
+    loops = [s for s in statements if isinstance(s, (ir.For, ir.While))]
+    inside = {id(loop): {id(s) for block in ir.child_blocks(loop) for s in ir.walk(block)} for loop in loops}
+
+    def fresh_in_pass(loop, var: str, before: int) -> bool:  # var = [...] on every pass, before `before`
+        return any(isinstance(s, ir.Assign) and s.targets == (var,) and order[id(s)] < before
+                   and isinstance(s.value, ir.Build) and s.value.kind == "list"
+                   for block in ir.child_blocks(loop) for s in block)
+
+    for share in statements:
+        if not (isinstance(share, (ir.Push, ir.SetItem)) and isinstance(share.value, ir.Name)
+                and share.value.id in holders):
+            continue
+        into = f"{share.tape}.append" if isinstance(share, ir.Push) else f"{share.base}[...] = "
+        inner = share.value.id
+        for grow in pushes:
+            if grow.tape != inner:
+                continue
+            around = [loop for loop in loops if id(share) in inside[id(loop)] and id(grow) in inside[id(loop)]]
+            later = order[id(grow)] > order[id(share)] or (
+                around and not fresh_in_pass(around[-1], inner, order[id(grow)]))
+            if later:
+                stored = f"{into}({inner})" if isinstance(share, ir.Push) else f"{into}{inner}"
+                raise S2SError(f"reverse mode (grad, jacrev, vjp) of {stored} where {inner}, a list grown with "
+                               ".append, may get more items after it is stored there is not supported",
+                               share.origin, f"store {inner} once it is complete (after its last append), making it "
+                               f"a new list ({inner} = []) at the start of each pass of the loop")
 
 
 class VJP(RuleInstances, Planning, Sweep):
@@ -231,6 +286,15 @@ class VJP(RuleInstances, Planning, Sweep):
         self.may_mutate = set()
         for members in self.an.alias_of.values():
             self.may_mutate |= set(members)
+        # A list grown with .append is taped as itself (the reverse sweep's pops undo the appends),
+        # but a write into one of its items (t[0] = v, through any name that holds it) is undone by
+        # nothing: such a list is taped as a copy where a statement other than its append needs
+        # it (planning.push). (Taped as itself, a helper's reverse, total(t), read t as the later
+        # write left it: d/dx0 of s = total(t); t[0] = x[1]; s + total(t) was 2 x1 for 2 x0.)
+        written = {stmt.base for stmt in ir.walk(fn.body) if isinstance(stmt, ir.SetItem)}
+        for var in list(written):
+            written |= set(self.an.alias_of.get(var, ()))
+        self.appended_and_written = self.appended & written
 
     # ---- names ------------------------------------------------------------------
 

@@ -365,8 +365,11 @@ class Planning:
         if need.shape:
             key = (need.var, id(stmt), need.when)
             return [assign(self.shape_var(key), runtime_call("push_shape", name(tape), value))]
-        if need.var in self.may_mutate and need.var not in self.appended:
-            value = runtime_call("copy", value)  # (a list that appends grow is taped itself: its pops undo them)
+        # (a list that appends grow is taped itself: its pops undo them; one also written into is
+        # copied, but for its own appends, whose reverse pops the list itself)
+        if need.var in self.may_mutate and (need.var not in self.appended or need.var in self.appended_and_written
+                                            and not (isinstance(stmt, ir.Push) and stmt.tape == need.var)):
+            value = runtime_call("copy", value)
         if tape in self.counted:
             count, capacity = self.counted[tape]
             create = assign(tape, runtime_call("new_tape", name(need.var), copy.deepcopy(capacity)))
