@@ -43,6 +43,18 @@ def restructure(grad: Any, like: Any) -> Any:
     return float(grad) if np.ndim(grad) == 0 else grad
 
 
+def in_key_order(value: Any, like: Any) -> Any:
+    """value (rebuilt by unflatten, whose dicts have sorted keys) with the dicts of like's key
+    order, at every level: a function that loops over a dict sees the keys in the order its
+    caller inserted them."""
+    if isinstance(like, dict) and isinstance(value, dict) and set(value) == set(like):
+        return {k: in_key_order(value[k], like[k]) for k in like}
+    if isinstance(like, (list, tuple)) and isinstance(value, (list, tuple)) and len(value) == len(like):
+        items = [in_key_order(v, x) for v, x in zip(value, like)]
+        return type(value)(*items) if is_namedtuple(value) else type(value)(items)
+    return value
+
+
 def is_integer_leaf(x: Any) -> bool:
     if isinstance(x, (bool, int, np.integer, np.bool_)):
         return True

@@ -185,8 +185,6 @@ def halved_in_key_order(d):
     return s  # {"z": z, "a": a}: 0.5 z**2 + a**2
 
 
-@pytest.mark.xfail(strict=True, reason="hessian rebuilds a dict argument with sorted keys (gave zz 2, aa 1 "
-                                       "for 1, 2)")
 @pytest.mark.parametrize("second", ["hessian", "jacfwd_grad", "jacrev_grad"])
 def test_hessian_of_dict_loop_keeps_key_order(second):
     d = {"z": 0.3, "a": 0.5}

@@ -86,8 +86,9 @@ class TreeHessian:
         # The float64 leaves of each differentiated argument, its structure, its leaves' shapes.
         flat = {k: pytree.flatten(args[k]) for k in argnums}
         shapes = {k: [np.shape(leaf) for leaf in flat[k][0]] for k in argnums}
-        call = [pytree.unflatten(flat[k][1], [np.asarray(x, np.float64) if np.ndim(x) else float(x)
-                                               for x in flat[k][0]]) if k in flat else a
+        # (with the arguments' key order: a loop over a dict goes over its keys as the caller's does)
+        call = [pytree.in_key_order(pytree.unflatten(flat[k][1], [np.asarray(x, np.float64) if np.ndim(x) else float(x)
+                                                                  for x in flat[k][0]]), a) if k in flat else a
                 for k, a in enumerate(args)]
         if self.backend == "cpu":
             call = [pytree.to_numba(a) for a in call]
@@ -107,7 +108,7 @@ class TreeHessian:
                         leaves[lj].reshape(-1)[e] = 1.0
                     else:
                         leaves[lj] = 1.0
-                    tangent = pytree.unflatten(flat[j][1], leaves)
+                    tangent = pytree.in_key_order(pytree.unflatten(flat[j][1], leaves), args[j])
                     if self.backend == "cpu":
                         tangent = pytree.to_numba(tangent)
                     for r in range(n_out):
