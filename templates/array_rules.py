@@ -38,6 +38,9 @@ from s2s.runtime import (
     dot_bar_y,
     inner_bar_x,
     inner_bar_y,
+    polyder,
+    polyval,
+    polyval_bar_p,
     kron,
     kron_bar_a,
     kron_bar_b,
@@ -392,6 +395,20 @@ def clip(y, a, a_min, a_max):
     a_bar += unbroadcast(y_bar * clip_inside(a, a_min, a_max), a)
     a_min_bar += unbroadcast(y_bar * (a < a_min), a_min)
     a_max_bar += unbroadcast(y_bar * (a > a_max), a_max)
+
+
+# ---- polynomials ------------------------------------------------------------------
+
+
+# Numba lacks np.polyval: under Numba generated code calls runtime.polyval (overloads/functions.py).
+@rule(np.polyval, runtime.polyval, pure=True, fresh=True, broadcasts=True)
+@primitive(np.polyval, numba=runtime.polyval, numba_always=True)
+def polyval_(y, p, x):
+    """p a 1-d array of coefficients, highest power first; x a number or an array. In x the
+    derivative is p's derivative polynomial at x; in p, the powers of x (linear in p)."""
+    y_dot = polyval(p_dot, x) + polyval(polyder(p), x) * x_dot
+    p_bar += polyval_bar_p(y_bar, p, x)
+    x_bar += unbroadcast(y_bar * polyval(polyder(p), x), x)
 
 
 # ---- linear algebra ---------------------------------------------------------------

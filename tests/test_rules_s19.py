@@ -1,0 +1,97 @@
+"""Rules for np.polyval: gradients (s2s.grad) and
+tangents (s2s.jvp) against central finite differences in float64, on the python backend and
+under s2s.jit (Numba).
+"""
+
+import numpy as np
+import pytest
+
+import s2s
+from finite_differences import central_difference_grad
+
+BACKENDS = ["python", "cpu"]
+_rng = np.random.default_rng(19)
+
+
+def _grad(fun, argnums, backend):
+    return s2s.jit(s2s.grad(fun, argnums=argnums), backend=backend)
+
+
+def check(fun, args, argnums, backend, rtol=1e-7, atol=1e-9, forward=None):
+    """grad and jvp of the scalar fun(*args) in args[argnums] against central differences
+    (forward: the function jvp differentiates instead, of the arguments argnums alone)."""
+    grads = _grad(fun, argnums, backend)(*args)
+    if not isinstance(argnums, tuple):
+        argnums, grads = (argnums,), (grads,)
+    expected = [central_difference_grad(fun, args, k) for k in argnums]
+    for got, want in zip(grads, expected):
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+    # forward mode: the derivative along random tangents of the differentiated arguments
+    chosen = [_rng.standard_normal(np.shape(args[k])) if np.ndim(args[k]) else 0.7 for k in argnums]
+    if forward is None:  # the others get zero tangents
+        forward, primals = fun, tuple(args)
+        tangents = [chosen[argnums.index(k)] if k in argnums else 0.0 * np.asarray(a) for k, a in enumerate(args)]
+    else:
+        primals, tangents = tuple(args[k] for k in argnums), chosen
+    value, tangent = s2s.jvp(forward, primals, tuple(tangents), backend=backend)
+    assert value == pytest.approx(fun(*args), rel=1e-12)
+    directional = sum(np.sum(want * t) for want, t in zip(expected, chosen))
+    assert tangent == pytest.approx(directional, rel=rtol, abs=atol)
+
+
+# ---- np.polyval ----------------------------------------------------------------------
+
+W = np.array([0.3, -1.2, 0.8, 2.0])
+
+
+def poly_vector(p, x):
+    return np.sum(np.polyval(p, x) * W)
+
+
+def poly_number(p, s):
+    return np.polyval(p, s) ** 2 + np.polyval(p * p, 1.5)
+
+
+def poly_matrix(p, A):
+    return np.sum(np.sin(np.polyval(p, A)))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_polyval_in_coefficients_and_points(backend):
+    p = np.array([0.5, -1.0, 2.0, 0.3])
+    x = np.array([-0.7, 0.2, 1.1, 1.9])
+    check(poly_vector, [p, x], (0, 1), backend)
+    check(poly_number, [p, 0.8], (0, 1), backend)
+    check(poly_matrix, [p, np.array([[0.1, -0.4], [0.9, 1.3]])], (0, 1), backend)
+    # closed form: d/dx of p(x) is 3 p0 x^2 + 2 p1 x + p2
+    grad_x = _grad(poly_vector, 1, backend)(p, x)
+    np.testing.assert_allclose(grad_x, W * (3 * p[0] * x**2 + 2 * p[1] * x + p[2]), rtol=1e-13)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_polyval_of_a_constant_polynomial(backend):
+    # one coefficient: p(x) = p0, its derivative in x is 0 and in p0 the number of points
+    p = np.array([1.7])
+    x = np.array([0.3, 0.9, -0.2, 2.0])
+    gp, gx = _grad(poly_vector, (0, 1), backend)(p, x)
+    np.testing.assert_allclose(gp, [np.sum(W)], rtol=1e-14)
+    np.testing.assert_allclose(gx, np.zeros(4), atol=0)
+
+
+def poly_display(x):
+    return np.sum(np.polyval([1.0, -2.0, 0.5], x) * x)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_polyval_of_a_list_of_coefficients(backend):
+    x = np.array([0.3, -0.8, 1.4])
+    check(poly_display, [x], 0, backend)
+
+
+def poly_hessian(x):
+    return np.sum(np.polyval(np.array([1.0, -2.0, 0.5, 3.0]), x))
+
+
+def test_polyval_second_derivative_in_x():
+    x = np.array([0.3, -0.8])
+    np.testing.assert_allclose(s2s.hessian(poly_hessian)(x), np.diag(6 * x - 4.0), rtol=1e-12)
