@@ -38,6 +38,11 @@ from s2s.runtime import (
     dot_bar_y,
     inner_bar_x,
     inner_bar_y,
+    interp_bar_fp,
+    interp_dot_fp,
+    interp_options,
+    interp_slope,
+    interp_xp_refused,
     polyder,
     polyval,
     polyval_bar_p,
@@ -397,7 +402,7 @@ def clip(y, a, a_min, a_max):
     a_max_bar += unbroadcast(y_bar * (a > a_max), a_max)
 
 
-# ---- polynomials ------------------------------------------------------------------
+# ---- polynomials and interpolation ------------------------------------------------
 
 
 # Numba lacks np.polyval: under Numba generated code calls runtime.polyval (overloads/functions.py).
@@ -409,6 +414,21 @@ def polyval_(y, p, x):
     y_dot = polyval(p_dot, x) + polyval(polyder(p), x) * x_dot
     p_bar += polyval_bar_p(y_bar, p, x)
     x_bar += unbroadcast(y_bar * polyval(polyder(p), x), x)
+
+
+@rule(np.interp, pure=True, fresh=True, options=interp_options)
+def interp(y, x, xp, fp, left=None, right=None, period=None):
+    """With left, right and period at their defaults only (a value for one is refused). In x: the
+    slope of the segment x falls in, 0 left of xp[0] and from xp[-1] on. At a knot xp[j] the
+    derivative is the slope of the segment to its right, [xp[j], xp[j + 1]]: the piece NumPy
+    itself evaluates there (its search takes the last knot <= x). In fp: linear, the two
+    interpolation weights. xp is not differentiated: where it depends on a differentiated input
+    the call is refused at its line (interp_xp_refused raises, or under Numba does not compile)."""
+    y_dot = interp_slope(x, xp, fp, left, right, period) * x_dot + interp_dot_fp(fp_dot, x, xp, left, right, period) \
+        + interp_xp_refused(xp_dot)
+    x_bar += unbroadcast(y_bar * interp_slope(x, xp, fp, left, right, period), x)
+    fp_bar += interp_bar_fp(y_bar, x, xp, fp, left, right, period)
+    xp_bar += interp_xp_refused(xp)
 
 
 # ---- linear algebra ---------------------------------------------------------------

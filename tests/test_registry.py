@@ -148,6 +148,7 @@ EXAMPLES = {
     np.polyval: ("x, y, s", "np.polyval(y, x) + np.polyval(y, s) * x"),
     runtime.polyval: ("x, y", "runtime.polyval(y, x)"),
     runtime.polyder: ("y", "runtime.polyder(y * y)"),
+    np.interp: ("x, y", "np.interp(x * 2.0, np.array([0.0, 0.7, 1.4]), y * y) + np.interp(x[0], np.array([0.1, 0.3, 0.9]), y)"),
     np.linalg.slogdet: ("A", "np.linalg.slogdet(A)[1] * np.linalg.slogdet(A)[0]"),
     np.linalg.cholesky: ("A", "np.linalg.cholesky(A @ A.T)"),
     np.linalg.eigh: ("A", "np.linalg.eigh(A + A.T)[0] + np.sum(np.linalg.eigh(A + A.T)[1] ** 2 * A, axis=0)"),

@@ -1,13 +1,13 @@
-"""Rules for np.polyval: gradients (s2s.grad) and
+"""Rules for np.polyval and np.interp: gradients (s2s.grad) and
 tangents (s2s.jvp) against central finite differences in float64, on the python backend and
-under s2s.jit (Numba).
+under s2s.jit (Numba), and the refusals of what the rules do not differentiate (np.interp in its sample points xp or with left/right/period).
 """
 
 import numpy as np
 import pytest
 
 import s2s
-from finite_differences import central_difference_grad
+from finite_differences import central_difference_grad, where
 
 BACKENDS = ["python", "cpu"]
 _rng = np.random.default_rng(19)
@@ -95,3 +95,92 @@ def poly_hessian(x):
 def test_polyval_second_derivative_in_x():
     x = np.array([0.3, -0.8])
     np.testing.assert_allclose(s2s.hessian(poly_hessian)(x), np.diag(6 * x - 4.0), rtol=1e-12)
+
+
+# ---- np.interp -----------------------------------------------------------------------
+
+XP = np.array([0.0, 0.4, 1.0, 1.7])
+
+
+def interp_loss(x, fp):
+    return np.sum(np.interp(x, XP, fp) ** 2 * np.arange(1.0, 7.0))
+
+
+def interp_number(s, fp):
+    return np.interp(s, XP, fp * fp) + np.interp(2.0 * s, XP, fp)
+
+
+def interp_given_points(x, xp, fp):
+    return np.sum(np.interp(x, xp, fp) ** 2)
+
+
+def interp_fixed_points(x, fp):
+    # (jvp gives every array argument a tangent: xp is a constant here, inside)
+    return interp_given_points(x, XP * 1.5, fp)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_interp_in_points_and_values(backend):
+    # points left of XP[0], in every segment, and right of XP[-1], none at a knot
+    x = np.array([-0.3, 0.1, 0.55, 0.93, 1.2, 2.4])
+    fp = np.array([0.5, -0.4, 1.3, 0.9])
+    check(interp_loss, [x, fp], (0, 1), backend)
+    check(interp_number, [0.45, fp], (0, 1), backend)
+    check(interp_number, [0.15, fp], (0, 1), backend)  # (2 * 0.2 would be the knot 0.4)
+    # xp an argument that is not differentiated: x and fp are
+    check(interp_given_points, [x, XP * 1.5, fp], (0, 2), backend, forward=interp_fixed_points)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_interp_at_a_knot_takes_the_segment_to_the_right(backend):
+    # NumPy evaluates the segment [xp[j], xp[j+1]] at x = xp[j]: its slope is the derivative
+    # there (one-sided); at xp[-1] np.interp is fp[-1], constant to the right: 0
+    fp = np.array([0.5, -0.4, 1.3, 0.9])
+    x = np.array([0.0, 0.4, 1.0, 1.7, -1.0, 3.0])
+    y = np.interp(x, XP, fp)
+    gx, gfp = _grad(interp_loss, (0, 1), backend)(x, fp)
+    slopes = np.diff(fp) / np.diff(XP)
+    np.testing.assert_allclose(gx, 2 * y * np.arange(1.0, 7.0) * [slopes[0], slopes[1], slopes[2], 0, 0, 0],
+                               rtol=1e-14)
+    # in fp: each value at its own knot (weight 1), left of XP[0] fp[0], right of XP[-1] fp[-1]
+    weights = 2 * y * np.arange(1.0, 7.0)
+    np.testing.assert_allclose(gfp, [weights[0] + weights[4], weights[1], weights[2], weights[3] + weights[5]],
+                               rtol=1e-14)
+
+
+FP = np.array([0.5, -0.4, 1.3, 0.9])
+
+
+def interp_constant_values(x):
+    return np.interp(x, XP, FP) * 2.0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_interp_jacobians_with_constant_values(backend):
+    x = np.array([-0.5, 0.2, 0.7, 1.3, 2.0])
+    expected = np.diag(2.0 * np.array([0.0, -2.25, 2.8333333333333335, -0.5714285714285714, 0.0]))
+    np.testing.assert_allclose(s2s.jit(s2s.jacfwd(interp_constant_values), backend=backend)(x), expected, rtol=1e-14)
+    np.testing.assert_allclose(s2s.jit(s2s.jacrev(interp_constant_values), backend=backend)(x), expected, rtol=1e-14)
+
+
+def interp_moving_points(x, xp, fp):
+    return np.sum(np.interp(x, xp * 2.0, fp))
+
+
+def interp_with_left(x, fp):
+    return np.sum(np.interp(x, XP, fp, left=0.0))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_interp_refuses_active_sample_points(backend):
+    x, fp = np.array([0.3, 0.7]), np.array([0.5, -0.4, 1.3, 0.9])
+    for argnums in (1, (0, 1)):
+        with pytest.raises(s2s.S2SError, match="sample points xp") as info:
+            _grad(interp_moving_points, argnums, backend)(x, XP, fp)
+        assert where(interp_moving_points, "np.interp") in str(info.value)
+    with pytest.raises(s2s.S2SError, match="sample points xp") as info:
+        s2s.jvp(interp_moving_points, (x, XP, fp), (np.zeros(2), np.ones(4), np.zeros(4)), backend=backend)
+    assert where(interp_moving_points, "np.interp") in str(info.value)
+    with pytest.raises(s2s.S2SError, match="defaults only") as info:
+        _grad(interp_with_left, 0, backend)(x, fp)
+    assert where(interp_with_left, "np.interp") in str(info.value)

@@ -1,11 +1,12 @@
-"""Helpers of the rules for np.polyval
+"""Helpers of the rules for np.polyval and np.interp
 (templates/array_rules.py): the primal where Numba lacks it, and the derivatives."""
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["polyval", "polyder", "polyval_bar_p"]
+__all__ = ["polyval", "polyder", "polyval_bar_p", "interp_slope", "interp_dot_fp", "interp_bar_fp",
+           "interp_xp_refused", "interp_options"]
 
 
 # ---- np.polyval --------------------------------------------------------------------
@@ -36,3 +37,79 @@ def polyval_bar_p(g, p, x):
         out[i] = np.sum(g * power)
         power = power * x
     return out
+
+
+# ---- np.interp ---------------------------------------------------------------------
+
+
+def interp_options(left=None, right=None, period=None, **_) -> str | None:
+    """np.interp is differentiated with its defaults only (rules: Facts.options)."""
+    if left is not None or right is not None or period is not None:
+        return "np.interp is differentiated with its defaults only (no left, right or period)"
+    return None
+
+
+def _interp_defaults(left, right, period):
+    problem = interp_options(left, right, period)
+    if problem:
+        raise ValueError(f"s2s: {problem}")
+
+
+def _segments(x, xp):
+    """For each x, the segment [xp[j], xp[j + 1]] np.interp takes its value from: j is the last
+    knot at or left of x (searchsorted side='right' - 1). At a knot that is the segment to its
+    right, as NumPy's own piecewise choice; at xp[-1] and beyond, and left of xp[0], there is none
+    (np.interp gives fp[-1] or fp[0] there): inside is False."""
+    xp = np.asarray(xp)
+    j = np.searchsorted(xp, x, side="right") - 1
+    inside = (j >= 0) & (j < xp.shape[0] - 1)
+    k = np.clip(j, 0, max(xp.shape[0] - 2, 0))
+    return j, k, inside
+
+
+def interp_slope(x, xp, fp, left=None, right=None, period=None):
+    """d np.interp(x, xp, fp) / dx: the slope of the segment x falls in (the one to the right of a
+    knot x is at: see _segments); 0 outside (xp[0], xp[-1]) and at xp[-1], where np.interp is constant."""
+    _interp_defaults(left, right, period)
+    xp, fp = np.asarray(xp), np.asarray(fp)
+    if xp.shape[0] < 2:
+        return 0.0 * np.asarray(x, dtype=float)[()]
+    _, k, inside = _segments(x, xp)
+    slope = (fp[k + 1] - fp[k]) / (xp[k + 1] - xp[k])
+    return slope * inside
+
+
+def interp_dot_fp(fp_dot, x, xp, left=None, right=None, period=None):
+    """The tangent of np.interp(x, xp, fp) in fp: linear in fp, it is np.interp of fp's tangent."""
+    _interp_defaults(left, right, period)
+    return np.interp(x, xp, fp_dot)
+
+
+def interp_bar_fp(g, x, xp, fp, left=None, right=None, period=None):
+    """Adjoint in fp of np.interp(x, xp, fp): each g goes to the two ends of its segment, with the
+    weights of the interpolation (1 - w at the left, w at the right, w = (x - xp[j]) / (xp[j+1] - xp[j])),
+    or all to fp[0] left of xp[0] and to fp[-1] at xp[-1] and beyond (scattered, repeats add)."""
+    _interp_defaults(left, right, period)
+    xp = np.asarray(xp)
+    n = xp.shape[0]
+    g = np.ravel(np.broadcast_to(g, np.shape(x)))
+    xs = np.ravel(np.asarray(x))
+    out = np.zeros(np.shape(fp), np.result_type(g, 1.0))
+    j, k, inside = _segments(xs, xp)
+    if n < 2:
+        out[0] += np.sum(g)
+        return out
+    w = np.where(inside, (xs - xp[k]) / (xp[k + 1] - xp[k]), 0.0)
+    np.add.at(out, k, np.where(inside, g * (1.0 - w), 0.0))
+    np.add.at(out, k + 1, np.where(inside, g * w, 0.0))
+    out[0] += np.sum(np.where(j < 0, g, 0.0))
+    out[n - 1] += np.sum(np.where(j >= n - 1, g, 0.0))
+    return out
+
+
+def interp_xp_refused(xp):
+    """Where np.interp's sample points xp depend on a differentiated input: s2s does not
+    differentiate np.interp in xp (its rule's xp lines call this, so the call is refused there)."""
+    raise ValueError("s2s: np.interp is not differentiated with respect to its sample points xp, which depend on "
+                     "a differentiated input here: make xp a constant of the derivative (compute it from "
+                     "arguments that are not differentiated), or interpolate with arithmetic on the segment")

@@ -1,4 +1,4 @@
-"""Overloads of the helpers of np.polyval
+"""Overloads of the helpers of np.polyval and np.interp
 (runtime/functions.py). A number and an array take code of their own (Numba types them apart);
 options the rules refuse (np.interp's left, right, period) are refused when Numba compiles."""
 
@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 from numba import types
 from numba.core.errors import TypingError
-from numba.extending import overload
+from numba.extending import overload, register_jitable
 
 from ... import runtime as rt
-from .common import _scalar
+from .common import _is_none, _scalar
 
 # ---- np.polyval --------------------------------------------------------------------
 
@@ -80,3 +80,93 @@ def _polyval_bar_p(g, p, x):
             power = power * x
         return out
     return impl
+
+
+# ---- np.interp ---------------------------------------------------------------------
+
+
+def _interp_defaults(left, right, period):
+    if not (_is_none(left) and _is_none(right) and _is_none(period)):
+        raise TypingError("s2s: " + rt.interp_options(left=1, right=None, period=None))
+
+
+@register_jitable
+def _segment(x, xp):
+    """(j, k, inside) of runtime/functions.py's _segments, for one number x."""
+    j = np.searchsorted(xp, x, side="right") - 1
+    n = xp.shape[0]
+    inside = j >= 0 and j < n - 1
+    k = min(max(j, 0), max(n - 2, 0))
+    return j, k, inside
+
+
+@register_jitable
+def _slope_at(x, xp, fp):
+    if xp.shape[0] < 2:
+        return 0.0
+    _, k, inside = _segment(x, xp)
+    if not inside:
+        return 0.0
+    return (fp[k + 1] - fp[k]) / (xp[k + 1] - xp[k])
+
+
+@overload(rt.interp_slope)
+def _interp_slope(x, xp, fp, left=None, right=None, period=None):
+    _interp_defaults(left, right, period)
+    if _scalar(x):
+        return lambda x, xp, fp, left=None, right=None, period=None: _slope_at(x, xp, fp)
+
+    def impl(x, xp, fp, left=None, right=None, period=None):
+        out = np.empty(x.shape)
+        flat = out.reshape(out.size)
+        xs = np.ascontiguousarray(x).reshape(x.size)
+        for i in range(xs.size):
+            flat[i] = _slope_at(xs[i], xp, fp)
+        return out
+    return impl
+
+
+@overload(rt.interp_dot_fp)
+def _interp_dot_fp(fp_dot, x, xp, left=None, right=None, period=None):
+    _interp_defaults(left, right, period)
+    return lambda fp_dot, x, xp, left=None, right=None, period=None: np.interp(x, xp, fp_dot)
+
+
+@register_jitable
+def _scatter(out, g, x, xp):
+    n = xp.shape[0]
+    j, k, inside = _segment(x, xp)
+    if n < 2 or j < 0:
+        out[0] += g
+    elif not inside:
+        out[n - 1] += g
+    else:
+        w = (x - xp[k]) / (xp[k + 1] - xp[k])
+        out[k] += g * (1.0 - w)
+        out[k + 1] += g * w
+
+
+@overload(rt.interp_bar_fp)
+def _interp_bar_fp(g, x, xp, fp, left=None, right=None, period=None):
+    _interp_defaults(left, right, period)
+    if _scalar(x):
+        def impl(g, x, xp, fp, left=None, right=None, period=None):
+            out = np.zeros(fp.shape[0])
+            _scatter(out, g, x, xp)
+            return out
+        return impl
+
+    def impl(g, x, xp, fp, left=None, right=None, period=None):
+        out = np.zeros(fp.shape[0])
+        xs = np.ascontiguousarray(x).reshape(x.size)
+        gs = np.ascontiguousarray(np.broadcast_to(g, x.shape)).reshape(x.size)
+        for i in range(xs.size):
+            _scatter(out, gs[i], xs[i], xp)
+        return out
+    return impl
+
+
+@overload(rt.interp_xp_refused)
+def _interp_xp_refused(xp):
+    raise TypingError("s2s: np.interp is not differentiated with respect to its sample points xp, which depend on "
+                      "a differentiated input here: make xp a constant of the derivative")
