@@ -43,6 +43,9 @@ from s2s.runtime import (
     interp_options,
     interp_slope,
     interp_xp_refused,
+    matrix_power_bar,
+    matrix_power_dot,
+    matrix_power_options,
     polyder,
     polyval,
     polyval_bar_p,
@@ -531,6 +534,16 @@ def pinv(y, a):
     g_t = np.swapaxes(y_bar, -1, -2)
     y_dot = -(y @ a_dot @ y) + y @ y_t @ (a_dot_t - a_dot_t @ a @ y) + (a_dot_t - y @ a @ a_dot_t) @ y_t @ y
     a_bar += -(y_t @ y_bar @ y_t) + (g_t - a @ y @ g_t) @ y @ y_t + y_t @ y @ (g_t - g_t @ y @ a)
+
+
+# Numba's np.linalg.matrix_power is typed as an optional array: runtime.matrix_power under Numba.
+@rule(np.linalg.matrix_power, runtime.matrix_power, pure=True, fresh=True, options=matrix_power_options)
+@primitive(np.linalg.matrix_power, numba=runtime.matrix_power, numba_always=True)
+def matrix_power(y, a, n):
+    """For an integer n >= 0 (a negative n is refused: matrix_power of np.linalg.inv(a) is
+    differentiated). Product rule: the sum over k of a^k a_dot a^(n-1-k); its transpose."""
+    y_dot = matrix_power_dot(a_dot, a, n)
+    a_bar += matrix_power_bar(y_bar, a, n)
 
 
 @rule(np.linalg.inv)

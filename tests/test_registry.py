@@ -145,6 +145,8 @@ EXAMPLES = {
     np.linalg.solve: ("A, x", "np.linalg.solve(A, x)"),
     np.linalg.det: ("A", "np.linalg.det(A)"),
     np.linalg.inv: ("A", "np.linalg.inv(A)"),
+    np.linalg.matrix_power: ("A", "np.linalg.matrix_power(A, 3)"),
+    runtime.matrix_power: ("A", "runtime.matrix_power(A, 2)"),
     np.polyval: ("x, y, s", "np.polyval(y, x) + np.polyval(y, s) * x"),
     runtime.polyval: ("x, y", "runtime.polyval(y, x)"),
     runtime.polyder: ("y", "runtime.polyder(y * y)"),

@@ -1,6 +1,6 @@
-"""Rules for np.polyval and np.interp: gradients (s2s.grad) and
+"""Rules for np.polyval, np.interp and np.linalg.matrix_power: gradients (s2s.grad) and
 tangents (s2s.jvp) against central finite differences in float64, on the python backend and
-under s2s.jit (Numba), and the refusals of what the rules do not differentiate (np.interp in its sample points xp or with left/right/period).
+under s2s.jit (Numba), and the refusals of what the rules do not differentiate (np.interp in its sample points xp or with left/right/period, matrix_power with a negative n).
 """
 
 import numpy as np
@@ -184,3 +184,45 @@ def test_interp_refuses_active_sample_points(backend):
     with pytest.raises(s2s.S2SError, match="defaults only") as info:
         _grad(interp_with_left, 0, backend)(x, fp)
     assert where(interp_with_left, "np.interp") in str(info.value)
+
+
+# ---- np.linalg.matrix_power ------------------------------------------------------------
+
+A0 = np.array([[0.6, -0.3, 0.2], [0.1, 0.9, -0.4], [0.5, 0.2, 0.7]])
+WEIGHTS = np.arange(9.0).reshape(3, 3) / 4.0 - 1.0
+
+
+def power_three(A):
+    return np.sum(np.linalg.matrix_power(A, 3) * WEIGHTS)
+
+
+def power_n(A, n):
+    return np.sum(np.linalg.matrix_power(A, n) * WEIGHTS)
+
+
+def power_negative(A):
+    return np.sum(np.linalg.matrix_power(A, -2))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_matrix_power(backend):
+    check(power_three, [A0], 0, backend)
+    for n in (0, 1, 2, 5):
+        grad = _grad(power_n, 0, backend)(A0, n)
+        np.testing.assert_allclose(grad, central_difference_grad(power_n, [A0, n], 0), rtol=1e-7, atol=1e-9)
+        tangent = _rng.standard_normal((3, 3))
+        _, out = s2s.jvp(power_n, (A0, n), (tangent, None), backend=backend)
+        assert out == pytest.approx(np.sum(grad * tangent), rel=1e-7, abs=1e-9)
+    # closed form for n = 2: d/dA sum(W * A @ A) = W A^T + A^T W
+    np.testing.assert_allclose(_grad(power_n, 0, backend)(A0, 2), WEIGHTS @ A0.T + A0.T @ WEIGHTS, rtol=1e-13)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_matrix_power_refuses_a_negative_power(backend):
+    with pytest.raises(s2s.S2SError, match="np.linalg.inv") as info:
+        _grad(power_negative, 0, backend)(A0)
+    assert where(power_negative, "matrix_power") in str(info.value)
+    with pytest.raises(s2s.S2SError, match="np.linalg.inv") as info:
+        _grad(power_n, 0, backend)(A0, -1)
+    if backend == "python":  # (compiled code names the function's definition)
+        assert where(power_n, "matrix_power") in str(info.value)

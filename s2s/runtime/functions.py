@@ -1,4 +1,4 @@
-"""Helpers of the rules for np.polyval and np.interp
+"""Helpers of the rules for np.polyval, np.interp and np.linalg.matrix_power
 (templates/array_rules.py): the primal where Numba lacks it, and the derivatives."""
 
 from __future__ import annotations
@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["polyval", "polyder", "polyval_bar_p", "interp_slope", "interp_dot_fp", "interp_bar_fp",
-           "interp_xp_refused", "interp_options"]
+           "interp_xp_refused", "interp_options", "matrix_power", "matrix_power_dot", "matrix_power_bar",
+           "matrix_power_options"]
 
 
 # ---- np.polyval --------------------------------------------------------------------
@@ -113,3 +114,52 @@ def interp_xp_refused(xp):
     raise ValueError("s2s: np.interp is not differentiated with respect to its sample points xp, which depend on "
                      "a differentiated input here: make xp a constant of the derivative (compute it from "
                      "arguments that are not differentiated), or interpolate with arithmetic on the segment")
+
+
+# ---- np.linalg.matrix_power ---------------------------------------------------------
+
+
+def matrix_power_options(n=None, **_) -> str | None:
+    """np.linalg.matrix_power(A, n) is differentiated for an integer n >= 0 (rules: Facts.options)."""
+    if n is not None and not isinstance(n, (int, np.integer)):
+        return f"np.linalg.matrix_power is differentiated for an integer n, not {n!r}"
+    if n is not None and n < 0:
+        return ("np.linalg.matrix_power is differentiated for n >= 0: for a negative n write "
+                "np.linalg.matrix_power(np.linalg.inv(A), -n)")
+    return None
+
+
+def matrix_power(a, n):
+    """np.linalg.matrix_power(a, n); Numba's is typed as an optional array, which the
+    adjoint helpers around it do not take as an array."""
+    return np.linalg.matrix_power(a, n)
+
+
+def _powers(a, n):
+    """[I, a, a @ a, ..., a ** (n - 1)] (of each matrix of a stack)."""
+    problem = matrix_power_options(n)
+    if problem:
+        raise ValueError(f"s2s: {problem}")
+    a = np.asarray(a)
+    out = [np.broadcast_to(np.eye(a.shape[-1], dtype=np.result_type(a, 1.0)), a.shape)]
+    for _ in range(n - 1):
+        out.append(out[-1] @ a)
+    return out
+
+
+def matrix_power_dot(a_dot, a, n):
+    """Tangent of np.linalg.matrix_power(a, n): the sum over k of a^k a_dot a^(n-1-k)."""
+    powers = _powers(a, n)
+    out = np.zeros(np.shape(a), np.result_type(a_dot, a, 1.0))
+    for k in range(n):
+        out = out + powers[k] @ a_dot @ powers[n - 1 - k]
+    return out
+
+
+def matrix_power_bar(g, a, n):
+    """Adjoint of np.linalg.matrix_power(a, n): the sum over k of (a^T)^k g (a^T)^(n-1-k)."""
+    powers = [np.swapaxes(p, -1, -2) for p in _powers(a, n)]
+    out = np.zeros(np.shape(a), np.result_type(g, a, 1.0))
+    for k in range(n):
+        out = out + powers[k] @ g @ powers[n - 1 - k]
+    return out

@@ -1,4 +1,4 @@
-"""Overloads of the helpers of np.polyval and np.interp
+"""Overloads of the helpers of np.polyval, np.interp and np.linalg.matrix_power
 (runtime/functions.py). A number and an array take code of their own (Numba types them apart);
 options the rules refuse (np.interp's left, right, period) are refused when Numba compiles."""
 
@@ -170,3 +170,72 @@ def _interp_bar_fp(g, x, xp, fp, left=None, right=None, period=None):
 def _interp_xp_refused(xp):
     raise TypingError("s2s: np.interp is not differentiated with respect to its sample points xp, which depend on "
                       "a differentiated input here: make xp a constant of the derivative")
+
+
+# ---- np.linalg.matrix_power ---------------------------------------------------------
+
+
+def _square(name, a):
+    if not (isinstance(a, types.Array) and a.ndim == 2):
+        raise TypingError(f"s2s: under jit, np.linalg.matrix_power and its derivative take one 2-d matrix ({name})")
+
+
+@overload(rt.matrix_power)
+def _matrix_power(a, n):
+    _square("A", a)
+
+    def impl(a, n):
+        base = np.ascontiguousarray(a).copy()
+        if n < 0:
+            base = np.linalg.inv(base)
+        k = n if n >= 0 else -n
+        out = np.eye(a.shape[0], dtype=a.dtype)
+        while k > 0:  # by squaring, as NumPy computes it
+            if k % 2 == 1:
+                out = out @ base
+            k //= 2
+            if k > 0:
+                base = base @ base
+        return out
+    return impl
+
+
+@register_jitable
+def _power_list(a, n):
+    if n < 0:
+        raise ValueError("s2s: np.linalg.matrix_power is differentiated for n >= 0: for a negative n write "
+                         "np.linalg.matrix_power(np.linalg.inv(A), -n)")
+    m = a.shape[0]
+    powers = np.empty((max(n, 1), m, m))
+    powers[0] = np.eye(m)
+    for k in range(1, n):
+        powers[k] = np.ascontiguousarray(powers[k - 1]) @ np.ascontiguousarray(a).astype(np.float64)
+    return powers
+
+
+@overload(rt.matrix_power_dot)
+def _matrix_power_dot(a_dot, a, n):
+    _square("A", a)
+
+    def impl(a_dot, a, n):
+        powers = _power_list(a, n)
+        t = np.ascontiguousarray(a_dot).astype(np.float64)
+        out = np.zeros(a.shape)
+        for k in range(n):
+            out += powers[k] @ t @ powers[n - 1 - k]
+        return out
+    return impl
+
+
+@overload(rt.matrix_power_bar)
+def _matrix_power_bar(g, a, n):
+    _square("A", a)
+
+    def impl(g, a, n):
+        powers = _power_list(a, n)
+        gc = np.ascontiguousarray(g).astype(np.float64)
+        out = np.zeros(a.shape)
+        for k in range(n):
+            out += np.ascontiguousarray(powers[k].T) @ gc @ np.ascontiguousarray(powers[n - 1 - k].T)
+        return out
+    return impl
