@@ -49,6 +49,8 @@ from s2s.runtime import (
     polyder,
     polyval,
     polyval_bar_p,
+    repeat,
+    repeat_bar,
     kron,
     kron_bar_a,
     kron_bar_b,
@@ -309,6 +311,16 @@ def triu(y, x, k=0):
     """Linear: the upper triangle of each matrix (of a vector: of its rows, stacked)."""
     y_dot = np.triu(x_dot, k)
     x_bar += unbroadcast(np.triu(y_bar, k), x)
+
+
+# Numba lacks np.repeat with an axis: under Numba generated code calls runtime.repeat.
+@rule(np.repeat, runtime.repeat, pure=True, fresh=True)
+@primitive(np.repeat, numba=runtime.repeat, numba_always=True)
+def repeat_(y, x, repeats, axis=None):
+    """Linear: each element copied repeats times (an int, or one count per element); the
+    adjoint sums the copies back."""
+    y_dot = repeat(x_dot, repeats, axis)
+    x_bar += repeat_bar(y_bar, x, repeats, axis)
 
 
 # np.atleast_*d of one argument (several give a list, which has no rule). Numba's take an

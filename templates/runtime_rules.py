@@ -74,6 +74,7 @@ from s2s.runtime import (
     reshape_bar,
     right_solve,
     polyder,
+    repeat_bar,
     roll_bar,
     solve_bar_a,
     sort_bar,
@@ -501,6 +502,11 @@ def sort_bar_(r, g, x, axis=-1):
 def polyder_(r, p):
     """Linear in p (np.polyval's rule differentiated once more)."""
     r_dot = polyder(p_dot)
+
+
+@rule(runtime.repeat_bar, pure=True, fresh=True)
+def repeat_bar_(r, g, x, repeats, axis=None):
+    r_dot = repeat_bar(g_dot, x, repeats, axis)
 
 
 @rule(runtime.tile_bar, pure=True, fresh=True)

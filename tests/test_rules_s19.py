@@ -1,7 +1,7 @@
-"""Rules for np.polyval, np.interp and np.linalg.matrix_power: gradients (s2s.grad) and
+"""Rules for np.polyval, np.interp, np.linalg.matrix_power and np.repeat: gradients (s2s.grad) and
 tangents (s2s.jvp) against central finite differences in float64, on the python backend and
-under s2s.jit (Numba), and the refusals of what the rules do not differentiate (np.interp in its sample points xp or with left/right/period, matrix_power with a negative n).
-"""
+under s2s.jit (Numba), and the refusals of what the rules do not differentiate (np.interp in
+its sample points xp or with left/right/period, matrix_power with a negative n)."""
 
 import numpy as np
 import pytest
@@ -226,3 +226,46 @@ def test_matrix_power_refuses_a_negative_power(backend):
         _grad(power_n, 0, backend)(A0, -1)
     if backend == "python":  # (compiled code names the function's definition)
         assert where(power_n, "matrix_power") in str(info.value)
+
+
+# ---- np.repeat ------------------------------------------------------------------------
+
+
+def repeat_flat(x):
+    return np.sum(np.repeat(x, 3) * np.arange(12.0))
+
+
+def repeat_axes(A):
+    return np.sum(np.repeat(A, 2, axis=0) ** 2 * np.arange(12.0).reshape(4, 3)) \
+        + np.sum(np.sin(np.repeat(A, 3, axis=-1)))
+
+
+def repeat_counts(A):
+    return np.sum(np.repeat(A, np.array([1, 0, 3]), axis=1) ** 3)
+
+
+def repeat_flat_matrix(A):
+    return np.sum(np.repeat(A, 2) * np.arange(12.0))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_repeat(backend):
+    x = np.array([0.4, -1.1, 0.9, 2.0])
+    A = np.array([[0.4, -1.1, 0.9], [0.3, 0.8, -0.6]])
+    check(repeat_flat, [x], 0, backend)
+    check(repeat_axes, [A], 0, backend)
+    check(repeat_counts, [A], 0, backend)
+    check(repeat_flat_matrix, [A], 0, backend)
+    # closed form: each element's adjoint is the sum of its copies' weights
+    np.testing.assert_allclose(_grad(repeat_flat, 0, backend)(x), np.arange(12.0).reshape(4, 3).sum(1), rtol=1e-15)
+
+
+def repeat_method(x):
+    return np.sum(x.repeat(2) ** 2)
+
+
+def test_repeat_method_is_refused_with_the_function_as_the_way_out():
+    # x.repeat() is not mapped to np.repeat by the frontend (frontend/expressions.py METHODS)
+    with pytest.raises(s2s.S2SError, match="call the NumPy function instead") as info:
+        s2s.grad(repeat_method)(np.array([0.5, 1.0]))
+    assert where(repeat_method, "x.repeat") in str(info.value)

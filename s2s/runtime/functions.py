@@ -1,4 +1,4 @@
-"""Helpers of the rules for np.polyval, np.interp and np.linalg.matrix_power
+"""Helpers of the rules for np.polyval, np.interp, np.linalg.matrix_power and np.repeat
 (templates/array_rules.py): the primal where Numba lacks it, and the derivatives."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import numpy as np
 
 __all__ = ["polyval", "polyder", "polyval_bar_p", "interp_slope", "interp_dot_fp", "interp_bar_fp",
            "interp_xp_refused", "interp_options", "matrix_power", "matrix_power_dot", "matrix_power_bar",
-           "matrix_power_options"]
+           "matrix_power_options", "repeat", "repeat_bar"]
 
 
 # ---- np.polyval --------------------------------------------------------------------
@@ -163,3 +163,30 @@ def matrix_power_bar(g, a, n):
     for k in range(n):
         out = out + powers[k] @ g @ powers[n - 1 - k]
     return out
+
+
+# ---- np.repeat ---------------------------------------------------------------------
+
+
+def repeat(x, repeats, axis=None):
+    """np.repeat(x, repeats, axis), which Numba takes without an axis only."""
+    return np.repeat(x, repeats, axis)
+
+
+def repeat_bar(g, x, repeats, axis=None):
+    """Adjoint of np.repeat(x, repeats, axis): the copies of each element summed back (of an int
+    repeats, g viewed with the copies on an axis of their own; of an array, scattered by index)."""
+    shape = np.shape(x)
+    if axis is None:
+        g, n, axis = np.ravel(g), int(np.prod(shape, dtype=np.int64)), 0
+    else:
+        axis = axis % len(shape)
+        n = shape[axis]
+    g = np.moveaxis(np.asarray(g), axis, 0)
+    if np.ndim(repeats) == 0:
+        summed = np.sum(np.reshape(g, (n, int(repeats)) + g.shape[1:]), axis=1)
+    else:
+        summed = np.zeros((n,) + g.shape[1:], g.dtype)
+        np.add.at(summed, np.repeat(np.arange(n), repeats), g)
+    summed = np.moveaxis(summed, 0, axis)
+    return np.reshape(summed, shape) if np.ndim(x) else summed.reshape(())[()]

@@ -1,4 +1,4 @@
-"""Overloads of the helpers of np.polyval, np.interp and np.linalg.matrix_power
+"""Overloads of the helpers of np.polyval, np.interp, np.linalg.matrix_power and np.repeat
 (runtime/functions.py). A number and an array take code of their own (Numba types them apart);
 options the rules refuse (np.interp's left, right, period) are refused when Numba compiles."""
 
@@ -10,7 +10,8 @@ from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
 
 from ... import runtime as rt
-from .common import _is_none, _scalar
+from .common import _is_none, _nd, _scalar
+from .shapes import _rows
 
 # ---- np.polyval --------------------------------------------------------------------
 
@@ -238,4 +239,96 @@ def _matrix_power_bar(g, a, n):
         for k in range(n):
             out += np.ascontiguousarray(powers[k].T) @ gc @ np.ascontiguousarray(powers[n - 1 - k].T)
         return out
+    return impl
+
+
+# ---- np.repeat ---------------------------------------------------------------------
+
+
+def _repeats(repeats):
+    """The function that gives the counts of each element."""
+    if isinstance(repeats, types.Integer):
+        return _int_counts
+    if isinstance(repeats, types.Array) and repeats.ndim == 1 and isinstance(repeats.dtype, types.Integer):
+        return _array_counts
+    raise TypingError("s2s: under jit, np.repeat takes repeats as an int or a 1-d array of ints")
+
+
+@register_jitable
+def _int_counts(repeats, n):
+    return np.full(n, repeats, np.int64)
+
+
+@register_jitable
+def _array_counts(repeats, n):
+    if repeats.size == 1:
+        return np.full(n, repeats[0], np.int64)
+    if repeats.size != n:
+        raise ValueError("s2s: np.repeat's repeats has one count per element along the axis, or one")
+    return repeats.astype(np.int64)
+
+
+@register_jitable
+def _repeat_rows(r, counts):
+    out = np.empty((r.shape[0], counts.sum()), r.dtype)
+    for i in range(r.shape[0]):
+        at = 0
+        for j in range(r.shape[1]):
+            for _ in range(counts[j]):
+                out[i, at] = r[i, j]
+                at += 1
+    return out
+
+
+@register_jitable
+def _repeat_bar_rows(r, counts):
+    out = np.zeros((r.shape[0], counts.size), r.dtype)
+    for i in range(r.shape[0]):
+        at = 0
+        for j in range(counts.size):
+            for _ in range(counts[j]):
+                out[i, j] += r[i, at]
+                at += 1
+    return out
+
+
+@overload(rt.repeat)
+def _repeat(x, repeats, axis=None):
+    _counts = _repeats(repeats)
+    if _is_none(axis):
+        if _scalar(x):
+            return lambda x, repeats, axis=None: _repeat_rows(np.full((1, 1), x), _counts(repeats, 1))[0]
+
+        def impl(x, repeats, axis=None):
+            r = np.ascontiguousarray(x).reshape((1, x.size))
+            return _repeat_rows(r, _counts(repeats, x.size))[0]
+        return impl
+    nd = _nd(x)
+
+    def impl(x, repeats, axis=None):
+        a = axis % nd
+        r, shape = _rows(x, a)
+        out = _repeat_rows(r, _counts(repeats, r.shape[1]))
+        return np.swapaxes(out.reshape(shape[:-1] + (out.shape[1],)), a, -1)
+    return impl
+
+
+@overload(rt.repeat_bar)
+def _repeat_bar(g, x, repeats, axis=None):
+    _counts = _repeats(repeats)
+    if _is_none(axis):
+        if _scalar(x):
+            return lambda g, x, repeats, axis=None: np.sum(g)
+
+        def impl(g, x, repeats, axis=None):
+            r = np.ascontiguousarray(g).reshape((1, g.size))
+            return _repeat_bar_rows(r, _counts(repeats, x.size))[0].reshape(x.shape)
+        return impl
+    nd = _nd(x)
+
+    def impl(g, x, repeats, axis=None):
+        a = axis % nd
+        r, shape = _rows(g, a)
+        out = _repeat_bar_rows(r, _counts(repeats, x.shape[a]))
+        return np.ascontiguousarray(np.swapaxes(out.reshape(shape[:-1] + (out.shape[1],)), a, -1))
     return impl
