@@ -421,7 +421,7 @@ def clip(y, a, a_min, a_max):
 
 
 # Numba lacks np.polyval: under Numba generated code calls runtime.polyval (overloads/functions.py).
-@rule(np.polyval, runtime.polyval, pure=True, fresh=True, broadcasts=True)
+@rule(np.polyval, runtime.polyval, pure=True, fresh=True)
 @primitive(np.polyval, numba=runtime.polyval, numba_always=True)
 def polyval_(y, p, x):
     """p a 1-d array of coefficients, highest power first; x a number or an array. In x the

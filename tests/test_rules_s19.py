@@ -88,6 +88,20 @@ def test_polyval_of_a_list_of_coefficients(backend):
     check(poly_display, [x], 0, backend)
 
 
+def poly_of_coefficients(p):
+    return np.sum(np.polyval(p, np.array([0.5, 1.5, 2.0, 3.0])))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_vmap_over_coefficients(backend):
+    # np.polyval's result has x's shape, not p's and x's broadcast: a batch of p is a batch of results
+    ps = np.array([[1.0, 2.0, 3.0], [0.0, 1.0, 0.0]])
+    got = s2s.jit(s2s.vmap(poly_of_coefficients), backend=backend)(ps)
+    np.testing.assert_allclose(got, [poly_of_coefficients(p) for p in ps], rtol=1e-15)
+    grads = s2s.jit(s2s.vmap(s2s.grad(poly_of_coefficients)), backend=backend)(ps)
+    np.testing.assert_allclose(grads, [[15.5, 7.0, 4.0]] * 2, rtol=1e-15)  # sums of x ** 2, x, 1
+
+
 def poly_hessian(x):
     return np.sum(np.polyval(np.array([1.0, -2.0, 0.5, 3.0]), x))
 
