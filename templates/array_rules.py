@@ -38,6 +38,19 @@ from s2s.runtime import (
     dot_bar_y,
     inner_bar_x,
     inner_bar_y,
+    interp_bar_fp,
+    interp_dot_fp,
+    interp_options,
+    interp_slope,
+    interp_xp_refused,
+    matrix_power_bar,
+    matrix_power_dot,
+    matrix_power_options,
+    polyder,
+    polyval,
+    polyval_bar_p,
+    repeat,
+    repeat_bar,
     kron,
     kron_bar_a,
     kron_bar_b,
@@ -300,6 +313,16 @@ def triu(y, x, k=0):
     x_bar += unbroadcast(np.triu(y_bar, k), x)
 
 
+# Numba lacks np.repeat with an axis: under Numba generated code calls runtime.repeat.
+@rule(np.repeat, runtime.repeat, pure=True, fresh=True)
+@primitive(np.repeat, numba=runtime.repeat, numba_always=True)
+def repeat_(y, x, repeats, axis=None):
+    """Linear: each element copied repeats times (an int, or one count per element); the
+    adjoint sums the copies back."""
+    y_dot = repeat(x_dot, repeats, axis)
+    x_bar += repeat_bar(y_bar, x, repeats, axis)
+
+
 # np.atleast_*d of one argument (several give a list, which has no rule). Numba's take an
 # array only: under Numba generated code calls runtime.atleast_*d (of a number too).
 @rule(np.atleast_1d, runtime.atleast_1d, pure=True, view=True)
@@ -392,6 +415,35 @@ def clip(y, a, a_min, a_max):
     a_bar += unbroadcast(y_bar * clip_inside(a, a_min, a_max), a)
     a_min_bar += unbroadcast(y_bar * (a < a_min), a_min)
     a_max_bar += unbroadcast(y_bar * (a > a_max), a_max)
+
+
+# ---- polynomials and interpolation ------------------------------------------------
+
+
+# Numba lacks np.polyval: under Numba generated code calls runtime.polyval (overloads/functions.py).
+@rule(np.polyval, runtime.polyval, pure=True, fresh=True)
+@primitive(np.polyval, numba=runtime.polyval, numba_always=True)
+def polyval_(y, p, x):
+    """p a 1-d array of coefficients, highest power first; x a number or an array. In x the
+    derivative is p's derivative polynomial at x; in p, the powers of x (linear in p)."""
+    y_dot = polyval(p_dot, x) + polyval(polyder(p), x) * x_dot
+    p_bar += polyval_bar_p(y_bar, p, x)
+    x_bar += unbroadcast(y_bar * polyval(polyder(p), x), x)
+
+
+@rule(np.interp, pure=True, fresh=True, options=interp_options)
+def interp(y, x, xp, fp, left=None, right=None, period=None):
+    """With left, right and period at their defaults only (a value for one is refused). In x: the
+    slope of the segment x falls in, 0 left of xp[0] and from xp[-1] on. At a knot xp[j] the
+    derivative is the slope of the segment to its right, [xp[j], xp[j + 1]]: the piece NumPy
+    itself evaluates there (its search takes the last knot <= x). In fp: linear, the two
+    interpolation weights. xp is not differentiated: where it depends on a differentiated input
+    the call is refused at its line (interp_xp_refused raises, or under Numba does not compile)."""
+    y_dot = interp_slope(x, xp, fp, left, right, period) * x_dot + interp_dot_fp(fp_dot, x, xp, left, right, period) \
+        + interp_xp_refused(xp_dot)
+    x_bar += unbroadcast(y_bar * interp_slope(x, xp, fp, left, right, period), x)
+    fp_bar += interp_bar_fp(y_bar, x, xp, fp, left, right, period)
+    xp_bar += interp_xp_refused(xp)
 
 
 # ---- linear algebra ---------------------------------------------------------------
@@ -494,6 +546,16 @@ def pinv(y, a):
     g_t = np.swapaxes(y_bar, -1, -2)
     y_dot = -(y @ a_dot @ y) + y @ y_t @ (a_dot_t - a_dot_t @ a @ y) + (a_dot_t - y @ a @ a_dot_t) @ y_t @ y
     a_bar += -(y_t @ y_bar @ y_t) + (g_t - a @ y @ g_t) @ y @ y_t + y_t @ y @ (g_t - g_t @ y @ a)
+
+
+# Numba's np.linalg.matrix_power is typed as an optional array: runtime.matrix_power under Numba.
+@rule(np.linalg.matrix_power, runtime.matrix_power, pure=True, fresh=True, options=matrix_power_options)
+@primitive(np.linalg.matrix_power, numba=runtime.matrix_power, numba_always=True)
+def matrix_power(y, a, n):
+    """For an integer n >= 0 (a negative n is refused: matrix_power of np.linalg.inv(a) is
+    differentiated). Product rule: the sum over k of a^k a_dot a^(n-1-k); its transpose."""
+    y_dot = matrix_power_dot(a_dot, a, n)
+    a_bar += matrix_power_bar(y_bar, a, n)
 
 
 @rule(np.linalg.inv)

@@ -73,6 +73,8 @@ from s2s.runtime import (
     prod_dot_dx,
     reshape_bar,
     right_solve,
+    polyder,
+    repeat_bar,
     roll_bar,
     solve_bar_a,
     sort_bar,
@@ -494,6 +496,17 @@ def sort_dot_(r, t, x, axis=-1):
 @rule(runtime.sort_bar, pure=True, fresh=True)
 def sort_bar_(r, g, x, axis=-1):
     r_dot = sort_bar(g_dot, x, axis)
+
+
+@rule(runtime.polyder, pure=True, fresh=True)
+def polyder_(r, p):
+    """Linear in p (np.polyval's rule differentiated once more)."""
+    r_dot = polyder(p_dot)
+
+
+@rule(runtime.repeat_bar, pure=True, fresh=True)
+def repeat_bar_(r, g, x, repeats, axis=None):
+    r_dot = repeat_bar(g_dot, x, repeats, axis)
 
 
 @rule(runtime.tile_bar, pure=True, fresh=True)

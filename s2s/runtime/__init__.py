@@ -14,6 +14,7 @@ from .arrays import *  # noqa: F401,F403
 from .batching import *  # noqa: F401,F403
 from .constants import *  # noqa: F401,F403
 from .debug import *  # noqa: F401,F403
+from .functions import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
 from .norms import *  # noqa: F401,F403
 from .reductions import *  # noqa: F401,F403

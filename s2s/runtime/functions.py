@@ -1,0 +1,192 @@
+"""Helpers of the rules for np.polyval, np.interp, np.linalg.matrix_power and np.repeat
+(templates/array_rules.py): the primal where Numba lacks it, and the derivatives."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["polyval", "polyder", "polyval_bar_p", "interp_slope", "interp_dot_fp", "interp_bar_fp",
+           "interp_xp_refused", "interp_options", "matrix_power", "matrix_power_dot", "matrix_power_bar",
+           "matrix_power_options", "repeat", "repeat_bar"]
+
+
+# ---- np.polyval --------------------------------------------------------------------
+
+
+def polyval(p, x):
+    """np.polyval(p, x), which Numba lacks."""
+    return np.polyval(p, x)
+
+
+def polyder(p):
+    """The coefficients of p's derivative (highest power first, as np.polyval takes them); of a
+    constant polynomial, [0.0]. Linear in p."""
+    p = np.asarray(p)
+    n = p.shape[0] - 1
+    if n < 1:
+        return np.zeros(1, np.result_type(p, 1.0))
+    return p[:-1] * np.arange(n, 0, -1)
+
+
+def polyval_bar_p(g, p, x):
+    """Adjoint in p of np.polyval(p, x): p[i] multiplies x ** (n - i), n = len(p) - 1, so its
+    adjoint is the sum of g * x ** (n - i) over the result's elements."""
+    n = np.shape(p)[0] - 1
+    out = np.zeros(n + 1, np.result_type(g, x, 1.0))
+    power = np.ones_like(np.asarray(x, dtype=out.dtype))
+    for i in range(n, -1, -1):
+        out[i] = np.sum(g * power)
+        power = power * x
+    return out
+
+
+# ---- np.interp ---------------------------------------------------------------------
+
+
+def interp_options(left=None, right=None, period=None, **_) -> str | None:
+    """np.interp is differentiated with its defaults only (rules: Facts.options)."""
+    if left is not None or right is not None or period is not None:
+        return "np.interp is differentiated with its defaults only (no left, right or period)"
+    return None
+
+
+def _interp_defaults(left, right, period):
+    problem = interp_options(left, right, period)
+    if problem:
+        raise ValueError(f"s2s: {problem}")
+
+
+def _segments(x, xp):
+    """For each x, the segment [xp[j], xp[j + 1]] np.interp takes its value from: j is the last
+    knot at or left of x (searchsorted side='right' - 1). At a knot that is the segment to its
+    right, as NumPy's own piecewise choice; at xp[-1] and beyond, and left of xp[0], there is none
+    (np.interp gives fp[-1] or fp[0] there): inside is False."""
+    xp = np.asarray(xp)
+    j = np.searchsorted(xp, x, side="right") - 1
+    inside = (j >= 0) & (j < xp.shape[0] - 1)
+    k = np.clip(j, 0, max(xp.shape[0] - 2, 0))
+    return j, k, inside
+
+
+def interp_slope(x, xp, fp, left=None, right=None, period=None):
+    """d np.interp(x, xp, fp) / dx: the slope of the segment x falls in (the one to the right of a
+    knot x is at: see _segments); 0 outside (xp[0], xp[-1]) and at xp[-1], where np.interp is constant."""
+    _interp_defaults(left, right, period)
+    xp, fp = np.asarray(xp), np.asarray(fp)
+    if xp.shape[0] < 2:
+        return 0.0 * np.asarray(x, dtype=float)[()]
+    _, k, inside = _segments(x, xp)
+    slope = (fp[k + 1] - fp[k]) / (xp[k + 1] - xp[k])
+    return slope * inside
+
+
+def interp_dot_fp(fp_dot, x, xp, left=None, right=None, period=None):
+    """The tangent of np.interp(x, xp, fp) in fp: linear in fp, it is np.interp of fp's tangent."""
+    _interp_defaults(left, right, period)
+    return np.interp(x, xp, fp_dot)
+
+
+def interp_bar_fp(g, x, xp, fp, left=None, right=None, period=None):
+    """Adjoint in fp of np.interp(x, xp, fp): each g goes to the two ends of its segment, with the
+    weights of the interpolation (1 - w at the left, w at the right, w = (x - xp[j]) / (xp[j+1] - xp[j])),
+    or all to fp[0] left of xp[0] and to fp[-1] at xp[-1] and beyond (scattered, repeats add)."""
+    _interp_defaults(left, right, period)
+    xp = np.asarray(xp)
+    n = xp.shape[0]
+    g = np.ravel(np.broadcast_to(g, np.shape(x)))
+    xs = np.ravel(np.asarray(x))
+    out = np.zeros(np.shape(fp), np.result_type(g, 1.0))
+    j, k, inside = _segments(xs, xp)
+    if n < 2:
+        out[0] += np.sum(g)
+        return out
+    w = np.where(inside, (xs - xp[k]) / (xp[k + 1] - xp[k]), 0.0)
+    np.add.at(out, k, np.where(inside, g * (1.0 - w), 0.0))
+    np.add.at(out, k + 1, np.where(inside, g * w, 0.0))
+    out[0] += np.sum(np.where(j < 0, g, 0.0))
+    out[n - 1] += np.sum(np.where(j >= n - 1, g, 0.0))
+    return out
+
+
+def interp_xp_refused(xp):
+    """Where np.interp's sample points xp depend on a differentiated input: s2s does not
+    differentiate np.interp in xp (its rule's xp lines call this, so the call is refused there)."""
+    raise ValueError("s2s: np.interp is not differentiated with respect to its sample points xp, which depend on "
+                     "a differentiated input here: make xp a constant of the derivative (compute it from "
+                     "arguments that are not differentiated), or interpolate with arithmetic on the segment")
+
+
+# ---- np.linalg.matrix_power ---------------------------------------------------------
+
+
+def matrix_power_options(n=None, **_) -> str | None:
+    """np.linalg.matrix_power(A, n) is differentiated for an integer n >= 0 (rules: Facts.options)."""
+    if n is not None and not isinstance(n, (int, np.integer)):
+        return f"np.linalg.matrix_power is differentiated for an integer n, not {n!r}"
+    if n is not None and n < 0:
+        return ("np.linalg.matrix_power is differentiated for n >= 0: for a negative n write "
+                "np.linalg.matrix_power(np.linalg.inv(A), -n)")
+    return None
+
+
+def matrix_power(a, n):
+    """np.linalg.matrix_power(a, n); Numba's is typed as an optional array, which the
+    adjoint helpers around it do not take as an array."""
+    return np.linalg.matrix_power(a, n)
+
+
+def _powers(a, n):
+    """[I, a, a @ a, ..., a ** (n - 1)] (of each matrix of a stack)."""
+    problem = matrix_power_options(n)
+    if problem:
+        raise ValueError(f"s2s: {problem}")
+    a = np.asarray(a)
+    out = [np.broadcast_to(np.eye(a.shape[-1], dtype=np.result_type(a, 1.0)), a.shape)]
+    for _ in range(n - 1):
+        out.append(out[-1] @ a)
+    return out
+
+
+def matrix_power_dot(a_dot, a, n):
+    """Tangent of np.linalg.matrix_power(a, n): the sum over k of a^k a_dot a^(n-1-k)."""
+    powers = _powers(a, n)
+    out = np.zeros(np.shape(a), np.result_type(a_dot, a, 1.0))
+    for k in range(n):
+        out = out + powers[k] @ a_dot @ powers[n - 1 - k]
+    return out
+
+
+def matrix_power_bar(g, a, n):
+    """Adjoint of np.linalg.matrix_power(a, n): the sum over k of (a^T)^k g (a^T)^(n-1-k)."""
+    powers = [np.swapaxes(p, -1, -2) for p in _powers(a, n)]
+    out = np.zeros(np.shape(a), np.result_type(g, a, 1.0))
+    for k in range(n):
+        out = out + powers[k] @ g @ powers[n - 1 - k]
+    return out
+
+
+# ---- np.repeat ---------------------------------------------------------------------
+
+
+def repeat(x, repeats, axis=None):
+    """np.repeat(x, repeats, axis), which Numba takes without an axis only."""
+    return np.repeat(x, repeats, axis)
+
+
+def repeat_bar(g, x, repeats, axis=None):
+    """Adjoint of np.repeat(x, repeats, axis): the copies of each element summed back (of an int
+    repeats, g viewed with the copies on an axis of their own; of an array, scattered by index)."""
+    shape = np.shape(x)
+    if axis is None:
+        g, n, axis = np.ravel(g), int(np.prod(shape, dtype=np.int64)), 0
+    else:
+        axis = axis % len(shape)
+        n = shape[axis]
+    g = np.moveaxis(np.asarray(g), axis, 0)
+    if np.ndim(repeats) == 0:
+        summed = np.sum(np.reshape(g, (n, int(repeats)) + g.shape[1:]), axis=1)
+    else:
+        summed = np.zeros((n,) + g.shape[1:], g.dtype)
+        np.add.at(summed, np.repeat(np.arange(n), repeats), g)
+    summed = np.moveaxis(summed, 0, axis)
+    return np.reshape(summed, shape) if np.ndim(x) else summed.reshape(())[()]

@@ -1,0 +1,334 @@
+"""Overloads of the helpers of np.polyval, np.interp, np.linalg.matrix_power and np.repeat
+(runtime/functions.py). A number and an array take code of their own (Numba types them apart);
+options the rules refuse (np.interp's left, right, period) are refused when Numba compiles."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import types
+from numba.core.errors import TypingError
+from numba.extending import overload, register_jitable
+
+from ... import runtime as rt
+from .common import _is_none, _nd, _scalar
+from .shapes import _rows
+
+# ---- np.polyval --------------------------------------------------------------------
+
+
+def _coefficients(p):
+    """p: a 1-d array, or a tuple or list of numbers (a display written in the call)."""
+    if isinstance(p, types.Array) and p.ndim == 1:
+        return
+    if isinstance(p, (types.UniTuple, types.List)) and isinstance(p.dtype, (types.Number, types.Boolean)):
+        return
+    raise TypingError("s2s: under jit, np.polyval takes its coefficients p as a 1-d array (or a tuple or list "
+                      "of numbers)")
+
+
+@overload(rt.polyval)
+def _polyval(p, x):
+    _coefficients(p)
+    if _scalar(x):
+        def impl(p, x):
+            out = 0.0 * x
+            for i in range(len(p)):
+                out = out * x + p[i]
+            return out
+        return impl
+
+    def impl(p, x):
+        out = np.zeros(x.shape)
+        for i in range(len(p)):
+            out = out * x + p[i]
+        return out
+    return impl
+
+
+@overload(rt.polyder)
+def _polyder(p):
+    _coefficients(p)
+
+    def impl(p):
+        n = len(p) - 1
+        out = np.zeros(max(n, 1))
+        for i in range(n):
+            out[i] = p[i] * (n - i)
+        return out
+    return impl
+
+
+@overload(rt.polyval_bar_p)
+def _polyval_bar_p(g, p, x):
+    _coefficients(p)
+    if _scalar(x) and _scalar(g):
+        def impl(g, p, x):
+            n = len(p) - 1
+            out = np.zeros(n + 1)
+            power = 1.0
+            for i in range(n, -1, -1):
+                out[i] = g * power
+                power = power * x
+            return out
+        return impl
+
+    def impl(g, p, x):
+        n = len(p) - 1
+        out = np.zeros(n + 1)
+        power = np.ones(np.shape(g)) + 0.0 * x
+        for i in range(n, -1, -1):
+            out[i] = np.sum(g * power)
+            power = power * x
+        return out
+    return impl
+
+
+# ---- np.interp ---------------------------------------------------------------------
+
+
+def _interp_defaults(left, right, period):
+    if not (_is_none(left) and _is_none(right) and _is_none(period)):
+        raise TypingError("s2s: " + rt.interp_options(left=1, right=None, period=None))
+
+
+@register_jitable
+def _segment(x, xp):
+    """(j, k, inside) of runtime/functions.py's _segments, for one number x."""
+    j = np.searchsorted(xp, x, side="right") - 1
+    n = xp.shape[0]
+    inside = j >= 0 and j < n - 1
+    k = min(max(j, 0), max(n - 2, 0))
+    return j, k, inside
+
+
+@register_jitable
+def _slope_at(x, xp, fp):
+    if xp.shape[0] < 2:
+        return 0.0
+    _, k, inside = _segment(x, xp)
+    if not inside:
+        return 0.0
+    return (fp[k + 1] - fp[k]) / (xp[k + 1] - xp[k])
+
+
+@overload(rt.interp_slope)
+def _interp_slope(x, xp, fp, left=None, right=None, period=None):
+    _interp_defaults(left, right, period)
+    if _scalar(x):
+        return lambda x, xp, fp, left=None, right=None, period=None: _slope_at(x, xp, fp)
+
+    def impl(x, xp, fp, left=None, right=None, period=None):
+        out = np.empty(x.shape)
+        flat = out.reshape(out.size)
+        xs = np.ascontiguousarray(x).reshape(x.size)
+        for i in range(xs.size):
+            flat[i] = _slope_at(xs[i], xp, fp)
+        return out
+    return impl
+
+
+@overload(rt.interp_dot_fp)
+def _interp_dot_fp(fp_dot, x, xp, left=None, right=None, period=None):
+    _interp_defaults(left, right, period)
+    return lambda fp_dot, x, xp, left=None, right=None, period=None: np.interp(x, xp, fp_dot)
+
+
+@register_jitable
+def _scatter(out, g, x, xp):
+    n = xp.shape[0]
+    j, k, inside = _segment(x, xp)
+    if n < 2 or j < 0:
+        out[0] += g
+    elif not inside:
+        out[n - 1] += g
+    else:
+        w = (x - xp[k]) / (xp[k + 1] - xp[k])
+        out[k] += g * (1.0 - w)
+        out[k + 1] += g * w
+
+
+@overload(rt.interp_bar_fp)
+def _interp_bar_fp(g, x, xp, fp, left=None, right=None, period=None):
+    _interp_defaults(left, right, period)
+    if _scalar(x):
+        def impl(g, x, xp, fp, left=None, right=None, period=None):
+            out = np.zeros(fp.shape[0])
+            _scatter(out, g, x, xp)
+            return out
+        return impl
+
+    def impl(g, x, xp, fp, left=None, right=None, period=None):
+        out = np.zeros(fp.shape[0])
+        xs = np.ascontiguousarray(x).reshape(x.size)
+        gs = np.ascontiguousarray(np.broadcast_to(g, x.shape)).reshape(x.size)
+        for i in range(xs.size):
+            _scatter(out, gs[i], xs[i], xp)
+        return out
+    return impl
+
+
+@overload(rt.interp_xp_refused)
+def _interp_xp_refused(xp):
+    raise TypingError("s2s: np.interp is not differentiated with respect to its sample points xp, which depend on "
+                      "a differentiated input here: make xp a constant of the derivative")
+
+
+# ---- np.linalg.matrix_power ---------------------------------------------------------
+
+
+def _square(name, a):
+    if not (isinstance(a, types.Array) and a.ndim == 2):
+        raise TypingError(f"s2s: under jit, np.linalg.matrix_power and its derivative take one 2-d matrix ({name})")
+
+
+@overload(rt.matrix_power)
+def _matrix_power(a, n):
+    _square("A", a)
+
+    def impl(a, n):
+        base = np.ascontiguousarray(a).copy()
+        if n < 0:
+            base = np.linalg.inv(base)
+        k = n if n >= 0 else -n
+        out = np.eye(a.shape[0], dtype=a.dtype)
+        while k > 0:  # by squaring, as NumPy computes it
+            if k % 2 == 1:
+                out = out @ base
+            k //= 2
+            if k > 0:
+                base = base @ base
+        return out
+    return impl
+
+
+@register_jitable
+def _power_list(a, n):
+    if n < 0:
+        raise ValueError("s2s: np.linalg.matrix_power is differentiated for n >= 0: for a negative n write "
+                         "np.linalg.matrix_power(np.linalg.inv(A), -n)")
+    m = a.shape[0]
+    powers = np.empty((max(n, 1), m, m))
+    powers[0] = np.eye(m)
+    for k in range(1, n):
+        powers[k] = np.ascontiguousarray(powers[k - 1]) @ np.ascontiguousarray(a).astype(np.float64)
+    return powers
+
+
+@overload(rt.matrix_power_dot)
+def _matrix_power_dot(a_dot, a, n):
+    _square("A", a)
+
+    def impl(a_dot, a, n):
+        powers = _power_list(a, n)
+        t = np.ascontiguousarray(a_dot).astype(np.float64)
+        out = np.zeros(a.shape)
+        for k in range(n):
+            out += powers[k] @ t @ powers[n - 1 - k]
+        return out
+    return impl
+
+
+@overload(rt.matrix_power_bar)
+def _matrix_power_bar(g, a, n):
+    _square("A", a)
+
+    def impl(g, a, n):
+        powers = _power_list(a, n)
+        gc = np.ascontiguousarray(g).astype(np.float64)
+        out = np.zeros(a.shape)
+        for k in range(n):
+            out += np.ascontiguousarray(powers[k].T) @ gc @ np.ascontiguousarray(powers[n - 1 - k].T)
+        return out
+    return impl
+
+
+# ---- np.repeat ---------------------------------------------------------------------
+
+
+def _repeats(repeats):
+    """The function that gives the counts of each element."""
+    if isinstance(repeats, types.Integer):
+        return _int_counts
+    if isinstance(repeats, types.Array) and repeats.ndim == 1 and isinstance(repeats.dtype, types.Integer):
+        return _array_counts
+    raise TypingError("s2s: under jit, np.repeat takes repeats as an int or a 1-d array of ints")
+
+
+@register_jitable
+def _int_counts(repeats, n):
+    return np.full(n, repeats, np.int64)
+
+
+@register_jitable
+def _array_counts(repeats, n):
+    if repeats.size == 1:
+        return np.full(n, repeats[0], np.int64)
+    if repeats.size != n:
+        raise ValueError("s2s: np.repeat's repeats has one count per element along the axis, or one")
+    return repeats.astype(np.int64)
+
+
+@register_jitable
+def _repeat_rows(r, counts):
+    out = np.empty((r.shape[0], counts.sum()), r.dtype)
+    for i in range(r.shape[0]):
+        at = 0
+        for j in range(r.shape[1]):
+            for _ in range(counts[j]):
+                out[i, at] = r[i, j]
+                at += 1
+    return out
+
+
+@register_jitable
+def _repeat_bar_rows(r, counts):
+    out = np.zeros((r.shape[0], counts.size), r.dtype)
+    for i in range(r.shape[0]):
+        at = 0
+        for j in range(counts.size):
+            for _ in range(counts[j]):
+                out[i, j] += r[i, at]
+                at += 1
+    return out
+
+
+@overload(rt.repeat)
+def _repeat(x, repeats, axis=None):
+    _counts = _repeats(repeats)
+    if _is_none(axis):
+        if _scalar(x):
+            return lambda x, repeats, axis=None: _repeat_rows(np.full((1, 1), x), _counts(repeats, 1))[0]
+
+        def impl(x, repeats, axis=None):
+            r = np.ascontiguousarray(x).reshape((1, x.size))
+            return _repeat_rows(r, _counts(repeats, x.size))[0]
+        return impl
+    nd = _nd(x)
+
+    def impl(x, repeats, axis=None):
+        a = axis % nd
+        r, shape = _rows(x, a)
+        out = _repeat_rows(r, _counts(repeats, r.shape[1]))
+        return np.swapaxes(out.reshape(shape[:-1] + (out.shape[1],)), a, -1)
+    return impl
+
+
+@overload(rt.repeat_bar)
+def _repeat_bar(g, x, repeats, axis=None):
+    _counts = _repeats(repeats)
+    if _is_none(axis):
+        if _scalar(x):
+            return lambda g, x, repeats, axis=None: np.sum(g)
+
+        def impl(g, x, repeats, axis=None):
+            r = np.ascontiguousarray(g).reshape((1, g.size))
+            return _repeat_bar_rows(r, _counts(repeats, x.size))[0].reshape(x.shape)
+        return impl
+    nd = _nd(x)
+
+    def impl(g, x, repeats, axis=None):
+        a = axis % nd
+        r, shape = _rows(g, a)
+        out = _repeat_bar_rows(r, _counts(repeats, x.shape[a]))
+        return np.ascontiguousarray(np.swapaxes(out.reshape(shape[:-1] + (out.shape[1],)), a, -1))
+    return impl
