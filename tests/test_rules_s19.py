@@ -274,12 +274,13 @@ def test_repeat(backend):
     np.testing.assert_allclose(_grad(repeat_flat, 0, backend)(x), np.arange(12.0).reshape(4, 3).sum(1), rtol=1e-15)
 
 
-def repeat_method(x):
-    return np.sum(x.repeat(2) ** 2)
+def repeat_method(x, A):
+    return np.sum(x.repeat(2) ** 2) + np.sum(np.sin(A.repeat(2, axis=1)))
 
 
-def test_repeat_method_is_refused_with_the_function_as_the_way_out():
-    # x.repeat() is not mapped to np.repeat by the frontend (frontend/expressions.py METHODS)
-    with pytest.raises(s2s.S2SError, match="call the NumPy function instead") as info:
-        s2s.grad(repeat_method)(np.array([0.5, 1.0]))
-    assert where(repeat_method, "x.repeat") in str(info.value)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_repeat_method(backend):
+    # x.repeat(...) is np.repeat(x, ...) (frontend/expressions.py METHODS)
+    A = np.array([[0.4, -1.1, 0.9], [0.3, 0.8, -0.6]])
+    check(repeat_method, [np.array([0.5, 1.0]), A], 0, backend)
+    check(repeat_method, [np.array([0.5, 1.0]), A], 1, backend)

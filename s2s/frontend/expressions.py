@@ -70,6 +70,7 @@ METHODS = {
     "cumsum": np.cumsum,
     "cumprod": np.cumprod,
     "swapaxes": np.swapaxes,
+    "repeat": np.repeat,
     "argmax": np.argmax,
     "argmin": np.argmin,
     "argsort": np.argsort,
