@@ -94,3 +94,16 @@ def test_a_dict_argument_is_still_refused():
         return s
     with pytest.raises(s2s.S2SError, match=r"test_list_builders.py:\d+: a loop over a dict whose body does not index"):
         s2s.grad(total)({1: 2.0, 0: 3.0})
+
+
+def inserted(x):
+    t = [x[0]]
+    t.insert(0, x[1])
+    return t[0] * t[1]
+
+
+def test_other_in_place_list_methods_are_refused_by_name():
+    with pytest.raises(s2s.S2SError, match=r"list\.insert\(\) is not supported.*\.append, \.extend or a comprehension") \
+            as info:
+        s2s.grad(inserted)(X)
+    assert "test_list_builders.py:" in str(info.value) and "t.insert(0, x[1])" in str(info.value)

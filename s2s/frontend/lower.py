@@ -45,6 +45,10 @@ def _local_names(node: cst.FunctionDef) -> set[str]:
     return {p.name.value for p in node.params.params} | assigned_names(node.body)
 
 
+# The in-place methods of a list that have no lowering (append, extend and pop do).
+_IN_PLACE_LIST_METHODS = ("insert", "remove", "reverse", "sort", "clear")
+
+
 def _list_names(node: cst.FunctionDef) -> set[str]:
     """Names (not parameters) that list displays and list comprehensions alone bind, and `+=`
     with a display alone extends: there `xs += [v]` appends to a list, where on an array it
@@ -331,6 +335,13 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
             args = tuple(self.print_argument(a) for a in value.args)
             self.emit(ir.ExprStmt(ir.Call(builtins.print, args), self.origin))
             return
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
+                and value.func.attr.value in _IN_PLACE_LIST_METHODS and isinstance(value.func.value, cst.Name) \
+                and value.func.value.value in self.locals:
+            # (t.insert(0, v), t.sort(): an in-place change of a list, which is no unused value)
+            raise self.error(node, f"list.{value.func.attr.value}() is not supported",
+                             "build the list in its final order with .append, .extend or a comprehension, "
+                             "or keep the values in an array")
         raise self.error(node, "an expression statement whose value is unused is not supported",
                          "assign its result to a name (only print(...) may stand alone)")
 
