@@ -89,6 +89,7 @@ from s2s.runtime import (
     transpose_bar,
     tree_add,
     unbroadcast,
+    weighted,
     unpack_bar,
     var_bar,
     vstack_bar,
@@ -113,6 +114,14 @@ def broadcast_like_(y, t, c):
     """t + zeros_like(c) (forward mode's tangent of a sum with an operand of zero tangent)."""
     y_dot = broadcast_like(t_dot, c)
     t_bar += unbroadcast(y_bar, t)
+
+
+@rule(runtime.weighted, pure=True, broadcasts=True)
+def weighted_(y, t, w):
+    """t * w, 0 where w is 0 (np.fmax's tangent). w is a comparison's outcome, piecewise
+    constant: its derivative is 0 wherever it has one."""
+    y_dot = weighted(t_dot, w)
+    t_bar += unbroadcast(weighted(y_bar, w), t)
 
 
 @rule(runtime.unbroadcast, pure=True, shape_argument=1)

@@ -10,7 +10,7 @@ import operator
 import numpy as np
 
 from s2s.rules import QUOTIENT_UNREAD, SELF_PRODUCT, nondifferentiable, primitive, rule
-from s2s.runtime import copy, unbroadcast
+from s2s.runtime import copy, unbroadcast, weighted
 
 
 @rule(operator.add, np.add, cheap=True)
@@ -136,9 +136,11 @@ def minimum(z, x, y):
 @rule(np.fmax, cheap=True)
 @primitive(np.fmax, scalar_safe=True)
 def fmax(z, x, y):
-    """As np.maximum, but a number wins over a NaN (x != x is NaN), as np.fmax takes it."""
+    """As np.maximum, but a number wins over a NaN (x != x is NaN), as np.fmax takes it. The
+    tangent of the argument not taken is dropped, not multiplied by 0: where that argument is
+    NaN its tangent may be NaN too (runtime.weighted)."""
     x_wins = 1.0 - (y > x) - 0.5 * (x == y) - (x != x)
-    z_dot = x_dot * x_wins + y_dot * (1.0 - x_wins)
+    z_dot = weighted(x_dot, x_wins) + weighted(y_dot, 1.0 - x_wins)
     x_bar += unbroadcast(z_bar * x_wins, x)
     y_bar += unbroadcast(z_bar * (1.0 - x_wins), y)
 
@@ -147,7 +149,7 @@ def fmax(z, x, y):
 @primitive(np.fmin, scalar_safe=True)
 def fmin(z, x, y):
     x_wins = 1.0 - (y < x) - 0.5 * (x == y) - (x != x)
-    z_dot = x_dot * x_wins + y_dot * (1.0 - x_wins)
+    z_dot = weighted(x_dot, x_wins) + weighted(y_dot, 1.0 - x_wins)
     x_bar += unbroadcast(z_bar * x_wins, x)
     y_bar += unbroadcast(z_bar * (1.0 - x_wins), y)
 

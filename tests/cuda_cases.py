@@ -205,6 +205,18 @@ def drifted_slope(s0, sigma, z):  # JAX's jvp of a closure: the lambda's z gets 
     return s2s.jvp(lambda v: drifted(s0, v, z), (sigma,), (1.0,))[1]
 
 
+def floored(s0, sigma, z):
+    """np.fmax in a loop, where z holds NaNs: the floor wins there, with its zero tangent."""
+    s = s0
+    for t in range(z.shape[0]):
+        s = np.fmax(s * np.exp(sigma * z[t]), 0.5 * s0)
+    return s
+
+
+def floored_tangent(s0, sigma, z):  # forward mode through np.fmax: runtime.weighted in the kernel
+    return s2s.jvp(floored, (s0, sigma, z), (1.0, 1.0, np.zeros_like(z)))
+
+
 def growth_tangent_inline(s0, sigma, z):  # the same with an array made inside the call
     y, y_dot = s2s.jvp(growth, (s0, sigma, z), (1.0, 0.0, z * 0.0))
     return y_dot
@@ -450,6 +462,12 @@ def path_args(n=256, steps=32, dtype=np.float64):
     return dtype(1.0), dtype(0.2), z
 
 
+def floored_args():
+    s0, sigma, z = path_args(n=64, steps=8)
+    z[::3, 2] = np.nan  # the product is NaN at step 2 of every third path: the floor wins there
+    return s0, sigma, z
+
+
 def damped_args():
     k = np.arange(3, 3 + 24) % 11 + 2  # the first example runs 5 steps, others up to 12
     return np.linspace(0.2, 1.4, 24), k
@@ -527,6 +545,7 @@ CASES = {
     "allocates_grad": (lambda: s2s.vmap(s2s.grad(allocates)), lambda: (np.linspace(0, 1, 4),)),
     "jvp_in_vmap": (lambda: s2s.vmap(growth_tangent, in_axes=(None, None, 0)), lambda: path_args(n=64)),
     "drifted_tangent": (lambda: s2s.vmap(drifted_tangent, in_axes=(None, None, 0)), lambda: path_args(n=64)),
+    "floored_tangent": (lambda: s2s.vmap(floored_tangent, in_axes=(None, None, 0)), floored_args),
     "drifted_slope": (lambda: s2s.vmap(drifted_slope, in_axes=(None, None, 0)), lambda: path_args(n=64)),
     "fixed_reads_grad": (lambda: s2s.vmap(s2s.grad(fixed_reads)), lambda: (np.arange(12.0).reshape(4, 3) + 0.5,)),
     "label_read_grad": (lambda: s2s.vmap(s2s.grad(label_read)),

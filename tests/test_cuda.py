@@ -249,6 +249,22 @@ def test_jvp_in_vmap_through_a_constant_against_central_differences():
     np.testing.assert_allclose(slope, tangent, rtol=1e-14)  # the same forward mode, through a lambda
 
 
+def test_fmax_tangent_in_a_kernel_drops_the_nan_argument():
+    """np.fmax where the product is NaN (z holds NaNs): the floor wins, and the tangent along
+    (s0, sigma) equals central differences of floored in NumPy, with no NaN from the argument
+    not taken (runtime.weighted in the kernel)."""
+    s0, sigma, z = cuda_cases.floored_args()
+    run = s2s.jit(s2s.vmap(cuda_cases.floored_tangent, in_axes=(None, None, 0)), backend="cuda")
+    value, tangent = run(s0, sigma, z)
+    h = 1e-6
+    central = np.array([(cuda_cases.floored(s0 + h, sigma + h, row) - cuda_cases.floored(s0 - h, sigma - h, row))
+                        / (2 * h) for row in z])
+    assert np.isfinite(tangent).all()
+    np.testing.assert_allclose(tangent, central, rtol=1e-6, atol=1e-9)
+    np.testing.assert_array_equal(value, [cuda_cases.floored(s0, sigma, row) for row in z])
+    assert "runtime.weighted(" in s2s.source(run)
+
+
 def test_unpacked_split_keys_match_numpy():
     """k1, k2 = random.split(key), and key, sub = random.split(key) carried by a loop: the
     kernel's values equal s2s.random's NumPy values key by key, and the derivative along s is

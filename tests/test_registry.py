@@ -166,6 +166,7 @@ EXAMPLES = {
     runtime.copy: ("x", "runtime.copy(x)"),
     runtime.derivative_like: ("x, y", "runtime.derivative_like(x * y, y)"),
     runtime.unbroadcast: ("A, x", "runtime.unbroadcast(A, x)"),
+    runtime.weighted: ("x, y, s", "runtime.weighted(x * y, np.array([1.0, 0.0, 0.5])) + runtime.weighted(s * x, 0.0)"),
     runtime.sum_bar: ("s, x", "runtime.sum_bar(s, x)"),
     runtime.mean_bar: ("s, x", "runtime.mean_bar(s, x)"),
     runtime.max_bar: ("s, x", "runtime.max_bar(s, np.max(x), x)"),

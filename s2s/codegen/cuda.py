@@ -7,7 +7,8 @@ compiler takes (kernel code cannot allocate arrays or call NumPy's array functio
 
 - NumPy's elementwise functions on scalars become math.* (np.exp(x) -> math.exp(x)), np.abs
   becomes abs, np.power **, np.maximum and np.minimum conditional expressions (NaN wins, as in
-  NumPy), np.sign one that keeps NumPy's 0 at 0 and nan at nan;
+  NumPy; np.fmax and np.fmin likewise, where a number wins over a NaN), np.sign one that keeps
+  NumPy's 0 at 0 and nan at nan;
 - a tape (runtime.new_tape in a range loop, one slot per iteration of the loop that pushes; a
   list in a while loop, .append / .pop) is a column of a global array that the launcher
   allocates, of shape (capacity, threads): step-major, thread t's slot s is tape[s, t], so that
@@ -66,7 +67,7 @@ REDUCING = {"sum", "mean", "max", "min", "prod", "dot", "vdot", "inner", "matmul
 METHODS = ALLOCATING | REDUCING | {"append", "pop", "astype", "item", "tolist", "fill"}
 # The runtime helpers with numba-cuda overloads (runtime/overloads/cuda.py), for numbers.
 KERNEL_HELPERS = {"zeros_like", "ones_like", "copy", "broadcast_like", "add_at", "index_add", "tree_add", "unbroadcast", "range_len", "shape_tape",
-                  "push_shape", "pop_shape", "kernel_number", "derivative_like"}
+                  "push_shape", "pop_shape", "kernel_number", "derivative_like", "weighted"}
 NUMBA_TYPES = {"float64": "numba.float64", "float32": "numba.float32", "int64": "numba.int64",
                "int32": "numba.int32", "bool": "numba.boolean", "uint32": "numba.uint32", "uint64": "numba.uint64"}
 
@@ -243,6 +244,10 @@ class _ToCuda(cst.CSTTransformer):
                 a, b = (_atom(x.value) for x in updated.args)
                 compare = ">=" if short == "maximum" else "<="
                 return cst.parse_expression(f"({a} if {a} {compare} {b} or {a} != {a} else {b})")
+            if short in ("fmax", "fmin") and len(updated.args) == 2:  # a number wins over a NaN, as in NumPy
+                a, b = (_atom(x.value) for x in updated.args)
+                compare = ">=" if short == "fmax" else "<="
+                return cst.parse_expression(f"({a} if {a} {compare} {b} or {b} != {b} else {b})")
             if short == "square" and len(updated.args) == 1:
                 x = _atom(updated.args[0].value)
                 return cst.parse_expression(f"({x} * {x})")

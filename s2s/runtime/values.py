@@ -243,6 +243,16 @@ def masked(a, mask):
     return a[mask]
 
 
+def weighted(t, w):
+    """t * w, but 0 where the weight w is 0 even where t is NaN or inf: the tangent of the
+    argument that np.fmax or np.fmin does not take (a NaN there has a NaN tangent, which
+    0 * t would carry into the result; JAX selects the taken tangent, as this does)."""
+    product = t * w
+    if np.ndim(product) == 0:
+        return product if w != 0 else np.zeros_like(product)[()]
+    return np.where(np.asarray(w) == 0, np.zeros_like(product), product)
+
+
 def clear(a, index):
     """a[index] = 0 in place: the overwritten elements no longer reach the result."""
     a[index] = 0.0

@@ -142,6 +142,16 @@ def _unbroadcast(g, x):
     _refuse("runtime.unbroadcast", g, x)
 
 
+@overload(rt.weighted)
+def _weighted(t, w):
+    if _scalar(t) and _scalar(w):
+        def numbers(t, w):
+            product = t * w
+            return product if w != 0 else w - w  # (w is 0 here: a zero of the weight's type)
+        return numbers
+    _refuse("runtime.weighted", t, w)
+
+
 # Shape tapes (the reverse sweep's record of the shapes of values it cannot type in advance): in
 # a kernel these values are numbers, whose shape is () and costs nothing to keep.
 @overload(rt.shape_tape)

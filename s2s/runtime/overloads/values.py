@@ -366,6 +366,29 @@ def _masked(a, mask):
     return lambda a, mask: a[mask]
 
 
+@overload(rt.weighted)
+def _weighted(t, w):
+    if _scalar(t) and _scalar(w):
+        def numbers(t, w):
+            product = t * w
+            return product if w != 0 else w - w  # (w is 0 here: a zero of the weight's type)
+        return numbers
+    if _scalar(w):
+        def by_number(t, w):
+            product = t * w
+            return product if w != 0 else np.zeros_like(product)
+        return by_number
+
+    def by_array(t, w):
+        product = t * w
+        taken = np.broadcast_to(w != 0, product.shape)
+        for index in np.ndindex(product.shape):
+            if not taken[index]:
+                product[index] = 0
+        return product
+    return by_array
+
+
 @overload(rt.clear)
 def _clear(a, index):
     def impl(a, index):
