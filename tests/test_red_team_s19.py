@@ -308,18 +308,17 @@ def test_list_written_in_the_loop_that_passes_it_is_refused():
 
 
 # ---- np.fmin / np.fmax: the tangent of the argument not taken ---------------------------
-# The rule's tangent is x_dot * x_wins + y_dot * (1 - x_wins): where x is NaN (so y is taken,
-# x_wins = 0) and x's tangent is NaN too (x = a * b with a NaN: a * b_dot), 0 * NaN makes the
-# tangent NaN where the value is y's. A select (np.where(x_wins == 1, x_dot, ...)) keeps y_dot.
-# (Reverse mode meets the usual 0 * NaN of the product's own rule, as JAX does: not tested.)
+# The rule's tangent was x_dot * x_wins + y_dot * (1 - x_wins): where x is NaN (so y is taken,
+# x_wins = 0) and x's tangent is NaN too (x = a * b with a NaN: a * b_dot), 0 * NaN made the
+# tangent NaN where the value is y's. runtime.weighted drops the tangent not taken, as JAX's
+# select does. (Reverse mode meets the usual 0 * NaN of the product's own rule, as JAX does:
+# not tested.)
 
 
 def fmin_of_nan_product(a, b):
     return np.fmin(a * b, b)
 
 
-@pytest.mark.xfail(strict=True, reason="fmin/fmax tangent multiplies the NaN tangent of the argument not "
-                                       "taken by 0 (templates/syntax_rules.py), gave nan for 0")
 def test_fmin_tangent_where_the_nan_argument_is_not_taken():
     a, b = np.array([np.nan]), np.array([0.4])
     _, tangent = s2s.jvp(fmin_of_nan_product, (a, b), (np.array([1.0]), np.array([0.0])))
@@ -327,7 +326,27 @@ def test_fmin_tangent_where_the_nan_argument_is_not_taken():
     np.testing.assert_allclose(tangent, [0.0])
 
 
-# ---- s2s.jit(s2s.grad(f)): a Numba failure names the def line, not the statement ---------
+def fmax_of_nan_product_and_floor(a, b):
+    return np.fmax(a * b, 0.5) + np.fmax(b, a * b) + np.fmin(b[0], a[0] * b[0])
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_fmax_fmin_tangents_against_central_differences(backend):
+    """Arrays, a number floor and scalars; a NaN in a: its elements take b's tangent."""
+    a, b = np.array([np.nan, 0.3, 2.0]), np.array([0.4, 0.6, 0.1])
+    a_dot, b_dot = np.array([1.0, -0.5, 0.25]), np.array([0.3, 1.0, -2.0])
+    _, tangent = s2s.jvp(fmax_of_nan_product_and_floor, (a, b), (a_dot, b_dot), backend=backend)
+    h = 1e-6
+    central = (fmax_of_nan_product_and_floor(a + h * a_dot, b + h * b_dot)
+               - fmax_of_nan_product_and_floor(a - h * a_dot, b - h * b_dot)) / (2 * h)
+    assert np.isfinite(tangent).all()
+    np.testing.assert_allclose(tangent, central, rtol=1e-7, atol=1e-9)
+
+
+# ---- s2s.jit(s2s.grad(f)) of a slice of a list ------------------------------------------
+# The adjoint of t[0:2] is a tuple of its items' adjoints, added into the list's adjoint array
+# (runtime.add_at): Numba's `array += tuple` failed inside its own typing, and the S2SError
+# named the def line. The overload now makes the tuple an array first.
 
 
 def unpack_a_slice_of_a_list(x):
@@ -336,12 +355,36 @@ def unpack_a_slice_of_a_list(x):
     return c * d
 
 
-def test_unpacked_list_slice_python_backend():
-    _close(s2s.grad(unpack_a_slice_of_a_list)(X), unpack_a_slice_of_a_list, X)
+def unpack_a_slice_of_a_list_of_arrays(x):
+    t = [x, 2.0 * x, x * x]
+    c, d = t[1:3]
+    return np.sum(c * d)
 
 
-@pytest.mark.xfail(strict=True, reason="Numba's AttributeError ('NoneType' object has no attribute 'args') is "
-                                       "reported at the def line, not at `c, d = t[0:2]`")
-def test_unpacked_list_slice_jit_names_the_statement():
-    with pytest.raises(s2s.S2SError, match=where(unpack_a_slice_of_a_list, "c, d = t[0:2]")):
-        s2s.jit(s2s.grad(unpack_a_slice_of_a_list))(X)
+def strided_and_negative_slices(x):
+    t = [x[0], x[1], x[2], x[0] * x[2]]
+    u = t[::2]
+    v = t[-2:]
+    return u[0] * u[1] + v[0] * v[1]
+
+
+def slice_of_an_appended_list(x):
+    t = []
+    for i in range(3):
+        t.append(x[i] * x[i])
+    c, d = t[1:]
+    return c * d
+
+
+SLICED = [unpack_a_slice_of_a_list, unpack_a_slice_of_a_list_of_arrays, strided_and_negative_slices,
+          slice_of_an_appended_list]
+
+
+@pytest.mark.parametrize("fn", SLICED, ids=lambda f: f.__name__)
+def test_slices_of_lists_python_backend(fn):
+    _close(s2s.grad(fn)(X), fn, X)
+
+
+@pytest.mark.parametrize("fn", SLICED, ids=lambda f: f.__name__)
+def test_slices_of_lists_under_jit(fn):
+    _close(s2s.jit(s2s.grad(fn))(X), fn, X)

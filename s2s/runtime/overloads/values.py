@@ -197,6 +197,13 @@ def _add_at(c, key, value):
         k = _dict_position(c, key)
         items = "".join((f"rt.tree_add(c[{j}], value), " if j == k else f"c[{j}], ") for j in range(len(c)))
         return _compile(f"def impl(c, key, value):\n    return cls({items})\n", "impl", cls=c.instance_class)
+    if isinstance(c, types.Array) and isinstance(value, types.BaseTuple) and not isinstance(value, types.BaseNamedTuple):
+        # The adjoint of a slice of a list (t[0:2], a tuple of its items' adjoints) into the
+        # list's adjoint array: Numba's `+=` of an array and a tuple fails inside its typing.
+        def from_tuple(c, key, value):
+            c[key] += np.array(value)
+            return c
+        return from_tuple
     if isinstance(c, types.Array):
         def impl(c, key, value):
             c[key] += value
