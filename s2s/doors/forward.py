@@ -15,7 +15,7 @@ from ..driver import cache
 from ..errors import S2SError
 from ..frontend.nested import register_nested_transform
 from .api import Primal, Transformed, _generated_manifest, _kinds, _source, _unbatched
-from .values import scalar_like, zero_tangent
+from .values import scalar_like, tangent_in_primal_dtype, zero_tangent
 
 
 class ForwardTransformed:
@@ -205,8 +205,8 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
     entry = transformed.specialised_entry(call) if backend == "cpu" else transformed.entry()
     out, out_dot = entry(*call)
     if backend == "cpu":  # (dicts come back from compiled code as DictTuples)
-        return pytree.from_numba(out), pytree.from_numba(out_dot)
-    return out, out_dot
+        out, out_dot = pytree.from_numba(out), pytree.from_numba(out_dot)
+    return out, tangent_in_primal_dtype(out, out_dot)
 
 
 # s2s.jvp(f, ...) inside a transformed function calls f's generated forward mode.

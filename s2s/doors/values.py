@@ -34,6 +34,22 @@ def scalar_like(tangent, primal):
     return tangent
 
 
+def tangent_in_primal_dtype(out, out_dot):
+    """The tangent of a float32 output as float32, as JAX gives it: a rule's weights (the
+    comparisons of np.maximum's, 1.0 - (y > x)) are float64 arrays, which promote the tangent.
+    Only a float64 tangent of a float32 leaf changes; the structure is the output's."""
+    primal_leaves, structure = pytree.flatten(out)
+    tangent_leaves, tangent_structure = pytree.flatten(out_dot)
+    if structure != tangent_structure:
+        return out_dot
+    single = np.dtype(np.float32)
+    changed = [np.asarray(t, np.float32) if isinstance(p, np.ndarray) and p.dtype == single
+               and isinstance(t, np.ndarray) and t.dtype == np.float64
+               else np.float32(t) if isinstance(p, np.float32) and isinstance(t, (float, np.float64)) else t
+               for p, t in zip(primal_leaves, tangent_leaves)]
+    return pytree.unflatten(structure, changed)
+
+
 def in_dtype(jacobian, argument):
     """float32 in, float32 out, as grad does (the columns are computed in float64)."""
     dtypes = {np.asarray(leaf).dtype for leaf in pytree.leaves(argument)}
