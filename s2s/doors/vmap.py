@@ -13,6 +13,7 @@ alone, for the command line: vmap_source.py).
 
 from __future__ import annotations
 
+import ast
 import copy
 import functools
 import hashlib
@@ -31,6 +32,8 @@ from ..ir import nodes as ir
 from ..errors import NoBatchingRule, S2SError
 from .primitives import as_function
 from .shipping import recorded
+from ..analysis.shapes import argument_facts
+from ..optimize.into import into_source
 
 
 def _seq_kind(arg) -> str:
@@ -327,7 +330,32 @@ class Batched:
         leaves = pytree.leaves(output)
         kernel = batching.Kernel(source, entry, extra, _view_paths(view, structure),
                                  [np.ndim(x) for x in leaves], what)
+        if backend == "cpu" and isinstance(fun, api.Transformed) and fun.kind == "grad" and not fun.has_aux:
+            self._with_into(kernel, fun, example, leaves)
         return kernel, output
+
+    @staticmethod
+    def _with_into(kernel: batching.Kernel, fun, example: tuple, leaves: list) -> None:
+        """Under s2s.jit, the examples after the first write their gradients into the rows of
+        the driver's outputs (optimize/into.py) where each is an array of one or more
+        dimensions, the gradient with respect to an array argument (so of its shape)."""
+        argnums = (fun.argnums,) if isinstance(fun.argnums, int) else tuple(fun.argnums)
+        argnums = tuple(k % len(example) for k in argnums)
+        if len(leaves) != len(argnums) or not all(
+                isinstance(example[k], np.ndarray) and example[k].ndim >= 1 for k in argnums) or not all(
+                isinstance(leaf, np.ndarray) and leaf.shape == example[k].shape for leaf, k in zip(leaves, argnums)):
+            return
+        module = ast.parse(kernel.source)
+        function = next((s for s in module.body if isinstance(s, ast.FunctionDef) and s.name == kernel.entry), None)
+        if function is None:
+            return
+        params = [a.arg for a in function.args.args]
+        facts = {p: f for p, f in zip(params, argument_facts(example))}
+        facts[params[-1]] = "float"  # the seed
+        found = into_source(kernel.source, kernel.entry, [(path, params[k]) for path, k in zip(kernel.leaf_paths, argnums)],
+                            facts)
+        if found is not None:
+            kernel.source, kernel.into = found
 
     def _out_axes(self, output: Any) -> list:
         """The out_axes entry of each output leaf, resolved against its per-example ndim."""

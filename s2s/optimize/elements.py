@@ -49,9 +49,11 @@ class ElementShapes(CodeShapes):
             return False
         if scalar_elementwise(dotted):
             return call_kind(node, self.shadowed) == "fusable"
-        return dotted[0] == "math" or dotted == ("np", "sum") or allocation(dotted) or dotted == ("runtime", "sum_bar")
+        return dotted[0] == "math" or dotted in _ELEMENT_CALLS or allocation(dotted)
 
     def call(self, dotted: tuple[str, str], node: ast.Call):
+        if dotted == ("np", "dot") or dotted in DOT_BARS:
+            return self.dot(dotted, node)
         if dotted == ("runtime", "sum_bar"):
             # g in every element of an array shaped like x: only where g is a number (an
             # array g may come back as it is, and is not a fresh array of x's length)
@@ -63,6 +65,32 @@ class ElementShapes(CodeShapes):
             if not is_number(g):
                 return None
         return super().call(dotted, node)
+
+
+    def dot(self, dotted: tuple[str, str], node: ast.Call):
+        """np.dot(a, b) of two 1-d arrays of one length is a number (the sum of a * b); its
+        adjoints runtime.dot_bar_x(g, a, b) and dot_bar_y(g, a, b) with a number g are g * b
+        and g * a, of that length. Anything else: no class."""
+        classes = [self.of(a) for a in node.args]
+        if len(classes) != (2 if dotted == ("np", "dot") else 3):
+            return None
+        if TOP in classes:
+            return TOP
+        *g, a, b = classes
+        if g and not is_number(g[0]):
+            return None
+        if not (one_d(a) and a == b):
+            return None
+        return NUMBER if not g else a
+
+
+def one_d(c) -> bool:
+    """A class of 1-d arrays (of a parameter's length, perhaps trimmed)."""
+    return c is not None and c is not TOP and c[0] == "arr" and len(c[2]) == 1
+
+
+DOT_BARS = (("runtime", "dot_bar_x"), ("runtime", "dot_bar_y"))
+_ELEMENT_CALLS = (("np", "sum"), ("np", "dot"), ("runtime", "sum_bar")) + DOT_BARS
 
 
 def names_read(node) -> set[str]:
@@ -84,8 +112,6 @@ def aliasing_loads(stmt, shadowed) -> set[str]:
     """Names whose array this statement may give another name (or hand to a call that might):
     every load except as an operand of arithmetic, an argument of an elementwise function or
     of an allocation, and the array of a subscript write or of `w += e`."""
-    if not isinstance(stmt, (ast.Assign, ast.AugAssign, ast.Expr)):
-        return names_read(stmt)
     parents = {}
     for node in ast.walk(stmt):
         for child in ast.iter_child_nodes(node):
@@ -94,7 +120,13 @@ def aliasing_loads(stmt, shadowed) -> set[str]:
     for node in ast.walk(stmt):
         if not (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)):
             continue
-        child, parent = node, parents.get(id(node))
+        parent = parents.get(id(node))
+        if isinstance(parent, ast.Attribute) and parent.attr in ("shape", "ndim", "size", "dtype"):
+            continue  # (an array's shape is a new tuple or a number)
+        if not isinstance(stmt, (ast.Assign, ast.AugAssign, ast.Expr)):
+            out.add(node.id)
+            continue
+        child = node
         while isinstance(parent, ast.Subscript) and parent.value is child:
             child, parent = parent, parents.get(id(parent))
         if isinstance(parent, _SAFE_PARENTS):
@@ -110,19 +142,61 @@ def aliasing_loads(stmt, shadowed) -> set[str]:
     return out
 
 
-def lengths(function: ast.FunctionDef, argument_facts: dict, shadowed: set[str]) -> tuple[dict, set[str]]:
-    """{name: class} everywhere in function, and the 1-d array parameters (the roots whose
-    lengths a loop may run over)."""
+def _rebound(function: ast.FunctionDef) -> set[str]:
+    return {n.id for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))} \
+        | {n.target.id for n in ast.walk(function) if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)}
+
+
+def dot_pairs(function: ast.FunctionDef, roots: set[str], shadowed: set[str]) -> list[tuple[str, str]]:
+    """(a, b) of each `t = np.dot(a, b)` of two 1-d array parameters, neither ever rebound, in
+    a statement of the function's own body (one that every call runs, unless an earlier one
+    raises): np.dot raises unless len(a) == len(b), so the two have one length."""
+    if "np" in shadowed:
+        return []
+    rebound = _rebound(function)
+    pairs = []
+    for stmt in function.body:
+        if isinstance(stmt, ast.Assign) and dotted_call(stmt.value) == ("np", "dot") and not stmt.value.keywords:
+            args = stmt.value.args
+            if len(args) == 2 and all(isinstance(a, ast.Name) and a.id in roots and a.id not in rebound
+                                      for a in args) and args[0].id != args[1].id:
+                pairs.append((args[0].id, args[1].id))
+    return pairs
+
+
+def lengths(function: ast.FunctionDef, argument_facts: dict, shadowed: set[str]) -> tuple[dict, set[str], list]:
+    """{name: class} everywhere in function, the 1-d array parameters (the roots whose
+    lengths a loop may run over), and the pairs of parameters whose lengths were taken to be
+    one because np.dot of them raises otherwise (dot_pairs; a loop that relies on it checks
+    the lengths first). A parameter with the fact ("row", p) is a destination of p's shape
+    (the caller checks it); ("like", p) a tangent of p (s2s.jvp checks it)."""
     seeds, roots = {}, set()
-    for p in (a.arg for a in function.args.args):
+    params = [a.arg for a in function.args.args]
+    for p in params:
         fact = argument_facts.get(p)
         if fact in ("float", "int", "bool"):
             seeds[p] = NUMBER
         elif fact == ["array", 1] or fact == ("array", 1):
             seeds[p], roots = ("arr", p, ((0, 0),)), roots | {p}
-    for p in (a.arg for a in function.args.args):  # a tangent has its primal's shape (s2s.jvp checks it)
+    # one length for both operands of a dot: each root's representative (the first parameter
+    # of its group, in the signature's order)
+    pairs = dot_pairs(function, roots, shadowed)
+    group = {r: r for r in roots}
+
+    def find(r):
+        while group[r] != r:
+            r = group[r]
+        return r
+
+    for a, b in pairs:
+        ra, rb = sorted((find(a), find(b)), key=params.index)
+        group[rb] = ra
+    for r in roots:
+        seeds[r] = ("arr", find(r), ((0, 0),))
+    roots = {r for r in roots if find(r) == r}
+    for p in params:
         fact = argument_facts.get(p)
-        if isinstance(fact, (list, tuple)) and len(fact) == 2 and fact[0] == "like" and fact[1] in roots:
-            seeds[p] = ("arr", fact[1], ((0, 0),))
+        if isinstance(fact, (list, tuple)) and len(fact) == 2 and fact[0] in ("like", "row") and fact[1] in group:
+            seeds[p] = ("arr", find(fact[1]), ((0, 0),))
     env = everywhere(function, seeds, ElementShapes, shadowed)
-    return env, {r for r in roots if env.get(r) is not None}
+    return env, {r for r in roots if env.get(r) is not None}, pairs

@@ -43,8 +43,8 @@ import ast
 
 from ..analysis.emitted import call_kind, changes_nothing, is_comment
 from ..analysis.code_shapes import TOP, dotted_call, is_number, slice_trim
-from .elements import (ElementShapes, Refuse, aliasing_loads, allocation, declared_facts, element_index, lengths,
-                       names_read, names_written, scalar_elementwise)
+from .elements import (DOT_BARS, ElementShapes, Refuse, aliasing_loads, allocation, declared_facts, element_index,
+                       lengths, names_read, names_written, one_d, scalar_elementwise)
 
 
 class _Run:
@@ -61,12 +61,17 @@ class _Run:
 
 
 class _Looper:
-    def __init__(self, function: ast.FunctionDef, facts: dict, shadowed: set[str], comment):
+    def __init__(self, function: ast.FunctionDef, facts: dict, shadowed: set[str], comment, lone_dots: bool = False):
         self.function = function
         self.shadowed = shadowed
         self.comment = comment
+        self.lone_dots = lone_dots
         # which names are numbers and which 1-d arrays of which length (the shape analysis)
-        self.classes, self.roots = lengths(function, facts, shadowed)
+        self.classes, self.roots, self.dot_pairs = lengths(function, facts, shadowed)
+        # destinations (a row of an array the caller just allocated, which no other name refers
+        # to): fresh arrays on entry
+        self.rows = {p for p, fact in facts.items()
+                     if isinstance(fact, (list, tuple)) and len(fact) == 2 and fact[0] == "row"}
         self.cls = ElementShapes(self.classes.get, shadowed).of
         used = {n.id for n in ast.walk(function) if isinstance(n, ast.Name)} | {a.arg for a in function.args.args}
         self.index = next(c for c in ["k"] + [f"k{j}" for j in range(1, 1000)] if c not in used)
@@ -96,7 +101,7 @@ class _Looper:
                     setattr(stmt, field, self.block(inner))
         out: list = []
         refused: set[int] = set()  # statements whose temporary is read after their run
-        fresh: set[str] = set()
+        fresh: set[str] = set(self.rows) if body is self.function.body else set()
         queue = list(body)
         run = _Run(fresh)
         while queue or run.items:
@@ -212,6 +217,12 @@ class _Looper:
             if dotted == ("np", "sum") and len(value.args) == 1 and not value.keywords and "np" not in self.shadowed:
                 self._same_length(self.cls(value.args[0]), run, new)
                 element = self.element(value.args[0], run, new)
+                kind, converted = "accumulator", ast.AugAssign(ast.Name(target, ast.Store()), ast.Add(), element)
+            elif dotted == ("np", "dot") and is_number(self.cls(value)) and "np" not in self.shadowed:
+                # np.dot of two 1-d arrays of one length (ElementShapes.dot): the sum of their product
+                self._same_length(self.cls(value.args[0]), run, new)
+                element = ast.BinOp(self.element(value.args[0], run, new), ast.Mult(),
+                                    self.element(value.args[1], run, new))
                 kind, converted = "accumulator", ast.AugAssign(ast.Name(target, ast.Store()), ast.Add(), element)
             else:
                 if declared_facts(dotted).copies and len(value.args) == 1 and not value.keywords and dotted[0] not in self.shadowed:
@@ -347,6 +358,10 @@ class _Looper:
                 if not is_number(self.cls(node.args[0])):
                     raise Refuse
                 return self.element(node.args[0], run, new)
+            if dotted in DOT_BARS and "runtime" not in self.shadowed and one_d(cls):
+                # the adjoint of np.dot(a, b) of 1-d arrays (ElementShapes.dot): g * b for a, g * a for b
+                other = node.args[2] if dotted == DOT_BARS[0] else node.args[1]
+                return ast.BinOp(self.element(node.args[0], run, new), ast.Mult(), self.element(other, run, new))
         raise Refuse
 
     def hoistable(self, stmt, run: _Run, body: list) -> bool:
@@ -512,7 +527,7 @@ class _Looper:
         loops = [(kind, s, c) for kind, s, c in run.items if kind == "loop"]
         # one statement is worth a loop where it updates a slice with an expression that Numba
         # would compute into an array of its own first
-        worth = len(loops) >= 2 or (
+        worth = len(loops) >= 2 or self.lone_dots and len(loops) == 1 and dotted_call(loops[0][1].value) == ("np", "dot") or (
             len(loops) == 1 and isinstance(loops[0][1], (ast.Assign, ast.AugAssign))
             and isinstance(loops[0][1].targets[0] if isinstance(loops[0][1], ast.Assign) else loops[0][1].target,
                            ast.Subscript)
@@ -575,15 +590,72 @@ def _offset(index, k: str) -> int | None:
     return None
 
 
-def loop_function(function: ast.FunctionDef, facts: dict, shadowed: set[str] = frozenset(), comment=None) -> int:
-    """Apply the pass to one function in place; facts: its parameters' (shapes.argument_facts).
-    Returns how many loops it wrote."""
-    if {"range", "max"} & set(shadowed):
+def _named_scales(function: ast.FunctionDef, looper: _Looper) -> bool:
+    """`a_bar = runtime.dot_bar_y(<number expression>, x, a)` of 1-d arrays becomes
+    `a_bar_scale = <number expression>` and `a_bar = runtime.dot_bar_y(a_bar_scale, x, a)`:
+    in a loop the number is then computed once, before it (the loops keep a division out of
+    their elements: a scalar division by zero raises under Numba). Whether anything changed."""
+    changed = False
+
+    def visit(body: list) -> list:
+        nonlocal changed
+        out = []
+        for stmt in body:
+            for field in ("body", "orelse", "finalbody"):
+                inner = getattr(stmt, field, None)
+                if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                    setattr(stmt, field, visit(inner))
+            value = getattr(stmt, "value", None)
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                    and dotted_call(value) in DOT_BARS and "runtime" not in looper.shadowed and not value.keywords \
+                    and len(value.args) == 3 and not isinstance(value.args[0], (ast.Name, ast.Constant)) \
+                    and one_d(looper.cls(value)) and changes_nothing(value.args[0], looper.shadowed):
+                scale = looper.fresh_name(f"{stmt.targets[0].id}_scale")
+                out.append(ast.Assign([ast.Name(scale, ast.Store())], value.args[0], lineno=0))
+                value.args[0] = ast.Name(scale, ast.Load())
+                changed = True
+            out.append(stmt)
+        return out
+
+    function.body = visit(function.body)
+    return changed
+
+
+def _length_checks(looper: _Looper, pairs: list) -> list[ast.stmt]:
+    """Statements that raise, as np.dot(a, b) would, unless each pair of arrays has one length."""
+    out = []
+    if looper.comment is not None:
+        out.append(looper.comment("The loops take the operands of np.dot to have one length, as np.dot raises "
+                                  "otherwise; an element past the end of the shorter would be read: check first."))
+    for a, b in pairs:
+        test = ast.Compare(ast.Subscript(ast.Attribute(ast.Name(a, ast.Load()), "shape", ast.Load()), ast.Constant(0),
+                                         ast.Load()), [ast.NotEq()],
+                           [ast.Subscript(ast.Attribute(ast.Name(b, ast.Load()), "shape", ast.Load()), ast.Constant(0),
+                                          ast.Load())])
+        error = ast.Call(ast.Name("ValueError", ast.Load()),
+                         [ast.Constant(f"np.dot({a}, {b}): the arrays have different lengths")], [])
+        out.append(ast.If(test, [ast.Raise(error, None)], []))
+    return out
+
+
+def loop_function(function: ast.FunctionDef, facts: dict, shadowed: set[str] = frozenset(), comment=None,
+                  lone_dots: bool = False) -> int:
+    """Apply the pass to one function in place; facts: its parameters' (shapes.argument_facts,
+    and ("row", p) for a destination of p's shape that nothing else refers to). lone_dots:
+    np.dot of 1-d arrays is worth a loop of its own (small arrays, where a call of BLAS costs
+    more than the loop: the code of one example of a vmap). Returns how many loops it wrote."""
+    if {"range", "max", "ValueError"} & set(shadowed):
         return 0
-    looper = _Looper(function, facts, set(shadowed), comment)
+    looper = _Looper(function, facts, set(shadowed), comment, lone_dots)
     if not looper.roots:
         return 0
-    function.body = looper.block(function.body)
+    if _named_scales(function, looper):
+        looper = _Looper(function, facts, set(shadowed), comment, lone_dots)
+    body = looper.block(function.body)
+    if looper.loops and looper.dot_pairs:
+        at = 1 if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) else 0
+        body[at:at] = _length_checks(looper, looper.dot_pairs)
+    function.body = body
     return looper.loops
 
 

@@ -46,6 +46,9 @@ class Kernel:
     leaf_paths: list[str]  # where each output leaf sits in the entry's return value
     leaf_ndims: list[int]  # per-example ndim of each output leaf
     description: str  # "grad of loss with respect to params"
+    # `<entry>_into` (optimize/into.py), in source: the entry writing its output leaves into
+    # rows of the driver's outputs, passed after extra_args; returns whether a row's shape is off
+    into: str | None = None
 
 
 # A batching pattern of a value: True (batched), False (not), or a tuple of patterns (a tuple
@@ -228,10 +231,12 @@ def driver_source(name: str, params: list[str], trees: list[ArgTree], kernel: Ke
     def shared(node) -> bool:
         return private and node[0] != "rebuilt" and node[1][0] != "leaf" and not is_batched(node[1])
 
-    def call(index: str) -> str:
-        args = [f"runtime.fresh_containers({node[0]})" if shared(node) else _rebuilt_expr(node, index)
+    def arguments(index: str) -> list[str]:
+        return [f"runtime.fresh_containers({node[0]})" if shared(node) else _rebuilt_expr(node, index)
                 for node in nodes] + kernel.extra_args
-        return f"{result} = {kernel.entry}({', '.join(args)})"
+
+    def call(index: str) -> str:
+        return f"{result} = {kernel.entry}({', '.join(arguments(index))})"
 
     doc = (f"Vmap of {kernel.description}, batched over {described_axes(params, trees)}: "
            "a loop over the examples (parallel under s2s.jit).")
@@ -245,9 +250,14 @@ def driver_source(name: str, params: list[str], trees: list[ArgTree], kernel: Ke
     # Every example's output must have the first one's shape (a smaller one would broadcast):
     # batch_store flags a mismatch, and check_batch raises after the parallel loop.
     lines += [f"    {mismatch} = np.zeros({n}, dtype=np.bool_)",
-              f"    for {b} in runtime.prange(1, {n}):", f"        {call(b)}"]
-    lines += [f"        {mismatch}[{b}] |= runtime.batch_store({out}, {b}, {result}{path})"
-              for out, path in zip(outs, kernel.leaf_paths)]
+              f"    for {b} in runtime.prange(1, {n}):"]
+    if kernel.into:  # the other examples write their leaves into their rows themselves
+        rows = [f"{out}[{b}]" for out in outs]
+        lines.append(f"        {mismatch}[{b}] = {kernel.into}({', '.join(arguments(b) + rows)})")
+    else:
+        lines.append(f"        {call(b)}")
+        lines += [f"        {mismatch}[{b}] |= runtime.batch_store({out}, {b}, {result}{path})"
+                  for out, path in zip(outs, kernel.leaf_paths)]
     lines.append(f"    runtime.check_batch({mismatch})")
     returned = []
     for out, axis, ndim in zip(outs, out_axes, kernel.leaf_ndims):
