@@ -547,9 +547,12 @@ class PointsToCheck:
             return None
         shown = self.an.fn.display.get
         seq = defs[0].value.args[0]
-        seq_defs = self.an.defs.get(seq.id, []) if isinstance(seq, ir.Name) else []
-        over = seq_defs[0].value.id if len(seq_defs) == 1 and isinstance(seq_defs[0], ir.Assign) and isinstance(
-            seq_defs[0].value, ir.Name) else None
+        if not isinstance(seq, ir.Name):
+            return None
+        seq_defs = self.an.defs.get(seq.id, [])
+        # (the loop's own name for it, `_seq = t` (lower.py, sequence), or t itself)
+        over = seq_defs[0].value.id if seq.id.startswith("_seq") and len(seq_defs) == 1 and isinstance(
+            seq_defs[0], ir.Assign) and isinstance(seq_defs[0].value, ir.Name) else seq.id
         reads = [s for s in ir.walk(self.an.fn.body) if isinstance(s, ir.Assign) and len(s.targets) == 1
                  and isinstance(s.value, ir.Subscript) and isinstance(s.value.value, ir.Name)
                  and s.value.value.id == keys]

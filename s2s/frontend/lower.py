@@ -592,7 +592,7 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
                 stop, items = self.dict_loop(inner, item_target, var)
                 prologue += items
             else:
-                seq = self.sequence(self.expr(inner))
+                seq = self.sequence(self.expr(inner), uses)
                 seq = self.keys_or_items(seq, inner, item_target, uses)  # (for i, k in enumerate(d))
                 stop = self.assign(ir.Call(len, (seq,)))
                 prologue += self.unpacked(item_target, ir.Subscript(seq, ir.Index((ir.Name(var),))))
@@ -608,7 +608,7 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
             prologue += items
             start, step = ir.Const(0), ir.Const(1)
         else:
-            seq = self.sequence(self.expr(iterator))
+            seq = self.sequence(self.expr(iterator), uses)
             seq = self.keys_or_items(seq, iterator, target, uses)
             start, step = ir.Const(0), ir.Const(1)
             stop = self.assign(ir.Call(len, (seq,)))
@@ -693,10 +693,16 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
         raise self.error(target, "a for loop unpacks into plain names only",
                          "write `for a, b in pairs:`, or loop over range(len(x)) and index")
 
-    def sequence(self, atom: ir.Atom) -> ir.Atom:
-        """The object a for loop iterates over, kept in a name of its own."""
+    def sequence(self, atom: ir.Atom, body: list | None = None) -> ir.Atom:
+        """The object a for loop iterates over, kept in a name of its own. body: the nodes of the
+        loop's body, where a list the loop goes over needs no other name if they do not rebind it."""
         if isinstance(atom, ir.Const):
             raise S2SError("cannot loop over a constant", self.origin)
+        if isinstance(atom, ir.Name) and atom.id in self.lists and body is not None \
+                and not any(_rebinds(node, atom.id) for node in body):
+            # (another name for a list grown with .append in a loop around this one is one that
+            # reverse mode cannot restore pass by pass: sum(ys) of ys = [... for ...] in a loop)
+            return atom
         # Python iterates over the object, even if the name is rebound inside the loop.
         return self.assign(atom, self.names.fresh("_seq"))
 
@@ -737,6 +743,18 @@ def _dict_method(iterator: cst.BaseExpression) -> str | None:
             and iterator.func.attr.value in ("items", "keys", "values"):
         return iterator.func.attr.value
     return None
+
+
+def _rebinds(body: cst.CSTNode, name: str) -> bool:
+    """May body bind name (assign, augment, delete, loop over, `:=`, `as`)?"""
+    if name in assigned_names(body):
+        return True
+    for node in walk_nodes(body):
+        targets = [node.target] if isinstance(node, (cst.NamedExpr, cst.Del, cst.CompFor)) else \
+            [node.name] if isinstance(node, cst.AsName) else []
+        if any(isinstance(n, cst.Name) and n.value == name for t in targets for n in walk_nodes(t)):
+            return True
+    return False
 
 
 def _indexes_with(body: cst.CSTNode, name: str) -> bool:

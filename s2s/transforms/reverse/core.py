@@ -283,6 +283,7 @@ class VJP(RuleInstances, Planning, Sweep):
         self.materialized: set[str] = set()
         self.pending: set[str] = set()  # adjoints known to be zero, not yet assigned
         self.popped_into: set[str] = set()
+        self.popped_early: set[tuple] = set()  # (id(stmt), need) popped before stmt's other pops
         self.plan: dict | None = None
         self.recipes: dict[str, tuple | None] = {}  # var -> (its definition, recomputed operands)
         self.recompute_plan: dict[int, tuple] = {}  # id(stmt) -> (needed vars, statements to re-run)
