@@ -83,7 +83,7 @@ def test_only_a_loop_over_what_may_be_a_dict_is_checked():
     source = s2s.source(grad)
     # x is an argument (it could be a dict); vals is a list and np.cos(x) an array
     assert source.count("runtime.require_not_dict(") == 1
-    assert 'runtime.require_not_dict(_seq_2, "test_list_builders.py:' in source
+    assert 'runtime.require_not_dict(_seq, "test_list_builders.py:' in source  # (the loop over x)
 
 
 def test_a_dict_argument_is_still_refused():

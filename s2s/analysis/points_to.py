@@ -527,9 +527,39 @@ class PointsToCheck:
             else:
                 stmt.alias_check = tuple((o, message(o)) for o in others)
             return
+        loop = self._loop_over(others[0])
+        if loop is not None:  # (others[0] is what the frontend made of `for k in t:`, not the user's)
+            k, over = loop
+            raise S2SError(f"writing into {v} inside the loop `for {k} in {over}:` is not supported: the loop reads "
+                           f"its keys or items from {over} as it runs, so the write may change what it goes over",
+                           stmt.origin, f"where {over} is a dict, loop over its keys: `for {k} in {over}.keys():`; "
+                           f"where it is a list or array, loop over a copy made before the loop: "
+                           f"`for {k} in list({over}):`")
         o = shown(others[0], others[0])
         raise S2SError(f"writing into {v} would also change {o}, which may share its memory",
                        stmt.origin, f"make {v} a copy ({v} = {v}.copy()) before writing into it")
+
+    def _loop_over(self, keys: str) -> tuple[str, str] | None:
+        """(k, t) where keys holds what `for k in t:` goes over (runtime.loop_keys, lower.py)."""
+        defs = self.an.defs.get(keys, [])
+        if not defs or not all(isinstance(d, ir.Assign) and isinstance(d.value, ir.Call)
+                               and d.value.fn is runtime.loop_keys for d in defs):
+            return None
+        shown = self.an.fn.display.get
+        seq = defs[0].value.args[0]
+        if not isinstance(seq, ir.Name):
+            return None
+        seq_defs = self.an.defs.get(seq.id, [])
+        # (the loop's own name for it, `_seq = t` (lower.py, sequence), or t itself)
+        over = seq_defs[0].value.id if seq.id.startswith("_seq") and len(seq_defs) == 1 and isinstance(
+            seq_defs[0], ir.Assign) and isinstance(seq_defs[0].value, ir.Name) else seq.id
+        reads = [s for s in ir.walk(self.an.fn.body) if isinstance(s, ir.Assign) and len(s.targets) == 1
+                 and isinstance(s.value, ir.Subscript) and isinstance(s.value.value, ir.Name)
+                 and s.value.value.id == keys]
+        if over is None or not reads:
+            return None
+        k = reads[0].targets[0]
+        return shown(k, k), shown(over, over)
 
     def _check_item_update(self, stmt, own, state, live):
         """`t[k] += v` (or *=) into a list or dict display t: Python rebinds the slot where the

@@ -249,8 +249,9 @@ def located(function, user_files: tuple[str, ...] = ()):
             raise refusal from exc
         except KeyError as exc:  # a dict indexed with a key it lacks, at the user's statement
             key = exc.args[0] if exc.args else None
-            how = (" (a loop `for k in d:` goes over the dict's keys where its body indexes with k; "
-                   "here it takes items by position: write `for k, v in d.items():`)" if isinstance(key, int) else "")
+            how = (" (where this statement loops over a dict, s2s reads the dict by position, d[0], d[1], ...: "
+                   "loop over d.keys(), d.values() or d.items() instead, `for k, v in d.items():`, with "
+                   "enumerate(d.items()) for a counter)" if isinstance(key, int) else "")
             told = ValueError(f"s2s: no key {key!r} in a dict indexed here{how}").with_traceback(exc.__traceback__)
             refusal = runtime_refusal(told, user_files)
             if refusal is None:

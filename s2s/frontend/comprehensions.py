@@ -189,7 +189,7 @@ class ComprehensionLowering:
                     (total,), ir.Call(operator.add, (ir.Name(total), self.expr(items.elt))), origin)))
                 return ir.Name(total)
         seq = self.list_comprehension(items) if isinstance(items, cst.GeneratorExp) else self.expr(items)
-        seq = self.sequence(seq)
+        seq = self.sequence(seq, [])  # (the loop below rebinds no name of the user's)
         stop = self.assign(ir.Call(len, (seq,)))
         index = self.names.fresh("_i")
         item = self.names.fresh("_item")

@@ -49,10 +49,11 @@ def _local_names(node: cst.FunctionDef) -> set[str]:
 _IN_PLACE_LIST_METHODS = ("insert", "remove", "reverse", "sort", "clear")
 
 
-def _list_names(node: cst.FunctionDef) -> set[str]:
+def _list_names(node: cst.FunctionDef, displays: tuple = (cst.List, cst.ListComp)) -> set[str]:
     """Names (not parameters) that list displays and list comprehensions alone bind, and `+=`
     with a display alone extends: there `xs += [v]` appends to a list, where on an array it
-    would add elementwise."""
+    would add elementwise. displays=(cst.Dict, cst.DictComp): the names that dicts alone bind."""
+    extends = displays == (cst.List, cst.ListComp)
     lists: set[str] = set()
     others: set[str] = set()
 
@@ -68,9 +69,9 @@ def _list_names(node: cst.FunctionDef) -> set[str]:
     for n in walk_own(node.body):
         if isinstance(n, cst.Assign):
             for target in n.targets:
-                bound(target.target, isinstance(n.value, (cst.List, cst.ListComp)))
+                bound(target.target, isinstance(n.value, displays))
         elif isinstance(n, cst.AugAssign):
-            if not (isinstance(n.operator, cst.AddAssign) and _display_items(n.value) is not None):
+            if not (extends and isinstance(n.operator, cst.AddAssign) and _display_items(n.value) is not None):
                 bound(n.target, False)
         elif isinstance(n, (cst.AnnAssign, cst.For, cst.CompFor)):
             bound(n.target, False)
@@ -111,6 +112,7 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
         self.resolver = Resolver(parsed.fn)
         self.locals = _local_names(parsed.node)
         self.lists = _list_names(parsed.node)  # names that only ever hold lists (xs += [v] appends)
+        self.dicts = _list_names(parsed.node, (cst.Dict, cst.DictComp))  # names that only ever hold dicts
         # Nested defs: every name, and those defined so far (to be inlined by s2s.lax forms).
         self.def_names = {n.name.value for n in walk_own(parsed.node.body) if isinstance(n, cst.FunctionDef)}
         self.names = ir.Names(self.locals | _outer_names(parsed.fn.__code__) | self.def_names)
@@ -586,8 +588,12 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
             if self._calls_zip(inner) and isinstance(item_target, (cst.Tuple, cst.List)):
                 stop, items = self.zipped(inner, item_target, var)  # for i, (a, b) in enumerate(zip(x, y))
                 prologue += items
+            elif _dict_method(inner) is not None:  # for i, (k, v) in enumerate(d.items()), and .keys()
+                stop, items = self.dict_loop(inner, item_target, var)
+                prologue += items
             else:
-                seq = self.sequence(self.expr(inner))
+                seq = self.sequence(self.expr(inner), uses)
+                seq = self.keys_or_items(seq, inner, item_target, uses)  # (for i, k in enumerate(d))
                 stop = self.assign(ir.Call(len, (seq,)))
                 prologue += self.unpacked(item_target, ir.Subscript(seq, ir.Index((ir.Name(var),))))
             start, step = ir.Const(0), ir.Const(1)
@@ -597,39 +603,54 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
             prologue += items
             start, step = ir.Const(0), ir.Const(1)
         elif _dict_method(iterator) is not None:
-            # for k, v in d.items() / for k in d.keys() / for v in d.values(): over the keys in
-            # Python's order (insertion), each value read as d[k]
-            method = _dict_method(iterator)
-            d = self.sequence(self.expr(iterator.func.value))
-            keys = self.assign(ir.Call(runtime.dict_keys, (d,)))
-            start, step = ir.Const(0), ir.Const(1)
-            stop = self.assign(ir.Call(len, (keys,)))
             var = self.names.fresh("_i")
-            if method == "items":
-                key, value = self.target_names(target, 2)
-            elif isinstance(target, cst.Name):
-                key, value = (target.value, None) if method == "keys" else (self.names.fresh("_k"), target.value)
-            else:
-                raise self.error(target, f"a loop over .{method}() takes one loop variable")
-            prologue.append((key, ir.Subscript(keys, ir.Index((ir.Name(var),)))))
-            if value is not None:
-                prologue.append((value, ir.Subscript(d, ir.Index((ir.Name(key),)))))
+            stop, items = self.dict_loop(iterator, target, var)
+            prologue += items
+            start, step = ir.Const(0), ir.Const(1)
         else:
-            seq = self.sequence(self.expr(iterator))
-            if isinstance(target, cst.Name) and any(_indexes_with(use, target.value) for use in uses):
-                # The loop variable indexes something (`for k in d: ... d[k]`), so it is a key
-                # or an int, which carries no derivative: a dict goes over its keys.
-                seq = self.assign(ir.Call(runtime.loop_keys, (seq,)), self.names.fresh("_keys"))
-            elif not self._never_a_dict(iterator):
-                # The items themselves, which may carry derivatives (a dict's keys do not): a
-                # dict argument is refused when the loop runs (the helper names this line).
-                where = ir.Const(self.origin.short())
-                self.emit(ir.ExprStmt(ir.Call(runtime.require_not_dict, (seq, where)), self.origin))
+            seq = self.sequence(self.expr(iterator), uses)
+            seq = self.keys_or_items(seq, iterator, target, uses)
             start, step = ir.Const(0), ir.Const(1)
             stop = self.assign(ir.Call(len, (seq,)))
             var = self.names.fresh("_i")
             prologue += self.unpacked(target, ir.Subscript(seq, ir.Index((ir.Name(var),))))
         return var, start, stop, step, prologue
+
+    def dict_loop(self, iterator: cst.Call, target: cst.BaseExpression, var: str) -> tuple[ir.Atom, list]:
+        """for k, v in d.items() / for k in d.keys() / for v in d.values(): over the keys in
+        Python's order (insertion), each value read as d[k]: (the number of keys, the prologue
+        that binds target's names for the key at position var)."""
+        method = _dict_method(iterator)
+        d = self.sequence(self.expr(iterator.func.value))
+        keys = self.assign(ir.Call(runtime.dict_keys, (d,)))
+        stop = self.assign(ir.Call(len, (keys,)))
+        if method == "items":
+            key, value = self.target_names(target, 2)
+        elif isinstance(target, cst.Name):
+            key, value = (target.value, None) if method == "keys" else (self.names.fresh("_k"), target.value)
+        else:
+            raise self.error(target, f"a loop over .{method}() takes one loop variable")
+        prologue = [(key, ir.Subscript(keys, ir.Index((ir.Name(var),))))]
+        if value is not None:
+            prologue.append((value, ir.Subscript(d, ir.Index((ir.Name(key),)))))
+        return stop, prologue
+
+    def keys_or_items(self, seq: ir.Atom, iterator: cst.BaseExpression, target: cst.BaseExpression,
+                      uses: list) -> ir.Atom:
+        """What a loop over seq (`for v in seq`, `for i, v in enumerate(seq)`) reads by position."""
+        if isinstance(target, cst.Name) and any(_indexes_with(use, target.value) for use in uses):
+            # The loop variable indexes something (`for k in d: ... d[k]`), so it is a key
+            # or an int, which carries no derivative: a dict goes over its keys. Where it is
+            # surely a dict, they are a tuple of their own, which writes into d[k] leave alone.
+            keys = runtime.dict_keys if isinstance(iterator, cst.Name) and iterator.value in self.dicts \
+                else runtime.loop_keys
+            return self.assign(ir.Call(keys, (seq,)), self.names.fresh("_keys"))
+        if not self._never_a_dict(iterator):
+            # The items themselves, which may carry derivatives (a dict's keys do not): a
+            # dict argument is refused when the loop runs (the helper names this line).
+            where = ir.Const(self.origin.short())
+            self.emit(ir.ExprStmt(ir.Call(runtime.require_not_dict, (seq, where)), self.origin))
+        return seq
 
     def _never_a_dict(self, node: cst.BaseExpression) -> bool:
         """Is the object of a loop surely not a dict: a list or tuple display, a comprehension,
@@ -672,10 +693,16 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
         raise self.error(target, "a for loop unpacks into plain names only",
                          "write `for a, b in pairs:`, or loop over range(len(x)) and index")
 
-    def sequence(self, atom: ir.Atom) -> ir.Atom:
-        """The object a for loop iterates over, kept in a name of its own."""
+    def sequence(self, atom: ir.Atom, body: list | None = None) -> ir.Atom:
+        """The object a for loop iterates over, kept in a name of its own. body: the nodes of the
+        loop's body, where a list the loop goes over needs no other name if they do not rebind it."""
         if isinstance(atom, ir.Const):
             raise S2SError("cannot loop over a constant", self.origin)
+        if isinstance(atom, ir.Name) and atom.id in self.lists and body is not None \
+                and not any(_rebinds(node, atom.id) for node in body):
+            # (another name for a list grown with .append in a loop around this one is one that
+            # reverse mode cannot restore pass by pass: sum(ys) of ys = [... for ...] in a loop)
+            return atom
         # Python iterates over the object, even if the name is rebound inside the loop.
         return self.assign(atom, self.names.fresh("_seq"))
 
@@ -716,6 +743,18 @@ def _dict_method(iterator: cst.BaseExpression) -> str | None:
             and iterator.func.attr.value in ("items", "keys", "values"):
         return iterator.func.attr.value
     return None
+
+
+def _rebinds(body: cst.CSTNode, name: str) -> bool:
+    """May body bind name (assign, augment, delete, loop over, `:=`, `as`)?"""
+    if name in assigned_names(body):
+        return True
+    for node in walk_nodes(body):
+        targets = [node.target] if isinstance(node, (cst.NamedExpr, cst.Del, cst.CompFor)) else \
+            [node.name] if isinstance(node, cst.AsName) else []
+        if any(isinstance(n, cst.Name) and n.value == name for t in targets for n in walk_nodes(t)):
+            return True
+    return False
 
 
 def _indexes_with(body: cst.CSTNode, name: str) -> bool:

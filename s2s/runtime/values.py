@@ -175,7 +175,8 @@ def require_not_dict(seq, where):
     loop's file:line."""
     if isinstance(seq, dict):
         raise S2SError(f"s2s: {where}: a loop over a dict whose body does not index it with the loop variable is "
-                       "not supported; write `for k in d.keys():`")
+                       "not supported; loop over d.keys(), d.values() or d.items() (`for k, v in d.items():`, "
+                       "`for i, (k, v) in enumerate(d.items()):` with a counter)")
 
 
 def dict_keys(d):

@@ -85,6 +85,23 @@ def _shape_tape():
 
 @overload(rt.push_shape)
 def _push_shape(tape, x):
+    if isinstance(x, types.List) and _scalar(x.dtype):
+        # A list of numbers: the shape of its adjoint, an array of its length (zeros_like), which
+        # zeros_shaped makes again (a list made anew in a loop, whose name the reverse sweep may
+        # find bound to another pass's list: reverse/sweep.py, materialize)
+        def numbers(tape, x):
+            tape.append(len(x))
+            return (len(x),)
+        return numbers
+    if isinstance(x, types.List) and isinstance(x.dtype, types.Array):
+        # A list of arrays of one shape: its adjoint's, the items' shape after the length
+        # (zeros_like's, whose check of one shape runs where the adjoint is made)
+        ndim = x.dtype.ndim
+        pushes = "".join(f"        tape.append(x[0].shape[{k}])\n" for k in range(ndim))
+        zeros = "".join("        tape.append(0)\n" for _ in range(ndim))
+        dims = ", ".join(["len(x)"] + [f"tape[len(tape) - {ndim - k}]" for k in range(ndim)])
+        return _compile(f"def impl(tape, x):\n    tape.append(len(x))\n    if len(x) > 0:\n{pushes}    else:\n"
+                        f"{zeros}    return ({dims})\n", "impl")
     if not isinstance(x, types.Array):
         return lambda tape, x: ()
 

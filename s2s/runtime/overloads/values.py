@@ -86,6 +86,14 @@ def _zeros_shaped(shape, like):
                           "compiled form; keep each array in a variable of its own (x, v = s; ...; s = (x, v) "
                           "becomes x, v updated in the loop), and likewise value, tangent = s2s.jvp(...); "
                           "backend='python' takes the tuple")
+    if isinstance(like, types.List):  # (push_shape of a list: its adjoint's shape, an array's)
+        if not (_scalar(like.dtype) or isinstance(like.dtype, types.Array)):
+            raise TypingError("s2s: the adjoint of a list of lists or tuples made anew in a loop has no compiled "
+                              "form (its items' adjoints are no one array); make its items arrays (np.array(row)), "
+                              "or use backend='python', which takes it")
+        item = like.dtype.dtype if isinstance(like.dtype, types.Array) else like.dtype
+        dtype = item if isinstance(item, types.Float) else types.float64
+        return lambda shape, like: np.zeros(shape, dtype)
     dtype = like.dtype if isinstance(like, types.Array) and isinstance(like.dtype, types.Float) else types.float64
     return lambda shape, like: np.zeros(shape, dtype)
 

@@ -94,9 +94,20 @@ def _refuse_shared_appended_lists(fn: ir.Function) -> None:
         return
     statements = list(ir.walk(fn.body))
 
-    def fresh(d) -> bool:  # [] or [a, b], or the private copy of an argument (lower.py)
+    displays = {}  # name -> is every assignment of it a list display
+    for s in statements:
+        if isinstance(s, ir.Assign):
+            for t in s.targets:
+                displays[t] = displays.get(t, True) and len(s.targets) == 1 and isinstance(
+                    s.value, ir.Build) and s.value.kind == "list"
+
+    def repeated(value) -> bool:  # [0.0] * n: Python's `*` of a list makes a new list
+        return isinstance(value, ir.Call) and value.fn is operator.mul and len(value.args) == 2 and any(
+            isinstance(a, ir.Name) and displays.get(a.id) for a in value.args)
+
+    def fresh(d) -> bool:  # [] or [a, b], [0.0] * n, or the private copy of an argument (lower.py)
         return len(d.targets) == 1 and (isinstance(d.value, ir.Build) and d.value.kind == "list" or isinstance(
-            d.value, ir.Call) and d.value.fn is runtime.copy)
+            d.value, ir.Call) and d.value.fn is runtime.copy or repeated(d.value))
 
     for push in pushes:
         if push.tape in fn.params and not any(isinstance(d, ir.Assign) and d.targets == (push.tape,) and fresh(d)
@@ -135,12 +146,18 @@ def _refuse_shared_appended_lists(fn: ir.Function) -> None:
             if not isinstance(stmt, ir.Assign):
                 continue
             value = stmt.value
+            held = None  # the names read whose lists the target may hold (None: all those read)
             if isinstance(value, ir.Build):
                 read = ir.names_in(value)
             elif isinstance(value, ir.Name):
                 read = [value.id]
             elif isinstance(value, ir.Call) and is_user_function(value.fn):
                 read = [a.id for a in value.args if isinstance(a, ir.Name)]
+                # A helper whose result shares none of an argument (loss(preds) that sums the
+                # items: result_views) hands back no list: its result holds no list of the caller
+                summary = fn.callee_results.get(id(value.fn))
+                if summary is not None and not value.kwargs:
+                    held = [a.id for k, a in enumerate(value.args) if isinstance(a, ir.Name) and k in summary]
             else:
                 read = []
             shared = [n for n in read if n in holders]
@@ -160,6 +177,8 @@ def _refuse_shared_appended_lists(fn: ir.Function) -> None:
                                    "also held by another name (or passed to a function) before the append is not "
                                    "supported", stmt.origin, f"append to {push.tape} only, and share it after its last "
                                    "append, or fill an array (np.zeros(n), then vals[i] = ...) instead")
+            if held is not None and not any(n in holders for n in held):
+                continue
             for target in stmt.targets:
                 if target not in holders:
                     holders.add(target)
@@ -264,6 +283,7 @@ class VJP(RuleInstances, Planning, Sweep):
         self.materialized: set[str] = set()
         self.pending: set[str] = set()  # adjoints known to be zero, not yet assigned
         self.popped_into: set[str] = set()
+        self.popped_early: set[tuple] = set()  # (id(stmt), need) popped before stmt's other pops
         self.plan: dict | None = None
         self.recipes: dict[str, tuple | None] = {}  # var -> (its definition, recomputed operands)
         self.recompute_plan: dict[int, tuple] = {}  # id(stmt) -> (needed vars, statements to re-run)

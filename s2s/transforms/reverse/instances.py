@@ -204,7 +204,9 @@ class RuleInstances:
             out |= {Need(n, "pre") for n in ir.names_in(stmt.index)}
             if an.atom_active(stmt.value) and not self.exact_setitem(stmt):
                 out.add(Need(stmt.value.id, "pre", shape=True))
-        elif isinstance(stmt, ir.If):
+        if isinstance(stmt, (ir.If, ir.For, ir.While)):
+            out |= {Need(v, "post", shape=True) for v in self.list_adjoints_started_at(stmt)}
+        if isinstance(stmt, ir.If):
             out |= {Need(n, "pre") for n in ir.names_in(stmt.test)}
         elif isinstance(stmt, ir.For):
             # The trip count is assigned just before the loop (forward_block): taped after it,
@@ -219,6 +221,28 @@ class RuleInstances:
             # another one each pass, so t is taped, the list itself, not a copy: planning.push)
             out.add(Need(stmt.tape, "pre"))
         return {n for n in out if n.var not in self.fn.constants}
+
+    def list_adjoints_started_at(self, stmt) -> list[str]:
+        """The lists grown with .append, each made anew in a loop, whose adjoints the reverse
+        sweep starts (at zero) just before it reverses stmt, a loop or branch that reads them:
+        stmt is the last statement of the list's scope that touches it. There the list's name
+        may refer to the list of a later pass (which the reverse sweep's pops have emptied), so
+        the zeros take the length the list had after stmt, from a shape tape (sweep.materialize)."""
+        block = self.chains[id(stmt)][-1]
+        later = self.block_of[block][next(k for k, s in enumerate(self.block_of[block]) if s is stmt) + 1:]
+
+        def touched(statements) -> set[str]:
+            out = set()
+            for s in ir.walk(statements):
+                out |= set(ir.stmt_reads(s)) | set(ir.stmt_writes(s))
+            return out
+
+        candidates = [v for v in sorted(self.appended) if self.scope.get(v) == block and v not in self.straight
+                      and self.an.is_active(v) and self._made_in_a_loop(v)]
+        if not candidates:
+            return []
+        here, after = touched([stmt]), touched(later)
+        return [v for v in candidates if v in here and v not in after]
 
     def _plan_block(self, block: list) -> None:
         """Decide, for every value the reverse sweep reads, where it comes from.

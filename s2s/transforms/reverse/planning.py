@@ -382,6 +382,8 @@ class Planning:
         rename = rename or {}
         out = self.recompute(stmt)
         for need, tape in taped:
+            if (id(stmt), need) in self.popped_early:  # (sweep.materialize popped it)
+                continue
             if need.shape:
                 shape = self.shape_var((need.var, id(stmt), need.when))
                 self.popped_into.add(shape)

@@ -125,8 +125,20 @@ class Sweep:
             self.materialized.add(var)
             self.pending.add(var)
         if isinstance(stmt, (ir.If, ir.For, ir.While)):
+            # (a list made anew in a loop takes the length it had after stmt: its shape is taped
+            # there, list_adjoints_started_at, and popped here, before stmt's other pops)
+            shapes = {need.var: (need, tape) for need, tape in self.taped(stmt)
+                      if need.shape and need.when == "post" and need.var in self.appended}
             for var in sorted(touched & self.pending):
-                self.ensure_materialized(var, out)
+                if var in shapes:
+                    need, tape = shapes[var]
+                    shape = self.shape_var((var, id(stmt), "post"))
+                    self.popped_into.add(shape)
+                    out.append(assign(shape, runtime_call("pop_shape", name(tape), name(shape))))
+                    self.popped_early.add((id(stmt), need))
+                    self.ensure_materialized(var, out, shape)
+                else:
+                    self.ensure_materialized(var, out)
 
     def ensure_materialized(self, var: str, out: list, shape: str | None = None):
         """Zeros for a pending adjoint; shaped by `shape` (a name holding var's shape at this
