@@ -475,3 +475,36 @@ def the_way_out_for_a_list(x):
 
 def test_the_way_out_works():
     check_all(the_way_out_for_a_list, X)
+
+
+# ---- s2s.checkpoint(f)(x) written inline, as JAX code writes jax.checkpoint(f)(x) ------------
+# It was "cannot resolve the called function"; checkpoint returns f, so the call is f's.
+
+
+def sines(x):
+    return np.sin(x) * x[0]
+
+
+def decay(s, z):
+    return s * np.exp(0.1 * z)
+
+
+def inline_checkpoint(x):
+    return np.sum(s2s.checkpoint(sines)(x))
+
+
+def inline_checkpoint_in_a_loop(x):
+    s = x[0]
+    for t in range(3):
+        s = s2s.checkpoint(decay, prevent_cse=False)(s, x[t])
+    return s
+
+
+def inline_remat(x):
+    return np.sum(s2s.remat(sines)(x) ** 2)
+
+
+@pytest.mark.parametrize("f", [inline_checkpoint, inline_checkpoint_in_a_loop, inline_remat],
+                         ids=lambda f: f.__name__)
+def test_inline_checkpoint(f):
+    check_all(f, X)

@@ -19,6 +19,7 @@ from ..errors import S2SError
 from ..ir import nodes as ir
 from .. import lax
 from .lax_forms import FORMS as LAX_FORMS
+from ..rules.custom import checkpoint
 from ..runtime import constants as captured
 from .argument_writes import call_site
 from .comprehensions import GENERATOR_HINT
@@ -358,6 +359,13 @@ class ExpressionLowering(JvpCallLowering):
 
     def call(self, node: cst.Call) -> ir.Atom:
         func = node.func
+        if isinstance(func, cst.Call) and func.args and func.args[0].keyword is None and not func.args[0].star \
+                and all(a.keyword is not None for a in func.args[1:]) \
+                and not (isinstance(func.func, cst.Name) and func.func.value in self.locals) \
+                and self.resolver.resolve(func.func) is checkpoint:
+            # s2s.checkpoint(f)(x) inline, as JAX code writes jax.checkpoint(f)(x): checkpoint returns
+            # f, and reverse mode already recomputes a callee's body in its vjp (README)
+            func = func.args[0].value
         if isinstance(func, cst.Attribute) and not self._is_module_path(func.value):
             return self.method_call(node, func)
         if isinstance(func, cst.Name) and func.value in self.locals:
