@@ -48,3 +48,9 @@ def _scalar(t) -> bool:
 
 def _nd(t):
     return t.ndim if isinstance(t, types.Array) else 0
+
+
+def _weighted_numbers(t, w):
+    """runtime.weighted of two numbers, for the cpu and the kernel overloads alike."""
+    product = t * w
+    return product if w != 0 else w - w  # (w is 0 here: a zero of the weight's type)

@@ -19,7 +19,7 @@ from numba.cuda.extending import overload, register_jitable
 from ... import random as R
 from ... import runtime as rt
 from ...runtime import kernels
-from .common import _casts, _compile, _is_none, _nd, _scalar
+from .common import _casts, _compile, _is_none, _nd, _scalar, _weighted_numbers
 
 
 def _refuse(helper: str, *args, why: str = "in a kernel, adjoints are numbers (an array adjoint would be "
@@ -145,10 +145,7 @@ def _unbroadcast(g, x):
 @overload(rt.weighted)
 def _weighted(t, w):
     if _scalar(t) and _scalar(w):
-        def numbers(t, w):
-            product = t * w
-            return product if w != 0 else w - w  # (w is 0 here: a zero of the weight's type)
-        return numbers
+        return _weighted_numbers
     _refuse("runtime.weighted", t, w)
 
 

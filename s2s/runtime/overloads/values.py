@@ -12,7 +12,7 @@ from numba.extending import overload, register_jitable
 from ... import runtime as rt
 from ...errors import S2SError
 from ...pytree import dict_tuple_class
-from .common import _casts, _compile, _is_none, _nd, _scalar
+from .common import _casts, _compile, _is_none, _nd, _scalar, _weighted_numbers
 
 
 @overload(rt.zeros_like)
@@ -384,10 +384,7 @@ def _masked(a, mask):
 @overload(rt.weighted)
 def _weighted(t, w):
     if _scalar(t) and _scalar(w):
-        def numbers(t, w):
-            product = t * w
-            return product if w != 0 else w - w  # (w is 0 here: a zero of the weight's type)
-        return numbers
+        return _weighted_numbers
     if _scalar(w):
         def by_number(t, w):
             product = t * w
