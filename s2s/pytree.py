@@ -27,7 +27,7 @@ def restructure(grad: Any, like: Any) -> Any:
     if isinstance(like, dict):
         if is_dict_tuple(grad):  # from compiled code
             grad = dict(zip(type(grad)._s2s_keys, grad))
-        return {k: restructure(grad[k], like[k]) for k in like}
+        return same_dict_type(like, {k: restructure(grad[k], like[k]) for k in like})
     if is_namedtuple(like):
         return type(like)(*(restructure(g, x) for g, x in zip(grad, like)))
     if isinstance(like, list):
@@ -43,12 +43,23 @@ def restructure(grad: Any, like: Any) -> Any:
     return float(grad) if np.ndim(grad) == 0 else grad
 
 
+def same_dict_type(like: dict, items: dict) -> dict:
+    """items as a dict of like's type: the gradient of an OrderedDict (or a defaultdict) of
+    parameters is one, as in JAX."""
+    kind = type(like)
+    if kind is dict:
+        return items
+    if isinstance(like, collections.defaultdict):
+        return kind(like.default_factory, items)
+    return kind(items)
+
+
 def in_key_order(value: Any, like: Any) -> Any:
     """value (rebuilt by unflatten, whose dicts have sorted keys) with the dicts of like's key
     order, at every level: a function that loops over a dict sees the keys in the order its
     caller inserted them."""
     if isinstance(like, dict) and isinstance(value, dict) and set(value) == set(like):
-        return {k: in_key_order(value[k], like[k]) for k in like}
+        return same_dict_type(like, {k: in_key_order(value[k], like[k]) for k in like})
     if isinstance(like, (list, tuple)) and isinstance(value, (list, tuple)) and len(value) == len(like):
         items = [in_key_order(v, x) for v, x in zip(value, like)]
         return type(value)(*items) if is_namedtuple(value) else type(value)(items)

@@ -1,5 +1,6 @@
 """JAX's pytree utilities (`jax.tree_util`), over s2s's pytrees: tuples, lists, dicts (in sorted
-key order, as JAX flattens them), namedtuples and None (an empty subtree, as in JAX).
+key order, as JAX flattens them; an OrderedDict in its own order), namedtuples and None (an empty
+subtree, as in JAX). Dict subclasses come back as their own type, as JAX rebuilds them.
 
     >>> import s2s
     >>> s2s.tree_util.tree_map(lambda a, b: a + b, {"w": 1.0, "b": (2.0, 3.0)}, {"w": 10.0, "b": (20.0, 30.0)})
@@ -8,6 +9,7 @@ key order, as JAX flattens them), namedtuples and None (an empty subtree, as in 
 
 from __future__ import annotations
 
+import collections
 import functools
 from typing import Any, Callable
 
@@ -46,8 +48,8 @@ def _node(tree: Any, is_leaf: Callable | None) -> tuple:
     if tree is None:
         return ("none",)
     if isinstance(tree, dict):
-        keys = sorted(tree)
-        return ("dict", tuple(keys), tuple(_node(tree[k], is_leaf) for k in keys))
+        keys = _dict_keys(tree)
+        return ("dict", _dict_kind(tree), keys, tuple(_node(tree[k], is_leaf) for k in keys))
     if isinstance(tree, (tuple, list)):
         return ("seq", type(tree), tuple(_node(x, is_leaf) for x in tree))
     return ("leaf",)
@@ -59,10 +61,21 @@ def _leaves(tree: Any, is_leaf: Callable | None) -> list:
     if tree is None:
         return []
     if isinstance(tree, dict):
-        return [leaf for k in sorted(tree) for leaf in _leaves(tree[k], is_leaf)]
+        return [leaf for k in _dict_keys(tree) for leaf in _leaves(tree[k], is_leaf)]
     if isinstance(tree, (tuple, list)):
         return [leaf for x in tree for leaf in _leaves(x, is_leaf)]
     return [tree]
+
+
+def _dict_keys(tree: dict) -> tuple:
+    """JAX's order: an OrderedDict's keys as inserted (its order is part of its meaning), any
+    other dict's sorted."""
+    return tuple(tree) if isinstance(tree, collections.OrderedDict) else tuple(sorted(tree))
+
+
+def _dict_kind(tree: dict) -> tuple:
+    """What rebuilding needs: the dict's type, and a defaultdict's default factory."""
+    return (type(tree), getattr(tree, "default_factory", None))
 
 
 def _count(node: tuple) -> int:
@@ -79,7 +92,9 @@ def _describe(node: tuple) -> str:
     if node[0] == "none":
         return "None"
     if node[0] == "dict":
-        return "{" + ", ".join(f"{k!r}: {_describe(c)}" for k, c in zip(node[1], node[2])) + "}"
+        inner = "{" + ", ".join(f"{k!r}: {_describe(c)}" for k, c in zip(node[2], node[3])) + "}"
+        kind = node[1][0]
+        return inner if kind is dict else f"{kind.__name__}({inner})"
     inner = ", ".join(_describe(c) for c in node[2])
     kind = node[1]
     if _is_namedtuple_type(kind):
@@ -97,7 +112,11 @@ def _build(node: tuple, leaves) -> Any:
     if node[0] == "none":
         return None
     if node[0] == "dict":
-        return {k: _build(child, leaves) for k, child in zip(node[1], node[2])}
+        kind, default_factory = node[1]
+        items = [(k, _build(child, leaves)) for k, child in zip(node[2], node[3])]
+        if issubclass(kind, collections.defaultdict):
+            return kind(default_factory, items)
+        return kind(items)
     items = [_build(child, leaves) for child in node[2]]
     kind = node[1]
     return kind(*items) if _is_namedtuple_type(kind) else kind(items)

@@ -57,3 +57,34 @@ def test_an_sgd_step_as_the_jax_tutorial_writes_it():
         params = jax.tree.map(lambda p, g: p - 0.1 * g, params, grads)
     np.testing.assert_allclose(params["w"], w_true, atol=1e-6)
     assert params["b"] == pytest.approx(0.3, abs=1e-6)
+
+
+def test_ordered_and_default_dicts_keep_their_type_and_order_as_in_jax():
+    # JAX flattens an OrderedDict in insertion order and a defaultdict in sorted order, and
+    # rebuilds each as its own type; the two orders, and dict vs OrderedDict, are different
+    # structures.
+    ordered = collections.OrderedDict([("z", 1.0), ("a", (2.0, 3.0))])
+    assert tree_util.tree_leaves(ordered) == [1.0, 2.0, 3.0]
+    scaled = tree.map(lambda v: 10.0 * v, ordered)
+    assert type(scaled) is collections.OrderedDict and list(scaled) == ["z", "a"]
+    assert scaled["a"] == (20.0, 30.0)
+    assert tree_util.tree_structure(ordered) != tree_util.tree_structure(dict(ordered))
+    assert "OrderedDict({'z': *, 'a': (*, *)})" in repr(tree_util.tree_structure(ordered))
+
+    counts = collections.defaultdict(list, {"b": 1.0, "a": 2.0})
+    assert tree_util.tree_leaves(counts) == [2.0, 1.0]
+    rebuilt = tree.map(lambda v: v + 1.0, counts)
+    assert type(rebuilt) is collections.defaultdict and rebuilt.default_factory is list
+    assert dict(rebuilt) == {"a": 3.0, "b": 2.0}
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_the_gradient_of_ordered_dict_parameters_is_an_ordered_dict(backend):
+    def loss(params):
+        return np.sum(params["w"] ** 2) + 3.0 * params["b"]
+
+    params = collections.OrderedDict([("w", np.array([1.0, -2.0])), ("b", 0.5)])
+    grads = s2s.jit(s2s.grad(loss), backend=backend)(params)
+    assert type(grads) is collections.OrderedDict and list(grads) == ["w", "b"]
+    np.testing.assert_allclose(grads["w"], [2.0, -4.0])  # d/dw sum(w^2) = 2w
+    assert grads["b"] == pytest.approx(3.0)
