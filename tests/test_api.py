@@ -231,3 +231,26 @@ def test_jit_of_jacrev_with_a_dict_output():
         np.testing.assert_allclose(jac["a"], 2 * np.eye(2))
         np.testing.assert_allclose(jac["b"], np.diag(np.cos(x)), rtol=1e-14)
     assert s2s.jit(dict_output)(x).keys() == {"a", "b"}
+
+
+def test_repeated_compiled_calls_see_each_call_s_kinds_of_arguments():
+    """s2s.jit(grad) remembers what the first call of each kind of plain arguments settled (the
+    seed, the checks, the compiled entry): calls after it, of other dtypes, by keyword, with
+    defaults or with integers, are each treated as their own kind."""
+    g = s2s.jit(s2s.grad(power_with_default))
+    x = np.array([1.0, 2.0, 3.0])
+    for _ in range(2):  # (the second round takes the remembered path)
+        np.testing.assert_allclose(g(x, 2.0), 2 * x, rtol=1e-14)  # d/dx sum(x^a) = a x^(a-1)
+        single = g(x.astype(np.float32), 2.0)
+        assert single.dtype == np.float32
+        np.testing.assert_allclose(single, 2 * x, rtol=1e-6)
+        np.testing.assert_allclose(g(x, a=3.0), 3 * x**2, rtol=1e-14)
+        np.testing.assert_allclose(g(x), 2 * x, rtol=1e-14)
+        np.testing.assert_allclose(g(x[::-1], 2.0), 2 * x[::-1], rtol=1e-14)  # (a strided view)
+        with pytest.raises(s2s.S2SError, match="holds integers"):
+            g(np.array([1, 2, 3]), 2.0)
+    value_and_grad = s2s.jit(s2s.value_and_grad(power_with_default))
+    for _ in range(2):
+        value, grad = value_and_grad(x.astype(np.float32), 2.0)
+        assert value == pytest.approx(14.0) and grad.dtype == np.float32
+        np.testing.assert_allclose(grad, 2 * x, rtol=1e-6)

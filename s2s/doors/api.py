@@ -129,6 +129,7 @@ class Transformed:
         # and their ndim: shapes.argument_facts), as JAX traces per signature: the vjp for
         # each kind of call, and the source of the latest.
         self._by_facts: dict = {}
+        self._by_plain_kinds: dict = {}  # _plain_kinds(args) -> what _by_facts holds, and the seed
         self._specialised_source: str | None = None
         self._specialised_entries: dict = {}
 
@@ -215,11 +216,22 @@ class Transformed:
                            hint="use s2s.vjp or s2s.jacrev for vector outputs")
 
     def __call__(self, *args, **kwargs):
-        args = self._bind(args, kwargs, self._argnums)
-        self._check_args(args)
+        # The common call under s2s.jit, positional arrays and floats of kinds seen before,
+        # skips what the first such call settled: binding, the checks, the seed, conversions.
+        plain = _plain_kinds(args) if not kwargs and self.backend == "cpu" else None
+        seen = self._by_plain_kinds.get(plain) if plain is not None else None
+        if seen is None:
+            bound = self._bind(args, kwargs, self._argnums)
+            rememberable = plain is not None and bound is args  # (nothing bound by keyword or default)
+            self._check_args(bound)
         try:
-            vjp_function = self._specialised_vjp(args) if self.backend == "cpu" else self._vjp_function()
-            call_args = self._call_args(args) + (_seed(args),)
+            if seen is not None:
+                vjp_function, self._specialised_source, self._specialised_entries, seed = seen
+                call_args = args + (seed,)
+            else:
+                args = bound
+                vjp_function = self._specialised_vjp(args) if self.backend == "cpu" else self._vjp_function()
+                call_args = self._call_args(args) + (_seed(args),)
             out, grads = vjp_function(*call_args)
         except S2SError:
             raise
@@ -232,6 +244,8 @@ class Transformed:
                 raise failure from None
             self._require_scalar(value[0] if self.has_aux else value)
             raise
+        if seen is None and rememberable:
+            self._by_plain_kinds[plain] = self._by_facts[_kinds(args)] + (call_args[-1],)
         if out is not None:  # None: a module that proved the value a number left it out
             if self.backend == "cpu" and self.has_aux:
                 out = pytree.from_numba(out)  # (aux may hold dicts)
@@ -254,6 +268,20 @@ def _kinds(args) -> tuple:
     every call)."""
     return tuple((type(a), a.ndim) if isinstance(a, np.ndarray)
                  else (type(a), _kinds(a)) if isinstance(a, (tuple, list)) else type(a) for a in args)
+
+
+def _plain_kinds(args) -> tuple | None:
+    """A key for arguments that are all arrays of one or more dimensions (their dtype and ndim)
+    or floats, which compiled code takes as they are; None for any other call."""
+    key = []
+    for a in args:
+        if type(a) is np.ndarray and a.ndim:
+            key.append((a.dtype, a.ndim))
+        elif type(a) is float:
+            key.append(float)
+        else:
+            return None
+    return tuple(key)
 
 
 def _seed(args) -> float:
