@@ -444,6 +444,11 @@ class Primal:
             name = self._entries.get("name", self.fun.__name__)
             self._compiled = backends.entry(module, name, self.fun)
         if self.backend == "cpu":
+            plain = _plain_kinds(args)
+            if plain is not None and not any(k is not float and k[0] == np.float32 for k in plain):
+                # (the common call: arrays that are not float32, and floats, go in as they are;
+                # a number that comes back is already what NumPy's value would be)
+                return pytree.from_numba(self._compiled(*args))
             call_args = tuple(pytree.to_numba(a) for a in args)
             out = pytree.from_numba(self._compiled(*call_args))
             # (a float32 number comes back from Numba as a Python float)
