@@ -147,3 +147,125 @@ def test_derivatives_of_value_and_grad_are_refused():
 def test_grad_of_an_array_valued_second_derivative_is_refused_with_the_jacobian_as_way_out():
     with pytest.raises(s2s.S2SError, match=r"has shape \(3, 3\).*s2s.jacfwd\(s2s.hessian\(f\)\)"):
         s2s.grad(s2s.hessian(cubic_mix))(X)
+
+
+# ---- s2s.grad, hessian, jacfwd called inside a transformed function ----------------------
+
+
+def trace_of_hessian(x):
+    return np.trace(s2s.hessian(cubic_mix)(x))
+
+
+def test_the_gradient_of_a_laplacian_matches_the_closed_form():
+    expected = np.einsum("iik->k", cubic_mix_tensor(X))
+    np.testing.assert_allclose(s2s.grad(trace_of_hessian)(X), expected, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(s2s.jacfwd(trace_of_hessian)(X), expected, rtol=1e-12, atol=1e-12)
+
+
+def cubic_mix_gradient(x):
+    """d cubic_mix / dx, by hand."""
+    g = np.sin(x) * 3 * x**2 + np.cos(x) * x**3
+    g += np.array([x[1] * x[2], x[0] * x[2], x[0] * x[1]])
+    e = math.exp(x[1] * x[2])
+    g[1] += x[2] * e
+    g[2] += x[1] * e
+    return g
+
+
+def gradient_penalty(x):
+    return np.sum(s2s.grad(cubic_mix)(x) ** 2)
+
+
+def velocity(x):
+    return np.array([x[0] ** 2 * x[1], np.sin(x[1]) * x[2], x[2] ** 3])
+
+
+def divergence(x):
+    return np.trace(s2s.jacfwd(velocity)(x))
+
+
+def test_a_gradient_penalty_and_a_divergence_match_differences_and_closed_forms():
+    def penalty_by_hand(z):
+        return np.sum(cubic_mix_gradient(z) ** 2)
+
+    h = 1e-6
+    reference = np.array([(penalty_by_hand(X + h * e) - penalty_by_hand(X - h * e)) / (2 * h) for e in np.eye(3)])
+    np.testing.assert_allclose(s2s.grad(gradient_penalty)(X), reference, rtol=1e-7)
+    # div v = 2 x0 x1 + cos(x1) x2 + 3 x2^2
+    expected = [2 * X[1], 2 * X[0] - math.sin(X[1]) * X[2], math.cos(X[1]) + 6 * X[2]]
+    np.testing.assert_allclose(s2s.grad(divergence)(X), expected, rtol=1e-13)
+
+
+cubic_mix_grad = s2s.grad(cubic_mix)
+cubic_mix_hessian = s2s.jit(s2s.hessian(cubic_mix))  # (jitted: its code is read as the plain transform's)
+
+
+def penalty_of_a_transform_made_outside(x):
+    return np.sum(cubic_mix_grad(x) ** 2) + np.trace(cubic_mix_hessian(x))
+
+
+def test_a_transform_made_outside_and_called_inside():
+    # g = s2s.grad(f) at module level and g(x) inside, as JAX code writes it
+    def penalty_by_hand(z):
+        return np.sum(cubic_mix_gradient(z) ** 2)
+
+    h = 1e-6
+    expected = np.array([(penalty_by_hand(X + h * e) - penalty_by_hand(X - h * e)) / (2 * h) for e in np.eye(3)])
+    expected += np.einsum("iik->k", cubic_mix_tensor(X))
+    np.testing.assert_allclose(s2s.grad(penalty_of_a_transform_made_outside)(X), expected, rtol=1e-7)
+
+
+# A physics-informed loss: u(p, z) = p0 sin(z0) exp(z1) + p1 z0^3 z1 + p2 |z|^2 on points z,
+# and the sum over points of (laplacian_z u - source)^2, differentiated with respect to p.
+
+
+def field(p, z):
+    return p[0] * np.sin(z[0]) * np.exp(z[1]) + p[1] * z[0] ** 3 * z[1] + p[2] * np.sum(z**2)
+
+
+def residual_loss(p, points, source):
+    total = 0.0
+    for k in range(points.shape[0]):
+        laplacian = np.trace(s2s.hessian(field, argnums=1)(p, points[k]))
+        total = total + (laplacian - source[k]) ** 2
+    return total
+
+
+def residual_loss_grad_by_hand(p, points, source):
+    """laplacian u = 0 p0 (sin exp is harmonic) + 6 z0 z1 p1 + 4 p2: the loss is quadratic in p."""
+    g = np.zeros(3)
+    for z, s in zip(points, source):
+        basis = np.array([0.0, 6 * z[0] * z[1], 4.0])
+        g += 2 * (basis @ p - s) * basis
+    return g
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_the_gradient_of_a_physics_informed_loss(backend):
+    p = np.array([0.7, -0.4, 1.3])
+    points = np.array([[0.2, 0.9], [-0.5, 0.4], [1.1, -0.3]])
+    source = np.array([1.0, -2.0, 0.5])
+    got = s2s.jit(s2s.grad(residual_loss), backend=backend)(p, points, source)
+    np.testing.assert_allclose(got, residual_loss_grad_by_hand(p, points, source), rtol=1e-12, atol=1e-12)
+
+
+def slope_of_a_number(t):
+    return s2s.grad(quintic)(t) ** 2
+
+
+def gradient_of_an_array(x):
+    return np.sum(s2s.grad(velocity)(x))
+
+
+def hessian_with_aux(x):
+    return np.sum(s2s.hessian(cubic_mix, has_aux=True)(x))
+
+
+def test_what_stays_refused_inside_a_transformed_function():
+    with pytest.raises(s2s.S2SError, match=r"takes an array as its argument t, not a number.*s2s.jvp"):
+        s2s.grad(slope_of_a_number)(0.4)
+    with pytest.raises(s2s.S2SError, match=r"number output; for an array output use s2s.jacfwd\(velocity\)"):
+        s2s.grad(gradient_of_an_array)(X)
+    with pytest.raises(s2s.S2SError) as info:
+        s2s.grad(hessian_with_aux)(X)
+    assert where(hessian_with_aux, "has_aux") in str(info.value) and "argnums only" in str(info.value)
