@@ -159,6 +159,8 @@ EXAMPLES = {
     np.linalg.eigvalsh: ("A", "np.linalg.eigvalsh(A @ A.T)"),
     np.linalg.qr: ("A", "np.linalg.qr(A)[0] + np.linalg.qr(A)[1] * 2.0"),
     np.linalg.pinv: ("A", "np.linalg.pinv(A[:, :2]) @ A"),
+    np.linalg.svd: ("A", "np.linalg.svd(A[:, :2], compute_uv=False)"),
+    runtime.linalg_svd: ("A", "runtime.linalg_svd(A[:, :2], False, False)"),
     # creation
     np.full: ("s", "np.full(3, s)"),
     np.full_like: ("x, s", "np.full_like(x, s)"),

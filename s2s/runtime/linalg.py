@@ -12,7 +12,7 @@ import numpy as np
 
 __all__ = ["tensordot", "tensordot_bar_a", "tensordot_bar_b", "kron", "kron_bar_a", "kron_bar_b", "lower_half",
            "lower_symmetric", "lower_symmetric_bar", "matrix_diagonal", "diagonal_matrix", "eigen_quotient",
-           "pair_differences", "strict_lower", "qr_inner_bar", "qr_options", "right_solve"]
+           "pair_differences", "strict_lower", "qr_inner_bar", "qr_options", "right_solve", "svd_options", "linalg_svd"]
 
 
 def _contracted(na: int, nb: int, axes) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -170,3 +170,22 @@ def qr_options(mode="reduced", **_) -> str | None:
     if mode != "reduced":
         return f"np.linalg.qr is differentiated with mode='reduced' (its default) only, not mode={mode!r}"
     return None
+
+
+def svd_options(full_matrices=True, compute_uv=True, hermitian=False, **_) -> str | None:
+    """np.linalg.svd is differentiated for its singular values (rules: Facts.options): the
+    singular vectors are not differentiable where singular values repeat (any rotation within
+    their subspace is as good), and their sign is NumPy's choice."""
+    if compute_uv is not False:
+        return ("np.linalg.svd is differentiated for its singular values only: write "
+                "np.linalg.svd(a, compute_uv=False)")
+    if hermitian is not False:
+        return "np.linalg.svd is differentiated with hermitian=False (its default) only"
+    return None
+
+
+def linalg_svd(a, full_matrices=True, compute_uv=True, hermitian=False):
+    """np.linalg.svd, which generated code calls under Numba where it has options: Numba's
+    takes full_matrices only, not compute_uv=False (overloads/linalg.py)."""
+    return np.linalg.svd(a, full_matrices, compute_uv, hermitian)
+

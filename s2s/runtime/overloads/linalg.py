@@ -328,3 +328,31 @@ def _right_solve(x, r):
                              "columns (R square)")
         return np.linalg.solve(np.ascontiguousarray(r.T), np.ascontiguousarray(x.T)).T
     return impl
+
+
+def _flag(value, default):
+    """A bool option as Numba types it: its value where the type holds it (a literal, an
+    omitted argument, the default), None where it is known at run time only."""
+    if value is None or isinstance(value, bool):
+        return default if value is None else value
+    if isinstance(value, types.Omitted):
+        return bool(value.value)
+    if isinstance(value, (types.BooleanLiteral, types.IntegerLiteral)):
+        return bool(value.literal_value)
+    return None
+
+
+@overload(rt.linalg_svd)
+def _linalg_svd(a, full_matrices=True, compute_uv=True, hermitian=False):
+    if _nd(a) != 2:
+        raise TypingError("s2s: under s2s.jit, np.linalg.svd takes a matrix: Numba's np.linalg takes no stack of "
+                          "matrices")
+    uv = _flag(compute_uv, True)
+    if uv is None:  # compute_uv=flag: compiled again for its value, which sets the result's type
+        return lambda a, full_matrices=True, compute_uv=True, hermitian=False: numba.literally(compute_uv)
+    if _flag(hermitian, False) is not False:
+        raise TypingError("s2s: under s2s.jit, np.linalg.svd takes hermitian=False (its default) only")
+    if uv:
+        return lambda a, full_matrices=True, compute_uv=True, hermitian=False: np.linalg.svd(a, full_matrices)
+    return lambda a, full_matrices=True, compute_uv=True, hermitian=False: np.linalg.svd(a, False)[1]
+
