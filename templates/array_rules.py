@@ -29,6 +29,10 @@ from s2s.runtime import (
     qr_inner_bar,
     qr_options,
     svd_options,
+    lstsq_bar_a,
+    lstsq_bar_b,
+    lstsq_dot,
+    lstsq_residuals_dot,
     sort_bar,
     sort_dot,
     tile,
@@ -550,6 +554,24 @@ def svd(y, a, full_matrices=True, compute_uv=True, hermitian=False):
     usv = np.linalg.svd(a, full_matrices=False)
     y_dot = matrix_diagonal(np.swapaxes(usv[0], -1, -2) @ a_dot @ np.swapaxes(usv[2], -1, -2))
     a_bar += usv[0] @ diagonal_matrix(y_bar) @ usv[2]
+
+
+# Numba's np.linalg.lstsq takes no rcond=None: runtime.linalg_lstsq under Numba.
+@rule(np.linalg.lstsq, runtime.linalg_lstsq)
+@primitive(np.linalg.lstsq, numba=runtime.linalg_lstsq)
+def lstsq(y, a, b, rcond=None):
+    """y = (x, residuals, rank, s) for a of full rank (runtime/linalg.py; below it the helpers
+    raise, naming lstsq): x and the residuals by the helpers, the rank is piecewise constant, and
+    s are the singular values of a (svd's rule)."""
+    usv = np.linalg.svd(a, full_matrices=False)
+    y_dot = (
+        lstsq_dot(a, b, y[0], y[2], a_dot, b_dot),
+        lstsq_residuals_dot(y[1], a, b, y[0], y[2], a_dot, b_dot),
+        zeros_like(y[2]),
+        matrix_diagonal(np.swapaxes(usv[0], -1, -2) @ a_dot @ np.swapaxes(usv[2], -1, -2)),
+    )
+    a_bar += lstsq_bar_a(y_bar[0], y_bar[1], a, b, y[0], y[2]) + usv[0] @ diagonal_matrix(y_bar[3]) @ usv[2]
+    b_bar += lstsq_bar_b(y_bar[0], y_bar[1], a, b, y[0], y[2])
 
 
 @rule(np.linalg.pinv)
