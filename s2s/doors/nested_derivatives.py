@@ -163,6 +163,11 @@ def _helper_source(fun: Callable, kind: str, k: int) -> tuple[str, str]:
     return "\n".join(lines) + "\n", helper
 
 
+def _read(path: str) -> str:
+    with open(path, encoding="utf-8") as handle:
+        return handle.read()
+
+
 def nested_derivative(kind: str) -> Callable:
     """What s2s.<kind>(fun, argnums)(...) inside a transformed function calls."""
 
@@ -184,7 +189,7 @@ def nested_derivative(kind: str) -> Callable:
         module_name = f"s2s_nested.{helper_name}_{digest}"
         directory = cache.usable_dir(os.path.join(cache.user_cache_dir(), "nested"))
         path = os.path.join(directory, f"{helper_name}_{digest}.py")
-        if not os.path.exists(path) or open(path, encoding="utf-8").read() != source:
+        if not os.path.exists(path) or _read(path) != source:
             cache.write_atomic(path, source)
         spec = importlib.util.spec_from_file_location(module_name, path)
         module = importlib.util.module_from_spec(spec)
