@@ -5,6 +5,7 @@ from .doors.devices import block_until_ready, device_get, device_put, devices
 from .doors.api import grad, jit, source, value_and_grad, vjp
 from .doors.forward import jvp
 from .doors.jacobians import hessian, jacfwd, jacrev
+from .doors import nested_derivatives as _nested_derivatives  # (s2s.grad(f)(x) inside a transformed function)
 from .doors.hook import install_import_hook
 from .doors.vmap import vmap
 from .doors.pmap import pmap

@@ -28,6 +28,11 @@ from s2s.runtime import (
     roll_bar,
     qr_inner_bar,
     qr_options,
+    svd_options,
+    lstsq_bar_a,
+    lstsq_bar_b,
+    lstsq_dot,
+    lstsq_residuals_dot,
     sort_bar,
     sort_dot,
     tile,
@@ -534,6 +539,39 @@ def qr(y, a, mode="reduced"):
     d = strict_lower(c) - np.swapaxes(strict_lower(c), -1, -2)
     y_dot = (y[0] @ (d - c) + x, (c - d) @ y[1])
     a_bar += right_solve(y_bar[0] + y[0] @ qr_inner_bar(q_t @ y_bar[0] - y_bar[1] @ r_t), r_t)
+
+
+# Numba's np.linalg.svd takes no compute_uv: runtime.linalg_svd under Numba where options are written.
+@rule(np.linalg.svd, runtime.linalg_svd, options=svd_options)
+@primitive(np.linalg.svd, numba=runtime.linalg_svd)
+def svd(y, a, full_matrices=True, compute_uv=True, hermitian=False):
+    """compute_uv=False: y = s, the singular values of each matrix, descending. With the reduced
+    a = U diag(s) V.T: s_dot = diag(U.T a_dot V), a_bar = U diag(s_bar) V.T (Magnus 1985; JAX's
+    rule). At a repeated singular value this is the derivative of the sorted values where they
+    have one: a symmetric function of them (a sum, a norm) is exact there, as for eigvalsh; at a
+    zero singular value s has a kink (as |x| at 0) and this is one of its one-sided slopes.
+    The singular vectors (compute_uv=True, NumPy's default) are refused (svd_options)."""
+    usv = np.linalg.svd(a, full_matrices=False)
+    y_dot = matrix_diagonal(np.swapaxes(usv[0], -1, -2) @ a_dot @ np.swapaxes(usv[2], -1, -2))
+    a_bar += usv[0] @ diagonal_matrix(y_bar) @ usv[2]
+
+
+# Numba's np.linalg.lstsq takes no rcond=None: runtime.linalg_lstsq under Numba.
+@rule(np.linalg.lstsq, runtime.linalg_lstsq)
+@primitive(np.linalg.lstsq, numba=runtime.linalg_lstsq)
+def lstsq(y, a, b, rcond=None):
+    """y = (x, residuals, rank, s) for a of full rank (runtime/linalg.py; below it the helpers
+    raise, naming lstsq): x and the residuals by the helpers, the rank is piecewise constant, and
+    s are the singular values of a (svd's rule)."""
+    usv = np.linalg.svd(a, full_matrices=False)
+    y_dot = (
+        lstsq_dot(a, b, y[0], y[2], a_dot, b_dot),
+        lstsq_residuals_dot(y[1], a, b, y[0], y[2], a_dot, b_dot),
+        zeros_like(y[2]),
+        matrix_diagonal(np.swapaxes(usv[0], -1, -2) @ a_dot @ np.swapaxes(usv[2], -1, -2)),
+    )
+    a_bar += lstsq_bar_a(y_bar[0], y_bar[1], a, b, y[0], y[2]) + usv[0] @ diagonal_matrix(y_bar[3]) @ usv[2]
+    b_bar += lstsq_bar_b(y_bar[0], y_bar[1], a, b, y[0], y[2])
 
 
 @rule(np.linalg.pinv)

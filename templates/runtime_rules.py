@@ -387,7 +387,8 @@ DECLARATIONS = [
     # s2s.lax.stop_gradient: the identity, through which no derivative flows (its result is its argument).
     nondifferentiable(runtime.stop_gradient, pure=True, view=True, broadcasts=True),
     nondifferentiable(runtime.require_number, runtime.require_unshared, runtime.require_distinct, runtime.require_fits,
-                      runtime.require_float_array, runtime.require_not_dict,
+                      runtime.require_float_array, runtime.require_not_dict, runtime.require_array,
+                      runtime.require_scalar,
                       runtime.shape_tape, runtime.push_shape, runtime.pop_shape),
     # Helpers of the forward and reverse templates that are never differentiated themselves.
     primitive(runtime.max_dot, runtime.var_dot, pure=True),

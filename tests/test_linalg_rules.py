@@ -1,5 +1,6 @@
 """The rules of np.moveaxis, np.tensordot, np.kron, np.linalg.slogdet, np.linalg.cholesky,
-np.linalg.eigh, np.linalg.eigvalsh, np.linalg.qr and np.linalg.pinv, and the array methods .cumsum(), .cumprod() and .swapaxes() (routed to their functions).
+np.linalg.eigh, np.linalg.eigvalsh, np.linalg.qr, np.linalg.pinv, np.linalg.svd (its singular values) and
+np.linalg.lstsq, and the array methods .cumsum(), .cumprod() and .swapaxes() (routed to their functions).
 
 Each is checked against central finite differences (and closed forms where they are short):
 gradients on the python backend and under s2s.jit, Jacobians in forward and reverse mode,
@@ -418,3 +419,100 @@ def test_generated_code_reads_as_the_rules():
     assert "np.moveaxis(_t" in source and "np.moveaxis(m_bar, -1, 0)" in source  # the adjoint moves back
     source = s2s.source(s2s.grad(cholesky_loss))
     assert "runtime.lower_symmetric_bar(" in source and "runtime.lower_half(" in source
+
+
+# ---- np.linalg.svd: the singular values (compute_uv=False) ---------------------------------
+# (under s2s.jit, where Numba's np.linalg.svd has no compute_uv, runtime.linalg_svd; one matrix,
+# not a stack)
+
+WIDE = _rng.standard_normal((2, 4))
+STACK = _rng.standard_normal((2, 4, 3))
+
+
+def singular_values_loss(a):
+    return np.sum(np.linalg.svd(a, compute_uv=False) * np.array([1.0, -2.0, 0.5])[: min(a.shape[-2:])])
+
+
+def singular_values_vec(a):
+    return np.linalg.svd(a, compute_uv=False) ** 2
+
+
+def nuclear_norm(a):
+    return np.sum(np.linalg.svd(a, compute_uv=False))
+
+
+def singular_vectors_loss(a):
+    return np.sum(np.linalg.svd(a)[0])
+
+
+@pytest.mark.parametrize("a", [TALL, WIDE, STACK], ids=["tall", "wide", "stack"])
+def test_singular_values_match_finite_differences(a):
+    np.testing.assert_allclose(s2s.grad(singular_values_loss)(a), _fd(singular_values_loss, (a,)),
+                               rtol=1e-6, atol=1e-6)
+    reference = _fd_jacobian(singular_values_vec, a)
+    np.testing.assert_allclose(s2s.jacfwd(singular_values_vec)(a), reference, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(s2s.jacrev(singular_values_vec)(a), reference, rtol=1e-6, atol=1e-6)
+
+
+def test_singular_values_under_jit():
+    got = s2s.jit(s2s.grad(singular_values_loss))(TALL)
+    np.testing.assert_allclose(got, _fd(singular_values_loss, (TALL,)), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(got, s2s.grad(singular_values_loss)(TALL), rtol=1e-12, atol=1e-12)
+
+
+def test_nuclear_norm_at_repeated_singular_values_is_u_vt():
+    """sum(s) of a full-rank matrix has the gradient U V.T, also where singular values repeat:
+    of R diag(2, 2, 1) (R a rotation) it is R."""
+    r, _ = np.linalg.qr(X)
+    np.testing.assert_allclose(s2s.grad(nuclear_norm)(r @ np.diag([2.0, 2.0, 1.0])), r, atol=1e-12)
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_singular_vectors_are_refused_at_the_users_line(backend):
+    with pytest.raises(s2s.S2SError, match=r"test_linalg_rules\.py:\d+:\d+: np\.linalg\.svd is differentiated for "
+                                           r"its singular values only: write np\.linalg\.svd\(a, compute_uv=False\)"):
+        s2s.jit(s2s.grad(singular_vectors_loss), backend=backend)(TALL)
+
+
+# ---- np.linalg.lstsq: a of full rank ------------------------------------------------------
+# (under s2s.jit, where Numba's np.linalg.lstsq takes no rcond=None, runtime.linalg_lstsq)
+
+RHS = _rng.standard_normal(4)
+RHS_COLUMNS = _rng.standard_normal((4, 2))
+
+
+def lstsq_loss(a, b):
+    """x, the residuals and the singular values, of a tall or a wide a."""
+    x, residuals, rank, s = np.linalg.lstsq(a, b, rcond=None)
+    return np.sum(x * np.arange(1.0, 1.0 + x.size).reshape(x.shape)) + 0.3 * np.sum(residuals) + 0.7 * np.sum(s**2)
+
+
+def lstsq_vec(a):
+    return np.linalg.lstsq(a, RHS, rcond=None)[0]
+
+
+@pytest.mark.parametrize("a, b", [(TALL, RHS), (TALL, RHS_COLUMNS), (WIDE, RHS[:2])],
+                         ids=["tall", "tall-columns", "wide"])
+def test_lstsq_matches_finite_differences(a, b):
+    for k in (0, 1):
+        np.testing.assert_allclose(s2s.grad(lstsq_loss, argnums=k)(a, b), _fd(lstsq_loss, (a, b), k),
+                                   rtol=1e-6, atol=1e-6)
+
+
+def test_lstsq_jacobians_match_finite_differences():
+    reference = _fd_jacobian(lstsq_vec, TALL)
+    np.testing.assert_allclose(s2s.jacfwd(lstsq_vec)(TALL), reference, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(s2s.jacrev(lstsq_vec)(TALL), reference, rtol=1e-6, atol=1e-6)
+
+
+def test_lstsq_under_jit():
+    got = s2s.jit(s2s.grad(lstsq_loss))(TALL, RHS)
+    np.testing.assert_allclose(got, _fd(lstsq_loss, (TALL, RHS)), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(got, s2s.grad(lstsq_loss)(TALL, RHS), rtol=1e-12, atol=1e-12)
+
+
+def test_lstsq_below_full_rank_is_refused_at_the_users_line():
+    deficient = np.outer(RHS, [1.0, 2.0, -1.0])  # rank 1
+    with pytest.raises(s2s.S2SError, match=r"test_linalg_rules\.py:\d+:\d+: the derivative of np\.linalg\.lstsq is "
+                                           r"for a matrix of full rank"):
+        s2s.grad(lstsq_loss)(deficient, RHS)

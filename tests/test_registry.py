@@ -159,6 +159,11 @@ EXAMPLES = {
     np.linalg.eigvalsh: ("A", "np.linalg.eigvalsh(A @ A.T)"),
     np.linalg.qr: ("A", "np.linalg.qr(A)[0] + np.linalg.qr(A)[1] * 2.0"),
     np.linalg.pinv: ("A", "np.linalg.pinv(A[:, :2]) @ A"),
+    np.linalg.svd: ("A", "np.linalg.svd(A[:, :2], compute_uv=False)"),
+    runtime.linalg_svd: ("A", "runtime.linalg_svd(A[:, :2], False, False)"),
+    np.linalg.lstsq: ("A, x", "np.linalg.lstsq(A[:, :2], x, rcond=None)[0] + np.sum(np.linalg.lstsq(A[:, :2], x, "
+                              "rcond=None)[1]) + np.linalg.lstsq(A[:, :2], x, rcond=None)[3][0]"),
+    runtime.linalg_lstsq: ("A, x", "runtime.linalg_lstsq(A[:, :2], x)[0]"),
     # creation
     np.full: ("s", "np.full(3, s)"),
     np.full_like: ("x, s", "np.full_like(x, s)"),

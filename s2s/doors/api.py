@@ -110,8 +110,10 @@ class Transformed:
         from .jacobians import Jacobian, SecondOrder  # (jacobians.py builds on this module)
 
         if isinstance(fun, (Transformed, Jacobian, SecondOrder)):
-            raise S2SError(f"{kind} of an already transformed function is supported as grad(grad(f)) only",
-                           hint="use s2s.hessian(f) or s2s.jacfwd(s2s.jacrev(f)) for other second derivatives")
+            raise S2SError(f"{kind} of an already transformed function is not supported (grad, jacfwd, jacrev and "
+                           "hessian of grad, jacfwd, jacrev and hessian are, up to third derivatives, without has_aux)",
+                           hint="use s2s.grad(s2s.grad(f)), s2s.hessian(f), s2s.jacfwd(s2s.jacrev(f)) or, for third "
+                                "derivatives, s2s.jacfwd(s2s.hessian(f))")
         self.fun = fun
         self._bind = _Binder(fun)
         self.kind = kind
@@ -311,15 +313,18 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False)
     >>> float(s2s.grad(f)(np.array([0.5]))[0]) == float(np.sin(1.0))
     True
     """
-    from .higher import ThirdOrder  # (jacobians.py and higher.py build on this module)
-    from .jacobians import SecondOrder, _second_order
+    from .higher import refuse_fourth_order, third_order  # (jacobians.py and higher.py build on this module)
+    from .jacobians import Jacobian, SecondOrder, _second_order
 
     if isinstance(fun, Primal):  # grad(jit(f)) is jit(grad(f)), as JAX compiles both
         return jit(grad(fun.fun, argnums, has_aux), backend=fun.backend)
     if isinstance(fun, Transformed) and fun.kind == "grad" and not fun.has_aux and not has_aux:
         return _second_order(fun, argnums, scalar=True)
-    if isinstance(fun, SecondOrder) and fun.scalar and isinstance(argnums, int) and not has_aux:
-        return ThirdOrder(fun, argnums)
+    if isinstance(fun, Jacobian) and not fun.has_aux and not has_aux:
+        return _second_order(fun, argnums, scalar=True)  # grad(jacfwd(f)) of a function of a number
+    if isinstance(fun, SecondOrder):  # grad(grad(grad(f))), grad(hessian(f)) of a number
+        return third_order(fun, argnums, scalar=True, has_aux=has_aux)
+    refuse_fourth_order(fun, "grad")
     return Transformed(fun, "grad", argnums, has_aux)
 
 

@@ -14,6 +14,7 @@ from .api import Primal, Transformed, _Binder, jit, _argnums_tuple, _plain_value
 from .forward import ForwardTransformed
 from .values import in_dtype, private_copies, unit_leaves
 from .hessian import TreeHessian
+from .higher import refuse_fourth_order, third_order
 from .shipping import recorded
 
 
@@ -193,8 +194,9 @@ class SecondOrder:
             raise S2SError("second derivatives take functions with an array or scalar output")
         out_shape, in_shape, wrt_shape = np.shape(out), np.shape(x), np.shape(wrt)
         if self.scalar and (out_shape or in_shape):
-            raise S2SError(f"grad of grad needs scalar outputs: grad({self.fun.__name__}) returns shape "
-                           f"{in_shape}", hint="use s2s.hessian or s2s.jacfwd(s2s.jacrev(f))")
+            raise S2SError(f"grad of grad (or of jacfwd, jacrev) needs scalar outputs: the first derivative of "
+                           f"{self.fun.__name__} has shape {out_shape + in_shape}",
+                           hint="use s2s.hessian or s2s.jacfwd(s2s.jacrev(f))")
         cotangents = _basis(out_shape, np.float64).reshape((-1,) + out_shape) if out_shape else np.ones(1)
         tangents = _basis(wrt_shape, np.float64).reshape((-1,) + wrt_shape) if wrt_shape else np.ones(1)
         drivers = [n for n in dir(self.module()) if n.endswith(f"_second_order_{k}")]
@@ -202,8 +204,8 @@ class SecondOrder:
         if self.backend == "cpu":
             call = [pytree.to_numba(a) for a in call]
         blocks = backends.entry(self.module(), drivers[0], self.fun)(*call, cotangents, tangents)  # (rows, cols) + in_shape
-        if self.scalar:
-            return float(np.asarray(blocks).reshape(-1)[0])
+        if self.scalar:  # (a number's derivative: the shape of the argument it is taken with respect to)
+            return float(np.asarray(blocks).reshape(-1)[0]) if not wrt_shape else np.asarray(blocks).reshape(wrt_shape)
         blocks = np.asarray(blocks).reshape((len(cotangents), len(tangents)) + in_shape)
         blocks = np.moveaxis(blocks, 1, -1)  # rows, in..., cols
         return blocks.reshape(out_shape + in_shape + wrt_shape)
@@ -219,6 +221,12 @@ class SecondOrder:
 
 
 def _second_order(inner, outer_argnums, scalar: bool, has_aux: bool = False) -> SecondOrder:
+    if isinstance(inner, Transformed) and inner.kind != "grad":
+        # (its output is the pair (value, gradient): the derivative of the gradient alone, which
+        # the code below computes, would be a wrong answer, not JAX's pair of Jacobians)
+        raise S2SError(f"derivatives of s2s.{inner.kind}(f) are not supported",
+                       hint="differentiate s2s.grad(f) (s2s.hessian(f), s2s.jacfwd(s2s.grad(f))) and take the value "
+                            "from s2s.value_and_grad(f) separately")
     if has_aux != bool(getattr(inner, "has_aux", False)):
         raise S2SError("second derivatives with has_aux take it on both transforms: "
                        "s2s.jacfwd(s2s.jacrev(f, has_aux=True), has_aux=True)",
@@ -246,6 +254,9 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         return jit(jacfwd(fun.fun, argnums, has_aux), backend=fun.backend)
     if isinstance(fun, (Jacobian, Transformed)):
         return _second_order(fun, argnums, scalar=False, has_aux=has_aux)
+    if isinstance(fun, SecondOrder):  # jacfwd(hessian(f)), jacfwd(jacfwd(jacrev(f))): third derivatives
+        return third_order(fun, argnums, scalar=False, has_aux=has_aux)
+    refuse_fourth_order(fun, "jacfwd")
     return Jacobian(fun, argnums, forward=True, has_aux=has_aux)
 
 
@@ -259,6 +270,9 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         return jit(jacrev(fun.fun, argnums, has_aux), backend=fun.backend)
     if isinstance(fun, (Jacobian, Transformed)):
         return _second_order(fun, argnums, scalar=False, has_aux=has_aux)
+    if isinstance(fun, SecondOrder):  # jacrev(hessian(f)), jacrev(jacfwd(jacrev(f))): third derivatives
+        return third_order(fun, argnums, scalar=False, has_aux=has_aux)
+    refuse_fourth_order(fun, "jacrev")
     return Jacobian(fun, argnums, forward=False, has_aux=has_aux)
 
 
@@ -279,6 +293,12 @@ def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fal
     """
     if isinstance(fun, Primal):  # hessian(jit(f)) is jit(hessian(f))
         return jit(hessian(fun.fun, argnums, has_aux), backend=fun.backend)
+    if isinstance(fun, (Jacobian, Transformed)):  # hessian(grad(f)) is jacfwd(jacrev(grad(f))): third derivatives
+        return jacfwd(jacrev(fun, argnums, has_aux), argnums, has_aux)
+    if isinstance(fun, SecondOrder):
+        raise S2SError("hessian of a second derivative (fourth derivatives) is not supported",
+                       hint="take derivatives up to the third: s2s.jacfwd(s2s.hessian(f))")
+    refuse_fourth_order(fun, "hessian")
     if not isinstance(argnums, int):
         if has_aux:
             raise S2SError("hessian(..., has_aux=True) with a tuple of argnums is not supported",

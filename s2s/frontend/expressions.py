@@ -25,7 +25,7 @@ from .argument_writes import call_site
 from .comprehensions import GENERATOR_HINT
 from .einsum import HINT as EINSUM_HINT
 from .einsum import EinsumRefused, lower_einsum
-from .nested import NESTED_TRANSFORMS
+from .nested import NESTED_CALLS, NESTED_OBJECTS, NESTED_TRANSFORMS
 from .nested_calls import JvpCallLowering
 from .source import MISSING, is_user_function, named_lambda
 from .source import dotted as _dotted
@@ -388,10 +388,14 @@ class ExpressionLowering(JvpCallLowering):
             return self.lax_call(node, callee)
         if callee is lax.select:
             callee = np.where  # the same function, which the registry and Numba know
-        if isinstance(func, cst.Call) and any(self.resolver.resolve(func.func) is public
-                                               for public in NESTED_TRANSFORMS_BY_NAME()):
-            raise self.error(node, "a transform called inside a transformed function (s2s.grad(f)(x) and the "
-                             "like) is not supported; s2s.jvp(f, primals, tangents) is",
+        public = next((p for p in NESTED_TRANSFORMS_BY_NAME() if isinstance(func, cst.Call)
+                       and self.resolver.resolve(func.func) is p), None)
+        if public is not None and public in NESTED_CALLS:
+            return self.nested_derivative_call(node, func, public)
+        if public is not None:
+            raise self.error(node, "a transform called inside a transformed function (here "
+                             f"s2s.{public.__name__}(f)(...)) is not supported; s2s.jvp(f, primals, tangents), "
+                             "s2s.grad(f)(...), s2s.hessian(f)(...), s2s.jacfwd(f)(...) and s2s.jacrev(f)(...) are",
                              "transform the function around it (s2s.grad of the whole step), or call the jitted "
                              "transform from Python: g = s2s.jit(s2s.grad(loss))(params, batch)")
         if getattr(callee, "__module__", None) == "s2s.optimizers":
@@ -401,9 +405,16 @@ class ExpressionLowering(JvpCallLowering):
                              "g = s2s.jit(s2s.grad(loss))(get_params(state), batch); state = opt_update(i, g, state) "
                              "(opt_update is one compiled kernel call per dtype already)")
         if type(callee).__module__.startswith("s2s.doors") and not hasattr(callee, "as_loop_function"):
+            # g = s2s.grad(f) at module level, g(x) here: as s2s.grad(f)(x) (nested_calls.py)
+            entry = next((e for e in (of(callee) for of in NESTED_OBJECTS) if e is not None), None)
+            if entry is not None:
+                self.references.add((_dotted(func), callee.fun.__module__, callee.fun.__qualname__))
+                args, kwargs = self.arguments(node)
+                return self.user_call(node, entry, args, kwargs)
             raise self.error(node, f"the transformed function {getattr(callee, '__name__', '')} (an s2s transform's "
                              "result) cannot be called inside a transformed function; s2s.jvp(f, primals, "
-                             "tangents) and s2s.vmap(f) can",
+                             "tangents), s2s.vmap(f) and s2s.grad, hessian, jacfwd, jacrev of a module-level "
+                             "function with one int argnums (no has_aux) can",
                              "transform the function around it (s2s.grad of the whole step), or call the jitted "
                              "transform from Python: g = s2s.jit(s2s.grad(loss))(params, batch)")
         if callee is MISSING:

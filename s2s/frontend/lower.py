@@ -321,7 +321,8 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
         if isinstance(value, cst.Call):
             callee = self.resolver.resolve(value.func)
             checks = (runtime.require_number, runtime.require_unshared, runtime.require_distinct, runtime.require_fits,
-                      runtime.require_float_array, runtime.require_not_dict,
+                      runtime.require_float_array, runtime.require_not_dict, runtime.require_array,
+                      runtime.require_scalar,
                       runtime.derivative_like)  # (a custom_jvp rule's tangent, checked in its reverse mode)
             if callee in (runtime.index_add, runtime.clear) + checks:
                 # Statements of generated code, when it is transformed again.

@@ -12,6 +12,7 @@ import libcst as cst
 from .. import runtime
 from ..errors import S2SError
 from ..ir import nodes as ir
+from .nested import NESTED_CALLS
 from .source import dotted, is_constant, is_user_function, walk_nodes
 
 
@@ -49,6 +50,41 @@ class JvpCallLowering:
             raise self.error(node, f"s2s.jvp of {fun.__name__}: {exc}") from None
         self.references.add((dotted(function), fun.__module__, fun.__qualname__))
         return self.user_call(node, entry, primals + tangents, [])
+
+    def nested_derivative_call(self, node: cst.Call, func: cst.Call, public: Any) -> ir.Atom:
+        """s2s.grad(f)(x), s2s.hessian(f, argnums=k)(x, y), jacfwd, jacrev inside a transformed
+        function: a call of the function NESTED_CALLS writes for f, in forward mode with nested
+        s2s.jvp (doors/nested_derivatives.py), which the transform reads like user code."""
+        kind = public.__name__
+        hint = (f"write s2s.{kind}(f)(...) or s2s.{kind}(f, argnums=k)(...) with f a module-level function "
+                "and k an int")
+        if not func.args or func.args[0].keyword is not None or func.args[0].star:
+            raise self.error(node, f"s2s.{kind} inside a transformed function takes the function first", hint)
+        argnums: Any = 0
+        for position, arg in enumerate(func.args[1:], start=1):
+            keyword = arg.keyword.value if arg.keyword is not None else None
+            if arg.star or not (keyword == "argnums" or keyword is None and position == 1):
+                raise self.error(arg, f"s2s.{kind} inside a transformed function takes argnums only (no "
+                                 "has_aux or other options)", hint)
+            argnums = _int_literal(arg.value)
+            if argnums is None:
+                raise self.error(arg, f"s2s.{kind} inside a transformed function takes an int literal as argnums",
+                                 hint)
+        function = func.args[0].value
+        if isinstance(function, cst.Name) and (function.value in self.locals or function.value in self.def_names) \
+                or isinstance(function, cst.Lambda):
+            raise self.error(func, f"s2s.{kind} inside a transformed function takes a module-level function, "
+                             "not a lambda or a function it defines", hint)
+        fun = self.resolver.resolve(function)
+        if not is_user_function(fun):
+            raise self.error(func, f"s2s.{kind} inside a transformed function needs a module-level function", hint)
+        try:
+            entry = NESTED_CALLS[public](fun, argnums)
+        except S2SError as exc:
+            raise self.error(node, f"s2s.{kind} of {fun.__name__}: {exc.reason}", exc.hint) from None
+        self.references.add((dotted(function), fun.__module__, fun.__qualname__))
+        args, kwargs = self.arguments(node)
+        return self.user_call(node, entry, args, kwargs)
 
     def jvp_defaults(self, node: cst.Call, fun: Any, primals: list, tangents: list) -> tuple[list, list]:
         """The primals and tangents with fun's defaults for the parameters not given (f(u, c=2.0)
@@ -103,3 +139,13 @@ class JvpCallLowering:
                 new_primals.append(value)
                 new_tangents.append(self.assign(ir.Call(runtime.zeros_like, (value,))))
         return call.func, new_primals, new_tangents
+
+
+def _int_literal(node: cst.BaseExpression) -> int | None:
+    """The int an argnums literal spells (1, -1), or None."""
+    if isinstance(node, cst.Integer):
+        return int(node.evaluated_value)
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus) \
+            and isinstance(node.expression, cst.Integer):
+        return -int(node.expression.evaluated_value)
+    return None

@@ -12,7 +12,8 @@ import numpy as np
 
 __all__ = ["tensordot", "tensordot_bar_a", "tensordot_bar_b", "kron", "kron_bar_a", "kron_bar_b", "lower_half",
            "lower_symmetric", "lower_symmetric_bar", "matrix_diagonal", "diagonal_matrix", "eigen_quotient",
-           "pair_differences", "strict_lower", "qr_inner_bar", "qr_options", "right_solve"]
+           "pair_differences", "strict_lower", "qr_inner_bar", "qr_options", "right_solve", "svd_options", "linalg_svd",
+           "lstsq_dot", "lstsq_residuals_dot", "lstsq_bar_a", "lstsq_bar_b", "linalg_lstsq"]
 
 
 def _contracted(na: int, nb: int, axes) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -170,3 +171,85 @@ def qr_options(mode="reduced", **_) -> str | None:
     if mode != "reduced":
         return f"np.linalg.qr is differentiated with mode='reduced' (its default) only, not mode={mode!r}"
     return None
+
+
+def svd_options(full_matrices=True, compute_uv=True, hermitian=False, **_) -> str | None:
+    """np.linalg.svd is differentiated for its singular values (rules: Facts.options): the
+    singular vectors are not differentiable where singular values repeat (any rotation within
+    their subspace is as good), and their sign is NumPy's choice."""
+    if compute_uv is not False:
+        return ("np.linalg.svd is differentiated for its singular values only: write "
+                "np.linalg.svd(a, compute_uv=False)")
+    if hermitian is not False:
+        return "np.linalg.svd is differentiated with hermitian=False (its default) only"
+    return None
+
+
+def linalg_svd(a, full_matrices=True, compute_uv=True, hermitian=False):
+    """np.linalg.svd, which generated code calls under Numba where it has options: Numba's
+    takes full_matrices only, not compute_uv=False (overloads/linalg.py)."""
+    return np.linalg.svd(a, full_matrices, compute_uv, hermitian)
+
+
+# np.linalg.lstsq(a, b) = (x, residuals, rank, s) for a of full rank (rank min(m, n)), where x is
+# pinv(a) @ b (b a vector or a matrix of columns) and the rank cannot change nearby. With
+# P = pinv(a), X = x and R = b - a X as matrices of columns (Golub and Pereyra's derivative of
+# P, applied to b): X_dot = P (b_dot - a_dot X) + P P.T a_dot.T R + (I - P a) a_dot.T P.T X. The
+# residuals (|R|^2 per column, where m > n) move with R.T (b_dot - a_dot X): a.T R = 0 there.
+# Below full rank the solution jumps where a singular value crosses rcond: refused, by name.
+
+
+def _lstsq_columns(a, b, x, rank):
+    """(P, b, x, R), b and x as matrices of columns."""
+    m, n = np.shape(a)
+    if rank != min(m, n):
+        raise ValueError("s2s: the derivative of np.linalg.lstsq is for a matrix of full rank (rank min(m, n)): "
+                         "below it the solution jumps where a singular value crosses rcond")
+    p = np.linalg.pinv(a)
+    b2 = np.reshape(b, (m, -1))
+    x2 = np.reshape(x, (n, -1))
+    return p, b2, x2, b2 - a @ x2
+
+
+def lstsq_dot(a, b, x, rank, a_dot, b_dot):
+    """The tangent of x = np.linalg.lstsq(a, b)[0] (linear in a_dot and b_dot)."""
+    p, b2, x2, r = _lstsq_columns(a, b, x, rank)
+    n = np.shape(a)[1]
+    d = np.reshape(b_dot, np.shape(b2)) - a_dot @ x2
+    x_dot = p @ d + p @ (p.T @ (a_dot.T @ r)) + (np.eye(n) - p @ a) @ (a_dot.T @ (p.T @ x2))
+    return np.reshape(x_dot, np.shape(x))
+
+
+def lstsq_residuals_dot(residuals, a, b, x, rank, a_dot, b_dot):
+    """The tangent of np.linalg.lstsq(a, b)[1], |b - a x|^2 per column (empty where m <= n)."""
+    if np.size(residuals) == 0:
+        return np.zeros_like(residuals)
+    p, b2, x2, r = _lstsq_columns(a, b, x, rank)
+    d = np.reshape(b_dot, np.shape(b2)) - a_dot @ x2
+    return 2.0 * np.sum(r * d, axis=0)
+
+
+def lstsq_bar_a(x_bar, residuals_bar, a, b, x, rank):
+    """The adjoint of a from those of x and the residuals (the transpose of the tangents above)."""
+    p, b2, x2, r = _lstsq_columns(a, b, x, rank)
+    n = np.shape(a)[1]
+    g = np.reshape(x_bar, np.shape(x2))
+    a_bar = -(p.T @ g) @ x2.T + (r @ g.T) @ (p @ p.T) + (p.T @ x2) @ (g.T @ (np.eye(n) - p @ a))
+    if np.size(residuals_bar) != 0:
+        a_bar = a_bar - 2.0 * (r * residuals_bar) @ x2.T
+    return a_bar
+
+
+def lstsq_bar_b(x_bar, residuals_bar, a, b, x, rank):
+    """The adjoint of b from those of x and the residuals."""
+    p, b2, x2, r = _lstsq_columns(a, b, x, rank)
+    b_bar = p.T @ np.reshape(x_bar, np.shape(x2))
+    if np.size(residuals_bar) != 0:
+        b_bar = b_bar + 2.0 * r * residuals_bar
+    return np.reshape(b_bar, np.shape(b))
+
+
+def linalg_lstsq(a, b, rcond=None):
+    """np.linalg.lstsq, which generated code calls under Numba: Numba's takes rcond as a number,
+    not None (NumPy's default, machine precision times max(m, n)) (overloads/linalg.py)."""
+    return np.linalg.lstsq(a, b, rcond)

@@ -407,6 +407,20 @@ def require_fits(stack, value, message):
         raise S2SError(message)
 
 
+def require_array(x, message):
+    """Refuse a number where the code needs an array: s2s.grad(f)(x) inside a transformed
+    function takes the derivative one element of x at a time (doors/nested_derivatives.py)."""
+    if not isinstance(x, np.ndarray):
+        raise S2SError(message)
+
+
+def require_scalar(x, message):
+    """Refuse an array of one or more dimensions where the code needs a number (or a 0-d array):
+    the output of f in s2s.grad(f)(x) or s2s.hessian(f)(x) inside a transformed function."""
+    if isinstance(x, np.ndarray) and x.ndim > 0:
+        raise S2SError(message)
+
+
 def require_float_array(x, message):
     """Refuse `x[i] = v` of a v that carries a derivative where x is an array of integers (or
     bools): NumPy cuts v to x's dtype, a piecewise constant of it, whose derivative is 0 where

@@ -19,7 +19,7 @@ from numba.extending import overload, register_jitable
 
 from ... import runtime as rt
 from .arrays import _common_dtype
-from .common import _compile, _nd, _scalar
+from .common import _compile, _is_none, _nd, _scalar
 
 
 @register_jitable
@@ -328,3 +328,119 @@ def _right_solve(x, r):
                              "columns (R square)")
         return np.linalg.solve(np.ascontiguousarray(r.T), np.ascontiguousarray(x.T)).T
     return impl
+
+
+def _flag(value, default):
+    """A bool option as Numba types it: its value where the type holds it (a literal, an
+    omitted argument, the default), None where it is known at run time only."""
+    if value is None or isinstance(value, bool):
+        return default if value is None else value
+    if isinstance(value, types.Omitted):
+        return bool(value.value)
+    if isinstance(value, (types.BooleanLiteral, types.IntegerLiteral)):
+        return bool(value.literal_value)
+    return None
+
+
+@overload(rt.linalg_svd)
+def _linalg_svd(a, full_matrices=True, compute_uv=True, hermitian=False):
+    if _nd(a) != 2:
+        raise TypingError("s2s: under s2s.jit, np.linalg.svd takes a matrix: Numba's np.linalg takes no stack of "
+                          "matrices")
+    uv = _flag(compute_uv, True)
+    if uv is None:  # compute_uv=flag: compiled again for its value, which sets the result's type
+        return lambda a, full_matrices=True, compute_uv=True, hermitian=False: numba.literally(compute_uv)
+    if _flag(hermitian, False) is not False:
+        raise TypingError("s2s: under s2s.jit, np.linalg.svd takes hermitian=False (its default) only")
+    if uv:
+        return lambda a, full_matrices=True, compute_uv=True, hermitian=False: np.linalg.svd(a, full_matrices)
+    return lambda a, full_matrices=True, compute_uv=True, hermitian=False: np.linalg.svd(a, False)[1]
+
+
+# np.linalg.lstsq's helpers (runtime/linalg.py): one matrix a, b a vector or a matrix of columns.
+
+
+def _lstsq_operands(name, a, b):
+    if _nd(a) != 2 or _nd(b) not in (1, 2):
+        raise TypingError(f"s2s: under s2s.jit, {name} (np.linalg.lstsq's derivative) takes a matrix a and a "
+                          "vector or matrix b")
+
+
+@register_jitable
+def _lstsq_columns(a, b, x, rank):
+    m, n = a.shape
+    if rank != min(m, n):
+        raise ValueError("s2s: the derivative of np.linalg.lstsq is for a matrix of full rank (rank min(m, n)): "
+                         "below it the solution jumps where a singular value crosses rcond")
+    a = np.ascontiguousarray(a * 1.0)
+    p = np.linalg.pinv(a)
+    b2 = np.ascontiguousarray(b * 1.0).reshape((m, -1))
+    x2 = np.ascontiguousarray(x * 1.0).reshape((n, -1))
+    return a, p, np.ascontiguousarray(p.T), b2, x2, b2 - a @ x2
+
+
+@overload(rt.lstsq_dot)
+def _lstsq_dot(a, b, x, rank, a_dot, b_dot):
+    _lstsq_operands("lstsq_dot", a, b)
+
+    def impl(a, b, x, rank, a_dot, b_dot):
+        a, p, p_t, b2, x2, r = _lstsq_columns(a, b, x, rank)
+        n = a.shape[1]
+        a_dot = np.ascontiguousarray(a_dot * 1.0)
+        a_dot_t = np.ascontiguousarray(a_dot.T)
+        d = np.ascontiguousarray(b_dot * 1.0).reshape(b2.shape) - a_dot @ x2
+        x_dot = p @ d + p @ (p_t @ (a_dot_t @ r)) + (np.eye(n) - p @ a) @ (a_dot_t @ (p_t @ x2))
+        return x_dot.reshape(x.shape)
+    return impl
+
+
+@overload(rt.lstsq_residuals_dot)
+def _lstsq_residuals_dot(residuals, a, b, x, rank, a_dot, b_dot):
+    _lstsq_operands("lstsq_residuals_dot", a, b)
+
+    def impl(residuals, a, b, x, rank, a_dot, b_dot):
+        if residuals.size == 0:
+            return np.zeros(residuals.shape)
+        a, p, p_t, b2, x2, r = _lstsq_columns(a, b, x, rank)
+        d = np.ascontiguousarray(b_dot * 1.0).reshape(b2.shape) - np.ascontiguousarray(a_dot * 1.0) @ x2
+        return 2.0 * np.sum(r * d, axis=0)
+    return impl
+
+
+@overload(rt.lstsq_bar_a)
+def _lstsq_bar_a(x_bar, residuals_bar, a, b, x, rank):
+    _lstsq_operands("lstsq_bar_a", a, b)
+
+    def impl(x_bar, residuals_bar, a, b, x, rank):
+        a, p, p_t, b2, x2, r = _lstsq_columns(a, b, x, rank)
+        n = a.shape[1]
+        g = np.ascontiguousarray(x_bar * 1.0).reshape(x2.shape)
+        g_t = np.ascontiguousarray(g.T)
+        x2_t = np.ascontiguousarray(x2.T)
+        a_bar = -(p_t @ g) @ x2_t + (r @ g_t) @ (p @ p_t) + (p_t @ x2) @ (g_t @ (np.eye(n) - p @ a))
+        if residuals_bar.size != 0:
+            a_bar = a_bar - 2.0 * (r * residuals_bar) @ x2_t
+        return a_bar
+    return impl
+
+
+@overload(rt.lstsq_bar_b)
+def _lstsq_bar_b(x_bar, residuals_bar, a, b, x, rank):
+    _lstsq_operands("lstsq_bar_b", a, b)
+
+    def impl(x_bar, residuals_bar, a, b, x, rank):
+        a, p, p_t, b2, x2, r = _lstsq_columns(a, b, x, rank)
+        b_bar = p_t @ np.ascontiguousarray(x_bar * 1.0).reshape(x2.shape)
+        if residuals_bar.size != 0:
+            b_bar = b_bar + 2.0 * r * residuals_bar
+        return b_bar.reshape(b.shape)
+    return impl
+
+
+@overload(rt.linalg_lstsq)
+def _linalg_lstsq(a, b, rcond=None):
+    if rcond is None or _is_none(rcond) or isinstance(rcond, types.Omitted) and rcond.value is None:
+        def impl(a, b, rcond=None):  # NumPy's rcond=None
+            return np.linalg.lstsq(a, b, np.finfo(a.dtype).eps * max(a.shape[0], a.shape[1]))
+        return impl
+    return lambda a, b, rcond=None: np.linalg.lstsq(a, b, rcond)

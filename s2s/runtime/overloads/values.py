@@ -434,6 +434,25 @@ def _require_number(x, message):
     return lambda x, message: None
 
 
+@overload(rt.require_array)
+def _require_array(x, message):
+    if not isinstance(x, types.Array):
+        # (a refusal when the code is compiled: the message is a run-time value, so the typing
+        # error carries its own words, with the way out)
+        raise TypingError("s2s: s2s.grad, hessian, jacfwd and jacrev inside a transformed function take an array "
+                          "argument here, not a number; for a number t write the derivative with s2s.jvp: "
+                          "s2s.jvp(f, (t,), (1.0,))[1]")
+    return lambda x, message: None
+
+
+@overload(rt.require_scalar)
+def _require_scalar(x, message):
+    if isinstance(x, types.Array) and x.ndim > 0:
+        raise TypingError("s2s: s2s.grad and s2s.hessian inside a transformed function take a function with a "
+                          "number output; for an array output use s2s.jacfwd(f)(x) (or s2s.jacrev)")
+    return lambda x, message: None
+
+
 @overload(rt.require_float_array)
 def _require_float_array(x, message):
     if isinstance(x, types.Array) and isinstance(x.dtype, (types.Integer, types.Boolean)):

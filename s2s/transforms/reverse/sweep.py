@@ -406,7 +406,8 @@ class Sweep:
                                "values into one array")
             known_tuple = self.classes is not None and (self.classes.pre(stmt, base) or ("",))[0] == "tup"
             if self.an.is_container(base) or (consts and (known_tuple or self._parameter_or_copy(base)
-                                                          or self._unpacked(base) or self._item_of_container(base))):
+                                                          or self._unpacked(base) or self._item_of_container(base)
+                                                          or self._item_of_unpacked(base))):
                 out.append(assign(bar, runtime_call("add_at", name(bar), argument, y_bar)))
             elif self._basic(value.index):
                 out.append(ast.AugAssign(ast.Subscript(name(bar), index, ast.Store()), ast.Add(), y_bar))
@@ -446,6 +447,14 @@ class Sweep:
         return any(isinstance(d, ir.Assign) and isinstance(d.value, ir.Call) and (
             is_user_function(d.value.fn) or _returns_tuple(d.value.fn))
                    for d in defs)
+
+    def _item_of_unpacked(self, var: str) -> bool:
+        """var is bound by unpacking a user function's result or a parameter (`v, v_dot = f_jvp(x, t)`
+        of a nested s2s.jvp, whose value is itself a pair): it may be a tuple, whose adjoint takes
+        add_at (Numba adds into no tuple in place; an array's adjoint takes add_at too)."""
+        return any(isinstance(d, ir.Assign) and d.unpack and isinstance(d.value, ir.Name)
+                   and (d.value.id in self.fn.params or self._unpacked(d.value.id))
+                   for d in self.an.defs.get(var, []) if d != "param")
 
     def _basic(self, index: ir.Index) -> bool:
         """Only ints and slices: an in-place `+=` never meets a repeated element."""

@@ -1,0 +1,232 @@
+"""s2s.grad, s2s.hessian, s2s.jacfwd and s2s.jacrev called inside a transformed function, as JAX
+code writes them (the gradient of a Laplacian, a physics-informed loss, a gradient penalty):
+
+    def loss(x):
+        return np.trace(s2s.hessian(f)(x))
+
+The call becomes a call of a small Python function that s2s writes for f, which takes the
+derivative in forward mode, with nested s2s.jvp calls, one per element of the argument (and
+per pair of elements for the Hessian):
+
+    def f_hessian_x(a0):
+        n = a0.size
+        hessian = np.zeros((n, n))
+        for i in range(n):
+            ...
+                hessian[i, j] = s2s.jvp(lambda u: f_slope_x(u, t), (a0,), (other,))[1]
+        return hessian.reshape(a0.shape + a0.shape)
+
+The transform around it reads that function like the user's code. Forward mode is the one
+s2s can nest under every transform: reverse mode over it is reverse over forward code, which
+has no tapes; the reverse-mode code that s2s.grad(f) outside would run has tapes, and reverse
+mode of generated reverse-mode code is refused (transforms/reverse/core.py). The price is one
+jvp per element (n for grad and jacfwd, n^2 for the Hessian) instead of one reverse sweep.
+
+The functions are written for array arguments (x.size, x.reshape): grad and hessian of a
+function with a number output, jacfwd and jacrev of one with an array output. A module of
+them is written once per function to the cache directory, with f in its namespace as `fun`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import inspect
+import math
+import os
+import re
+import sys
+import weakref
+from typing import Callable
+
+from ..driver import cache
+from ..errors import S2SError
+from ..frontend.nested import register_nested_call, register_nested_object
+from .api import Transformed, grad
+from .forward import _nested_entry
+from .jacobians import Jacobian, SecondOrder, hessian, jacfwd, jacrev
+
+_MEMO: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _signature(fun: Callable) -> list[str]:
+    """The helper's parameters, a0, a1, ... (never the names the helper uses itself), with
+    fun's constant defaults."""
+    params = []
+    for k, param in enumerate(inspect.signature(fun).parameters.values()):
+        if param.kind not in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD):
+            raise S2SError(f"{fun.__name__} has *args or keyword-only parameters",
+                           hint="give it plain positional parameters")
+        default = param.default
+        if default is param.empty:
+            params.append(f"a{k}")
+        elif isinstance(default, (bool, int, str, type(None))) or isinstance(default, float) and math.isfinite(default):
+            params.append(f"a{k}={default!r}")
+        else:
+            raise S2SError(f"the default of {fun.__name__}({param.name}=...) is not a number",
+                           hint="pass the argument explicitly")
+    return params
+
+
+def _call(function: str, names: list[str], k: int, replacement: str, extra: str = "") -> str:
+    """function(a0, ..., u, ..., extra): argument k replaced."""
+    args = [replacement if j == k else name for j, name in enumerate(names)]
+    return f"{function}({', '.join(args + ([extra] if extra else []))})"
+
+
+def _helper_source(fun: Callable, kind: str, k: int) -> tuple[str, str]:
+    """(module source, the helper's name) for s2s.<kind>(fun, argnums=k)."""
+    params = _signature(fun)
+    names = [p.partition("=")[0] for p in params]
+    x = names[k]
+    name = re.sub(r"\W", "_", fun.__name__).strip("_") or "fun"  # (a lambda's is <lambda>)
+    label = list(inspect.signature(fun).parameters)[k]  # (the user's name of the argument, for the names)
+    slope = f"{name}_slope_{label}"
+    helper = f"{name}_{kind}_{label}"
+    lines = [
+        f'"""s2s.{kind}({name}, argnums={k}) called inside a transformed function, in forward mode with nested',
+        'calls of s2s.jvp, which every transform takes (written by s2s.doors.nested_derivatives)."""',
+        "",
+        "import numpy as np",
+        "",
+        "import s2s",
+        "from s2s import runtime",
+        "",
+    ]
+    refusal = (f"s2s.{kind}({name}) inside a transformed function takes an array as its argument {label}, not a "
+               f"number; for a number t write the derivative with s2s.jvp: s2s.jvp(lambda u: {name}(..., u, ...), "
+               "(t,), (1.0,))[1]")
+    check = f"    runtime.require_array({x}, {refusal!r})"
+    number = (f"s2s.{kind}({name}) inside a transformed function takes a function with a number output; for an "
+              f"array output use s2s.jacfwd({name})(...)")
+    array = (f"s2s.{kind}({name}) inside a transformed function takes a function with an array output; for a "
+             f"number output use s2s.grad({name})(...)")
+    tangent_of = f"s2s.jvp(lambda u: {_call('fun', names, k, 'u')}, ({x},), ({{}},))[1]"
+    if kind == "hessian":
+        lines += [
+            "",
+            f"def {slope}({', '.join(names + ['t'])}):",
+            f"    return {tangent_of.format('t')}",
+            "",
+            "",
+            f"def {helper}({', '.join(params)}):",
+            check,
+            f"    n = {x}.size",
+            "    hessian = np.zeros((n, n))",
+            "    for i in range(n):",
+            "        unit = np.zeros(n)",
+            "        unit[i] = 1.0",
+            f"        t = unit.reshape({x}.shape)",
+            "        for j in range(n):",
+            "            other = np.zeros(n)",
+            "            other[j] = 1.0",
+            f"            value = s2s.jvp(lambda u: {_call(slope, names, k, 'u', 't')}, ({x},), "
+            f"(other.reshape({x}.shape),))[1]",
+            f"            runtime.require_scalar(value, {number!r})",
+            "            hessian[i, j] = value",
+            f"    return hessian.reshape({x}.shape + {x}.shape)",
+        ]
+    elif kind == "grad":
+        lines += [
+            "",
+            f"def {helper}({', '.join(params)}):",
+            check,
+            f"    n = {x}.size",
+            "    gradient = np.zeros(n)",
+            "    for i in range(n):",
+            "        unit = np.zeros(n)",
+            "        unit[i] = 1.0",
+            f"        value = {tangent_of.format(f'unit.reshape({x}.shape)')}",
+            f"        runtime.require_scalar(value, {number!r})",
+            "        gradient[i] = value",
+            f"    return gradient.reshape({x}.shape)",
+        ]
+    else:  # jacfwd, jacrev: the first column gives the output's shape
+        lines += [
+            "",
+            f"def {helper}({', '.join(params)}):",
+            check,
+            f"    n = {x}.size",
+            "    first_unit = np.zeros(n)",
+            "    first_unit[0] = 1.0",
+            f"    first = {tangent_of.format(f'first_unit.reshape({x}.shape)')}",
+            f"    runtime.require_array(first, {array!r})",
+            "    columns = np.zeros((n, first.size))",
+            "    columns[0] = first.reshape(first.size)",
+            "    for i in range(1, n):",
+            "        unit = np.zeros(n)",
+            "        unit[i] = 1.0",
+            f"        column = {tangent_of.format(f'unit.reshape({x}.shape)')}",
+            "        columns[i] = column.reshape(first.size)",
+            f"    return np.transpose(columns).reshape(first.shape + {x}.shape)",
+        ]
+    return "\n".join(lines) + "\n", helper
+
+
+def _read(path: str) -> str:
+    with open(path, encoding="utf-8") as handle:
+        return handle.read()
+
+
+def nested_derivative(kind: str) -> Callable:
+    """What s2s.<kind>(fun, argnums)(...) inside a transformed function calls."""
+
+    def entry_of(fun: Callable, argnums) -> Callable:
+        if not isinstance(argnums, int):
+            raise S2SError(f"s2s.{kind} inside a transformed function takes one int argnums",
+                           hint="differentiate with respect to one argument per call")
+        count = len(inspect.signature(fun).parameters)
+        if not -count <= argnums < count:
+            raise S2SError(f"argnums {argnums} is out of range for the {count} parameters of {fun.__name__}")
+        k = argnums % count
+        memo = _MEMO.setdefault(fun, {})
+        stamp = (cache.source_hash(fun), cache.baked_state(fun))  # (its defaults are written into the helper)
+        found = memo.get((kind, k))
+        if found is not None and found[0] == stamp:
+            return found[1]
+        source, helper_name = _helper_source(fun, kind, k)
+        digest = hashlib.sha256(f"{fun.__module__}.{fun.__qualname__}\0{source}".encode()).hexdigest()[:16]
+        module_name = f"s2s_nested.{helper_name}_{digest}"
+        directory = cache.usable_dir(os.path.join(cache.user_cache_dir(), "nested"))
+        path = os.path.join(directory, f"{helper_name}_{digest}.py")
+        if not os.path.exists(path) or _read(path) != source:
+            cache.write_atomic(path, source)
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        module = importlib.util.module_from_spec(spec)
+        module.fun = fun  # (before it runs: its functions read fun when the frontend reads them)
+        sys.modules[module_name] = module
+        spec.loader.exec_module(module)
+        helper = getattr(module, helper_name)
+        # The caller's module is made from fun and what fun's forward mode was made from (the
+        # helper itself is s2s's: the implementation fingerprint covers it).
+        forward = _nested_entry(fun)
+        setattr(helper, cache.NESTED_MANIFEST, getattr(forward, cache.NESTED_MANIFEST))
+        memo[(kind, k)] = (stamp, helper)
+        return helper
+
+    return entry_of
+
+
+for _public, _kind in ((grad, "grad"), (hessian, "hessian"), (jacfwd, "jacfwd"), (jacrev, "jacrev")):
+    register_nested_call(_public, nested_derivative(_kind))
+
+
+def _entry_of_object(made) -> Callable | None:
+    """The function a call of a transform's result g = s2s.grad(f) (jacfwd, jacrev, hessian; also
+    jitted) becomes inside a transformed function, or None where it is not one of those."""
+    if isinstance(made, Transformed) and made.kind == "grad" and not made.has_aux and not made.rows \
+            and isinstance(made.argnums, int):
+        kind, argnums = "grad", made.argnums
+    elif isinstance(made, Jacobian) and not made.has_aux and isinstance(made.argnums, int):
+        kind, argnums = ("jacfwd" if made.forward else "jacrev"), made.argnums
+    elif isinstance(made, SecondOrder) and not made.scalar and not made.has_aux \
+            and made.outer_argnums == made.inner_argnum:
+        kind, argnums = "hessian", made.inner_argnum
+    else:
+        return None
+    if not inspect.isfunction(made.fun):
+        return None
+    return nested_derivative(kind)(made.fun, argnums)
+
+
+register_nested_object(_entry_of_object)
