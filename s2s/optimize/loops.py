@@ -18,7 +18,10 @@ A run is a sequence of statements of one block whose arrays all have the run's l
 
 - `t = <elementwise expression>`: t becomes a scalar of the loop (t must be a temporary
   the run alone reads, and not a view of an array the code writes);
-- `s = np.sum(<elementwise expression>)`: s accumulates, from 0, and is read after the loop;
+- `s = np.sum(<elementwise expression>)`: s accumulates, from 0, and is read after the loop
+  (Numba types it as its terms: an int where they are, as np.sum of ints is);
+- `s = np.dot(a, b)` of 1-d arrays: s accumulates a[k] * b[k] from runtime.dot_zero(a, b), a
+  zero of np.dot's dtype (which refuses booleans and narrow integers, where np.dot is no sum);
 - `w[a:-b] += e`, `w[a:-b] = e`, `w += e`: w[k + a] is updated, where w was allocated in
   this block (zeros_like, copy...) and nothing since made another name for it.
 
@@ -54,6 +57,7 @@ class _Run:
         self.length = None
         self.temps: dict[str, int] = {}  # scalar temporary -> item index of its definition
         self.accumulators: list[str] = []
+        self.starts: dict[str, ast.expr] = {}  # accumulator -> the value it starts from (0 unless named)
         self.accesses: list[tuple[str, int, str]] = []  # (array, offset, "read" | "write" | "add")
         self.stored: set[str] = set()  # names the loop statements bind or write
         self.loaded: set[str] = set()  # names the loop statements read
@@ -218,8 +222,16 @@ class _Looper:
                 self._same_length(self.cls(value.args[0]), run, new)
                 element = self.element(value.args[0], run, new)
                 kind, converted = "accumulator", ast.AugAssign(ast.Name(target, ast.Store()), ast.Add(), element)
-            elif dotted == ("np", "dot") and is_number(self.cls(value)) and "np" not in self.shadowed:
-                # np.dot of two 1-d arrays of one length (ElementShapes.dot): the sum of their product
+            elif dotted == ("np", "dot") and is_number(self.cls(value)) and not {"np", "runtime"} & self.shadowed:
+                # np.dot of two 1-d arrays of one length (ElementShapes.dot): the sum of their product,
+                # from a zero of np.dot's dtype (runtime.dot_zero of the operands' arrays, before the
+                # loop: not a number of the loop). A sum from the int 0 was an int for booleans,
+                # where np.dot is a logical or (a count for True), and float64 for float32.
+                arrays = [a.value if isinstance(a, ast.Subscript) else a for a in value.args]
+                if not all(isinstance(a, ast.Name) and a.id not in run.temps for a in arrays):
+                    raise Refuse
+                new["start"] = ast.Call(ast.Attribute(ast.Name("runtime", ast.Load()), "dot_zero", ast.Load()),
+                                        [ast.Name(a.id, ast.Load()) for a in arrays], [])
                 self._same_length(self.cls(value.args[0]), run, new)
                 element = ast.BinOp(self.element(value.args[0], run, new), ast.Mult(),
                                     self.element(value.args[1], run, new))
@@ -300,6 +312,8 @@ class _Looper:
             run.temps[target] = len(run.items)
         elif kind == "accumulator":
             run.accumulators.append(target)
+            if "start" in new:
+                run.starts[target] = new["start"]
         if "zeroed" in new:
             run.zeroed.add(new["zeroed"])
         run.stored |= stored
@@ -544,7 +558,7 @@ class _Looper:
         hoisted = [s for kind, s, _ in items if kind == "hoist"]
         out.extend(hoisted)
         for name in run.accumulators:
-            out.append(ast.Assign([ast.Name(name, ast.Store())], ast.Constant(0), lineno=0))
+            out.append(ast.Assign([ast.Name(name, ast.Store())], run.starts.get(name, ast.Constant(0)), lineno=0))
         root, trim = run.length[1], run.length[2][0][1]
         size = ast.Subscript(ast.Attribute(ast.Name(root, ast.Load()), "shape", ast.Load()), ast.Constant(0),
                              ast.Load())
