@@ -95,6 +95,22 @@ def test_a_dot_of_a_temporary_sums_it_as_an_array():
     assert "u += t[k] * x[k]" in text
 
 
+# ---- booleans added in a loop ---------------------------------------------------------------------
+# NumPy's sum of two boolean arrays is their logical or; the elementwise loops (optimize/loops.py)
+# turned (x[1:] > 0.0) + (x[:-1] > 1.0) into a sum of two numbers, 2 where both hold: jit(grad)
+# was silently off there. A sum of two operands known boolean now stays NumPy's.
+
+
+def shifted_or(x):
+    return np.sum(((x[1:] > 0.0) + (x[:-1] > 1.0)) * (x[1:] - x[:-1]) ** 2)
+
+
+def test_a_sum_of_comparisons_stays_a_logical_or_under_jit():
+    x = np.array([0.5, -1.0, 2.0, 0.25, 1.5, 0.7])
+    check_grad(shifted_or, [x], (0,))
+    assert "for k in" in s2s.grad(shifted_or).specialised([x])[0]  # (the rest is still a loop)
+
+
 # ---- np.dot of views, of an array with itself, in loops that overwrite its operands -------------
 
 

@@ -37,7 +37,8 @@ the loop reaches them (`_Looper.carry`): `x_bar[k + 1] += t` would be read back 
 iteration, and that dependency through memory keeps LLVM from vectorising the loop (unless
 the loop also sums, which keeps it from vectorising in any case).
 Division, `%` and unknown calls stay NumPy (Numba raises on a scalar division by zero, NumPy
-gives inf). Anything not proven stays as it was.
+gives inf), and so does a sum of two booleans (a logical or in NumPy, 2 for two numbers).
+Anything not proven stays as it was.
 """
 
 from __future__ import annotations
@@ -91,6 +92,7 @@ class _Looper:
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                 self.load_count[node.id] = self.load_count.get(node.id, 0) + 1
         self.params = {a.arg for a in function.args.args}
+        self.booleans = _boolean_names(function, shadowed)
         self.loops = 0
         self._private_cache: dict = {}
         self._block_loads: dict = {}
@@ -350,6 +352,9 @@ class _Looper:
         if isinstance(node, ast.BinOp):
             if isinstance(node.op, (ast.Div, ast.FloorDiv, ast.Mod, ast.MatMult)):
                 raise Refuse
+            if isinstance(node.op, ast.Add) and all(_boolean(side, self.booleans, self.shadowed)
+                                                    for side in (node.left, node.right)):
+                raise Refuse  # NumPy's bool + bool is a logical or (True); Numba's, of two numbers, 2
             if isinstance(node.op, ast.Pow) and not (isinstance(node.right, ast.Constant)
                                                      and type(node.right.value) in (int, float)
                                                      and float(node.right.value).is_integer()
@@ -592,6 +597,47 @@ class _Looper:
         out.extend(trailing)
         self.loops += 1
         return []
+
+
+_BOOLEAN_CALLS = {"logical_and", "logical_or", "logical_xor", "logical_not", "isnan", "isinf", "isfinite",
+                  "signbit", "greater", "greater_equal", "less", "less_equal", "equal", "not_equal"}
+
+
+def _boolean(node, names: set[str], shadowed) -> bool:
+    """An expression known to hold booleans (a comparison, or arithmetic of them that NumPy
+    keeps boolean): in a loop its elements are numbers, whose sum Numba does not keep boolean."""
+    if isinstance(node, ast.Compare) or isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return True
+    if isinstance(node, ast.Name):
+        return node.id in names
+    if isinstance(node, ast.Subscript):
+        return _boolean(node.value, names, shadowed)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mult, ast.BitAnd, ast.BitOr, ast.BitXor)):
+        return _boolean(node.left, names, shadowed) and _boolean(node.right, names, shadowed)
+    dotted = dotted_call(node)
+    return dotted is not None and dotted[0] == "np" and "np" not in shadowed and dotted[1] in _BOOLEAN_CALLS
+
+
+def _boolean_names(function: ast.FunctionDef, shadowed) -> set[str]:
+    """Names every assignment of which is a boolean expression (_boolean), to a fixpoint."""
+    values: dict[str, list] = {}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    values.setdefault(target.id, []).append(node.value)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.With, ast.NamedExpr)):
+            for n in ast.walk(node.target if not isinstance(node, ast.With) else node):
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                    values.setdefault(n.id, []).append(None)
+    names = {a.arg for a in function.args.args}  # (parameters: of dtypes not known here)
+    found: set[str] = set()
+    while True:
+        more = {name for name, vs in values.items() if name not in names and name not in found
+                and all(v is not None and _boolean(v, found, shadowed) for v in vs)}
+        if not more:
+            return found
+        found |= more
 
 
 def _offset(index, k: str) -> int | None:
