@@ -111,6 +111,25 @@ def test_a_sum_of_comparisons_stays_a_logical_or_under_jit():
     assert "for k in" in s2s.grad(shifted_or).specialised([x])[0]  # (the rest is still a loop)
 
 
+def summed_comparisons(x):
+    s = np.sum(x + ((x > 0.0) + (x > 1.0)))
+    return s * s
+
+
+def test_a_sum_of_comparisons_inside_an_array_expression_python_backend():
+    x = np.array([0.5, -1.0, 2.0, 0.25, 1.5, 0.7])
+    close(s2s.grad(summed_comparisons)(x), central_difference_grad(summed_comparisons, [x], 0))
+
+
+@pytest.mark.xfail(strict=True, reason="Numba 0.68 fuses x + ((x > 0.0) + (x > 1.0)) into one scalar kernel in "
+                   "which True + True is 2 (NumPy's boolean sum is True): numba.njit of that expression alone "
+                   "gives 4.0 for x = 2.0, so s2s.jit of the primal and of its gradient are off (the code s2s "
+                   "emits keeps the NumPy expression; writing the boolean sum as np.logical_or would avoid it)")
+def test_a_sum_of_comparisons_inside_an_array_expression_under_jit():
+    x = np.array([0.5, -1.0, 2.0, 0.25, 1.5, 0.7])
+    close(s2s.jit(s2s.grad(summed_comparisons))(x), central_difference_grad(summed_comparisons, [x], 0))
+
+
 # ---- np.dot of views, of an array with itself, in loops that overwrite its operands -------------
 
 
