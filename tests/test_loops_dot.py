@@ -41,7 +41,7 @@ def test_dot_and_its_adjoint_into_a_row():
                 raise ValueError('np.dot(x, w): the arrays have different lengths')
             if w_bar_out.shape != w.shape:
                 return True
-            _t1 = 0
+            _t1 = runtime.dot_zero(x, w)
             for k in range(w.shape[0]):
                 _t1 += x[k] * w[k]
             _t2 = np.tanh(_t1)

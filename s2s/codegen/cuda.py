@@ -67,7 +67,7 @@ REDUCING = {"sum", "mean", "max", "min", "prod", "dot", "vdot", "inner", "matmul
 METHODS = ALLOCATING | REDUCING | {"append", "pop", "astype", "item", "tolist", "fill"}
 # The runtime helpers with numba-cuda overloads (runtime/overloads/cuda.py), for numbers.
 KERNEL_HELPERS = {"zeros_like", "ones_like", "copy", "broadcast_like", "add_at", "index_add", "tree_add", "unbroadcast", "range_len", "shape_tape",
-                  "push_shape", "pop_shape", "kernel_number", "derivative_like", "weighted"}
+                  "push_shape", "pop_shape", "kernel_number", "derivative_like", "weighted", "dot_zero"}
 NUMBA_TYPES = {"float64": "numba.float64", "float32": "numba.float32", "int64": "numba.int64",
                "int32": "numba.int32", "bool": "numba.boolean", "uint32": "numba.uint32", "uint64": "numba.uint64"}
 

@@ -18,7 +18,10 @@ A run is a sequence of statements of one block whose arrays all have the run's l
 
 - `t = <elementwise expression>`: t becomes a scalar of the loop (t must be a temporary
   the run alone reads, and not a view of an array the code writes);
-- `s = np.sum(<elementwise expression>)`: s accumulates, from 0, and is read after the loop;
+- `s = np.sum(<elementwise expression>)`: s accumulates, from 0, and is read after the loop
+  (Numba types it as its terms: an int where they are, as np.sum of ints is);
+- `s = np.dot(a, b)` of 1-d arrays: s accumulates a[k] * b[k] from runtime.dot_zero(a, b), a
+  zero of np.dot's dtype (which refuses booleans and narrow integers, where np.dot is no sum);
 - `w[a:-b] += e`, `w[a:-b] = e`, `w += e`: w[k + a] is updated, where w was allocated in
   this block (zeros_like, copy...) and nothing since made another name for it.
 
@@ -34,7 +37,8 @@ the loop reaches them (`_Looper.carry`): `x_bar[k + 1] += t` would be read back 
 iteration, and that dependency through memory keeps LLVM from vectorising the loop (unless
 the loop also sums, which keeps it from vectorising in any case).
 Division, `%` and unknown calls stay NumPy (Numba raises on a scalar division by zero, NumPy
-gives inf). Anything not proven stays as it was.
+gives inf), and so does a sum of two booleans (a logical or in NumPy, 2 for two numbers).
+Anything not proven stays as it was.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ class _Run:
         self.length = None
         self.temps: dict[str, int] = {}  # scalar temporary -> item index of its definition
         self.accumulators: list[str] = []
+        self.starts: dict[str, ast.expr] = {}  # accumulator -> the value it starts from (0 unless named)
         self.accesses: list[tuple[str, int, str]] = []  # (array, offset, "read" | "write" | "add")
         self.stored: set[str] = set()  # names the loop statements bind or write
         self.loaded: set[str] = set()  # names the loop statements read
@@ -87,6 +92,7 @@ class _Looper:
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                 self.load_count[node.id] = self.load_count.get(node.id, 0) + 1
         self.params = {a.arg for a in function.args.args}
+        self.booleans = _boolean_names(function, shadowed)
         self.loops = 0
         self._private_cache: dict = {}
         self._block_loads: dict = {}
@@ -218,8 +224,16 @@ class _Looper:
                 self._same_length(self.cls(value.args[0]), run, new)
                 element = self.element(value.args[0], run, new)
                 kind, converted = "accumulator", ast.AugAssign(ast.Name(target, ast.Store()), ast.Add(), element)
-            elif dotted == ("np", "dot") and is_number(self.cls(value)) and "np" not in self.shadowed:
-                # np.dot of two 1-d arrays of one length (ElementShapes.dot): the sum of their product
+            elif dotted == ("np", "dot") and is_number(self.cls(value)) and not {"np", "runtime"} & self.shadowed:
+                # np.dot of two 1-d arrays of one length (ElementShapes.dot): the sum of their product,
+                # from a zero of np.dot's dtype (runtime.dot_zero of the operands' arrays, before the
+                # loop: not a number of the loop). A sum from the int 0 was an int for booleans,
+                # where np.dot is a logical or (a count for True), and float64 for float32.
+                arrays = [a.value if isinstance(a, ast.Subscript) else a for a in value.args]
+                if not all(isinstance(a, ast.Name) and a.id not in run.temps for a in arrays):
+                    raise Refuse
+                new["start"] = ast.Call(ast.Attribute(ast.Name("runtime", ast.Load()), "dot_zero", ast.Load()),
+                                        [ast.Name(a.id, ast.Load()) for a in arrays], [])
                 self._same_length(self.cls(value.args[0]), run, new)
                 element = ast.BinOp(self.element(value.args[0], run, new), ast.Mult(),
                                     self.element(value.args[1], run, new))
@@ -300,6 +314,8 @@ class _Looper:
             run.temps[target] = len(run.items)
         elif kind == "accumulator":
             run.accumulators.append(target)
+            if "start" in new:
+                run.starts[target] = new["start"]
         if "zeroed" in new:
             run.zeroed.add(new["zeroed"])
         run.stored |= stored
@@ -336,6 +352,9 @@ class _Looper:
         if isinstance(node, ast.BinOp):
             if isinstance(node.op, (ast.Div, ast.FloorDiv, ast.Mod, ast.MatMult)):
                 raise Refuse
+            if isinstance(node.op, ast.Add) and all(_boolean(side, self.booleans, self.shadowed)
+                                                    for side in (node.left, node.right)):
+                raise Refuse  # NumPy's bool + bool is a logical or (True); Numba's, of two numbers, 2
             if isinstance(node.op, ast.Pow) and not (isinstance(node.right, ast.Constant)
                                                      and type(node.right.value) in (int, float)
                                                      and float(node.right.value).is_integer()
@@ -544,7 +563,7 @@ class _Looper:
         hoisted = [s for kind, s, _ in items if kind == "hoist"]
         out.extend(hoisted)
         for name in run.accumulators:
-            out.append(ast.Assign([ast.Name(name, ast.Store())], ast.Constant(0), lineno=0))
+            out.append(ast.Assign([ast.Name(name, ast.Store())], run.starts.get(name, ast.Constant(0)), lineno=0))
         root, trim = run.length[1], run.length[2][0][1]
         size = ast.Subscript(ast.Attribute(ast.Name(root, ast.Load()), "shape", ast.Load()), ast.Constant(0),
                              ast.Load())
@@ -578,6 +597,47 @@ class _Looper:
         out.extend(trailing)
         self.loops += 1
         return []
+
+
+_BOOLEAN_CALLS = {"logical_and", "logical_or", "logical_xor", "logical_not", "isnan", "isinf", "isfinite",
+                  "signbit", "greater", "greater_equal", "less", "less_equal", "equal", "not_equal"}
+
+
+def _boolean(node, names: set[str], shadowed) -> bool:
+    """An expression known to hold booleans (a comparison, or arithmetic of them that NumPy
+    keeps boolean): in a loop its elements are numbers, whose sum Numba does not keep boolean."""
+    if isinstance(node, ast.Compare) or isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return True
+    if isinstance(node, ast.Name):
+        return node.id in names
+    if isinstance(node, ast.Subscript):
+        return _boolean(node.value, names, shadowed)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mult, ast.BitAnd, ast.BitOr, ast.BitXor)):
+        return _boolean(node.left, names, shadowed) and _boolean(node.right, names, shadowed)
+    dotted = dotted_call(node)
+    return dotted is not None and dotted[0] == "np" and "np" not in shadowed and dotted[1] in _BOOLEAN_CALLS
+
+
+def _boolean_names(function: ast.FunctionDef, shadowed) -> set[str]:
+    """Names every assignment of which is a boolean expression (_boolean), to a fixpoint."""
+    values: dict[str, list] = {}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    values.setdefault(target.id, []).append(node.value)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.With, ast.NamedExpr)):
+            for n in ast.walk(node.target if not isinstance(node, ast.With) else node):
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                    values.setdefault(n.id, []).append(None)
+    names = {a.arg for a in function.args.args}  # (parameters: of dtypes not known here)
+    found: set[str] = set()
+    while True:
+        more = {name for name, vs in values.items() if name not in names and name not in found
+                and all(v is not None and _boolean(v, found, shadowed) for v in vs)}
+        if not more:
+            return found
+        found |= more
 
 
 def _offset(index, k: str) -> int | None:

@@ -45,6 +45,29 @@ def dot_bar_y(g, x, y):
     return batched_product_bar_b(g, "dot", x, y, False, False)  # an unbatched einsum
 
 
+# The dtypes of np.dot(x, y) of 1-d arrays in which the sum of x[k] * y[k], accumulated
+# element by element from 0 of that dtype, is np.dot(x, y): not booleans (np.dot of two is a
+# logical or of ands, where the sum counts) nor integers narrower than 64 bits (np.dot wraps at
+# their width; Numba computes the products of two in int64).
+_DOT_SUMS = ("float32", "float64", "complex64", "complex128", "int64", "uint64")
+
+
+def dot_zero(x, y):
+    """0 of the dtype of np.dot(x, y) of 1-d arrays: where the elementwise loops
+    (optimize/loops.py) compute np.dot(x, y) as a sum of x[k] * y[k], it starts from this, so
+    that the sum has np.dot's type. Raises where that sum is not np.dot's (_DOT_SUMS)."""
+    dtype = np.result_type(x.dtype, y.dtype)  # (of arrays: the dtypes, as Numba types them)
+    if dtype.name not in _DOT_SUMS:
+        raise TypeError(_dot_zero_refusal(dtype.name))
+    return dtype.type(0)
+
+
+def _dot_zero_refusal(dtype: str) -> str:
+    return (f"s2s: np.dot of arrays whose product has dtype {dtype} has no compiled form (Numba's np.dot takes "
+            "floats, and its sum of products differs from NumPy's: a logical or for booleans, wrapping at the "
+            "integers' width); convert the arrays first (x.astype(np.float64)), or use backend='python'")
+
+
 def inner_bar_x(g, x, y):
     """Adjoint of x in np.inner(x, y), which contracts the last axes (up to 2-D)."""
     if np.ndim(x) == 0 or np.ndim(y) == 0:

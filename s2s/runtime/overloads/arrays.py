@@ -10,7 +10,7 @@ from numba.extending import overload
 from numba.np import numpy_support
 
 from ... import runtime as rt
-from .common import _compile, _is_none, _nd, _scalar
+from .common import _compile, _dot_zero, _is_none, _nd, _scalar
 from .reductions import _index, _shape_of
 
 
@@ -69,6 +69,11 @@ def _dot_bar_y(g, x, y):
     if _nd(x) == 0 or _nd(y) == 0:
         return lambda g, x, y: rt.unbroadcast(g * x, y)
     return lambda g, x, y: rt.matmul_bar_y(g, x, y)
+
+
+@overload(rt.dot_zero)
+def _dot_zero_overload(x, y):
+    return _dot_zero(x, y)
 
 
 @overload(rt.inner_bar_x)

@@ -54,3 +54,20 @@ def _weighted_numbers(t, w):
     """runtime.weighted of two numbers, for the cpu and the kernel overloads alike."""
     product = t * w
     return product if w != 0 else w - w  # (w is 0 here: a zero of the weight's type)
+
+
+def _dot_zero(x, y):
+    """runtime.dot_zero of two Numba arrays (the cpu and the kernel overloads alike): a function
+    returning 0 of np.dot's dtype, or a TypingError where the sum of products is not np.dot."""
+    from numba.core.errors import TypingError
+    from numba.np import numpy_support
+
+    from ..arrays import _DOT_SUMS, _dot_zero_refusal
+
+    if not (isinstance(x, types.Array) and isinstance(y, types.Array)):
+        raise TypingError("s2s: runtime.dot_zero takes two arrays")
+    dtype = np.result_type(numpy_support.as_dtype(x.dtype), numpy_support.as_dtype(y.dtype))
+    if dtype.name not in _DOT_SUMS:
+        raise TypingError(_dot_zero_refusal(dtype.name))
+    zero = numpy_support.from_dtype(dtype)
+    return lambda x, y: zero(0)

@@ -19,7 +19,7 @@ from numba.cuda.extending import overload, register_jitable
 from ... import random as R
 from ... import runtime as rt
 from ...runtime import kernels
-from .common import _casts, _compile, _is_none, _nd, _scalar, _weighted_numbers
+from .common import _casts, _compile, _dot_zero, _is_none, _nd, _scalar, _weighted_numbers
 
 
 def _refuse(helper: str, *args, why: str = "in a kernel, adjoints are numbers (an array adjoint would be "
@@ -147,6 +147,11 @@ def _weighted(t, w):
     if _scalar(t) and _scalar(w):
         return _weighted_numbers
     _refuse("runtime.weighted", t, w)
+
+
+@overload(rt.dot_zero)
+def _dot_zero_overload(x, y):  # (the start of np.dot of rows as a loop: optimize/loops.py)
+    return _dot_zero(x, y)
 
 
 # Shape tapes (the reverse sweep's record of the shapes of values it cannot type in advance): in

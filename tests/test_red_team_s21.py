@@ -1,0 +1,277 @@
+"""Red team (session 21) of np.dot as a summing loop (optimize/loops.py, elements.py), the
+destination passing of s2s.jit(s2s.vmap(s2s.grad(f))) (optimize/into.py), np.fmax/fmin tangents
+(runtime.weighted) and slices of lists under jit(grad). Every derivative is checked against
+central differences, on the python backend and under s2s.jit; per-example gradients also
+against a Python loop of s2s.grad. Few compiled functions: each covers several cases."""
+
+import ast
+import textwrap
+
+import numpy as np
+import pytest
+
+import s2s
+from finite_differences import central_difference_grad, where
+from s2s.optimize.loops import loop_function
+
+rng = np.random.default_rng(21)
+
+
+def close(got, want, rtol=1e-6, atol=1e-8):
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+
+
+def check_grad(fun, args, argnums, jit=True):
+    """s2s.grad on the python backend (and under s2s.jit) against central differences."""
+    want = [central_difference_grad(fun, args, k) for k in argnums]
+    for g in [s2s.grad(fun, argnums=argnums)] + ([s2s.jit(s2s.grad(fun, argnums=argnums))] if jit else []):
+        got = g(*args)
+        for a, b in zip(got, want):
+            close(a, b)
+
+
+# ---- np.dot of two boolean arrays: a logical or, not a count ---------------------------------
+# The loops took `a = np.dot(m, n)` of 1-d arrays as `a = 0; a += m[k] * n[k]`: for booleans that
+# counts the common Trues where np.dot gives True, so jit(grad) was twice the gradient below
+# (silently). The sum now starts from runtime.dot_zero(m, n), a zero of np.dot's dtype, which
+# refuses booleans (and integers narrower than 64 bits, which np.dot wraps at their width).
+
+
+def masks(w, m, n):
+    a = np.dot(m, n)
+    b = np.dot(w, m)
+    return a * b * b
+
+
+def test_dot_of_boolean_masks_is_refused_under_jit_not_counted():
+    w = np.array([0.5, -1.0, 2.0, 0.25])
+    m, n = np.array([True, False, True, True]), np.array([True, True, True, False])
+    close(s2s.grad(masks)(w, m, n), central_difference_grad(masks, [w, m, n], 0))
+    with pytest.raises(s2s.S2SError, match="dtype bool") as info:
+        s2s.jit(s2s.grad(masks))(w, m, n)
+    assert where(masks, "a = np.dot(m, n)") in str(info.value)
+
+
+def test_dot_zero_has_the_dtype_of_np_dot():
+    from s2s import runtime
+
+    f32, f64, i64 = np.ones(2, np.float32), np.ones(2), np.arange(2)
+    assert runtime.dot_zero(f32, f32).dtype == np.dot(f32, f32).dtype == np.float32
+    assert runtime.dot_zero(f32, f64).dtype == np.float64
+    assert runtime.dot_zero(i64, i64).dtype == np.int64
+    assert runtime.dot_zero(i64, f32).dtype == np.dot(i64, f32).dtype
+    for narrow in (np.ones(2, bool), np.ones(2, np.int32)):
+        with pytest.raises(TypeError, match="no compiled form"):
+            runtime.dot_zero(narrow, narrow)
+
+
+def looped(source: str, facts: dict, lone_dots: bool = False) -> str:
+    function = ast.parse(textwrap.dedent(source)).body[0]
+    loop_function(function, facts, lone_dots=lone_dots)
+    return ast.unparse(function)
+
+
+def test_the_sum_of_a_dot_starts_from_a_zero_of_its_operands():
+    text = looped("""
+        def f(w, x, g):
+            a = np.dot(w[1:], w[:-1])
+            return a
+    """, {"w": ["array", 1], "x": ["array", 1], "g": "float"}, lone_dots=True)
+    assert "a = runtime.dot_zero(w, w)\n    for k in range(max(0, w.shape[0] - 1)):\n        a += w[k + 1] * w[k]" \
+        in text
+
+
+def test_a_dot_of_a_temporary_sums_it_as_an_array():
+    """t would be a number of the loop, which has no dtype before it to start the sum from:
+    t stays an array, computed before the loop, and the sum starts from dot_zero(t, x)."""
+    text = looped("""
+        def f(w, x, g):
+            s = np.dot(w, x)
+            t = np.sin(w) * g
+            u = np.dot(t, x)
+            return s + u
+    """, {"w": ["array", 1], "x": ["array", 1], "g": "float"})
+    assert "t = np.sin(w) * g\n    s = runtime.dot_zero(w, x)\n    u = runtime.dot_zero(t, x)" in text
+    assert "u += t[k] * x[k]" in text
+
+
+# ---- booleans added in a loop ---------------------------------------------------------------------
+# NumPy's sum of two boolean arrays is their logical or; the elementwise loops (optimize/loops.py)
+# turned (x[1:] > 0.0) + (x[:-1] > 1.0) into a sum of two numbers, 2 where both hold: jit(grad)
+# was silently off there. A sum of two operands known boolean now stays NumPy's.
+
+
+def shifted_or(x):
+    return np.sum(((x[1:] > 0.0) + (x[:-1] > 1.0)) * (x[1:] - x[:-1]) ** 2)
+
+
+def test_a_sum_of_comparisons_stays_a_logical_or_under_jit():
+    x = np.array([0.5, -1.0, 2.0, 0.25, 1.5, 0.7])
+    check_grad(shifted_or, [x], (0,))
+    assert "for k in" in s2s.grad(shifted_or).specialised([x])[0]  # (the rest is still a loop)
+
+
+def summed_comparisons(x):
+    s = np.sum(x + ((x > 0.0) + (x > 1.0)))
+    return s * s
+
+
+def test_a_sum_of_comparisons_inside_an_array_expression_python_backend():
+    x = np.array([0.5, -1.0, 2.0, 0.25, 1.5, 0.7])
+    close(s2s.grad(summed_comparisons)(x), central_difference_grad(summed_comparisons, [x], 0))
+
+
+@pytest.mark.xfail(strict=True, reason="Numba 0.68 fuses x + ((x > 0.0) + (x > 1.0)) into one scalar kernel in "
+                   "which True + True is 2 (NumPy's boolean sum is True): numba.njit of that expression alone "
+                   "gives 4.0 for x = 2.0, so s2s.jit of the primal and of its gradient are off (the code s2s "
+                   "emits keeps the NumPy expression; writing the boolean sum as np.logical_or would avoid it)")
+def test_a_sum_of_comparisons_inside_an_array_expression_under_jit():
+    x = np.array([0.5, -1.0, 2.0, 0.25, 1.5, 0.7])
+    close(s2s.jit(s2s.grad(summed_comparisons))(x), central_difference_grad(summed_comparisons, [x], 0))
+
+
+# ---- np.dot of views, of an array with itself, in loops that overwrite its operands -------------
+
+
+def views(W, x):
+    return (np.dot(W[0], x) + np.dot(W[1][::-1], x) ** 2 + np.dot(x[::2], x[1::2]) * np.dot(x, x)
+            + (W[1] @ x) * np.dot(W[0, 1:], x[:-1]))
+
+
+def overwritten_in_loop(w, x):
+    s = 0.0
+    for i in range(3):
+        t = np.dot(w, x)
+        x = x * t
+        w = np.sin(w) + t
+        s = s + t
+    return s
+
+
+def written_in_place_in_loop(w, x):
+    v = x.copy()
+    s = 0.0
+    for i in range(3):
+        t = np.dot(w, v)
+        v[i] = t  # the dot's operand changes under it: the reverse sweep needs each pass's v
+        s = s + t * v[0]
+    return s
+
+
+def looped_dots(w, x):
+    """A dot beside elementwise statements of its length: the loops of jit(grad) take it."""
+    t = np.dot(x, w)
+    y = x * w + t
+    z = np.exp(-y * y) + np.dot(w[1:], w[:-1])
+    return np.sum(z) + t * np.dot(w, w)
+
+
+@pytest.mark.parametrize("fun, shapes", [
+    (views, [(2, 6), (6,)]),
+    (overwritten_in_loop, [(4,), (4,)]),
+    (written_in_place_in_loop, [(4,), (4,)]),
+    (looped_dots, [(5,), (5,)]),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_dots_against_central_differences(fun, shapes):
+    args = [rng.normal(size=s) * 0.4 for s in shapes]
+    check_grad(fun, args, (0, 1))
+
+
+def test_dot_operands_of_different_lengths_raise_under_jit():
+    """The loops take np.dot's operands to have one length: checked before any loop reads."""
+    g = s2s.jit(s2s.grad(looped_dots, argnums=(0, 1)))
+    g(rng.normal(size=5), rng.normal(size=5))
+    for w, x in ((rng.normal(size=5), rng.normal(size=4)), (rng.normal(size=3), rng.normal(size=6))):
+        with pytest.raises(ValueError):
+            s2s.grad(looped_dots)(w, x)
+        with pytest.raises(ValueError):
+            g(w, x)
+
+
+# ---- per-example gradients (<vjp>_into) --------------------------------------------------------
+
+
+def per_example(fun, args, in_axes, argnums):
+    """(central differences, a Python loop of s2s.grad) per example, stacked on axis 0."""
+    n = next(np.shape(a)[ax] for a, ax in zip(args, in_axes) if ax is not None)
+    examples = [[a if ax is None else np.take(a, b, axis=ax) for a, ax in zip(args, in_axes)] for b in range(n)]
+    grad = s2s.grad(fun, argnums=argnums)
+    loop = [grad(*e) for e in examples]
+    as64 = [[np.asarray(a, float) for a in e] for e in examples]
+    central = [[central_difference_grad(fun, e, k) for k in argnums] for e in as64]
+    return ([np.stack([c[j] for c in central]) for j in range(len(argnums))],
+            [np.stack([r[j] for r in loop]) for j in range(len(argnums))])
+
+
+def dot_model(w, x):
+    t = np.dot(x, w)
+    return np.sum(np.sin(w * t) * x) + t * np.dot(w, w) + np.dot(w[::-1], x) ** 2
+
+
+@pytest.mark.parametrize("case", ["float32 strided rows, w shared", "w batched on axis 1, x shared"])
+def test_per_example_gradients(case):
+    W, X = rng.normal(size=(7, 5)) * 0.5, rng.normal(size=(7, 10))[:, ::2]  # X: rows with a stride
+    if case.startswith("float32"):
+        args, in_axes, argnums, tol = [W[0].astype(np.float32), X.astype(np.float32)], (None, 0), (1, 0), 2e-3
+    else:
+        args, in_axes, argnums, tol = [W.T, X[0]], (1, None), (0, 1), 1e-6
+    g = s2s.jit(s2s.vmap(s2s.grad(dot_model, argnums=argnums), in_axes=in_axes))
+    got = g(*args)
+    assert "_vjp_into(" in s2s.source(g)
+    central, loop = per_example(dot_model, args, in_axes, argnums)
+    for a, c, b in zip(got, central, loop):
+        assert a.dtype == b.dtype == args[0].dtype
+        close(a, c, rtol=tol, atol=tol)
+        close(a, b, rtol=tol, atol=tol * 1e-2)
+
+
+# ---- np.fmax/np.fmin/np.maximum/np.minimum at ties, NaNs and infinities ---------------------
+
+
+def extremes(x, y):
+    return np.sum(np.fmax(x, y) ** 2 + np.exp(np.fmin(x, y)) + np.maximum(x, 0.5) * np.minimum(x, 0.2))
+
+
+X_EXT = np.array([0.3, 1.0, -0.5, 2.0, 0.7, -1.0])
+Y_EXT = {"ties": np.array([0.3, 1.0, 0.1, 2.0, -0.2, -1.0]),  # (x at 0.5 and 0.2 ties too: none here)
+         "nans": np.array([np.nan, 0.5, np.nan, 2.5, 0.7, np.nan]),
+         "infs": np.array([-np.inf, -np.inf, 0.0, 3.0, -np.inf, 1.0])}
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_fmax_fmin_gradients_and_tangents_at_ties_nans_and_infinities(backend):
+    """At a tie each argument gets half (central differences say so); a NaN argument is not
+    taken, so its gradient is 0 and the other's is whole; -inf is never taken."""
+    grad = s2s.grad(extremes, argnums=(0, 1))
+    grad = s2s.jit(grad) if backend == "cpu" else grad
+    for name, y in Y_EXT.items():
+        gx, gy = grad(X_EXT, y)
+        # (at a tie the function has a kink: central differences are off by O(h) there)
+        close(gx, central_difference_grad(extremes, [X_EXT, y], 0), rtol=1e-5, atol=1e-6)
+        finite = np.isfinite(y)
+        close(gy[finite], central_difference_grad(extremes, [X_EXT, y], 1)[finite], rtol=1e-5, atol=1e-6)
+        assert np.all(gy[~finite] == 0.0), name
+        for k in range(X_EXT.size):  # forward mode along each element of x
+            e = np.zeros_like(X_EXT)
+            e[k] = 1.0
+            _, tangent = s2s.jvp(extremes, (X_EXT, y), (e, np.zeros_like(y)), backend=backend)
+            close(tangent, gx[k])
+
+
+# ---- slices of lists with steps under jit(grad) -------------------------------------------------
+
+
+def list_slices(x):
+    t = [x[0], x[1] * x[2], x[2] ** 2, x[3], x[0] * x[3]]
+    a, b, c = t[::2]
+    d, e = t[-2:]
+    f, g, h, i, j = t[::-1]
+    p, q = t[3:0:-2]
+    return a * 2.0 + b * c + d * e + f * 5.0 + g * h + i * j + p * 7.0 + q * q
+
+
+def test_slices_of_lists_with_steps():
+    x = np.array([0.3, 1.2, -0.5, 0.7])
+    want = central_difference_grad(list_slices, [x], 0)
+    close(s2s.grad(list_slices)(x), want)
+    close(s2s.jit(s2s.grad(list_slices))(x), want)
