@@ -77,6 +77,8 @@ def _broadcast_like(t, c):
 
 @overload(rt.zeros_shaped)
 def _zeros_shaped(shape, like):
+    if _scalar(like):  # (a number's shape is (): its zero keeps its type, as zeros_like's)
+        return lambda shape, like: rt.zeros_like(like)
     if isinstance(like, types.BaseTuple):
         # (a tuple a loop overwrites, s2s.jvp's (value, tangent): push_shape keeps no shape of a
         # tuple, so its numbers are zeros of their types, and arrays are refused)
