@@ -7,7 +7,7 @@ import pytest
 
 import s2s
 
-from finite_differences import central_differences as central_difference
+from finite_differences import central_differences as central_difference, where
 
 
 def trajectory(x0, k):
@@ -170,8 +170,12 @@ def stacked_along_axis_1(x0, k):
 
 
 def test_ragged_list_raises_under_jit():
-    with pytest.raises(s2s.S2SError, match="different shapes"):
+    with pytest.raises(s2s.S2SError, match="different shapes") as info:
         s2s.jit(ragged)(X0, K)
+    # The statement, which the python backend cannot name (NumPy's np.array takes the list):
+    # the compiled helper gets its place (where=...), as compiled code keeps no traceback.
+    assert where(ragged, "return np.sum(np.array(xs))") in str(info.value)
+    assert "backend='python' names the statement" not in str(info.value)
     # Its adjoint too (an array with a row per item): backend='python' takes it.
     with pytest.raises(s2s.S2SError, match="adjoint of a list of arrays of different shapes"):
         s2s.jit(s2s.grad(ragged_read_back))(X0, K)
@@ -180,6 +184,8 @@ def test_ragged_list_raises_under_jit():
 
 
 def test_stack_of_a_list_along_another_axis_says_how():
-    with pytest.raises(s2s.S2SError, match="axis 0"):
+    with pytest.raises(s2s.S2SError, match="axis 0") as info:
         s2s.jit(stacked_along_axis_1)(X0, K)
+    assert where(stacked_along_axis_1, "np.stack(xs, 1)") in str(info.value)
+    assert 'runtime.stack(xs, 1, where="test_jit_lists.py:' in s2s.source(s2s.jit(stacked_along_axis_1))
     assert np.allclose(s2s.grad(stacked_along_axis_1)(X0, K), _numeric_gradient(stacked_along_axis_1), rtol=1e-6)
