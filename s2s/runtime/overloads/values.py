@@ -12,7 +12,7 @@ from numba.extending import overload, register_jitable
 from ... import runtime as rt
 from ...errors import S2SError
 from ...pytree import dict_tuple_class
-from .common import _casts, _compile, _is_none, _nd, _scalar, _weighted_numbers
+from .common import _casts, _compile, _is_none, _nd, _refusal, _scalar, _weighted_numbers
 
 
 @overload(rt.zeros_like)
@@ -173,6 +173,33 @@ def _require_not_dict(seq, where):
     if _dict_keys(seq) is not None:
         raise TypingError(_DICT_LOOP)
     return lambda seq, where: None
+
+
+@overload(rt.sum_start)
+def _sum_start(seq, where=None):
+    """0, as in Python, where seq's items are numbers; zeros of the items' shape and dtype where
+    they are arrays (`acc = 0; acc = acc + v` would give acc two types), whose empty list has no
+    such shape: refused, naming the user's statement (where)."""
+    item = seq.dtype if isinstance(seq, (types.List, types.ListType)) else (
+        seq.types[0] if isinstance(seq, types.BaseTuple) and len(seq) > 0 else None)
+    if isinstance(seq, types.Array) and seq.ndim > 1:
+        item = types.Array(seq.dtype, seq.ndim - 1, "C")
+    if not isinstance(item, types.Array):
+        return lambda seq, where=None: 0
+    prefix = _refusal(where)
+    if prefix is None:
+        return None  # (typed again with where as a literal)
+    # (a sum of booleans counts them, as 0 + True does)
+    dtype = types.int64 if isinstance(item.dtype, types.Boolean) else item.dtype
+    empty = prefix + ("under s2s.jit, sum() of an empty sequence of arrays has no shape to start from (Python's "
+                      "is the int 0); give it a start of the items' shape, sum(ys, np.zeros(n)), or use "
+                      "backend='python'")
+    if isinstance(seq, types.BaseTuple):
+        return lambda seq, where=None: np.zeros(seq[0].shape, dtype)
+    # (_compile: a name of its own for each message, which a cached caller links to by name)
+    count, shape = ("seq.shape[0]", "seq.shape[1:]") if isinstance(seq, types.Array) else ("len(seq)", "seq[0].shape")
+    return _compile(f"def impl(seq, where=None):\n    if {count} == 0:\n        raise ValueError(empty)\n"
+                    f"    return np.zeros({shape}, dtype)\n", "impl", empty=empty, dtype=dtype)
 
 
 @overload(rt.dict_keys)
