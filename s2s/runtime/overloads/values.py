@@ -15,6 +15,13 @@ from ...pytree import dict_tuple_class
 from .common import _casts, _compile, _is_none, _nd, _refusal, _scalar, _weighted_numbers
 
 
+def _row_of_numbers(t) -> bool:
+    """A list or tuple of numbers: an item of a list whose adjoint is a 2-d array (a row each)."""
+    if isinstance(t, types.List):
+        return _scalar(t.dtype)
+    return isinstance(t, types.BaseTuple) and len(t) > 0 and all(_scalar(i) for i in t.types)
+
+
 @overload(rt.zeros_like)
 def _zeros_like(x):
     if isinstance(x, types.Array):
@@ -51,6 +58,20 @@ def _zeros_like(x):
                                      "has no compiled form; backend='python' takes it")
             return np.zeros((len(x),) + x[0].shape, dtype)
         return impl
+    if isinstance(x, types.List) and _row_of_numbers(x.dtype):
+        # A list of lists (or tuples) of numbers, rows that a comprehension builds: its adjoint
+        # is an array whose row k is item k's (an array of its length, as a list of numbers'
+        # is), as for a list of arrays of one shape. Rows of different lengths have no such array.
+        dtype = types.float64
+
+        def rows(x):
+            n = len(x[0]) if len(x) > 0 else 0
+            for k in range(len(x)):
+                if len(x[k]) != n:
+                    raise ValueError("s2s: under s2s.jit, the adjoint of a list of lists of different lengths "
+                                     "has no compiled form; backend='python' takes it")
+            return np.zeros((len(x), n), dtype)
+        return rows
     if isinstance(x, types.List):
         raise TypingError("s2s: under s2s.jit, a list of lists has no adjoint s2s builds in Numba; "
                           "write it as a tuple, v = (a, b), or stack it into one array with np.stack")
@@ -89,6 +110,8 @@ def _zeros_shaped(shape, like):
                           "becomes x, v updated in the loop), and likewise value, tangent = s2s.jvp(...); "
                           "backend='python' takes the tuple")
     if isinstance(like, types.List):  # (push_shape of a list: its adjoint's shape, an array's)
+        if _row_of_numbers(like.dtype):
+            return lambda shape, like: np.zeros(shape, types.float64)
         if not (_scalar(like.dtype) or isinstance(like.dtype, types.Array)):
             raise TypingError("s2s: the adjoint of a list of lists or tuples made anew in a loop has no compiled "
                               "form (its items' adjoints are no one array); make its items arrays (np.array(row)), "
