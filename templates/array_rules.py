@@ -370,10 +370,11 @@ def concatenate(y, xs, axis=0):
     xs_bar += concatenate_bar(y_bar, xs, axis)
 
 
-# Numba's np.stack stacks tuples only: runtime.stack under Numba (a list of arrays too).
+# Numba's np.stack stacks tuples only: runtime.stack under Numba (a list of arrays too), which
+# gets the statement's place (`where`: numba_routes.py) to name where it refuses a list.
 @rule(np.stack, runtime.stack, pure=True)
 @primitive(np.stack, numba=runtime.stack, numba_always=True)
-def stack(y, xs, axis=0):
+def stack(y, xs, axis=0, *, where=None):
     y_dot = np.stack(xs_dot, axis)
     xs_bar += stack_bar(y_bar, xs, axis)
 
@@ -398,7 +399,7 @@ def vstack(y, xs):
 @primitive(np.asarray, view=True)
 @primitive(np.array, numba=runtime.array, numba_always=True, numba_sequences=True)
 @primitive(runtime.array, fresh=True)
-def array(y, x):
+def array(y, x, *, where=None):
     y_dot = np.array(x_dot)
     x_bar += array_bar(y_bar, x)
 

@@ -382,6 +382,8 @@ DECLARATIONS = [
     nondifferentiable(runtime.zeros_like, pure=True, like=True, number_stays=True),
     nondifferentiable(runtime.zeros_shaped, runtime.ones_like, runtime.shape, runtime.clip_inside, runtime.range_len,
                       runtime.dict_keys, pure=True),
+    # sum(xs) starts from it: 0 (zeros of the items' shape under Numba), whatever xs holds.
+    nondifferentiable(runtime.sum_start, pure=True, fresh=True),
     # `for k in d:` goes over loop_keys(d): d itself where d is not a dict (so a view of it).
     nondifferentiable(runtime.loop_keys, pure=True, view=True),
     # s2s.lax.stop_gradient: the identity, through which no derivative flows (its result is its argument).

@@ -7,7 +7,7 @@ import pytest
 
 import s2s
 
-from finite_differences import central_differences as central_difference
+from finite_differences import central_differences as central_difference, where
 
 
 def trajectory(x0, k):
@@ -170,8 +170,12 @@ def stacked_along_axis_1(x0, k):
 
 
 def test_ragged_list_raises_under_jit():
-    with pytest.raises(s2s.S2SError, match="different shapes"):
+    with pytest.raises(s2s.S2SError, match="different shapes") as info:
         s2s.jit(ragged)(X0, K)
+    # The statement, which the python backend cannot name (NumPy's np.array takes the list):
+    # the compiled helper gets its place (where=...), as compiled code keeps no traceback.
+    assert where(ragged, "return np.sum(np.array(xs))") in str(info.value)
+    assert "backend='python' names the statement" not in str(info.value)
     # Its adjoint too (an array with a row per item): backend='python' takes it.
     with pytest.raises(s2s.S2SError, match="adjoint of a list of arrays of different shapes"):
         s2s.jit(s2s.grad(ragged_read_back))(X0, K)
@@ -180,6 +184,53 @@ def test_ragged_list_raises_under_jit():
 
 
 def test_stack_of_a_list_along_another_axis_says_how():
-    with pytest.raises(s2s.S2SError, match="axis 0"):
+    with pytest.raises(s2s.S2SError, match="axis 0") as info:
         s2s.jit(stacked_along_axis_1)(X0, K)
+    assert where(stacked_along_axis_1, "np.stack(xs, 1)") in str(info.value)
+    assert 'runtime.stack(xs, 1, where="test_jit_lists.py:' in s2s.source(s2s.jit(stacked_along_axis_1))
     assert np.allclose(s2s.grad(stacked_along_axis_1)(X0, K), _numeric_gradient(stacked_along_axis_1), rtol=1e-6)
+
+
+# ---- sum() of a list of arrays --------------------------------------------------------------------
+# Python's sum starts from 0, which under Numba cannot become an array (`acc = 0; acc = acc + v`
+# gives acc two types): it starts from runtime.sum_start, 0 on the python backend and zeros of
+# the items' shape under Numba.
+
+def sum_of_arrays(x0, k):
+    ys = [x0 * k, np.sin(x0), x0 * x0]
+    rows = np.outer(x0, x0 * k)
+    return np.sum(sum(ys) ** 2) + np.sum(sum(rows) * x0)  # (sum of a 2-d array: of its rows)
+
+
+def sum_of_a_grown_list(x0, k):
+    ys = []
+    x = x0
+    for i in range(3):
+        x = x * k + np.cos(x)
+        ys.append(x)
+    return np.sum(sum(ys) * x0)
+
+
+def sum_of_an_empty_list_of_arrays(x0, k):
+    ys = []
+    for i in range(x0.shape[0] - 3):  # (no item: sum(ys) is Python's 0)
+        ys.append(x0 * k)
+    return np.sum(sum(ys) + x0 * k)
+
+
+@pytest.mark.parametrize("f", [sum_of_arrays, sum_of_a_grown_list], ids=lambda f: f.__name__)
+def test_sum_of_a_list_of_arrays(f):
+    expected = _numeric_gradient(f)
+    assert np.allclose(s2s.grad(f)(X0, K), expected, rtol=1e-6, atol=1e-8)
+    value, gradient = s2s.jit(s2s.value_and_grad(f))(X0, K)
+    assert np.allclose(value, f(X0, K), rtol=1e-12)
+    assert np.allclose(gradient, expected, rtol=1e-6, atol=1e-8)
+
+
+def test_sum_of_an_empty_list_of_arrays():
+    f = sum_of_an_empty_list_of_arrays
+    assert np.allclose(s2s.grad(f)(X0, K), _numeric_gradient(f), rtol=1e-6, atol=1e-8)
+    # Under Numba the empty list has no item shape to start from: refused, naming the statement
+    with pytest.raises(s2s.S2SError, match="sum\\(\\) of an empty sequence of arrays") as info:
+        s2s.jit(f)(X0, K)
+    assert where(f, "return np.sum(sum(ys) + x0 * k)") in str(info.value)

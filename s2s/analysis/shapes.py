@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import runtime
 from ..ir import nodes as ir
 from ..rules import facts
 
@@ -105,6 +106,12 @@ def broadcast(*infos, is_int: bool = False):
 def call_info(fn, args: list, kwargs: tuple = ()):
     """The class of fn(*args) from its arguments' classes (None where unknown)."""
     known = facts(fn)
+    if fn is runtime.sum_start and len(args) == 1:
+        # sum(xs)'s start: Python's 0 where xs holds numbers (a vector's items, a tuple's of numbers)
+        seq = args[0]
+        numbers = seq is not None and (seq[0] == "arr" and len(seq[2]) == 1 or seq[0] == "tup" and bool(seq[1])
+                                       and all(i is not None and i[0] == "num" for i in seq[1]))
+        return INTEGER if numbers else None
     try:
         if known.like and len(args) == 1 and all(k == "dtype" for k, _ in kwargs):
             # Of an array, an array of its shape; of a number, the runtime helpers give a

@@ -130,6 +130,26 @@ def argument_error(function, args: tuple, exc: Exception, user_files: tuple[str,
                     "pass an array (np.asarray) or a number there, or use backend='python'")
 
 
+# A refusal that names its statement: "s2s: model.py:12: np.stack of a list ..."
+_LOCATED = re.compile(r"s2s: ([^\s:]+\.py):(\d+): (.*)$", re.S)
+
+
+def _located(file: str, line: int, user_files: tuple[str, ...]) -> Origin | None:
+    """The statement at file:line (a base name, as origin comments give it): in the user's
+    file, or, where file is a generated module (a second derivative's), the user's statement
+    that its line came from."""
+    sources = {os.path.basename(p): p for p in user_files if p}
+    origin = through_generated(Origin(sources.get(file, file), line, 1, ""), sources)
+    if origin is None or origin.text:
+        return origin
+    try:
+        with open(origin.filename, encoding="utf-8") as handle:
+            text = handle.read().splitlines()[origin.line - 1].strip()
+    except (OSError, IndexError):
+        text = ""
+    return Origin(origin.filename, origin.line, _column(origin.filename, origin.line), text)
+
+
 def _definition(fun) -> Origin | None:
     """Where fun is defined: its `def` line."""
     code = getattr(fun, "__code__", None)
@@ -164,7 +184,12 @@ def checked(function, user_files: tuple[str, ...] = (), fun=None):
         except Exception as exc:
             if isinstance(exc, ValueError) and str(exc).startswith("s2s:"):
                 # A runtime helper's refusal in compiled code, which keeps no traceback of the
-                # statement: the function's definition, and the backend that names the statement.
+                # statement: the statement the helper names (`where`, codegen/numba_routes.py),
+                # else the function's definition, and the backend that names the statement.
+                located = _LOCATED.match(str(exc))
+                if located:
+                    raise S2SError(located.group(3), _located(located.group(1), int(located.group(2)),
+                                                              user_files)) from exc
                 raise S2SError(f"{str(exc)[len('s2s:'):].strip()} (in compiled code; backend='python' names the "
                                f"statement)", _definition(fun)) from exc
             if not _while_compiling(exc):

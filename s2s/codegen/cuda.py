@@ -270,6 +270,10 @@ class _ToCuda(cst.CSTTransformer):
             helper = name[8:]
             if helper in KERNEL_HELPERS:
                 return updated
+            if helper == "sum_start":
+                # sum(xs) starts from Python's 0: a kernel's sequences hold numbers (zeros of an
+                # item's shape, the compiled start for arrays, would be allocated)
+                return cst.Integer("0")
             if helper == "unpack_bar":
                 # The adjoints of what a kernel unpacks stay a tuple of numbers (an array of them
                 # would be allocated); the thread writes them out number by number.

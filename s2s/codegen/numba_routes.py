@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import ast
+import re
 
 import numpy as np
 
+from .. import runtime
 from ..rules import facts, spelled
 from .emit import name
 
@@ -14,6 +16,15 @@ from .emit import name
 # Reductions are only rerouted when they take an axis, keepdims or ddof: Numba compiles
 # np.sum(x) as it is; others (Facts.numba_always: np.squeeze, np.inner) always, np.array
 # always but of a tuple or list (Facts.numba_sequences), which Numba builds itself.
+
+
+_COMMENT = re.compile(r"__s2s_comment_(\d+)__$")
+
+# Helpers whose compiled forms refuse, as they run, a list that NumPy takes or refuses with an
+# error of its own (arrays of different shapes; np.stack of a list along an axis other than 0):
+# compiled code keeps no traceback, so where their argument may be a list they get the user's
+# statement, `where="model.py:12"`, which their refusal names (backends/failures.py).
+_LOCATED = (runtime.array, runtime.stack)
 
 
 class RouteNumbaRejects(ast.NodeTransformer):
@@ -27,6 +38,19 @@ class RouteNumbaRejects(ast.NodeTransformer):
     masks: set = frozenset()
     sequences: set = frozenset()
     index_lists: set = frozenset()
+    lists: set = frozenset()
+
+    def __init__(self, comments: list[str] = (), origin_comments=frozenset()):
+        self.comments = comments
+        self.origin_comments = origin_comments
+        self.where: str | None = None  # the user's statement (file:line) of the code being visited
+
+    def visit_Expr(self, node: ast.Expr) -> ast.Expr:
+        """An origin comment (codegen/emit.py) heads the code of the statement it names."""
+        found = _COMMENT.match(node.value.id) if isinstance(node.value, ast.Name) else None
+        if found and int(found.group(1)) in self.origin_comments:
+            self.where = self.comments[int(found.group(1))].split("Grad of: ")[-1].split("  ")[0]
+        return self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> ast.Call:
         self.generic_visit(node)
@@ -44,16 +68,20 @@ class RouteNumbaRejects(ast.NodeTransformer):
         if known.numba_sequences and node.args and self._sequence(node.args[0]):
             return node  # np.array((a, b)): Numba's own, and the code stays NumPy's
         node.func = ast.Attribute(name("runtime"), known.numba.__name__, ast.Load())
+        if known.numba in _LOCATED and self.where is not None and node.args and (
+                isinstance(node.args[0], ast.List) or isinstance(node.args[0], ast.Name) and node.args[0].id in self.lists):
+            node.keywords.append(ast.keyword("where", ast.Constant(self.where)))
         return node
 
     def _sequence(self, node: ast.expr) -> bool:
         return isinstance(node, (ast.Tuple, ast.List)) or isinstance(node, ast.Name) and node.id in self.sequences
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.FunctionDef:
-        outer = self.masks, self.sequences, self.index_lists
+        outer = self.masks, self.sequences, self.index_lists, self.lists, self.where
         self.masks, self.sequences, self.index_lists = _mask_names(node), _sequence_names(node), _index_lists(node)
+        self.lists, self.where = _list_names(node), None
         self.generic_visit(node)
-        self.masks, self.sequences, self.index_lists = outer
+        self.masks, self.sequences, self.index_lists, self.lists, self.where = outer
         return node
 
     def visit_Assign(self, node: ast.Assign) -> ast.Assign:
@@ -107,6 +135,29 @@ def _sequence_names(function: ast.FunctionDef) -> set[str]:
     return _bound_only_to(function, lambda value: isinstance(value, (ast.Tuple, ast.List))) - grown
 
 
+def _list_names(function: ast.FunctionDef) -> set[str]:
+    """Names that may hold a list: bound to a list display or comprehension, grown by .append
+    (or .extend, .insert), or bound to such a name."""
+    lists = {node.func.value.id for node in ast.walk(function)
+             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+             and isinstance(node.func.value, ast.Name) and node.func.attr in ("append", "extend", "insert")}
+    copies = []
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            if isinstance(node.value, (ast.List, ast.ListComp)):
+                lists.add(node.targets[0].id)
+            elif isinstance(node.value, ast.Name):
+                copies.append((node.targets[0].id, node.value.id))
+    grown = True
+    while grown:
+        grown = False
+        for target, source in copies:
+            if source in lists and target not in lists:
+                lists.add(target)
+                grown = True
+    return lists
+
+
 # The runtime helpers that take an index (reverse mode's adjoints of x[idx] and x[idx] = v).
 _INDEX_HELPERS = ("index_add", "take", "clear", "require_distinct")
 
@@ -150,5 +201,8 @@ def _bound_only_to(function: ast.FunctionDef, kind) -> set[str]:
     return {n for n, only in bound.items() if only and n not in params}
 
 
-def route_numba_rejects(body: list[ast.stmt]) -> list[ast.stmt]:
-    return RouteNumbaRejects().visit(ast.Module(body=body, type_ignores=[])).body
+def route_numba_rejects(body: list[ast.stmt], comments: list[str] = (),
+                        origin_comments=frozenset()) -> list[ast.stmt]:
+    """comments: the module's comments (Emitter.comments), of which those at origin_comments
+    name the user's statement of the code below them."""
+    return RouteNumbaRejects(comments, origin_comments).visit(ast.Module(body=body, type_ignores=[])).body

@@ -241,7 +241,7 @@ def vectorize(unit: Unit) -> None:
 
 def numba_routes(unit: Unit) -> None:
     """NumPy that numba.njit rejects (np.max(x, axis=1, keepdims=True)) -> runtime helpers."""
-    unit.body = route_numba_rejects(unit.body)
+    unit.body = route_numba_rejects(unit.body, unit.emitter.comments, unit.emitter.origin_comments)
 
 
 def fuse(unit: Unit) -> None:

@@ -22,6 +22,7 @@ import operator
 
 import libcst as cst
 
+from .. import runtime
 from ..ir import nodes as ir
 from .source import walk_nodes
 
@@ -194,6 +195,10 @@ class ComprehensionLowering:
         index = self.names.fresh("_i")
         item = self.names.fresh("_item")
         if callee is builtins.sum:
+            if len(args) == 1:
+                # Python's 0, which under Numba is zeros of the items' shape where they are arrays
+                # (an int cannot become an array there); the place names an empty list's refusal
+                start = ir.Call(runtime.sum_start, (seq,), (("where", ir.Const(origin.short())),))
             self.emit(ir.Assign((total,), start, origin))
             fold, first = operator.add, ir.Const(0)
         else:  # max(acc, v) keeps the first of equal items, as max(xs) does

@@ -149,14 +149,18 @@ def stack_bar(g, xs, axis=0):
 # only), np.atleast_*d of a number, np.vstack of arrays of different ndim (a 2-d and a 1-d).
 
 
-def array(x, dtype=None):
+def array(x, dtype=None, *, where=None):
     """np.array(x, dtype): a new array (a copy of an array; under Numba, also a stack of a list
-    or tuple of arrays, which Numba's own np.array does not build)."""
+    or tuple of arrays, which Numba's own np.array does not build). where: the user's statement
+    (file:line), which the compiled form names where it refuses a list (its items differ in
+    shape); NumPy raises its own errors here."""
     return np.array(x, dtype)
 
 
-def stack(xs, axis=0):
-    """np.stack(xs, axis): under Numba, also of a list (Numba's own stacks tuples only)."""
+def stack(xs, axis=0, *, where=None):
+    """np.stack(xs, axis): under Numba, also of a list (Numba's own stacks tuples only). where:
+    the user's statement (file:line), which the compiled form names where it refuses a list
+    (items that differ in shape, an axis other than 0)."""
     return np.stack(xs, axis)
 
 

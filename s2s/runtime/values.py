@@ -169,6 +169,14 @@ def loop_keys(seq):
     return seq
 
 
+def sum_start(seq, *, where=None):
+    """What sum(seq) starts from, as Python's sum does: 0. (Under Numba, zeros shaped like
+    seq's items where they are arrays, which a 0 cannot become in compiled code; the sum of an
+    empty list of arrays is refused there, naming where: the user's file:line.) No derivative
+    flows through it: its value is a constant."""
+    return 0
+
+
 def require_not_dict(seq, where):
     """`for k in d:` whose body does not index with k goes over seq[0], seq[1], ...: the items of
     a sequence, but not the keys of a dict (a dict with int keys gave its values). where: the

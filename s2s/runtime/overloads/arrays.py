@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numba
 import numpy as np
 from numba import types
@@ -10,7 +12,7 @@ from numba.extending import overload
 from numba.np import numpy_support
 
 from ... import runtime as rt
-from .common import _compile, _dot_zero, _is_none, _nd, _scalar
+from .common import _compile, _dot_zero, _is_none, _nd, _refusal, _scalar
 from .reductions import _index, _shape_of
 
 
@@ -177,34 +179,63 @@ def _arrays_of_one_ndim(xs) -> bool:
 
 
 @numba.njit(nogil=True)
-def _stacked_list(xs):
-    """A new array that stacks the arrays of a list along a first axis, as np.array(xs) and
-    np.stack(xs) do: items of different shapes raise, as in NumPy; an empty list has no shape
-    to stack under Numba (its item type has no size)."""
+def _stack_problem(xs):
+    """Why the arrays of a list have no stack along a first axis: 0 where they have one, 1 for
+    an empty list (its item type has no size under Numba), 2 for items of different shapes."""
     if len(xs) == 0:
-        raise ValueError("s2s: under jit, np.array and np.stack of an empty list of arrays have no shape")
-    first = xs[0]
-    out = np.empty((len(xs),) + first.shape, first.dtype)
+        return 1
     for k in range(len(xs)):
-        if xs[k].shape != first.shape:
-            raise ValueError("s2s: np.array / np.stack of a list of arrays of different shapes")
+        if xs[k].shape != xs[0].shape:
+            return 2
+    return 0
+
+
+@numba.njit(nogil=True)
+def _stacked_rows(xs):
+    """A new array with the items of a list of arrays of one shape as its rows."""
+    out = np.empty((len(xs),) + xs[0].shape, xs[0].dtype)
+    for k in range(len(xs)):
         out[k] = xs[k]
     return out
 
 
+_EMPTY_LIST = "under jit, np.array and np.stack of an empty list of arrays have no shape"
+_RAGGED_LIST = "np.array / np.stack of a list of arrays of different shapes"
+
+
+def _list_stacker(where):
+    """The stack of a list of arrays along a first axis, refusing with `where` named."""
+    prefix = _refusal(where)
+    return None if prefix is None else _stacker(prefix)
+
+
+@functools.lru_cache(maxsize=None)
+def _stacker(prefix: str):
+    # (_compile: a name of its own for each message, which a cached caller links to by name)
+    source = ("def stacked(xs):\n    problem = _stack_problem(xs)\n    if problem == 1:\n        raise ValueError(empty)\n"
+              "    if problem == 2:\n        raise ValueError(ragged)\n    return _stacked_rows(xs)\n")
+    return numba.njit(nogil=True)(_compile(source, "stacked", empty=prefix + _EMPTY_LIST, ragged=prefix + _RAGGED_LIST,
+                                           _stack_problem=_stack_problem, _stacked_rows=_stacked_rows))
+
+
+# np.array of a list display of arrays (Numba's own np.array, below), which passes no statement
+_stacked_list = _stacker("s2s: ")
+
+
 @overload(rt.stack)
-def _stack(xs, axis=0):
+def _stack(xs, axis=0, where=None):
     """np.stack of a tuple: Numba's own; of a list of arrays (along axis 0, the default): a
     new array with the list's items as its rows."""
     if isinstance(xs, types.BaseTuple):
-        return lambda xs, axis=0: np.stack(xs, axis)
+        return lambda xs, axis=0, where=None: np.stack(xs, axis)
     if _arrays_of_one_ndim(xs):
-        def impl(xs, axis=0):
-            if axis != 0:
-                raise ValueError("s2s: under jit, np.stack of a list stacks along axis 0; "
-                                 "stack a tuple(...) of the arrays for another axis")
-            return _stacked_list(xs)
-        return impl
+        stacked = _list_stacker(where)
+        if stacked is None:
+            return None  # (typed again with where as a literal)
+        other_axis = _refusal(where) + ("under jit, np.stack of a list stacks along axis 0; stack a tuple(...) of "
+                                        "the arrays for another axis")
+        return _compile("def impl(xs, axis=0, where=None):\n    if axis != 0:\n        raise ValueError(other_axis)\n"
+                        "    return stacked(xs)\n", "impl", other_axis=other_axis, stacked=stacked)
     raise TypingError("s2s: under jit, np.stack takes a tuple or a list of arrays")
 
 
@@ -233,21 +264,23 @@ def _array_of_arrays(x, dtype=None):
 
 
 @overload(rt.array)
-def _array(x, dtype=None):
+def _array(x, dtype=None, where=None):
     """np.array(x, dtype): of an array, a C-contiguous copy (astype copies too); of a list or
     tuple of arrays, their stack; of another sequence or a number, Numba's own np.array."""
     if isinstance(x, types.Array):
         if _is_none(dtype):
-            return lambda x, dtype=None: x.copy()
-        return lambda x, dtype=None: x.astype(dtype)
+            return lambda x, dtype=None, where=None: x.copy()
+        return lambda x, dtype=None, where=None: x.astype(dtype)
     if _arrays_of_one_ndim(x):
-        stacked = _stacked_list if isinstance(x, (types.List, types.ListType)) else np.stack
+        stacked = _list_stacker(where) if isinstance(x, (types.List, types.ListType)) else np.stack
+        if stacked is None:
+            return None  # (typed again with where as a literal)
         if _is_none(dtype):
-            return lambda x, dtype=None: stacked(x)
-        return lambda x, dtype=None: stacked(x).astype(dtype)
+            return lambda x, dtype=None, where=None: stacked(x)
+        return lambda x, dtype=None, where=None: stacked(x).astype(dtype)
     if _is_none(dtype):
-        return lambda x, dtype=None: np.array(x)
-    return lambda x, dtype=None: np.array(x, dtype)
+        return lambda x, dtype=None, where=None: np.array(x)
+    return lambda x, dtype=None, where=None: np.array(x, dtype)
 
 
 def _atleast(ndim):

@@ -37,6 +37,19 @@ def _is_none(t) -> bool:
         not isinstance(t, types.Omitted) or t.value is None)
 
 
+def _refusal(where) -> str | None:
+    """How a refusal of compiled code begins: 's2s: ' and the user's statement, the literal
+    file:line that generated code passes as `where` (codegen/numba_routes.py, the frontend),
+    which compiled code keeps no traceback of (backends/failures.py reads it back). None where
+    `where` is a string not yet typed as a literal: the overload returns None, and Numba types
+    the call again with it as one."""
+    if _is_none(where):
+        return "s2s: "
+    if isinstance(where, types.StringLiteral):
+        return f"s2s: {where.literal_value}: "
+    return None
+
+
 def _is_false(t) -> bool:
     return t is None or (isinstance(t, types.Omitted) and not t.value) or (
         isinstance(t, types.BooleanLiteral) and not t.literal_value)

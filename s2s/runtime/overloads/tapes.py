@@ -10,6 +10,7 @@ from numba.extending import intrinsic, overload, register_model
 
 from ... import runtime as rt
 from .common import _compile, _scalar
+from .values import _row_of_numbers
 
 
 # ---- value tapes --------------------------------------------------------------------
@@ -93,6 +94,19 @@ def _push_shape(tape, x):
             tape.append(len(x))
             return (len(x),)
         return numbers
+    if isinstance(x, types.List) and _row_of_numbers(x.dtype):
+        # A list of lists or tuples of numbers: its adjoint's shape, (length, the rows' length),
+        # which rows of different lengths have not (an adjoint row would broadcast into another)
+        def rows(tape, x):
+            n = len(x[0]) if len(x) > 0 else 0
+            for k in range(len(x)):
+                if len(x[k]) != n:
+                    raise ValueError("s2s: under s2s.jit, the adjoint of a list of lists of different lengths "
+                                     "has no compiled form; backend='python' takes it")
+            tape.append(len(x))
+            tape.append(n)
+            return (len(x), n)
+        return rows
     if isinstance(x, types.List) and isinstance(x.dtype, types.Array):
         # A list of arrays of one shape: its adjoint's, the items' shape after the length
         # (zeros_like's, whose check of one shape runs where the adjoint is made)

@@ -12,7 +12,14 @@ from numba.extending import overload, register_jitable
 from ... import runtime as rt
 from ...errors import S2SError
 from ...pytree import dict_tuple_class
-from .common import _casts, _compile, _is_none, _nd, _scalar, _weighted_numbers
+from .common import _casts, _compile, _is_none, _nd, _refusal, _scalar, _weighted_numbers
+
+
+def _row_of_numbers(t) -> bool:
+    """A list or tuple of numbers: an item of a list whose adjoint is a 2-d array (a row each)."""
+    if isinstance(t, types.List):
+        return _scalar(t.dtype)
+    return isinstance(t, types.BaseTuple) and len(t) > 0 and all(_scalar(i) for i in t.types)
 
 
 @overload(rt.zeros_like)
@@ -51,6 +58,20 @@ def _zeros_like(x):
                                      "has no compiled form; backend='python' takes it")
             return np.zeros((len(x),) + x[0].shape, dtype)
         return impl
+    if isinstance(x, types.List) and _row_of_numbers(x.dtype):
+        # A list of lists (or tuples) of numbers, rows that a comprehension builds: its adjoint
+        # is an array whose row k is item k's (an array of its length, as a list of numbers'
+        # is), as for a list of arrays of one shape. Rows of different lengths have no such array.
+        dtype = types.float64
+
+        def rows(x):
+            n = len(x[0]) if len(x) > 0 else 0
+            for k in range(len(x)):
+                if len(x[k]) != n:
+                    raise ValueError("s2s: under s2s.jit, the adjoint of a list of lists of different lengths "
+                                     "has no compiled form; backend='python' takes it")
+            return np.zeros((len(x), n), dtype)
+        return rows
     if isinstance(x, types.List):
         raise TypingError("s2s: under s2s.jit, a list of lists has no adjoint s2s builds in Numba; "
                           "write it as a tuple, v = (a, b), or stack it into one array with np.stack")
@@ -77,6 +98,8 @@ def _broadcast_like(t, c):
 
 @overload(rt.zeros_shaped)
 def _zeros_shaped(shape, like):
+    if _scalar(like):  # (a number's shape is (): its zero keeps its type, as zeros_like's)
+        return lambda shape, like: rt.zeros_like(like)
     if isinstance(like, types.BaseTuple):
         # (a tuple a loop overwrites, s2s.jvp's (value, tangent): push_shape keeps no shape of a
         # tuple, so its numbers are zeros of their types, and arrays are refused)
@@ -87,6 +110,8 @@ def _zeros_shaped(shape, like):
                           "becomes x, v updated in the loop), and likewise value, tangent = s2s.jvp(...); "
                           "backend='python' takes the tuple")
     if isinstance(like, types.List):  # (push_shape of a list: its adjoint's shape, an array's)
+        if _row_of_numbers(like.dtype):
+            return lambda shape, like: np.zeros(shape, types.float64)
         if not (_scalar(like.dtype) or isinstance(like.dtype, types.Array)):
             raise TypingError("s2s: the adjoint of a list of lists or tuples made anew in a loop has no compiled "
                               "form (its items' adjoints are no one array); make its items arrays (np.array(row)), "
@@ -171,6 +196,33 @@ def _require_not_dict(seq, where):
     if _dict_keys(seq) is not None:
         raise TypingError(_DICT_LOOP)
     return lambda seq, where: None
+
+
+@overload(rt.sum_start)
+def _sum_start(seq, where=None):
+    """0, as in Python, where seq's items are numbers; zeros of the items' shape and dtype where
+    they are arrays (`acc = 0; acc = acc + v` would give acc two types), whose empty list has no
+    such shape: refused, naming the user's statement (where)."""
+    item = seq.dtype if isinstance(seq, (types.List, types.ListType)) else (
+        seq.types[0] if isinstance(seq, types.BaseTuple) and len(seq) > 0 else None)
+    if isinstance(seq, types.Array) and seq.ndim > 1:
+        item = types.Array(seq.dtype, seq.ndim - 1, "C")
+    if not isinstance(item, types.Array):
+        return lambda seq, where=None: 0
+    prefix = _refusal(where)
+    if prefix is None:
+        return None  # (typed again with where as a literal)
+    # (a sum of booleans counts them, as 0 + True does)
+    dtype = types.int64 if isinstance(item.dtype, types.Boolean) else item.dtype
+    empty = prefix + ("under s2s.jit, sum() of an empty sequence of arrays has no shape to start from (Python's "
+                      "is the int 0); give it a start of the items' shape, sum(ys, np.zeros(n)), or use "
+                      "backend='python'")
+    if isinstance(seq, types.BaseTuple):
+        return lambda seq, where=None: np.zeros(seq[0].shape, dtype)
+    # (_compile: a name of its own for each message, which a cached caller links to by name)
+    count, shape = ("seq.shape[0]", "seq.shape[1:]") if isinstance(seq, types.Array) else ("len(seq)", "seq[0].shape")
+    return _compile(f"def impl(seq, where=None):\n    if {count} == 0:\n        raise ValueError(empty)\n"
+                    f"    return np.zeros({shape}, dtype)\n", "impl", empty=empty, dtype=dtype)
 
 
 @overload(rt.dict_keys)

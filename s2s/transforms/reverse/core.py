@@ -278,10 +278,13 @@ class VJP(RuleInstances, Planning, Sweep):
         self.loop_totals: dict[int, str] = {}  # id(loop) -> its trip count in all (counting_loop)
         self.counting_loops: dict[int, list] = {}  # id(outermost loop) -> the loops counting before it
         self.invariant: dict[str, bool] = {}
+        self.invariant_shapes: dict[str, bool] = {}  # var -> shape_invariant(var)
         self.trips: dict[int, str] = {}  # id(loop) -> trip-count variable
         self.live: set[str] = set()  # straight-line adjoints that hold a value
         self.materialized: set[str] = set()
         self.pending: set[str] = set()  # adjoints known to be zero, not yet assigned
+        # pending adjoint -> the name of a taped shape of its variable's value there (sweep.kill)
+        self.pending_shape: dict[str, str] = {}
         self.popped_into: set[str] = set()
         self.popped_early: set[tuple] = set()  # (id(stmt), need) popped before stmt's other pops
         self.plan: dict | None = None

@@ -12,11 +12,22 @@ from ...analysis.activity import bind, rule_for
 from ...codegen.emit import assign, name
 from ...errors import S2SError
 from ...frontend.source import is_user_function
+from ...rules.custom import CustomRule
 from ...rules import QUOTIENT_UNREAD, Rule, facts, lookup, spelled
 from ...analysis.code_shapes import CodeShapes
 from ...analysis.shapes import same_shape
 from ..rule_helpers import drop_defaults, simplify
 from .planning import Need
+
+
+def _returns_tuple(fn) -> bool:
+    """A library function whose rule gives a tuple (np.linalg.slogdet): an item of its result
+    takes its adjoint by add_at, as an item of a user function's tuple does."""
+    try:
+        found = lookup(fn)
+    except TypeError:  # an unhashable callable
+        return False
+    return found is not None and found.kind == "rule" and found.tuple_result
 
 
 class RuleInstances:
@@ -156,7 +167,9 @@ class RuleInstances:
     def shape_invariant(self, var: str) -> bool:
         """var has one provable shape wherever it is bound: its value in the reverse sweep,
         whichever it is, shapes its adjoint (no shape tape)."""
-        return self.classes is not None and self.classes.everywhere(var) is not None
+        if var not in self.invariant_shapes:
+            self.invariant_shapes[var] = self.classes is not None and self.classes.everywhere(var) is not None
+        return self.invariant_shapes[var]
 
     def rule_variant(self, stmt: ir.Assign, found: Rule | None) -> Rule | None:
         """The rule whose reverse lines this call gets: in a loop, a quotient that no other
@@ -200,6 +213,8 @@ class RuleInstances:
             if stmt.unpack:
                 # An active target's adjoint holds a value by now; the others are zeros_like(t).
                 out |= {Need(t, "post") for t in stmt.targets if not self.an.is_active(t)}
+            if not stmt.inplace:
+                out |= {Need(t, "pre", shape=True) for t in stmt.targets if self.rebound_zeros_shaped(t, stmt)}
         elif isinstance(stmt, ir.SetItem):
             out |= {Need(n, "pre") for n in ir.names_in(stmt.index)}
             if an.atom_active(stmt.value) and not self.exact_setitem(stmt):
@@ -222,12 +237,89 @@ class RuleInstances:
             out.add(Need(stmt.tape, "pre"))
         return {n for n in out if n.var not in self.fn.constants}
 
+    def rebound_zeros_shaped(self, var: str, stmt: ir.Assign) -> bool:
+        """stmt binds var anew, from a value that does not read it: before stmt the reverse sweep
+        holds var's adjoint at zero, for var's earlier value, and makes those zeros where a loop
+        body or branch that stmt sits in ends, or before a loop or branch ahead of stmt that
+        reads var, unless a statement in between reads var into an active value (its
+        contribution is the adjoint then). var itself may hold a later value there, of another
+        length or shape (`for v in ys: ys = [v]`): the zeros take the shape var had before
+        stmt, from a shape tape (sweep.kill)."""
+        if var in self.straight or not self.an.is_active(var) or var in ir.stmt_reads(stmt) \
+                or not self.needs_reset(var) or not self.bound_before(var, stmt):
+            return False
+        block = self.chains[id(stmt)][-1]
+        statements = self.block_of[block]
+        zeros_made = block != self.scope.get(var)  # (where the reverse of stmt's loop body or branch ends)
+        for s in reversed(statements[:next(k for k, s in enumerate(statements) if s is stmt)]):
+            if isinstance(s, (ir.If, ir.For, ir.While)):
+                if any(var in ir.stmt_reads(t) or var in ir.stmt_writes(t) for t in ir.walk([s])):
+                    zeros_made = True
+                    break
+            elif isinstance(s, ir.Push) and s.tape == var:
+                return False  # (its reverse pops var itself, which then has the length to take)
+            elif isinstance(s, ir.Assign) and var in ir.stmt_reads(s) and any(self.an.is_active(t) for t in s.targets):
+                return False
+            elif isinstance(s, ir.Assign) and var in s.targets:
+                return False  # (an earlier binding, which tapes the shape before it where that is needed)
+        return zeros_made and self.may_change_shape(var)
+
+    def bound_before(self, var: str, stmt) -> bool:
+        """Does var surely hold a value where stmt starts: a parameter, bound by an assignment
+        ahead of stmt in its block or an enclosing one, or an enclosing loop's variable? (A
+        name first bound in a branch or a loop has no shape to tape before that.)"""
+        if var in self.fn.params:
+            return True
+        inner = stmt
+        for block_id in reversed(self.chains[id(stmt)]):
+            block = self.block_of[block_id]
+            k = next(k for k, s in enumerate(block) if s is inner or any(t is inner for t in ir.walk([s])))
+            if isinstance(block[k], ir.For) and block[k] is not stmt and block[k].var == var:
+                return True
+            if any(isinstance(s, ir.Assign) and var in s.targets for s in block[:k]):
+                return True
+            inner = block[k]
+        return False
+
+    def may_change_shape(self, var: str, seen: frozenset = frozenset()) -> bool:
+        """May var's value differ in length or shape from one binding to the next, in a way a
+        shape tape keeps (zeros_shaped)? A list (bound only to list displays, comprehensions or
+        copies of one, or grown by .append; a tuple too, except under Numba, whose type fixes
+        its length), or, under s2s.jit, an array that no one class proves of one shape. Not a
+        number: without s2s.jit's facts an array cannot be told from one, and zeros of a
+        number's taped shape would be a 0-d array."""
+        if var in self.appended or var in seen:
+            return True
+        kinds = ("list",) if self.classes is not None else ("list", "tuple")
+        defs = [d for d in self.an.defs.get(var, []) if not isinstance(d, ir.SetItem)]
+        if defs and all(isinstance(d, ir.Assign) and not d.unpack and (
+                isinstance(d.value, ir.Build) and d.value.kind in kinds
+                or isinstance(d.value, ir.Name) and self.may_change_shape(d.value.id, seen | {var})) for d in defs):
+            return True
+        if self.classes is None or self.shape_invariant(var):
+            return False
+        # Under s2s.jit: no binding of var is proved a number or a tuple, and each is a slice or a
+        # library function's result (an array there; one that is a number after all keeps a
+        # number's zeros: zeros_shaped). Numba checks no bounds: an adjoint of another shape
+        # would take writes past its end (a wrong gradient, not an IndexError).
+        bound = [env[var] for env in list(self.classes.before.values()) + list(self.classes.after.values())
+                 if var in env]
+        if any(info is not None and info[0] != "arr" for info in bound):
+            return False
+        return bool(defs) and all(isinstance(d, ir.Assign) and not d.unpack and (
+            isinstance(d.value, ir.Subscript) and any(isinstance(i, ir.Slice) for i in d.value.index.items)
+            or isinstance(d.value, ir.Call) and not is_user_function(d.value.fn)
+            and not isinstance(d.value.fn, CustomRule) and not _returns_tuple(d.value.fn)
+            and getattr(d.value.fn, "__module__", "") in ("numpy", "_operator")
+            or isinstance(d.value, ir.Name) and self.may_change_shape(d.value.id, seen | {var})) for d in defs)
+
     def list_adjoints_started_at(self, stmt) -> list[str]:
-        """The lists grown with .append, each made anew in a loop, whose adjoints the reverse
-        sweep starts (at zero) just before it reverses stmt, a loop or branch that reads them:
-        stmt is the last statement of the list's scope that touches it. There the list's name
-        may refer to the list of a later pass (which the reverse sweep's pops have emptied), so
-        the zeros take the length the list had after stmt, from a shape tape (sweep.materialize)."""
+        """The lists grown with .append (and the other values that may change length or shape:
+        may_change_shape), each made anew in a loop, whose adjoints the reverse sweep starts (at zero) just before it reverses
+        stmt, a loop or branch that reads them: stmt is the last statement of the variable's
+        scope that touches it. There the name may refer to the value of a later pass (a list
+        that the reverse sweep's pops have emptied, `_seq = ys` over a list of another length),
+        so the zeros take the shape it had after stmt, from a shape tape (sweep.materialize)."""
         block = self.chains[id(stmt)][-1]
         later = self.block_of[block][next(k for k, s in enumerate(self.block_of[block]) if s is stmt) + 1:]
 
@@ -237,8 +329,9 @@ class RuleInstances:
                 out |= set(ir.stmt_reads(s)) | set(ir.stmt_writes(s))
             return out
 
-        candidates = [v for v in sorted(self.appended) if self.scope.get(v) == block and v not in self.straight
-                      and self.an.is_active(v) and self._made_in_a_loop(v)]
+        candidates = [v for v in sorted(self.an.occurrences) if self.scope.get(v) == block and v not in self.straight
+                      and self.an.is_active(v) and self._made_in_a_loop(v)
+                      and (v in self.appended or self.may_change_shape(v) and self.bound_before(v, stmt))]
         if not candidates:
             return []
         here, after = touched([stmt]), touched(later)

@@ -9,9 +9,10 @@ from ...ir import nodes as ir
 from ...codegen.emit import assign, name, runtime_call
 from ...errors import S2SError
 from ...frontend.source import is_user_function
-from ...rules import lookup
 from ...rules.custom import CustomRule
 from ..rule_helpers import simplify
+from .instances import _returns_tuple
+from .planning import Need
 
 
 class Sweep:
@@ -110,6 +111,7 @@ class Sweep:
             if self.scope.get(var) not in owned:
                 self.ensure_materialized(var, out)
         self.pending = before
+        self.pending_shape = {v: shape for v, shape in self.pending_shape.items() if v in before}
         return out
 
     def materialize(self, stmt, block_id: int, out: list):
@@ -124,11 +126,13 @@ class Sweep:
                 continue
             self.materialized.add(var)
             self.pending.add(var)
+            self.pending_shape.pop(var, None)
         if isinstance(stmt, (ir.If, ir.For, ir.While)):
             # (a list made anew in a loop takes the length it had after stmt: its shape is taped
             # there, list_adjoints_started_at, and popped here, before stmt's other pops)
+            started = set(self.list_adjoints_started_at(stmt))
             shapes = {need.var: (need, tape) for need, tape in self.taped(stmt)
-                      if need.shape and need.when == "post" and need.var in self.appended}
+                      if need.shape and need.when == "post" and need.var in started}
             for var in sorted(touched & self.pending):
                 if var in shapes:
                     need, tape = shapes[var]
@@ -152,12 +156,15 @@ class Sweep:
                                f"a loop and its adjoint starts at zero before a loop or branch, is not supported",
                                self.an.defs[var][0].origin, f"make {var} before the outer loop, or use what the "
                                "list holds right after the loop that fills it")
+            if shape is None or shape == var:
+                shape = self.pending_shape.get(var, shape)
             if shape is not None and shape != var:
                 value = runtime_call("zeros_shaped", name(shape), name(var))
             else:
                 value = runtime_call("zeros_like", name(var))
             out.append(assign(self.bar(var), value))
             self.pending.discard(var)
+            self.pending_shape.pop(var, None)
 
     def reverse_stmt(self, stmt) -> list:
         taped = self.taped(stmt)
@@ -191,6 +198,7 @@ class Sweep:
         (which has t's length) is v's."""
         out: list = self.pops(stmt, taped)  # (t itself, where a later `t = []` rebinds it)
         out += [ast.Expr(ast.Call(ast.Attribute(name(stmt.tape), "pop", ast.Load()), [], []))]
+        self.pending_shape.pop(stmt.tape, None)  # (the list's own length is the one before the append again)
         bar = self.adjoint_of(stmt.tape)
         if bar is None:
             return out
@@ -240,6 +248,7 @@ class Sweep:
                 contribution = runtime_call("copy", contribution)
             out.append(assign(bar, contribution))
             self.pending.discard(var)
+            self.pending_shape.pop(var, None)
         elif self.an.is_container(var):
             out.append(assign(bar, runtime_call("tree_add", name(bar), contribution)))
         elif var in self.an.subscripted:
@@ -266,12 +275,18 @@ class Sweep:
             return None
         return name(self.bar(var))
 
-    def kill(self, var: str, self_contribution: ast.expr | None, out: list):
-        """var was assigned here: before this point its adjoint starts again from zero."""
+    def kill(self, var: str, self_contribution: ast.expr | None, out: list, at=None):
+        """var was assigned here (by statement `at`): before this point its adjoint starts again
+        from zero, with the shape var had before `at` where a shape tape holds it (var itself
+        may hold a later value of another shape where the zeros are made: instances.
+        rebound_zeros_shaped)."""
         if var in self.straight:
             self.live.discard(var)
             return
-        if not self.an.is_active(var) or var in self.pending:
+        if not self.an.is_active(var):
+            return
+        if var in self.pending:
+            self._note_pending_shape(var, at)  # (zero after `at` too: before it, of the earlier value)
             return
         bar = self.bar(var)
         if self_contribution is not None:
@@ -280,6 +295,17 @@ class Sweep:
             out.append(assign(bar, self_contribution))
         elif self.needs_reset(var):
             self.pending.add(var)  # zero from here on; assigned where it next receives a value
+            self._note_pending_shape(var, at)
+
+    def _note_pending_shape(self, var: str, at) -> None:
+        """Where var's adjoint is zero from `at` back, its zeros take the shape var had before
+        `at`: the taped one, or var's own where none is taped (no loop or branch ahead of `at`
+        makes zeros for it, instances.rebound_zeros_shaped)."""
+        plan = self.plan.get((id(at), Need(var, "pre", shape=True))) if at is not None else None
+        if plan is not None and plan[1] == "shape":
+            self.pending_shape[var] = self.shape_var(plan[2])
+        else:
+            self.pending_shape.pop(var, None)
 
     # ---- statements -------------------------------------------------------------
 
@@ -305,7 +331,7 @@ class Sweep:
             return out + self.reverse_unpack(stmt)
         y_bar = self.adjoint_of(target)
         if y_bar is None:
-            self.kill(target, None, out)
+            self.kill(target, None, out, stmt)
             return out
         contributions: list[tuple[str, ast.expr]] = []
         em = self.em
@@ -326,7 +352,7 @@ class Sweep:
                 self.ensure_materialized(base, out)
                 bar = self.bar(base)
                 out.append(assign(bar, runtime_call("add_attr", name(bar), ast.Constant(value.attr), y_bar)))
-            self.kill(target, None, out)
+            self.kill(target, None, out, stmt)
             return out
         elif isinstance(value, ir.Call) and is_user_function(value.fn):
             # A vjp of the callee that returns the adjoints this call needs, and only those.
@@ -348,7 +374,7 @@ class Sweep:
         total = None
         for c in own:
             total = c if total is None else ast.BinOp(total, ast.Add(), c)
-        self.kill(target, total, out)
+        self.kill(target, total, out, stmt)
         return out
 
     def reverse_unpack(self, stmt: ir.Assign) -> list:
@@ -371,7 +397,7 @@ class Sweep:
                 adjoint = runtime_call("unpack_bar", adjoint, name(source))
             self.accumulate(source, adjoint, out)
         for t in stmt.targets:
-            self.kill(t, None, out)
+            self.kill(t, None, out, stmt)
         return out
 
     def _may_be_array(self, stmt: ir.Assign, source: str) -> bool:
@@ -413,7 +439,7 @@ class Sweep:
                 out.append(ast.AugAssign(ast.Subscript(name(bar), index, ast.Store()), ast.Add(), y_bar))
             else:
                 out.append(ast.Expr(runtime_call("index_add", name(bar), argument, y_bar)))
-        self.kill(target, None, out)
+        self.kill(target, None, out, stmt)
         return out
 
     def _parameter_or_copy(self, var: str, seen: frozenset = frozenset()) -> bool:
@@ -490,12 +516,3 @@ class Sweep:
                 out.append(ast.Expr(runtime_call("clear", name(bar), self.em.index(stmt.index, as_value=True))))
         return out
 
-
-def _returns_tuple(fn) -> bool:
-    """A library function whose rule gives a tuple (np.linalg.slogdet): an item of its result
-    takes its adjoint by add_at, as an item of a user function's tuple does."""
-    try:
-        found = lookup(fn)
-    except TypeError:  # an unhashable callable
-        return False
-    return found is not None and found.kind == "rule" and found.tuple_result
