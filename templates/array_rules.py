@@ -89,6 +89,12 @@ from s2s.runtime import (
     var_dot,
     zeros_like,
 )
+from s2s.runtime.statistics import (
+    nan_reduction_options,
+    quantile_options,
+    quantile_q_refused,
+    quantile_weights,
+)
 
 # ---- reductions -------------------------------------------------------------------
 # Generated code calls runtime.reduce_<name> where a reduction takes an axis, keepdims or
@@ -584,6 +590,70 @@ def full(y, shape, fill_value, dtype=None):
 def full_like(y, a, fill_value, dtype=None, order="K", subok=True, shape=None):
     y_dot = np.full_like(a, fill_value_dot, dtype, shape=shape)
     fill_value_bar += np.sum(y_bar)
+
+
+
+# ---- statistics (session 21): order statistics, NaN-aware reductions ----------------
+# np.quantile(a, q, axis) is np.sum(W * a, axis) with W (runtime.quantile_weights) piecewise
+# constant in a: its derivative is W's weighted sum of tangents, its adjoint W times y_bar spread
+# back over the axis. Numba's own take no axis: under Numba generated code calls runtime.quantile.
+
+
+@rule(np.quantile, runtime.quantile, pure=True, fresh=True, options=quantile_options)
+@primitive(np.quantile, numba=runtime.quantile, numba_always=True)
+def quantile(y, a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False):
+    """The linear method, one number q (a constant of the derivative: a q that depends on a
+    differentiated input is refused). Ties: the weight goes to the equal elements in index order
+    (a stable sort), a valid subgradient."""
+    w = quantile_weights(a, q, axis)
+    y_dot = np.sum(w * a_dot, axis=axis, keepdims=keepdims) + quantile_q_refused(q_dot)
+    a_bar += w * sum_bar(y_bar, a, axis, keepdims)
+    q_bar += quantile_q_refused(q)
+
+
+@rule(np.percentile, runtime.percentile, pure=True, fresh=True, options=quantile_options)
+@primitive(np.percentile, numba=runtime.percentile, numba_always=True)
+def percentile(y, a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False):
+    """np.quantile's rule at q / 100."""
+    w = quantile_weights(a, q / 100.0, axis)
+    y_dot = np.sum(w * a_dot, axis=axis, keepdims=keepdims) + quantile_q_refused(q_dot)
+    a_bar += w * sum_bar(y_bar, a, axis, keepdims)
+    q_bar += quantile_q_refused(q)
+
+
+@rule(np.median, runtime.median, pure=True, fresh=True, options=quantile_options)
+@primitive(np.median, numba=runtime.median, numba_always=True)
+def median(y, a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    """np.quantile's rule at q = 0.5: of an even count, half to each middle element."""
+    w = quantile_weights(a, 0.5, axis)
+    y_dot = np.sum(w * a_dot, axis=axis, keepdims=keepdims)
+    a_bar += w * sum_bar(y_bar, a, axis, keepdims)
+
+
+# NaN entries contribute nothing to np.nansum and np.nanmean: their derivative is 0.
+@rule(np.nansum, runtime.nansum, pure=True, fresh=True, options=nan_reduction_options)
+@primitive(np.nansum, numba=runtime.nansum)
+def nansum(y, a, axis=None, dtype=None, out=None, keepdims=False):
+    kept = np.where(np.isnan(a), 0.0, 1.0)
+    y_dot = np.sum(kept * a_dot, axis=axis, keepdims=keepdims)
+    a_bar += kept * sum_bar(y_bar, a, axis, keepdims)
+
+
+@rule(np.nanmean, runtime.nanmean, pure=True, fresh=True, options=nan_reduction_options)
+@primitive(np.nanmean, numba=runtime.nanmean)
+def nanmean(y, a, axis=None, dtype=None, out=None, keepdims=False):
+    """The mean of the entries that are not NaN: each has weight 1 / their count."""
+    kept = np.where(np.isnan(a), 0.0, 1.0)
+    count = np.sum(kept, axis=axis, keepdims=keepdims)
+    y_dot = np.sum(kept * a_dot, axis=axis, keepdims=keepdims) / count
+    a_bar += kept * sum_bar(y_bar / count, a, axis, keepdims)
+
+
+@rule(np.nan_to_num, pure=True, fresh=True)
+def nan_to_num(y, x, copy=True, nan=0.0, posinf=None, neginf=None):
+    """1 where x is finite, 0 where NaN or an infinity is replaced (by constants)."""
+    y_dot = np.where(np.isfinite(x), x_dot, 0.0)
+    x_bar += unbroadcast(np.where(np.isfinite(x), y_bar, 0.0), x)
 
 
 DECLARATIONS = [

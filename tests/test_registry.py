@@ -235,6 +235,18 @@ EXAMPLES = {
     runtime.batched_transpose: ("A", "runtime.batched_transpose(A, None)"),
     runtime.batched_reshape: ("A", "runtime.batched_reshape(A, (3,))"),
     runtime.batch_example: ("x, y", "runtime.batch_example(x, y)"),
+    # statistics (session 21)
+    np.quantile: ("x, A", "np.quantile(x, 0.3) * x + np.sum(np.quantile(A, 0.6, axis=0) ** 2)"),
+    runtime.quantile: ("A", "runtime.quantile(A, 0.3, 1, keepdims=True) * A"),
+    np.percentile: ("x, A", "np.percentile(x, 30.0) * x + np.sum(np.percentile(A, 75, axis=1) ** 2)"),
+    runtime.percentile: ("A", "runtime.percentile(A, 40.0, 0) ** 2"),
+    np.median: ("x, A", "np.median(x) * x + np.sum(np.median(A, axis=1, keepdims=True) * A)"),
+    runtime.median: ("A", "runtime.median(A, 0) ** 2"),
+    np.nansum: ("x, A", "np.nansum(x) * x + np.sum(np.nansum(A, axis=0) ** 2)"),
+    runtime.nansum: ("A", "runtime.nansum(A, 1, keepdims=True) * A"),
+    np.nanmean: ("x, A", "np.nanmean(x) * x + np.sum(np.nanmean(A, axis=0) ** 2)"),
+    runtime.nanmean: ("A", "runtime.nanmean(A, 1) ** 2"),
+    np.nan_to_num: ("x", "np.nan_to_num(x) * x"),
 }
 
 

@@ -1,0 +1,84 @@
+"""Overloads of the helpers of order statistics and NaN-aware reductions (runtime/statistics.py).
+
+They reuse the reductions' static-axis machinery (_axis_overload): the reduced axes moved last
+and merged, so that np.quantile's weights are computed for the rows of a matrix."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import types
+from numba.core.errors import TypingError
+from numba.extending import overload, register_jitable
+
+from ... import runtime as rt
+from .reductions import _axis_overload, _float_of
+
+
+@register_jitable
+def _weight_rows(r, q):
+    """Each row's quantile weights (runtime.quantile_weights): a stable sort of the row."""
+    if not (q >= 0.0 and q <= 1.0):
+        raise ValueError("Quantiles must be in the range [0, 1]")
+    m, n = r.shape
+    w = np.zeros((m, n))
+    position = q * (n - 1)
+    lo = int(np.floor(position))
+    hi = min(lo + 1, n - 1)
+    t = position - lo
+    for i in range(m):
+        order = np.argsort(r[i], kind="mergesort")  # stable, as NumPy's kind="stable"
+        w[i, order[lo]] += 1.0 - t
+        w[i, order[hi]] += t
+    return w
+
+
+def _number(name, q):
+    if not isinstance(q, (types.Number, types.Omitted)):
+        raise TypingError(f"s2s: under jit, {name} takes one number q (several: call it once per q)")
+
+
+def _linear(name, t):
+    method, out = t.get("method", "linear"), t.get("out")
+    value = getattr(method, "literal_value", getattr(method, "value", method))
+    if value != "linear":
+        raise TypingError(f"s2s: under jit, {name} takes the linear method only")
+    if out is not None and not isinstance(out, types.NoneType) and getattr(out, "value", 0) is not None:
+        raise TypingError(f"s2s: under jit, {name} takes no out=")
+
+
+@_axis_overload(rt.quantile_weights, "x")
+def _quantile_weights(t, ax):
+    if not isinstance(t["x"], types.Array):
+        raise TypingError("s2s: under jit, np.quantile takes an array")
+    _number("np.quantile", t["q"])
+    return ["shape = x.shape", f"w = _weight_rows({ax.rows('x')}, q).astype(dtype)",
+            f"return {ax.unmove('w')}"], {"_weight_rows": _weight_rows, "dtype": _float_of(t["x"])}
+
+
+def _quantile_primal(name, q):
+    def build(t, ax):
+        _linear(name, t)
+        return [f"return rt.reduce_sum(rt.quantile_weights(a, {q}, {ax.axis}) * a, {ax.axis}, {ax.keep})"], {}
+    return build
+
+
+_axis_overload(rt.quantile, "a")(_quantile_primal("np.quantile", "q"))
+_axis_overload(rt.percentile, "a")(_quantile_primal("np.percentile", "q / 100.0"))
+_axis_overload(rt.median, "a")(_quantile_primal("np.median", "0.5"))
+
+
+@overload(rt.quantile_q_refused)
+def _quantile_q_refused(q):
+    raise TypingError("s2s: np.quantile, np.percentile and np.median are not differentiated with respect to q, "
+                      "which depends on a differentiated input here: make q a constant of the derivative")
+
+
+@_axis_overload(rt.nansum, "a")
+def _nansum(t, ax):
+    return [f"return rt.reduce_sum(np.where(np.isnan(a), 0.0, a), {ax.axis}, {ax.keep})"], {}
+
+
+@_axis_overload(rt.nanmean, "a")
+def _nanmean(t, ax):
+    return [f"return rt.reduce_sum(np.where(np.isnan(a), 0.0, a), {ax.axis}, {ax.keep}) "
+            f"/ rt.reduce_sum(np.where(np.isnan(a), 0.0, 1.0), {ax.axis}, {ax.keep})"], {}

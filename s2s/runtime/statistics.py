@@ -1,0 +1,91 @@
+"""Helpers of the rules for order statistics and NaN-aware reductions (templates/array_rules.py,
+section "statistics (session 21)"): np.quantile, np.percentile and np.median, np.nansum and
+np.nanmean. Their Numba overloads are in overloads/statistics.py."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["quantile_weights", "quantile_q_refused", "quantile", "percentile", "median", "nansum", "nanmean",
+           "quantile_options", "nan_reduction_options"]
+
+
+def quantile_options(q=None, axis=None, out=None, overwrite_input=False, method="linear", **_) -> str | None:
+    """np.quantile, np.percentile and np.median are differentiated with the linear method, one
+    number q and an int axis or none (rules: Facts.options)."""
+    if method != "linear":
+        return f"method={method!r} is not differentiated (the default, 'linear', is)"
+    if isinstance(q, (tuple, list)):
+        return "several quantiles at once are not differentiated: call the function once per q"
+    if isinstance(axis, (tuple, list)):
+        return "a tuple of axes is not differentiated: reshape the axes into one first"
+    if out is not None:
+        return "out= is not differentiated: use the returned value"
+    return None
+
+
+def nan_reduction_options(dtype=None, out=None, **_) -> str | None:
+    if dtype is not None or out is not None:
+        return "dtype= and out= are not differentiated: convert the argument, use the returned value"
+    return None
+
+
+def quantile_weights(x, q, axis=None):
+    """W of x's shape with np.quantile(x, q, axis) == np.sum(W * x, axis) (NumPy's 'linear'
+    method): 1 - t on the element of sorted position floor(q (n - 1)), t on the next. The
+    positions are those of a stable argsort, so at ties the weight goes to the equal elements
+    in index order (a valid subgradient). W is piecewise constant in x: its derivative is 0.
+    q: one number in [0, 1]."""
+    if np.ndim(q) != 0:
+        raise ValueError("s2s: quantiles are differentiated for one number q at a time")
+    if isinstance(axis, (tuple, list)):
+        raise ValueError("s2s: quantiles are differentiated over one axis or all: reshape the axes into one first")
+    q = float(q)
+    if not 0.0 <= q <= 1.0:
+        raise ValueError("Quantiles must be in the range [0, 1]")
+    x = np.asarray(x)
+    moved = np.ravel(x) if axis is None else np.moveaxis(x, axis, -1)
+    n = moved.shape[-1]
+    rows = np.reshape(moved, (-1, n))
+    order = np.argsort(rows, axis=-1, kind="stable")
+    position = q * (n - 1)
+    lo = int(np.floor(position))
+    hi = min(lo + 1, n - 1)
+    t = position - lo
+    w = np.zeros(rows.shape, dtype=np.result_type(x, 1.0))
+    every = np.arange(rows.shape[0])
+    w[every, order[:, lo]] += 1.0 - t
+    w[every, order[:, hi]] += t
+    if axis is None:
+        return np.reshape(w, x.shape)
+    return np.moveaxis(np.reshape(w, moved.shape), -1, axis)
+
+
+def quantile_q_refused(q):
+    """Where q depends on a differentiated input: the rules do not differentiate in q (their
+    q lines call this, so the call is refused there)."""
+    raise ValueError("s2s: np.quantile, np.percentile and np.median are not differentiated with respect to q, "
+                     "which depends on a differentiated input here: make q a constant of the derivative")
+
+
+# The primals under Numba (whose own take no axis): the weighted sum, as NumPy's lerp up to rounding.
+
+
+def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False):
+    return np.quantile(a, q, axis=axis, method=method, keepdims=keepdims)
+
+
+def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False):
+    return np.percentile(a, q, axis=axis, method=method, keepdims=keepdims)
+
+
+def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    return np.median(a, axis=axis, keepdims=keepdims)
+
+
+def nansum(a, axis=None, dtype=None, out=None, keepdims=False):
+    return np.nansum(a, axis=axis, keepdims=keepdims)
+
+
+def nanmean(a, axis=None, dtype=None, out=None, keepdims=False):
+    return np.nanmean(a, axis=axis, keepdims=keepdims)

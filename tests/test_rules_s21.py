@@ -1,0 +1,190 @@
+"""Rules of session 21: np.quantile, np.percentile, np.median, np.nansum, np.nanmean,
+np.nan_to_num (and the further sections below). Gradients (s2s.grad) and tangents (s2s.jvp)
+against central finite differences in float64 or closed forms; the many edge cases on the python
+backend, each function compiled under s2s.jit (cpu) once; refusals of what the rules do not take."""
+
+import numpy as np
+import pytest
+
+import s2s
+from finite_differences import central_difference_grad
+
+_rng = np.random.default_rng(21)
+
+
+def check(fun, args, argnums=0, backend="python", rtol=1e-6, atol=1e-8):
+    """grad of the scalar fun(*args) in args[argnums] and its jvp along a random tangent, against
+    central differences."""
+    got = s2s.jit(s2s.grad(fun, argnums=argnums), backend=backend)(*args)
+    want = central_difference_grad(fun, args, argnums)
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+    tangent = _rng.standard_normal(np.shape(args[argnums]))
+    tangents = tuple(tangent if k == argnums else 0.0 * np.asarray(a) for k, a in enumerate(args))
+    value, out_dot = s2s.jvp(fun, tuple(args), tangents, backend=backend)
+    assert value == pytest.approx(fun(*args), rel=1e-12)
+    assert out_dot == pytest.approx(np.sum(want * tangent), rel=rtol, abs=atol)
+    return got
+
+
+# ---- quantile, percentile, median ----------------------------------------------------------
+# Distinct values (no ties) so that central differences see one smooth piece.
+
+ODD = _rng.permutation(np.linspace(0.1, 0.9, 7)) + 0.01 * _rng.random(7)
+EVEN = _rng.permutation(np.linspace(0.1, 0.9, 6)) + 0.01 * _rng.random(6)
+MATRIX = _rng.random((4, 5))
+WEIGHTS = _rng.standard_normal(7)
+
+
+@pytest.mark.parametrize("q", [0.0, 0.13, 0.5, 0.77, 1.0])
+@pytest.mark.parametrize("x", [ODD, EVEN], ids=["odd", "even"])
+def test_quantile_of_a_vector(q, x):
+    check(vector_quantile_funs[q], (x,))
+
+
+# s2s reads a function's source: module-level functions, one per q.
+def quantile_q0(x):
+    return np.quantile(x, 0.0) ** 2 + np.sum(x * x[::-1])
+
+
+def quantile_q13(x):
+    return np.quantile(x, 0.13) ** 2 + np.sum(x * x[::-1])
+
+
+def percentile_q50(x):
+    return np.percentile(x, 50.0) ** 2 + np.sum(x * x[::-1])
+
+
+def quantile_q77(x):
+    return np.quantile(x, 0.77) ** 2 + np.sum(x * x[::-1])
+
+
+def percentile_q100(x):
+    return np.percentile(x, 100) ** 2 + np.sum(x * x[::-1])
+
+
+vector_quantile_funs = {0.0: quantile_q0, 0.13: quantile_q13, 0.5: percentile_q50, 0.77: quantile_q77,
+                        1.0: percentile_q100}
+
+
+def median_vector(x):
+    return np.median(x) * np.sum(x)
+
+
+def quantile_axes(A):
+    return (np.sum(np.median(A, axis=0) ** 2) + np.sum(np.quantile(A, 0.3, axis=1, keepdims=True) * A)
+            + np.sum(np.percentile(A, 90.0, axis=-1) * A[:, 0]) + np.median(A, keepdims=True)[0, 0] ** 3
+            + np.sum(np.quantile(A, 0.6, -2, keepdims=True) ** 2))
+
+
+@pytest.mark.parametrize("x", [ODD, EVEN], ids=["odd", "even"])
+def test_median_of_a_vector(x):
+    check(median_vector, (x,))
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_quantiles_along_axes_and_keepdims(backend):
+    check(quantile_axes, (MATRIX,), backend=backend)
+    check(quantile_q13, (ODD,), backend=backend)
+
+
+def test_quantile_of_a_stack_of_matrices():
+    A = _rng.random((2, 3, 4))
+
+    def stacked(A):
+        return np.sum(np.quantile(A, 0.4, axis=1) ** 2) + np.sum(np.median(A, axis=2, keepdims=True) * A)
+    check(stacked, (A,))
+
+
+def median_squared(x):
+    return np.median(x) ** 2
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_ties_go_to_the_first_equal_element(backend):
+    """At a tie the derivative is one subgradient: the weight goes to the equal elements in
+    index order (a stable sort): of [2, 1, 2, 3, 0] the median 2 is x[0]'s."""
+    x = np.array([2.0, 1.0, 2.0, 3.0, 0.0])
+    got = s2s.jit(s2s.grad(median_squared), backend=backend)(x)
+    np.testing.assert_array_equal(got, [4.0, 0.0, 0.0, 0.0, 0.0])
+
+
+def quantile_hessian_case(x):
+    return np.quantile(x, 0.3) ** 2 + np.median(x) * np.sum(x)
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_quantile_second_order(backend):
+    """Closed form: the weights w are constant, so the Hessian of q(x)^2 is 2 w w^T and that of
+    median(x) * sum(x) is m 1^T + 1 m^T."""
+    x = np.array([0.5, 0.1, 0.9, 0.3, 0.7, 0.2])
+    w = np.array([0.0, 0.0, 0.0, 0.5, 0.0, 0.5])  # q = 0.3 of 6: position 1.5 of the sorted (0.2, 0.3)
+    m = np.array([0.5, 0.0, 0.0, 0.5, 0.0, 0.0])  # the median: half each to 0.3 and 0.5
+    want = 2.0 * np.outer(w, w) + np.outer(m, np.ones(6)) + np.outer(np.ones(6), m)
+    np.testing.assert_allclose(s2s.jit(s2s.hessian(quantile_hessian_case), backend=backend)(x), want)
+
+
+def q_of_x(x):
+    return np.quantile(x, x[0] * 0.1)
+
+
+def nearest(x):
+    return np.quantile(x, 0.3, method="nearest")
+
+
+def several(x):
+    return np.quantile(x, (0.3, 0.5))[0]
+
+
+def axes_tuple(A):
+    return np.sum(np.median(A, axis=(0, 1)))
+
+
+@pytest.mark.parametrize("fun, words", [(q_of_x, "not differentiated with respect to q"),
+                                        (nearest, "method='nearest'"), (several, "one number q"),
+                                        (axes_tuple, "one axis or all")])
+def test_quantile_refusals(fun, words):
+    x = MATRIX if fun is axes_tuple else ODD
+    with pytest.raises(s2s.S2SError, match=words):
+        s2s.grad(fun)(x)
+
+
+# ---- nansum, nanmean, nan_to_num ---------------------------------------------------------
+
+WITH_NAN = np.array([[0.3, np.nan, 0.8], [np.nan, 0.2, 0.5], [0.9, 0.4, np.nan], [0.1, 0.6, 0.7]])
+
+
+def nan_reductions(A):
+    """A reaches the result through the NaN-aware reductions alone (A * A at a NaN would give the
+    chain rule's NaN * 0 = NaN there, as in JAX)."""
+    return (np.nansum(A) ** 2 + np.sum(np.nanmean(A, axis=0) ** 2) + np.sum(np.nansum(A, axis=1, keepdims=True) ** 3)
+            + np.nanmean(A) * np.nansum(A, 0)[1] + np.sum(np.nanmean(A, -1, keepdims=True) * np.arange(4.0)[:, None]))
+
+
+def nan_to_num_case(x):
+    return (np.sum(np.nan_to_num(x * 2.0, posinf=2.0, neginf=-1.0) ** 2)
+            + np.sum(np.nan_to_num(x, nan=1.5, posinf=3.0, neginf=-3.0) * np.arange(6.0)))
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_nan_reductions(backend):
+    """NaN entries are skipped: their derivative is 0 (central differences see no change either)."""
+    got = s2s.jit(s2s.grad(nan_reductions), backend=backend)(WITH_NAN)
+    want = central_difference_grad(nan_reductions, (WITH_NAN,), 0)
+    assert np.all(got[np.isnan(WITH_NAN)] == 0.0)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8)
+    tangent = _rng.standard_normal(WITH_NAN.shape)
+    _, out_dot = s2s.jvp(nan_reductions, (WITH_NAN,), (tangent,), backend=backend)
+    assert out_dot == pytest.approx(np.sum(want * tangent), rel=1e-6)
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_nan_to_num(backend):
+    """1 where x is finite, 0 where NaN or an infinity is replaced by a constant."""
+    x = np.array([0.4, np.nan, np.inf, -0.7, -np.inf, 1.2])
+    got = s2s.jit(s2s.grad(nan_to_num_case), backend=backend)(x)
+    want = central_difference_grad(nan_to_num_case, (x,), 0)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8)
+    assert np.all(got[~np.isfinite(x)] == 0.0)
+    tangent = _rng.standard_normal(6)
+    _, out_dot = s2s.jvp(nan_to_num_case, (x,), (tangent,), backend=backend)
+    assert out_dot == pytest.approx(np.sum(want * tangent), rel=1e-6)
