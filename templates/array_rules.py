@@ -90,6 +90,9 @@ from s2s.runtime import (
     zeros_like,
 )
 from s2s.runtime.statistics import (
+    average_options,
+    average_weights,
+    average_weights_bar,
     nan_reduction_options,
     quantile_options,
     quantile_q_refused,
@@ -654,6 +657,31 @@ def nan_to_num(y, x, copy=True, nan=0.0, posinf=None, neginf=None):
     """1 where x is finite, 0 where NaN or an infinity is replaced (by constants)."""
     y_dot = np.where(np.isfinite(x), x_dot, 0.0)
     x_bar += unbroadcast(np.where(np.isfinite(x), y_bar, 0.0), x)
+
+
+
+@rule(np.ptp, runtime.ptp, pure=True, fresh=True)
+@primitive(np.ptp, numba=runtime.ptp)
+def ptp(y, a, axis=None, out=None, keepdims=False):
+    """np.max - np.min; ties share the derivative equally, as np.max's rule."""
+    hi = np.max(a, axis=axis, keepdims=keepdims)
+    lo = np.min(a, axis=axis, keepdims=keepdims)
+    y_dot = max_dot(a_dot, hi, a, axis, keepdims) - max_dot(a_dot, lo, a, axis, keepdims)
+    a_bar += max_bar(y_bar, hi, a, axis, keepdims) - max_bar(y_bar, lo, a, axis, keepdims)
+
+
+@rule(np.average, runtime.average, pure=True, fresh=True, options=average_options)
+@primitive(np.average, numba=runtime.average, numba_always=True)
+def average(y, a, axis=None, weights=None, returned=False, keepdims=False):
+    """sum(w a) / sum(w), w the weights spread to a's shape (average_weights, linear in weights);
+    in w the derivative is (a - y) / sum(w). Weights may be differentiated too."""
+    w = average_weights(a, weights, axis)
+    total = np.sum(w, axis=axis, keepdims=keepdims)
+    centered = a - sum_bar(y, a, axis, keepdims)
+    y_dot = (np.sum(w * a_dot, axis=axis, keepdims=keepdims)
+             + np.sum(average_weights(a, weights_dot, axis) * centered, axis=axis, keepdims=keepdims)) / total
+    a_bar += w * sum_bar(y_bar / total, a, axis, keepdims)
+    weights_bar += average_weights_bar(centered * sum_bar(y_bar / total, a, axis, keepdims), a, weights, axis)
 
 
 DECLARATIONS = [

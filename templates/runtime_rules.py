@@ -90,6 +90,8 @@ from s2s.runtime import (
     tree_add,
     unbroadcast,
     weighted,
+    average_weights,
+    average_weights_bar,
     unpack_bar,
     var_bar,
     vstack_bar,
@@ -551,3 +553,16 @@ DECLARATIONS += [primitive(runtime.pair_differences, pure=True, fresh=True)]
 # np.quantile's weights are piecewise constant in x (which element sits at which sorted position
 # changes only at ties): their derivative is 0. quantile_q_refused raises where it runs.
 DECLARATIONS += [nondifferentiable(runtime.quantile_weights, runtime.quantile_q_refused, pure=True, fresh=True)]
+
+
+@rule(runtime.average_weights, pure=True, fresh=True, shape_argument=0)
+def average_weights_(w, a, weights, axis=None):
+    """Linear in the weights; a gives the shape only."""
+    w_dot = average_weights(a, weights_dot, axis)
+    weights_bar += average_weights_bar(w_bar, a, weights, axis)
+
+
+@rule(runtime.average_weights_bar, pure=True, fresh=True)
+def average_weights_bar_(r, g, a, weights, axis=None):
+    r_dot = average_weights_bar(g_dot, a, weights, axis)
+    g_bar += average_weights(g, r_bar, axis)

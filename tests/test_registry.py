@@ -247,6 +247,12 @@ EXAMPLES = {
     np.nanmean: ("x, A", "np.nanmean(x) * x + np.sum(np.nanmean(A, axis=0) ** 2)"),
     runtime.nanmean: ("A", "runtime.nanmean(A, 1) ** 2"),
     np.nan_to_num: ("x", "np.nan_to_num(x) * x"),
+    np.ptp: ("x, A", "np.ptp(x) * x + np.sum(np.ptp(A, axis=0) ** 2)"),
+    runtime.ptp: ("A", "runtime.ptp(A, 1, keepdims=True) * A"),
+    np.average: ("x, y, A", "np.average(x, weights=y) * x + np.sum(np.average(A, 1, x) ** 2) + np.average(A)"),
+    runtime.average: ("A, x", "runtime.average(A, 0, x * x) ** 2"),
+    runtime.average_weights: ("A, x", "runtime.average_weights(A, x, 1) * A"),
+    runtime.average_weights_bar: ("A, x", "runtime.average_weights_bar(A * A, A, x, 0) * x"),
 }
 
 

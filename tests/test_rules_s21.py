@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import s2s
+import s2s.testing
 from finite_differences import central_difference_grad
 
 _rng = np.random.default_rng(21)
@@ -188,3 +189,56 @@ def test_nan_to_num(backend):
     tangent = _rng.standard_normal(6)
     _, out_dot = s2s.jvp(nan_to_num_case, (x,), (tangent,), backend=backend)
     assert out_dot == pytest.approx(np.sum(want * tangent), rel=1e-6)
+
+
+# ---- ptp, average ----------------------------------------------------------------------------
+
+WV = _rng.random(4) + 0.5
+WA = _rng.random((3, 4)) + 0.5
+
+
+def ptp_and_average(A, wv, W):
+    return (np.ptp(A) ** 2 + np.sum(np.ptp(A, axis=0) ** 2) + np.sum(np.ptp(A, 1, keepdims=True) * A)
+            + np.average(A) ** 2 + np.sum(np.average(A, axis=1, weights=wv) ** 2)
+            + np.average(A, weights=W) ** 3 + np.sum(np.average(A, 0, W, keepdims=True) * A))
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_ptp_and_average_in_values_and_weights(backend):
+    args = (_rng.random((3, 4)), WV, WA)
+    grads = s2s.jit(s2s.grad(ptp_and_average, argnums=(0, 1, 2)), backend=backend)(*args)
+    tangents = tuple(_rng.standard_normal(np.shape(a)) for a in args)
+    _, out_dot = s2s.jvp(ptp_and_average, args, tangents, backend=backend)
+    directional = 0.0
+    for k in range(3):
+        want = central_difference_grad(ptp_and_average, args, k)
+        np.testing.assert_allclose(grads[k], want, rtol=1e-6, atol=1e-8)
+        directional += np.sum(want * tangents[k])
+    assert out_dot == pytest.approx(directional, rel=1e-6)
+
+
+def ptp_ties(x):
+    return np.ptp(x)
+
+
+def test_ptp_ties_share_as_max_does():
+    """[1, 3, 3, 0, 0]: the max 3 twice, the min 0 twice; each tie shares its derivative equally."""
+    got = s2s.grad(ptp_ties)(np.array([1.0, 3.0, 3.0, 0.0, 0.0]))
+    np.testing.assert_array_equal(got, [0.0, 0.5, 0.5, -0.5, -0.5])
+
+
+def average_squared_weights(wv):
+    return np.average(WA, axis=1, weights=wv * wv) @ np.arange(3.0)
+
+
+def test_average_second_order_in_weights():
+    s2s.testing.check_grads(average_squared_weights, (WV,), order=2, backend="python")
+
+
+def average_returned(A):
+    return np.average(A, returned=True)[0]
+
+
+def test_average_returned_is_refused():
+    with pytest.raises(s2s.S2SError, match="returned=True"):
+        s2s.grad(average_returned)(WA)

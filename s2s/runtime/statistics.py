@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["quantile_weights", "quantile_q_refused", "quantile", "percentile", "median", "nansum", "nanmean",
-           "quantile_options", "nan_reduction_options"]
+           "quantile_options", "nan_reduction_options", "ptp", "average", "average_options", "average_weights",
+           "average_weights_bar"]
 
 
 def quantile_options(q=None, axis=None, out=None, overwrite_input=False, method="linear", **_) -> str | None:
@@ -89,3 +90,47 @@ def nansum(a, axis=None, dtype=None, out=None, keepdims=False):
 
 def nanmean(a, axis=None, dtype=None, out=None, keepdims=False):
     return np.nanmean(a, axis=axis, keepdims=keepdims)
+
+
+# ---- np.ptp, np.average ------------------------------------------------------------------
+
+
+def ptp(a, axis=None, out=None, keepdims=False):
+    return np.ptp(a, axis=axis, keepdims=keepdims)
+
+
+def average(a, axis=None, weights=None, returned=False, keepdims=False):
+    return np.average(a, axis=axis, weights=weights, keepdims=keepdims)
+
+
+def average_options(returned=False, axis=None, **_) -> str | None:
+    if returned is not False:
+        return "returned=True is not differentiated: compute the sum of the weights with np.sum"
+    if isinstance(axis, (tuple, list)):
+        return "np.average over a tuple of axes is not differentiated: reshape the axes into one first"
+    return None
+
+
+def average_weights(a, weights, axis=None):
+    """np.average's weights as a float array of a's shape: ones where there are none; a 1-d
+    array of a.shape[axis] weights spread along that axis, as NumPy reads it. Linear in weights."""
+    shape = np.shape(a)
+    if weights is None:
+        return np.ones(shape)
+    w = np.asarray(weights) * 1.0
+    if w.shape == shape:
+        return w
+    if isinstance(axis, (tuple, list)) or axis is None or w.ndim != 1:
+        raise ValueError("s2s: np.average's weights differ in shape from a: give one weight per element, "
+                         "or a 1-d array of weights along an int axis")
+    along = [1] * len(shape)
+    along[axis] = w.shape[0]
+    return np.broadcast_to(np.reshape(w, along), shape) * 1.0
+
+
+def average_weights_bar(g, a, weights, axis=None):
+    """Adjoint of average_weights in weights: g (a's shape) summed back to the weights' shape."""
+    if np.shape(weights) == np.shape(g):
+        return g
+    ndim = np.ndim(g)
+    return np.sum(g, axis=tuple(k for k in range(ndim) if k != axis % ndim))

@@ -11,7 +11,7 @@ from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
 
 from ... import runtime as rt
-from .reductions import _axis_overload, _float_of
+from .reductions import _axis_overload, _float_of, _tuple_source
 
 
 @register_jitable
@@ -82,3 +82,49 @@ def _nansum(t, ax):
 def _nanmean(t, ax):
     return [f"return rt.reduce_sum(np.where(np.isnan(a), 0.0, a), {ax.axis}, {ax.keep}) "
             f"/ rt.reduce_sum(np.where(np.isnan(a), 0.0, 1.0), {ax.axis}, {ax.keep})"], {}
+
+
+# ---- np.ptp, np.average ------------------------------------------------------------------
+
+
+@_axis_overload(rt.ptp, "a")
+def _ptp(t, ax):
+    return [f"return rt.reduce_max(a, {ax.axis}, {ax.keep}) - rt.reduce_min(a, {ax.axis}, {ax.keep})"], {}
+
+
+@_axis_overload(rt.average, "a")
+def _average(t, ax):
+    returned = t.get("returned", False)
+    if getattr(returned, "literal_value", getattr(returned, "value", returned)) is not False:
+        raise TypingError("s2s: under jit, np.average takes no returned=True")
+    return [f"w = rt.average_weights(a, weights, {ax.axis})",
+            f"return rt.reduce_sum(w * a, {ax.axis}, {ax.keep}) / rt.reduce_sum(w, {ax.axis}, {ax.keep})"], {}
+
+
+def _along(t, ax):
+    """Whether weights are a 1-d array along the one reduced axis (not of a's shape)."""
+    w, a = t["weights"], t["a"]
+    if isinstance(w, types.Array) and w.ndim == ax.ndim:
+        return False
+    if not (isinstance(w, types.Array) and w.ndim == 1 and len(ax.axes) == 1 and t.get("axis") is not None):
+        raise TypingError("s2s: under jit, np.average takes weights of a's shape, or 1-d along an int axis")
+    return True
+
+
+@_axis_overload(rt.average_weights, "a")
+def _average_weights(t, ax):
+    from .common import _is_none
+    if _is_none(t["weights"]):
+        return ["return np.ones(a.shape)"], {}
+    if not _along(t, ax):
+        return ["return weights * 1.0"], {}
+    along = _tuple_source("weights.shape[0]" if k == ax.axes[0] else "1" for k in range(ax.ndim))
+    return [f"return np.zeros(a.shape) + weights.reshape({along})"], {}
+
+
+@_axis_overload(rt.average_weights_bar, "a")
+def _average_weights_bar(t, ax):
+    if not _along(t, ax):
+        return ["return g"], {}
+    others = _tuple_source(str(k) for k in range(ax.ndim) if k != ax.axes[0])
+    return [f"return rt.reduce_sum(g, {others}, False)"], {}
