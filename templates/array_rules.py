@@ -8,7 +8,7 @@ import operator
 import numpy as np
 
 from s2s import runtime
-from s2s.rules import nondifferentiable, primitive, refuse_when_active, rule
+from s2s.rules import WHERE_INDICES, nondifferentiable, primitive, refuse_when_active, rule
 from s2s.runtime import (
     array_bar,
     clip_inside,
@@ -90,6 +90,7 @@ from s2s.runtime import (
     zeros_like,
 )
 from s2s.runtime.statistics import (
+    take_bar,
     average_options,
     average_weights,
     average_weights_bar,
@@ -684,6 +685,15 @@ def average(y, a, axis=None, weights=None, returned=False, keepdims=False):
     weights_bar += average_weights_bar(centered * sum_bar(y_bar / total, a, axis, keepdims), a, weights, axis)
 
 
+
+@rule(np.take, runtime.take_axis, pure=True, fresh=True)
+@primitive(np.take, numba=runtime.take_axis)
+def take(y, a, indices, axis=None, out=None, mode="raise"):
+    """Linear in a; indices are integers (no derivative). Repeated indices accumulate."""
+    y_dot = np.take(a_dot, indices, axis)
+    a_bar += take_bar(y_bar, a, indices, axis)
+
+
 DECLARATIONS = [
     nondifferentiable(np.zeros, np.ones, pure=True, creates=True),
     nondifferentiable(np.empty, np.eye, np.identity, creates=True),
@@ -691,6 +701,8 @@ DECLARATIONS = [
     nondifferentiable(np.shape, pure=True),
     nondifferentiable(np.ndim, np.size, np.argmax, np.argmin, np.argsort, np.searchsorted, np.count_nonzero),
     nondifferentiable(np.any, np.all, reduction=True),
+    # (session 21) np.where(condition) and np.nonzero: integer index arrays (x[np.where(x > 0.5)]).
+    nondifferentiable(WHERE_INDICES, np.nonzero, np.flatnonzero, np.argwhere),
     # x.astype(int): frontend/expressions.py lowers it to this (its result is an integer array).
     nondifferentiable(runtime.astype_integer, pure=True, integer="always", broadcasts=True),
     refuse_when_active(

@@ -90,6 +90,7 @@ from s2s.runtime import (
     tree_add,
     unbroadcast,
     weighted,
+    take_bar,
     average_weights,
     average_weights_bar,
     unpack_bar,
@@ -566,3 +567,8 @@ def average_weights_(w, a, weights, axis=None):
 def average_weights_bar_(r, g, a, weights, axis=None):
     r_dot = average_weights_bar(g_dot, a, weights, axis)
     g_bar += average_weights(g, r_bar, axis)
+
+
+@rule(runtime.take_bar, pure=True, fresh=True)
+def take_bar_(r, g, a, indices, axis=None):
+    r_dot = take_bar(g_dot, a, indices, axis)

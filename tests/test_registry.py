@@ -253,6 +253,9 @@ EXAMPLES = {
     runtime.average: ("A, x", "runtime.average(A, 0, x * x) ** 2"),
     runtime.average_weights: ("A, x", "runtime.average_weights(A, x, 1) * A"),
     runtime.average_weights_bar: ("A, x", "runtime.average_weights_bar(A * A, A, x, 0) * x"),
+    np.take: ("x, A", "np.take(x, np.array([0, 2, 2])) * x + np.sum(np.take(A, np.array([1, 0]), axis=1) ** 2)"),
+    runtime.take_axis: ("A", "runtime.take_axis(A, np.array([2, 2, 0]), axis=0) ** 2"),
+    runtime.take_bar: ("x, A", "runtime.take_bar(x * x, A, np.array([1, 1, 2]), 1)"),
 }
 
 

@@ -242,3 +242,52 @@ def average_returned(A):
 def test_average_returned_is_refused():
     with pytest.raises(s2s.S2SError, match="returned=True"):
         s2s.grad(average_returned)(WA)
+
+
+# ---- take, where(condition) ----------------------------------------------------------------
+
+
+def takes(A, x):
+    return (np.sum(np.take(x, np.array([0, 2, 2])) ** 2) + np.sum(np.take(A, np.array([1, 1, 3]), axis=1) ** 2)
+            + np.take(A, 5) ** 3 + np.sum(np.take(A, 2, axis=0) * x[:4])
+            + np.sum(np.take(A, np.array([[0, 1], [2, 2]])) ** 2) + np.sum(np.take(A, np.array([2, 0]), axis=-2) ** 2))
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_take_with_and_without_an_axis(backend):
+    """Repeated indices accumulate; an int index, a 1-d and (axis=None) a 2-d index array."""
+    args = (_rng.random((3, 4)), _rng.random(5))
+    grads = s2s.jit(s2s.grad(takes, argnums=(0, 1)), backend=backend)(*args)
+    tangents = tuple(_rng.standard_normal(np.shape(a)) for a in args)
+    _, out_dot = s2s.jvp(takes, args, tangents, backend=backend)
+    directional = 0.0
+    for k in range(2):
+        want = central_difference_grad(takes, args, k)
+        np.testing.assert_allclose(grads[k], want, rtol=1e-6, atol=1e-8)
+        directional += np.sum(want * tangents[k])
+    assert out_dot == pytest.approx(directional, rel=1e-6)
+
+
+def where_indices(x):
+    return np.sum(x[np.where(x > 0.5)] ** 2)
+
+
+def nonzero_indices(x):
+    return np.sum(x[np.nonzero(x > 0.5)] ** 2) + np.sum(x[np.flatnonzero(x < 0.2)] ** 3)
+
+
+def where_matrix(A):
+    return np.sum(A[np.where(A > 0.5)] ** 2)
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_where_of_a_condition_is_an_index(backend):
+    """x[np.where(x > 0.5)]: np.where's result is integer index arrays, as np.nonzero's. Under jit,
+    x[np.nonzero(m)] (a tuple of one index array) gave every picked element the first one's
+    adjoint before runtime.index_add unwrapped the tuple."""
+    x = np.array([0.3, 0.7, 0.9, 0.1, 0.6])
+    for fun in (where_indices, nonzero_indices):
+        got = s2s.jit(s2s.grad(fun), backend=backend)(x)
+        np.testing.assert_allclose(got, central_difference_grad(fun, (x,), 0), rtol=1e-6, atol=1e-8)
+    A = np.array([[0.3, 0.7, 0.9], [0.8, 0.1, 0.6]])
+    np.testing.assert_allclose(s2s.jit(s2s.grad(where_matrix), backend=backend)(A), 2.0 * A * (A > 0.5))

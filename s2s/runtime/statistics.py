@@ -8,7 +8,7 @@ import numpy as np
 
 __all__ = ["quantile_weights", "quantile_q_refused", "quantile", "percentile", "median", "nansum", "nanmean",
            "quantile_options", "nan_reduction_options", "ptp", "average", "average_options", "average_weights",
-           "average_weights_bar"]
+           "average_weights_bar", "take_axis", "take_bar"]
 
 
 def quantile_options(q=None, axis=None, out=None, overwrite_input=False, method="linear", **_) -> str | None:
@@ -134,3 +134,22 @@ def average_weights_bar(g, a, weights, axis=None):
         return g
     ndim = np.ndim(g)
     return np.sum(g, axis=tuple(k for k in range(ndim) if k != axis % ndim))
+
+
+# ---- np.take -------------------------------------------------------------------------------
+
+
+def take_axis(a, indices, axis=None, out=None, mode="raise"):
+    """np.take (Numba's takes no axis): under Numba generated code calls this instead."""
+    return np.take(a, indices, axis=axis, mode=mode)
+
+
+def take_bar(g, a, indices, axis=None):
+    """Adjoint of np.take(a, indices, axis): g added back where each element came from
+    (repeated indices accumulate)."""
+    out = np.zeros(np.shape(a), dtype=np.result_type(g, 0.0))
+    if axis is None:
+        np.add.at(np.ravel(out), indices, g)  # out is new and contiguous: ravel is a view
+    else:
+        np.add.at(out, (slice(None),) * (axis % np.ndim(a)) + (indices,), g)
+    return out

@@ -128,3 +128,42 @@ def _average_weights_bar(t, ax):
         return ["return g"], {}
     others = _tuple_source(str(k) for k in range(ax.ndim) if k != ax.axes[0])
     return [f"return rt.reduce_sum(g, {others}, False)"], {}
+
+
+# ---- np.take -------------------------------------------------------------------------------
+
+
+def _take_index(t, ax):
+    """a[:, ..., indices] for the one (literal) axis; None for axis=None."""
+    if t.get("axis") is None or isinstance(t.get("axis"), types.NoneType) or len(ax.axes) != 1:
+        return None
+    idx = t["indices"]
+    if not (isinstance(idx, types.Integer) or isinstance(idx, types.Array) and idx.ndim == 1
+            and isinstance(idx.dtype, types.Integer)):
+        raise TypingError("s2s: under jit, np.take along an axis takes an integer or a 1-D integer array")
+    return ax.axes[0]
+
+
+@_axis_overload(rt.take_axis, "a")
+def _take_axis(t, ax):
+    k = _take_index(t, ax)
+    if k is None:
+        return ["return np.take(a, indices)"], {}
+    return [f"return np.ascontiguousarray(a[{':, ' * k}indices])"], {}
+
+
+@_axis_overload(rt.take_bar, "a")
+def _take_bar(t, ax):
+    k = _take_index(t, ax)
+    dtype = _float_of(t["g"])
+    if k is None:
+        return ["out = np.zeros(a.size, dtype)", "flat = np.ravel(np.asarray(indices))",
+                "values = np.ravel(np.asarray(g)) * np.ones(flat.shape)",
+                "for m in range(flat.shape[0]):", "    out[flat[m]] += values[m]",
+                "return out.reshape(np.shape(a))"], {"dtype": dtype}
+    lines = ["out = np.zeros(a.shape, dtype)"]
+    if isinstance(t["indices"], types.Integer):
+        lines += [f"out[{':, ' * k}indices] += g"]
+    else:
+        lines += ["for m in range(indices.shape[0]):", f"    out[{':, ' * k}indices[m]] += g[{':, ' * k}m]"]
+    return lines + ["return out"], {"dtype": dtype}
