@@ -90,6 +90,8 @@ from s2s.runtime import (
     zeros_like,
 )
 from s2s.runtime.statistics import (
+    cross_options,
+    sinc_slope,
     take_bar,
     average_options,
     average_weights,
@@ -692,6 +694,33 @@ def take(y, a, indices, axis=None, out=None, mode="raise"):
     """Linear in a; indices are integers (no derivative). Repeated indices accumulate."""
     y_dot = np.take(a_dot, indices, axis)
     a_bar += take_bar(y_bar, a, indices, axis)
+
+
+
+# ---- elementwise and vector functions (session 21) ----------------------------------
+
+
+@rule(np.heaviside, runtime.heaviside, pure=True, broadcasts=True)
+@primitive(np.heaviside, numba=runtime.heaviside, numba_always=True)
+def heaviside(y, x1, x2):
+    """Piecewise constant in x1 (derivative 0, also at the step); y is x2 where x1 == 0."""
+    y_dot = np.where(x1 == 0.0, x2_dot, 0.0)
+    x2_bar += unbroadcast(np.where(x1 == 0.0, y_bar, 0.0), x2)
+
+
+@rule(np.sinc, pure=True, broadcasts=True)
+def sinc(y, x):
+    """(cos(pi x) - sinc(x)) / x, 0 at x = 0 (runtime.sinc_slope: a series near 0)."""
+    y_dot = sinc_slope(x) * x_dot
+    x_bar += unbroadcast(y_bar * sinc_slope(x), x)
+
+
+@rule(np.cross, pure=True, fresh=True, options=cross_options)
+def cross(z, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    """Of 3-vectors along the last axis (stacks broadcast): bilinear; <g, a x b> = <a, b x g>."""
+    z_dot = np.cross(a_dot, b) + np.cross(a, b_dot)
+    a_bar += unbroadcast(np.cross(b, z_bar), a)
+    b_bar += unbroadcast(np.cross(z_bar, a), b)
 
 
 DECLARATIONS = [

@@ -90,6 +90,7 @@ from s2s.runtime import (
     tree_add,
     unbroadcast,
     weighted,
+    sinc_curvature,
     take_bar,
     average_weights,
     average_weights_bar,
@@ -572,3 +573,9 @@ def average_weights_bar_(r, g, a, weights, axis=None):
 @rule(runtime.take_bar, pure=True, fresh=True)
 def take_bar_(r, g, a, indices, axis=None):
     r_dot = take_bar(g_dot, a, indices, axis)
+
+
+@rule(runtime.sinc_slope, pure=True, fresh=True)
+def sinc_slope_(r, x):
+    """np.sinc's second derivative (runtime.sinc_curvature: a series near 0; no third)."""
+    r_dot = sinc_curvature(x) * x_dot

@@ -256,6 +256,11 @@ EXAMPLES = {
     np.take: ("x, A", "np.take(x, np.array([0, 2, 2])) * x + np.sum(np.take(A, np.array([1, 0]), axis=1) ** 2)"),
     runtime.take_axis: ("A", "runtime.take_axis(A, np.array([2, 2, 0]), axis=0) ** 2"),
     runtime.take_bar: ("x, A", "runtime.take_bar(x * x, A, np.array([1, 1, 2]), 1)"),
+    np.heaviside: ("x, s", "np.heaviside(x - 0.5, s) * x + np.heaviside(x * 0.0, s * s)"),
+    runtime.heaviside: ("x, s", "runtime.heaviside(x * 0.0, s) * x"),
+    np.sinc: ("x", "np.sinc(x)"),
+    runtime.sinc_slope: ("x", "runtime.sinc_slope(x - 0.5)"),
+    np.cross: ("x, y, A", "np.cross(x, y) + np.sum(np.cross(A, y) ** 2)"),
 }
 
 

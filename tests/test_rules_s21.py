@@ -291,3 +291,67 @@ def test_where_of_a_condition_is_an_index(backend):
         np.testing.assert_allclose(got, central_difference_grad(fun, (x,), 0), rtol=1e-6, atol=1e-8)
     A = np.array([[0.3, 0.7, 0.9], [0.8, 0.1, 0.6]])
     np.testing.assert_allclose(s2s.jit(s2s.grad(where_matrix), backend=backend)(A), 2.0 * A * (A > 0.5))
+
+
+# ---- heaviside, sinc, cross ------------------------------------------------------------------
+
+AWAY = np.array([-1.7, -0.2, 0.35, 0.9, 2.5])  # away from heaviside's step and sinc's 0
+STACK = _rng.random((2, 3))
+VEC = _rng.random(3)
+
+
+def elementwise_and_cross(x, a, b):
+    return (np.sum(np.sinc(x) * x) + np.sum(np.heaviside(x, b[0]) * x) + np.sum(np.heaviside(x - 0.3, 0.5) * x)
+            + np.sum(np.cross(a, b) ** 2) + np.sum(np.cross(b, b * b + 1.0) * b))
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_sinc_heaviside_cross(backend):
+    args = (AWAY, STACK, VEC)
+    grads = s2s.jit(s2s.grad(elementwise_and_cross, argnums=(0, 1, 2)), backend=backend)(*args)
+    tangents = tuple(_rng.standard_normal(np.shape(a)) for a in args)
+    _, out_dot = s2s.jvp(elementwise_and_cross, args, tangents, backend=backend)
+    directional = 0.0
+    for k in range(3):
+        want = central_difference_grad(elementwise_and_cross, args, k)
+        np.testing.assert_allclose(grads[k], want, rtol=1e-6, atol=1e-8)
+        directional += np.sum(want * tangents[k])
+    assert out_dot == pytest.approx(directional, rel=1e-6)
+
+
+def sinc_sum(x):
+    return np.sum(np.sinc(x))
+
+
+def heaviside_at_step(x, s):
+    return np.sum(np.heaviside(x, s))
+
+
+def test_sinc_at_zero_and_its_second_derivative():
+    """sinc'(0) = 0 and sinc''(0) = -pi^2 / 3 (series near 0, closed forms elsewhere)."""
+    x = np.array([0.0, 1e-5, 0.4, -2.2])
+    slope = s2s.grad(sinc_sum)(x)
+    assert slope[0] == 0.0
+    np.testing.assert_allclose(slope[1:], central_difference_grad(sinc_sum, (x,), 0)[1:], rtol=1e-6, atol=1e-9)
+    curvature = np.diag(s2s.hessian(sinc_sum)(x))
+    assert curvature[0] == pytest.approx(-np.pi ** 2 / 3.0)
+    p = np.pi * x[2:]
+    want = (-p * p * np.sin(p) - 2.0 * p * np.cos(p) + 2.0 * np.sin(p)) / (np.pi * x[2:] ** 3)
+    np.testing.assert_allclose(curvature[2:], want, rtol=1e-8)
+    check(sinc_sum, (x[1:],))
+
+
+def test_heaviside_is_flat_in_x_and_follows_s_at_the_step():
+    x = np.array([0.0, -0.5, 0.0, 0.7])
+    gx, gs = s2s.grad(heaviside_at_step, argnums=(0, 1))(x, 0.4)
+    np.testing.assert_array_equal(gx, 0.0)
+    assert gs == 2.0  # two entries sit at the step, where the value is s
+
+
+def cross_other_axis(a, b):
+    return np.sum(np.cross(a, b, axis=0))
+
+
+def test_cross_along_another_axis_is_refused():
+    with pytest.raises(s2s.S2SError, match="last axis"):
+        s2s.grad(cross_other_axis)(STACK.T, STACK.T)

@@ -8,7 +8,8 @@ import numpy as np
 
 __all__ = ["quantile_weights", "quantile_q_refused", "quantile", "percentile", "median", "nansum", "nanmean",
            "quantile_options", "nan_reduction_options", "ptp", "average", "average_options", "average_weights",
-           "average_weights_bar", "take_axis", "take_bar"]
+           "average_weights_bar", "take_axis", "take_bar", "sinc_slope", "sinc_curvature",
+           "cross_options", "heaviside"]
 
 
 def quantile_options(q=None, axis=None, out=None, overwrite_input=False, method="linear", **_) -> str | None:
@@ -153,3 +154,46 @@ def take_bar(g, a, indices, axis=None):
     else:
         np.add.at(out, (slice(None),) * (axis % np.ndim(a)) + (indices,), g)
     return out
+
+
+# ---- np.sinc ---------------------------------------------------------------------------------
+# sinc(x) = sin(pi x) / (pi x): x s = sin(pi x) / pi gives s' = (cos(pi x) - s) / x and
+# s'' = (-pi sin(pi x) - 2 s') / x. Near 0 these cancel: their Taylor series there (s'(0) = 0,
+# s''(0) = -pi^2 / 3).
+
+_SMALL = 1e-3
+
+
+def sinc_slope(x):
+    """d/dx np.sinc(x), 0 at x = 0."""
+    x = np.asarray(x, dtype=np.result_type(x, 0.0))
+    small = np.abs(x) < _SMALL
+    safe = np.where(small, 1.0, x)
+    p = np.pi * x
+    far = (np.cos(p) - np.sinc(x)) / safe
+    near = -(np.pi ** 2) * x / 3.0 + np.pi ** 4 * x ** 3 / 30.0
+    out = np.where(small, near, far)
+    return out if out.ndim else out[()]
+
+
+def sinc_curvature(x):
+    """d2/dx2 np.sinc(x), -pi^2 / 3 at x = 0."""
+    x = np.asarray(x, dtype=np.result_type(x, 0.0))
+    small = np.abs(x) < _SMALL
+    safe = np.where(small, 1.0, x)
+    far = (-np.pi * np.sin(np.pi * x) - 2.0 * sinc_slope(x)) / safe
+    near = -(np.pi ** 2) / 3.0 + np.pi ** 4 * x ** 2 / 10.0
+    out = np.where(small, near, far)
+    return out if out.ndim else out[()]
+
+
+def cross_options(axisa=-1, axisb=-1, axisc=-1, axis=None, **_) -> str | None:
+    """np.cross is differentiated for 3-vectors along the last axis (rules: Facts.options)."""
+    if (axisa, axisb, axisc, axis) != (-1, -1, -1, None):
+        return "np.cross is differentiated with its vectors along the last axis only: np.moveaxis them there first"
+    return None
+
+
+def heaviside(x1, x2):
+    """np.heaviside, which Numba lacks: under Numba generated code calls this instead."""
+    return np.heaviside(x1, x2)

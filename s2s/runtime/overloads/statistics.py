@@ -167,3 +167,46 @@ def _take_bar(t, ax):
     else:
         lines += ["for m in range(indices.shape[0]):", f"    out[{':, ' * k}indices[m]] += g[{':, ' * k}m]"]
     return lines + ["return out"], {"dtype": dtype}
+
+
+# ---- np.sinc ---------------------------------------------------------------------------------
+
+
+@register_jitable
+def _sinc_slope(v):
+    if abs(v) < 1e-3:
+        return -(np.pi ** 2) * v / 3.0 + np.pi ** 4 * v ** 3 / 30.0
+    p = np.pi * v
+    return (np.cos(p) - np.sin(p) / p) / v
+
+
+@register_jitable
+def _sinc_curvature(v):
+    if abs(v) < 1e-3:
+        return -(np.pi ** 2) / 3.0 + np.pi ** 4 * v ** 2 / 10.0
+    return (-np.pi * np.sin(np.pi * v) - 2.0 * _sinc_slope(v)) / v
+
+
+def _elementwise(scalar):
+    def build(x):
+        if isinstance(x, (types.Number, types.Boolean)):
+            return lambda x: scalar(x)
+        if isinstance(x, types.Array):
+            def impl(x):
+                out = np.empty(x.shape)
+                for i, v in np.ndenumerate(x):
+                    out[i] = scalar(v)
+                return out
+            return impl
+        raise TypingError("s2s: under jit, np.sinc takes a number or an array")
+    return build
+
+
+overload(rt.sinc_slope)(_elementwise(_sinc_slope))
+overload(rt.sinc_curvature)(_elementwise(_sinc_curvature))
+
+
+@overload(rt.heaviside)
+def _heaviside(x1, x2):
+    # 0 below the step, 1 above, x2 at it (a NaN x1 gives 0 here, NaN in NumPy)
+    return lambda x1, x2: (x1 > 0.0) * 1.0 + (x1 == 0.0) * x2
