@@ -90,6 +90,8 @@ from s2s.runtime import (
     zeros_like,
 )
 from s2s.runtime.statistics import (
+    trapezoid_weights,
+    trapezoid_x_refused,
     cross_options,
     sinc_slope,
     take_bar,
@@ -721,6 +723,19 @@ def cross(z, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     z_dot = np.cross(a_dot, b) + np.cross(a, b_dot)
     a_bar += unbroadcast(np.cross(b, z_bar), a)
     b_bar += unbroadcast(np.cross(z_bar, a), b)
+
+
+
+@rule(np.trapezoid, runtime.trapezoid, pure=True, fresh=True)
+@primitive(np.trapezoid, numba=runtime.trapezoid, numba_always=True)
+def trapezoid(r, y, x=None, dx=1.0, axis=-1):
+    """Linear in y: np.sum(W * y, axis) with W half of each neighbouring spacing
+    (runtime.trapezoid_weights). x and dx are constants of the derivative (else refused)."""
+    w = trapezoid_weights(y, x, dx, axis)
+    r_dot = np.sum(w * y_dot, axis=axis) + trapezoid_x_refused(x_dot) + trapezoid_x_refused(dx_dot)
+    y_bar += w * sum_bar(r_bar, y, axis)
+    x_bar += trapezoid_x_refused(x)
+    dx_bar += trapezoid_x_refused(dx)
 
 
 DECLARATIONS = [

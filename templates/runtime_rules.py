@@ -555,6 +555,8 @@ DECLARATIONS += [primitive(runtime.pair_differences, pure=True, fresh=True)]
 # np.quantile's weights are piecewise constant in x (which element sits at which sorted position
 # changes only at ties): their derivative is 0. quantile_q_refused raises where it runs.
 DECLARATIONS += [nondifferentiable(runtime.quantile_weights, runtime.quantile_q_refused, pure=True, fresh=True)]
+# np.trapezoid's weights: constant where its rule calls them (an active x or dx is refused there).
+DECLARATIONS += [nondifferentiable(runtime.trapezoid_weights, runtime.trapezoid_x_refused, pure=True, fresh=True)]
 
 
 @rule(runtime.average_weights, pure=True, fresh=True, shape_argument=0)

@@ -261,6 +261,8 @@ EXAMPLES = {
     np.sinc: ("x", "np.sinc(x)"),
     runtime.sinc_slope: ("x", "runtime.sinc_slope(x - 0.5)"),
     np.cross: ("x, y, A", "np.cross(x, y) + np.sum(np.cross(A, y) ** 2)"),
+    np.trapezoid: ("x, A", "np.trapezoid(x * x, np.array([0.0, 0.4, 1.1])) + np.sum(np.trapezoid(A, dx=0.5, axis=0) ** 2)"),
+    runtime.trapezoid: ("A", "runtime.trapezoid(A ** 2, None, 0.3, 0)"),
 }
 
 

@@ -355,3 +355,44 @@ def cross_other_axis(a, b):
 def test_cross_along_another_axis_is_refused():
     with pytest.raises(s2s.S2SError, match="last axis"):
         s2s.grad(cross_other_axis)(STACK.T, STACK.T)
+
+
+# ---- trapezoid -----------------------------------------------------------------------------
+
+XS = np.cumsum(_rng.random(5))
+XGRID = np.cumsum(_rng.random((3, 4)), axis=0)
+
+
+def trapezoids(A, y):
+    return (np.trapezoid(y) ** 2 + np.trapezoid(y * y, XS) + np.trapezoid(y, dx=0.3) * y[0]
+            + np.sum(np.trapezoid(A, axis=0) ** 2) + np.sum(np.trapezoid(A, XS[:4]) ** 2)
+            + np.sum(np.trapezoid(A ** 2, dx=0.2, axis=-1)))
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_trapezoid_with_dx_and_x(backend):
+    args = (_rng.random((3, 4)), _rng.random(5))
+    grads = s2s.jit(s2s.grad(trapezoids, argnums=(0, 1)), backend=backend)(*args)
+    tangents = tuple(_rng.standard_normal(np.shape(a)) for a in args)
+    _, out_dot = s2s.jvp(trapezoids, args, tangents, backend=backend)
+    directional = 0.0
+    for k in range(2):
+        want = central_difference_grad(trapezoids, args, k)
+        np.testing.assert_allclose(grads[k], want, rtol=1e-6, atol=1e-8)
+        directional += np.sum(want * tangents[k])
+    assert out_dot == pytest.approx(directional, rel=1e-6)
+
+
+def trapezoid_grid(A):
+    return np.sum(np.trapezoid(A, XGRID, axis=0) ** 2)
+
+
+def trapezoid_of_itself(y):
+    return np.trapezoid(y, y)
+
+
+def test_trapezoid_x_of_y_shape_and_refusal():
+    A = _rng.random((3, 4))
+    check(trapezoid_grid, (A,))
+    with pytest.raises(s2s.S2SError, match="not differentiated with respect to x or dx"):
+        s2s.grad(trapezoid_of_itself)(XS)

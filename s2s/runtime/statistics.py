@@ -9,7 +9,7 @@ import numpy as np
 __all__ = ["quantile_weights", "quantile_q_refused", "quantile", "percentile", "median", "nansum", "nanmean",
            "quantile_options", "nan_reduction_options", "ptp", "average", "average_options", "average_weights",
            "average_weights_bar", "take_axis", "take_bar", "sinc_slope", "sinc_curvature",
-           "cross_options", "heaviside"]
+           "cross_options", "heaviside", "trapezoid", "trapezoid_weights", "trapezoid_x_refused"]
 
 
 def quantile_options(q=None, axis=None, out=None, overwrite_input=False, method="linear", **_) -> str | None:
@@ -197,3 +197,33 @@ def cross_options(axisa=-1, axisb=-1, axisc=-1, axis=None, **_) -> str | None:
 def heaviside(x1, x2):
     """np.heaviside, which Numba lacks: under Numba generated code calls this instead."""
     return np.heaviside(x1, x2)
+
+
+# ---- np.trapezoid ----------------------------------------------------------------------------
+
+
+def trapezoid(y, x=None, dx=1.0, axis=-1):
+    """np.trapezoid, which Numba lacks: under Numba generated code calls this instead."""
+    return np.trapezoid(y, x, dx, axis)
+
+
+def trapezoid_weights(y, x=None, dx=1.0, axis=-1):
+    """W of y's shape with np.trapezoid(y, x, dx, axis) == np.sum(W * y, axis): half of each
+    neighbouring spacing. x: None (spacing dx), 1-d along the axis, or of y's shape."""
+    y = np.asarray(y)
+    n = y.shape[axis]
+    if x is None:
+        d = np.full(max(n - 1, 0), float(dx))
+    else:
+        x = np.asarray(x)
+        d = np.diff(x) if x.ndim == 1 else np.diff(np.moveaxis(x, axis, -1), axis=-1)
+    w = np.zeros(d.shape[:-1] + (n,), dtype=np.result_type(y, d, 0.0))
+    w[..., :-1] += d / 2.0
+    w[..., 1:] += d / 2.0
+    return np.moveaxis(np.broadcast_to(w, np.moveaxis(y, axis, -1).shape), -1, axis)
+
+
+def trapezoid_x_refused(x):
+    """Where np.trapezoid's x or dx depends on a differentiated input (the rule's lines call this)."""
+    raise ValueError("s2s: np.trapezoid is not differentiated with respect to x or dx, which depend on a "
+                     "differentiated input here: make them constants of the derivative")

@@ -210,3 +210,32 @@ overload(rt.sinc_curvature)(_elementwise(_sinc_curvature))
 def _heaviside(x1, x2):
     # 0 below the step, 1 above, x2 at it (a NaN x1 gives 0 here, NaN in NumPy)
     return lambda x1, x2: (x1 > 0.0) * 1.0 + (x1 == 0.0) * x2
+
+
+# ---- np.trapezoid ----------------------------------------------------------------------------
+
+
+@_axis_overload(rt.trapezoid_weights, "y")
+def _trapezoid_weights(t, ax):
+    from .common import _is_none
+    x = t.get("x")
+    if _is_none(x):
+        lines = ["n = y.shape[" + str(ax.axes[0]) + "]", "d = np.full(max(n - 1, 0), float(dx))"]
+    elif isinstance(x, types.Array) and x.ndim == 1:
+        lines = ["n = y.shape[" + str(ax.axes[0]) + "]", "d = np.diff(x * 1.0)"]
+    else:
+        raise TypingError("s2s: under jit, np.trapezoid takes x=None or a 1-d x")
+    along = _tuple_source("n" if k == ax.axes[0] else "1" for k in range(ax.ndim))
+    lines += ["w = np.zeros(n)", "w[:-1] += d / 2.0", "w[1:] += d / 2.0", f"return np.zeros(y.shape) + w.reshape({along})"]
+    return lines, {}
+
+
+@_axis_overload(rt.trapezoid, "y")
+def _trapezoid(t, ax):
+    return [f"return rt.reduce_sum(rt.trapezoid_weights(y, x, dx, {ax.axes[0]}) * y, {ax.axes[0]})"], {}
+
+
+@overload(rt.trapezoid_x_refused)
+def _trapezoid_x_refused(x):
+    raise TypingError("s2s: np.trapezoid is not differentiated with respect to x or dx, which depend on a "
+                      "differentiated input here: make them constants of the derivative")
