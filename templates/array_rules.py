@@ -90,6 +90,8 @@ from s2s.runtime import (
     zeros_like,
 )
 from s2s.runtime.statistics import (
+    gradient_bar,
+    gradient_options,
     trapezoid_weights,
     trapezoid_x_refused,
     cross_options,
@@ -736,6 +738,16 @@ def trapezoid(r, y, x=None, dx=1.0, axis=-1):
     y_bar += w * sum_bar(r_bar, y, axis)
     x_bar += trapezoid_x_refused(x)
     dx_bar += trapezoid_x_refused(dx)
+
+
+
+@rule(np.gradient, runtime.gradient, pure=True, fresh=True, options=gradient_options)
+@primitive(np.gradient, numba=runtime.gradient, numba_always=True)
+def gradient(r, f, spacing=1.0, axis=None, edge_order=1):
+    """Of a 1-d f with one number as its spacing (a constant of the derivative): linear in f."""
+    r_dot = np.gradient(f_dot, spacing) + trapezoid_x_refused(spacing_dot)
+    f_bar += gradient_bar(r_bar, f, spacing)
+    spacing_bar += trapezoid_x_refused(spacing)
 
 
 DECLARATIONS = [

@@ -90,6 +90,7 @@ from s2s.runtime import (
     tree_add,
     unbroadcast,
     weighted,
+    gradient_bar,
     sinc_curvature,
     take_bar,
     average_weights,
@@ -581,3 +582,8 @@ def take_bar_(r, g, a, indices, axis=None):
 def sinc_slope_(r, x):
     """np.sinc's second derivative (runtime.sinc_curvature: a series near 0; no third)."""
     r_dot = sinc_curvature(x) * x_dot
+
+
+@rule(runtime.gradient_bar, pure=True, fresh=True)
+def gradient_bar_(r, g, f, spacing=1.0):
+    r_dot = gradient_bar(g_dot, f, spacing)

@@ -263,6 +263,9 @@ EXAMPLES = {
     np.cross: ("x, y, A", "np.cross(x, y) + np.sum(np.cross(A, y) ** 2)"),
     np.trapezoid: ("x, A", "np.trapezoid(x * x, np.array([0.0, 0.4, 1.1])) + np.sum(np.trapezoid(A, dx=0.5, axis=0) ** 2)"),
     runtime.trapezoid: ("A", "runtime.trapezoid(A ** 2, None, 0.3, 0)"),
+    np.gradient: ("x", "np.gradient(x * x, 0.5) * x"),
+    runtime.gradient: ("x", "runtime.gradient(x) ** 2"),
+    runtime.gradient_bar: ("x, y", "runtime.gradient_bar(x * y, y, 2.0)"),
 }
 
 

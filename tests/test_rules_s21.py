@@ -396,3 +396,30 @@ def test_trapezoid_x_of_y_shape_and_refusal():
     check(trapezoid_grid, (A,))
     with pytest.raises(s2s.S2SError, match="not differentiated with respect to x or dx"):
         s2s.grad(trapezoid_of_itself)(XS)
+
+
+# ---- gradient (1-d) --------------------------------------------------------------------------
+
+
+def gradients(y):
+    return np.sum(np.gradient(y) ** 2) + np.sum(np.gradient(y * y, 0.3) * y) + np.gradient(y[:2], 2.0)[0] ** 3
+
+
+def gradient_of_coordinates(y):
+    return np.sum(np.gradient(y, np.arange(6.0)))
+
+
+def gradient_in_spacing(y):
+    return np.sum(np.gradient(y, y[0]))
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_gradient_of_a_vector(backend):
+    check(gradients, (_rng.random(6),), backend=backend)
+
+
+@pytest.mark.parametrize("fun, words", [(gradient_of_coordinates, "one number as its spacing"),
+                                        (gradient_in_spacing, "np.gradient in its spacing")])
+def test_gradient_refusals(fun, words):
+    with pytest.raises(s2s.S2SError, match=words):
+        s2s.grad(fun)(_rng.random(6) + 0.5)

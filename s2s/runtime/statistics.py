@@ -9,7 +9,8 @@ import numpy as np
 __all__ = ["quantile_weights", "quantile_q_refused", "quantile", "percentile", "median", "nansum", "nanmean",
            "quantile_options", "nan_reduction_options", "ptp", "average", "average_options", "average_weights",
            "average_weights_bar", "take_axis", "take_bar", "sinc_slope", "sinc_curvature",
-           "cross_options", "heaviside", "trapezoid", "trapezoid_weights", "trapezoid_x_refused"]
+           "cross_options", "heaviside", "trapezoid", "trapezoid_weights", "trapezoid_x_refused",
+           "gradient", "gradient_bar", "gradient_options"]
 
 
 def quantile_options(q=None, axis=None, out=None, overwrite_input=False, method="linear", **_) -> str | None:
@@ -225,5 +226,42 @@ def trapezoid_weights(y, x=None, dx=1.0, axis=-1):
 
 def trapezoid_x_refused(x):
     """Where np.trapezoid's x or dx depends on a differentiated input (the rule's lines call this)."""
-    raise ValueError("s2s: np.trapezoid is not differentiated with respect to x or dx, which depend on a "
-                     "differentiated input here: make them constants of the derivative")
+    raise ValueError("s2s: np.trapezoid is not differentiated with respect to x or dx (nor np.gradient in its spacing), "
+                     "which depend on a differentiated input here: make them constants of the derivative")
+
+
+# ---- np.gradient (1-d) -----------------------------------------------------------------------
+
+
+def gradient_options(axis=None, edge_order=1, **_) -> str | None:
+    if edge_order != 1 or axis not in (None, 0, -1):
+        return "np.gradient is differentiated for a 1-d array with edge_order=1 only"
+    return None
+
+
+def _spacing(f, spacing):
+    if np.ndim(f) != 1 or np.ndim(spacing) != 0:
+        raise ValueError("s2s: np.gradient is differentiated for a 1-d array and one number as its spacing: "
+                         "write the differences with slices (f[2:] - f[:-2]) for other forms")
+    return float(spacing)
+
+
+def gradient(f, spacing=1.0, axis=None, edge_order=1):
+    """np.gradient of a 1-d array with one number as spacing (Numba lacks np.gradient)."""
+    _spacing(f, spacing)
+    return np.gradient(f, spacing, axis=axis, edge_order=edge_order)
+
+
+def gradient_bar(g, f, spacing=1.0):
+    """Adjoint of np.gradient(f, spacing) for a 1-d f: one-sided differences at the ends, central
+    ones inside; its transpose."""
+    h = _spacing(f, spacing)
+    g = np.asarray(g)
+    out = np.zeros(np.shape(f), dtype=np.result_type(g, 0.0))
+    out[0] -= g[0] / h
+    out[1] += g[0] / h
+    out[-1] += g[-1] / h
+    out[-2] -= g[-1] / h
+    out[2:] += g[1:-1] / (2.0 * h)
+    out[:-2] -= g[1:-1] / (2.0 * h)
+    return out

@@ -237,5 +237,44 @@ def _trapezoid(t, ax):
 
 @overload(rt.trapezoid_x_refused)
 def _trapezoid_x_refused(x):
-    raise TypingError("s2s: np.trapezoid is not differentiated with respect to x or dx, which depend on a "
-                      "differentiated input here: make them constants of the derivative")
+    raise TypingError("s2s: np.trapezoid is not differentiated with respect to x or dx (nor np.gradient in its spacing), "
+                      "which depend on a differentiated input here: make them constants of the derivative")
+
+
+# ---- np.gradient (1-d) -----------------------------------------------------------------------
+
+
+def _one_d(f, spacing):
+    if not (isinstance(f, types.Array) and f.ndim == 1 and isinstance(spacing, (types.Number, types.Omitted, float, int))):
+        raise TypingError("s2s: under jit, np.gradient takes a 1-d array and one number as its spacing")
+
+
+@overload(rt.gradient)
+def _gradient(f, spacing=1.0, axis=None, edge_order=1):
+    _one_d(f, spacing)
+
+    def impl(f, spacing=1.0, axis=None, edge_order=1):
+        h = float(spacing)
+        out = np.empty(f.shape[0])
+        out[0] = (f[1] - f[0]) / h
+        out[-1] = (f[-1] - f[-2]) / h
+        out[1:-1] = (f[2:] - f[:-2]) / (2.0 * h)
+        return out
+    return impl
+
+
+@overload(rt.gradient_bar)
+def _gradient_bar(g, f, spacing=1.0):
+    _one_d(f, spacing)
+
+    def impl(g, f, spacing=1.0):
+        h = float(spacing)
+        out = np.zeros(f.shape[0])
+        out[0] -= g[0] / h
+        out[1] += g[0] / h
+        out[-1] += g[-1] / h
+        out[-2] -= g[-1] / h
+        out[2:] += g[1:-1] / (2.0 * h)
+        out[:-2] -= g[1:-1] / (2.0 * h)
+        return out
+    return impl
