@@ -8,7 +8,7 @@ import operator
 import numpy as np
 
 from s2s import runtime
-from s2s.rules import nondifferentiable, primitive, refuse_when_active, rule
+from s2s.rules import WHERE_INDICES, nondifferentiable, primitive, refuse_when_active, rule
 from s2s.runtime import (
     array_bar,
     clip_inside,
@@ -93,6 +93,22 @@ from s2s.runtime import (
     var_bar,
     var_dot,
     zeros_like,
+)
+from s2s.runtime.statistics import (
+    gradient_bar,
+    gradient_options,
+    trapezoid_weights,
+    trapezoid_x_refused,
+    cross_options,
+    sinc_slope,
+    take_bar,
+    average_options,
+    average_weights,
+    average_weights_bar,
+    nan_reduction_options,
+    quantile_options,
+    quantile_q_refused,
+    quantile_weights,
 )
 
 # ---- reductions -------------------------------------------------------------------
@@ -625,6 +641,154 @@ def full_like(y, a, fill_value, dtype=None, order="K", subok=True, shape=None):
     fill_value_bar += np.sum(y_bar)
 
 
+
+# ---- statistics (session 21): order statistics, NaN-aware reductions ----------------
+# np.quantile(a, q, axis) is np.sum(W * a, axis) with W (runtime.quantile_weights) piecewise
+# constant in a: its derivative is W's weighted sum of tangents, its adjoint W times y_bar spread
+# back over the axis. Numba's own take no axis: under Numba generated code calls runtime.quantile.
+
+
+@rule(np.quantile, runtime.quantile, pure=True, fresh=True, options=quantile_options)
+@primitive(np.quantile, numba=runtime.quantile, numba_always=True)
+def quantile(y, a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False):
+    """The linear method, one number q (a constant of the derivative: a q that depends on a
+    differentiated input is refused). Ties: the weight goes to the equal elements in index order
+    (a stable sort), a valid subgradient."""
+    w = quantile_weights(a, q, axis)
+    y_dot = np.sum(w * a_dot, axis=axis, keepdims=keepdims) + quantile_q_refused(q_dot)
+    a_bar += w * sum_bar(y_bar, a, axis, keepdims)
+    q_bar += quantile_q_refused(q)
+
+
+@rule(np.percentile, runtime.percentile, pure=True, fresh=True, options=quantile_options)
+@primitive(np.percentile, numba=runtime.percentile, numba_always=True)
+def percentile(y, a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False):
+    """np.quantile's rule at q / 100."""
+    w = quantile_weights(a, q / 100.0, axis)
+    y_dot = np.sum(w * a_dot, axis=axis, keepdims=keepdims) + quantile_q_refused(q_dot)
+    a_bar += w * sum_bar(y_bar, a, axis, keepdims)
+    q_bar += quantile_q_refused(q)
+
+
+@rule(np.median, runtime.median, pure=True, fresh=True, options=quantile_options)
+@primitive(np.median, numba=runtime.median, numba_always=True)
+def median(y, a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    """np.quantile's rule at q = 0.5: of an even count, half to each middle element."""
+    w = quantile_weights(a, 0.5, axis)
+    y_dot = np.sum(w * a_dot, axis=axis, keepdims=keepdims)
+    a_bar += w * sum_bar(y_bar, a, axis, keepdims)
+
+
+# NaN entries contribute nothing to np.nansum and np.nanmean: their derivative is 0.
+@rule(np.nansum, runtime.nansum, pure=True, fresh=True, options=nan_reduction_options)
+@primitive(np.nansum, numba=runtime.nansum)
+def nansum(y, a, axis=None, dtype=None, out=None, keepdims=False):
+    kept = np.where(np.isnan(a), 0.0, 1.0)
+    y_dot = np.sum(kept * a_dot, axis=axis, keepdims=keepdims)
+    a_bar += kept * sum_bar(y_bar, a, axis, keepdims)
+
+
+@rule(np.nanmean, runtime.nanmean, pure=True, fresh=True, options=nan_reduction_options)
+@primitive(np.nanmean, numba=runtime.nanmean)
+def nanmean(y, a, axis=None, dtype=None, out=None, keepdims=False):
+    """The mean of the entries that are not NaN: each has weight 1 / their count."""
+    kept = np.where(np.isnan(a), 0.0, 1.0)
+    count = np.sum(kept, axis=axis, keepdims=keepdims)
+    y_dot = np.sum(kept * a_dot, axis=axis, keepdims=keepdims) / count
+    a_bar += kept * sum_bar(y_bar / count, a, axis, keepdims)
+
+
+@rule(np.nan_to_num, pure=True, fresh=True)
+def nan_to_num(y, x, copy=True, nan=0.0, posinf=None, neginf=None):
+    """1 where x is finite, 0 where NaN or an infinity is replaced (by constants)."""
+    y_dot = np.where(np.isfinite(x), x_dot, 0.0)
+    x_bar += unbroadcast(np.where(np.isfinite(x), y_bar, 0.0), x)
+
+
+
+@rule(np.ptp, runtime.ptp, pure=True, fresh=True)
+@primitive(np.ptp, numba=runtime.ptp)
+def ptp(y, a, axis=None, out=None, keepdims=False):
+    """np.max - np.min; ties share the derivative equally, as np.max's rule."""
+    hi = np.max(a, axis=axis, keepdims=keepdims)
+    lo = np.min(a, axis=axis, keepdims=keepdims)
+    y_dot = max_dot(a_dot, hi, a, axis, keepdims) - max_dot(a_dot, lo, a, axis, keepdims)
+    a_bar += max_bar(y_bar, hi, a, axis, keepdims) - max_bar(y_bar, lo, a, axis, keepdims)
+
+
+@rule(np.average, runtime.average, pure=True, fresh=True, options=average_options)
+@primitive(np.average, numba=runtime.average, numba_always=True)
+def average(y, a, axis=None, weights=None, returned=False, keepdims=False):
+    """sum(w a) / sum(w), w the weights spread to a's shape (average_weights, linear in weights);
+    in w the derivative is (a - y) / sum(w). Weights may be differentiated too."""
+    w = average_weights(a, weights, axis)
+    total = np.sum(w, axis=axis, keepdims=keepdims)
+    centered = a - sum_bar(y, a, axis, keepdims)
+    y_dot = (np.sum(w * a_dot, axis=axis, keepdims=keepdims)
+             + np.sum(average_weights(a, weights_dot, axis) * centered, axis=axis, keepdims=keepdims)) / total
+    a_bar += w * sum_bar(y_bar / total, a, axis, keepdims)
+    weights_bar += average_weights_bar(centered * sum_bar(y_bar / total, a, axis, keepdims), a, weights, axis)
+
+
+
+@rule(np.take, runtime.take_axis, pure=True, fresh=True)
+@primitive(np.take, numba=runtime.take_axis)
+def take(y, a, indices, axis=None, out=None, mode="raise"):
+    """Linear in a; indices are integers (no derivative). Repeated indices accumulate."""
+    y_dot = np.take(a_dot, indices, axis)
+    a_bar += take_bar(y_bar, a, indices, axis)
+
+
+
+# ---- elementwise and vector functions (session 21) ----------------------------------
+
+
+@rule(np.heaviside, runtime.heaviside, pure=True, broadcasts=True)
+@primitive(np.heaviside, numba=runtime.heaviside, numba_always=True)
+def heaviside(y, x1, x2):
+    """Piecewise constant in x1 (derivative 0, also at the step); y is x2 where x1 == 0."""
+    y_dot = np.where(x1 == 0.0, x2_dot, 0.0)
+    x2_bar += unbroadcast(np.where(x1 == 0.0, y_bar, 0.0), x2)
+
+
+@rule(np.sinc, pure=True, broadcasts=True)
+def sinc(y, x):
+    """(cos(pi x) - sinc(x)) / x, 0 at x = 0 (runtime.sinc_slope: a series near 0)."""
+    y_dot = sinc_slope(x) * x_dot
+    x_bar += unbroadcast(y_bar * sinc_slope(x), x)
+
+
+@rule(np.cross, pure=True, fresh=True, options=cross_options)
+def cross(z, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    """Of 3-vectors along the last axis (stacks broadcast): bilinear; <g, a x b> = <a, b x g>."""
+    z_dot = np.cross(a_dot, b) + np.cross(a, b_dot)
+    a_bar += unbroadcast(np.cross(b, z_bar), a)
+    b_bar += unbroadcast(np.cross(z_bar, a), b)
+
+
+
+@rule(np.trapezoid, runtime.trapezoid, pure=True, fresh=True)
+@primitive(np.trapezoid, numba=runtime.trapezoid, numba_always=True)
+def trapezoid(r, y, x=None, dx=1.0, axis=-1):
+    """Linear in y: np.sum(W * y, axis) with W half of each neighbouring spacing
+    (runtime.trapezoid_weights). x and dx are constants of the derivative (else refused)."""
+    w = trapezoid_weights(y, x, dx, axis)
+    r_dot = np.sum(w * y_dot, axis=axis) + trapezoid_x_refused(x_dot) + trapezoid_x_refused(dx_dot)
+    y_bar += w * sum_bar(r_bar, y, axis)
+    x_bar += trapezoid_x_refused(x)
+    dx_bar += trapezoid_x_refused(dx)
+
+
+
+@rule(np.gradient, runtime.gradient, pure=True, fresh=True, options=gradient_options)
+@primitive(np.gradient, numba=runtime.gradient, numba_always=True)
+def gradient(r, f, spacing=1.0, axis=None, edge_order=1):
+    """Of a 1-d f with one number as its spacing (a constant of the derivative): linear in f."""
+    r_dot = np.gradient(f_dot, spacing) + trapezoid_x_refused(spacing_dot)
+    f_bar += gradient_bar(r_bar, f, spacing)
+    spacing_bar += trapezoid_x_refused(spacing)
+
+
 DECLARATIONS = [
     nondifferentiable(np.zeros, np.ones, pure=True, creates=True),
     nondifferentiable(np.empty, np.eye, np.identity, creates=True),
@@ -632,6 +796,8 @@ DECLARATIONS = [
     nondifferentiable(np.shape, pure=True),
     nondifferentiable(np.ndim, np.size, np.argmax, np.argmin, np.argsort, np.searchsorted, np.count_nonzero),
     nondifferentiable(np.any, np.all, reduction=True),
+    # (session 21) np.where(condition) and np.nonzero: integer index arrays (x[np.where(x > 0.5)]).
+    nondifferentiable(WHERE_INDICES, np.nonzero, np.flatnonzero, np.argwhere),
     # x.astype(int): frontend/expressions.py lowers it to this (its result is an integer array).
     nondifferentiable(runtime.astype_integer, pure=True, integer="always", broadcasts=True),
     refuse_when_active(

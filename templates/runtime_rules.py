@@ -90,6 +90,11 @@ from s2s.runtime import (
     tree_add,
     unbroadcast,
     weighted,
+    gradient_bar,
+    sinc_curvature,
+    take_bar,
+    average_weights,
+    average_weights_bar,
     unpack_bar,
     var_bar,
     vstack_bar,
@@ -548,3 +553,40 @@ def astype_bar_(r, g, x):
 
 # np.linalg.eigh's helper of second derivatives, never differentiated itself.
 DECLARATIONS += [primitive(runtime.pair_differences, pure=True, fresh=True)]
+
+
+# ---- statistics (session 21) ---------------------------------------------------------
+# np.quantile's weights are piecewise constant in x (which element sits at which sorted position
+# changes only at ties): their derivative is 0. quantile_q_refused raises where it runs.
+DECLARATIONS += [nondifferentiable(runtime.quantile_weights, runtime.quantile_q_refused, pure=True, fresh=True)]
+# np.trapezoid's weights: constant where its rule calls them (an active x or dx is refused there).
+DECLARATIONS += [nondifferentiable(runtime.trapezoid_weights, runtime.trapezoid_x_refused, pure=True, fresh=True)]
+
+
+@rule(runtime.average_weights, pure=True, fresh=True, shape_argument=0)
+def average_weights_(w, a, weights, axis=None):
+    """Linear in the weights; a gives the shape only."""
+    w_dot = average_weights(a, weights_dot, axis)
+    weights_bar += average_weights_bar(w_bar, a, weights, axis)
+
+
+@rule(runtime.average_weights_bar, pure=True, fresh=True)
+def average_weights_bar_(r, g, a, weights, axis=None):
+    r_dot = average_weights_bar(g_dot, a, weights, axis)
+    g_bar += average_weights(g, r_bar, axis)
+
+
+@rule(runtime.take_bar, pure=True, fresh=True)
+def take_bar_(r, g, a, indices, axis=None):
+    r_dot = take_bar(g_dot, a, indices, axis)
+
+
+@rule(runtime.sinc_slope, pure=True, fresh=True)
+def sinc_slope_(r, x):
+    """np.sinc's second derivative (runtime.sinc_curvature: a series near 0; no third)."""
+    r_dot = sinc_curvature(x) * x_dot
+
+
+@rule(runtime.gradient_bar, pure=True, fresh=True)
+def gradient_bar_(r, g, f, spacing=1.0):
+    r_dot = gradient_bar(g_dot, f, spacing)

@@ -21,7 +21,7 @@ from ..errors import S2SError
 from .liveness import Branches, Liveness, Loop
 from .points_to import PointsToCheck, value_reads
 from ..frontend.source import is_user_function
-from ..rules import SELF_PRODUCT, Rule, facts, lookup
+from ..rules import SELF_PRODUCT, WHERE_INDICES, Rule, facts, lookup
 
 
 @dataclass
@@ -38,6 +38,8 @@ def rule_for(call: ir.Call, origin) -> Rule | None:
     if call.fn is operator.mul and len(call.args) == 2 and not call.kwargs \
             and all(isinstance(a, ir.Name) for a in call.args) and call.args[0].id == call.args[1].id:
         return lookup(SELF_PRODUCT)  # x * x: one contribution to x's adjoint
+    if call.fn is np.where and len(call.args) == 1 and not call.kwargs:
+        return lookup(WHERE_INDICES)  # np.where(condition): index arrays, np.nonzero's
     return lookup(call.fn)
 
 
@@ -440,7 +442,7 @@ class Analysis:
                 continue
             if is_user_function(call.fn):
                 continue
-            found = lookup(call.fn)
+            found = rule_for(call, stmt.origin)
             name = getattr(call.fn, "__name__", repr(call.fn))
             if found is None and getattr(call.fn, "__module__", "").startswith("s2s.runtime"):
                 # A helper of generated code (a second derivative being differentiated again);

@@ -110,6 +110,7 @@ class Case:
 
 SELF_PRODUCT = Case("x * x")  # operator.mul of one variable by itself
 QUOTIENT_UNREAD = Case("x / y in a loop")  # operator.truediv whose result no other rule reads
+WHERE_INDICES = Case("np.where(condition)")  # np.where of one argument: np.nonzero's index arrays
 
 
 # ---- facts of a primitive ----------------------------------------------------------

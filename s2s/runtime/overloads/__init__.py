@@ -6,4 +6,4 @@ reductions over an axis), it is written out for that ndim and compiled. Importin
 package registers them all (runtime.register_numba_overloads).
 """
 
-from . import arrays, batching, debug, functions, linalg, norms, random, reductions, shapes, tapes, values  # noqa: F401  (importing registers)
+from . import arrays, batching, debug, functions, linalg, norms, random, reductions, shapes, statistics, tapes, values  # noqa: F401  (importing registers)

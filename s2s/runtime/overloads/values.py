@@ -323,6 +323,10 @@ def _add_attr(c, name, value):
 
 @overload(rt.index_add)
 def _index_add(a, index, value):
+    if isinstance(index, types.BaseTuple) and len(index) == 1 and isinstance(index[0], types.Array):
+        # x[(idx,)], as x[np.nonzero(m)] indexes: the same as x[idx]. The code below reads a
+        # lone index array as `index` itself (len(index), index[k]), not a tuple around it.
+        return lambda a, index, value: rt.index_add(a, index[0], value)
     items = index.types if isinstance(index, types.BaseTuple) else (index,)
     if any(isinstance(i, types.Array) for i in items):
         if len(items) == 1 and isinstance(items[0], types.Array) and items[0].ndim == 1 \

@@ -1,0 +1,267 @@
+"""Helpers of the rules for order statistics and NaN-aware reductions (templates/array_rules.py,
+section "statistics (session 21)"): np.quantile, np.percentile and np.median, np.nansum and
+np.nanmean. Their Numba overloads are in overloads/statistics.py."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["quantile_weights", "quantile_q_refused", "quantile", "percentile", "median", "nansum", "nanmean",
+           "quantile_options", "nan_reduction_options", "ptp", "average", "average_options", "average_weights",
+           "average_weights_bar", "take_axis", "take_bar", "sinc_slope", "sinc_curvature",
+           "cross_options", "heaviside", "trapezoid", "trapezoid_weights", "trapezoid_x_refused",
+           "gradient", "gradient_bar", "gradient_options"]
+
+
+def quantile_options(q=None, axis=None, out=None, overwrite_input=False, method="linear", **_) -> str | None:
+    """np.quantile, np.percentile and np.median are differentiated with the linear method, one
+    number q and an int axis or none (rules: Facts.options)."""
+    if method != "linear":
+        return f"method={method!r} is not differentiated (the default, 'linear', is)"
+    if isinstance(q, (tuple, list)):
+        return "several quantiles at once are not differentiated: call the function once per q"
+    if isinstance(axis, (tuple, list)):
+        return "a tuple of axes is not differentiated: reshape the axes into one first"
+    if out is not None:
+        return "out= is not differentiated: use the returned value"
+    return None
+
+
+def nan_reduction_options(dtype=None, out=None, **_) -> str | None:
+    if dtype is not None or out is not None:
+        return "dtype= and out= are not differentiated: convert the argument, use the returned value"
+    return None
+
+
+def quantile_weights(x, q, axis=None):
+    """W of x's shape with np.quantile(x, q, axis) == np.sum(W * x, axis) (NumPy's 'linear'
+    method): 1 - t on the element of sorted position floor(q (n - 1)), t on the next. The
+    positions are those of a stable argsort, so at ties the weight goes to the equal elements
+    in index order (a valid subgradient). W is piecewise constant in x: its derivative is 0.
+    q: one number in [0, 1]."""
+    if np.ndim(q) != 0:
+        raise ValueError("s2s: quantiles are differentiated for one number q at a time")
+    if isinstance(axis, (tuple, list)):
+        raise ValueError("s2s: quantiles are differentiated over one axis or all: reshape the axes into one first")
+    q = float(q)
+    if not 0.0 <= q <= 1.0:
+        raise ValueError("Quantiles must be in the range [0, 1]")
+    x = np.asarray(x)
+    moved = np.ravel(x) if axis is None else np.moveaxis(x, axis, -1)
+    n = moved.shape[-1]
+    rows = np.reshape(moved, (-1, n))
+    order = np.argsort(rows, axis=-1, kind="stable")
+    position = q * (n - 1)
+    lo = int(np.floor(position))
+    hi = min(lo + 1, n - 1)
+    t = position - lo
+    w = np.zeros(rows.shape, dtype=np.result_type(x, 1.0))
+    every = np.arange(rows.shape[0])
+    w[every, order[:, lo]] += 1.0 - t
+    w[every, order[:, hi]] += t
+    if axis is None:
+        return np.reshape(w, x.shape)
+    return np.moveaxis(np.reshape(w, moved.shape), -1, axis)
+
+
+def quantile_q_refused(q):
+    """Where q depends on a differentiated input: the rules do not differentiate in q (their
+    q lines call this, so the call is refused there)."""
+    raise ValueError("s2s: np.quantile, np.percentile and np.median are not differentiated with respect to q, "
+                     "which depends on a differentiated input here: make q a constant of the derivative")
+
+
+# The primals under Numba (whose own take no axis): the weighted sum, as NumPy's lerp up to rounding.
+
+
+def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False):
+    return np.quantile(a, q, axis=axis, method=method, keepdims=keepdims)
+
+
+def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False):
+    return np.percentile(a, q, axis=axis, method=method, keepdims=keepdims)
+
+
+def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    return np.median(a, axis=axis, keepdims=keepdims)
+
+
+def nansum(a, axis=None, dtype=None, out=None, keepdims=False):
+    return np.nansum(a, axis=axis, keepdims=keepdims)
+
+
+def nanmean(a, axis=None, dtype=None, out=None, keepdims=False):
+    return np.nanmean(a, axis=axis, keepdims=keepdims)
+
+
+# ---- np.ptp, np.average ------------------------------------------------------------------
+
+
+def ptp(a, axis=None, out=None, keepdims=False):
+    return np.ptp(a, axis=axis, keepdims=keepdims)
+
+
+def average(a, axis=None, weights=None, returned=False, keepdims=False):
+    return np.average(a, axis=axis, weights=weights, keepdims=keepdims)
+
+
+def average_options(returned=False, axis=None, **_) -> str | None:
+    if returned is not False:
+        return "returned=True is not differentiated: compute the sum of the weights with np.sum"
+    if isinstance(axis, (tuple, list)):
+        return "np.average over a tuple of axes is not differentiated: reshape the axes into one first"
+    return None
+
+
+def average_weights(a, weights, axis=None):
+    """np.average's weights as a float array of a's shape: ones where there are none; a 1-d
+    array of a.shape[axis] weights spread along that axis, as NumPy reads it. Linear in weights."""
+    shape = np.shape(a)
+    if weights is None:
+        return np.ones(shape)
+    w = np.asarray(weights) * 1.0
+    if w.shape == shape:
+        return w
+    if isinstance(axis, (tuple, list)) or axis is None or w.ndim != 1:
+        raise ValueError("s2s: np.average's weights differ in shape from a: give one weight per element, "
+                         "or a 1-d array of weights along an int axis")
+    along = [1] * len(shape)
+    along[axis] = w.shape[0]
+    return np.broadcast_to(np.reshape(w, along), shape) * 1.0
+
+
+def average_weights_bar(g, a, weights, axis=None):
+    """Adjoint of average_weights in weights: g (a's shape) summed back to the weights' shape."""
+    if np.shape(weights) == np.shape(g):
+        return g
+    ndim = np.ndim(g)
+    return np.sum(g, axis=tuple(k for k in range(ndim) if k != axis % ndim))
+
+
+# ---- np.take -------------------------------------------------------------------------------
+
+
+def take_axis(a, indices, axis=None, out=None, mode="raise"):
+    """np.take (Numba's takes no axis): under Numba generated code calls this instead."""
+    return np.take(a, indices, axis=axis, mode=mode)
+
+
+def take_bar(g, a, indices, axis=None):
+    """Adjoint of np.take(a, indices, axis): g added back where each element came from
+    (repeated indices accumulate)."""
+    out = np.zeros(np.shape(a), dtype=np.result_type(g, 0.0))
+    if axis is None:
+        np.add.at(np.ravel(out), indices, g)  # out is new and contiguous: ravel is a view
+    else:
+        np.add.at(out, (slice(None),) * (axis % np.ndim(a)) + (indices,), g)
+    return out
+
+
+# ---- np.sinc ---------------------------------------------------------------------------------
+# sinc(x) = sin(pi x) / (pi x): x s = sin(pi x) / pi gives s' = (cos(pi x) - s) / x and
+# s'' = (-pi sin(pi x) - 2 s') / x. Near 0 these cancel: their Taylor series there (s'(0) = 0,
+# s''(0) = -pi^2 / 3).
+
+_SMALL = 1e-3
+
+
+def sinc_slope(x):
+    """d/dx np.sinc(x), 0 at x = 0."""
+    x = np.asarray(x, dtype=np.result_type(x, 0.0))
+    small = np.abs(x) < _SMALL
+    safe = np.where(small, 1.0, x)
+    p = np.pi * x
+    far = (np.cos(p) - np.sinc(x)) / safe
+    near = -(np.pi ** 2) * x / 3.0 + np.pi ** 4 * x ** 3 / 30.0
+    out = np.where(small, near, far)
+    return out if out.ndim else out[()]
+
+
+def sinc_curvature(x):
+    """d2/dx2 np.sinc(x), -pi^2 / 3 at x = 0."""
+    x = np.asarray(x, dtype=np.result_type(x, 0.0))
+    small = np.abs(x) < _SMALL
+    safe = np.where(small, 1.0, x)
+    far = (-np.pi * np.sin(np.pi * x) - 2.0 * sinc_slope(x)) / safe
+    near = -(np.pi ** 2) / 3.0 + np.pi ** 4 * x ** 2 / 10.0
+    out = np.where(small, near, far)
+    return out if out.ndim else out[()]
+
+
+def cross_options(axisa=-1, axisb=-1, axisc=-1, axis=None, **_) -> str | None:
+    """np.cross is differentiated for 3-vectors along the last axis (rules: Facts.options)."""
+    if (axisa, axisb, axisc, axis) != (-1, -1, -1, None):
+        return "np.cross is differentiated with its vectors along the last axis only: np.moveaxis them there first"
+    return None
+
+
+def heaviside(x1, x2):
+    """np.heaviside, which Numba lacks: under Numba generated code calls this instead."""
+    return np.heaviside(x1, x2)
+
+
+# ---- np.trapezoid ----------------------------------------------------------------------------
+
+
+def trapezoid(y, x=None, dx=1.0, axis=-1):
+    """np.trapezoid, which Numba lacks: under Numba generated code calls this instead."""
+    return np.trapezoid(y, x, dx, axis)
+
+
+def trapezoid_weights(y, x=None, dx=1.0, axis=-1):
+    """W of y's shape with np.trapezoid(y, x, dx, axis) == np.sum(W * y, axis): half of each
+    neighbouring spacing. x: None (spacing dx), 1-d along the axis, or of y's shape."""
+    y = np.asarray(y)
+    n = y.shape[axis]
+    if x is None:
+        d = np.full(max(n - 1, 0), float(dx))
+    else:
+        x = np.asarray(x)
+        d = np.diff(x) if x.ndim == 1 else np.diff(np.moveaxis(x, axis, -1), axis=-1)
+    w = np.zeros(d.shape[:-1] + (n,), dtype=np.result_type(y, d, 0.0))
+    w[..., :-1] += d / 2.0
+    w[..., 1:] += d / 2.0
+    return np.moveaxis(np.broadcast_to(w, np.moveaxis(y, axis, -1).shape), -1, axis)
+
+
+def trapezoid_x_refused(x):
+    """Where np.trapezoid's x or dx depends on a differentiated input (the rule's lines call this)."""
+    raise ValueError("s2s: np.trapezoid is not differentiated with respect to x or dx (nor np.gradient in its spacing), "
+                     "which depend on a differentiated input here: make them constants of the derivative")
+
+
+# ---- np.gradient (1-d) -----------------------------------------------------------------------
+
+
+def gradient_options(axis=None, edge_order=1, **_) -> str | None:
+    if edge_order != 1 or axis not in (None, 0, -1):
+        return "np.gradient is differentiated for a 1-d array with edge_order=1 only"
+    return None
+
+
+def _spacing(f, spacing):
+    if np.ndim(f) != 1 or np.ndim(spacing) != 0:
+        raise ValueError("s2s: np.gradient is differentiated for a 1-d array and one number as its spacing: "
+                         "write the differences with slices (f[2:] - f[:-2]) for other forms")
+    return float(spacing)
+
+
+def gradient(f, spacing=1.0, axis=None, edge_order=1):
+    """np.gradient of a 1-d array with one number as spacing (Numba lacks np.gradient)."""
+    _spacing(f, spacing)
+    return np.gradient(f, spacing, axis=axis, edge_order=edge_order)
+
+
+def gradient_bar(g, f, spacing=1.0):
+    """Adjoint of np.gradient(f, spacing) for a 1-d f: one-sided differences at the ends, central
+    ones inside; its transpose."""
+    h = _spacing(f, spacing)
+    g = np.asarray(g)
+    out = np.zeros(np.shape(f), dtype=np.result_type(g, 0.0))
+    out[0] -= g[0] / h
+    out[1] += g[0] / h
+    out[-1] += g[-1] / h
+    out[-2] -= g[-1] / h
+    out[2:] += g[1:-1] / (2.0 * h)
+    out[:-2] -= g[1:-1] / (2.0 * h)
+    return out
