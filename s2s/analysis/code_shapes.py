@@ -146,6 +146,49 @@ def dotted_call(node) -> tuple[str, str] | None:
     return None
 
 
+_BOOLEAN_CALLS = {"logical_and", "logical_or", "logical_xor", "logical_not", "isnan", "isinf", "isfinite",
+                  "signbit", "greater", "greater_equal", "less", "less_equal", "equal", "not_equal"}
+
+
+def is_boolean(node, names: set[str], shadowed) -> bool:
+    """An expression known to hold booleans (a comparison, or arithmetic of them that NumPy
+    keeps boolean). NumPy's sum of two boolean arrays is their logical or; Numba's, where it
+    computes them element by element (its fused array expressions, s2s's loops), is 2 where
+    both hold (optimize/loops.py, codegen/numba_routes.py)."""
+    if isinstance(node, ast.Compare) or isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return True
+    if isinstance(node, ast.Name):
+        return node.id in names
+    if isinstance(node, ast.Subscript):
+        return is_boolean(node.value, names, shadowed)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mult, ast.BitAnd, ast.BitOr, ast.BitXor)):
+        return is_boolean(node.left, names, shadowed) and is_boolean(node.right, names, shadowed)
+    dotted = dotted_call(node)
+    return dotted is not None and dotted[0] == "np" and "np" not in shadowed and dotted[1] in _BOOLEAN_CALLS
+
+
+def boolean_names(function: ast.FunctionDef, shadowed) -> set[str]:
+    """Names every assignment of which is a boolean expression (is_boolean), to a fixpoint."""
+    values: dict[str, list] = {}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    values.setdefault(target.id, []).append(node.value)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.With, ast.NamedExpr)):
+            for n in ast.walk(node.target if not isinstance(node, ast.With) else node):
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                    values.setdefault(n.id, []).append(None)
+    names = {a.arg for a in function.args.args}  # (parameters: of dtypes not known here)
+    found: set[str] = set()
+    while True:
+        more = {name for name, vs in values.items() if name not in names and name not in found
+                and all(v is not None and is_boolean(v, found, shadowed) for v in vs)}
+        if not more:
+            return found
+        found |= more
+
+
 class CodeShapes:
     """The class of an expression, from the classes `lookup` gives its names."""
 

@@ -46,7 +46,7 @@ from __future__ import annotations
 import ast
 
 from ..analysis.emitted import call_kind, changes_nothing, is_comment
-from ..analysis.code_shapes import TOP, dotted_call, is_number, slice_trim
+from ..analysis.code_shapes import TOP, boolean_names, dotted_call, is_boolean, is_number, slice_trim
 from .elements import (DOT_BARS, ElementShapes, Refuse, aliasing_loads, allocation, declared_facts, element_index,
                        lengths, names_read, names_written, one_d, scalar_elementwise)
 
@@ -92,7 +92,7 @@ class _Looper:
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                 self.load_count[node.id] = self.load_count.get(node.id, 0) + 1
         self.params = {a.arg for a in function.args.args}
-        self.booleans = _boolean_names(function, shadowed)
+        self.booleans = boolean_names(function, shadowed)
         self.loops = 0
         self._private_cache: dict = {}
         self._block_loads: dict = {}
@@ -352,7 +352,7 @@ class _Looper:
         if isinstance(node, ast.BinOp):
             if isinstance(node.op, (ast.Div, ast.FloorDiv, ast.Mod, ast.MatMult)):
                 raise Refuse
-            if isinstance(node.op, ast.Add) and all(_boolean(side, self.booleans, self.shadowed)
+            if isinstance(node.op, ast.Add) and all(is_boolean(side, self.booleans, self.shadowed)
                                                     for side in (node.left, node.right)):
                 raise Refuse  # NumPy's bool + bool is a logical or (True); Numba's, of two numbers, 2
             if isinstance(node.op, ast.Pow) and not (isinstance(node.right, ast.Constant)
@@ -597,47 +597,6 @@ class _Looper:
         out.extend(trailing)
         self.loops += 1
         return []
-
-
-_BOOLEAN_CALLS = {"logical_and", "logical_or", "logical_xor", "logical_not", "isnan", "isinf", "isfinite",
-                  "signbit", "greater", "greater_equal", "less", "less_equal", "equal", "not_equal"}
-
-
-def _boolean(node, names: set[str], shadowed) -> bool:
-    """An expression known to hold booleans (a comparison, or arithmetic of them that NumPy
-    keeps boolean): in a loop its elements are numbers, whose sum Numba does not keep boolean."""
-    if isinstance(node, ast.Compare) or isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        return True
-    if isinstance(node, ast.Name):
-        return node.id in names
-    if isinstance(node, ast.Subscript):
-        return _boolean(node.value, names, shadowed)
-    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mult, ast.BitAnd, ast.BitOr, ast.BitXor)):
-        return _boolean(node.left, names, shadowed) and _boolean(node.right, names, shadowed)
-    dotted = dotted_call(node)
-    return dotted is not None and dotted[0] == "np" and "np" not in shadowed and dotted[1] in _BOOLEAN_CALLS
-
-
-def _boolean_names(function: ast.FunctionDef, shadowed) -> set[str]:
-    """Names every assignment of which is a boolean expression (_boolean), to a fixpoint."""
-    values: dict[str, list] = {}
-    for node in ast.walk(function):
-        if isinstance(node, ast.Assign):
-            for target in node.targets:
-                if isinstance(target, ast.Name):
-                    values.setdefault(target.id, []).append(node.value)
-        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.With, ast.NamedExpr)):
-            for n in ast.walk(node.target if not isinstance(node, ast.With) else node):
-                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-                    values.setdefault(n.id, []).append(None)
-    names = {a.arg for a in function.args.args}  # (parameters: of dtypes not known here)
-    found: set[str] = set()
-    while True:
-        more = {name for name, vs in values.items() if name not in names and name not in found
-                and all(v is not None and _boolean(v, found, shadowed) for v in vs)}
-        if not more:
-            return found
-        found |= more
 
 
 def _offset(index, k: str) -> int | None:
