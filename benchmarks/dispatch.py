@@ -6,28 +6,14 @@ thousands of times. Run: python -m benchmarks.dispatch."""
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 import s2s
+from benchmarks.vmap_into import best_of
 
 
 def loss(w, x):
     return np.sum((x * w - 1.0) ** 2) + w[0]
-
-
-def best_of(functions: dict, args: tuple, rounds: int = 30, calls: int = 2000) -> dict:
-    for fn in functions.values():
-        fn(*args)
-    best = {k: float("inf") for k in functions}
-    for _ in range(rounds):
-        for k, fn in functions.items():
-            start = time.perf_counter()
-            for _ in range(calls):
-                fn(*args)
-            best[k] = min(best[k], (time.perf_counter() - start) / calls)
-    return best
 
 
 def main() -> None:
@@ -50,7 +36,7 @@ def main() -> None:
         functions["jax.jit(jax.grad(f))"] = lambda w, x: jax_grad(w, x).block_until_ready()
     except ImportError:
         pass
-    best = best_of(functions, (w, x))
+    best = best_of(functions, (w, x), calls=2000)
     for name, seconds in best.items():
         print(f"{name:24s} {seconds * 1e6:7.2f} us a call")
     print(f"s2s.jit(f) / compiled f: {best['s2s.jit(f)'] / best['compiled f']:.2f}; "
