@@ -262,10 +262,13 @@ def hessian_with_aux(x):
 
 
 def test_what_stays_refused_inside_a_transformed_function():
-    with pytest.raises(s2s.S2SError, match=r"takes an array as its argument t, not a number.*s2s.jvp"):
+    # (checks made as the written helper runs: each names the user's statement that called it)
+    with pytest.raises(s2s.S2SError, match=r"takes an array as its argument t, not a number.*s2s.jvp") as info:
         s2s.grad(slope_of_a_number)(0.4)
-    with pytest.raises(s2s.S2SError, match=r"number output; for an array output use s2s.jacfwd\(velocity\)"):
+    assert where(slope_of_a_number, "s2s.grad(quintic)") in str(info.value)
+    with pytest.raises(s2s.S2SError, match=r"number output; for an array output use s2s.jacfwd\(velocity\)") as info:
         s2s.grad(gradient_of_an_array)(X)
+    assert where(gradient_of_an_array, "s2s.grad(velocity)") in str(info.value)
     with pytest.raises(s2s.S2SError) as info:
         s2s.grad(hessian_with_aux)(X)
     assert where(hessian_with_aux, "has_aux") in str(info.value) and "argnums only" in str(info.value)

@@ -423,18 +423,25 @@ def require_fits(stack, value, message):
         raise S2SError(message)
 
 
+def _refusal_at_the_statement(message):
+    """The refusal of a check in a helper that s2s wrote (doors/nested_derivatives.py): a
+    ValueError "s2s: ...", which the python backend's call (backends/failures.located) turns
+    into an S2SError at the user's statement that called the helper."""
+    return ValueError(f"s2s: {message}")
+
+
 def require_array(x, message):
     """Refuse a number where the code needs an array: s2s.grad(f)(x) inside a transformed
     function takes the derivative one element of x at a time (doors/nested_derivatives.py)."""
     if not isinstance(x, np.ndarray):
-        raise S2SError(message)
+        raise _refusal_at_the_statement(message)
 
 
 def require_scalar(x, message):
     """Refuse an array of one or more dimensions where the code needs a number (or a 0-d array):
     the output of f in s2s.grad(f)(x) or s2s.hessian(f)(x) inside a transformed function."""
     if isinstance(x, np.ndarray) and x.ndim > 0:
-        raise S2SError(message)
+        raise _refusal_at_the_statement(message)
 
 
 def require_float_array(x, message):
