@@ -11,6 +11,9 @@ from s2s import runtime
 from s2s.rules import WHERE_INDICES, nondifferentiable, primitive, refuse_when_active, rule
 from s2s.runtime import (
     array_bar,
+    convolve_bar,
+    correlate_bar_a,
+    correlate_bar_v,
     clip_inside,
     concatenate_bar,
     astype,
@@ -778,6 +781,25 @@ def trapezoid(r, y, x=None, dx=1.0, axis=-1):
     x_bar += trapezoid_x_refused(x)
     dx_bar += trapezoid_x_refused(dx)
 
+
+
+@rule(np.convolve, runtime.convolve, pure=True, fresh=True)
+@primitive(np.convolve, numba=runtime.convolve, numba_always=True)
+def convolve(z, a, v, mode="full"):
+    """Bilinear; the adjoint in each argument correlates the cotangent with the other
+    (runtime.convolve_bar), in any mode."""
+    z_dot = np.convolve(a_dot, v, mode) + np.convolve(a, v_dot, mode)
+    a_bar += convolve_bar(z_bar, a, v, mode)
+    v_bar += convolve_bar(z_bar, v, a, mode)
+
+
+@rule(np.correlate, runtime.correlate, pure=True, fresh=True)
+@primitive(np.correlate, numba=runtime.correlate, numba_always=True)
+def correlate(z, a, v, mode="valid"):
+    """Of real arrays: np.convolve of a with v reversed (runtime.correlate_bar_a, _v)."""
+    z_dot = np.correlate(a_dot, v, mode) + np.correlate(a, v_dot, mode)
+    a_bar += correlate_bar_a(z_bar, a, v, mode)
+    v_bar += correlate_bar_v(z_bar, a, v, mode)
 
 
 @rule(np.gradient, runtime.gradient, pure=True, fresh=True, options=gradient_options)

@@ -93,6 +93,9 @@ from s2s.runtime import (
     gradient_bar,
     sinc_curvature,
     take_bar,
+    convolve_bar,
+    correlate_bar_a,
+    correlate_bar_v,
     average_weights,
     average_weights_bar,
     unpack_bar,
@@ -590,3 +593,22 @@ def sinc_slope_(r, x):
 @rule(runtime.gradient_bar, pure=True, fresh=True)
 def gradient_bar_(r, g, f, spacing=1.0):
     r_dot = gradient_bar(g_dot, f, spacing)
+
+
+# The adjoints of np.convolve and np.correlate: linear in the cotangent and in the other
+# argument; the argument they are the adjoint of gives its length only.
+
+
+@rule(runtime.convolve_bar, pure=True, fresh=True, shape_argument=1)
+def convolve_bar_(r, g, this, other, mode="full"):
+    r_dot = convolve_bar(g_dot, this, other, mode) + convolve_bar(g, this, other_dot, mode)
+
+
+@rule(runtime.correlate_bar_a, pure=True, fresh=True, shape_argument=1)
+def correlate_bar_a_(r, g, a, v, mode="valid"):
+    r_dot = correlate_bar_a(g_dot, a, v, mode) + correlate_bar_a(g, a, v_dot, mode)
+
+
+@rule(runtime.correlate_bar_v, pure=True, fresh=True, shape_argument=2)
+def correlate_bar_v_(r, g, a, v, mode="valid"):
+    r_dot = correlate_bar_v(g_dot, a, v, mode) + correlate_bar_v(g, a_dot, v, mode)

@@ -1,5 +1,5 @@
-"""Helpers of the rules for np.polyval, np.interp, np.linalg.matrix_power and np.repeat
-(templates/array_rules.py): the primal where Numba lacks it, and the derivatives."""
+"""Helpers of the rules for np.polyval, np.interp, np.linalg.matrix_power, np.repeat, np.convolve
+and np.correlate (templates/array_rules.py): the primal where Numba lacks it, and the derivatives."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import numpy as np
 
 __all__ = ["polyval", "polyder", "polyval_bar_p", "interp_slope", "interp_dot_fp", "interp_bar_fp",
            "interp_xp_refused", "interp_options", "matrix_power", "matrix_power_dot", "matrix_power_bar",
-           "matrix_power_options", "repeat", "repeat_bar"]
+           "matrix_power_options", "repeat", "repeat_bar", "convolve", "correlate", "convolve_bar",
+           "correlate_bar_a", "correlate_bar_v"]
 
 
 # ---- np.polyval --------------------------------------------------------------------
@@ -190,3 +191,61 @@ def repeat_bar(g, x, repeats, axis=None):
         np.add.at(summed, np.repeat(np.arange(n), repeats), g)
     summed = np.moveaxis(summed, 0, axis)
     return np.reshape(summed, shape) if np.ndim(x) else summed.reshape(())[()]
+
+
+# ---- np.convolve and np.correlate ----------------------------------------------------------
+# Both are bilinear. With n = len(a) and m = len(v), each mode's result is a slice of the
+# full one (length n + m - 1) that starts at an offset; a cotangent g of the slice is a
+# cotangent of the full result that is zero elsewhere. The full convolution's adjoint in
+# one argument is that cotangent correlated with the other argument ("valid": of the
+# argument's length); np.correlate(a, v) is the convolution of a with v reversed.
+
+
+def convolve(a, v, mode="full"):
+    """np.convolve(a, v, mode): Numba's takes no mode."""
+    return np.convolve(a, v, mode)
+
+
+def correlate(a, v, mode="valid"):
+    """np.correlate(a, v, mode): Numba's takes no mode."""
+    return np.correlate(a, v, mode)
+
+
+def _offset(n, m, mode, correlation):
+    """Where np.convolve's (or np.correlate's) result in `mode` starts in the full result.
+    NumPy centres "same" on the shorter argument; np.correlate rounds that centre up where
+    v is the longer argument."""
+    if mode == "full":
+        return 0
+    if mode == "valid":
+        return min(n, m) - 1
+    if mode == "same":
+        return min(n, m) // 2 if correlation and m > n else (min(n, m) - 1) // 2
+    raise ValueError(f"mode must be one of 'full', 'same' or 'valid', not {mode!r}")
+
+
+def _full_cotangent(g, n, m, mode, correlation):
+    g = np.asarray(g)
+    full = np.zeros(n + m - 1, np.result_type(g, 0.0))
+    start = _offset(n, m, mode, correlation)
+    full[start:start + g.shape[0]] = g
+    return full
+
+
+def convolve_bar(g, this, other, mode="full"):
+    """Adjoint of np.convolve(a, v, mode) in one argument (`this`, for its length) given the
+    other: the full cotangent correlated with `other`. NumPy's offsets are symmetric in a and v."""
+    n, m = np.shape(this)[0], np.shape(other)[0]
+    return np.correlate(_full_cotangent(g, n, m, mode, False), other, "valid")
+
+
+def correlate_bar_a(g, a, v, mode="valid"):
+    """Adjoint of np.correlate(a, v, mode) in a."""
+    full = _full_cotangent(g, np.shape(a)[0], np.shape(v)[0], mode, True)
+    return np.correlate(full, np.asarray(v)[::-1], "valid")
+
+
+def correlate_bar_v(g, a, v, mode="valid"):
+    """Adjoint of np.correlate(a, v, mode) in v: that of the reversed v, reversed."""
+    full = _full_cotangent(g, np.shape(a)[0], np.shape(v)[0], mode, True)
+    return np.correlate(full, a, "valid")[::-1]

@@ -1,5 +1,5 @@
-"""Overloads of the helpers of np.polyval, np.interp, np.linalg.matrix_power and np.repeat
-(runtime/functions.py). A number and an array take code of their own (Numba types them apart);
+"""Overloads of the helpers of np.polyval, np.interp, np.linalg.matrix_power, np.repeat,
+np.convolve and np.correlate (runtime/functions.py). A number and an array take code of their own (Numba types them apart);
 options the rules refuse (np.interp's left, right, period) are refused when Numba compiles."""
 
 from __future__ import annotations
@@ -332,3 +332,86 @@ def _repeat_bar(g, x, repeats, axis=None):
         out = _repeat_bar_rows(r, _counts(repeats, x.shape[a]))
         return np.ascontiguousarray(np.swapaxes(out.reshape(shape[:-1] + (out.shape[1],)), a, -1))
     return impl
+
+
+# ---- np.convolve and np.correlate ----------------------------------------------------------
+# Numba's np.convolve and np.correlate take no mode: each mode is a slice of the full result
+# (np.convolve(a, v), or np.correlate's "valid" result of the zero-padded a). The offsets are
+# runtime/functions.py's.
+
+
+def _vectors(name, *arrays):
+    if not all(isinstance(a, types.Array) and a.ndim == 1 for a in arrays):
+        raise TypingError(f"s2s: under jit, {name} takes 1-d arrays")
+
+
+@register_jitable
+def _mode_offset(n, m, mode, correlation):
+    if mode == "full":
+        return 0
+    if mode == "valid":
+        return min(n, m) - 1
+    if mode == "same":
+        if correlation and m > n:
+            return min(n, m) // 2
+        return (min(n, m) - 1) // 2
+    raise ValueError("mode must be one of 'full', 'same' or 'valid'")
+
+
+@register_jitable
+def _mode_length(n, m, mode):
+    if mode == "full":
+        return n + m - 1
+    if mode == "same":
+        return max(n, m)
+    return max(n, m) - min(n, m) + 1
+
+
+@register_jitable
+def _full_cotangent(g, n, m, mode, correlation):
+    full = np.zeros(n + m - 1, g.dtype)
+    start = _mode_offset(n, m, mode, correlation)
+    full[start:start + g.shape[0]] = g
+    return full
+
+
+@overload(rt.convolve)
+def _convolve(a, v, mode="full"):
+    _vectors("np.convolve", a, v)
+
+    def impl(a, v, mode="full"):
+        n, m = a.shape[0], v.shape[0]
+        start = _mode_offset(n, m, mode, False)
+        return np.convolve(a, v)[start:start + _mode_length(n, m, mode)].copy()
+    return impl
+
+
+@overload(rt.correlate)
+def _correlate(a, v, mode="valid"):
+    _vectors("np.correlate", a, v)
+
+    def impl(a, v, mode="valid"):
+        n, m = a.shape[0], v.shape[0]
+        start = _mode_offset(n, m, mode, True)
+        return np.convolve(a, v[::-1])[start:start + _mode_length(n, m, mode)].copy()
+    return impl
+
+
+@overload(rt.convolve_bar)
+def _convolve_bar(g, this, other, mode="full"):
+    _vectors("np.convolve", g, this, other)
+    return lambda g, this, other, mode="full": np.correlate(
+        _full_cotangent(g, this.shape[0], other.shape[0], mode, False), other)
+
+
+@overload(rt.correlate_bar_a)
+def _correlate_bar_a(g, a, v, mode="valid"):
+    _vectors("np.correlate", g, a, v)
+    return lambda g, a, v, mode="valid": np.correlate(_full_cotangent(g, a.shape[0], v.shape[0], mode, True), v[::-1])
+
+
+@overload(rt.correlate_bar_v)
+def _correlate_bar_v(g, a, v, mode="valid"):
+    _vectors("np.correlate", g, a, v)
+    return lambda g, a, v, mode="valid": np.correlate(
+        _full_cotangent(g, a.shape[0], v.shape[0], mode, True), a)[::-1].copy()
