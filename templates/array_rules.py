@@ -11,6 +11,8 @@ from s2s import runtime
 from s2s.rules import WHERE_INDICES, nondifferentiable, primitive, refuse_when_active, rule
 from s2s.runtime import (
     array_bar,
+    linspace_grid,
+    linspace_options,
     convolve_bar,
     correlate_bar_a,
     correlate_bar_v,
@@ -802,6 +804,16 @@ def correlate(z, a, v, mode="valid"):
     v_bar += correlate_bar_v(z_bar, a, v, mode)
 
 
+@rule(np.linspace, pure=True, creates=True, fresh=True, options=linspace_options)
+def linspace(y, start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
+    """Linear in start and stop: start + (stop - start) * t for a constant grid t
+    (runtime.linspace_grid), whose first element is 0 and, with the endpoint, last is 1."""
+    t = linspace_grid(start, stop, num, endpoint, retstep, dtype, axis)
+    y_dot = (1.0 - t) * start_dot + t * stop_dot
+    start_bar += unbroadcast(np.sum((1.0 - t) * y_bar, axis=0), start)
+    stop_bar += unbroadcast(np.sum(t * y_bar, axis=0), stop)
+
+
 @rule(np.gradient, runtime.gradient, pure=True, fresh=True, options=gradient_options)
 @primitive(np.gradient, numba=runtime.gradient, numba_always=True)
 def gradient(r, f, spacing=1.0, axis=None, edge_order=1):
@@ -825,8 +837,8 @@ DECLARATIONS = [
     # (x > 0) + (x > 1): codegen/numba_routes.py writes it so (a logical or of boolean arrays).
     nondifferentiable(runtime.boolean_sum, pure=True, integer="always", broadcasts=True),
     refuse_when_active(
-        "build the array from a constant grid and scale it: start + (stop - start) * grid",
-        np.arange, np.linspace, pure=True, creates=True,
+        "build the array from a constant grid and scale it: start + step * np.arange(n)",
+        np.arange, pure=True, creates=True,
     ),
     # s2s.random (runtime.random): a draw is a constant of the derivative (the reparameterisation
     # trick: mu + sigma * random.normal(key, shape) differentiates in mu and sigma); keys are

@@ -564,6 +564,8 @@ DECLARATIONS += [primitive(runtime.pair_differences, pure=True, fresh=True)]
 DECLARATIONS += [nondifferentiable(runtime.quantile_weights, runtime.quantile_q_refused, pure=True, fresh=True)]
 # np.trapezoid's weights: constant where its rule calls them (an active x or dx is refused there).
 DECLARATIONS += [nondifferentiable(runtime.trapezoid_weights, runtime.trapezoid_x_refused, pure=True, fresh=True)]
+# np.linspace's grid: fractions of the way from start to stop (start and stop give its shape).
+DECLARATIONS += [nondifferentiable(runtime.linspace_grid, pure=True, fresh=True)]
 
 
 @rule(runtime.average_weights, pure=True, fresh=True, shape_argument=0)

@@ -265,6 +265,7 @@ EXAMPLES = {
     runtime.convolve_bar: ("x, y", "runtime.convolve_bar(x * y, y[:2], x, 'same') @ y[:2]"),
     runtime.correlate_bar_a: ("x, y", "runtime.correlate_bar_a(x * y, y[:2], x * x, 'same') @ x[:2]"),
     runtime.correlate_bar_v: ("x, y", "runtime.correlate_bar_v(x * y, y[:2], x * x, 'same') @ y"),
+    np.linspace: ("s, t", "np.sum(np.sin(np.linspace(s, t * t, 5)) * np.arange(5.0))"),
     np.take: ("x, A", "np.take(x, np.array([0, 2, 2])) * x + np.sum(np.take(A, np.array([1, 0]), axis=1) ** 2)"),
     runtime.take_axis: ("A", "runtime.take_axis(A, np.array([2, 2, 0]), axis=0) ** 2"),
     runtime.take_bar: ("x, A", "runtime.take_bar(x * x, A, np.array([1, 1, 2]), 1)"),

@@ -1,5 +1,6 @@
-"""Helpers of the rules for np.polyval, np.interp, np.linalg.matrix_power, np.repeat, np.convolve
-and np.correlate (templates/array_rules.py): the primal where Numba lacks it, and the derivatives."""
+"""Helpers of the rules for np.polyval, np.interp, np.linalg.matrix_power, np.repeat, np.convolve,
+np.correlate and np.linspace (templates/array_rules.py): the primal where Numba lacks it, and
+the derivatives."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import numpy as np
 __all__ = ["polyval", "polyder", "polyval_bar_p", "interp_slope", "interp_dot_fp", "interp_bar_fp",
            "interp_xp_refused", "interp_options", "matrix_power", "matrix_power_dot", "matrix_power_bar",
            "matrix_power_options", "repeat", "repeat_bar", "convolve", "correlate", "convolve_bar",
-           "correlate_bar_a", "correlate_bar_v"]
+           "correlate_bar_a", "correlate_bar_v", "linspace_options", "linspace_grid"]
 
 
 # ---- np.polyval --------------------------------------------------------------------
@@ -249,3 +250,33 @@ def correlate_bar_v(g, a, v, mode="valid"):
     """Adjoint of np.correlate(a, v, mode) in v: that of the reversed v, reversed."""
     full = _full_cotangent(g, np.shape(a)[0], np.shape(v)[0], mode, True)
     return np.correlate(full, a, "valid")[::-1]
+
+
+# ---- np.linspace -------------------------------------------------------------------------
+
+
+def linspace_options(num=50, endpoint=True, retstep=False, dtype=None, axis=0, **_) -> str | None:
+    """np.linspace is differentiated in start and stop with a float result along axis 0
+    (rules: Facts.options; runtime.linspace_grid checks the same where they are variables)."""
+    if retstep is not False:
+        return "retstep=True is not differentiated: compute the step as (stop - start) / (num - 1)"
+    if dtype is not None:
+        return "dtype= is not differentiated: convert the result with .astype(dtype)"
+    if axis != 0:
+        return "np.linspace is differentiated along axis 0 only: np.moveaxis the result"
+    return None
+
+
+def linspace_grid(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
+    """t with np.linspace(start, stop, num, endpoint) == start + (stop - start) * t: the
+    fractions of the way from start to stop, shaped (num, 1, ...) to broadcast against array
+    endpoints. A constant of the derivative."""
+    if retstep or dtype is not None or axis != 0:
+        raise ValueError("s2s: np.linspace is differentiated in start and stop with retstep=False, dtype=None "
+                         "and axis=0 only")
+    num = int(num)
+    if num < 0:
+        raise ValueError(f"Number of samples, {num}, must be non-negative.")
+    steps = num - 1 if endpoint else num
+    t = np.arange(num) / max(steps, 1)
+    return t.reshape((num,) + (1,) * np.ndim(np.broadcast(start, stop)))

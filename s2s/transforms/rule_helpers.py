@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import ast
 import inspect
+import math
+
+import numpy as np
 
 
 from ..ir import nodes as ir
@@ -46,18 +49,46 @@ def drop_defaults(node: ast.Call, found) -> ast.Call:
                 break
             node.args.pop()
     if found.signature is not None:
+        # A keyword goes where it equals the template's default (an option the call left out)
+        # and the called function's own default too: np.sum(..., axis=0) inside a template
+        # whose own axis defaults to 0 is a different sum without it. (NumPy's _NoValue,
+        # keepdims's default, stands for the default its documentation gives: the template's.)
         defaults = {k: p.default for k, p in found.signature.parameters.items()
                     if p.default is not inspect.Parameter.empty}
+        own = _own_defaults(func, target)
         node.keywords = [kw for kw in node.keywords
-                         if not (kw.arg in defaults and isinstance(kw.value, ast.Constant)
-                                 and kw.value.value == defaults[kw.arg]
-                                 and type(kw.value.value) is type(defaults[kw.arg]))]
+                         if not (kw.arg in defaults and kw.arg in own and isinstance(kw.value, ast.Constant)
+                                 and _same(kw.value.value, defaults[kw.arg])
+                                 and (own[kw.arg] is np._NoValue or _same(kw.value.value, own[kw.arg])))]
         # np.transpose(x, None) and friends: a trailing positional None is the default.
         if isinstance(func, ast.Attribute) and not target:
             while node.args and len(node.args) > 1 and isinstance(node.args[-1], ast.Constant) \
                     and node.args[-1].value is None:
                 node.args.pop()
     return node
+
+
+def _same(value, default) -> bool:
+    return value == default and type(value) is type(default)
+
+
+def _own_defaults(func: ast.expr, target) -> dict:
+    """The keyword defaults of the function a template calls (`runtime.x`, `np.x`, `np.linalg.x`,
+    `math.x`); empty where it has no signature Python can read, so that nothing is dropped."""
+    if target is None:
+        parts = []
+        while isinstance(func, ast.Attribute):
+            parts.append(func.attr)
+            func = func.value
+        roots = {"np": np, "math": math}
+        target = roots.get(func.id) if isinstance(func, ast.Name) and parts else None
+        for part in reversed(parts):
+            target = getattr(target, part, None)
+    try:
+        parameters = inspect.signature(target).parameters.values()
+    except (TypeError, ValueError):
+        return {}
+    return {p.name: p.default for p in parameters if p.default is not inspect.Parameter.empty}
 
 
 def _number(node) -> bool:

@@ -1,5 +1,5 @@
 """Overloads of the helpers of np.polyval, np.interp, np.linalg.matrix_power, np.repeat,
-np.convolve and np.correlate (runtime/functions.py). A number and an array take code of their own (Numba types them apart);
+np.convolve, np.correlate and np.linspace (runtime/functions.py). A number and an array take code of their own (Numba types them apart);
 options the rules refuse (np.interp's left, right, period) are refused when Numba compiles."""
 
 from __future__ import annotations
@@ -415,3 +415,26 @@ def _correlate_bar_v(g, a, v, mode="valid"):
     _vectors("np.correlate", g, a, v)
     return lambda g, a, v, mode="valid": np.correlate(
         _full_cotangent(g, a.shape[0], v.shape[0], mode, True), a)[::-1].copy()
+
+
+# ---- np.linspace -------------------------------------------------------------------------
+
+
+@overload(rt.linspace_grid)
+def _linspace_grid(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
+    if not (_scalar(start) and _scalar(stop)):
+        raise TypingError("s2s: under jit, np.linspace is differentiated with numbers as start and stop")
+    if not (isinstance(retstep, (types.Omitted, types.Boolean, bool)) and _is_none(dtype)
+            and isinstance(axis, (types.Omitted, types.Integer, int))):
+        raise TypingError("s2s: np.linspace is differentiated in start and stop with retstep=False, dtype=None "
+                          "and axis=0 only")
+
+    def impl(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
+        if retstep or axis != 0:
+            raise ValueError("s2s: np.linspace is differentiated in start and stop with retstep=False, dtype=None "
+                             "and axis=0 only")
+        if num < 0:
+            raise ValueError("Number of samples must be non-negative.")
+        steps = num - 1 if endpoint else num
+        return np.arange(num) / max(steps, 1)
+    return impl
