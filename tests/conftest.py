@@ -9,7 +9,10 @@ os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 # multiply-adds either). Level 0 compiles test_linalg_rules.py in about two thirds of level 1's
 # time (3.5 against 5.3 minutes, measured side by side). s2s names the module files by NUMBA_OPT
 # too, so this code never reaches a default process's cache. Set NUMBA_OPT=3 to run the suite
-# at Numba's default.
+# at Numba's default. (At level 0 a function that calls another compiled function keeps a dead
+# load of the callee's address, which Numba counts as a dynamic global: such functions are not
+# cached, hence the suite's "Cannot cache ... as it uses dynamic globals" warnings. At the default
+# level the load is removed and they are cached.)
 os.environ.setdefault("NUMBA_OPT", "0")
 sys.path.insert(0, os.path.dirname(__file__))
 
