@@ -375,26 +375,23 @@ def _full_cotangent(g, n, m, mode, correlation):
     return full
 
 
+@register_jitable
+def _in_mode(full, n, m, mode, correlation):
+    """The part of the full result that `mode` keeps."""
+    start = _mode_offset(n, m, mode, correlation)
+    return full[start:start + _mode_length(n, m, mode)].copy()
+
+
 @overload(rt.convolve)
 def _convolve(a, v, mode="full"):
     _vectors("np.convolve", a, v)
-
-    def impl(a, v, mode="full"):
-        n, m = a.shape[0], v.shape[0]
-        start = _mode_offset(n, m, mode, False)
-        return np.convolve(a, v)[start:start + _mode_length(n, m, mode)].copy()
-    return impl
+    return lambda a, v, mode="full": _in_mode(np.convolve(a, v), a.shape[0], v.shape[0], mode, False)
 
 
 @overload(rt.correlate)
 def _correlate(a, v, mode="valid"):
     _vectors("np.correlate", a, v)
-
-    def impl(a, v, mode="valid"):
-        n, m = a.shape[0], v.shape[0]
-        start = _mode_offset(n, m, mode, True)
-        return np.convolve(a, v[::-1])[start:start + _mode_length(n, m, mode)].copy()
-    return impl
+    return lambda a, v, mode="valid": _in_mode(np.convolve(a, v[::-1]), a.shape[0], v.shape[0], mode, True)
 
 
 @overload(rt.convolve_bar)
