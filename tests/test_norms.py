@@ -107,8 +107,7 @@ def test_norm_derivatives_against_central_differences(f, x):
     _check(f, x, "python")
 
 
-# Every second ord compiles in CI (the registry's sweep under S2S_REGISTRY_JIT=1 and
-# S2S_FULL_JIT=1 compile them all; tests/sampling.py).
+# Every second ord compiles in CI; S2S_FULL_JIT=1 compiles them all (tests/sampling.py).
 UNDER_NUMBA = compiled_sample([f.__name__ for f, x in CASES], 2)
 
 
