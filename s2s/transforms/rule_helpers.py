@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import ast
 import inspect
-import math
 
 import numpy as np
 
-
 from ..ir import nodes as ir
 from .. import runtime
+from ..rules import spelled
 
 
 
@@ -44,8 +43,7 @@ def drop_defaults(node: ast.Call, found) -> ast.Call:
         while node.args and len(node.args) <= len(params):
             default = params[len(node.args) - 1].default
             last = node.args[-1]
-            if default is inspect.Parameter.empty or not isinstance(last, ast.Constant) or last.value != default \
-                    or type(last.value) is not type(default):
+            if default is inspect.Parameter.empty or not isinstance(last, ast.Constant) or not _same(last.value, default):
                 break
             node.args.pop()
     if found.signature is not None:
@@ -80,10 +78,10 @@ def _own_defaults(func: ast.expr, target) -> dict:
         while isinstance(func, ast.Attribute):
             parts.append(func.attr)
             func = func.value
-        roots = {"np": np, "math": math}
-        target = roots.get(func.id) if isinstance(func, ast.Name) and parts else None
-        for part in reversed(parts):
-            target = getattr(target, part, None)
+        if isinstance(func, ast.Name) and parts:
+            target = spelled(func.id, parts.pop())
+            for part in reversed(parts):
+                target = getattr(target, part, None)
     try:
         parameters = inspect.signature(target).parameters.values()
     except (TypeError, ValueError):
