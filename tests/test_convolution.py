@@ -107,3 +107,18 @@ def test_float32_stays_float32():
         want = s2s.grad(fixed_mode, argnums=(0, 1))(SIGNAL, KERNEL_ODD)
         np.testing.assert_allclose(gx, want[0], rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(gk, want[1], rtol=1e-4, atol=1e-5)
+
+
+def scaled_by_a_number(s, x):
+    return np.sum(np.convolve(x, s, "same") ** 2) + np.sum(np.convolve(s * s, x) * WEIGHTS[:3])
+
+
+def test_a_number_is_an_array_of_one():
+    """np.convolve takes a number as a 1-element array; its gradient is a number. Numba's
+    np.convolve takes arrays only: under jit, a refusal at the line."""
+    check_grads(scaled_by_a_number, (0.4, SIGNAL[:3]), modes=("fwd", "rev"))
+    g = s2s.grad(scaled_by_a_number)(0.4, SIGNAL[:3])
+    assert np.ndim(g) == 0
+    assert g == pytest.approx(central_difference_grad(scaled_by_a_number, (0.4, SIGNAL[:3]), 0), rel=1e-7)
+    with pytest.raises(s2s.S2SError, match=r"test_convolution\.py:\d+:\d+: .*np.convolve takes 1-d arrays"):
+        s2s.jit(s2s.grad(scaled_by_a_number))(0.4, SIGNAL[:3])

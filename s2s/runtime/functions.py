@@ -235,9 +235,11 @@ def _full_cotangent(g, n, m, mode, correlation):
 
 def convolve_bar(g, this, other, mode="full"):
     """Adjoint of np.convolve(a, v, mode) in one argument (`this`, for its length) given the
-    other: the full cotangent correlated with `other`. NumPy's offsets are symmetric in a and v."""
-    n, m = np.shape(this)[0], np.shape(other)[0]
-    return np.correlate(_full_cotangent(g, n, m, mode, False), other, "valid")
+    other: the full cotangent correlated with `other`. NumPy's offsets are symmetric in a and v.
+    np.convolve takes a number as an array of one: its adjoint is a number."""
+    n, m = np.size(this), np.size(other)
+    adjoint = np.correlate(_full_cotangent(g, n, m, mode, False), np.ravel(other), "valid")
+    return adjoint[0] if np.ndim(this) == 0 else adjoint
 
 
 def correlate_bar_a(g, a, v, mode="valid"):
