@@ -834,8 +834,6 @@ DECLARATIONS = [
     nondifferentiable(WHERE_INDICES, np.nonzero, np.flatnonzero, np.argwhere),
     # x.astype(int): frontend/expressions.py lowers it to this (its result is an integer array).
     nondifferentiable(runtime.astype_integer, pure=True, integer="always", broadcasts=True),
-    # (x > 0) + (x > 1): codegen/numba_routes.py writes it so (a logical or of boolean arrays).
-    nondifferentiable(runtime.boolean_sum, pure=True, integer="always", broadcasts=True),
     refuse_when_active(
         "build the array from a constant grid and scale it: start + step * np.arange(n)",
         np.arange, pure=True, creates=True,

@@ -152,9 +152,9 @@ _BOOLEAN_CALLS = {"logical_and", "logical_or", "logical_xor", "logical_not", "is
 
 def is_boolean(node, names: set[str], shadowed) -> bool:
     """An expression known to hold booleans (a comparison, or arithmetic of them that NumPy
-    keeps boolean). NumPy's sum of two boolean arrays is their logical or; Numba's, where it
-    computes them element by element (its fused array expressions, s2s's loops), is 2 where
-    both hold (optimize/loops.py, codegen/numba_routes.py)."""
+    keeps boolean). NumPy's sum of two boolean arrays is their logical or; the sum of two of
+    their elements, in the loops of optimize/loops.py, is 2 where both hold (and Numba's fused
+    array expressions: backends/numba_pipeline.py)."""
     if isinstance(node, ast.Compare) or isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
         return True
     if isinstance(node, ast.Name):

@@ -42,10 +42,12 @@ INTEGER = ("num", True)
 
 
 def argument_fact(value: Any):
-    """A JSON-able description of an argument: "float", "int", "bool", ["array", ndim],
-    ["tuple", [facts]] or None (nothing that s2s can use)."""
+    """A JSON-able description of an argument: "float", "int", "bool", ["array", ndim] (of
+    numbers), ["array", ndim, "bool"], ["tuple", [facts]] or None (nothing that s2s can use).
+    A boolean array is told apart: NumPy's sum of two is their logical or, which the loops of
+    optimize/loops.py, over numbers, would compute as 1 + 1."""
     if isinstance(value, np.ndarray):
-        return ["array", value.ndim]
+        return ["array", value.ndim, "bool"] if value.dtype == np.bool_ else ["array", value.ndim]
     if isinstance(value, (bool, np.bool_)):
         return "bool"
     if isinstance(value, (int, np.integer)):

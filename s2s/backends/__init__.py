@@ -117,16 +117,20 @@ def _load(source: str, stem: str, backend: str, parallel: tuple[str, ...]) -> ty
     if backend == "cpu":
         import numba
 
+        from .numba_pipeline import GeneratedCodeCompiler
+
         runtime.register_numba_overloads()
+        # (Numba's compiler, with NumPy's sum of two boolean arrays: numba_pipeline.py)
+        compile_ = functools.partial(numba.njit, cache=True, nogil=True, pipeline_class=GeneratedCodeCompiler)
         keys = _function_keys(source)
         for attr, value in list(vars(module).items()):
             if isinstance(value, types.FunctionType) and value.__module__ == module_name:
                 shared = (keys.get(attr), attr in parallel)
                 if shared[0] is None or value.__name__ != attr:  # not a generated `def`
-                    setattr(module, attr, numba.njit(cache=True, nogil=True, parallel=attr in parallel)(value))
+                    setattr(module, attr, compile_(parallel=attr in parallel)(value))
                     continue
                 if shared not in _compiled:
-                    _compiled[shared] = numba.njit(cache=True, nogil=True, parallel=attr in parallel)(value)
+                    _compiled[shared] = compile_(parallel=attr in parallel)(value)
                 setattr(module, attr, _compiled[shared])
     _loaded[key] = module
     return module

@@ -270,9 +270,6 @@ class _ToCuda(cst.CSTTransformer):
             helper = name[8:]
             if helper in KERNEL_HELPERS:
                 return updated
-            if helper == "boolean_sum":
-                # (a kernel's comparisons are numbers: Python's bool + bool, as the python backend)
-                return cst.BinaryOperation(updated.args[0].value, cst.Add(), updated.args[1].value)
             if helper == "sum_start":
                 # sum(xs) starts from Python's 0: a kernel's sequences hold numbers (zeros of an
                 # item's shape, the compiled start for arrays, would be allocated)

@@ -8,7 +8,6 @@ import re
 import numpy as np
 
 from .. import runtime
-from ..analysis.code_shapes import boolean_names, is_boolean
 from ..rules import facts, spelled
 from .emit import name
 
@@ -40,7 +39,6 @@ class RouteNumbaRejects(ast.NodeTransformer):
     sequences: set = frozenset()
     index_lists: set = frozenset()
     lists: set = frozenset()
-    booleans: set = frozenset()
 
     def __init__(self, comments: list[str] = (), origin_comments=frozenset()):
         self.comments = comments
@@ -79,21 +77,11 @@ class RouteNumbaRejects(ast.NodeTransformer):
         return isinstance(node, (ast.Tuple, ast.List)) or isinstance(node, ast.Name) and node.id in self.sequences
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.FunctionDef:
-        outer = self.masks, self.sequences, self.index_lists, self.lists, self.where, self.booleans
+        outer = self.masks, self.sequences, self.index_lists, self.lists, self.where
         self.masks, self.sequences, self.index_lists = _mask_names(node), _sequence_names(node), _index_lists(node)
-        self.lists, self.where, self.booleans = _list_names(node), None, boolean_names(node, frozenset())
+        self.lists, self.where = _list_names(node), None
         self.generic_visit(node)
-        self.masks, self.sequences, self.index_lists, self.lists, self.where, self.booleans = outer
-        return node
-
-    def visit_BinOp(self, node: ast.BinOp) -> ast.expr:
-        """(x > 0) + (x > 1) -> runtime.boolean_sum(x > 0, x > 1): NumPy's sum of two boolean
-        arrays is their logical or, but Numba fuses it with the arithmetic around it into one
-        loop over numbers, in which True + True is 2."""
-        checked = is_boolean(node.left, self.booleans, ()) and is_boolean(node.right, self.booleans, ())
-        self.generic_visit(node)
-        if isinstance(node.op, ast.Add) and checked:
-            return ast.Call(ast.Attribute(name("runtime"), "boolean_sum", ast.Load()), [node.left, node.right], [])
+        self.masks, self.sequences, self.index_lists, self.lists, self.where = outer
         return node
 
     def visit_Assign(self, node: ast.Assign) -> ast.Assign:

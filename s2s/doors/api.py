@@ -268,7 +268,7 @@ class Transformed:
 def _kinds(args) -> tuple:
     """A key for what the arguments are, as shapes.argument_facts sees them (cheap: on
     every call)."""
-    return tuple((type(a), a.ndim) if isinstance(a, np.ndarray)
+    return tuple((type(a), a.ndim, a.dtype == np.bool_) if isinstance(a, np.ndarray)
                  else (type(a), _kinds(a)) if isinstance(a, (tuple, list)) else type(a) for a in args)
 
 

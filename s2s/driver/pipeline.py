@@ -212,7 +212,7 @@ def _describe_fact(fact) -> str:
     if isinstance(fact, list) and fact[0] == "like":
         return f"shaped like {fact[1]}"
     if isinstance(fact, list) and fact[0] == "array":
-        return f"{fact[1]}-d array"
+        return f"{fact[1]}-d {'boolean ' if fact[2:] == ['bool'] else ''}array"
     if isinstance(fact, list) and fact[0] == "tuple":
         return "(" + ", ".join(_describe_fact(f) for f in fact[1]) + ")"
     return fact if isinstance(fact, str) else "any"

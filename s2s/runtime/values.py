@@ -262,14 +262,6 @@ def weighted(t, w):
     return np.where(np.asarray(w) == 0, np.zeros_like(product), product)
 
 
-def boolean_sum(a, b):
-    """a + b of two booleans, as NumPy and Python compute it: the logical or where either is an
-    array, 2 for two Python bools. Generated code calls it for a sum of two comparisons
-    (codegen/numba_routes.py): Numba fuses `x + ((x > 0) + (x > 1))` into one loop over
-    numbers, where True + True is 2."""
-    return a + b
-
-
 def clear(a, index):
     """a[index] = 0 in place: the overwritten elements no longer reach the result."""
     a[index] = 0.0

@@ -437,15 +437,6 @@ def _masked(a, mask):
     return lambda a, mask: a[mask]
 
 
-@overload(rt.boolean_sum)
-def _boolean_sum(a, b):
-    def boolean(t):
-        return t.dtype == types.boolean if isinstance(t, types.Array) else t == types.boolean
-    if (isinstance(a, types.Array) or isinstance(b, types.Array)) and boolean(a) and boolean(b):
-        return lambda a, b: np.logical_or(a, b)
-    return lambda a, b: a + b
-
-
 @overload(rt.weighted)
 def _weighted(t, w):
     if _scalar(t) and _scalar(w):

@@ -1,0 +1,86 @@
+"""Boolean arrays passed as arguments, under s2s.jit (session 24).
+
+NumPy's sum of two boolean arrays is their logical or. Numba fuses `(m1 + m2) * x` into one
+loop over the elements, in which True + True is 2; s2s's own elementwise loops did the same
+with the elements of boolean arguments. Every jit path (the primal, grad, value_and_grad,
+hessian, jacfwd, vmap) gave wrong values and gradients, silently, where both masks hold.
+Generated modules are now compiled with a Numba pass that makes such a sum `|`
+(backends/numba_pipeline.py), and the loops leave boolean arguments as NumPy
+(analysis/shapes.py: their fact says "bool"). Derivatives are checked
+against central differences, values against NumPy.
+"""
+
+import numpy as np
+
+import s2s
+from finite_differences import central_difference_grad, hessian_by_differences
+
+X = np.array([1.0, 2.0, -3.0, 0.5, 1.5])
+M1 = np.array([True, True, False, False, True])
+M2 = np.array([True, False, True, False, True])
+
+
+def close(got, want):
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+
+
+def either_mask(x, m1, m2):
+    return np.sum((m1 + m2) * x * x)
+
+
+def inside_a_ufunc(x, m1, m2):
+    return np.sum(np.sin(m1 + m2 + 0.5) * x * x)
+
+
+def added_in_place(x, m1, m2):
+    k = m1.copy()
+    k += m2
+    return np.sum(k * x * x)
+
+
+def with_a_flag(x, m1, flag):
+    return np.sum((m1 + flag) * x * x)
+
+
+def test_every_jit_path_adds_boolean_arrays_as_numpy():
+    args = (X, M1, M2)
+    want = central_difference_grad(either_mask, list(args), 0)
+    close(want, 2.0 * X * (M1 | M2))  # (the formula: x * x where either mask holds)
+    close(s2s.jit(either_mask)(*args), either_mask(*args))
+    close(s2s.jit(s2s.grad(either_mask))(*args), want)
+    value, grad = s2s.jit(s2s.value_and_grad(either_mask))(*args)
+    close(value, either_mask(*args))
+    close(grad, want)
+    close(s2s.jit(s2s.jacfwd(either_mask))(*args), want)
+    hessian = np.diag(2.0 * (M1 | M2))  # the formula, which second differences agree with
+    np.testing.assert_allclose(hessian_by_differences(lambda x: either_mask(x, M1, M2), X), hessian, atol=1e-4)
+    close(s2s.jit(s2s.hessian(either_mask))(*args), hessian)
+
+
+def test_a_sum_of_boolean_arrays_inside_a_ufunc_and_with_a_boolean_number():
+    for fun, args in ((inside_a_ufunc, (X, M1, M2)), (with_a_flag, (X, M1, True))):
+        close(s2s.jit(fun)(*args), fun(*args))
+        close(s2s.jit(s2s.grad(fun))(*args), central_difference_grad(fun, list(args), 0))
+
+
+def test_a_boolean_array_added_in_place_per_example():
+    xs = np.stack([X, 2.0 * X, X - 1.0])
+    per_example = s2s.jit(s2s.vmap(s2s.grad(added_in_place), in_axes=(0, None, None)))(xs, M1, M2)
+    for x, got in zip(xs, per_example):
+        close(got, central_difference_grad(added_in_place, [x, M1, M2], 0))
+
+
+def counted_neighbours(x, m):
+    s = np.sum((m[1:] + m[:-1]) * 1.0)
+    return s * np.sum(x * x)
+
+
+def test_the_elementwise_loops_leave_boolean_arguments_to_numpy():
+    # (m's statements were one loop over numbers, m[k + 1] + m[k], which is 2 where both hold:
+    # the value and the gradient were 4/3 of NumPy's here)
+    m = np.array([True, True, False, True, True])
+    value, grad = s2s.jit(s2s.value_and_grad(counted_neighbours))(X, m)
+    assert value == counted_neighbours(X, m)
+    close(grad, central_difference_grad(counted_neighbours, [X, m], 0))
+    source = s2s.value_and_grad(counted_neighbours).specialised([X, m])[0]
+    assert "m 1-d boolean array" in source and "m[1:] + m[:-1]" in source
