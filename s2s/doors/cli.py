@@ -123,17 +123,36 @@ def output_name(fn, mode: str) -> str:
 
 
 def transform(args) -> int:
+    """Write each selected function's modules. Where the functions are the module's public
+    ones (no --function, no __s2s__ list), one that s2s refuses at a line of the user's code
+    (a driver that prints, draws random numbers or times) is skipped with that refusal on
+    stderr, and the exit status is 1 only where nothing was written; a function named by
+    --function or __s2s__ that s2s refuses is an error."""
     module = load_user_module(args.file)
     modes = parse_modes(args.mode)
     in_axes = _in_axes(args, modes)
+    named = bool(args.function or getattr(module, "__s2s__", None))
     os.makedirs(args.output, exist_ok=True)
+    written, skipped = 0, 0
     for fn in selected_functions(module, args.function):
         for mode in modes:
+            try:
+                source = generated_source(fn, mode, in_axes)
+            except S2SError as exc:
+                if named or exc.origin is None:  # (no line of the user's: a usage error)
+                    raise
+                print(f"s2s: skipped {fn.__name__} ({mode}): {str(exc).splitlines()[0]}", file=sys.stderr)
+                skipped += 1
+                continue
             path = os.path.join(args.output, output_name(fn, mode))
-            cache.write_atomic(path, generated_source(fn, mode, in_axes))
+            cache.write_atomic(path, source)
             os.chmod(path, 0o644)
             print(f"wrote {path}")
-    return 0
+            written += 1
+    if skipped:
+        print(f"s2s: wrote {written}, skipped {skipped}; to choose the functions, pass --function NAME or "
+              f"list them in the module's __s2s__", file=sys.stderr)
+    return 0 if written else 1
 
 
 def _in_axes(args, modes: list[str]):
@@ -223,7 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("file", help="the user's .py file")
     t.add_argument("--function", action="append",
                    help="a function to transform (repeatable; default: the module's __s2s__ list, "
-                        "else its public functions)")
+                        "else its public functions, skipping those s2s refuses)")
     t.add_argument("--mode", default="grad", help="comma-separated transforms: grad (reverse mode with "
                    "respect to the first argument), vjp (reverse mode, all arguments), jvp (forward mode), "
                    "vmap (a loop over the examples, mapped as --in-axes says)")
