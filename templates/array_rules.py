@@ -8,11 +8,14 @@ import operator
 import numpy as np
 
 from s2s import runtime
-from s2s.rules import WHERE_INDICES, nondifferentiable, primitive, refuse_when_active, rule
+from s2s.rules import MESHGRID_NOT_OF_TWO, WHERE_INDICES, nondifferentiable, primitive, refuse_when_active, rule
 from s2s.runtime import (
     array_bar,
     linspace_grid,
     linspace_options,
+    meshgrid_bar,
+    meshgrid_options,
+    meshgrid_spread,
     convolve_bar,
     correlate_bar_a,
     correlate_bar_v,
@@ -814,6 +817,17 @@ def linspace(y, start, stop, num=50, endpoint=True, retstep=False, dtype=None, a
     stop_bar += unbroadcast(np.sum(t * y_bar, axis=0), stop)
 
 
+@rule(np.meshgrid, runtime.meshgrid, pure=True, fresh=True, options=meshgrid_options)
+@primitive(np.meshgrid, numba=runtime.meshgrid, numba_always=True)
+def meshgrid(y, x1, x2, indexing="xy", sparse=False, copy=True):
+    """Of two arrays: the grid y[k] repeats xk (flattened) along the other axis. Linear: the
+    tangent of a grid spreads xk's tangent over it (meshgrid_spread), the adjoint of xk sums
+    the grid's adjoint along that axis (meshgrid_bar)."""
+    y_dot = (meshgrid_spread(x1_dot, y[0], 0, indexing), meshgrid_spread(x2_dot, y[1], 1, indexing))
+    x1_bar += meshgrid_bar(y_bar[0], x1, 0, indexing)
+    x2_bar += meshgrid_bar(y_bar[1], x2, 1, indexing)
+
+
 @rule(np.gradient, runtime.gradient, pure=True, fresh=True, options=gradient_options)
 @primitive(np.gradient, numba=runtime.gradient, numba_always=True)
 def gradient(r, f, spacing=1.0, axis=None, edge_order=1):
@@ -834,6 +848,9 @@ DECLARATIONS = [
     nondifferentiable(WHERE_INDICES, np.nonzero, np.flatnonzero, np.argwhere),
     # x.astype(int): frontend/expressions.py lowers it to this (its result is an integer array).
     nondifferentiable(runtime.astype_integer, pure=True, integer="always", broadcasts=True),
+    refuse_when_active(
+        "np.meshgrid is differentiated of two arrays: build a grid of one or of three arrays with "
+        "np.broadcast_to(x[:, None, None], shape) and the like", MESHGRID_NOT_OF_TWO),
     refuse_when_active(
         "build the array from a constant grid and scale it: start + step * np.arange(n)",
         np.arange, pure=True, creates=True,

@@ -94,6 +94,8 @@ from s2s.runtime import (
     sinc_curvature,
     take_bar,
     convolve_bar,
+    meshgrid_bar,
+    meshgrid_spread,
     correlate_bar_a,
     correlate_bar_v,
     average_weights,
@@ -595,6 +597,22 @@ def sinc_slope_(r, x):
 @rule(runtime.gradient_bar, pure=True, fresh=True)
 def gradient_bar_(r, g, f, spacing=1.0):
     r_dot = gradient_bar(g_dot, f, spacing)
+
+
+# np.meshgrid's tangent and adjoint helpers: linear in their first argument, each the other's
+# transpose; the second gives a shape only. Closed under differentiation (any order).
+
+
+@rule(runtime.meshgrid_spread, pure=True, fresh=True, shape_argument=1)
+def meshgrid_spread_(y, v, grid, k, indexing="xy"):
+    y_dot = meshgrid_spread(v_dot, grid, k, indexing)
+    v_bar += meshgrid_bar(y_bar, v, k, indexing)
+
+
+@rule(runtime.meshgrid_bar, pure=True, fresh=True, shape_argument=1)
+def meshgrid_bar_(y, g, x, k, indexing="xy"):
+    y_dot = meshgrid_bar(g_dot, x, k, indexing)
+    g_bar += meshgrid_spread(y_bar, g, k, indexing)
 
 
 # The adjoints of np.convolve and np.correlate: linear in the cotangent and in the other

@@ -266,6 +266,11 @@ EXAMPLES = {
     runtime.correlate_bar_a: ("x, y", "runtime.correlate_bar_a(x * y, y[:2], x * x, 'same') @ x[:2]"),
     runtime.correlate_bar_v: ("x, y", "runtime.correlate_bar_v(x * y, y[:2], x * x, 'same') @ y"),
     np.linspace: ("s, t", "np.sum(np.sin(np.linspace(s, t * t, 5)) * np.arange(5.0))"),
+    np.meshgrid: ("x, y", "g, h = np.meshgrid(x, y * y)\n    p, q = np.meshgrid(x * x, y[:2], indexing='ij')"
+                          "\n    return np.sum(np.sin(g) * h) + np.sum(p * q * q)"),
+    runtime.meshgrid: ("x, y", "g, h = runtime.meshgrid(x, y[:2], indexing='ij')\n    return np.sum(g * g * h)"),
+    runtime.meshgrid_spread: ("x, A", "np.sum(runtime.meshgrid_spread(x * x, A, 1, 'xy') * A)"),
+    runtime.meshgrid_bar: ("x, A", "runtime.meshgrid_bar(A * A, x, 0, 'ij') * x"),
     np.take: ("x, A", "np.take(x, np.array([0, 2, 2])) * x + np.sum(np.take(A, np.array([1, 0]), axis=1) ** 2)"),
     runtime.take_axis: ("A", "runtime.take_axis(A, np.array([2, 2, 0]), axis=0) ** 2"),
     runtime.take_bar: ("x, A", "runtime.take_bar(x * x, A, np.array([1, 1, 2]), 1)"),

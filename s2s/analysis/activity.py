@@ -21,7 +21,7 @@ from ..errors import S2SError
 from .liveness import Branches, Liveness, Loop
 from .points_to import PointsToCheck, value_reads
 from ..frontend.source import is_user_function
-from ..rules import SELF_PRODUCT, WHERE_INDICES, Rule, facts, lookup
+from ..rules import MESHGRID_NOT_OF_TWO, SELF_PRODUCT, WHERE_INDICES, Rule, facts, lookup
 
 
 @dataclass
@@ -40,6 +40,8 @@ def rule_for(call: ir.Call, origin) -> Rule | None:
         return lookup(SELF_PRODUCT)  # x * x: one contribution to x's adjoint
     if call.fn is np.where and len(call.args) == 1 and not call.kwargs:
         return lookup(WHERE_INDICES)  # np.where(condition): index arrays, np.nonzero's
+    if call.fn in (np.meshgrid, runtime.meshgrid) and len(call.args) != 2:
+        return lookup(MESHGRID_NOT_OF_TWO)  # (a grid of constants, np.meshgrid(xs, ys, zs), is no derivative)
     return lookup(call.fn)
 
 

@@ -1,5 +1,5 @@
 """Helpers of the rules for np.polyval, np.interp, np.linalg.matrix_power, np.repeat, np.convolve,
-np.correlate and np.linspace (templates/array_rules.py): the primal where Numba lacks it, and
+np.correlate, np.linspace and np.meshgrid (templates/array_rules.py): the primal where Numba lacks it, and
 the derivatives."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ import numpy as np
 __all__ = ["polyval", "polyder", "polyval_bar_p", "interp_slope", "interp_dot_fp", "interp_bar_fp",
            "interp_xp_refused", "interp_options", "matrix_power", "matrix_power_dot", "matrix_power_bar",
            "matrix_power_options", "repeat", "repeat_bar", "convolve", "correlate", "convolve_bar",
-           "correlate_bar_a", "correlate_bar_v", "linspace_options", "linspace_grid"]
+           "correlate_bar_a", "correlate_bar_v", "linspace_options", "linspace_grid", "meshgrid",
+           "meshgrid_options", "meshgrid_spread", "meshgrid_bar"]
 
 
 # ---- np.polyval --------------------------------------------------------------------
@@ -282,3 +283,43 @@ def linspace_grid(start, stop, num=50, endpoint=True, retstep=False, dtype=None,
     steps = num - 1 if endpoint else num
     t = np.arange(num) / max(steps, 1)
     return t.reshape((num,) + (1,) * np.ndim(np.broadcast(start, stop)))
+
+
+# ---- np.meshgrid --------------------------------------------------------------------
+
+
+def meshgrid(*xi, indexing="xy", sparse=False, copy=True):
+    """np.meshgrid, as a tuple (Numba has none: overloads/functions.py compiles it of one to three
+    1-d arrays)."""
+    return tuple(np.meshgrid(*xi, indexing=indexing, sparse=sparse, copy=copy))
+
+
+def meshgrid_options(indexing="xy", sparse=False, copy=True, **_) -> str | None:
+    """np.meshgrid is differentiated of two arrays, into full grids (rules: Facts.options;
+    meshgrid_spread and meshgrid_bar check the same where the options are variables)."""
+    if sparse is not False:
+        return "np.meshgrid(..., sparse=True) is not differentiated: use the full grids (sparse=False)"
+    if indexing not in ("xy", "ij"):
+        return "np.meshgrid is differentiated of two arrays, with indexing 'xy' or 'ij'"
+    return None
+
+
+def _repeated_axis(k, indexing) -> int:
+    """The axis of its 2-d grid along which np.meshgrid(x1, x2, indexing=indexing) repeats xk."""
+    if indexing not in ("xy", "ij") or k not in (0, 1):
+        raise ValueError("s2s: np.meshgrid is differentiated of two arrays, with indexing 'xy' or 'ij' and "
+                         "sparse=False")
+    return k if indexing == "xy" else 1 - k
+
+
+def meshgrid_spread(v, grid, k, indexing="xy"):
+    """The grid k of np.meshgrid(x1, x2, indexing=indexing) with v for xk: v repeated along the
+    axis xk is repeated over, to the shape of grid. Linear in v (the tangents of the grids)."""
+    axis = _repeated_axis(k, indexing)
+    return np.broadcast_to(np.expand_dims(np.ravel(v), axis), np.shape(grid)) * 1.0
+
+
+def meshgrid_bar(g, x, k, indexing="xy"):
+    """Adjoint of grid k of np.meshgrid(x1, x2, indexing=indexing) in xk (x): g summed along the
+    axis xk is repeated over, in x's shape. The transpose of meshgrid_spread."""
+    return np.reshape(np.sum(g, axis=_repeated_axis(k, indexing)), np.shape(x))

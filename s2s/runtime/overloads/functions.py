@@ -1,5 +1,5 @@
 """Overloads of the helpers of np.polyval, np.interp, np.linalg.matrix_power, np.repeat,
-np.convolve, np.correlate and np.linspace (runtime/functions.py). A number and an array take code of their own (Numba types them apart);
+np.convolve, np.correlate, np.linspace and np.meshgrid (runtime/functions.py). A number and an array take code of their own (Numba types them apart);
 options the rules refuse (np.interp's left, right, period) are refused when Numba compiles."""
 
 from __future__ import annotations
@@ -434,4 +434,92 @@ def _linspace_grid(start, stop, num=50, endpoint=True, retstep=False, dtype=None
             raise ValueError("Number of samples must be non-negative.")
         steps = num - 1 if endpoint else num
         return np.arange(num) / max(steps, 1)
+    return impl
+
+
+# ---- np.meshgrid ----------------------------------------------------------------------
+# Numba has no np.meshgrid: runtime.meshgrid of one, two or three 1-d arrays, full grids (a
+# grid of constants, np.meshgrid(xs, ys), is the common use, and is not differentiated).
+
+_MESHGRID = "s2s: under jit, np.meshgrid takes one to three 1-d arrays, indexing 'xy' or 'ij', and sparse=False"
+
+
+def _vector(t) -> bool:
+    return isinstance(t, types.Array) and t.ndim == 1
+
+
+@register_jitable
+def _meshgrid_indexing(indexing, sparse):
+    if sparse or (indexing != "xy" and indexing != "ij"):
+        raise ValueError(_MESHGRID)
+    return indexing == "xy"
+
+
+@overload(rt.meshgrid)
+def _meshgrid(x1, x2=None, x3=None, indexing="xy", sparse=False, copy=True):
+    given = [t for t in (x1, x2, x3) if not _is_none(t)]
+    if not all(_vector(t) for t in given) or not isinstance(sparse, (types.Omitted, types.Boolean, bool)):
+        raise TypingError(_MESHGRID)
+    if len(given) == 1:
+        def one(x1, x2=None, x3=None, indexing="xy", sparse=False, copy=True):
+            _meshgrid_indexing(indexing, sparse)
+            return (x1.copy(),)
+        return one
+    if len(given) == 2:
+        def two(x1, x2=None, x3=None, indexing="xy", sparse=False, copy=True):
+            xy = _meshgrid_indexing(indexing, sparse)
+            rows, columns = (x2, x1) if xy else (x1, x2)
+            g1 = np.empty((rows.shape[0], columns.shape[0]), x1.dtype)
+            g2 = np.empty((rows.shape[0], columns.shape[0]), x2.dtype)
+            for i in range(rows.shape[0]):
+                for j in range(columns.shape[0]):
+                    g1[i, j] = x1[j] if xy else x1[i]
+                    g2[i, j] = x2[i] if xy else x2[j]
+            return (g1, g2)
+        return two
+
+    def three(x1, x2=None, x3=None, indexing="xy", sparse=False, copy=True):
+        xy = _meshgrid_indexing(indexing, sparse)
+        n1, n2, n3 = x1.shape[0], x2.shape[0], x3.shape[0]
+        shape = (n2, n1, n3) if xy else (n1, n2, n3)  # ('xy' swaps the first two axes)
+        g1, g2, g3 = np.empty(shape, x1.dtype), np.empty(shape, x2.dtype), np.empty(shape, x3.dtype)
+        for i in range(n1):
+            for j in range(n2):
+                for k in range(n3):
+                    at = (j, i, k) if xy else (i, j, k)
+                    g1[at], g2[at], g3[at] = x1[i], x2[j], x3[k]
+        return (g1, g2, g3)
+    return three
+
+
+@register_jitable
+def _repeated_axis(k, indexing):
+    if (indexing != "xy" and indexing != "ij") or (k != 0 and k != 1):
+        raise ValueError("s2s: np.meshgrid is differentiated of two arrays, with indexing 'xy' or 'ij' and "
+                         "sparse=False")
+    return k if indexing == "xy" else 1 - k
+
+
+@overload(rt.meshgrid_spread)
+def _meshgrid_spread(v, grid, k, indexing="xy"):
+    if not (_vector(v) and isinstance(grid, types.Array) and grid.ndim == 2):
+        raise TypingError(_MESHGRID)
+
+    def impl(v, grid, k, indexing="xy"):
+        axis = _repeated_axis(k, indexing)
+        out = np.empty(grid.shape)
+        for i in range(grid.shape[0]):
+            for j in range(grid.shape[1]):
+                out[i, j] = v[j] if axis == 0 else v[i]
+        return out
+    return impl
+
+
+@overload(rt.meshgrid_bar)
+def _meshgrid_bar(g, x, k, indexing="xy"):
+    if not (_vector(x) and isinstance(g, types.Array) and g.ndim == 2):
+        raise TypingError(_MESHGRID)
+
+    def impl(g, x, k, indexing="xy"):
+        return np.sum(g, axis=_repeated_axis(k, indexing))
     return impl
