@@ -8,7 +8,8 @@ import operator
 import numpy as np
 
 from s2s import runtime
-from s2s.rules import MESHGRID_NOT_OF_TWO, WHERE_INDICES, nondifferentiable, primitive, refuse_when_active, rule
+from s2s.rules import (COV_NOT_OF_ONE, MESHGRID_NOT_OF_TWO, WHERE_INDICES, nondifferentiable, primitive,
+                       refuse_when_active, rule)
 from s2s.runtime import (
     array_bar,
     linspace_grid,
@@ -112,6 +113,12 @@ from s2s.runtime.statistics import (
     take_bar,
     average_options,
     average_weights,
+    cov_centered,
+    cov_centered_bar,
+    cov_options,
+    cov_result,
+    cov_scale,
+    cov_square,
     average_weights_bar,
     nan_reduction_options,
     quantile_options,
@@ -828,6 +835,17 @@ def meshgrid(y, x1, x2, indexing="xy", sparse=False, copy=True):
     x2_bar += meshgrid_bar(y_bar[1], x2, 1, indexing)
 
 
+@rule(np.cov, pure=True, fresh=True, options=cov_options)
+def cov(c, m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None, dtype=None):
+    """c = X X^T / (N - ddof), X the variables (rows of cov_centered) less their means:
+    c_dot = (X_dot X^T + X X_dot^T) / (N - ddof), and m's adjoint is (C + C^T) X / (N - ddof)
+    for c's adjoint C, centred (the means' adjoint, for rows of zero mean, is zero)."""
+    x = cov_centered(m, rowvar)
+    scale = cov_scale(m, rowvar, bias, ddof)
+    c_dot = cov_result(scale * (cov_centered(m_dot, rowvar) @ x.T + x @ cov_centered(m_dot, rowvar).T), m)
+    m_bar += cov_centered_bar(scale * ((cov_square(c_bar, x) + cov_square(c_bar, x).T) @ x), m, rowvar)
+
+
 @rule(np.gradient, runtime.gradient, pure=True, fresh=True, options=gradient_options)
 @primitive(np.gradient, numba=runtime.gradient, numba_always=True)
 def gradient(r, f, spacing=1.0, axis=None, edge_order=1):
@@ -848,6 +866,10 @@ DECLARATIONS = [
     nondifferentiable(WHERE_INDICES, np.nonzero, np.flatnonzero, np.argwhere),
     # x.astype(int): frontend/expressions.py lowers it to this (its result is an integer array).
     nondifferentiable(runtime.astype_integer, pure=True, integer="always", broadcasts=True),
+    nondifferentiable(runtime.cov_scale, pure=True),
+    refuse_when_active(
+        "np.cov is differentiated of one data set without weights: for two variables x and y, "
+        "np.cov(np.stack((x, y)))", COV_NOT_OF_ONE),
     refuse_when_active(
         "np.meshgrid is differentiated of two arrays: build a grid of one or of three arrays with "
         "np.broadcast_to(x[:, None, None], shape) and the like", MESHGRID_NOT_OF_TWO),

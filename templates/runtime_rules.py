@@ -94,6 +94,10 @@ from s2s.runtime import (
     sinc_curvature,
     take_bar,
     convolve_bar,
+    cov_centered,
+    cov_centered_bar,
+    cov_result,
+    cov_square,
     meshgrid_bar,
     meshgrid_spread,
     correlate_bar_a,
@@ -597,6 +601,33 @@ def sinc_slope_(r, x):
 @rule(runtime.gradient_bar, pure=True, fresh=True)
 def gradient_bar_(r, g, f, spacing=1.0):
     r_dot = gradient_bar(g_dot, f, spacing)
+
+
+# np.cov's helpers: linear in their first argument, in pairs that are each other's transpose.
+
+
+@rule(runtime.cov_centered, pure=True, fresh=True)
+def cov_centered_(y, m, rowvar=True):
+    y_dot = cov_centered(m_dot, rowvar)
+    m_bar += cov_centered_bar(y_bar, m, rowvar)
+
+
+@rule(runtime.cov_centered_bar, pure=True, fresh=True, shape_argument=1)
+def cov_centered_bar_(y, g, m, rowvar=True):
+    y_dot = cov_centered_bar(g_dot, m, rowvar)
+    g_bar += cov_centered(y_bar, rowvar)
+
+
+@rule(runtime.cov_result, pure=True, fresh=True, shape_argument=1)
+def cov_result_(y, a, m):
+    y_dot = cov_result(a_dot, m)
+    a_bar += cov_square(y_bar, a)
+
+
+@rule(runtime.cov_square, pure=True, fresh=True, shape_argument=1)
+def cov_square_(y, g, x):
+    y_dot = cov_square(g_dot, x)
+    g_bar += reshape_bar(y_bar, g)
 
 
 # np.meshgrid's tangent and adjoint helpers: linear in their first argument, each the other's

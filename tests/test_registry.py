@@ -266,6 +266,11 @@ EXAMPLES = {
     runtime.correlate_bar_a: ("x, y", "runtime.correlate_bar_a(x * y, y[:2], x * x, 'same') @ x[:2]"),
     runtime.correlate_bar_v: ("x, y", "runtime.correlate_bar_v(x * y, y[:2], x * x, 'same') @ y"),
     np.linspace: ("s, t", "np.sum(np.sin(np.linspace(s, t * t, 5)) * np.arange(5.0))"),
+    np.cov: ("x, A", "np.cov(x * x) * np.sum(np.cov(A) * A) + np.sum(np.cov(A, rowvar=False, bias=True) ** 2)"),
+    runtime.cov_centered: ("A", "np.sum(runtime.cov_centered(A * A, False) * A)"),
+    runtime.cov_centered_bar: ("x, A", "np.sum(runtime.cov_centered_bar(A * A, A, True) * A) + x[0]"),
+    runtime.cov_result: ("x, A", "np.sum(runtime.cov_result(A * A, A) * A) + runtime.cov_result(A[:1, :1] * x[0], x)"),
+    runtime.cov_square: ("x, A", "np.sum(runtime.cov_square(A * x, A) * A) + np.sum(runtime.cov_square(x[0] * x[1], A[:1]))"),
     np.meshgrid: ("x, y", "g, h = np.meshgrid(x, y * y)\n    p, q = np.meshgrid(x * x, y[:2], indexing='ij')"
                           "\n    return np.sum(np.sin(g) * h) + np.sum(p * q * q)"),
     runtime.meshgrid: ("x, y", "g, h = runtime.meshgrid(x, y[:2], indexing='ij')\n    return np.sum(g * g * h)"),

@@ -21,7 +21,7 @@ from ..errors import S2SError
 from .liveness import Branches, Liveness, Loop
 from .points_to import PointsToCheck, value_reads
 from ..frontend.source import is_user_function
-from ..rules import MESHGRID_NOT_OF_TWO, SELF_PRODUCT, WHERE_INDICES, Rule, facts, lookup
+from ..rules import COV_NOT_OF_ONE, MESHGRID_NOT_OF_TWO, SELF_PRODUCT, WHERE_INDICES, Rule, facts, lookup
 
 
 @dataclass
@@ -42,7 +42,14 @@ def rule_for(call: ir.Call, origin) -> Rule | None:
         return lookup(WHERE_INDICES)  # np.where(condition): index arrays, np.nonzero's
     if call.fn in (np.meshgrid, runtime.meshgrid) and len(call.args) != 2:
         return lookup(MESHGRID_NOT_OF_TWO)  # (a grid of constants, np.meshgrid(xs, ys, zs), is no derivative)
+    if call.fn is np.cov and (any(not _is_none(a) for a in call.args[1:2] + call.args[5:7])
+                              or any(k in ("y", "fweights", "aweights") and not _is_none(v) for k, v in call.kwargs)):
+        return lookup(COV_NOT_OF_ONE)
     return lookup(call.fn)
+
+
+def _is_none(atom) -> bool:
+    return isinstance(atom, ir.Const) and atom.value is None
 
 
 def bind(call: ir.Call, found: Rule, origin) -> dict:

@@ -112,6 +112,7 @@ SELF_PRODUCT = Case("x * x")  # operator.mul of one variable by itself
 QUOTIENT_UNREAD = Case("x / y in a loop")  # operator.truediv whose result no other rule reads
 WHERE_INDICES = Case("np.where(condition)")  # np.where of one argument: np.nonzero's index arrays
 MESHGRID_NOT_OF_TWO = Case("np.meshgrid")  # of one array, or of three or more: not differentiated
+COV_NOT_OF_ONE = Case("np.cov")  # of two data sets (y), or weighted: not differentiated
 
 
 # ---- facts of a primitive ----------------------------------------------------------

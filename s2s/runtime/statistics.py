@@ -10,7 +10,8 @@ __all__ = ["quantile_weights", "quantile_q_refused", "quantile", "percentile", "
            "quantile_options", "nan_reduction_options", "ptp", "average", "average_options", "average_weights",
            "average_weights_bar", "take_axis", "take_bar", "sinc_slope", "sinc_curvature",
            "cross_options", "heaviside", "trapezoid", "trapezoid_weights", "trapezoid_x_refused",
-           "gradient", "gradient_bar", "gradient_options"]
+           "gradient", "gradient_bar", "gradient_options", "cov_options", "cov_centered", "cov_centered_bar",
+           "cov_scale", "cov_result", "cov_square"]
 
 
 def quantile_options(q=None, axis=None, out=None, overwrite_input=False, method="linear", **_) -> str | None:
@@ -265,3 +266,56 @@ def gradient_bar(g, f, spacing=1.0):
     out[2:] += g[1:-1] / (2.0 * h)
     out[:-2] -= g[1:-1] / (2.0 * h)
     return out
+
+
+# ---- np.cov (session 24) --------------------------------------------------------------
+# np.cov(m) = X X^T / (N - ddof), X m's variables as rows less their means, squeezed: the
+# derivative of one data set with a constant divisor, no weights (rules: a second data set y,
+# fweights and aweights are refused where m is differentiated, analysis/activity.py).
+
+
+def cov_options(dtype=None, **_) -> str | None:
+    if dtype is not None:
+        return "np.cov(..., dtype=...) is not differentiated: convert the result with .astype(dtype)"
+    return None
+
+
+def _cov_rows(m, rowvar):
+    x = np.array(m, ndmin=2, dtype=np.result_type(m, np.float64))
+    if np.ndim(m) > 2:
+        raise ValueError("m has more than 2 dimensions")
+    return x.T if not rowvar and np.ndim(m) != 1 else x
+
+
+def cov_centered(m, rowvar=True):
+    """The observations as np.cov(m, rowvar=rowvar) reads them: one variable per row (a 1-d m is
+    one variable), each row less its mean. Linear in m."""
+    x = _cov_rows(m, rowvar)
+    return x - np.mean(x, axis=1, keepdims=True)
+
+
+def cov_centered_bar(g, m, rowvar=True):
+    """Adjoint of cov_centered in m: g's rows less their means (centering is its own transpose),
+    back in m's layout and shape."""
+    centered = g - np.mean(g, axis=1, keepdims=True)
+    return np.reshape(centered.T if not rowvar and np.ndim(m) != 1 else centered, np.shape(m))
+
+
+def cov_scale(m, rowvar=True, bias=False, ddof=None):
+    """1 / (N - ddof) of np.cov (N observations; ddof 1, or 0 with bias): NumPy's divisor, 0 where
+    there are no degrees of freedom left (it warns, and divides by 0)."""
+    if ddof is None:
+        ddof = 0 if bias else 1
+    fact = _cov_rows(m, rowvar).shape[1] - ddof
+    with np.errstate(divide="ignore"):
+        return np.true_divide(1, fact if fact > 0 else 0.0)
+
+
+def cov_result(a, m):
+    """The k x k matrix a as np.cov gives its result: squeezed (a 0-d array of one variable)."""
+    return np.squeeze(a)
+
+
+def cov_square(g, x):
+    """g (the shape of np.cov's result) as the k x k matrix of x's k variables: cov_result's transpose."""
+    return np.reshape(g, (np.shape(x)[0], np.shape(x)[0]))

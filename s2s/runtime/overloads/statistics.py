@@ -1,4 +1,4 @@
-"""Overloads of the helpers of order statistics and NaN-aware reductions (runtime/statistics.py).
+"""Overloads of the helpers of order statistics, NaN-aware reductions and np.cov (runtime/statistics.py).
 
 They reuse the reductions' static-axis machinery (_axis_overload): the reduced axes moved last
 and merged, so that np.quantile's weights are computed for the rows of a matrix."""
@@ -278,3 +278,76 @@ def _gradient_bar(g, f, spacing=1.0):
         out[:-2] -= g[1:-1] / (2.0 * h)
         return out
     return impl
+
+
+# ---- np.cov -------------------------------------------------------------------------------
+# m: a 1-d array (one variable) or a 2-d array of real numbers; rowvar may be a variable (the
+# layouts differ at run time only).
+
+def _cov_data(m):
+    if not (isinstance(m, types.Array) and m.ndim in (1, 2) and isinstance(m.dtype, (types.Float, types.Integer))):
+        raise TypingError("s2s: under jit, np.cov is differentiated of a 1-d or 2-d array of real numbers")
+
+
+@register_jitable
+def _centered_rows(x):
+    """x (a new float array, one variable per row) less each row's mean, in place."""
+    for i in range(x.shape[0]):
+        x[i] -= np.mean(x[i])
+    return x
+
+
+@overload(rt.cov_centered)
+def _cov_centered(m, rowvar=True):
+    _cov_data(m)
+    if m.ndim == 1:
+        return lambda m, rowvar=True: _centered_rows(m.astype(np.float64).reshape((1, m.shape[0])))
+    return lambda m, rowvar=True: _centered_rows(np.ascontiguousarray(m.astype(np.float64) if rowvar
+                                                                      else m.T.astype(np.float64)))
+
+
+@overload(rt.cov_centered_bar)
+def _cov_centered_bar(g, m, rowvar=True):
+    _cov_data(m)
+    if m.ndim == 1:
+        return lambda g, m, rowvar=True: _centered_rows(g.astype(np.float64))[0]
+    return lambda g, m, rowvar=True: (_centered_rows(g.astype(np.float64)) if rowvar
+                                      else np.ascontiguousarray(_centered_rows(g.astype(np.float64)).T))
+
+
+@register_jitable
+def _inverse_degrees(n, bias, ddof):
+    fact = n - (ddof if ddof is not None else (0 if bias else 1))
+    return 1.0 / fact if fact > 0 else np.inf  # (NumPy warns, and divides by 0)
+
+
+@overload(rt.cov_scale)
+def _cov_scale(m, rowvar=True, bias=False, ddof=None):
+    _cov_data(m)
+    if m.ndim == 1:
+        return lambda m, rowvar=True, bias=False, ddof=None: _inverse_degrees(m.shape[0], bias, ddof)
+    return lambda m, rowvar=True, bias=False, ddof=None: _inverse_degrees(m.shape[1] if rowvar else m.shape[0],
+                                                                          bias, ddof)
+
+
+@overload(rt.cov_result)
+def _cov_result(a, m):
+    _cov_data(m)
+    if m.ndim == 1:
+        def one_variable(a, m):
+            out = np.empty(())
+            out[()] = a[0, 0]
+            return out
+        return one_variable
+    return lambda a, m: a.copy()
+
+
+@overload(rt.cov_square)
+def _cov_square(g, x):
+    if isinstance(g, types.Array) and g.ndim == 2:
+        return lambda g, x: g.copy()
+    if isinstance(g, types.Array) and g.ndim == 0:
+        return lambda g, x: np.full((1, 1), g[()])
+    if isinstance(g, (types.Float, types.Integer)):
+        return lambda g, x: np.full((1, 1), g)
+    raise TypingError("s2s: under jit, the adjoint of np.cov is a number or a square matrix")
