@@ -1,6 +1,6 @@
 """Helpers of the rules for np.polyval, np.interp, np.linalg.matrix_power, np.repeat, np.convolve,
-np.correlate, np.linspace and np.meshgrid (templates/array_rules.py): the primal where Numba lacks it, and
-the derivatives."""
+np.correlate, np.linspace and np.meshgrid (templates/array_rules.py): the primal where Numba
+lacks it, and the derivatives."""
 
 from __future__ import annotations
 

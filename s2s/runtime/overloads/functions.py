@@ -1,6 +1,7 @@
 """Overloads of the helpers of np.polyval, np.interp, np.linalg.matrix_power, np.repeat,
-np.convolve, np.correlate, np.linspace and np.meshgrid (runtime/functions.py). A number and an array take code of their own (Numba types them apart);
-options the rules refuse (np.interp's left, right, period) are refused when Numba compiles."""
+np.convolve, np.correlate, np.linspace and np.meshgrid (runtime/functions.py). A number and an
+array take code of their own (Numba types them apart); options the rules refuse (np.interp's
+left, right, period) are refused when Numba compiles."""
 
 from __future__ import annotations
 
