@@ -1,4 +1,4 @@
-"""Boolean arrays passed as arguments, under s2s.jit (session 24).
+"""Boolean arrays passed as arguments, and NumPy's boolean scalars, under s2s.jit (session 24).
 
 NumPy's sum of two boolean arrays is their logical or. Numba fuses `(m1 + m2) * x` into one
 loop over the elements, in which True + True is 2; s2s's own elementwise loops did the same
@@ -6,7 +6,9 @@ with the elements of boolean arguments. Every jit path (the primal, grad, value_
 hessian, jacfwd, vmap) gave wrong values and gradients, silently, where both masks hold.
 Generated modules are now compiled with a Numba pass that makes such a sum `|`
 (backends/numba_pipeline.py), and the loops leave boolean arguments as NumPy
-(analysis/shapes.py: their fact says "bool"). Derivatives are checked
+(analysis/shapes.py: their fact says "bool"). So did NumPy's boolean scalars (an element of a
+boolean array, a comparison of array elements: np.True_ + np.True_ is True) in loops; two Python
+bools still add to 2, as in Python. Derivatives are checked
 against central differences, values against NumPy.
 """
 
@@ -84,3 +86,38 @@ def test_the_elementwise_loops_leave_boolean_arguments_to_numpy():
     close(grad, central_difference_grad(counted_neighbours, [X, m], 0))
     source = s2s.value_and_grad(counted_neighbours).specialised([X, m])[0]
     assert "m 1-d boolean array" in source and "m[1:] + m[:-1]" in source
+
+
+def elements_of_a_mask(x, m):
+    s = 0.0
+    for i in range(x.shape[0] - 1):
+        s = s + (m[i] + m[i + 1]) * x[i]
+    return s
+
+
+def compared_elements(x):
+    s = 0.0
+    for i in range(x.shape[0] - 1):
+        s = s + ((x[i] > 0.0) + (x[i + 1] > 0.0)) * x[i] * x[i]
+    return s
+
+
+def elements_added_in_place(x, m1, m2):
+    s = 0.0
+    for i in range(x.shape[0]):
+        b = m1[i]
+        b += m2[i]
+        s = s + b * x[i]
+    return s
+
+
+def python_bools(x, flag):
+    return (flag + (x.shape[0] > 2)) * np.sum(x * x)  # (True + True: 2, on both backends)
+
+
+def test_numpy_boolean_scalars_add_as_numpy_and_python_bools_as_python():
+    for fun, args in ((elements_of_a_mask, (X, M1)), (compared_elements, (X,)),
+                      (elements_added_in_place, (X, M1, M2)), (python_bools, (X, True))):
+        assert s2s.jit(fun)(*args) == fun(*args)
+        close(s2s.jit(s2s.grad(fun))(*args), central_difference_grad(fun, list(args), 0))
+    close(s2s.grad(python_bools)(X, True), 4.0 * X)

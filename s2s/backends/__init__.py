@@ -120,8 +120,11 @@ def _load(source: str, stem: str, backend: str, parallel: tuple[str, ...]) -> ty
         from .numba_pipeline import GeneratedCodeCompiler
 
         runtime.register_numba_overloads()
-        # (Numba's compiler, with NumPy's sum of two boolean arrays: numba_pipeline.py)
-        compile_ = functools.partial(numba.njit, cache=True, nogil=True, pipeline_class=GeneratedCodeCompiler)
+        # Numba's compiler, with NumPy's sum of two booleans (numba_pipeline.py), and NumPy's
+        # division: x[i] / 0.0 and the derivative of log(x) at 0 are inf or nan, as NumPy's
+        # scalars give them, where Numba's default (Python's) raises ZeroDivisionError.
+        compile_ = functools.partial(numba.njit, cache=True, nogil=True, error_model="numpy",
+                                     pipeline_class=GeneratedCodeCompiler)
         keys = _function_keys(source)
         for attr, value in list(vars(module).items()):
             if isinstance(value, types.FunctionType) and value.__module__ == module_name:

@@ -192,6 +192,15 @@ def checked(function, user_files: tuple[str, ...] = (), fun=None):
                                                               user_files)) from exc
                 raise S2SError(f"{str(exc)[len('s2s:'):].strip()} (in compiled code; backend='python' names the "
                                f"statement)", _definition(fun)) from exc
+            if isinstance(exc, ZeroDivisionError):
+                # Compiled with NumPy's error model, a division by zero is inf or nan, as NumPy's;
+                # what still raises is Numba's power of a number to a negative int (x ** -2 at 0),
+                # which NumPy computes as a float power (inf).
+                raise S2SError(f"division by zero in the compiled code of {getattr(fun, '__name__', '?')}: "
+                               "Numba raises it for a power to a negative int (x ** -2 at 0), where NumPy gives "
+                               "inf", _definition(fun),
+                               "write the exponent as a float (x ** -2.0), or backend='python' runs it as NumPy "
+                               "and names the statement") from exc
             if not _while_compiling(exc):
                 raise
             name = getattr(fun, "__name__", None) or function.__name__

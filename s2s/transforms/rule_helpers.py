@@ -94,6 +94,13 @@ def _number(node) -> bool:
         and not isinstance(node.value, bool)
 
 
+def _times_zero(node: ast.expr) -> bool:
+    """The int 0, or a product whose right factor is the int 0 (g * 0)."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        node = node.right
+    return _number(node) and node.value == 0 and type(node.value) is int
+
+
 def simplify(node: ast.expr) -> ast.expr:
     """Fold constants and drop multiplications by one, so rules read like hand-written code."""
     for child_name, child in ast.iter_fields(node):
@@ -113,6 +120,13 @@ def simplify(node: ast.expr) -> ast.expr:
                      ast.Mult: left.value * right.value}[type(op)]
             return ast.Constant(value) if value >= 0 else ast.UnaryOp(ast.USub(), ast.Constant(-value))
         if isinstance(op, ast.Pow) and _number(right) and right.value == 1:
+            return left
+        if isinstance(op, ast.Mult) and _times_zero(left) and isinstance(right, ast.BinOp) \
+                and isinstance(right.op, ast.Pow) and isinstance(right.right, ast.UnaryOp) \
+                and isinstance(right.right.op, ast.USub):
+            # (g * 0) * x ** -1: the power rule's y * x ** (y - 1) at the exponent 0, whose
+            # derivative is 0 everywhere (JAX's too): 0 * inf at x = 0 would be NaN, and Numba
+            # raises ZeroDivisionError for a negative int power of 0.
             return left
         if isinstance(op, ast.Mult) and _number(right) and right.value == 1 and type(right.value) is int:
             return left
