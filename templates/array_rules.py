@@ -8,8 +8,8 @@ import operator
 import numpy as np
 
 from s2s import runtime
-from s2s.rules import (COV_NOT_OF_ONE, MESHGRID_NOT_OF_TWO, WHERE_INDICES, nondifferentiable, primitive,
-                       refuse_when_active, rule)
+from s2s.rules import (CORRCOEF_NOT_OF_ONE, COV_NOT_OF_ONE, MESHGRID_NOT_OF_TWO, WHERE_INDICES, nondifferentiable,
+                       primitive, refuse_when_active, rule)
 from s2s.runtime import (
     array_bar,
     linspace_grid,
@@ -113,6 +113,10 @@ from s2s.runtime.statistics import (
     take_bar,
     average_options,
     average_weights,
+    corrcoef_gram_bar,
+    corrcoef_options,
+    corrcoef_scales,
+    corrcoef_tangent,
     cov_centered,
     cov_centered_bar,
     cov_options,
@@ -846,6 +850,19 @@ def cov(c, m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweight
     m_bar += cov_centered_bar(scale * ((cov_square(c_bar, x) + cov_square(c_bar, x).T) @ x), m, rowvar)
 
 
+@rule(np.corrcoef, pure=True, fresh=True, options=corrcoef_options)
+def corrcoef(r, m, y=None, rowvar=True, bias=None, ddof=None, dtype=None):
+    """r = G / sqrt(g g^T), G = X X^T of the centred variables X (cov_centered) and g its
+    diagonal, as np.corrcoef (np.cov's divisor cancels; clipped to [-1, 1], where only the
+    diagonal, whose derivative is 0, meets the bounds). corrcoef_tangent and corrcoef_gram_bar
+    are the derivative and its transpose in X X^T; the k x k r of one variable is 1."""
+    x = cov_centered(m, rowvar)
+    full = cov_square(r, x)
+    scales = corrcoef_scales(x)
+    r_dot = cov_result(corrcoef_tangent(cov_centered(m_dot, rowvar) @ x.T, full, scales), m)
+    m_bar += cov_centered_bar(corrcoef_gram_bar(cov_square(r_bar, x), full, scales) @ x, m, rowvar)
+
+
 @rule(np.gradient, runtime.gradient, pure=True, fresh=True, options=gradient_options)
 @primitive(np.gradient, numba=runtime.gradient, numba_always=True)
 def gradient(r, f, spacing=1.0, axis=None, edge_order=1):
@@ -867,6 +884,9 @@ DECLARATIONS = [
     # x.astype(int): frontend/expressions.py lowers it to this (its result is an integer array).
     nondifferentiable(runtime.astype_integer, pure=True, integer="always", broadcasts=True),
     nondifferentiable(runtime.cov_scale, pure=True),
+    refuse_when_active(
+        "np.corrcoef is differentiated of one data set: for two variables x and y, "
+        "np.corrcoef(np.stack((x, y)))", CORRCOEF_NOT_OF_ONE),
     refuse_when_active(
         "np.cov is differentiated of one data set without weights: for two variables x and y, "
         "np.cov(np.stack((x, y)))", COV_NOT_OF_ONE),

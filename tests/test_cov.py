@@ -1,6 +1,7 @@
-"""np.cov (session 24): differentiated in its data set m (rowvar, bias, ddof; one variable or
-several), to any order, on both backends. A second data set y and weights are refused where m
-is differentiated. Derivatives against central differences."""
+"""np.cov and np.corrcoef (session 24): differentiated in the data set m (rowvar, bias, ddof;
+one variable or several) on both backends, np.cov to any order, np.corrcoef once. A second
+data set y and weights are refused where m is differentiated. Derivatives against central
+differences."""
 
 import numpy as np
 import pytest
@@ -70,9 +71,41 @@ def weighted(v):
     return np.cov(v, aweights=np.arange(1.0, 7.0))
 
 
+def correlated_with_another(v):
+    return np.corrcoef(v, v * v)[0, 1]
+
+
 def test_two_data_sets_and_weights_are_refused_at_the_line():
     for f, line in ((of_two, "return np.cov(v, v * v)[0, 1]"),
-                    (weighted, "return np.cov(v, aweights=np.arange(1.0, 7.0))")):
-        with pytest.raises(s2s.S2SError, match="np.cov is differentiated of one data set") as info:
+                    (weighted, "return np.cov(v, aweights=np.arange(1.0, 7.0))"),
+                    (correlated_with_another, "return np.corrcoef(v, v * v)[0, 1]")):
+        with pytest.raises(s2s.S2SError, match=r"np\.(cov|corrcoef) is differentiated of one data set") as info:
             s2s.grad(f)(V)
         assert where(f, line) in str(info.value)
+
+
+def correlations(m):
+    return np.sum(np.corrcoef(m) * W)
+
+
+def correlation_of_two(v):
+    return np.corrcoef(np.stack((v, v * v, np.sin(v))))[0, 2]
+
+
+def columns_correlated(m):
+    return np.sum(np.corrcoef(m, rowvar=False)[:, 0] ** 2) + np.corrcoef(m[0]) * np.sum(m)
+
+
+def test_corrcoef_against_differences_on_both_backends():
+    for f, x in ((correlations, M), (correlation_of_two, V), (columns_correlated, M.T)):
+        want = central_difference_grad(f, [x], 0)
+        close(s2s.grad(f)(x), want)
+        close(s2s.jvp(f, (x,), (np.ones_like(x),))[1], np.sum(want), atol=1e-6)
+    for f, x in ((correlations, M), (columns_correlated, M.T)):
+        close(s2s.jit(s2s.grad(f))(x), central_difference_grad(f, [x], 0))
+
+
+def test_a_second_derivative_through_corrcoef_is_refused_at_the_line():
+    with pytest.raises(s2s.S2SError, match="derivatives of this order are not implemented") as info:
+        s2s.hessian(correlation_of_two)(V)
+    assert where(correlation_of_two, "return np.corrcoef(np.stack((v, v * v, np.sin(v))))[0, 2]") in str(info.value)

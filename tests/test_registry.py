@@ -267,6 +267,7 @@ EXAMPLES = {
     runtime.correlate_bar_v: ("x, y", "runtime.correlate_bar_v(x * y, y[:2], x * x, 'same') @ y"),
     np.linspace: ("s, t", "np.sum(np.sin(np.linspace(s, t * t, 5)) * np.arange(5.0))"),
     np.cov: ("x, A", "np.cov(x * x) * np.sum(np.cov(A) * A) + np.sum(np.cov(A, rowvar=False, bias=True) ** 2)"),
+    np.corrcoef: ("x, y, A", "np.sum(np.corrcoef(A) * A) + np.corrcoef(np.stack((x, y * x)))[0, 1] + np.corrcoef(x)"),
     runtime.cov_centered: ("A", "np.sum(runtime.cov_centered(A * A, False) * A)"),
     runtime.cov_centered_bar: ("x, A", "np.sum(runtime.cov_centered_bar(A * A, A, True) * A) + x[0]"),
     runtime.cov_result: ("x, A", "np.sum(runtime.cov_result(A * A, A) * A) + runtime.cov_result(A[:1, :1] * x[0], x)"),

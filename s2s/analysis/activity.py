@@ -21,7 +21,8 @@ from ..errors import S2SError
 from .liveness import Branches, Liveness, Loop
 from .points_to import PointsToCheck, value_reads
 from ..frontend.source import is_user_function
-from ..rules import COV_NOT_OF_ONE, MESHGRID_NOT_OF_TWO, SELF_PRODUCT, WHERE_INDICES, Rule, facts, lookup
+from ..rules import (CORRCOEF_NOT_OF_ONE, COV_NOT_OF_ONE, MESHGRID_NOT_OF_TWO, SELF_PRODUCT, WHERE_INDICES, Rule, facts,
+                     lookup)
 
 
 @dataclass
@@ -45,6 +46,9 @@ def rule_for(call: ir.Call, origin) -> Rule | None:
     if call.fn is np.cov and (any(not _is_none(a) for a in call.args[1:2] + call.args[5:7])
                               or any(k in ("y", "fweights", "aweights") and not _is_none(v) for k, v in call.kwargs)):
         return lookup(COV_NOT_OF_ONE)
+    if call.fn is np.corrcoef and (any(not _is_none(a) for a in call.args[1:2])
+                                   or any(k == "y" and not _is_none(v) for k, v in call.kwargs)):
+        return lookup(CORRCOEF_NOT_OF_ONE)
     return lookup(call.fn)
 
 

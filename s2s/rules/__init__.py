@@ -113,6 +113,7 @@ QUOTIENT_UNREAD = Case("x / y in a loop")  # operator.truediv whose result no ot
 WHERE_INDICES = Case("np.where(condition)")  # np.where of one argument: np.nonzero's index arrays
 MESHGRID_NOT_OF_TWO = Case("np.meshgrid")  # of one array, or of three or more: not differentiated
 COV_NOT_OF_ONE = Case("np.cov")  # of two data sets (y), or weighted: not differentiated
+CORRCOEF_NOT_OF_ONE = Case("np.corrcoef")  # of two data sets (y): not differentiated
 
 
 # ---- facts of a primitive ----------------------------------------------------------

@@ -11,7 +11,8 @@ __all__ = ["quantile_weights", "quantile_q_refused", "quantile", "percentile", "
            "average_weights_bar", "take_axis", "take_bar", "sinc_slope", "sinc_curvature",
            "cross_options", "heaviside", "trapezoid", "trapezoid_weights", "trapezoid_x_refused",
            "gradient", "gradient_bar", "gradient_options", "cov_options", "cov_centered", "cov_centered_bar",
-           "cov_scale", "cov_result", "cov_square"]
+           "cov_scale", "cov_result", "cov_square", "corrcoef_options", "corrcoef_scales",
+           "corrcoef_tangent", "corrcoef_gram_bar"]
 
 
 def quantile_options(q=None, axis=None, out=None, overwrite_input=False, method="linear", **_) -> str | None:
@@ -319,3 +320,39 @@ def cov_result(a, m):
 def cov_square(g, x):
     """g (the shape of np.cov's result) as the k x k matrix of x's k variables: cov_result's transpose."""
     return np.reshape(g, (np.shape(x)[0], np.shape(x)[0]))
+
+
+# ---- np.corrcoef (session 24) ----------------------------------------------------------
+# r = G / sqrt(g g^T) for the Gram matrix G = X X^T of the centred variables and its diagonal g
+# (np.cov's divisor cancels), clipped to [-1, 1]. First derivatives: the helpers below are
+# primal values of the rule and have no rules of their own (a second derivative through
+# np.corrcoef is refused, naming the statement).
+
+
+def corrcoef_options(dtype=None, **_) -> str | None:
+    if dtype is not None:
+        return "np.corrcoef(..., dtype=...) is not differentiated: convert the result with .astype(dtype)"
+    return None
+
+
+def corrcoef_scales(x):
+    """1 / sqrt(g) of the centred variables x (rows): the inverse standard deviations, but for
+    np.cov's divisor, which np.corrcoef cancels."""
+    return 1.0 / np.sqrt(np.sum(x * x, axis=1))
+
+
+def corrcoef_tangent(h, r, scales):
+    """r's tangent from h = X_dot X^T (G_dot = h + h^T): G_dot s s^T - r (q_i + q_j) / 2, with
+    q = diag(G_dot) s^2, r the k x k correlations and s their scales."""
+    g_dot = h + h.T
+    q = np.diagonal(g_dot) * scales * scales
+    return g_dot * np.outer(scales, scales) - 0.5 * r * (q[:, None] + q[None, :])
+
+
+def corrcoef_gram_bar(r_bar, r, scales):
+    """The adjoint of X X^T's symmetric part from r's (k x k): the transpose of corrcoef_tangent,
+    plus its transpose (m's adjoint is this times X)."""
+    p = r_bar * r
+    diagonal = -0.5 * (np.sum(p, axis=1) + np.sum(p, axis=0)) * scales * scales
+    g_bar = r_bar * np.outer(scales, scales) + np.diag(diagonal)
+    return g_bar + g_bar.T
