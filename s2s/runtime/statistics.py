@@ -326,7 +326,7 @@ def cov_square(g, x):
 # r = G / sqrt(g g^T) for the Gram matrix G = X X^T of the centred variables and its diagonal g
 # (np.cov's divisor cancels), clipped to [-1, 1]. First derivatives: the helpers below are
 # primal values of the rule and have no rules of their own (a second derivative through
-# np.corrcoef is refused, naming the statement).
+# np.corrcoef is refused, naming the statement). Numba compiles them as they are.
 
 
 def corrcoef_options(dtype=None, **_) -> str | None:
@@ -345,7 +345,7 @@ def corrcoef_tangent(h, r, scales):
     """r's tangent from h = X_dot X^T (G_dot = h + h^T): G_dot s s^T - r (q_i + q_j) / 2, with
     q = diag(G_dot) s^2, r the k x k correlations and s their scales."""
     g_dot = h + h.T
-    q = np.diagonal(g_dot) * scales * scales
+    q = np.diag(g_dot) * scales * scales
     return g_dot * np.outer(scales, scales) - 0.5 * r * (q[:, None] + q[None, :])
 
 

@@ -361,45 +361,22 @@ def _matrix(*ts):
         raise TypingError("s2s: under jit, np.corrcoef is differentiated of a 1-d or 2-d array of real numbers")
 
 
+# (the helpers are NumPy that Numba compiles as it is: each overload is the helper itself)
+
+
 @overload(rt.corrcoef_scales)
 def _corrcoef_scales(x):
     _matrix(x)
-    return lambda x: 1.0 / np.sqrt(np.sum(x * x, axis=1))
+    return rt.corrcoef_scales
 
 
 @overload(rt.corrcoef_tangent)
 def _corrcoef_tangent(h, r, scales):
     _matrix(h, r)
-
-    def impl(h, r, scales):
-        k = h.shape[0]
-        q = np.empty(k)
-        for i in range(k):
-            q[i] = 2.0 * h[i, i] * scales[i] * scales[i]
-        out = np.empty((k, k))
-        for i in range(k):
-            for j in range(k):
-                out[i, j] = (h[i, j] + h[j, i]) * scales[i] * scales[j] - 0.5 * r[i, j] * (q[i] + q[j])
-        return out
-    return impl
+    return rt.corrcoef_tangent
 
 
 @overload(rt.corrcoef_gram_bar)
 def _corrcoef_gram_bar(r_bar, r, scales):
     _matrix(r_bar, r)
-
-    def impl(r_bar, r, scales):
-        k = r_bar.shape[0]
-        diagonal = np.zeros(k)
-        for i in range(k):
-            for j in range(k):
-                p = r_bar[i, j] * r[i, j]
-                diagonal[i] += p
-                diagonal[j] += p
-        out = np.empty((k, k))
-        for i in range(k):
-            for j in range(k):
-                out[i, j] = (r_bar[i, j] + r_bar[j, i]) * scales[i] * scales[j]
-            out[i, i] -= diagonal[i] * scales[i] * scales[i]  # (-0.5 * the row and column sums, twice)
-        return out
-    return impl
+    return rt.corrcoef_gram_bar
