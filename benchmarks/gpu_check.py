@@ -10,8 +10,8 @@ Run once on a machine with an NVIDIA GPU (the test suite only has Numba's simula
    Then the deterministic total (backends.cuda.sum_examples): two runs bit-identical.
 2. Per-path delta and vega of the issue's Monte Carlo example, paths x steps normals:
    s2s cuda (NumPy in and out: the copies are timed; and device arrays in and out; and the
-   normals drawn in the kernel from a key per path, with no z array), s2s cpu (numba parallel
-   over the cores), and jax.jit(jax.vmap(jax.grad(...))) on the GPU where JAX is installed.
+   normals drawn in the kernel from a key per path, with no z array; and s2s.pmap of it over 4
+   streams of the GPU, NumPy in and out), s2s cpu (numba parallel over the cores), and jax.jit(jax.vmap(jax.grad(...))) on the GPU where JAX is installed.
    Steady state: one warm-up call, then the median of 5.
 Writes benchmarks/results/gpu.md and prints it. Takes about a minute (compilation included).
 """
@@ -47,9 +47,14 @@ def check_cases() -> tuple[list[str], bool]:
     rows = []
     failed = False
     for name, (make, args) in sorted(cuda_cases.CASES.items()):
-        got = s2s.pytree.leaves(s2s.jit(make(), backend="cuda")(*args()))
-        reference = "python" if name in ("greeks_float32", "draws32") else "cpu"  # see tests/test_cuda.py
-        want = s2s.pytree.leaves(s2s.jit(make(), backend=reference)(*args()))
+        try:  # one case's failure is a row of the table, and the others still run
+            got = s2s.pytree.leaves(s2s.jit(make(), backend="cuda")(*args()))
+            reference = "python" if name in ("greeks_float32", "draws32") else "cpu"  # see tests/test_cuda.py
+            want = s2s.pytree.leaves(s2s.jit(make(), backend=reference)(*args()))
+        except Exception as error:  # noqa: BLE001 (reported, and the exit status is 1)
+            failed = True
+            rows.append(f"| {name} | ERROR {type(error).__name__}: {_one_line(error)} | |")
+            continue
         worst = 0.0
         ok = len(got) == len(want)
         for g, w in zip(got, want):
@@ -70,6 +75,10 @@ def check_cases() -> tuple[list[str], bool]:
     failed |= not same
     rows.append(f"| sum_examples of 10^6 x 3, twice: bit-identical | {'ok' if same else 'MISMATCH'} | |")
     return rows, failed
+
+
+def _one_line(error: BaseException) -> str:
+    return " ".join(str(error).split())[:300].replace("|", "/")
 
 
 def median_time(call, repeats: int = 5) -> float:
@@ -113,16 +122,35 @@ def time_greeks(paths: int, steps: int) -> tuple[list[str], bool]:
         cuda.synchronize()
         return out
 
+    # s2s.pmap over 4 streams of the one GPU: each shard's copies overlap another shard's kernel
+    shards = 4
+    z_shards = z[: paths - paths % shards].reshape(shards, paths // shards, steps)
+    on_streams = s2s.pmap(transformed, in_axes=(None, None, 0), devices=s2s.devices("cuda", streams=shards))
+
     rows = []
     gpu, cpu = on_gpu(1.0, 0.2, z), on_cpu(1.0, 0.2, z)
     by_step_host = [np.asarray(x.copy_to_host()) for x in by_step(1.0, 0.2, zt_device)]
     agree = all(np.allclose(g, c, rtol=1e-10, atol=1e-12) for g, c in zip(list(gpu) + by_step_host, list(cpu) * 2))
+    try:
+        streamed = [np.asarray(x).reshape(-1) for x in on_streams(1.0, 0.2, z_shards)]
+        streams_agree = all(np.allclose(g, c[: len(g)], rtol=1e-10, atol=1e-12) for g, c in zip(streamed, cpu))
+    except Exception as error:  # noqa: BLE001 (reported, and the exit status is 1)
+        streams_agree = False
+        rows.append(f"| s2s.pmap over {shards} streams | ERROR {type(error).__name__}: {_one_line(error)} | |")
+    agree &= streams_agree
     for what, call in (("s2s cuda, NumPy in and out (copies included)", lambda: on_gpu(1.0, 0.2, z)),
                        ("s2s cuda, device arrays in and out", device_call),
                        ("s2s cuda, device arrays, z as (steps, paths) with in_axes=1", coalesced_call),
                        ("s2s cuda, normals drawn in the kernel (random.fold_in + normal per step)", keyed_call),
+                       (f"s2s.pmap of it over {shards} streams of the GPU, NumPy in and out",
+                        lambda: on_streams(1.0, 0.2, z_shards)),
                        ("s2s cpu (numba, parallel)", lambda: on_cpu(1.0, 0.2, z))):
-        seconds = median_time(call)
+        try:
+            seconds = median_time(call)
+        except Exception as error:  # noqa: BLE001 (reported, and the exit status is 1)
+            agree = False
+            rows.append(f"| {what} | ERROR {type(error).__name__}: {_one_line(error)} | |")
+            continue
         rows.append(f"| {what} | {seconds * 1e3:.2f} | {paths / seconds / 1e6:.1f} |")
     try:
         import jax
@@ -143,7 +171,27 @@ def time_greeks(paths: int, steps: int) -> tuple[list[str], bool]:
                     f"{seconds * 1e3:.2f} | {paths / seconds / 1e6:.1f} |")
     except ImportError:
         rows.append("| JAX | not installed | |")
+    except Exception as error:  # noqa: BLE001 (JAX's failure is reported; it is only a reference)
+        rows.append(f"| JAX | ERROR {type(error).__name__}: {_one_line(error)} | |")
     return rows, agree
+
+
+def _versions() -> str:
+    from importlib import metadata
+
+    from numba import cuda
+
+    found = []
+    for package in ("numpy", "numba", "numba-cuda", "jax"):
+        try:
+            found.append(f"{package} {metadata.version(package)}")
+        except metadata.PackageNotFoundError:
+            found.append(f"{package} not installed")
+    try:
+        found.append("CUDA driver API " + ".".join(map(str, cuda.cudadrv.driver.driver.get_version())))
+    except Exception:  # noqa: BLE001 (a version line is no reason to stop the check)
+        pass
+    return f"Python {sys.version.split()[0]}, " + ", ".join(found)
 
 
 def main() -> int:
@@ -158,11 +206,13 @@ def main() -> int:
         return 2
     device = cuda.get_current_device()
     checks, failed = check_cases()
+    header = [f"# s2s on {device.name.decode() if isinstance(device.name, bytes) else device.name} "
+              f"(compute capability {device.compute_capability})", "", _versions(), "",
+              "## cuda backend against the cpu backend (tests/cuda_cases.py)", "",
+              "| case | result | largest relative difference |", "|---|---|---|", *checks, ""]
+    print("\n".join(header), flush=True)  # before the timings, which take the longest
     timings, agree = time_greeks(options.paths, options.steps)
-    lines = [f"# s2s on {device.name.decode() if isinstance(device.name, bytes) else device.name} "
-             f"(compute capability {device.compute_capability})", "",
-             "## cuda backend against the cpu backend (tests/cuda_cases.py)", "",
-             "| case | result | largest relative difference |", "|---|---|---|", *checks, "",
+    lines = [*header,
              f"## Per-path delta and vega, {options.paths} paths x {options.steps} steps (float64)", "",
              f"cuda and cpu gradients agree per path (relative 1e-10): {agree}", "",
              "| implementation | median ms | million paths / s |", "|---|---|---|", *timings, ""]
