@@ -467,6 +467,30 @@ def test_compiler_refusal_at_the_users_statement(ptx_report, name):
     assert says in report["message"]
 
 
+def test_an_output_dtype_refusal_is_recognised_from_the_signature_alone():
+    """On an H200 (numba 0.68.0, numba-cuda 0.30.4), Numba's message for runtime.kernel_number's
+    refusal named the signature it could not match but not the refusal's text, which the PTX
+    compilation of test_ptx shows: the S2SError is made from the signature's types."""
+    from numba.core.errors import TypingError
+
+    jitted = s2s.jit(s2s.vmap(cuda_cases.zero_or_excess), backend="cuda")
+    args = (np.ones((4, 3)),)
+    launcher = jitted._specialise(args, jitted._trees(args), "cuda")["launcher"]
+    seen_on_the_gpu = TypingError("No implementation of function Function(<function kernel_number at 0x7f0a>) found "
+                                  "for signature:\n \n >>> kernel_number(array(int64, 1d, C), float64)\n \n")
+    error = launcher.compile_error(seen_on_the_gpu)
+    assert "an example's output is float64, wider than the first example's int64" in str(error)
+    assert error.origin.line == _line_of(cuda_cases.COMPILE_REFUSED["int_output_float_later"][1])
+
+
+def test_a_refusal_of_a_runtime_overload_is_found_after_any_error_name():
+    from s2s.backends.failures import _reason
+
+    for prefix in ("", "TypingError: ", "NumbaTypingError: ", "numba.core.errors.TypingError: "):
+        message = f"No implementation of function\n >>> f(float64)\n  Rejected as:\n    {prefix}s2s: no kernel form"
+        assert _reason(message) == "no kernel form"
+
+
 def test_kernel_text_of_numpy_on_numbers():
     """codegen/cuda.py's rewriting, before and after (no tapes: no tape_status)."""
     from s2s.codegen import cuda as codegen
@@ -562,6 +586,43 @@ def test_a_data_parallel_mean_over_gpu_streams_with_pmean():
                    devices=s2s.devices("cuda", streams=2))(s0, sigma, z)
     shard_means = [np.mean(greeks(s0, sigma, z[k])[0]) for k in range(2)]
     assert got == (shard_means[0] + shard_means[1]) / 2
+
+
+def test_pmap_over_streams_reuses_its_page_locked_buffers_and_returns_new_arrays(monkeypatch):
+    """A shard's arguments are copied to page-locked buffers that the next call reuses (page-locking
+    memory costs more than the copy); the results are new arrays, not the buffers."""
+    from s2s.backends import cuda as cuda_backend
+
+    numba_cuda = cuda_backend.cuda_module()
+    page_locked = []
+    allocate = numba_cuda.pinned_array
+    monkeypatch.setattr(numba_cuda, "pinned_array", lambda *a, **k: page_locked.append(a) or allocate(*a, **k))
+    monkeypatch.setattr(cuda_backend, "_staging", cuda_backend._StagingPool())
+    s0, sigma = 1.0, 0.2
+    rng = np.random.default_rng(8)
+    z1, z2 = rng.standard_normal((2, 16, 8)), rng.standard_normal((2, 16, 8))
+    per_path = s2s.vmap(s2s.grad(cuda_cases.path_payoff, argnums=(0, 1)), in_axes=(None, None, 0))
+    sharded = s2s.pmap(per_path, in_axes=(None, None, 0), devices=s2s.devices("cuda", streams=2))
+    first = sharded(s0, sigma, z1)
+    kept = [np.array(a) for a in first]
+    second = sharded(s0, sigma, z2)
+    assert len(page_locked) == 2  # one buffer per shard, on the first call only
+    for got, want in zip(first, kept):
+        np.testing.assert_array_equal(got, want)
+    cpu = s2s.jit(per_path)(s0, sigma, z2.reshape(32, 8))
+    for got, want in zip(second, cpu):
+        np.testing.assert_allclose(np.reshape(got, 32), want, rtol=1e-13, atol=1e-15)
+
+
+def test_the_staging_pool_keeps_at_most_its_limit():
+    from s2s.backends import cuda as cuda_backend
+
+    pool = cuda_backend._StagingPool()
+    pool.LIMIT = 3 * 800
+    for rows in (100, 100, 100, 50):
+        pool.give(0, np.empty(rows))  # 800, 800, 800 bytes, then 400: the oldest 800 goes
+    assert pool._bytes == 2000
+    assert pool.take(0, (50,), np.dtype(np.float64)).shape == (50,) and pool._bytes == 1600
 
 
 def test_pmap_on_cuda_refuses_more_shards_than_devices_and_non_vmap_transforms():

@@ -287,8 +287,9 @@ def cuda_on_device(device):
     return cuda.on_device(device)
 
 
-def cuda_pinned(tree):
-    """A pytree's arrays in page-locked host memory (a pmap shard's arguments on a GPU)."""
+def cuda_pinned(tree, device, reuse: bool = True):
+    """A context with a pytree's arrays in page-locked host memory (a pmap shard's arguments on a
+    GPU); with reuse, buffers kept from call to call (see cuda.pinned)."""
     from . import cuda
 
-    return cuda.pinned(tree)
+    return cuda.pinned(tree, device, reuse)

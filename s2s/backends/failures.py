@@ -18,12 +18,16 @@ from ..errors import Origin, S2SError
 _WHERE = re.compile(r'File "([^"]+)", line (\d+)')
 
 
+_OWN = re.compile(r"(?:[\w.]*Error: )?s2s: ")
+
+
 def _reason(message: str) -> str:
     lines = [line.strip() for line in message.splitlines() if line.strip()]
     useful = [line for line in lines if not line.startswith(("Failed in nopython", "During:", "File ", "^"))
               and not line.startswith(("- ", "There are ", "Of which", "Overload", "With argument", "No match",
                                        "Rejected as", "Current", "<numerous>", "Known signatures"))]
-    own = [line for line in lines if line.startswith(("s2s:", "TypingError: s2s:"))]  # a runtime overload's refusal
+    # a runtime overload's refusal (after "TypingError: " or another class's name, as Numba prints it)
+    own = [line for line in lines if _OWN.match(line)]
     reason = own[0].split("s2s:", 1)[1].strip() if own else useful[0] if useful else (
         lines[0] if lines else "a compilation error")
     signature = next((line for line in lines if line.startswith(">>>")), None)

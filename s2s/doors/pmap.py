@@ -328,9 +328,12 @@ class Pmapped:
                 if gpus is None:
                     out = runner(*shard_args, **shard_kwargs)
                 else:  # page-locked copies, so that this shard's copies overlap another's kernel
-                    shard_args, shard_kwargs = backends.cuda_pinned((shard_args, shard_kwargs))
-                    with backends.cuda_on_device(gpus[i]):
-                        out = runner(*shard_args, **shard_kwargs)
+                    # (a kernel's outputs are new arrays, so its staging buffers can serve the next
+                    # call; a Python function may return its arguments)
+                    reuse = isinstance(runner, Batched)
+                    with backends.cuda_pinned((shard_args, shard_kwargs), gpus[i], reuse) as staged:
+                        with backends.cuda_on_device(gpus[i]):  # (synchronizes the stream on leaving)
+                            out = runner(*staged[0], **staged[1])
                 root.finish({f.name: f.index for f in collectives.frames()})
                 return out
             except BaseException:
