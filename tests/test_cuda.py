@@ -491,6 +491,17 @@ def test_a_refusal_of_a_runtime_overload_is_found_after_any_error_name():
         assert _reason(message) == "no kernel form"
 
 
+def test_numba_cudas_terminal_highlighting_is_not_in_the_error():
+    from numba.core.errors import TypingError
+
+    from s2s.backends.failures import translate
+
+    highlighted = TypingError("\x1b[1mNo implementation of function Function(<function f at 0x7f>) found for "
+                              "signature:\n \n >>> f(float64)\n\x1b[0m")
+    assert "\x1b" not in str(translate(highlighted))
+    assert "No implementation of function" in str(translate(highlighted))
+
+
 def test_kernel_text_of_numpy_on_numbers():
     """codegen/cuda.py's rewriting, before and after (no tapes: no tape_status)."""
     from s2s.codegen import cuda as codegen

@@ -16,6 +16,7 @@ from ..driver.origins import _column, _origin_above, origin_above, through_gener
 from ..errors import Origin, S2SError
 
 _WHERE = re.compile(r'File "([^"]+)", line (\d+)')
+_HIGHLIGHT = re.compile(r"\x1b\[[0-9;]*m")  # the terminal bold of numba-cuda's messages (seen on an H200)
 
 
 _OWN = re.compile(r"(?:[\w.]*Error: )?s2s: ")
@@ -38,7 +39,7 @@ def _reason(message: str) -> str:
 
 def translate(exc: Exception, user_files: tuple[str, ...] = ()) -> S2SError:
     """The S2SError for a Numba error raised while compiling a generated module."""
-    message = str(exc)
+    message = _HIGHLIGHT.sub("", str(exc))
     sources = {os.path.basename(p): p for p in user_files if p}
     origin = None
     for path, line in reversed(_WHERE.findall(message)):
