@@ -2,7 +2,7 @@
 
 Run once on a machine with an NVIDIA GPU (the test suite only has Numba's simulator and PTX):
 
-    pip install ".[cuda]" && python benchmarks/gpu_check.py [--paths 1000000] [--steps 64]
+    pip install ".[cuda]" && python benchmarks/gpu.py [--paths 1000000] [--steps 64]
 
 1. Every case of tests/cuda_cases.py, s2s.jit(..., backend="cuda") against backend="cpu"
    (float64: relative 1e-10, float32: 1e-4; libdevice's exp and the fused multiply-adds of
@@ -207,7 +207,7 @@ def main() -> int:
     from numba import config, cuda
 
     if config.ENABLE_CUDASIM or not cuda.is_available():
-        print("gpu_check needs a GPU (and NUMBA_ENABLE_CUDASIM unset): nothing was run", file=sys.stderr)
+        print("benchmarks/gpu.py needs a GPU (and NUMBA_ENABLE_CUDASIM unset): nothing was run", file=sys.stderr)
         return 2
     device = cuda.get_current_device()
     checks, failed = check_cases()
