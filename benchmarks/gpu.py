@@ -2,7 +2,11 @@
 
 Run once on a machine with an NVIDIA GPU (the test suite only has Numba's simulator and PTX):
 
-    pip install ".[cuda]" && python benchmarks/gpu.py [--paths 1000000] [--steps 64]
+    pip install ".[cuda]" && python benchmarks/gpu.py [--paths 1000000] [--steps 64] [--tests]
+
+(On a machine whose Python packages are given, as the lent H200 of 2026-12-04 was: carry
+libcst, black, pytokens and platformdirs, and NumPy 2.4 where NumPy is 2.5, whose removal of
+np.row_stack numba-cuda 0.30.4 trips on, and put them first on PYTHONPATH with the repository.)
 
 1. Every case of tests/cuda_cases.py, s2s.jit(..., backend="cuda") against backend="cpu"
    (float64: relative 1e-10, float32: 1e-4; libdevice's exp and the fused multiply-adds of
@@ -14,8 +18,10 @@ Run once on a machine with an NVIDIA GPU (the test suite only has Numba's simula
    streams of the GPU, NumPy in and out), s2s cpu (numba parallel over the cores), and
    jax.jit(jax.vmap(jax.grad(...))) on the GPU where JAX is installed.
    Steady state: one warm-up call, then the median of 5.
-Writes benchmarks/results/gpu.md and prints it (replacing the file). About two minutes on an H200,
-compilation included.
+3. With --tests, the cuda test files on the GPU (run_cuda_tests).
+Writes benchmarks/results/gpu.md and prints it, replacing the file (what is learnt from a run
+goes in gpu_notes.md beside it). About two minutes on an H200, compilation included; --tests
+adds about one more.
 """
 
 from __future__ import annotations
@@ -201,10 +207,31 @@ def _versions() -> str:
     return f"Python {sys.version.split()[0]}, " + ", ".join(found)
 
 
+def run_cuda_tests() -> tuple[list[str], bool]:
+    """The cuda test files on the GPU (NUMBA_ENABLE_CUDASIM=0), in a pytest process of their own:
+    the suite's checks, with tolerances where the simulator agrees exactly."""
+    import subprocess
+
+    files = ["tests/test_cuda.py", "tests/test_cuda_random.py", "tests/test_cuda_tapes.py"]
+    workers = str(max(1, min(8, (os.cpu_count() or 2) // 2)))
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", workers, "-rfE",
+                           "--tb=line", *files], cwd=os.path.dirname(HERE), capture_output=True, text=True,
+                          env={**os.environ, "NUMBA_ENABLE_CUDASIM": "0"})
+    lines = done.stdout.splitlines()
+    summary = next((line.strip("= ") for line in reversed(lines) if " passed" in line or " failed" in line),
+                   f"no summary (pytest's exit status {done.returncode}; its last line: {lines[-1:]})")
+    failures = [f"- {line}" for line in lines if line.startswith(("FAILED", "ERROR"))]
+    return ["## The cuda test files on the GPU", "",
+            f"`NUMBA_ENABLE_CUDASIM=0 python -m pytest -n {workers} {' '.join(files)}`: {summary}", "",
+            *failures[:40], ""], done.returncode == 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--paths", type=int, default=1_000_000)
     parser.add_argument("--steps", type=int, default=STEPS)
+    parser.add_argument("--tests", action="store_true", help="also run the cuda test files on the GPU (pytest, "
+                                                              "pytest-xdist: the test extra)")
     options = parser.parse_args()
     from numba import config, cuda
 
@@ -223,12 +250,16 @@ def main() -> int:
              f"## Per-path delta and vega, {options.paths} paths x {options.steps} steps (float64)", "",
              f"cuda and cpu gradients agree per path (relative 1e-10): {agree}", "",
              "| implementation | median ms | million paths / s |", "|---|---|---|", *timings, ""]
+    passed = True
+    if options.tests:
+        tests, passed = run_cuda_tests()
+        lines += tests
     text = "\n".join(lines)
     os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
     with open(os.path.join(HERE, "results", "gpu.md"), "w", encoding="utf-8") as handle:
         handle.write(text)
     print(text)
-    return 1 if failed or not agree else 0
+    return 1 if failed or not agree or not passed else 0
 
 
 if __name__ == "__main__":
