@@ -13,6 +13,7 @@ against central differences, values against NumPy.
 """
 
 import numpy as np
+import pytest
 
 import s2s
 from finite_differences import central_difference_grad, hessian_by_differences
@@ -121,3 +122,37 @@ def test_numpy_boolean_scalars_add_as_numpy_and_python_bools_as_python():
         assert s2s.jit(fun)(*args) == fun(*args)
         close(s2s.jit(s2s.grad(fun))(*args), central_difference_grad(fun, list(args), 0))
     close(s2s.grad(python_bools)(X, True), 4.0 * X)
+
+
+# ---- `-` of NumPy booleans: NumPy refuses it; s2s.jit refuses it at the line (it computed ints) --
+
+
+def boolean_steps(x, m):
+    return np.sum((m[1:] - m[:-1]) * x[1:] * x[1:])
+
+
+def negated_mask(x, m):
+    return np.sum(-m * x)
+
+
+def complement(x, m):
+    return np.sum((1 - m) * x * x)  # a Python int minus booleans: ints in NumPy too
+
+
+@pytest.mark.parametrize("fun, statement", [(boolean_steps, "(m[1:] - m[:-1])"), (negated_mask, "-m * x")])
+def test_subtracting_numpy_booleans_is_refused_as_numpy_refuses_it(fun, statement):
+    x, m = np.linspace(0.5, 2.0, 5), np.array([True, False, True, True, False])
+    with pytest.raises(TypeError, match="boolean"):
+        fun(x, m)  # NumPy
+    with pytest.raises(s2s.S2SError, match=r"of NumPy booleans: NumPy refuses it.*logical_xor") as caught:
+        s2s.jit(s2s.grad(fun))(x, m)
+    import inspect
+
+    lines, first = inspect.getsourcelines(fun)
+    assert caught.value.origin.line == first + next(k for k, line in enumerate(lines) if statement in line)
+
+
+def test_a_python_int_minus_booleans_compiles():
+    x, m = np.linspace(0.5, 2.0, 5), np.array([True, False, True, True, False])
+    want = central_difference_grad(complement, (x, m), 0)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(complement))(x, m), want, rtol=1e-7)

@@ -2,7 +2,7 @@
 
 NumPy 2 computes `u - 3` of a uint8 array in uint8 and wraps (1 - 3 is 254); Numba computes it
 in int64 (-2), also in its fused loops where it infers int8. s2s.jit refuses such a statement at
-the user's line (backends/numba_pipeline.py, NarrowIntegerArithmetic), for 8- and 16-bit
+the user's line (backends/numba_pipeline.py, UnlikeNumPyArithmetic), for 8- and 16-bit
 integers; narrow integers used as indexes, compared, combined with floats or int64 arrays (where
 NumPy's result is not narrow), or whose result is stored in an array of NumPy's dtype (which
 wraps it), compile and agree with the python backend. 32-bit integers are not checked.

@@ -12,7 +12,8 @@ a NumPy scalar (NumPy's own: read from an array, or computed from one; numpy_sca
 two Python bools (arguments, constants, comparisons of Python numbers) stays 2.
 
 The second pass refuses what Numba cannot compute as NumPy does: arithmetic of 8- and 16-bit
-integers whose NumPy result wraps at that width (NarrowIntegerArithmetic).
+integers whose NumPy result wraps at that width, and `-` of NumPy's booleans, which NumPy
+refuses (UnlikeNumPyArithmetic).
 """
 
 from __future__ import annotations
@@ -144,6 +145,10 @@ def _kind_of_type(t):
     return None
 
 
+_NUMPY_BOOL = np.dtype(np.bool_)  # (a boolean array's elements; a Python bool is "bool")
+_SUBTRACTIONS = {operator.sub, operator.isub, operator.neg}
+
+
 def _narrow(kind) -> bool:
     """An 8- or 16-bit integer: wrapping at its width is an everyday event (uint8 image data).
     32-bit integers (int32 indexes) are left as 64-bit ones are: they differ beyond 2^31."""
@@ -214,22 +219,24 @@ def _kinds_of(value, result_type, typemap, kinds) -> set:
 
 
 @register_pass(mutates_CFG=False, analysis_only=True)
-class NarrowIntegerArithmetic(FunctionPass):
-    """Refuses arithmetic whose NumPy result can be an 8- or 16-bit integer.
+class UnlikeNumPyArithmetic(FunctionPass):
+    """Refuses arithmetic that NumPy computes otherwise, or not at all.
 
     NumPy 2 computes `u - 3` of a uint8 array in uint8 and wraps at 8 bits (1 - 3 is 254), and so
     the sum of two int8 numbers or arrays; Numba computes both in int64 (-2), also inside its
-    fused loops where the types it infers say int8. Numba cannot be made to wrap there, so the
-    statement is refused, with the conversion that makes both agree. Only functions with a
-    narrow integer among their types are looked at."""
+    fused loops where the types it infers say int8. Numba cannot be made to wrap there, so
+    arithmetic whose NumPy result can be an 8- or 16-bit integer is refused, with the conversion
+    that makes both agree. NumPy raises TypeError for `-` of its booleans (`m[i] - m[j]`, `-m`),
+    which Numba computes as integers: refused too. Only functions with an 8- or 16-bit integer
+    or a boolean array among their types are looked at."""
 
-    _name = "s2s_narrow_integer_arithmetic"
+    _name = "s2s_unlike_numpy_arithmetic"
 
     def __init__(self):
         FunctionPass.__init__(self)
 
     def run_pass(self, state) -> bool:
-        if not any(_narrow(_kind_of_type(t)) for t in state.typemap.values()):
+        if not any(_narrow(kind) or kind == _NUMPY_BOOL for kind in map(_kind_of_type, state.typemap.values())):
             return False
         kinds = None
         for block in state.func_ir.blocks.values():
@@ -242,6 +249,11 @@ class NarrowIntegerArithmetic(FunctionPass):
                 if kinds is None:
                     kinds = numpy_kinds(state.func_ir, state.typemap)
                     uses = _uses(state.func_ir)
+                if expr.fn in _SUBTRACTIONS and _NUMPY_BOOL in kinds.get(stmt.target.name, ()):
+                    raise TypingError(
+                        f"s2s: `{_INTEGER_ARITHMETIC[expr.fn]}` of NumPy booleans: NumPy refuses it (TypeError), "
+                        "where Numba would compute integers; use `^` (np.logical_xor) for a difference of "
+                        "booleans and `~` for a negation, or convert first: m.astype(np.int64)", loc=stmt.loc)
                 narrow = sorted({str(k) for k in kinds.get(stmt.target.name, ()) if _narrow(k)})
                 if narrow and not _wrapped_by_its_store(expr, stmt.target.name, narrow, state.typemap, uses):
                     raise TypingError(
@@ -287,12 +299,12 @@ def _wrapped_by_its_store(expr, name: str, narrow: list[str], typemap, uses) -> 
 
 
 class GeneratedCodeCompiler(CompilerBase):
-    """Numba's nopython pipeline with BooleanSumsAsOr and NarrowIntegerArithmetic after type
+    """Numba's nopython pipeline with BooleanSumsAsOr and UnlikeNumPyArithmetic after type
     inference."""
 
     def define_pipelines(self):
         manager = DefaultPassBuilder.define_nopython_pipeline(self.state)
         manager.add_pass_after(BooleanSumsAsOr, NopythonTypeInference)
-        manager.add_pass_after(NarrowIntegerArithmetic, BooleanSumsAsOr)
+        manager.add_pass_after(UnlikeNumPyArithmetic, BooleanSumsAsOr)
         manager.finalize()
         return [manager]
