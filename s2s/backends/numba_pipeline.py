@@ -145,8 +145,13 @@ def _kind_of_type(t):
     return None
 
 
-_NUMPY_BOOL = np.dtype(np.bool_)  # (a boolean array's elements; a Python bool is "bool")
 _SUBTRACTIONS = {operator.sub, operator.isub, operator.neg}
+
+
+def _numpy_bool(kind) -> bool:
+    """NumPy's boolean (a boolean array's elements), not Python's, which is "bool" here (and
+    which np.dtype(np.bool_) == "bool" would take for it)."""
+    return isinstance(kind, np.dtype) and kind.kind == "b"
 
 
 def _narrow(kind) -> bool:
@@ -162,8 +167,9 @@ def _combine(op, left: set, right: set) -> set:
     out = set()
     for a in left:
         for b in right:
-            kind = np.result_type(_WEAK.get(a, a), _WEAK.get(b, b), *extra)
-            out.add(_WEAK_OF_KIND.get(kind.kind, kind) if a in _WEAK and b in _WEAK else kind)
+            python = isinstance(a, str) and isinstance(b, str)  # (a dtype may == "int": compare types)
+            kind = np.result_type(_WEAK[a] if isinstance(a, str) else a, _WEAK[b] if isinstance(b, str) else b, *extra)
+            out.add(_WEAK_OF_KIND.get(kind.kind, kind) if python else kind)
     return out
 
 
@@ -236,7 +242,7 @@ class UnlikeNumPyArithmetic(FunctionPass):
         FunctionPass.__init__(self)
 
     def run_pass(self, state) -> bool:
-        if not any(_narrow(kind) or kind == _NUMPY_BOOL for kind in map(_kind_of_type, state.typemap.values())):
+        if not any(_narrow(kind) or _numpy_bool(kind) for kind in map(_kind_of_type, state.typemap.values())):
             return False
         kinds = None
         for block in state.func_ir.blocks.values():
@@ -249,7 +255,7 @@ class UnlikeNumPyArithmetic(FunctionPass):
                 if kinds is None:
                     kinds = numpy_kinds(state.func_ir, state.typemap)
                     uses = _uses(state.func_ir)
-                if expr.fn in _SUBTRACTIONS and _NUMPY_BOOL in kinds.get(stmt.target.name, ()):
+                if expr.fn in _SUBTRACTIONS and any(map(_numpy_bool, kinds.get(stmt.target.name, ()))):
                     raise TypingError(
                         f"s2s: `{_INTEGER_ARITHMETIC[expr.fn]}` of NumPy booleans: NumPy refuses it (TypeError), "
                         "where Numba would compute integers; use `^` (np.logical_xor) for a difference of "
