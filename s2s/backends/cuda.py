@@ -139,9 +139,6 @@ def _simulated_launch():
     return _simulator if config.ENABLE_CUDASIM else contextlib.nullcontext()
 
 
-_KERNEL_NUMBER = re.compile(r"kernel_number\(array\((\w+), \d+d, \w+\), (\w+)\)")
-
-
 class _StagingPool:
     """Page-locked host buffers for the arguments of pmap shards, kept from one call to the next.
 
@@ -433,6 +430,10 @@ def _load(source: str, stem: str) -> types.ModuleType:
     if config.ENABLE_CUDASIM:  # (but shape tapes as a kernel keeps them: cuda_tapes.simulated_runtime)
         module.runtime = cuda_tapes.simulated_runtime()
     return module
+
+
+# Numba's signature of runtime.kernel_number where it refused an output's dtype (compile_error)
+_KERNEL_NUMBER = re.compile(r"kernel_number\(array\((\w+), \d+d, \w+\), (\w+)\)")
 
 
 class Launcher:
