@@ -8,8 +8,7 @@ import operator
 import numpy as np
 
 from s2s import runtime
-from s2s.rules import (CORRCOEF_NOT_OF_ONE, COV_NOT_OF_ONE, MESHGRID_NOT_OF_TWO, WHERE_INDICES, nondifferentiable,
-                       primitive, refuse_when_active, rule)
+from s2s.rules import Case, nondifferentiable, primitive, refuse_when_active, rule
 from s2s.runtime import (
     array_bar,
     linspace_grid,
@@ -872,6 +871,17 @@ def gradient(r, f, spacing=1.0, axis=None, edge_order=1):
     spacing_bar += trapezoid_x_refused(spacing)
 
 
+# Calls whose rule is not their function's: picked by the call's arguments (analysis.rule_for).
+WHERE_INDICES = Case("np.where(condition)", of=(np.where,),  # np.nonzero's index arrays
+                     when=lambda call: call.positional == 1 and not call.kwargs)
+MESHGRID_NOT_OF_TWO = Case("np.meshgrid", of=(np.meshgrid, runtime.meshgrid),  # of one array, or of three or more
+                           when=lambda call: call.positional != 2)
+COV_NOT_OF_ONE = Case("np.cov", of=(np.cov,),  # of two data sets (y), or weighted
+                      when=lambda call: call.given("y", "fweights", "aweights"))
+CORRCOEF_NOT_OF_ONE = Case("np.corrcoef", of=(np.corrcoef,),  # of two data sets (y)
+                           when=lambda call: call.given("y"))
+
+
 DECLARATIONS = [
     nondifferentiable(np.zeros, np.ones, pure=True, creates=True),
     nondifferentiable(np.empty, np.eye, np.identity, creates=True),
@@ -879,7 +889,7 @@ DECLARATIONS = [
     nondifferentiable(np.shape, pure=True),
     nondifferentiable(np.ndim, np.size, np.argmax, np.argmin, np.argsort, np.searchsorted, np.count_nonzero),
     nondifferentiable(np.any, np.all, reduction=True),
-    # (session 21) np.where(condition) and np.nonzero: integer index arrays (x[np.where(x > 0.5)]).
+    # np.where(condition) and np.nonzero: integer index arrays (x[np.where(x > 0.5)]).
     nondifferentiable(WHERE_INDICES, np.nonzero, np.flatnonzero, np.argwhere),
     # x.astype(int): frontend/expressions.py lowers it to this (its result is an integer array).
     nondifferentiable(runtime.astype_integer, pure=True, integer="always", broadcasts=True),

@@ -90,7 +90,7 @@ def neg(y, x):
     x_bar -= y_bar
 
 
-@rule(builtins.float, pure=True, fusable=True, cheap=True, cuda=True)
+@rule(builtins.float, pure=True, fusable=True, cheap=True, kernel="float")
 def identity(y, x):
     y_dot = x_dot
     x_bar += y_bar
@@ -112,7 +112,7 @@ def abs(y, x):
 
 
 @rule(builtins.max, np.maximum, cheap=True)
-@primitive(builtins.max, pure=True, fusable=True, integer="kept", numpy=np.maximum, cuda=True)
+@primitive(builtins.max, pure=True, fusable=True, integer="kept", numpy=np.maximum, kernel="max")
 @primitive(np.maximum, scalar_safe=True)
 def maximum(z, x, y):
     """Ties share the derivative equally, as in JAX. x wins unless y is larger: Python's max(x, y)
@@ -124,7 +124,7 @@ def maximum(z, x, y):
 
 
 @rule(builtins.min, np.minimum, cheap=True)
-@primitive(builtins.min, pure=True, fusable=True, integer="kept", numpy=np.minimum, cuda=True)
+@primitive(builtins.min, pure=True, fusable=True, integer="kept", numpy=np.minimum, kernel="min")
 @primitive(np.minimum, scalar_safe=True)
 def minimum(z, x, y):
     x_wins = 1.0 - (y < x) - 0.5 * (x == y)
@@ -160,7 +160,7 @@ DECLARATIONS = [
     nondifferentiable(operator.floordiv, elementwise=True, cheap=True, integer="kept"),
     nondifferentiable(operator.not_, cheap=True),
     nondifferentiable(operator.is_, operator.is_not, np.floor_divide, builtins.round, builtins.bool, builtins.print),
-    nondifferentiable(builtins.int, pure=True, fusable=True, integer="always", cuda=True),
+    nondifferentiable(builtins.int, pure=True, fusable=True, integer="always", kernel="int"),
     nondifferentiable(builtins.len, pure=True, integer="always"),
     # +x has no rule: lowering drops it (the facts are for the passes that meet it).
     primitive(operator.pos, elementwise=True, cheap=True, integer="kept"),

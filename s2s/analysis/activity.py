@@ -21,8 +21,7 @@ from ..errors import S2SError
 from .liveness import Branches, Liveness, Loop
 from .points_to import PointsToCheck, value_reads
 from ..frontend.source import is_user_function
-from ..rules import (CORRCOEF_NOT_OF_ONE, COV_NOT_OF_ONE, MESHGRID_NOT_OF_TWO, SELF_PRODUCT, WHERE_INDICES, Rule, facts,
-                     lookup)
+from ..rules import Rule, facts, rule_of_call
 
 
 @dataclass
@@ -34,26 +33,11 @@ class StmtInfo:
 
 
 def rule_for(call: ir.Call, origin) -> Rule | None:
+    """The rule of a call: of a special case the registry declares for its arguments (x * x,
+    np.cov of two data sets), else of its function; None for the user's functions."""
     if is_user_function(call.fn):
         return None
-    if call.fn is operator.mul and len(call.args) == 2 and not call.kwargs \
-            and all(isinstance(a, ir.Name) for a in call.args) and call.args[0].id == call.args[1].id:
-        return lookup(SELF_PRODUCT)  # x * x: one contribution to x's adjoint
-    if call.fn is np.where and len(call.args) == 1 and not call.kwargs:
-        return lookup(WHERE_INDICES)  # np.where(condition): index arrays, np.nonzero's
-    if call.fn in (np.meshgrid, runtime.meshgrid) and len(call.args) != 2:
-        return lookup(MESHGRID_NOT_OF_TWO)  # (a grid of constants, np.meshgrid(xs, ys, zs), is no derivative)
-    if call.fn is np.cov and (any(not _is_none(a) for a in call.args[1:2] + call.args[5:7])
-                              or any(k in ("y", "fweights", "aweights") and not _is_none(v) for k, v in call.kwargs)):
-        return lookup(COV_NOT_OF_ONE)
-    if call.fn is np.corrcoef and (any(not _is_none(a) for a in call.args[1:2])
-                                   or any(k == "y" and not _is_none(v) for k, v in call.kwargs)):
-        return lookup(CORRCOEF_NOT_OF_ONE)
-    return lookup(call.fn)
-
-
-def _is_none(atom) -> bool:
-    return isinstance(atom, ir.Const) and atom.value is None
+    return rule_of_call(call.fn, call.args, call.kwargs)
 
 
 def bind(call: ir.Call, found: Rule, origin) -> dict:

@@ -38,6 +38,7 @@ import dataclasses
 import importlib
 import inspect
 import math
+import operator
 import textwrap
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -46,6 +47,7 @@ from typing import Any
 import numpy as np
 
 from .. import runtime
+from ..ir import nodes as ir
 
 TEMPLATE_MODULES = (
     "s2s.templates.syntax_rules",
@@ -98,22 +100,58 @@ def refuse_when_active(hint: str, *objects: Any, **facts: Any) -> tuple:
 
 class Case:
     """A key for the rule of a special case of a call, which the function alone does not
-    name: analysis.rule_for picks one by the call's arguments (SELF_PRODUCT), the reverse
-    transform one by what reads the call's result (QUOTIENT_UNREAD)."""
+    name. A case declared `of` functions `when` a test of the call holds is picked for such a
+    call by analysis.rule_for (np.cov of two data sets); one without (QUOTIENT_UNREAD) is
+    picked by the pass that knows when (the reverse transform, by what reads the result)."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, of: tuple = (), when: Any = None):
         self.__name__ = name
+        self.of, self.when = of, when
 
     def __repr__(self) -> str:
         return self.__name__
 
 
-SELF_PRODUCT = Case("x * x")  # operator.mul of one variable by itself
+class CallSite:
+    """A call as a case's test sees it: what is passed where, by the called function's
+    parameters (so that a test reads `call.given("y")`, not positions)."""
+
+    def __init__(self, fn: Any, args: tuple, kwargs: tuple):
+        self.fn, self.args, self.kwargs = fn, tuple(args), tuple(kwargs)
+
+    @property
+    def positional(self) -> int:
+        return len(self.args)
+
+    def passed(self, parameter: str) -> Any:
+        """The atom passed for this parameter of fn (by position or keyword), or None."""
+        given = dict(self.kwargs)
+        if parameter in given:
+            return given[parameter]
+        try:
+            names = list(inspect.signature(self.fn).parameters)
+        except (TypeError, ValueError):
+            return None
+        k = names.index(parameter) if parameter in names else len(self.args)
+        return self.args[k] if k < len(self.args) else None
+
+    def given(self, *parameters: str) -> bool:
+        """Any of these parameters is passed, and not as the constant None."""
+        return any(self.passed(p) is not None and not _is_none_constant(self.passed(p)) for p in parameters)
+
+    def same_variable(self, i: int, j: int) -> bool:
+        """Positional arguments i and j are one variable (x * x)."""
+        a, b = (self.args[k] if k < len(self.args) else None for k in (i, j))
+        return not self.kwargs and isinstance(a, ir.Name) and isinstance(b, ir.Name) and a.id == b.id
+
+
+def _is_none_constant(atom: Any) -> bool:
+    return isinstance(atom, ir.Const) and atom.value is None
+
+
+SELF_PRODUCT = Case("x * x", of=(operator.mul,),  # one contribution to x's adjoint
+                    when=lambda call: call.positional == 2 and call.same_variable(0, 1))
 QUOTIENT_UNREAD = Case("x / y in a loop")  # operator.truediv whose result no other rule reads
-WHERE_INDICES = Case("np.where(condition)")  # np.where of one argument: np.nonzero's index arrays
-MESHGRID_NOT_OF_TWO = Case("np.meshgrid")  # of one array, or of three or more: not differentiated
-COV_NOT_OF_ONE = Case("np.cov")  # of two data sets (y), or weighted: not differentiated
-CORRCOEF_NOT_OF_ONE = Case("np.corrcoef")  # of two data sets (y): not differentiated
 
 
 # ---- facts of a primitive ----------------------------------------------------------
@@ -121,37 +159,80 @@ CORRCOEF_NOT_OF_ONE = Case("np.corrcoef")  # of two data sets (y): not different
 
 @dataclass(frozen=True)
 class Facts:
-    """What the passes know of a function besides its derivative. Every field is False or
-    None unless a template module declares it (NumPy ufuncs and math functions: see facts)."""
+    """What the passes know of a function besides its derivative. Every field is False, None
+    or empty unless a template module declares it (NumPy ufuncs and math functions: see facts).
+    The comments name the pass that reads each field."""
 
+    # ---- what kind of function it is
     elementwise: bool = False  # applies to each element of its broadcast array arguments (ufuncs, operators)
+    arity: int | None = None  # elementwise: how many arguments (a ufunc's nin); else where broadcasts says so
     pure: bool = False  # reads its arguments, returns a value, changes nothing (optimize/fuse.py)
     fusable: bool = False  # pure, and Numba fuses it into the array expression around it
     cheap: bool = False  # an instruction or two: the reverse sweep recomputes it rather than tape it
+    reduction: bool = False  # of one argument alone, a whole-array reduction to a number
+    # linear in its arguments (transforms/custom_rules.py: a custom_jvp rule's tangent must be):
+    # "all" jointly (x + y, -x, np.sum), "each" in each alone (x * y, x @ y), or a tuple of the
+    # positions it is linear in (x / y: (0,); np.where: (1, 2)); () in none (np.clip)
+    linear: Any = None
+    product: str | None = None  # a product of two arrays: "matmul", "dot", "inner" or "outer"
+
+    # ---- its result: shape and memory
     view: bool = False  # its result may share memory with its first argument (analysis/activity.py)
-    integer: str | None = None  # "kept": ints in give an int; "always": the result is an int
     like: bool = False  # of one array, a new array of that array's shape (copy, zeros_like)
     number_stays: bool = False  # like, and of a number a number (NumPy's give a 0-d array)
-    reduction: bool = False  # of one argument alone, a whole-array reduction to a number
     broadcasts: bool = False  # its result has its arguments' broadcast shape (transforms/vectorize.py)
     creates: bool = False  # creates an array from shapes and values alone (np.zeros)
-    copies: bool = False  # a copy of its one argument (optimize/loops.py)
+    copies: bool = False  # a copy of its one argument (optimize/loops.py; a list's or dict's, analysis/points_to.py)
+    fresh: bool = False  # its result is a new array or a number, never a view (codegen/overlaps.py)
+    first_or_new: bool = False  # its result is its first argument itself, or a new value
+    sequence: bool = False  # NumPy's, and its result is a list or tuple of arrays (np.split: analysis/points_to.py)
+    array_result: bool = False  # its result is an array or a number, never a list or dict (points_to.py)
+    reads_shape_of: tuple = ()  # the positions of arguments it reads only the shape and dtype of
+    shape_argument: int | None = None  # runtime helpers: an argument it reads the shape of, given a shape or an array
+
+    # ---- its result: dtype (analysis/activity.py, analysis/shapes.py)
+    # "kept": ints in give ints (of an elementwise function all its operands, else its first);
+    # "power": so too, but an int to a negative int power; "always": the result is an int;
+    # "never": the result is floats, whatever the operands (a shape's np.zeros, x / y)
+    integer: str | None = None
+    boolean: bool = False  # its result holds booleans (a comparison ufunc: codegen, analysis/code_shapes.py)
+    dtype_from: tuple = ()  # the positions of the arguments whose dtype its result has, where no dtype is given
+
+    # ---- the frontend (frontend/expressions.py)
+    method: str | None = None  # its method spelling: x.sum(...) is np.sum(x, ...)
+    operands: tuple = ()  # the positions where a list or tuple display is one array operand (as NumPy takes it)
+    dtype_casts: str | None = None  # dtype=t casts its "input" (np.sum: adds in t) or its "result" (np.array)
+    lowered_to: Any = None  # the function a call of it is written as (np.matmul: operator.matmul, which Numba compiles)
+    # checks the static options written in a call (options(**{name: value})) when it is
+    # differentiated: a message of what its rule does not take, or None (analysis/activity.py)
+    options: Any = None
+
+    # ---- reverse mode (transforms/reverse/)
+    # its rule has no reverse lines because no adjoint flows back (a new tape); a rule with no
+    # reverse lines and without this fact is forward-only: reverse mode refuses it (reverse/instances.py)
+    reverse_none: bool = False
+
+    # ---- batching (transforms/vectorize.py): its batching rule where its facts above do not
+    # give one: "example_shape" / "example_len" (of a batched array, one example's), "array" (a
+    # display of batched and unbatched items), "join" (np.concatenate, np.stack), "transpose",
+    # "reshape", "expand_dims", "float", "product", "extremum" (Python's max and min), "prototype"
+    # (np.zeros_like: shape= gives a new shape), and along an axis: "along_axis" (axis=None
+    # flattens each example), "along_every_axis" (np.flip), "along_axis_in_shape" (np.roll)
+    batching: str | None = None
+
+    # ---- backends
     scalar_safe: bool = False  # an elementwise NumPy function that never raises on Numba scalars
     numba: Any = None  # the runtime helper generated code calls instead under Numba
     numba_always: bool = False  # ... always, not only with an axis, keepdims or ddof
     numba_sequences: bool = False  # ... but not of a tuple or list (a display, or a name bound to one only)
-    shape_argument: int | None = None  # runtime helpers: the argument it reads the shape of only
     numpy: Any = None  # the NumPy function of the same meaning (math.sin: np.sin)
-    cuda: bool = False  # may run in a CUDA kernel's per-thread code
-    arity: int | None = None  # elementwise: how many arguments (a ufunc's nin)
-    fresh: bool = False  # its result is a new array or a number, never a view (codegen/overlaps.py)
-    first_or_new: bool = False  # its result is its first argument itself, or a new value
-    # its rule has no reverse lines because no adjoint flows back (a new tape); a rule with no
-    # reverse lines and without this fact is forward-only: reverse mode refuses it (reverse/instances.py)
-    reverse_none: bool = False
-    # checks the static options written in a call (options(**{name: value})) when it is
-    # differentiated: a message of what its rule does not take, or None (analysis/activity.py)
-    options: Any = None
+    # its spelling in a CUDA kernel's per-thread code, on numbers (codegen/cuda.py): a callee
+    # ("math.exp", "abs"), or an expression of the arguments {0}, {1} ("({0} * {0})"); None: no kernel form
+    kernel: str | None = None
+    # in a kernel, `a = f(shape_or_array, ...)` as a statement of its own makes a local array:
+    # (what fills it: "0", "1", "fill" (the second argument), "copy" or None, and "size" (the
+    # first argument is a shape) or "like" (an array's shape))  (codegen/cuda.py)
+    kernel_local: tuple | None = None
 
 
 _NOTHING = Facts()
@@ -172,12 +253,19 @@ def _arity(obj: Any) -> int | None:
 
 def _implied(obj: Any) -> dict:
     """What an object is without a declaration: a NumPy ufunc is elementwise (but not a
-    generalized one, np.matmul), pure, fused by Numba and runs in a CUDA kernel; a math
-    function too, but of numbers only (math.sin of an array raises: not elementwise)."""
+    generalized one, np.matmul), pure and fused by Numba, takes a display as an array in each
+    operand, and its result holds booleans where every loop of it makes them (np.isnan,
+    np.less); a math function is pure and fused too, but of numbers only (math.sin of an array
+    raises: not elementwise), and is its own kernel spelling. NumPy's functions make arrays or
+    numbers (but those declared to make sequences)."""
     if isinstance(obj, np.ufunc) and obj.signature is None:
-        return dict(elementwise=True, pure=True, fusable=True, cuda=True)
+        loops = [t for t in obj.types if "O" not in t]
+        return dict(elementwise=True, pure=True, fusable=True, operands=tuple(range(obj.nin)), array_result=True,
+                    boolean=bool(loops) and obj.nout == 1 and all(t.endswith("?") for t in loops))
     if _is_math(obj):
-        return dict(pure=True, fusable=True, cuda=True)
+        return dict(pure=True, fusable=True, kernel=f"math.{obj.__name__}")
+    if callable(obj) and (getattr(obj, "__module__", None) or "").split(".")[0] == "numpy":
+        return dict(array_result=True)
     return {}
 
 
@@ -317,10 +405,28 @@ def _load() -> tuple[dict, dict]:
     for obj, given in declared.items():
         merged = {**_implied(obj), **given}
         if merged.get("elementwise"):
-            merged.setdefault("cuda", True)
             merged.setdefault("arity", _arity(obj))
+        if merged.get("sequence"):
+            merged["array_result"] = False
         table[obj] = Facts(**merged)
     return registry, table
+
+
+@lru_cache(maxsize=None)
+def _cases() -> dict:
+    """{function: the cases declared of it, in the order the template modules give them}."""
+    found: dict[Any, list] = {}
+    for key in load_rules():
+        if isinstance(key, Case):
+            for fn in key.of:
+                found.setdefault(fn, []).append(key)
+    return found
+
+
+@lru_cache(maxsize=None)
+def methods() -> dict:
+    """{method name: the function x.<name>(...) calls with x first}, as the facts declare them."""
+    return {known.method: obj for obj, known in load_facts().items() if known.method is not None}
 
 
 def load_rules() -> dict:
@@ -335,6 +441,46 @@ def load_facts() -> dict:
 
 def lookup(obj: Any) -> Rule | None:
     return load_rules().get(obj)
+
+
+def rule_of_call(fn: Any, args: tuple, kwargs: tuple) -> Rule | None:
+    """The rule of the call fn(*args, **kwargs) of IR atoms: that of the first case declared of
+    fn whose test the call passes (np.cov of two data sets), else fn's own."""
+    try:
+        cases = _cases().get(fn, ())
+    except TypeError:  # an unhashable callable
+        return None
+    for case in cases:
+        if case.when(CallSite(fn, args, kwargs)):
+            return lookup(case)
+    return lookup(fn)
+
+
+@lru_cache(maxsize=None)
+def _dtype_parameter(fn: Any) -> int | None:
+    """The position of fn's parameter `dtype`, -1 where it takes one by keyword only, None
+    where it takes none (a NumPy function's result has the dtype given there)."""
+    try:
+        parameters = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    for k, parameter in enumerate(parameters):
+        if parameter.name == "dtype":
+            return -1 if parameter.kind is inspect.Parameter.KEYWORD_ONLY else k
+    return None
+
+
+def dtype_argument(fn: Any, args: tuple, kwargs: tuple) -> Any:
+    """The dtype written in a call of a NumPy function (by keyword, or at its position), or
+    None: NumPy's functions give their result the dtype written there."""
+    given = dict(kwargs).get("dtype")
+    if given is not None or not (callable(fn) and (getattr(fn, "__module__", None) or "").startswith("numpy")):
+        return given
+    try:
+        position = _dtype_parameter(fn)
+    except TypeError:  # an unhashable callable
+        return None
+    return args[position] if position is not None and 0 <= position < len(args) else None
 
 
 def facts(obj: Any) -> Facts:
