@@ -1,4 +1,5 @@
-"""Rules for np.polyval, np.interp, np.linalg.matrix_power and np.repeat: gradients (s2s.grad) and
+"""Rules of polynomials and their kin: np.polyval, np.interp (piecewise linear),
+np.linalg.matrix_power (a matrix's integer powers), and np.repeat: gradients (s2s.grad) and
 tangents (s2s.jvp) against central finite differences in float64, on the python backend and
 under s2s.jit (Numba), and the refusals of what the rules do not differentiate (np.interp in
 its sample points xp or with left/right/period, matrix_power with a negative n)."""

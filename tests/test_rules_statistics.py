@@ -1,7 +1,9 @@
-"""Rules of session 21: np.quantile, np.percentile, np.median, np.nansum, np.nanmean,
-np.nan_to_num (and the further sections below). Gradients (s2s.grad) and tangents (s2s.jvp)
-against central finite differences in float64 or closed forms; the many edge cases on the python
-backend, each function compiled under s2s.jit (cpu) once; refusals of what the rules do not take."""
+"""Rules of NumPy's statistics and of its other numerical functions: np.quantile, np.percentile,
+np.median, np.ptp, np.average; the NaN-aware np.nansum, np.nanmean and np.nan_to_num; np.take and
+np.where(condition) (with np.nonzero, np.flatnonzero) as indices; np.heaviside, np.sinc and
+np.cross; np.trapezoid and np.gradient. Gradients (s2s.grad) and tangents (s2s.jvp) against
+central finite differences in float64 or closed forms; the many edge cases on the python backend,
+each function compiled under s2s.jit (cpu) once; refusals of what the rules do not take."""
 
 import numpy as np
 import pytest
