@@ -1,7 +1,8 @@
-"""Lists and dicts written into slot by slot: double buffers swapped in a loop, `t[k] += v`,
-`t += [v]` through another name. Each program here was refused (or differentiated wrongly, or
-crashed) before; each accepted one is checked against central differences, each refusal names
-the user's variable and line."""
+"""Lists and dicts written into slot by slot: double buffers swapped in a loop (`cur, nxt = nxt,
+cur`), `t[k] += v` into a list or dict, a dict rebound in a loop, `t += [v]` through another name.
+Each accepted program is checked against central differences, in reverse and forward mode and to
+second order; where another name may see the write, the refusal names the user's variable and
+line. (Slot writes of lists of numbers read from an argument: test_sequence_semantics.py.)"""
 
 import numpy as np
 import pytest
@@ -17,8 +18,8 @@ def close(a, b):
 
 
 # ---- double buffers: `cur, nxt = nxt, cur` of two lists -------------------------------------
-# (refused: "writing into nxt would also change cur", or "changes the argument x": after the
-# swap s2s no longer knew nxt was a list display, nor that cur is another list)
+# (after the swap s2s still knows that nxt is a list display and that cur is another list: no
+# refusal as "writing into nxt would also change cur", or as "changes the argument x")
 
 
 def swapped_lists_of_arrays(x):
@@ -137,9 +138,8 @@ def test_a_write_another_name_sees_stays_refused(f, line):
 
 
 # ---- `t[k] += v` into a list or dict ---------------------------------------------------------
-# (refused: "writing into t changes the argument x in place"; for a list of numbers the update
-# rebinds the slot, and where the item is an array that the argument shares it is refused when
-# the code runs)
+# (for a list of numbers the update rebinds the slot: it does not change the argument x in place;
+# where the item is an array that the argument shares, it is refused when the code runs)
 
 
 def numbers_updated_in_a_list(x):
@@ -175,8 +175,9 @@ def test_update_of_rows_of_the_argument_in_a_list_refused_when_it_runs():
     assert at(f, "t[0] += x[2] * x[0]") in str(info.value)
 
 
-# An array item updated in place: forward mode's tangent there was x_dot itself (t = [x + 1.0]),
-# which `t_dot[0] += ...` changed: jacfwd gave [1.036, 0.804, -0.452] for [1.87, 3.87, 6.83].
+# An array item updated in place: forward mode's tangent there must not be x_dot itself (t = [x +
+# 1.0]), which `t_dot[0] += ...` would change: jacfwd would give [1.036, 0.804, -0.452] for
+# [1.87, 3.87, 6.83].
 
 
 def array_items_updated(x):
@@ -211,7 +212,7 @@ def test_update_of_array_items(f):
 
 
 # ---- reverse mode of a dict rebound in a loop --------------------------------------------------
-# (a raw IndexError: the zero adjoint of a dict whose shape was taped was an array)
+# (the zero adjoint of a dict whose shape is taped is a dict, not an array: a raw IndexError)
 
 
 def dict_rebound_in_a_loop(x):

@@ -1,0 +1,275 @@
+"""Python's semantics of 0-d arrays, numbers and builtins in transformed code: `s += v` updates a
+0-d array in place (a name that shares it sees the update) and rebinds a number; Python's max and
+min keep their first argument where the other is NaN; a list or tuple display is an array where a
+NumPy function takes one, and sum, max and min of a display fold left to right; an int unpacked
+from a tuple carries no derivative; `+y` is a new array. Each program is differentiated (checked
+against central differences) or refused with an S2SError at the user's line."""
+
+import numpy as np
+import pytest
+
+import s2s
+from finite_differences import central_differences, where as at
+
+X = np.array([0.5, 1.5, 2.0])
+
+
+# ---- a 0-d array is updated in place by `s += v`: a name that shares it sees the update ----
+# (s2s runs `s = s + v`; its run-time check must tell a 0-d array from a number)
+
+
+def zero_d_alias(x):
+    a = np.array(x[0] * 1.0)
+    b = a
+    a += x[1]  # b changes too
+    return b * x[2] + a
+
+
+def zero_d_accumulator_alias(x):
+    s = np.zeros(())
+    t = s
+    s += x[0] * x[1]
+    return t * x[2] + s
+
+
+def zero_d_accumulator_in_loop(x):
+    s = np.array(0.0)
+    acc = s
+    for i in range(3):
+        s += x[i] * x[i]
+    return acc * 1.0
+
+
+def as_array(v):
+    return np.array(v * 1.0)
+
+
+def passed_through(a):
+    return a
+
+
+def stored_in(t, v):
+    t[0] = np.array(v)
+
+
+def zero_d_from_helper(x):  # the helper makes the 0-d array
+    a = as_array(x[0])
+    b = a
+    a += x[1]
+    return b * x[2] + a
+
+
+def zero_d_through_helper(x):  # the helper returns the 0-d array it was given
+    a = np.array(x[0] * 1.0)
+    b = passed_through(a)
+    a += x[1]
+    return b * x[2] + a
+
+
+def zero_d_stored_by_helper(x):  # the helper puts a 0-d array into the caller's list
+    t = [x[0] * 1.0]
+    stored_in(t, x[0])
+    a = t[0]
+    b = a
+    a += x[1]
+    return b * x[2] + a
+
+
+ZERO_D = [(zero_d_alias, "a += x[1]"), (zero_d_accumulator_alias, "s += x[0] * x[1]"),
+          (zero_d_accumulator_in_loop, "s += x[i] * x[i]")]
+ZERO_D_THROUGH_HELPERS = [(zero_d_from_helper, "a += x[1]"), (zero_d_through_helper, "a += x[1]")]
+
+
+@pytest.mark.parametrize("f, where", ZERO_D)
+@pytest.mark.parametrize("transform", [s2s.grad, s2s.jacfwd, s2s.jacrev])
+def test_update_of_a_shared_0d_array_refused(f, where, transform):
+    with pytest.raises(s2s.S2SError, match="updates an array") as info:
+        transform(f)(X)
+    assert at(f, where) in str(info.value)
+
+
+def test_update_of_a_shared_0d_array_refused_under_jit():
+    with pytest.raises(s2s.S2SError, match="updates an array") as info:
+        s2s.jit(s2s.grad(zero_d_alias))(X)
+    assert at(zero_d_alias, "a += x[1]") in str(info.value)
+
+
+BATCH = np.array([[0.5, 1.5, 2.0], [1.0, 2.0, 3.0], [-0.3, 0.7, 1.1]])
+
+
+@pytest.mark.parametrize("f, where", ZERO_D + ZERO_D_THROUGH_HELPERS)
+def test_update_of_a_shared_0d_array_refused_under_vmap(f, where):
+    # vectorised, a batch of 0-d arrays is a 1-d array, as a batch of numbers is: which names may
+    # be 0-d arrays is known from how they were made, in the function or the helpers it calls
+    # (it gave [3.0, 6.0] for [6.0, 12.0])
+    with pytest.raises(s2s.S2SError, match="updates an array") as info:
+        s2s.vmap(f)(BATCH)
+    assert at(f, where) in str(info.value)
+
+
+def test_0d_array_a_helper_stores_in_a_list_under_vmap():
+    # a helper writing into the caller's list is run example by example: NumPy's values
+    assert np.allclose(s2s.vmap(zero_d_stored_by_helper)(BATCH),
+                       [zero_d_stored_by_helper(x.copy()) for x in BATCH])
+
+
+def number_kept_before_update(x):  # prev is a number: `s += v` rebinds s, prev keeps its value
+    s = x[0] * 1.0
+    total = 0.0
+    for i in range(3):
+        prev = s
+        s += x[i] * x[i]
+        total = total + prev * s
+    return total
+
+
+def zero_d_read_as_number(x):  # c = a[()] is a number: a's update does not reach it
+    a = np.array(x[0] * 2.0)
+    c = a[()]
+    a += x[1]
+    return c * x[2] + a
+
+
+def zero_d_copied_before_update(x):
+    a = np.zeros(())
+    a += x[0]
+    b = a.copy()
+    a += x[1] * x[2]
+    return b * a
+
+
+@pytest.mark.parametrize("f", [number_kept_before_update, zero_d_read_as_number, zero_d_copied_before_update])
+def test_vmap_of_updates_that_share_nothing(f):
+    expected = [f(row) for row in BATCH]
+    np.testing.assert_allclose(s2s.vmap(f)(BATCH), expected, rtol=1e-12)
+    np.testing.assert_allclose(s2s.vmap(s2s.grad(f))(BATCH), [central_differences(f, row) for row in BATCH],
+                               rtol=1e-6, atol=1e-6)
+
+
+def zero_d_accumulator(x):  # nothing else refers to s: `s = s + v` is what NumPy computes
+    s = np.zeros(())
+    s += x[0] * x[1]
+    return s * x[2]
+
+
+def number_alias(x):  # x[0] is a number: `a += v` rebinds a, b keeps its value
+    a = x[0] * 1.0
+    b = a
+    a += x[1]
+    return b * x[2] + a
+
+
+@pytest.mark.parametrize("f", [zero_d_accumulator, number_alias])
+def test_updates_that_share_nothing_differentiated(f):
+    expected = central_differences(f, X)
+    np.testing.assert_allclose(s2s.grad(f)(X), expected, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(s2s.jacfwd(f)(X), expected, rtol=1e-6, atol=1e-6)
+
+
+# ---- an infinite starting value under s2s.jit -------------------------------------------------
+# (a zero tangent of a float made as x * 0.0 would be nan for m = float('inf'), and every tangent nan)
+
+
+def running_minimum(x):
+    m = float("inf")
+    for i in range(3):
+        m = min(m, x[i] * 2.0)
+    return m * x[2]
+
+
+def test_forward_mode_from_an_infinite_start_under_jit():
+    f = running_minimum
+    np.testing.assert_allclose(s2s.jit(s2s.jacfwd(f))(X), central_differences(f, X), rtol=1e-6, atol=1e-6)
+
+
+def test_number_read_from_a_0d_array_under_jit():
+    # the adjoint of a 0-d array is a number: x[()]'s adjoint is added to it (was a TypeError)
+    f = zero_d_read_as_number
+    np.testing.assert_allclose(s2s.jit(s2s.grad(f))(X), central_differences(f, X), rtol=1e-6, atol=1e-6)
+
+
+# ---- Python's max(x, y) is x unless y is larger: where y is NaN it is x, and so is its derivative ----
+# (np.maximum's rule would give the derivative to y: grad [0, 1] where differences say [1, 0])
+
+
+def python_extrema(x):
+    return max(x[0], x[1]) * 2.0 + min(x[2], x[3])
+
+
+@pytest.mark.parametrize("point", [[1.0, np.nan, 2.0, np.nan], [1.0, 3.0, 2.0, 0.5], [3.0, 1.0, 0.5, 2.0]])
+def test_python_max_and_min_with_nan_match_differences(point):
+    x = np.array(point)
+    expected = central_differences(python_extrema, x)
+    for derivative in (s2s.grad(python_extrema), s2s.jit(s2s.grad(python_extrema)), s2s.jacfwd(python_extrema)):
+        assert np.allclose(derivative(x), expected)
+    assert np.allclose(s2s.vmap(s2s.grad(python_extrema))(x[None, :])[0], expected)
+
+
+# ---- a list display as a NumPy function's array operand ------------------------------------
+
+
+def ufunc_of_a_display(x):
+    return np.sum(np.square([x[0], 1.0])) + np.sum(np.maximum([x[1], 1.0], 0.5))
+
+
+def dot_of_displays(x):
+    return np.dot([x[0], 2.0], [3.0, x[1]]) + np.sum(np.clip((x[0], x[1] * 3.0), 0.0, 1.0))
+
+
+@pytest.mark.parametrize("f", [ufunc_of_a_display, dot_of_displays])
+def test_a_display_as_an_array_operand(f):
+    # NumPy makes the display an array; the derivative rules did arithmetic on the tuple (a raw
+    # TypeError: can't multiply sequence by non-int of type 'float')
+    x = np.array([0.3, 0.2])
+    want = central_differences(f, x)
+    for transform in (s2s.grad, s2s.jacfwd, s2s.jacrev):
+        np.testing.assert_allclose(transform(f)(x), want, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(f))(x), want, rtol=1e-6, atol=1e-8)
+    batch = np.array([[0.3, 0.2], [0.7, 0.1]])
+    np.testing.assert_allclose(s2s.vmap(s2s.grad(f))(batch), [central_differences(f, row) for row in batch],
+                               rtol=1e-6, atol=1e-8)
+
+
+def builtins_of_displays(x):
+    total = sum([x[0], x[1] * 3.0], 0.5) * max((x[0], x[2], np.sin(x[1])))
+    return total + min([x[2] * x[0], x[1]]) + sum((x[2], x[0] ** 2))
+
+
+def test_builtin_sum_max_min_of_a_display():
+    # sum([a, b]), max((a, b, c)), min([a, b]) were refused as "of one iterable"; they fold as
+    # a + b and max(max(a, b), c), left to right as Python does
+    x = np.array([0.3, 0.2, 0.9])
+    assert builtins_of_displays(x) == pytest.approx(s2s.jit(builtins_of_displays, backend="python")(x), rel=1e-15)
+    want = central_differences(builtins_of_displays, x)
+    for transform in (s2s.grad, s2s.jacfwd):
+        np.testing.assert_allclose(transform(builtins_of_displays)(x), want, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(builtins_of_displays))(x), want, rtol=1e-6, atol=1e-8)
+
+
+def power_by_an_unpacked_int(x):
+    t = (x, 3)
+    a, n = t  # (n is the int 3: it carries no derivative)
+    return np.sum(a ** n)
+
+
+def test_an_int_unpacked_from_a_tuple_with_a_float_carries_no_derivative():
+    # jvp gave NaN and the hessian a NaN row at x < 0: n took t's activity, and its zero tangent
+    # met log(x) of a negative x in the derivative of x ** n
+    x = np.array([-1.2, 0.5])
+    assert s2s.jvp(power_by_an_unpacked_int, (x,), (np.ones(2),))[1] == pytest.approx(3 * np.sum(x**2), rel=1e-12)
+    np.testing.assert_allclose(s2s.hessian(power_by_an_unpacked_int)(x), np.diag(6 * x), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(s2s.grad(power_by_an_unpacked_int)(x), 3 * x**2, rtol=1e-12)
+
+
+def write_into_a_positive_copy(y):
+    w = +y  # (a new array in NumPy, as y.copy())
+    w[1] = 0.0
+    return np.sum(w * y) + +y[0] * 2.0
+
+
+def test_unary_plus_makes_a_new_array():
+    # w = +y was taken for y itself: the write was refused as one that would also change y
+    y = np.array([0.3, 0.5, 0.7])
+    want = central_differences(write_into_a_positive_copy, y)
+    for transform in (s2s.grad, s2s.jacfwd, lambda f: s2s.jit(s2s.grad(f))):
+        np.testing.assert_allclose(transform(write_into_a_positive_copy)(y), want, rtol=1e-6, atol=1e-8)
