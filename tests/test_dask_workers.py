@@ -1,10 +1,11 @@
-"""s2s.pmap over Dask workers, where it went wrong: a script's changed global served stale by
-the worker's cache, a transform of a lambda that could not be made again on the worker,
-pmaps from several threads at once that deadlocked the workers' threads, an exception that
-does not unpickle on the client, a shard seen as gone while it posted, and runners kept
-without bound. Each is checked against the pmap on threads, finite differences or a closed
-form; the cluster is a LocalCluster of two worker processes of one thread each (the fewest
-places: a shard that holds its place while it waits shows there)."""
+"""s2s.pmap's shards on the workers of a Dask cluster: a script's global changed between calls
+(not served stale by the worker's cache), a transform of a lambda made again on the worker, pmaps
+from several threads at once (a shard that waits at a collective does not hold the worker's only
+thread), an exception that does not unpickle on the client, an output that does not travel, a
+shard that posts and returns while another waits, and the runners a worker keeps (bounded). Each
+is checked against the pmap on threads, finite differences or a closed form; the cluster is a
+LocalCluster of two worker processes of one thread each (the fewest places: a shard that holds
+its place while it waits shows there). The pmap over Dask itself: test_dask.py."""
 
 import subprocess
 import sys
@@ -21,7 +22,6 @@ from dask_cases import scheduler_names
 from s2s import lax
 from s2s.doors import dask as shipping_to_dask
 from finite_differences import central_difference_grad
-
 
 
 @pytest.fixture(scope="module")
@@ -197,7 +197,7 @@ def test_a_script_s_global_changed_between_calls_gives_the_new_gradient(tmp_path
             np.testing.assert_allclose(got[k], want, rtol=1e-6, atol=1e-9)
 
 
-# (last: before the fix it left the workers' threads waiting for good)
+# (last: a deadlock here would leave the workers' threads waiting for good)
 def test_pmaps_called_from_many_threads_at_once_do_not_deadlock(client, workers, monkeypatch):
     # Shard 0 of one call may run on worker 0 while shard 1 of another runs on worker 1, each
     # waiting at psum for a shard queued behind the other: a shard must not hold the worker's
