@@ -21,8 +21,10 @@ sys.path.insert(0, os.path.dirname(__file__))
 # hands whole files to its two workers in collection order, and a long file handed out last
 # keeps one worker busy while the other has nothing left to run.
 SLOWEST_FIRST = ["test_reverse_features.py", "test_second_order.py", "test_cuda.py", "test_linalg_rules.py",
-                 "test_more_rules.py", "test_lax.py", "test_dask.py", "test_properties.py", "test_rules_s21.py",
-                 "test_leftovers.py", "test_jit_derivatives.py", "test_toolbox.py", "test_runtime.py", "test_vmap.py"]
+                 "test_rules_array_manipulation.py", "test_lax.py", "test_dask.py", "test_properties.py",
+                 "test_rules_statistics.py", "test_jit_derivatives.py", "test_cache_and_hook.py", "test_toolbox.py",
+                 "test_runtime.py", "test_vmap.py", "test_rules_polynomials.py", "test_float32.py",
+                 "test_custom_rules.py", "test_reverse_lists.py"]
 
 
 def pytest_collection_modifyitems(session, config, items):

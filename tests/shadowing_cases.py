@@ -1,6 +1,8 @@
-"""Functions that read module-level names which s2s's own code once reused for variables it
-introduced (a scan's stacked outputs `ys` and saved carry `c_init`, an inlined body's
-parameters, vectorised vmap's batch size `n`): tests/test_red_team.py."""
+"""Functions that read module-level names which s2s's own code could reuse for variables it
+introduces (a scan's stacked outputs `ys` and saved carry `c_init`, an inlined body's
+parameters, vectorised vmap's batch size `n`): tests/test_names_and_wrappers.py; and values whose
+type is an int on one path and a float on another (a scan's carry: tests/test_lax_carries.py; a
+function's result: tests/test_vmap_batching.py)."""
 
 import numpy as np
 

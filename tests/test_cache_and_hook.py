@@ -1,4 +1,5 @@
-"""The on-disk cache, the import hook and the command line share one engine."""
+"""The on-disk cache, the import hook and the command line share one engine; a Numba cache that
+names a generated module no longer there is compiled again."""
 
 import importlib.util
 import os
@@ -282,3 +283,59 @@ def test_one_function_text_in_two_files_names_its_own_file_and_line(tmp_path):
         seen.append(s2s.grad(module.f).source)
     assert "(first.py:3)" in seen[0] and "# first.py:4  return" in seen[0]
     assert "(second.py:6)" in seen[1] and "# second.py:7  return" in seen[1]
+
+
+# ---- a Numba cache that names a generated module no longer there: compiled again -------------
+
+_STALE_PROGRAM = '''
+import sys
+import cmath
+
+import numpy as np
+import s2s
+sys.path.insert(0, {here!r})
+from stale_module import f, g
+p = {{"w": np.ones((2, 2)) * 0.3, "b": np.ones(2)}}
+x = np.array([0.5, 1.0])
+{calls}
+'''
+_STALE_MODULE = '''
+import cmath
+
+import numpy as np
+
+
+def h(x, w):
+    return np.tanh(x @ w)
+
+
+def f(p, x):
+    return np.sum(h(x, p["w"]) * p["b"])
+
+
+def g(p, x):
+    return np.sum(h(x, p["w"]) ** 2)
+'''
+
+
+def test_a_stale_numba_cache_is_compiled_again(tmp_path):
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    (tmp_path / "stale_module.py").write_text(_STALE_MODULE)
+    env = dict(os.environ, S2S_CACHE_DIR=str(tmp_path / "s2s"), NUMBA_CACHE_DIR=str(tmp_path / "numba"))
+
+    def run(calls):
+        program = _STALE_PROGRAM.format(here=str(tmp_path), calls=calls)
+        done = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return done.stdout.split()
+
+    # grad(f) and grad(g) share h's generated functions; the cache then names both modules
+    run("s2s.jit(s2s.grad(f))(p, x); s2s.jit(s2s.grad(g))(p, x); print(s2s.jit(s2s.value_and_grad(g))(p, x)[0])")
+    shutil.rmtree(tmp_path / "s2s" / "modules")  # s2s's files gone, Numba's index kept
+    value = float(run("print(s2s.jit(s2s.value_and_grad(g))(p, x)[0])")[0])
+    h = np.tanh(np.array([0.5, 1.0]) @ (np.ones((2, 2)) * 0.3))
+    assert value == pytest.approx(np.sum(h**2))

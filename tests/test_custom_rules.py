@@ -1,6 +1,8 @@
-"""s2s.custom_vjp (the user's reverse-mode rule) and s2s.checkpoint, checked against closed
-forms and central differences: reverse mode calls the rule, forward mode is refused (as in
-JAX), second derivatives differentiate the rule's bwd forward."""
+"""s2s.custom_vjp (the user's reverse-mode rule), s2s.custom_jvp and s2s.checkpoint (also written
+inline, s2s.checkpoint(f)(x)), checked against closed forms and central differences: reverse mode
+calls the rule, forward mode of a custom_vjp is refused (as in JAX), second derivatives
+differentiate the rule's bwd forward. (custom_jvp rules written as JAX code writes them, and the
+ones reverse mode refuses: test_custom_jvp_rules.py.)"""
 
 import os
 import subprocess
@@ -12,6 +14,7 @@ import pytest
 
 import s2s
 import custom_rule_cases as cases
+from checks import check_all
 from finite_differences import central_difference_grad
 
 BACKENDS = ["python", "cpu"]
@@ -264,7 +267,7 @@ def test_the_command_line_transforms_the_callers_not_the_rules(tmp_path):
         s2s.grad(cases.softplus_jvp)((0.5,), (0.0,))
 
 
-# ---- found by a red-team read ---------------------------------------------------------------------
+# ---- a rule's value where the body overflows, a None cotangent, a rule with two returns --------
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -344,3 +347,38 @@ def test_the_import_hook_leaves_out_forward_mode_a_custom_vjp_refuses(tmp_path):
     out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True,
                          env={**os.environ, "S2S_CACHE_DIR": str(tmp_path / "cache")})
     np.testing.assert_allclose(eval(out.stdout.strip().splitlines()[-1]), [1.8, 3.0], rtol=1e-14)
+
+
+# ---- s2s.checkpoint(f)(x) written inline, as JAX code writes jax.checkpoint(f)(x) ------------
+# checkpoint returns f, so the call is f's (no "cannot resolve the called function").
+
+X3 = np.array([0.3, 0.7, 1.1])  # (the point of the inline checkpoints)
+
+
+def sines(x):
+    return np.sin(x) * x[0]
+
+
+def decay(s, z):
+    return s * np.exp(0.1 * z)
+
+
+def inline_checkpoint(x):
+    return np.sum(s2s.checkpoint(sines)(x))
+
+
+def inline_checkpoint_in_a_loop(x):
+    s = x[0]
+    for t in range(3):
+        s = s2s.checkpoint(decay, prevent_cse=False)(s, x[t])
+    return s
+
+
+def inline_remat(x):
+    return np.sum(s2s.remat(sines)(x) ** 2)
+
+
+@pytest.mark.parametrize("f", [inline_checkpoint, inline_checkpoint_in_a_loop, inline_remat],
+                         ids=lambda f: f.__name__)
+def test_inline_checkpoint(f):
+    check_all(f, X3)

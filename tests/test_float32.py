@@ -1,4 +1,4 @@
-"""float32 through the cpu backend's reverse mode (issue 15: float32 stays float32).
+"""float32 through the cpu backend's reverse mode: float32 stays float32.
 
 A float32 number that a loop carries may be promoted to float64 by the loop (s * c, c an
 np.float64 or a float64 0-d array): NumPy computes the first iteration in float32 and the
@@ -300,3 +300,17 @@ def test_jit_value_and_grad_value_has_numpys_dtype(fun, dtype):
     value, grad = s2s.jit(s2s.value_and_grad(fun))(X32)
     assert type(value) is dtype and grad.dtype == np.float32
     assert value == pytest.approx(fun(X32), rel=1e-6)
+
+
+def square_of_a_matrix(x):
+    A = x.reshape(2, 2)
+    return np.sum(A @ A.T)
+
+
+def test_jit_jacrev_of_float32_matmuls_pulls_float32_cotangents():
+    x = np.array([0.3, 0.7, 1.1, 0.2], np.float32)
+    A = x.astype(np.float64).reshape(2, 2)
+    want = np.tile(2 * A.sum(axis=0), 2)  # d sum(A A^T) / dA_ij = 2 (the sum of column j)
+    jac = s2s.jit(s2s.jacrev(square_of_a_matrix))(x)
+    assert jac.dtype == np.float32
+    np.testing.assert_allclose(jac, want, rtol=1e-6)

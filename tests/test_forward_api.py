@@ -216,7 +216,7 @@ def updates_a_helper_result(x, d):
 
 
 def test_forward_mode_of_an_update_with_several_alias_checks():
-    # (found by the random programs: the forward mode expected one check)
+    # (one run-time check for each name the update may share memory with, in forward mode too)
     x, d = np.array([0.3, -0.5, 0.8]), np.array([0.0, 1.0, 4.0])
     source = s2s.source(s2s.jacfwd(updates_a_helper_result))
     assert source.count("runtime.require_unshared(") >= 2
@@ -226,3 +226,64 @@ def test_forward_mode_of_an_update_with_several_alias_checks():
     expected = d.copy()
     expected[-1] += np.sum(2 * v * np.sqrt(d))
     np.testing.assert_allclose(s2s.jacfwd(updates_a_helper_result)(x, d), expected, rtol=1e-13)
+
+
+# ---- an integer argument that is not differentiated, and operands that have no tangent --------
+
+
+def decay_sum(x, n):
+    t = np.arange(n) * 0.5
+    return np.sum(np.exp(-t * x[0]) * x[1])
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_jacfwd_and_hessian_leave_an_integer_argument_they_do_not_differentiate_alone(backend):
+    """np.arange(n) of an int n is refused when n is differentiated; jacfwd and hessian make the
+    forward mode of the arguments they differentiate only, so they take the program."""
+    x = np.array([0.3, 1.2])
+    want = central_difference_grad(lambda x: decay_sum(x, 5), (x,), 0)
+    np.testing.assert_allclose(s2s.jit(s2s.jacfwd(decay_sum), backend=backend)(x, 5), want, rtol=1e-6)
+    t = np.arange(5) * 0.5
+    e = np.exp(-t * x[0])
+    hessian = np.array([[np.sum(t * t * e) * x[1], -np.sum(t * e)], [-np.sum(t * e), 0.0]])
+    np.testing.assert_allclose(s2s.jit(s2s.hessian(decay_sum), backend=backend)(x, 5), hessian, rtol=1e-9)
+
+
+def minus_a_constant(x, c):
+    return np.sum(np.sin(x - c))
+
+
+def constant_minus(x, c):
+    y = c - x
+    return np.sum(y * y)
+
+
+def minus_an_element_then_an_array(x, c):
+    w = x * 2.0 - c[0]
+    return np.sum(w - np.cos(c))
+
+
+@pytest.mark.parametrize("fun", [minus_a_constant, constant_minus, minus_an_element_then_an_array])
+def test_forward_mode_makes_no_zeros_for_a_constant_operand(fun):
+    jac = s2s.jacfwd(fun)
+    x = np.array([0.5, -0.2, 0.9])
+    for c in (np.array([0.1, 0.2, 0.3]), np.array([[0.1, 0.2, 0.3], [1.0, -1.0, 0.5]])):  # (and a broadcast)
+        if fun is minus_an_element_then_an_array and c.ndim == 2:
+            continue
+        want = central_difference_grad(fun, [x, c], 0)
+        np.testing.assert_allclose(jac(x, c), want, rtol=1e-7, atol=1e-9)
+        np.testing.assert_allclose(s2s.jit(s2s.jacfwd(fun))(x, c), want, rtol=1e-7, atol=1e-9)
+        np.testing.assert_allclose(s2s.hessian(fun)(x, c), s2s.jit(s2s.hessian(fun))(x, c), atol=1e-12)
+    assert "zeros_like" not in s2s.source(jac)
+
+
+def test_broadcast_like_is_t_plus_zeros():
+    from s2s import runtime
+
+    t = np.array([1.0, 2.0])
+    assert runtime.broadcast_like(t, np.zeros(2)) is t  # no zeros made
+    assert runtime.broadcast_like(t, 3.0) is t
+    wide = runtime.broadcast_like(t, np.zeros((3, 2)))
+    np.testing.assert_array_equal(wide, np.tile(t, (3, 1)))
+    t32 = t.astype(np.float32)
+    assert runtime.broadcast_like(t32, np.zeros(2)).dtype == np.float64  # as t32 + zeros(2)

@@ -2,8 +2,9 @@
 lacks: unpacking an array (its adjoint is a tuple: runtime.unpack_bar makes it an array), an
 array built from lists of numbers (runtime.array_bar / reshape_bar of a list), a list of
 numbers read back (runtime.zeros_like of a list), a gather with an integer list (the list is
-made an array: codegen/numba_routes.py) and np.linalg.norm with keepdims. Every gradient is
-checked against central differences; first derivatives on both backends."""
+made an array: codegen/numba_routes.py), np.linalg.norm with keepdims, and np.sum or np.mean
+of a number (whose adjoint is a number). Every gradient is checked against central differences
+or a closed form; first derivatives on both backends."""
 
 import numpy as np
 import pytest
@@ -233,3 +234,30 @@ def test_a_list_of_arrays_under_jit():
     expected = central_difference_grad(list_of_arrays, (X,), 0)
     np.testing.assert_allclose(s2s.jit(s2s.grad(list_of_arrays))(X), expected, rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(s2s.grad(list_of_arrays)(X), expected, rtol=1e-6, atol=1e-8)
+
+
+# ---- the adjoint of np.sum of a number is a number under jit -------------------------------
+
+
+def sum_of_a_number_in_a_loop(a):
+    b = a
+    for i in range(3):
+        b = np.sum(b) * a  # b = a^4 at the end
+    return b
+
+
+def mean_of_a_number_in_a_loop(a):
+    b = a
+    for i in range(2):
+        b = np.mean(b) * a + 1.0  # b = a^3 + a + 1
+    return b
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_grad_of_a_sum_of_a_number_under_jit(backend):
+    a = 0.7
+    g = s2s.jit(s2s.grad(sum_of_a_number_in_a_loop), backend=backend)(a)
+    assert isinstance(g, float) and g == pytest.approx(4 * a**3)
+    gg = s2s.jit(s2s.grad(s2s.grad(sum_of_a_number_in_a_loop)), backend=backend)(a)
+    assert isinstance(gg, float) and gg == pytest.approx(12 * a**2)
+    assert s2s.jit(s2s.grad(mean_of_a_number_in_a_loop), backend=backend)(a) == pytest.approx(3 * a**2 + 1)

@@ -1,6 +1,8 @@
 """The rules of np.moveaxis, np.tensordot, np.kron, np.linalg.slogdet, np.linalg.cholesky,
 np.linalg.eigh, np.linalg.eigvalsh, np.linalg.qr, np.linalg.pinv, np.linalg.svd (its singular values) and
-np.linalg.lstsq, and the array methods .cumsum(), .cumprod() and .swapaxes() (routed to their functions).
+np.linalg.lstsq, and the array methods .cumsum(), .cumprod() and .swapaxes() (routed to their functions);
+np.linalg.det, inv and solve of stacks of matrices. (np.linalg.norm: test_norms.py;
+np.linalg.matrix_power: test_rules_polynomials.py.)
 
 Each is checked against central finite differences (and closed forms where they are short):
 gradients on the python backend and under s2s.jit, Jacobians in forward and reverse mode,
@@ -519,3 +521,76 @@ def test_lstsq_below_full_rank_is_refused_at_the_users_line():
     with pytest.raises(s2s.S2SError, match=r"test_linalg_rules\.py:\d+:\d+: the derivative of np\.linalg\.lstsq is "
                                            r"for a matrix of full rank"):
         s2s.grad(lstsq_loss)(deficient, RHS)
+
+
+# ---- np.linalg.det, inv and solve of stacks of matrices, against the closed form of det's ------
+
+
+def sum_of_dets(A):
+    return np.sum(np.linalg.det(A))
+
+
+def squared_det(A):
+    return np.linalg.det(A) ** 2
+
+
+def sum_of_squared_inverses(A):
+    return np.sum(np.linalg.inv(A) ** 2)
+
+
+def sum_of_squared_solutions(A, B):
+    return np.sum(np.linalg.solve(A, B) ** 2)
+
+
+def stack(shape=(2, 3, 3), seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal(shape) + 3 * np.eye(shape[-1])
+
+
+def det_gradient(A):
+    """d det(A) / dA = det(A) inv(A)^T, matrix by matrix."""
+    return np.linalg.det(A)[..., None, None] * np.swapaxes(np.linalg.inv(A), -1, -2)
+
+
+def finite_jacobian(g, A, h=1e-6):
+    out = np.zeros(A.shape + A.shape)
+    for k in np.ndindex(A.shape):
+        up, down = A.copy(), A.copy()
+        up[k] += h
+        down[k] -= h
+        out[(Ellipsis,) + k] = (g(up) - g(down)) / (2 * h)
+    return out
+
+
+@pytest.mark.parametrize("mode", ["grad", "jacfwd"])
+def test_det_of_a_stack_matches_the_closed_form(mode):
+    A = stack()
+    transform = s2s.grad if mode == "grad" else s2s.jacfwd
+    np.testing.assert_allclose(transform(sum_of_dets)(A), det_gradient(A), rtol=1e-10, atol=1e-12)
+
+
+def test_hessian_of_det_of_a_stack_matches_differences_of_the_closed_form():
+    A = stack()
+    expected = finite_jacobian(det_gradient, A)
+    np.testing.assert_allclose(s2s.hessian(sum_of_dets)(A), expected, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_det_of_a_matrix_and_its_square(backend):
+    A = stack((3, 3))
+    np.testing.assert_allclose(s2s.jit(s2s.grad(sum_of_dets), backend=backend)(A), det_gradient(A), rtol=1e-10)
+    expected = central_difference_grad(squared_det, (A,), 0)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(squared_det), backend=backend)(A), expected, rtol=1e-6)
+    hessian = finite_jacobian(lambda M: 2 * np.linalg.det(M) * det_gradient(M), A)
+    np.testing.assert_allclose(s2s.hessian(squared_det)(A), hessian, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("fun, args", [
+    (sum_of_squared_inverses, (stack(),)),
+    (sum_of_squared_solutions, (stack(), np.random.default_rng(1).standard_normal((2, 3, 2)))),
+])
+def test_inv_and_solve_of_a_stack_match_finite_differences(fun, args):
+    for k in range(len(args)):
+        expected = central_difference_grad(fun, args, k)
+        np.testing.assert_allclose(s2s.grad(fun, argnums=k)(*args), expected, rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(s2s.jacfwd(fun, argnums=k)(*args), expected, rtol=1e-6, atol=1e-8)

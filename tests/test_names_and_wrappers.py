@@ -1,6 +1,8 @@
-"""Functions that share a name, decorated functions and lambdas in files that change: each read
-as Python runs it (a red-team read found every one of these silently wrong). Values against
-closed forms."""
+"""Names in transformed code: functions that share a name, decorated functions and lambdas in
+files that change, each read as Python runs it; and the names generated code introduces (a scan's
+ys and c_init, an inlined body's parameters, vmap's batch size n, runtime, h_vjp,
+f_value_and_grad), which neither hide the user's module names nor are taken by the user's own.
+Values against closed forms."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import numpy as np
 import pytest
 
 import s2s
+import shadowing_cases as cases
 import twins_a
 import twins_b
 
@@ -172,3 +175,58 @@ def test_an_lru_cache_callee_is_found_in_the_cache_by_a_second_process(tmp_path)
         done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr
         assert float(done.stdout.split()[-1]) == pytest.approx(3 * np.cos(0.5) + 1, rel=1e-15)
+
+
+# ---- names s2s introduces, and the user's names it uses itself ---------------------------------
+
+SHADOWED = [(cases.scan_then_module_ys, 3.0), (cases.fori_then_module_s, 15.0), (cases.scan_then_module_c, 6.0),
+            (cases.scan_then_module_c_init, 12.0), (cases.times_module_n, 4.0)]
+
+
+@pytest.mark.parametrize("fun, slope", SHADOWED, ids=[f.__name__ for f, _ in SHADOWED])
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_names_s2s_introduces_do_not_hide_module_names(fun, slope, backend):
+    x = 0.5
+    assert s2s.jit(fun, backend=backend)(x) == pytest.approx(slope * x)  # each is linear: f = slope * x
+    assert s2s.jit(s2s.grad(fun), backend=backend)(x) == pytest.approx(slope)
+    xs = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(s2s.vmap(fun)(xs), slope * xs)  # vectorised on the python backend
+    np.testing.assert_allclose(s2s.vmap(s2s.grad(fun))(xs), np.full(3, slope))
+
+
+def local_named_runtime(x):
+    runtime = x * 2.0
+    np_ = runtime * x
+    return np.sum(np_)
+
+
+def helper_h(x):
+    return x * x
+
+
+def helper_h_vjp(x):  # what helper_h's reverse mode would be called
+    return np.sin(x)
+
+
+def calls_h_and_h_vjp(x):
+    return np.sum(helper_h(x) + helper_h_vjp(x))
+
+
+def scaled_value_and_grad(x):
+    return x * 3.0
+
+
+def scaled(x):
+    return np.sum(scaled_value_and_grad(x))
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_user_names_that_generated_code_also_uses(backend):
+    """A local named runtime, helpers named h and h_vjp, a helper named f_value_and_grad next
+    to f: generated modules resolve their own names whatever the user calls things."""
+    x = np.array([0.3, 0.5])
+    np.testing.assert_allclose(s2s.jit(s2s.grad(local_named_runtime), backend=backend)(x), 4 * x, rtol=1e-14)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(calls_h_and_h_vjp), backend=backend)(x), 2 * x + np.cos(x),
+                               rtol=1e-14)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(scaled), backend=backend)(x), [3.0, 3.0], rtol=1e-14)
+    np.testing.assert_allclose(s2s.jacfwd(local_named_runtime)(x), 4 * x, rtol=1e-14)

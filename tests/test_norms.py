@@ -1,6 +1,7 @@
 """np.linalg.norm for every ord NumPy takes, with axis and keepdims: derivatives against
-central differences, on the python backend and under Numba; options s2s does not take are
-refused when it transforms, with the statement's location."""
+central differences, on the python backend and under Numba, and second derivatives of the
+spectral and nuclear norms (through the SVD, refused where singular values repeat); options s2s
+does not take are refused when it transforms, with the statement's location."""
 
 import numpy as np
 import pytest
@@ -151,3 +152,65 @@ def test_an_unknown_ord_is_refused_where_it_is_written():
 def test_under_numba_a_stack_of_matrices_is_refused_with_the_statement():
     with pytest.raises(s2s.S2SError, match=r"test_norms.py:\d+:\d+: .*only as one int axis of a vector or a matrix"):
         s2s.jit(s2s.grad(stack_1))(STACK)
+
+
+# ---- second derivatives of the spectral and nuclear norms (through the SVD) --------------
+
+
+def norm_spectral(A):
+    return np.linalg.norm(A, 2)
+
+
+def norm_smallest(A):
+    return np.linalg.norm(A, -2)
+
+
+def norm_nuclear(A):
+    return np.linalg.norm(A, "nuc")
+
+
+def norm_nuclear_stack(A):
+    return np.sum(np.linalg.norm(A, "nuc", axis=(1, 2)) ** 2)
+
+
+def norm_spectral_axes(A):
+    return np.sum(np.linalg.norm(A, 2, axis=(0, 2)))
+
+
+def _fd_hessian(fun, x):
+    g = s2s.grad(fun)
+    return np.array([central_difference_grad(lambda y: g(y).ravel()[k], [x], 0).ravel() for k in range(x.size)])
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (4, 2), (2, 4)])
+@pytest.mark.parametrize("fun", [norm_spectral, norm_smallest, norm_nuclear])
+def test_hessian_of_matrix_norms_through_the_svd(fun, shape):
+    A = np.random.default_rng(1).normal(size=shape)
+    want = _fd_hessian(fun, A)
+    for got in (s2s.hessian(fun)(A), s2s.jit(s2s.hessian(fun))(A)):
+        np.testing.assert_allclose(got.reshape(A.size, A.size), want, atol=1e-7)
+
+
+def test_hessian_of_the_spectral_norm_is_the_closed_form_of_a_diagonal_matrix():
+    # sigma_1(A) for A = [[3, e], [0, 1]] is the largest root of s^4 - (10 + e^2) s^2 + 9 = 0
+    # (A^T A has trace 10 + e^2 and determinant 9).
+    A = np.array([[3.0, 0.0], [0.0, 1.0]])
+    h = s2s.hessian(norm_spectral)(A).reshape(4, 4)
+    # d^2 sigma / de^2 at e = 0 from the root: sigma^2 = (10 + e^2 + sqrt((10 + e^2)^2 - 36)) / 2
+    # gives d(sigma^2)/d(e^2) = (1 + 10 / 8) / 2 = 9 / 8, so sigma'' = 2 * (9 / 8) / (2 * 3) = 3 / 8.
+    assert h[1, 1] == pytest.approx(3 / 8)
+    assert h[0, 0] == pytest.approx(0.0, abs=1e-12)  # sigma is linear in a00 there
+
+
+@pytest.mark.parametrize("fun", [norm_nuclear_stack, norm_spectral_axes])
+def test_hessian_of_matrix_norms_of_stacks(fun):
+    A = np.random.default_rng(2).normal(size=(2, 3, 4))
+    np.testing.assert_allclose(s2s.hessian(fun)(A).reshape(A.size, A.size), _fd_hessian(fun, A), atol=1e-6)
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_hessian_of_the_spectral_norm_at_repeated_singular_values_is_a_located_refusal(backend):
+    with pytest.raises(s2s.S2SError) as info:
+        s2s.jit(s2s.hessian(norm_spectral), backend=backend)(np.eye(3))
+    message = str(info.value)
+    assert "test_norms.py:" in message and "distinct" in message and "ord='fro'" in message

@@ -138,3 +138,61 @@ def test_refusals():
         get({"w": np.zeros(3)})
     with pytest.raises(s2s.S2SError, match="step size"):
         optimizers.sgd(np.ones(2))
+
+
+# ---- an update whose gradient does not have the parameters' structure and shapes ---------------
+
+
+def test_an_update_refuses_a_vector_gradient_for_a_number_leaf():
+    """sgd(1.0) over {"a": 0.5, "b": [1, 2]} with the gradient {"a": [10, 20], "b": [1, 1]} is
+    refused: packing a's two numbers into the buffer would move b by [20, 1], to [-19, 1], where
+    the shapes differ (as an array leaf of another shape is refused)."""
+    init, update, get_params = s2s.optimizers.sgd(1.0)
+    state = init({"a": 0.5, "b": np.array([1.0, 2.0])})
+    with pytest.raises(s2s.S2SError, match="structure and shapes"):
+        update(0, {"a": np.array([10.0, 20.0]), "b": np.array([1.0, 1.0])}, state)
+    new = get_params(update(0, {"a": 10.0, "b": np.array([1.0, 1.0])}, state))  # x - g, by hand
+    assert new["a"] == -9.5 and np.array_equal(new["b"], [0.0, 1.0])
+
+
+# ---- s2s.optimizers inside s2s.jit: a located refusal that says what to do -------------------
+
+_init, _opt_update, _get_params = s2s.optimizers.adam(0.1)
+
+
+def _fit_loss(w, x):
+    return np.sum((w * x - 1.0) ** 2)
+
+
+_fit_grad = s2s.grad(_fit_loss)
+
+
+def step_with_the_optimizer(i, state, x):
+    g = _fit_grad(_get_params(state), x)
+    return _opt_update(i, g, state)
+
+
+def step_with_a_nested_grad(w, x):
+    return w - 0.1 * s2s.grad(_fit_loss)(w, x)
+
+
+def step_with_a_nested_value_and_grad(w, x):
+    return w - 0.1 * s2s.value_and_grad(_fit_loss)(w, x)[1]
+
+
+def test_optimizer_update_inside_jit_is_refused_with_the_way_out():
+    state = _init(np.zeros(3))
+    with pytest.raises(s2s.S2SError) as info:
+        s2s.jit(step_with_the_optimizer)(0, state, np.ones(3))
+    message = str(info.value)
+    assert "test_optimizers.py:" in message and "s2s.jit(s2s.grad(loss))" in message
+    with pytest.raises(s2s.S2SError, match=r"test_optimizers.py:\d+:\d+: a transform called inside"):
+        s2s.jit(step_with_a_nested_value_and_grad)(np.zeros(3), np.ones(3))
+    # s2s.grad(f)(...) inside is taken (in forward mode, tests/test_third_order.py): w - 0.2 (w x - 1) x
+    np.testing.assert_allclose(s2s.jit(step_with_a_nested_grad, backend="python")(np.zeros(3), np.ones(3)), 0.2)
+    # the way out: the gradient jitted, the update outside (it converges to w = 1 / x)
+    grad_jit = s2s.jit(s2s.grad(_fit_loss))
+    x = np.array([1.0, 2.0, 4.0])
+    for i in range(500):
+        state = _opt_update(i, grad_jit(_get_params(state), x), state)
+    np.testing.assert_allclose(_get_params(state), 1.0 / x, atol=1e-4)

@@ -360,3 +360,45 @@ def _bits_kernel():
             out[i] = y0 ^ y1
 
     return kernel
+
+
+# ---- a permutation of a differentiated array, and the NumPy path's blocks -----------------------
+
+
+def weighted_permutation(x, key):  # permutation(key, x) moves x's elements: not a constant of x
+    return np.sum(random.permutation(key, x) * np.arange(x.shape[0]))
+
+
+def weighted_indexed_permutation(x, key):  # the way out the refusal names
+    return np.sum(x[random.permutation(key, x.shape[0])] * np.arange(x.shape[0]))
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_permutation_of_a_differentiated_array_is_refused_not_a_zero_gradient(backend):
+    """grad of sum(permutation(key, x) * w) is not 0 (as if the draw were a constant of x): an
+    S2SError at the call names the indexed form, whose gradient is w permuted back."""
+    x, key = np.array([0.3, -1.2, 0.7, 2.0]), random.PRNGKey(3)
+    wrap = (lambda g: s2s.jit(g)) if backend == "cpu" else (lambda g: g)
+    with pytest.raises(s2s.S2SError, match=r"x\[random.permutation\(key, x.shape\[0\]\)\]"):
+        wrap(s2s.grad(weighted_permutation))(x, key)
+    if backend == "python":  # (the way out, against differences; compiled it costs 15 s)
+        want = central_difference_grad(weighted_indexed_permutation, (x, key), 0)
+        assert np.abs(want).max() > 0.5
+        np.testing.assert_allclose(s2s.grad(weighted_indexed_permutation)(x, key), want, atol=1e-6)
+
+
+# (s2s.random's NumPy path, in uint32 blocks: the same bits as the reference hash)
+
+
+def test_blocked_random_draws_equal_the_whole_array_kernels():
+    from s2s import random as R
+
+    key = R.PRNGKey(7)
+    n = 3 * R._BLOCK + 11  # several blocks and a partial one
+    i = np.arange(n, dtype=np.uint64)
+    y0, y1 = R.threefry2x32(key[0], key[1], i >> np.uint64(32), i & np.uint64(0xFFFFFFFF))  # the uint64 form
+    np.testing.assert_array_equal(R.bits(key, (n,)), (y0 ^ y1).astype(np.uint32))
+    np.testing.assert_array_equal(R.bits(key, (n,), np.uint64), (y0 << np.uint64(32)) | y1)
+    for dtype, whole in ((np.float64, R._normal_f64), (np.float32, R._normal_f32)):
+        np.testing.assert_array_equal(R.normal(key, (n,), dtype).view(np.uint8), whole(key, n).view(np.uint8))
+    np.testing.assert_array_equal(R.exponential(key, (n,)), -R._log1p_f64(-R._unit_f64(key, n)))

@@ -1,5 +1,6 @@
 """Every construct s2s does not handle raises S2SError with file:line:column and a way out."""
 
+import cmath
 import os
 import re
 
@@ -209,3 +210,67 @@ def test_jit_names_a_list_passed_for_an_array():
         s2s.jit(_weighted)([1.0, 2.0, 3.0], 2.0)
     # NumPy takes the list: the python backend runs it as NumPy does.
     assert s2s.jit(_weighted, backend="python")([1.0, 2.0, 3.0], 2.0) == pytest.approx(_weighted(np.arange(1.0, 4.0), 2.0))
+
+
+# ---- refusals in jacrev, of a forward-only rule, and of a runtime helper name the user's statement
+
+
+def repeated_write(x):
+    y = np.zeros(3)
+    y[np.array([1, 1, 2])] = x * 2.0
+    return np.sum(y ** 2)
+
+
+def test_jacrev_refusals_name_the_users_statement():
+    x = np.array([0.3, 0.7, 1.1])
+    for jacobian in (s2s.jacrev(repeated_write), s2s.jit(s2s.jacrev(repeated_write))):
+        with pytest.raises(s2s.S2SError) as info:
+            jacobian(x)
+        assert info.value.origin is not None and info.value.origin.filename.endswith("test_refusals.py")
+
+
+def test_a_forward_only_rule_is_refused_in_reverse_mode():
+    def through_take(x):
+        return np.sum(s2s.runtime.take(x, np.array([0, 2])) ** 2)
+
+    with pytest.raises(s2s.S2SError, match="forward-mode rule only"):
+        s2s.grad(through_take)(np.array([0.5, 0.7, 0.9]))
+
+
+def writes_through_a_repeated_index(x, v):
+    z = x * 1.0
+    idx = np.array([0, 0, 2])
+    z[idx] += v
+    return np.sum(z * z)
+
+
+def test_a_runtime_refusal_names_the_users_statement():
+    """A runtime helper's refusal while generated code runs as NumPy (a write through an index
+    array with repeated entries) is an S2SError at the user's statement."""
+    x, v = np.array([1.0, 2.0, 3.0]), np.array([0.5, 0.7, 0.9])
+    with pytest.raises(s2s.S2SError, match=r"test_refusals.py:\d+:5: a write x\[idx\] = v whose index array repeats") as info:
+        s2s.grad(writes_through_a_repeated_index, argnums=(0, 1))(x, v)
+    assert "z[idx] += v" in str(info.value)
+    assert type(info.value.__cause__) is ValueError
+
+
+# ---- library functions that generated code names, and one it cannot name -----------------
+
+
+def power_spectrum(x):
+    return np.sum(np.abs(np.fft.fft(x)) ** 2)
+
+
+def complex_root(x):
+    return cmath.sqrt(x[0]).real * 2.0
+
+
+def test_np_fft_is_named_in_generated_code_and_a_function_s2s_cannot_name_has_its_line():
+    x = np.array([0.3, 1.2, -0.5, 0.7])
+    # (np.fft.fft is named in generated code: the primal under backend="python" runs, and is not
+    # refused with no line as "cannot name <function fft>")
+    assert s2s.jit(power_spectrum, backend="python")(x) == pytest.approx(power_spectrum(x), rel=1e-14)
+    with pytest.raises(s2s.S2SError, match="no derivative rule for fft"):
+        s2s.grad(power_spectrum)(x)
+    with pytest.raises(s2s.S2SError, match=r"test_refusals.py:\d+:\d+: cannot name <built-in function sqrt>"):
+        s2s.jit(complex_root, backend="python")(x)

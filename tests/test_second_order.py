@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import s2s
+from finite_differences import hessian_by_differences
 from programs import CASES
 from sampling import compiled_sample
 from test_forward_api import _jvp_def, power, sqrt_weighted
@@ -179,3 +180,98 @@ def test_hessians_with_respect_to_one_argument_are_finite(backend):
     for name in ("sum_of_powers_vjp_jvp_wrt_x", "power_vjp_wrt_x_jvp_wrt_x", "power_jvp_wrt_x"):
         jvp = _jvp_def(source, name)
         assert "a_dot" not in jvp and "np.log" not in jvp
+
+
+# ---- Jacobians of forward-mode Jacobians -------------------------------------------------------
+
+
+def chained_squares(x):
+    """y[i] = x[i]^2 x[i+1] written into an array in a loop."""
+    n = x.shape[0]
+    y = np.zeros(n - 1)
+    for i in range(n - 1):
+        y[i] = x[i] ** 2 * x[i + 1]
+    return y
+
+
+def chained_squares_tensor(x):
+    """d2 y[i] / dx[j] dx[k] of chained_squares."""
+    n = x.shape[0]
+    T = np.zeros((n - 1, n, n))
+    for i in range(n - 1):
+        T[i, i, i] = 2 * x[i + 1]
+        T[i, i, i + 1] = T[i, i + 1, i] = 2 * x[i]
+    return T
+
+
+def damped_sum(x):
+    s = 0.0
+    k = 0
+    while s < 4.0 and k < 10:
+        s = s * 0.5 + np.sum(np.sin(x) * x) + x[k % x.shape[0]] ** 2
+        k += 1
+    return s * x[0]
+
+
+def product_sum(x, y):
+    return np.sum(x ** 2 * y)
+
+
+@pytest.mark.parametrize("outer, inner", [(s2s.jacfwd, s2s.jacfwd), (s2s.jacrev, s2s.jacfwd)],
+                         ids=["jacfwd(jacfwd)", "jacrev(jacfwd)"])
+def test_jacobians_of_forward_jacobians_are_computed_not_refused(outer, inner):
+    # The Jacobian of a Jacobian is one array whichever mode computed each (as in JAX), not
+    # refused as "second derivatives are taken forward over reverse".
+    x = np.array([0.7, 1.2, -0.9, 1.6])
+    np.testing.assert_allclose(outer(inner(chained_squares))(x), chained_squares_tensor(x), atol=1e-12)
+    H = outer(inner(damped_sum))(x)
+    np.testing.assert_allclose(H, hessian_by_differences(damped_sum, x), rtol=1e-5, atol=1e-5)
+
+
+def test_jacfwd_of_jacfwd_with_two_argnums_gives_the_hessian_blocks():
+    x, y = np.array([0.5, -1.5, 2.0]), np.array([1.0, 0.3, -0.7])
+    (hxx, hxy), (hyx, hyy) = s2s.jacfwd(s2s.jacfwd(product_sum, argnums=(0, 1)), argnums=(0, 1))(x, y)
+    np.testing.assert_allclose(hxx, np.diag(2 * y), atol=1e-12)
+    np.testing.assert_allclose(hxy, np.diag(2 * x), atol=1e-12)
+    np.testing.assert_allclose(hyx, np.diag(2 * x), atol=1e-12)
+    np.testing.assert_allclose(hyy, np.zeros((3, 3)), atol=1e-12)
+
+
+# ---- check_grads(..., backend="cpu", order=2) on the README's examples ------------------------
+# (the README's functions, as the corpus of tests/programs.py, pass check_grads(order=2,
+# backend="cpu") with no raw Numba error)
+
+
+def readme_loss(params, x, y):
+    w, b = params
+    pred = x @ w + b
+    return np.mean((pred - y) ** 2)
+
+
+def readme_path_payoff(s0, sigma, z):
+    s = s0
+    for t in range(z.shape[0]):
+        s = s * np.exp(-0.5 * sigma * sigma / z.shape[0] + sigma * np.sqrt(1.0 / z.shape[0]) * z[t])
+    return max(s - 1.0, 0.0)
+
+
+def readme_rnn_loss(params, xs, targets):
+    W, U, b = params
+
+    def cell(h, x):
+        h = np.tanh(W @ h + U @ x + b)
+        return h, h
+
+    _, hs = s2s.lax.scan(cell, np.zeros(W.shape[0]), xs)
+    return np.mean((hs[:, 0] - targets) ** 2)
+
+
+def test_check_grads_of_the_readme_examples_under_numba():
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(5, 3)), rng.normal(size=5)
+    s2s.testing.check_grads(readme_loss, ((rng.normal(size=3), 0.3), x, y), order=2, argnums=(0,), backend="cpu")
+    s2s.testing.check_grads(readme_path_payoff, (1.0, 0.2, rng.normal(size=8)), order=2, argnums=(0, 1),
+                            backend="cpu")
+    params = (rng.normal(size=(3, 3)) * 0.5, rng.normal(size=(3, 2)), rng.normal(size=3))
+    s2s.testing.check_grads(readme_rnn_loss, (params, rng.normal(size=(4, 2)), rng.normal(size=4)), order=2,
+                            argnums=(0,), backend="cpu")

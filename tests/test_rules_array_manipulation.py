@@ -1,15 +1,17 @@
-"""The rules of issue 14: cumprod, diff, roll, hstack/vstack, concatenate/stack on axis -1, diag,
-tile, sort, atleast_Nd, einsum (lowered to matmul, dot, outer, trace, transpose, sum or a
-broadcast product), astype and np.sum(dtype=), and the elementwise NumPy names that already
-had rules. Each is checked against central finite differences: gradients (python backend and
-under s2s.jit), Jacobians in forward and reverse mode, Hessians (forward over reverse), vmap of
-the gradient, and float32 arguments."""
+"""The rules of NumPy's array functions: cumprod, cumsum, diff, roll, flip, hstack/vstack,
+concatenate/stack on axis -1, diag, tril/triu, tile, sort, squeeze, atleast_Nd, einsum (lowered to
+matmul, dot, outer, trace, transpose, sum or a broadcast product), astype and np.sum(dtype=), and
+the ufunc spellings of the operators (np.add, np.multiply, ...) with np.logaddexp. Each is checked
+against central finite differences: gradients (python backend and under s2s.jit), Jacobians in
+forward and reverse mode, Hessians (forward over reverse), vmap of the gradient, and float32
+arguments; and the refusals, at the user's line, of what they do not take."""
 
 import numpy as np
 import pytest
 
 import s2s
 from finite_differences import central_difference_grad
+from s2s.testing import check_grads
 
 # ---- programs ---------------------------------------------------------------------------
 # Scalar losses (x a vector of 6, A a 3x4 matrix, B a 4x3 matrix, T and U stacks of
@@ -344,7 +346,7 @@ def atleast_number(x):
 
 @pytest.mark.parametrize("fn", [einsum_diagonal, einsum_ellipsis, einsum_three])
 def test_unsupported_einsum_is_refused_at_its_line(fn):
-    with pytest.raises(s2s.S2SError, match=r"test_more_rules.py:\d+:\d+: np.einsum"):
+    with pytest.raises(s2s.S2SError, match=r"test_rules_array_manipulation.py:\d+:\d+: np.einsum"):
         s2s.grad(fn)(np.eye(3) if fn is einsum_diagonal else X)
 
 
@@ -368,60 +370,11 @@ def test_what_numba_lacks_compiles_through_runtime_helpers(fn, args):
 def test_what_numba_cannot_compile_is_an_error_at_the_users_line(fn, args):
     np.testing.assert_allclose(s2s.grad(fn)(*args), _fd(fn, args), rtol=1e-6, atol=1e-7)  # the python backend
     line = fn.__code__.co_firstlineno + 1
-    with pytest.raises(s2s.S2SError, match=rf"test_more_rules.py:{line}:\d+: Numba cannot compile"):
+    with pytest.raises(s2s.S2SError, match=rf"test_rules_array_manipulation.py:{line}:\d+: Numba cannot compile"):
         s2s.jit(s2s.grad(fn))(*args)
 
 
-# ---- gathers with index arrays and boolean masks, under jit too ----------------------------
-
-
-def _embedding(W, idx):
-    return np.sum(np.tanh(W[idx]) ** 2)
-
-
-def _positive_cubes(A):
-    return np.sum(A[A > 0.2] ** 3)
-
-
-def _masked_rows(A, keep):
-    picked = A[keep]
-    return np.sum(picked * picked)
-
-
-@pytest.mark.parametrize("backend", ["python", "cpu"])
-def test_gathers_with_index_arrays_and_masks_against_closed_forms(backend):
-    rng = np.random.default_rng(4)
-    W, idx = rng.normal(size=(5, 3)), np.array([0, 3, 3, 1])  # row 3 twice: its adjoint accumulates
-    A = rng.normal(size=(3, 4))
-    keep = np.array([True, False, True])
-
-    def grad(f):
-        return s2s.jit(s2s.grad(f)) if backend == "cpu" else s2s.grad(f)
-
-    expected = np.zeros_like(W)
-    np.add.at(expected, idx, 2 * np.tanh(W[idx]) * (1 - np.tanh(W[idx]) ** 2))
-    np.testing.assert_allclose(grad(_embedding)(W, idx), expected, rtol=1e-13)
-    np.testing.assert_allclose(grad(_positive_cubes)(A), np.where(A > 0.2, 3 * A ** 2, 0.0), rtol=1e-13)
-    np.testing.assert_allclose(grad(_positive_cubes)(A[0]), np.where(A[0] > 0.2, 3 * A[0] ** 2, 0.0), rtol=1e-13)
-    np.testing.assert_allclose(grad(_masked_rows)(A, keep), 2 * A * keep[:, None], rtol=1e-13)
-    if backend == "cpu":  # the value itself: numba.njit indexes with 1-D masks only
-        assert s2s.jit(_positive_cubes)(A) == pytest.approx(np.sum(A[A > 0.2] ** 3), rel=1e-14)
-
-
-def floor_at_nan(x, y):
-    return np.sum(np.fmax(x, y) ** 2 + np.fmin(x, 2.0 * y))
-
-
-def test_fmax_and_fmin_take_the_number_where_the_other_is_nan():
-    # np.fmax(x, nan) is x: its derivative is x's (np.maximum's would be NaN there)
-    x = np.array([0.5, -1.0, 2.0])
-    y = np.array([np.nan, 0.3, 1.0])
-    gx, gy = s2s.grad(floor_at_nan, argnums=(0, 1))(x, y)
-    # fmax picks x, y, x; fmin(x, 2y) picks x, x, x (2y = nan, 0.6, 2.0: a tie at the last
-    # shares the derivative equally, as np.minimum's does)
-    np.testing.assert_allclose(gx, [2 * 0.5 + 1.0, 0.0 + 1.0, 2 * 2.0 + 0.5], rtol=1e-15)
-    np.testing.assert_allclose(gy, [0.0, 2 * 0.3, 0.5 * 2.0], rtol=1e-15)
-    np.testing.assert_allclose(s2s.jit(s2s.grad(floor_at_nan, argnums=(0, 1)))(x, y)[0], gx, rtol=1e-15)
+# ---- tril, triu ----------------------------------------------------------------------
 
 
 def lower_energy(a):
@@ -433,3 +386,32 @@ def test_tril_and_triu_gradients():
     expected = 2 * np.tril(a, -1) + 2 * np.triu(a)  # d/da of sum(triu(a) * a) is 2 * triu(a)
     np.testing.assert_allclose(s2s.grad(lower_energy)(a), expected, rtol=1e-15)
     np.testing.assert_allclose(s2s.jit(s2s.grad(lower_energy))(a), expected, rtol=1e-15)
+
+
+# ---- the ufunc spellings of the operators, np.logaddexp, np.cumsum and np.flip --------
+
+
+def ufunc_spellings(x, y):
+    return np.sum(np.multiply(np.add(x, y), np.subtract(x, 2.0 * y)) + np.divide(x, y) + np.true_divide(y, x))
+
+
+def new_array_rules(x, y):
+    return np.sum(np.logaddexp(x, y) * np.cumsum(x) + np.flip(y) * x)
+
+
+def cumsum_over_an_axis(A):
+    return np.sum(np.cumsum(A, axis=0) * np.flip(A, 1))
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+@pytest.mark.parametrize("fun", [ufunc_spellings, new_array_rules])
+def test_rules_people_use(fun, backend):
+    """The ufunc spellings of the operators, np.logaddexp, np.cumsum and np.flip have rules."""
+    x, y = np.array([0.3, 0.7, 1.2]), np.array([1.5, 0.4, 2.0])
+    check_grads(fun, (x, y), order=2 if backend == "python" else 1, backend=backend)
+
+
+def test_cumsum_over_an_axis_on_the_python_backend_and_under_jit():
+    A = np.arange(6.0).reshape(2, 3) / 7
+    check_grads(cumsum_over_an_axis, (A,), order=2)
+    check_grads(cumsum_over_an_axis, (A,), order=1, backend="cpu")  # runtime.cumsum's overload takes an axis

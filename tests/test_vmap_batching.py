@@ -1,11 +1,16 @@
-"""Red team of s2s.vmap (python backend, vectorised by batching rules): silent wrong values
-found by comparing with the loop over the examples, and with central differences for
-vmap(grad(f)). Each case failed before its fix."""
+"""s2s.vmap's vectorised code (the python backend, batching rules) against the loop over the
+examples, and vmap(grad(f)) against central differences: arrays given by keyword, Python's max of
+a NaN, containers that hold batched and unbatched items (dicts, tuples, lists, nested displays,
+arguments), outputs that are arrays of their own, lists and dicts passed to helpers or shared
+between the examples, like-functions given a shape, NumPy functions of a list display, writes
+into a shared argument, np.reshape with its shape unbatched, and examples of a wider type than the
+first. (Every program of the suite's cases on both backends: test_vmap.py.)"""
 
 import numpy as np
 import pytest
 
 import s2s
+import shadowing_cases as cases
 from finite_differences import central_differences
 
 rng = np.random.default_rng(15)
@@ -247,8 +252,8 @@ def test_lists_and_dicts_passed_to_helpers():
     np.testing.assert_allclose(s2s.vmap(containers_passed_to_helpers)(xs), loop_over(containers_passed_to_helpers, xs))
 
 
-# Items of a second red-team pass: valid programs on which vmap, jit(vmap) and vmap(grad)
-# crashed with raw Python errors. Batches of 4 examples of 2 (no coincidental broadcast with 3).
+# ---- valid programs that vmap, jit(vmap) and vmap(grad) run without raw Python errors ----------
+# Batches of 4 examples of 2 (no coincidental broadcast with 3).
 XS = np.arange(8.0).reshape(4, 2) / 3 + 0.5
 
 
@@ -427,3 +432,79 @@ def test_a_shared_argument_that_nests_lists_keeps_them_lists():
     got = s2s.vmap(appends, in_axes=(0, None))(XS, t)
     np.testing.assert_allclose(got, [appends(x, [[1.0, 3.0], 2.0]) for x in XS])
     assert t == [[1.0, 3.0], 2.0]
+
+
+def test_vmap_refuses_an_example_wider_than_the_first_where_numba_types_them_alike():
+    ss = np.array([0.5, 1.7, 2.3])
+    for batched in (s2s.vmap(cases.zero_or_excess, in_axes=(0, None)),
+                    s2s.jit(s2s.vmap(cases.zero_or_excess, in_axes=(0, None)), backend="python"),
+                    s2s.vmap(s2s.value_and_grad(cases.zero_or_excess), in_axes=(0, None))):
+        with pytest.raises(s2s.S2SError, match="example 1's output is float64, wider than the first example's int64"):
+            batched(ss, 1.0)
+    # under s2s.jit Numba gives every example the one type float64: the values are NumPy's
+    got = s2s.jit(s2s.vmap(cases.zero_or_excess, in_axes=(0, None)))(ss, 1.0)
+    np.testing.assert_allclose(got, [0.0, 0.7, 1.3])
+    value, slope = s2s.jit(s2s.vmap(s2s.value_and_grad(cases.zero_or_excess), in_axes=(0, None)))(ss, 1.0)
+    np.testing.assert_allclose(value, [0.0, 0.7, 1.3])
+    np.testing.assert_allclose(slope, [0.0, 1.0, 1.0])
+
+
+def add_into_a_zero_row(a):
+    y = np.zeros(3)
+    y[0] += a
+    return np.sum(y ** 2)
+
+
+def write_into_shared(x, a):
+    x[0] += a
+    return np.sum(x ** 2)
+
+
+def transposed_by_axes(X):
+    return np.sum(np.transpose(X, (1, 0)) * np.arange(2.0))
+
+
+def copied_into(a):
+    y = np.zeros((3, 2))
+    y[0] = s2s.runtime.copy(a)
+    return np.sum(y ** 2)
+
+
+def test_vmap_of_grad_of_an_augmented_write_on_the_python_backend():
+    """vmap(grad(f)) on the python backend differentiates f's vectorised batch, whose writes read
+    `runtime.copy(a)`: runtime.copy's rule had no reverse line, so the gradient was zero."""
+    a = np.array([0.5, 0.7])
+    np.testing.assert_allclose(s2s.vmap(s2s.grad(add_into_a_zero_row))(a), 2 * a)
+    np.testing.assert_allclose(s2s.grad(copied_into)(a), 2 * a)
+
+
+def test_vmap_writes_of_examples_into_a_shared_argument_go_into_copies():
+    x, a = np.ones(3), np.array([0.5, 0.7])
+    want = [write_into_shared(x.copy(), ai) for ai in a]
+    np.testing.assert_allclose(s2s.vmap(write_into_shared, in_axes=(None, 0))(x, a), want)
+    np.testing.assert_allclose(x, np.ones(3))  # the caller's array is untouched
+    np.testing.assert_allclose(s2s.vmap(s2s.grad(write_into_shared, argnums=1), in_axes=(None, 0))(x, a),
+                               2 * (1 + a))
+    X = np.random.default_rng(0).normal(size=(3, 2, 3))
+    np.testing.assert_allclose(s2s.vmap(transposed_by_axes)(X), [transposed_by_axes(Xi) for Xi in X])
+
+
+def reshaped(x):
+    return np.sum(np.reshape(x, (3, 3)) ** 2 * np.arange(9.0).reshape(3, 3))
+
+
+def reshaped_by_method(x, a, b):
+    return np.sum(x.reshape(a, b)[0] * 2.0)
+
+
+def test_vmap_of_a_reshape_keeps_the_shape_unbatched():
+    """vmap (vectorised NumPy) of np.reshape(x, (3, 3)) and x.reshape(a, b): the shape tuple was
+    lifted as if it were batched data."""
+    X = np.random.default_rng(1).standard_normal((4, 9))
+    batched = s2s.vmap(reshaped)
+    np.testing.assert_allclose(batched(X), [reshaped(x) for x in X], rtol=1e-13)
+    assert "batched_reshape" in s2s.source(batched)  # vectorised, not the loop over examples
+    np.testing.assert_allclose(s2s.vmap(reshaped_by_method, in_axes=(0, None, None))(X, 3, 3),
+                               [reshaped_by_method(x, 3, 3) for x in X], rtol=1e-13)
+    grads = s2s.vmap(s2s.grad(reshaped))(X)
+    np.testing.assert_allclose(grads, 2 * X * np.arange(9.0), rtol=1e-13)

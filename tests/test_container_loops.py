@@ -1,0 +1,441 @@
+"""Loops over containers: over a dict's keys, values and items (in Python's insertion order, also
+where the dict is rebuilt for a Hessian; with enumerate and zip; a dict both looped over and
+indexed), over a list of layers or a tuple of numbers passed as an argument, and writes into what
+a loop goes over. Derivatives against central differences in every mode. Refused at the user's
+line: under s2s.jit a loop over a dict or over a tuple or list argument, a loop that takes a
+dict's items by position, and a write into what a loop goes over (with the way out)."""
+
+import numpy as np
+import pytest
+
+import s2s
+from checks import check_all
+from finite_differences import central_difference_grad, where as at
+from s2s.testing import check_grads
+
+X = np.array([0.3, 0.7, 1.1])
+
+
+# ---- loops over a dict's keys, values and items, in Python's insertion order --------------------
+# (the order itself: test_sequence_semantics.py)
+
+
+def loop_keys(d, x):
+    s = 0.0
+    for k in d:
+        s = s + np.sum(d[k] ** 2 * x)
+    return s
+
+
+def loop_items(d):
+    s = 0.0
+    for k, v in d.items():
+        s = s + np.sum(np.sin(v)) * len(k)
+    return s
+
+
+def loop_values(d):
+    s = 0.0
+    for v in d.values():
+        s = s + np.sum(v * v * v)
+    return s
+
+
+def _dict():
+    return {"bb": np.array([1.0, 2.0]), "a": np.array([3.0])}
+
+
+def _dict_fd(fun, d, *rest):
+    keys = sorted(d)
+    flat = np.concatenate([d[k] for k in keys])
+    cuts = np.cumsum([d[k].size for k in keys])[:-1]
+
+    def flat_fun(v):
+        return fun(dict(zip(keys, np.split(v, cuts))), *rest)
+
+    g = central_difference_grad(flat_fun, [flat], 0)
+    return dict(zip(keys, np.split(g, cuts)))
+
+
+@pytest.mark.parametrize("fun", [loop_keys, loop_items, loop_values])
+def test_grad_of_a_loop_over_a_dict(fun):
+    d = _dict()
+    rest = (1.5,) if fun is loop_keys else ()
+    got = s2s.grad(fun)(d, *rest)
+    want = _dict_fd(fun, d, *rest)
+    assert sorted(got) == sorted(d)
+    for k in d:
+        np.testing.assert_allclose(got[k], want[k], rtol=1e-7, atol=1e-8)
+
+
+def test_jvp_hessian_and_vmap_of_a_loop_over_a_dict():
+    d = _dict()
+    tangent = {"bb": np.array([1.0, -1.0]), "a": np.array([0.5])}
+    value, out_tangent = s2s.jvp(loop_keys, (d, 1.5), (tangent, 0.0))
+    assert value == pytest.approx(loop_keys(d, 1.5))
+    # d/dd sum(v^2 x) . t = sum(2 v t x)
+    assert out_tangent == pytest.approx(sum(np.sum(2 * d[k] * tangent[k] * 1.5) for k in d))
+    hess = s2s.hessian(loop_keys)(d, 1.5)
+    np.testing.assert_allclose(hess["bb"]["bb"], 3.0 * np.eye(2))
+    np.testing.assert_allclose(hess["a"]["bb"], np.zeros((1, 2)))
+    batch = {"bb": np.arange(8.0).reshape(4, 2) / 7, "a": np.arange(4.0).reshape(4, 1) / 5}
+    grads = s2s.vmap(s2s.grad(loop_items))(batch)
+    for i in range(4):
+        one = {k: v[i] for k, v in batch.items()}
+        want = _dict_fd(loop_items, one)
+        for k in batch:
+            np.testing.assert_allclose(grads[k][i], want[k], rtol=1e-7, atol=1e-8)
+
+
+def test_a_loop_over_int_indices_keeps_working():
+    def f(xs, idx):
+        s = 0.0
+        for i in idx:
+            s = s + xs[i] * xs[i]
+        return s
+
+    x = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(s2s.grad(f)(x, [0, 2, 2]), [2.0, 0.0, 12.0])
+    np.testing.assert_allclose(s2s.jit(s2s.grad(f))(x, np.array([0, 2, 2])), [2.0, 0.0, 12.0])
+
+
+@pytest.mark.parametrize("fun", [loop_keys, loop_items])
+def test_a_loop_over_a_dict_under_jit_is_a_located_refusal(fun):
+    rest = (1.5,) if fun is loop_keys else ()
+    with pytest.raises(s2s.S2SError) as info:
+        s2s.jit(s2s.grad(fun))(_dict(), *rest)
+    message = str(info.value)
+    assert "test_container_loops.py:" in message and "loop over a dict" in message and "backend='python'" in message
+
+
+def ordered_by_keys(d, x):
+    t = x
+    for k in d:
+        t = t * 2.0 + d[k]
+    return t
+
+
+def counts_keys(d, x):
+    t = x
+    for k in d:
+        t = t * 2.0 + k
+    return t
+
+
+def test_a_loop_over_a_dict_takes_the_keys_in_insertion_order():
+    # (it took them sorted: 9 for Python's 8, and a gradient of 4 for Python's 4 by chance)
+    d = {"b": 1.0, "a": 2.0}
+    assert ordered_by_keys(d, 1.0) == 8.0
+    assert s2s.jit(ordered_by_keys, backend="python")(d, 1.0) == 8.0
+    assert s2s.grad(ordered_by_keys, argnums=(0, 1))(d, 1.0) == ({"b": 2.0, "a": 1.0}, 4.0)
+
+
+def test_a_loop_over_a_dict_that_does_not_index_it_is_refused():
+    # (it went over d[0], d[1]: the values of a dict with int keys, 21 where Python gives 5)
+    for run in (s2s.jit(counts_keys, backend="python"), s2s.grad(counts_keys, argnums=1)):
+        with pytest.raises(s2s.S2SError, match=r"test_container_loops.py:\d+: a loop over a dict whose body does not "
+                                               r"index it.*d\.keys\(\)"):
+            run({0: 5.0, 1: 7.0}, 1.0)
+    assert s2s.jit(counts_keys, backend="python")([0.0, 1.0], 1.0) == 5.0  # a list's items, as before
+
+
+def test_a_dict_loop_that_takes_items_by_position_is_an_s2s_error_at_the_loop():
+    def over_keys(d, x):
+        s = 0.0
+        for k in d:
+            s = s + np.sum(x * x) * len(k)  # k used, but not as an index: items are taken by position
+        return s
+
+    with pytest.raises(s2s.S2SError, match=r"a loop over a dict whose body does not index it.*d\.keys\(\)") as info:
+        s2s.grad(over_keys, argnums=1)({"a": 1.0, "b": 2.0}, np.arange(3.0))
+    assert f"test_container_loops.py:{over_keys.__code__.co_firstlineno + 2}:" in str(info.value)
+
+
+# ---- a dict looped over and also indexed -----------------------------------------------
+# `for k, v in d.items()` lowers to `_seq = d` and reads _seq[k]; where d is also read as d[k]
+# the adjoints of d and _seq are gathered as dicts (`d_bar += _seq_bar` would be a raw TypeError).
+
+P = {"b": np.array([0.3, -1.2]), "a": np.array([0.5, 0.9])}
+
+
+def dict_items_then_indexed(d):
+    s = 0.0
+    for k, v in d.items():
+        s = s + np.sum(v * 3.0)
+    for k in d:
+        s = s + np.sum(d[k] * d[k])
+    return s
+
+
+def dict_comprehension_then_indexed(d):
+    e = {k: v * 2.0 for k, v in d.items()}
+    s = 0.0
+    for k in e:
+        s = s * 0.5 + np.sum(e[k] * d[k])
+    return s
+
+
+def _dict_differences(fun, d):
+    keys = list(d)
+
+    def of_leaves(*leaves):
+        return fun(dict(zip(keys, leaves)))
+
+    from finite_differences import central_difference_grad
+    return {k: central_difference_grad(of_leaves, [d[j] for j in keys], i) for i, k in enumerate(keys)}
+
+
+@pytest.mark.parametrize("fun", [dict_items_then_indexed, dict_comprehension_then_indexed])
+def test_dict_looped_and_indexed(fun):
+    got = s2s.grad(fun)(P)
+    expected = _dict_differences(fun, P)
+    assert list(got) == list(P)
+    for k in P:
+        np.testing.assert_allclose(got[k], expected[k], rtol=1e-5, atol=1e-7)
+
+
+# ---- second derivatives of a loop over a dict -------------------------------------------
+# s2s.hessian (and jacfwd(grad(f)), jacrev(grad(f))) call the function with its dict argument
+# rebuilt by pytree.unflatten (doors/hessian.py): the rebuilt dict keeps the argument's key order,
+# so that `for k in d:` goes over "z" before "a" as in f itself (with its keys sorted, the Hessian
+# would be that of another function). jvp(grad) is the reference.
+
+
+def halved_in_key_order(d):
+    s = 0.0
+    for k in d:
+        s = s * 0.5 + d[k] ** 2
+    return s  # {"z": z, "a": a}: 0.5 z**2 + a**2
+
+
+@pytest.mark.parametrize("second", ["hessian", "jacfwd_grad", "jacrev_grad"])
+def test_hessian_of_dict_loop_keeps_key_order(second):
+    d = {"z": 0.3, "a": 0.5}
+    transform = {"hessian": s2s.hessian, "jacfwd_grad": lambda f: s2s.jacfwd(s2s.grad(f)),
+                 "jacrev_grad": lambda f: s2s.jacrev(s2s.grad(f))}[second]
+    H = transform(halved_in_key_order)(d)
+    h = 1e-4
+
+    def at(z, a):
+        return halved_in_key_order({"z": z, "a": a})
+
+    zz = (at(0.3 + h, 0.5) - 2 * at(0.3, 0.5) + at(0.3 - h, 0.5)) / h ** 2
+    aa = (at(0.3, 0.5 + h) - 2 * at(0.3, 0.5) + at(0.3, 0.5 - h)) / h ** 2
+    np.testing.assert_allclose([H["z"]["z"], H["a"]["a"], H["z"]["a"]], [zz, aa, 0.0], rtol=1e-5, atol=1e-6)
+
+
+def test_jvp_of_grad_of_dict_loop():  # (forward over reverse is right: a reference for the above)
+    d = {"z": 0.3, "a": 0.5}
+    _, hv = s2s.jvp(s2s.grad(halved_in_key_order), (d,), ({"z": 1.0, "a": 0.0},))
+    np.testing.assert_allclose([hv["z"], hv["a"]], [1.0, 0.0], atol=1e-9)
+
+
+# ---- enumerate and zip of a dict -----------------------------------------------------------------
+# `for i, k in enumerate(d)` goes over the keys, as `for k in d` does (not d[0], d[1], ...). Under
+# s2s.jit a loop over a dict is refused (Numba cannot index a dict at a key known only at run time).
+
+
+def enumerate_a_dict(x):
+    d = {"a": x[0], "b": x[1], "c": x[2]}
+    s = 0.0
+    for i, k in enumerate(d):
+        s = s + d[k] * d[k] * (i + 1.0)
+    return s
+
+
+def enumerate_a_dicts_items(x):
+    d = {"a": x[0], "b": x[1], "c": x[2]}
+    s = 0.0
+    for i, (k, v) in enumerate(d.items()):
+        s = s + np.sin(v) * (i + 1.0)
+    return s
+
+
+def enumerate_a_dicts_keys_and_values(x):
+    d = {"b": x[0], "a": x[1] * x[2]}
+    s = 0.0
+    for i, k in enumerate(d.keys()):
+        s = s + d[k] * (i + 2.0)
+    for i, v in enumerate(d.values()):
+        s = s + v * v * i
+    return s
+
+
+def write_into_a_dict_in_a_loop_over_it(x):
+    d = {"a": x[0], "b": x[1]}
+    for k in d:
+        d[k] = d[k] * x[2]
+    return d["a"] * d["b"]
+
+
+@pytest.mark.parametrize("f", [enumerate_a_dict, enumerate_a_dicts_items, enumerate_a_dicts_keys_and_values,
+                               write_into_a_dict_in_a_loop_over_it], ids=lambda f: f.__name__)
+def test_loops_over_a_dict(f):
+    check_all(f, X, jit=False)
+    with pytest.raises(s2s.S2SError, match="under s2s.jit a loop over a dict is not supported"):
+        s2s.jit(s2s.grad(f))(X)
+
+
+def enumerate_a_dict_argument(d):
+    s = 0.0
+    for i, k in enumerate(d):
+        s = s + d[k] * (i + 1.0)
+    return s
+
+
+def test_enumerate_a_dict_argument():
+    g = s2s.grad(enumerate_a_dict_argument)({"u": 0.5, "v": 2.0})
+    assert g == {"u": 1.0, "v": 2.0}
+
+
+def zip_of_a_dict(x):
+    d = {"a": x[0], "b": x[1]}
+    s = 0.0
+    for k, v in zip(d, x):
+        s = s + v * d[k]
+    return s
+
+
+def test_a_dict_read_by_position_names_the_loop_and_the_way_out():
+    with pytest.raises(s2s.S2SError) as info:
+        s2s.grad(zip_of_a_dict)(X)
+    message = str(info.value)
+    assert at(zip_of_a_dict, "for k, v in zip(d, x):") in message
+    assert "no key 0 in a dict" in message
+    assert "loop over d.keys(), d.values() or d.items()" in message
+    assert "takes items by position" not in message
+
+
+def enumerate_a_dict_into_pairs(x):
+    d = {"a": x[0], "b": x[1]}
+    s = 0.0
+    for i, (k, v) in enumerate(d):
+        s = s + v * i
+    return s
+
+
+def test_enumerate_of_a_dict_unpacked_says_what_to_write():
+    with pytest.raises(s2s.S2SError) as info:
+        s2s.grad(enumerate_a_dict_into_pairs)(X)
+    message = str(info.value)
+    assert at(enumerate_a_dict_into_pairs, "for i, (k, v) in enumerate(d):") in message
+    assert "enumerate(d.items())" in message
+
+
+# ---- writing into what a loop goes over: refused in the user's words -----------------------------
+# (the message names the user's list or dict, never `_keys` or `_seq`, names of s2s's)
+
+
+def write_into_a_list_in_a_loop_over_it(x):
+    t = [1, 0]
+    for k in t:
+        t[k] = t[k] + 1
+    return x[0] * t[0]
+
+
+def write_into_a_dict_argument_in_a_loop_over_it(d, x):
+    for k in d:
+        d[k] = d[k] * x[2]
+    return d["a"] + d["b"]
+
+
+def test_a_write_into_what_a_loop_goes_over_is_refused_in_the_users_words():
+    with pytest.raises(s2s.S2SError) as info:
+        s2s.grad(write_into_a_list_in_a_loop_over_it)(X)
+    message = str(info.value)
+    assert at(write_into_a_list_in_a_loop_over_it, "t[k] = t[k] + 1") in message
+    assert "writing into t inside the loop `for k in t:`" in message
+    assert "`for k in list(t):`" in message
+    assert "_keys" not in message and "_seq" not in message
+    with pytest.raises(s2s.S2SError) as info:
+        s2s.grad(write_into_a_dict_argument_in_a_loop_over_it, argnums=1)({"a": 1.0, "b": 2.0}, X)
+    message = str(info.value)
+    assert at(write_into_a_dict_argument_in_a_loop_over_it, "d[k] = d[k] * x[2]") in message
+    assert "`for k in d.keys():`" in message
+    assert "_keys" not in message
+
+
+def the_way_out_for_a_list(x):
+    t = [1, 0]
+    for k in list(t):
+        t[k] = t[k] + 1
+    return x[0] * t[0]
+
+
+def test_the_way_out_works():
+    check_all(the_way_out_for_a_list, X)
+
+
+# ---- loops over a list of layers or a tuple of numbers passed as an argument -------------------
+
+
+def mlp_over_a_list(Ws, x):
+    h = x
+    for i in range(len(Ws)):
+        h = np.tanh(h @ Ws[i])
+    return np.sum(h)
+
+
+def mlp_iterating(Ws, x):
+    h = x
+    for W in Ws:
+        h = np.tanh(h @ W)
+    return np.sum(h)
+
+
+def mlp_of_pairs(params, x):
+    h = x
+    for W, b in params:
+        h = np.tanh(h @ W + b)
+    return np.sum(h)
+
+
+def mlp_indexing_pairs(params, x):
+    h = x
+    for i in range(len(params)):
+        h = np.tanh(h @ params[i][0] + params[i][1])
+    return np.sum(h)
+
+
+def weighted_sum(ws, x):
+    s = 0.0
+    for i in range(len(ws)):
+        s = s + ws[i] * x[i]
+    return s
+
+
+def _network():
+    rng = np.random.default_rng(0)
+    Ws = [rng.standard_normal((3, 4)), rng.standard_normal((4, 2))]
+    bs = [rng.standard_normal(4), rng.standard_normal(2)]
+    return Ws, [(W, b) for W, b in zip(Ws, bs)], rng.standard_normal(3)
+
+
+@pytest.mark.parametrize("fun, pairs", [(mlp_over_a_list, False), (mlp_iterating, False), (mlp_of_pairs, True),
+                                        (mlp_indexing_pairs, True)])
+def test_loops_over_a_list_of_layers(fun, pairs):
+    """The usual MLP: layers of different widths in a list, indexed or iterated by a loop;
+    the gradient has the list's structure (python backend)."""
+    Ws, params, x = _network()
+    args = (params if pairs else Ws, x)
+    check_grads(fun, args, argnums=(0,), modes=("rev", "fwd"))
+    grad = s2s.grad(fun)(*args)
+    assert isinstance(grad, list) and len(grad) == 2
+    if pairs:
+        assert all(isinstance(g, tuple) and g[0].shape == W.shape and g[1].shape == b.shape
+                   for g, (W, b) in zip(grad, params))
+
+
+def test_a_loop_over_a_tuple_of_numbers():
+    x = np.array([0.3, -1.2, 2.0])
+    grad = s2s.grad(weighted_sum)((0.5, 1.5, 2.0), x)
+    assert isinstance(grad, tuple)
+    np.testing.assert_allclose(grad, x, rtol=1e-14)
+    check_grads(weighted_sum, ((0.5, 1.5, 2.0), x))
+
+
+def test_a_loop_over_a_tuple_under_jit_is_refused_with_its_line():
+    Ws, _, x = _network()
+    with pytest.raises(s2s.S2SError,
+                       match=r"test_container_loops.py:\d+:\d+: under s2s.jit, Ws, a tuple or list, is read"):
+        s2s.jit(s2s.grad(mlp_over_a_list))(Ws, x)

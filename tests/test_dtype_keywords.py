@@ -1,0 +1,54 @@
+"""dtype= keywords inside transformed functions: dtype=float, np.float64 and np.float32 given to
+np.zeros, np.ones, np.full, np.arange, np.asarray, np.array, np.empty and s2s.random's draws.
+float32 stays float32, and an integer dtype of a differentiated value is refused at the user's
+line. Against central differences and closed forms, on the python backend and under s2s.jit."""
+
+import numpy as np
+import pytest
+
+import s2s
+from finite_differences import central_difference_grad
+
+
+def dtype_keywords(x):
+    a = np.zeros(3, dtype=float) + np.ones(3, dtype=np.float64) + np.full(3, 2.0, dtype=float)
+    b = np.arange(3, dtype=float) + np.asarray([1, 2, 3], dtype=float) + np.array([0, 1, 0], dtype=np.float64)
+    c = np.full(3, x[0], dtype=np.float64) * np.empty(3, dtype=float).size
+    return np.sum(x * (a + b) + c)
+
+
+def float32_keywords(x):
+    z = np.ones(3, dtype=np.float32) * x + np.asarray([1, 2, 3], dtype=np.float32)
+    return np.sum(z * z)
+
+
+def draws_with_dtype(mu):
+    key = s2s.random.PRNGKey(0)
+    return np.sum(mu + s2s.random.normal(key, (3,), dtype=float) * s2s.random.uniform(key, (3,), dtype=float))
+
+
+def full_of_ints(x):
+    return np.sum(np.full(3, x[0], dtype=int))
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+@pytest.mark.parametrize("fun", [dtype_keywords, draws_with_dtype])
+def test_dtype_keywords_inside_transformed_functions(fun, backend):
+    x = np.array([0.5, 1.0, 2.0])
+    want = central_difference_grad(fun, [x], 0)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(fun), backend=backend)(x), want, rtol=1e-7, atol=1e-8)
+    _, tangent = s2s.jvp(fun, (x,), (np.ones(3),))
+    assert tangent == pytest.approx(np.sum(want))
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_float32_dtype_keywords_stay_float32(backend):
+    x = np.array([0.5, 1.0, 2.0], dtype=np.float32)
+    g = s2s.jit(s2s.grad(float32_keywords), backend=backend)(x)
+    assert g.dtype == np.float32
+    np.testing.assert_allclose(g, 2 * (x + np.array([1, 2, 3])), rtol=1e-6)
+
+
+def test_full_with_an_integer_dtype_of_a_differentiated_value_is_refused():
+    with pytest.raises(s2s.S2SError, match=r"test_dtype_keywords.py:\d+:\d+: .*floating dtype"):
+        s2s.grad(full_of_ints)(np.array([0.5, 1.0]))
