@@ -234,7 +234,7 @@ def calls_jvp_without_rule(x):
     return np.sum(jvp_without_rule(x))
 
 
-# ---- found by a red-team read -------------------------------------------------------------------
+# ---- rules whose value differs from the body's, None cotangents, jvp rules with two returns -----
 
 
 @s2s.custom_vjp

@@ -529,7 +529,7 @@ def unpack_array_param(params, x):
 CASES["unpack_array_param"] = (unpack_array_param, lambda r: (np.array([0.5, 1.3]), 0.7), (0, 1), True)
 
 
-# ---- found in review: y = f(y) whose rule reads both the old and the new y -------------
+# ---- y = f(y) whose rule reads both the old and the new y ------------------------------
 
 
 def reassigned_from_itself(x):
@@ -614,7 +614,7 @@ def slice_and_index_array(A, idx):
 CASES["slice_and_index_array"] = (slice_and_index_array, lambda r: (r.standard_normal((3, 4)), np.array([0, 2])), (0,), False)
 
 
-# ---- found in review: pytrees through helpers, self-subscripts, shapes that change --------
+# ---- pytrees through helpers, self-subscripts, shapes that change ----------------------
 
 
 def linear_of_pair(p, x):

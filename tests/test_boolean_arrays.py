@@ -1,4 +1,4 @@
-"""Boolean arrays passed as arguments, and NumPy's boolean scalars, under s2s.jit (session 24).
+"""Boolean arrays passed as arguments, and NumPy's boolean scalars, under s2s.jit.
 
 NumPy's sum of two boolean arrays is their logical or. Numba fuses `(m1 + m2) * x` into one
 loop over the elements, in which True + True is 2; s2s's own elementwise loops did the same

@@ -1,4 +1,4 @@
-"""np.cov and np.corrcoef (session 24): differentiated in the data set m (rowvar, bias, ddof;
+"""np.cov and np.corrcoef: differentiated in the data set m (rowvar, bias, ddof;
 one variable or several) on both backends, np.cov to any order, np.corrcoef once. A second
 data set y and weights are refused where m is differentiated. Derivatives against central
 differences."""

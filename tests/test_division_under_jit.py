@@ -1,4 +1,4 @@
-"""Division by zero under s2s.jit (session 24): generated modules are compiled with NumPy's
+"""Division by zero under s2s.jit: generated modules are compiled with NumPy's
 error model, so that x[i] / 0.0 and the derivatives of log(x) or sqrt(d * d) at 0 are inf or
 nan, as NumPy's scalars give them (the python backend), where Numba's default raised a bare
 ZeroDivisionError without a line of the user's. What Numba still raises (a number to a

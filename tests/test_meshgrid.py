@@ -1,4 +1,4 @@
-"""np.meshgrid (session 24): differentiated of two arrays ('xy' and 'ij'), to any order, and
+"""np.meshgrid: differentiated of two arrays ('xy' and 'ij'), to any order, and
 compiled under s2s.jit (Numba has no np.meshgrid: runtime.meshgrid, of one to three 1-d arrays,
 which is what a grid of constants needs). Derivatives against central differences."""
 

@@ -1,5 +1,5 @@
-"""Idioms of user programs that a red-team read found refused or crashing: each now works
-(checked against closed forms or central differences) or is refused with a way out."""
+"""Idioms of user programs (tests/idiom_cases.py): each works, checked against closed forms or
+central differences, or is refused with a way out."""
 
 import numpy as np
 import pytest

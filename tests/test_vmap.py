@@ -373,7 +373,7 @@ def test_nested_vmap_with_inner_out_axes(backend):
     np.testing.assert_allclose(got, ref)
 
 
-# ---- regressions from the review of vmap ----------------------------------------------
+# ---- outputs of another shape, vmap inside and under transforms, pytrees of examples ----
 
 
 def positives(x):
