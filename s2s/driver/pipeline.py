@@ -31,8 +31,9 @@ from ..rules.custom import CustomRule
 from ..optimize.fuse import fuse_module
 from ..runtime.constants import constant_text
 from ..optimize.loops import loop_module
-from ..transforms.drivers import columns_driver, second_order_driver
-from ..transforms.variants import jvp_functions, vjp_functions
+from ..transforms.drivers import columns_driver, grad_wrapper, second_order_driver
+from ..transforms.reverse import forward_sweeps, plan_module, reverse_sweeps, vjp_definitions
+from ..transforms.variants import jvp_functions
 from ..transforms.vectorize import total_module, vmap_module
 
 
@@ -108,19 +109,24 @@ def _argnums(unit: Unit) -> tuple[int, ...]:
     return tuple(unit.options.get("argnums", (0,)))
 
 
+def _named_facts(unit: Unit) -> dict | None:
+    """What s2s.jit saw of grad's arguments at the call, by parameter (None elsewhere)."""
+    facts = unit.options.get("facts") if unit.transform == "grad" else None
+    if facts is None:
+        return None
+    return {p: (facts[k] if k < len(facts) else None) for k, p in enumerate(unit.entry.params)}
+
+
 def reverse(unit: Unit) -> None:
     """Reverse mode: the callees' primals and vjps, the entry's vjp, and for grad its wrapper."""
     argnums, emitter, entry = _argnums(unit), unit.emitter, unit.entry
-    has_aux = bool(unit.options.get("has_aux", False))
-    facts = unit.options.get("facts") if unit.transform == "grad" else None
-    value_needed = bool(unit.options.get("value", True))
-    named_facts = None
-    if facts is not None:
-        named_facts = {p: (facts[k] if k < len(facts) else None) for k, p in enumerate(entry.params)}
+    named_facts = _named_facts(unit)
     ename = unit.entry_name()
-    # The callees' primals and the vjps their calls need, then the entry's vjp.
-    defs, value_skipped = vjp_functions(unit.functions, emitter, argnums, has_aux, named_facts, value_needed)
-    body = prologue(emitter) + defs
+    # The plans of the entry and of the callees' reverse modes that its calls may ask for, their
+    # forward sweeps, the reverse sweeps of those that are called, then the functions.
+    plans = plan_module(unit.functions, emitter, argnums, bool(unit.options.get("has_aux", False)), named_facts,
+                        bool(unit.options.get("value", True)))
+    body = prologue(emitter) + vjp_definitions(reverse_sweeps(forward_sweeps(plans)))
     seed = body[-1].args.args[-1].arg  # the entry vjp's last parameter: out_bar, or a fresh name
     if unit.options.get("rows") and len(argnums) == 1:  # jacrev: a compiled loop over output cotangents
         body.append(columns_driver(ename, entry.params, "vjp", argnums[0]))
@@ -128,7 +134,7 @@ def reverse(unit: Unit) -> None:
     if any(isinstance(f.python, CustomRule) for f in unit.functions):  # (its value is the rule's: s2s.vjp)
         unit.entries["by_rule"] = True
     if unit.transform == "grad":
-        body.append(_grad_wrapper(ename, entry, argnums, value_skipped))
+        body.append(grad_wrapper(ename, entry, argnums, plans.value_skipped))
         unit.entries["grad"] = body[-1].name
     what = f"{unit.transform} of {entry.name} with respect to {', '.join(entry.params[k] for k in argnums)}"
     unit.header = header(entry, what, unit.display_path)
@@ -137,20 +143,6 @@ def reverse(unit: Unit) -> None:
         # The gradient's seed is a number (s2s.jit calls the vjp with 1.0).
         unit.loop_facts = {f"{ename}_vjp": {**named_facts, seed: "float"}}
     unit.body = body
-
-
-def _grad_wrapper(ename: str, entry: ir.Function, argnums: tuple[int, ...], value_skipped: bool) -> ast.FunctionDef:
-    params = entry.params
-    call = ast.Call(name(f"{ename}_vjp"), [name(p) for p in params] + [ast.Constant(1.0)], [])
-    args = ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in params], kwonlyargs=[],
-                         kw_defaults=[], defaults=[])
-    wrt = ", ".join(params[k] for k in argnums)
-    if value_skipped:
-        doc = ast.Expr(ast.Constant(f"Gradient of {entry.name} with respect to {wrt}."))
-        call = ast.Subscript(call, ast.Constant(1), ast.Load())
-        return ast.FunctionDef(f"{ename}_grad", args, [doc, ast.Return(call)], [], None, lineno=0)
-    doc = ast.Expr(ast.Constant(f"Value and gradient of {entry.name} with respect to {wrt}."))
-    return ast.FunctionDef(f"{ename}_value_and_grad", args, [doc, ast.Return(call)], [], None, lineno=0)
 
 
 def forward(unit: Unit) -> None:

@@ -1,11 +1,29 @@
-"""Compiled loops around a generated module's entry, for the Jacobian transforms: one call
-computes every column (jacfwd), row (jacrev) or row and column (hessian, forward over reverse)."""
+"""Functions around a generated module's entry: grad's wrapper of the vjp, and compiled loops for
+the Jacobian transforms, where one call computes every column (jacfwd), row (jacrev) or row and
+column (hessian, forward over reverse)."""
 
 from __future__ import annotations
 
 import ast
 
+from ..codegen.emit import name
 from ..ir import nodes as ir
+
+
+def grad_wrapper(ename: str, entry: ir.Function, argnums: tuple[int, ...], value_skipped: bool) -> ast.FunctionDef:
+    """`<name>_value_and_grad(params)`, which calls the vjp with the seed 1.0; `<name>_grad`, of the
+    gradient alone, where the vjp leaves the value out (value_skipped)."""
+    params = entry.params
+    call = ast.Call(name(f"{ename}_vjp"), [name(p) for p in params] + [ast.Constant(1.0)], [])
+    args = ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in params], kwonlyargs=[],
+                         kw_defaults=[], defaults=[])
+    wrt = ", ".join(params[k] for k in argnums)
+    if value_skipped:
+        doc = ast.Expr(ast.Constant(f"Gradient of {entry.name} with respect to {wrt}."))
+        call = ast.Subscript(call, ast.Constant(1), ast.Load())
+        return ast.FunctionDef(f"{ename}_grad", args, [doc, ast.Return(call)], [], None, lineno=0)
+    doc = ast.Expr(ast.Constant(f"Value and gradient of {entry.name} with respect to {wrt}."))
+    return ast.FunctionDef(f"{ename}_value_and_grad", args, [doc, ast.Return(call)], [], None, lineno=0)
 
 
 def columns_driver(fname: str, params: list[str], mode: str, argnum: int = 0,

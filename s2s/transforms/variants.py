@@ -15,10 +15,8 @@ from ..codegen.module import primal_function
 from ..errors import S2SError
 from ..ir import nodes as ir
 from ..rules.custom import CustomRule, custom_jvp, custom_vjp
-from .custom_rules import (by_rule_function, custom_jvp_function, custom_vjp_function, refuse_forward,
-                           transposed_jvp_function)
+from .custom_rules import by_rule_function, custom_jvp_function, refuse_forward
 from .forward import JVP
-from .reverse import VJP
 
 
 class Variants:
@@ -28,8 +26,9 @@ class Variants:
     zero, so the callee gets a jvp (vjp) of its own for x, `helper_jvp_wrt_x`, where the
     tangent of 2.0 is never an array of zeros that a rule multiplies by an infinite partial
     (log(x) at x = 0), nor an adjoint computed and thrown away. With every argument it is
-    `helper_jvp` (`helper_vjp`). Callers are transformed before their callees (`transform`),
-    so each callee is transformed for exactly the sets that its calls ask for.
+    `helper_jvp` (`helper_vjp`). Callers are transformed before their callees (`transform`;
+    for reverse mode, the reverse_sweep pass: transforms/reverse/passes.py), so each callee is
+    transformed for exactly the sets that its calls ask for.
     """
 
     def __init__(self, functions: list[ir.Function], emitter: Emitter, suffix: str):
@@ -39,18 +38,22 @@ class Variants:
         self.wanted: dict[int, dict[tuple[str, ...], str]] = {id(f.python): {} for f in functions}
         self.params = {id(f.python): f.params for f in functions}
         self.taken = set(emitter.function_names.values())
-        self.tangent_transposes: set[str] = set()  # the reverse modes of custom_jvp rules (VJP.checks_tangent)
+        self.tangent_transposes: set[str] = set()  # the reverse modes of custom_jvp rules (core.vjp_function)
 
     def __call__(self, fn: Any, positions: tuple[int, ...]) -> str:
         """The name of fn's transform for the arguments at these positions."""
         params = self.params[id(fn)]
         return self.name(fn, tuple(dict.fromkeys(params[k] for k in positions)))
 
+    def plain_name(self, fn: Any, active: tuple[str, ...]) -> str:
+        """The name of fn's transform for these parameters, before a clash gives it a suffix."""
+        base = self.emitter.function_names[id(fn)] + self.suffix
+        return base if list(active) == self.params[id(fn)] else f"{base}_wrt_{'_'.join(active)}"
+
     def name(self, fn: Any, active: tuple[str, ...], fixed: str | None = None) -> str:
         variants = self.wanted[id(fn)]
         if active not in variants:
-            base = self.emitter.function_names[id(fn)] + self.suffix
-            candidate = fixed or (base if list(active) == self.params[id(fn)] else f"{base}_wrt_{'_'.join(active)}")
+            candidate = fixed or self.plain_name(fn, active)
             unique, k = candidate, 1
             while unique in self.taken:
                 k += 1
@@ -86,50 +89,6 @@ def argnum_params(entry: ir.Function, argnums: tuple[int, ...]) -> list[str]:
     if len(set(active)) != len(active):
         raise S2SError(f"argnums {argnums} repeats an argument")
     return active
-
-
-def vjp_functions(functions: list[ir.Function], emitter: Emitter, argnums: tuple[int, ...],
-                  has_aux: bool = False, facts: dict | None = None, value_needed: bool = True) -> tuple[list, bool]:
-    """Primal and reverse-mode functions for the callees, then the reverse mode of the entry;
-    and whether that leaves the value out (value_needed=False, where it is proved a number)."""
-    entry = functions[-1]
-    active = argnum_params(entry, argnums)
-    ename = emitter.function_names[id(entry.python)]
-    variants = Variants(functions, emitter, "_vjp")
-    variants.name(entry.python, tuple(active), fixed=f"{ename}_vjp")
-    skipped = []
-
-    def make(lowered, params, fname):
-        if isinstance(lowered.python, CustomRule):  # the user's rule
-            if lowered is entry:
-                if has_aux:
-                    raise S2SError(f"has_aux with an s2s.{lowered.python.kind} function ({lowered.name}) is not "
-                                   "supported", lowered.origin,
-                                   "return the value alone, or wrap it: def g(x): return f(x), aux")
-                skipped.append(False)
-            if isinstance(lowered.python, custom_vjp):  # fwd, then bwd
-                return custom_vjp_function(lowered, functions, emitter, params, fname)
-            return transposed_jvp_function(lowered, emitter, variants, params, fname)
-        if lowered is entry:
-            vjp = VJP(entry, emitter, params, fname, variants, has_aux, facts, value_needed, entry=True)
-            skipped.append(vjp.value_skipped)
-            return vjp.build()
-        return VJP(lowered, emitter, params, fname, variants,
-                   checks_tangent=fname in variants.tangent_transposes).build()
-
-    transformed = variants.transform(make)
-    # A custom_jvp's rule is called by its reverse mode only (as the rule's vjp): no plain copy
-    called = {n.id for d in transformed for n in ast.walk(d) if isinstance(n, ast.Name)}
-    rules = {id(r) for f in functions if isinstance(f.python, custom_jvp) for r in f.python.rule_functions()}
-    defs = []
-    for lowered in functions[:-1]:
-        if id(lowered.python) not in rules or emitter.function_names[id(lowered.python)] in called:
-            defs.append(primal_function(lowered, emitter))
-        defs += [d for d in transformed if d.name in variants.wanted[id(lowered.python)].values()]
-    if isinstance(entry.python, CustomRule):  # its rule may call it
-        defs.append(primal_function(entry, emitter))
-    defs.append(transformed[-1])
-    return defs, skipped[0]
 
 
 def jvp_functions(functions: list[ir.Function], emitter: Emitter,

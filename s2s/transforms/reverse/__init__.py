@@ -1,6 +1,9 @@
-"""The vjp transform: a normalized function -> Python source of its reverse mode (core.py),
-in parts: rule instances, planning (tapes and recomputation) and the two sweeps."""
+"""The vjp transform, as passes over a module's functions (passes.py): plan (plan.py, with
+planning.py's decisions and instances.py's rule instances), forward sweep (forward_sweep.py),
+reverse sweep (sweep.py), and the functions they make (core.py)."""
 
-from .core import VJP
+from .passes import (ForwardSweeps, ReversePlans, ReverseSweeps, forward_sweeps, plan_module, reverse_sweeps,
+                     vjp_definitions)
 
-__all__ = ["VJP"]
+__all__ = ["ForwardSweeps", "ReversePlans", "ReverseSweeps", "forward_sweeps", "plan_module", "reverse_sweeps",
+           "vjp_definitions"]

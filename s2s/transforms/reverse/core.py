@@ -1,8 +1,12 @@
-"""The vjp transform: a normalized function -> Python source of its reverse mode.
+"""The vjp transform of one function: what reverse mode refuses, and the generated function
+made from the results of its three passes (driver/pipeline.py):
 
-The generated function runs a forward sweep (the primal, plus pushes of the values the
-reverse sweep will need and that the primal later overwrites) and then a reverse sweep
-that visits the statements backwards, applying each statement's rule from templates/.
+- plan (plan.py, planning.py, instances.py): what is active, where the reverse sweep finds each
+  value it reads (its variable, a tape, a tape of its shape, or recomputed), the rules;
+- forward_sweep (forward_sweep.py): the primal, plus pushes of the values the reverse sweep
+  will need and that the primal later overwrites;
+- reverse_sweep (sweep.py): the statements visited backwards, each applying its rule from
+  templates/; then vjp_function (below) puts them together.
 
 Conventions (see DESIGN.md section 3):
 - the adjoint of `x` is `x_bar`, the tape of `x` is `x_tape`, both fresh if taken;
@@ -23,16 +27,9 @@ import operator
 
 from ...ir import nodes as ir
 from ... import runtime
-from ...analysis.activity import analyse
-from ...codegen.emit import Emitter, assign, name, runtime_call
+from ...codegen.emit import assign, name, runtime_call
 from ...errors import S2SError
-from ...rules import Rule
-from ...analysis.shapes import ShapeClasses
-from ..rule_helpers import all_names
 from ...frontend.source import is_user_function
-from .instances import RuleInstances
-from .planning import Planning
-from .sweep import Sweep
 
 
 def _refuse_sequence_arithmetic(fn: ir.Function, an) -> None:
@@ -229,237 +226,65 @@ def _refuse_appended_then_grown(pushes: list, statements: list, order: dict, hol
                                f"a new list ({inner} = []) at the start of each pass of the loop")
 
 
-class VJP(RuleInstances, Planning, Sweep):
-    def __init__(self, fn: ir.Function, emitter: Emitter, active_params: list[str],
-                 function_name: str, variant, has_aux: bool = False, facts: dict | None = None,
-                 value_needed: bool = True, checks_tangent: bool = False,
-                 entry: bool = False):
-        generated = [stmt for stmt in ir.walk(fn.body) if (isinstance(stmt, ir.Assign) and (
-            isinstance(stmt.value, ir.Pop) or (isinstance(stmt.value, ir.Call) and stmt.value.fn is runtime.new_tape))) or (
-            isinstance(stmt, ir.ExprStmt) and stmt.value.fn in (runtime.index_add, runtime.clear))]
-        if generated:
-            if isinstance(generated[0], ir.Assign) and isinstance(generated[0].value, ir.Pop):
-                # (the user's `t.pop()` is lowered as generated code's tape pop)
-                raise S2SError("reverse mode (grad, jacrev, vjp) of list.pop() (or of generated reverse-mode code) "
-                               "is not supported", generated[0].origin,
-                               "read the item by index (t[-1]) instead of popping it, use forward mode "
-                               "(s2s.jacfwd, s2s.jvp), or take second derivatives forward over reverse "
-                               "(s2s.hessian)")
-            raise S2SError("reverse mode of generated reverse-mode code is not supported",
-                           generated[0].origin, "take second derivatives forward over reverse: s2s.hessian, or "
-                           "s2s.jacfwd(s2s.jacrev(f))")
-        _refuse_shared_appended_lists(fn)
-        self.fn = fn
-        # variant(python function, positions of the arguments whose adjoints a call needs) -> the
-        # name of the callee's vjp that returns those adjoints
-        self.variant = variant
-        self.has_aux = has_aux
-        # fn is an s2s.custom_jvp's rule, transposed: its (value, tangent) result is checked
-        # before the reverse sweep seeds the tangent with a cotangent of the value's shape
-        self.checks_tangent = checks_tangent
-        self.em = emitter
-        self.function_name = function_name
-        self.names = ir.Names(all_names(fn) | {"np", "math", "runtime"})
-        # (the entry's differentiated arguments hold floats: the doors refuse integers there)
-        self.an = analyse(fn, active_params, active_params if entry else ())
-        _refuse_sequence_arithmetic(fn, self.an)
-        sliced = next((s for s in getattr(self.an, "list_slice_writes", ()) if self.an.atom_active(s.value)
-                       or self.an.is_active(s.base)), None)
-        if sliced is not None:  # (it may change the list's length: its adjoint is no elementwise one)
-            raise S2SError("reverse mode (grad, jacrev, vjp) of a write into a slice of a list (t[i:j] = ...) is "
-                           "not supported", sliced.origin, "write the items one by one (t[1] = a; t[2] = b), "
-                           "build a new list, or use forward mode (s2s.jacfwd, s2s.jvp), which takes it")
-        self.active_params = active_params
-        self.bars: dict[str, str] = {}
-        self.tapes: dict[tuple, str] = {}  # (var, id(stmt), when) -> tape name
-        self.tape_order: list[str] = []
-        self.shape_tapes: set[str] = set()
-        self.counted: dict[str, tuple[str, ast.expr]] = {}  # tape -> (its count, its capacity)
-        self.loop_totals: dict[int, str] = {}  # id(loop) -> its trip count in all (counting_loop)
-        self.counting_loops: dict[int, list] = {}  # id(outermost loop) -> the loops counting before it
-        self.invariant: dict[str, bool] = {}
-        self.invariant_shapes: dict[str, bool] = {}  # var -> shape_invariant(var)
-        self.trips: dict[int, str] = {}  # id(loop) -> trip-count variable
-        self.live: set[str] = set()  # straight-line adjoints that hold a value
-        self.materialized: set[str] = set()
-        self.pending: set[str] = set()  # adjoints known to be zero, not yet assigned
-        # pending adjoint -> the name of a taped shape of its variable's value there (sweep.kill)
-        self.pending_shape: dict[str, str] = {}
-        self.popped_into: set[str] = set()
-        self.popped_early: set[tuple] = set()  # (id(stmt), need) popped before stmt's other pops
-        self.plan: dict | None = None
-        self.recipes: dict[str, tuple | None] = {}  # var -> (its definition, recomputed operands)
-        self.recompute_plan: dict[int, tuple] = {}  # id(stmt) -> (needed vars, statements to re-run)
-        self.remat_wanted: set[str] = set()
-        self.local_recipes: dict[tuple, tuple] = {}  # (var, id(stmt)) -> a recipe for that place only
-        self.shape_vars: dict[str, str] = {}
-        # What the arguments are (s2s.jit sees them at the call; analysis/shapes.py): where it proves
-        # that an adjoint already has its variable's shape, no unbroadcast and no shape tape.
-        self.classes = ShapeClasses(fn, facts) if facts is not None else None
-        # s2s.grad has no use for the value: where it is proved a number (so that no check of
-        # the output's shape is needed), the vjp returns None for it, and the folding pass then
-        # drops what only the value needed (a sum over a long vector is a chain of dependent
-        # additions that costs more than the rest of the gradient).
-        self.value_skipped = (not value_needed and not has_aux and self.classes is not None
-                              and self.classes.result is not None and self.classes.result[0] == "num")
-        self.variants: dict[int, Rule | None] = {}  # id(stmt) -> the rule its reverse lines use
-        self.rule_locals: dict[tuple, str] = {}  # (id(stmt), id(rule), local) -> its name
-        self._plan_scopes()
-        self.appended = {stmt.tape for stmt in ir.walk(fn.body) if isinstance(stmt, ir.Push)}
-        self.may_mutate = set()
-        for members in self.an.alias_of.values():
-            self.may_mutate |= set(members)
-        # A list grown with .append is taped as itself (the reverse sweep's pops undo the appends),
-        # but a write into one of its items (t[0] = v, through any name that holds it) is undone by
-        # nothing: such a list is taped as a copy where a statement other than its append needs
-        # it (planning.push). (Taped as itself, a helper's reverse, total(t), read t as the later
-        # write left it: d/dx0 of s = total(t); t[0] = x[1]; s + total(t) was 2 x1 for 2 x0.)
-        written = {stmt.base for stmt in ir.walk(fn.body) if isinstance(stmt, ir.SetItem)}
-        for var in list(written):
-            written |= set(self.an.alias_of.get(var, ()))
-        self.appended_and_written = self.appended & written
+def refuse_before_analysis(fn: ir.Function) -> None:
+    """What reverse mode refuses of fn's code itself: list.pop() and generated reverse-mode code
+    (their pops would be taken for the sweep's own), lists shared while they are grown."""
+    generated = [stmt for stmt in ir.walk(fn.body) if (isinstance(stmt, ir.Assign) and (
+        isinstance(stmt.value, ir.Pop) or (isinstance(stmt.value, ir.Call) and stmt.value.fn is runtime.new_tape))) or (
+        isinstance(stmt, ir.ExprStmt) and stmt.value.fn in (runtime.index_add, runtime.clear))]
+    if generated:
+        if isinstance(generated[0], ir.Assign) and isinstance(generated[0].value, ir.Pop):
+            # (the user's `t.pop()` is lowered as generated code's tape pop)
+            raise S2SError("reverse mode (grad, jacrev, vjp) of list.pop() (or of generated reverse-mode code) "
+                           "is not supported", generated[0].origin,
+                           "read the item by index (t[-1]) instead of popping it, use forward mode "
+                           "(s2s.jacfwd, s2s.jvp), or take second derivatives forward over reverse "
+                           "(s2s.hessian)")
+        raise S2SError("reverse mode of generated reverse-mode code is not supported",
+                       generated[0].origin, "take second derivatives forward over reverse: s2s.hessian, or "
+                       "s2s.jacfwd(s2s.jacrev(f))")
+    _refuse_shared_appended_lists(fn)
 
-    # ---- names ------------------------------------------------------------------
 
-    def bar(self, var: str) -> str:
-        if var not in self.bars:
-            self.bars[var] = self.names.fresh(f"{var}_bar")
-        return self.bars[var]
+def refuse_after_analysis(fn: ir.Function, an) -> None:
+    """What reverse mode refuses where it is differentiated: sequence arithmetic, writes into
+    slices of lists."""
+    _refuse_sequence_arithmetic(fn, an)
+    sliced = next((s for s in getattr(an, "list_slice_writes", ()) if an.atom_active(s.value)
+                   or an.is_active(s.base)), None)
+    if sliced is not None:  # (it may change the list's length: its adjoint is no elementwise one)
+        raise S2SError("reverse mode (grad, jacrev, vjp) of a write into a slice of a list (t[i:j] = ...) is "
+                       "not supported", sliced.origin, "write the items one by one (t[1] = a; t[2] = b), "
+                       "build a new list, or use forward mode (s2s.jacfwd, s2s.jvp), which takes it")
 
-    # ---- scopes of adjoints -----------------------------------------------------
 
-    def _plan_scopes(self):
-        """For each variable: the block whose reversal owns its adjoint, and whether it
-        is a straight-line temporary (one assignment, all uses in that block)."""
-        chains: dict[int, tuple] = {}
 
-        def visit(block, chain):
-            for stmt in block:
-                chains[id(stmt)] = chain + (id(block),)
-                for child in ir.child_blocks(stmt):
-                    visit(child, chains[id(stmt)])
+def vjp_function(plan, forward, reverse, function_name: str, checks_tangent: bool = False) -> ast.FunctionDef:
+    """The reverse mode of one function, from its plan (plan.ReversePlan), forward sweep
+    (forward_sweep.ForwardSweep) and reverse sweep (sweep.ReverseSweep): the tapes made, the
+    forward sweep, the reverse sweep, and (value, adjoints) returned.
 
-        visit(self.fn.body, ())
-        self.block_of: dict[int, list] = {}
-        for stmt in ir.walk(self.fn.body):
-            for child in ir.child_blocks(stmt):
-                self.block_of[id(child)] = child
-        self.block_of[id(self.fn.body)] = self.fn.body
-        self.chains = chains
-        self.scope: dict[str, int] = {}
-        self.straight: set[str] = set()
-        for var, occurrences in self.an.occurrences.items():
-            paths = [chains[id(s)] for s in occurrences]
-            if var in self.fn.params:
-                paths.append((id(self.fn.body),))
-            common = paths[0]
-            for path in paths[1:]:
-                k = 0
-                while k < min(len(common), len(path)) and common[k] == path[k]:
-                    k += 1
-                common = common[:k]
-            while len(common) > 1 and not self._defined_first(var, self.block_of[common[-1]]):
-                common = common[:-1]
-            self.scope[var] = common[-1]
-            defs = self.an.defs.get(var, [])
-            direct = all(chains[id(s)] == common for s in occurrences)
-            if direct and len(defs) <= 1 and var not in self.an.subscripted:
-                self.straight.add(var)
-
-    def _defined_first(self, var: str, block: list) -> bool:
-        """Is var assigned directly in block before anything in block reads it?"""
-        for stmt in block:
-            if isinstance(stmt, ir.Assign) and var in stmt.targets and not stmt.inplace \
-                    and var not in ir.stmt_reads(stmt):
-                return True
-            if any(var in set(ir.stmt_reads(s)) | set(ir.stmt_writes(s)) for s in ir.walk([stmt])):
-                return False
-        return False
-
-    def needs_reset(self, var: str) -> bool:
-        """Can the adjoint of var receive contributions again after this assignment?"""
-        killing = [d for d in self.an.defs.get(var, []) if not isinstance(d, ir.SetItem)]
-        if len(killing) != 1 or killing[0] == "param":
-            return True
-        return self.chains[id(killing[0])][-1] != self.scope[var]
-
-    # ---- which statements have reverse work -------------------------------------
-
-    def has_work(self, stmt) -> bool:
-        an = self.an
-        if isinstance(stmt, ir.Assign):
-            # Assigning an active variable ends its adjoint's life there, even when the
-            # value itself is a constant (y = np.zeros(n) in a loop).
-            return any(an.is_active(t) for t in stmt.targets)
-        if isinstance(stmt, ir.SetItem):
-            return an.is_active(stmt.base)
-        if isinstance(stmt, (ir.If, ir.For, ir.While)):
-            return any(self.has_work(s) for b in ir.child_blocks(stmt) for s in b)
-        if isinstance(stmt, ir.Push):
-            return True  # t.append(v) is undone (t.pop()), also for an inactive t (the analysis counts on it)
-        return False
-
-    # ---- the function -----------------------------------------------------------
-
-    def build(self) -> ast.FunctionDef:
-        fn = self.fn
-        out_bar = self.names.fresh("out_bar")
-        forward = self.forward_block(fn.body)
-        result = fn.result
-        reverse: list = []
-        if isinstance(result, ir.Name) and self.an.is_active(result.id):
-            var = result.id
-            seed = name(out_bar)
-            if self.has_aux:
-                # fn returns (value, aux): only the value is differentiated.
-                aux = ast.Subscript(name(var), ast.Constant(1), ast.Load())
-                seed = ast.Tuple([seed, runtime_call("zeros_like", aux)], ast.Load())
-            elif var in self.an.subscripted:
-                seed = runtime_call("copy", seed)
-            reverse.append(self.em.comment("Reverse sweep: adjoints flow back from the result"))
-            reverse.append(assign(self.bar(var), seed))
-            if var in self.straight:
-                self.live.add(var)
-            else:
-                self.materialized.add(var)
-            reverse += self.reverse_block(fn.body)
-        grads = []
-        for p in self.active_params:
-            adj = self.adjoint_of(p) if (p in self.straight and p in self.live) or (
-                p not in self.straight and p in self.materialized and p not in self.pending) else None
-            grads.append(adj if adj is not None else runtime_call("zeros_like", name(p)))
-        output = ast.Constant(None) if self.value_skipped else self.em.atom(result)
-        body = []
-        if self.tape_order:
-            body.append(self.em.comment("Tapes: values the reverse sweep needs after they are overwritten"))
-            if self.counted:
-                example = next(t for t in self.tape_order if t in self.counted)
-                body.append(self.em.comment("In range loops a tape is made at its first push, with room for one "
-                                            "value per iteration"))
-                body.append(self.em.comment(f"(the loops' trip counts, known on entry); {self.counted[example][0]} "
-                                            f"counts the values on {example}."))
-            for t in self.tape_order:
-                if t in self.counted:
-                    body.append(assign(self.counted[t][0], ast.Constant(0)))
-                else:
-                    body.append(assign(t, runtime_call("shape_tape") if t in self.shape_tapes
-                                       else ast.List([], ast.Load())))
-        body += forward
-        if self.checks_tangent and isinstance(result, ir.Name):
-            # (a tangent of another shape would fail inside the sweep, with NumPy's words)
-            pair = [ast.Subscript(self.em.atom(result), ast.Constant(k), ast.Load()) for k in (1, 0)]
-            body.append(ast.Expr(runtime_call("derivative_like", *pair)))
-        if isinstance(result, ir.Name) and result.id in self.popped_into and not self.value_skipped:
-            saved = self.names.fresh("out")
-            body.append(assign(saved, name(result.id)))
-            output = name(saved)
-        body += reverse
-        body.append(ast.Return(ast.Tuple([output, ast.Tuple(grads, ast.Load())], ast.Load())))
-        args = ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in fn.params] + [ast.arg(out_bar)],
-                             kwonlyargs=[], kw_defaults=[], defaults=[])
-        adjoints = f"adjoints of {', '.join(self.active_params) or 'nothing'}"
-        doc = ast.Expr(ast.Constant(
-            f"Reverse mode of {fn.name} ({fn.origin.short()}): returns (None, {adjoints}); the value, a "
-            "number, is left out, as grad does not return it." if self.value_skipped else
-            f"Reverse mode of {fn.name} ({fn.origin.short()}): returns (value, {adjoints})."))
-        return ast.FunctionDef(self.function_name, args, [doc] + body, [], None, lineno=0)
+    checks_tangent: fn is an s2s.custom_jvp's rule, transposed: its (value, tangent) result is
+    checked before the reverse sweep seeds the tangent with a cotangent of the value's shape."""
+    fn, em = plan.fn, plan.em
+    result = fn.result
+    output = ast.Constant(None) if plan.value_skipped else em.atom(result)
+    body = forward.tapes.setup(em) + forward.statements
+    if checks_tangent and isinstance(result, ir.Name):
+        # (a tangent of another shape would fail inside the sweep, with NumPy's words)
+        pair = [ast.Subscript(em.atom(result), ast.Constant(k), ast.Load()) for k in (1, 0)]
+        body.append(ast.Expr(runtime_call("derivative_like", *pair)))
+    if isinstance(result, ir.Name) and result.id in reverse.popped and not plan.value_skipped:
+        saved = plan.names.fresh("out")  # (the reverse sweep pops earlier values into the result's variable)
+        body.append(assign(saved, name(result.id)))
+        output = name(saved)
+    body += reverse.statements
+    body.append(ast.Return(ast.Tuple([output, ast.Tuple(reverse.adjoints, ast.Load())], ast.Load())))
+    args = ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in fn.params] + [ast.arg(plan.out_bar)],
+                         kwonlyargs=[], kw_defaults=[], defaults=[])
+    adjoints = f"adjoints of {', '.join(plan.active_params) or 'nothing'}"
+    doc = ast.Expr(ast.Constant(
+        f"Reverse mode of {fn.name} ({fn.origin.short()}): returns (None, {adjoints}); the value, a "
+        "number, is left out, as grad does not return it." if plan.value_skipped else
+        f"Reverse mode of {fn.name} ({fn.origin.short()}): returns (value, {adjoints})."))
+    return ast.FunctionDef(function_name, args, [doc] + body, [], None, lineno=0)

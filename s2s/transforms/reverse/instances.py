@@ -31,7 +31,7 @@ def _returns_tuple(fn) -> bool:
 
 
 class RuleInstances:
-    """The rule-instance half of VJP (core.py)."""
+    """The rule instances of a reverse-mode plan (plan.py), which the reverse sweep emits."""
 
     def instantiate(self, stmt: ir.Assign, rename: dict[str, str] | None = None,
                     shapes: dict[str, str] | None = None):
@@ -42,6 +42,7 @@ class RuleInstances:
         shapes = shapes or {}
         call = stmt.value
         found = self.rule_variant(stmt, rule_for(call, stmt.origin))
+        self.rules[id(stmt)] = found  # (for the plan's account of itself)
         if found is None or found.kind != "rule":
             return [], [], set()  # no input is differentiated (analysis refused the others)
         bound = bind(call, found, stmt.origin)
@@ -233,7 +234,7 @@ class RuleInstances:
             out.add(Need(self.while_trips(stmt), "post"))  # known once the loop has run
         elif isinstance(stmt, ir.Push):
             # t.pop() undoes it: t must be the list this append grew (`t = []` in a loop makes
-            # another one each pass, so t is taped, the list itself, not a copy: planning.push)
+            # another one each pass, so t is taped, the list itself, not a copy: forward_sweep.push)
             out.add(Need(stmt.tape, "pre"))
         return {n for n in out if n.var not in self.fn.constants}
 
@@ -337,69 +338,6 @@ class RuleInstances:
         here, after = touched([stmt]), touched(later)
         return [v for v in candidates if v in here and v not in after]
 
-    def _plan_block(self, block: list) -> None:
-        """Decide, for every value the reverse sweep reads, where it comes from.
-
-        A value is taped only where a later assignment may overwrite it. A value popped
-        for a later statement of the same block is still in its variable when the reverse
-        sweep reaches an earlier statement that reads the same version, so that one needs
-        no tape of its own. A value read only for its shape has a shape tape (runtime.push_shape).
-        A value that cheap, pure statements of the same iteration compute from values the
-        reverse sweep has at hand is recomputed there instead (see recipe).
-        """
-        covered_value: set[str] = set()
-        covered_shape: dict[str, tuple] = {}  # var -> the tape key its shape was popped from
-
-        def decide(stmt, need):
-            if need.var in covered_value:
-                return None, "value", None
-            if need.shape and need.var in covered_shape:
-                return None, "shape", covered_shape[need.var]
-            if need.var in self.trips.values():
-                # A trip counter is set where its loop starts: again on each outer iteration.
-                clobbered = bool(self.an.enclosing_loops(stmt))
-            else:
-                clobbered = self.an.defs_may_clobber(need.var, stmt, operand=need.when == "pre") \
-                    and not self.loop_invariant(need.var)
-            if not clobbered:
-                return None, "value", None
-            if self.recomputable(stmt, need, covered_value):
-                return "recompute", "value", None
-            if need.shape:
-                return "shape", "shape", (need.var, id(stmt), need.when)
-            return "value", "value", None
-
-        for stmt in reversed(block):
-            for child in ir.child_blocks(stmt):
-                self._plan_block(child)
-            needs = sorted(self.needs(stmt), key=lambda n: (n.var, n.when, n.shape)) if self.has_work(stmt) else []
-            for need in needs:
-                if need.when == "post":
-                    self.plan[(id(stmt), need)] = decide(stmt, need)
-            for s in ir.walk([stmt]):
-                written = set(ir.stmt_writes(s))
-                covered_value -= written
-                for var in written:
-                    covered_shape.pop(var, None)
-            for need in needs:
-                if need.when == "pre":
-                    self.plan[(id(stmt), need)] = decide(stmt, need)
-            recomputed = sorted({n.var for n in needs if self.plan[(id(stmt), n)][0] == "recompute"})
-            if recomputed:
-                statements = self.recompute_statements(stmt, recomputed, covered_value)
-                self.recompute_plan[id(stmt)] = (recomputed, statements)
-                # They stay in their variables for earlier statements (the versions this one reads).
-                covered_value |= {t for d in statements if d is not stmt for t in d.targets}
-            targets = set(stmt.targets) if isinstance(stmt, ir.Assign) else set()
-            for need in needs:
-                if need.when == "pre" and need.var not in targets:
-                    # (the old value of an assigned variable may be popped under another name)
-                    _, source, key = self.plan[(id(stmt), need)]
-                    if source == "shape":
-                        covered_shape[need.var] = key
-                    else:
-                        covered_value.add(need.var)
-
     def loop_invariant(self, var: str, seen: frozenset = frozenset()) -> bool:
         """Is var assigned once, in a loop, from operands that nothing in that loop changes
         (or that are loop-invariant themselves)?
@@ -430,13 +368,3 @@ class RuleInstances:
                     break
             self.invariant[var] = ok
         return self.invariant[var]
-
-    def _ensure_plan(self):
-        if self.plan is None:
-            self.plan = {}
-            for stmt in ir.walk(self.fn.body):
-                if self.has_work(stmt):
-                    for need in self.needs(stmt):
-                        if not need.shape and self._recomputable_at(stmt, need):
-                            self.remat_wanted |= self._closure(need.var)
-            self._plan_block(self.fn.body)

@@ -1,19 +1,17 @@
-"""Reverse mode: what the reverse sweep reads, and from where: a tape, the variable itself, or recomputed."""
+"""Reverse mode, planned: what the reverse sweep reads, and from where: a tape, the variable
+itself, or recomputed; and the counters of the loops it runs again. These are decisions only
+(plan.py makes them, in the plan pass): the sweeps carry them out."""
 
 from __future__ import annotations
 
-import ast
-import copy
 import operator
 from dataclasses import dataclass
 
 import numpy as np
 
 from ...ir import nodes as ir
-from ...codegen.emit import assign, name, runtime_call
 from ...frontend.source import is_user_function
 from ...rules import facts
-from ..rule_helpers import Rename, simplify
 
 
 @dataclass(frozen=True)
@@ -44,7 +42,7 @@ def _cheap_pure(call: ir.Call) -> bool:
 
 
 class Planning:
-    """The planning half of VJP (core.py): tapes and recomputation."""
+    """The decisions of a reverse-mode plan (plan.py): tapes, recomputation, trip counters."""
 
     def recipe(self, var: str, active: frozenset = frozenset()) -> tuple | None:
         """How the reverse sweep can compute var again instead of popping it from a tape.
@@ -198,205 +196,107 @@ class Planning:
             visit(var, True)
         return sorted(sites.values(), key=lambda d: self.an.info[id(d)].pos)
 
-    def recompute(self, stmt) -> list:
-        """Statements that recompute, for the reverse sweep of stmt, what it would have popped."""
-        if id(stmt) not in self.recompute_plan:
-            return []
-        variables, statements = self.recompute_plan[id(stmt)]
-        lines = sorted({d.origin.line for d in statements})
-        source = statements[0].origin.short().rsplit(":", 1)[0]
-        where = f" ({source}:{lines[0]}" + (f"-{lines[-1]}" if lines[-1] != lines[0] else "") + ")"
-        out = [self.em.comment(f"Recomputed rather than taped: {', '.join(variables)}{where}")]
-        for d in statements:
-            emitted = self.em.primal(d)
-            out.extend(emitted if isinstance(emitted, list) else [emitted])
-            self.popped_into.update(d.targets)
-        return out
+    # ---- the counters of the loops the reverse sweep runs again -------------------
 
-    def taped(self, stmt) -> list[tuple[Need, str]]:
-        """Needs of this statement that get a tape of their own, with the tape names."""
-        self._ensure_plan()
-        result = []
-        for need in sorted(self.needs(stmt), key=lambda n: (n.var, n.when, n.shape)):
-            action = self.plan[(id(stmt), need)][0]
-            if action is None or action == "recompute":
-                continue
-            key = (need.var, id(stmt), need.when)
-            if key not in self.tapes:
-                base = f"{need.var}_shape_tape" if need.shape else f"{need.var}_tape"
-                self.tapes[key] = self.names.fresh(base)
-                self.tape_order.append(self.tapes[key])
-                if need.shape:
-                    self.shape_tapes.add(self.tapes[key])
-                else:
-                    capacity = self.tape_capacity(stmt)
-                    if capacity is not None:
-                        tape = self.tapes[key]
-                        self.counted[tape] = (self.names.fresh(f"{tape}_len"), capacity)
-            result.append((need, self.tapes[key]))
-        return result
-
-    def shape_sources(self, stmt) -> dict[str, str]:
-        """Variables whose shape, not value, is at hand for this statement: var -> name."""
-        self._ensure_plan()
-        return {need.var: self.shape_var(self.plan[(id(stmt), need)][2]) for need in self.needs(stmt)
-                if need.shape and self.plan[(id(stmt), need)][1] == "shape"}
-
-    def shape_var(self, key: tuple) -> str:
-        """The variable holding a taped shape: one per tape, because under Numba it also
-        carries the shape's type (its ndim) from the push to the pop (runtime.pop_shape)."""
-        if key not in self.shape_vars:
-            self.shape_vars[key] = self.names.fresh(f"{key[0]}_shape")
-        return self.shape_vars[key]
-
-    def tape_capacity(self, stmt) -> ast.expr | None:
-        """How many values a tape pushed at stmt receives at most, where that is known on
-        entry to its loops: every enclosing loop is a range loop whose bounds nothing in the
-        outermost one assigns. Then the count is the product of their trip counts, evaluated
-        at the first push (inside all of them, where the bounds still hold their values on
-        entry). None for a tape in a while loop or in a loop with varying bounds: a list."""
-        loops = [self.loop_stmt(k) for k in self.an.enclosing_loops(stmt)]
-        if any(not isinstance(loop, ir.For) for loop in loops):
+    def loop_trips(self, stmt: ir.For) -> str | None:
+        """A trip-count variable, needed when the step is not a constant +-1."""
+        if isinstance(stmt.step, ir.Const) and stmt.step.value in (1, -1):
             return None
-        if not loops:
-            return ast.Constant(1)
-        assigned = {var for s in ir.walk([loops[0]]) for var in ir.stmt_writes(s)}
-        capacity = None
-        for loop in loops:
-            bounds = (loop.start, loop.stop, loop.step)
-            if any(isinstance(b, ir.Name) and b.id in assigned for b in bounds):
-                total = self.counting_loop(loops, assigned)
-                return None if total is None else name(total)
-            trips = self.trip_count(loop)
-            capacity = trips if capacity is None else ast.BinOp(capacity, ast.Mult(), trips)
-        return capacity
+        if id(stmt) not in self.trips:
+            self.trips[id(stmt)] = self.names.fresh(f"{stmt.var}_trips")
+        return self.trips[id(stmt)]
 
-    def counting_loop(self, loops: list, assigned: set) -> str | None:
-        """The trip count in all of the innermost of these nested loops, where its bounds (or an
-        outer loop's) change from one outer iteration to the next (`range(i + 1, n)`): a loop
-        before the outermost one repeats the loops and the integer arithmetic of their bounds,
-        and adds up the trips. None where those bounds need more (a branch, a call, a value
-        carried between iterations): then the tapes in these loops are lists."""
-        innermost = loops[-1]
-        if id(innermost) in self.loop_totals:
-            return self.loop_totals[id(innermost)]
-        outermost = loops[0]
-        if any(isinstance(b, ir.Name) and b.id in assigned for b in (outermost.start, outermost.stop, outermost.step)):
-            return None  # the outermost loop's own bounds change in it: its range() saw them on entry
-        index_in = {}  # id(stmt) -> (level, position) for the top-level statements of each loop body
-        for level, loop in enumerate(loops[:-1]):
-            for position, s in enumerate(loop.body):
-                index_in[id(s)] = (level, position)
-            if id(loops[level + 1]) not in index_in:
-                return None  # the next loop sits in a branch: not every iteration reaches it
-        loop_vars = {loop.var: level for level, loop in enumerate(loops[:-1])}
-        chosen: dict[int, ir.Assign] = {}
-        # (a name, where it is read: the level of the loop body and the position in it)
-        needed = [(b.id, index_in[id(loop)]) for loop in loops[1:] for b in (loop.start, loop.stop, loop.step)
-                  if isinstance(b, ir.Name) and b.id in assigned]
-        while needed:
-            var, (level, position) = needed.pop()
-            if var in loop_vars:
-                if loop_vars[var] > level:
-                    return None
-                continue
-            if var not in assigned:
-                continue
-            defs = [d for d in self.an.defs.get(var, []) if d != "param" and id(loops[0]) in self.an.enclosing_loops(d)]
-            if len(defs) != 1 or id(defs[0]) not in index_in:
-                return None
-            d = defs[0]
-            d_level, d_position = index_in[id(d)]
-            before = position if d_level == level else index_in[id(loops[d_level + 1])][1]
-            if not (isinstance(d, ir.Assign) and not d.inplace and not d.unpack) or d_level > level \
-                    or d_position >= before:
-                return None  # not an assignment, or read before it is made in this iteration
-            value = d.value
-            if isinstance(value, ir.Call):
-                if facts(value.fn).integer is None or value.kwargs:  # not integer arithmetic (Facts.integer)
-                    return None
-            elif isinstance(value, ir.Subscript):
-                base = value.value
-                if isinstance(base, ir.Name) and (base.id in self.may_mutate or base.id in self.an.mutated):
-                    return None  # (an array that the loops may write into)
-            elif not isinstance(value, (ir.Name, ir.Const, ir.Attribute)):
-                return None
-            if id(d) not in chosen:
-                chosen[id(d)] = d
-                needed += [(r, (d_level, d_position)) for r in ir.stmt_reads(d)]
-        total = self.names.fresh(f"{innermost.var}_total")
-        self.loop_totals[id(innermost)] = total
-        renames = {loop.var: self.names.fresh(f"{loop.var}_") for loop in loops[:-1]}
-        renames |= {d.targets[0]: self.names.fresh(f"{d.targets[0]}_") for d in chosen.values()}
+    def while_trips(self, stmt: ir.While) -> str:
+        if id(stmt) not in self.trips:
+            self.trips[id(stmt)] = self.names.fresh("while_trips")
+        return self.trips[id(stmt)]
 
-        def nest(level: int) -> list:
-            loop = loops[level]
-            if level == len(loops) - 1:
-                bounds = [self.em.atom(b) for b in (loop.start, loop.stop, loop.step)]
-                return [ast.AugAssign(name(total, True), ast.Add(), runtime_call("range_len", *bounds))]
-            body = [self.em.primal(s) for s in loop.body if id(s) in chosen] + nest(level + 1)
-            return [self.em.for_range(loop.var, [loop.start, loop.stop, loop.step], body)]
+    def reverse_range_atoms(self, stmt: ir.For) -> list:
+        """The atoms the reverse loop's range() reads: the bounds, or the start, step and trip count."""
+        trips = self.loop_trips(stmt)
+        if trips is None:
+            return [stmt.start, stmt.stop]
+        return [stmt.start, stmt.step, ir.Name(trips)]
 
-        counting = [self.em.comment(f"{total}: the trips of the loop at {innermost.origin.short()} in all "
-                                    f"(its tapes' capacity)"),
-                    assign(total, ast.Constant(0))] + nest(0)
-        counting = [Rename(renames).visit(c) for c in counting]
-        self.counting_loops.setdefault(id(loops[0]), []).extend(counting)
-        return total
+    def _made_in_a_loop(self, var: str) -> bool:
+        return any(isinstance(d, ir.Assign) and self.an.enclosing_loops(d) for d in self.an.defs.get(var, []))
 
-    def trip_count(self, loop: ir.For) -> ast.expr:
-        """The trip count of a loop that runs at least once (it holds a push that ran)."""
-        em = self.em
-        start, stop, step = loop.start, loop.stop, loop.step
-        if isinstance(step, ir.Const) and step.value in (1, -1):
-            first, last = (stop, start) if step.value == 1 else (start, stop)
-            if isinstance(last, ir.Const) and last.value == 0:
-                return em.atom(first)
-            return simplify(ast.BinOp(em.atom(first), ast.Sub(), em.atom(last)))
-        return name(self.loop_trips(loop))
+    # ---- the decisions --------------------------------------------------------------
 
-    def loop_stmt(self, key: int):
-        if not hasattr(self, "_loops"):
-            self._loops = {id(s): s for s in ir.walk(self.fn.body) if isinstance(s, (ir.For, ir.While))}
-        return self._loops[key]
+    def make_decisions(self) -> None:
+        """Decide, for every value the reverse sweep reads at every statement, where it comes from
+        (self.decisions: (id(stmt), Need) -> (action, source, key)), and which statements it runs
+        again (self.recomputed). action: "value" or "shape" (taped), "recompute", or None (at hand:
+        in its variable, there since the start or since a later statement's pop, self.reread);
+        source: where the value ("value") or only its shape ("shape") is then; key: the tape
+        (var, id(stmt), when) that holds the shape, where a shape is."""
+        for stmt in ir.walk(self.fn.body):
+            if self.has_work(stmt):
+                for need in self.needs(stmt):
+                    if not need.shape and self._recomputable_at(stmt, need):
+                        self.remat_wanted |= self._closure(need.var)
+        self._plan_block(self.fn.body)
 
-    def push(self, stmt, need: Need, tape: str) -> list:
-        value = name(need.var)
-        if need.shape:
-            key = (need.var, id(stmt), need.when)
-            return [assign(self.shape_var(key), runtime_call("push_shape", name(tape), value))]
-        # (a list that appends grow is taped itself: its pops undo them; one also written into is
-        # copied, but for its own appends, whose reverse pops the list itself)
-        if need.var in self.may_mutate and (need.var not in self.appended or need.var in self.appended_and_written
-                                            and not (isinstance(stmt, ir.Push) and stmt.tape == need.var)):
-            value = runtime_call("copy", value)
-        if tape in self.counted:
-            count, capacity = self.counted[tape]
-            create = assign(tape, runtime_call("new_tape", name(need.var), copy.deepcopy(capacity)))
-            return [ast.If(ast.Compare(name(count), [ast.Eq()], [ast.Constant(0)]), [create], []),
-                    ast.Assign([ast.Subscript(name(tape), name(count), ast.Store())], value, lineno=0),
-                    ast.AugAssign(name(count, True), ast.Add(), ast.Constant(1))]
-        return [ast.Expr(ast.Call(ast.Attribute(name(tape), "append", ast.Load()), [value], []))]
+    def _plan_block(self, block: list) -> None:
+        """Decide, for every value the reverse sweep reads, where it comes from.
 
-    def pops(self, stmt, taped, rename: dict[str, str] | None = None) -> list:
-        rename = rename or {}
-        out = self.recompute(stmt)
-        for need, tape in taped:
-            if (id(stmt), need) in self.popped_early:  # (sweep.materialize popped it)
-                continue
-            if need.shape:
-                shape = self.shape_var((need.var, id(stmt), need.when))
-                self.popped_into.add(shape)
-                out.append(assign(shape, runtime_call("pop_shape", name(tape), name(shape))))
+        A value is taped only where a later assignment may overwrite it. A value popped
+        for a later statement of the same block is still in its variable when the reverse
+        sweep reaches an earlier statement that reads the same version, so that one needs
+        no tape of its own. A value read only for its shape has a shape tape (runtime.push_shape).
+        A value that cheap, pure statements of the same iteration compute from values the
+        reverse sweep has at hand is recomputed there instead (see recipe).
+        """
+        covered_value: set[str] = set()
+        covered_shape: dict[str, tuple] = {}  # var -> the tape key its shape was popped from
+
+        def decide(stmt, need):
+            if need.var in covered_value:
+                self.reread.add((id(stmt), need))
+                return None, "value", None
+            if need.shape and need.var in covered_shape:
+                return None, "shape", covered_shape[need.var]
+            if need.var in self.trips.values():
+                # A trip counter is set where its loop starts: again on each outer iteration.
+                clobbered = bool(self.an.enclosing_loops(stmt))
             else:
-                into = rename.get(need.var, need.var) if need.when == "pre" else need.var
-                out += self.pop_into(into, tape)
-        return out
+                clobbered = self.an.defs_may_clobber(need.var, stmt, operand=need.when == "pre") \
+                    and not self.loop_invariant(need.var)
+            if not clobbered:
+                return None, "value", None
+            if self.recomputable(stmt, need, covered_value):
+                return "recompute", "value", None
+            if need.shape:
+                return "shape", "shape", (need.var, id(stmt), need.when)
+            return "value", "value", None
 
-    def pop_into(self, target: str, tape: str) -> list:
-        self.popped_into.add(target)
-        if tape in self.counted:
-            count = self.counted[tape][0]
-            return [ast.AugAssign(name(count, True), ast.Sub(), ast.Constant(1)),
-                    assign(target, ast.Subscript(name(tape), name(count), ast.Load()))]
-        return [assign(target, ast.Call(ast.Attribute(name(tape), "pop", ast.Load()), [], []))]
+        for stmt in reversed(block):
+            for child in ir.child_blocks(stmt):
+                self._plan_block(child)
+            needs = sorted(self.needs(stmt), key=lambda n: (n.var, n.when, n.shape)) if self.has_work(stmt) else []
+            for need in needs:
+                if need.when == "post":
+                    self.decisions[(id(stmt), need)] = decide(stmt, need)
+            for s in ir.walk([stmt]):
+                written = set(ir.stmt_writes(s))
+                covered_value -= written
+                for var in written:
+                    covered_shape.pop(var, None)
+            for need in needs:
+                if need.when == "pre":
+                    self.decisions[(id(stmt), need)] = decide(stmt, need)
+            recomputed = sorted({n.var for n in needs if self.decisions[(id(stmt), n)][0] == "recompute"})
+            if recomputed:
+                statements = self.recompute_statements(stmt, recomputed, covered_value)
+                self.recomputed[id(stmt)] = (recomputed, statements)
+                # They stay in their variables for earlier statements (the versions this one reads).
+                covered_value |= {t for d in statements if d is not stmt for t in d.targets}
+            targets = set(stmt.targets) if isinstance(stmt, ir.Assign) else set()
+            for need in needs:
+                if need.when == "pre" and need.var not in targets:
+                    # (the old value of an assigned variable may be popped under another name)
+                    _, source, key = self.decisions[(id(stmt), need)]
+                    if source == "shape":
+                        covered_shape[need.var] = key
+                    else:
+                        covered_value.add(need.var)

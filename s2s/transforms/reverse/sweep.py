@@ -1,92 +1,86 @@
-"""Reverse mode: the forward sweep (primal and pushes) and the reverse sweep (pops and rules)."""
+"""Reverse mode, the reverse sweep of one function: its statements visited backwards, each
+popping (or computing again) what its plan says it reads (plan.py) from the tapes its forward
+sweep pushed (forward_sweep.py), and applying its rule from templates/: adjoints flow from the
+result to the arguments. The result, a ReverseSweep, holds the statements and the adjoints of
+the arguments; core.vjp_function puts the function together."""
 
 from __future__ import annotations
 
 import ast
-
+from dataclasses import dataclass
 
 from ...ir import nodes as ir
 from ...codegen.emit import assign, name, runtime_call
 from ...errors import S2SError
 from ...frontend.source import is_user_function
-from ...rules.custom import CustomRule
 from ..rule_helpers import simplify
 from .instances import _returns_tuple
 from .planning import Need
 
 
-class Sweep:
-    """The sweeps of VJP (core.py)."""
+@dataclass
+class ReverseSweep:
+    """The reverse sweep of one reverse mode (the reverse_sweep pass's result for one function)."""
 
-    # ---- forward sweep ----------------------------------------------------------
+    statements: list[ast.stmt]  # from the seed of the result's adjoint back to the first statement's
+    adjoints: list[ast.expr]  # of the active parameters, in order (zeros where none flowed)
+    popped: set[str]  # the variables it pops (or recomputes) values back into
 
-    def call_by_rule(self, emitted, fn) -> None:
-        """A differentiated call of an s2s.custom_vjp or custom_jvp takes its value from the rule
-        (fwd's, or the jvp rule's), as in JAX: a rule may give a stabler value than the body."""
-        plain, ruled = self.em.function_names[id(fn)], self.variant.by_rule(fn)
-        for node in (n for e in (emitted if isinstance(emitted, list) else [emitted]) for n in ast.walk(e)):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == plain:
-                node.func = name(ruled)
 
-    def forward_block(self, block: list) -> list:
-        out: list = []
-        last_origin = None
-        for stmt in block:
-            if isinstance(stmt, ir.Return):
-                continue
-            mark = len(out)  # where the counting loops of a loop go (found while emitting it)
-            if stmt.origin != last_origin:
-                out.append(self.em.origin_comment(stmt.origin))
-                last_origin = stmt.origin
-            work = self.has_work(stmt)
-            taped = self.taped(stmt) if work else []
-            out += [line for n, t in taped if n.when == "pre" for line in self.push(stmt, n, t)]
-            if work and isinstance(stmt, ir.For) and self.loop_trips(stmt):
-                out.append(assign(self.loop_trips(stmt), runtime_call(
-                    "range_len", self.em.atom(stmt.start), self.em.atom(stmt.stop), self.em.atom(stmt.step))))
-            if work and isinstance(stmt, ir.While):
-                trips = self.while_trips(stmt)
-                out.append(assign(trips, ast.Constant(0)))
-                loop = self.em.primal(stmt, body_of=self.forward_block)
-                loop.body.append(assign(trips, ast.BinOp(name(trips), ast.Add(), ast.Constant(1))))
-                out.append(loop)
+class ReverseSweeper:
+    """Writes the reverse sweep of a plan (plan.ReversePlan), popping what its forward sweep
+    (forward_sweep.ForwardSweep) pushed. variants(fn, positions) names the reverse mode of a
+    callee that a call asks for (transforms/variants.py)."""
+
+    def __init__(self, plan, forward, variants):
+        self.plan = plan
+        self.tapes = forward.tapes
+        self.variants = variants
+        self.em = plan.em
+        self.an = plan.an
+        self.names = plan.names
+        self.live: set[str] = set()  # straight-line adjoints that hold a value
+        self.materialized: set[str] = set()
+        self.pending: set[str] = set()  # adjoints known to be zero, not yet assigned
+        # pending adjoint -> the name of a taped shape of its variable's value there (kill)
+        self.pending_shape: dict[str, str] = {}
+        self.popped_into: set[str] = set()
+        self.popped_early: set[tuple] = set()  # (id(stmt), need) popped before stmt's other pops
+
+    def run(self) -> ReverseSweep:
+        plan = self.plan
+        fn = plan.fn
+        result = fn.result
+        reverse: list = []
+        if plan.differentiated:
+            var = result.id
+            seed = name(plan.out_bar)
+            if plan.has_aux:
+                # fn returns (value, aux): only the value is differentiated.
+                aux = ast.Subscript(name(var), ast.Constant(1), ast.Load())
+                seed = ast.Tuple([seed, runtime_call("zeros_like", aux)], ast.Load())
+            elif var in self.an.subscripted:
+                seed = runtime_call("copy", seed)
+            reverse.append(self.em.comment("Reverse sweep: adjoints flow back from the result"))
+            reverse.append(assign(plan.bar(var), seed))
+            if var in plan.straight:
+                self.live.add(var)
             else:
-                emitted = self.em.primal(stmt, body_of=self.forward_block)
-                if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Call) and isinstance(
-                        stmt.value.fn, CustomRule) and any(self.an.atom_active(a) for a in stmt.value.args):
-                    self.call_by_rule(emitted, stmt.value.fn)
-                out.extend(emitted if isinstance(emitted, list) else [emitted])
-                out[mark:mark] = self.counting_loops.pop(id(stmt), [])
-            out += [line for n, t in taped if n.when == "post" for line in self.push(stmt, n, t)]
-        return out
-
-    def loop_trips(self, stmt: ir.For) -> str | None:
-        """A trip-count variable, needed when the step is not a constant +-1."""
-        if isinstance(stmt.step, ir.Const) and stmt.step.value in (1, -1):
-            return None
-        if id(stmt) not in self.trips:
-            self.trips[id(stmt)] = self.names.fresh(f"{stmt.var}_trips")
-        return self.trips[id(stmt)]
-
-    def while_trips(self, stmt: ir.While) -> str:
-        if id(stmt) not in self.trips:
-            self.trips[id(stmt)] = self.names.fresh("while_trips")
-        return self.trips[id(stmt)]
-
-    def reverse_range_atoms(self, stmt: ir.For) -> list:
-        trips = self.loop_trips(stmt)
-        if trips is None:
-            return [stmt.start, stmt.stop]
-        return [stmt.start, stmt.step, ir.Name(trips)]
-
-    # ---- reverse sweep ----------------------------------------------------------
+                self.materialized.add(var)
+            reverse += self.reverse_block(fn.body)
+        adjoints = []
+        for p in plan.active_params:
+            adj = self.adjoint_of(p) if (p in plan.straight and p in self.live) or (
+                p not in plan.straight and p in self.materialized and p not in self.pending) else None
+            adjoints.append(adj if adj is not None else runtime_call("zeros_like", name(p)))
+        return ReverseSweep(reverse, adjoints, self.popped_into)
 
     def reverse_block(self, block: list) -> list:
         out: list = []
         block_id = id(block)
         last_origin = None
         for stmt in reversed(block):
-            if not self.has_work(stmt):
+            if not self.plan.has_work(stmt):
                 continue
             emitted: list = []
             self.materialize(stmt, block_id, emitted)
@@ -108,7 +102,7 @@ class Sweep:
         for block in blocks:
             out += self.reverse_block(block)
         for var in sorted(self.pending - before):
-            if self.scope.get(var) not in owned:
+            if self.plan.scope.get(var) not in owned:
                 self.ensure_materialized(var, out)
         self.pending = before
         self.pending_shape = {v: shape for v, shape in self.pending_shape.items() if v in before}
@@ -121,7 +115,7 @@ class Sweep:
         for s in ir.walk([stmt]):
             touched |= set(ir.stmt_reads(s)) | set(ir.stmt_writes(s))
         for var in sorted(touched):
-            if (var in self.straight or var in self.materialized or self.scope.get(var) != block_id
+            if (var in self.plan.straight or var in self.materialized or self.plan.scope.get(var) != block_id
                     or not self.an.is_active(var)):
                 continue
             self.materialized.add(var)
@@ -130,13 +124,13 @@ class Sweep:
         if isinstance(stmt, (ir.If, ir.For, ir.While)):
             # (a list made anew in a loop takes the length it had after stmt: its shape is taped
             # there, list_adjoints_started_at, and popped here, before stmt's other pops)
-            started = set(self.list_adjoints_started_at(stmt))
-            shapes = {need.var: (need, tape) for need, tape in self.taped(stmt)
+            started = set(self.plan.list_adjoints_started_at(stmt))
+            shapes = {need.var: (need, tape) for need, tape in self.tapes.at[id(stmt)]
                       if need.shape and need.when == "post" and need.var in started}
             for var in sorted(touched & self.pending):
                 if var in shapes:
                     need, tape = shapes[var]
-                    shape = self.shape_var((var, id(stmt), "post"))
+                    shape = self.tapes.shape_vars[(var, id(stmt), "post")]
                     self.popped_into.add(shape)
                     out.append(assign(shape, runtime_call("pop_shape", name(tape), name(shape))))
                     self.popped_early.add((id(stmt), need))
@@ -148,7 +142,7 @@ class Sweep:
         """Zeros for a pending adjoint; shaped by `shape` (a name holding var's shape at this
         point) where the variable itself may hold a later value of another shape."""
         if var in self.pending:
-            if var in self.appended and (shape is None or shape == var) and self._made_in_a_loop(var):
+            if var in self.plan.appended and (shape is None or shape == var) and self.plan._made_in_a_loop(var):
                 # Its zeros take the length of the list var refers to here, which the reverse
                 # sweep knows only where it reads var's items (a later pass's `var = []` rebinds
                 # it); a taped shape (of a subscript's list) is the one it had there
@@ -162,12 +156,12 @@ class Sweep:
                 value = runtime_call("zeros_shaped", name(shape), name(var))
             else:
                 value = runtime_call("zeros_like", name(var))
-            out.append(assign(self.bar(var), value))
+            out.append(assign(self.plan.bar(var), value))
             self.pending.discard(var)
             self.pending_shape.pop(var, None)
 
     def reverse_stmt(self, stmt) -> list:
-        taped = self.taped(stmt)
+        taped = self.tapes.at[id(stmt)]
         if isinstance(stmt, ir.If):
             out = self.pops(stmt, taped)
             body = self.nested(stmt.body)
@@ -180,7 +174,7 @@ class Sweep:
                                   lineno=0)]
         if isinstance(stmt, ir.While):
             out = self.pops(stmt, taped)
-            trips = self.while_trips(stmt)
+            trips = self.plan.while_trips(stmt)
             cond = self.nested(stmt.cond)
             body = self.nested(stmt.body, stmt.cond)
             counter = self.names.fresh("_")
@@ -211,13 +205,10 @@ class Sweep:
             out.append(assign(bar.id, ast.Subscript(popped, ast.Constant(1), ast.Load())))
         return out
 
-    def _made_in_a_loop(self, var: str) -> bool:
-        return any(isinstance(d, ir.Assign) and self.an.enclosing_loops(d) for d in self.an.defs.get(var, []))
-
     def reverse_range(self, stmt: ir.For) -> ast.expr:
         em = self.em
         start, stop, step = stmt.start, stmt.stop, stmt.step
-        trips = self.loop_trips(stmt)
+        trips = self.plan.loop_trips(stmt)
         if trips is None and step.value == 1:
             first = simplify(ast.BinOp(em.atom(stop), ast.Sub(), ast.Constant(1)))
             last = simplify(ast.BinOp(em.atom(start), ast.Sub(), ast.Constant(1)))
@@ -236,8 +227,8 @@ class Sweep:
     def accumulate(self, var: str, contribution: ast.expr, out: list):
         if not self.an.is_active(var):
             return
-        bar = self.bar(var)
-        if var in self.straight and var not in self.live:
+        bar = self.plan.bar(var)
+        if var in self.plan.straight and var not in self.live:
             if self._may_alias_owned(contribution):
                 contribution = runtime_call("copy", contribution)
             out.append(assign(bar, contribution))
@@ -260,7 +251,7 @@ class Sweep:
 
     def _may_alias_owned(self, expr: ast.expr) -> bool:
         """Could expr share memory with an adjoint that is later updated in place?"""
-        owned = {self.bars[v] for v in self.an.subscripted if v in self.bars}
+        owned = {self.plan.bars[v] for v in self.an.subscripted if v in self.plan.bars}
         if isinstance(expr, ast.Name):
             return expr.id in owned
         if isinstance(expr, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.Constant)):
@@ -269,18 +260,18 @@ class Sweep:
 
     def adjoint_of(self, var: str) -> ast.expr | None:
         """The current adjoint of var, or None where it is known to be zero."""
-        if var in self.straight and var not in self.live:
+        if var in self.plan.straight and var not in self.live:
             return None
         if not self.an.is_active(var) or var in self.pending:
             return None
-        return name(self.bar(var))
+        return name(self.plan.bar(var))
 
     def kill(self, var: str, self_contribution: ast.expr | None, out: list, at=None):
         """var was assigned here (by statement `at`): before this point its adjoint starts again
         from zero, with the shape var had before `at` where a shape tape holds it (var itself
         may hold a later value of another shape where the zeros are made: instances.
         rebound_zeros_shaped)."""
-        if var in self.straight:
+        if var in self.plan.straight:
             self.live.discard(var)
             return
         if not self.an.is_active(var):
@@ -288,12 +279,12 @@ class Sweep:
         if var in self.pending:
             self._note_pending_shape(var, at)  # (zero after `at` too: before it, of the earlier value)
             return
-        bar = self.bar(var)
+        bar = self.plan.bar(var)
         if self_contribution is not None:
             if var in self.an.subscripted and self._may_alias_owned(self_contribution):
                 self_contribution = runtime_call("copy", self_contribution)
             out.append(assign(bar, self_contribution))
-        elif self.needs_reset(var):
+        elif self.plan.needs_reset(var):
             self.pending.add(var)  # zero from here on; assigned where it next receives a value
             self._note_pending_shape(var, at)
 
@@ -301,9 +292,9 @@ class Sweep:
         """Where var's adjoint is zero from `at` back, its zeros take the shape var had before
         `at`: the taped one, or var's own where none is taped (no loop or branch ahead of `at`
         makes zeros for it, instances.rebound_zeros_shaped)."""
-        plan = self.plan.get((id(at), Need(var, "pre", shape=True))) if at is not None else None
-        if plan is not None and plan[1] == "shape":
-            self.pending_shape[var] = self.shape_var(plan[2])
+        decision = self.plan.decisions.get((id(at), Need(var, "pre", shape=True))) if at is not None else None
+        if decision is not None and decision[1] == "shape":
+            self.pending_shape[var] = self.tapes.shape_vars[decision[2]]
         else:
             self.pending_shape.pop(var, None)
 
@@ -314,7 +305,7 @@ class Sweep:
         The old one is popped into y_in, so that it does not overwrite the new one."""
         if not isinstance(stmt, ir.Assign):
             return {}
-        post = {n.var for n in self.needs(stmt) if n.when == "post"}
+        post = {n.var for n in self.plan.needs(stmt) if n.when == "post"}
         rename = {}
         for need, _ in taped:
             if need.when == "pre" and not need.shape and need.var in stmt.targets and need.var in post:
@@ -350,14 +341,14 @@ class Sweep:
             base = value.value.id
             if self.an.is_active(base):
                 self.ensure_materialized(base, out)
-                bar = self.bar(base)
+                bar = self.plan.bar(base)
                 out.append(assign(bar, runtime_call("add_attr", name(bar), ast.Constant(value.attr), y_bar)))
             self.kill(target, None, out, stmt)
             return out
         elif isinstance(value, ir.Call) and is_user_function(value.fn):
             # A vjp of the callee that returns the adjoints this call needs, and only those.
             needed = [k for k, a in enumerate(value.args) if self.an.atom_active(a)]
-            callee = self.variant(value.fn, tuple(needed))
+            callee = self.variants(value.fn, tuple(needed))
             grads = self.names.fresh(f"{em.function_names[id(value.fn)]}_bars")
             args = [name(rename.get(a.id, a.id)) if isinstance(a, ir.Name) else em.atom(a) for a in value.args]
             out.append(assign(grads, ast.Subscript(ast.Call(name(callee), args + [y_bar], []),
@@ -365,7 +356,7 @@ class Sweep:
             for j, k in enumerate(needed):
                 contributions.append((value.args[k].id, ast.Subscript(name(grads), ast.Constant(j), ast.Load())))
         else:
-            local_stmts, contributions, _ = self.instantiate(stmt, rename, self.shape_sources(stmt))
+            local_stmts, contributions, _ = self.plan.instantiate(stmt, rename, self.shape_sources(stmt))
             out += local_stmts
         own = [c for v, c in contributions if v == target]
         for var, contribution in contributions:
@@ -404,8 +395,8 @@ class Sweep:
         """May the value that `stmt` unpacks be an array? Not where s2s.jit's facts prove it a
         tuple, nor where it is only ever a tuple or list display or a user function's result
         (a parameter may be either: `w, b = params`, `r, s = X`)."""
-        if self.classes is not None:
-            known = self.classes.pre(stmt, source)
+        if self.plan.classes is not None:
+            known = self.plan.classes.pre(stmt, source)
             if known is not None:
                 return known[0] != "tup"
         defs = [d for d in self.an.defs.get(source, []) if d != "param"]
@@ -420,17 +411,18 @@ class Sweep:
         base = value.value.id
         if self.an.is_active(base):
             self.ensure_materialized(base, out, self.shape_sources(stmt).get(base, base))
-            bar = self.bar(base)
+            bar = self.plan.bar(base)
             index = self.em.index(value.index)
             consts = all(isinstance(i, ir.Const) for i in value.index.items)
             argument = self.em.index(value.index, as_value=True)
-            if not consts and self.classes is not None and (self.classes.pre(stmt, base) or ("",))[0] == "tup":
+            classes = self.plan.classes
+            if not consts and classes is not None and (classes.pre(stmt, base) or ("",))[0] == "tup":
                 what = "a tuple or list" if base.startswith("_") else f"{base}, a tuple or list,"
                 raise S2SError(f"under s2s.jit, {what} is read at an index known only at run time (a loop "
                                "over it), and Numba cannot add an adjoint into a tuple there", stmt.origin,
                                "differentiate it without s2s.jit (the python backend takes it), or stack the "
                                "values into one array")
-            known_tuple = self.classes is not None and (self.classes.pre(stmt, base) or ("",))[0] == "tup"
+            known_tuple = classes is not None and (classes.pre(stmt, base) or ("",))[0] == "tup"
             if self.an.is_container(base) or (consts and (known_tuple or self._parameter_or_copy(base)
                                                           or self._unpacked(base) or self._item_of_container(base)
                                                           or self._item_of_unpacked(base))):
@@ -446,7 +438,7 @@ class Sweep:
         """var is a parameter or a tuple display, or only ever bound to one or to a copy of one
         (`_t3 = tangents`, as `(t,) = tangents` lowers; a loop's carry `c = new`): it may be a
         tuple, whose adjoint takes add_at (an array's takes it in place)."""
-        if var in self.fn.params or var in seen:  # (a loop's carry is bound to itself: nothing new)
+        if var in self.plan.fn.params or var in seen:  # (a loop's carry is bound to itself: nothing new)
             return True
         defs = [d for d in self.an.defs.get(var, []) if d != "param"]
         return bool(defs) and all(
@@ -479,7 +471,7 @@ class Sweep:
         of a nested s2s.jvp, whose value is itself a pair): it may be a tuple, whose adjoint takes
         add_at (Numba adds into no tuple in place; an array's adjoint takes add_at too)."""
         return any(isinstance(d, ir.Assign) and d.unpack and isinstance(d.value, ir.Name)
-                   and (d.value.id in self.fn.params or self._unpacked(d.value.id))
+                   and (d.value.id in self.plan.fn.params or self._unpacked(d.value.id))
                    for d in self.an.defs.get(var, []) if d != "param")
 
     def _basic(self, index: ir.Index) -> bool:
@@ -494,7 +486,7 @@ class Sweep:
         if stmt.base in self.pending:
             return out  # the adjoint of the array is zero here: nothing flows to the value
         shapes = self.shape_sources(stmt)
-        bar = self.bar(stmt.base)
+        bar = self.plan.bar(stmt.base)
         index = self.em.index(stmt.index)
         basic = self._basic(stmt.index)
         if self.an.atom_active(stmt.value):
@@ -502,7 +494,7 @@ class Sweep:
                 picked = ast.Subscript(name(bar), index, ast.Load())
             else:
                 picked = runtime_call("take", name(bar), self.em.index(stmt.index, as_value=True))
-            if self.exact_setitem(stmt):
+            if self.plan.exact_setitem(stmt):
                 contribution = picked
             else:
                 contribution = runtime_call("unbroadcast", picked, name(shapes.get(stmt.value.id, stmt.value.id)))
@@ -516,3 +508,48 @@ class Sweep:
                 out.append(ast.Expr(runtime_call("clear", name(bar), self.em.index(stmt.index, as_value=True))))
         return out
 
+    # ---- pops and recomputation ---------------------------------------------------
+
+    def recompute(self, stmt) -> list:
+        """Statements that recompute, for the reverse sweep of stmt, what it would have popped."""
+        if id(stmt) not in self.plan.recomputed:
+            return []
+        variables, statements = self.plan.recomputed[id(stmt)]
+        lines = sorted({d.origin.line for d in statements})
+        source = statements[0].origin.short().rsplit(":", 1)[0]
+        where = f" ({source}:{lines[0]}" + (f"-{lines[-1]}" if lines[-1] != lines[0] else "") + ")"
+        out = [self.em.comment(f"Recomputed rather than taped: {', '.join(variables)}{where}")]
+        for d in statements:
+            emitted = self.em.primal(d)
+            out.extend(emitted if isinstance(emitted, list) else [emitted])
+            self.popped_into.update(d.targets)
+        return out
+
+    def shape_sources(self, stmt) -> dict[str, str]:
+        """Variables whose shape, not value, is at hand for this statement: var -> name."""
+        decisions = self.plan.decisions
+        return {need.var: self.tapes.shape_vars[decisions[(id(stmt), need)][2]] for need in self.plan.needs(stmt)
+                if need.shape and decisions[(id(stmt), need)][1] == "shape"}
+
+    def pops(self, stmt, taped, rename: dict[str, str] | None = None) -> list:
+        rename = rename or {}
+        out = self.recompute(stmt)
+        for need, tape in taped:
+            if (id(stmt), need) in self.popped_early:  # (materialize popped it)
+                continue
+            if need.shape:
+                shape = self.tapes.shape_vars[(need.var, id(stmt), need.when)]
+                self.popped_into.add(shape)
+                out.append(assign(shape, runtime_call("pop_shape", name(tape), name(shape))))
+            else:
+                into = rename.get(need.var, need.var) if need.when == "pre" else need.var
+                out += self.pop_into(into, tape)
+        return out
+
+    def pop_into(self, target: str, tape: str) -> list:
+        self.popped_into.add(target)
+        if tape in self.tapes.counted:
+            count = self.tapes.counted[tape][0]
+            return [ast.AugAssign(name(count, True), ast.Sub(), ast.Constant(1)),
+                    assign(target, ast.Subscript(name(tape), name(count), ast.Load()))]
+        return [assign(target, ast.Call(ast.Attribute(name(tape), "pop", ast.Load()), [], []))]
