@@ -254,7 +254,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--mode", default="grad", help="grad, vjp, jvp or vmap (default: grad)")
     s.add_argument("--in-axes", help=IN_AXES_HELP)
     s.add_argument("--after", metavar="PASS", help="print the code as it stands after this pass of the "
-                   "transform's pipeline (lower, reverse or forward, numba_routes, fuse, overlaps, loops, unparse, format)")
+                   "transform's pipeline (lower; for grad and vjp plan, forward_sweep, reverse_sweep, vjp_module; "
+                   "for jvp forward; then numba_routes, fuse, overlaps, loops, unparse, format)")
     s.set_defaults(run=show)
     k = sub.add_parser("check", help="report, without compiling, which transforms and backends take each "
                        "function, and the first blocker of each refusal")

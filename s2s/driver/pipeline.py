@@ -1,7 +1,9 @@
 """One engine for the three doors (API, command line, import hook): function -> module source.
 
 Each transform is a named list of passes (PIPELINES, below), run in order over one Unit:
-lowering to the IR, the transform itself, then passes over the emitted Python, then the text.
+lowering to the IR, the transform itself (reverse mode in four passes, each reading the result
+of the one before: plan, forward_sweep, reverse_sweep, vjp_module), then passes over the
+emitted Python, then the text.
 `s2s show FILE:NAME --mode grad --after PASS`, or S2S_DUMP_AFTER=PASS for the API, prints
 the code as it stands after a pass; an internal error names the pass it happened in.
 """
@@ -32,7 +34,8 @@ from ..optimize.fuse import fuse_module
 from ..runtime.constants import constant_text
 from ..optimize.loops import loop_module
 from ..transforms.drivers import columns_driver, grad_wrapper, second_order_driver
-from ..transforms.reverse import forward_sweeps, plan_module, reverse_sweeps, vjp_definitions
+from ..transforms.reverse import (ForwardSweeps, ReversePlans, ReverseSweeps, forward_sweeps, plan_module,
+                                  reverse_sweeps, vjp_definitions)
 from ..transforms.variants import jvp_functions
 from ..transforms.vectorize import total_module, vmap_module
 
@@ -50,6 +53,10 @@ class Unit:
     header: list[str] = field(default_factory=list)
     body: list[ast.stmt] | None = None  # the module's statements, from the transform on
     loop_facts: dict | None = None  # {function: {parameter: fact}} of specialised functions, for "loops"
+    # reverse mode's results, each pass's from the one before (transforms/reverse/passes.py)
+    plans: ReversePlans | None = None  # after "plan"
+    forward_sweeps: ForwardSweeps | None = None  # after "forward_sweep"
+    reverse_sweeps: ReverseSweeps | None = None  # after "reverse_sweep"
     text: str | None = None  # from "unparse" on
     entries: dict = field(default_factory=dict)  # the module's entry points, by role, from the transform
 
@@ -117,16 +124,33 @@ def _named_facts(unit: Unit) -> dict | None:
     return {p: (facts[k] if k < len(facts) else None) for k, p in enumerate(unit.entry.params)}
 
 
-def reverse(unit: Unit) -> None:
-    """Reverse mode: the callees' primals and vjps, the entry's vjp, and for grad its wrapper."""
+def plan(unit: Unit) -> None:
+    """Reverse mode, planned (transforms/reverse/plan.py), for the entry and for each set of
+    arguments its calls may ask a callee's adjoints of, callers first: what is active, where the
+    reverse sweep finds each value it reads (its variable, a tape, a tape of its shape, or
+    computed again), the rule each statement's reverse lines come from."""
+    unit.plans = plan_module(unit.functions, unit.emitter, _argnums(unit), bool(unit.options.get("has_aux", False)),
+                             _named_facts(unit), bool(unit.options.get("value", True)))
+
+
+def forward_sweep(unit: Unit) -> None:
+    """Each planned reverse mode's forward sweep: the primal, with the pushes onto its tapes."""
+    unit.forward_sweeps = forward_sweeps(unit.plans)
+
+
+def reverse_sweep(unit: Unit) -> None:
+    """The reverse sweeps, callers first, of the reverse modes that are called (the calls name
+    their callees'), and the reverse modes that s2s.custom_vjp and custom_jvp rules give."""
+    unit.reverse_sweeps = reverse_sweeps(unit.forward_sweeps)
+
+
+def vjp_module(unit: Unit) -> None:
+    """The module: the callees' primals and reverse modes, the entry's, and for grad its
+    wrapper, for jacrev a compiled loop over output cotangents."""
     argnums, emitter, entry = _argnums(unit), unit.emitter, unit.entry
     named_facts = _named_facts(unit)
     ename = unit.entry_name()
-    # The plans of the entry and of the callees' reverse modes that its calls may ask for, their
-    # forward sweeps, the reverse sweeps of those that are called, then the functions.
-    plans = plan_module(unit.functions, emitter, argnums, bool(unit.options.get("has_aux", False)), named_facts,
-                        bool(unit.options.get("value", True)))
-    body = prologue(emitter) + vjp_definitions(reverse_sweeps(forward_sweeps(plans)))
+    body = prologue(emitter) + vjp_definitions(unit.reverse_sweeps)
     seed = body[-1].args.args[-1].arg  # the entry vjp's last parameter: out_bar, or a fresh name
     if unit.options.get("rows") and len(argnums) == 1:  # jacrev: a compiled loop over output cotangents
         body.append(columns_driver(ename, entry.params, "vjp", argnums[0]))
@@ -134,7 +158,7 @@ def reverse(unit: Unit) -> None:
     if any(isinstance(f.python, CustomRule) for f in unit.functions):  # (its value is the rule's: s2s.vjp)
         unit.entries["by_rule"] = True
     if unit.transform == "grad":
-        body.append(grad_wrapper(ename, entry, argnums, plans.value_skipped))
+        body.append(grad_wrapper(ename, entry, argnums, unit.plans.value_skipped))
         unit.entries["grad"] = body[-1].name
     what = f"{unit.transform} of {entry.name} with respect to {', '.join(entry.params[k] for k in argnums)}"
     unit.header = header(entry, what, unit.display_path)
@@ -271,15 +295,21 @@ class Pass:
 
 
 LOWER, CHECK_ALIASES, PRIMAL = Pass("lower", lower), Pass("check_aliases", check_aliases), Pass("primal", primal)
-REVERSE, FORWARD, VECTORIZE = Pass("reverse", reverse), Pass("forward", forward), Pass("vectorize", vectorize)
+PLAN, FORWARD_SWEEP = Pass("plan", plan), Pass("forward_sweep", forward_sweep)
+REVERSE_SWEEP, VJP_MODULE = Pass("reverse_sweep", reverse_sweep), Pass("vjp_module", vjp_module)
+FORWARD, VECTORIZE = Pass("forward", forward), Pass("vectorize", vectorize)
 NUMBA_ROUTES, FUSE, LOOPS = Pass("numba_routes", numba_routes), Pass("fuse", fuse), Pass("loops", loops)
 OVERLAPS = Pass("overlaps", overlaps)
 UNPARSE, FORMAT = Pass("unparse", unparse), Pass("format", format_)
 
+# Reverse mode: what to tape and what to compute again, the forward sweeps, the reverse sweeps,
+# the module with its wrappers.
+REVERSE = (PLAN, FORWARD_SWEEP, REVERSE_SWEEP, VJP_MODULE)
+
 # The pipeline of each transform, in the order its passes run.
 PIPELINES: dict[str, tuple[Pass, ...]] = {
-    "grad": (LOWER, REVERSE, NUMBA_ROUTES, FUSE, OVERLAPS, LOOPS, UNPARSE, FORMAT),
-    "vjp": (LOWER, REVERSE, NUMBA_ROUTES, FUSE, OVERLAPS, LOOPS, UNPARSE, FORMAT),
+    "grad": (LOWER, *REVERSE, NUMBA_ROUTES, FUSE, OVERLAPS, LOOPS, UNPARSE, FORMAT),
+    "vjp": (LOWER, *REVERSE, NUMBA_ROUTES, FUSE, OVERLAPS, LOOPS, UNPARSE, FORMAT),
     "jvp": (LOWER, FORWARD, NUMBA_ROUTES, FUSE, OVERLAPS, LOOPS, UNPARSE, FORMAT),
     "second_order": (LOWER, FORWARD, NUMBA_ROUTES, FUSE, OVERLAPS, UNPARSE, FORMAT),
     "primal": (LOWER, CHECK_ALIASES, PRIMAL, NUMBA_ROUTES, FUSE, OVERLAPS, UNPARSE, FORMAT),
@@ -296,12 +326,17 @@ def pass_names(transform: str) -> list[str]:
 
 def dump(unit: Unit) -> str:
     """The code as it stands: text once there is text, the emitted statements once there are
-    statements, else the lowered functions (the IR, printed as the normalized primal)."""
+    statements, reverse mode's latest result (the reverse sweeps, the forward sweeps, or the
+    plans as text above the functions they plan), else the lowered functions (the IR, printed
+    as the normalized primal)."""
     if unit.text is not None:
         return unit.text
     if unit.body is not None:
         return unit.emitter.text(unit.header, list(unit.body))
     emitter = copy.deepcopy(unit.emitter)  # printing adds comments, which the passes after must not see
+    for result in (unit.reverse_sweeps, unit.forward_sweeps, unit.plans):
+        if result is not None:
+            return emitter.text(*result.code(emitter))
     defs = [primal_function(f, emitter) for f in unit.functions]
     return emitter.text([f"after lowering: {unit.entry.name} and its callees"], defs)
 
