@@ -8,7 +8,7 @@ import operator
 import numpy as np
 
 from s2s import runtime
-from s2s.rules import Case, nondifferentiable, primitive, refuse_when_active, rule
+from s2s.rules import SAME_SPELLING, Case, nondifferentiable, primitive, refuse_when_active, rule
 from s2s.runtime import (
     array_bar,
     linspace_grid,
@@ -135,14 +135,14 @@ from s2s.runtime.statistics import (
 
 
 @rule(np.sum, runtime.reduce_sum, pure=True)
-@primitive(np.sum, reduction=True, numba=runtime.reduce_sum)
+@primitive(np.sum, reduction=True, numba=runtime.reduce_sum, method="sum", dtype_casts="input", linear="all")
 def sum(y, x, axis=None, keepdims=False):
     y_dot = np.sum(x_dot, axis=axis, keepdims=keepdims)
     x_bar += sum_bar(y_bar, x, axis, keepdims)
 
 
 @rule(np.mean, runtime.reduce_mean, pure=True)
-@primitive(np.mean, reduction=True, numba=runtime.reduce_mean)
+@primitive(np.mean, reduction=True, numba=runtime.reduce_mean, method="mean", dtype_casts="input", linear="all")
 def mean(y, x, axis=None, keepdims=False):
     y_dot = np.mean(x_dot, axis=axis, keepdims=keepdims)
     x_bar += mean_bar(y_bar, x, axis, keepdims)
@@ -150,7 +150,9 @@ def mean(y, x, axis=None, keepdims=False):
 
 @rule(np.max, np.amax, np.min, np.amin, runtime.reduce_max, runtime.reduce_min, pure=True)
 @primitive(np.max, np.amax, reduction=True, numba=runtime.reduce_max)
+@primitive(np.max, method="max")
 @primitive(np.min, np.amin, reduction=True, numba=runtime.reduce_min)
+@primitive(np.min, method="min")
 def max(y, x, axis=None, keepdims=False):
     """Ties share the derivative equally, as in JAX."""
     y_dot = max_dot(x_dot, y, x, axis, keepdims)
@@ -158,21 +160,21 @@ def max(y, x, axis=None, keepdims=False):
 
 
 @rule(np.prod, runtime.reduce_prod, pure=True)
-@primitive(np.prod, reduction=True, numba=runtime.reduce_prod)
+@primitive(np.prod, reduction=True, numba=runtime.reduce_prod, method="prod", dtype_casts="input")
 def prod(y, x, axis=None, keepdims=False):
     y_dot = prod_dot(x_dot, y, x, axis, keepdims)
     x_bar += prod_bar(y_bar, y, x, axis, keepdims)
 
 
 @rule(np.var, runtime.reduce_var, pure=True)
-@primitive(np.var, reduction=True, numba=runtime.reduce_var)
+@primitive(np.var, reduction=True, numba=runtime.reduce_var, method="var")
 def var(y, x, axis=None, ddof=0, keepdims=False):
     y_dot = var_dot(x_dot, x, axis, ddof, keepdims)
     x_bar += var_bar(y_bar, x, axis, ddof, keepdims)
 
 
 @rule(np.std, runtime.reduce_std, pure=True)
-@primitive(np.std, reduction=True, numba=runtime.reduce_std)
+@primitive(np.std, reduction=True, numba=runtime.reduce_std, method="std")
 def std(y, x, axis=None, ddof=0, keepdims=False):
     y_dot = var_dot(x_dot, x, axis, ddof, keepdims) / (2.0 * y)
     x_bar += std_bar(y_bar, y, x, axis, ddof, keepdims)
@@ -182,7 +184,8 @@ def std(y, x, axis=None, ddof=0, keepdims=False):
 
 
 @rule(np.inner, runtime.inner, pure=True)
-@primitive(np.inner, numba=runtime.inner, numba_always=True)
+@primitive(np.inner, numba=runtime.inner, numba_always=True, product="inner", linear="each", operands=(0, 1),
+           batching="product")
 def inner(z, x, y):
     """np.inner contracts the last axes: the same as np.dot for vectors only."""
     z_dot = np.inner(x_dot, y) + np.inner(x, y_dot)
@@ -190,21 +193,22 @@ def inner(z, x, y):
     y_bar += inner_bar_y(z_bar, x, y)
 
 
-@rule(np.dot, pure=True)
+@rule(np.dot, pure=True, method="dot", product="dot", linear="each", operands=(0, 1), batching="product")
 def dot(z, x, y):
     z_dot = np.dot(x_dot, y) + np.dot(x, y_dot)
     x_bar += dot_bar_x(z_bar, x, y)
     y_bar += dot_bar_y(z_bar, x, y)
 
 
-@rule(operator.matmul, np.matmul, pure=True)
+@rule(operator.matmul, np.matmul, pure=True, product="matmul", linear="each", batching="product")
+@primitive(np.matmul, operands=(0, 1), lowered_to=operator.matmul)  # (Numba compiles `@`, not np.matmul)
 def matmul(z, x, y):
     z_dot = x_dot @ y + x @ y_dot
     x_bar += matmul_bar_x(z_bar, x, y)
     y_bar += matmul_bar_y(z_bar, x, y)
 
 
-@rule(np.outer, pure=True)
+@rule(np.outer, pure=True, product="outer", linear="each", operands=(0, 1), batching="product")
 def outer(z, x, y):
     z_dot = np.outer(x_dot, y) + np.outer(x, y_dot)
     x_bar += outer_bar_x(z_bar, x, y)
@@ -213,7 +217,7 @@ def outer(z, x, y):
 
 # Numba lacks np.tensordot: under Numba generated code calls runtime.tensordot (overloads/linalg.py).
 @rule(np.tensordot, runtime.tensordot, pure=True, fresh=True)
-@primitive(np.tensordot, numba=runtime.tensordot, numba_always=True)
+@primitive(np.tensordot, numba=runtime.tensordot, numba_always=True, linear="each")
 def tensordot_(z, a, b, axes=2):
     """axes: an int or a pair of axis sequences, as NumPy takes them."""
     z_dot = tensordot(a_dot, b, axes) + tensordot(a, b_dot, axes)
@@ -223,7 +227,7 @@ def tensordot_(z, a, b, axes=2):
 
 # Numba's np.kron takes contiguous arrays only: under Numba, runtime.kron (overloads/linalg.py).
 @rule(np.kron, runtime.kron, pure=True, fresh=True)
-@primitive(np.kron, numba=runtime.kron, numba_always=True)
+@primitive(np.kron, numba=runtime.kron, numba_always=True, linear="each", operands=(0, 1))
 def kron_(z, a, b):
     """Of arrays of any ndim (under s2s.jit: two 1-d or two 2-d arrays)."""
     z_dot = kron(a_dot, b) + kron(a, b_dot)
@@ -231,7 +235,7 @@ def kron_(z, a, b):
     b_bar += kron_bar_b(z_bar, a, b)
 
 
-@rule(np.trace, pure=True)
+@rule(np.trace, pure=True, method="trace", linear="all")
 def trace(y, x):
     y_dot = np.trace(x_dot)
     x_bar += trace_bar(y_bar, x)
@@ -240,33 +244,33 @@ def trace(y, x):
 # ---- shapes -----------------------------------------------------------------------
 
 
-@rule(np.transpose, pure=True, view=True)
+@rule(np.transpose, pure=True, view=True, method="transpose", dtype_from=(0,), batching="transpose")
 def transpose(y, x, axes=None):
     y_dot = np.transpose(x_dot, axes)
     x_bar += transpose_bar(y_bar, axes)
 
 
-@rule(np.reshape, pure=True, view=True)
+@rule(np.reshape, pure=True, view=True, method="reshape", dtype_from=(0,), batching="reshape")
 def reshape(y, x, shape):
     y_dot = np.reshape(x_dot, shape)
     x_bar += reshape_bar(y_bar, x)
 
 
-@rule(np.ravel, view=True)
+@rule(np.ravel, view=True, method="ravel", dtype_from=(0,), batching="reshape")
 def ravel(y, x):
     y_dot = np.ravel(x_dot)
     x_bar += reshape_bar(y_bar, x)
 
 
 @rule(np.squeeze, runtime.squeeze)
-@primitive(np.squeeze, view=True, numba=runtime.squeeze, numba_always=True)
+@primitive(np.squeeze, view=True, numba=runtime.squeeze, numba_always=True, method="squeeze", dtype_from=(0,))
 @primitive(runtime.squeeze, pure=True)
 def squeeze(y, x, axis=None):
     y_dot = np.squeeze(x_dot, axis)
     x_bar += reshape_bar(y_bar, x)
 
 
-@rule(np.swapaxes, pure=True, view=True)
+@rule(np.swapaxes, pure=True, view=True, method="swapaxes")
 def swapaxes(y, x, axis1, axis2):
     y_dot = np.swapaxes(x_dot, axis1, axis2)
     x_bar += np.swapaxes(y_bar, axis1, axis2)
@@ -280,7 +284,7 @@ def moveaxis(y, x, source, destination):
 
 
 @rule(np.flip, runtime.flip, pure=True)
-@primitive(np.flip, view=True, numba=runtime.flip)
+@primitive(np.flip, view=True, numba=runtime.flip, dtype_from=(0,), batching="along_every_axis")
 @primitive(runtime.flip, fresh=True)
 def flip(y, x, axis=None):
     y_dot = np.flip(x_dot, axis)
@@ -288,14 +292,14 @@ def flip(y, x, axis=None):
 
 
 @rule(np.cumsum, runtime.cumsum, pure=True, fresh=True)
-@primitive(np.cumsum, numba=runtime.cumsum, numba_always=True)
+@primitive(np.cumsum, numba=runtime.cumsum, numba_always=True, method="cumsum", linear="all", batching="along_axis")
 def cumsum_(y, x, axis=None):
     y_dot = cumsum(x_dot, axis)
     x_bar += cumsum_bar(y_bar, x, axis)
 
 
 @rule(np.cumprod, runtime.cumprod, pure=True, fresh=True)
-@primitive(np.cumprod, numba=runtime.cumprod)
+@primitive(np.cumprod, numba=runtime.cumprod, method="cumprod", batching="along_axis")
 def cumprod(y, x, axis=None):
     """Derivatives by the recurrence y[k] = y[k-1] * x[k], never dividing by x: exact at zeros."""
     y_dot = cumprod_jvp(x_dot, x, axis)
@@ -303,21 +307,21 @@ def cumprod(y, x, axis=None):
 
 
 @rule(np.diff, runtime.diff, pure=True, fresh=True)
-@primitive(np.diff, numba=runtime.diff)
+@primitive(np.diff, numba=runtime.diff, batching="along_axis")
 def diff_(y, x, n=1, axis=-1):
     y_dot = diff(x_dot, n, axis)
     x_bar += diff_bar(y_bar, x, n, axis)
 
 
 @rule(np.roll, runtime.roll, pure=True, fresh=True)
-@primitive(np.roll, numba=runtime.roll)
+@primitive(np.roll, numba=runtime.roll, dtype_from=(0,), batching="along_axis_in_shape")
 def roll_(y, x, shift, axis=None):
     y_dot = roll(x_dot, shift, axis)
     x_bar += roll_bar(y_bar, shift, axis)
 
 
 @rule(np.sort, runtime.sort, pure=True, fresh=True)
-@primitive(np.sort, numba=runtime.sort)
+@primitive(np.sort, numba=runtime.sort, dtype_from=(0,), batching="along_axis")
 def sort(y, x, axis=-1):
     """The derivative follows the sorting permutation (np.argsort, stable at ties)."""
     y_dot = sort_dot(x_dot, x, axis)
@@ -354,7 +358,7 @@ def triu(y, x, k=0):
 
 # Numba lacks np.repeat with an axis: under Numba generated code calls runtime.repeat.
 @rule(np.repeat, runtime.repeat, pure=True, fresh=True)
-@primitive(np.repeat, numba=runtime.repeat, numba_always=True)
+@primitive(np.repeat, numba=runtime.repeat, numba_always=True, method="repeat")
 def repeat_(y, x, repeats, axis=None):
     """Linear: each element copied repeats times (an int, or one count per element); the
     adjoint sums the copies back."""
@@ -385,20 +389,20 @@ def atleast_3d(y, x):
     x_bar += reshape_bar(y_bar, x)
 
 
-@rule(runtime.astype, pure=True, fresh=True, broadcasts=True)
+@rule(runtime.astype, pure=True, fresh=True, broadcasts=True, integer="never")  # (a cast to a float type)
 def astype_(y, x, dtype):
     """x.astype(float type) (frontend/expressions.py): the adjoint goes back to x's type."""
     y_dot = astype(x_dot, dtype)
     x_bar += astype_bar(y_bar, x)
 
 
-@rule(np.expand_dims, view=True)
+@rule(np.expand_dims, view=True, dtype_from=(0,), batching="expand_dims")
 def expand_dims(y, x, axis):
     y_dot = np.expand_dims(x_dot, axis)
     x_bar += reshape_bar(y_bar, x)
 
 
-@rule(np.concatenate, pure=True)
+@rule(np.concatenate, pure=True, batching="join")
 def concatenate(y, xs, axis=0):
     y_dot = np.concatenate(xs_dot, axis)
     xs_bar += concatenate_bar(y_bar, xs, axis)
@@ -407,7 +411,7 @@ def concatenate(y, xs, axis=0):
 # Numba's np.stack stacks tuples only: runtime.stack under Numba (a list of arrays too), which
 # gets the statement's place (`where`: numba_routes.py) to name where it refuses a list.
 @rule(np.stack, runtime.stack, pure=True)
-@primitive(np.stack, numba=runtime.stack, numba_always=True)
+@primitive(np.stack, numba=runtime.stack, numba_always=True, batching="join")
 def stack(y, xs, axis=0, *, where=None):
     y_dot = np.stack(xs_dot, axis)
     xs_bar += stack_bar(y_bar, xs, axis)
@@ -431,6 +435,7 @@ def vstack(y, xs):
 # np.array of anything but a tuple or list (numba_sequences) is runtime.array.
 @rule(np.array, np.asarray, runtime.array, pure=True, broadcasts=True)
 @primitive(np.asarray, view=True)
+@primitive(np.array, np.asarray, dtype_casts="result", dtype_from=(0,), batching="array")
 @primitive(np.array, numba=runtime.array, numba_always=True, numba_sequences=True)
 @primitive(runtime.array, fresh=True)
 def array(y, x, *, where=None):
@@ -441,14 +446,14 @@ def array(y, x, *, where=None):
 # ---- selection --------------------------------------------------------------------
 
 
-@rule(np.where, pure=True, broadcasts=True)
+@rule(np.where, pure=True, broadcasts=True, arity=3, operands=(1, 2), linear=(1, 2))
 def where(z, condition, x, y):
     z_dot = np.where(condition, x_dot, y_dot)
     x_bar += unbroadcast(np.where(condition, z_bar, 0.0), x)
     y_bar += unbroadcast(np.where(condition, 0.0, z_bar), y)
 
 
-@rule(np.clip, pure=True, broadcasts=True)
+@rule(np.clip, pure=True, broadcasts=True, method="clip", operands=(0, 1, 2), linear=())
 def clip(y, a, a_min, a_max):
     """Where a is cut off, the result follows the bound: its tangent is the bound's."""
     y_dot = clip_inside(a, a_min, a_max) * a_dot + (a < a_min) * a_min_dot + (a > a_max) * a_max_dot
@@ -647,13 +652,13 @@ def float_dtype_options(dtype=None, **_) -> str | None:
     return None
 
 
-@rule(np.full, pure=True, creates=True, options=float_dtype_options)
+@rule(np.full, pure=True, creates=True, options=float_dtype_options, dtype_from=(1,), kernel_local=("fill", "size"))
 def full(y, shape, fill_value, dtype=None):
     y_dot = np.full(shape, fill_value_dot, dtype)
     fill_value_bar += np.sum(y_bar)
 
 
-@rule(np.full_like, options=float_dtype_options)
+@rule(np.full_like, options=float_dtype_options, dtype_from=(0,), reads_shape_of=(0,), kernel_local=("fill", "like"))
 def full_like(y, a, fill_value, dtype=None, order="K", subok=True, shape=None):
     y_dot = np.full_like(a, fill_value_dot, dtype, shape=shape)
     fill_value_bar += np.sum(y_bar)
@@ -776,7 +781,7 @@ def sinc(y, x):
     x_bar += unbroadcast(y_bar * sinc_slope(x), x)
 
 
-@rule(np.cross, pure=True, fresh=True, options=cross_options)
+@rule(np.cross, pure=True, fresh=True, options=cross_options, linear="each", operands=(0, 1))
 def cross(z, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     """Of 3-vectors along the last axis (stacks broadcast): bilinear; <g, a x b> = <a, b x g>."""
     z_dot = np.cross(a_dot, b) + np.cross(a, b_dot)
@@ -885,10 +890,31 @@ CORRCOEF_NOT_OF_ONE = Case("np.corrcoef", of=(np.corrcoef,),  # of two data sets
 DECLARATIONS = [
     nondifferentiable(np.zeros, np.ones, pure=True, creates=True),
     nondifferentiable(np.empty, np.eye, np.identity, creates=True),
+    primitive(np.zeros, np.ones, np.empty, integer="never"),  # (floats, where no dtype is given)
+    primitive(np.zeros, kernel_local=("0", "size")),
+    primitive(np.ones, kernel_local=("1", "size")),
+    primitive(np.empty, kernel_local=(None, "size")),
     nondifferentiable(np.zeros_like, np.ones_like, np.empty_like, pure=True, like=True),
-    nondifferentiable(np.shape, pure=True),
-    nondifferentiable(np.ndim, np.size, np.argmax, np.argmin, np.argsort, np.searchsorted, np.count_nonzero),
+    primitive(np.zeros_like, np.ones_like, np.empty_like, dtype_from=(0,), reads_shape_of=(0,), batching="prototype"),
+    primitive(np.zeros_like, kernel_local=("0", "like")),
+    primitive(np.ones_like, kernel_local=("1", "like")),
+    primitive(np.empty_like, kernel_local=(None, "like")),
+    nondifferentiable(np.shape, pure=True, reads_shape_of=(0,), batching="example_shape"),
+    nondifferentiable(np.ndim, np.size, reads_shape_of=(0,)),
+    nondifferentiable(np.argmax, np.argmin, np.argsort, np.searchsorted, np.count_nonzero),
+    primitive(np.argmax, method="argmax"),
+    primitive(np.argmin, method="argmin"),
+    primitive(np.argsort, method="argsort"),
     nondifferentiable(np.any, np.all, reduction=True),
+    primitive(np.any, method="any"),
+    primitive(np.all, method="all"),
+    primitive(np.arange, dtype_from=(0, 1, 2)),
+    primitive(np.vdot, operands=(0, 1)),
+    primitive(np.einsum, linear="each"),
+    # NumPy's functions whose result may be a list or tuple of arrays (analysis/points_to.py)
+    primitive(np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit, np.meshgrid, np.broadcast_arrays,
+              np.atleast_1d, np.atleast_2d, np.atleast_3d, np.unique, np.nonzero, np.where, np.indices,
+              np.histogram, np.gradient, np.ix_, sequence=True),
     # np.where(condition) and np.nonzero: integer index arrays (x[np.where(x > 0.5)]).
     nondifferentiable(WHERE_INDICES, np.nonzero, np.flatnonzero, np.argwhere),
     # x.astype(int): frontend/expressions.py lowers it to this (its result is an integer array).
@@ -924,6 +950,7 @@ DECLARATIONS = [
                        runtime.random.truncated_normal, pure=True, fresh=True),
     # Without a rule: conversions and a cumulative sum that read their arguments only.
     primitive(np.float64, np.float32, np.int64, pure=True),
+    primitive(np.float64, np.float32, np.int64, np.int32, np.bool_, kernel=SAME_SPELLING),  # (numba-cuda converts numbers)
     # New arrays (or numbers), never views of an argument: an in-place update may read them
     # while it writes its target (codegen/overlaps.py).
     primitive(np.array, np.zeros, np.ones, np.full, np.zeros_like, np.ones_like, np.empty_like, np.full_like,

@@ -14,7 +14,7 @@ from s2s.runtime import unbroadcast
 
 
 @rule(np.sin, math.sin)
-@primitive(np.sin, scalar_safe=True)
+@primitive(np.sin, scalar_safe=True, kernel="math.sin")
 @primitive(math.sin, numpy=np.sin)
 def sin(y, x):
     y_dot = np.cos(x) * x_dot
@@ -22,7 +22,7 @@ def sin(y, x):
 
 
 @rule(np.cos, math.cos)
-@primitive(np.cos, scalar_safe=True)
+@primitive(np.cos, scalar_safe=True, kernel="math.cos")
 @primitive(math.cos, numpy=np.cos)
 def cos(y, x):
     y_dot = -np.sin(x) * x_dot
@@ -30,7 +30,7 @@ def cos(y, x):
 
 
 @rule(np.tan, math.tan)
-@primitive(np.tan, scalar_safe=True)
+@primitive(np.tan, scalar_safe=True, kernel="math.tan")
 @primitive(math.tan, numpy=np.tan)
 def tan(y, x):
     y_dot = (1.0 + y * y) * x_dot
@@ -38,7 +38,7 @@ def tan(y, x):
 
 
 @rule(np.arcsin, math.asin)
-@primitive(np.arcsin, scalar_safe=True)
+@primitive(np.arcsin, scalar_safe=True, kernel="math.asin")
 @primitive(math.asin, numpy=np.arcsin)
 def arcsin(y, x):
     y_dot = x_dot / np.sqrt(1.0 - x * x)
@@ -46,7 +46,7 @@ def arcsin(y, x):
 
 
 @rule(np.arccos, math.acos)
-@primitive(np.arccos, scalar_safe=True)
+@primitive(np.arccos, scalar_safe=True, kernel="math.acos")
 @primitive(math.acos, numpy=np.arccos)
 def arccos(y, x):
     y_dot = -x_dot / np.sqrt(1.0 - x * x)
@@ -54,7 +54,7 @@ def arccos(y, x):
 
 
 @rule(np.arctan, math.atan)
-@primitive(np.arctan, scalar_safe=True)
+@primitive(np.arctan, scalar_safe=True, kernel="math.atan")
 @primitive(math.atan, numpy=np.arctan)
 def arctan(y, x):
     y_dot = x_dot / (1.0 + x * x)
@@ -63,6 +63,7 @@ def arctan(y, x):
 
 @rule(np.arctan2, math.atan2)
 @primitive(math.atan2, numpy=np.arctan2)
+@primitive(np.arctan2, kernel="math.atan2")
 def arctan2(z, y, x):
     z_dot = (x * y_dot - y * x_dot) / (x * x + y * y)
     y_bar += unbroadcast(z_bar * x / (x * x + y * y), y)
@@ -71,6 +72,7 @@ def arctan2(z, y, x):
 
 @rule(np.hypot, math.hypot)
 @primitive(math.hypot, numpy=np.hypot)
+@primitive(np.hypot, kernel="math.hypot")
 def hypot(z, x, y):
     z_dot = (x * x_dot + y * y_dot) / z
     x_bar += unbroadcast(z_bar * x / z, x)
@@ -78,7 +80,7 @@ def hypot(z, x, y):
 
 
 @rule(np.sinh, math.sinh)
-@primitive(np.sinh, scalar_safe=True)
+@primitive(np.sinh, scalar_safe=True, kernel="math.sinh")
 @primitive(math.sinh, numpy=np.sinh)
 def sinh(y, x):
     y_dot = np.cosh(x) * x_dot
@@ -86,7 +88,7 @@ def sinh(y, x):
 
 
 @rule(np.cosh, math.cosh)
-@primitive(np.cosh, scalar_safe=True)
+@primitive(np.cosh, scalar_safe=True, kernel="math.cosh")
 @primitive(math.cosh, numpy=np.cosh)
 def cosh(y, x):
     y_dot = np.sinh(x) * x_dot
@@ -94,7 +96,7 @@ def cosh(y, x):
 
 
 @rule(np.tanh, math.tanh)
-@primitive(np.tanh, scalar_safe=True)
+@primitive(np.tanh, scalar_safe=True, kernel="math.tanh")
 @primitive(math.tanh, numpy=np.tanh)
 def tanh(y, x):
     y_dot = (1.0 - y * y) * x_dot
@@ -102,7 +104,7 @@ def tanh(y, x):
 
 
 @rule(np.exp, math.exp)
-@primitive(np.exp, scalar_safe=True)
+@primitive(np.exp, scalar_safe=True, kernel="math.exp")
 @primitive(math.exp, numpy=np.exp)
 def exp(y, x):
     y_dot = y * x_dot
@@ -110,7 +112,7 @@ def exp(y, x):
 
 
 @rule(np.expm1, math.expm1)
-@primitive(np.expm1, scalar_safe=True)
+@primitive(np.expm1, scalar_safe=True, kernel="math.expm1")
 @primitive(math.expm1, numpy=np.expm1)
 def expm1(y, x):
     y_dot = (y + 1.0) * x_dot
@@ -139,7 +141,7 @@ def reciprocal(y, x):
 
 
 @rule(np.log, math.log)
-@primitive(np.log, scalar_safe=True)
+@primitive(np.log, scalar_safe=True, kernel="math.log")
 @primitive(math.log, numpy=np.log)
 def log(y, x):
     y_dot = x_dot / x
@@ -147,7 +149,7 @@ def log(y, x):
 
 
 @rule(np.log1p, math.log1p)
-@primitive(np.log1p, scalar_safe=True)
+@primitive(np.log1p, scalar_safe=True, kernel="math.log1p")
 @primitive(math.log1p, numpy=np.log1p)
 def log1p(y, x):
     y_dot = x_dot / (1.0 + x)
@@ -155,7 +157,7 @@ def log1p(y, x):
 
 
 @rule(np.log2, math.log2)
-@primitive(np.log2, scalar_safe=True)
+@primitive(np.log2, scalar_safe=True, kernel="math.log2")
 @primitive(math.log2, numpy=np.log2)
 def log2(y, x):
     y_dot = x_dot / (x * np.log(2.0))
@@ -163,7 +165,7 @@ def log2(y, x):
 
 
 @rule(np.log10, math.log10)
-@primitive(np.log10, scalar_safe=True)
+@primitive(np.log10, scalar_safe=True, kernel="math.log10")
 @primitive(math.log10, numpy=np.log10)
 def log10(y, x):
     y_dot = x_dot / (x * np.log(10.0))
@@ -179,7 +181,7 @@ def logaddexp(z, x, y):
 
 
 @rule(np.sqrt, math.sqrt)
-@primitive(np.sqrt, scalar_safe=True, cheap=True)
+@primitive(np.sqrt, scalar_safe=True, cheap=True, kernel="math.sqrt")
 @primitive(math.sqrt, numpy=np.sqrt, cheap=True)
 def sqrt(y, x):
     """The adjoint multiplies by 1 / y, as the division rule's does: where sqrt(x) is also
@@ -188,7 +190,7 @@ def sqrt(y, x):
     x_bar += 0.5 * y_bar * (1.0 / y)
 
 
-@rule(np.square, scalar_safe=True, cheap=True)
+@rule(np.square, scalar_safe=True, cheap=True, kernel="({0} * {0})")
 def square(y, x):
     y_dot = 2.0 * x * x_dot
     x_bar += 2.0 * x * y_bar
@@ -213,12 +215,16 @@ def erfc(y, x):
 
 
 DECLARATIONS = [
-    nondifferentiable(np.sign, scalar_safe=True, cheap=True),
+    # NumPy's sign: 0 at 0, nan at nan, +-1 at +-inf
+    nondifferentiable(np.sign, scalar_safe=True, cheap=True, kernel="(1.0 if {0} > 0 else (-1.0 if {0} < 0 else {0} * 0.0))"),
     nondifferentiable(np.floor, np.ceil, np.trunc, cheap=True),
     nondifferentiable(math.floor, integer="always", cheap=True, numpy=np.floor),
     nondifferentiable(math.ceil, integer="always", cheap=True, numpy=np.ceil),
     nondifferentiable(math.trunc, integer="always", cheap=True),
     nondifferentiable(np.round, np.rint, np.isnan, np.isinf, np.isfinite, math.isnan, math.isinf, math.isfinite),
+    primitive(np.isnan, kernel="math.isnan"),
+    primitive(np.isinf, kernel="math.isinf"),
+    primitive(np.isfinite, kernel="math.isfinite"),
     nondifferentiable(
         np.greater, np.less, np.greater_equal, np.less_equal, np.equal, np.not_equal,
         np.logical_and, np.logical_or, np.logical_not, cheap=True,
@@ -226,4 +232,11 @@ DECLARATIONS = [
     # Elementwise functions without a rule of their own that the passes meet in generated code.
     primitive(np.add, np.subtract, np.multiply, np.positive, np.fabs, scalar_safe=True, cheap=True),
     primitive(np.divide, np.fmax, np.fmin, np.copysign, math.copysign, cheap=True),
+    primitive(np.fabs, kernel="abs"),
+    primitive(np.copysign, kernel="math.copysign"),
+    primitive(np.float_power, kernel="({0} ** {1})"),
+    # Elementwise functions without a rule yet that a kernel computes with the math module.
+    primitive(np.arcsinh, kernel="math.asinh"),
+    primitive(np.arccosh, kernel="math.acosh"),
+    primitive(np.arctanh, kernel="math.atanh"),
 ]

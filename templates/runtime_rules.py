@@ -11,7 +11,7 @@ Helpers are linear or bilinear in their array arguments, or piecewise constant.
 import numpy as np
 
 from s2s import runtime
-from s2s.rules import nondifferentiable, primitive, rule
+from s2s.rules import SAME_SPELLING, nondifferentiable, primitive, rule
 from s2s.runtime import (
     add_at,
     add_attr,
@@ -110,7 +110,8 @@ from s2s.runtime import (
 )
 
 
-@rule(runtime.copy, pure=True, like=True, number_stays=True, copies=True)
+@rule(runtime.copy, pure=True, like=True, number_stays=True, copies=True, dtype_from=(0,))
+@primitive(runtime.copy, method="copy")  # x.copy(): a list stays a list, a dict a dict (np.copy makes arrays)
 def copy_(y, x):
     y_dot = copy(x_dot)
     x_bar += y_bar
@@ -411,6 +412,18 @@ DECLARATIONS = [
     primitive(runtime.copy, runtime.zeros_like, runtime.zeros_shaped, runtime.ones_like, runtime.sum_bar, fresh=True),
     # They return their first argument (an adjoint updated in place, or passed through) or a new value.
     primitive(runtime.unbroadcast, runtime.add_at, runtime.add_attr, first_or_new=True),
+    # They read only the shape (and dtype) of these arguments (analysis/points_to.py).
+    primitive(runtime.zeros_like, runtime.shape, reads_shape_of=(0,)),
+    primitive(runtime.zeros_shaped, runtime.push_shape, reads_shape_of=(1,)),
+    # The helpers with numba-cuda overloads (runtime/overloads/cuda.py): kernels call them on numbers.
+    primitive(runtime.zeros_like, runtime.ones_like, runtime.copy, runtime.broadcast_like, runtime.add_at,
+              runtime.index_add, runtime.tree_add, runtime.unbroadcast, runtime.range_len, runtime.shape_tape,
+              runtime.push_shape, runtime.pop_shape, runtime.kernel_number, runtime.derivative_like,
+              runtime.weighted, runtime.dot_zero, kernel=SAME_SPELLING),
+    # As a statement of its own in a kernel, a local array (codegen/cuda.py).
+    primitive(runtime.zeros_like, kernel_local=("0", "like")),
+    primitive(runtime.ones_like, kernel_local=("1", "like")),
+    primitive(runtime.copy, kernel_local=("copy", "like")),
 ]
 
 
@@ -425,7 +438,7 @@ def lift_(y, x):
     x_bar += np.sum(y_bar, axis=-1)
 
 
-@rule(runtime.batch_broadcast)
+@rule(runtime.batch_broadcast, dtype_from=(0,))
 def batch_broadcast_(y, x, n):
     y_dot = batch_broadcast(x_dot, n)
     x_bar += np.sum(y_bar, axis=-1)
@@ -450,7 +463,7 @@ def batched_reshape_(y, x, shape):
     x_bar += np.reshape(y_bar, np.shape(x))
 
 
-@rule(runtime.batch_example)
+@rule(runtime.batch_example, array_result=True)
 def batch_example_(y, x, first):
     """The identity, with a check of the output's shape."""
     y_dot = x_dot
@@ -468,6 +481,7 @@ DECLARATIONS += [
         runtime.example_size,
         runtime.example_len,
     ),
+    primitive(runtime.batch_empty, array_result=True),
 ]
 
 

@@ -13,24 +13,24 @@ from s2s.rules import QUOTIENT_UNREAD, SELF_PRODUCT, nondifferentiable, primitiv
 from s2s.runtime import copy, unbroadcast, weighted
 
 
-@rule(operator.add, np.add, cheap=True)
-@primitive(operator.add, elementwise=True, integer="kept")
+@rule(operator.add, np.add, cheap=True, integer="kept", linear="all")
+@primitive(operator.add, elementwise=True)
 def add(z, x, y):
     z_dot = x_dot + y_dot
     x_bar += unbroadcast(z_bar, x)
     y_bar += unbroadcast(z_bar, y)
 
 
-@rule(operator.sub, np.subtract, cheap=True)
-@primitive(operator.sub, elementwise=True, integer="kept")
+@rule(operator.sub, np.subtract, cheap=True, integer="kept", linear="all")
+@primitive(operator.sub, elementwise=True)
 def sub(z, x, y):
     z_dot = x_dot - y_dot
     x_bar += unbroadcast(z_bar, x)
     y_bar -= unbroadcast(z_bar, y)
 
 
-@rule(operator.mul, np.multiply, cheap=True)
-@primitive(operator.mul, elementwise=True, integer="kept")
+@rule(operator.mul, np.multiply, cheap=True, integer="kept", linear="each")
+@primitive(operator.mul, elementwise=True)
 def mul(z, x, y):
     z_dot = x_dot * y + x * y_dot
     x_bar += unbroadcast(z_bar * y, x)
@@ -44,7 +44,7 @@ def mul_self(z, x, y):
     x_bar += (x + x) * z_bar
 
 
-@rule(operator.truediv, np.divide, cheap=True)  # np.true_divide is np.divide
+@rule(operator.truediv, np.divide, cheap=True, integer="never", linear=(0,))  # np.true_divide is np.divide
 @primitive(operator.truediv, elementwise=True)
 def truediv(z, x, y):
     z_dot = x_dot / y - z * y_dot / y
@@ -64,6 +64,8 @@ def truediv_in_loop(z, x, y):
 
 @rule(operator.pow, np.power, builtins.pow, math.pow)
 @primitive(operator.pow, elementwise=True)  # cheap where the exponent is a small int (transforms/reverse.py)
+@primitive(operator.pow, np.power, integer="power")
+@primitive(np.power, kernel="({0} ** {1})")
 @primitive(math.pow, numpy=np.power)
 def pow(z, x, y):
     """The exponent's derivative is z * log(x), taken as 0 where x == 0 (as JAX does): there
@@ -82,21 +84,21 @@ def mod(z, x, y):
     y_bar -= unbroadcast(z_bar * np.floor(x / y), y)
 
 
-@rule(operator.neg, np.negative, cheap=True)
-@primitive(operator.neg, elementwise=True, integer="kept")
+@rule(operator.neg, np.negative, cheap=True, integer="kept", linear="all")
+@primitive(operator.neg, elementwise=True)
 @primitive(np.negative, scalar_safe=True)
 def neg(y, x):
     y_dot = -x_dot
     x_bar -= y_bar
 
 
-@rule(builtins.float, pure=True, fusable=True, cheap=True, kernel="float")
+@rule(builtins.float, pure=True, fusable=True, cheap=True, kernel="float", batching="float")
 def identity(y, x):
     y_dot = x_dot
     x_bar += y_bar
 
 
-@rule(np.copy, pure=True, like=True, copies=True)
+@rule(np.copy, pure=True, like=True, copies=True, dtype_from=(0,), kernel_local=("copy", "like"))
 def copy_(y, x):
     """A copy's tangent is a copy too: writes into y must not reach x's tangent."""
     y_dot = copy(x_dot)
@@ -105,15 +107,15 @@ def copy_(y, x):
 
 @rule(builtins.abs, np.abs, np.absolute, cheap=True)
 @primitive(builtins.abs, elementwise=True, pure=True, fusable=True, integer="kept", numpy=np.abs)
-@primitive(np.abs, scalar_safe=True)
+@primitive(np.abs, scalar_safe=True, kernel="abs")
 def abs(y, x):
     y_dot = np.sign(x) * x_dot
     x_bar += np.sign(x) * y_bar
 
 
 @rule(builtins.max, np.maximum, cheap=True)
-@primitive(builtins.max, pure=True, fusable=True, integer="kept", numpy=np.maximum, kernel="max")
-@primitive(np.maximum, scalar_safe=True)
+@primitive(builtins.max, pure=True, fusable=True, integer="kept", numpy=np.maximum, kernel="max", batching="extremum")
+@primitive(np.maximum, scalar_safe=True, kernel="({0} if {0} >= {1} or {0} != {0} else {1})")  # (NaN wins, as in NumPy)
 def maximum(z, x, y):
     """Ties share the derivative equally, as in JAX. x wins unless y is larger: Python's max(x, y)
     is x where y is NaN (np.maximum is NaN there, with no derivative worth the name)."""
@@ -124,8 +126,8 @@ def maximum(z, x, y):
 
 
 @rule(builtins.min, np.minimum, cheap=True)
-@primitive(builtins.min, pure=True, fusable=True, integer="kept", numpy=np.minimum, kernel="min")
-@primitive(np.minimum, scalar_safe=True)
+@primitive(builtins.min, pure=True, fusable=True, integer="kept", numpy=np.minimum, kernel="min", batching="extremum")
+@primitive(np.minimum, scalar_safe=True, kernel="({0} if {0} <= {1} or {0} != {0} else {1})")
 def minimum(z, x, y):
     x_wins = 1.0 - (y < x) - 0.5 * (x == y)
     z_dot = x_dot * x_wins + y_dot * (1.0 - x_wins)
@@ -134,7 +136,7 @@ def minimum(z, x, y):
 
 
 @rule(np.fmax, cheap=True)
-@primitive(np.fmax, scalar_safe=True)
+@primitive(np.fmax, scalar_safe=True, kernel="({0} if {0} >= {1} or {1} != {1} else {1})")  # (a number wins)
 def fmax(z, x, y):
     """As np.maximum, but a number wins over a NaN (x != x is NaN), as np.fmax takes it. The
     tangent of the argument not taken is dropped, not multiplied by 0: where that argument is
@@ -146,7 +148,7 @@ def fmax(z, x, y):
 
 
 @rule(np.fmin, cheap=True)
-@primitive(np.fmin, scalar_safe=True)
+@primitive(np.fmin, scalar_safe=True, kernel="({0} if {0} <= {1} or {1} != {1} else {1})")
 def fmin(z, x, y):
     x_wins = 1.0 - (y < x) - 0.5 * (x == y) - (x != x)
     z_dot = weighted(x_dot, x_wins) + weighted(y_dot, 1.0 - x_wins)
@@ -161,8 +163,11 @@ DECLARATIONS = [
     nondifferentiable(operator.not_, cheap=True),
     nondifferentiable(operator.is_, operator.is_not, np.floor_divide, builtins.round, builtins.bool, builtins.print),
     nondifferentiable(builtins.int, pure=True, fusable=True, integer="always", kernel="int"),
-    nondifferentiable(builtins.len, pure=True, integer="always"),
+    nondifferentiable(builtins.len, pure=True, integer="always", reads_shape_of=(0,), batching="example_len"),
     # +x has no rule: lowering drops it (the facts are for the passes that meet it).
-    primitive(operator.pos, elementwise=True, cheap=True, integer="kept"),
+    primitive(operator.pos, elementwise=True, cheap=True, integer="kept", linear="all"),
+    primitive(np.positive, np.conjugate, linear="all"),
+    # copies of a list, tuple or dict, which hold its items themselves (analysis/points_to.py)
+    primitive(builtins.list, builtins.tuple, builtins.dict, copies=True),
     primitive(np.copy, fresh=True),
 ]

@@ -29,7 +29,7 @@ from cuda_cases import CASES, REFUSED
 from sampling import compiled_sample
 
 from numba.core import config
-from s2s.codegen.cuda import KERNEL_HELPERS
+from s2s.rules import SAME_SPELLING, facts
 
 SIMULATED = bool(config.ENABLE_CUDASIM)
 
@@ -125,8 +125,9 @@ def test_source_is_the_kernel_module():
     assert "cuda.grid(1)" in text and "cuda.gridsize(1)" in text
     code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
     assert "math.exp(" in code and "math.sqrt(" in code and "np." not in code
-    # runtime helpers only where numba-cuda has an overload of them (for numbers)
-    assert set(re.findall(r"runtime\.(\w+)\(", code)) <= KERNEL_HELPERS
+    # runtime helpers only where numba-cuda has an overload of them (for numbers: Facts.kernel)
+    helpers = set(re.findall(r"runtime\.(\w+)\(", code))
+    assert helpers and all(facts(getattr(s2s.runtime, h)).kernel == SAME_SPELLING for h in helpers)
     # the tapes: global (capacity, threads) arrays, each thread's column passed down, none local
     assert "cuda.local.array(" not in code and "s_tape[:, start]" in code
     assert "step-major (thread t's slot s is tape[s, t]" in text

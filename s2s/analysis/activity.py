@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +20,7 @@ from ..errors import S2SError
 from .liveness import Branches, Liveness, Loop
 from .points_to import PointsToCheck, value_reads
 from ..frontend.source import is_user_function
-from ..rules import Rule, facts, rule_of_call
+from ..rules import Rule, dtype_argument, facts, rule_of_call
 
 
 @dataclass
@@ -69,7 +68,7 @@ def differentiable_sources(stmt) -> list[str]:
     if isinstance(value, ir.Subscript):
         return ir.names_in(value.value)
     if isinstance(value, ir.Attribute):
-        return [] if value.attr in ("shape", "ndim", "size", "dtype") else ir.names_in(value.value)
+        return [] if value.attr in ir.SHAPE_ATTRIBUTES else ir.names_in(value.value)
     if isinstance(value, ir.Build):
         return ir.names_in(value)
     if isinstance(value, ir.Call):
@@ -88,25 +87,17 @@ def differentiable_sources(stmt) -> list[str]:
     return []
 
 
-# NumPy's array makers whose dtype argument is the one after `positional` others.
-_MAKERS = {np.zeros: 1, np.ones: 1, np.empty: 1, np.full: 2, np.arange: None, np.array: 1, np.asarray: 1,
-           np.zeros_like: 1, np.ones_like: 1, np.empty_like: 1, np.full_like: 2}
-_LIKE_MAKERS = (np.zeros_like, np.ones_like, np.empty_like, np.full_like)  # (x's dtype where none is given)
-
-
-# Calls whose result is a float array whatever their operands (a shape's zeros, a true quotient, a
-# cast to a float type: the frontend writes runtime.astype_integer for the others), and arithmetic
-# whose result is a float where one operand is a float constant (v * 2.0).
-_FLOAT_RESULTS = (np.zeros, np.ones, np.empty, operator.truediv, np.true_divide, runtime.astype)
-_ARITHMETIC = (operator.add, operator.sub, operator.mul, operator.pow, operator.floordiv, operator.mod,
-               np.add, np.subtract, np.multiply, np.power)
-
-
-# Arithmetic whose result is integers where every operand is (no true division, no power: an int
-# to a negative int power is an error), and functions whose result has their first argument's dtype.
-_INTEGER_ARITHMETIC = (operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod, operator.neg,
-                       np.add, np.subtract, np.multiply, np.negative)
-_SAME_DTYPE = (np.roll, np.sort, np.flip, np.reshape, np.transpose, np.ravel, np.squeeze, np.expand_dims)
+def _known_float(call: ir.Call) -> bool:
+    """The call's result is floats whatever its operands: a function declared so (Facts.integer
+    "never": a shape's np.zeros, a true quotient, a cast to a float type, where the frontend
+    writes runtime.astype_integer for the others) called without keywords, or arithmetic that
+    keeps integers with a float constant among its operands (v * 2.0)."""
+    known = facts(call.fn)
+    if known.integer == "never" and not call.kwargs and dtype_argument(call.fn, call.args, ()) is None:
+        return True
+    operands = list(call.args) + [atom for _, atom in call.kwargs]
+    return known.elementwise and known.integer in ("kept", "power") and any(
+        isinstance(a, ir.Const) and isinstance(a.value, float) for a in operands)
 
 
 def _dtype_operands(value) -> list[str] | None:
@@ -117,31 +108,26 @@ def _dtype_operands(value) -> list[str] | None:
         return [value.value.id] if isinstance(value.value, ir.Name) else None
     if isinstance(value, ir.Build):
         return [e.id for e in value.elts if isinstance(e, ir.Name)]
-    if not isinstance(value, ir.Call):
+    if not isinstance(value, ir.Call) or _known_float(value):
         return None
     operands = list(value.args) + [atom for _, atom in value.kwargs]
-    try:
-        if value.fn in _FLOAT_RESULTS and not value.kwargs:
-            return None
-        if value.fn in _ARITHMETIC and any(isinstance(a, ir.Const) and isinstance(a.value, float) for a in operands):
-            return None
-    except TypeError:  # an unhashable callable
-        pass
     return [a.id for a in operands if isinstance(a, ir.Name)]
 
 
+def _dtype_sources(call: ir.Call) -> list | None:
+    """The arguments whose dtype the call's result has (Facts.dtype_from: np.copy(x), np.full(n,
+    k)'s k, np.roll(w, 1)'s w), where it is given no dtype; None for other calls."""
+    positions = facts(call.fn).dtype_from
+    if not positions or dtype_argument(call.fn, call.args, call.kwargs) is not None:
+        return None
+    atoms = [call.args[k] for k in positions if k < len(call.args)]
+    return atoms or None
+
+
 def _integer_dtype_call(call: ir.Call) -> bool:
-    """np.zeros(..., dtype=int) and the like: a call that makes an array of the integer or bool
-    dtype written as its argument."""
-    try:
-        position = _MAKERS.get(call.fn, -1)
-    except TypeError:  # an unhashable callable
-        return False
-    if position == -1:
-        return False
-    dtype = dict(call.kwargs).get("dtype")
-    if dtype is None and position is not None and len(call.args) > position:
-        dtype = call.args[position]
+    """np.zeros(..., dtype=int) and the like: a call of a NumPy function that makes its result of
+    the integer or bool dtype written as its argument."""
+    dtype = dtype_argument(call.fn, call.args, call.kwargs)
     if not isinstance(dtype, ir.Const) or dtype.value is None:
         return False
     try:
@@ -240,17 +226,10 @@ class Analysis:
             return [value.id]
         if not isinstance(value, ir.Call):
             return None
-        if value.fn is np.full and len(value.args) == 2 and not value.kwargs and isinstance(value.args[1], ir.Name):
-            return [value.args[1].id]  # np.full(n, k): k's dtype
-        if not (value.args and isinstance(value.args[0], ir.Name)):
+        sources = _dtype_sources(value)
+        if sources is None or not all(isinstance(a, ir.Name) for a in sources):
             return None
-        if value.fn in (np.copy, runtime.copy, runtime.batch_broadcast) and not value.kwargs \
-                or value.fn in (np.array, np.asarray) and len(value.args) == 1 and not value.kwargs:
-            return [value.args[0].id]
-        if value.fn in _LIKE_MAKERS and "dtype" not in dict(value.kwargs) \
-                and len(value.args) <= _MAKERS[value.fn]:
-            return [value.args[0].id]
-        return None
+        return [a.id for a in sources]
 
     def _writes_into_arguments(self) -> None:
         """Mark each write of a value that carries a derivative into an array that may be (a
@@ -307,19 +286,15 @@ class Analysis:
         def name_or_int(atom) -> bool:  # (a name's own dtype is the caller's to check)
             return isinstance(atom, ir.Name) or isinstance(atom, ir.Const) and isinstance(
                 atom.value, (int, np.integer)) and not isinstance(atom.value, bool)
-        try:
-            if call.fn in _INTEGER_ARITHMETIC and all(name_or_int(a) for a in call.args):
-                return [a.id for a in call.args if isinstance(a, ir.Name)]
-            if call.fn in _SAME_DTYPE and call.args and isinstance(call.args[0], ir.Name):
-                return [call.args[0].id]
-        except TypeError:  # an unhashable callable
-            pass
+        known = facts(call.fn)
+        if known.elementwise and known.integer == "kept" and all(name_or_int(a) for a in call.args):
+            return [a.id for a in call.args if isinstance(a, ir.Name)]
         return None
 
     def _makes_integers(self, d) -> bool:
         """d makes an array of integers or bools: a dtype written in the call (np.zeros(n,
-        dtype=int), x.astype(int)), np.full(n, 3), np.arange of ints, np.array of a display of
-        int constants."""
+        dtype=int), x.astype(int)), or ints where its result takes their dtype (np.full(n, 3),
+        np.arange of ints, np.array of a display of int constants)."""
         def int_atom(atom) -> bool:
             return isinstance(atom, ir.Const) and isinstance(atom.value, (int, np.integer)) \
                 and not isinstance(atom.value, bool) or isinstance(atom, ir.Name) and atom.id in self.int_like
@@ -333,15 +308,12 @@ class Analysis:
         if not (isinstance(d, ir.Assign) and isinstance(d.value, ir.Call)):
             return False
         call = d.value
-        if _integer_dtype_call(call) or call.fn is runtime.astype_integer:
+        if _integer_dtype_call(call) or facts(call.fn).integer == "always":  # (x.astype(int))
             return True
         if call.kwargs:
             return False
-        if call.fn is np.full:  # np.full(n, 3): the fill value's dtype
-            return len(call.args) == 2 and int_atom(call.args[1])
-        if call.fn is np.arange:  # np.arange(n) of ints
-            return bool(call.args) and all(int_atom(a) for a in call.args)
-        return call.fn in (np.array, np.asarray) and len(call.args) == 1 and int_display(call.args[0])
+        sources = _dtype_sources(call)  # np.full(n, 3), np.arange(n) of ints, np.array((1, 2))
+        return sources is not None and all(int_atom(a) or int_display(a) for a in sources)
 
     def _integer_arrays(self) -> set[str]:
         """Names bound only to arrays that NumPy makes with an integer or bool dtype written in the
@@ -490,7 +462,7 @@ class Analysis:
                     # meet there are added leaf by leaf (tree_add), never concatenated.
                     self.containers.update(a.id for a in value.args if isinstance(a, ir.Name))
                     self.containers.update(stmt.targets)
-                elif isinstance(value, ir.Attribute) and value.attr not in ("shape", "ndim", "size", "dtype"):
+                elif isinstance(value, ir.Attribute) and value.attr not in ir.SHAPE_ATTRIBUTES:
                     if isinstance(value.value, ir.Name):
                         self.containers.add(value.value.id)
                         self.subscripted.add(value.value.id)

@@ -146,10 +146,6 @@ def dotted_call(node) -> tuple[str, str] | None:
     return None
 
 
-_BOOLEAN_CALLS = {"logical_and", "logical_or", "logical_xor", "logical_not", "isnan", "isinf", "isfinite",
-                  "signbit", "greater", "greater_equal", "less", "less_equal", "equal", "not_equal"}
-
-
 def is_boolean(node, names: set[str], shadowed) -> bool:
     """An expression known to hold booleans (a comparison, or arithmetic of them that NumPy
     keeps boolean). NumPy's sum of two boolean arrays is their logical or; the sum of two of
@@ -164,7 +160,8 @@ def is_boolean(node, names: set[str], shadowed) -> bool:
     if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mult, ast.BitAnd, ast.BitOr, ast.BitXor)):
         return is_boolean(node.left, names, shadowed) and is_boolean(node.right, names, shadowed)
     dotted = dotted_call(node)
-    return dotted is not None and dotted[0] == "np" and "np" not in shadowed and dotted[1] in _BOOLEAN_CALLS
+    return dotted is not None and dotted[0] == "np" and "np" not in shadowed \
+        and facts(spelled(*dotted)).boolean  # (np.isnan, np.logical_and: a comparison ufunc)
 
 
 def boolean_names(function: ast.FunctionDef, shadowed) -> set[str]:

@@ -23,8 +23,6 @@ from __future__ import annotations
 import builtins
 import operator
 
-import numpy as np
-
 from .. import runtime
 from ..errors import S2SError
 from ..frontend.result_views import ELEMENT, reads_elements
@@ -42,27 +40,21 @@ SAME = "[same]"
 HELD = "[held]"
 
 
-# Calls whose result may hold the items of the list or dict they copy: `t.copy()` (lowered to
-# runtime.copy, which copies the items too, where Python's copy holds them themselves: writes
-# into them are refused either way), list(t), tuple(t), dict(d), np.copy(t) (conservatively).
 CONTAINER_MARK = "container "  # the structure of a name that is a list or dict display (_own_sites)
-_SHALLOW_COPIES = (builtins.list, builtins.tuple, builtins.dict, np.copy, runtime.copy)
+
+
+def _copies(fn) -> bool:
+    """Calls whose result may hold the items of the list or dict they copy (Facts.copies):
+    `t.copy()` (lowered to runtime.copy, which copies the items too, where Python's copy holds
+    them themselves: writes into them are refused either way), list(t), tuple(t), dict(d),
+    np.copy(t) (conservatively)."""
+    return facts(fn).copies
 
 
 def _makes_arrays(fn) -> bool:
-    """A function whose result is an array or a number, never a list or dict: NumPy's (but those
-    that return lists of arrays) and the batching helpers of vmap and scan."""
-    if fn in (runtime.batch_empty, runtime.batch_example):
-        return True
-    module = getattr(fn, "__module__", None) or ""
-    name = getattr(fn, "__name__", "")
-    return (module == "numpy" or module.startswith("numpy.")) and name not in _NUMPY_LISTS
-
-
-_NUMPY_LISTS = {"split", "array_split", "hsplit", "vsplit", "dsplit", "meshgrid", "broadcast_arrays",
-                "atleast_1d", "atleast_2d", "atleast_3d", "unique", "nonzero", "where", "indices", "histogram",
-                "gradient", "ix_"}
-
+    """A function whose result is an array or a number, never a list or dict (Facts.array_result:
+    NumPy's, but those that may return lists of arrays, and the batching helpers of vmap and scan)."""
+    return facts(fn).array_result
 
 
 def _op_symbol(fn) -> str:
@@ -137,15 +129,10 @@ def part_structures(state: dict, name: str, n: int) -> list:
     return [state.get(f"{name}[{k}][]", UNKNOWN) for k in range(n)]
 
 
-# Where these read an argument, they read only its shape and dtype (its structure, for a tuple),
-# which no write into the memory it shares can change. The reverse code s2s writes reads
+# Where a function reads an argument only for its shape and dtype (its structure, for a tuple:
+# Facts.reads_shape_of, shape_argument), no write into the memory it shares can change what it reads. The reverse code s2s writes reads
 # `_t3_shape` and `_t3` this way after the primal wrote into the array `_t3 = m[1]` is a row of;
 # a second derivative of it must not count those reads as uses of the row's values.
-_SHAPE_ONLY = {
-    runtime.zeros_shaped: (1,), runtime.zeros_like: (0,), runtime.push_shape: (1,), runtime.shape: (0,),
-    runtime.unbroadcast: (1,), runtime.sum_bar: (1,), runtime.mean_bar: (1,), np.shape: (0,),
-}
-_SHAPE_ATTRIBUTES = ("shape", "ndim", "size", "dtype")
 
 
 def value_reads(stmt) -> list[str]:
@@ -153,10 +140,12 @@ def value_reads(stmt) -> list[str]:
     write checks ask which names a write may change that are still used after it."""
     if isinstance(stmt, ir.Assign) and not stmt.inplace:
         value = stmt.value
-        if isinstance(value, ir.Attribute) and isinstance(value.value, ir.Name) and value.attr in _SHAPE_ATTRIBUTES:
+        if isinstance(value, ir.Attribute) and isinstance(value.value, ir.Name) and value.attr in ir.SHAPE_ATTRIBUTES:
             return []
-        if isinstance(value, ir.Call) and _SHAPE_ONLY.get(value.fn) is not None:
-            shape_only = _SHAPE_ONLY[value.fn]
+        known = facts(value.fn) if isinstance(value, ir.Call) else None
+        shape_only = () if known is None else known.reads_shape_of or (
+            (known.shape_argument,) if known.shape_argument is not None else ())
+        if shape_only:
             return [n for k, a in enumerate(value.args)
                     for n in ([] if k in shape_only and isinstance(a, ir.Name) else ir.names_in(a))] + \
                 [n for _, a in value.kwargs for n in ir.names_in(a)]
@@ -302,7 +291,7 @@ class PointsToCheck:
             elif reads_elements(value.index):  # a number, or a view where the indices leave axes
                 shared = elements(shared)
         elif isinstance(value, ir.Attribute) and isinstance(value.value, ir.Name):
-            if value.attr not in ("shape", "ndim", "size", "dtype"):
+            if value.attr not in ir.SHAPE_ATTRIBUTES:
                 shared = state.get(value.value.id, frozenset())
         elif isinstance(value, ir.Build):
             shared = frozenset().union(*(state.get(n, frozenset()) for n in ir.names_in(value))) | fresh
@@ -320,7 +309,7 @@ class PointsToCheck:
             shared |= fresh
         elif isinstance(value, ir.Call) and facts(value.fn).view:
             shared = frozenset().union(*(state.get(n, frozenset()) for n in ir.names_in(value.args[0]))) | fresh
-        elif isinstance(value, ir.Call) and value.fn in _SHALLOW_COPIES and value.args and any(
+        elif isinstance(value, ir.Call) and _copies(value.fn) and value.args and any(
                 self._is_container_object(o) for n in ir.names_in(value.args[0]) for o in state.get(n, ())) and (
                 value.fn is not runtime.copy or self._is_display(value.args[0], state)):
             # (runtime.copy is also how generated code tapes a value: `c_tape[k] = runtime.copy(c)`
@@ -344,7 +333,7 @@ class PointsToCheck:
             # too, but what comes to hold the tuple holds its objects)
             out[HELD] = state.get(HELD, frozenset()) | (whole(shared) - fresh)
             if isinstance(value, ir.Call) and getattr(value.fn, "__module__", None) == "builtins" \
-                    and value.fn not in _SHALLOW_COPIES:  # dict(a=t), zip(t, u), sorted([t, u]): may hold them
+                    and not _copies(value.fn):  # dict(a=t), zip(t, u), sorted([t, u]): may hold them
                 out[HELD] |= frozenset().union(*(whole(state.get(n, frozenset())) for n in ir.names_in(value)))
         unpacked = parts(state, value.id) if isinstance(value, ir.Name) else made
         if isinstance(value, ir.Name) and unpacked is not None:

@@ -129,7 +129,7 @@ def call_info(fn, args: list, kwargs: tuple = ()):
             return NUMBER if args[0] is not None and args[0][0] == "num" else None
         if known.reduction and len(args) == 1:
             return NUMBER if args[0] is not None and args[0][0] in ("num", "arr") else None
-        if fn is np.where and len(args) == 3:
+        if known.broadcasts and known.arity == len(args):  # np.where(c, x, y)
             return broadcast(*args)
         if fn in (float, np.float64, np.float32) and len(args) == 1:
             return NUMBER if args[0] is not None and args[0][0] == "num" else None
@@ -141,7 +141,7 @@ def call_info(fn, args: list, kwargs: tuple = ()):
             return None
         if fn is len and len(args) == 1:
             return INTEGER if args[0] is not None and args[0][0] in ("arr", "tup") else None
-        if fn in (operator.matmul, np.dot, np.inner) and len(args) == 2:
+        if known.product in ("matmul", "dot", "inner") and len(args) == 2:
             # Two vectors make a number (or an error, if their lengths differ).
             return NUMBER if all(a is not None and a[0] == "arr" and len(a[2]) == 1 for a in args) else None
     except TypeError:  # an unhashable callable

@@ -19,7 +19,7 @@ compiler takes (kernel code cannot allocate arrays or call NumPy's array functio
   tapes, without writing the module again (codegen/cuda_tapes.py, which also says why tapes are
   not cuda.local.array);
 - an array the code makes by a statement of its own (y = np.zeros(n), np.empty_like(x),
-  runtime.zeros_like(x), np.copy(x): LOCAL_CALLS) becomes a cuda.local.array of the shape the
+  runtime.zeros_like(x), np.copy(x): Facts.kernel_local) becomes a cuda.local.array of the shape the
   probe saw (`locals_` below), filled as the call would; an example that asks for another shape
   sets its entry of tape_status, and the launcher raises an S2SError at the statement. If the
   entry function returns it, the array is the thread's row of the output instead (rows below);
@@ -41,33 +41,21 @@ import re
 from dataclasses import dataclass, field
 
 import libcst as cst
+import numpy as np
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ..errors import S2SError
+from ..rules import SAME_SPELLING, Facts, facts, spelled
 from .cst_nodes import code, dotted, walk
 from . import cuda_random, cuda_tapes
 from .cuda_random import RANDOM_DRAWS
 from .cuda_tapes import Tape, tape_lines  # noqa: F401 (the launcher's names for them)
 from .format import format_source
 
-# np.<name> on a scalar -> math.<name>: the functions numba-cuda implements for float32 and
-# float64 (libdevice), with NumPy's result for a number.
-MATH = {name: name for name in ("exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "sin", "cos", "tan",
-                                "sinh", "cosh", "tanh", "hypot", "isnan", "isinf", "isfinite", "copysign")}
-MATH.update(arcsin="asin", arccos="acos", arctan="atan", arctan2="atan2", arcsinh="asinh", arccosh="acosh",
-            arctanh="atanh")
-BUILTINS = {"abs": "abs", "absolute": "abs", "fabs": "abs"}
+# How a call is written in a kernel is declared with its function (templates/): Facts.kernel (np.exp
+# of a number is math.exp, np.maximum a conditional expression, a runtime helper with a numba-cuda
+# overload as it is), Facts.kernel_local (y = np.zeros(3) as a statement: a local array).
 CONSTANTS = {"pi": "math.pi", "e": "math.e", "inf": "math.inf", "nan": "math.nan"}
-CASTS = {"float32", "float64", "int32", "int64", "bool_"}  # numba-cuda converts numbers with these
-ALLOCATING = {"zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like", "array",
-              "asarray", "arange", "linspace", "copy", "concatenate", "stack", "reshape", "outer", "cumsum",
-              "where", "clip", "sort", "transpose"}
-REDUCING = {"sum", "mean", "max", "min", "prod", "dot", "vdot", "inner", "matmul", "var", "std", "argmax", "argmin",
-            "all", "any", "trace", "cumprod", "amax", "amin", "einsum", "tensordot"}
-METHODS = ALLOCATING | REDUCING | {"append", "pop", "astype", "item", "tolist", "fill"}
-# The runtime helpers with numba-cuda overloads (runtime/overloads/cuda.py), for numbers.
-KERNEL_HELPERS = {"zeros_like", "ones_like", "copy", "broadcast_like", "add_at", "index_add", "tree_add", "unbroadcast", "range_len", "shape_tape",
-                  "push_shape", "pop_shape", "kernel_number", "derivative_like", "weighted", "dot_zero"}
 NUMBA_TYPES = {"float64": "numba.float64", "float32": "numba.float32", "int64": "numba.int64",
                "int32": "numba.int32", "bool": "numba.boolean", "uint32": "numba.uint32", "uint64": "numba.uint64"}
 
@@ -93,14 +81,19 @@ class Local:
     constant: str = ""  # the module constant that holds shape
 
 
-# name = <call>: how a local array is filled, by the call's function (None: left as it is).
-# The value is (what fills it, the argument that gives the shape, "like": the shape of an array)
-LOCAL_CALLS = {
-    "np.zeros": ("0", 0, "size"), "np.ones": ("1", 0, "size"), "np.empty": (None, 0, "size"),
-    "np.full": ("arg1", 0, "size"), "np.zeros_like": ("0", 0, "like"), "np.ones_like": ("1", 0, "like"),
-    "np.empty_like": (None, 0, "like"), "np.full_like": ("arg1", 0, "like"), "np.copy": ("copy", 0, "like"),
-    "runtime.zeros_like": ("0", 0, "like"), "runtime.ones_like": ("1", 0, "like"), "runtime.copy": ("copy", 0, "like"),
-}
+def _declared(name: str) -> Facts:
+    """The facts of the function generated code calls as `name` ("np.exp", "runtime.copy")."""
+    module, _, attr = name.partition(".")
+    return facts(spelled(module, attr)) if attr and "." not in attr else facts(None)
+
+
+def _local_call(name: str) -> tuple | None:
+    """(what fills it, "size" or "like") where `a = name(...)` makes a local array (Facts.kernel_local)."""
+    return _declared(name).kernel_local
+
+
+def _makes_arrays(known: Facts) -> bool:
+    return not known.elementwise and (known.creates or known.like or known.fresh or known.view or known.broadcasts)
 
 
 # name = runtime.random.fold_in(key, i) / split(key, n): keys as local arrays of uint32
@@ -222,53 +215,44 @@ class _ToCuda(cst.CSTTransformer):
         """runtime.random.<draw>(key, ...) of one number (codegen/cuda_random.py)."""
         return cuda_random.scalar_draw(lambda what: self.refuse(original, what), updated, draw)
 
+    def _kernel_call(self, original: cst.Call, updated: cst.Call, name: str, kernel: str) -> cst.BaseExpression:
+        """The call as Facts.kernel writes it: a callee (math.exp), or an expression of the
+        arguments ({0} ** {1}), each argument in parentheses where it needs them."""
+        if kernel == SAME_SPELLING:
+            return updated
+        if "{" not in kernel:
+            return updated.with_changes(func=cst.parse_expression(kernel))
+        placeholders = {int(k) for k in re.findall(r"\{(\d+)\}", kernel)}
+        if len(updated.args) != len(placeholders) or any(a.keyword or a.star for a in updated.args):
+            self.refuse(original, f"{name} has no kernel form with these arguments")
+        return cst.parse_expression(kernel.format(*(_atom(a.value) for a in updated.args)))
+
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         name = dotted(updated.func) or ""
-        if self.line in self.locals and (name in LOCAL_CALLS or name in LOCAL_RANDOM):
+        if self.line in self.locals and (_local_call(name) is not None or name in LOCAL_RANDOM):
             return updated  # an array of a fixed shape: leave_SimpleStatementLine writes it
         if name.startswith("runtime.random.") and name[15:] in RANDOM_DRAWS:
             return self._random_draw(original, updated, name[15:])
         if name.startswith("np."):
-            short = name[3:]
-            if short in MATH:
-                return updated.with_changes(func=cst.parse_expression(f"math.{MATH[short]}"))
-            if short in BUILTINS:
-                return updated.with_changes(func=cst.Name(BUILTINS[short]))
-            if short in ("power", "float_power") and len(updated.args) == 2:
-                base, exponent = (_atom(a.value) for a in updated.args)
-                return cst.parse_expression(f"({base} ** {exponent})")  # (** groups to the right)
-            if short == "sign" and len(updated.args) == 1:  # NumPy's: 0 at 0, nan at nan, +-1 at +-inf
-                x = _atom(updated.args[0].value)
-                return cst.parse_expression(f"(1.0 if {x} > 0 else (-1.0 if {x} < 0 else {x} * 0.0))")
-            if short in ("maximum", "minimum") and len(updated.args) == 2:  # NaN wins, as in NumPy
-                a, b = (_atom(x.value) for x in updated.args)
-                compare = ">=" if short == "maximum" else "<="
-                return cst.parse_expression(f"({a} if {a} {compare} {b} or {a} != {a} else {b})")
-            if short in ("fmax", "fmin") and len(updated.args) == 2:  # a number wins over a NaN, as in NumPy
-                a, b = (_atom(x.value) for x in updated.args)
-                compare = ">=" if short == "fmax" else "<="
-                return cst.parse_expression(f"({a} if {a} {compare} {b} or {b} != {b} else {b})")
-            if short == "square" and len(updated.args) == 1:
-                x = _atom(updated.args[0].value)
-                return cst.parse_expression(f"({x} * {x})")
-            if short in CASTS:
-                return updated
-            if short.startswith("linalg."):
+            known = _declared(name)
+            if known.kernel is not None:
+                return self._kernel_call(original, updated, name, known.kernel)
+            if name.startswith("np.linalg."):
                 self.refuse(original, f"{name} has no kernel form")
-            if short in ALLOCATING:
+            if known.reduction or known.product:
+                self.refuse(original, f"{name} reduces a whole array, which has no kernel form yet")
+            if known.kernel_local is not None or _makes_arrays(known):
                 made = ("; as a statement of its own (a = np.zeros(3)) it becomes a local array of the shape "
                         "the first example made, but the first example did not run this one (a branch it does "
-                        "not take), or it is inside an expression" if name in LOCAL_CALLS else "")
+                        "not take), or it is inside an expression" if known.kernel_local is not None else "")
                 self.refuse(original, f"{name} allocates an array, and kernels cannot allocate{made}")
-            if short in REDUCING:
-                self.refuse(original, f"{name} reduces a whole array, which has no kernel form yet")
             self.refuse(original, f"{name} has no kernel form (on a number, math.* or a builtin may)")
         if name.startswith("runtime.random."):
             self.refuse(original, f"{name[8:]} has no kernel form yet (a kernel draws with "
                                   f"{cuda_random.DRAWS}, and makes keys with random.fold_in and random.split)")
         if name.startswith("runtime."):
             helper = name[8:]
-            if helper in KERNEL_HELPERS:
+            if _declared(name).kernel == SAME_SPELLING:  # (a helper with a numba-cuda overload)
                 return updated
             if helper == "sum_start":
                 # sum(xs) starts from Python's 0: a kernel's sequences hold numbers (zeros of an
@@ -284,8 +268,9 @@ class _ToCuda(cst.CSTTransformer):
         tape = self.tape_of.get(dotted(updated.func.value) or "") if isinstance(updated.func, cst.Attribute) else None
         if tape is not None and tape.kind == "while":
             return updated  # tape.append(x) / x = tape.pop(): leave_SimpleStatementLine writes them
-        if isinstance(updated.func, cst.Attribute) and updated.func.attr.value in METHODS and not (
-                dotted(updated.func.value) or "").startswith(("math", "cuda")):
+        method = updated.func.attr.value if isinstance(updated.func, cst.Attribute) else None
+        if method is not None and (method in ("append", "pop") or hasattr(np.ndarray, method)) and not (
+                dotted(updated.func.value) or "").startswith(("math", "cuda", "numba", "runtime", "np")):
             kind = ("a list that grows (other than a while loop's tape)" if updated.func.attr.value in ("append", "pop")
                     else f"the array method .{updated.func.attr.value}()")
             self.refuse(original, f"{kind} has no kernel form")
@@ -321,14 +306,14 @@ class _ToCuda(cst.CSTTransformer):
         return cst.parse_expression(cuda_tapes.clamped(tape, code(updated.slice[0].slice.value)))
 
     def _local(self, original, updated: cst.SimpleStatementLine, local: Local):
-        """name = np.zeros(...) (and the like, LOCAL_CALLS): a local array of the probe's shape,
+        """name = np.zeros(...) (and the like, Facts.kernel_local): a local array of the probe's shape,
         filled as the call would; an example that asks for another shape sets its tape_status."""
         statement = updated.body[0] if len(updated.body) == 1 else None
         call = getattr(statement, "value", None)
         name = dotted(call.func) if isinstance(call, cst.Call) else None
         if not (isinstance(statement, cst.Assign) and len(statement.targets) == 1
                 and isinstance(statement.targets[0].target, cst.Name)
-                and (name in LOCAL_CALLS or name in LOCAL_RANDOM) and call.args):
+                and (_local_call(name) is not None or name in LOCAL_RANDOM) and call.args):
             self.refuse(original, "it makes a new array (array arithmetic, or a NumPy function's array result), "
                                   "and kernels cannot allocate; an array of a fixed shape is made by a statement "
                                   "of its own (a = np.zeros(3), a = np.empty_like(x), a = np.copy(x))")
@@ -349,7 +334,7 @@ class _ToCuda(cst.CSTTransformer):
         if name in LOCAL_RANDOM:  # keys: fold_in, split
             lines = [create, f"runtime.kernels.{LOCAL_RANDOM[name]}({target}, {', '.join(args)})"]
             return [cst.parse_statement(x) for x in lines]
-        filling, _, kind = LOCAL_CALLS[name]
+        filling, kind = _local_call(name)
         shape_arg = call.args[0].value
         if kind == "size" and not _literal_shape(shape_arg):
             # the size is computed: an example may ask for another, and until the launcher
@@ -360,7 +345,7 @@ class _ToCuda(cst.CSTTransformer):
         if filling == "copy":
             lines.append(f"runtime.kernels.copy_into({target}, {args[0]})")
         elif filling is not None:
-            value = args[1] if filling == "arg1" else filling
+            value = args[1] if filling == "fill" else filling
             lines.append(f"runtime.kernels.fill({target}, {value})")
         return [cst.parse_statement(x) for x in lines]
 

@@ -19,6 +19,7 @@ from ..errors import S2SError
 from ..ir import nodes as ir
 from .. import lax
 from .lax_forms import FORMS as LAX_FORMS
+from ..rules import facts, methods
 from ..rules.custom import checkpoint
 from ..runtime import constants as captured
 from .argument_writes import call_site
@@ -51,34 +52,6 @@ COMPARE_OPS = {
     cst.Is: operator.is_,
     cst.IsNot: operator.is_not,
 }
-# x.method(...) -> np.function(x, ...)
-METHODS = {
-    "sum": np.sum,
-    "mean": np.mean,
-    "prod": np.prod,
-    "max": np.max,
-    "min": np.min,
-    "var": np.var,
-    "std": np.std,
-    "dot": np.dot,
-    "ravel": np.ravel,
-    "copy": runtime.copy,  # x.copy(): a list stays a list, a dict a dict (np.copy makes arrays)
-    "transpose": np.transpose,
-    "reshape": np.reshape,
-    "squeeze": np.squeeze,
-    "trace": np.trace,
-    "clip": np.clip,
-    "cumsum": np.cumsum,
-    "cumprod": np.cumprod,
-    "swapaxes": np.swapaxes,
-    "repeat": np.repeat,
-    "argmax": np.argmax,
-    "argmin": np.argmin,
-    "argsort": np.argsort,
-    "any": np.any,
-    "all": np.all,
-}
-PLAIN_ATTRIBUTES = {"shape", "ndim", "size", "dtype"}
 # The builtin types as values (dtype=float): the NumPy types they stand for in NumPy's calls
 BUILTIN_TYPES = {builtins.float: np.float64, builtins.int: np.int64, builtins.bool: np.bool_,
                  builtins.complex: np.complex128}
@@ -353,7 +326,7 @@ class ExpressionLowering(JvpCallLowering):
         if attr == "at":
             raise self.error(node, "x.at[...] is supported only followed by an update: "
                              "x.at[i].set(v), .add(v), .multiply(v), .divide(v), .power(v), .min(v), .max(v), .get()")
-        if attr in PLAIN_ATTRIBUTES or not attr.startswith("_"):
+        if attr in ir.SHAPE_ATTRIBUTES or not attr.startswith("_"):
             return self.assign(ir.Attribute(base, attr))
         raise self.error(node, f"the attribute .{attr} is not supported")
 
@@ -459,10 +432,10 @@ class ExpressionLowering(JvpCallLowering):
             name = getattr(callee, "__name__", "this function")
             raise self.error(generator, f"a generator expression is supported only as the one argument of sum, max, "
                              f"min or list, not of {name}" + (" (np.array of a generator is a 0-d object array in "
-                                                              "NumPy)" if callee in (np.array, np.asarray) else ""),
+                                                              "NumPy)" if facts(callee).dtype_casts == "result" else ""),
                              GENERATOR_HINT)
         dtype = None
-        if callee in (np.sum, np.mean, np.prod) and any(a.keyword and a.keyword.value == "dtype" for a in node.args):
+        if facts(callee).dtype_casts == "input" and any(a.keyword and a.keyword.value == "dtype" for a in node.args):
             # np.sum(x, dtype=t) adds in t: the sum of x cast to t, which has rules and compiles.
             dtype = self.type_atom(next(a.value for a in node.args if a.keyword and a.keyword.value == "dtype"))
             stripped = node.with_changes(args=[a for a in node.args if not (a.keyword and a.keyword.value == "dtype")])
@@ -483,8 +456,8 @@ class ExpressionLowering(JvpCallLowering):
                 # np.square([a, 1.0]): NumPy makes the display an array first; so does the lowered
                 # call, whose derivative rules do arithmetic on it (a tuple there was a raw TypeError)
                 args[k] = self.assign(ir.Call(np.array, (args[k],)))
-        if callee is np.matmul and len(args) == 2 and not kwargs:
-            callee = operator.matmul  # the same function; Numba compiles `@`, not np.matmul
+        if facts(callee).lowered_to is not None and len(args) == 2 and not kwargs:
+            callee = facts(callee).lowered_to  # the same function, spelled as Numba compiles it (np.matmul: `@`)
         if callee is np.einsum:
             return self.einsum(node, args, kwargs)
         if callee in (builtins.max, builtins.min) and len(args) > 2 and not kwargs:
@@ -494,7 +467,7 @@ class ExpressionLowering(JvpCallLowering):
             for arg in args[1:]:
                 folded = self.assign(ir.Call(callee, (folded, arg)))
             return folded
-        if callee is np.array or callee is np.asarray:
+        if facts(callee).dtype_casts == "result":  # np.array, np.asarray
             dtypes = [v for k, v in kwargs if k == "dtype"] + list(args[1:2])
             if [k for k, _ in kwargs if k != "dtype"] or len(args) > 2 or len(dtypes) > 1 or not args:
                 raise self.error(node, f"{callee.__name__} takes the values and a dtype here",
@@ -600,7 +573,7 @@ class ExpressionLowering(JvpCallLowering):
                 raise self.error(node, ".astype() takes one argument, the type, here", "write x.astype(np.float32)")
             return self.cast(node, receiver, self.type_atom(node.args[0].value))
         args, kwargs = self.arguments(node)
-        target = METHODS.get(method)
+        target = methods().get(method)
         if target is None:
             raise self.error(node, f"the method .{method}() is not supported",
                              "call the NumPy function instead")
@@ -635,19 +608,10 @@ class ExpressionLowering(JvpCallLowering):
         return self.assign(ir.Call(callee, tuple(full)))
 
 
-# The positions of the array operands of NumPy functions that take a list or tuple display as an
-# array (a ufunc's inputs; np.where's x and y): positions that are shapes or axes are not here.
-_OPERANDS = {np.dot: (0, 1), np.inner: (0, 1), np.outer: (0, 1), np.matmul: (0, 1), np.vdot: (0, 1),
-             np.kron: (0, 1), np.cross: (0, 1), np.clip: (0, 1, 2), np.where: (1, 2)}
-
-
-def _array_operands(callee, n_args: int) -> range | tuple:
-    if isinstance(callee, np.ufunc):
-        return range(min(callee.nin, n_args))
-    try:
-        return tuple(k for k in _OPERANDS.get(callee, ()) if k < n_args)
-    except TypeError:  # an unhashable callable
-        return ()
+def _array_operands(callee, n_args: int) -> tuple:
+    """The positions of a call's array operands where NumPy takes a list or tuple display as an
+    array (a ufunc's inputs; np.where's x and y: Facts.operands), not its shapes or axes."""
+    return tuple(k for k in facts(callee).operands if k < n_args)
 
 
 def _a_display_of_items(node: cst.Call, callee) -> bool:

@@ -64,7 +64,7 @@ def value_shares(value, state: dict, callee_results: dict) -> set:
     if isinstance(value, ir.Subscript) and isinstance(value.value, ir.Name):
         return of([value.value.id], ELEMENT if reads_elements(value.index) else None)
     if isinstance(value, ir.Attribute) and isinstance(value.value, ir.Name):
-        return set() if value.attr in ("shape", "ndim", "size", "dtype") else of([value.value.id])
+        return set() if value.attr in ir.SHAPE_ATTRIBUTES else of([value.value.id])
     if isinstance(value, ir.Build):
         return of(ir.names_in(value))
     if isinstance(value, ir.Call) and is_user_function(value.fn):

@@ -26,6 +26,10 @@ class Const:
 
 Atom = Union[Name, Const]
 
+# An array's attributes that describe it (its shape and dtype), not its values: reading one
+# reads no value, and no derivative flows through it.
+SHAPE_ATTRIBUTES = frozenset({"shape", "ndim", "size", "dtype"})
+
 
 @dataclass(frozen=True)
 class Slice:

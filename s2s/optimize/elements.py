@@ -13,6 +13,7 @@ import ast
 from ..analysis.code_shapes import TOP, CodeShapes, dotted_call, everywhere, is_number
 from ..analysis.emitted import call_kind
 from ..analysis.shapes import NUMBER
+from ..ir import nodes as ir
 from ..rules import facts, spelled
 
 
@@ -121,7 +122,7 @@ def aliasing_loads(stmt, shadowed) -> set[str]:
         if not (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)):
             continue
         parent = parents.get(id(node))
-        if isinstance(parent, ast.Attribute) and parent.attr in ("shape", "ndim", "size", "dtype"):
+        if isinstance(parent, ast.Attribute) and parent.attr in ir.SHAPE_ATTRIBUTES:
             continue  # (an array's shape is a new tuple or a number)
         if not isinstance(stmt, (ast.Assign, ast.AugAssign, ast.Expr)):
             out.add(node.id)

@@ -235,6 +235,10 @@ class Facts:
     kernel_local: tuple | None = None
 
 
+# Facts.kernel of a function a kernel calls as generated code spells it (np.float64, a runtime
+# helper with a numba-cuda overload).
+SAME_SPELLING = "as spelled"
+
 _NOTHING = Facts()
 
 

@@ -31,9 +31,6 @@ derivative is checked to have its variable's shape.
 from __future__ import annotations
 
 import ast
-import operator
-
-import numpy as np
 
 from ..codegen.emit import Emitter, assign, name, runtime_call
 from ..errors import Origin, S2SError
@@ -199,23 +196,18 @@ def check_jvp_rule(rule: ir.Function, of: ir.Function) -> None:
                        "return primal_out, tangent_out")
 
 
-# What reads only the shape of a tangent, and so does not depend on its values.
-_SHAPE_ATTRIBUTES = {"shape", "ndim", "size", "dtype"}
-
-
 def _tangent_dependent(rule: ir.Function) -> set[str]:
     """The variables of a custom_jvp rule whose values depend on the values of its tangents
     (its second parameter), through data (x_dot.shape and np.zeros_like(x_dot) do not)."""
-    shape_only = (np.shape, np.ndim, np.size, len, np.zeros_like, np.ones_like, np.empty_like)
     dependent = {rule.params[1]}
 
     def reads(value) -> list[str]:
-        if isinstance(value, ir.Attribute) and value.attr in _SHAPE_ATTRIBUTES:
+        if isinstance(value, ir.Attribute) and value.attr in ir.SHAPE_ATTRIBUTES:
             return []
-        if isinstance(value, ir.Call) and any(value.fn is f for f in shape_only):
-            return []
-        if isinstance(value, ir.Call) and value.fn is np.full_like:
-            return ir.names_in(value.args[1]) if len(value.args) > 1 else []
+        if isinstance(value, ir.Call) and facts(value.fn).reads_shape_of:
+            # np.shape(x_dot), np.zeros_like(x_dot), np.full_like(x_dot, v) (v's values are read)
+            shape_only = facts(value.fn).reads_shape_of
+            return [n for k, a in enumerate(value.args) if k not in shape_only for n in ir.names_in(a)]
         return ir.names_in(value)
 
     builds: dict[str, list] = {}  # name -> the tuple displays bound to it (element by element below)
@@ -271,12 +263,6 @@ def _refuse_branches_on_tangents(rule: ir.Function, of: ir.Function) -> None:
                            "compute the tangent without a test on it (the rule must be linear in the tangents, "
                            "as in JAX): branch on the primals, or use np.where")
 
-    linear = (operator.add, operator.sub, operator.neg, operator.pos, np.add, np.subtract, np.negative, np.positive,
-              np.conjugate, np.conj)
-    products = (operator.mul, np.multiply, operator.matmul, np.matmul, np.dot, np.outer, np.inner, np.kron,
-                np.tensordot, np.einsum, np.cross)
-    quotients = (operator.truediv, np.divide, np.true_divide)
-
     def is_dependent(atom) -> bool:
         return isinstance(atom, ir.Name) and atom.id in dependent
 
@@ -287,16 +273,15 @@ def _refuse_branches_on_tangents(rule: ir.Function, of: ir.Function) -> None:
         args = list(call.args) + [a for _, a in call.kwargs]
         flags = [is_dependent(a) for a in args]
         fn = call.fn
-        if not any(flags) or any(fn is f for f in linear):
+        linear = facts(fn).linear  # (Facts.linear: "all", "each", or the positions)
+        if not any(flags) or linear == "all":
             continue
-        if any(fn is f for f in products):
+        if linear == "each":  # a product: linear in each factor alone
             bad = sum(flags) > 1
-        elif any(fn is f for f in quotients):
-            bad = len(flags) > 1 and flags[1]
-        elif fn is np.where:
-            bad = flags[0]
+        elif linear is not None:  # x / y in x, np.where(c, x, y) in x and y; np.clip in none
+            bad = any(flag for k, flag in enumerate(flags) if k not in linear)
         else:
-            bad = facts(fn).elementwise or fn is np.clip
+            bad = facts(fn).elementwise
         if bad:
             raise S2SError(f"the custom_jvp rule of {of.name}: {rule.name} computes its tangent with a function "
                            f"that is not linear in the tangents ({getattr(fn, '__name__', fn)}); reverse mode (grad, "

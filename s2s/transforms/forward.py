@@ -153,7 +153,7 @@ class JVP:
                     name(self.dot(value.value.id)), em.index(value.index), ast.Load()))]
             return [primal, zeros]
         if isinstance(value, ir.Attribute):
-            if self.has_tangent(value.value) and value.attr not in ("shape", "ndim", "size", "dtype"):
+            if self.has_tangent(value.value) and value.attr not in ir.SHAPE_ATTRIBUTES:
                 return [primal, assign(self.dot(target), ast.Attribute(
                     name(self.dot(value.value.id)), value.attr, ast.Load()))]
             return [primal, zeros]

@@ -224,7 +224,7 @@ class Vectorizer:
             return anything(base) or any(anything(env.get(n, False)) for n in ir.names_in(value.index))
         if isinstance(value, ir.Attribute):
             base = self._pattern_of(value.value, env)
-            if value.attr in ("shape", "ndim", "size", "dtype"):
+            if value.attr in ir.SHAPE_ATTRIBUTES:
                 return False  # per-example facts, the same for every example
             return anything(base)
         if isinstance(value, ir.Call):
@@ -234,8 +234,9 @@ class Vectorizer:
             if is_user_function(value.fn):
                 callee = self.by_python[id(value.fn)]
                 return self.function(callee, tuple(args[:len(value.args)]))[1]
-            if value.fn in (np.shape, builtins.len) or facts(value.fn).creates and not any(map(anything, args)):
-                return False
+            batching = facts(value.fn).batching
+            if batching in ("example_shape", "example_len") or facts(value.fn).creates and not any(map(anything, args)):
+                return False  # (np.shape, len: of one example, the same for every example)
             if _given_shape(value) and not anything(self._pattern_of(_given_shape(value), env)):
                 # np.zeros_like(x, shape=(3,)): x gives the dtype alone, the same for every example
                 return False
@@ -458,8 +459,9 @@ class Vectorizer:
             callee = self.by_python[id(fn)]
             fname, _ = self.function(callee, tuple(patterns))
             return ast.Call(name(fname), [e.atom(a) for a in call.args], [])
-        if fn in (np.shape, builtins.len) and batched[0]:
-            return runtime_call("example_shape" if fn is np.shape else "example_len", e.atom(call.args[0]))
+        batching = facts(fn).batching
+        if batching in ("example_shape", "example_len") and batched[0]:  # np.shape, len
+            return runtime_call(batching, e.atom(call.args[0]))
         if not any(batched) and not kw_batched:
             return e.expr(call)
         if _given_shape(call):  # the prototype's dtype, the same for every example: as it is
@@ -483,7 +485,7 @@ class Vectorizer:
         if fn in (operator.add, operator.mul) and any(isinstance(p, tuple) for p in patterns):
             if self._sequence_operation(call, patterns, stmt)[0]:  # concatenation, repetition: items as they are
                 return e.call(fn, [e.atom(a) for a in call.args], [])
-        if fn not in (np.array, np.asarray, np.concatenate, np.stack) and any(map(_mixed, patterns)):
+        if batching not in ("array", "join") and any(map(_mixed, patterns)):
             # NumPy takes a tuple or list display as one array: its unbatched items get the batch
             # first (np.sum([a, 1.0]) of a batched a), else they would not stack with the others
             args = list(call.args)
@@ -492,7 +494,7 @@ class Vectorizer:
                     args[k] = self._conformed_items(call.args[k], pattern, env)
                     patterns[k] = batched[k] = True
             call = ir.Call(call.fn, tuple(args), call.kwargs)
-        python_extremum = fn in (builtins.max, builtins.min) and len(call.args) == 2 and not call.kwargs
+        python_extremum = batching == "extremum" and len(call.args) == 2 and not call.kwargs
         if len(call.args) <= 2 and facts(fn).numpy is not None:
             fn = facts(fn).numpy  # math.sin -> np.sin, max -> np.maximum
         args = [self._atom(a, env, lift=True) for a in call.args]
@@ -504,32 +506,32 @@ class Vectorizer:
         # gets the trailing batch axis too, else it would line up with the batch (clip of the
         # example's x by w[b] instead of by w). Options (dtype=...) stay as they are.
         kwargs = [(k, self._atom(a, env, lift=k not in _OPTIONS)) for k, a in call.kwargs]
-        if fn in (np.array, np.asarray) and len(args) == 1 and not kwargs and isinstance(patterns[0], tuple):
+        if batching == "array" and len(args) == 1 and not kwargs and isinstance(patterns[0], tuple):
             # np.array([theta, omega, 2.0]) of per-example numbers, some batched: the rows stack
             # along the leading axis (before _same_shape, which takes np.array of one array)
             return runtime_call("batched_array", e.atom(call.args[0]), name(self.batch),
                                 e.const(tuple(_flags(p) for p in patterns[0])))
         if _same_shape(fn):
             return e.call(fn, args, kwargs)
-        if fn in _ALONG_AN_AXIS and batched[0] and not any(batched[1:]):
+        if batching in _ALONG_AN_AXIS and batched[0] and not any(batched[1:]):
             return self._along_axis(call, stmt)
-        if fn is np.transpose and len(call.args) <= 2 and not kwargs:
+        if batching == "transpose" and len(call.args) <= 2 and not kwargs:
             # the axes as they are (lifted, a tuple of ints would become batched data)
             return runtime_call("batched_transpose", args[0], *[e.atom(a) for a in call.args[1:]])
-        if fn in (np.reshape, np.ravel) and not kwargs and batched[0] and not any(batched[1:]):
+        if batching == "reshape" and not kwargs and batched[0] and not any(batched[1:]):  # (np.ravel too)
             # the shape as it is: lifting it (a tuple of ints) would make it batched data
             shape = e.atom(call.args[1]) if len(call.args) > 1 else ast.Constant(-1)
             return runtime_call("batched_reshape", args[0], shape)
-        if fn is np.expand_dims and len(call.args) == 2 and isinstance(call.args[1], ir.Const) and not kwargs:
+        if batching == "expand_dims" and len(call.args) == 2 and isinstance(call.args[1], ir.Const) and not kwargs:
             return e.call(fn, [args[0], e.const(_shift_axes(call.args[1].value))], [])
-        if fn in (np.concatenate, np.stack) and len(call.args) == 1 and isinstance(patterns[0], tuple):
+        if batching == "join" and len(call.args) == 1 and isinstance(patterns[0], tuple):
             given = dict(call.kwargs)
             axis = given.get("axis", ir.Const(0))
             if not isinstance(axis, ir.Const) or axis.value is None or set(given) - {"axis"}:
                 raise NoBatchingRule(f"no batching rule for {fn.__name__} with these arguments", stmt.origin)
             return runtime_call(f"batched_{fn.__name__}", e.atom(call.args[0]), e.const(_shift_axes(axis.value)),
                                 name(self.batch), e.const(tuple(anything(p) for p in patterns[0])))
-        if fn in (builtins.float,) and len(args) == 1:
+        if batching == "float" and len(args) == 1:
             return ast.Call(parse_expr("np.asarray"), args, [ast.keyword("dtype", parse_expr("float"))])
         if facts(fn).reduction and len(call.args) == 1:
             given = dict(call.kwargs)
@@ -542,9 +544,8 @@ class Vectorizer:
             else:
                 raise NoBatchingRule("no batching rule for a reduction over a computed axis", stmt.origin)
             return e.call(fn, args, [("axis", axis_expr)] + others)
-        if fn in (operator.matmul, np.dot, np.matmul, np.inner, np.outer) and len(args) == 2 and not kwargs:
-            kind = {np.outer: "outer", np.inner: "inner", np.dot: "dot"}.get(fn, "matmul")
-            return runtime_call("batched_product", ast.Constant(kind), e.atom(call.args[0]), e.atom(call.args[1]),
+        if batching == "product" and len(args) == 2 and not kwargs:
+            return runtime_call("batched_product", ast.Constant(facts(fn).product), e.atom(call.args[0]), e.atom(call.args[1]),
                                 ast.Constant(batched[0]), ast.Constant(batched[1]))
         raise NoBatchingRule(f"no batching rule for {getattr(fn, '__name__', fn)}", stmt.origin)
 
@@ -582,10 +583,10 @@ class Vectorizer:
         others = [e.atom(v) if isinstance(v, (ir.Name, ir.Const)) else e.const(v) for v in bound.values()]
         if axis is not None:
             return e.call(fn, [x, *others], [("axis", e.const(_shift_axes(axis)))])
-        if fn is np.flip:
+        if facts(fn).batching == "along_every_axis":  # np.flip: axis=None is every axis of an example
             return e.call(fn, [x], [("axis", runtime_call("example_axes", x))])
         flat = e.call(fn, [runtime_call("batched_reshape", x, ast.Constant(-1)), *others], [("axis", ast.Constant(0))])
-        if fn is np.roll:  # roll keeps the shape: the flattened example goes back into it
+        if facts(fn).batching == "along_axis_in_shape":  # np.roll keeps the shape: the flattened example goes back
             return runtime_call("batched_reshape", flat, runtime_call("example_shape", x))
         return flat
 
@@ -594,8 +595,9 @@ class Vectorizer:
 _OPTIONS = frozenset({"dtype", "order", "casting", "copy", "subok", "ndmin", "like", "device"})
 
 
-# Functions of one array along an axis (their rules' placeholder `axis`), which batch by that axis.
-_ALONG_AN_AXIS = (np.cumsum, np.cumprod, np.diff, np.roll, np.sort, np.flip)
+# The batching rules (Facts.batching) of functions of one array along an axis (their rules'
+# placeholder `axis`), which batch by that axis.
+_ALONG_AN_AXIS = ("along_axis", "along_every_axis", "along_axis_in_shape")
 
 
 def _given_shape(call: ir.Call):
@@ -603,7 +605,7 @@ def _given_shape(call: ir.Call):
     fifth argument): a new array of that shape, whose prototype x gives only its dtype. None
     where no shape is given. (np.full_like's fill value may be batched: it has no batching
     rule, and runs per example.)"""
-    if call.fn not in (np.zeros_like, np.ones_like, np.empty_like):
+    if facts(call.fn).batching != "prototype":
         return None
     shape = dict(call.kwargs).get("shape", call.args[4] if len(call.args) > 4 else None)
     return None if isinstance(shape, ir.Const) and shape.value is None else shape

@@ -221,7 +221,7 @@ class ForwardSweeper:
                 return None  # not an assignment, or read before it is made in this iteration
             value = d.value
             if isinstance(value, ir.Call):
-                if facts(value.fn).integer is None or value.kwargs:  # not integer arithmetic (Facts.integer)
+                if facts(value.fn).integer not in ("kept", "always") or value.kwargs:  # not integer arithmetic
                     return None
             elif isinstance(value, ir.Subscript):
                 base = value.value

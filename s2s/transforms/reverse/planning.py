@@ -94,7 +94,7 @@ class Planning:
             if is_user_function(value.fn) or not _cheap_pure(value):
                 return None
             return ir.names_in(value)
-        if isinstance(value, ir.Attribute) and value.attr in ("shape", "ndim", "size", "dtype"):
+        if isinstance(value, ir.Attribute) and value.attr in ir.SHAPE_ATTRIBUTES:
             return ir.names_in(value)  # (writes into an array keep these)
         if isinstance(value, ir.Subscript) and isinstance(value.value, ir.Name):
             base = value.value.id
