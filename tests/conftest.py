@@ -1,4 +1,5 @@
 import os
+import random
 import sys
 
 # The CUDA simulator must be chosen before numba is first imported.
@@ -15,6 +16,10 @@ os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 # level the load is removed and they are cached.)
 os.environ.setdefault("NUMBA_OPT", "0")
 sys.path.insert(0, os.path.dirname(__file__))
+# The transform x rule matrix (test_rule_matrix.py) compiles a sample of the rules under s2s.jit and
+# in the CUDA simulator, drawn from this seed: set here, in the process that starts pytest-xdist's
+# workers (which inherit it, and so collect the same sample), new on each run, printed at its end.
+os.environ.setdefault("S2S_RULE_MATRIX_SEED", str(random.SystemRandom().randrange(10**6)))
 
 # The slowest files first (seconds of a cold-cache run, measured: test_second_order about 270 after
 # its sampling, test_reverse_features 330, test_cuda 230, ...): pytest-xdist's --dist loadfile
@@ -25,6 +30,12 @@ SLOWEST_FIRST = ["test_reverse_features.py", "test_second_order.py", "test_cuda.
                  "test_rules_statistics.py", "test_jit_derivatives.py", "test_cache_and_hook.py", "test_toolbox.py",
                  "test_runtime.py", "test_vmap.py", "test_rules_polynomials.py", "test_float32.py",
                  "test_custom_rules.py", "test_reverse_lists.py"]
+
+
+def pytest_terminal_summary(terminalreporter):
+    seed = os.environ["S2S_RULE_MATRIX_SEED"]
+    terminalreporter.write_line(f"rule matrix: the jit and cuda columns checked the sample of S2S_RULE_MATRIX_SEED={seed} "
+                                "(S2S_RULE_MATRIX=full checks every rule)")
 
 
 def pytest_collection_modifyitems(session, config, items):

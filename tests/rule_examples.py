@@ -1,32 +1,20 @@
-"""Every derivative rule of the registry, through check_grads in forward and reverse mode.
+"""An example program for every derivative rule of the registry: the rows of the transform x
+rule matrix (tests/test_rule_matrix.py).
 
 EXAMPLES gives each registered function a small program: its parameters (drawn from ARGS:
 vectors of length 3, a well-conditioned 3x3 matrix, numbers; positive and below one where
 log, sqrt or arcsin need it) and a body that calls the function as generated code or a user
-would spell it. A rule that has no example fails test_every_rule_has_an_example, so that no
-rule is added untested. The programs are written to a module of their own (s2s reads the
-source of what it differentiates) and checked on the python backend, in the modes the rule
-has templates for.
-
-S2S_REGISTRY_JIT=1 also sweeps every rule under s2s.jit (the modules the cpu backend compiles;
-about ten minutes of Numba compilation): a rule Numba cannot compile must be refused with the
-user's file:line:column (reported as an expected failure, not a pass); a wrong number fails.
+would spell it (an expression, or statements ending in a return).
 """
 
 import builtins
-import importlib.util
-import math
 import operator
-import os
-import re
 from collections import namedtuple
 
 import numpy as np
-import pytest
 
-from s2s import S2SError, rules, runtime
+from s2s import rules, runtime
 from s2s.rules import QUOTIENT_UNREAD, SELF_PRODUCT
-from s2s.testing import check_grads
 
 Pair = namedtuple("Pair", "a b")
 _rng = np.random.default_rng(7)
@@ -39,27 +27,14 @@ ARGS = {
     "p": Pair(0.4, 0.9),
 }
 
-UNARY_NUMPY = ["sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "exp", "expm1", "log",
-               "log1p", "log2", "log10", "sqrt", "square", "negative", "absolute", "copy", "array", "asarray", "ravel",
-               "exp2", "cbrt", "reciprocal"]
-UNARY_MATH = ["sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "exp", "expm1", "log", "log1p",
-              "log2", "log10", "sqrt", "fabs", "erf", "erfc"]
-
-# function -> (parameters, body: an expression, or statements ending in a return)
+# function -> (parameters, body: an expression, or statements ending in a return). An elementwise
+# function of one or two arguments (a NumPy ufunc, a math function) needs none: example_of writes
+# np.sin(x), np.arctan2(x, y), math.sin(s), math.atan2(s, t) for it.
 EXAMPLES = {
-    **{getattr(np, n): ("x", f"np.{n}(x)") for n in UNARY_NUMPY},
-    **{getattr(math, n): ("s", f"math.{n}(s)") for n in UNARY_MATH},
-    np.arctan2: ("x, y", "np.arctan2(x, y)"),
-    np.hypot: ("x, y", "np.hypot(x, y)"),
-    np.power: ("x, y", "np.power(x, y)"),
+    **{getattr(np, n): ("x", f"np.{n}(x)") for n in ["copy", "array", "asarray", "ravel"]},
     np.mod: ("y, x", "np.mod(y, x)"),
-    np.maximum: ("x, y", "np.maximum(x, y)"),
-    np.minimum: ("x, y", "np.minimum(x, y)"),
     np.fmax: ("x, y", "np.fmax(x, y * 0.5)"),
     np.fmin: ("x, y", "np.fmin(x, y * 0.5)"),
-    math.atan2: ("s, t", "math.atan2(s, t)"),
-    math.hypot: ("s, t", "math.hypot(s, t)"),
-    math.pow: ("s, t", "math.pow(s, t)"),
     operator.add: ("x, y", "x + y"),
     operator.sub: ("x, y", "x - y"),
     operator.mul: ("x, y", "x * y"),
@@ -67,11 +42,6 @@ EXAMPLES = {
     operator.pow: ("x, y", "x ** y"),
     operator.mod: ("y, x", "y % x"),
     operator.neg: ("x", "-x"),
-    np.add: ("x, y", "np.add(x, y)"),
-    np.subtract: ("x, y", "np.subtract(x, y)"),
-    np.multiply: ("x, y", "np.multiply(x, y)"),
-    np.divide: ("x, y", "np.divide(x, y)"),
-    np.logaddexp: ("x, y", "np.logaddexp(x, y)"),
     np.flip: ("A", "np.flip(A, 0) * A"),
     runtime.flip: ("A", "runtime.flip(A, (0, 1)) * A"),
     np.cumsum: ("x, A", "np.cumsum(x) + np.sum(np.cumsum(A, 1) * A)"),
@@ -240,7 +210,7 @@ EXAMPLES = {
     runtime.batched_transpose: ("A", "runtime.batched_transpose(A, None)"),
     runtime.batched_reshape: ("A", "runtime.batched_reshape(A, (3,))"),
     runtime.batch_example: ("x, y", "runtime.batch_example(x, y)"),
-    # statistics (session 21)
+    # statistics
     np.quantile: ("x, A", "np.quantile(x, 0.3) * x + np.sum(np.quantile(A, 0.6, axis=0) ** 2)"),
     runtime.quantile: ("A", "runtime.quantile(A, 0.3, 1, keepdims=True) * A"),
     np.percentile: ("x, A", "np.percentile(x, 30.0) * x + np.sum(np.percentile(A, 75, axis=1) ** 2)"),
@@ -293,71 +263,21 @@ EXAMPLES = {
 }
 
 
-# Rules the sweep finds wrong: expected to fail (strictly: a fix makes the test say so) until
-# their templates are fixed.
-KNOWN_WRONG: dict = {}  # rule -> why its check fails (a strict xfail, so that a fix is noticed)
+def arity(obj) -> int:
+    """How many inputs a rule's template takes without a default (its first parameter is the result)."""
+    parameters = rules.lookup(obj).signature.parameters.values()
+    return sum(p.default is p.empty for p in parameters) - 1
 
 
-def _rule_objects():
-    """Every function with a derivative template (not the one-line declarations)."""
-    return [obj for obj, found in rules.load_rules().items() if found.kind == "rule"]
-
-
-def _label(obj) -> str:
-    module = getattr(obj, "__module__", None) or ("numpy" if isinstance(obj, np.ufunc) else "")
-    return f"{module}.{getattr(obj, '__name__', obj)}".lstrip(".")
-
-
-@pytest.fixture(scope="module")
-def programs(tmp_path_factory):
-    """One module-level function per example, in a module of its own."""
-    lines = ["import builtins", "import math", "import operator", "", "import numpy as np", "",
-             "from s2s import runtime", ""]
-    names = {}
-    for k, (obj, (params, body)) in enumerate(EXAMPLES.items()):
-        name = f"example_{k}"
-        names[obj] = name
-        if "return" not in body:
-            body = f"return {body}"
-        lines += ["", f"def {name}({params}):", f"    {body}", ""]
-    path = tmp_path_factory.mktemp("registry") / "registry_examples.py"
-    path.write_text("\n".join(lines))
-    spec = importlib.util.spec_from_file_location("registry_examples", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return {obj: getattr(module, name) for obj, name in names.items()}
-
-
-def test_every_rule_has_an_example():
-    missing = [_label(obj) for obj in _rule_objects() if obj not in EXAMPLES]
-    assert not missing, f"rules without an example in tests/test_registry.py EXAMPLES: {missing}"
-
-
-def _swept():
-    return [pytest.param(obj, marks=pytest.mark.xfail(strict=True, reason=KNOWN_WRONG[obj])) if obj in KNOWN_WRONG
-            else obj for obj in _rule_objects()]
-
-
-@pytest.mark.parametrize("obj", _swept(), ids=_label)
-def test_rule(obj, programs):
-    if obj not in EXAMPLES:
-        pytest.fail(f"no example for {_label(obj)}: add one to EXAMPLES")
-    found = rules.lookup(obj)
-    modes = [m for m, has in (("fwd", found.forward), ("rev", found.reverse)) if has]
-    params = [p.strip() for p in EXAMPLES[obj][0].split(",")]
-    check_grads(programs[obj], [ARGS[p] for p in params], modes=modes, backend="python")
-
-
-@pytest.mark.skipif(os.environ.get("S2S_REGISTRY_JIT") != "1",
-                    reason="S2S_REGISTRY_JIT=1 sweeps the rules under s2s.jit (Numba compilation, minutes)")
-@pytest.mark.parametrize("obj", _swept(), ids=_label)
-def test_rule_under_jit(obj, programs):
-    found = rules.lookup(obj)
-    modes = [m for m, has in (("fwd", found.forward), ("rev", found.reverse)) if has]
-    params = [p.strip() for p in EXAMPLES[obj][0].split(",")]
-    try:
-        check_grads(programs[obj], [ARGS[p] for p in params], modes=modes, backend="cpu")
-    except S2SError as refusal:
-        message = str(refusal)
-        assert re.search(r"registry_examples\.py:\d+:\d+", message), f"a refusal without the user's line: {message}"
-        pytest.xfail(f"refused under s2s.jit: {message.splitlines()[0]}")
+def example_of(obj) -> tuple[str, str] | None:
+    """The example of a rule: its entry in EXAMPLES, or for an elementwise function of one or
+    two arguments a call of it (vectors in (0.2, 0.8) and (1.1, 1.9), numbers 0.6 and 1.3)."""
+    if obj in EXAMPLES:
+        return EXAMPLES[obj]
+    if isinstance(obj, np.ufunc) and obj.nout == 1 and obj.nin in (1, 2):
+        params = "x" if obj.nin == 1 else "x, y"
+        return params, f"np.{obj.__name__}({params})"
+    if getattr(obj, "__module__", None) == "math" and rules.lookup(obj) is not None and arity(obj) in (1, 2):
+        params = "s" if arity(obj) == 1 else "s, t"
+        return params, f"math.{obj.__name__}({params})"
+    return None
