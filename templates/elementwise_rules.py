@@ -103,6 +103,30 @@ def tanh(y, x):
     x_bar += (1.0 - y * y) * y_bar
 
 
+@rule(np.arcsinh, math.asinh)
+@primitive(np.arcsinh, scalar_safe=True, kernel="math.asinh")
+@primitive(math.asinh, numpy=np.arcsinh)
+def arcsinh(y, x):
+    y_dot = x_dot / np.sqrt(x * x + 1.0)
+    x_bar += y_bar / np.sqrt(x * x + 1.0)
+
+
+@rule(np.arccosh, math.acosh)
+@primitive(np.arccosh, scalar_safe=True, kernel="math.acosh")
+@primitive(math.acosh, numpy=np.arccosh)
+def arccosh(y, x):
+    y_dot = x_dot / np.sqrt(x * x - 1.0)
+    x_bar += y_bar / np.sqrt(x * x - 1.0)
+
+
+@rule(np.arctanh, math.atanh)
+@primitive(np.arctanh, scalar_safe=True, kernel="math.atanh")
+@primitive(math.atanh, numpy=np.arctanh)
+def arctanh(y, x):
+    y_dot = x_dot / (1.0 - x * x)
+    x_bar += y_bar / (1.0 - x * x)
+
+
 @rule(np.exp, math.exp)
 @primitive(np.exp, scalar_safe=True, kernel="math.exp")
 @primitive(math.exp, numpy=np.exp)
@@ -235,8 +259,4 @@ DECLARATIONS = [
     primitive(np.fabs, kernel="abs"),
     primitive(np.copysign, kernel="math.copysign"),
     primitive(np.float_power, kernel="({0} ** {1})"),
-    # Elementwise functions without a rule yet that a kernel computes with the math module.
-    primitive(np.arcsinh, kernel="math.asinh"),
-    primitive(np.arccosh, kernel="math.acosh"),
-    primitive(np.arctanh, kernel="math.atanh"),
 ]

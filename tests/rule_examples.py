@@ -8,6 +8,7 @@ would spell it (an expression, or statements ending in a return).
 """
 
 import builtins
+import math
 import operator
 from collections import namedtuple
 
@@ -32,6 +33,8 @@ ARGS = {
 # np.sin(x), np.arctan2(x, y), math.sin(s), math.atan2(s, t) for it.
 EXAMPLES = {
     **{getattr(np, n): ("x", f"np.{n}(x)") for n in ["copy", "array", "asarray", "ravel"]},
+    np.arccosh: ("y", "np.arccosh(y)"),  # (of numbers above 1)
+    math.acosh: ("t", "math.acosh(t)"),
     np.mod: ("y, x", "np.mod(y, x)"),
     np.fmax: ("x, y", "np.fmax(x, y * 0.5)"),
     np.fmin: ("x, y", "np.fmin(x, y * 0.5)"),
