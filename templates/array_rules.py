@@ -446,7 +446,7 @@ def array(y, x, *, where=None):
 # ---- selection --------------------------------------------------------------------
 
 
-@rule(np.where, pure=True, broadcasts=True, arity=3, operands=(1, 2), linear=(1, 2))
+@rule(np.where, pure=True, broadcasts=True, arity=3, operands=(1, 2), linear=(1, 2), kernel="({1} if {0} else {2})")
 def where(z, condition, x, y):
     z_dot = np.where(condition, x_dot, y_dot)
     x_bar += unbroadcast(np.where(condition, z_bar, 0.0), x)
