@@ -21,14 +21,15 @@ sys.path.insert(0, os.path.dirname(__file__))
 # workers (which inherit it, and so collect the same sample), new on each run, printed at its end.
 os.environ.setdefault("S2S_RULE_MATRIX_SEED", str(random.SystemRandom().randrange(10**6)))
 
-# The slowest files first (seconds of a cold-cache run, measured: test_second_order about 270 after
-# its sampling, test_reverse_features 330, test_cuda 230, ...): pytest-xdist's --dist loadfile
-# hands whole files to its two workers in collection order, and a long file handed out last
-# keeps one worker busy while the other has nothing left to run.
-SLOWEST_FIRST = ["test_reverse_features.py", "test_second_order.py", "test_cuda.py", "test_linalg_rules.py",
-                 "test_rules_array_manipulation.py", "test_lax.py", "test_dask.py", "test_properties.py",
-                 "test_rules_statistics.py", "test_jit_derivatives.py", "test_cache_and_hook.py", "test_toolbox.py",
-                 "test_runtime.py", "test_vmap.py", "test_rules_polynomials.py", "test_float32.py",
+# The slowest files first (seconds of a cold-cache run, measured: test_rule_matrix about 240 on a
+# loaded machine, test_second_order about 270 after its sampling, test_reverse_features 330,
+# test_cuda 230, ...): pytest-xdist's --dist loadfile hands whole files to its two workers in
+# collection order, and a long file handed out last keeps one worker busy while the other has
+# nothing left to run.
+SLOWEST_FIRST = ["test_rule_matrix.py", "test_reverse_features.py", "test_second_order.py", "test_cuda.py",
+                 "test_linalg_rules.py", "test_rules_array_manipulation.py", "test_lax.py", "test_dask.py",
+                 "test_properties.py", "test_rules_statistics.py", "test_jit_derivatives.py", "test_cache_and_hook.py",
+                 "test_toolbox.py", "test_runtime.py", "test_vmap.py", "test_rules_polynomials.py", "test_float32.py",
                  "test_custom_rules.py", "test_reverse_lists.py"]
 
 

@@ -281,7 +281,7 @@ def repeat_method(x, A):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_repeat_method(backend):
-    # x.repeat(...) is np.repeat(x, ...) (frontend/expressions.py METHODS)
+    # x.repeat(...) is np.repeat(x, ...) (its method spelling, declared with its rule)
     A = np.array([[0.4, -1.1, 0.9], [0.3, 0.8, -0.6]])
     check(repeat_method, [np.array([0.5, 1.0]), A], 0, backend)
     check(repeat_method, [np.array([0.5, 1.0]), A], 1, backend)
