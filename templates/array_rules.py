@@ -665,7 +665,7 @@ def full_like(y, a, fill_value, dtype=None, order="K", subok=True, shape=None):
 
 
 
-# ---- statistics (session 21): order statistics, NaN-aware reductions ----------------
+# ---- statistics: order statistics, NaN-aware reductions ----------------
 # np.quantile(a, q, axis) is np.sum(W * a, axis) with W (runtime.quantile_weights) piecewise
 # constant in a: its derivative is W's weighted sum of tangents, its adjoint W times y_bar spread
 # back over the axis. Numba's own take no axis: under Numba generated code calls runtime.quantile.
@@ -763,7 +763,7 @@ def take(y, a, indices, axis=None, out=None, mode="raise"):
 
 
 
-# ---- elementwise and vector functions (session 21) ----------------------------------
+# ---- elementwise and vector functions ----------------------------------
 
 
 @rule(np.heaviside, runtime.heaviside, pure=True, broadcasts=True)

@@ -578,7 +578,7 @@ def astype_bar_(r, g, x):
 DECLARATIONS += [primitive(runtime.pair_differences, pure=True, fresh=True)]
 
 
-# ---- statistics (session 21) ---------------------------------------------------------
+# ---- statistics -----------------------------------------------------------------
 # np.quantile's weights are piecewise constant in x (which element sits at which sorted position
 # changes only at ties): their derivative is 0. quantile_q_refused raises where it runs.
 DECLARATIONS += [nondifferentiable(runtime.quantile_weights, runtime.quantile_q_refused, pure=True, fresh=True)]

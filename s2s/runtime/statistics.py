@@ -1,5 +1,5 @@
 """Helpers of the rules for order statistics and NaN-aware reductions (templates/array_rules.py,
-section "statistics (session 21)"): np.quantile, np.percentile and np.median, np.nansum and
+section "statistics"): np.quantile, np.percentile and np.median, np.nansum and
 np.nanmean. Their Numba overloads are in overloads/statistics.py."""
 
 from __future__ import annotations
@@ -269,7 +269,7 @@ def gradient_bar(g, f, spacing=1.0):
     return out
 
 
-# ---- np.cov (session 24) --------------------------------------------------------------
+# ---- np.cov -------------------------------------------------------------------------
 # np.cov(m) = X X^T / (N - ddof), X m's variables as rows less their means, squeezed: the
 # derivative of one data set with a constant divisor, no weights (rules: a second data set y,
 # fweights and aweights are refused where m is differentiated, analysis/activity.py).
@@ -322,7 +322,7 @@ def cov_square(g, x):
     return np.reshape(g, (np.shape(x)[0], np.shape(x)[0]))
 
 
-# ---- np.corrcoef (session 24) ----------------------------------------------------------
+# ---- np.corrcoef -------------------------------------------------------------------
 # r = G / sqrt(g g^T) for the Gram matrix G = X X^T of the centred variables and its diagonal g
 # (np.cov's divisor cancels), clipped to [-1, 1]. First derivatives: the helpers below are
 # primal values of the rule and have no rules of their own (a second derivative through
