@@ -13,18 +13,23 @@ Bare names that the template module imported from s2s.runtime are runtime helper
 become `runtime.<name>` in generated code. The registry is built by `load_rules()`,
 never as a side effect of importing a template module.
 
-The same modules declare what the passes need to know of each primitive besides its
-derivative (class Facts: pure, elementwise, a view, keeps integers, ...), one line per
-primitive, next to its rule where it has one:
+The same modules declare everything else the passes need to know of each primitive
+(class Facts: elementwise, linear, its shape and dtype, its batching rule, its method and
+kernel spellings, its Numba form, ...), next to its rule where it has one; the passes ask
+here and keep no tables of NumPy's names:
 
     @rule(np.sum, runtime.reduce_sum, pure=True)          facts of every object named
-    @primitive(np.sum, reduction=True, numba=runtime.reduce_sum)   facts of np.sum alone
+    @primitive(np.sum, reduction=True, numba=runtime.reduce_sum, method="sum")   of np.sum alone
     def sum(y, x, axis=None, keepdims=False): ...
 
     DECLARATIONS = [nondifferentiable(np.floor, math.floor, cheap=True),
                     primitive(np.zeros, np.ones, creates=True)]
 
-`load_facts()` gathers them; `facts(obj)` answers for one object (a NumPy ufunc or a
+A rule of a special case of a call is registered against a Case whose test picks it
+(`Case("np.cov", of=(np.cov,), when=lambda call: call.given("y"))`): rule_of_call asks the
+cases of the called function before the function's own rule.
+
+`load_facts()` gathers the facts; `facts(obj)` answers for one object (a NumPy ufunc or a
 math function is elementwise without saying so) and `spelled(module, attr)` turns the
 spelling in generated Python, ("np", "sin"), ("runtime", "sum_bar"), (None, "abs"),
 into the object, for the passes that read generated code.
