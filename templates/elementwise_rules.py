@@ -204,6 +204,30 @@ def logaddexp(z, x, y):
     y_bar += unbroadcast(z_bar * np.exp(y - z), y)
 
 
+@rule(np.logaddexp2)
+def logaddexp2(z, x, y):
+    """log2(2**x + 2**y): each operand's weight is its share, 2**(operand - z)."""
+    z_dot = x_dot * np.exp2(x - z) + y_dot * np.exp2(y - z)
+    x_bar += unbroadcast(z_bar * np.exp2(x - z), x)
+    y_bar += unbroadcast(z_bar * np.exp2(y - z), y)
+
+
+@rule(np.deg2rad, np.radians, math.radians, cheap=True, linear="all")
+@primitive(np.deg2rad, np.radians, scalar_safe=True, kernel="({0} * 0.017453292519943295)")  # (pi / 180)
+@primitive(math.radians, numpy=np.deg2rad)
+def deg2rad(y, x):
+    y_dot = x_dot * (np.pi / 180.0)
+    x_bar += y_bar * (np.pi / 180.0)
+
+
+@rule(np.rad2deg, np.degrees, math.degrees, cheap=True, linear="all")
+@primitive(np.rad2deg, np.degrees, scalar_safe=True, kernel="({0} * 57.29577951308232)")  # (180 / pi)
+@primitive(math.degrees, numpy=np.rad2deg)
+def rad2deg(y, x):
+    y_dot = x_dot * (180.0 / np.pi)
+    x_bar += y_bar * (180.0 / np.pi)
+
+
 @rule(np.sqrt, math.sqrt)
 @primitive(np.sqrt, scalar_safe=True, cheap=True, kernel="math.sqrt")
 @primitive(math.sqrt, numpy=np.sqrt, cheap=True)

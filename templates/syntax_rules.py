@@ -105,7 +105,7 @@ def copy_(y, x):
     x_bar += y_bar
 
 
-@rule(builtins.abs, np.abs, np.absolute, cheap=True)
+@rule(builtins.abs, np.abs, np.absolute, np.fabs, cheap=True)
 @primitive(builtins.abs, elementwise=True, pure=True, fusable=True, integer="kept", numpy=np.abs)
 @primitive(np.abs, scalar_safe=True, kernel="abs")
 def abs(y, x):
