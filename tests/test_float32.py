@@ -123,7 +123,7 @@ def test_jit_grad_of_a_float32_number_argument():
 def test_a_number_tape_takes_the_common_type_of_its_pushes():
     """The tape is made at the first push, of the float32 s; the loop makes s float64 (Numba
     types s by refinement): the tape is float64 and holds every push exactly."""
-    runtime.register_numba_overloads()
+    runtime.overloads.register_numba()
 
     @numba.njit
     def pushes(x, c):

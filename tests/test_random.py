@@ -143,7 +143,7 @@ def all_draws(key):
 def test_numba_equals_numpy():
     import numba
 
-    s2s.runtime.register_numba_overloads()
+    s2s.runtime.overloads.register_numba()
     compiled = numba.njit(all_draws)(K42)
     plain = all_draws(K42)
     assert len(compiled) == len(plain) == 18
@@ -325,7 +325,7 @@ def test_threefry_of_numbers_under_numba():
     """One element at a time, as a kernel's thread would: element i of bits hashes (0, i)."""
     import numba
 
-    s2s.runtime.register_numba_overloads()
+    s2s.runtime.overloads.register_numba()
 
     @numba.njit
     def bits_by_loop(k0, k1, n):

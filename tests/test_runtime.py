@@ -6,8 +6,10 @@ import numpy as np
 import pytest
 
 from s2s import runtime as rt
-from s2s.runtime import overloads as runtime_numba  # noqa: F401
+from s2s.runtime import overloads
 from s2s.errors import S2SError
+
+overloads.register_numba()
 
 rng = np.random.default_rng(3)
 

@@ -39,10 +39,12 @@ from typing import Any
 import numpy as np
 
 from .. import pytree, runtime
+from ..runtime import overloads
 from ..codegen import cuda as codegen
 from ..errors import Origin, S2SError
 from ..transforms import batching
-from . import cuda_tapes, failures, import_generated, write_module
+from . import cuda_tapes, failures
+from .loading import import_generated, write_module
 
 THREADS_PER_BLOCK = 128
 MAX_BLOCKS = 65536  # more examples than threads: each thread takes several (grid-stride loop)
@@ -425,7 +427,7 @@ def _load(source: str, stem: str) -> types.ModuleType:
     from numba.core import config
 
     if not config.ENABLE_CUDASIM:  # the simulator calls the plain helpers
-        runtime.register_cuda_overloads()
+        overloads.register_cuda()
     module = import_generated(source, stem, "_cuda")
     if config.ENABLE_CUDASIM:  # (but shape tapes as a kernel keeps them: cuda_tapes.simulated_runtime)
         module.runtime = cuda_tapes.simulated_runtime()

@@ -14,6 +14,7 @@ import re
 
 from ..driver.origins import _column, _origin_above, origin_above, through_generated  # noqa: F401  (origin_above: cuda.py, check.py)
 from ..errors import Origin, S2SError
+from .loading import forget_numba_caches
 
 _WHERE = re.compile(r'File "([^"]+)", line (\d+)')
 _HIGHLIGHT = re.compile(r"\x1b\[[0-9;]*m")  # the terminal bold of numba-cuda's messages (seen on an H200)
@@ -243,8 +244,6 @@ def _recovering(function, args):
     except ModuleNotFoundError as exc:
         if not str(getattr(exc, "name", "") or "").startswith("s2s_generated"):
             raise
-        from . import forget_numba_caches
-
         forget_numba_caches()
         return function(*args)
 

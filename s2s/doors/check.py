@@ -24,7 +24,7 @@ from .. import driver
 from ..backends.failures import origin_above
 from ..codegen.cuda import device_functions
 from ..errors import S2SError
-from ..runtime import register_numba_overloads
+from ..runtime import overloads
 
 BACKENDS = ("python", "cpu", "cuda")
 # (row, what the API call is)
@@ -95,7 +95,7 @@ def _numba_typing():
     """Numba's typing context with its NumPy and linalg registries and s2s's overloads loaded."""
     from numba.core.registry import cpu_target
 
-    register_numba_overloads()
+    overloads.register_numba()
     cpu_target.target_context.refresh()
     cpu_target.typing_context.refresh()
     return cpu_target.typing_context

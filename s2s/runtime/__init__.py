@@ -2,7 +2,8 @@
 
 Each helper is plain NumPy here, which the python backend runs. runtime/overloads/ gives
 every helper a `numba.extending.overload`, so that the same generated source compiles
-under `numba.njit` for scalars and arrays of any ndim.
+under `numba.njit` for scalars and arrays of any ndim: the backends register them
+(overloads.register_numba, register_cuda) before they compile, and nothing here imports Numba.
 """
 
 from __future__ import annotations
@@ -33,18 +34,6 @@ from . import kernels  # noqa: E402
 def is_helper(value) -> bool:
     """Is value one of the helpers here (defined in a module of this package)?"""
     return (getattr(value, "__module__", None) or "").startswith(__name__ + ".") and callable(value)
-
-
-def register_numba_overloads() -> None:
-    """Give every helper its numba.extending.overload (overloads/), once: called by the
-    cpu backend before it compiles generated code, so that the python backend never loads Numba."""
-    from . import overloads  # noqa: F401  (importing it registers the overloads)
-
-
-def register_cuda_overloads() -> None:
-    """The numba-cuda overloads of the helpers that kernel code calls (overloads/cuda.py), once:
-    called by the cuda backend before a kernel module is loaded."""
-    from .overloads import cuda  # noqa: F401  (importing it registers the overloads)
 
 
 def __getattr__(name):

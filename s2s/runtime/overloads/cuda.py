@@ -4,7 +4,7 @@ A kernel cannot allocate, so only what a number (or a tuple of numbers) needs is
 adjoint helpers of scalar reverse mode. Given an array where it would have to allocate, an
 overload raises a TypingError starting with "s2s:", which backends/failures.py reports at
 the user's statement. The simulator runs the plain helpers of s2s/runtime instead.
-Importing this module registers them (runtime.register_cuda_overloads).
+Importing this module registers them (overloads.register_cuda).
 """
 
 from __future__ import annotations
