@@ -8,6 +8,7 @@ import numpy as np
 from numba import types
 
 from ... import runtime as rt
+from ..arrays import _DOT_SUMS, _dot_zero_refusal
 
 
 def _compile(source: str, name: str, **env):
@@ -74,8 +75,6 @@ def _dot_zero(x, y):
     returning 0 of np.dot's dtype, or a TypingError where the sum of products is not np.dot."""
     from numba.core.errors import TypingError
     from numba.np import numpy_support
-
-    from ..arrays import _DOT_SUMS, _dot_zero_refusal
 
     if not (isinstance(x, types.Array) and isinstance(y, types.Array)):
         raise TypingError("s2s: runtime.dot_zero takes two arrays")

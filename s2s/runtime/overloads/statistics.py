@@ -11,6 +11,7 @@ from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
 
 from ... import runtime as rt
+from .common import _is_none
 from .reductions import _axis_overload, _float_of, _tuple_source
 
 
@@ -113,7 +114,6 @@ def _along(t, ax):
 
 @_axis_overload(rt.average_weights, "a")
 def _average_weights(t, ax):
-    from .common import _is_none
     if _is_none(t["weights"]):
         return ["return np.ones(a.shape)"], {}
     if not _along(t, ax):
@@ -217,7 +217,6 @@ def _heaviside(x1, x2):
 
 @_axis_overload(rt.trapezoid_weights, "y")
 def _trapezoid_weights(t, ax):
-    from .common import _is_none
     x = t.get("x")
     if _is_none(x):
         lines = ["n = y.shape[" + str(ax.axes[0]) + "]", "d = np.full(max(n - 1, 0), float(dx))"]
