@@ -10,8 +10,8 @@ import numpy as np
 
 from . import pytree
 from .errors import S2SError
-from .doors.api import Transformed, grad, jit
-from .doors.forward import ForwardTransformed
+from .doors.api import grad
+from .doors.core import ForwardTransformed, Transformed, jit
 from .doors.jacobians import hessian
 
 

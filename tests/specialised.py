@@ -6,7 +6,8 @@ for every corpus program and every random program.
 """
 
 import s2s
-from s2s.doors import api
+from s2s.doors import core
+from s2s.doors.values import zero_tangent
 from s2s import backends, pytree
 from s2s.analysis.shapes import argument_facts
 
@@ -17,7 +18,7 @@ def specialised_grad(fun, args, argnums=0):
     source, entries = g.specialised(args)
     module = backends.load(source, fun.__name__, "python")
     vjp = getattr(module, entries["vjp"])
-    _, grads = vjp(*args, api._seed(args))
+    _, grads = vjp(*args, core._seed(args))
     picked = (argnums,) if isinstance(argnums, int) else tuple(argnums)
     grads = tuple(pytree.restructure(gr, args[k]) for gr, k in zip(grads, picked))
     return grads[0] if isinstance(argnums, int) else grads
@@ -29,9 +30,9 @@ def specialised_jvp(fun, primals, tangents, active=None):
     primals = s2s.grad(fun)._bind(tuple(primals), {}, ())  # defaults filled in
     options = {} if active is None else {"active": list(active)}
     if active is None:
-        tangents = tuple(tangents) + tuple(api.zero_tangent(p) for p in primals[len(tangents):])
+        tangents = tuple(tangents) + tuple(zero_tangent(p) for p in primals[len(tangents):])
     options["facts"] = argument_facts(tuple(primals) + tuple(tangents))
-    source, entries = api._generated(fun, "jvp", options)
+    source, entries = core._generated(fun, "jvp", options)
     module = backends.load(source, fun.__name__ + "_jvp", "python")
     entry = getattr(module, entries["jvp"])
     return entry(*primals, *tangents)

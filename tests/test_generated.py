@@ -58,7 +58,7 @@ def test_generated_files_are_what_the_api_compiles(example):
         golden = open(os.path.join(ROOT, "generated", f"{example[:-3]}_{name}_grad.py")).read()
         assert s2s.grad(getattr(module, name)).source == golden
         golden = open(os.path.join(ROOT, "generated", f"{example[:-3]}_{name}_jvp.py")).read()
-        assert s2s.doors.forward.ForwardTransformed(getattr(module, name)).source == golden
+        assert s2s.doors.core.ForwardTransformed(getattr(module, name)).source == golden
 
 
 def test_examples_run(tmp_path):

@@ -387,7 +387,7 @@ def shifted_products(x, s):
 def test_jvp_on_the_cpu_backend_loops_too():
     x, s = np.linspace(0.2, 1.4, 8), 0.7
     x_dot, s_dot = np.linspace(-1.0, 1.0, 8), 0.3
-    forward = s2s.doors.forward.ForwardTransformed(shifted_products)
+    forward = s2s.doors.core.ForwardTransformed(shifted_products)
     assert "for k in range(max(0, x.shape[0] - 2))" in forward.specialised_source((x, s, x_dot, s_dot))
     value, tangent = s2s.jvp(shifted_products, (x, s), (x_dot, s_dot), backend="cpu")
     h = 1e-6

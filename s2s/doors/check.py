@@ -25,6 +25,8 @@ from ..backends.failures import origin_above
 from ..codegen.cuda import device_functions
 from ..errors import S2SError
 from ..runtime import overloads
+from .jacobians import SecondOrder
+from .vmap_source import loop_source
 
 BACKENDS = ("python", "cpu", "cuda")
 # (row, what the API call is)
@@ -67,12 +69,8 @@ def _blocker(exc: S2SError, fn) -> Blocker:
 def _generate(fn, row: str):
     """(source, user files) of the transform the row names, or raise its S2SError."""
     if row == "hessian":
-        from .jacobians import SecondOrder
-
         return SecondOrder(fn, 0, 0, scalar=False).source, _user_files(fn)
     if row == "vmap":
-        from .vmap_source import loop_source
-
         return loop_source(fn, 0), _user_files(fn)
     transform, options = {"jit": ("primal", {}), "grad": ("grad", {"argnums": [0]}), "jvp": ("jvp", {})}[row]
     source, dependencies = driver.generate(fn, transform, options)

@@ -18,7 +18,7 @@ from ..driver import cache
 from ..errors import S2SError
 from ..frontend import named_lambda
 from ..rules.custom import CustomRule
-from .api import _source
+from .core import _source
 from .vmap_source import loop_source
 
 # vmap: the loop over the examples, from --in-axes (vmap_source.loop_source)

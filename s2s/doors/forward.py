@@ -1,5 +1,5 @@
-"""Forward mode at the door: s2s.jvp, and the generated forward-mode module of a function
-(ForwardTransformed) that jvp, jacfwd, hessian and s2s.jvp inside a transformed function use."""
+"""Forward mode at the door: s2s.jvp, with the generated forward-mode module of each function
+(core.ForwardTransformed) kept for later calls, and s2s.jvp inside a transformed function."""
 
 from __future__ import annotations
 
@@ -9,121 +9,13 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .. import backends, pytree
-from ..analysis.shapes import argument_facts
+from .. import pytree
 from ..driver import cache
 from ..errors import S2SError
 from ..frontend.nested import register_nested_transform
-from .api import Primal, Transformed, _generated_manifest, _kinds, _source, _unbatched
-from .values import scalar_like, tangent_in_primal_dtype, zero_tangent
-
-
-class ForwardTransformed:
-    """The generated forward-mode module of a function (jvp), loaded for a backend."""
-
-    def __init__(self, fun: Callable, backend: str = "python", has_aux: bool = False, columns: bool = False,
-                 active: tuple[int, ...] | None = None):
-        fun = _unbatched(fun)
-        self.fun = fun
-        self.backend = backend
-        self.has_aux = has_aux
-        self.columns = columns  # also the compiled loops over stacks of tangents (jacfwd)
-        # only these arguments have tangents (the entry takes them after the primals); the
-        # others' are symbolic zeros, never multiplied (0 * inf is NaN); None: every argument
-        self.active = None if active is None else tuple(active)
-        self._source: str | None = None
-        self._names: dict = {}  # the entry points of _source
-        self._module = None
-        self._entries: dict = {}
-        self._by_facts: dict = {}  # kinds of the arguments -> the specialised entry (cpu)
-        self.manifests: list[dict] = []  # of the modules generated or read so far
-        self.watches: list = []  # cache.Watch of each: is the memo (_forward_transformed) current?
-        self._parameters: list | None = None  # of fun's signature (with_defaults)
-
-    def _generated(self, options: dict) -> tuple[str, dict]:
-        source, manifest = _generated_manifest(self.fun, "jvp", options)
-        self.manifests.append(manifest)
-        self.watches.append(cache.Watch(manifest, self.fun))
-        return source, manifest["entries"]
-
-    def current(self) -> bool:
-        for watch in self.watches:
-            if not watch.current():
-                return False
-        return True
-
-    @property
-    def source(self) -> str:
-        if self._source is None:
-            options = {}
-            if self.has_aux:
-                options["has_aux"] = True
-            if self.columns:
-                options["columns"] = True
-            if self.active is not None:
-                options["active"] = list(self.active)
-            self._source, self._names = self._generated(options)
-        return self._source
-
-    def module(self):
-        if self._module is None:
-            self._module = backends.load(self.source, self.fun.__name__ + "_jvp", self.backend)
-        return self._module
-
-    def entry(self, suffix: str = "_jvp"):
-        if suffix not in self._entries:  # looked up once: a small jvp costs less than a getattr
-            self.source  # generated with its names
-            function_name = self._names.get("jvp", "") if suffix == "_jvp" else ""  # program_jvp_wrt_x_a
-            self._entries[suffix] = backends.entry(self.module(), function_name or self._names["name"] + suffix,
-                                                   self.fun)
-        return self._entries[suffix]
-
-    def entry_wrt(self, k: int):
-        """The forward mode with respect to argument k alone, which its columns driver calls
-        (the others' tangents are symbolic zeros): of a module made with columns=True."""
-        suffix = f"_jvp_columns_{k}"
-        if suffix not in self._entries:
-            self.source  # generated with its names
-            self._entries[suffix] = backends.entry(self.module(), self._names["wrt"][k], self.fun)
-        return self._entries[suffix]
-
-    def with_defaults(self, primals: tuple, tangents: tuple) -> tuple[tuple, tuple]:
-        """The primals and tangents for every parameter: those the call leaves out take their
-        defaults, with zero tangents (jax.jvp calls fun(*primals), so defaults are constants)."""
-        if self._parameters is None:  # once: the memo is renewed when fun's defaults change
-            try:
-                self._parameters = list(inspect.signature(self.fun).parameters.values())
-            except (TypeError, ValueError):
-                self._parameters = []
-        parameters = self._parameters
-        if len(parameters) <= len(primals):
-            return primals, tangents
-        missing = [p for p in parameters[len(primals):] if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        if not missing or any(p.default is p.empty for p in missing):
-            return primals, tangents  # too few arguments: the call raises its own TypeError
-        defaults = tuple(p.default for p in missing)
-        return primals + defaults, tangents + tuple(zero_tangent(d) for d in defaults)
-
-    def call_args(self, args):
-        if self.backend == "cpu":
-            return tuple(pytree.to_numba(a) for a in args)
-        return tuple(args)
-
-    def specialised_source(self, args) -> str:
-        """The forward module generated for these kinds of primals and tangents (s2s.jvp on
-        the cpu backend): its elementwise statements over 1-d arrays run as loops."""
-        return _source(self.fun, "jvp", {"facts": argument_facts(args)})
-
-    def specialised_entry(self, args):
-        key = _kinds(args)
-        if key not in self._by_facts:
-            options = {"facts": argument_facts(args)}
-            if self.active is not None:
-                options["active"] = list(self.active)
-            source, names = self._generated(options)
-            module = backends.load(source, self.fun.__name__ + "_jvp", self.backend)
-            self._by_facts[key] = backends.entry(module, names["jvp"], self.fun)
-        return self._by_facts[key]
+from .core import ForwardTransformed, Primal, Transformed
+from .hvp import jvp_of_gradient
+from .values import scalar_like, tangent_in_primal_dtype
 
 
 _FORWARD: "weakref.WeakKeyDictionary | None" = None
@@ -175,8 +67,6 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
     if isinstance(fun, Primal) and backend == "python":  # jvp(jit(f)) is f's forward mode, compiled
         return jvp(fun.fun, primals, tangents, backend=fun.backend)
     if isinstance(fun, Transformed) and fun.kind in ("grad", "value_and_grad") and not fun.rows:
-        from .hvp import jvp_of_gradient  # (hvp.py builds on ForwardTransformed here)
-
         # the Hessian-vector product jvp(grad(f), (x,), (v,)): forward mode over the reverse code
         return jvp_of_gradient(fun, tuple(primals), tuple(tangents), fun.backend if backend == "python" else backend)
     if hasattr(fun, "with_backend") or isinstance(fun, Primal):  # jacfwd/jacrev, hessian, vmap; jit

@@ -19,6 +19,7 @@ import numpy as np
 
 from .. import backends, pytree
 from ..errors import S2SError
+from .core import Transformed, _Binder, _source, _unbatched
 from .values import in_dtype, private_copies
 
 
@@ -27,10 +28,8 @@ class TreeHessian:
     namedtuple of float arrays and numbers."""
 
     def __init__(self, fun: Callable, argnums, backend: str = "python"):
-        from . import api
-
-        self.fun = api._unbatched(fun)
-        self._bind = api._Binder(self.fun)
+        self.fun = _unbatched(fun)
+        self._bind = _Binder(self.fun)
         self.argnums = argnums
         self._argnums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
         self.backend = backend
@@ -42,16 +41,12 @@ class TreeHessian:
         return TreeHessian(self.fun, self.argnums, backend)
 
     def _vjp_function(self):
-        from .api import Transformed
-
         if self._inner is None:
             self._inner = Transformed(self.fun, "vjp", self._argnums)
         return getattr(self._inner.module(), f"{self._inner._entry_name()}_vjp")
 
     @property
     def source(self) -> str:
-        from .api import _source
-
         return _source(self._vjp_function(), "second_order", {})
 
     def module(self):

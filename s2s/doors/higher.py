@@ -29,8 +29,9 @@ import numpy as np
 
 from .. import backends, pytree, runtime
 from ..errors import S2SError
+from .core import _generated, _plain_value, _source
+from .hessian import TreeHessian
 from .values import in_dtype, private_copies
-from . import api
 
 
 def _basis_vectors(shape: tuple):
@@ -79,12 +80,12 @@ class ThirdOrder:
 
     @property
     def source(self) -> str:
-        return api._source(self._second_order_function(), "jvp", {"active": [self.argnum]})
+        return _source(self._second_order_function(), "jvp", {"active": [self.argnum]})
 
     def _call(self):
         if self._entry is None:
             function = self._second_order_function()
-            source, names = api._generated(function, "jvp", {"active": [self.argnum]})
+            source, names = _generated(function, "jvp", {"active": [self.argnum]})
             self._module = backends.load(source, function.__name__ + "_jvp", self.backend)
             self._entry = backends.entry(self._module, names["jvp"], self.fun)
         return self._entry
@@ -107,7 +108,7 @@ class ThirdOrder:
                                + (f" of {value.dtype}" if isinstance(value, np.ndarray) else ""),
                                hint="pass floats (1.0 rather than 1) or float arrays")
         with runtime.debug_silenced():  # (for its output's shape, not one of the user's calls)
-            out = api._plain_value(self.fun, private_copies(args))
+            out = _plain_value(self.fun, private_copies(args))
         if not isinstance(out, (float, int, np.floating, np.ndarray)):
             raise S2SError(f"third derivatives of {name} take a function with an array or number output, not "
                            f"{type(out).__name__}", hint="return one array (or number)")
@@ -145,8 +146,6 @@ def third_order(second, argnum, scalar: bool, has_aux: bool = False) -> ThirdOrd
 
 def refuse_fourth_order(fun, transform: str) -> None:
     """A derivative of a third derivative, or of hessian(f, (0, 1)) blocks: a clear refusal."""
-    from .hessian import TreeHessian
-
     if isinstance(fun, ThirdOrder):
         raise S2SError(f"{transform} of a third derivative (fourth derivatives) is not supported",
                        hint="take derivatives up to the third: e.g. s2s.jacfwd(s2s.hessian(f)); for a "

@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import pytree
 from ..errors import S2SError
-from .forward import ForwardTransformed
+from .core import ForwardTransformed, _seed
 from .values import private_copies, scalar_like
 
 
@@ -31,9 +31,7 @@ def _zero(tangent) -> bool:
 
 def jvp_of_gradient(gradient, primals: tuple, tangents: tuple, backend: str):
     """jvp(grad(f, argnums), primals, tangents) and jvp(value_and_grad(f, argnums), ...);
-    gradient is the api.Transformed of grad or value_and_grad."""
-    from .api import _seed
-
+    gradient is the core.Transformed of grad or value_and_grad."""
     name = getattr(gradient.fun, "__name__", "the function")
     if gradient.has_aux:
         raise S2SError(f"s2s.jvp of {gradient.kind}(..., has_aux=True) of {name} is not supported",

@@ -10,8 +10,8 @@ import numpy as np
 
 from .. import backends, pytree, runtime
 from ..errors import S2SError
-from .api import Primal, Transformed, _Binder, jit, _argnums_tuple, _plain_value, _source, _unbatched
-from .forward import ForwardTransformed
+from .core import (Derivative, ForwardTransformed, Primal, Transformed, _Binder, _argnums_tuple, _plain_value, _source,
+                   _unbatched, jit)
 from .values import in_dtype, private_copies, unit_leaves
 from .hessian import TreeHessian
 from .higher import refuse_fourth_order, third_order
@@ -30,7 +30,7 @@ def _basis(shape: tuple, dtype) -> np.ndarray:
     return np.eye(n, dtype=dtype).reshape((n,) + shape)
 
 
-class Jacobian:
+class Jacobian(Derivative):
     """jacfwd / jacrev: a Jacobian by pushing (pulling) a stack of basis vectors through
     compiled generated code in one call."""
 
@@ -138,7 +138,7 @@ class Jacobian:
         return jac
 
 
-class SecondOrder:
+class SecondOrder(Derivative):
     """Derivatives of a reverse-mode derivative, by forward mode over the generated reverse
     code: hessian(f), jacfwd(jacrev(f)), jacrev(jacrev(f)), grad(grad(f))."""
 

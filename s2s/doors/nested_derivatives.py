@@ -42,7 +42,8 @@ from typing import Callable
 from ..driver import cache
 from ..errors import S2SError
 from ..frontend.nested import register_nested_call, register_nested_object
-from .api import Transformed, grad
+from .api import grad
+from .core import Transformed
 from .forward import _nested_entry
 from .jacobians import Jacobian, SecondOrder, hessian, jacfwd, jacrev
 

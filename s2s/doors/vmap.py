@@ -6,7 +6,7 @@ that transforms/batching.py writes. Each specialisation is generated and compile
 
 The per-example modules (primal, grad) and, on the python backend, the vectorised modules
 (the "vmap" and "vmap_total" transforms of driver/pipeline.py) come through the one door of
-the engine, api._generated, so they are cached like every transform, with the names of their
+the engine, core._generated, so they are cached like every transform, with the names of their
 entry points; the loop driver around a per-example module is written here (from the axes
 alone, for the command line: vmap_source.py).
 """
@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import api
+from . import core
 from .. import runtime
 from .. import backends, pytree
 from ..driver import cache
@@ -301,7 +301,7 @@ class Batched:
                                      [f"[{k}]" for k in range(len(spec["leaf_dtypes"]))],
                                      [np.ndim(x) for x in pytree.leaves(output)], f"vmap of {spec['description']}")
             return kernel, output
-        if isinstance(fun, api.Transformed) and fun.kind in ("grad", "value_and_grad"):
+        if isinstance(fun, core.Transformed) and fun.kind in ("grad", "value_and_grad"):
             output = fun.with_backend("python")(*example)
             # Compiled, the per-example gradient is specialised for the examples' kinds.
             source, entries = fun.specialised(example) if backend in ("cpu", "cuda") else fun.generated()
@@ -311,16 +311,16 @@ class Batched:
                 view = (grads, "[0][1]") if fun.has_aux else grads
             else:
                 view = ((("[0][0]", "[0][1]") if fun.has_aux else "[0]"), grads)
-            seed = api._seed(example)
+            seed = core._seed(example)
             extra = ["np.float32(1.0)" if isinstance(seed, np.float32) else "1.0"]
             what = f"{'grad' if fun.kind == 'grad' else 'value_and_grad'} of {fun.fun.__name__}"
-        elif isinstance(fun, api.Primal) or inspect.isfunction(fun) and not isinstance(fun, type):
-            plain = fun.fun if isinstance(fun, api.Primal) else fun
-            output = api._plain_value(plain, copy.deepcopy(example))
+        elif isinstance(fun, core.Primal) or inspect.isfunction(fun) and not isinstance(fun, type):
+            plain = fun.fun if isinstance(fun, core.Primal) else fun
+            output = core._plain_value(plain, copy.deepcopy(example))
             try:
-                source, entries = api._generated(plain, "primal", {})
+                source, entries = core._generated(plain, "primal", {})
             except S2SError:
-                if backend == "python" and not isinstance(fun, api.Primal):
+                if backend == "python" and not isinstance(fun, core.Primal):
                     return None, output  # e.g. a lambda around s2s.jvp: loop in Python
                 raise
             entry, view, extra, what = entries["name"], "", [], plain.__name__
@@ -330,7 +330,7 @@ class Batched:
         leaves = pytree.leaves(output)
         kernel = batching.Kernel(source, entry, extra, _view_paths(view, structure),
                                  [np.ndim(x) for x in leaves], what)
-        if backend == "cpu" and isinstance(fun, api.Transformed) and fun.kind == "grad" and not fun.has_aux:
+        if backend == "cpu" and isinstance(fun, core.Transformed) and fun.kind == "grad" and not fun.has_aux:
             self._with_into(kernel, fun, example, leaves)
         return kernel, output
 
@@ -416,10 +416,10 @@ class Batched:
             spec.update(source=f"# s2s.vmap of {what}: it has no generated code, so the python backend calls it "
                                f"once per example, in Python.\n", driver=None, call=None, description=what)
         else:
-            params = _param_names(self.fun.fun if isinstance(self.fun, (api.Transformed, api.Primal)) else self.fun,
+            params = _param_names(self.fun.fun if isinstance(self.fun, (core.Transformed, core.Primal)) else self.fun,
                                   len(args))
             base = kernel.entry[:-4] + "_grad" if kernel.entry.endswith("_vjp") else kernel.entry
-            if isinstance(self.fun, api.Transformed) and self.fun.kind == "value_and_grad":
+            if isinstance(self.fun, core.Transformed) and self.fun.kind == "value_and_grad":
                 base = kernel.entry[:-4] + "_value_and_grad"
             # out_axes None: stack, then check every example agrees (as JAX refuses a batched output)
             source, why_loop = None, ""
@@ -453,9 +453,9 @@ class Batched:
         """On the python backend, a plain function is batched by rules into vectorised NumPy
         where every statement has one (the "vmap" transform): (source, "") or (None, why not)."""
         fun = self.fun
-        if isinstance(fun, api.Primal):
+        if isinstance(fun, core.Primal):
             fun = fun.fun
-        if isinstance(fun, api.Transformed):
+        if isinstance(fun, core.Transformed):
             return self._vectorized_grad(params, trees, spec)
         if not inspect.isfunction(fun) or isinstance(self.fun, Batched):
             return None, "batching rules cover plain functions and their gradients; this is " + kernel.description
@@ -463,7 +463,7 @@ class Batched:
                    "leaf_paths": kernel.leaf_paths, "out_axes": [a or 0 for a in spec["out_axes"]],
                    "description": kernel.description}
         try:
-            source = api._source(fun, "vmap", options)
+            source = core._source(fun, "vmap", options)
         except NoBatchingRule as exc:
             return None, str(exc)
         return source, ""
@@ -473,13 +473,13 @@ class Batched:
         (the "vmap_total" transform), the differentiated arguments broadcast to the batch.
         Sets spec["call"] to the Python driver; returns its two modules as the source."""
         fun = self.fun
-        argnums = api._argnums_tuple(fun.argnums)
+        argnums = core._argnums_tuple(fun.argnums)
         forced = [k in argnums or k - len(trees) in argnums for k in range(len(trees))]
         options = {"params": params, "trees": trees, "forced": forced, "has_aux": fun.has_aux}
         try:
-            source, entries = api._generated(fun.fun, "vmap_total", options)
+            source, entries = core._generated(fun.fun, "vmap_total", options)
             module = backends.import_generated(source, entries["total"])
-            gradient = api.Transformed(getattr(module, entries["total"]), "grad", fun.argnums)
+            gradient = core.Transformed(getattr(module, entries["total"]), "grad", fun.argnums)
             grad_source = gradient.source
         except S2SError as exc:  # no batching rule, or no derivative rule for the batched code
             return None, str(exc)
@@ -514,7 +514,7 @@ class Batched:
         """Parameters left to their defaults are passed, unmapped: the generated code takes them all."""
         if self._defaults is None:
             fun = self.fun
-            while isinstance(fun, (Batched, api.Transformed, api.Primal)):
+            while isinstance(fun, (Batched, core.Transformed, core.Primal)):
                 fun = fun.fun
             try:
                 params = [p for p in inspect.signature(fun).parameters.values()
@@ -638,6 +638,6 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Batched:
     >>> s2s.vmap(f, in_axes=(None, 0))(np.ones(3), np.arange(6.0).reshape(2, 3)).tolist()
     [3.0, 12.0]
     """
-    if isinstance(fun, api.Primal):  # vmap(jit(f)) is jit(vmap(f)), its examples compiled
-        return api.jit(Batched(fun.fun, in_axes, out_axes), backend=fun.backend)
+    if isinstance(fun, core.Primal):  # vmap(jit(f)) is jit(vmap(f)), its examples compiled
+        return core.jit(Batched(fun.fun, in_axes, out_axes), backend=fun.backend)
     return Batched(fun, in_axes, out_axes)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable
 
-from . import api
+from . import core
 from ..errors import S2SError
 from ..transforms import batching
 
@@ -35,7 +35,7 @@ def loop_source(fun: Callable, in_axes: Any = 0) -> str:
     if all(a is None for a in axes):
         raise S2SError("vmap needs at least one mapped argument; in_axes maps none",
                        hint="give the batched argument's axis in in_axes (e.g. 0)")
-    source, entries = api._generated(fun, "primal", {})
+    source, entries = core._generated(fun, "primal", {})
     name = entries["name"]
     # One output leaf at the top of the result: its ndim only matters for out_axes other than 0.
     kernel = batching.Kernel(source, name, [], [""], [0], fun.__name__)

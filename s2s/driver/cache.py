@@ -41,7 +41,7 @@ from ..runtime.constants import constant_text, is_capturable
 from ..version import __version__
 
 CHECKSUM_PREFIX = "# s2s-checksum: "
-# Held while a transform is generated or looked up (api._generated) and while a generated
+# Held while a transform is generated or looked up (doors/core._generated) and while a generated
 # module is imported and wrapped for Numba (backends.load): the first calls of one function on
 # several threads at once (the shards of s2s.pmap) generate, import and compile it once, and
 # never see a module half imported. Re-entrant: generating a transform loads others.

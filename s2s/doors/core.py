@@ -1,0 +1,490 @@
+"""What every door shares: the objects that hold a transform's generated module (Transformed for
+reverse mode, ForwardTransformed for forward mode, Primal for s2s.jit of a plain function), the
+binding of a call's arguments to the parameters generated code takes by position, and access to
+generated source through the cache (the only path to libcst and black). s2s.jit and s2s.source
+are here; the other doors build on this module."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .. import backends, driver, pytree
+from ..analysis.shapes import argument_facts
+from ..driver import cache
+from ..errors import S2SError
+from .primitives import as_function
+from .values import numpy_scalar, private_copies, zero_tangent
+from .shipping import recorded
+
+
+def _generated(fun: Callable, transform: str, options: dict) -> tuple[str, dict]:
+    """(source, entries): a generated module from the cache, or generated now (the only path
+    to libcst and black), and the names of its entry points by role ("name": the user
+    function's generated name; "vjp", "grad", "jvp", "vmap", ...: driver.pipeline)."""
+    source, manifest = _generated_manifest(fun, transform, options)
+    return source, manifest["entries"]
+
+
+def _generated_manifest(fun: Callable, transform: str, options: dict) -> tuple[str, dict]:
+    """(source, manifest), as _generated: the manifest (cache.callee_manifest) lists the
+    callees, module constants and references the module was made from."""
+
+    def generate():
+        return driver.generate(fun, transform, options)
+
+    def uncached():
+        source, dependencies = generate()
+        return source, cache.callee_manifest(fun, dependencies)
+
+    with cache.LOCK:  # (concurrent first calls: one generates, the others find its entry)
+        if not callable(fun) or getattr(fun, "__code__", None) is None:
+            return uncached()  # not a Python function: let the pipeline refuse it
+        try:
+            return cache.cached_manifest(fun, transform, options, generate)
+        except OSError:
+            return uncached()
+
+
+def _source(fun: Callable, transform: str, options: dict) -> str:
+    """The generated module's source (see _generated)."""
+    return _generated(fun, transform, options)[0]
+
+
+class _Binder:
+    """Binds a call's arguments as the user's function would: keywords moved to their
+    positions and defaults filled in, since generated code takes every parameter by position."""
+
+    def __init__(self, fun: Callable):
+        self.fun = fun
+        self._signature = None
+        self._count = None
+
+    def __call__(self, args: tuple, kwargs: dict, argnums: tuple[int, ...] = ()) -> tuple:
+        if self._count is None:
+            try:
+                self._signature = inspect.signature(self.fun)
+                self._count = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                                  for p in self._signature.parameters.values())
+            except (TypeError, ValueError):
+                self._count = -1
+        if not kwargs and len(args) == self._count or self._count == -1 and not kwargs:
+            return args
+        name = getattr(self.fun, "__name__", "the function")
+        for k in argnums:
+            if k >= len(args):
+                raise S2SError(f"argument {k} of {name} is differentiated, so it must be passed by position "
+                               f"(got {len(args)} positional arguments)",
+                               hint="pass it positionally, as JAX requires for argnums")
+        if self._signature is None:
+            raise S2SError(f"{name} takes no keyword arguments here", hint="pass the arguments positionally")
+        try:
+            bound = self._signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise S2SError(f"call to {name}: {exc}") from None
+        bound.apply_defaults()
+        params = list(self._signature.parameters.values())[:self._count]
+        return tuple(bound.arguments[p.name] for p in params)
+
+
+def _argnums_tuple(argnums) -> tuple[int, ...]:
+    if isinstance(argnums, int):
+        return (argnums,)
+    return tuple(argnums)
+
+
+def _unbatched(fun: Callable) -> Callable:
+    """A transform of s2s.vmap(f) transforms the vmap's loop over the examples, a plain function;
+    one of np.tanh transforms `def tanh(x): return np.tanh(x)` (primitives.py); one of s2s.jit(f)
+    transforms f."""
+    if isinstance(fun, Primal):
+        fun = fun.fun
+    return fun.as_loop_function() if hasattr(fun, "as_loop_function") else as_function(fun)
+
+
+class Derivative:
+    """Base of the derivatives (Transformed here, jacobians.Jacobian and SecondOrder) that grad,
+    jacfwd, jacrev and hessian differentiate again by their own means (jacobians.py, higher.py):
+    a Transformed of one is refused."""
+
+
+class Transformed(Derivative):
+    """The result of a transform: callable, with the generated module in .source."""
+
+    def __init__(self, fun: Callable, kind: str, argnums=0, has_aux: bool = False, backend: str = "python",
+                 rows: bool = False):
+        fun = _unbatched(fun)
+        if isinstance(fun, Derivative):
+            raise S2SError(f"{kind} of an already transformed function is not supported (grad, jacfwd, jacrev and "
+                           "hessian of grad, jacfwd, jacrev and hessian are, up to third derivatives, without has_aux)",
+                           hint="use s2s.grad(s2s.grad(f)), s2s.hessian(f), s2s.jacfwd(s2s.jacrev(f)) or, for third "
+                                "derivatives, s2s.jacfwd(s2s.hessian(f))")
+        self.fun = fun
+        self._bind = _Binder(fun)
+        self.kind = kind
+        self.argnums = argnums
+        self.has_aux = has_aux
+        self.backend = backend
+        self.rows = rows  # also the compiled loop over stacks of cotangents (jacrev)
+        functools.update_wrapper(self, fun, updated=())  # not fun's __dict__: it may be a transform
+        self._source: str | None = None
+        self._entries: dict = {}  # the entry points of _source
+        self._module = None
+        self._vjp = None
+        self._argnums = _argnums_tuple(argnums)
+        # Under s2s.jit a gradient is generated for what its arguments are (numbers, arrays
+        # and their ndim: shapes.argument_facts), as JAX traces per signature: the vjp for
+        # each kind of call, and the source of the latest.
+        self._by_facts: dict = {}
+        self._by_plain_kinds: dict = {}  # _plain_kinds(args) -> what _by_facts holds, and the seed
+        self._specialised_source: str | None = None
+        self._specialised_entries: dict = {}
+
+    @property
+    def source(self) -> str:
+        """The generated module; under s2s.jit, once called, the one specialised for the
+        latest call's kinds of arguments."""
+        if self._specialised_source is not None:
+            return self._specialised_source
+        return self.generated()[0]
+
+    def generated(self) -> tuple[str, dict]:
+        """(source, entries) of the module for any kind of arguments."""
+        if self._source is None:
+            options = {"argnums": list(self._argnums), "has_aux": self.has_aux}
+            if self.rows:
+                options["rows"] = True
+            self._source, self._entries = _generated(self.fun, "grad", options)
+        return self._source, self._entries
+
+    def module(self):
+        if self._module is None:
+            self._module = backends.load(self.source, self.fun.__name__, self.backend)
+        return self._module
+
+    def with_backend(self, backend: str) -> "Transformed":
+        other = Transformed(self.fun, self.kind, self.argnums, self.has_aux, backend, self.rows)
+        other._source, other._entries = self._source, self._entries
+        return other
+
+    def _vjp_function(self):
+        # Looked up once: searching the source on every call costs more than a small gradient.
+        if self._vjp is None:
+            self._vjp = backends.entry(self.module(), f"{self._entry_name()}_vjp", self.fun)
+        return self._vjp
+
+    def _entry_name(self) -> str:
+        """The generated name of the function (its vjp is `<name>_vjp`) in .source."""
+        return (self._specialised_entries if self._specialised_source is not None else self.generated()[1])["name"]
+
+    def specialised(self, args) -> tuple[str, dict]:
+        """(source, entries) of the module generated for these kinds of arguments (numbers,
+        arrays and their ndim), as s2s.jit runs it; its gradient's seed is a number."""
+        options = {"argnums": list(self._argnums), "has_aux": self.has_aux, "facts": argument_facts(args)}
+        if self.kind == "grad":
+            options["value"] = False  # grad has no use for it (left out where proved a number)
+        return _generated(self.fun, "grad", options)
+
+    def specialised_source(self, args) -> str:
+        return self.specialised(args)[0]
+
+    def _specialised_vjp(self, args):
+        """The vjp generated for these kinds of arguments (s2s.jit of grad and value_and_grad)."""
+        key = _kinds(args)
+        found = self._by_facts.get(key)
+        if found is None:
+            source, entries = self.specialised(args)
+            module = backends.load(source, self.fun.__name__, self.backend)
+            found = self._by_facts[key] = (backends.entry(module, entries["vjp"], self.fun), source, entries)
+        self._specialised_source, self._specialised_entries = found[1], found[2]
+        return found[0]
+
+    def _check_args(self, args):
+        for k in self._argnums:
+            if not -len(args) <= k < len(args):
+                raise S2SError(f"argnums {k} is out of range for {len(args)} arguments",
+                               hint="the transforms differentiate plain positional parameters: list them "
+                                    "(def f(x, y)), not *args")
+            arg = args[k]
+            if any(pytree.is_integer_leaf(leaf) for leaf in ((arg,) if isinstance(arg, np.ndarray)
+                                                             else pytree.leaves(arg))):
+                raise S2SError(
+                    f"cannot differentiate with respect to argument {k} of {self.fun.__name__}: it "
+                    "holds integers", hint="pass floats (e.g. 1.0 instead of 1) or leave it out of argnums")
+
+    def _call_args(self, args):
+        if self.backend == "cpu":
+            return tuple(pytree.to_numba(a) for a in args)
+        return args
+
+    def _require_scalar(self, value) -> None:
+        if not isinstance(value, float) and np.ndim(value) != 0:
+            raise S2SError(f"grad of {self.fun.__name__} needs a scalar output, got shape {np.shape(value)}",
+                           hint="use s2s.vjp or s2s.jacrev for vector outputs")
+
+    def __call__(self, *args, **kwargs):
+        # The common call under s2s.jit, positional arrays and floats of kinds seen before,
+        # skips what the first such call settled: binding, the checks, the seed, conversions.
+        plain = _plain_kinds(args) if not kwargs and self.backend == "cpu" else None
+        seen = self._by_plain_kinds.get(plain) if plain is not None else None
+        if seen is None:
+            bound = self._bind(args, kwargs, self._argnums)
+            rememberable = plain is not None and bound is args  # (nothing bound by keyword or default)
+            self._check_args(bound)
+        try:
+            if seen is not None:
+                vjp_function, self._specialised_source, self._specialised_entries, seed = seen
+                call_args = args + (seed,)
+            else:
+                args = bound
+                vjp_function = self._specialised_vjp(args) if self.backend == "cpu" else self._vjp_function()
+                call_args = self._call_args(args) + (_seed(args),)
+            out, grads = vjp_function(*call_args)
+        except S2SError:
+            raise
+        except Exception as failure:  # noqa: BLE001 - re-raised unless the output explains it
+            # The seed is a number; a reverse sweep that indexes it (or Numba typing it) fails
+            # before the output's shape is known. Say why.
+            try:
+                value = _plain_value(self.fun, private_copies(args))
+            except Exception:  # noqa: BLE001
+                raise failure from None
+            self._require_scalar(value[0] if self.has_aux else value)
+            raise
+        if seen is None and rememberable:
+            self._by_plain_kinds[plain] = self._by_facts[_kinds(args)] + (call_args[-1],)
+        if out is not None:  # None: a module that proved the value a number left it out
+            if self.backend == "cpu" and self.has_aux:
+                out = pytree.from_numba(out)  # (aux may hold dicts)
+            self._require_scalar(out[0] if self.has_aux else out)
+            if self.backend == "cpu" and self.kind == "value_and_grad" and not self.has_aux:
+                out = numpy_scalar(out, args, getattr(vjp_function, "dispatcher", None), call_args)
+        grads = tuple(pytree.restructure(g, args[k]) for g, k in zip(grads, self._argnums))
+        grad = grads[0] if isinstance(self.argnums, int) else grads
+        if self.kind == "value_and_grad":
+            if self.has_aux:
+                return (out[0], out[1]), grad
+            return out, grad
+        if self.has_aux:
+            return grad, out[1]
+        return grad
+
+
+def _kinds(args) -> tuple:
+    """A key for what the arguments are, as shapes.argument_facts sees them (cheap: on
+    every call)."""
+    return tuple((type(a), a.ndim, a.dtype == np.bool_) if isinstance(a, np.ndarray)
+                 else (type(a), _kinds(a)) if isinstance(a, (tuple, list)) else type(a) for a in args)
+
+
+def _plain_kinds(args) -> tuple | None:
+    """A key for arguments that are all arrays of one or more dimensions (their dtype and ndim)
+    or floats, which compiled code takes as they are; None for any other call."""
+    key = []
+    for a in args:
+        if type(a) is np.ndarray and a.ndim:
+            key.append((a.dtype, a.ndim))
+        elif type(a) is float:
+            key.append(float)
+        else:
+            return None
+    return tuple(key)
+
+
+def _seed(args) -> float:
+    """The cotangent 1 of a scalar output: float32 when every float input is float32, so that
+    a float32 program stays float32 (Numba types np.dot of mixed dtypes as an error)."""
+    single = False
+    for arg in args:  # (on every call: no np.asarray, no issubdtype, leaves only where needed)
+        for leaf in (arg,) if isinstance(arg, np.ndarray) else pytree.leaves(arg):
+            dtype = getattr(leaf, "dtype", None)
+            if dtype is None:
+                if isinstance(leaf, float):
+                    return 1.0
+            elif dtype.kind == "f":
+                if dtype != np.float32:
+                    return 1.0
+                single = True
+    return np.float32(1.0) if single else 1.0
+
+
+@recorded
+def jit(fun: Callable, *, backend: str = "cpu", static_argnums: Sequence[int] = ()) -> Callable:
+    """Compile a transformed function (or a plain one) for a backend: "cpu" (numba.njit) or "python"."""
+    if hasattr(fun, "with_backend"):  # an s2s transform: Transformed, Jacobian, SecondOrder, Batched
+        return fun.with_backend(backend)
+    return Primal(fun, backend)
+
+
+def _plain_value(fun: Callable, args: Sequence) -> Any:
+    """fun(*args), for its value's shape; a function that uses JAX's x.at[i].set(v), which NumPy
+    arrays do not have and s2s writes out, runs as its generated primal on the python backend."""
+    try:
+        return fun(*args)
+    except AttributeError as exc:
+        if "'at'" not in str(exc) or not inspect.isfunction(fun):
+            raise
+    return Primal(fun, "python")(*args)
+
+
+class Primal:
+    """A user function compiled as it is (its normalized primal), for s2s.jit(f)."""
+
+    def __init__(self, fun: Callable, backend: str):
+        fun = as_function(fun)
+        self.fun = fun
+        self._bind = _Binder(fun)
+        self.backend = backend
+        functools.update_wrapper(self, fun, updated=())  # not fun's __dict__: it may be a transform
+        self._source = None
+        self._entries: dict = {}
+        self._compiled = None
+
+    @property
+    def source(self) -> str:
+        if self._source is None:
+            self._source, self._entries = _generated(self.fun, "primal", {})
+        return self._source
+
+    def as_called_function(self) -> Callable:
+        """The function itself, for a transformed function that calls this one (jax.jit is
+        transparent to jax.grad): its code is transformed and compiled with the caller's."""
+        return self.fun
+
+    def __call__(self, *args, **kwargs):
+        args = self._bind(args, kwargs)
+        if self._compiled is None:
+            module = backends.load(self.source, self.fun.__name__, self.backend)
+            # (the function's generated name: a callee of the same name may hold its own)
+            name = self._entries.get("name", self.fun.__name__)
+            self._compiled = backends.entry(module, name, self.fun)
+        if self.backend == "cpu":
+            plain = _plain_kinds(args)
+            if plain is not None and not any(k is not float and k[0] == np.float32 for k in plain):
+                # (the common call: arrays that are not float32, and floats, go in as they are;
+                # a number that comes back is already what NumPy's value would be)
+                return pytree.from_numba(self._compiled(*args))
+            call_args = tuple(pytree.to_numba(a) for a in args)
+            out = pytree.from_numba(self._compiled(*call_args))
+            # (a float32 number comes back from Numba as a Python float)
+            return numpy_scalar(out, args, getattr(self._compiled, "dispatcher", None), call_args, whole=True)
+        return self._compiled(*args)
+
+
+def source(transformed: Any) -> str:
+    """The readable generated source of a transformed function."""
+    text = getattr(transformed, "source", None)
+    if not isinstance(text, str):
+        raise S2SError("s2s.source takes the result of an s2s transform")
+    return text
+
+
+class ForwardTransformed:
+    """The generated forward-mode module of a function (jvp), loaded for a backend."""
+
+    def __init__(self, fun: Callable, backend: str = "python", has_aux: bool = False, columns: bool = False,
+                 active: tuple[int, ...] | None = None):
+        fun = _unbatched(fun)
+        self.fun = fun
+        self.backend = backend
+        self.has_aux = has_aux
+        self.columns = columns  # also the compiled loops over stacks of tangents (jacfwd)
+        # only these arguments have tangents (the entry takes them after the primals); the
+        # others' are symbolic zeros, never multiplied (0 * inf is NaN); None: every argument
+        self.active = None if active is None else tuple(active)
+        self._source: str | None = None
+        self._names: dict = {}  # the entry points of _source
+        self._module = None
+        self._entries: dict = {}
+        self._by_facts: dict = {}  # kinds of the arguments -> the specialised entry (cpu)
+        self.manifests: list[dict] = []  # of the modules generated or read so far
+        self.watches: list = []  # cache.Watch of each: is the memo (_forward_transformed) current?
+        self._parameters: list | None = None  # of fun's signature (with_defaults)
+
+    def _generated(self, options: dict) -> tuple[str, dict]:
+        source, manifest = _generated_manifest(self.fun, "jvp", options)
+        self.manifests.append(manifest)
+        self.watches.append(cache.Watch(manifest, self.fun))
+        return source, manifest["entries"]
+
+    def current(self) -> bool:
+        for watch in self.watches:
+            if not watch.current():
+                return False
+        return True
+
+    @property
+    def source(self) -> str:
+        if self._source is None:
+            options = {}
+            if self.has_aux:
+                options["has_aux"] = True
+            if self.columns:
+                options["columns"] = True
+            if self.active is not None:
+                options["active"] = list(self.active)
+            self._source, self._names = self._generated(options)
+        return self._source
+
+    def module(self):
+        if self._module is None:
+            self._module = backends.load(self.source, self.fun.__name__ + "_jvp", self.backend)
+        return self._module
+
+    def entry(self, suffix: str = "_jvp"):
+        if suffix not in self._entries:  # looked up once: a small jvp costs less than a getattr
+            self.source  # generated with its names
+            function_name = self._names.get("jvp", "") if suffix == "_jvp" else ""  # program_jvp_wrt_x_a
+            self._entries[suffix] = backends.entry(self.module(), function_name or self._names["name"] + suffix,
+                                                   self.fun)
+        return self._entries[suffix]
+
+    def entry_wrt(self, k: int):
+        """The forward mode with respect to argument k alone, which its columns driver calls
+        (the others' tangents are symbolic zeros): of a module made with columns=True."""
+        suffix = f"_jvp_columns_{k}"
+        if suffix not in self._entries:
+            self.source  # generated with its names
+            self._entries[suffix] = backends.entry(self.module(), self._names["wrt"][k], self.fun)
+        return self._entries[suffix]
+
+    def with_defaults(self, primals: tuple, tangents: tuple) -> tuple[tuple, tuple]:
+        """The primals and tangents for every parameter: those the call leaves out take their
+        defaults, with zero tangents (jax.jvp calls fun(*primals), so defaults are constants)."""
+        if self._parameters is None:  # once: the memo is renewed when fun's defaults change
+            try:
+                self._parameters = list(inspect.signature(self.fun).parameters.values())
+            except (TypeError, ValueError):
+                self._parameters = []
+        parameters = self._parameters
+        if len(parameters) <= len(primals):
+            return primals, tangents
+        missing = [p for p in parameters[len(primals):] if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        if not missing or any(p.default is p.empty for p in missing):
+            return primals, tangents  # too few arguments: the call raises its own TypeError
+        defaults = tuple(p.default for p in missing)
+        return primals + defaults, tangents + tuple(zero_tangent(d) for d in defaults)
+
+    def call_args(self, args):
+        if self.backend == "cpu":
+            return tuple(pytree.to_numba(a) for a in args)
+        return tuple(args)
+
+    def specialised_source(self, args) -> str:
+        """The forward module generated for these kinds of primals and tangents (s2s.jvp on
+        the cpu backend): its elementwise statements over 1-d arrays run as loops."""
+        return _source(self.fun, "jvp", {"facts": argument_facts(args)})
+
+    def specialised_entry(self, args):
+        key = _kinds(args)
+        if key not in self._by_facts:
+            options = {"facts": argument_facts(args)}
+            if self.active is not None:
+                options["active"] = list(self.active)
+            source, names = self._generated(options)
+            module = backends.load(source, self.fun.__name__ + "_jvp", self.backend)
+            self._by_facts[key] = backends.entry(module, names["jvp"], self.fun)
+        return self._by_facts[key]
