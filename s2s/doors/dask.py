@@ -52,6 +52,10 @@ class DaskDevice:
     def __repr__(self) -> str:
         return f"DaskDevice(id={self.id}, worker={self.worker!r})"
 
+    def runner(self, fun: Any, backend: str) -> "Shipped":
+        """What a pmap over Dask workers runs: fun, sent to the workers with its sources."""
+        return Shipped(fun, backend)
+
 
 def _distributed():
     try:

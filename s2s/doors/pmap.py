@@ -27,7 +27,7 @@ import numpy as np
 
 from .. import backends, collectives, pytree
 from ..errors import S2SError
-from .api import Primal
+from .core import Primal
 from .devices import CpuDevice, devices as list_devices
 from .vmap import Batched
 from .shipping import recorded
@@ -221,9 +221,8 @@ class Pmapped:
     def _choose(self) -> tuple[Callable, str]:
         if self.backend == "cuda":
             return self._choose_cuda(self.fun)
-        if self.dask:
-            from . import dask  # (distributed is imported only where Dask workers are used)
-            shipped = dask.Shipped(self.fun, self.backend)
+        if self.dask:  # (a Dask worker ships fun to the workers: doors/dask.py)
+            shipped = self.devices[0].runner(self.fun, self.backend)
             return shipped, f"dask: {shipped.mode}, on each worker"
         return choose_runner(self.fun, self.backend)
 
