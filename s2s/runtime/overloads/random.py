@@ -52,7 +52,7 @@ def _hash_counters(key, n):
 
 @register_jitable
 def _fma64_of_numbers(a, b, c):
-    """random_xla._fma64 of float64 numbers: Dekker's exact product, Knuth's TwoSum."""
+    """random.xla._fma64 of float64 numbers: Dekker's exact product, Knuth's TwoSum."""
     p = a * b
     ca, cb = a * 134217729.0, b * 134217729.0
     ah, bh = ca - (ca - a), cb - (cb - b)
@@ -66,7 +66,7 @@ def _fma64_of_numbers(a, b, c):
 
 @register_jitable
 def _fma32_of_numbers(a, b, c):
-    """random_xla._fma32 of float32 numbers: the exact product in float64, the sum rounded to odd,
+    """random.xla._fma32 of float32 numbers: the exact product in float64, the sum rounded to odd,
     then to float32."""
     p = np.float64(a) * np.float64(b)
     c64 = np.float64(c)

@@ -45,7 +45,7 @@ import math
 
 import numpy as np
 
-from .random_xla import (  # noqa: F401 - runtime/kernels.py and the overloads read them here
+from .xla import (  # noqa: F401 - runtime/kernels.py and the overloads read them here
     _fma32, _fma64, _ERFINV_F32, _ERFINV_F64, _F32_A, _F32_B, _F64_A, _F64_B, _F64_C, _horner32, _horner64, _LOG1P_P,
     _LOG1P_Q, _LOG1P_P32, _LOG1P_Q32, _log1p_f32, _log1p_f64, _erfinv_f32, _erfinv_f64)
 
