@@ -98,6 +98,7 @@ def main(argv=None):
     import numba
 
     import s2s
+    from s2s.tree_util import pytree
     from benchmarks import hand_adjoints, tape_memory, workloads as w
     from s2s.driver import pipeline
 
@@ -139,14 +140,14 @@ def main(argv=None):
         row["first_s2s_s"] = first_call(grad, *args)
         g = grad(*args)
         reference = s2s.grad(f)(*args)  # the python backend, itself checked by the test suite
-        for a, b in zip(s2s.pytree.leaves(g), s2s.pytree.leaves(reference)):
+        for a, b in zip(pytree.leaves(g), pytree.leaves(reference)):
             assert np.allclose(a, b, rtol=1e-8, atol=1e-10), f"{name}: Numba and NumPy gradients differ"
         row["primal_s"] = per_call(primal, *numba_args)
         row["s2s_s"] = per_call(grad, *args)
         hand = getattr(hand_adjoints, name + "_grad", None)
         if hand is not None:
             hg = hand(*numba_args)
-            assert np.allclose(np.ravel(hg), np.concatenate([np.ravel(x) for x in s2s.pytree.leaves(g)]),
+            assert np.allclose(np.ravel(hg), np.concatenate([np.ravel(x) for x in pytree.leaves(g)]),
                                rtol=1e-8, atol=1e-10), f"{name}: hand adjoint disagrees"
             row["hand_s"] = per_call(hand, *numba_args)
         if jw is not None:
@@ -156,7 +157,7 @@ def main(argv=None):
             jargs = tuple(tuple(a) if isinstance(a, (tuple, list)) else a for a in args)
             row["first_jax_s"] = first_call(lambda *a: jax.block_until_ready(jgrad(*a)), *jargs)
             jg = jgrad(*jargs)
-            for a, b in zip(jax.tree_util.tree_leaves(jg), s2s.pytree.leaves(g)):
+            for a, b in zip(jax.tree_util.tree_leaves(jg), pytree.leaves(g)):
                 assert np.allclose(np.asarray(a), b, rtol=1e-6, atol=1e-9), f"{name}: JAX gradient disagrees"
             row["jax_s"] = per_call(lambda *a: jax.block_until_ready(jgrad(*a)), *jargs)
         forward_row(row, f, args, name, jax, jw)
@@ -173,16 +174,17 @@ def forward_row(row, f, args, name, jax, jw):
     """Forward mode: one jvp along a random direction of the first argument, s2s (compiled)
     against jax.jit of jax.jvp; the tangent is checked against central differences first."""
     import s2s
+    from s2s.tree_util import pytree
 
     rng = np.random.default_rng(1)
-    direction = s2s.pytree.unflatten(s2s.pytree.flatten(args[0])[1],
-                                     [rng.standard_normal(np.shape(leaf)) for leaf in s2s.pytree.leaves(args[0])])
-    tangents = (direction,) + tuple(s2s.pytree.unflatten(s2s.pytree.flatten(a)[1], [np.zeros(np.shape(x)) if isinstance(
-        x, np.ndarray) else 0.0 * x for x in s2s.pytree.leaves(a)]) for a in args[1:])
+    direction = pytree.unflatten(pytree.flatten(args[0])[1],
+                                     [rng.standard_normal(np.shape(leaf)) for leaf in pytree.leaves(args[0])])
+    tangents = (direction,) + tuple(pytree.unflatten(pytree.flatten(a)[1], [np.zeros(np.shape(x)) if isinstance(
+        x, np.ndarray) else 0.0 * x for x in pytree.leaves(a)]) for a in args[1:])
 
     def shifted(h):
-        leaves = [x + h * d for x, d in zip(s2s.pytree.leaves(args[0]), s2s.pytree.leaves(direction))]
-        return (s2s.pytree.unflatten(s2s.pytree.flatten(args[0])[1], leaves),) + tuple(args[1:])
+        leaves = [x + h * d for x, d in zip(pytree.leaves(args[0]), pytree.leaves(direction))]
+        return (pytree.unflatten(pytree.flatten(args[0])[1], leaves),) + tuple(args[1:])
 
     def jvp():
         return s2s.jvp(f, args, tangents, backend="cpu")
@@ -209,6 +211,7 @@ def forward_row(row, f, args, name, jax, jw):
 def batching_rows(quick, jax, per_call, first_call):
     """vmap: s2s.jit(s2s.vmap(s2s.grad(f))) against a hand-written prange loop and JAX."""
     import s2s
+    from s2s.tree_util import pytree
     from benchmarks import batching
 
     jax_fns = batching.jax_versions() if jax is not None else {}
@@ -220,14 +223,14 @@ def batching_rows(quick, jax, per_call, first_call):
         row["first_s2s_s"] = first_call(fast, *args)
         got = fast(*args)
         expected = hand(*numba_args)
-        for a, b in zip(s2s.pytree.leaves(got), s2s.pytree.leaves(expected)):
+        for a, b in zip(pytree.leaves(got), pytree.leaves(expected)):
             assert np.allclose(a, b, rtol=1e-9, atol=1e-12), f"{f.__name__}: vmap and hand loop disagree"
         row["s2s_s"] = per_call(fast, *args)
         row["hand_s"] = per_call(hand, *numba_args)
         if f.__name__ in jax_fns:
             jf = jax_fns[f.__name__]
             row["first_jax_s"] = first_call(lambda *a: jax.block_until_ready(jf(*a)), *numba_args)
-            for a, b in zip(jax.tree_util.tree_leaves(jf(*numba_args)), s2s.pytree.leaves(got)):
+            for a, b in zip(jax.tree_util.tree_leaves(jf(*numba_args)), pytree.leaves(got)):
                 assert np.allclose(np.asarray(a), b, rtol=1e-6, atol=1e-9), f"{f.__name__}: JAX disagrees"
             row["jax_s"] = per_call(lambda *a: jax.block_until_ready(jf(*a)), *numba_args)
         rows.append(row)

@@ -40,6 +40,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 import s2s  # noqa: E402
 import cuda_cases  # noqa: E402
 from s2s import random  # noqa: E402
+from s2s.tree_util import pytree  # noqa: E402
 
 STEPS = 64
 
@@ -56,9 +57,9 @@ def check_cases() -> tuple[list[str], bool]:
     failed = False
     for name, (make, args) in sorted(cuda_cases.CASES.items()):
         try:  # one case's failure is a row of the table, and the others still run
-            got = s2s.pytree.leaves(s2s.jit(make(), backend="cuda")(*args()))
+            got = pytree.leaves(s2s.jit(make(), backend="cuda")(*args()))
             reference = "python" if name in ("greeks_float32", "draws32") else "cpu"  # see tests/test_cuda.py
-            want = s2s.pytree.leaves(s2s.jit(make(), backend=reference)(*args()))
+            want = pytree.leaves(s2s.jit(make(), backend=reference)(*args()))
         except Exception as error:  # noqa: BLE001 (reported, and the exit status is 1)
             failed = True
             rows.append(f"| {name} | ERROR {type(error).__name__}: {_one_line(error)} | |")

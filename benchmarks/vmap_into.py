@@ -14,6 +14,7 @@ import numpy as np
 
 import s2s
 from s2s import backends
+from s2s.tree_util import pytree
 from benchmarks.batching import workloads
 
 
@@ -58,7 +59,7 @@ def main(threads: list[int]) -> None:
             g = s2s.jit(s2s.vmap(s2s.grad(f), in_axes=in_axes))
             numba_args = tuple(tuple(a) if isinstance(a, (tuple, list)) else a for a in args)
             got, want = g(*args), hand(*numba_args)
-            for a, b in zip(s2s.pytree.leaves(got), s2s.pytree.leaves(want)):
+            for a, b in zip(pytree.leaves(got), pytree.leaves(want)):
                 assert np.allclose(a, b, rtol=1e-9, atol=1e-12), title
             contenders = {"s2s": lambda *a: g(*a), "hand": hand}
             old = returning_driver(g, s2s.source(g))

@@ -58,7 +58,7 @@ def main(steps=2000):
 
     per_example = jax.jit(jax.vmap(jax.grad(loss), in_axes=(None, 0, 0)))(params, x[:, None, :], y[:, None])
     norms = jnp.sqrt(sum(jnp.sum(leaf.reshape(len(x), -1) ** 2, axis=1)
-                         for leaf in jax.pytree.leaves(per_example)))
+                         for leaf in jax.tree_util.tree_leaves(per_example)))
     print(f"per-example gradient norms: median {jnp.median(norms):.4f}, largest {jnp.max(norms):.4f}")
     return final
 

@@ -28,7 +28,7 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
-from . import pytree
+from .tree_util import pytree
 from .errors import S2SError
 
 Schedule = Callable[[int], float]

@@ -8,7 +8,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import pytree
+from .tree_util import pytree
 from .errors import S2SError
 from .doors.api import grad
 from .doors.core import ForwardTransformed, Transformed, jit

@@ -8,7 +8,8 @@ for every corpus program and every random program.
 import s2s
 from s2s.doors import core
 from s2s.doors.values import zero_tangent
-from s2s import backends, pytree
+from s2s import backends
+from s2s.tree_util import pytree
 from s2s.analysis.shapes import argument_facts
 
 

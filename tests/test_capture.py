@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import s2s
+from s2s.tree_util import pytree
 from finite_differences import central_difference_grad
 
 # A module-level array the functions below read (and one test changes).
@@ -205,12 +206,12 @@ def _hessian_by_differences(grad, args, argnums, h=1e-5):
     """H[i][j] of a scalar function from central differences of its (tuple-of-argnums) gradient:
     blocks of flat leaves, [i][j] with shape (size of i, size of j)."""
     def flat(k, a):
-        return np.concatenate([np.ravel(leaf) for leaf in s2s.pytree.leaves(a)])
+        return np.concatenate([np.ravel(leaf) for leaf in pytree.leaves(a)])
 
     base = [flat(k, args[k]) for k in argnums]
     out = [[None] * len(argnums) for _ in argnums]
     for pj, j in enumerate(argnums):
-        leaves, structure = s2s.pytree.flatten(args[j])
+        leaves, structure = pytree.flatten(args[j])
         columns = []
         for e in range(base[pj].size):
             def shifted(delta):
@@ -223,7 +224,7 @@ def _hessian_by_differences(grad, args, argnums, h=1e-5):
                     pieces.append(piece if np.ndim(leaf) else float(piece))
                     start += n
                 moved = list(args)
-                moved[j] = s2s.pytree.unflatten(structure, pieces)
+                moved[j] = pytree.unflatten(structure, pieces)
                 return [flat(i, g) for i, g in zip(argnums, grad(*moved))]
             plus, minus = shifted(h), shifted(-h)
             columns.append([(p - m) / (2 * h) for p, m in zip(plus, minus)])

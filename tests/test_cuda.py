@@ -30,6 +30,7 @@ from sampling import compiled_sample
 
 from numba.core import config
 from s2s.rules import SAME_SPELLING, facts
+from s2s.tree_util import pytree
 
 SIMULATED = bool(config.ENABLE_CUDASIM)
 
@@ -69,7 +70,7 @@ def test_matches_cpu_backend(name):
     compiled = name in CPU_REFERENCE and name not in ("greeks_float32", "draws32")
     reference = "cpu" if compiled else "python"
     want = s2s.jit(make(), backend=reference)(*args())
-    got_leaves, want_leaves = s2s.pytree.leaves(got), s2s.pytree.leaves(want)
+    got_leaves, want_leaves = pytree.leaves(got), pytree.leaves(want)
     assert len(got_leaves) == len(want_leaves)
     for g, w in zip(got_leaves, want_leaves):
         if name == "rosen_value_and_grad" and np.ndim(g) == 1:

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import s2s
+from s2s.tree_util import pytree
 import cuda_cases
 from cuda_cases import CASES
 
@@ -25,7 +26,7 @@ SIMULATED = bool(config.ENABLE_CUDASIM)
 
 def _agree(got, want):
     """Exact under the simulator (the same operations in the same order as the cpu backend)."""
-    for g, w in zip(s2s.pytree.leaves(got), s2s.pytree.leaves(want)):
+    for g, w in zip(pytree.leaves(got), pytree.leaves(want)):
         assert np.asarray(g).dtype == np.asarray(w).dtype
         if SIMULATED:
             np.testing.assert_array_equal(g, w)

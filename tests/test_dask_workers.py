@@ -21,6 +21,7 @@ import dask_cases as cases
 from dask_cases import scheduler_names
 from s2s import lax
 from s2s.doors import dask as shipping_to_dask
+from s2s.tree_util import pytree
 from finite_differences import central_difference_grad
 
 
@@ -145,7 +146,7 @@ def test_a_shard_that_posts_and_returns_during_a_wait_is_not_taken_for_gone(monk
     monkeypatch.setattr(shipping_to_dask, "_distributed", lambda: scheduler)
     root = shipping_to_dask._DaskRoot("call")
     key, axes = (("i",), ()), (("i", 2),)
-    request = ("psum", (), s2s.pytree.flatten(np.ones(3))[1], (((3,), "<f8"),))
+    request = ("psum", (), pytree.flatten(np.ones(3))[1], (((3,), "<f8"),))
     other = shipping_to_dask._DaskRoot("call")
 
     def posts_then_returns():  # shard 1: its slot of round 0, then it returns

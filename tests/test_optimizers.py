@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import s2s
-from s2s import optimizers, pytree
+from s2s import optimizers
+from s2s.tree_util import pytree
 
 # The parameters after four updates, from JAX 0.10.2 with x64 on. Produced by
 # /tmp/jaxenv/bin/python on this script (printing `name: run(opt)` for each case below):

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import s2s
+from s2s.tree_util import pytree
 from finite_differences import central_difference_grad
 from programs import CASES
 from specialised import specialised_grad
@@ -32,7 +33,7 @@ def test_gradient_specialised_for_the_arguments_agrees(case):
     fn, args, argnums, _ = _args(case)
     expected = s2s.grad(fn, argnums=argnums)(*args)
     got = specialised_grad(fn, args, argnums)
-    for a, b in zip(s2s.pytree.leaves(got), s2s.pytree.leaves(expected)):
+    for a, b in zip(pytree.leaves(got), pytree.leaves(expected)):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
         assert np.shape(a) == np.shape(b)
 
@@ -50,7 +51,7 @@ def test_numba_backend_matches_finite_differences_and_python(case):
     g = s2s.grad(fn, argnums=argnums)
     expected = g(*args)
     got = s2s.jit(g)(*args)
-    for a, b in zip(s2s.pytree.leaves(got), s2s.pytree.leaves(expected)):
+    for a, b in zip(pytree.leaves(got), pytree.leaves(expected)):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
 
 

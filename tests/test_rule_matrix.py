@@ -34,8 +34,9 @@ import numpy as np
 import pytest
 
 import s2s
-from s2s import S2SError, pytree, rules, runtime
+from s2s import S2SError, rules, runtime
 from s2s.testing import check_grads
+from s2s.tree_util import pytree
 
 from rule_examples import ARGS, EXAMPLES, arity, example_of
 

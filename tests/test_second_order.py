@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import s2s
+from s2s.tree_util import pytree
 from finite_differences import hessian_by_differences
 from programs import CASES
 from sampling import compiled_sample
@@ -128,7 +129,7 @@ def test_jacfwd_and_jacrev_give_the_gradient(case):
         for jacobian in (s2s.jacfwd, s2s.jacrev):
             got = jacobian(fn)(*args)
             assert type(got) is type(g)
-            for a, b in zip(s2s.pytree.leaves(got), s2s.pytree.leaves(g)):
+            for a, b in zip(pytree.leaves(got), pytree.leaves(g)):
                 np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
         return
     np.testing.assert_allclose(s2s.jacrev(fn)(*args), g, rtol=1e-12, atol=1e-14)

@@ -10,7 +10,7 @@ import pytest
 
 import s2s
 from finite_differences import central_difference_grad
-from s2s import pytree
+from s2s.tree_util import pytree
 
 rng = np.random.default_rng(3)
 

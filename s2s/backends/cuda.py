@@ -38,11 +38,12 @@ from typing import Any
 
 import numpy as np
 
-from .. import pytree, runtime
+from .. import runtime
 from ..runtime import overloads
 from ..codegen import cuda as codegen
 from ..errors import Origin, S2SError
 from ..transforms import batching
+from ..tree_util import pytree
 from . import cuda_tapes, failures
 from .loading import import_generated, write_module
 

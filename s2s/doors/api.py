@@ -7,7 +7,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .. import pytree
+from ..tree_util import pytree
 from ..errors import S2SError
 from .core import Primal, Transformed, _plain_value, jit
 from .higher import refuse_fourth_order, third_order

@@ -12,7 +12,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .. import backends, driver, pytree
+from .. import backends, driver
+from ..tree_util import pytree
 from ..analysis.shapes import argument_facts
 from ..driver import cache
 from ..errors import S2SError

@@ -34,7 +34,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .. import collectives, pytree
+from .. import collectives
+from ..tree_util import pytree
 from ..errors import S2SError
 from .pmap import choose_runner
 

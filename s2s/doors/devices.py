@@ -13,7 +13,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from .. import backends, pytree
+from .. import backends
+from ..tree_util import pytree
 from ..errors import S2SError
 
 

@@ -9,7 +9,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .. import pytree
+from ..tree_util import pytree
 from ..driver import cache
 from ..errors import S2SError
 from ..frontend.nested import register_nested_transform

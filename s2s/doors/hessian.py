@@ -17,7 +17,8 @@ from typing import Callable
 
 import numpy as np
 
-from .. import backends, pytree
+from .. import backends
+from ..tree_util import pytree
 from ..errors import S2SError
 from .core import Transformed, _Binder, _source, _unbatched
 from .values import in_dtype, private_copies

@@ -27,7 +27,8 @@ import itertools
 
 import numpy as np
 
-from .. import backends, pytree, runtime
+from .. import backends, runtime
+from ..tree_util import pytree
 from ..errors import S2SError
 from .core import _generated, _plain_value, _source
 from .hessian import TreeHessian

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import pytree
+from ..tree_util import pytree
 from ..errors import S2SError
 from .core import ForwardTransformed, _seed
 from .values import private_copies, scalar_like

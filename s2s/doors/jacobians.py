@@ -8,7 +8,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .. import backends, pytree, runtime
+from .. import backends, runtime
+from ..tree_util import pytree
 from ..errors import S2SError
 from .core import (Derivative, ForwardTransformed, Primal, Transformed, _Binder, _argnums_tuple, _plain_value, _source,
                    _unbatched, jit)

@@ -25,7 +25,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .. import backends, collectives, pytree
+from .. import backends, collectives
+from ..tree_util import pytree
 from ..errors import S2SError
 from .core import Primal
 from .devices import CpuDevice, devices as list_devices

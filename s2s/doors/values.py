@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import pytree
+from ..tree_util import pytree
 
 
 def zero_tangent(tree: Any) -> Any:

@@ -24,7 +24,8 @@ import numpy as np
 
 from . import core
 from .. import runtime
-from .. import backends, pytree
+from .. import backends
+from ..tree_util import pytree
 from ..driver import cache
 from .. import frontend
 from ..transforms import batching

@@ -7,7 +7,7 @@ import contextlib
 import re
 import string
 
-from .. import pytree
+from ..tree_util import pytree
 from ..errors import S2SError
 
 

@@ -11,7 +11,7 @@ from numba.extending import overload, register_jitable
 
 from ... import runtime as rt
 from ...errors import S2SError
-from ...pytree import dict_tuple_class
+from ...tree_util.pytree import dict_tuple_class
 from .common import _casts, _compile, _is_none, _nd, _refusal, _scalar, _weighted_numbers
 
 

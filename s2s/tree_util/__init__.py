@@ -13,7 +13,7 @@ import collections
 import functools
 from typing import Any, Callable
 
-from .errors import S2SError
+from ..errors import S2SError
 
 _NO_INITIAL = object()
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import S2SError
+from ..errors import S2SError
 
 
 def is_namedtuple(x: Any) -> bool:
