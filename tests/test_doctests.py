@@ -40,9 +40,9 @@ def test_toolbox_docstring_examples():
 
 
 def test_pmap_docstring_examples():
-    import s2s.collectives
+    import s2s.lax.collectives
     import s2s.doors.pmap
 
-    for module, least in ((s2s.doors.pmap, 3), (s2s.collectives, 2)):
+    for module, least in ((s2s.doors.pmap, 3), (s2s.lax.collectives, 2)):
         result = doctest.testmod(module)
         assert result.attempted >= least and result.failed == 0, module.__name__

@@ -20,7 +20,7 @@ PACKAGE = os.path.join(ROOT, "s2s")
 LAYERS = [
     {"version", "errors"},  # nothing of s2s below them
     {"tree_util", "ir", "random"},  # values (pytrees, with JAX's tree utilities; random keys and draws) and the IR
-    {"runtime", "lax", "collectives"},  # what generated code calls (and its Numba overloads); s2s.lax runs on it, with the collectives of pmap
+    {"runtime", "lax"},  # what generated code calls (and its Numba overloads); s2s.lax runs on it, with the collectives of pmap
     {"rules", "templates"},  # the registry of primitives, loaded from templates/
     {"frontend"},  # source -> IR
     {"analysis"},  # facts about the IR

@@ -12,7 +12,7 @@ that the worker reads the function as the client does. A shard task leaves the w
 of threads (distributed.secede): it may wait at a collective, and a waiting shard must not
 hold the place of another call's shard that its own call waits for.
 
-Collectives (s2s.lax.psum, pmean, ..., collectives.py) meet through the scheduler: each shard
+Collectives (s2s.lax.psum, pmean, ..., lax/collectives.py) meet through the scheduler: each shard
 posts its value under a name of the call, round and position (a distributed.Variable, with a
 distributed.Event that says it is there), reads every other shard's, and combines them all in
 shard order, so that every shard gets the same bits, as on threads. A shard that fails sets
@@ -34,7 +34,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .. import collectives
+from ..lax import collectives
 from ..tree_util import pytree
 from ..errors import S2SError
 from .pmap import choose_runner

@@ -10,7 +10,7 @@ compiles with nogil=True (backends/__init__.py). So f runs as:
 - a plain function: s2s.jit(f), compiled once and called by every shard;
 - a plain function that s2s cannot compile, in particular one that calls a collective
   (s2s.lax.psum, ...; the frontend refuses those) or calls s2s.jit'ted functions: as Python
-  on each shard's thread, where the collectives meet (collectives.py) and the compiled
+  on each shard's thread, where the collectives meet (lax/collectives.py) and the compiled
   functions it calls run without the GIL. `.mode` says which, and why.
 
 backend="python" runs everything as generated NumPy (no Numba), for debugging.
@@ -25,7 +25,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .. import backends, collectives
+from .. import backends
+from ..lax import collectives
 from ..tree_util import pytree
 from ..errors import S2SError
 from .core import Primal

@@ -20,8 +20,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .collectives import COLLECTIVES, all_gather, axis_index, pmax, pmean, pmin, psum  # noqa: F401 (COLLECTIVES: the frontend's fence)
-from .runtime import stop_gradient
-from .tree_util import tree_map
+from ..runtime import stop_gradient
+from ..tree_util import tree_map
 
 __all__ = ["cond", "switch", "fori_loop", "while_loop", "scan", "select", "stop_gradient",
            "psum", "pmean", "pmax", "pmin", "all_gather", "axis_index"]

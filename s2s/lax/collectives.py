@@ -25,8 +25,8 @@ from typing import Any, Hashable
 
 import numpy as np
 
-from .errors import Origin, S2SError
-from .tree_util import pytree
+from ..errors import Origin, S2SError
+from ..tree_util import pytree
 
 __all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "axis_index"]
 
