@@ -397,6 +397,30 @@ def mlp_indexing_pairs(params, x):
     return np.sum(h)
 
 
+def mlp_as_in_jax_readme(params, inputs):
+    for W, b in params:
+        outputs = np.dot(inputs, W) + b
+        inputs = np.tanh(outputs)
+    return np.sum(outputs ** 2)
+
+
+def mlp_output_layer_after_the_loop(params, inputs):
+    activations = inputs
+    for W, b in params[:-1]:
+        outputs = np.dot(activations, W) + b
+        activations = np.tanh(outputs)
+    final_W, final_b = params[-1]
+    return np.sum((np.dot(activations, final_W) + final_b) ** 2)
+
+
+def mlp_rebinding_a_variable_bound_before_the_loop(params, inputs):
+    outputs = inputs
+    for W, b in params:
+        outputs = np.dot(inputs, W) + b
+        inputs = np.tanh(outputs)
+    return np.sum(outputs ** 2) + np.sum(inputs)
+
+
 def weighted_sum(ws, x):
     s = 0.0
     for i in range(len(ws)):
@@ -424,6 +448,30 @@ def test_loops_over_a_list_of_layers(fun, pairs):
     if pairs:
         assert all(isinstance(g, tuple) and g[0].shape == W.shape and g[1].shape == b.shape
                    for g, (W, b) in zip(grad, params))
+
+
+@pytest.mark.parametrize("fun", [mlp_as_in_jax_readme, mlp_output_layer_after_the_loop,
+                                 mlp_rebinding_a_variable_bound_before_the_loop])
+@pytest.mark.parametrize("widths", [(2, 1, 3), (3, 4, 2), (2, 5, 1, 3)])
+def test_a_variable_bound_anew_in_each_layer_takes_that_layers_shape(fun, widths):
+    """`outputs = np.dot(inputs, W) + b` binds outputs anew in each pass, with that layer's
+    width: the zeros its adjoint restarts from in the reverse loop take the width of the layer
+    before (a shape tape), not the last layer's, which would broadcast (a layer of width 1
+    after one of width 3 summed three copies of its adjoint)."""
+    rng = np.random.default_rng(7)
+    params = [(rng.standard_normal((m, n)), rng.standard_normal(n)) for m, n in zip(widths[:-1], widths[1:])]
+    inputs = rng.standard_normal((5, widths[0]))
+    grad = s2s.grad(fun)(params, inputs)
+    assert isinstance(grad, list) and len(grad) == len(params)
+    for k, (W, b) in enumerate(params):
+        for j, part in enumerate((W, b)):
+            def loss_of_part(value, k=k, j=j):
+                changed = [list(layer) for layer in params]
+                changed[k][j] = value
+                return fun([tuple(layer) for layer in changed], inputs)
+            np.testing.assert_allclose(grad[k][j], central_difference_grad(loss_of_part, (part,), 0),
+                                       rtol=1e-6, atol=1e-6)
+    check_grads(fun, (params, inputs), argnums=(0, 1), modes=("rev", "fwd"))
 
 
 def test_a_loop_over_a_tuple_of_numbers():

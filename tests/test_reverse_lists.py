@@ -414,6 +414,14 @@ def array_rebound_in_the_loop_over_it(x):
     return total
 
 
+def array_first_bound_in_the_loop_with_its_length(x):
+    total = 0.0
+    for i in range(1, 4):
+        y = x[:i] * 2.0
+        total = total + np.sum(y * y)
+    return total + np.sum(y)
+
+
 def array_rebound_to_another_shape_after_a_loop(x):
     y = x[:3] * 1.0
     total = 0.0
@@ -438,17 +446,15 @@ def test_names_rebound_to_values_of_another_length_under_jit():
     # (one compile each) The arrays were wrong gradients under jit, not errors: Numba checks no
     # bounds, and the adjoint of x[:3] made as zeros of x[:2]'s shape took writes past its end.
     for f in (rebound_in_a_while_loop_over_it, array_rebound_in_the_loop_over_it,
-              array_rebound_to_another_shape_after_a_loop):
+              array_rebound_to_another_shape_after_a_loop, array_first_bound_in_the_loop_with_its_length):
         close(s2s.jit(s2s.grad(f))(X), central_differences(f, X))
 
 
-@pytest.mark.xfail(strict=True, raises=(IndexError, ValueError), reason="bug: on the python backend an array "
-                   "rebound to another shape keeps zeros of its last shape for its adjoint before a loop that "
-                   "reads it (without s2s.jit's facts an array is not told from a number, whose taped shape "
-                   "would give 0-d zeros): NumPy's IndexError or broadcast error, not a wrong gradient")
-@pytest.mark.parametrize("f", [array_rebound_in_the_loop_over_it, array_rebound_to_another_shape_after_a_loop],
-                         ids=lambda f: f.__name__)
+@pytest.mark.parametrize("f", [array_rebound_in_the_loop_over_it, array_rebound_to_another_shape_after_a_loop,
+                               array_first_bound_in_the_loop_with_its_length], ids=lambda f: f.__name__)
 def test_arrays_rebound_to_another_shape_on_the_python_backend(f):
+    # (without s2s.jit's facts any value may change shape: its zeros take a taped shape, and a
+    # number's taped shape () gives a number's zero: runtime.zeros_shaped)
     close(s2s.grad(f)(X), central_differences(f, X))
 
 

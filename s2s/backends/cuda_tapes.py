@@ -184,7 +184,7 @@ def simulated_runtime() -> types.SimpleNamespace:
     each value it reads from a clamped slot is one the example pushed, so on a GPU it stays
     within its tapes and its loops' trip counts."""
     return types.SimpleNamespace(**{**vars(runtime), "shape_tape": _no_shape_tape, "push_shape": _pushed_shape,
-                                    "pop_shape": _popped_shape})
+                                    "pop_shape": _popped_shape, "top_shape": _popped_shape})
 
 
 def _no_shape_tape():

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from .values import tree_shape
 
 
@@ -41,3 +39,10 @@ def push_shape(tape, x):
 def pop_shape(tape, like):
     """The last shape pushed; `like` holds a shape pushed on the same tape."""
     return tape.pop()
+
+
+def top_shape(tape, like):
+    """The last shape pushed, left on the tape; `like` (a shape popped from it) where it is
+    empty. A variable first bound in a loop has its shape taped after each binding: once the
+    reverse sweep has popped this pass's, the top is the one its earlier binding had."""
+    return tape[-1] if tape else like

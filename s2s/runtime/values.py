@@ -80,6 +80,8 @@ def zeros_shaped(shape, like):
         return AdjointList(zeros_shaped(s, item) for s, item in zip(shape, likes))
     if isinstance(shape, DictShape):
         return {k: zeros_shaped(s, like.get(k) if isinstance(like, dict) else None) for k, s in shape}
+    if shape == () and not isinstance(like, np.ndarray):
+        return zeros_like(like)  # (a number's zero, not a 0-d array: without s2s.jit's facts any value may be one)
     dtype = like.dtype if isinstance(like, np.ndarray) and np.issubdtype(like.dtype, np.inexact) else np.float64
     return np.zeros(shape, dtype)
 

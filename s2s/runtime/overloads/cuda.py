@@ -178,6 +178,11 @@ def _pop_shape(tape, like):
     return lambda tape, like: like
 
 
+@overload(rt.top_shape)
+def _top_shape(tape, like):
+    return lambda tape, like: like
+
+
 @overload(rt.range_len)
 def _range_len(start, stop, step):
     def impl(start, stop, step):

@@ -135,3 +135,13 @@ def _pop_shape(tape, like):
     pops = "".join(f"    d{k} = tape.pop()\n" for k in reversed(range(ndim)))
     dims = ", ".join(f"d{k}" for k in range(ndim)) + ("," if ndim == 1 else "")
     return _compile(f"def impl(tape, like):\n{pops}    return ({dims})\n", "impl")
+
+
+@overload(rt.top_shape)
+def _top_shape(tape, like):
+    ndim = len(like) if isinstance(like, types.BaseTuple) else 0
+    if ndim == 0:
+        return lambda tape, like: ()
+    dims = ", ".join(f"tape[n - {ndim - k}]" for k in range(ndim)) + ("," if ndim == 1 else "")
+    return _compile(f"def impl(tape, like):\n    n = len(tape)\n    if n < {ndim}:\n        return like\n"
+                    f"    return ({dims})\n", "impl")

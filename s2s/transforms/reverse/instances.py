@@ -215,7 +215,7 @@ class RuleInstances:
                 # An active target's adjoint holds a value by now; the others are zeros_like(t).
                 out |= {Need(t, "post") for t in stmt.targets if not self.an.is_active(t)}
             if not stmt.inplace:
-                out |= {Need(t, "pre", shape=True) for t in stmt.targets if self.rebound_zeros_shaped(t, stmt)}
+                out |= {Need(t, when, shape=True) for t in stmt.targets if (when := self.rebound_zeros_shaped(t, stmt))}
         elif isinstance(stmt, ir.SetItem):
             out |= {Need(n, "pre") for n in ir.names_in(stmt.index)}
             if an.atom_active(stmt.value) and not self.exact_setitem(stmt):
@@ -238,17 +238,26 @@ class RuleInstances:
             out.add(Need(stmt.tape, "pre"))
         return {n for n in out if n.var not in self.fn.constants}
 
-    def rebound_zeros_shaped(self, var: str, stmt: ir.Assign) -> bool:
+    def rebound_zeros_shaped(self, var: str, stmt: ir.Assign) -> str | None:
         """stmt binds var anew, from a value that does not read it: before stmt the reverse sweep
         holds var's adjoint at zero, for var's earlier value, and makes those zeros where a loop
         body or branch that stmt sits in ends, or before a loop or branch ahead of stmt that
         reads var, unless a statement in between reads var into an active value (its
         contribution is the adjoint then). var itself may hold a later value there, of another
-        length or shape (`for v in ys: ys = [v]`): the zeros take the shape var had before
-        stmt, from a shape tape (sweep.kill)."""
+        length or shape (`for v in ys: ys = [v]`, `for W, b in layers: h = x @ W + b`): the
+        zeros take the shape var had before stmt, from a shape tape (sweep.kill). "pre": the
+        shape is taped before stmt. "post": var is first bound in a loop, by stmt alone, so
+        the shape it had before stmt is the one stmt gave it in an earlier pass (or none), which
+        its tape keeps under this pass's (runtime.top_shape). None: no shape tape."""
         if var in self.straight or not self.an.is_active(var) or var in ir.stmt_reads(stmt) \
-                or not self.needs_reset(var) or not self.bound_before(var, stmt):
-            return False
+                or not self.needs_reset(var):
+            return None
+        if self.bound_before(var, stmt):
+            when = "pre"
+        elif self.an.enclosing_loops(stmt) and [d for d in self.an.defs.get(var, [])] == [stmt]:
+            when = "post"
+        else:
+            return None
         block = self.chains[id(stmt)][-1]
         statements = self.block_of[block]
         zeros_made = block != self.scope.get(var)  # (where the reverse of stmt's loop body or branch ends)
@@ -258,12 +267,14 @@ class RuleInstances:
                     zeros_made = True
                     break
             elif isinstance(s, ir.Push) and s.tape == var:
-                return False  # (its reverse pops var itself, which then has the length to take)
+                return None  # (its reverse pops var itself, which then has the length to take)
             elif isinstance(s, ir.Assign) and var in ir.stmt_reads(s) and any(self.an.is_active(t) for t in s.targets):
-                return False
+                return None
             elif isinstance(s, ir.Assign) and var in s.targets:
-                return False  # (an earlier binding, which tapes the shape before it where that is needed)
-        return zeros_made and self.may_change_shape(var)
+                return None  # (an earlier binding, which tapes the shape before it where that is needed)
+        # (without s2s.jit's facts any value may change shape: zeros_shaped gives a number's zero
+        # where the taped shape is ())
+        return when if zeros_made and (self.classes is None or self.may_change_shape(var)) else None
 
     def bound_before(self, var: str, stmt) -> bool:
         """Does var surely hold a value where stmt starts: a parameter, bound by an assignment

@@ -251,6 +251,10 @@ class Planning:
         covered_shape: dict[str, tuple] = {}  # var -> the tape key its shape was popped from
 
         def decide(stmt, need):
+            if need.shape and need.when == "post" and isinstance(stmt, ir.Assign) and need.var in stmt.targets:
+                # Where var is first bound in a loop, its zeros take the shape an earlier pass's
+                # binding gave it, which its tape holds under this pass's (rebound_zeros_shaped)
+                return "shape", "shape", (need.var, id(stmt), need.when)
             if need.var in covered_value:
                 self.reread.add((id(stmt), need))
                 return None, "value", None

@@ -44,6 +44,8 @@ class ReverseSweeper:
         self.pending: set[str] = set()  # adjoints known to be zero, not yet assigned
         # pending adjoint -> the name of a taped shape of its variable's value there (kill)
         self.pending_shape: dict[str, str] = {}
+        # var -> (its shape tape, a shape popped from it): zeros of the shape under the top (top_shape)
+        self.pending_earlier_shape: dict[str, tuple[str, str]] = {}
         self.popped_into: set[str] = set()
         self.popped_early: set[tuple] = set()  # (id(stmt), need) popped before stmt's other pops
 
@@ -106,6 +108,7 @@ class ReverseSweeper:
                 self.ensure_materialized(var, out)
         self.pending = before
         self.pending_shape = {v: shape for v, shape in self.pending_shape.items() if v in before}
+        self.pending_earlier_shape = {v: s for v, s in self.pending_earlier_shape.items() if v in before}
         return out
 
     def materialize(self, stmt, block_id: int, out: list):
@@ -121,6 +124,7 @@ class ReverseSweeper:
             self.materialized.add(var)
             self.pending.add(var)
             self.pending_shape.pop(var, None)
+            self.pending_earlier_shape.pop(var, None)
         if isinstance(stmt, (ir.If, ir.For, ir.While)):
             # (a list made anew in a loop takes the length it had after stmt: its shape is taped
             # there, list_adjoints_started_at, and popped here, before stmt's other pops)
@@ -152,13 +156,17 @@ class ReverseSweeper:
                                "list holds right after the loop that fills it")
             if shape is None or shape == var:
                 shape = self.pending_shape.get(var, shape)
-            if shape is not None and shape != var:
+            if (shape is None or shape == var) and var in self.pending_earlier_shape:
+                tape, popped = self.pending_earlier_shape[var]
+                value = runtime_call("zeros_shaped", runtime_call("top_shape", name(tape), name(popped)), name(var))
+            elif shape is not None and shape != var:
                 value = runtime_call("zeros_shaped", name(shape), name(var))
             else:
                 value = runtime_call("zeros_like", name(var))
             out.append(assign(self.plan.bar(var), value))
             self.pending.discard(var)
             self.pending_shape.pop(var, None)
+            self.pending_earlier_shape.pop(var, None)
 
     def reverse_stmt(self, stmt) -> list:
         taped = self.tapes.at[id(stmt)]
@@ -193,6 +201,7 @@ class ReverseSweeper:
         out: list = self.pops(stmt, taped)  # (t itself, where a later `t = []` rebinds it)
         out += [ast.Expr(ast.Call(ast.Attribute(name(stmt.tape), "pop", ast.Load()), [], []))]
         self.pending_shape.pop(stmt.tape, None)  # (the list's own length is the one before the append again)
+        self.pending_earlier_shape.pop(stmt.tape, None)
         bar = self.adjoint_of(stmt.tape)
         if bar is None:
             return out
@@ -240,6 +249,7 @@ class ReverseSweeper:
             out.append(assign(bar, contribution))
             self.pending.discard(var)
             self.pending_shape.pop(var, None)
+            self.pending_earlier_shape.pop(var, None)
         elif self.an.is_container(var):
             out.append(assign(bar, runtime_call("tree_add", name(bar), contribution)))
         elif var in self.an.subscripted:
@@ -292,11 +302,17 @@ class ReverseSweeper:
         """Where var's adjoint is zero from `at` back, its zeros take the shape var had before
         `at`: the taped one, or var's own where none is taped (no loop or branch ahead of `at`
         makes zeros for it, instances.rebound_zeros_shaped)."""
-        decision = self.plan.decisions.get((id(at), Need(var, "pre", shape=True))) if at is not None else None
-        if decision is not None and decision[1] == "shape":
-            self.pending_shape[var] = self.tapes.shape_vars[decision[2]]
-        else:
-            self.pending_shape.pop(var, None)
+        self.pending_shape.pop(var, None)
+        self.pending_earlier_shape.pop(var, None)
+        for when in ("pre", "post"):
+            decision = self.plan.decisions.get((id(at), Need(var, when, shape=True))) if at is not None else None
+            if decision is None or decision[1] != "shape":
+                continue
+            if when == "pre":
+                self.pending_shape[var] = self.tapes.shape_vars[decision[2]]
+            else:  # (taped after each pass's binding: the one under this pass's, runtime.top_shape)
+                tape = next(t for need, t in self.tapes.at[id(at)] if need == Need(var, "post", shape=True))
+                self.pending_earlier_shape[var] = (tape, self.tapes.shape_vars[decision[2]])
 
     # ---- statements -------------------------------------------------------------
 
