@@ -31,9 +31,13 @@ from s2s.runtime import (
     diagonal_matrix,
     diff,
     diff_bar,
+    flatten,
+    flatten_bar,
+    flatten_options,
     hstack_bar,
     roll,
     roll_bar,
+    rollaxis_bar,
     qr_inner_bar,
     qr_options,
     svd_options,
@@ -289,6 +293,45 @@ def moveaxis(y, x, source, destination):
 def flip(y, x, axis=None):
     y_dot = np.flip(x_dot, axis)
     x_bar += np.flip(y_bar, axis)
+
+
+@rule(np.flipud, pure=True, view=True, dtype_from=(0,), broadcasts=True)
+def flipud(y, x):
+    """np.flip(x, 0), its own adjoint (the batch, last under vmap, is not flipped)."""
+    y_dot = np.flipud(x_dot)
+    x_bar += np.flipud(y_bar)
+
+
+@rule(np.fliplr, pure=True, view=True, dtype_from=(0,), broadcasts=True)
+def fliplr(y, x):
+    """np.flip(x, 1), its own adjoint."""
+    y_dot = np.fliplr(x_dot)
+    x_bar += np.fliplr(y_bar)
+
+
+# Numba's np.rot90 takes no axes: under Numba, runtime.rot90 where k or axes are written.
+@rule(np.rot90, runtime.rot90, pure=True, view=True, dtype_from=(0,))
+@primitive(np.rot90, numba=runtime.rot90)
+def rot90(y, x, k=1, axes=(0, 1)):
+    """k quarter turns in the plane of axes; the adjoint turns back, -k."""
+    y_dot = np.rot90(x_dot, k, axes)
+    x_bar += np.rot90(y_bar, -k, axes)
+
+
+# Numba lacks np.rollaxis: under Numba generated code calls runtime.rollaxis.
+@rule(np.rollaxis, runtime.rollaxis, pure=True, view=True, dtype_from=(0,))
+@primitive(np.rollaxis, numba=runtime.rollaxis, numba_always=True)
+def rollaxis(y, x, axis, start=0):
+    """A transpose: the adjoint moves the axis back (runtime.rollaxis_bar)."""
+    y_dot = np.rollaxis(x_dot, axis, start)
+    x_bar += rollaxis_bar(y_bar, axis, start)
+
+
+# x.flatten(): np.ravel's rule, but a copy (frontend/expressions.py reads the method's spelling).
+@rule(runtime.flatten, pure=True, fresh=True, method="flatten", dtype_from=(0,), options=flatten_options)
+def flatten_(y, x, order="C"):
+    y_dot = flatten(x_dot, order)
+    x_bar += flatten_bar(y_bar, x, order)
 
 
 @rule(np.cumsum, runtime.cumsum, pure=True, fresh=True)

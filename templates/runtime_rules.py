@@ -35,7 +35,9 @@ from s2s.runtime import (
     cumsum_bar,
     diag_bar,
     diff_bar,
+    flatten,
     dot_bar_x,
+    flatten_bar,
     dot_bar_y,
     hstack_bar,
     inner_bar_x,
@@ -76,6 +78,7 @@ from s2s.runtime import (
     polyder,
     repeat_bar,
     roll_bar,
+    rollaxis_bar,
     solve_bar_a,
     sort_bar,
     sort_dot,
@@ -526,6 +529,18 @@ def diff_bar_(r, g, x, n=1, axis=-1):
 @rule(runtime.roll_bar, pure=True, fresh=True)
 def roll_bar_(r, g, shift, axis=None):
     r_dot = roll_bar(g_dot, shift, axis)
+
+
+@rule(runtime.rollaxis_bar, pure=True, fresh=True)
+def rollaxis_bar_(r, g, axis, start=0):
+    r_dot = rollaxis_bar(g_dot, axis, start)
+    g_bar += np.rollaxis(r_bar, axis, start)
+
+
+@rule(runtime.flatten_bar, pure=True, fresh=True, shape_argument=1)
+def flatten_bar_(r, g, x, order="C"):
+    r_dot = flatten_bar(g_dot, x, order)
+    g_bar += flatten(r_bar, order)
 
 
 @rule(runtime.sort_dot, pure=True, fresh=True)

@@ -48,6 +48,17 @@ EXAMPLES = {
     np.flip: ("A", "np.flip(A, 0) * A"),
     runtime.flip: ("A", "runtime.flip(A, (0, 1)) * A"),
     np.cumsum: ("x, A", "np.cumsum(x) + np.sum(np.cumsum(A, 1) * A)"),
+    np.flipud: ("x, A", "np.flipud(A) * A + np.flipud(x) * x"),
+    np.fliplr: ("A", "np.fliplr(A * A) * A"),
+    np.rot90: ("A", "np.rot90(A) * A + np.sum(np.rot90(np.reshape(A, (3, 1, 3)), k=-3, axes=(2, 0)) ** 2)"
+                    " + np.rot90(A * A, 2)"),
+    runtime.rot90: ("A", "runtime.rot90(np.reshape(A * A, (1, 3, 3)), 3, (1, 2)) * A"),
+    np.rollaxis: ("A", "np.sum(np.rollaxis(np.reshape(A, (3, 1, 3)), 2) * A[:, :1, None]) * A"
+                       " + np.rollaxis(np.reshape(A * A, (1, 3, 3)), -3, start=3)[0]"),
+    runtime.rollaxis: ("A", "runtime.rollaxis(np.reshape(A * A, (3, 1, 3)), 0, 2)[:, 0] * A"),
+    runtime.rollaxis_bar: ("A", "runtime.rollaxis_bar(np.reshape(A * A, (3, 1, 3)), 1, 3)[0] * A[0]"),
+    runtime.flatten: ("A", "A.flatten() * A.flatten('F') + runtime.flatten(A * A, order='F')"),
+    runtime.flatten_bar: ("x, A", "runtime.flatten_bar(np.ravel(A * A), A, 'F') * A + runtime.flatten_bar(x * x, x)[0]"),
     runtime.cumsum: ("x", "runtime.cumsum(x)"),
     runtime.cumsum_bar: ("x, y", "runtime.cumsum_bar(x * y, y)"),
     operator.matmul: ("A, x", "A @ x"),

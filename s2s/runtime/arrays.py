@@ -123,6 +123,44 @@ def flip(x, axis=None):
     return np.flip(x, axis)
 
 
+def rot90(x, k=1, axes=(0, 1)):
+    """np.rot90(x, k, axes), which Numba takes without axes only."""
+    return np.rot90(x, k, axes)
+
+
+def _rolled_to(ndim, axis, start):
+    """Where np.rollaxis(x, axis, start) puts the axis: it lands before the axis that was at start."""
+    axis, start = axis % ndim, start + ndim if start < 0 else start
+    return start - 1 if axis < start else start
+
+
+def rollaxis(x, axis, start=0):
+    """np.rollaxis(x, axis, start), which Numba lacks."""
+    return np.rollaxis(x, axis, start)
+
+
+def rollaxis_bar(g, axis, start=0):
+    """Adjoint of np.rollaxis: the axis moved back from where it was rolled to."""
+    return np.moveaxis(g, _rolled_to(np.ndim(g), axis, start), axis)
+
+
+def flatten_options(order="C", **_) -> str | None:
+    """x.flatten is differentiated in C or F order (rules: Facts.options): A and K follow x's layout in memory."""
+    if order not in ("C", "F"):
+        return f"x.flatten(order={order!r}) is not differentiated: write order='C' (the default) or 'F'"
+    return None
+
+
+def flatten(x, order="C"):
+    """x.flatten(order): a new 1-d array, as np.ravel gives, but never a view of x."""
+    return np.array(x).flatten(order)
+
+
+def flatten_bar(g, x, order="C"):
+    """Adjoint of x.flatten(order): g in x's shape, read in that order."""
+    return np.reshape(g, np.shape(x), order=order) if np.ndim(x) else np.ravel(g)[0]
+
+
 def cumsum(x, axis=None):
     """np.cumsum(x, axis), which Numba takes without an axis only."""
     return np.cumsum(x, axis)

@@ -1,6 +1,6 @@
-"""Overloads of the helpers for scans, shifts and rearrangements (runtime/arrays.py): flip, cumsum,
-cumprod, diff, roll, sort (with an axis, which Numba's own take none), tile (which Numba
-lacks), diag, hstack/vstack and astype, and their derivatives.
+"""Overloads of the helpers for scans, shifts and rearrangements (runtime/arrays.py): flip, rot90,
+cumsum, cumprod, diff, roll, sort (with an axis, which Numba's own take none), rollaxis, tile
+(which Numba lacks), flatten, diag, hstack/vstack and astype, and their derivatives.
 
 Work along an axis goes through _rows: the axis swapped last and the array viewed as rows
 (one per position of the other axes), so one kernel over rows serves every ndim and axis, an
@@ -66,6 +66,69 @@ def _flip(x, axis=None):
                     _flip_rows=_flip_rows)
 
 
+
+
+# np.rot90 and np.rollaxis are a flip and a transpose: Numba has both with axes known as it runs
+# (np.swapaxes, np.moveaxis). Each branch is made C-contiguous, so that they return one type.
+
+
+@overload(rt.rot90)
+def _rot90(x, k=1, axes=(0, 1)):
+    _array("np.rot90", x)
+    if _nd(x) < 2:
+        raise TypingError("s2s: np.rot90 turns an array of 2 or more dimensions")
+
+    def impl(x, k=1, axes=(0, 1)):
+        a0, a1 = axes[0] % x.ndim, axes[1] % x.ndim
+        turns = k % 4
+        if turns == 0:
+            return np.ascontiguousarray(x)
+        if turns == 2:
+            return rt.flip(rt.flip(x, a0), a1)
+        if turns == 1:
+            return np.ascontiguousarray(np.swapaxes(rt.flip(x, a1), a0, a1))
+        return rt.flip(np.ascontiguousarray(np.swapaxes(x, a0, a1)), a1)
+    return impl
+
+
+_rolled_to = register_jitable(rt.arrays._rolled_to)
+
+
+@overload(rt.rollaxis)
+def _rollaxis(x, axis, start=0):
+    _array("np.rollaxis", x)
+    return lambda x, axis, start=0: np.moveaxis(x, axis % x.ndim, _rolled_to(x.ndim, axis, start))
+
+
+@overload(rt.rollaxis_bar)
+def _rollaxis_bar(g, axis, start=0):
+    _array("np.rollaxis", g)
+    return lambda g, axis, start=0: np.moveaxis(g, _rolled_to(g.ndim, axis, start), axis % g.ndim)
+
+
+@overload(rt.flatten)
+def _flatten(x, order="C"):
+    if _scalar(x):
+        return lambda x, order="C": np.array([x])
+    _array("x.flatten()", x)
+
+    def impl(x, order="C"):
+        if order == "F":
+            return x.T.flatten()  # (the axes reversed, read in C order)
+        return x.flatten()
+    return impl
+
+
+@overload(rt.flatten_bar)
+def _flatten_bar(g, x, order="C"):
+    if _scalar(x):
+        return lambda g, x, order="C": g[0]
+
+    def impl(g, x, order="C"):
+        if order == "F":
+            return np.ascontiguousarray(np.ascontiguousarray(g).reshape(x.shape[::-1]).T)
+        return np.ascontiguousarray(g).reshape(x.shape)
+    return impl
 
 
 @register_jitable
