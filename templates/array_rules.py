@@ -28,6 +28,7 @@ from s2s.runtime import (
     cumsum,
     cumsum_bar,
     diag_bar,
+    diagonal_bar,
     diagonal_matrix,
     diff,
     diff_bar,
@@ -239,10 +240,23 @@ def kron_(z, a, b):
     b_bar += kron_bar_b(z_bar, a, b)
 
 
-@rule(np.trace, pure=True, method="trace", linear="all")
-def trace(y, x):
-    y_dot = np.trace(x_dot)
-    x_bar += trace_bar(y_bar, x)
+# Numba's np.trace takes an offset only, of a matrix: runtime.trace under Numba where more is written.
+@rule(np.trace, runtime.trace, pure=True, linear="all")
+@primitive(np.trace, method="trace", numba=runtime.trace)
+def trace(y, x, offset=0, axis1=0, axis2=1):
+    """The sum of a diagonal (of a stack of matrices, along axis1 and axis2, one per matrix)."""
+    y_dot = np.trace(x_dot, offset=offset, axis1=axis1, axis2=axis2)
+    x_bar += trace_bar(y_bar, x, offset, axis1, axis2)
+
+
+# Numba lacks np.diagonal: under Numba generated code calls runtime.diagonal.
+@rule(np.diagonal, runtime.diagonal, pure=True, linear="all", dtype_from=(0,))
+@primitive(np.diagonal, view=True, numba=runtime.diagonal, numba_always=True, method="diagonal")
+@primitive(runtime.diagonal, fresh=True)
+def diagonal_(y, x, offset=0, axis1=0, axis2=1):
+    """A view of a diagonal (the last axis of the result); the adjoint puts it back on zeros."""
+    y_dot = np.diagonal(x_dot, offset=offset, axis1=axis1, axis2=axis2)
+    x_bar += diagonal_bar(y_bar, x, offset, axis1, axis2)
 
 
 # ---- shapes -----------------------------------------------------------------------

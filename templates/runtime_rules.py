@@ -34,6 +34,7 @@ from s2s.runtime import (
     cumprod_vjp_dx,
     cumsum_bar,
     diag_bar,
+    diagonal_bar,
     diff_bar,
     flatten,
     dot_bar_x,
@@ -290,9 +291,16 @@ def right_solve_(y, x, r):
     y_dot = right_solve(x_dot - y @ r_dot, r)
 
 
-@rule(runtime.trace_bar, pure=True)
-def trace_bar_(r, g, x):
-    r_dot = trace_bar(g_dot, x)
+@rule(runtime.trace_bar, pure=True, fresh=True, shape_argument=1)
+def trace_bar_(r, g, x, offset=0, axis1=0, axis2=1):
+    r_dot = trace_bar(g_dot, x, offset, axis1, axis2)
+    g_bar += np.trace(r_bar, offset=offset, axis1=axis1, axis2=axis2)
+
+
+@rule(runtime.diagonal_bar, pure=True, fresh=True, shape_argument=1)
+def diagonal_bar_(r, g, x, offset=0, axis1=0, axis2=1):
+    r_dot = diagonal_bar(g_dot, x, offset, axis1, axis2)
+    g_bar += np.diagonal(r_bar, offset=offset, axis1=axis1, axis2=axis2)
 
 
 @rule(runtime.transpose_bar, pure=True)

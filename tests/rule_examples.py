@@ -80,7 +80,13 @@ EXAMPLES = {
     np.dot: ("A, x", "np.dot(A, x)"),
     np.matmul: ("A, x", "np.matmul(A, x)"),
     np.outer: ("x, y", "np.outer(x, y)"),
-    np.trace: ("A", "np.trace(A)"),
+    np.trace: ("A", "np.trace(A) * np.trace(A * A, offset=1) + np.trace(A, -1) * A.trace(1)"
+                    " + np.trace(np.reshape(A, (3, 1, 3)), 0, 2, axis2=0) * 2.0"),
+    runtime.trace: ("A", "runtime.trace(np.reshape(A * A, (3, 3, 1)), -1, 1, 0) * A[0]"),
+    np.diagonal: ("A", "np.diagonal(A) * A + np.diagonal(A * A, 1) @ A[:2] + A.diagonal(offset=-1) @ A[1:]"
+                       " + np.sum(np.diagonal(np.reshape(A, (3, 1, 3)), axis1=2, axis2=0) ** 2)"),
+    runtime.diagonal: ("A", "runtime.diagonal(np.reshape(A * A, (1, 3, 3)), 1, 1, 2) * A[:, :2]"),
+    runtime.diagonal_bar: ("x, A", "runtime.diagonal_bar(x * x, A) * A + runtime.diagonal_bar(x[:2] * A[0, :2], A, -1)"),
     np.tensordot: ("A, x", "np.tensordot(A, x, 1) + np.tensordot(A, A, axes=((1, 0), (0, 1)))"),
     runtime.tensordot: ("A, x", "runtime.tensordot(x, A, ((0,), (1,)))"),
     np.kron: ("x, A", "np.kron(x, x * 2.0) + np.sum(np.kron(A, A[:2, :2]) ** 2)"),
@@ -169,7 +175,7 @@ EXAMPLES = {
     runtime.inner_bar_y: ("s, x, y", "runtime.inner_bar_y(s, x, y)"),
     runtime.outer_bar_x: ("A, x, y", "runtime.outer_bar_x(A, x, y)"),
     runtime.outer_bar_y: ("A, x, y", "runtime.outer_bar_y(A, x, y)"),
-    runtime.trace_bar: ("s, A", "runtime.trace_bar(s, A)"),
+    runtime.trace_bar: ("s, x, A", "runtime.trace_bar(s, A) + runtime.trace_bar(x[:1] * s, np.reshape(A, (3, 1, 3)), 1, 0, 2)[:, 0]"),
     runtime.transpose_bar: ("A", "runtime.transpose_bar(A, None)"),
     runtime.reshape_bar: ("x, A", "runtime.reshape_bar(np.reshape(A, (9,)), A) + x[0]"),
     runtime.cumprod_jvp: ("x, y", "runtime.cumprod_jvp(x, y)"),

@@ -100,8 +100,34 @@ def outer_bar_y(g, x, y):
     return np.reshape(np.dot(np.ravel(x), g), np.shape(y))
 
 
-def trace_bar(g, x):
-    return g * np.eye(np.shape(x)[0], np.shape(x)[1])
+def diagonal(x, offset=0, axis1=0, axis2=1):
+    """np.diagonal(x, offset, axis1, axis2), which Numba lacks."""
+    return np.diagonal(x, offset, axis1, axis2)
+
+
+def trace(x, offset=0, axis1=0, axis2=1):
+    """np.trace(x, offset, axis1, axis2), which Numba takes of a matrix only."""
+    return np.trace(x, offset, axis1, axis2)
+
+
+def _diagonal_length(shape, offset, axis1, axis2):
+    return max(0, min(shape[axis1] + min(offset, 0), shape[axis2] - max(offset, 0)))
+
+
+def diagonal_bar(g, x, offset=0, axis1=0, axis2=1):
+    """Adjoint of np.diagonal(x, offset, axis1, axis2): g (the diagonal along its last axis)
+    placed on that diagonal of zeros of x's shape (x may be its shape)."""
+    shape = _shape_of(x)
+    out = np.zeros(shape, dtype=np.result_type(g))
+    plane = np.moveaxis(out, (axis1, axis2), (-2, -1))  # (a view of out)
+    i = np.arange(_diagonal_length(shape, offset, axis1, axis2))
+    plane[..., i + max(-offset, 0), i + max(offset, 0)] = g
+    return out
+
+
+def trace_bar(g, x, offset=0, axis1=0, axis2=1):
+    """Adjoint of np.trace(x, offset, axis1, axis2): each trace's g along its diagonal."""
+    return diagonal_bar(np.asarray(g, dtype=np.result_type(g))[..., None], x, offset, axis1, axis2)
 
 
 # ---- shapes -----------------------------------------------------------------------
@@ -157,8 +183,9 @@ def flatten(x, order="C"):
 
 
 def flatten_bar(g, x, order="C"):
-    """Adjoint of x.flatten(order): g in x's shape, read in that order."""
-    return np.reshape(g, np.shape(x), order=order) if np.ndim(x) else np.ravel(g)[0]
+    """Adjoint of x.flatten(order): g in x's shape (x may be its shape), read in that order."""
+    shape = _shape_of(x)
+    return np.reshape(g, shape, order=order) if shape else np.ravel(g)[0]
 
 
 def cumsum(x, axis=None):

@@ -8,7 +8,7 @@ import numba
 import numpy as np
 from numba import types
 from numba.core.errors import TypingError
-from numba.extending import overload
+from numba.extending import overload, register_jitable
 from numba.np import numpy_support
 
 from ... import runtime as rt
@@ -109,9 +109,86 @@ def _outer_bar_y(g, x, y):
     return lambda g, x, y: np.dot(np.ravel(x), g).reshape(y.shape)
 
 
+# np.diagonal and np.trace along any two axes: the two moved last (axis2 first, then axis1
+# before it) and the array viewed as a stack of matrices, (outer, n1, n2); the diagonal of
+# each is the last axis of the result, as NumPy's.
+
+
+@register_jitable
+def _planes(x, axis1, axis2):
+    """x with axis1 and axis2 last, in that order, as a C-contiguous (outer, n1, n2) array."""
+    a1, a2 = axis1 % x.ndim, axis2 % x.ndim
+    moved = np.ascontiguousarray(np.moveaxis(np.moveaxis(x, a2, -1), a1 - (a1 > a2), -2))
+    return moved.reshape((-1, moved.shape[-2], moved.shape[-1])), moved.shape
+
+
+@register_jitable
+def _unplanes(p, shape, axis1, axis2, ndim):
+    a1, a2 = axis1 % ndim, axis2 % ndim
+    return np.ascontiguousarray(np.moveaxis(np.moveaxis(p.reshape(shape), -2, a1 - (a1 > a2)), -1, a2))
+
+
+@register_jitable
+def _diagonal_of_planes(p, offset):
+    k = max(0, min(p.shape[1] + min(offset, 0), p.shape[2] - max(offset, 0)))
+    out = np.empty((p.shape[0], k), p.dtype)
+    for i in range(k):
+        out[:, i] = p[:, i + max(-offset, 0), i + max(offset, 0)]
+    return out
+
+
+@overload(rt.diagonal)
+def _diagonal(x, offset=0, axis1=0, axis2=1):
+    if _nd(x) < 2:
+        raise TypingError("s2s: np.diagonal takes an array of 2 or more dimensions")
+
+    def impl(x, offset=0, axis1=0, axis2=1):
+        p, shape = _planes(x, axis1, axis2)
+        d = _diagonal_of_planes(p, offset)
+        return d.reshape(shape[:-2] + (d.shape[1],))
+    return impl
+
+
+@overload(rt.trace)
+def _trace(x, offset=0, axis1=0, axis2=1):
+    if _nd(x) < 2:
+        raise TypingError("s2s: np.trace takes an array of 2 or more dimensions")
+    if _nd(x) == 2:
+        return lambda x, offset=0, axis1=0, axis2=1: np.sum(rt.diagonal(x, offset, axis1, axis2))
+
+    def impl(x, offset=0, axis1=0, axis2=1):
+        p, shape = _planes(x, axis1, axis2)
+        d = _diagonal_of_planes(p, offset)
+        out = np.zeros(d.shape[0], d.dtype)
+        for i in range(d.shape[1]):
+            out += d[:, i]
+        return out.reshape(shape[:-2])
+    return impl
+
+
+@register_jitable
+def _onto_diagonal(rows, x, offset, axis1, axis2):
+    """diagonal_bar of rows, the diagonals as an (outer, k) array (k = 1: one value along each);
+    x an array or its shape."""
+    out, shape = _planes(np.zeros(_shape_of(x), rows.dtype), axis1, axis2)
+    k = max(0, min(out.shape[1] + min(offset, 0), out.shape[2] - max(offset, 0)))
+    for i in range(k):
+        out[:, i + max(-offset, 0), i + max(offset, 0)] = rows[:, min(i, rows.shape[1] - 1)]
+    return _unplanes(out, shape, axis1, axis2, len(shape))
+
+
+@overload(rt.diagonal_bar)
+def _diagonal_bar(g, x, offset=0, axis1=0, axis2=1):
+    return lambda g, x, offset=0, axis1=0, axis2=1: _onto_diagonal(
+        np.ascontiguousarray(g).reshape((-1, g.shape[-1])), x, offset, axis1, axis2)
+
+
 @overload(rt.trace_bar)
-def _trace_bar(g, x):
-    return lambda g, x: g * np.eye(x.shape[0], x.shape[1])
+def _trace_bar(g, x, offset=0, axis1=0, axis2=1):
+    if _scalar(g):
+        return lambda g, x, offset=0, axis1=0, axis2=1: _onto_diagonal(np.full((1, 1), g), x, offset, axis1, axis2)
+    return lambda g, x, offset=0, axis1=0, axis2=1: _onto_diagonal(
+        np.ascontiguousarray(g).reshape((-1, 1)), x, offset, axis1, axis2)
 
 
 # ---- shapes -----------------------------------------------------------------------

@@ -17,6 +17,7 @@ from numba.np.numpy_support import as_dtype
 
 from ... import runtime as rt
 from .common import _compile, _is_none, _nd, _scalar
+from .reductions import _shape_of
 
 
 @register_jitable
@@ -121,13 +122,14 @@ def _flatten(x, order="C"):
 
 @overload(rt.flatten_bar)
 def _flatten_bar(g, x, order="C"):
-    if _scalar(x):
+    if _scalar(x) or isinstance(x, types.BaseTuple) and len(x) == 0:  # (a number, or its shape)
         return lambda g, x, order="C": g[0]
 
     def impl(g, x, order="C"):
+        shape = _shape_of(x)
         if order == "F":
-            return np.ascontiguousarray(np.ascontiguousarray(g).reshape(x.shape[::-1]).T)
-        return np.ascontiguousarray(g).reshape(x.shape)
+            return np.ascontiguousarray(np.ascontiguousarray(g).reshape(shape[::-1]).T)
+        return np.ascontiguousarray(g).reshape(shape)
     return impl
 
 
