@@ -10,6 +10,8 @@ import numpy as np
 from s2s import runtime
 from s2s.rules import SAME_SPELLING, Case, nondifferentiable, primitive, refuse_when_active, rule
 from s2s.runtime import (
+    append_bar_arr,
+    append_bar_values,
     array_bar,
     linspace_grid,
     linspace_options,
@@ -20,6 +22,7 @@ from s2s.runtime import (
     correlate_bar_a,
     correlate_bar_v,
     clip_inside,
+    column_stack_bar,
     concatenate_bar,
     astype,
     astype_bar,
@@ -486,6 +489,29 @@ def hstack(y, xs):
 def vstack(y, xs):
     y_dot = np.vstack(xs_dot)
     xs_bar += vstack_bar(y_bar, xs)
+
+
+# np.row_stack, NumPy's deprecated name of np.vstack: its tangent is written with np.vstack.
+@rule(np.row_stack, pure=True, fresh=True)
+@primitive(np.row_stack, numba=runtime.vstack, numba_always=True)
+def row_stack(y, xs):
+    y_dot = np.vstack(xs_dot)
+    xs_bar += vstack_bar(y_bar, xs)
+
+
+@rule(np.column_stack, pure=True, fresh=True)
+def column_stack(y, xs):
+    """np.hstack of the arrays, vectors as columns: the adjoint cuts g's columns back."""
+    y_dot = np.column_stack(xs_dot)
+    xs_bar += column_stack_bar(y_bar, xs)
+
+
+@rule(np.append, pure=True, fresh=True, linear="all", operands=(0, 1), dtype_from=(0, 1))
+def append(y, arr, values, axis=None):
+    """np.concatenate of arr and values (both flattened, where axis is None)."""
+    y_dot = np.append(arr_dot, values_dot, axis)
+    arr_bar += append_bar_arr(y_bar, arr, values, axis)
+    values_bar += append_bar_values(y_bar, arr, values, axis)
 
 
 # Numba's np.array builds arrays of sequences and numbers, not of an array: under Numba,

@@ -15,11 +15,14 @@ from s2s.rules import SAME_SPELLING, nondifferentiable, primitive, rule
 from s2s.runtime import (
     add_at,
     add_attr,
+    append_bar_arr,
+    append_bar_values,
     array_bar,
     astype_bar,
     batch_broadcast,
     broadcast_like,
     batched_product,
+    column_stack_bar,
     batched_product_bar_a,
     batched_product_bar_b,
     batched_reshape,
@@ -585,6 +588,21 @@ def diag_bar_(r, g, x, k=0):
 @rule(runtime.hstack_bar)
 def hstack_bar_(r, g, xs):
     r_dot = hstack_bar(g_dot, xs)
+
+
+@rule(runtime.column_stack_bar)
+def column_stack_bar_(r, g, xs):
+    r_dot = column_stack_bar(g_dot, xs)
+
+
+@rule(runtime.append_bar_arr, pure=True, fresh=True)
+def append_bar_arr_(r, g, arr, values, axis=None):
+    r_dot = append_bar_arr(g_dot, arr, values, axis)
+
+
+@rule(runtime.append_bar_values, pure=True, fresh=True)
+def append_bar_values_(r, g, arr, values, axis=None):
+    r_dot = append_bar_values(g_dot, arr, values, axis)
 
 
 @rule(runtime.vstack_bar)

@@ -102,6 +102,10 @@ EXAMPLES = {
     np.concatenate: ("x, y", "np.concatenate((x, y))"),
     np.hstack: ("x, A", "np.hstack((x, x * 2.0)) + np.sum(np.hstack((A, A * A)))"),
     np.vstack: ("x, A", "np.vstack((A, x)) * 2.0"),
+    np.row_stack: ("x, A", "np.row_stack((A, x * x)) * 2.0"),
+    np.column_stack: ("x, A", "np.column_stack((x, A * x, x * x)) ** 2"),
+    np.append: ("x, y, A, s", "np.append(x, y * x) * np.append(A, s)[3:9] + np.sum(np.append(A, x[None] * A[0], axis=0) ** 2)"
+                              " + np.sum(np.append(A, A[:, :1] * x[:, None], 1) ** 3) + np.sum(np.append(x, [s, 1.0]) ** 2)"),
     np.cumprod: ("x, A", "np.cumprod(x) + np.sum(np.cumprod(A, 1) * A)"),
     runtime.cumprod: ("A", "runtime.cumprod(A, 0)"),
     np.diff: ("x, A", "np.sum(np.diff(x) ** 2) + np.sum(np.diff(A, 2, axis=0) * A[0])"),
@@ -192,6 +196,11 @@ EXAMPLES = {
     runtime.diag_bar: ("x, A", "runtime.diag_bar(x, A) + runtime.diag_bar(A * A, x)[0]"),
     runtime.hstack_bar: ("x, y", "runtime.hstack_bar(np.hstack((x, y)) * x[0], (x, y))"),
     runtime.vstack_bar: ("x, A", "runtime.vstack_bar(np.vstack((A, x)) * x[0], (A, x))"),
+    runtime.column_stack_bar: ("x, A", "runtime.column_stack_bar(np.column_stack((x, A)) * x[0], (x, A))"),
+    runtime.append_bar_arr: ("x, A", "runtime.append_bar_arr(np.ravel(A[:2] * A[2]), x, A[0])"
+                                     " + runtime.append_bar_arr(A * x, A[:, :1], x, 1)[:, 0]"),
+    runtime.append_bar_values: ("x, A", "runtime.append_bar_values(np.ravel(A[:2] * A[2]), x, A[0])"
+                                        " + runtime.append_bar_values(A * x, A[:1], A[1:], 0)[0]"),
     runtime.astype_bar: ("x, y", "runtime.astype_bar(x * y, y)"),
     runtime.concatenate_bar: ("x, y", "runtime.concatenate_bar(np.concatenate((x, y)) * 2.0, (x, y), 0)"),
     runtime.stack_bar: ("x, y", "runtime.stack_bar(np.stack((x, y)) * 2.0, (x, y), 0)"),

@@ -406,6 +406,30 @@ def vstack_bar(g, xs):
     return tuple(reshape_bar(part, x) for part, x in zip(np.split(g, sizes, axis=0), xs))
 
 
+def column_stack_bar(g, xs):
+    """Adjoint of np.column_stack(xs): the columns of g that each x gave (a vector one), in x's shape."""
+    sizes = np.cumsum([np.shape(x)[1] if np.ndim(x) >= 2 else 1 for x in xs])[:-1]
+    return tuple(reshape_bar(part, x) for part, x in zip(np.split(g, sizes, axis=1), xs))
+
+
+def _appended(g, arr, axis):
+    """g cut where np.append(arr, values, axis) joined arr and values (flattened for None)."""
+    if axis is None:
+        n = np.size(arr)
+        return np.ravel(g)[:n], np.ravel(g)[n:]
+    return np.split(g, [np.shape(arr)[axis]], axis=axis)
+
+
+def append_bar_arr(g, arr, values, axis=None):
+    """Adjoint of np.append(arr, values, axis) in arr: its piece of g, in arr's shape."""
+    return reshape_bar(_appended(g, arr, axis)[0], arr)
+
+
+def append_bar_values(g, arr, values, axis=None):
+    """Adjoint of np.append(arr, values, axis) in values: its piece of g, in values' shape."""
+    return reshape_bar(_appended(g, arr, axis)[1], values)
+
+
 def diag_bar(g, x, k=0):
     """Adjoint of np.diag(x, k): for a vector x, the k-th diagonal of g; for a matrix x, g
     placed on the k-th diagonal of zeros of x's shape."""

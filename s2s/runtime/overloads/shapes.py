@@ -480,6 +480,37 @@ def _hstack_bar(g, xs):
     return _compile("def impl(g, xs):\n" + _pieces(xs, axis, size), "impl")
 
 
+@overload(rt.column_stack_bar)
+def _column_stack_bar(g, xs):
+    def size(k):
+        return f"xs[{k}].shape[1]" if _nd(xs[k]) >= 2 else "1"
+    return _compile("def impl(g, xs):\n" + _pieces(xs, 1, size), "impl")
+
+
+def _append_bar(first):
+    """The overload of append_bar_arr (first) or append_bar_values: a piece of g, cut where
+    np.append joined arr and values (of g flattened, for axis None)."""
+    def build(g, arr, values, axis=None):
+        target = "arr" if first else "values"
+        cut = "1" if _scalar(arr) else "arr.size"
+        if _is_none(axis):
+            piece = f"np.ravel(g)[:{cut}]" if first else f"np.ravel(g)[{cut}:]"
+            return _compile(f"def impl(g, arr, values, axis=None):\n    return rt.reshape_bar({piece}.copy(), {target})\n",
+                            "impl")
+        lines = []
+        for a in range(_nd(g)):
+            part = f"g[{':, ' * a}:arr.shape[{a}]]" if first else f"g[{':, ' * a}arr.shape[{a}]:]"
+            lines += [f"    {'if' if a == 0 else 'elif'} axis == {a} or axis == {a - _nd(g)}:",
+                      f"        return {part}.copy()"]
+        lines.append("    raise ValueError('s2s: axis out of range')")
+        return _compile("def impl(g, arr, values, axis=None):\n" + "\n".join(lines) + "\n", "impl")
+    return build
+
+
+overload(rt.append_bar_arr)(_append_bar(True))
+overload(rt.append_bar_values)(_append_bar(False))
+
+
 @overload(rt.vstack)
 def _vstack(xs):
     """np.vstack of a tuple of arrays and numbers of any ndim up to 2 (Numba's own takes one
