@@ -90,6 +90,10 @@ from s2s.runtime import (
     norm_options,
     outer_bar_x,
     outer_bar_y,
+    pad,
+    pad_bar,
+    pad_constant_bar,
+    pad_options,
     per_matrix,
     prod_bar,
     prod_dot,
@@ -512,6 +516,19 @@ def append(y, arr, values, axis=None):
     y_dot = np.append(arr_dot, values_dot, axis)
     arr_bar += append_bar_arr(y_bar, arr, values, axis)
     values_bar += append_bar_values(y_bar, arr, values, axis)
+
+
+# Numba lacks np.pad: under Numba generated code calls runtime.pad (mode 'constant' only).
+@rule(np.pad, runtime.pad, pure=True, fresh=True, linear="all", options=pad_options, dtype_from=(0,))
+@primitive(np.pad, numba=runtime.pad, numba_always=True)
+def pad_(y, array, pad_width, mode="constant", constant_values=0.0, stat_length=None, end_values=0.0,
+         reflect_type="even"):
+    """Mode 'constant' (the others are refused where differentiated: Facts.options, and the helpers
+    where the mode is a variable): linear in the array and in the constant, a number (values per
+    axis are refused where differentiated: runtime.pad_constant_bar). pad_width in any of its forms."""
+    y_dot = pad(array_dot, pad_width, mode, constant_values_dot)
+    array_bar += pad_bar(y_bar, array, pad_width, mode)
+    constant_values_bar += pad_constant_bar(y_bar, array, pad_width, constant_values)
 
 
 # Numba's np.array builds arrays of sequences and numbers, not of an array: under Numba,

@@ -70,6 +70,9 @@ from s2s.runtime import (
     norm_curvature_options,
     outer_bar_x,
     outer_bar_y,
+    pad,
+    pad_bar,
+    pad_constant_bar,
     per_matrix,
     per_matrix_bar,
     pop_adjoint,
@@ -603,6 +606,18 @@ def append_bar_arr_(r, g, arr, values, axis=None):
 @rule(runtime.append_bar_values, pure=True, fresh=True)
 def append_bar_values_(r, g, arr, values, axis=None):
     r_dot = append_bar_values(g_dot, arr, values, axis)
+
+
+@rule(runtime.pad_bar, pure=True, fresh=True, shape_argument=1)
+def pad_bar_(r, g, x, pad_width, mode="constant"):
+    r_dot = pad_bar(g_dot, x, pad_width, mode)
+    g_bar += pad(r_bar, pad_width, mode)
+
+
+@rule(runtime.pad_constant_bar, pure=True, shape_argument=1)
+def pad_constant_bar_(r, g, x, pad_width, constant_values):
+    """Linear in g; constant_values gives its kind only (a number)."""
+    r_dot = pad_constant_bar(g_dot, x, pad_width, constant_values)
 
 
 @rule(runtime.vstack_bar)

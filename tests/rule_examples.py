@@ -103,6 +103,10 @@ EXAMPLES = {
     np.hstack: ("x, A", "np.hstack((x, x * 2.0)) + np.sum(np.hstack((A, A * A)))"),
     np.vstack: ("x, A", "np.vstack((A, x)) * 2.0"),
     np.row_stack: ("x, A", "np.row_stack((A, x * x)) * 2.0"),
+    np.pad: ("x, A, s", "np.sum(np.pad(A, 1) ** 2) + np.sum(np.pad(A * A, ((1, 0), (2, 1)), constant_values=s) ** 2)"
+                        " * np.pad(x, (2, 1), 'constant', constant_values=s * s)"
+                        " + np.sum(np.pad(x, [(1, 2)], mode='constant', constant_values=(1.0, 2.0)) * 3.0)"),
+    runtime.pad: ("A, s", "runtime.pad(A * A, (1, 2), 'constant', s) * 2.0"),
     np.column_stack: ("x, A", "np.column_stack((x, A * x, x * x)) ** 2"),
     np.append: ("x, y, A, s", "np.append(x, y * x) * np.append(A, s)[3:9] + np.sum(np.append(A, x[None] * A[0], axis=0) ** 2)"
                               " + np.sum(np.append(A, A[:, :1] * x[:, None], 1) ** 3) + np.sum(np.append(x, [s, 1.0]) ** 2)"),
@@ -196,6 +200,8 @@ EXAMPLES = {
     runtime.diag_bar: ("x, A", "runtime.diag_bar(x, A) + runtime.diag_bar(A * A, x)[0]"),
     runtime.hstack_bar: ("x, y", "runtime.hstack_bar(np.hstack((x, y)) * x[0], (x, y))"),
     runtime.vstack_bar: ("x, A", "runtime.vstack_bar(np.vstack((A, x)) * x[0], (A, x))"),
+    runtime.pad_bar: ("x, A", "runtime.pad_bar(np.pad(A * A, 1) * 2.0, A, 1) + runtime.pad_bar(np.pad(x * x, (2, 0)), x, (2, 0))"),
+    runtime.pad_constant_bar: ("x, A", "runtime.pad_constant_bar(np.pad(A * A, 1), A, 1, 0.5) * x"),
     runtime.column_stack_bar: ("x, A", "runtime.column_stack_bar(np.column_stack((x, A)) * x[0], (x, A))"),
     runtime.append_bar_arr: ("x, A", "runtime.append_bar_arr(np.ravel(A[:2] * A[2]), x, A[0])"
                                      " + runtime.append_bar_arr(A * x, A[:, :1], x, 1)[:, 0]"),

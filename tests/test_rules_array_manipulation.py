@@ -1,7 +1,7 @@
 """The rules of NumPy's array functions: cumprod, cumsum, diff, roll, flip, hstack/vstack,
 concatenate/stack on axis -1, diag, tril/triu, tile, sort, squeeze, atleast_Nd, einsum (lowered to
 matmul, dot, outer, trace, transpose, sum or a broadcast product), astype and np.sum(dtype=), and
-the ufunc spellings of the operators (np.add, np.multiply, ...) with np.logaddexp. Each is checked
+the ufunc spellings of the operators (np.add, np.multiply, ...) with np.logaddexp, and np.pad in mode 'constant'. Each is checked
 against central finite differences: gradients (python backend and under s2s.jit), Jacobians in
 forward and reverse mode, Hessians (forward over reverse), vmap of the gradient, and float32
 arguments; and the refusals, at the user's line, of what they do not take."""
@@ -415,3 +415,54 @@ def test_cumsum_over_an_axis_on_the_python_backend_and_under_jit():
     A = np.arange(6.0).reshape(2, 3) / 7
     check_grads(cumsum_over_an_axis, (A,), order=2)
     check_grads(cumsum_over_an_axis, (A,), order=1, backend="cpu")  # runtime.cumsum's overload takes an axis
+
+
+# ---- np.pad (mode 'constant') --------------------------------------------------------
+
+
+def pad_energy(A, s):
+    return np.sum(np.pad(A, ((1, 0), (2, 1)), constant_values=s) ** 2)
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_pad_gradient_in_the_array_and_the_constant(backend):
+    """d/dA sum(pad(A, c)**2) is 2A; d/dc is 2c times the number of padded elements."""
+    A, s = np.arange(12.0).reshape(3, 4) / 7.0, 0.3
+    padded = (3 + 1) * (4 + 3) - A.size
+    got = s2s.jit(s2s.grad(pad_energy, argnums=(0, 1)), backend=backend)(A, s)
+    np.testing.assert_allclose(got[0], 2 * A, rtol=1e-14)
+    np.testing.assert_allclose(got[1], 2 * s * padded, rtol=1e-14)
+
+
+def pad_reflect(x):
+    return np.sum(np.pad(x, 1, mode="reflect") ** 2)
+
+
+def pad_mode_of(x, mode):
+    return np.sum(np.pad(x, 1, mode=mode) ** 2)
+
+
+def pad_per_side(x, s):
+    return np.sum(np.pad(x, 1, constant_values=(s, 1.0)) ** 2)
+
+
+def test_pad_in_another_mode_is_refused_at_its_line():
+    line = pad_reflect.__code__.co_firstlineno + 1
+    with pytest.raises(s2s.S2SError, match=rf"test_rules_array_manipulation.py:{line}:\d+: np.pad with mode='reflect'"):
+        s2s.grad(pad_reflect)(X)
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_pad_mode_in_a_variable_is_checked_when_it_runs(backend):
+    grad = s2s.jit(s2s.grad(pad_mode_of), backend=backend)
+    np.testing.assert_allclose(grad(X, "constant"), 2 * X, rtol=1e-14)
+    with pytest.raises(s2s.S2SError, match=r"test_rules_array_manipulation.py:\d+:\d+: .*np.pad"):
+        grad(X, "reflect")
+
+
+def test_pad_with_constants_per_side_is_refused_in_them():
+    """Reverse mode takes one number (values per axis and side fill regions that overlap at the
+    corners, where the last axis's value wins); the array's gradient is still taken."""
+    np.testing.assert_allclose(s2s.grad(pad_per_side)(X, 0.5), 2 * X, rtol=1e-14)
+    with pytest.raises(s2s.S2SError, match=r"constant_values given as one number"):
+        s2s.grad(pad_per_side, argnums=1)(X, 0.5)

@@ -430,6 +430,59 @@ def append_bar_values(g, arr, values, axis=None):
     return reshape_bar(_appended(g, arr, axis)[1], values)
 
 
+# np.pad in mode 'constant' (its other modes are not differentiated: Facts.options refuses
+# them where they are written, and these helpers where a mode arrives in a variable).
+
+
+def pad_options(mode="constant", **_) -> str | None:
+    """np.pad is differentiated in mode 'constant' (rules: Facts.options)."""
+    if mode != "constant":
+        return (f"np.pad with mode={mode!r} is not differentiated: mode 'constant' (the default) is, "
+                "with constant_values")
+    return None
+
+
+def _constant_mode(mode):
+    problem = pad_options(mode)
+    if problem:
+        raise ValueError(f"s2s: {problem}")
+
+
+def _pad_pairs(pad_width, ndim):
+    """(before, after) for each axis, as np.pad reads pad_width: an int, (n,), (before, after),
+    ((before, after),) or one pair per axis."""
+    w = np.round(np.array(pad_width)).astype(np.intp)
+    if w.size == 1:
+        return [(int(w.ravel()[0]),) * 2] * ndim
+    if w.size == 2 and w.shape != (2, 1):
+        return [(int(w.ravel()[0]), int(w.ravel()[1]))] * ndim
+    return np.broadcast_to(w, (ndim, 2)).tolist()
+
+
+def pad(x, pad_width, mode="constant", constant_values=0.0):
+    """np.pad(x, pad_width, constant_values=...), in mode 'constant' only."""
+    _constant_mode(mode)
+    return np.pad(x, pad_width, constant_values=constant_values)
+
+
+def pad_bar(g, x, pad_width, mode="constant"):
+    """Adjoint of np.pad(x, pad_width) in x: the part of g where x is (x may be its shape)."""
+    _constant_mode(mode)
+    shape = _shape_of(x)
+    pairs = _pad_pairs(pad_width, len(shape))
+    return g[tuple(slice(b, b + n) for (b, _), n in zip(pairs, shape))].copy()
+
+
+def pad_constant_bar(g, x, pad_width, constant_values):
+    """Adjoint of np.pad(x, pad_width, constant_values=c) in c, one number: the sum of g where it
+    pads (per-axis values are refused: their regions overlap at the corners, which the last
+    axis fills)."""
+    if np.ndim(constant_values) != 0:
+        raise ValueError("s2s: np.pad is differentiated in constant_values given as one number; for values "
+                         "per axis or side, pad with constants and add each value times its region's mask")
+    return np.sum(g) - np.sum(pad_bar(g, x, pad_width))
+
+
 def diag_bar(g, x, k=0):
     """Adjoint of np.diag(x, k): for a vector x, the k-th diagonal of g; for a matrix x, g
     placed on the k-th diagonal of zeros of x's shape."""

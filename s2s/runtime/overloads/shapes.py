@@ -528,6 +528,91 @@ def _vstack_bar(g, xs):
     return _compile("def impl(g, xs):\n" + _pieces(xs, 0, size), "impl")
 
 
+# ---- pad ------------------------------------------------------------------------------
+# np.pad in mode 'constant', written out for the array's ndim: pad_width and constant_values
+# are read as np.pad reads them (a number, a pair, one pair per axis, ...), from their types.
+
+
+def _pair_entry(t, name: str, k: int, side: int) -> str:
+    """Source of what np.pad takes for axis k, side 0 (before) or 1 (after), from an argument
+    `name` of Numba type t (pad_width, or constant_values)."""
+    if _scalar(t) or isinstance(t, (int, float, types.Omitted)):  # (a default left out: a number)
+        return name
+    if isinstance(t, types.BaseTuple) and len(t) > 0 and all(_scalar(i) for i in t.types) and len(t) <= 2:
+        return f"{name}[{side if len(t) == 2 else 0}]"
+    if isinstance(t, types.BaseTuple) and len(t) > 0 and all(isinstance(i, types.BaseTuple) and len(i) in (1, 2)
+                                                             and all(_scalar(j) for j in i.types) for i in t.types):
+        inner = len(t.types[0])
+        return f"{name}[{k if len(t) > 1 else 0}][{side if inner == 2 else 0}]"
+    if isinstance(t, types.List) and _scalar(t.dtype):
+        return f"({name}[{side}] if len({name}) == 2 else {name}[0])"
+    if isinstance(t, types.List) and isinstance(t.dtype, types.BaseTuple) and len(t.dtype) in (1, 2):
+        return f"{name}[{k} if len({name}) > 1 else 0][{side if len(t.dtype) == 2 else 0}]"
+    raise TypingError("s2s: under jit, np.pad takes its widths and constant values as a number, a pair, or "
+                      "a tuple of pairs, one per axis")
+
+
+def _pad_mode(mode) -> str:
+    """Source that checks np.pad's mode: none where it is 'constant' (written, or the default); a
+    check at run time where it is a string variable (s2s.jit passes a str argument so)."""
+    if isinstance(mode, str):  # (the default, left out)
+        value = mode
+    elif isinstance(mode, types.Omitted):
+        value = mode.value
+    elif isinstance(mode, types.StringLiteral):
+        value = mode.literal_value
+    elif isinstance(mode, types.UnicodeType):
+        return ('    if mode != "constant":\n'
+                '        raise ValueError("s2s: np.pad is differentiated in mode \'constant\' (the default) only")\n')
+    else:
+        value = None
+    if value != "constant":
+        raise TypingError(f"s2s: under jit, np.pad takes mode 'constant' (not {value!r})")
+    return ""
+
+
+def _widths(pad_width, ndim: int) -> str:
+    return "".join(f"    b{k}, a{k} = {_pair_entry(pad_width, 'pad_width', k, 0)}, {_pair_entry(pad_width, 'pad_width', k, 1)}\n"
+                   for k in range(ndim))
+
+
+def _interior(ndim: int, shape: str) -> list[str]:
+    return [f"b{k}:b{k} + {shape}[{k}]" for k in range(ndim)]
+
+
+@overload(rt.pad)
+def _pad(x, pad_width, mode="constant", constant_values=0.0):
+    _array("np.pad", x)
+    check = _pad_mode(mode)
+    n = x.ndim
+    if n == 0:
+        raise TypingError("s2s: under jit, np.pad takes an array of 1 or more dimensions")
+    inside = _interior(n, "x.shape")
+    lines = [check, _widths(pad_width, n),
+             f"    out = np.empty({_tuple(f'x.shape[{k}] + b{k} + a{k}' for k in range(n))}, x.dtype)\n"]
+    for k in range(n):  # as NumPy: axis k pads the whole of the axes before it, x's part of those after
+        for side, cut in ((0, f"0:b{k}"), (1, f"b{k} + x.shape[{k}]:")):
+            index = ", ".join([":"] * k + [cut] + inside[k + 1:])
+            lines.append(f"    out[{index}] = {_pair_entry(constant_values, 'constant_values', k, side)}\n")
+    lines.append(f"    out[{', '.join(inside)}] = x\n    return out\n")
+    return _compile('def impl(x, pad_width, mode="constant", constant_values=0.0):\n' + "".join(lines), "impl")
+
+
+@overload(rt.pad_bar)
+def _pad_bar(g, x, pad_width, mode="constant"):
+    n = _nd(g)
+    source = (f'def impl(g, x, pad_width, mode="constant"):\n{_pad_mode(mode)}{_widths(pad_width, n)}    shape = _shape_of(x)\n'
+              f"    return g[{', '.join(_interior(n, 'shape'))}].copy()\n")
+    return _compile(source, "impl", _shape_of=_shape_of)
+
+
+@overload(rt.pad_constant_bar)
+def _pad_constant_bar(g, x, pad_width, constant_values):
+    if not _scalar(constant_values) and not isinstance(constant_values, (int, float, types.Omitted)):
+        raise TypingError("s2s: np.pad is differentiated in constant_values given as one number")
+    return lambda g, x, pad_width, constant_values: np.sum(g) - np.sum(rt.pad_bar(g, x, pad_width))
+
+
 # ---- casts ---------------------------------------------------------------------------
 
 
