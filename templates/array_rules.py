@@ -49,6 +49,9 @@ from s2s.runtime import (
     lstsq_bar_b,
     lstsq_dot,
     lstsq_residuals_dot,
+    select,
+    select_bar,
+    select_default_bar,
     sort_bar,
     sort_dot,
     tile,
@@ -529,6 +532,17 @@ def pad_(y, array, pad_width, mode="constant", constant_values=0.0, stat_length=
     y_dot = pad(array_dot, pad_width, mode, constant_values_dot)
     array_bar += pad_bar(y_bar, array, pad_width, mode)
     constant_values_bar += pad_constant_bar(y_bar, array, pad_width, constant_values)
+
+
+# Numba's np.select takes a list of arrays and a number as default: runtime.select under Numba.
+@rule(np.select, runtime.select, pure=True, fresh=True, linear=(1, 2))
+@primitive(np.select, numba=runtime.select, numba_always=True)
+def select_(y, condlist, choicelist, default=0):
+    """Linear in the choices and the default (the conditions are constants of the derivative):
+    each adjoint is y's where that value was picked."""
+    y_dot = select(condlist, choicelist_dot, default_dot)
+    choicelist_bar += select_bar(y_bar, condlist, choicelist)
+    default_bar += select_default_bar(y_bar, condlist, default)
 
 
 # Numba's np.array builds arrays of sequences and numbers, not of an array: under Numba,

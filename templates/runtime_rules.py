@@ -87,6 +87,8 @@ from s2s.runtime import (
     roll_bar,
     rollaxis_bar,
     solve_bar_a,
+    select_bar,
+    select_default_bar,
     sort_bar,
     sort_dot,
     stack_bar,
@@ -618,6 +620,16 @@ def pad_bar_(r, g, x, pad_width, mode="constant"):
 def pad_constant_bar_(r, g, x, pad_width, constant_values):
     """Linear in g; constant_values gives its kind only (a number)."""
     r_dot = pad_constant_bar(g_dot, x, pad_width, constant_values)
+
+
+@rule(runtime.select_bar, pure=True, fresh=True)
+def select_bar_(r, g, condlist, choicelist):
+    r_dot = select_bar(g_dot, condlist, choicelist)
+
+
+@rule(runtime.select_default_bar, pure=True, fresh=True)
+def select_default_bar_(r, g, condlist, default):
+    r_dot = select_default_bar(g_dot, condlist, default)
 
 
 @rule(runtime.vstack_bar)

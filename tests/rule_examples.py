@@ -107,6 +107,9 @@ EXAMPLES = {
                         " * np.pad(x, (2, 1), 'constant', constant_values=s * s)"
                         " + np.sum(np.pad(x, [(1, 2)], mode='constant', constant_values=(1.0, 2.0)) * 3.0)"),
     runtime.pad: ("A, s", "runtime.pad(A * A, (1, 2), 'constant', s) * 2.0"),
+    np.select: ("x, y, A, s", "np.select([A > 1.0, A < 0.15], [A * A, x * s], s)"
+                              " + np.select((x > 0.5,), (np.sin(x),)) * np.select([x < 0.4, x >= 0.4], [y, x * y], default=0.5)"),
+    runtime.select: ("x, A, s", "runtime.select((A > 1.0, A < 0.15), (A * A, x * s), s)"),
     np.column_stack: ("x, A", "np.column_stack((x, A * x, x * x)) ** 2"),
     np.append: ("x, y, A, s", "np.append(x, y * x) * np.append(A, s)[3:9] + np.sum(np.append(A, x[None] * A[0], axis=0) ** 2)"
                               " + np.sum(np.append(A, A[:, :1] * x[:, None], 1) ** 3) + np.sum(np.append(x, [s, 1.0]) ** 2)"),
@@ -202,6 +205,8 @@ EXAMPLES = {
     runtime.vstack_bar: ("x, A", "runtime.vstack_bar(np.vstack((A, x)) * x[0], (A, x))"),
     runtime.pad_bar: ("x, A", "runtime.pad_bar(np.pad(A * A, 1) * 2.0, A, 1) + runtime.pad_bar(np.pad(x * x, (2, 0)), x, (2, 0))"),
     runtime.pad_constant_bar: ("x, A", "runtime.pad_constant_bar(np.pad(A * A, 1), A, 1, 0.5) * x"),
+    runtime.select_bar: ("x, A, s", "g, h = runtime.select_bar(A * A, (A > 1.0, A < 0.15), (A, x))\n    return g + h * s"),
+    runtime.select_default_bar: ("x, A", "runtime.select_default_bar(A * A, (A > 1.0, A < 0.15), x)"),
     runtime.column_stack_bar: ("x, A", "runtime.column_stack_bar(np.column_stack((x, A)) * x[0], (x, A))"),
     runtime.append_bar_arr: ("x, A", "runtime.append_bar_arr(np.ravel(A[:2] * A[2]), x, A[0])"
                                      " + runtime.append_bar_arr(A * x, A[:, :1], x, 1)[:, 0]"),

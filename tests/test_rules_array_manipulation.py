@@ -1,7 +1,7 @@
 """The rules of NumPy's array functions: cumprod, cumsum, diff, roll, flip, hstack/vstack,
 concatenate/stack on axis -1, diag, tril/triu, tile, sort, squeeze, atleast_Nd, einsum (lowered to
 matmul, dot, outer, trace, transpose, sum or a broadcast product), astype and np.sum(dtype=), and
-the ufunc spellings of the operators (np.add, np.multiply, ...) with np.logaddexp, and np.pad in mode 'constant'. Each is checked
+the ufunc spellings of the operators (np.add, np.multiply, ...) with np.logaddexp, np.pad in mode 'constant' and np.select. Each is checked
 against central finite differences: gradients (python backend and under s2s.jit), Jacobians in
 forward and reverse mode, Hessians (forward over reverse), vmap of the gradient, and float32
 arguments; and the refusals, at the user's line, of what they do not take."""
@@ -466,3 +466,38 @@ def test_pad_with_constants_per_side_is_refused_in_them():
     np.testing.assert_allclose(s2s.grad(pad_per_side)(X, 0.5), 2 * X, rtol=1e-14)
     with pytest.raises(s2s.S2SError, match=r"constant_values given as one number"):
         s2s.grad(pad_per_side, argnums=1)(X, 0.5)
+
+
+# ---- np.select ----------------------------------------------------------------------
+
+
+def select_weighted(a, b, d):
+    x = np.array([0.2, 0.6, 0.9, 0.4])
+    return np.sum(np.select([x > 0.5, x > 0.3], [a, b * b], d) * np.arange(1.0, 5.0))
+
+
+def select_of_built_lists(x):
+    conditions = []
+    choices = []
+    for k in range(3):
+        conditions.append(x > 0.3 * k)
+        choices.append(x * k)
+    return np.sum(np.select(conditions, choices) * x)
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_select_gradient_is_the_weight_where_each_value_is_picked(backend):
+    """The first condition that holds picks its choice (x > 0.3 holds at 0.6 and 0.9 too, but
+    x > 0.5 picks those); the default takes the rest."""
+    a, b, d = np.array([1.0, 2.0, 3.0, 4.0]), np.array([0.5, 1.5, 2.5, 3.5]), 0.7
+    w = np.arange(1.0, 5.0)
+    got = s2s.jit(s2s.grad(select_weighted, argnums=(0, 1, 2)), backend=backend)(a, b, d)
+    np.testing.assert_allclose(got[0], w * [0, 1, 1, 0], rtol=1e-14)
+    np.testing.assert_allclose(got[1], 2 * b * w * [0, 0, 0, 1], rtol=1e-14)
+    np.testing.assert_allclose(got[2], w[0], rtol=1e-14)
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_select_of_lists_built_in_a_loop(backend):
+    x = np.array([0.2, 0.5, 0.9])
+    check_grads(select_of_built_lists, (x,), order=1, backend=backend)

@@ -483,6 +483,39 @@ def pad_constant_bar(g, x, pad_width, constant_values):
     return np.sum(g) - np.sum(pad_bar(g, x, pad_width))
 
 
+# np.select: the first choice whose condition holds, else the default. Linear in the choices
+# and the default; each adjoint is g where that one was picked (unbroadcast to its shape).
+
+
+def select(condlist, choicelist, default=0):
+    """np.select(condlist, choicelist, default), of lists or tuples (Numba's takes lists of
+    arrays and a number as default only: overloads/shapes.py)."""
+    return np.select(list(condlist), list(choicelist), default)
+
+
+def _picks(condlist, shape):
+    """For each condition, where it picks its choice: it holds and no earlier one does."""
+    taken = np.zeros(shape, dtype=bool)
+    picks = []
+    for c in condlist:
+        pick = np.logical_and(c, np.logical_not(taken))
+        picks.append(pick)
+        taken = np.logical_or(taken, pick)
+    return picks, taken
+
+
+def select_bar(g, condlist, choicelist):
+    """Adjoints of np.select's choices: g where each was picked, in each choice's shape."""
+    picks, _ = _picks(condlist, np.shape(g))
+    return tuple(unbroadcast(np.where(pick, g, 0.0), x) for pick, x in zip(picks, choicelist))
+
+
+def select_default_bar(g, condlist, default):
+    """Adjoint of np.select's default: g where no condition holds, in the default's shape."""
+    _, taken = _picks(condlist, np.shape(g))
+    return unbroadcast(np.where(taken, 0.0, g), default)
+
+
 def diag_bar(g, x, k=0):
     """Adjoint of np.diag(x, k): for a vector x, the k-th diagonal of g; for a matrix x, g
     placed on the k-th diagonal of zeros of x's shape."""

@@ -13,7 +13,7 @@ import numpy as np
 from numba import types
 from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
-from numba.np.numpy_support import as_dtype
+from numba.np.numpy_support import as_dtype, from_dtype
 
 from ... import runtime as rt
 from .common import _compile, _is_none, _nd, _scalar
@@ -611,6 +611,96 @@ def _pad_constant_bar(g, x, pad_width, constant_values):
     if not _scalar(constant_values) and not isinstance(constant_values, (int, float, types.Omitted)):
         raise TypingError("s2s: np.pad is differentiated in constant_values given as one number")
     return lambda g, x, pad_width, constant_values: np.sum(g) - np.sum(rt.pad_bar(g, x, pad_width))
+
+
+# ---- select ---------------------------------------------------------------------------
+# np.select as np.where from the last choice to the first (the first that holds wins), written
+# out for tuples (whose items may differ in type), a loop over lists (of one type).
+
+
+def _count(condlist, choicelist) -> int | None:
+    """How many choices, where a tuple says so at compile time (None: lists, counted when it runs)."""
+    for t in (condlist, choicelist):
+        if isinstance(t, types.BaseTuple):
+            return len(t)
+    if not all(isinstance(t, types.List) for t in (condlist, choicelist)):
+        raise TypingError("s2s: under jit, np.select takes its conditions and its choices as lists or tuples")
+    return None
+
+
+def _float_of(ts) -> types.Type | None:
+    """The float dtype of the arrays among ts, which a number among them takes (NumPy's weak
+    Python numbers: np.select of float32 choices and default 0 is float32)."""
+    dtypes = [as_dtype(t.dtype) for t in ts if isinstance(t, types.Array)]
+    if not dtypes:
+        return None
+    dtype = np.result_type(*dtypes)
+    return from_dtype(dtype) if dtype.kind == "f" else None
+
+
+def _choice_types(choicelist) -> list:
+    return list(choicelist.types) if isinstance(choicelist, types.BaseTuple) else [choicelist.dtype]
+
+
+@overload(rt.select)
+def _select(condlist, choicelist, default=0):
+    n = _count(condlist, choicelist)
+    kind = _float_of(_choice_types(choicelist) + [default])
+    first = "kind(default)" if kind is not None and _scalar(default) else "default"
+    if n is not None:
+        lines = [f"    out = np.where(condlist[{n - 1}], choicelist[{n - 1}], {first})"]
+        lines += [f"    out = np.where(condlist[{k}], choicelist[{k}], out)" for k in range(n - 2, -1, -1)]
+    else:
+        lines = ["    n = len(condlist)",
+                 "    if n == 0 or len(choicelist) != n:",
+                 "        raise ValueError('s2s: np.select takes as many choices as conditions, one or more')",
+                 f"    out = np.where(condlist[n - 1], choicelist[n - 1], {first})",
+                 "    for k in range(n - 2, -1, -1):",
+                 "        out = np.where(condlist[k], choicelist[k], out)"]
+    source = "def impl(condlist, choicelist, default=0):\n" + "\n".join(lines) + "\n    return out\n"
+    return _compile(source, "impl", kind=kind)
+
+
+def _picks_source(condlist, n: int | None, shape: str) -> list[str]:
+    """Code of `pick{k}`, where condition k picks its choice, and `taken`, where any does (for
+    tuples; over lists, `picks` and `taken`)."""
+    lines = [f"    taken = np.zeros({shape}, np.bool_)"]
+    if n is not None:
+        for k in range(n):
+            lines += [f"    pick{k} = np.logical_and(condlist[{k}], np.logical_not(taken))",
+                      f"    taken = np.logical_or(taken, pick{k})"]
+    else:
+        lines += ["    picks = []",
+                  "    for c in condlist:",
+                  "        pick = np.logical_and(c, np.logical_not(taken))",
+                  "        picks.append(pick)",
+                  "        taken = np.logical_or(taken, pick)"]
+    return lines
+
+
+@overload(rt.select_bar)
+def _select_bar(g, condlist, choicelist):
+    n = _count(condlist, choicelist)
+    zero = g.dtype if isinstance(g, types.Array) else g  # (a number type makes a number of itself)
+    lines = _picks_source(condlist, n, "np.shape(g)")
+    if n is not None:
+        parts = [f"rt.unbroadcast(np.where(pick{k}, g, zero(0)), choicelist[{k}])" for k in range(n)]
+        lines.append(f"    return {_tuple(parts)}")
+    else:
+        lines += ["    out = [rt.unbroadcast(np.where(picks[0], g, zero(0)), choicelist[0])]",
+                  "    for k in range(1, len(picks)):",
+                  "        out.append(rt.unbroadcast(np.where(picks[k], g, zero(0)), choicelist[k]))",
+                  "    return out"]
+    return _compile("def impl(g, condlist, choicelist):\n" + "\n".join(lines) + "\n", "impl", zero=zero)
+
+
+@overload(rt.select_default_bar)
+def _select_default_bar(g, condlist, default):
+    n = len(condlist) if isinstance(condlist, types.BaseTuple) else None
+    zero = g.dtype if isinstance(g, types.Array) else g  # (a number type makes a number of itself)
+    lines = _picks_source(condlist, n, "np.shape(g)")
+    lines.append("    return rt.unbroadcast(np.where(taken, zero(0), g), default)")
+    return _compile("def impl(g, condlist, default):\n" + "\n".join(lines) + "\n", "impl", zero=zero)
 
 
 # ---- casts ---------------------------------------------------------------------------
