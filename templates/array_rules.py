@@ -97,6 +97,8 @@ from s2s.runtime import (
     pad_bar,
     pad_constant_bar,
     pad_options,
+    partition_bar,
+    partition_dot,
     per_matrix,
     prod_bar,
     prod_dot,
@@ -393,6 +395,16 @@ def sort(y, x, axis=-1):
     """The derivative follows the sorting permutation (np.argsort, stable at ties)."""
     y_dot = sort_dot(x_dot, x, axis)
     x_bar += sort_bar(y_bar, x, axis)
+
+
+# Numba's np.partition takes no axis: runtime.partition, whose permutation (the order within each
+# side is the library's choice) is the one its derivatives follow, on both backends.
+@rule(np.partition, runtime.partition, pure=True, fresh=True)
+@primitive(np.partition, numba=runtime.partition, numba_always=True, dtype_from=(0,), batching="along_axis")
+def partition_(y, a, kth, axis=-1, kind="introselect", order=None):
+    """As np.sort's: the derivative follows the partitioning permutation (np.argpartition)."""
+    y_dot = partition_dot(a_dot, a, kth, axis)
+    a_bar += partition_bar(y_bar, a, kth, axis)
 
 
 @rule(np.tile, runtime.tile, pure=True, fresh=True)

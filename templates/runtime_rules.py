@@ -73,6 +73,8 @@ from s2s.runtime import (
     pad,
     pad_bar,
     pad_constant_bar,
+    partition_bar,
+    partition_dot,
     per_matrix,
     per_matrix_bar,
     pop_adjoint,
@@ -567,6 +569,16 @@ def sort_dot_(r, t, x, axis=-1):
 @rule(runtime.sort_bar, pure=True, fresh=True)
 def sort_bar_(r, g, x, axis=-1):
     r_dot = sort_bar(g_dot, x, axis)
+
+
+@rule(runtime.partition_dot, pure=True, fresh=True)
+def partition_dot_(r, t, x, kth, axis=-1):
+    r_dot = partition_dot(t_dot, x, kth, axis)
+
+
+@rule(runtime.partition_bar, pure=True, fresh=True)
+def partition_bar_(r, g, x, kth, axis=-1):
+    r_dot = partition_bar(g_dot, x, kth, axis)
 
 
 @rule(runtime.polyder, pure=True, fresh=True)

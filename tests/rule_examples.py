@@ -119,6 +119,11 @@ EXAMPLES = {
     runtime.diff: ("A", "runtime.diff(A, 1, 0)"),
     np.roll: ("x, A", "np.roll(x, 1) * x + np.sum(np.roll(A, (1, 2), (0, 1)) * A)"),
     runtime.roll: ("A", "runtime.roll(A, -1, 1)"),
+    # (weights equal within each side: NumPy and Numba order the sides differently)
+    np.partition: ("x, A", "p = np.partition(A * A, -2, axis=None, kind='introselect')\n"
+                           "    return np.partition(x, 1) * x + np.sum(np.partition(A, (0, 2), axis=0) * A)"
+                           " + np.sum(p[:7] ** 2) + p[7] * 3.0 + p[8]"),
+    runtime.partition: ("x, A", "runtime.partition(A, 1, 0) * x + runtime.partition(x * x, 0)"),
     np.sort: ("x, A", "np.sort(x) * x + np.sum(np.sort(A, axis=0) * A) + np.sum(np.sort(A, axis=None) ** 2)"),
     runtime.sort: ("A", "runtime.sort(A, 0) ** 2"),
     np.tile: ("x, A", "np.tile(x, 2) ** 2 + np.sum(np.tile(A, (2, 1, 1)) ** 2)"),
@@ -205,6 +210,8 @@ EXAMPLES = {
     runtime.vstack_bar: ("x, A", "runtime.vstack_bar(np.vstack((A, x)) * x[0], (A, x))"),
     runtime.pad_bar: ("x, A", "runtime.pad_bar(np.pad(A * A, 1) * 2.0, A, 1) + runtime.pad_bar(np.pad(x * x, (2, 0)), x, (2, 0))"),
     runtime.pad_constant_bar: ("x, A", "runtime.pad_constant_bar(np.pad(A * A, 1), A, 1, 0.5) * x"),
+    runtime.partition_dot: ("x, A", "runtime.partition_dot(A * A, A, 1, 0) + runtime.partition_dot(x, x * x, (0, 2))"),
+    runtime.partition_bar: ("x, A", "runtime.partition_bar(A * A, A, 1, 0) + runtime.partition_bar(x * x, x, 1, None)"),
     runtime.select_bar: ("x, A, s", "g, h = runtime.select_bar(A * A, (A > 1.0, A < 0.15), (A, x))\n    return g + h * s"),
     runtime.select_default_bar: ("x, A", "runtime.select_default_bar(A * A, (A > 1.0, A < 0.15), x)"),
     runtime.column_stack_bar: ("x, A", "runtime.column_stack_bar(np.column_stack((x, A)) * x[0], (x, A))"),

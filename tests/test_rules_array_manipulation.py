@@ -1,7 +1,7 @@
 """The rules of NumPy's array functions: cumprod, cumsum, diff, roll, flip, hstack/vstack,
 concatenate/stack on axis -1, diag, tril/triu, tile, sort, squeeze, atleast_Nd, einsum (lowered to
 matmul, dot, outer, trace, transpose, sum or a broadcast product), astype and np.sum(dtype=), and
-the ufunc spellings of the operators (np.add, np.multiply, ...) with np.logaddexp, np.pad in mode 'constant' and np.select. Each is checked
+the ufunc spellings of the operators (np.add, np.multiply, ...) with np.logaddexp, np.pad in mode 'constant', np.select and np.partition. Each is checked
 against central finite differences: gradients (python backend and under s2s.jit), Jacobians in
 forward and reverse mode, Hessians (forward over reverse), vmap of the gradient, and float32
 arguments; and the refusals, at the user's line, of what they do not take."""
@@ -501,3 +501,27 @@ def test_select_gradient_is_the_weight_where_each_value_is_picked(backend):
 def test_select_of_lists_built_in_a_loop(backend):
     x = np.array([0.2, 0.5, 0.9])
     check_grads(select_of_built_lists, (x,), order=1, backend=backend)
+
+
+# ---- np.partition ------------------------------------------------------------------
+
+
+def third_smallest_and_two_below(x):
+    p = np.partition(x, 2)
+    return p[2] * 10.0 + np.sum(p[:2] ** 2)
+
+
+def smallest_of_each_column(A):
+    return np.sum(np.partition(A, 0, axis=0)[0] * np.arange(1.0, 5.0))
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_partition_gradient_follows_the_elements(backend):
+    """The third smallest element takes 10 where it is; the two below it, 2x each."""
+    x = np.array([0.9, 0.1, 0.5, 0.3, 0.7, 0.2])
+    got = s2s.jit(s2s.grad(third_smallest_and_two_below), backend=backend)(x)
+    np.testing.assert_allclose(got, [0.0, 0.2, 0.0, 10.0, 0.0, 0.4], rtol=1e-14)
+    A = np.array([[0.4, 0.1, 0.8, 0.3], [0.2, 0.5, 0.6, 0.9], [0.7, 0.3, 0.1, 0.6]])
+    want = np.zeros_like(A)
+    want[np.argmin(A, axis=0), np.arange(4)] = np.arange(1.0, 5.0)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(smallest_of_each_column), backend=backend)(A), want, rtol=1e-14)

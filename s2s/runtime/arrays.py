@@ -572,6 +572,45 @@ def sort_bar(g, x, axis=-1):
     return out
 
 
+# np.partition: the derivatives follow a permutation, as np.sort's; which one NumPy leaves open
+# (the order within each side), so the primal is computed by the same one: x gathered by
+# np.argpartition's (under Numba, Numba's: overloads/shapes.py).
+
+
+def _partition_order(x, kth, axis):
+    return np.argpartition(np.ravel(x) if axis is None else x, kth, axis=0 if axis is None else axis)
+
+
+def _gathered(t, order, axis):
+    if axis is None:
+        return np.ravel(t)[order]
+    return np.take_along_axis(np.asarray(t), order, axis)
+
+
+def partition(x, kth, axis=-1, kind="introselect", order=None):
+    """np.partition(x, kth, axis): x permuted by np.argpartition(x, kth, axis) (kind and order are
+    NumPy's options: its one algorithm, and a structured array's fields, which s2s has none of)."""
+    if order is not None:
+        raise ValueError("s2s: np.partition of a structured array (order=) is not taken: partition an array of numbers")
+    return _gathered(x, _partition_order(x, kth, axis), axis)
+
+
+def partition_dot(t, x, kth, axis=-1):
+    """Tangent of np.partition(x, kth, axis): t permuted as partitioning permutes x."""
+    return _gathered(t, _partition_order(x, kth, axis), axis)
+
+
+def partition_bar(g, x, kth, axis=-1):
+    """Adjoint of np.partition(x, kth, axis): g scattered back to where each element came from."""
+    order = _partition_order(x, kth, axis)
+    out = np.zeros(np.shape(x), dtype=np.result_type(g))
+    if axis is None:
+        np.ravel(out)[order] = np.ravel(g)  # out is new and contiguous: ravel is a view
+    else:
+        np.put_along_axis(out, order, g, axis)
+    return out
+
+
 def astype(x, dtype):
     """x.astype(dtype) for a floating dtype (a NumPy scalar type); a number becomes one of it."""
     return x.astype(dtype) if isinstance(x, np.ndarray) else dtype(x)

@@ -575,6 +575,10 @@ class Vectorizer:
             bound = lookup(fn).bind(call.args, call.kwargs)
         except TypeError:
             raise NoBatchingRule(f"no batching rule for {fn.__name__} with these arguments", stmt.origin) from None
+        # Options after the axis (np.partition's kind) go as keywords, where the call gives them.
+        params = list(bound)
+        after = {p: bound.pop(p) for p in params[params.index("axis") + 1:]}
+        later = [(p, e.atom(v)) for p, v in after.items() if isinstance(v, (ir.Name, ir.Const))]
         axis = bound.pop("axis")
         axis = axis.value if isinstance(axis, ir.Const) else axis
         if isinstance(axis, ir.Name):
@@ -582,10 +586,11 @@ class Vectorizer:
         x = e.atom(bound.pop(next(iter(bound))))
         others = [e.atom(v) if isinstance(v, (ir.Name, ir.Const)) else e.const(v) for v in bound.values()]
         if axis is not None:
-            return e.call(fn, [x, *others], [("axis", e.const(_shift_axes(axis)))])
+            return e.call(fn, [x, *others], [("axis", e.const(_shift_axes(axis))), *later])
         if facts(fn).batching == "along_every_axis":  # np.flip: axis=None is every axis of an example
             return e.call(fn, [x], [("axis", runtime_call("example_axes", x))])
-        flat = e.call(fn, [runtime_call("batched_reshape", x, ast.Constant(-1)), *others], [("axis", ast.Constant(0))])
+        flat = e.call(fn, [runtime_call("batched_reshape", x, ast.Constant(-1)), *others],
+                      [("axis", ast.Constant(0)), *later])
         if facts(fn).batching == "along_axis_in_shape":  # np.roll keeps the shape: the flattened example goes back
             return runtime_call("batched_reshape", flat, runtime_call("example_shape", x))
         return flat

@@ -402,6 +402,53 @@ overload(rt.sort_dot)(_sort_helper(False))
 overload(rt.sort_bar)(_sort_helper(True))
 
 
+@register_jitable
+def _partition_rows(t, x, kth, scatter):
+    """Each row of t permuted as Numba's np.argpartition of the row of x orders it, or (scatter)
+    sent back: runtime.partition (t is x), partition_dot and partition_bar follow one permutation."""
+    out = np.zeros_like(t * x[:1, :1])
+    for i in range(x.shape[0]):
+        order = np.argpartition(x[i], kth)
+        if scatter:
+            out[i][order] = t[i]
+        else:
+            out[i] = t[i][order]
+    return out
+
+
+def _partition_source(t: str, scatter: bool, axis) -> str:
+    """The body of runtime.partition (t is "x"), partition_dot or partition_bar (scatter)."""
+    if _is_none(axis):
+        back = "out.reshape(x.shape)" if scatter else "out.ravel()"
+        return f"    out = _partition_rows(_flat_row({t}), _flat_row(x), kth, {scatter})\n    return {back}\n"
+    return (f"    tr, shape = _rows({t}, axis)\n"
+            f"    out = _partition_rows(tr, _rows(x, axis)[0], kth, {scatter})\n    return _unrows(out, shape, axis)\n")
+
+
+def _compile_partition(params: str, body: str, options: str = ""):
+    return _compile(f"def impl({params}, kth, axis=-1{options}):\n" + body, "impl", _rows=_rows, _unrows=_unrows,
+                    _flat_row=_flat_row, _partition_rows=_partition_rows)
+
+
+@overload(rt.partition)
+def _partition(x, kth, axis=-1, kind="introselect", order=None):
+    _array("np.partition", x)
+    if not _is_none(order):
+        raise TypingError("s2s: under jit, np.partition takes an array of numbers (no order=)")
+    return _compile_partition("x", _partition_source("x", False, axis), ', kind="introselect", order=None')
+
+
+def _partition_helper(scatter: bool):
+    def build(t, x, kth, axis=-1):
+        _arrays("np.partition", t, x)
+        return _compile_partition("t, x", _partition_source("t", scatter, axis))
+    return build
+
+
+overload(rt.partition_dot)(_partition_helper(False))
+overload(rt.partition_bar)(_partition_helper(True))
+
+
 # ---- tile, diag, stacks ----------------------------------------------------------------
 
 
