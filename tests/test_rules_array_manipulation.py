@@ -525,3 +525,16 @@ def test_partition_gradient_follows_the_elements(backend):
     want = np.zeros_like(A)
     want[np.argmin(A, axis=0), np.arange(4)] = np.arange(1.0, 5.0)
     np.testing.assert_allclose(s2s.jit(s2s.grad(smallest_of_each_column), backend=backend)(A), want, rtol=1e-14)
+
+
+# ---- np.array of a number ------------------------------------------------------------
+
+
+def array_of_a_number(s):
+    return np.sum(np.array(s) * 3.0) + np.asarray(s) ** 2
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_array_of_a_number_takes_its_adjoint_as_a_number(backend):
+    """A 0-d array's adjoint may reach np.array's rule as a number: d/ds (3 s + s ** 2) = 3 + 2 s."""
+    assert s2s.jit(s2s.grad(array_of_a_number), backend=backend)(0.5) == pytest.approx(4.0, rel=1e-15)

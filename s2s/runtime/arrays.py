@@ -250,7 +250,9 @@ def array_bar(g, x):
         return AdjointList(array_bar(g[k], v) for k, v in enumerate(x))
     if isinstance(x, tuple):
         return tuple(array_bar(g[k], v) for k, v in enumerate(x))
-    return g if np.ndim(x) else g[()]
+    if np.ndim(x) or not isinstance(g, np.ndarray):  # (a 0-d array's adjoint may be a number already)
+        return g
+    return g[()]
 
 
 def clip_inside(a, a_min, a_max):
