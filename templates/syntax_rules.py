@@ -9,7 +9,7 @@ import operator
 
 import numpy as np
 
-from s2s.rules import QUOTIENT_UNREAD, SELF_PRODUCT, nondifferentiable, primitive, rule
+from s2s.rules import POW_OF_A_VARIABLE, QUOTIENT_UNREAD, SELF_PRODUCT, nondifferentiable, primitive, rule
 from s2s.runtime import copy, unbroadcast, weighted
 
 
@@ -73,6 +73,18 @@ def pow(z, x, y):
     with 0 would be NaN."""
     z_dot = y * x ** (y - 1) * x_dot + z * np.log(np.where(x == 0, 1.0, x)) * y_dot
     x_bar += unbroadcast(z_bar * y * x ** (y - 1), x)
+    y_bar += unbroadcast(z_bar * z * np.log(np.where(x == 0, 1.0, x)), y)
+
+
+# x ** y of a variable exponent (s2s.rules.POW_OF_A_VARIABLE): the power rule's y * x ** (y - 1)
+# is 0 * inf = NaN at y == 0, x == 0 (where x ** 0 is 1 for every x: its derivative is 0), and
+# Python's 0.0 ** -0.5 raises ZeroDivisionError where the derivative is inf. As JAX's rule, x ** 1
+# at y == 0; the exponent np.where gives is NumPy's number, whose power of 0 is inf. (A constant
+# exponent folds in pow's: 2 * x for x ** 2.)
+@rule(POW_OF_A_VARIABLE)
+def pow_of_a_variable(z, x, y):
+    z_dot = y * x ** np.where(y == 0, 1.0, y - 1) * x_dot + z * np.log(np.where(x == 0, 1.0, x)) * y_dot
+    x_bar += unbroadcast(z_bar * y * x ** np.where(y == 0, 1.0, y - 1), x)
     y_bar += unbroadcast(z_bar * z * np.log(np.where(x == 0, 1.0, x)), y)
 
 

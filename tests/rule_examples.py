@@ -15,7 +15,7 @@ from collections import namedtuple
 import numpy as np
 
 from s2s import rules, runtime
-from s2s.rules import QUOTIENT_UNREAD, SELF_PRODUCT
+from s2s.rules import POW_OF_A_VARIABLE, QUOTIENT_UNREAD, SELF_PRODUCT
 
 Pair = namedtuple("Pair", "a b")
 _rng = np.random.default_rng(7)
@@ -42,7 +42,9 @@ EXAMPLES = {
     operator.sub: ("x, y", "x - y"),
     operator.mul: ("x, y", "x * y"),
     operator.truediv: ("x, y", "x / y"),
-    operator.pow: ("x, y", "x ** y"),
+    operator.pow: ("x, y", "x ** 3 * y + y ** 0.5"),  # (of a constant exponent: x ** y is POW_OF_A_VARIABLE's)
+    np.power: ("x, y", "np.power(x, 3) * y + np.power(y, 0.5)"),
+    POW_OF_A_VARIABLE: ("x, y", "x ** y + np.power(y, x)"),
     operator.mod: ("y, x", "y % x"),
     operator.neg: ("x", "-x"),
     np.flip: ("A", "np.flip(A, 0) * A"),

@@ -1,7 +1,8 @@
 """Rules of elementwise functions where they are not smooth or meet NaN, infinities and zeros:
 np.fmax, np.fmin, np.maximum and np.minimum at ties, NaNs and infinities (the argument not taken
 gets no derivative, and its NaN tangent does not reach the result), and x ** a where x has a zero
-(the exponent's derivative x ** a log x counts 0 there, as in JAX). Against central differences
+(the exponent's derivative x ** a log x counts 0 there, as in JAX), and 0 ** 0, whose base's
+derivative is 0 (x ** 0 is 1 for every x). Against central differences
 and closed forms, on the python backend and under s2s.jit."""
 
 import warnings
@@ -128,3 +129,42 @@ def test_exponent_derivative_with_a_zero_base_forward_and_second_order():
     assert s2s.hessian(power_sum, argnums=1)(x, a) == pytest.approx(4 * np.log(2.0) ** 2, rel=1e-12)
     float32 = s2s.jit(s2s.grad(power_sum, argnums=1))(x.astype(np.float32), np.float32(a))
     assert float32.dtype == np.float32 and float32 == pytest.approx(4 * np.log(2.0), rel=1e-6)
+
+
+def power(x, y):
+    return x**y
+
+
+def numpy_power(x, y):
+    return np.sum(np.power(x, y))
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+@pytest.mark.parametrize("fun", [power, numpy_power])
+def test_power_of_a_variable_exponent_at_a_zero_base(fun, backend):
+    """x ** 0 is 1 for every x: d/dx is 0 at x = 0 too (not 0 * 0 ** -1, NaN); d/dy at x = 0 is
+    0 (JAX's log(1) for log(0)); for 0 < y < 1 d/dx at 0 is inf, Python's 0.0 ** -0.5 raising
+    ZeroDivisionError notwithstanding."""
+    grad = s2s.jit(s2s.grad(fun, argnums=(0, 1)), backend=backend)
+    assert grad(0.0, 0.0) == (0.0, 0.0)
+    assert grad(0.0, 2.0) == (0.0, 0.0)
+    assert grad(0.0, 1.0) == (1.0, 0.0)
+    assert grad(2.0, 0.0) == pytest.approx((0.0, np.log(2.0)), rel=1e-15)
+    with np.errstate(divide="ignore"):
+        assert grad(0.0, 0.5) == (np.inf, 0.0)
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_power_of_a_variable_exponent_at_zero_bases_of_an_array(backend):
+    grad = s2s.jit(s2s.grad(numpy_power, argnums=(0, 1)), backend=backend)
+    dx, dy = grad(np.array([0.0, 0.0, 1.5]), np.array([0.0, 2.0, 0.0]))
+    np.testing.assert_array_equal(dx, [0.0, 0.0, 0.0])
+    np.testing.assert_allclose(dy, [0.0, 0.0, np.log(1.5)], rtol=1e-15)
+
+
+def test_power_of_a_variable_exponent_at_a_zero_base_in_forward_mode():
+    assert s2s.jvp(power, (0.0, 0.0), (1.0, 0.0)) == (1.0, 0.0)
+    assert s2s.jvp(power, (0.0, 0.0), (0.0, 1.0)) == (1.0, 0.0)
+    # away from the zero base, against central differences
+    want = [central_difference_grad(power, (1.3, 0.7), k) for k in (0, 1)]
+    np.testing.assert_allclose(s2s.grad(power, argnums=(0, 1))(1.3, 0.7), want, rtol=1e-7)

@@ -149,6 +149,10 @@ class CallSite:
         a, b = (self.args[k] if k < len(self.args) else None for k in (i, j))
         return not self.kwargs and isinstance(a, ir.Name) and isinstance(b, ir.Name) and a.id == b.id
 
+    def variable(self, k: int) -> bool:
+        """Positional argument k is a variable, not a constant written in the call (x ** y, not x ** 2)."""
+        return k < len(self.args) and isinstance(self.args[k], ir.Name)
+
 
 def _is_none_constant(atom: Any) -> bool:
     return isinstance(atom, ir.Const) and atom.value is None
@@ -157,6 +161,8 @@ def _is_none_constant(atom: Any) -> bool:
 SELF_PRODUCT = Case("x * x", of=(operator.mul,),  # one contribution to x's adjoint
                     when=lambda call: call.positional == 2 and call.same_variable(0, 1))
 QUOTIENT_UNREAD = Case("x / y in a loop")  # operator.truediv whose result no other rule reads
+POW_OF_A_VARIABLE = Case("x ** y", of=(operator.pow, np.power, builtins.pow, math.pow),  # not x ** 2
+                         when=lambda call: call.positional == 2 and call.variable(1))
 
 
 # ---- facts of a primitive ----------------------------------------------------------
