@@ -54,6 +54,7 @@ from s2s.runtime import (
     select_default_bar,
     sort_bar,
     sort_dot,
+    split_bar,
     tile,
     tile_bar,
     vstack_bar,
@@ -485,6 +486,40 @@ def expand_dims(y, x, axis):
 def concatenate(y, xs, axis=0):
     y_dot = np.concatenate(xs_dot, axis)
     xs_bar += concatenate_bar(y_bar, xs, axis)
+
+
+# The split family: a list of views of x, as many as the call asks (known only when it runs where
+# the sections are a variable). Each is linear: the tangent splits x's tangent as x is split, and x's
+# adjoint joins the pieces' adjoints (runtime.split_bar), which holds for any number of pieces.
+@rule(np.split, pure=True, view=True)
+def split(y, x, indices_or_sections, axis=0):
+    y_dot = np.split(x_dot, indices_or_sections, axis)
+    x_bar += split_bar(y_bar, x, axis)
+
+
+@rule(np.array_split, pure=True, view=True)
+def array_split(y, x, indices_or_sections, axis=0):
+    y_dot = np.array_split(x_dot, indices_or_sections, axis)
+    x_bar += split_bar(y_bar, x, axis)
+
+
+@rule(np.hsplit, pure=True, view=True)
+def hsplit(y, x, indices_or_sections):
+    """Along axis 1, or 0 of a 1-d x (split_bar's axis None)."""
+    y_dot = np.hsplit(x_dot, indices_or_sections)
+    x_bar += split_bar(y_bar, x, None)
+
+
+@rule(np.vsplit, pure=True, view=True)
+def vsplit(y, x, indices_or_sections):
+    y_dot = np.vsplit(x_dot, indices_or_sections)
+    x_bar += split_bar(y_bar, x, 0)
+
+
+@rule(np.dsplit, pure=True, view=True)
+def dsplit(y, x, indices_or_sections):
+    y_dot = np.dsplit(x_dot, indices_or_sections)
+    x_bar += split_bar(y_bar, x, 2)
 
 
 # Numba's np.stack stacks tuples only: runtime.stack under Numba (a list of arrays too), which

@@ -29,6 +29,7 @@ from s2s.runtime import (
     batched_transpose,
     batched_transpose_bar,
     concatenate_bar,
+    split_bar,
     copy,
     derivative_like,
     cumprod_jvp,
@@ -326,6 +327,11 @@ def reshape_bar_(r, g, x):
 @rule(runtime.concatenate_bar)
 def concatenate_bar_(r, g, xs, axis=0):
     r_dot = concatenate_bar(g_dot, xs, axis)
+
+
+@rule(runtime.split_bar, pure=True, fresh=True)
+def split_bar_(r, parts, x, axis=0):
+    r_dot = split_bar(parts_dot, x, axis)
 
 
 @rule(runtime.stack_bar)

@@ -291,6 +291,14 @@ EXAMPLES = {
     runtime.cov_centered_bar: ("x, A", "np.sum(runtime.cov_centered_bar(A * A, A, True) * A) + x[0]"),
     runtime.cov_result: ("x, A", "np.sum(runtime.cov_result(A * A, A) * A) + runtime.cov_result(A[:1, :1] * x[0], x)"),
     runtime.cov_square: ("x, A", "np.sum(runtime.cov_square(A * x, A) * A) + np.sum(runtime.cov_square(x[0] * x[1], A[:1]))"),
+    np.split: ("x, A", "a, b, c = np.split(x * x, 3)\n    p, q = np.split(A, [1], axis=1)\n"
+                       "    return a * b + c * x + np.sum(p * q, axis=1) + np.split(A * x, 3, axis=-1)[2][:, 0]"),
+    np.array_split: ("x, y", "a, b = np.array_split(x * y, 2)\n    return np.sum(a ** 2) * x + b[0] * y"),
+    np.hsplit: ("x, A", "p, q = np.hsplit(A * A, [2])\n    return np.sum(p, axis=1) * q[:, 0] + np.hsplit(x, 3)[1] * x"),
+    np.vsplit: ("A", "p, q = np.vsplit(A, [2])\n    return np.sum(p * p, axis=0) * q[0]"),
+    np.dsplit: ("A", "p, q = np.dsplit(np.reshape(A * A, (1, 3, 3)), [1])\n    return p[0, :, 0] * np.sum(q[0], axis=1)"),
+    runtime.split_bar: ("x, A", "runtime.split_bar((x * x, A[0] * x), np.zeros(6), 0)[1:4] * x"
+                                " + np.sum(runtime.split_bar([A * A, A[:, :1]], np.zeros((3, 4)), None), axis=1)"),
     np.meshgrid: ("x, y", "g, h = np.meshgrid(x, y * y)\n    p, q = np.meshgrid(x * x, y[:2], indexing='ij')"
                           "\n    return np.sum(np.sin(g) * h) + np.sum(p * q * q)"),
     runtime.meshgrid: ("x, y", "g, h = runtime.meshgrid(x, y[:2], indexing='ij')\n    return np.sum(g * g * h)"),

@@ -1,7 +1,8 @@
 """The rules of NumPy's array functions: cumprod, cumsum, diff, roll, flip, hstack/vstack,
 concatenate/stack on axis -1, diag, tril/triu, tile, sort, squeeze, atleast_Nd, einsum (lowered to
 matmul, dot, outer, trace, transpose, sum or a broadcast product), astype and np.sum(dtype=), and
-the ufunc spellings of the operators (np.add, np.multiply, ...) with np.logaddexp, np.pad in mode 'constant', np.select and np.partition. Each is checked
+the ufunc spellings of the operators (np.add, np.multiply, ...) with np.logaddexp, np.pad in mode 'constant', np.select, np.partition
+and the split family (np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit). Each is checked
 against central finite differences: gradients (python backend and under s2s.jit), Jacobians in
 forward and reverse mode, Hessians (forward over reverse), vmap of the gradient, and float32
 arguments; and the refusals, at the user's line, of what they do not take."""
@@ -538,3 +539,92 @@ def array_of_a_number(s):
 def test_array_of_a_number_takes_its_adjoint_as_a_number(backend):
     """A 0-d array's adjoint may reach np.array's rule as a number: d/ds (3 s + s ** 2) = 3 + 2 s."""
     assert s2s.jit(s2s.grad(array_of_a_number), backend=backend)(0.5) == pytest.approx(4.0, rel=1e-15)
+
+
+# ---- the split family -----------------------------------------------------------------
+
+
+def halves_product(x):
+    a, b = np.split(x, 2)
+    return np.sum(a * b)
+
+
+def split_at_indices(x):
+    parts = np.split(x, [1, 4])
+    return np.sum(parts[0]) * 2.0 + np.sum(parts[2] ** 2) + np.sum(parts[1] * parts[1][0])
+
+
+def split_along_axes(A):
+    top, bottom = np.split(A, [1], axis=0)
+    left, right = np.split(A * A, 2, axis=1)
+    return np.sum(top * bottom[0]) + np.sum(left * np.cos(right))
+
+
+def array_split_unevenly(x):
+    ps = np.array_split(x, 4)  # pieces of 2, 2, 1, 1
+    return np.sum(ps[1] ** 2) + np.sum(ps[3] * ps[0][0])
+
+
+def split_unpacked_unevenly(x):
+    a, b, c = np.array_split(x * x, [1, 4])
+    return np.sum(a * c) + np.sum(np.sin(b))
+
+
+def hsplit_vsplit_dsplit(A, x, T):
+    left, right = np.hsplit(A, 2)
+    up, down = np.vsplit(A * 2.0, [1])
+    v1, v2 = np.hsplit(x, [2])
+    front, back = np.dsplit(T, 2)
+    return (np.sum(left * right) + np.sum(up**2) + np.sum(down) + np.sum(v1 * v2[0])
+            + np.sum(front * np.sin(back)))
+
+
+def sections_in_a_variable(x, n):
+    total = 0.0
+    for p in np.split(x, n):
+        total = total + np.sum(p**2) * p[0]
+    return total
+
+
+_T = np.random.default_rng(15).random((2, 3, 4))
+SPLIT_CASES = {
+    "unpacked": (split_unpacked_unevenly, (X,)),
+    "axes": (split_along_axes, (A,)),
+    "hvd": (hsplit_vsplit_dsplit, (A, X, _T)),
+    "variable_sections": (sections_in_a_variable, (X, 3)),
+    "indices": (split_at_indices, (X,)),
+    "uneven": (array_split_unevenly, (X,)),
+}
+
+
+def test_split_gradient_is_the_other_half():
+    """d/dx sum(a * b) for a, b the halves of x is (b, a), in both modes and under s2s.jit."""
+    x = np.arange(1.0, 7.0)
+    want = np.concatenate((x[3:], x[:3]))
+    np.testing.assert_allclose(s2s.grad(halves_product)(x), want, rtol=1e-15)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(halves_product))(x), want, rtol=1e-15)
+    np.testing.assert_allclose(s2s.jvp(halves_product, (x,), (np.ones(6),))[1], np.sum(x), rtol=1e-15)
+
+
+@pytest.mark.parametrize("name", sorted(SPLIT_CASES))
+def test_split_family_matches_finite_differences(name):
+    fn, args = SPLIT_CASES[name]
+    check_grads(fn, args, order=2)
+
+
+@pytest.mark.parametrize("name", ["unpacked", "axes", "hvd", "variable_sections"])
+def test_split_family_under_jit(name):
+    """Unpacked pieces (a tuple of adjoints), and a list of pieces of one shape (its adjoint has a
+    row per piece), however many pieces there are: the count may be known only as it runs."""
+    fn, args = SPLIT_CASES[name]
+    check_grads(fn, args, order=1, backend="cpu")
+
+
+@pytest.mark.parametrize("name", ["indices", "uneven"])
+def test_a_list_of_pieces_of_different_shapes_is_refused_under_jit(name):
+    """Under s2s.jit, a list whose items differ in shape has no adjoint Numba can hold (its rows
+    would differ in length); forward mode and the python backend take it."""
+    fn, args = SPLIT_CASES[name]
+    check_grads(fn, args, order=1, modes=("fwd",), backend="cpu")
+    with pytest.raises(s2s.S2SError, match="list of arrays of different shapes.*backend='python'"):
+        s2s.jit(s2s.grad(fn))(*args)

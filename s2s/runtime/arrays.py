@@ -209,6 +209,16 @@ def stack_bar(g, xs, axis=0):
     return tuple(np.take(g, k, axis=axis) for k in range(len(xs)))
 
 
+def split_bar(parts, x, axis=0):
+    """Adjoint of np.split(x, ..., axis) in x (and of np.array_split, np.vsplit, axis 0, and
+    np.dsplit, axis 2): the pieces' adjoints joined back along the axis, which is x's shape
+    whatever the pieces were, so the number of pieces is read from parts as it runs. axis None
+    is np.hsplit's: 1, or 0 of a 1-d x."""
+    if axis is None:
+        axis = 1 if np.ndim(x) > 1 else 0
+    return np.concatenate(tuple(parts), axis)
+
+
 # NumPy that numba.njit rejects, called in its place under Numba (Facts.numba of templates/;
 # codegen/numba_routes.py): np.array of an array (Numba builds arrays of sequences and numbers
 # only), np.atleast_*d of a number, np.vstack of arrays of different ndim (a 2-d and a 1-d).

@@ -246,6 +246,43 @@ def _concatenate_bar(g, xs, axis=0):
     return _compile("def impl(g, xs, axis=0):\n" + _along_axis(g, body), "impl")
 
 
+@overload(rt.split_bar)
+def _split_bar(parts, x, axis=0):
+    # Each piece's adjoint is copied into its place along the axis; the pieces are a list (np.split's
+    # own, or their adjoints summed) whose length is known as it runs, or a tuple (an unpacking's).
+    if not isinstance(x, types.Array):
+        raise TypingError("s2s: runtime.split_bar takes the array that was split")
+    if isinstance(parts, (types.List, types.ListType)):
+        items, loop = [parts.dtype], True
+    elif isinstance(parts, types.Array) and parts.ndim == x.ndim + 1:
+        # (the adjoint of a list of pieces of one shape, whose row k is piece k's: zeros_like's)
+        items, loop = [types.Array(parts.dtype, x.ndim, "A")], True
+    elif isinstance(parts, types.BaseTuple):
+        items, loop = list(parts), False
+    else:
+        raise TypingError("s2s: runtime.split_bar takes the pieces' adjoints as a list or tuple")
+    if not all(isinstance(t, types.Array) and t.ndim == x.ndim for t in items):
+        raise TypingError("s2s: runtime.split_bar takes arrays of the split array's ndim")
+    dtype = numpy_support.from_dtype(np.result_type(*(numpy_support.as_dtype(t.dtype) for t in items)))
+
+    def body(a):
+        lines = ["out = np.empty(x.shape, dtype)", "start = 0"]
+        cut = ":, " * a
+        if loop:
+            lines += ["for k in range(len(parts)):", f"    stop = start + parts[k].shape[{a}]",
+                      f"    out[{cut}start:stop] = parts[k]", "    start = stop"]
+        else:
+            for k in range(len(items)):
+                lines += [f"stop = start + parts[{k}].shape[{a}]", f"out[{cut}start:stop] = parts[{k}]", "start = stop"]
+        return lines + ["return out"]
+    if _is_none(axis):  # (np.hsplit's axis, known from x's ndim)
+        hsplit = 1 if x.ndim > 1 else 0
+        source = "def impl(parts, x, axis=0):\n" + "\n".join("    " + line for line in body(hsplit)) + "\n"
+    else:
+        source = "def impl(parts, x, axis=0):\n" + _along_axis(x, body)
+    return _compile(source, "impl", dtype=dtype)
+
+
 def _arrays_of_one_ndim(xs) -> bool:
     """A list, or a tuple, whose items are arrays of one ndim (a stack of them has one more)."""
     if isinstance(xs, (types.List, types.ListType)):
