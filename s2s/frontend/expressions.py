@@ -25,7 +25,7 @@ from ..runtime import constants as captured
 from .argument_writes import call_site
 from .comprehensions import GENERATOR_HINT
 from .einsum import HINT as EINSUM_HINT
-from .einsum import EinsumRefused, lower_einsum
+from .einsum import EinsumRefused, lower_einsum, sublist_subscripts
 from .nested import NESTED_CALLS, NESTED_OBJECTS, NESTED_TRANSFORMS
 from .nested_calls import JvpCallLowering
 from .source import MISSING, is_user_function, named_lambda
@@ -414,6 +414,9 @@ class ExpressionLowering(JvpCallLowering):
         entry_of = next((e for public, e in NESTED_TRANSFORMS.items() if callee is public), None)
         if entry_of is not None:
             return self.jvp_call(node, entry_of)
+        if callee is np.einsum and len(node.args) >= 2 and isinstance(node.args[1].value, (cst.List, cst.Tuple)) \
+                and not any(a.keyword or a.star for a in node.args):
+            return self.einsum_sublists(node)
         if callee is builtins.print:
             raise self.error(node, "print(...) returns None; call it as a statement")
         if callee in (builtins.range, builtins.enumerate, builtins.zip):
@@ -523,15 +526,46 @@ class ExpressionLowering(JvpCallLowering):
 
     def einsum(self, node: cst.Call, args: list, kwargs: list) -> ir.Atom:
         if kwargs or not args or not isinstance(args[0], ir.Const) or not isinstance(args[0].value, str):
-            raise self.error(node, "np.einsum takes constant subscripts and the operands, no keyword arguments",
-                             EINSUM_HINT)
+            raise self.error(node, "np.einsum takes constant subscripts (or sublists) and the operands, no "
+                             "keyword arguments", EINSUM_HINT)
+        return self.lower_einsum(node, args[0].value, list(args[1:]))
+
+    def einsum_sublists(self, node: cst.Call) -> ir.Atom:
+        """The interleaved form, einsum(a, [0, 1], b, [1, 2], [0, 2]): the sublists are read from
+        the source (constants, Ellipsis among them), the operands are the arguments between them."""
+        try:
+            sublists = [self._sublist(a.value) for a in node.args[1::2]]
+            output = self._sublist(node.args[-1].value) if len(node.args) % 2 else None
+            subscripts = sublist_subscripts(sublists, output)
+        except EinsumRefused as exc:
+            raise self.error(node, str(exc), EINSUM_HINT) from None
+        operands = [self.expr(a.value) for a in node.args[0::2][:len(sublists)]]
+        return self.lower_einsum(node, subscripts, operands)
+
+    def lower_einsum(self, node: cst.Call, subscripts: str, operands: list) -> ir.Atom:
         try:
             return lower_einsum(
-                args[0].value, list(args[1:]),
+                subscripts, operands,
                 lambda fn, a, kw=(): self.assign(ir.Call(fn, tuple(a), tuple(kw))),
                 lambda x, items: self.assign(ir.Subscript(x, ir.Index(tuple(items)))))
         except EinsumRefused as exc:
             raise self.error(node, str(exc), EINSUM_HINT) from None
+
+    def _sublist(self, value: cst.BaseExpression) -> list:
+        """A sublist of np.einsum's interleaved form, written as a list or tuple of integers and
+        Ellipsis (or ...)."""
+        if not isinstance(value, (cst.List, cst.Tuple)):
+            raise EinsumRefused("np.einsum's interleaved form takes each sublist written as a list or tuple")
+        items = []
+        for element in value.elements:
+            v = element.value
+            if isinstance(v, cst.Ellipsis) or isinstance(v, cst.Name) and v.value == "Ellipsis":
+                items.append(Ellipsis)
+            elif isinstance(v, cst.Integer):
+                items.append(int(v.evaluated_value))
+            else:
+                raise EinsumRefused("np.einsum's sublists are written with integer literals and Ellipsis")
+        return items
 
     def _is_module_path(self, node: cst.BaseExpression) -> bool:
         root = node
