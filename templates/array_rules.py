@@ -1031,9 +1031,10 @@ def corrcoef(r, m, y=None, rowvar=True, bias=None, ddof=None, dtype=None):
 @rule(np.gradient, runtime.gradient, pure=True, fresh=True, options=gradient_options)
 @primitive(np.gradient, numba=runtime.gradient, numba_always=True)
 def gradient(r, f, spacing=1.0, axis=None, edge_order=1):
-    """Of a 1-d f with one number as its spacing (a constant of the derivative): linear in f."""
-    r_dot = np.gradient(f_dot, spacing) + trapezoid_x_refused(spacing_dot)
-    f_bar += gradient_bar(r_bar, f, spacing)
+    """Of f with one number as its spacing (a constant of the derivative), along an axis (one
+    array) or several (a tuple, one array per axis): linear in f."""
+    r_dot = np.gradient(f_dot, spacing, axis=axis) + trapezoid_x_refused(spacing_dot)
+    f_bar += gradient_bar(r_bar, f, spacing, axis)
     spacing_bar += trapezoid_x_refused(spacing)
 
 

@@ -699,8 +699,8 @@ def sinc_slope_(r, x):
 
 
 @rule(runtime.gradient_bar, pure=True, fresh=True)
-def gradient_bar_(r, g, f, spacing=1.0):
-    r_dot = gradient_bar(g_dot, f, spacing)
+def gradient_bar_(r, g, f, spacing=1.0, axis=None):
+    r_dot = gradient_bar(g_dot, f, spacing, axis)
 
 
 # np.cov's helpers: linear in their first argument, in pairs that are each other's transpose.

@@ -314,9 +314,10 @@ EXAMPLES = {
     np.cross: ("x, y, A", "np.cross(x, y) + np.sum(np.cross(A, y) ** 2)"),
     np.trapezoid: ("x, A", "np.trapezoid(x * x, np.array([0.0, 0.4, 1.1])) + np.sum(np.trapezoid(A, dx=0.5, axis=0) ** 2)"),
     runtime.trapezoid: ("A", "runtime.trapezoid(A ** 2, None, 0.3, 0)"),
-    np.gradient: ("x", "np.gradient(x * x, 0.5) * x"),
-    runtime.gradient: ("x", "runtime.gradient(x) ** 2"),
-    runtime.gradient_bar: ("x, y", "runtime.gradient_bar(x * y, y, 2.0)"),
+    np.gradient: ("x, A", "gy, gx = np.gradient(A * A)\n"
+                          "    return np.gradient(x * x, 0.5) * x + np.sum(gy * gx, axis=0) + np.gradient(A, axis=-1)[0]"),
+    runtime.gradient: ("x, A", "runtime.gradient(x) ** 2 + runtime.gradient(A * A, 1.0, 0)[1]"),
+    runtime.gradient_bar: ("x, y, A", "runtime.gradient_bar(x * y, y, 2.0) + runtime.gradient_bar((A * A, A), A, 1.0)[0]"),
 }
 
 

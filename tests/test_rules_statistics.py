@@ -400,7 +400,7 @@ def test_trapezoid_x_of_y_shape_and_refusal():
         s2s.grad(trapezoid_of_itself)(XS)
 
 
-# ---- gradient (1-d) --------------------------------------------------------------------------
+# ---- gradient -------------------------------------------------------------------------------
 
 
 def gradients(y):
@@ -418,6 +418,47 @@ def gradient_in_spacing(y):
 @pytest.mark.parametrize("backend", ["python", "cpu"])
 def test_gradient_of_a_vector(backend):
     check(gradients, (_rng.random(6),), backend=backend)
+
+
+def gradient_along_an_axis(A):
+    return np.sum(np.gradient(A * A, 0.5, axis=1) * A) + np.sum(np.gradient(A, axis=-2) ** 2)
+
+
+def gradient_of_a_matrix(A):
+    gy, gx = np.gradient(A * A)
+    return np.sum(gy * np.cos(gx))
+
+
+def gradient_of_a_cube(T):
+    a, b, c = np.gradient(T, 0.3)
+    return np.sum(a * b) + np.sum(c**2)
+
+
+def gradient_along_two_axes(T):
+    g0, g2 = np.gradient(T**2, axis=(0, 2))
+    return np.sum(g0 * T) + np.sum(g2**2)
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+@pytest.mark.parametrize("fun, shape", [(gradient_along_an_axis, (3, 4)), (gradient_of_a_matrix, (3, 4)),
+                                        (gradient_of_a_cube, (3, 4, 5)), (gradient_along_two_axes, (3, 4, 5))])
+def test_gradient_of_an_array_along_its_axes(fun, shape, backend):
+    """One array along an int axis, a tuple of them along several (all by default)."""
+    check(fun, (_rng.random(shape),), backend=backend)
+
+
+def summed_gradient_along_rows(A):
+    return np.sum(np.gradient(A, axis=1))
+
+
+def test_gradient_along_an_axis_in_closed_form():
+    """Along rows of 5: the sum of the differences (A1 - A0) + (A2 - A0) / 2 + (A3 - A1) / 2 +
+    (A4 - A2) / 2 + (A4 - A3) weighs each row -1.5, 0.5, 0, -0.5, 1.5."""
+    A = _rng.random((2, 5))
+    want = np.tile([-1.5, 0.5, 0.0, -0.5, 1.5], (2, 1))
+    for backend in ("python", "cpu"):
+        got = s2s.jit(s2s.grad(summed_gradient_along_rows), backend=backend)(A)
+        np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-15)
 
 
 @pytest.mark.parametrize("fun, words", [(gradient_of_coordinates, "one number as its spacing"),

@@ -232,40 +232,61 @@ def trapezoid_x_refused(x):
                      "which depend on a differentiated input here: make them constants of the derivative")
 
 
-# ---- np.gradient (1-d) -----------------------------------------------------------------------
+# ---- np.gradient ------------------------------------------------------------------------------
+# Of an array of any ndim with one number as its spacing, along one axis (an array) or several (a
+# tuple of arrays, one per axis, as NumPy gives): central differences inside, one-sided at the ends.
 
 
 def gradient_options(axis=None, edge_order=1, **_) -> str | None:
-    if edge_order != 1 or axis not in (None, 0, -1):
-        return "np.gradient is differentiated for a 1-d array with edge_order=1 only"
+    if edge_order != 1:
+        return "np.gradient is differentiated with edge_order=1 only"
     return None
 
 
 def _spacing(f, spacing):
-    if np.ndim(f) != 1 or np.ndim(spacing) != 0:
-        raise ValueError("s2s: np.gradient is differentiated for a 1-d array and one number as its spacing: "
-                         "write the differences with slices (f[2:] - f[:-2]) for other forms")
+    if np.ndim(f) < 1 or np.ndim(spacing) != 0:
+        raise ValueError("s2s: np.gradient is differentiated with one number as its spacing: write the "
+                         "differences with slices (f[2:] - f[:-2]) for other forms")
     return float(spacing)
 
 
+def _gradient_axes(f, axis) -> tuple[tuple, bool]:
+    """The axes np.gradient(f, axis=axis) differentiates along, and whether its result is one
+    array (one axis) rather than a tuple of them."""
+    nd = np.ndim(f)
+    axes = tuple(range(nd)) if axis is None else (axis,) if np.ndim(axis) == 0 else tuple(axis)
+    axes = tuple(int(a) % nd for a in axes)
+    return axes, len(axes) == 1
+
+
 def gradient(f, spacing=1.0, axis=None, edge_order=1):
-    """np.gradient of a 1-d array with one number as spacing (Numba lacks np.gradient)."""
+    """np.gradient with one number as spacing (Numba lacks np.gradient)."""
     _spacing(f, spacing)
-    return np.gradient(f, spacing, axis=axis, edge_order=edge_order)
+    found = np.gradient(f, spacing, axis=axis, edge_order=edge_order)
+    return tuple(found) if isinstance(found, (list, tuple)) else found
 
 
-def gradient_bar(g, f, spacing=1.0):
-    """Adjoint of np.gradient(f, spacing) for a 1-d f: one-sided differences at the ends, central
-    ones inside; its transpose."""
+def _gradient_bar_last(g, h):
+    """The transpose of np.gradient along g's last axis, spacing h."""
+    out = np.zeros(g.shape, dtype=np.result_type(g, 0.0))
+    out[..., 0] -= g[..., 0] / h
+    out[..., 1] += g[..., 0] / h
+    out[..., -1] += g[..., -1] / h
+    out[..., -2] -= g[..., -1] / h
+    out[..., 2:] += g[..., 1:-1] / (2.0 * h)
+    out[..., :-2] -= g[..., 1:-1] / (2.0 * h)
+    return out
+
+
+def gradient_bar(g, f, spacing=1.0, axis=None):
+    """Adjoint of np.gradient(f, spacing, axis=axis): for each axis, the transpose of its
+    differences (one-sided at the ends, central inside) applied to that axis's adjoint, summed."""
     h = _spacing(f, spacing)
-    g = np.asarray(g)
-    out = np.zeros(np.shape(f), dtype=np.result_type(g, 0.0))
-    out[0] -= g[0] / h
-    out[1] += g[0] / h
-    out[-1] += g[-1] / h
-    out[-2] -= g[-1] / h
-    out[2:] += g[1:-1] / (2.0 * h)
-    out[:-2] -= g[1:-1] / (2.0 * h)
+    axes, single = _gradient_axes(f, axis)
+    parts = (g,) if single else tuple(g)
+    out = np.zeros(np.shape(f), dtype=np.result_type(*parts, 0.0))
+    for a, part in zip(axes, parts):
+        out += np.moveaxis(_gradient_bar_last(np.moveaxis(np.asarray(part), a, -1), h), -1, a)
     return out
 
 

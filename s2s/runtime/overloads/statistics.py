@@ -11,7 +11,7 @@ from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
 
 from ... import runtime as rt
-from .common import _is_none
+from .common import _compile, _is_none
 from .reductions import _axis_overload, _float_of, _tuple_source
 
 
@@ -240,43 +240,73 @@ def _trapezoid_x_refused(x):
                       "which depend on a differentiated input here: make them constants of the derivative")
 
 
-# ---- np.gradient (1-d) -----------------------------------------------------------------------
+# ---- np.gradient -------------------------------------------------------------------------------
+# One array along an axis (an int), or a tuple of them along each axis (None, or a tuple of axes:
+# their number, and so the result's type, is known when Numba types the call).
 
 
-def _one_d(f, spacing):
-    if not (isinstance(f, types.Array) and f.ndim == 1 and isinstance(spacing, (types.Number, types.Omitted, float, int))):
-        raise TypingError("s2s: under jit, np.gradient takes a 1-d array and one number as its spacing")
+def _gradient_types(f, spacing):
+    if not (isinstance(f, types.Array) and f.ndim >= 1 and isinstance(spacing, (types.Number, types.Omitted, float, int))):
+        raise TypingError("s2s: under jit, np.gradient takes an array and one number as its spacing")
+    return f.dtype if isinstance(f.dtype, types.Float) else types.float64
+
+
+def _gradient_axes(f, axis) -> tuple[list[str], bool]:
+    """The axes (as code) np.gradient(f, axis=axis) differentiates along, and whether its result
+    is one array."""
+    if _is_none(axis):
+        axes = [str(a) for a in range(f.ndim)]
+    elif isinstance(axis, types.Integer):
+        axes = [f"axis % {f.ndim}"]
+    elif isinstance(axis, types.BaseTuple):
+        axes = [f"axis[{k}] % {f.ndim}" for k in range(len(axis))]
+    else:
+        raise TypingError("s2s: under jit, np.gradient takes an int or a tuple of ints as its axis")
+    return axes, len(axes) == 1
+
+
+@register_jitable
+def _gradient_last(m, h, out):
+    out[..., 0] = (m[..., 1] - m[..., 0]) / h
+    out[..., -1] = (m[..., -1] - m[..., -2]) / h
+    out[..., 1:-1] = (m[..., 2:] - m[..., :-2]) / (2.0 * h)
+    return out
+
+
+@register_jitable
+def _gradient_bar_last(g, h, out):
+    out[..., 0] -= g[..., 0] / h
+    out[..., 1] += g[..., 0] / h
+    out[..., -1] += g[..., -1] / h
+    out[..., -2] -= g[..., -1] / h
+    out[..., 2:] += g[..., 1:-1] / (2.0 * h)
+    out[..., :-2] -= g[..., 1:-1] / (2.0 * h)
+    return out
 
 
 @overload(rt.gradient)
 def _gradient(f, spacing=1.0, axis=None, edge_order=1):
-    _one_d(f, spacing)
-
-    def impl(f, spacing=1.0, axis=None, edge_order=1):
-        h = float(spacing)
-        out = np.empty(f.shape[0])
-        out[0] = (f[1] - f[0]) / h
-        out[-1] = (f[-1] - f[-2]) / h
-        out[1:-1] = (f[2:] - f[:-2]) / (2.0 * h)
-        return out
-    return impl
+    dtype = _gradient_types(f, spacing)
+    axes, single = _gradient_axes(f, axis)
+    lines = ["def impl(f, spacing=1.0, axis=None, edge_order=1):", "    h = float(spacing)"]
+    for k, a in enumerate(axes):
+        lines += [f"    m = np.moveaxis(f, {a}, -1)",
+                  f"    r{k} = np.ascontiguousarray(np.moveaxis(last(m, h, np.empty(m.shape, dtype)), -1, {a}))"]
+    lines.append("    return r0" if single else f"    return ({', '.join(f'r{k}' for k in range(len(axes)))},)")
+    return _compile("\n".join(lines) + "\n", "impl", dtype=dtype, last=_gradient_last)
 
 
 @overload(rt.gradient_bar)
-def _gradient_bar(g, f, spacing=1.0):
-    _one_d(f, spacing)
-
-    def impl(g, f, spacing=1.0):
-        h = float(spacing)
-        out = np.zeros(f.shape[0])
-        out[0] -= g[0] / h
-        out[1] += g[0] / h
-        out[-1] += g[-1] / h
-        out[-2] -= g[-1] / h
-        out[2:] += g[1:-1] / (2.0 * h)
-        out[:-2] -= g[1:-1] / (2.0 * h)
-        return out
-    return impl
+def _gradient_bar(g, f, spacing=1.0, axis=None):
+    dtype = _gradient_types(f, spacing)
+    axes, single = _gradient_axes(f, axis)
+    lines = ["def impl(g, f, spacing=1.0, axis=None):", "    h = float(spacing)", "    out = np.zeros(f.shape, dtype)"]
+    for k, a in enumerate(axes):
+        part = "g" if single else f"g[{k}]"
+        lines += [f"    m = np.moveaxis({part}, {a}, -1)",
+                  f"    out += np.moveaxis(last(m, h, np.zeros(m.shape, dtype)), -1, {a})"]
+    lines.append("    return out")
+    return _compile("\n".join(lines) + "\n", "impl", dtype=dtype, last=_gradient_bar_last)
 
 
 # ---- np.cov -------------------------------------------------------------------------------
