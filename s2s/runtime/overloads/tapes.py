@@ -116,6 +116,13 @@ def _push_shape(tape, x):
         dims = ", ".join(["len(x)"] + [f"tape[len(tape) - {ndim - k}]" for k in range(ndim)])
         return _compile(f"def impl(tape, x):\n    tape.append(len(x))\n    if len(x) > 0:\n{pushes}    else:\n"
                         f"{zeros}    return ({dims})\n", "impl")
+    if _tuple_of_arrays(x):
+        # A tuple of arrays (and numbers), such as a layer (W, b) read at an index known at run
+        # time: the shape of each item, one after the other
+        pushes = "".join(f"    tape.append(x[{k}].shape[{d}])\n" for k, t in enumerate(x.types)
+                         if isinstance(t, types.Array) for d in range(t.ndim))
+        shapes = ", ".join(f"x[{k}].shape" if isinstance(t, types.Array) else "()" for k, t in enumerate(x.types))
+        return _compile(f"def impl(tape, x):\n{pushes}    return ({shapes},)\n", "impl")
     if not isinstance(x, types.Array):
         return lambda tape, x: ()
 
@@ -127,8 +134,36 @@ def _push_shape(tape, x):
     return impl
 
 
+def _tuple_of_arrays(x) -> bool:
+    return isinstance(x, types.BaseTuple) and any(isinstance(t, types.Array) for t in x.types) and all(
+        isinstance(t, types.Array) or _scalar(t) for t in x.types)
+
+
+def _shapes_of_a_tuple(like) -> list[int] | None:
+    """The ndim of each item where like is the shape push_shape gave a tuple of arrays."""
+    if isinstance(like, types.BaseTuple) and len(like) > 0 and all(isinstance(t, types.BaseTuple) for t in like.types) \
+            and any(len(t) > 0 for t in like.types):
+        return [len(t) for t in like.types]
+    return None
+
+
+def _shape_text(ndims: list[int], dim) -> str:
+    """The shapes of a tuple's items, each dimension written by dim(item, axis)."""
+    parts = []
+    for k, ndim in enumerate(ndims):
+        dims = ", ".join(dim(k, d) for d in range(ndim))
+        parts.append(f"({dims},)" if ndim == 1 else f"({dims})")
+    return f"({', '.join(parts)},)"
+
+
 @overload(rt.pop_shape)
 def _pop_shape(tape, like):
+    ndims = _shapes_of_a_tuple(like)
+    if ndims is not None:
+        pops = "".join(f"    d{k}_{d} = tape.pop()\n" for k in reversed(range(len(ndims)))
+                       for d in reversed(range(ndims[k])))
+        return _compile(f"def impl(tape, like):\n{pops}    return {_shape_text(ndims, lambda k, d: f'd{k}_{d}')}\n",
+                        "impl")
     ndim = len(like) if isinstance(like, types.BaseTuple) else 0
     if ndim == 0:
         return lambda tape, like: ()
@@ -139,6 +174,12 @@ def _pop_shape(tape, like):
 
 @overload(rt.top_shape)
 def _top_shape(tape, like):
+    ndims = _shapes_of_a_tuple(like)
+    if ndims is not None:
+        total, offsets = sum(ndims), [sum(ndims[:k]) for k in range(len(ndims))]
+        shapes = _shape_text(ndims, lambda k, d: f"tape[n - {total - offsets[k] - d}]")
+        return _compile(f"def impl(tape, like):\n    n = len(tape)\n    if n < {total}:\n        return like\n"
+                        f"    return {shapes}\n", "impl")
     ndim = len(like) if isinstance(like, types.BaseTuple) else 0
     if ndim == 0:
         return lambda tape, like: ()

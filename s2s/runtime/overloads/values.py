@@ -105,6 +105,11 @@ def _zeros_shaped(shape, like):
         # tuple, so its numbers are zeros of their types, and arrays are refused)
         if all(_scalar(t) for t in like.types):
             return lambda shape, like: rt.zeros_like(like)
+        if isinstance(shape, types.BaseTuple) and len(shape) == len(like) and all(
+                isinstance(s, types.BaseTuple) for s in shape.types):
+            # (the shapes of a tuple of arrays, one per item: push_shape of a layer (W, b))
+            items = "".join(f"rt.zeros_shaped(shape[{k}], like[{k}]), " for k in range(len(like)))
+            return _compile(f"def impl(shape, like):\n    return ({items})\n", "impl")
         raise TypingError("s2s: the adjoint of a tuple that holds arrays and is overwritten in a loop has no "
                           "compiled form; keep each array in a variable of its own (x, v = s; ...; s = (x, v) "
                           "becomes x, v updated in the loop), and likewise value, tangent = s2s.jvp(...); "
@@ -251,6 +256,14 @@ def _with_items(d, values):
         return _compile(f"def impl(d, values):\n    return cls({items})\n", "impl", cls=d.instance_class)
 
 
+@register_jitable
+def _in_slice(j, start, stop, step):
+    """Is j one of range(start, stop, step)?"""
+    if step > 0:
+        return start <= j < stop and (j - start) % step == 0
+    return stop < j <= start and (start - j) % -step == 0
+
+
 @overload(rt.add_at)
 def _add_at(c, key, value):
     if _dict_keys(c) is not None:
@@ -279,6 +292,21 @@ def _add_at(c, key, value):
         if isinstance(c, types.BaseNamedTuple):
             return _compile(f"def impl(c, key, value):\n    return cls({items})\n", "impl", cls=c.instance_class)
         return _compile(f"def impl(c, key, value):\n    return ({items})\n", "impl")
+    if isinstance(c, types.UniTuple) and isinstance(key, types.Integer):
+        # At an index known at run time (a loop over the tuple): its items have one type, so
+        # each slot is either the sum or the item as it was
+        n = len(c)
+        items = "".join(f"rt.tree_add(c[{j}], value) if key % {n} == {j} else c[{j}], " for j in range(n))
+        return _compile(f"def impl(c, key, value):\n    return ({items})\n", "impl")
+    if isinstance(c, types.UniTuple) and isinstance(key, types.SliceType) and isinstance(value, types.UniTuple) \
+            and len(value) > 0:
+        # The adjoint of a slice of the tuple (`for W, b in layers[:-1]`): its items go to the
+        # slots the slice picked, known only at run time as a slice object
+        n = len(c)
+        items = "".join(f"rt.tree_add(c[{j}], value[({j} - start) // step]) if _in_slice({j}, start, stop, step) "
+                        f"else c[{j}], " for j in range(n))
+        return _compile(f"def impl(c, key, value):\n    start, stop, step = key.indices({n})\n"
+                        f"    return ({items})\n", "impl", _in_slice=_in_slice)
     if isinstance(c, types.BaseTuple):
         raise TypingError("s2s: index a tuple argument with an integer constant")
 

@@ -177,8 +177,8 @@ def plan_module(functions: list[ir.Function], emitter: Emitter, argnums: tuple[i
         try:
             if lowered is entry:
                 plan = ReversePlan(lowered, emitter, list(params), has_aux, facts, value_needed, entry=True)
-            else:
-                plan = ReversePlan(lowered, emitter, list(params))
+            else:  # (under s2s.jit a callee's arguments are not known: specialised, with no facts)
+                plan = ReversePlan(lowered, emitter, list(params), facts={} if facts is not None else None)
         except S2SError as exc:
             if lowered is entry:
                 raise

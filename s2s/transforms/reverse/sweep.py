@@ -432,16 +432,16 @@ class ReverseSweeper:
             consts = all(isinstance(i, ir.Const) for i in value.index.items)
             argument = self.em.index(value.index, as_value=True)
             classes = self.plan.classes
-            if not consts and classes is not None and (classes.pre(stmt, base) or ("",))[0] == "tup":
-                what = "a tuple or list" if base.startswith("_") else f"{base}, a tuple or list,"
-                raise S2SError(f"under s2s.jit, {what} is read at an index known only at run time (a loop "
-                               "over it), and Numba cannot add an adjoint into a tuple there", stmt.origin,
-                               "differentiate it without s2s.jit (the python backend takes it), or stack the "
-                               "values into one array")
-            known_tuple = classes is not None and (classes.pre(stmt, base) or ("",))[0] == "tup"
-            if self.an.is_container(base) or (consts and (known_tuple or self._parameter_or_copy(base)
-                                                          or self._unpacked(base) or self._item_of_container(base)
-                                                          or self._item_of_unpacked(base))):
+            kind = (classes.pre(stmt, base) or ("",))[0] if classes is not None else None
+            known_tuple = kind == "tup"
+            # Under s2s.jit a value not proved an array may be a tuple (a list argument becomes
+            # one, and so do its items), which `+=` cannot write into: runtime.add_at makes the
+            # tuple anew, at an index known only at run time too where its items have one type
+            # (`for W, b in layers`, `layers[i][0]`)
+            maybe_tuple = kind is not None and kind != "arr"
+            if self.an.is_container(base) or maybe_tuple or (
+                    consts and (known_tuple or self._parameter_or_copy(base) or self._unpacked(base)
+                                or self._item_of_container(base) or self._item_of_unpacked(base))):
                 out.append(assign(bar, runtime_call("add_at", name(bar), argument, y_bar)))
             elif self._basic(value.index):
                 out.append(ast.AugAssign(ast.Subscript(name(bar), index, ast.Store()), ast.Add(), y_bar))
