@@ -173,6 +173,10 @@ DECLARATIONS = [
                       elementwise=True, cheap=True),
     nondifferentiable(operator.floordiv, elementwise=True, cheap=True, integer="kept"),
     nondifferentiable(operator.not_, cheap=True),
+    # ~ & | ^ of booleans (a mask's complement, and, or) and of ints (bitwise); of floats NumPy's TypeError
+    nondifferentiable(operator.invert, np.invert, elementwise=True, arity=1, cheap=True, integer="kept"),
+    nondifferentiable(operator.and_, operator.or_, operator.xor, np.bitwise_and, np.bitwise_or, np.bitwise_xor,
+                      elementwise=True, arity=2, cheap=True, integer="kept"),
     nondifferentiable(operator.is_, operator.is_not, np.floor_divide, builtins.round, builtins.bool, builtins.print),
     nondifferentiable(builtins.int, pure=True, fusable=True, integer="always", kernel="int"),
     nondifferentiable(builtins.len, pure=True, integer="always", reads_shape_of=(0,), batching="example_len"),

@@ -156,3 +156,56 @@ def test_a_python_int_minus_booleans_compiles():
     x, m = np.linspace(0.5, 2.0, 5), np.array([True, False, True, True, False])
     want = central_difference_grad(complement, (x, m), 0)
     np.testing.assert_allclose(s2s.jit(s2s.grad(complement))(x, m), want, rtol=1e-7)
+
+
+# ---- `~ & | ^`: NumPy's logical not, and, or, xor of booleans, bitwise of ints; piecewise constant --
+
+
+def outside_the_mask(x):
+    mask = x > 1.2
+    return np.sum(np.where(~mask, x ** 2, 0.0)) + np.sum(x[~mask] * 3.0)
+
+
+def outside_a_given_mask(x, m):
+    return np.sum(x[~m] ** 2) + np.sum(np.where(~(m | (x < 0.0)) ^ (m & (x > 1.2)), np.sin(x), 0.0))
+
+
+def bitwise_not_of_ints(x):
+    n = x.shape[0]
+    weights = ~np.arange(n)  # -1, -2, ...
+    return np.sum(x * weights) * ~n  # ~n is -(n + 1)
+
+
+def element_flags(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        big = x[i] > 1.2  # a NumPy boolean: ~ is its logical not
+        if ~big:
+            s = s + x[i] ** 2
+        else:
+            s = s + np.sin(x[i])
+    return s
+
+
+@pytest.mark.parametrize("fun", [outside_the_mask, bitwise_not_of_ints, element_flags])
+def test_invert_in_every_mode(fun):
+    from checks import check_all
+
+    check_all(fun, X)
+    batch = np.stack([X, X * 1.1 - 0.2])
+    want = np.stack([central_difference_grad(fun, (row,), 0) for row in batch])
+    close(s2s.vmap(s2s.grad(fun))(batch), want)
+    close(s2s.jit(s2s.vmap(s2s.grad(fun)))(batch), want)
+    for row in batch:
+        assert s2s.jit(fun)(row) == pytest.approx(fun(row), rel=1e-12)
+
+
+def test_invert_of_a_boolean_argument():
+    want = central_difference_grad(outside_a_given_mask, (X, M1), 0)
+    close(s2s.grad(outside_a_given_mask)(X, M1), want)
+    close(s2s.jit(s2s.grad(outside_a_given_mask))(X, M1), want)
+    batch = np.stack([X, -X])
+    close(s2s.vmap(s2s.grad(outside_a_given_mask), in_axes=(0, None))(batch, M1),
+          np.stack([central_difference_grad(outside_a_given_mask, (row, M1), 0) for row in batch]))
+    _, tangent = s2s.jvp(lambda x: outside_a_given_mask(x, M1), (X,), (np.ones_like(X),))
+    close(tangent, np.sum(want))

@@ -157,6 +157,8 @@ def is_boolean(node, names: set[str], shadowed) -> bool:
         return node.id in names
     if isinstance(node, ast.Subscript):
         return is_boolean(node.value, names, shadowed)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert):
+        return is_boolean(node.operand, names, shadowed)
     if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mult, ast.BitAnd, ast.BitOr, ast.BitXor)):
         return is_boolean(node.left, names, shadowed) and is_boolean(node.right, names, shadowed)
     dotted = dotted_call(node)

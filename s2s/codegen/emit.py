@@ -24,6 +24,7 @@ BINOPS = {
     operator.add: ast.Add, operator.sub: ast.Sub, operator.mul: ast.Mult,
     operator.truediv: ast.Div, operator.floordiv: ast.FloorDiv, operator.mod: ast.Mod,
     operator.pow: ast.Pow, operator.matmul: ast.MatMult,
+    operator.and_: ast.BitAnd, operator.or_: ast.BitOr, operator.xor: ast.BitXor,
 }
 COMPARES = {
     operator.lt: ast.Lt, operator.le: ast.LtE, operator.gt: ast.Gt, operator.ge: ast.GtE,
@@ -145,6 +146,8 @@ class Emitter:
             return ast.UnaryOp(ast.USub(), args[0])
         if fn is operator.not_:
             return ast.UnaryOp(ast.Not(), args[0])
+        if fn is operator.invert and len(args) == 1:
+            return ast.UnaryOp(ast.Invert(), args[0])
         return ast.Call(self.function_ref(fn), args, [ast.keyword(k, v) for k, v in kwargs])
 
     def expr(self, value: ir.Expr) -> ast.expr:

@@ -41,6 +41,9 @@ BINARY_OPS = {
     cst.Modulo: operator.mod,
     cst.Power: operator.pow,
     cst.MatrixMultiply: operator.matmul,
+    cst.BitAnd: operator.and_,  # of masks their logical and, of ints bitwise; piecewise constant
+    cst.BitOr: operator.or_,
+    cst.BitXor: operator.xor,
 }
 COMPARE_OPS = {
     cst.LessThan: operator.lt,
@@ -207,7 +210,8 @@ class ExpressionLowering(JvpCallLowering):
             return self.assign(ir.Call(operator.neg, (operand,)))
         if isinstance(node.operator, cst.Not):
             return self.assign(ir.Call(operator.not_, (operand,)))
-        raise self.error(node, "the ~ operator is not supported")
+        # ~: NumPy's logical not of booleans and bitwise not of ints, piecewise constant either way
+        return self.assign(ir.Call(operator.invert, (operand,)))
 
     def boolean(self, node: cst.BooleanOperation) -> ir.Atom:
         # Short-circuit: the right side runs only when the left does not decide.
