@@ -273,3 +273,85 @@ def test_unary_plus_makes_a_new_array():
     want = central_differences(write_into_a_positive_copy, y)
     for transform in (s2s.grad, s2s.jacfwd, lambda f: s2s.jit(s2s.grad(f))):
         np.testing.assert_allclose(transform(write_into_a_positive_copy)(y), want, rtol=1e-6, atol=1e-8)
+
+
+# ---- assert: checked where it runs (its message evaluated only where it fails), not differentiated ----
+
+
+def checked_log_weights(x):
+    assert x.ndim == 1, "x must be a vector"
+    assert np.all(x > 0.0), "x must be positive"
+    y = np.log(x)
+    assert y.shape == x.shape
+    return np.sum(y * x)
+
+
+def checked_in_a_loop(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        assert x[i] > -10.0, "out of range"
+        s = s + np.sin(x[i]) * x[i]
+    return s
+
+
+def lazy_message(x):
+    assert x.shape[0] == 3, x[5]  # x[5] is out of bounds: Python evaluates it only where the test fails
+    return np.sum(x ** 3)
+
+
+def shape_message(x):
+    assert x.shape[0] == 3, x.shape
+    return np.sum(x ** 3)
+
+
+ASSERTING = [checked_log_weights, checked_in_a_loop, lazy_message]
+
+
+@pytest.mark.parametrize("fun", ASSERTING)
+def test_asserts_that_hold_in_every_mode(fun):
+    from checks import check_all
+    from finite_differences import hessian_by_differences
+
+    check_all(fun, X)
+    np.testing.assert_allclose(s2s.hessian(fun)(X), hessian_by_differences(fun, X), rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(s2s.jit(s2s.hessian(fun))(X), hessian_by_differences(fun, X), rtol=1e-5, atol=1e-4)
+    batch = np.stack([X, X * 1.3, X + 0.2])
+    want = np.stack([central_differences(fun, row) for row in batch])
+    np.testing.assert_allclose(s2s.vmap(s2s.grad(fun))(batch), want, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(s2s.jit(s2s.vmap(s2s.grad(fun)))(batch), want, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(s2s.jit(s2s.vmap(fun))(batch), [fun(row) for row in batch], rtol=1e-12)
+
+
+TRANSFORMS = {
+    "jit": s2s.jit,
+    "grad": s2s.grad,
+    "jit(grad)": lambda f: s2s.jit(s2s.grad(f)),
+    "jacfwd": s2s.jacfwd,
+    "jvp": lambda f: lambda x: s2s.jvp(f, (x,), (np.ones_like(x),)),
+    "hessian": s2s.hessian,
+    "jit(hessian)": lambda f: s2s.jit(s2s.hessian(f)),
+}
+
+
+@pytest.mark.parametrize("transform", list(TRANSFORMS))
+@pytest.mark.parametrize("fun, bad, message", [
+    (checked_log_weights, -X, "x must be positive"),
+    (checked_log_weights, X[:, None], "x must be a vector"),
+    (checked_in_a_loop, np.array([1.0, -20.0]), "out of range"),
+    (shape_message, np.ones(4), r"\(4,\)"),
+])
+def test_a_failed_assert_raises_as_python(transform, fun, bad, message):
+    with pytest.raises(AssertionError, match=message):
+        fun(bad)  # Python
+    with pytest.raises(AssertionError, match=message):
+        TRANSFORMS[transform](fun)(bad)
+
+
+@pytest.mark.parametrize("transform", [lambda f: s2s.vmap(s2s.grad(f)), lambda f: s2s.jit(s2s.vmap(s2s.grad(f))),
+                                       lambda f: s2s.vmap(f), lambda f: s2s.jit(s2s.vmap(f))])
+def test_a_failed_assert_of_a_later_example_raises_under_vmap(transform):
+    # (Numba loses an exception raised in a parallel loop: the examples of a function that asserts
+    # run one by one)
+    batch = np.stack([X, X, -X, X])
+    with pytest.raises(AssertionError, match="x must be positive"):
+        transform(checked_log_weights)(batch)

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import runtime
 from ..ir import nodes as ir
 from ..runtime import constants as captured
 from ..errors import S2SError
@@ -209,7 +210,7 @@ class Emitter:
             op = ast.Add() if stmt.op == "+" else ast.Sub()
             return ast.AugAssign(target, op, self.atom(stmt.value))
         if isinstance(stmt, ir.ExprStmt):
-            return ast.Expr(self.expr(stmt.value))
+            return self.effect(stmt.value)
         if isinstance(stmt, ir.Push):
             return ast.Expr(ast.Call(ast.Attribute(name(stmt.tape), "append", ast.Load()),
                                      [self.atom(stmt.value)], []))
@@ -222,6 +223,13 @@ class Emitter:
         if isinstance(stmt, ir.Return):
             return ast.Return(self.atom(stmt.value))
         raise TypeError(stmt)
+
+    def effect(self, call: ir.Call) -> ast.stmt:
+        """A call kept for its effect, as a statement. A failed assert raises in the generated
+        code itself: Numba drops an exception raised inside a helper called from a prange loop."""
+        if call.fn is runtime.assertion_failed:
+            return ast.Raise(ast.Call(name("AssertionError"), [self.atom(a) for a in call.args], []), None)
+        return ast.Expr(self.expr(call))
 
     def alias_checks(self, stmt: ir.Assign | ir.SetItem, batched=lambda var: False) -> list[ast.stmt]:
         """The run-time checks before `x op= v`, which runs as `x = x op v`, and before

@@ -279,8 +279,10 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
             raise self.error(node, "imports inside a differentiated function are not supported",
                              "import at module level")
         elif isinstance(node, cst.Assert):
-            raise self.error(node, "assert statements are not supported",
-                             "check the inputs before calling the transformed function")
+            self.assert_statement(node)
+        elif isinstance(node, cst.Raise) and self.failed_assertion(node) is not None:
+            # (what generated code writes for a failed assert, when it is transformed again)
+            self.emit(ir.ExprStmt(ir.Call(runtime.assertion_failed, self.failed_assertion(node)), self.origin))
         elif isinstance(node, cst.Raise):
             raise self.error(node, "raise statements are not supported",
                              "validate inputs outside the differentiated function")
@@ -288,6 +290,30 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
             raise self.error(node, "del statements are not supported", "remove the del")
         else:
             raise self.error(node, f"{type(node).__name__} statements are not supported")
+
+    def assert_statement(self, node: cst.Assert) -> None:
+        """assert test, message: `if not test: runtime.assertion_failed(message)`, the message
+        evaluated only where the test fails, as Python does. The test carries no derivative."""
+        test = self.expr(node.test)
+        if isinstance(test, ir.Const) and test.value:
+            return
+
+        def failed():
+            message = () if node.msg is None else (self.expr(node.msg),)
+            self.emit(ir.ExprStmt(ir.Call(runtime.assertion_failed, message), self.origin))
+        self.emit(ir.If(test, self.sub_block(failed), [], self.origin, negated=True))
+
+    def failed_assertion(self, node: cst.Raise) -> tuple | None:
+        """The arguments of `raise AssertionError(...)` (of at most one positional argument),
+        or None for another raise."""
+        exc = node.exc
+        call = exc if isinstance(exc, cst.Call) else None
+        func = call.func if call is not None else exc
+        if node.cause is not None or func is None or self.resolver.resolve(func) is not AssertionError \
+                or isinstance(func, cst.Name) and func.value in self.locals \
+                or call is not None and (len(call.args) > 1 or any(a.keyword or a.star for a in call.args)):
+            return None
+        return tuple(self.expr(a.value) for a in call.args) if call is not None else ()
 
     def expression_statement(self, node: cst.Expr) -> None:
         value = node.value
@@ -322,7 +348,7 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
             callee = self.resolver.resolve(value.func)
             checks = (runtime.require_number, runtime.require_unshared, runtime.require_distinct, runtime.require_fits,
                       runtime.require_float_array, runtime.require_not_dict, runtime.require_array,
-                      runtime.require_scalar,
+                      runtime.require_scalar, runtime.assertion_failed,
                       runtime.derivative_like)  # (a custom_jvp rule's tangent, checked in its reverse mode)
             if callee in (runtime.index_add, runtime.clear) + checks:
                 # Statements of generated code, when it is transformed again.

@@ -278,6 +278,16 @@ def range_len(start, stop, step):
     return len(range(start, stop, step))
 
 
+_NO_MESSAGE = object()
+
+
+def assertion_failed(message=_NO_MESSAGE):
+    """`assert test, message` where test is false: Python's AssertionError, with the message
+    where the statement gives one (generated code calls it under `if not test:`, so that the
+    message is evaluated only then, as Python evaluates it)."""
+    raise AssertionError() if message is _NO_MESSAGE else AssertionError(message)
+
+
 def require_number(x, message):
     """Refuse `x op= v` where x is an array: the conservative form of require_unshared, for
     another name that may not be bound where the update runs (see analysis/points_to.py). A 0-d

@@ -358,7 +358,7 @@ class Vectorizer:
                 return checks + [ast.Assign([target], value, lineno=0)]
             return checks + [ast.AugAssign(target, ast.Add() if stmt.op == "+" else ast.Sub(), value)]
         if isinstance(stmt, ir.ExprStmt):
-            return [ast.Expr(e.expr(stmt.value))]
+            return [e.effect(stmt.value)]
         if isinstance(stmt, ir.If):
             if anything(self._pattern_of(stmt.test, env)):
                 raise NoBatchingRule("a branch on a value that differs between examples", stmt.origin)

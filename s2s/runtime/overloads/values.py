@@ -509,6 +509,18 @@ def _derivative_like(d, x):
     return impl
 
 
+@overload(rt.assertion_failed)
+def _assertion_failed(message=None):
+    if message is None or isinstance(message, types.Omitted):
+        def no_message(message=None):
+            raise AssertionError()
+        return no_message
+
+    def impl(message=None):
+        raise AssertionError(message)
+    return impl
+
+
 @overload(rt.require_number)
 def _require_number(x, message):
     if isinstance(x, (types.Array, types.List)):  # a 0-d array too: NumPy updates it in place
