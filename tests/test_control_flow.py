@@ -94,3 +94,99 @@ def test_nested_loops_with_a_stepped_inner_range(fun, backend):
     pushed before it is assigned would be an UnboundLocalError)."""
     x = np.array([0.3, 0.5, -0.2, 0.9, 1.1])
     check_grads(fun, (x,), order=2 if backend == "python" else 1, backend=backend)
+
+
+# ---- for ... else and while ... else: the else runs where the loop did not break ----------------
+def first_above(x, c):
+    # the first element above c, scaled; all of them doubled if there is none
+    for i in range(x.shape[0]):
+        if x[i] > c:
+            found = x[i] * 3.0
+            break
+    else:
+        found = np.sum(x) * 2.0
+    return found * x[0]
+
+def search_rows(x):
+    s = 0.0
+    for row in x.reshape(2, -1):
+        for v in row:
+            if v > 1.8:
+                s = s + v ** 2
+                break
+        else:
+            s = s + np.sum(row)
+    return s
+
+def newton_sqrt(a):
+    y = a
+    k = 0
+    while k < 50:
+        y_new = 0.5 * (y + a / y)
+        if np.abs(y_new - y) < 1e-12:
+            y = y_new
+            break
+        y = y_new
+        k += 1
+    else:
+        y = y * 0.0  # reached only where 50 steps do not converge
+    return y
+
+def while_without_break(x):
+    s = 0.0
+    k = 0
+    while k < x.shape[0]:
+        s = s + x[k] ** 2
+        k += 1
+    else:
+        s = s * 2.0
+    return s
+
+def returns_in_loop(x):
+    for i in range(x.shape[0]):
+        if x[i] > 5.0:
+            return x[i] * 2.0
+        if x[i] < -5.0:
+            break
+    else:
+        return np.sum(x ** 2)
+    return np.sum(x)
+
+
+LOOP_ELSE_POINTS = [np.array([0.5, 1.5, 2.0, 0.3]), np.array([0.5, 1.0, 0.2, 0.1]),
+                    np.array([0.5, -6.0, 2.0, 0.3]), np.array([0.5, 6.0, 2.0, 0.3])]
+
+
+@pytest.mark.parametrize("fun", [search_rows, while_without_break, returns_in_loop])
+@pytest.mark.parametrize("k", range(len(LOOP_ELSE_POINTS)))
+def test_loop_else_in_every_mode(fun, k):
+    from checks import check_all
+
+    x = LOOP_ELSE_POINTS[k]
+    check_all(fun, x)
+    batch = np.stack(LOOP_ELSE_POINTS)
+    want = np.stack([central_difference_grad(fun, (row,), 0) for row in batch])
+    np.testing.assert_allclose(s2s.vmap(s2s.grad(fun))(batch), want, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(s2s.jit(s2s.vmap(s2s.grad(fun)))(batch), want, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("c", [1.0, 3.0])  # (a break, and none: the else computes found)
+def test_a_value_bound_in_the_loop_or_in_its_else(c):
+    x = np.array([0.5, 1.5, 2.0, 0.3])
+    want = central_difference_grad(first_above, (x, c), 0)
+    for grad in (s2s.grad(first_above), s2s.jit(s2s.grad(first_above))):
+        np.testing.assert_allclose(grad(x, c), want, rtol=1e-6)
+    _, tangent = s2s.jvp(first_above, (x, c), (np.ones_like(x), 0.0))
+    np.testing.assert_allclose(tangent, np.sum(want), rtol=1e-6)
+    batch = np.stack([x, x * 1.7])
+    per_example = s2s.vmap(s2s.grad(first_above), in_axes=(0, None))
+    np.testing.assert_allclose(per_example(batch, c), [central_difference_grad(first_above, (row, c), 0)
+                                                       for row in batch], rtol=1e-6)
+    assert "if not _broke:" in s2s.source(s2s.grad(first_above))
+
+
+@pytest.mark.parametrize("a", [2.0, 9.0])
+def test_while_else_of_an_iteration_that_converges(a):
+    for grad in (s2s.grad(newton_sqrt), s2s.jit(s2s.grad(newton_sqrt))):
+        assert grad(a) == pytest.approx(0.5 / np.sqrt(a), rel=1e-10)  # d sqrt(a) / da
+    assert s2s.jvp(newton_sqrt, (a,), (1.0,))[1] == pytest.approx(0.5 / np.sqrt(a), rel=1e-10)

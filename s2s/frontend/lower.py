@@ -123,6 +123,7 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
         self.out: list = []  # statements of the block being built
         self.origin: Origin | None = None
         self.loop_depth = 0
+        self.broke_flags: list = []  # per enclosing loop, innermost last: the flag its break sets (loop ... else)
         self.local_defs: dict = {}
         self.at_results: set[str] = set()  # the temporaries that x.at[i].set(v) and friends update
         self.statement_node: cst.CSTNode | None = None  # the small statement being lowered
@@ -262,6 +263,8 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
         elif isinstance(node, cst.Break):
             if not self.loop_depth:
                 raise self.error(node, "break outside a loop")
+            if self.broke_flags and self.broke_flags[-1] is not None:
+                self.emit(ir.Assign((self.broke_flags[-1],), ir.Const(True), self.origin))
             self.emit(ir.Break(self.origin))
         elif isinstance(node, cst.Continue):
             if not self.loop_depth:
@@ -548,15 +551,35 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
         return (self.assign(ir.Call(operator.add, (start, steps))), self.assign(ir.Call(operator.sub, (start, step))),
                 self.assign(ir.Call(operator.neg, (step,))))
 
+    def broke_flag(self, node: cst.For | cst.While) -> str | None:
+        """`for ... else` and `while ... else`, whose else runs where the loop did not break:
+        the flag, False before the loop, that the loop's own breaks set; None where the loop
+        has no else or no break of its own (then the else always runs after it)."""
+        if node.orelse is None or not _breaks_out(node.body):
+            return None
+        flag = self.names.fresh("_broke")
+        self.emit(ir.Assign((flag,), ir.Const(False), self.origin))
+        return flag
+
+    def loop_else(self, node: cst.For | cst.While, flag: str | None, origin: Origin) -> None:
+        """The else block of a loop, after it: under `if not flag:` where a break may skip it."""
+        if node.orelse is None:
+            return
+        self.origin = self.parsed.origin(node.orelse)
+        orelse = self.sub_block(lambda: self.block(node.orelse.body.body))
+        if flag is None:
+            self.out += orelse
+        elif orelse:
+            self.emit(ir.If(ir.Name(flag), orelse, [], self.origin, negated=True))
+
     def for_statement(self, node: cst.For) -> None:
         origin = self.origin
-        if node.orelse is not None:
-            raise self.error(node.orelse, "for ... else is not supported",
-                             "use a flag variable instead")
         if node.asynchronous is not None:
             raise self.error(node, "async for is not supported")
+        flag = self.broke_flag(node)
         var, start, stop, step, prologue = self.loop_header(node.target, node.iter, [node.body])
         self.loop_depth += 1
+        self.broke_flags.append(flag)
         try:
             def build_body():
                 self.emit_prologue(prologue, origin)
@@ -564,12 +587,14 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
             body = self.sub_block(build_body)
         finally:
             self.loop_depth -= 1
+            self.broke_flags.pop()
         if var in {w for s in ir.walk(body) for w in ir.stmt_writes(s)}:
             # The body rebinds the loop variable: iterate over a fresh one.
             fresh = self.names.fresh(f"_{var}")
             body.insert(0, ir.Assign((var,), ir.Name(fresh), origin))
             var = fresh
         self.emit(ir.For(var, start, stop, step, body, origin))
+        self.loop_else(node, flag, origin)
 
     def emit_prologue(self, prologue: list, origin: Origin) -> None:
         for targets, expr in prologue:
@@ -742,24 +767,26 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
 
     def while_statement(self, node: cst.While) -> None:
         origin = self.origin
-        if node.orelse is not None:
-            raise self.error(node.orelse, "while ... else is not supported",
-                             "use a flag variable instead")
+        flag = self.broke_flag(node)
         holder: list[ir.Atom] = []
         cond = self.sub_block(lambda: holder.append(self.expr(node.test)))
         test = holder[0]
         if isinstance(test, ir.Const):
             if not test.value:
+                self.loop_else(node, flag, origin)
                 return
             if not any(isinstance(n, cst.Break) for n in walk_nodes(node.body)):
                 raise self.error(node.test, "a while True loop without break never ends",
                                  "write the exit condition into the while test")
         self.loop_depth += 1
+        self.broke_flags.append(flag)
         try:
             body = self.sub_block(lambda: self.block(node.body.body))
         finally:
             self.loop_depth -= 1
+            self.broke_flags.pop()
         self.emit(ir.While(cond, test, body, origin))
+        self.loop_else(node, flag, origin)
 
     # ---- expressions -----------------------------------------------------------
 
@@ -782,6 +809,17 @@ def _rebinds(body: cst.CSTNode, name: str) -> bool:
         if any(isinstance(n, cst.Name) and n.value == name for t in targets for n in walk_nodes(t)):
             return True
     return False
+
+
+def _breaks_out(body: cst.CSTNode) -> bool:
+    """Does body hold a break of its own loop (not of a loop, def or lambda nested in it)?"""
+    if isinstance(body, cst.Break):
+        return True
+    if isinstance(body, (cst.For, cst.While)):
+        return _breaks_out(body.orelse) if body.orelse is not None else False  # (a break in its else is ours)
+    if isinstance(body, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+        return False
+    return any(_breaks_out(child) for child in body.children)
 
 
 def _indexes_with(body: cst.CSTNode, name: str) -> bool:
