@@ -355,3 +355,46 @@ def test_a_failed_assert_of_a_later_example_raises_under_vmap(transform):
     batch = np.stack([X, X, -X, X])
     with pytest.raises(AssertionError, match="x must be positive"):
         transform(checked_log_weights)(batch)
+
+
+# ---- the walrus (n := v): v bound to n where the expression is evaluated (in a comprehension, to the
+# function's n, as Python binds it) ----
+def long_or_short(x):
+    if (n := x.shape[0]) > 3:
+        return np.sum(x[:n - 1] ** 2) * n
+    return np.sum(x)
+
+def reuse_in_condition(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        if (y := np.sin(x[i]) * x[i]) > 0.3:
+            s = s + y * y
+        else:
+            s = s + y
+    return s + y
+
+def in_a_while(x):
+    k = 0
+    s = 0.0
+    while (v := x[k] * 2.0) < 3.5:
+        s = s + v * x[k]
+        k += 1
+    return s
+
+def in_a_comprehension(x):
+    ys = [y for v in x if (y := v * v) > 0.2]
+    return np.sum(np.array(ys)) + y
+
+WALRUS_POINTS = [np.array([0.5, 1.5, 2.0, 0.3]), np.array([1.5, 0.2, 2.0, 1.0]), np.array([1.4, 0.9, 2.0, 0.1])]
+
+
+@pytest.mark.parametrize("fun", [long_or_short, reuse_in_condition, in_a_while, in_a_comprehension])
+def test_walrus_in_every_mode(fun):
+    from checks import check_all
+
+    for x in WALRUS_POINTS + [np.array([1.5, 0.2, 2.0])]:
+        check_all(fun, x)
+    batch = np.stack(WALRUS_POINTS)
+    want = np.stack([central_differences(fun, row) for row in batch])
+    np.testing.assert_allclose(s2s.jit(s2s.vmap(s2s.grad(fun)))(batch), want, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(s2s.vmap(s2s.grad(fun))(batch), want, rtol=1e-6, atol=1e-7)

@@ -165,9 +165,9 @@ class ExpressionLowering(JvpCallLowering):
         if isinstance(node, (cst.Yield, cst.Await)):
             raise self.error(node, f"{type(node).__name__.lower()} is not supported",
                              "s2s differentiates plain functions, not generators or coroutines")
-        if isinstance(node, cst.NamedExpr):
-            raise self.error(node, "assignment expressions (:=) are not supported",
-                             "assign in a statement of its own")
+        if isinstance(node, cst.NamedExpr):  # (n := v): v bound to n where it is evaluated, and its value
+            self.assign_to(node.target, self.expr(node.value), node)
+            return ir.Name(node.target.value)
         if isinstance(node, cst.Set):
             raise self.error(node, "sets are not supported")
         raise self.error(node, f"{type(node).__name__} expressions are not supported")

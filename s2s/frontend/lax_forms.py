@@ -556,6 +556,9 @@ def assigned_names(body: cst.CSTNode) -> set[str]:
         def visit_For(self, node: cst.For) -> None:
             self._target(node.target)
 
+        def visit_NamedExpr(self, node: cst.NamedExpr) -> None:  # (in a comprehension too: the function's name)
+            self._target(node.target)
+
         def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
             return False  # its own scope
 
