@@ -423,7 +423,7 @@ def new_tape_(t, x, capacity):
 DECLARATIONS = [
     nondifferentiable(runtime.zeros_like, pure=True, like=True, number_stays=True),
     nondifferentiable(runtime.zeros_shaped, runtime.ones_like, runtime.shape, runtime.clip_inside, runtime.range_len,
-                      runtime.dict_keys, pure=True),
+                      runtime.dict_keys, runtime.shares_memory, pure=True),
     # sum(xs) starts from it: 0 (zeros of the items' shape under Numba), whatever xs holds.
     nondifferentiable(runtime.sum_start, pure=True, fresh=True),
     # `for k in d:` goes over loop_keys(d): d itself where d is not a dict (so a view of it).

@@ -398,3 +398,76 @@ def test_walrus_in_every_mode(fun):
     want = np.stack([central_differences(fun, row) for row in batch])
     np.testing.assert_allclose(s2s.jit(s2s.vmap(s2s.grad(fun)))(batch), want, rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(s2s.vmap(s2s.grad(fun))(batch), want, rtol=1e-6, atol=1e-7)
+
+
+# ---- x[i], x[j] = x[j], x[i]: the right side first, then the targets left to right, as NumPy runs it:
+# elements swap, and rows, which the right side holds as views, do not (both become row j) ----
+
+
+def swap_elements(x):
+    y = x * 1.0
+    y[0], y[2] = y[2], y[0]
+    return np.sum(y * np.arange(1.0, y.shape[0] + 1.0))
+
+
+def swap_rows(x):
+    a = x.reshape(3, 2) * 1.0
+    a[0], a[2] = a[2], a[0]  # both rows are row 2 after it, as in NumPy
+    return np.sum(a * np.arange(1.0, 7.0).reshape(3, 2) * a[1])
+
+
+def rotate_rows(x):
+    a = x.reshape(3, 2) * 1.0
+    a[0], a[1], a[2] = a[1], a[2], a[0]
+    return np.sum(np.sin(a) * np.arange(1.0, 7.0).reshape(3, 2))
+
+
+def swap_row_copies(x):
+    a = x.reshape(3, 2) * 1.0
+    a[0], a[2] = a[2].copy(), a[0].copy()  # copies: the rows swap
+    return np.sum(a * np.arange(1.0, 7.0).reshape(3, 2) * a[1])
+
+
+def bubble_pass(x):
+    y = x * 1.0
+    for i in range(y.shape[0] - 1):
+        if y[i] > y[i + 1]:
+            y[i], y[i + 1] = y[i + 1], y[i]
+    return np.sum(y * np.arange(1.0, y.shape[0] + 1.0))
+
+
+def name_then_subscript(x):
+    y = x * 1.0
+    i = 0
+    i, y[i] = 2, y[1] * 3.0  # i is bound first: y[2] is written
+    return np.sum(y * y) + i
+
+
+SWAPS = [swap_elements, swap_rows, rotate_rows, swap_row_copies, bubble_pass, name_then_subscript]
+SWAP_POINT = np.array([0.5, 1.5, 2.0, 0.3, -0.7, 1.1])
+
+
+@pytest.mark.parametrize("fun", SWAPS)
+def test_subscript_swaps_as_numpy_runs_them(fun):
+    from checks import check_all
+
+    want = fun(SWAP_POINT)  # NumPy's own value
+    assert s2s.jit(fun)(SWAP_POINT) == pytest.approx(want, rel=1e-14)
+    for value_and_grad in (s2s.value_and_grad(fun), s2s.jit(s2s.value_and_grad(fun))):
+        assert value_and_grad(SWAP_POINT)[0] == pytest.approx(want, rel=1e-14)
+    check_all(fun, SWAP_POINT)
+    batch = np.stack([SWAP_POINT, SWAP_POINT[::-1] * 1.3])
+    per_example = np.stack([central_differences(fun, row) for row in batch])
+    np.testing.assert_allclose(s2s.vmap(s2s.grad(fun))(batch), per_example, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(s2s.jit(s2s.vmap(s2s.grad(fun)))(batch), per_example, rtol=1e-6, atol=1e-7)
+
+
+def test_a_swap_of_rows_duplicates_as_numpy_does():
+    a = np.arange(6.0).reshape(3, 2)
+    a[0], a[2] = a[2], a[0]
+    np.testing.assert_array_equal(a, [[4.0, 5.0], [2.0, 3.0], [4.0, 5.0]])  # NumPy's pitfall, which s2s keeps
+    x = np.arange(6.0)
+    # rows 2, 1, 2 times row 1: row 0 (x[0], x[1]) does not reach the value
+    assert s2s.jit(swap_rows)(x) == pytest.approx(np.sum((np.array([1.0, 2.0]) + [5.0, 6.0]) * x[4:] * x[2:4])
+                                                  + np.sum(np.array([3.0, 4.0]) * x[2:4] ** 2))
+    np.testing.assert_allclose(s2s.grad(swap_rows)(x), central_differences(swap_rows, x), rtol=1e-6, atol=1e-6)

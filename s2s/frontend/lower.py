@@ -417,6 +417,9 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
                     and self.rename_update(value.id, name):
                 return
             self.emit(ir.Assign((name,), value, self.origin))
+        elif isinstance(target, (cst.Tuple, cst.List)) and any(
+                isinstance(e, cst.Element) and isinstance(e.value, cst.Subscript) for e in target.elements):
+            self.unpack_into_subscripts(target, value, node)
         elif isinstance(target, (cst.Tuple, cst.List)):
             names, nested = [], []
             for element in target.elements:
@@ -455,6 +458,53 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
                              "build a new value instead (namedtuple._replace is not supported either)")
         else:
             raise self.error(target, f"cannot assign to {type(target).__name__}")
+
+    def unpack_into_subscripts(self, target: cst.Tuple | cst.List, value: ir.Atom, node: cst.CSTNode) -> None:
+        """x[i], x[j] = x[j], x[i]: as Python runs it, the right side first (its items as they
+        are then: of an array's rows, views, which the first write changes, as NumPy's swap of
+        rows does), then each target in turn, left to right, its index evaluated then."""
+        elements = [e.value for e in target.elements if isinstance(e, cst.Element)]
+        if len(elements) != len(target.elements):
+            raise self.error(target, "starred unpacking into subscripts is not supported",
+                             "assign each item in a statement of its own")
+        bound = [e.value if isinstance(e, cst.Name) else "" for e in elements]  # ("": not a name)
+        items = self.display_items(value, bound)
+        if items is not None:
+            self.out.pop()  # (the display's items themselves, evaluated before any target)
+            items = self.items_as_numpy_reads_them(elements, list(items))
+        else:
+            temps = [self.names.temp() for _ in elements]
+            self.emit(ir.Assign(tuple(temps), value, self.origin))
+            items = [ir.Name(t) for t in temps]
+        for element, item in zip(elements, items):
+            if isinstance(item, tuple):  # (a view: read again after the writes before it)
+                flag, snapshot, index = item
+                base = ir.Name(self.subscript_base(element))
+                self.emit(ir.If(flag, [ir.Assign((snapshot.id,), ir.Subscript(base, index), self.origin)], [],
+                                self.origin))
+                item = snapshot
+            self.assign_to(element, item, node, rename=False)
+
+    def items_as_numpy_reads_them(self, elements: list, items: list) -> list:
+        """x[i], x[j] = x[j], x[i] where every target and item is a subscript of one array x:
+        an item after the first that is a view of x (x[j] of rows) sees the writes before its
+        own, as NumPy's does (the rows' swap gives two copies of row j); one that is a number
+        or a copy (x[j] of a vector, x[[j]]) does not. Such an item becomes (the flag that says
+        it is a view, its snapshot, its index): the snapshot is what is written where it is
+        not a view, and x[index] read again where it is."""
+        bases = {e.value.value for e in elements if isinstance(e, cst.Subscript) and isinstance(e.value, cst.Name)}
+        if len(bases) != 1 or not all(isinstance(e, cst.Subscript) for e in elements):
+            return items
+        base = bases.pop()
+        reads = {s.targets[0]: s.value.index for s in self.out if isinstance(s, ir.Assign)
+                 and len(s.targets) == 1 and isinstance(s.value, ir.Subscript) and s.value.value == ir.Name(base)}
+        if not all(isinstance(item, ir.Name) and item.id in reads for item in items):
+            return items
+        out = items[:1]
+        for item in items[1:]:
+            flag = self.assign(ir.Call(runtime.shares_memory, (item, ir.Name(base))), self.names.fresh("_view"))
+            out.append((flag, self.assign(ir.Call(runtime.copy, (item,))), reads[item.id]))
+        return out
 
     def display_items(self, value: ir.Atom, names: list[str]) -> tuple | None:
         """The items of the display that `a, b = x, y` unpacks, where binding the names one by

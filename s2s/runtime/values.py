@@ -278,6 +278,12 @@ def range_len(start, stop, step):
     return len(range(start, stop, step))
 
 
+def shares_memory(item, a):
+    """Whether item (read from the array a by a subscript) is a view of a's memory, which a
+    later write into a changes (x[i], x[j] = x[j], x[i] of rows), rather than a number or a copy."""
+    return isinstance(item, np.ndarray) and isinstance(a, np.ndarray) and np.may_share_memory(item, a)
+
+
 _NO_MESSAGE = object()
 
 

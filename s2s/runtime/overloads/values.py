@@ -521,6 +521,13 @@ def _assertion_failed(message=None):
     return impl
 
 
+@overload(rt.shares_memory)
+def _shares_memory(item, a):
+    if isinstance(item, types.Array) and isinstance(a, types.Array):
+        return lambda item, a: _may_share_memory(item, a)
+    return lambda item, a: False
+
+
 @overload(rt.require_number)
 def _require_number(x, message):
     if isinstance(x, (types.Array, types.List)):  # a 0-d array too: NumPy updates it in place
