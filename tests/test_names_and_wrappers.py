@@ -230,3 +230,63 @@ def test_user_names_that_generated_code_also_uses(backend):
                                rtol=1e-14)
     np.testing.assert_allclose(s2s.jit(s2s.grad(scaled), backend=backend)(x), [3.0, 3.0], rtol=1e-14)
     np.testing.assert_allclose(s2s.jacfwd(local_named_runtime)(x), 4 * x, rtol=1e-14)
+
+
+# ---- functools.partial given to a transform: its bound arguments are constants, and argnums count
+# the parameters left, as JAX's do ----
+
+
+def weighted_loss(w, x, scale, shift=0.0):
+    return np.sum((np.sin(w) * x - shift) ** 2) * scale
+
+
+W = np.array([0.3, -0.2, 1.1])
+XS = np.array([0.5, 1.5, -2.0])
+
+
+def test_a_partial_in_every_transform():
+    from finite_differences import central_differences, hessian_by_differences
+
+    loss = functools.partial(weighted_loss, x=XS, scale=3.0)
+    want = central_differences(loss, W)
+    for grad in (s2s.grad(loss), s2s.jit(s2s.grad(loss))):
+        np.testing.assert_allclose(grad(W), want, rtol=1e-6, atol=1e-8)
+    for value_and_grad in (s2s.value_and_grad(loss), s2s.jit(s2s.value_and_grad(loss))):
+        value, grad = value_and_grad(W)
+        assert value == pytest.approx(loss(W), rel=1e-14)
+        np.testing.assert_allclose(grad, want, rtol=1e-6, atol=1e-8)
+    assert s2s.jit(loss)(W) == pytest.approx(loss(W), rel=1e-14)
+    t = np.array([1.0, -0.5, 2.0])
+    value, tangent = s2s.jvp(loss, (W,), (t,))
+    assert value == pytest.approx(loss(W), rel=1e-14) and tangent == pytest.approx(want @ t, rel=1e-6)
+    np.testing.assert_allclose(s2s.hessian(loss)(W), hessian_by_differences(loss, W), rtol=1e-5, atol=1e-5)
+    batch = np.stack([W, -W, 2.0 * W])
+    per_example = np.stack([central_differences(loss, w) for w in batch])
+    for vmapped in (s2s.vmap(s2s.grad(loss)), s2s.jit(s2s.vmap(s2s.grad(loss)))):
+        np.testing.assert_allclose(vmapped(batch), per_example, rtol=1e-6, atol=1e-8)
+
+
+def test_argnums_of_a_partial_count_the_parameters_it_leaves():
+    from finite_differences import central_difference_grad
+
+    loss = functools.partial(weighted_loss, W, shift=0.25)  # x and scale are left: argnums 0 and 1
+    want_x = central_difference_grad(loss, (XS, 2.0), 0)
+    want_scale = np.sum((np.sin(W) * XS - 0.25) ** 2)  # the loss is linear in scale
+    np.testing.assert_allclose(s2s.grad(loss)(XS, 2.0), want_x, rtol=1e-6)
+    assert s2s.jit(s2s.grad(loss, argnums=1))(XS, 2.0) == pytest.approx(want_scale, rel=1e-12)
+    grad_x, grad_scale = s2s.grad(loss, argnums=(0, 1))(XS, 2.0)
+    np.testing.assert_allclose(grad_x, want_x, rtol=1e-6)
+    assert grad_scale == pytest.approx(want_scale, rel=1e-12)
+    _, tangent = s2s.jvp(loss, (XS, 2.0), (np.zeros(3), 1.0))
+    assert tangent == pytest.approx(want_scale, rel=1e-12)
+    twice = functools.partial(loss, scale=2.0)  # a partial of a partial (Python flattens it)
+    np.testing.assert_allclose(s2s.grad(twice)(XS), want_x, rtol=1e-6)
+
+
+def test_a_partial_of_what_s2s_cannot_read_is_refused():
+    class Scaled:
+        def __call__(self, w, scale):
+            return np.sum(w) * scale
+
+    with pytest.raises(s2s.S2SError, match="functools.partial of Scaled objects"):
+        s2s.grad(functools.partial(Scaled(), scale=2.0))(W)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import weakref
 from typing import Any, Callable, Sequence
@@ -15,6 +16,7 @@ from ..errors import S2SError
 from ..frontend.nested import register_nested_transform
 from .core import ForwardTransformed, Primal, Transformed
 from .hvp import jvp_of_gradient
+from .primitives import as_function
 from .values import scalar_like, tangent_in_primal_dtype
 
 
@@ -64,6 +66,8 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
     >>> bool(abs(out_dot - (np.sin(1.0) + np.cos(1.0))) < 1e-12)
     True
     """
+    if isinstance(fun, functools.partial):  # (its bound arguments are constants: primitives.py)
+        fun = as_function(fun)
     if isinstance(fun, Primal) and backend == "python":  # jvp(jit(f)) is f's forward mode, compiled
         return jvp(fun.fun, primals, tangents, backend=fun.backend)
     if isinstance(fun, Transformed) and fun.kind in ("grad", "value_and_grad") and not fun.rows:

@@ -4,25 +4,35 @@ function in a small module of its own, written once to the cache directory:
 
     def tanh(x):
         return np.tanh(x)
+
+So does a functools.partial of a function (`s2s.grad(partial(loss, x=xs))`), whose bound
+arguments are globals of that module, constants to the transforms, as JAX's trace takes them:
+
+    def loss_partial(w):
+        return loss(w, x=x)
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib.util
 import inspect
 import math
 import os
 import sys
 import types
+import weakref
 from typing import Any, Callable
 
 import numpy as np
 
 from ..driver import cache
+from ..errors import S2SError
 from ..frontend import named_lambda
 
 _WRAPPED: dict[int, Callable] = {}  # id(primitive) -> its Python function (primitives live forever)
+_PARTIALS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # partial -> its Python function
 
 
 def _spelling(obj: Any) -> str | None:
@@ -53,6 +63,10 @@ def as_function(fun: Any) -> Any:
     function the Python function that calls it; of an @functools.lru_cache function, the function."""
     if isinstance(fun, functools._lru_cache_wrapper):
         fun = fun.__wrapped__
+    if isinstance(fun, functools.partial):
+        if fun not in _PARTIALS:
+            _PARTIALS[fun] = _partial_function(fun)
+        return _PARTIALS[fun]
     if isinstance(fun, types.FunctionType):
         if fun.__code__.co_name != "<lambda>":
             return fun
@@ -79,3 +93,57 @@ def as_function(fun: Any) -> Any:
     spec.loader.exec_module(module)
     _WRAPPED[id(fun)] = getattr(module, name)
     return _WRAPPED[id(fun)]
+
+
+def _partial_function(bound: functools.partial) -> Callable:
+    """functools.partial(f, *args, **keywords) as a Python function of f's other parameters (in
+    order; the call's positional arguments, and so argnums, count from the first of them, as
+    JAX's do) that calls f with the bound arguments, which are globals of its module."""
+    fun = as_function(bound.func)
+    if not isinstance(fun, types.FunctionType):
+        raise S2SError(f"functools.partial of {type(bound.func).__name__} objects is not supported",
+                       hint="take functools.partial of a function defined with def (or of a NumPy function)")
+    try:
+        parameters = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        parameters = []
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    if not parameters or any(p.kind not in kinds for p in parameters):
+        raise S2SError(f"functools.partial of {fun.__name__}: s2s takes functions of plain positional parameters",
+                       hint="remove *, / and **kwargs from the signature of the function")
+    if len(bound.args) > len(parameters) or set(bound.keywords) - {p.name for p in parameters} \
+            or set(bound.keywords) & {p.name for p in parameters[:len(bound.args)]}:
+        raise S2SError(f"functools.partial of {fun.__name__}: its arguments do not fit the signature "
+                       f"{inspect.signature(fun)}")
+    values = {p.name: v for p, v in zip(parameters, bound.args)} | dict(bound.keywords)
+    rest = [p for p in parameters if p.name not in values]
+    name = f"{fun.__name__}_partial"
+    taken = {name, fun.__name__} | {p.name for p in rest}
+    globals_: dict[str, Any] = {fun.__name__: fun}
+
+    def global_name(wanted: str, value: Any) -> str:
+        while wanted in taken:
+            wanted += "_"
+        taken.add(wanted)
+        globals_[wanted] = value
+        return wanted
+
+    constants = {p: global_name(p, v) for p, v in values.items()}
+    signature = ", ".join(p.name if p.default is p.empty else f"{p.name}={global_name(f'{p.name}_default', p.default)}"
+                          for p in rest)
+    positional = [constants[p.name] for p in parameters[:len(bound.args)]]
+    after = [p.name for p in parameters[len(bound.args):]]
+    arguments = ", ".join(positional + [f"{p}={constants[p]}" if p in constants else f"{p}={p}" for p in after])
+    described = ", ".join(["..."] * len(bound.args) + [f"{k}=..." for k in bound.keywords])
+    source = (f'"""functools.partial({fun.__name__}, {described}) as a Python function, for s2s (written by '
+              f's2s.doors.primitives)."""\n\n\ndef {name}({signature}):\n    return {fun.__name__}({arguments})\n')
+    directory = cache.usable_dir(os.path.join(cache.user_cache_dir(), "partials"))
+    digest = hashlib.sha256(source.encode()).hexdigest()[:16]
+    path = os.path.join(directory, f"{name}_{digest}.py")
+    if not os.path.exists(path) or open(path, encoding="utf-8").read() != source:
+        cache.write_atomic(path, source)
+    module = types.ModuleType(f"s2s_partials.{name}_{digest}")
+    module.__file__ = path
+    module.__dict__.update(globals_)
+    exec(compile(source, path, "exec"), module.__dict__)
+    return getattr(module, name)
