@@ -290,3 +290,91 @@ def test_a_partial_of_what_s2s_cannot_read_is_refused():
 
     with pytest.raises(s2s.S2SError, match="functools.partial of Scaled objects"):
         s2s.grad(functools.partial(Scaled(), scale=2.0))(W)
+
+
+# ---- a functools.wraps wrapper of *args and **kwargs that only forwards them is read as the function
+# it wraps (its other statements, which read neither, do not run in transformed code); another is
+# refused at the wrapper ----
+
+CALLS = [0]
+
+
+def counted(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        CALLS[0] += 1
+        return fn(*args, **kwargs)
+    return wrapper
+
+
+def logged(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        print("calling", fn.__name__)
+        result = fn(*args, **kwargs)
+        print("done")
+        return result
+    return wrapper
+
+
+def scaled_twice(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return 2.0 * fn(*args, **kwargs)
+    return wrapper
+
+
+@counted
+def spring_energy(x, k):
+    return 0.5 * k * np.sum(x ** 2) + np.sum(np.sin(x))
+
+
+@logged
+@counted
+def damped(x):
+    return np.sum(np.exp(-x) * x)
+
+
+@scaled_twice
+def cubes(x):
+    return np.sum(x ** 3)
+
+
+def calls_the_wrapped(x):
+    return spring_energy(x, 3.0) * 2.0 + damped(x)
+
+
+def calls_a_scaling_wrapper(x):
+    return cubes(x) + 1.0
+
+
+def test_forwarding_wrappers_are_read_as_the_function_they_wrap(capsys):
+    from finite_differences import central_difference_grad, central_differences
+
+    x = np.array([0.5, 1.5, -2.0])
+    want = central_difference_grad(spring_energy, (x, 3.0), 0)
+    for grad in (s2s.grad(spring_energy), s2s.jit(s2s.grad(spring_energy))):
+        np.testing.assert_allclose(grad(x, 3.0), want, rtol=1e-6)
+    assert s2s.grad(spring_energy, argnums=1)(x, 3.0) == pytest.approx(0.5 * np.sum(x ** 2), rel=1e-12)
+    for fun in (damped, calls_the_wrapped):
+        want = central_differences(fun, x)
+        for grad in (s2s.grad(fun), s2s.jit(s2s.grad(fun))):
+            np.testing.assert_allclose(grad(x), want, rtol=1e-6)
+        assert s2s.jvp(fun, (x,), (np.ones(3),))[1] == pytest.approx(np.sum(want), rel=1e-6)
+        batch = np.stack([x, -x])
+        np.testing.assert_allclose(s2s.jit(s2s.vmap(s2s.grad(fun)))(batch),
+                                   [central_differences(fun, row) for row in batch], rtol=1e-6)
+    capsys.readouterr()
+    calls = CALLS[0]
+    s2s.jit(s2s.grad(damped))(x)
+    assert CALLS[0] == calls and capsys.readouterr().out == ""  # (the wrapper's statements do not run)
+
+
+@pytest.mark.parametrize("fun", [cubes, calls_a_scaling_wrapper])
+def test_a_wrapper_that_does_more_than_forward_is_refused_at_it(fun):
+    from finite_differences import where
+
+    with pytest.raises(s2s.S2SError, match=r"wraps cubes \(functools.wraps\) with \*args, and does more than "
+                                           r"forward them: it does not return cubes\(\*args, \*\*kwargs\)") as caught:
+        s2s.grad(fun)(np.array([0.5, 1.5]))
+    assert where(scaled_twice, "def wrapper(*args, **kwargs):") in str(caught.value)  # the wrapper's line

@@ -29,7 +29,7 @@ import numpy as np
 
 from ..driver import cache
 from ..errors import S2SError
-from ..frontend import named_lambda
+from ..frontend import forwarding, named_lambda
 
 _WRAPPED: dict[int, Callable] = {}  # id(primitive) -> its Python function (primitives live forever)
 _PARTIALS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # partial -> its Python function
@@ -67,6 +67,8 @@ def as_function(fun: Any) -> Any:
         if fun not in _PARTIALS:
             _PARTIALS[fun] = _partial_function(fun)
         return _PARTIALS[fun]
+    while isinstance(fun, types.FunctionType) and forwarding(fun)[0] is not None:
+        fun = forwarding(fun)[0]  # (a functools.wraps wrapper that only forwards *args, **kwargs)
     if isinstance(fun, types.FunctionType):
         if fun.__code__.co_name != "<lambda>":
             return fun

@@ -10,6 +10,19 @@ def named_lambda(fn):
     return name_it(fn)
 
 
+def forwarding(fn):
+    """frontend.source.forwarding (is fn a functools.wraps wrapper that only forwards *args and
+    **kwargs?), imported on first use (as named_lambda), for a function that wraps another with *args."""
+    import inspect
+
+    code = getattr(fn, "__code__", None)
+    if getattr(fn, "__wrapped__", None) is None or code is None or not code.co_flags & inspect.CO_VARARGS:
+        return None, ""
+    from .source import forwarding as forwards
+
+    return forwards(fn)
+
+
 def lowered_functions(fn):
     """frontend.collect.collect (fn and the functions it calls, lowered), imported on first
     use (as named_lambda): a process that runs transformed code from the cache does not load

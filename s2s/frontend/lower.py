@@ -25,7 +25,7 @@ from .comprehensions import ComprehensionLowering
 from .control_flow import lower_control_flow
 from .expressions import ExpressionLowering
 from .lax_forms import LaxLowering, assigned_names, walk_own
-from .source import MISSING, ParsedFunction, Resolver, parse_function, walk_nodes
+from .source import MISSING, ParsedFunction, Resolver, forwarding, parse_function, walk_nodes
 
 AUG_OPS = {
     cst.AddAssign: operator.add,
@@ -160,6 +160,14 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
     def function(self) -> ir.Function:
         node = self.parsed.node
         params = node.params
+        if isinstance(params.star_arg, cst.Param) and getattr(self.fn, "__wrapped__", None) is not None:
+            wrapped = self.fn.__wrapped__
+            raise self.error(node, f"{node.name.value} wraps {getattr(wrapped, '__name__', 'a function')} "
+                                   f"(functools.wraps) with *args, and does more than forward them: "
+                                   f"{forwarding(self.fn)[1]}",
+                             "transform the wrapped function (its __wrapped__), or let the wrapper only call it "
+                             "as `return f(*args, **kwargs)` (other statements that do not read the arguments "
+                             "or the result, such as logging, may stay; they do not run in transformed code)")
         if isinstance(params.star_arg, cst.Param):  # (a bare `*`, before keyword-only ones, is a ParamStar)
             raise self.error(params.star_arg, "*args parameters are not supported",
                              "list the parameters explicitly")

@@ -270,8 +270,66 @@ def dotted(node: cst.BaseExpression) -> str:
 _MISSING = object()
 
 
+def forwarding(fn: Any) -> tuple[Any, str]:
+    """(the wrapped function, "") where fn is a functools.wraps wrapper that only forwards its
+    arguments, `def wrapper(*args, **kwargs): ...; return f(*args, **kwargs)` (or `result =
+    f(*args, **kwargs); ...; return result`), and its other statements do not touch them or
+    the result (logging, counting calls: they do not run in transformed code, as JAX runs a
+    traced function's Python once). (None, why not) for another wrapper of *args, and (None,
+    "") for anything else."""
+    wrapped = getattr(fn, "__wrapped__", None)
+    if wrapped is None or not isinstance(fn, types.FunctionType) or not fn.__code__.co_flags & inspect.CO_VARARGS:
+        return None, ""
+    try:
+        node = cst.parse_module(textwrap.dedent("".join(inspect.getsourcelines(fn.__code__)[0]))).body[0]
+    except (OSError, TypeError, cst.ParserSyntaxError, IndexError):
+        return None, "its source is not available"
+    if not isinstance(node, cst.FunctionDef):
+        return None, "its source is not available"
+    params = node.params
+    if params.params or params.kwonly_params or params.posonly_params or not isinstance(params.star_arg, cst.Param):
+        return None, "it takes parameters besides *args and **kwargs"
+    star = params.star_arg.name.value
+    double = params.star_kwarg.name.value if params.star_kwarg is not None else None
+    statements = [small for line in node.body.body for small in
+                  (line.body if isinstance(line, cst.SimpleStatementLine) else [line])]
+
+    def forwards(call: cst.BaseExpression) -> bool:  # f(*args, **kwargs), f the wrapped function
+        if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Name):
+            return False
+        given = [(a.star, a.value.value if isinstance(a.value, cst.Name) else None, a.keyword) for a in call.args]
+        if given != [("*", star, None)] + ([("**", double, None)] if double else []):
+            return False
+        name = call.func.value
+        cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+        target = cells[name].cell_contents if name in cells else fn.__globals__.get(name, _MISSING)
+        return target is wrapped
+
+    last = statements[-1] if statements else None
+    if not isinstance(last, cst.Return) or last.value is None:
+        return None, "its last statement is not a return of the wrapped function's result"
+    kept = {star, double} - {None}
+    if forwards(last.value):
+        others = statements[:-1]
+    elif isinstance(last.value, cst.Name) and any(
+            isinstance(s, cst.Assign) and len(s.targets) == 1 and isinstance(s.targets[0].target, cst.Name)
+            and s.targets[0].target.value == last.value.value and forwards(s.value) for s in statements[:-1]):
+        call = next(s for s in statements[:-1] if isinstance(s, cst.Assign) and forwards(s.value))
+        others = [s for s in statements[:-1] if s is not call]
+        kept.add(last.value.value)
+    else:
+        return None, f"it does not return {wrapped.__name__}(*{star}{', **' + double if double else ''}) as it is"
+    for statement in others:
+        if isinstance(statement, (cst.Return, cst.Raise)) or any(
+                isinstance(n, cst.Name) and n.value in kept or isinstance(n, (cst.Return, cst.Yield, cst.Raise))
+                for n in walk_nodes(statement)):
+            return None, "its other statements read the arguments or the result, or leave it early"
+    return wrapped, ""
+
+
 class Resolver:
-    """Looks up the global (or closure) names a function reads, as real objects."""
+    """Looks up the global (or closure) names a function reads, as real objects (a functools.wraps
+    wrapper that only forwards its arguments as the function it wraps: forwarding)."""
 
     def __init__(self, fn: Any):
         self.globals = fn.__globals__
@@ -284,11 +342,11 @@ class Resolver:
                     pass
 
     def lookup(self, name: str) -> Any:
-        if name in self.closure:
-            return self.closure[name]
-        if name in self.globals:
-            return self.globals[name]
-        return getattr(builtins, name, _MISSING)
+        value = self.closure[name] if name in self.closure else self.globals[name] if name in self.globals \
+            else getattr(builtins, name, _MISSING)
+        while isinstance(value, types.FunctionType) and forwarding(value)[0] is not None:
+            value = forwarding(value)[0]
+        return value
 
     def resolve(self, node: cst.BaseExpression) -> Any:
         """The object a dotted name (np.linalg.norm) refers to, or _MISSING."""
