@@ -75,6 +75,18 @@ def test_jvp_checks_tangent_structure():
         s2s.jvp(elementwise, (X, 2.0), (np.ones(2), 0.0))
 
 
+@pytest.mark.parametrize("primals, tangents", [(X, np.ones(3)), ((X,), np.ones(3)), (X, (np.ones(3),)), (2.0, 1.0)])
+def test_jvp_takes_tuples_of_primals_and_tangents_as_jax(primals, tangents):
+    # (an array would be read as a sequence of arguments, its items, into generated code: JAX's TypeError)
+    with pytest.raises(s2s.S2SError, match="primal and tangent arguments to s2s.jvp must be tuples or lists; "
+                                           f"found {type(primals).__name__} and {type(tangents).__name__}"):
+        s2s.jvp(scalar_out, primals, tangents)
+    with pytest.raises(s2s.S2SError, match="must be tuples or lists"):
+        s2s.jvp(s2s.grad(scalar_out), primals, tangents)  # (a Hessian-vector product)
+    value, tangent = s2s.jvp(scalar_out, [X], [np.ones(3)])  # lists, as JAX takes them
+    assert value == pytest.approx(scalar_out(X)) and tangent == pytest.approx(np.sum(3 * X ** 2), rel=1e-12)
+
+
 def test_float32_jacobians_stay_float32():
     x = X.astype(np.float32)
     for jacobian in (s2s.jacfwd, s2s.jacrev):

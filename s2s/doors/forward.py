@@ -66,6 +66,11 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
     >>> bool(abs(out_dot - (np.sin(1.0) + np.cos(1.0))) < 1e-12)
     True
     """
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        # (as jax.jvp: an array would otherwise be taken as a sequence of arguments, its rows)
+        raise S2SError(f"primal and tangent arguments to s2s.jvp must be tuples or lists; found "
+                       f"{type(primals).__name__} and {type(tangents).__name__}",
+                       hint="pass one tuple of primals and one of tangents: s2s.jvp(f, (x,), (t,))")
     if isinstance(fun, functools.partial):  # (its bound arguments are constants: primitives.py)
         fun = as_function(fun)
     if isinstance(fun, Primal) and backend == "python":  # jvp(jit(f)) is f's forward mode, compiled
