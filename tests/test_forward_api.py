@@ -199,6 +199,14 @@ def test_jvp_fills_defaults_as_constants():
     assert np.isclose(out_dot, np.sum(3.0 * x ** 2 * t))
 
 
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_a_default_exponent_has_no_tangent_to_multiply(backend):
+    # (a zero tangent of the default a would be multiplied by log(x), NaN where x < 0)
+    x, t = np.array([-0.5, 1.0, -2.0]), np.array([1.0, -1.0, 0.5])
+    out, out_dot = s2s.jvp(_power_with_default, (x,), (t,), backend=backend)
+    assert out == pytest.approx(np.sum(x ** 3)) and out_dot == pytest.approx(np.sum(3.0 * x ** 2 * t), rel=1e-12)
+
+
 def test_check_grads_takes_constants_that_are_not_differentiated():
     # d has zeros under sqrt: its tangent must be a symbolic zero, not 0 * inf
     def f(x, d, c=0.5):

@@ -23,7 +23,7 @@ from .values import scalar_like, tangent_in_primal_dtype
 _FORWARD: "weakref.WeakKeyDictionary | None" = None
 
 
-def _forward_transformed(fun: Callable, backend: str) -> ForwardTransformed:
+def _forward_transformed(fun: Callable, backend: str, active: tuple | None = None) -> ForwardTransformed:
     """One ForwardTransformed per function and backend, as s2s.grad(f) holds one module: s2s.jvp
     is called in loops, and looking the source up in the cache on each call would dominate."""
     global _FORWARD
@@ -32,15 +32,15 @@ def _forward_transformed(fun: Callable, backend: str) -> ForwardTransformed:
     try:
         per_backend = _FORWARD.setdefault(fun, {})
     except TypeError:  # not weak-referenceable: no memo
-        return ForwardTransformed(fun, backend)
+        return ForwardTransformed(fun, backend, active=active)
     # A new module where what fun captures (closure, module numbers and arrays) has changed
     # since, or what its module was made from (callees, transitively, and the constants they
     # read: cache.Watch): s2s.jvp is called anew each time, as jax.jvp traces anew.
     stamp = cache.captured_stamp(fun)
-    known = per_backend.get(backend)
+    known = per_backend.get((backend, active))
     if known is None or known[0] != stamp or not known[1].current():
-        per_backend[backend] = (stamp, ForwardTransformed(fun, backend))
-    return per_backend[backend][1]
+        per_backend[(backend, active)] = (stamp, ForwardTransformed(fun, backend, active=active))
+    return per_backend[(backend, active)][1]
 
 
 def _nested_entry(fun: Callable) -> Callable:
@@ -97,7 +97,14 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
             raise S2SError(f"jvp: argument {k} holds an array of integers (or bools), which has no tangent",
                            hint="close over it (s2s.jvp(lambda x: f(x, labels), (x,), (t,))), or pass floats")
     transformed = _forward_transformed(fun, backend)
-    primals, tangents = transformed.with_defaults(primals, tangents)
+    given = len(primals)
+    primals, all_tangents = transformed.with_defaults(primals, tangents)
+    if len(primals) > given:
+        # Parameters the call leaves out take their defaults, constants whose tangents are
+        # symbolic zeros (a zero tangent would be multiplied: 0 * log(x) of x ** a is NaN at x < 0)
+        transformed = _forward_transformed(fun, backend, active=tuple(range(given)))
+    else:
+        tangents = all_tangents
     if backend == "cpu":
         tangents = tuple(scalar_like(t, p) for p, t in zip(primals, tangents))
     call = transformed.call_args(primals + tangents)
