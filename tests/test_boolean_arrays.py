@@ -209,3 +209,43 @@ def test_invert_of_a_boolean_argument():
           np.stack([central_difference_grad(outside_a_given_mask, (row, M1), 0) for row in batch]))
     _, tangent = s2s.jvp(lambda x: outside_a_given_mask(x, M1), (X,), (np.ones_like(X),))
     close(tangent, np.sum(want))
+
+
+def narrowed_mask(x):
+    keep = x > -1.0
+    keep &= x < 1.8
+    keep |= x > 2.5
+    keep ^= np.abs(x) < 0.1
+    return np.sum(np.where(keep, x ** 2, np.sin(x)))
+
+
+def flags_set_per_element(x):
+    m = np.zeros(x.shape[0], dtype=np.bool_)
+    for i in range(x.shape[0]):
+        m[i] |= x[i] > 1.0
+    return np.sum(x[m] ** 2)
+
+
+def shared_mask(x):
+    keep = x > -1.0
+    other = keep
+    keep &= x < 1.8  # NumPy updates keep in place, so other too
+    return np.sum(np.where(other, x ** 2, np.sin(x)))
+
+
+@pytest.mark.parametrize("fun", [narrowed_mask, flags_set_per_element])
+def test_augmented_bitwise_assignments(fun):
+    from checks import check_all
+
+    x = np.array([0.05, 1.5, -2.0, 3.0, 0.7])
+    assert s2s.jit(fun)(x) == pytest.approx(fun(x), rel=1e-14)
+    check_all(fun, x)
+    batch = np.stack([x, x * 1.1])
+    want = np.stack([central_difference_grad(fun, (row,), 0) for row in batch])
+    close(s2s.vmap(s2s.grad(fun))(batch), want)
+    close(s2s.jit(s2s.vmap(s2s.grad(fun)))(batch), want)
+
+
+def test_an_in_place_and_of_a_shared_mask_is_refused_as_other_updates_are():
+    with pytest.raises(s2s.S2SError, match=r"`keep &= \.\.\.` updates an array that other also refers to"):
+        s2s.grad(shared_mask)(np.array([0.05, 1.5, -2.0, 3.0, 0.7]))

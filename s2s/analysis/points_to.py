@@ -60,7 +60,7 @@ def _makes_arrays(fn) -> bool:
 def _op_symbol(fn) -> str:
     return {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
             operator.pow: "**", operator.matmul: "@", operator.floordiv: "//",
-            operator.mod: "%"}.get(fn, "?")
+            operator.mod: "%", operator.and_: "&", operator.or_: "|", operator.xor: "^"}.get(fn, "?")
 
 
 def pair(a: str, b: str) -> str:

@@ -36,6 +36,9 @@ AUG_OPS = {
     cst.ModuloAssign: operator.mod,
     cst.PowerAssign: operator.pow,
     cst.MatrixMultiplyAssign: operator.matmul,
+    cst.BitAndAssign: operator.and_,  # (of masks their logical and, or, xor; of ints bitwise)
+    cst.BitOrAssign: operator.or_,
+    cst.BitXorAssign: operator.xor,
 }
 
 
