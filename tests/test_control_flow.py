@@ -153,11 +153,35 @@ def returns_in_loop(x):
     return np.sum(x)
 
 
+def else_returns(x):
+    for i in range(x.shape[0]):
+        if x[i] > 2.5:
+            break
+    else:
+        return np.sum(x ** 2)
+    return x[i] * 3.0
+
+
+def break_in_the_else_of_an_inner_loop(x):  # (the break is the outer loop's)
+    s = 0.0
+    for i in range(x.shape[0]):
+        for j in range(2):
+            s = s + x[i] * j
+        else:
+            if x[i] > 2.5:
+                break
+        s = s * 1.5
+    else:
+        s = s - 1.0
+    return s
+
+
 LOOP_ELSE_POINTS = [np.array([0.5, 1.5, 2.0, 0.3]), np.array([0.5, 1.0, 0.2, 0.1]),
-                    np.array([0.5, -6.0, 2.0, 0.3]), np.array([0.5, 6.0, 2.0, 0.3])]
+                    np.array([0.5, -6.0, 2.0, 0.3]), np.array([0.5, 6.0, 2.0, 0.3]), np.array([2.7, 1.0, 0.2, 0.4])]
 
 
-@pytest.mark.parametrize("fun", [search_rows, while_without_break, returns_in_loop])
+@pytest.mark.parametrize("fun", [search_rows, while_without_break, returns_in_loop, else_returns,
+                                 break_in_the_else_of_an_inner_loop])
 @pytest.mark.parametrize("k", range(len(LOOP_ELSE_POINTS)))
 def test_loop_else_in_every_mode(fun, k):
     from checks import check_all
