@@ -19,7 +19,7 @@ from ..errors import S2SError
 from ..ir import nodes as ir
 from .. import lax
 from .lax_forms import FORMS as LAX_FORMS
-from ..rules import facts, methods
+from ..rules import facts, load_facts, methods
 from ..rules.custom import checkpoint
 from ..runtime import constants as captured
 from .argument_writes import call_site
@@ -28,7 +28,7 @@ from .einsum import HINT as EINSUM_HINT
 from .einsum import EinsumRefused, lower_einsum, sublist_subscripts
 from .nested import NESTED_CALLS, NESTED_OBJECTS, NESTED_TRANSFORMS
 from .nested_calls import JvpCallLowering
-from .source import MISSING, is_user_function, named_lambda
+from .source import MISSING, is_user_function, named_lambda, scipy_name
 from .source import dotted as _dotted
 from .source import is_constant as _is_constant
 
@@ -397,6 +397,8 @@ class ExpressionLowering(JvpCallLowering):
         if callee is MISSING:
             raise self.error(func, "cannot resolve the called function",
                              "call numpy, math, builtins or module-level functions")
+        if scipy_name(callee) is not None:
+            callee = self.scipy_callee(node, callee)
         if isinstance(callee, type) and (callee.__module__ or "").split(".")[0] not in ("builtins", "numpy"):
             kind = "a namedtuple" if hasattr(callee, "_fields") else "an object of a class"
             raise self.error(node, f"making {kind} ({callee.__name__}) inside a transformed function is not "
@@ -483,6 +485,20 @@ class ExpressionLowering(JvpCallLowering):
                 made = self.assign(ir.Call(callee, (args[0],)))
                 return self.cast(node, made, dtypes[0])
         return self.assign(ir.Call(callee, tuple(args), tuple(kwargs)))
+
+    def scipy_callee(self, node: cst.Call, callee) -> Any:
+        """The runtime helper that a call of a SciPy function is written as (its rule and Numba
+        form are declared in templates/scipy_rules.py); a function not declared there is refused
+        here, at the user's line, before anything reads SciPy's own source."""
+        written = facts(callee).written_as
+        if written is not None:
+            return written
+        covered = sorted(n for n in map(scipy_name, load_facts()) if n is not None)
+        raise self.error(node, f"s2s has no rule for {scipy_name(callee)}"
+                         + (f"; of SciPy it differentiates and compiles {', '.join(covered)}" if covered else ""),
+                         "compute it with NumPy functions, and give that function a derivative of your own "
+                         "with s2s.custom_vjp where you need one (its fwd and bwd are NumPy code too: s2s "
+                         "transforms them)")
 
     def fold_display(self, node: cst.Call, callee) -> ir.Atom:
         """sum([a, b, c]) is a + b + c (after sum's start, where one is given: 0 + a is a), and

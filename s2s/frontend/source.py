@@ -372,7 +372,28 @@ def is_user_function(obj: Any) -> bool:
         return False
     module = getattr(obj, "__module__", "") or ""
     root = module.split(".")[0]
-    return root not in {"numpy", "math", "s2s", "numba", "builtins"}
+    # SciPy's functions are primitives (templates/scipy_rules.py) or refused at the call: never
+    # SciPy's own source, which s2s would read as the user's
+    return root not in {"numpy", "math", "scipy", "s2s", "numba", "builtins"}
+
+
+def scipy_name(obj: Any) -> str | None:
+    """scipy.special.expit for a function of SciPy's public modules (its ufuncs name no
+    module: they are found where they are exported), else None."""
+    import sys
+
+    name = getattr(obj, "__name__", None)
+    if not isinstance(name, str) or not callable(obj):
+        return None
+    module = getattr(obj, "__module__", None) or ""
+    if module.split(".")[0] == "scipy":
+        public = ".".join(p for p in module.split(".") if not p.startswith("_"))
+        return f"{public}.{name}"
+    if isinstance(obj, np.ufunc):
+        for public in ("scipy.special", "scipy.stats", "scipy.linalg"):
+            if getattr(sys.modules.get(public), name, None) is obj:
+                return f"{public}.{name}"
+    return None
 
 
 def spelling(obj: Any) -> str | None:

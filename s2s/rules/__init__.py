@@ -214,6 +214,9 @@ class Facts:
     operands: tuple = ()  # the positions where a list or tuple display is one array operand (as NumPy takes it)
     dtype_casts: str | None = None  # dtype=t casts its "input" (np.sum: adds in t) or its "result" (np.array)
     lowered_to: Any = None  # the function a call of it is written as (np.matmul: operator.matmul, which Numba compiles)
+    # the runtime helper every call of it becomes (scipy.special.expit: runtime.expit), which has the
+    # rule and a Numba form: generated code calls NumPy, math and runtime alone
+    written_as: Any = None
     # checks the static options written in a call (options(**{name: value})) when it is
     # differentiated: a message of what its rule does not take, or None (analysis/activity.py)
     options: Any = None
