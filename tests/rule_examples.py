@@ -318,6 +318,22 @@ EXAMPLES = {
                           "    return np.gradient(x * x, 0.5) * x + np.sum(gy * gx, axis=0) + np.gradient(A, axis=-1)[0]"),
     runtime.gradient: ("x, A", "runtime.gradient(x) ** 2 + runtime.gradient(A * A, 1.0, 0)[1]"),
     runtime.gradient_bar: ("x, y, A", "runtime.gradient_bar(x * y, y, 2.0) + runtime.gradient_bar((A * A, A), A, 1.0)[0]"),
+    # scipy.special, as users spell it (the rules are the runtime helpers' it is written as)
+    runtime.expit: ("x, s", "scipy.special.expit(x * 4.0 - 2.0) + scipy.special.expit(s)"),
+    runtime.logit: ("x", "scipy.special.logit(x)"),
+    runtime.erf: ("x, s", "scipy.special.erf(x) * scipy.special.erf(s)"),
+    runtime.erfc: ("x", "scipy.special.erfc(x * 2.0 - 1.0)"),
+    runtime.erfinv: ("x", "scipy.special.erfinv(x * 1.2 - 0.3)"),
+    runtime.ndtr: ("x", "scipy.special.ndtr(x * 3.0 - 1.5)"),
+    runtime.log_ndtr: ("x", "scipy.special.log_ndtr(x * 4.0 - 2.5)"),
+    runtime.ndtri: ("x", "scipy.special.ndtri(x)"),
+    runtime.gammaln: ("y, t", "scipy.special.gammaln(y * 2.0 - 1.5) + scipy.special.gammaln(t)"),
+    runtime.digamma: ("y", "scipy.special.digamma(y - 0.7)"),
+    runtime.gamma: ("y", "scipy.special.gamma(y * 2.0 - 1.5)"),
+    runtime.polygamma: ("y", "scipy.special.polygamma(1, y) + runtime.polygamma(2, y - 0.6)"),
+    runtime.xlogy: ("x, y, s", "scipy.special.xlogy(x, y) + scipy.special.xlogy(s, x)"),
+    runtime.xlog1py: ("x, y", "scipy.special.xlog1py(x, y - 1.0) * y"),
+    runtime.betaln: ("x, y, t", "scipy.special.betaln(x, y) + scipy.special.betaln(t, x)"),
 }
 
 

@@ -1,0 +1,194 @@
+"""Numba forms of the scipy.special helpers (runtime/special.py): they call SciPy's compiled
+functions, which scipy.special.cython_special exports as C functions (the way Numba documents
+for calling Cython code: numba.extending.get_cython_function_address).
+
+Generated code is compiled with cache=True, so a compiled call must not hold an address, which
+differs from process to process: each C function is given to LLVM under a name of its own
+(llvmlite's add_symbol, done again in every process by importing this module, which the cpu
+backend does before it compiles or loads), and the compiled code calls it by that name."""
+
+from __future__ import annotations
+
+import ctypes
+import math
+
+import numpy as np
+from llvmlite import binding as llvm
+from llvmlite import ir as llvm_ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import get_cython_function_address, intrinsic, overload, register_jitable
+
+from ... import runtime as rt
+
+_MODULE = "scipy.special.cython_special"
+
+
+def _capsule_signature(capsule) -> str:
+    name = ctypes.pythonapi.PyCapsule_GetName
+    name.restype, name.argtypes = ctypes.c_char_p, [ctypes.py_object]
+    return name(capsule).decode()
+
+
+def _c_function(name: str, arity: int):
+    """An intrinsic calling cython_special's `double name(double, ...)`: of a fused function
+    (real and complex, or float and double), its specialisation of doubles."""
+    import scipy.special.cython_special as cython_special
+
+    exported = cython_special.__pyx_capi__
+    wanted = "double (" + ", ".join(["double"] * arity) + ", int __pyx_skip_dispatch)"
+    key = next((k for k in (name, *(f"__pyx_fuse_{j}{name}" for j in range(4)))
+                if k in exported and _capsule_signature(exported[k]) == wanted), None)
+    if key is None:
+        raise ImportError(f"scipy.special.cython_special exports no {wanted.replace('(', name + '(', 1)}")
+    symbol = f"s2s_scipy_special_{name}"
+    llvm.add_symbol(symbol, get_cython_function_address(_MODULE, key))
+    double = llvm_ir.DoubleType()
+    # (the trailing int of a cpdef function: skip_dispatch, 0 as Cython's own callers pass it)
+    c_type = llvm_ir.FunctionType(double, [double] * arity + [llvm_ir.IntType(32)])
+
+    def codegen(context, builder, signature, args):
+        fn = cgutils.get_or_insert_function(builder.module, c_type, symbol)
+        return builder.call(fn, [*args, llvm_ir.Constant(llvm_ir.IntType(32), 0)])
+
+    if arity == 1:
+        @intrinsic
+        def call(typingctx, x):
+            return types.float64(types.float64), codegen
+    else:
+        @intrinsic
+        def call(typingctx, x, y):
+            return types.float64(types.float64, types.float64), codegen
+    return call
+
+
+def _float_dtype(*operands):
+    """The NumPy type of the result: float32 where the arrays given are float32 (numbers with them
+    are taken as Python's, which do not promote), or without arrays the numbers; else float64."""
+    arrays = [t.dtype for t in operands if isinstance(t, types.Array)]
+    return np.float32 if all(k == types.float32 for k in arrays or operands) else np.float64
+
+
+def _unary(helper, scalar):
+    """The overload of an elementwise helper of one operand, from its scalar function of doubles."""
+
+    @overload(helper)
+    def _overload(x):
+        dtype = _float_dtype(x)
+        if isinstance(x, types.Array):
+            def impl(x):
+                out = np.empty(x.size, dtype)
+                k = 0
+                for v in x.flat:
+                    out[k] = scalar(np.float64(v))
+                    k += 1
+                return out.reshape(x.shape)
+            return impl
+        if isinstance(x, (types.Number, types.Boolean)):
+            return lambda x: dtype(scalar(np.float64(x)))
+    return _overload
+
+
+def _binary(helper, scalar):
+    """The overload of an elementwise helper of two operands, broadcast as NumPy does."""
+
+    @overload(helper)
+    def _overload(x, y):
+        dtype = _float_dtype(x, y)
+        if isinstance(x, types.Array) or isinstance(y, types.Array):
+            def impl(x, y):
+                a, b = np.broadcast_arrays(np.asarray(x), np.asarray(y))
+                out = np.empty(a.shape, dtype)
+                for index in np.ndindex(a.shape):
+                    out[index] = scalar(np.float64(a[index]), np.float64(b[index]))
+                return out
+            return impl
+        if isinstance(x, (types.Number, types.Boolean)) and isinstance(y, (types.Number, types.Boolean)):
+            return lambda x, y: dtype(scalar(np.float64(x), np.float64(y)))
+    return _overload
+
+
+for _name in ("expit", "logit", "erf", "erfc", "erfinv", "ndtr", "log_ndtr", "ndtri", "gammaln", "gamma"):
+    _unary(getattr(rt, _name), _c_function(_name, 1))
+_unary(rt.digamma, _c_function("psi", 1))
+for _name in ("xlogy", "xlog1py", "betaln"):
+    _binary(getattr(rt, _name), _c_function(_name, 2))
+
+
+# ---- polygamma: cython_special has no Hurwitz zeta; Cephes' zeta (SciPy's), written out ----
+
+_psi = _c_function("psi", 1)
+
+# Cephes zeta.c: the Euler-Maclaurin coefficients (2k)! / B_2k
+_ZETA_A = np.array([12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606e9, 7.47242496e10,
+                    -2.950130727918164224e12, 1.1646782814350067249e14, -4.5979787224074726105e15,
+                    1.8152105401943546773e17, -7.1661652561756670113e18])
+_MACHEP = 1.11022302462515654042e-16
+
+
+@register_jitable
+def _hurwitz_zeta(x, q):
+    """zeta(x, q) = sum over k >= 0 of (k + q) ** -x, as Cephes (and SciPy) compute it, for x > 1."""
+    if x == 1.0:
+        return math.inf
+    if x < 1.0:
+        return math.nan
+    if q <= 0.0:
+        if q == math.floor(q):
+            return math.inf
+        if x != math.floor(x):
+            return math.nan  # (q ** -x is not real)
+    if q > 1e8:
+        return (1.0 / (x - 1.0) + 1.0 / (2.0 * q)) * q ** (1.0 - x)
+    s = q ** -x
+    a = q
+    i = 0
+    b = 0.0
+    while i < 9 or a <= 9.0:
+        i += 1
+        a += 1.0
+        b = a ** -x
+        s += b
+        if s != 0.0 and abs(b / s) < _MACHEP:  # (C divides by zero to inf here: not done)
+            return s
+    w = a
+    s += b * w / (x - 1.0)
+    s -= 0.5 * b
+    a = 1.0
+    k = 0.0
+    for j in range(12):
+        a *= x + k
+        b /= w
+        t = a * b / _ZETA_A[j]
+        s = s + t
+        if s != 0.0 and abs(t / s) < _MACHEP:
+            return s
+        k += 1.0
+        a *= x + k
+        b /= w
+        k += 1.0
+    return s
+
+
+@register_jitable
+def _polygamma(n, x):
+    if n == 0:
+        return _psi(x)
+    sign = 1.0 if n % 2 == 1 else -1.0
+    return sign * math.gamma(n + 1.0) * _hurwitz_zeta(n + 1.0, x)
+
+
+@overload(rt.polygamma)
+def _polygamma_overload(n, x):
+    dtype = _float_dtype(x)
+    if isinstance(x, types.Array):
+        def impl(n, x):
+            out = np.empty(x.size, dtype)
+            k = 0
+            for v in x.flat:
+                out[k] = _polygamma(n, np.float64(v))
+                k += 1
+            return out.reshape(x.shape)
+        return impl
+    if isinstance(x, (types.Number, types.Boolean)):
+        return lambda n, x: dtype(_polygamma(n, np.float64(x)))

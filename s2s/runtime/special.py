@@ -1,0 +1,90 @@
+"""The functions of scipy.special that generated code calls, as runtime.<name>: a user's
+`scipy.special.expit(x)` is written `runtime.expit(x)` (Facts.written_as, templates/scipy_rules.py).
+
+Here each is SciPy's own function (imported when first called: `import s2s` does not load SciPy),
+its result in the floating type NumPy gives the operands (float32 stays float32 where SciPy's
+ufunc would promote a Python number, or computes in float64); runtime/overloads/special.py gives
+each a Numba form that calls SciPy's compiled code (scipy.special.cython_special)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["expit", "logit", "erf", "erfc", "erfinv", "ndtr", "log_ndtr", "ndtri", "gammaln", "digamma", "gamma",
+           "polygamma", "xlogy", "xlog1py", "betaln"]
+
+
+def _scipy_special():
+    import scipy.special
+
+    return scipy.special
+
+
+def _floats(out, *operands):
+    """out in the floating type of the operands (NumPy's promotion, Python numbers weak), a
+    number where they are numbers."""
+    dtype = np.result_type(*operands, 0.0)
+    if np.ndim(out) == 0 and all(np.ndim(v) == 0 and not isinstance(v, np.ndarray) for v in operands):
+        return dtype.type(out)
+    return np.asarray(out, dtype)
+
+
+def expit(x):
+    return _floats(_scipy_special().expit(x), x)
+
+
+def logit(x):
+    return _floats(_scipy_special().logit(x), x)
+
+
+def erf(x):
+    return _floats(_scipy_special().erf(x), x)
+
+
+def erfc(x):
+    return _floats(_scipy_special().erfc(x), x)
+
+
+def erfinv(x):
+    return _floats(_scipy_special().erfinv(x), x)
+
+
+def ndtr(x):
+    return _floats(_scipy_special().ndtr(x), x)
+
+
+def log_ndtr(x):
+    return _floats(_scipy_special().log_ndtr(x), x)
+
+
+def ndtri(x):
+    return _floats(_scipy_special().ndtri(x), x)
+
+
+def gammaln(x):
+    return _floats(_scipy_special().gammaln(x), x)
+
+
+def digamma(x):
+    return _floats(_scipy_special().digamma(x), x)
+
+
+def gamma(x):
+    return _floats(_scipy_special().gamma(x), x)
+
+
+def polygamma(n, x):
+    """The n-th derivative of digamma (n a non-negative int): digamma's derivative is polygamma(1, x)."""
+    return _floats(_scipy_special().polygamma(n, x), x)
+
+
+def xlogy(x, y):
+    return _floats(_scipy_special().xlogy(x, y), x, y)
+
+
+def xlog1py(x, y):
+    return _floats(_scipy_special().xlog1py(x, y), x, y)
+
+
+def betaln(a, b):
+    return _floats(_scipy_special().betaln(a, b), a, b)

@@ -1,0 +1,146 @@
+"""Rules for SciPy's functions, as JAX offers jax.scipy: a user's call of scipy.special.expit is
+written as the runtime helper that its facts name (written_as: runtime.expit, which is SciPy's
+function on the python backend and calls SciPy's compiled code under Numba), and the rule is that
+helper's, so that code generated from generated code (a second derivative) finds it again.
+
+SciPy's ufuncs are NumPy ufuncs, but their helpers are not: the lines under each rule say what a
+ufunc is without saying so (elementwise, pure, a display is an array), less `fusable` (Numba does
+not fuse a call of an overload into the array expression around it). A SciPy function declared
+nowhere here is refused at the user's call (frontend/expressions.py)."""
+
+import numpy as np
+import scipy.special
+
+from s2s import runtime
+from s2s.rules import primitive, rule
+from s2s.runtime import digamma, polygamma, unbroadcast
+
+# What the passes know of an elementwise helper of one or two operands (see the module's doc).
+ONE = dict(elementwise=True, pure=True, scalar_safe=True, array_result=True, operands=(0,))
+TWO = dict(ONE, operands=(0, 1))
+
+
+# ---- scipy.special: elementwise functions of one operand -------------------------------
+
+
+@rule(runtime.expit, **ONE)
+@primitive(scipy.special.expit, written_as=runtime.expit)
+def expit_(y, x):
+    """1 / (1 + exp(-x)): its derivative is y (1 - y)."""
+    y_dot = y * (1.0 - y) * x_dot
+    x_bar += y * (1.0 - y) * y_bar
+
+
+@rule(runtime.logit, **ONE)
+@primitive(scipy.special.logit, written_as=runtime.logit)
+def logit_(y, x):
+    y_dot = x_dot / (x * (1.0 - x))
+    x_bar += y_bar / (x * (1.0 - x))
+
+
+@rule(runtime.erf, **ONE)
+@primitive(scipy.special.erf, written_as=runtime.erf)
+def erf_(y, x):
+    """2 / sqrt(pi) = 1.1283791670955126."""
+    y_dot = 1.1283791670955126 * np.exp(-x * x) * x_dot
+    x_bar += 1.1283791670955126 * np.exp(-x * x) * y_bar
+
+
+@rule(runtime.erfc, **ONE)
+@primitive(scipy.special.erfc, written_as=runtime.erfc)
+def erfc_(y, x):
+    y_dot = -1.1283791670955126 * np.exp(-x * x) * x_dot
+    x_bar -= 1.1283791670955126 * np.exp(-x * x) * y_bar
+
+
+@rule(runtime.erfinv, **ONE)
+@primitive(scipy.special.erfinv, written_as=runtime.erfinv)
+def erfinv_(y, x):
+    """The inverse's derivative, 1 / erf'(y): sqrt(pi) / 2 = 0.886226925452758."""
+    y_dot = 0.886226925452758 * np.exp(y * y) * x_dot
+    x_bar += 0.886226925452758 * np.exp(y * y) * y_bar
+
+
+@rule(runtime.ndtr, **ONE)
+@primitive(scipy.special.ndtr, written_as=runtime.ndtr)
+def ndtr_(y, x):
+    """The normal density: 1 / sqrt(2 pi) = 0.3989422804014327."""
+    y_dot = 0.3989422804014327 * np.exp(-0.5 * x * x) * x_dot
+    x_bar += 0.3989422804014327 * np.exp(-0.5 * x * x) * y_bar
+
+
+@rule(runtime.log_ndtr, **ONE)
+@primitive(scipy.special.log_ndtr, written_as=runtime.log_ndtr)
+def log_ndtr_(y, x):
+    """density / ndtr(x), as one exp (log sqrt(2 pi) = 0.9189385332046728): in the far left tail the
+    density and ndtr underflow to 0 long before their ratio, about -x, is large."""
+    y_dot = np.exp(-0.5 * x * x - y - 0.9189385332046728) * x_dot
+    x_bar += np.exp(-0.5 * x * x - y - 0.9189385332046728) * y_bar
+
+
+@rule(runtime.ndtri, **ONE)
+@primitive(scipy.special.ndtri, written_as=runtime.ndtri)
+def ndtri_(y, x):
+    """The inverse's derivative, 1 / density(y): sqrt(2 pi) = 2.5066282746310002."""
+    y_dot = 2.5066282746310002 * np.exp(0.5 * y * y) * x_dot
+    x_bar += 2.5066282746310002 * np.exp(0.5 * y * y) * y_bar
+
+
+@rule(runtime.gammaln, **ONE)
+@primitive(scipy.special.gammaln, written_as=runtime.gammaln)
+def gammaln_(y, x):
+    y_dot = digamma(x) * x_dot
+    x_bar += digamma(x) * y_bar
+
+
+@rule(runtime.digamma, **ONE)
+@primitive(scipy.special.digamma, written_as=runtime.digamma)
+def digamma_(y, x):
+    y_dot = polygamma(1, x) * x_dot
+    x_bar += polygamma(1, x) * y_bar
+
+
+@rule(runtime.gamma, **ONE)
+@primitive(scipy.special.gamma, written_as=runtime.gamma)
+def gamma_(y, x):
+    y_dot = y * digamma(x) * x_dot
+    x_bar += y * digamma(x) * y_bar
+
+
+@rule(runtime.polygamma, **dict(ONE, operands=(1,)))
+@primitive(scipy.special.polygamma, written_as=runtime.polygamma)
+def polygamma_(y, n, x):
+    """The n-th derivative of digamma (n an int, not differentiated): its derivative is the next."""
+    y_dot = polygamma(n + 1, x) * x_dot
+    x_bar += polygamma(n + 1, x) * y_bar
+
+
+# ---- scipy.special: elementwise functions of two operands ------------------------------
+
+
+@rule(runtime.xlogy, **TWO)
+@primitive(scipy.special.xlogy, written_as=runtime.xlogy)
+def xlogy_(z, x, y):
+    """x log(y), 0 where x is 0."""
+    z_dot = np.log(y) * x_dot + x / y * y_dot
+    x_bar += unbroadcast(z_bar * np.log(y), x)
+    y_bar += unbroadcast(z_bar * x / y, y)
+
+
+@rule(runtime.xlog1py, **TWO)
+@primitive(scipy.special.xlog1py, written_as=runtime.xlog1py)
+def xlog1py_(z, x, y):
+    """x log(1 + y), 0 where x is 0."""
+    z_dot = np.log1p(y) * x_dot + x / (1.0 + y) * y_dot
+    x_bar += unbroadcast(z_bar * np.log1p(y), x)
+    y_bar += unbroadcast(z_bar * x / (1.0 + y), y)
+
+
+@rule(runtime.betaln, **TWO)
+@primitive(scipy.special.betaln, written_as=runtime.betaln)
+def betaln_(z, a, b):
+    """log B(a, b) = gammaln(a) + gammaln(b) - gammaln(a + b)."""
+    both = digamma(a + b)
+    z_dot = (digamma(a) - both) * a_dot + (digamma(b) - both) * b_dot
+    a_bar += unbroadcast(z_bar * (digamma(a) - both), a)
+    b_bar += unbroadcast(z_bar * (digamma(b) - both), b)
