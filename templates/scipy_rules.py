@@ -12,8 +12,8 @@ import numpy as np
 import scipy.special
 
 from s2s import runtime
-from s2s.rules import primitive, rule
-from s2s.runtime import digamma, polygamma, unbroadcast
+from s2s.rules import Case, primitive, rule
+from s2s.runtime import digamma, polygamma, sum_bar, unbroadcast
 
 # What the passes know of an elementwise helper of one or two operands (see the module's doc).
 ONE = dict(elementwise=True, pure=True, scalar_safe=True, array_result=True, operands=(0,))
@@ -144,3 +144,47 @@ def betaln_(z, a, b):
     z_dot = (digamma(a) - both) * a_dot + (digamma(b) - both) * b_dot
     a_bar += unbroadcast(z_bar * (digamma(a) - both), a)
     b_bar += unbroadcast(z_bar * (digamma(b) - both), b)
+
+
+# ---- scipy.special: logsumexp, softmax, log_softmax ---------------------------------------
+
+
+def logsumexp_options(axis=None, b=None, keepdims=False, return_sign=False):
+    if return_sign:
+        return "s2s differentiates scipy.special.logsumexp without return_sign (its result is then a pair)"
+    return None
+
+
+@rule(runtime.logsumexp, pure=True, fresh=True, operands=(0, 2), options=logsumexp_options)
+@primitive(scipy.special.logsumexp, written_as=runtime.logsumexp)
+def logsumexp_(y, a, axis=None, b=None, keepdims=False, return_sign=False):
+    """The weights exp(a - y) are the softmax along the axis (y spread back over it)."""
+    w = np.exp(a - sum_bar(y, a, axis, keepdims))
+    y_dot = np.sum(w * a_dot, axis=axis, keepdims=keepdims)
+    a_bar += w * sum_bar(y_bar, a, axis, keepdims)
+
+
+LOGSUMEXP_SCALED = Case("logsumexp with b", of=(runtime.logsumexp,), when=lambda call: call.given("b"))
+
+
+@rule(LOGSUMEXP_SCALED)
+def logsumexp_scaled(y, a, axis=None, b=None, keepdims=False, return_sign=False):
+    """log(sum(b exp(a))): a's weights are b exp(a - y), b's exp(a - y), over a and b broadcast."""
+    e = np.exp(a - sum_bar(y, a * b, axis, keepdims))
+    y_dot = np.sum(b * e * a_dot + e * b_dot, axis=axis, keepdims=keepdims)
+    a_bar += unbroadcast(b * e * sum_bar(y_bar, a * b, axis, keepdims), a)
+    b_bar += unbroadcast(e * sum_bar(y_bar, a * b, axis, keepdims), b)
+
+
+@rule(runtime.softmax, pure=True, fresh=True, operands=(0,), batching="along_every_axis")
+@primitive(scipy.special.softmax, written_as=runtime.softmax)
+def softmax_(y, x, axis=None):
+    y_dot = y * (x_dot - np.sum(y * x_dot, axis=axis, keepdims=True))
+    x_bar += y * (y_bar - np.sum(y * y_bar, axis=axis, keepdims=True))
+
+
+@rule(runtime.log_softmax, pure=True, fresh=True, operands=(0,), batching="along_every_axis")
+@primitive(scipy.special.log_softmax, written_as=runtime.log_softmax)
+def log_softmax_(y, x, axis=None):
+    y_dot = x_dot - np.sum(np.exp(y) * x_dot, axis=axis, keepdims=True)
+    x_bar += y_bar - np.exp(y) * np.sum(y_bar, axis=axis, keepdims=True)

@@ -8,6 +8,7 @@ would spell it (an expression, or statements ending in a return).
 """
 
 import builtins
+import importlib
 import math
 import operator
 from collections import namedtuple
@@ -16,6 +17,9 @@ import numpy as np
 
 from s2s import rules, runtime
 from s2s.rules import POW_OF_A_VARIABLE, QUOTIENT_UNREAD, SELF_PRODUCT
+
+# The cases declared in templates/ (a module of the package s2s.templates once the rules are loaded)
+LOGSUMEXP_SCALED = rules.load_rules() and importlib.import_module("s2s.templates.scipy_rules").LOGSUMEXP_SCALED
 
 Pair = namedtuple("Pair", "a b")
 _rng = np.random.default_rng(7)
@@ -334,6 +338,14 @@ EXAMPLES = {
     runtime.xlogy: ("x, y, s", "scipy.special.xlogy(x, y) + scipy.special.xlogy(s, x)"),
     runtime.xlog1py: ("x, y", "scipy.special.xlog1py(x, y - 1.0) * y"),
     runtime.betaln: ("x, y, t", "scipy.special.betaln(x, y) + scipy.special.betaln(t, x)"),
+    runtime.logsumexp: ("x, A", "scipy.special.logsumexp(A, axis=0) * x + scipy.special.logsumexp(x * 3.0)"
+                                " + np.sum(scipy.special.logsumexp(A * A, 1, keepdims=True) * A)"),
+    LOGSUMEXP_SCALED: ("x, y, A", "scipy.special.logsumexp(A, axis=1, b=y) * x"
+                                          " + scipy.special.logsumexp(x, b=x * y)"),
+    runtime.softmax: ("x, A", "scipy.special.softmax(A * 2.0, axis=1) * x + scipy.special.softmax(A, axis=0) * A"
+                              " + np.sum(scipy.special.softmax(x * 3.0))"),
+    runtime.log_softmax: ("x, A", "scipy.special.log_softmax(A * 2.0, axis=0) * x"
+                                  " + np.sum(scipy.special.log_softmax(A) * A)"),
 }
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import scipy.special
 import scipy.special as sp
-from scipy.special import betaln, expit, gammaln, j0, log_ndtr, xlog1py, xlogy, zeta
+from scipy.special import betaln, expit, gammaln, j0, log_ndtr, log_softmax, logsumexp, softmax, xlog1py, xlogy, zeta
 
 import s2s
 from s2s.testing import check_grads
@@ -190,3 +190,87 @@ def test_an_uncovered_function_is_refused_at_the_users_line(fun, called, transfo
     assert re.search(rf"test_rules_scipy_special\.py:{_line_of(fun, 'return')}:\d+", message), message
     assert f"no rule for {called}" in message and "s2s.custom_vjp" in message
     assert "site-packages" not in message  # never a line of SciPy's own source
+
+
+# ---- logsumexp, softmax, log_softmax ----------------------------------------------------------
+
+
+def logsumexp_of_vector(x):
+    return logsumexp(x)
+
+
+def logsumexp_loss(x, A):
+    return (np.sum(logsumexp(A, axis=0) * x) + logsumexp([x[0], x[1] * 2.0, 1.0])
+            + np.sum(scipy.special.logsumexp(A * A, 1, keepdims=True) * A) + sp.logsumexp(A, axis=(0, 1)))
+
+
+def scaled_logsumexp_loss(x, y, A):
+    return np.sum(logsumexp(A, axis=1, b=y) * x) + logsumexp(x, b=x * y)
+
+
+def softmax_loss(x, A):
+    return np.sum(softmax(A * 2.0, axis=1) * A) + np.sum(sp.softmax(x) * x) + np.sum(log_softmax(A, axis=0) * A) \
+        + np.sum(log_softmax(x * 3.0) ** 2)
+
+
+A3 = np.array([[0.4, -1.2, 2.0], [1.5, 0.3, -0.7], [-0.2, 0.9, 1.1]])
+X3 = np.array([0.3, -0.8, 1.4])
+Y3 = np.array([0.5, 1.5, 2.5])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_logsumexp_gradient_is_softmax(backend):
+    np.testing.assert_allclose(s2s.jit(s2s.grad(logsumexp_of_vector), backend=backend)(X3),
+                               np.exp(X3) / np.sum(np.exp(X3)), rtol=1e-14)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fun, args", [(logsumexp_loss, (X3, A3)), (scaled_logsumexp_loss, (X3, Y3, A3)),
+                                       (softmax_loss, (X3, A3))], ids=lambda v: getattr(v, "__name__", ""))
+def test_logsumexp_and_softmax_against_central_differences(fun, args, backend):
+    """axis (an int, a tuple, None), keepdims, b, and logsumexp of a list."""
+    assert np.allclose(s2s.jit(fun, backend=backend)(*args), fun(*args), rtol=1e-14)
+    check_grads(fun, args, order=1, modes=("fwd", "rev"), backend=backend)
+
+
+@pytest.mark.parametrize("fun, args", [(logsumexp_loss, (X3, A3)), (scaled_logsumexp_loss, (X3, Y3, A3)),
+                                       (softmax_loss, (X3, A3))], ids=lambda v: getattr(v, "__name__", ""))
+def test_logsumexp_and_softmax_second_order(fun, args):
+    check_grads(fun, args, order=2, modes=("rev",), backend="python")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_logsumexp_of_large_values_does_not_overflow(backend):
+    x = np.array([1000.0, 1000.0, 990.0])
+    got = s2s.jit(s2s.value_and_grad(logsumexp_of_vector), backend=backend)(x)
+    e = np.exp(x - 1000.0)
+    np.testing.assert_allclose(got[0], 1000.0 + np.log(np.sum(e)), rtol=1e-15)
+    np.testing.assert_allclose(got[1], e / np.sum(e), rtol=1e-14)
+
+
+def scaled_b_batched(a, b):
+    return logsumexp(a, b=b)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("in_axes", [(0, None), (None, 0), (0, 0)], ids=str)
+def test_vmap_of_logsumexp_with_b_batched_or_not(in_axes, backend):
+    """a and b batched apart: each example's b goes with its a (one example's length equals the batch's)."""
+    a = A3 if in_axes[0] == 0 else X3
+    b = A3 + 1.0 if in_axes[1] == 0 else Y3
+    got = s2s.jit(s2s.vmap(scaled_b_batched, in_axes=in_axes), backend=backend)(a, b)
+    want = [scaled_b_batched(a[k] if in_axes[0] == 0 else a, b[k] if in_axes[1] == 0 else b) for k in range(3)]
+    np.testing.assert_allclose(got, want, rtol=1e-14)
+
+
+def signed_logsumexp(x):
+    value, sign = logsumexp(x, return_sign=True)
+    return value * sign
+
+
+def test_logsumexp_with_return_sign_is_refused_at_the_users_line():
+    with pytest.raises(s2s.S2SError) as refused:
+        s2s.grad(signed_logsumexp)(X3)
+    message = str(refused.value)
+    assert re.search(rf"test_rules_scipy_special\.py:{_line_of(signed_logsumexp, 'return_sign')}:\d+", message), message
+    assert "return_sign" in message

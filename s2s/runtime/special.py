@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["expit", "logit", "erf", "erfc", "erfinv", "ndtr", "log_ndtr", "ndtri", "gammaln", "digamma", "gamma",
-           "polygamma", "xlogy", "xlog1py", "betaln"]
+           "polygamma", "xlogy", "xlog1py", "betaln", "logsumexp", "softmax", "log_softmax"]
 
 
 def _scipy_special():
@@ -88,3 +88,15 @@ def xlog1py(x, y):
 
 def betaln(a, b):
     return _floats(_scipy_special().betaln(a, b), a, b)
+
+
+def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
+    return _scipy_special().logsumexp(a, axis=axis, b=b, keepdims=keepdims, return_sign=return_sign)
+
+
+def softmax(x, axis=None):
+    return _scipy_special().softmax(x, axis=axis)
+
+
+def log_softmax(x, axis=None):
+    return _scipy_special().log_softmax(x, axis=axis)

@@ -17,9 +17,11 @@ from llvmlite import binding as llvm
 from llvmlite import ir as llvm_ir
 from numba import types
 from numba.core import cgutils
+from numba.core.errors import TypingError
 from numba.extending import get_cython_function_address, intrinsic, overload, register_jitable
 
 from ... import runtime as rt
+from .common import _is_none
 
 _MODULE = "scipy.special.cython_special"
 
@@ -192,3 +194,49 @@ def _polygamma_overload(n, x):
         return impl
     if isinstance(x, (types.Number, types.Boolean)):
         return lambda n, x: dtype(_polygamma(n, np.float64(x)))
+
+
+# ---- logsumexp, softmax, log_softmax: along an axis (None: all), less the largest value ------
+
+
+def _options(return_sign):
+    """return_sign (a pair of results) is refused: only its default, False, compiles."""
+    value = getattr(return_sign, "value", getattr(return_sign, "literal_value", return_sign))
+    if not (_is_none(return_sign) or value is False):
+        raise TypingError("s2s: under jit, scipy.special.logsumexp takes no return_sign")
+
+
+@register_jitable
+def _finite_or_zero(m):
+    return np.where(np.isfinite(m), m, np.zeros_like(m))  # (every value -inf: exp(a - m) is 0, not nan)
+
+
+@overload(rt.logsumexp)
+def _logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
+    _options(return_sign)
+    if _is_none(b):
+        def impl(a, axis=None, b=None, keepdims=False, return_sign=False):
+            m = _finite_or_zero(rt.reduce_max(a, axis, True))
+            return np.log(rt.reduce_sum(np.exp(a - m), axis, keepdims)) + rt.reduce_sum(m, axis, keepdims)
+        return impl
+
+    def impl(a, axis=None, b=None, keepdims=False, return_sign=False):
+        m = _finite_or_zero(rt.reduce_max(a, axis, True))
+        return np.log(rt.reduce_sum(np.exp(a - m) * b, axis, keepdims)) + rt.reduce_sum(m, axis, keepdims)
+    return impl
+
+
+@overload(rt.softmax)
+def _softmax(x, axis=None):
+    def impl(x, axis=None):
+        e = np.exp(x - _finite_or_zero(rt.reduce_max(x, axis, True)))
+        return e / rt.reduce_sum(e, axis, True)
+    return impl
+
+
+@overload(rt.log_softmax)
+def _log_softmax(x, axis=None):
+    def impl(x, axis=None):
+        z = x - _finite_or_zero(rt.reduce_max(x, axis, True))
+        return z - np.log(rt.reduce_sum(np.exp(z), axis, True))
+    return impl
