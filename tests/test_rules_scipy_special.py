@@ -145,7 +145,7 @@ def test_vmap_of_the_gradient_is_each_examples(backend):
 
 def test_values_under_jit_are_scipys():
     """The compiled forms call SciPy's own compiled functions (cython_special), digamma's
-    derivatives Cephes' zeta written out: the same numbers as SciPy's ufuncs."""
+    derivatives a Hurwitz zeta summed by Euler-Maclaurin: the same numbers as SciPy's ufuncs."""
     x = np.linspace(-3.7, 4.3, 9)
     for fun in (normal_loss, gamma_loss):
         arg = x if fun is normal_loss else np.abs(x) + 0.05

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+from fractions import Fraction
 
 import numpy as np
 from llvmlite import binding as llvm
@@ -117,59 +118,51 @@ for _name in ("xlogy", "xlog1py", "betaln"):
     _binary(getattr(rt, _name), _c_function(_name, 2))
 
 
-# ---- polygamma: cython_special has no Hurwitz zeta; Cephes' zeta (SciPy's), written out ----
+# ---- polygamma: cython_special has no Hurwitz zeta, so it is summed here ----
 
 _psi = _c_function("psi", 1)
 
-# Cephes zeta.c: the Euler-Maclaurin coefficients (2k)! / B_2k
-_ZETA_A = np.array([12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606e9, 7.47242496e10,
-                    -2.950130727918164224e12, 1.1646782814350067249e14, -4.5979787224074726105e15,
-                    1.8152105401943546773e17, -7.1661652561756670113e18])
-_MACHEP = 1.11022302462515654042e-16
+
+def _euler_maclaurin_coefficients(count: int) -> np.ndarray:
+    """B_2j / (2j)! for j = 1..count, B the Bernoulli numbers (from their recurrence, exactly)."""
+    bernoulli = [Fraction(1)]
+    for m in range(1, 2 * count + 1):
+        bernoulli.append(-sum(math.comb(m + 1, k) * bernoulli[k] for k in range(m)) / (m + 1))
+    return np.array([float(bernoulli[2 * j] / math.factorial(2 * j)) for j in range(1, count + 1)])
+
+
+_EULER_MACLAURIN = _euler_maclaurin_coefficients(12)
 
 
 @register_jitable
-def _hurwitz_zeta(x, q):
-    """zeta(x, q) = sum over k >= 0 of (k + q) ** -x, as Cephes (and SciPy) compute it, for x > 1."""
-    if x == 1.0:
+def _hurwitz_zeta(s, q):
+    """zeta(s, q), the sum over k >= 0 of (q + k) ** -s, for s > 1: the terms while q + k < 10
+    summed, the rest by the Euler-Maclaurin formula from a = q + k (after 12 corrections its
+    remainder is below double precision there). Below 0 an integer s (polygamma's) is needed."""
+    if s == 1.0:
         return math.inf
-    if x < 1.0:
+    if s < 1.0:
         return math.nan
-    if q <= 0.0:
-        if q == math.floor(q):
-            return math.inf
-        if x != math.floor(x):
-            return math.nan  # (q ** -x is not real)
-    if q > 1e8:
-        return (1.0 / (x - 1.0) + 1.0 / (2.0 * q)) * q ** (1.0 - x)
-    s = q ** -x
+    if q <= 0.0 and q == math.floor(q):
+        return math.inf
+    if q < 0.0 and s != math.floor(s):
+        return math.nan  # ((q + k) ** -s is not real)
+    total = 0.0
     a = q
-    i = 0
-    b = 0.0
-    while i < 9 or a <= 9.0:
-        i += 1
+    while a < 10.0:
+        total += a ** -s
         a += 1.0
-        b = a ** -x
-        s += b
-        if s != 0.0 and abs(b / s) < _MACHEP:  # (C divides by zero to inf here: not done)
-            return s
-    w = a
-    s += b * w / (x - 1.0)
-    s -= 0.5 * b
-    a = 1.0
-    k = 0.0
-    for j in range(12):
-        a *= x + k
-        b /= w
-        t = a * b / _ZETA_A[j]
-        s = s + t
-        if s != 0.0 and abs(t / s) < _MACHEP:
-            return s
-        k += 1.0
-        a *= x + k
-        b /= w
-        k += 1.0
-    return s
+    total += a ** (1.0 - s) / (s - 1.0) + 0.5 * a ** -s
+    rising = s  # s (s + 1) ... (s + 2j - 2), the odd derivatives of x ** -s up to sign
+    power = a ** (-s - 1.0)  # a ** (-s - 2j + 1)
+    for j in range(len(_EULER_MACLAURIN)):
+        term = _EULER_MACLAURIN[j] * rising * power
+        total += term
+        if abs(term) <= 1e-17 * abs(total):
+            break
+        rising *= (s + 2 * j + 1) * (s + 2 * j + 2)
+        power /= a * a
+    return total
 
 
 @register_jitable
