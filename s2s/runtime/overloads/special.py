@@ -22,7 +22,7 @@ from numba.core.errors import TypingError
 from numba.extending import get_cython_function_address, intrinsic, overload, register_jitable
 
 from ... import runtime as rt
-from .common import _is_none
+from .common import _compile, _is_none
 
 _MODULE = "scipy.special.cython_special"
 
@@ -72,6 +72,38 @@ def _float_dtype(*operands):
     return np.float32 if all(k == types.float32 for k in arrays or operands) else np.float64
 
 
+# Numba names a compiled function by its qualified name and a per-process counter, and a cached
+# caller links to its callees by those names: the implementations of the helpers below, alike
+# but for the C function they call, each get a name of their own (_compile), or a caller cached
+# by one process may run another helper's code in the next (ndtri's for log_ndtr's).
+
+_UNARY_ARRAY = """def {name}(x):
+    out = np.empty(x.size, dtype)
+    k = 0
+    for v in x.flat:
+        out[k] = scalar(np.float64(v))
+        k += 1
+    return out.reshape(x.shape)
+"""
+_UNARY_NUMBER = """def {name}(x):
+    return dtype(scalar(np.float64(x)))
+"""
+_BINARY_ARRAY = """def {name}(x, y):
+    a, b = np.broadcast_arrays(np.asarray(x), np.asarray(y))
+    out = np.empty(a.shape, dtype)
+    for index in np.ndindex(a.shape):
+        out[index] = scalar(np.float64(a[index]), np.float64(b[index]))
+    return out
+"""
+_BINARY_NUMBER = """def {name}(x, y):
+    return dtype(scalar(np.float64(x), np.float64(y)))
+"""
+
+
+def _named(template: str, name: str, **env):
+    return _compile(template.format(name=name), name, **env)
+
+
 def _unary(helper, scalar):
     """The overload of an elementwise helper of one operand, from its scalar function of doubles."""
 
@@ -79,16 +111,9 @@ def _unary(helper, scalar):
     def _overload(x):
         dtype = _float_dtype(x)
         if isinstance(x, types.Array):
-            def impl(x):
-                out = np.empty(x.size, dtype)
-                k = 0
-                for v in x.flat:
-                    out[k] = scalar(np.float64(v))
-                    k += 1
-                return out.reshape(x.shape)
-            return impl
+            return _named(_UNARY_ARRAY, f"{helper.__name__}_of_array", dtype=dtype, scalar=scalar)
         if isinstance(x, (types.Number, types.Boolean)):
-            return lambda x: dtype(scalar(np.float64(x)))
+            return _named(_UNARY_NUMBER, f"{helper.__name__}_of_number", dtype=dtype, scalar=scalar)
     return _overload
 
 
@@ -99,15 +124,9 @@ def _binary(helper, scalar):
     def _overload(x, y):
         dtype = _float_dtype(x, y)
         if isinstance(x, types.Array) or isinstance(y, types.Array):
-            def impl(x, y):
-                a, b = np.broadcast_arrays(np.asarray(x), np.asarray(y))
-                out = np.empty(a.shape, dtype)
-                for index in np.ndindex(a.shape):
-                    out[index] = scalar(np.float64(a[index]), np.float64(b[index]))
-                return out
-            return impl
+            return _named(_BINARY_ARRAY, f"{helper.__name__}_of_arrays", dtype=dtype, scalar=scalar)
         if isinstance(x, (types.Number, types.Boolean)) and isinstance(y, (types.Number, types.Boolean)):
-            return lambda x, y: dtype(scalar(np.float64(x), np.float64(y)))
+            return _named(_BINARY_NUMBER, f"{helper.__name__}_of_numbers", dtype=dtype, scalar=scalar)
     return _overload
 
 
