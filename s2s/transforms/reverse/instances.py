@@ -254,7 +254,7 @@ class RuleInstances:
             return None
         if self.bound_before(var, stmt):
             when = "pre"
-        elif self.an.enclosing_loops(stmt) and [d for d in self.an.defs.get(var, [])] == [stmt]:
+        elif self.an.enclosing_loops(stmt) and len(self.an.defs.get(var, [])) == 1 and self.an.defs[var][0] is stmt:
             when = "post"
         else:
             return None
