@@ -575,7 +575,11 @@ def sort_dot(t, x, axis=-1):
 
 def sort_bar(g, x, axis=-1):
     """Adjoint of np.sort(x, axis): g scattered back to where each sorted element came from."""
-    order = _sort_order(x, axis)
+    return _scattered(g, x, _sort_order(x, axis), axis)
+
+
+def _scattered(g, x, order, axis):
+    """Zeros shaped like x, with g put where `order` (along axis, or of x flattened) took it from."""
     out = np.zeros(np.shape(x), dtype=np.result_type(g))
     if axis is None:
         np.ravel(out)[order] = np.ravel(g)  # out is new and contiguous: ravel is a view
@@ -614,13 +618,7 @@ def partition_dot(t, x, kth, axis=-1):
 
 def partition_bar(g, x, kth, axis=-1):
     """Adjoint of np.partition(x, kth, axis): g scattered back to where each element came from."""
-    order = _partition_order(x, kth, axis)
-    out = np.zeros(np.shape(x), dtype=np.result_type(g))
-    if axis is None:
-        np.ravel(out)[order] = np.ravel(g)  # out is new and contiguous: ravel is a view
-    else:
-        np.put_along_axis(out, order, g, axis)
-    return out
+    return _scattered(g, x, _partition_order(x, kth, axis), axis)
 
 
 def astype(x, dtype):

@@ -266,9 +266,9 @@ def gradient(f, spacing=1.0, axis=None, edge_order=1):
     return tuple(found) if isinstance(found, (list, tuple)) else found
 
 
-def _gradient_bar_last(g, h):
-    """The transpose of np.gradient along g's last axis, spacing h."""
-    out = np.zeros(g.shape, dtype=np.result_type(g, 0.0))
+def _gradient_bar_last(g, h, out):
+    """out plus the transpose of np.gradient along g's last axis, spacing h (plain NumPy
+    slicing: the Numba form, overloads/statistics.py, compiles this function itself)."""
     out[..., 0] -= g[..., 0] / h
     out[..., 1] += g[..., 0] / h
     out[..., -1] += g[..., -1] / h
@@ -286,7 +286,9 @@ def gradient_bar(g, f, spacing=1.0, axis=None):
     parts = (g,) if single else tuple(g)
     out = np.zeros(np.shape(f), dtype=np.result_type(*parts, 0.0))
     for a, part in zip(axes, parts):
-        out += np.moveaxis(_gradient_bar_last(np.moveaxis(np.asarray(part), a, -1), h), -1, a)
+        last = np.moveaxis(np.asarray(part), a, -1)
+        added = _gradient_bar_last(last, h, np.zeros(last.shape, np.result_type(last, 0.0)))
+        out += np.moveaxis(added, -1, a)
     return out
 
 

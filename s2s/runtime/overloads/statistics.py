@@ -11,6 +11,7 @@ from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
 
 from ... import runtime as rt
+from ..statistics import _gradient_bar_last
 from .common import _compile, _is_none
 from .reductions import _axis_overload, _float_of, _tuple_source
 
@@ -273,15 +274,7 @@ def _gradient_last(m, h, out):
     return out
 
 
-@register_jitable
-def _gradient_bar_last(g, h, out):
-    out[..., 0] -= g[..., 0] / h
-    out[..., 1] += g[..., 0] / h
-    out[..., -1] += g[..., -1] / h
-    out[..., -2] -= g[..., -1] / h
-    out[..., 2:] += g[..., 1:-1] / (2.0 * h)
-    out[..., :-2] -= g[..., 1:-1] / (2.0 * h)
-    return out
+_gradient_bar_last = register_jitable(_gradient_bar_last)  # (the python backend's, compiled as it is)
 
 
 @overload(rt.gradient)
