@@ -332,6 +332,8 @@ def _propagate_zeros(node: ast.expr, may_broadcast=lambda zero: False) -> ast.ex
                 return ast.UnaryOp(ast.USub(), node.right)
     if isinstance(node, ast.UnaryOp) and _is_zero(node.operand):
         return name(ZERO)
+    if isinstance(node, ast.Subscript) and _is_zero(node.value):  # an item of a zero tuple's tangent
+        return name(ZERO)
     if isinstance(node, ast.Call) and any(_is_zero(a) for a in node.args):
         others = [a for a in node.args if not _is_zero(a)] + [k.value for k in node.keywords]
         if not any(_has_tangent(a) for a in others):
