@@ -60,6 +60,7 @@ TEMPLATE_MODULES = (
     "s2s.templates.array_rules",
     "s2s.templates.runtime_rules",
     "s2s.templates.scipy_rules",
+    "s2s.templates.scipy_linalg_rules",
 )
 
 

@@ -19,6 +19,7 @@ from .functions import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
 from .norms import *  # noqa: F401,F403
 from .reductions import *  # noqa: F401,F403
+from .scipy_linalg import *  # noqa: F401,F403
 from .special import *  # noqa: F401,F403
 from .statistics import *  # noqa: F401,F403
 from .tapes import *  # noqa: F401,F403
