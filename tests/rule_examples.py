@@ -346,6 +346,26 @@ EXAMPLES = {
                               " + np.sum(scipy.special.softmax(x * 3.0))"),
     runtime.log_softmax: ("x, A", "scipy.special.log_softmax(A * 2.0, axis=0) * x"
                                   " + np.sum(scipy.special.log_softmax(A) * A)"),
+    # scipy.linalg, as users spell it; A[::-1] is factored with row swaps (lu_factor's pivots)
+    runtime.solve_triangular: ("A, x", "scipy.linalg.solve_triangular(A, x, lower=True) + scipy.linalg.solve_triangular("
+                                       "A, np.outer(x, x) + A, trans='T', unit_diagonal=True)[0]"),
+    runtime.cholesky: ("A", "scipy.linalg.cholesky(A @ A.T) + scipy.linalg.cholesky(A @ A.T + A, lower=True) * A"),
+    runtime.cho_factor: ("A", "np.triu(scipy.linalg.cho_factor(A @ A.T)[0])"),
+    runtime.cho_solve: ("A, x", "scipy.linalg.cho_solve(scipy.linalg.cho_factor(A @ A.T, lower=True), x)"
+                                " + scipy.linalg.cho_solve((np.triu(A), False), x)"),
+    runtime.lu_factor: ("A", "scipy.linalg.lu_factor(A[::-1])[0]"),
+    runtime.lu_solve: ("A, x", "scipy.linalg.lu_solve(scipy.linalg.lu_factor(A[::-1]), x)"
+                               " + scipy.linalg.lu_solve(scipy.linalg.lu_factor(A), x, trans=1)"),
+    runtime.expm: ("A", "scipy.linalg.expm(A * 0.4)"),
+    runtime.triangle: ("A", "runtime.triangle(A * A, True) + runtime.triangle(A, False, True)"),
+    runtime.trans_op: ("A", "runtime.trans_op(A * A, 1) + runtime.trans_op(A, 'N') * A"),
+    runtime.unit_lower: ("A", "runtime.unit_lower(A * A)"),
+    runtime.lu_permute: ("x, A", "runtime.lu_permute(A * A, np.array([2, 1, 2])) + runtime.lu_permute(x, np.array([1, 1, 2]))"),
+    runtime.lu_permute_bar: ("x, A", "runtime.lu_permute_bar(A * A, np.array([2, 1, 2]))"
+                                     " + runtime.lu_permute_bar(x, np.array([1, 1, 2]))"),
+    runtime.frechet_block: ("A", "runtime.frechet_block(A, A * A)"),
+    runtime.upper_right: ("A", "runtime.upper_right(np.kron(A[:2, :2], A[1:, 1:]))"),
+    runtime.block_diagonal_sum: ("A", "runtime.block_diagonal_sum(np.kron(A[:2, :2], A[1:, 1:]))"),
 }
 
 
