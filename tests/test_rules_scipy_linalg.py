@@ -132,6 +132,18 @@ def test_cholesky_reads_one_triangle():
     np.testing.assert_allclose(upper_cholesky(s), np.sum(np.linalg.cholesky(s).T * A), rtol=1e-14)
 
 
+def factor_solve(c, b):
+    return np.sum(cho_solve((c, True), b) * B)
+
+
+def test_cho_solve_reads_the_triangle_its_flag_names():
+    """c with data in both triangles (SciPy's cho_factor leaves the input's there): the value and
+    the gradient are of c's lower triangle alone."""
+    value, g = s2s.value_and_grad(factor_solve)(A, B)
+    np.testing.assert_allclose(value, factor_solve(np.tril(A), B), rtol=1e-14)
+    assert np.all(np.triu(g, 1) == 0.0) and np.all(g[np.tril_indices(3)] != 0.0)
+
+
 # ---- LU: through lu_solve it is np.linalg.solve's derivative --------------------------------
 
 
@@ -171,28 +183,22 @@ def test_expm_derivatives_of_closed_form():
 # ---- compiled (s2s.jit), batched (s2s.vmap) ---------------------------------------------------
 
 
-def exponential(a):
-    return expm(a)
-
-
 def test_compiled_values_are_scipys():
     """The Numba forms: substitution, Gaussian elimination with SciPy's pivots, expm by scaling and
-    squaring, within rounding of SciPy's results, over norms from small to large (scaled often)."""
+    squaring, within rounding of SciPy's results; expm over norms from small to large (squared
+    up to 8 times)."""
 
-    def factors(a, b):
+    def factors(a, b, scale):
         lu, piv = lu_factor(a)
         return (solve_triangular(a, b, lower=True), solve_triangular(a, b[:, 0], trans=1, unit_diagonal=True),
-                cholesky(a @ a.T), cho_solve(cho_factor(a @ a.T), b), lu, piv, lu_solve((lu, piv), b, trans=1))
+                cholesky(a @ a.T), cho_solve(cho_factor(a @ a.T), b), cho_solve((a, True), b), lu, piv,
+                lu_solve((lu, piv), b, trans=1), expm(a * scale / 3.0 - np.eye(3) * scale))
 
     compiled = s2s.jit(factors)
-    for a in (A, P, P.T * 5.0):
-        for got, want in zip(compiled(a, B), factors(a, B)):
+    for a, scale in ((A, 1e-3), (P, 0.1), (P.T * 5.0, 1.0), (A, 4.0), (P, 30.0)):
+        for got, want in zip(compiled(a, B, scale), factors(a, B, scale)):
             assert got.dtype == want.dtype
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
-    compiled = s2s.jit(exponential)
-    for scale in (1e-3, 0.1, 1.0, 4.0, 30.0):
-        m = A * scale / 3.0 - np.eye(3) * scale
-        np.testing.assert_allclose(compiled(m), scipy.linalg.expm(m), rtol=1e-12, atol=1e-300)
 
 
 def test_compiled_gradient_against_central_differences():
@@ -219,6 +225,10 @@ def overwriting_factor(a):
     return np.sum(cho_factor(a @ a.T, overwrite_a=True)[0])
 
 
+def lettered_lu_solve(a, b):
+    return np.sum(lu_solve(lu_factor(a), b, trans="T"))  # (SciPy's lu_solve takes 0, 1 or 2)
+
+
 def _line_of(fun, text: str) -> int:
     import inspect
 
@@ -226,11 +236,12 @@ def _line_of(fun, text: str) -> int:
     return first + next(k for k, line in enumerate(lines) if text in line)
 
 
-@pytest.mark.parametrize("fun, args, option", [(overwriting, (A, B), "overwrite_b"),
-                                               (overwriting_factor, (A,), "overwrite_a")])
-def test_overwrite_options_are_refused_at_the_users_line(fun, args, option):
+@pytest.mark.parametrize("fun, args, said", [(overwriting, (A, B), "with overwrite_b=False only"),
+                                             (overwriting_factor, (A,), "with overwrite_a=False only"),
+                                             (lettered_lu_solve, (A, B), "takes trans 0, 1, 2, not 'T'")])
+def test_options_not_differentiated_are_refused_at_the_users_line(fun, args, said):
     with pytest.raises(s2s.S2SError) as refused:
         s2s.grad(fun)(*args)
     message = str(refused.value)
     assert re.search(rf"test_rules_scipy_linalg\.py:{_line_of(fun, 'return')}:\d+", message), message
-    assert f"{option}=False" in message
+    assert said in message

@@ -102,9 +102,16 @@ def unit_lower(lu):
     return np.tril(lu, -1) + np.eye(np.shape(lu)[-2], np.shape(lu)[-1])
 
 
+def _one_factorisation(x, piv):
+    if np.ndim(piv) != 1 or np.ndim(x) not in (1, 2):
+        raise ValueError("s2s: the derivatives of scipy.linalg.lu_factor and lu_solve are of one matrix and a vector "
+                         "or a matrix of columns (s2s.vmap batches a stack)")
+
+
 def lu_permute(x, piv):
     """P x, the rows of x swapped as LAPACK's pivots say (row k with row piv[k], k in order):
     lu_factor's a = P.T L U, P a = L U. Linear in x."""
+    _one_factorisation(x, piv)
     y = np.array(x, dtype=np.result_type(x, 0.0), copy=True)
     for k in range(len(piv)):
         j = piv[k]
@@ -117,6 +124,7 @@ def lu_permute(x, piv):
 
 def lu_permute_bar(x, piv):
     """P.T x: lu_permute undone (the swaps in reverse order); lu_permute's adjoint and inverse."""
+    _one_factorisation(x, piv)
     y = np.array(x, dtype=np.result_type(x, 0.0), copy=True)
     for k in range(len(piv) - 1, -1, -1):
         j = piv[k]
