@@ -59,7 +59,8 @@ def solve_triangular_(x, a, b, trans=0, lower=False, unit_diagonal=False, overwr
 # scipy.linalg.cholesky(a, lower) factors the symmetric matrix that a's lower triangle (lower) or
 # upper one stands for, and returns L or U = L.T. With upper = other_trans(lower) (1 where the
 # upper triangle is read), trans_op(., upper) turns the upper reading into the lower one, whose
-# rule is np.linalg.cholesky's (Murray 2016: L_dot = L Phi(L^-1 S_dot L^-T)).
+# rule is np.linalg.cholesky's (Murray 2016: L_dot = L Phi(L^-1 S_dot L^-T)), its solves by L and
+# L.T triangular ones.
 
 
 @rule(runtime.cholesky, **OWN, options=options_of("cholesky"))
@@ -68,10 +69,10 @@ def cholesky_(c, a, lower=False, overwrite_a=False, check_finite=True):
     upper = other_trans(lower)
     low = trans_op(c, upper)
     low_t = trans_op(c, lower)
-    c_dot = trans_op(low @ lower_half(np.linalg.solve(low, np.swapaxes(np.linalg.solve(
-        low, lower_symmetric(trans_op(a_dot, upper))), -1, -2))), upper)
-    left = np.linalg.solve(low_t, lower_half(low_t @ trans_op(c_bar, upper)))
-    a_bar += trans_op(lower_symmetric_bar(np.swapaxes(np.linalg.solve(low_t, np.swapaxes(left, -1, -2)), -1, -2)),
+    c_dot = trans_op(low @ lower_half(solve_triangular(low, np.swapaxes(solve_triangular(
+        low, lower_symmetric(trans_op(a_dot, upper)), 0, True), -1, -2), 0, True)), upper)
+    left = solve_triangular(low_t, lower_half(low_t @ trans_op(c_bar, upper)))
+    a_bar += trans_op(lower_symmetric_bar(np.swapaxes(solve_triangular(low_t, np.swapaxes(left, -1, -2)), -1, -2)),
                       upper)
 
 
@@ -82,10 +83,10 @@ def cho_factor_(y, a, lower=False, overwrite_a=False, check_finite=True):
     upper = other_trans(lower)
     low = trans_op(y[0], upper)
     low_t = trans_op(y[0], lower)
-    y_dot = (trans_op(low @ lower_half(np.linalg.solve(low, np.swapaxes(np.linalg.solve(
-        low, lower_symmetric(trans_op(a_dot, upper))), -1, -2))), upper), zeros_like(y[1]))
-    left = np.linalg.solve(low_t, lower_half(low_t @ trans_op(y_bar[0], upper)))
-    a_bar += trans_op(lower_symmetric_bar(np.swapaxes(np.linalg.solve(low_t, np.swapaxes(left, -1, -2)), -1, -2)),
+    y_dot = (trans_op(low @ lower_half(solve_triangular(low, np.swapaxes(solve_triangular(
+        low, lower_symmetric(trans_op(a_dot, upper)), 0, True), -1, -2), 0, True)), upper), zeros_like(y[1]))
+    left = solve_triangular(low_t, lower_half(low_t @ trans_op(y_bar[0], upper)))
+    a_bar += trans_op(lower_symmetric_bar(np.swapaxes(solve_triangular(low_t, np.swapaxes(left, -1, -2)), -1, -2)),
                       upper)
 
 
