@@ -67,11 +67,14 @@ def expm_loss(a):
 
 
 def everything(a, b, v):
-    """One program of all of them, for the compiled columns (one compile)."""
+    """One program of all of them, for the compiled columns (one compile); cho_factor's pair is
+    held in a variable, passed on and indexed, as a Gaussian process's code does (its adjoints
+    meet in a tuple, which Numba adds item by item)."""
     s = a @ a.T + np.eye(3)
     lu, piv = lu_factor(a)
+    factor = cho_factor(s, lower=True)
     return (np.sum(solve_triangular(a, b, lower=True) ** 2) + np.sum(solve_triangular(a, v, trans=1) * v)
-            + np.sum(cholesky(s) * a) + np.sum(cho_solve(cho_factor(s, lower=True), b) * b)
+            + np.sum(cholesky(s) * a) + np.sum(cho_solve(factor, b) * b) + np.sum(np.log(np.diag(factor[0])))
             + np.sum(lu_solve((lu, piv), v, trans=1) ** 2) + np.sum(lu * a) + np.sum(expm(a * 0.3) * a))
 
 

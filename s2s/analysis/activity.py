@@ -137,6 +137,12 @@ def _integer_dtype_call(call: ir.Call) -> bool:
     return kind in "biu"
 
 
+def _tuple_rule(call: ir.Call) -> bool:
+    """Is the call's result a tuple by its rule (np.linalg.slogdet, scipy.linalg.cho_factor)?"""
+    found = rule_of_call(call.fn, call.args, call.kwargs)
+    return isinstance(found, Rule) and found.tuple_result
+
+
 @dataclass
 class Analysis:
     fn: ir.Function
@@ -461,6 +467,10 @@ class Analysis:
                     # A helper may take or return a tuple, list, dict or namedtuple: adjoints that
                     # meet there are added leaf by leaf (tree_add), never concatenated.
                     self.containers.update(a.id for a in value.args if isinstance(a, ir.Name))
+                    self.containers.update(stmt.targets)
+                elif isinstance(value, ir.Call) and _tuple_rule(value):
+                    # scipy.linalg.cho_factor's (c, lower), held and passed on whole: the adjoints
+                    # that meet there are added item by item (tree_add), as Numba adds no tuples
                     self.containers.update(stmt.targets)
                 elif isinstance(value, ir.Attribute) and value.attr not in ir.SHAPE_ATTRIBUTES:
                     if isinstance(value.value, ir.Name):
