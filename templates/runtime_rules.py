@@ -432,7 +432,7 @@ DECLARATIONS = [
     nondifferentiable(runtime.stop_gradient, pure=True, view=True, broadcasts=True),
     nondifferentiable(runtime.require_number, runtime.require_unshared, runtime.require_distinct, runtime.require_fits,
                       runtime.require_float_array, runtime.require_not_dict, runtime.require_array,
-                      runtime.require_scalar, runtime.assertion_failed,
+                      runtime.require_updatable, runtime.require_scalar, runtime.assertion_failed,
                       runtime.shape_tape, runtime.push_shape, runtime.pop_shape),
     # Helpers of the forward and reverse templates that are never differentiated themselves.
     primitive(runtime.max_dot, runtime.var_dot, pure=True),

@@ -25,9 +25,13 @@ def uses_global(x):
 
 
 def uses_nonlocal(x):
-    def inner():
-        return x
-    return inner()
+    total = 0.0
+
+    def add(v):
+        nonlocal total
+        total = total + v
+        return total
+    return add(x)
 
 
 def uses_yield(x):

@@ -387,7 +387,8 @@ def generate(fn: Any, transform: str, options: dict | None = None, display_path:
     # What else the generated text depends on: the user functions it calls, and the values
     # of the module constants it bakes in (GRAVITY = 9.81).
     dependencies = {
-        "functions": [f.python for f in functions[:-1]],
+        "functions": [f.python for f in functions[:-1]]
+        + list({id(w): w for f in functions for w in f.written_out}.values()),  # (writing_calls.py)
         "constants": sorted({(f.python.__module__, name, constant_text(value))
                              for f in functions for name, value in {**f.constants, **f.inlined}.items()}),
         "references": sorted({(f.python.__module__, path, module, qualname)

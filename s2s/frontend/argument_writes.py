@@ -2,11 +2,13 @@
 
 s2s lowers every function to work on a private copy of a parameter it writes into (see
 `Normalizer.private_copies`), so a helper's in-place write never reaches its caller. Where the
-caller reads the array it passed after the call, NumPy's program sees the change and s2s's
-would not: a silently different value and derivative. Until s2s threads such writes back to the
-caller, the call is refused at the caller's statement, except in the one form whose meaning does
-not depend on it: `y = helper(y, ...)`, which rebinds y to the result (the written array, where
-the helper returns it) and leaves no name on the old array.
+caller passes a variable of its own, the helper's body is written out at the call, writing into
+that variable (writing_calls.py). What is left is checked here once every function is lowered:
+where the caller reads the array it passed after the call, NumPy's program sees the change and
+s2s's would not (an argument that is a view, `helper(y[1])`; a write through a second helper or
+reaching another name of the array), so the call is refused at the caller's statement, except
+in the one form whose meaning does not depend on it: `y = helper(y, ...)`, which rebinds y to
+the result (the written array, where the helper returns it) and leaves no name on the old array.
 """
 
 from __future__ import annotations

@@ -159,11 +159,17 @@ class ComprehensionLowering:
 
         saved = self.locals
         self.locals = self.locals | set(names)
+        # (a scope of its own: a nested function called in it reads the function's variables, not
+        # the clause's of the same names: lax_forms.inline)
+        frame = {"function": None, "keys": set(names), "restore": {}}
+        self.frames.append(frame)
         try:
             body = self.sub_block(build)
         finally:
             self.locals = saved
-        self.emit(ir.For(mapping.get(var, var), start, stop, step, ir.rename(body, mapping), origin))
+            self.frames.remove(frame)
+        body = ir.rename(ir.rename(body, mapping), frame["restore"])
+        self.emit(ir.For(mapping.get(var, var), start, stop, step, body, origin))
 
     # ---- builtin sum, max and min of a sequence ----------------------------------------
 

@@ -28,6 +28,7 @@ from .einsum import HINT as EINSUM_HINT
 from .einsum import EinsumRefused, lower_einsum, sublist_subscripts
 from .nested import NESTED_CALLS, NESTED_OBJECTS, NESTED_TRANSFORMS
 from .nested_calls import JvpCallLowering
+from .writing_calls import WritingCalls
 from .source import MISSING, is_user_function, named_lambda, scipy_name
 from .source import dotted as _dotted
 from .source import is_constant as _is_constant
@@ -110,7 +111,7 @@ def _may_change(root: Any) -> bool:
 
 
 
-class ExpressionLowering(JvpCallLowering):
+class ExpressionLowering(JvpCallLowering, WritingCalls):
     """The expression half of the Normalizer (lower.py), which gives it emit, assign, error,
     resolver, callees and references."""
 
@@ -179,7 +180,9 @@ class ExpressionLowering(JvpCallLowering):
         if name in ("True", "False", "None"):
             return ir.Const({"True": True, "False": False, "None": None}[name])
         if name in self.def_names:
-            raise self._nested_def_error(node, name)
+            raise self.error(node, f"the nested function {name} can be called, or passed to s2s.lax forms (cond, "
+                             "switch, fori_loop, while_loop, scan), but not used as a value",
+                             "call it where its value is needed, or define it at module level")
         value = self.resolver.lookup(name)
         if value is MISSING:
             raise self.error(node, f"the name {name!r} is not defined")
@@ -349,7 +352,7 @@ class ExpressionLowering(JvpCallLowering):
             raise self.error(node, "calling a local variable is not supported",
                              "call module-level functions by name")
         if isinstance(func, cst.Name) and func.value in self.def_names:
-            raise self._nested_def_error(node, func.value)
+            return self.local_call(node, func.value)
         callee = self.resolver.resolve(func)
         if isinstance(callee, functools._lru_cache_wrapper):
             callee = callee.__wrapped__  # @functools.lru_cache / cache: the function it remembers
@@ -456,8 +459,14 @@ class ExpressionLowering(JvpCallLowering):
         if is_user_function(callee):
             # For the cache: the name the caller used must still refer to this function.
             self.references.add((_dotted(func), callee.__module__, callee.__qualname__))
-            site = call_site(node, callee, self.statement_node, self.parsed.origin(node))
+            # (in a nested function written out here, `return helper(y)` leaves y to the caller, who may read it)
+            statement = None if self.in_nested_function() and isinstance(self.statement_node, cst.Return) \
+                else self.statement_node
+            site = call_site(node, callee, statement, self.parsed.origin(node))
             if site is not None:
+                written = self.writing_call(node, callee, args, kwargs, site)  # (writing_calls.py)
+                if written is not None:
+                    return written
                 self.call_sites.append(site)
             return self.user_call(node, callee, args, kwargs)
         for k in _array_operands(callee, len(args)):
@@ -515,10 +524,15 @@ class ExpressionLowering(JvpCallLowering):
             folded = self.assign(ir.Call(fold, (folded, item)))
         return folded
 
-    def _nested_def_error(self, node: cst.CSTNode, name: str) -> S2SError:
-        return self.error(node, f"the nested function {name} can only be passed to s2s.lax forms "
-                          "(cond, switch, fori_loop, while_loop, scan)",
-                          "define it at module level to call it; s2s differentiates through the call")
+    def local_call(self, node: cst.Call, name: str) -> ir.Atom:
+        """A call of a function defined with def in this one: its body written out here, reading
+        the variables around it as they are now (lax_forms.inline)."""
+        if name not in self.local_defs:
+            raise self.error(node, f"the nested function {name} is called before its def",
+                             "define it before the call")
+        args, kwargs = self.arguments(node)
+        tree, _ = self.inline(self.local_defs[name], args, node, kwargs=kwargs, writes_reach=True)
+        return self.pack(tree)
 
     def type_atom(self, node: cst.BaseExpression) -> ir.Atom:
         """A type argument: float, int and bool name types here, not values."""
@@ -638,6 +652,12 @@ class ExpressionLowering(JvpCallLowering):
         return self.assign(ir.Call(target, (receiver, *args), tuple(kwargs)))
 
     def user_call(self, node, callee, args, kwargs) -> ir.Atom:
+        callee, full = self.call_arguments(node, callee, args, kwargs)
+        self.callees[id(callee)] = callee  # (by identity: two callees may share a name)
+        return self.assign(ir.Call(callee, tuple(full)))
+
+    def call_arguments(self, node, callee, args, kwargs) -> tuple[Any, list]:
+        """(the function called, its arguments by its parameters, defaults filled in)."""
         import inspect
 
         callee = named_lambda(callee)  # (two lambdas called from one function need two names)
@@ -658,8 +678,7 @@ class ExpressionLowering(JvpCallLowering):
             else:
                 raise self.error(node, f"the default of {callee.__name__}({param.name}=...) is not a constant",
                                  "pass the argument explicitly")
-        self.callees[id(callee)] = callee  # (by identity: two callees may share a name)
-        return self.assign(ir.Call(callee, tuple(full)))
+        return callee, full
 
 
 def _array_operands(callee, n_args: int) -> tuple:

@@ -23,7 +23,7 @@ import builtins
 import inspect
 import operator
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import libcst as cst
@@ -32,7 +32,8 @@ import numpy as np
 from .. import lax, runtime
 from ..rules.custom import checkpoint
 from ..ir import nodes as ir
-from .source import MISSING, is_user_function
+from .control_flow import lower_control_flow
+from .source import MISSING, is_user_function, walk_nodes
 
 FORMS = {lax.cond, lax.switch, lax.fori_loop, lax.while_loop, lax.scan}
 # x.at[index].<method>(v): the operator combining the old elements with v (None: set).
@@ -43,14 +44,32 @@ FUNCTION_HINT = "pass a lambda, a function defined with def in this function, or
 
 @dataclass
 class LocalFunction:
-    """A lambda or a nested def, inlined where a lax form calls it."""
+    """A lambda or a nested def, inlined where it is called or a lax form calls it."""
 
     label: str  # for messages: "the lambda", "hidden_step"
     params: list[str]
     pre: list  # statements before the final return (libcst nodes)
-    result: cst.BaseExpression  # the returned expression
+    result: cst.BaseExpression | None  # the returned expression, where a final return is the only one
     assigned: set[str]  # names its statements bind (its locals besides the parameters)
     defs: set[str]  # the functions defined in it with def
+    body: list = field(default_factory=list)  # every statement, where result is None (returns anywhere, or none)
+    defaults: dict = field(default_factory=dict)  # parameter -> its default, evaluated where the def ran
+    updated: set = field(default_factory=set)  # parameters that only `p op= v` rebinds (NumPy: in place)
+    free: set = field(default_factory=set)  # the names it reads from the scopes around it (and perhaps more)
+    scope: Any = None  # the scope it was defined in (Scope); None for a lambda, inlined where it stands
+    node: Any = None  # its libcst FunctionDef
+
+
+@dataclass
+class Scope:
+    """What names mean in the function body a def stands in, which its body sees (lexical scope)."""
+
+    locals: set
+    def_names: set
+    local_defs: dict  # that body's defs so far, filled in as they run: a call sees the ones defined by then
+    lists: set
+    dicts: set
+    depth: int  # how many inlined calls were open where the def stood (Normalizer.frames)
 
 
 def _display(node: Any) -> list | None:
@@ -74,7 +93,9 @@ class LaxLowering:
         return [p.name.value for p in params.params]
 
     def nested_def(self, node: cst.FunctionDef) -> None:
-        """def inside the function: kept, to be inlined where an s2s.lax form calls it."""
+        """def inside the function: kept, to be inlined where it is called (or an s2s.lax form calls
+        it). Its defaults are evaluated here, where Python evaluates them; its body reads the
+        variables around it where it is called, as Python's closures do (late binding)."""
         name = node.name.value
         if node.decorators or node.asynchronous is not None:
             raise self.error(node, "a nested function with decorators or async is not supported",
@@ -82,18 +103,40 @@ class LaxLowering:
         if name in self.locals or name in self.local_defs:
             raise self.error(node, f"the nested function {name} is defined twice or also used as a variable",
                              "give it a name of its own")
-        params = self.plain_params(node.params, node)
+        params = node.params
+        if params.star_arg not in (None, cst.MaybeSentinel.DEFAULT) or params.star_kwarg is not None \
+                or params.kwonly_params or params.posonly_params:
+            raise self.error(node.params, f"the nested function {name} takes plain positional parameters "
+                             "(with or without defaults)", "remove *args, keyword-only parameters and **kwargs")
+        names = [p.name.value for p in params.params]
+        defaults = {}
+        for p in params.params:
+            if p.default is None:
+                continue
+            value = self.expr(p.default)
+            if isinstance(value, ir.Name) and not value.id.startswith("_t"):
+                # (held: the variable may be rebound before the call, which still sees this value)
+                held = self.names.fresh(f"_{name}_{p.name.value}")
+                self.emit(ir.Assign((held,), value, self.origin))
+                value = ir.Name(held)
+            defaults[p.name.value] = value
         body = list(node.body.body)
         pre = body[:-1]
         last = body[-1] if body else None
         if isinstance(last, cst.SimpleStatementLine):
             pre, last = pre + list(last.body[:-1]), last.body[-1]
         returns = [n for n in walk_own(node.body) if isinstance(n, cst.Return)]
-        if not isinstance(last, cst.Return) or last.value is None or len(returns) != 1:
-            raise self.error(node, f"the nested function {name} must end with its only return statement, "
-                             "which returns a value", "compute the result into a variable and return it at the end")
+        simple = isinstance(last, cst.Return) and last.value is not None and len(returns) == 1
+        assigned = assigned_names(node.body)
+        plain = assigned_names(node.body, augmented=False)
+        own = set(names) | assigned
+        free = {n.value for n in walk_nodes(node.body) if isinstance(n, cst.Name)} - own
         defs = {n.name.value for n in walk_own(node.body) if isinstance(n, cst.FunctionDef) and n is not node}
-        self.local_defs[name] = LocalFunction(name, params, pre, last.value, assigned_names(node.body), defs)
+        scope = Scope(self.locals, self.def_names, self.local_defs, self.lists, self.dicts, len(self.frames))
+        self.local_defs[name] = LocalFunction(
+            name, names, pre if simple else [], last.value if simple else None, assigned, defs,
+            body=[] if simple else body, defaults=defaults, updated={p for p in names if p in assigned - plain},
+            free=free, scope=scope, node=node)
 
     def function_argument(self, node: cst.BaseExpression, form: str, role: str) -> Any:
         """A LocalFunction, or the module-level Python function that node names."""
@@ -124,48 +167,122 @@ class LaxLowering:
             return self.expr(node)
         return [self.lower_tree(e, depth - 1) for e in elements]
 
-    def inline(self, fn: Any, args: list, call: cst.CSTNode, depth: int = 1, mapping: dict | None = None):
+    def inline(self, fn: Any, args: list, call: cst.CSTNode, depth: int = 1, mapping: dict | None = None,
+               kwargs: list = (), writes_reach: bool = False):
         """Emit fn(*args) into the current block: returns (its result as lower_tree gives it, the
-        renaming of fn's names, which a second copy of the same call passes back)."""
+        renaming of fn's names, which a second copy of the same call passes back). writes_reach:
+        a call the user wrote, whose `p op= v` of a parameter p given the caller's variable
+        updates that variable, as NumPy updates an array in place (a number is refused there)."""
         if not isinstance(fn, LocalFunction):
-            return self.user_call(call, fn, list(args), []), None
-        if len(args) != len(fn.params):
-            raise self.error(call, f"{fn.label} takes {len(fn.params)} arguments where this s2s.lax form "
-                             f"passes {len(args)}")
+            return self.user_call(call, fn, list(args), list(kwargs)), None
+        args = self.bound_arguments(fn, list(args), list(kwargs), call, writes_reach)
+        if any(frame["function"] is fn for frame in self.frames):
+            chain = " -> ".join([f["function"].label for f in self.frames if f["function"]] + [fn.label])
+            raise self.error(call, f"recursive calls of nested functions are not supported ({chain})",
+                             "rewrite the recursion as a loop")
         if mapping is None:
             # A parameter the body never rebinds is the argument itself (a name passed in);
             # every other name of the function gets a name no other variable has.
             mapping = {}
             for param, arg in zip(fn.params, args):
-                aliased = isinstance(arg, ir.Name) and param not in fn.assigned
+                updated = writes_reach and param in fn.updated and isinstance(arg, ir.Name) and arg.id in self.locals
+                aliased = isinstance(arg, ir.Name) and param not in fn.assigned or updated
                 mapping[param] = arg.id if aliased else self.names.fresh(param)
                 if not aliased:
                     self.display[mapping[param]] = param
+                if updated:
+                    self.emit(ir.ExprStmt(ir.Call(runtime.require_updatable, (
+                        arg, ir.Const(self.update_refusal(fn, param, self.display.get(arg.id, arg.id))))), self.origin))
             for name in sorted(fn.assigned - set(fn.params)):
                 mapping[name] = self.names.fresh(name)
                 self.display[mapping[name]] = name
             self.names.taken |= set(fn.params) | fn.assigned
+            if fn.scope is not None and fn.scope.depth < len(self.frames):
+                # The calls open between fn's def and this call rename their own variables after
+                # their bodies are written: a name fn reads from its own scope is kept from them
+                # under a name of its own, which the outermost of them gives back (closures see
+                # the variables of the scope they were defined in).
+                renamed = set().union(*(f["keys"] for f in self.frames[fn.scope.depth:]))
+                for name in sorted(fn.free & renamed):
+                    mapping[name] = self.names.fresh(f"_{name}")
+                    self.frames[fn.scope.depth]["restore"][mapping[name]] = name
         binds = [ir.Assign((mapping[p],), a, self.origin) for p, a in zip(fn.params, args)
                  if not (isinstance(a, ir.Name) and mapping[p] == a.id)]
-        saved = (self.locals, self.loop_depth, self.origin, self.def_names, self.local_defs)
-        self.locals = self.locals | set(fn.params) | fn.assigned
-        self.loop_depth = 0
-        # The defs inside fn are its own (a scan writes its step out twice, defs included).
-        self.def_names, self.local_defs = (self.def_names - fn.assigned) | fn.defs, dict(self.local_defs)
+        saved = (self.locals, self.loop_depth, self.origin, self.def_names, self.local_defs, self.lists, self.dicts,
+                 self.broke_flags)
+        scope = fn.scope
+        if scope is not None:  # a def: its body sees the scope it was defined in
+            own = set(fn.params) | fn.assigned
+            self.locals = scope.locals | own
+            self.def_names = (scope.def_names - own) | fn.defs
+            self.local_defs = dict(scope.local_defs)
+            lists, dicts = _own_lists(fn.node)
+            self.lists, self.dicts = (scope.lists - own) | lists, (scope.dicts - own) | dicts
+        else:
+            self.locals = self.locals | set(fn.params) | fn.assigned
+            # The defs inside fn are its own (a scan writes its step out twice, defs included).
+            self.def_names, self.local_defs = (self.def_names - fn.assigned) | fn.defs, dict(self.local_defs)
+        self.loop_depth, self.broke_flags = 0, []
+        frame = {"function": fn, "keys": set(fn.params) | fn.assigned, "restore": {}}
+        self.frames.append(frame)
+        sites = len(self.call_sites)
         holder: list = []
 
         def build():
-            self.block(fn.pre)
-            if fn.label != "the lambda":  # a def's return; a lambda stays under the statement calling it
-                self.origin = self.parsed.origin(fn.result)
-            holder.append(self.lower_tree(fn.result, depth))
+            if fn.result is not None:
+                self.block(fn.pre)
+                if fn.label != "the lambda":  # a def's return; a lambda stays under the statement calling it
+                    self.origin = self.parsed.origin(fn.result)
+                holder.append(self.lower_tree(fn.result, depth))
+                return
+            # returns anywhere (or none, which returns None): flags, as for a function's body
+            self.block(fn.body)
+            if not self.out or not isinstance(self.out[-1], ir.Return):
+                self.emit(ir.Return(ir.Const(None), self.parsed.origin(fn.node)))
+            self.out[:] = lower_control_flow(self.out, self.names, self.parsed.origin(fn.node))
+            holder.append(self.out.pop().value)
 
         try:
             block = self.sub_block(build)
         finally:
-            self.locals, self.loop_depth, self.origin, self.def_names, self.local_defs = saved
-        self.out += binds + ir.rename(block, mapping)
-        return _rename_tree(holder[0], mapping), mapping
+            self.frames.pop()
+            (self.locals, self.loop_depth, self.origin, self.def_names, self.local_defs, self.lists, self.dicts,
+             self.broke_flags) = saved
+        for site in self.call_sites[sites:]:  # (by the names the caller's code has after renaming)
+            site.arguments = {p: (mapping.get(n, n), view) for p, (n, view) in site.arguments.items()}
+            site.rebound = frozenset(mapping.get(n, n) for n in site.rebound)
+        block, result = ir.rename(block, mapping), _rename_tree(holder[0], mapping)
+        if frame["restore"]:
+            block, result = ir.rename(block, frame["restore"]), _rename_tree(result, frame["restore"])
+        self.out += binds + block
+        return result, mapping
+
+    def update_refusal(self, fn: LocalFunction, param: str, caller_name: str) -> str:
+        """What require_updatable says where fn's `param op= v` is given a number by the caller."""
+        update = next(n for n in walk_own(fn.node.body) if isinstance(n, cst.AugAssign)
+                      and isinstance(n.target, cst.Name) and n.target.value == param)
+        op = cst.Module([]).code_for_node(update.operator).strip()  # "-=": its symbol, op[:-1] "-"
+        o = self.parsed.origin(update)
+        return (f"{os.path.basename(o.filename)}:{o.line}:{o.column}: `{param} {op} ...` in {fn.label} updates the "
+                f"caller's {caller_name} in place, as NumPy does for an array; {caller_name} is a number here, "
+                f"which Python leaves unchanged: write `{param} = {param} {op[:-1]} ...` in {fn.label}")
+
+    def bound_arguments(self, fn: LocalFunction, args: list, kwargs: list, call: cst.CSTNode, direct: bool) -> list:
+        """The arguments of a call of fn by its parameters: positional, keywords, then defaults."""
+        what = "this call passes" if direct else "this s2s.lax form passes"
+        if len(args) > len(fn.params):
+            raise self.error(call, f"{fn.label} takes {len(fn.params)} arguments where {what} {len(args)}")
+        bound = dict(zip(fn.params, args))
+        for key, value in kwargs:
+            if key not in fn.params or key in bound:
+                raise self.error(call, f"{fn.label} is given the argument {key} "
+                                 + ("twice" if key in bound else "that it has no parameter for"))
+            bound[key] = value
+        missing = [p for p in fn.params if p not in bound and p not in fn.defaults]
+        if missing:
+            raise self.error(call, f"{fn.label} takes {len(fn.params)} arguments where {what} {len(bound)} "
+                             f"(no {', '.join(missing)})")
+        return [bound[p] if p in bound else fn.defaults[p] for p in fn.params]
 
     # ---- carries: one variable per element of a tuple --------------------------------
 
@@ -532,8 +649,9 @@ class LaxLowering:
         return ir.Name(updated)
 
 
-def assigned_names(body: cst.CSTNode) -> set[str]:
-    """The names that the statements of a function body bind (not those of functions nested in it)."""
+def assigned_names(body: cst.CSTNode, augmented: bool = True) -> set[str]:
+    """The names that the statements of a function body bind (not those of functions nested in it);
+    augmented=False: less those that only `x op= v` binds."""
     names: set[str] = set()
 
     class Collect(cst.CSTVisitor):
@@ -548,7 +666,8 @@ def assigned_names(body: cst.CSTNode) -> set[str]:
             self._target(node.target)
 
         def visit_AugAssign(self, node: cst.AugAssign) -> None:
-            self._target(node.target)
+            if augmented:
+                self._target(node.target)
 
         def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
             self._target(node.target)
@@ -577,6 +696,13 @@ def walk_own(node: cst.CSTNode):
             yield child
         else:
             yield from walk_own(child)
+
+
+def _own_lists(node: cst.FunctionDef) -> tuple[set, set]:
+    """The names of a nested def that only ever hold lists, and dicts (lower.py's _list_names)."""
+    from .lower import _list_names
+
+    return _list_names(node), _list_names(node, (cst.Dict, cst.DictComp))
 
 
 def _rename_tree(tree: Any, mapping: dict) -> Any:

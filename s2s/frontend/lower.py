@@ -25,7 +25,7 @@ from .comprehensions import ComprehensionLowering
 from .control_flow import lower_control_flow
 from .expressions import ExpressionLowering
 from .lax_forms import LaxLowering, assigned_names, walk_own
-from .source import MISSING, ParsedFunction, Resolver, forwarding, parse_function, walk_nodes
+from .source import MISSING, ParsedFunction, Resolver, forwarding, is_user_function, parse_function, walk_nodes
 
 AUG_OPS = {
     cst.AddAssign: operator.add,
@@ -128,15 +128,22 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
         self.loop_depth = 0
         self.broke_flags: list = []  # per enclosing loop, innermost last: the flag its break sets (loop ... else)
         self.local_defs: dict = {}
+        self.frames: list = []  # the calls of nested functions being written out, innermost last (inline)
         self.at_results: set[str] = set()  # the temporaries that x.at[i].set(v) and friends update
         self.statement_node: cst.CSTNode | None = None  # the small statement being lowered
         self.call_sites: list = []  # user calls, checked for writes into arguments once all are lowered
+        self.written_out: list = []  # user functions whose bodies are written out at calls (writing_calls.py)
+        self.writers: dict = {}  # id -> the parameters a user function writes into (writing_calls.py)
         self.display: dict[str, str] = {}  # renamed variable -> the user's name (ir.Function.display)
 
     # ---- helpers ---------------------------------------------------------------
 
     def error(self, node: cst.CSTNode, message: str, hint: str = "") -> S2SError:
         return self.parsed.error(node, message, hint)
+
+    def in_nested_function(self) -> bool:
+        """Is a nested function's body being written out where it is called (lax_forms.inline)?"""
+        return any(frame["function"] is not None for frame in self.frames)
 
     def emit(self, stmt) -> None:
         self.out.append(stmt)
@@ -160,7 +167,10 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
 
     # ---- the function ----------------------------------------------------------
 
-    def function(self) -> ir.Function:
+    def function(self, written_out: bool = False) -> ir.Function:
+        """The lowered function. written_out: for its body to be written out at a call that
+        passes the caller's variables (writing_calls.py): no private copies of the parameters it
+        writes into, and without a return statement it returns None, as Python's."""
         node = self.parsed.node
         params = node.params
         if isinstance(params.star_arg, cst.Param) and getattr(self.fn, "__wrapped__", None) is not None:
@@ -180,11 +190,14 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
         names = [p.name.value for p in params.params]
         self.origin = self.parsed.origin(node)
         body = self.sub_block(lambda: self.block(node.body.body))
+        if written_out and not any(isinstance(s, ir.Return) for s in ir.walk(body)):
+            body.append(ir.Return(ir.Const(None), self.origin))
         if not any(isinstance(s, ir.Return) for s in ir.walk(body)):
             raise self.error(node, f"{node.name.value} has no return statement",
                              "return the value to differentiate")
         writes = parameter_writes(names, body)
-        body = self.private_copies(names, body) + body
+        if not written_out:
+            body = self.private_copies(names, body) + body
         body = lower_control_flow(body, self.names, self.origin)
         return ir.Function(
             name=node.name.value,
@@ -199,6 +212,7 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
             references=sorted(self.references),
             param_writes=writes,
             call_sites=self.call_sites,
+            written_out=self.written_out,
             display=self.display,
         )
 
@@ -267,6 +281,9 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
         elif isinstance(node, cst.Expr):
             self.expression_statement(node)
         elif isinstance(node, cst.Return):
+            if node.value is None and self.in_nested_function():  # it returns None
+                self.emit(ir.Return(ir.Const(None), self.origin))
+                return
             if node.value is None:
                 raise self.error(node, "a bare return has no value to differentiate",
                                  "return a value")
@@ -335,6 +352,15 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
             return  # a docstring
         if isinstance(value, (cst.Yield, cst.Await)):
             self.expr(value)  # raises the specific refusal
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in self.def_names \
+                and value.func.value not in self.locals:
+            self.expr(value)  # helper(v, w) of a nested function, for what it writes into v and w
+            return
+        if isinstance(value, cst.Call) and isinstance(value.func, (cst.Name, cst.Attribute)) \
+                and not (isinstance(value.func, cst.Name) and value.func.value in self.locals) \
+                and is_user_function(self.resolver.resolve(value.func)):
+            self.expr(value)  # helper(v, w) of a module-level function, for what it writes into v and w
+            return
         if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
                 and value.func.attr.value == "append" and isinstance(value.func.value, cst.Name) \
                 and value.func.value.value in self.locals and len(value.args) == 1:
@@ -362,7 +388,7 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
             callee = self.resolver.resolve(value.func)
             checks = (runtime.require_number, runtime.require_unshared, runtime.require_distinct, runtime.require_fits,
                       runtime.require_float_array, runtime.require_not_dict, runtime.require_array,
-                      runtime.require_scalar, runtime.assertion_failed,
+                      runtime.require_updatable, runtime.require_scalar, runtime.assertion_failed,
                       runtime.derivative_like)  # (a custom_jvp rule's tangent, checked in its reverse mode)
             if callee in (runtime.index_add, runtime.clear) + checks:
                 # Statements of generated code, when it is transformed again.
@@ -898,9 +924,9 @@ def _indexes_with(body: cst.CSTNode, name: str) -> bool:
 RESERVED = ("math", "np", "runtime")
 
 
-def normalize(fn: Any) -> ir.Function:
-    """Parse and lower a user function into the core language."""
-    lowered = Normalizer(parse_function(fn)).function()
+def normalize(fn: Any, written_out: bool = False) -> ir.Function:
+    """Parse and lower a user function into the core language (written_out: Normalizer.function)."""
+    lowered = Normalizer(parse_function(fn)).function(written_out)
     used = set(lowered.params) | {w for s in ir.walk(lowered.body) for w in ir.stmt_writes(s)}
     clashes = sorted(used & set(RESERVED))
     if clashes:

@@ -251,6 +251,9 @@ class Function:
     references: list = field(default_factory=list)  # (dotted name, module, qualname) of callees
     param_writes: dict = field(default_factory=dict)  # parameter -> how it is written in place
     call_sites: list = field(default_factory=list)  # frontend.argument_writes.CallSite of user calls
+    # the user functions whose bodies are written out in this one's (frontend/writing_calls.py):
+    # what it was made from, for the cache, besides its callees
+    written_out: list = field(default_factory=list)
     # {id(callee): {position: "whole" | "element"}}: which arguments a callee's result may share
     # (frontend/result_views.py); a callee missing here may share any argument whole
     callee_results: dict = field(default_factory=dict)

@@ -447,6 +447,14 @@ def require_array(x, message):
         raise _refusal_at_the_statement(message)
 
 
+def require_updatable(x, message):
+    """Refuse a number where a nested function's `p op= v` updates the caller's variable that
+    was passed as p: NumPy updates an array (a 0-d one too) in place, which the caller sees,
+    and Python rebinds p alone for a number (frontend/lax_forms.py, inline)."""
+    if not isinstance(x, np.ndarray):
+        raise S2SError(message)
+
+
 def require_scalar(x, message):
     """Refuse an array of one or more dimensions where the code needs a number (or a 0-d array):
     the output of f in s2s.grad(f)(x) or s2s.hessian(f)(x) inside a transformed function."""

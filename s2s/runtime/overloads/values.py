@@ -548,6 +548,16 @@ def _require_array(x, message):
     return lambda x, message: None
 
 
+@overload(rt.require_updatable)
+def _require_updatable(x, message):
+    if isinstance(x, types.Array):
+        return lambda x, message: None
+
+    def refuse(x, message):
+        raise S2SError(message)
+    return refuse
+
+
 @overload(rt.require_scalar)
 def _require_scalar(x, message):
     if isinstance(x, types.Array) and x.ndim > 0:
