@@ -1110,6 +1110,12 @@ DECLARATIONS = [
                        runtime.random.uniform, pure=True, fresh=True),
     refuse_when_active("draw a standard truncated normal with constant bounds, then scale and shift it",
                        runtime.random.truncated_normal, pure=True, fresh=True),
+    # rs.randn(n, d) of a NumPy RandomState or Generator the function reads from its closure or
+    # module: drawn as NumPy draws (its state advances), a constant of the derivative; not pure (it
+    # changes the generator: never recomputed, moved or dropped). An argument that carries a
+    # derivative (rs.normal(mu, sigma)) would lose it.
+    refuse_when_active("draw standard samples and shift and scale them: mu + sigma * rs.standard_normal(shape)",
+                       runtime.draw, fresh=True),
     # Without a rule: conversions and a cumulative sum that read their arguments only.
     primitive(np.float64, np.float32, np.int64, pure=True),
     primitive(np.float64, np.float32, np.int64, np.int32, np.bool_, kernel=SAME_SPELLING),  # (numba-cuda converts numbers)

@@ -1,9 +1,11 @@
 """Functions defined with def inside the differentiated one and called there, as autograd's examples
 write them (rnn.py's update and output, fluidsim's project): written out where they are called,
 reading the variables around them as Python's closures do (when called, not when defined), writing
-into the arrays they are given as NumPy does. Every mode against central differences."""
+into the arrays they are given as NumPy does. Draws from a NumPy RandomState or Generator that the
+function closes over (black-box SVI's rs.randn). Every mode against central differences."""
 
 import numpy as np
+import numpy.random as npr
 import pytest
 
 import s2s
@@ -291,6 +293,104 @@ def helper_before_its_def(x):
     (helper_before_its_def, "the nested function f is called before its def", "y = f(x)"),
 ])
 def test_nested_functions_refused_at_the_line(fun, reason, text):
+    with pytest.raises(s2s.S2SError) as info:
+        s2s.grad(fun)(X.copy())
+    assert reason in str(info.value)
+    assert where(fun, text) in str(info.value)
+
+
+# ---- draws from a NumPy RandomState or Generator ------------------------------------------------
+
+D, SAMPLES = 2, 5
+
+
+def log_density(z):
+    return -0.5 * np.sum(z ** 2, axis=1) - 0.1 * np.sum(z ** 4, axis=1)
+
+
+def black_box_svi(num_samples):
+    """An objective as autograd's black_box_svi.py builds it: a RandomState in its closure."""
+    rs = npr.RandomState(0)
+
+    def objective(params):
+        mean, log_std = params[:D], params[D:]
+        samples = rs.randn(num_samples, D) * np.exp(log_std) + mean
+        entropy = 0.5 * D * (1.0 + np.log(2 * np.pi)) + np.sum(log_std)
+        return -(entropy + np.mean(log_density(samples)))
+    return objective, rs
+
+
+def with_samples(samples):
+    """The objective with its draws fixed: what the derivative of one call is taken of."""
+    def objective(params):
+        mean, log_std = params[:D], params[D:]
+        z = samples * np.exp(log_std) + mean
+        return -(0.5 * D * (1.0 + np.log(2 * np.pi)) + np.sum(log_std) + np.mean(log_density(z)))
+    return objective
+
+
+P = np.array([0.1, -0.2, 0.3, -0.4])
+
+
+def test_draws_from_a_closed_over_random_state_are_numpys_and_constants_of_the_gradient():
+    objective, rs = black_box_svi(SAMPLES)
+    reference = npr.RandomState(0)  # the same stream, drawn by NumPy
+    grad = s2s.grad(objective)
+    for _ in range(2):  # each call draws anew, as the state advances
+        samples = reference.randn(SAMPLES, D)
+        close(grad(P), central_differences(with_samples(samples), P))
+        assert rs.randn() == reference.randn()  # the stream is where NumPy's is
+    samples = reference.randn(SAMPLES, D)
+    value, tangent = s2s.jvp(objective, (P,), (np.ones(4),))
+    assert value == pytest.approx(with_samples(samples)(P), rel=1e-13)
+    assert tangent == pytest.approx(np.sum(central_differences(with_samples(samples), P)), rel=1e-6)
+    assert "runtime.draw(rs, \"randn\", num_samples, D)" in s2s.source(grad)
+
+
+RNG = np.random.default_rng(3)
+
+
+def noisy_sines(x):
+    eps = RNG.normal(size=(4, x.shape[0]))
+    return np.sum(np.sin(x + 0.1 * eps))
+
+
+def test_vmap_draws_for_each_example_in_turn_as_a_loop_does():
+    xs = np.stack([X, 2.0 * X])
+    state = RNG.bit_generator.state
+    got = s2s.vmap(s2s.grad(noisy_sines))(xs)
+    after = RNG.bit_generator.state
+    RNG.bit_generator.state = state
+    for row, x in zip(got, xs):
+        eps = RNG.normal(size=(4, x.size))
+        close(row, central_differences(lambda v: np.sum(np.sin(v + 0.1 * eps)), x))
+    assert RNG.bit_generator.state == after
+
+
+def test_a_draw_under_jit_is_refused_with_the_ways_out():
+    objective, _ = black_box_svi(SAMPLES)
+    with pytest.raises(s2s.S2SError) as info:
+        s2s.jit(s2s.grad(objective))(P)
+    message = str(info.value)
+    assert "a draw from a NumPy RandomState or Generator cannot be compiled by Numba" in message
+    assert "draw the samples outside the function" in message and "s2s.random" in message
+    assert "test_nested_functions.py:" in message and "rs.randn(num_samples, D)" in message
+
+
+def draw_of_an_active_mean(x):
+    return np.sum(RNG.normal(x, 1.0))
+
+
+def generator_as_a_value(x):
+    r = RNG
+    return np.sum(x)
+
+
+@pytest.mark.parametrize("fun, reason, text", [
+    (draw_of_an_active_mean, "mu + sigma * rs.standard_normal(shape)", "RNG.normal(x, 1.0)"),
+    (generator_as_a_value, "can be drawn from", "r = RNG"),
+])
+def test_draws_refused_at_the_line(fun, reason, text):
     with pytest.raises(s2s.S2SError) as info:
         s2s.grad(fun)(X.copy())
     assert reason in str(info.value)

@@ -50,6 +50,11 @@ def translate(exc: Exception, user_files: tuple[str, ...] = ()) -> S2SError:
                 break
     hint = ("backend='python' runs it as NumPy; rewrite the statement for Numba, or see Numba's full message "
             "in this error's __cause__")
+    if "Cannot determine Numba type of <class 'numpy.random" in message:  # rs.randn(n, d): runtime.draw(rs, ...)
+        return S2SError("a draw from a NumPy RandomState or Generator cannot be compiled by Numba (its generators "
+                        "are not NumPy's, and the object's state would not advance)", origin,
+                        hint="draw the samples outside the function and pass them in, or use s2s.random with a "
+                             "key (s2s.random.normal(key, shape)); backend='python' draws as NumPy does")
     if "Cannot unify" in message:  # `s = 0.0` then `s = s + x` (an array), `out = 1` then `out = out * a`
         hint = ("a variable here takes values of two types (a number and an array, or an int and a float); "
                 "under Numba give it its final type from its first assignment (np.zeros_like(x) rather than "

@@ -98,6 +98,8 @@ class Emitter:
         if isinstance(value, np.ndarray):  # captured from a closure or the module: by its content's digest
             args = [ast.Constant(captured.capture(value)), ast.Constant(value.dtype.name), self.const(value.shape)]
             return ast.Call(parse_expr("runtime.captured"), args, [])
+        if captured.is_generator(value):  # a NumPy RandomState or Generator the function draws from
+            return ast.Call(parse_expr("runtime.generator"), [ast.Constant(captured.generator_number(value))], [])
         if isinstance(value, type) and issubclass(value, np.generic):
             return parse_expr(f"np.{value.__name__}")
         if value is Ellipsis:

@@ -98,6 +98,9 @@ def NESTED_TRANSFORMS_BY_NAME() -> list:
     return [getattr(package, n) for n in names if package is not None and hasattr(package, n)]
 
 
+# The methods of a NumPy random generator that set or read its state rather than draw.
+_GENERATOR_STATE = {"seed", "set_state", "get_state", "spawn", "jumped", "bit_generator"}
+
 # Packages whose numbers (np.pi, math.e) are not the user's to change.
 _FIXED_PACKAGES = {"numpy", "math", "cmath", "scipy", "s2s", "builtins"}
 
@@ -199,6 +202,10 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
             self.constants[name] = frozen
             return ir.Name(name)
         where = "closed-over variable" if name in self.resolver.closure else "global"
+        if captured.is_generator(value):
+            raise self.error(node, f"the {where} {name!r} ({type(value).__name__}) can be drawn from "
+                             f"({name}.normal(size=n), {name}.uniform(size=n), ...) but not used as a value",
+                             "draw where the samples are needed, or draw outside and pass the samples in")
         raise self.error(node, f"the {where} {name!r} ({type(value).__name__}) cannot be used as a value",
                          "pass it as an argument (s2s captures numbers, numeric arrays and tuples or lists "
                          "of them)")
@@ -635,6 +642,9 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
         if method == "pop" and not node.args and isinstance(func.value, cst.Name) \
                 and func.value.value in self.locals:
             return self.assign(ir.Pop(func.value.value))
+        if isinstance(func.value, cst.Name) and func.value.value not in self.locals \
+                and captured.is_generator(self.resolver.lookup(func.value.value)):
+            return self.draw(node, func.value.value, method)
         receiver = self.expr(func.value)
         if method == "astype":
             if len(node.args) != 1 or node.args[0].keyword or node.args[0].star:
@@ -650,6 +660,19 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
         if method == "transpose" and len(args) > 1:
             args = [self.assign(ir.Build("tuple", tuple(args)))]
         return self.assign(ir.Call(target, (receiver, *args), tuple(kwargs)))
+
+    def draw(self, node: cst.Call, name: str, method: str) -> ir.Atom:
+        """rs.randn(n, d) of a NumPy RandomState or Generator from the closure or the module: the
+        generator's own draw, run where the function runs (its state advances as under NumPy), a
+        constant of the derivative. Numba cannot compile it (runtime/overloads/values.py)."""
+        generator = self.resolver.lookup(name)
+        if method.startswith("_") or method in _GENERATOR_STATE or not callable(getattr(generator, method, None)):
+            raise self.error(node, f"{name}.{method}() of a NumPy random generator is not supported in a "
+                             f"transformed function (draws are: {name}.normal(...), {name}.uniform(...), ...)",
+                             f"call {name}.{method}() outside the function")
+        self.constants[name] = generator
+        args, kwargs = self.arguments(node)
+        return self.assign(ir.Call(runtime.draw, (ir.Name(name), ir.Const(method), *args), tuple(kwargs)))
 
     def user_call(self, node, callee, args, kwargs) -> ir.Atom:
         callee, full = self.call_arguments(node, callee, args, kwargs)

@@ -11,13 +11,14 @@ code as it does any global array.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 
 import numpy as np
 
 from ..errors import S2SError
 
-__all__ = ["captured"]
+__all__ = ["captured", "generator", "draw"]
 
 # digest -> a read-only copy of the array with that content
 _ARRAYS: dict[str, np.ndarray] = {}
@@ -50,12 +51,77 @@ def frozen(array: np.ndarray) -> np.ndarray:
     return _ARRAYS[capture(array)]
 
 
+# NumPy's random generators a transformed function draws from (rs = np.random.RandomState(0) in
+# its closure or module, rs.randn(n, d) inside it): the objects themselves, which generated code
+# calls so that their state advances as under NumPy, numbered in the order this process meets
+# them (deterministic text for one program; the cache's key carries the number).
+_GENERATORS: list = []
+
+
+def is_generator(value) -> bool:
+    return isinstance(value, (np.random.RandomState, np.random.Generator))
+
+
+# While s2s runs the user's function only to learn its output's structure (a probe: vmap's first
+# example): the generators' states before it, given back after it, so that the draws the user sees
+# are the ones NumPy's own calls would make. id -> (generator, state).
+_KEEPING: list = []
+
+
+def generator_number(value) -> int:
+    """The number generated code names a generator by (registering it, as capture does an array)."""
+    for k, known in enumerate(_GENERATORS):
+        if known is value:
+            return k + 1
+    _GENERATORS.append(value)
+    for kept in _KEEPING:  # (met while a probe runs: it has not drawn yet)
+        kept.setdefault(id(value), (value, _state(value)))
+    return len(_GENERATORS)
+
+
+def _state(generator):
+    return generator.get_state() if isinstance(generator, np.random.RandomState) else generator.bit_generator.state
+
+
+@contextlib.contextmanager
+def generators_kept():
+    """The generators' states are what they were before the block (runtime.debug_silenced)."""
+    kept = {id(g): (g, _state(g)) for g in _GENERATORS}
+    _KEEPING.append(kept)
+    try:
+        yield
+    finally:
+        _KEEPING.remove(kept)
+        for g, state in kept.values():
+            if isinstance(g, np.random.RandomState):
+                g.set_state(state)
+            else:
+                g.bit_generator.state = state
+
+
+def generator(number: int):
+    """The generator a generated module draws from, by its number in this process."""
+    if not 1 <= number <= len(_GENERATORS):
+        raise S2SError(f"the random generator number {number} of a generated module is not known to this process",
+                       hint="run the transform (s2s.grad(f), ...) in this process rather than importing its "
+                            "generated module")
+    return _GENERATORS[number - 1]
+
+
+def draw(generator, method, *args, **kwargs):
+    """generator.method(*args, **kwargs): a draw of NumPy's, a constant of every derivative (its
+    arguments carry none: templates/array_rules.py refuses one that does)."""
+    return getattr(generator, method)(*args, **kwargs)
+
+
 def constant_text(value) -> str:
     """What the cache records of a constant a module bakes in: repr for numbers and tuples of
     them; for arrays the digest of their content (repr elides the middle of large arrays).
     Capturing registers the array, so that a module handed back by the cache finds it."""
     if is_capturable(value):
         return f"array:{capture(value)}"
+    if is_generator(value):
+        return f"{type(value).__name__}#{generator_number(value)}"
     if isinstance(value, (tuple, list)) and any(is_capturable(v) or isinstance(v, (tuple, list)) for v in value):
         inner = ", ".join(constant_text(v) for v in value)
         return f"{type(value).__name__}({inner})"

@@ -9,6 +9,7 @@ import string
 
 from ..tree_util import pytree
 from ..errors import S2SError
+from .constants import generators_kept
 
 
 def debug_print(fmt: str, *args, **kwargs) -> None:
@@ -45,10 +46,12 @@ _silenced: list = []  # non-empty while s2s runs a function for its output's sha
 def debug_silenced():
     """No debug output while s2s runs the user's function only to learn its output's structure
     (vmap's probe of the first example, a Jacobian's output shape): the user sees one line per
-    call they made, as with JAX, which traces instead."""
+    call they made, as with JAX, which traces instead. Nor does it advance the NumPy random
+    generators the function draws from (runtime.constants.generators_kept)."""
     _silenced.append(True)
     try:
-        yield
+        with generators_kept():
+            yield
     finally:
         _silenced.pop()
 

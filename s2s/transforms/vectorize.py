@@ -231,6 +231,8 @@ class Vectorizer:
             args = [self._pattern_of(a, env) for a in value.args] + [self._pattern_of(a, env) for _, a in value.kwargs]
             if value.fn is runtime.new_tape:
                 raise NoBatchingRule("no batching rule for tapes", stmt.origin)
+            if value.fn is runtime.draw:  # (each example draws anew, in turn, as a loop over them does)
+                raise NoBatchingRule("no batching rule for a draw from a NumPy random generator", stmt.origin)
             if is_user_function(value.fn):
                 callee = self.by_python[id(value.fn)]
                 return self.function(callee, tuple(args[:len(value.args)]))[1]

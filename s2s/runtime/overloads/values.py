@@ -548,6 +548,13 @@ def _require_array(x, message):
     return lambda x, message: None
 
 
+@overload(rt.draw)
+def _draw(generator, method, *args):
+    raise TypingError("s2s: a draw from a NumPy RandomState or Generator cannot be compiled (Numba's generators "
+                      "are not NumPy's, and the object's state would not advance): draw the samples outside the "
+                      "function and pass them in, or use s2s.random with a key (s2s.random.normal(key, shape))")
+
+
 @overload(rt.require_updatable)
 def _require_updatable(x, message):
     if isinstance(x, types.Array):
