@@ -117,6 +117,36 @@ def comprehension_variable_of_the_same_name(x):
     return sum([g() * x[i] for i in range(3)])
 
 
+def closed_over_array_written(x):
+    buf = np.zeros(3)
+
+    def put(i, v):
+        buf[i] = v  # into the caller's buf, as NumPy writes
+    for i in range(3):
+        put(i, x[i] * x[i + 1])
+    return np.sum(buf ** 2)
+
+
+def loop_with_break(x):
+    def first_big(v):
+        out = 0.0
+        for i in range(v.shape[0]):
+            if v[i] > 1.1:
+                out = v[i] * v[i]
+                break
+        return out
+    return first_big(x) + first_big(x * 3.0)
+
+
+def called_from_a_lax_body(x):
+    def sq(v):
+        return v * v
+
+    def body(i, c):
+        return c + sq(x[i])
+    return s2s.lax.fori_loop(0, 3, body, 0.0)
+
+
 def fluid_like(x):
     vx = x[:3] * 1.0
     vy = x[1:] ** 2
@@ -151,7 +181,7 @@ def a_module_function_with_a_writing_helper(x):
 
 CASES = [closure_read, late_binding, rebound_between_calls, helpers_calling_each_other, tuple_return, defaults,
          early_returns, inner_closure, shadowed_free_name, in_a_comprehension, comprehension_variable_of_the_same_name,
-         fluid_like, item_write,
+         closed_over_array_written, loop_with_break, called_from_a_lax_body, fluid_like, item_write,
          a_module_function_with_a_writing_helper]
 
 
