@@ -264,6 +264,7 @@ def test_the_rnn_gradient_reads_as_the_loop_with_the_steps_written_out():
     assert not any("update(" in line or "output(" in line for line in code)  # written out, no calls left
     assert "# test_nested_functions.py:" in text and "return np.tanh(h @ W + x @ U + b)" in text
     assert "h = np.tanh(" in text  # the step's result goes straight to the caller's h
+    assert "        x = xs[t]\n" in text  # the step's parameter names the value it is given
     assert text == s2s.source(s2s.grad(rnn_loss))  # deterministic
 
 

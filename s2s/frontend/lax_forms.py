@@ -23,6 +23,7 @@ import builtins
 import inspect
 import operator
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -184,9 +185,13 @@ class LaxLowering:
             # A parameter the body never rebinds is the argument itself (a name passed in);
             # every other name of the function gets a name no other variable has.
             mapping = {}
-            for param, arg in zip(fn.params, args):
+            for k, (param, arg) in enumerate(zip(fn.params, args)):
                 updated = writes_reach and param in fn.updated and isinstance(arg, ir.Name) and arg.id in self.locals
                 aliased = isinstance(arg, ir.Name) and param not in fn.assigned or updated
+                named = self.named_argument(arg, param) if writes_reach and isinstance(arg, ir.Name) else None
+                if named is not None:  # helper(h, xs[t]): `x = xs[t]`, the parameter's name on its value
+                    args[k] = arg = ir.Name(named)
+                    aliased = param not in fn.assigned
                 mapping[param] = arg.id if aliased else self.names.fresh(param)
                 if not aliased:
                     self.display[mapping[param]] = param
@@ -256,6 +261,20 @@ class LaxLowering:
             block, result = ir.rename(block, frame["restore"]), _rename_tree(result, frame["restore"])
         self.out += binds + block
         return result, mapping
+
+    def named_argument(self, arg: ir.Name, param: str) -> str | None:
+        """The temporary that holds a call's argument, renamed after the parameter it is given to
+        (a name of its own): None where it is not a temporary assigned in this block and read by
+        nothing else."""
+        if not re.fullmatch(r"_t\d+", arg.id):
+            return None
+        made = [s for s in self.out if isinstance(s, ir.Assign) and s.targets == (arg.id,) and not s.inplace]
+        if len(made) != 1 or any(arg.id in ir.stmt_reads(s) or s is not made[0] and arg.id in ir.stmt_writes(s)
+                                 for s in ir.walk(self.out)):
+            return None
+        made[0].targets = (self.names.fresh(param),)
+        self.display[made[0].targets[0]] = param
+        return made[0].targets[0]
 
     def update_refusal(self, fn: LocalFunction, param: str, caller_name: str) -> str:
         """What require_updatable says where fn's `param op= v` is given a number by the caller."""
