@@ -426,3 +426,16 @@ def test_draws_refused_at_the_line(fun, reason, text):
         s2s.grad(fun)(X.copy())
     assert reason in str(info.value)
     assert where(fun, text) in str(info.value)
+
+
+def global_state_draws(x):
+    return np.sum(x * np.random.randn(3))
+
+
+def test_draws_from_numpys_global_random_state():
+    np.random.seed(5)
+    grad = s2s.grad(global_state_draws)(X[:3].copy())
+    after = np.random.randn()
+    np.random.seed(5)
+    np.testing.assert_array_equal(grad, np.random.randn(3))  # the gradient of sum(x * eps) is eps
+    assert np.random.randn() == after

@@ -404,6 +404,10 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
                              "function with one int argnums (no has_aux) can",
                              "transform the function around it (s2s.grad of the whole step), or call the jitted "
                              "transform from Python: g = s2s.jit(s2s.grad(loss))(params, batch)")
+        if isinstance(func, cst.Attribute) and captured.is_generator(getattr(callee, "__self__", None)):
+            # np.random.randn(n, d): a draw from NumPy's global RandomState (np.random.seed sets it)
+            name = "np_random" if "np_random" not in self.locals else self.names.fresh("np_random")
+            return self.draw(node, name, callee.__name__, callee.__self__)
         if callee is MISSING:
             raise self.error(func, "cannot resolve the called function",
                              "call numpy, math, builtins or module-level functions")
@@ -661,11 +665,12 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
             args = [self.assign(ir.Build("tuple", tuple(args)))]
         return self.assign(ir.Call(target, (receiver, *args), tuple(kwargs)))
 
-    def draw(self, node: cst.Call, name: str, method: str) -> ir.Atom:
-        """rs.randn(n, d) of a NumPy RandomState or Generator from the closure or the module: the
+    def draw(self, node: cst.Call, name: str, method: str, generator: Any = MISSING) -> ir.Atom:
+        """rs.randn(n, d) of a NumPy RandomState or Generator from the closure or the module (or
+        np.random.randn(n, d), NumPy's own RandomState, which generated code calls np_random): the
         generator's own draw, run where the function runs (its state advances as under NumPy), a
-        constant of the derivative. Numba cannot compile it (runtime/overloads/values.py)."""
-        generator = self.resolver.lookup(name)
+        constant of the derivative. Numba cannot compile it (backends/failures.py)."""
+        generator = self.resolver.lookup(name) if generator is MISSING else generator
         if method.startswith("_") or method in _GENERATOR_STATE or not callable(getattr(generator, method, None)):
             raise self.error(node, f"{name}.{method}() of a NumPy random generator is not supported in a "
                              f"transformed function (draws are: {name}.normal(...), {name}.uniform(...), ...)",

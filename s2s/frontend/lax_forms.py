@@ -253,12 +253,14 @@ class LaxLowering:
             self.frames.pop()
             (self.locals, self.loop_depth, self.origin, self.def_names, self.local_defs, self.lists, self.dicts,
              self.broke_flags) = saved
-        for site in self.call_sites[sites:]:  # (by the names the caller's code has after renaming)
-            site.arguments = {p: (mapping.get(n, n), view) for p, (n, view) in site.arguments.items()}
-            site.rebound = frozenset(mapping.get(n, n) for n in site.rebound)
         block, result = ir.rename(block, mapping), _rename_tree(holder[0], mapping)
         if frame["restore"]:
             block, result = ir.rename(block, frame["restore"]), _rename_tree(result, frame["restore"])
+        for site in self.call_sites[sites:]:  # (by the names the caller's code has after renaming)
+            renamed = {n: frame["restore"].get(mapping.get(n, n), mapping.get(n, n)) for n in
+                       [n for n, _ in site.arguments.values()] + list(site.rebound)}
+            site.arguments = {p: (renamed[n], view) for p, (n, view) in site.arguments.items()}
+            site.rebound = frozenset(renamed[n] for n in site.rebound)
         self.out += binds + block
         return result, mapping
 
