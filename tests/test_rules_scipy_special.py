@@ -274,3 +274,15 @@ def test_logsumexp_with_return_sign_is_refused_at_the_users_line():
     message = str(refused.value)
     assert re.search(rf"test_rules_scipy_special\.py:{_line_of(signed_logsumexp, 'return_sign')}:\d+", message), message
     assert "return_sign" in message
+
+
+def guarded_betaln(a, b):
+    return betaln(np.where(a > 0, a, 1.0), np.where(b > 0, b, 1.0)) + xlogy(np.where(a > 0, a, 1.0), b)
+
+
+def test_two_operand_functions_of_zero_d_arrays_compile():
+    """np.where of numbers is a 0-d array, which Numba's np.broadcast_arrays does not take in pairs;
+    the compiled two-operand helpers take them as numbers, as SciPy's ufuncs do."""
+    for a, b in [(2.5, 0.7), (-1.0, 3.0)]:
+        np.testing.assert_allclose(s2s.jit(guarded_betaln)(a, b), guarded_betaln(a, b), rtol=1e-13)
+        check_grads(guarded_betaln, (a, b), modes=("rev",), backend="cpu")

@@ -98,6 +98,11 @@ _BINARY_ARRAY = """def {name}(x, y):
 _BINARY_NUMBER = """def {name}(x, y):
     return dtype(scalar(np.float64(x), np.float64(y)))
 """
+# (Numba's np.broadcast_arrays takes no two 0-d arrays, which np.where of numbers makes; NumPy's
+# ufunc gives a number for them)
+_BINARY_ZERO_D = """def {name}(x, y):
+    return dtype(scalar(np.float64(np.asarray(x)[()]), np.float64(np.asarray(y)[()])))
+"""
 
 
 def _named(template: str, name: str, **env):
@@ -123,6 +128,9 @@ def _binary(helper, scalar):
     @overload(helper)
     def _overload(x, y):
         dtype = _float_dtype(x, y)
+        if all(isinstance(t, (types.Number, types.Boolean)) or isinstance(t, types.Array) and t.ndim == 0
+               for t in (x, y)) and (isinstance(x, types.Array) or isinstance(y, types.Array)):
+            return _named(_BINARY_ZERO_D, f"{helper.__name__}_of_0d", dtype=dtype, scalar=scalar)
         if isinstance(x, types.Array) or isinstance(y, types.Array):
             return _named(_BINARY_ARRAY, f"{helper.__name__}_of_arrays", dtype=dtype, scalar=scalar)
         if isinstance(x, (types.Number, types.Boolean)) and isinstance(y, (types.Number, types.Boolean)):
