@@ -21,7 +21,7 @@ LAYERS = [
     {"version", "errors"},  # nothing of s2s below them
     {"tree_util", "ir", "random"},  # values (pytrees, with JAX's tree utilities; random keys and draws) and the IR
     {"runtime", "lax"},  # what generated code calls (and its Numba overloads); s2s.lax runs on it, with the collectives of pmap
-    {"rules", "templates"},  # the registry of primitives, loaded from templates/
+    {"rules", "templates", "scipy_forms"},  # the registry of primitives, loaded from templates/; SciPy's NumPy forms
     {"frontend"},  # source -> IR
     {"analysis"},  # facts about the IR
     {"codegen"},  # IR -> Python statements -> text

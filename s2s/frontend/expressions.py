@@ -21,6 +21,7 @@ from .. import lax
 from .lax_forms import FORMS as LAX_FORMS
 from ..rules import facts, load_facts, methods
 from ..rules.custom import checkpoint
+from ..scipy_forms import stats as stats_forms
 from ..runtime import constants as captured
 from .argument_writes import call_site
 from .comprehensions import GENERATOR_HINT
@@ -353,6 +354,10 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
             # s2s.checkpoint(f)(x) inline, as JAX code writes jax.checkpoint(f)(x): checkpoint returns
             # f, and reverse mode already recomputes a callee's body in its vjp (README)
             func = func.args[0].value
+        if isinstance(func, cst.Attribute):
+            distribution = self.distribution_of(func.value)
+            if distribution is not None:  # scipy.stats.norm.logpdf(x, mu, sigma), norm(mu, sigma).logpdf(x)
+                return self.stats_call(node, func.attr.value, *distribution)
         if isinstance(func, cst.Attribute) and not self._is_module_path(func.value):
             return self.method_call(node, func)
         if isinstance(func, cst.Name) and func.value in self.locals:
@@ -411,6 +416,12 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
         if callee is MISSING:
             raise self.error(func, "cannot resolve the called function",
                              "call numpy, math, builtins or module-level functions")
+        if _is_distribution(getattr(callee, "__self__", None)):  # logpdf = norm.logpdf at module level
+            return self.stats_call(node, callee.__name__, callee.__self__, (), ())
+        if _is_distribution(callee) or _is_frozen(callee):
+            raise self.error(node, f"a scipy.stats distribution ({_distribution_name(callee)}) is supported here only "
+                             "through its methods, called at once: norm.logpdf(x, loc, scale) or "
+                             "norm(loc, scale).logpdf(x)", "call the method where you need the value")
         if scipy_name(callee) is not None:
             callee = self.scipy_callee(node, callee)
         if isinstance(callee, type) and (callee.__module__ or "").split(".")[0] not in ("builtins", "numpy"):
@@ -514,11 +525,76 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
         if written is not None:
             return written
         covered = sorted(n for n in map(scipy_name, load_facts()) if n is not None)
+        distributions = ""
+        if scipy_name(callee).startswith("scipy.stats."):
+            distributions = f", and of scipy.stats the methods of {stats_forms.covered()}"
         raise self.error(node, f"s2s has no rule for {scipy_name(callee)}"
-                         + (f"; of SciPy it differentiates and compiles {', '.join(covered)}" if covered else ""),
+                         + (f"; of SciPy it differentiates and compiles {', '.join(covered)}" if covered else "")
+                         + distributions,
                          "compute it with NumPy functions, and give that function a derivative of your own "
                          "with s2s.custom_vjp where you need one (its fwd and bwd are NumPy code too: s2s "
                          "transforms them)")
+
+    def distribution_of(self, node: cst.BaseExpression):
+        """(the scipy.stats distribution, its frozen arguments, its frozen keywords) that node
+        names: a global one (norm, scipy.stats.norm, stats.t), one frozen in the call
+        (norm(mu, sigma)) or at module level (rv = norm(0.0, 2.0)); None for anything else."""
+        if isinstance(node, cst.Call):
+            dist = self.distribution_of(node.func)
+            if dist is None or dist[1] or dist[2]:
+                return None
+            args, kwargs = self.arguments(node)
+            return dist[0], tuple(args), tuple(kwargs)
+        root = node
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        if not isinstance(root, cst.Name) or root.value in self.locals or root.value in self.def_names:
+            return None
+        obj = self.resolver.lookup(root.value) if node is root else _attribute_chain(
+            self.resolver.lookup(root.value), node)
+        if _is_distribution(obj):
+            return obj, (), ()
+        if _is_frozen(obj) and not isinstance(getattr(obj, "args", None), tuple):
+            raise self.error(node, f"the frozen distribution {_dotted(node)} ({type(obj).__name__}) is not covered",
+                             "call the distribution's method with its parameters as arguments: "
+                             "multivariate_normal.logpdf(x, mean, cov)")
+        if _is_frozen(obj) and _is_distribution(getattr(obj, "dist", None)):
+            if not all(_is_constant(v) for v in (*obj.args, *obj.kwds.values())):
+                raise self.error(node, f"the frozen distribution {_dotted(node)} holds parameters other than numbers",
+                                 f"call {obj.dist.name}'s method with its parameters as arguments")
+            return (obj.dist, tuple(ir.Const(v) for v in obj.args),
+                    tuple((k, ir.Const(v)) for k, v in obj.kwds.items()))
+        return None
+
+    def stats_call(self, node: cst.Call, method: str, dist, frozen: tuple, frozen_kwargs: tuple) -> ir.Atom:
+        """A scipy.stats distribution's method, lowered as a call of its NumPy form
+        (scipy_forms/stats.py), which s2s transforms like a helper of the user's; a distribution
+        or method not covered is refused here, before anything reads SciPy's source."""
+        import inspect
+
+        name = _distribution_name(dist)
+        fn = stats_forms.form(name, method)
+        if fn is None:
+            raise self.error(node, f"s2s has no rule for scipy.stats.{name}.{method}; of scipy.stats it "
+                             f"differentiates and compiles {stats_forms.covered()}",
+                             "compute it with NumPy functions, and give that function a derivative of your own "
+                             "with s2s.custom_vjp where you need one (its fwd and bwd are NumPy code too: s2s "
+                             "transforms them)")
+        args, kwargs = self.arguments(node)
+        args, kwargs = args + list(frozen), kwargs + list(frozen_kwargs)
+        signature = inspect.signature(fn)
+        parameters = ", ".join(signature.parameters)
+        try:
+            bound = signature.bind(*args, **dict(kwargs))
+        except TypeError as exc:
+            raise self.error(node, f"scipy.stats.{name}.{method} is differentiated with the parameters ({parameters}) "
+                             f"here ({exc})", "pass the others' defaults, or compute it with NumPy functions") from None
+        missing = [p.name for p in signature.parameters.values()
+                   if p.name not in bound.arguments and p.default is None]
+        if missing:
+            raise self.error(node, f"scipy.stats.{name}.{method} is differentiated with {missing[0]} given "
+                             f"(its parameters here: {parameters})", f"pass {missing[0]} as a 2-d array")
+        return self.user_call(node, fn, args, kwargs)
 
     def fold_display(self, node: cst.Call, callee) -> ir.Atom:
         """sum([a, b, c]) is a + b + c (after sum's start, where one is given: 0 + a is a), and
@@ -707,6 +783,39 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
                 raise self.error(node, f"the default of {callee.__name__}({param.name}=...) is not a constant",
                                  "pass the argument explicitly")
         return callee, full
+
+
+def _is_distribution(obj: Any) -> bool:
+    """A scipy.stats distribution object (norm, multivariate_normal); scipy.stats is imported only
+    when the object's class comes from it."""
+    if not (type(obj).__module__ or "").startswith("scipy.stats"):
+        return False
+    from scipy.stats import rv_continuous, rv_discrete
+    from scipy.stats._multivariate import multi_rv_generic
+
+    return isinstance(obj, (rv_continuous, rv_discrete, multi_rv_generic))
+
+
+def _is_frozen(obj: Any) -> bool:
+    """A frozen scipy.stats distribution (norm(0, 1), multivariate_normal(mean, cov))."""
+    if not (type(obj).__module__ or "").startswith("scipy.stats"):
+        return False
+    from scipy.stats._distn_infrastructure import rv_frozen
+    from scipy.stats._multivariate import multi_rv_frozen
+
+    return isinstance(obj, (rv_frozen, multi_rv_frozen))
+
+
+def _distribution_name(obj: Any) -> str:
+    """norm for scipy.stats.norm, multivariate_normal for its multivariate_normal."""
+    import scipy.stats
+
+    obj = getattr(obj, "dist", obj) if _is_frozen(obj) else obj
+    name = getattr(obj, "name", None)
+    # (by its class: a frozen distribution's dist is an instance of its own)
+    if isinstance(name, str) and type(getattr(scipy.stats, name, None)) is type(obj):
+        return name
+    return next((n for n in dir(scipy.stats) if type(getattr(scipy.stats, n)) is type(obj)), type(obj).__name__)
 
 
 def _array_operands(callee, n_args: int) -> tuple:

@@ -1,0 +1,246 @@
+"""scipy.stats distributions written as NumPy code, which s2s reads like a user's helper: a call
+`scipy.stats.norm.logpdf(x, mu, sigma)` in a transformed function is lowered as a call of
+norm_logpdf(x, mu, sigma) here (frontend/expressions.py, stats_call), so it is differentiated,
+batched and compiled in every mode.
+
+Each form gives SciPy's values: NaN where a parameter is out of its range (SciPy's badvalue),
+-inf (logpdf) or 0 (pdf) outside the support, the density's formula inside it. The formula is
+evaluated at a safe point where it is not selected (1.0 for a scale out of range, a point of the
+support for x outside it), so that the adjoint np.where sends to the branch it does not select,
+zero, meets finite partial derivatives there (0 * inf would be NaN).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import special
+
+LOG_SQRT_2PI = 0.9189385332046727  # log(sqrt(2 pi))
+LOG_2PI = 1.8378770664093453
+LOG_2 = 0.6931471805599453
+
+
+# ---- norm ------------------------------------------------------------------------------
+
+
+def norm_logpdf(x, loc=0.0, scale=1.0):
+    valid = scale > 0
+    s = np.where(valid, scale, 1.0)
+    y = (x - loc) / s
+    return np.where(valid, -y * y / 2.0 - LOG_SQRT_2PI - np.log(s), np.nan)
+
+
+def norm_pdf(x, loc=0.0, scale=1.0):
+    return np.exp(norm_logpdf(x, loc, scale))
+
+
+def norm_logcdf(x, loc=0.0, scale=1.0):
+    valid = scale > 0
+    s = np.where(valid, scale, 1.0)
+    return np.where(valid, special.log_ndtr((x - loc) / s), np.nan)
+
+
+def norm_cdf(x, loc=0.0, scale=1.0):
+    valid = scale > 0
+    s = np.where(valid, scale, 1.0)
+    return np.where(valid, special.ndtr((x - loc) / s), np.nan)
+
+
+# ---- t, gamma, beta --------------------------------------------------------------------
+
+
+def t_logpdf(x, df, loc=0.0, scale=1.0):
+    # log Gamma((df + 1) / 2) - log Gamma(df / 2) - log(pi) / 2 is -betaln(df / 2, 1 / 2), which keeps its
+    # digits for large df (the difference of the two gammaln does not)
+    valid = (df > 0) & (scale > 0)
+    d = np.where(valid, df, 1.0)
+    s = np.where(valid, scale, 1.0)
+    y = (x - loc) / s
+    logp = -special.betaln(0.5 * d, 0.5) - 0.5 * np.log(d) - (d + 1.0) / 2.0 * np.log1p(y * y / d) - np.log(s)
+    return np.where(valid, logp, np.nan)
+
+
+def t_pdf(x, df, loc=0.0, scale=1.0):
+    return np.exp(t_logpdf(x, df, loc, scale))
+
+
+def gamma_logpdf(x, a, loc=0.0, scale=1.0):
+    valid = (a > 0) & (scale > 0)
+    shape = np.where(valid, a, 1.0)
+    s = np.where(valid, scale, 1.0)
+    y = (x - loc) / s
+    outside = y < 0
+    inside = np.where(outside, 1.0, y)
+    logp = special.xlogy(shape - 1.0, inside) - inside - special.gammaln(shape) - np.log(s)
+    return np.where(valid, np.where(outside, -np.inf, logp), np.nan)
+
+
+def gamma_pdf(x, a, loc=0.0, scale=1.0):
+    return np.exp(gamma_logpdf(x, a, loc, scale))
+
+
+def beta_logpdf(x, a, b, loc=0.0, scale=1.0):
+    valid = (a > 0) & (b > 0) & (scale > 0)
+    a1 = np.where(valid, a, 1.0)
+    b1 = np.where(valid, b, 1.0)
+    s = np.where(valid, scale, 1.0)
+    y = (x - loc) / s
+    outside = (y < 0) | (y > 1)
+    inside = np.where(outside, 0.5, y)
+    logp = special.xlog1py(b1 - 1.0, -inside) + special.xlogy(a1 - 1.0, inside) - special.betaln(a1, b1) - np.log(s)
+    return np.where(valid, np.where(outside, -np.inf, logp), np.nan)
+
+
+def beta_pdf(x, a, b, loc=0.0, scale=1.0):
+    return np.exp(beta_logpdf(x, a, b, loc, scale))
+
+
+# ---- expon, uniform --------------------------------------------------------------------
+
+
+def expon_logpdf(x, loc=0.0, scale=1.0):
+    valid = scale > 0
+    s = np.where(valid, scale, 1.0)
+    y = (x - loc) / s
+    outside = y < 0
+    inside = np.where(outside, 1.0, y)
+    return np.where(valid, np.where(outside, -np.inf, -inside - np.log(s)), np.nan)
+
+
+def expon_pdf(x, loc=0.0, scale=1.0):
+    return np.exp(expon_logpdf(x, loc, scale))
+
+
+def expon_cdf(x, loc=0.0, scale=1.0):
+    valid = scale > 0
+    s = np.where(valid, scale, 1.0)
+    y = (x - loc) / s
+    outside = y < 0
+    inside = np.where(outside, 1.0, y)
+    return np.where(valid, np.where(outside, 0.0, -np.expm1(-inside)), np.nan)
+
+
+def expon_logcdf(x, loc=0.0, scale=1.0):
+    # log(1 - exp(-y)): through expm1 below log 2, through log1p above (where 1 - exp(-y) rounds to 1)
+    valid = scale > 0
+    s = np.where(valid, scale, 1.0)
+    y = (x - loc) / s
+    outside = y < 0
+    inside = np.where(outside, 1.0, y)
+    near = np.log(-np.expm1(-np.minimum(inside, LOG_2)))
+    far = np.log1p(-np.exp(-np.maximum(inside, LOG_2)))
+    return np.where(valid, np.where(outside, -np.inf, np.where(inside < LOG_2, near, far)), np.nan)
+
+
+def uniform_logpdf(x, loc=0.0, scale=1.0):
+    valid = scale > 0
+    s = np.where(valid, scale, 1.0)
+    y = (x - loc) / s
+    outside = (y < 0) | (y > 1)
+    return np.where(valid, np.where(outside, -np.inf, -np.log(s) + 0.0 * y), np.nan)  # (NaN for a NaN x)
+
+
+def uniform_pdf(x, loc=0.0, scale=1.0):
+    return np.exp(uniform_logpdf(x, loc, scale))
+
+
+def uniform_cdf(x, loc=0.0, scale=1.0):
+    valid = scale > 0
+    s = np.where(valid, scale, 1.0)
+    y = (x - loc) / s
+    below = y <= 0
+    return np.where(valid, np.where(below, 0.0, np.minimum(y, 1.0)), np.nan)
+
+
+def uniform_logcdf(x, loc=0.0, scale=1.0):
+    valid = scale > 0
+    s = np.where(valid, scale, 1.0)
+    y = (x - loc) / s
+    below = y <= 0
+    inside = np.where(below, 1.0, np.minimum(y, 1.0))
+    return np.where(valid, np.where(below, -np.inf, np.log(inside)), np.nan)
+
+
+# ---- poisson, bernoulli (k is discrete: its derivative is zero) ----------------------------
+
+
+def poisson_logpmf(k, mu, loc=0):
+    valid = mu >= 0
+    m = np.where(valid, mu, 1.0)
+    j = np.floor(k - loc)
+    outside = (j < 0) | (j < k - loc)
+    n = np.where(outside, 0.0, j)
+    logp = special.xlogy(n, m) - special.gammaln(n + 1.0) - m
+    return np.where(valid, np.where(outside, -np.inf, logp), np.nan)
+
+
+def poisson_pmf(k, mu, loc=0):
+    return np.exp(poisson_logpmf(k, mu, loc))
+
+
+def bernoulli_logpmf(k, p, loc=0):
+    valid = (p >= 0) & (p <= 1)
+    q = np.where(valid, p, 0.5)
+    j = np.floor(k - loc)
+    outside = (j < 0) | (j > 1) | (j < k - loc)
+    n = np.where(outside, 0.0, j)
+    logp = special.xlogy(n, q) + special.xlog1py(1.0 - n, -q)
+    return np.where(valid, np.where(outside, -np.inf, logp), np.nan)
+
+
+def bernoulli_pmf(k, p, loc=0):
+    return np.exp(bernoulli_logpmf(k, p, loc))
+
+
+def bernoulli_cdf(k, p, loc=0):
+    valid = (p >= 0) & (p <= 1)
+    j = np.floor(k - loc)
+    cdf = np.where(j < 0, 0.0, np.where(j >= 1, 1.0, 1.0 - p))
+    return np.where(valid, np.where(np.isnan(j), np.nan, cdf), np.nan)
+
+
+def bernoulli_logcdf(k, p, loc=0):
+    valid = (p >= 0) & (p <= 1)
+    q = np.where(valid, p, 0.5)
+    j = np.floor(k - loc)
+    logcdf = np.where(valid, np.where(j < 0, -np.inf, np.log1p(-q)), np.nan)
+    # (SciPy's logcdf is 0 from the support's end on, whether p is in range or not)
+    return np.where(np.isnan(j), np.nan, np.where(j >= 1, 0.0, logcdf))
+
+
+# ---- multivariate_normal ---------------------------------------------------------------
+
+
+def multivariate_normal_logpdf(x, mean=0.0, cov=None):
+    # x is one point (d,) or one a row (n, d). SciPy reads cov's lower triangle (its eigh), and so
+    # does this form: the gradient with respect to cov is that triangle's, upper entries zero.
+    # The quadratic form is through a solve, the log determinant through slogdet.
+    c = np.tril(cov) + np.tril(cov, -1).T
+    diff = x - mean
+    sign, logdet = np.linalg.slogdet(c)
+    solved = np.linalg.solve(c, diff.T)
+    maha = np.sum(diff.T * solved, axis=0)
+    logp = -0.5 * (c.shape[0] * LOG_2PI + logdet + maha)
+    return np.where(sign > 0, logp, np.nan)
+
+
+def multivariate_normal_pdf(x, mean=0.0, cov=None):
+    return np.exp(multivariate_normal_logpdf(x, mean, cov))
+
+
+# The distributions covered, each by its methods: scipy.stats.<name>.<method> is <name>_<method> above.
+DISTRIBUTIONS = ("norm", "multivariate_normal", "t", "gamma", "beta", "expon", "uniform", "poisson", "bernoulli")
+
+
+def covered_methods(name: str) -> list[str]:
+    return [m for m in ("logpdf", "pdf", "logcdf", "cdf", "logpmf", "pmf") if f"{name}_{m}" in globals()]
+
+
+def form(name: str, method: str):
+    """The form of scipy.stats.<name>.<method>, or None."""
+    return globals().get(f"{name}_{method}") if name in DISTRIBUTIONS else None
+
+
+def covered() -> str:
+    """What is covered, for messages: norm (logpdf, pdf, logcdf, cdf), ..."""
+    return ", ".join(f"{name} ({', '.join(covered_methods(name))})" for name in DISTRIBUTIONS)
