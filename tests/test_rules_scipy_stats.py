@@ -9,6 +9,7 @@ derivatives SciPy's by central differences; anything else of scipy.stats is refu
 user's line."""
 
 import re
+import sys
 
 import numpy as np
 import pytest
@@ -189,6 +190,14 @@ def mvn_point(x, mean, cov):
     return mvn.logpdf(x, mean, cov)
 
 
+def mvn_of_displays(x, s):
+    return mvn.logpdf(x, [0.1, -0.2, s], cov=[[1.5, 0.3, -0.2], [0.3, 1.1, 0.25], [-0.2, 0.25, s]])
+
+
+def test_lists_are_arrays_as_scipy_takes_them():
+    check_grads(mvn_of_displays, (POINTS, 0.9), order=1, modes=("fwd", "rev"), backend="python")
+
+
 def test_compiled_multivariate_normal_of_one_point_is_scipys():
     np.testing.assert_allclose(s2s.jit(mvn_point)(POINTS[1], MEAN, COV), mvn.logpdf(POINTS[1], MEAN, COV), rtol=1e-12)
 
@@ -203,6 +212,11 @@ def test_vmap_of_multivariate_normal_over_points_and_means(backend="python"):
         args = (POINTS[b], means[b], COV)
         np.testing.assert_allclose(grads[0][b], central_difference_grad(mvn_point, args, 1), rtol=1e-6, atol=1e-7)
         np.testing.assert_allclose(grads[1][b], central_difference_grad(mvn_point, args, 2), rtol=1e-6, atol=1e-7)
+    covs = np.stack([COV, COV * 1.5, COV + 0.2 * np.eye(3), COV * 0.7])  # a cov per example
+    grads = s2s.jit(s2s.vmap(s2s.grad(mvn_point, argnums=2), in_axes=(0, None, 0)), backend=backend)(POINTS, MEAN, covs)
+    for b in range(4):
+        args = (POINTS[b], MEAN, covs[b])
+        np.testing.assert_allclose(grads[b], central_difference_grad(mvn_point, args, 2), rtol=1e-6, atol=1e-7)
 
 
 def test_gradient_with_respect_to_cov_is_its_lower_triangles():
@@ -305,6 +319,10 @@ def no_cov(x):
     return mvn.logpdf(x, MEAN)
 
 
+def scalar_cov(x):
+    return mvn.logpdf(x, MEAN, 2.0)
+
+
 def too_many(x):
     return np.sum(norm.logpdf(x, 0.0, 1.0, 2.0))
 
@@ -324,7 +342,8 @@ REFUSED = [
     (frozen_multivariate, "MVN_FROZEN", "the frozen distribution MVN_FROZEN (multivariate_normal_frozen) is not covered"),
     (singular_allowed, "allow_singular", "scipy.stats.multivariate_normal.logpdf is differentiated with the "
                                          "parameters (x, mean, cov)"),
-    (no_cov, "mvn.logpdf", "scipy.stats.multivariate_normal.logpdf is differentiated with cov given"),
+    (no_cov, "mvn.logpdf", "scipy.stats.multivariate_normal.logpdf is differentiated with cov given as an array"),
+    (scalar_cov, "mvn.logpdf", "scipy.stats.multivariate_normal.logpdf is differentiated with cov given as an array"),
     (too_many, "norm.logpdf", "scipy.stats.norm.logpdf is differentiated with the parameters (x, loc, scale)"),
     (zscore, "scipy.stats.zscore", "s2s has no rule for scipy.stats.zscore"),
 ]
@@ -353,3 +372,18 @@ def test_covered_distributions_are_listed_with_their_methods():
     assert forms.covered_methods("multivariate_normal") == ["logpdf", "pdf"]
     assert forms.covered_methods("poisson") == ["logpmf", "pmf"]
     assert forms.form("norm", "rvs") is None and forms.form("cauchy", "logpdf") is None
+
+
+DENSITY = norm
+
+
+def named_density(x):
+    return np.sum(DENSITY.logpdf(x, 3.0))
+
+
+def test_a_distribution_bound_anew_is_transformed_anew(monkeypatch):
+    """The name a function calls a distribution's method through must still hold it (the cache
+    checks it by the distribution's class, which every process shares)."""
+    np.testing.assert_allclose(s2s.jit(named_density, backend="python")(X), norm.logpdf(X, 3.0).sum(), rtol=1e-12)
+    monkeypatch.setattr(sys.modules[__name__], "DENSITY", t)
+    np.testing.assert_allclose(s2s.jit(named_density, backend="python")(X), t.logpdf(X, 3.0).sum(), rtol=1e-12)

@@ -552,6 +552,8 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
             return None
         obj = self.resolver.lookup(root.value) if node is root else _attribute_chain(
             self.resolver.lookup(root.value), node)
+        if node is root and root.value not in self.resolver.closure and (_is_distribution(obj) or _is_frozen(obj)):
+            self.inlined[root.value] = obj  # (the cache checks that the name still holds it: norm = t)
         if _is_distribution(obj):
             return obj, (), ()
         if _is_frozen(obj) and not isinstance(getattr(obj, "args", None), tuple):
@@ -580,7 +582,14 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
                              "compute it with NumPy functions, and give that function a derivative of your own "
                              "with s2s.custom_vjp where you need one (its fwd and bwd are NumPy code too: s2s "
                              "transforms them)")
-        args, kwargs = self.arguments(node)
+        args, kwargs = self.arguments(node, lists_as_tuples=True)
+        displays = [isinstance(a.value, (cst.List, cst.Tuple)) for a in node.args]
+        for k, display in enumerate(displays[:len(args)]):
+            if display:  # mvn.logpdf(x, [0.0, 1.0], cov): SciPy makes the display an array, and so does the call
+                args[k] = self.assign(ir.Call(np.array, (args[k],)))
+        for k, display in enumerate(displays[len(args):]):
+            if display:
+                kwargs[k] = (kwargs[k][0], self.assign(ir.Call(np.array, (kwargs[k][1],))))
         args, kwargs = args + list(frozen), kwargs + list(frozen_kwargs)
         signature = inspect.signature(fn)
         parameters = ", ".join(signature.parameters)
@@ -590,9 +599,9 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
             raise self.error(node, f"scipy.stats.{name}.{method} is differentiated with the parameters ({parameters}) "
                              f"here ({exc})", "pass the others' defaults, or compute it with NumPy functions") from None
         missing = [p.name for p in signature.parameters.values()
-                   if p.name not in bound.arguments and p.default is None]
+                   if p.default is None and (p.name not in bound.arguments or isinstance(bound.arguments[p.name], ir.Const))]
         if missing:
-            raise self.error(node, f"scipy.stats.{name}.{method} is differentiated with {missing[0]} given "
+            raise self.error(node, f"scipy.stats.{name}.{method} is differentiated with {missing[0]} given as an array "
                              f"(its parameters here: {parameters})", f"pass {missing[0]} as a 2-d array")
         return self.user_call(node, fn, args, kwargs)
 

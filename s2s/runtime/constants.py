@@ -125,6 +125,14 @@ def constant_text(value) -> str:
     if isinstance(value, (tuple, list)) and any(is_capturable(v) or isinstance(v, (tuple, list)) for v in value):
         inner = ", ".join(constant_text(v) for v in value)
         return f"{type(value).__name__}({inner})"
+    kind = type(value)
+    if (kind.__module__ or "").startswith("scipy.stats."):
+        # a distribution whose method a function calls (norm, or rv = norm(0.0, 2.0)): by its class and a
+        # frozen one's parameters, not by its address, which another process does not share
+        dist = getattr(value, "dist", None)
+        if dist is not None and isinstance(getattr(value, "args", None), tuple):
+            return f"{type(dist).__module__}.{type(dist).__qualname__}{value.args!r}{sorted(value.kwds.items())!r}"
+        return f"{kind.__module__}.{kind.__qualname__}"
     return repr(value)
 
 
