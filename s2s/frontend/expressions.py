@@ -598,8 +598,9 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
         except TypeError as exc:
             raise self.error(node, f"scipy.stats.{name}.{method} is differentiated with the parameters ({parameters}) "
                              f"here ({exc})", "pass the others' defaults, or compute it with NumPy functions") from None
-        missing = [p.name for p in signature.parameters.values()
-                   if p.default is None and (p.name not in bound.arguments or isinstance(bound.arguments[p.name], ir.Const))]
+        given = bound.arguments
+        missing = [p.name for p in signature.parameters.values()  # (cov: a default of None, an array needed)
+                   if p.default is None and (p.name not in given or isinstance(given[p.name], ir.Const))]
         if missing:
             raise self.error(node, f"scipy.stats.{name}.{method} is differentiated with {missing[0]} given as an array "
                              f"(its parameters here: {parameters})", f"pass {missing[0]} as a 2-d array")
