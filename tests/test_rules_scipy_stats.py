@@ -381,9 +381,26 @@ def named_density(x):
     return np.sum(DENSITY.logpdf(x, 3.0))
 
 
+LOGPDF = norm.logpdf
+FROZEN_LOGPDF = RV.logpdf
+
+
+def bound_methods(x, mu):
+    return np.sum(LOGPDF(x, mu, 1.5) + FROZEN_LOGPDF(x * mu))
+
+
+def test_bound_methods_named_at_module_level():
+    check_grads(bound_methods, (X, 0.3), order=1, modes=("fwd", "rev"), backend="python")
+
+
 def test_a_distribution_bound_anew_is_transformed_anew(monkeypatch):
     """The name a function calls a distribution's method through must still hold it (the cache
     checks it by the distribution's class, which every process shares)."""
     np.testing.assert_allclose(s2s.jit(named_density, backend="python")(X), norm.logpdf(X, 3.0).sum(), rtol=1e-12)
     monkeypatch.setattr(sys.modules[__name__], "DENSITY", t)
     np.testing.assert_allclose(s2s.jit(named_density, backend="python")(X), t.logpdf(X, 3.0).sum(), rtol=1e-12)
+    before = s2s.jit(bound_methods, backend="python")(X, 0.3)
+    monkeypatch.setattr(sys.modules[__name__], "LOGPDF", t.logpdf)
+    monkeypatch.setattr(sys.modules[__name__], "FROZEN_LOGPDF", norm(0.0, 1.0).logpdf)
+    np.testing.assert_allclose(s2s.jit(bound_methods, backend="python")(X, 0.3), bound_methods(X, 0.3), rtol=1e-12)
+    assert before != bound_methods(X, 0.3)

@@ -416,8 +416,11 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
         if callee is MISSING:
             raise self.error(func, "cannot resolve the called function",
                              "call numpy, math, builtins or module-level functions")
-        if _is_distribution(getattr(callee, "__self__", None)):  # logpdf = norm.logpdf at module level
-            return self.stats_call(node, callee.__name__, callee.__self__, (), ())
+        owner = getattr(callee, "__self__", None)
+        if _is_distribution(owner) or _is_frozen(owner):  # logpdf = norm.logpdf (or rv.logpdf) at module level
+            if isinstance(func, cst.Name) and func.value not in self.resolver.closure:
+                self.inlined[func.value] = callee  # (the cache checks that the name still holds it)
+            return self.stats_call(node, callee.__name__, *self.distribution_parts(func, owner))
         if _is_distribution(callee) or _is_frozen(callee):
             raise self.error(node, f"a scipy.stats distribution ({_distribution_name(callee)}) is supported here only "
                              "through its methods, called at once: norm.logpdf(x, loc, scale) or "
@@ -554,6 +557,11 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
             self.resolver.lookup(root.value), node)
         if node is root and root.value not in self.resolver.closure and (_is_distribution(obj) or _is_frozen(obj)):
             self.inlined[root.value] = obj  # (the cache checks that the name still holds it: norm = t)
+        return self.distribution_parts(node, obj)
+
+    def distribution_parts(self, node: cst.CSTNode, obj: Any):
+        """(distribution, frozen arguments, frozen keywords) of a distribution object, or of one
+        frozen with numbers; None for any other object."""
         if _is_distribution(obj):
             return obj, (), ()
         if _is_frozen(obj) and not isinstance(getattr(obj, "args", None), tuple):

@@ -125,6 +125,9 @@ def constant_text(value) -> str:
     if isinstance(value, (tuple, list)) and any(is_capturable(v) or isinstance(v, (tuple, list)) for v in value):
         inner = ", ".join(constant_text(v) for v in value)
         return f"{type(value).__name__}({inner})"
+    owner = getattr(value, "__self__", None)
+    if (type(owner).__module__ or "").startswith("scipy.stats."):  # norm.logpdf: its distribution's, and its name
+        return f"{constant_text(owner)}.{getattr(value, '__name__', '')}"
     kind = type(value)
     if (kind.__module__ or "").startswith("scipy.stats."):
         # a distribution whose method a function calls (norm, or rv = norm(0.0, 2.0)): by its class and a
