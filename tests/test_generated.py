@@ -62,9 +62,9 @@ def test_generated_files_are_what_the_api_compiles(example):
 
 
 def test_examples_run(tmp_path):
-    for example in EXAMPLES + ["per_example.py", "monte_carlo.py", "data_parallel.py", "variational.py", "rnn.py"]:
+    for example in EXAMPLES + ["per_example.py", "monte_carlo.py", "data_parallel.py", "variational.py", "rnn.py", "gaussian_process.py"]:
         result = subprocess.run([sys.executable, os.path.join(ROOT, "examples", example)],
                                 capture_output=True, text=True, cwd=tmp_path, timeout=600)
         assert result.returncode == 0, result.stdout + result.stderr
         assert any(line in result.stdout for line in ("recovered w:", "fitted damping", "root:", "vega: Monte Carlo",
-                                                             "data-parallel gradient matches", "variational mean:", "trained: one-step-ahead"))
+                                                             "data-parallel gradient matches", "variational mean:", "trained: one-step-ahead", "fitted length"))
