@@ -302,3 +302,110 @@ def test_jacfwd_of_jacrev_with_several_argnums_is_the_hessian():
                 np.testing.assert_allclose(H2[i][j], H[i][j], rtol=1e-14)
     with pytest.raises(s2s.S2SError, match="several argnums"):
         s2s.jacfwd(s2s.jacrev(two_argument_loss, argnums=(0, 1)), argnums=0)
+
+
+# ---- a dict of constants of the module, read by constant keys ----------------------------
+
+CONSTS = {"w": np.array([[1.0, 2.0], [3.0, -1.0], [0.5, 0.25]]), "scale": 2.0,
+          "layer": {"b": np.array([0.1, -0.2, 0.3]), "gains": [np.array([1.5, 0.5, 2.0]), np.array([1.0, -1.0, 0.5])]}}
+W_KEY = "w"
+
+
+def through_module_dict(x):
+    h = np.sin(CONSTS["w"] @ x * CONSTS["scale"]) + CONSTS["layer"]["b"]
+    return np.sum(CONSTS["layer"]["gains"][1] * h**2) + CONSTS[W_KEY][0, 1] * x[0]
+
+
+def make_dict_reader(P):
+    def f(x):
+        return np.sum(np.tanh(P["w"] @ x) * P["scale"])
+
+    return f
+
+
+def reads_a_dict_by_a_variable_key(x):
+    k = "w"
+    return np.sum(CONSTS[k] @ x)
+
+
+def reads_a_dict_whole(x):
+    return np.sum(x) + len(CONSTS)
+
+
+def _through_module_dict_grad(x):
+    w, scale, b, gain = CONSTS["w"], CONSTS["scale"], CONSTS["layer"]["b"], CONSTS["layer"]["gains"][1]
+    u = w @ x * scale
+    h = np.sin(u) + b
+    return w.T @ (2 * gain * h * np.cos(u) * scale) + np.array([w[0, 1], 0.0])
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_a_module_dict_of_arrays_read_by_constant_keys(backend):
+    f = through_module_dict
+    expected = central_difference_grad(f, (X,), 0)
+    np.testing.assert_allclose(expected, _through_module_dict_grad(X), rtol=1e-7)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(f), backend=backend)(X), _through_module_dict_grad(X), rtol=1e-12)
+    np.testing.assert_allclose(s2s.jit(s2s.jacfwd(f), backend=backend)(X), expected, rtol=1e-7, atol=1e-9)
+    value, tangent = s2s.jvp(f, (X,), (np.array([1.0, -2.0]),))
+    assert value == pytest.approx(f(X), rel=1e-14)
+    assert tangent == pytest.approx(expected @ [1.0, -2.0], rel=1e-7)
+    H = s2s.jit(s2s.hessian(f), backend=backend)(X)
+    np.testing.assert_allclose(H, np.array([central_difference_grad(lambda x: _through_module_dict_grad(x)[i], (X,), 0)
+                                            for i in range(2)]), rtol=1e-6, atol=1e-8)
+    batch = np.stack([X, 2 * X, -X])
+    np.testing.assert_allclose(s2s.jit(s2s.vmap(s2s.grad(f)), backend=backend)(batch),
+                               [_through_module_dict_grad(x) for x in batch], rtol=1e-12)
+    assert s2s.jit(f, backend=backend)(X) == pytest.approx(f(X), rel=1e-14)
+
+
+def test_a_module_dict_entry_is_a_constant_named_after_it():
+    source = s2s.grad(through_module_dict).source
+    assert 'CONSTS_w = runtime.captured("' in source and 'CONSTS_layer_b = runtime.captured("' in source
+    assert "* 2.0" in source  # a number of the dict is written in
+    assert "[[" not in source
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_a_closed_over_dict_of_arrays(backend):
+    P1 = {"w": A1, "scale": 0.5}
+    P2 = {"w": A2, "scale": 3.0}
+    for P in (P1, P2):
+        f = make_dict_reader(P)
+        np.testing.assert_allclose(s2s.jit(s2s.grad(f), backend=backend)(X),
+                                   P["w"].T @ ((1 - np.tanh(P["w"] @ X) ** 2) * P["scale"]), rtol=1e-12)
+
+
+def test_changing_a_module_dict_between_transforms():
+    """As for a module's array (above): a new transform sees the dict as it is now, an entry
+    changed in place or the dict rebound; the transform made before keeps what it captured."""
+    global CONSTS
+    original = CONSTS
+    try:
+        CONSTS = {**original, "w": original["w"].copy()}
+        g = s2s.grad(through_module_dict)
+        before = _through_module_dict_grad(X)
+        np.testing.assert_allclose(g(X), before, rtol=1e-12)
+        _, tangent = s2s.jvp(through_module_dict, (X,), (X,))
+        assert tangent == pytest.approx(before @ X, rel=1e-12)
+        CONSTS["w"][0, 0] = 5.0  # in place
+        now = _through_module_dict_grad(X)
+        np.testing.assert_allclose(g(X), before, rtol=1e-12)
+        np.testing.assert_allclose(s2s.grad(through_module_dict)(X), now, rtol=1e-12)
+        np.testing.assert_allclose(s2s.jit(s2s.grad(through_module_dict))(X), now, rtol=1e-12)
+        _, tangent = s2s.jvp(through_module_dict, (X,), (X,))
+        assert tangent == pytest.approx(now @ X, rel=1e-12)
+        CONSTS["scale"] = 3.0  # a number of the dict, written into the generated code
+        now = _through_module_dict_grad(X)
+        np.testing.assert_allclose(s2s.grad(through_module_dict)(X), now, rtol=1e-12)
+        np.testing.assert_allclose(s2s.jit(s2s.grad(through_module_dict))(X), now, rtol=1e-12)
+    finally:
+        CONSTS = original
+
+
+def test_a_module_dict_read_other_than_by_constant_keys_is_refused():
+    with pytest.raises(s2s.S2SError, match=r"test_capture.py:\d+:\d+: CONSTS is a dict of the module or the "
+                                           r"closure, indexed here by a value known only when the function runs"):
+        s2s.grad(reads_a_dict_by_a_variable_key)(X)
+    with pytest.raises(s2s.S2SError, match=r"test_capture.py:\d+:\d+: the global 'CONSTS' \(dict\) is read here "
+                                           r"as a whole.*constant key"):
+        s2s.grad(reads_a_dict_whole)(X)

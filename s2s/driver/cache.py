@@ -177,7 +177,7 @@ def baked_state(fn: Any) -> str:
 
 
 # The values captured_stamp records of what a function reads from its module.
-_STAMPED = (int, float, complex, np.number, np.ndarray, tuple, list)
+_STAMPED = (int, float, complex, np.number, np.ndarray, tuple, list, dict)
 
 
 def captured_stamp(fn: Any) -> str:

@@ -389,8 +389,11 @@ def generate(fn: Any, transform: str, options: dict | None = None, display_path:
     dependencies = {
         "functions": [f.python for f in functions[:-1]]
         + list({id(w): w for f in functions for w in f.written_out}.values()),  # (writing_calls.py)
+        # (A constant s2s named for an entry of a dict, CONSTS_w for CONSTS["w"], is in display;
+        # the dict itself is in inlined, by the name the module holds it.)
         "constants": sorted({(f.python.__module__, name, constant_text(value))
-                             for f in functions for name, value in {**f.constants, **f.inlined}.items()}),
+                             for f in functions for name, value in {**f.constants, **f.inlined}.items()
+                             if name not in f.display}),
         "references": sorted({(f.python.__module__, path, module, qualname)
                               for f in functions for path, module, qualname in f.references}),
         # as the cache gives them back (tuples become lists)

@@ -151,6 +151,9 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
         if isinstance(node, cst.Attribute):
             return self.attribute(node)
         if isinstance(node, cst.Subscript):
+            entry = self.module_dict_entry(node)
+            if entry is not None:
+                return entry
             value = self.expr(node.value)
             return self.assign(ir.Subscript(value, self.index(node)))
         if isinstance(node, cst.Tuple):
@@ -207,9 +210,69 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
             raise self.error(node, f"the {where} {name!r} ({type(value).__name__}) can be drawn from "
                              f"({name}.normal(size=n), {name}.uniform(size=n), ...) but not used as a value",
                              "draw where the samples are needed, or draw outside and pass the samples in")
+        if isinstance(value, dict):
+            raise self.error(node, f"the {where} {name!r} (dict) is read here as a whole; s2s reads a dict of "
+                             f"the module or the closure by constant keys ({name}[\"w\"], captured as a constant)",
+                             "index it with a constant key where it is read, or pass it as an argument")
         raise self.error(node, f"the {where} {name!r} ({type(value).__name__}) cannot be used as a value",
                          "pass it as an argument (s2s captures numbers, numeric arrays and tuples or lists "
                          "of them)")
+
+    def module_dict_entry(self, node: cst.Subscript) -> ir.Atom | None:
+        """CONSTS["w"] (CONSTS["layer"]["w"]) of a dict of the module or the closure, read by
+        constant keys: the entry, captured as JAX captures a global when it traces: a number
+        is written in, an array (or a tuple or list of them) becomes a constant of the module
+        named after the entry (CONSTS_w). None where node is no such read."""
+        keys, root = [], node
+        while isinstance(root, cst.Subscript):
+            if len(root.slice) != 1 or not isinstance(root.slice[0].slice, cst.Index):
+                return None
+            keys.insert(0, root.slice[0].slice.value)
+            root = root.value
+        if not isinstance(root, cst.Name) or root.value in self.locals or root.value in self.def_names:
+            return None
+        value = self.resolver.lookup(root.value)
+        if not isinstance(value, dict):
+            return None
+        text, part = root.value, root.value
+        while keys and isinstance(value, dict):
+            key_node = keys.pop(0)
+            key = self.constant_key(key_node)
+            if key is MISSING:
+                raise self.error(key_node, f"{text} is a dict of the module or the closure, indexed here by a value "
+                                 "known only when the function runs", "index it with a constant key, or pass the "
+                                 "dict as an argument")
+            if key not in value:
+                raise self.error(key_node, f"{text} has no key {key!r} (its keys: {list(value)})")
+            value = value[key]
+            text += f"[{key!r}]"
+            part += f"_{key}"
+        if root.value not in self.resolver.closure:
+            self.inlined[root.value] = self.resolver.lookup(root.value)  # (the cache checks the whole dict)
+        if isinstance(value, SCALAR_TYPES) and not isinstance(value, str):
+            atom: ir.Atom = ir.Const(value)
+        else:
+            frozen = _captured(value)
+            if frozen is None:
+                raise self.error(node, f"{text} ({type(value).__name__}) cannot be used as a value",
+                                 "s2s captures numbers, numeric arrays and tuples or lists of them from a dict "
+                                 "of the module; pass this one as an argument")
+            cname = self.names.fresh(part if part.isidentifier() else root.value)
+            self.constants[cname] = frozen
+            self.display[cname] = text
+            atom = ir.Name(cname)
+        for key_node in keys:  # what is indexed after the dict's entries: an ordinary subscript
+            atom = self.assign(ir.Subscript(atom, ir.Index((self.expr(key_node),))))
+        return atom
+
+    def constant_key(self, node: cst.BaseExpression) -> Any:
+        """The value of a dict key written as a literal or a global constant, or MISSING."""
+        if isinstance(node, (cst.SimpleString, cst.ConcatenatedString, cst.Integer)):
+            return node.evaluated_value
+        if isinstance(node, cst.Name) and node.value not in self.locals:
+            value = self.resolver.lookup(node.value)
+            return value if isinstance(value, (str, int)) else MISSING
+        return MISSING
 
     def unary(self, node: cst.UnaryOperation) -> ir.Atom:
         operand = self.expr(node.expression)

@@ -122,7 +122,10 @@ def constant_text(value) -> str:
         return f"array:{capture(value)}"
     if is_generator(value):
         return f"{type(value).__name__}#{generator_number(value)}"
-    if isinstance(value, (tuple, list)) and any(is_capturable(v) or isinstance(v, (tuple, list)) for v in value):
+    if isinstance(value, dict):  # (a dict of the module, read by constant keys: CONSTS["w"])
+        items = sorted((repr(k), constant_text(v)) for k, v in value.items())
+        return "dict(" + ", ".join(f"{k}: {v}" for k, v in items) + ")"
+    if isinstance(value, (tuple, list)) and any(is_capturable(v) or isinstance(v, (tuple, list, dict)) for v in value):
         inner = ", ".join(constant_text(v) for v in value)
         return f"{type(value).__name__}({inner})"
     owner = getattr(value, "__self__", None)
