@@ -180,6 +180,31 @@ def scan_pytrees(xs, zs, h0):
     return total + jnp.sum(hs ** 2) + jnp.sum(dots) + jnp.sum(h)
 
 
+def scan_dict_in_a_variable(xs, zs, h0):
+    """xs a dict held in a variable: the step receives a dict of rows, as JAX's pytree xs."""
+
+    def step(h, x):
+        h = jnp.tanh(h * x["u"] + x["z"])
+        return h, jnp.sum(h * x["z"])
+
+    inputs = {"u": xs, "z": zs}
+    h, dots = lax.scan(step, h0, inputs)
+    return jnp.sum(h ** 2) + jnp.sum(dots ** 2)
+
+
+def scan_dict_display(xs, zs, h0):
+    """xs a dict display (keys out of order) holding a tuple display; a lambda step."""
+    h, hs = lax.scan(lambda h, x: (jnp.sin(h) * x["pair"][0] + x["z"] * x["pair"][1], h),
+                     h0, {"z": zs, "pair": (xs, xs ** 2)}, reverse=True)
+    return jnp.sum(h) + jnp.sum(hs * hs)
+
+
+def scan_dict_argument(h0, params):
+    """A dict parameter as xs: its keys are not in the source."""
+    h, hs = lax.scan(lambda h, x: (h * x["u"], h), h0, params)
+    return jnp.sum(h)
+
+
 def scan_without_outputs(h0, a):
     def step(h, _):
         return jnp.tanh(a * h + 0.3), None
@@ -257,6 +282,12 @@ H0 = np.array([0.1, -0.3, 0.2])
     (scan_pytrees, (X, X ** 2, H0), 0),
     (scan_pytrees, (X, X ** 2, H0), 2),
     (scan_without_outputs, (X, 0.9), 1),
+    (scan_dict_in_a_variable, (X, X ** 2, 0.4), 0),
+    (scan_dict_in_a_variable, (X, X ** 2, 0.4), 1),
+    (scan_dict_in_a_variable, (X, X ** 2, 0.4), 2),
+    (scan_dict_display, (X, X ** 2, 0.4), 0),
+    (scan_dict_display, (X, X ** 2, 0.4), 1),
+    (scan_dict_display, (X, X ** 2, 0.4), 2),
     (nested_forms, (X, 0.8), 0),
     (nested_forms, (X, 0.8), 1),
     (module_level_body, (X, 0.5), 0),
@@ -290,6 +321,8 @@ def test_stop_gradient_and_select():
 @pytest.mark.parametrize("fun, args", [
     (fori_oscillator, (X, X[::-1].copy(), 2.0)),
     (scan_pytrees, (X, X ** 2, H0)),
+    (scan_dict_in_a_variable, (X, X ** 2, 0.4)),
+    (scan_dict_display, (X, X ** 2, 0.4)),
     (cond_branches, (X, 1.5)),
     (while_growth, (X,)),
 ])
@@ -311,12 +344,22 @@ def hessian_by_differences(fun, args):
 @pytest.mark.parametrize("fun, args", [
     (fori_decay, (X, 3)),
     (scan_cumulative, (X, 0.7)),
+    (scan_dict_in_a_variable, (X, X ** 2, 0.4)),
     (while_growth, (X,)),
     (cond_branches, (X, 1.5)),
 ])
 def test_hessian_against_differences_of_the_gradient(fun, args, backend):
     H = s2s.jit(s2s.hessian(fun), backend=backend)(*args)
     np.testing.assert_allclose(H, hessian_by_differences(fun, args), rtol=1e-5, atol=1e-6)
+
+
+def test_hessian_of_a_scan_over_a_dict_that_holds_a_tuple():
+    """(Under Numba the tuple's adjoint in the loop has no compiled form: refused, with a way out.)"""
+    args = (X, X ** 2, 0.4)
+    H = s2s.hessian(scan_dict_display)(*args)
+    np.testing.assert_allclose(H, hessian_by_differences(scan_dict_display, args), rtol=1e-5, atol=1e-6)
+    with pytest.raises(s2s.S2SError, match="keep each array in a variable of its own"):
+        s2s.jit(s2s.hessian(scan_dict_display))(*args)
 
 
 BATCH = np.array([[0.3, -0.2, 0.5, 0.8], [1.0, 0.4, -0.6, 0.1], [-0.5, -0.4, 0.2, 0.3]])
@@ -328,6 +371,8 @@ BATCH = np.array([[0.3, -0.2, 0.5, 0.8], [1.0, 0.4, -0.6, 0.1], [-0.5, -0.4, 0.2
     (cond_branches, (0, None), (BATCH, 1.5)),
     (while_until, 0, (BATCH,)),
     (fori_oscillator, (0, 0, None), (BATCH, BATCH[::-1].copy(), 2.0)),
+    (scan_dict_in_a_variable, (0, None, None), (BATCH, X ** 2, 0.4)),
+    (scan_dict_display, (0, 0, None), (BATCH, BATCH[::-1].copy(), 0.4)),
 ])
 def test_vmap_of_grad(fun, in_axes, args, backend):
     batched = s2s.vmap(s2s.grad(fun), in_axes=in_axes)
@@ -341,6 +386,18 @@ def test_vmap_of_grad(fun, in_axes, args, backend):
     values = s2s.vmap(fun, in_axes=in_axes)(*args)
     np.testing.assert_allclose(values, [fun(*(a[b] if axis == 0 else a for a, axis in zip(args, axes)))
                                         for b in range(BATCH.shape[0])])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_dict_argument_as_xs_is_refused(backend):
+    """Its keys are known only when the function runs: s2s would take its entries for rows."""
+    params = {"u": X}
+    assert scan_dict_argument(0.5, params) == pytest.approx(0.5 * np.prod(X))
+    # (Numba, typing the whole function, finds the dict's missing .shape before the check.)
+    reason = r"scan: xs is a tuple, list or dict held in a variable.*a dict display" if backend == "python" \
+        else r"argument params is a dict, which this code cannot take under Numba"
+    with pytest.raises(s2s.S2SError, match=r"test_lax.py:\d+:\d+: " + reason):
+        grad_on(scan_dict_argument, backend)(0.5, params)
 
 
 @pytest.mark.parametrize("fun, reference, args", [

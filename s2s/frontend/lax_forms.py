@@ -507,24 +507,27 @@ class LaxLowering:
         if not isinstance(reverse, ir.Const):
             raise self.error(a["reverse"], "reverse= of s2s.lax.scan must be True or False in the source")
         reverse = bool(reverse.value)
-        # xs: None, a tuple display of arrays, or one array (each sliced along its first axis).
+        # xs: None, or a pytree of arrays (each sliced along its first axis): one array, tuple
+        # and dict displays of them, or a variable that dict displays alone bind.
         xs_node = a.get("xs", cst.Name("None"))
-        if isinstance(xs_node, (cst.List, cst.Dict, cst.ListComp, cst.DictComp, cst.Set)):
+        if isinstance(xs_node, (cst.List, cst.ListComp, cst.DictComp, cst.Set)):
             raise self.error(xs_node, "s2s.lax.scan takes xs as one array or a tuple display of arrays, "
-                             "not a list or dict",
-                             "write xs as a tuple, (a, b), and read the step's rows as x[0], x[1]")
-        xs_tree = None if isinstance(xs_node, cst.Name) and xs_node.value == "None" else self.lower_tree(xs_node, 1)
-        leaves = xs_tree if isinstance(xs_tree, list) else [] if xs_tree is None else [xs_tree]
+                             "or a dict of them, not a list", "write xs as a tuple, (a, b), and read the step's rows as x[0], x[1]")
+        unchecked: list = []  # the leaves that may hold a tuple, list or dict, checked when the function runs
+        xs_tree = None if isinstance(xs_node, cst.Name) and xs_node.value == "None" \
+            else self.scanned_tree(xs_node, unchecked)
+        leaves = _tree_leaves(xs_tree)
         if "length" in a and not (isinstance(a["length"], cst.Name) and a["length"].value == "None"):
             n = self.expr(a["length"])
         elif leaves:
-            if not isinstance(xs_tree, list):
-                # One name: a tuple, list or dict in it would be indexed by its elements, not rows.
+            for leaf in unchecked:
+                # A tuple, list or dict in a variable would be indexed by its elements, not rows.
                 o = self.origin
                 message = ir.Const(f"{os.path.basename(o.filename)}:{o.line}:{o.column}: scan: xs is a tuple, "
                                    f"list or dict held in a variable, whose elements s2s would take for its "
-                                   f"rows: pass xs as a tuple display, (a, b), or one array")
-                self.emit(ir.ExprStmt(ir.Call(runtime.require_fits, (ir.Const(None), leaves[0], message)), self.origin))
+                                   f"rows: pass xs as a tuple display, (a, b), a dict display, {{'a': a}}, "
+                                   f"a variable that a dict display of arrays binds, or one array")
+                self.emit(ir.ExprStmt(ir.Call(runtime.require_fits, (ir.Const(None), leaf, message)), self.origin))
             shape = self.assign(ir.Attribute(leaves[0], "shape"))
             n = self.assign(ir.Subscript(shape, ir.Index((ir.Const(0),))))
         else:
@@ -551,8 +554,7 @@ class LaxLowering:
                 self.emit(ir.Assign((x,), ir.Const(None), self.origin))
             elif nonempty is None:
                 rows = [self.assign(ir.Subscript(leaf, ir.Index((j,)))) for leaf in leaves]
-                value = ir.Build("tuple", tuple(rows)) if isinstance(xs_tree, list) else rows[0]
-                self.emit(ir.Assign((x,), value, self.origin))
+                self.emit(ir.Assign((x,), self.rebuilt(xs_tree, rows), self.origin))
             else:  # the first step, written out: rows of zeros where xs has none
                 rows = [self.names.temp() for _ in leaves]
                 taken = self.sub_block(lambda: [self.emit(ir.Assign((r,), ir.Subscript(leaf, ir.Index((j,))),
@@ -561,8 +563,7 @@ class LaxLowering:
                                                                     self.origin)) for r, leaf in zip(rows, leaves)])
                 self.emit(ir.If(nonempty, taken, zeros, self.origin))
                 rows = [ir.Name(r) for r in rows]
-                value = ir.Build("tuple", tuple(rows)) if isinstance(xs_tree, list) else rows[0]
-                self.emit(ir.Assign((x,), value, self.origin))
+                self.emit(ir.Assign((x,), self.rebuilt(xs_tree, rows), self.origin))
             tree, mappings[0] = self.inline(f, [self.carry_argument(carry, packed), ir.Name(x)], node,
                                             depth=2, mapping=mappings[0])
             new_carry, y = tree if isinstance(tree, list) else self.split(tree, 2)
@@ -631,6 +632,75 @@ class LaxLowering:
         stacked = ir.Const(None) if m == 0 else ir.Name(ys[0]) if y_display is None \
             else self.pack([ir.Name(y) for y in ys])
         return self.assign(ir.Build("tuple", (final, stacked)))
+
+    def scanned_tree(self, node: cst.BaseExpression, unchecked: list) -> Any:
+        """xs of a scan as a tree: an atom (one array), ("tuple", [trees]) of a tuple display, or
+        ("dict", keys, [trees]) of a dict display or of a variable that dict displays with the
+        same constant keys alone bind (its entries read by key). unchecked gets the leaves that
+        are variables which may hold a tuple, list or dict."""
+        elements = _display(node)
+        if elements is not None:
+            return ("tuple", [self.scanned_tree(e, unchecked) for e in elements])
+        if isinstance(node, cst.Dict):
+            keys, values = [], []
+            for element in node.elements:
+                if not isinstance(element, cst.DictElement):
+                    raise self.error(element, "** in a dict display is not supported")
+                key = self.expr(element.key)
+                if not isinstance(key, ir.Const):
+                    raise self.error(element.key, "dict keys must be constants")
+                keys.append(key.value)
+                values.append(self.scanned_tree(element.value, unchecked))
+            return ("dict", tuple(keys), values)
+        keys = self.dict_keys_of(node)
+        value = self.expr(node)
+        if keys is None:
+            if isinstance(value, ir.Name):
+                unchecked.append(value)
+            return value
+        entries = [self.assign(ir.Subscript(value, ir.Index((ir.Const(k),)))) for k in keys]
+        unchecked += entries
+        return ("dict", keys, entries)
+
+    def dict_keys_of(self, node: cst.BaseExpression) -> tuple | None:
+        """The keys of the dict a local variable holds, where every binding of it is a dict display
+        with the same constant keys and nothing writes into it; else None."""
+        if not isinstance(node, cst.Name) or node.value not in self.dicts:
+            return None
+        name, found = node.value, set()
+        for n in _walk_all(self.parsed.node.body):
+            if isinstance(n, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == name
+                                                 for t in n.targets):
+                if not isinstance(n.value, cst.Dict) or not all(
+                        isinstance(e, cst.DictElement) and isinstance(e.key, (cst.SimpleString, cst.Integer))
+                        for e in n.value.elements):
+                    return None
+                found.add(tuple(e.key.evaluated_value for e in n.value.elements))
+            targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else \
+                [n.target] if isinstance(n, (cst.AugAssign, cst.AnnAssign, cst.Del, cst.For)) else []
+            if any(isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name) and t.value.value == name
+                   for t in _walk_all(targets)):
+                return None  # xs["c"] = v, del xs["a"]
+            if isinstance(n, cst.Attribute) and isinstance(n.value, cst.Name) and n.value.value == name:
+                return None  # xs.update(...), xs.pop(...)
+        return found.pop() if len(found) == 1 else None
+
+    def rebuilt(self, tree: Any, rows: list) -> ir.Expr:
+        """The value of a step's x: tree's structure with rows (in _tree_leaves' order) as its leaves."""
+        rows = list(rows)
+
+        def build(t):
+            if isinstance(t, tuple) and t[0] == "tuple":
+                return self.assign(ir.Build("tuple", tuple(build(c) for c in t[1])))
+            if isinstance(t, tuple) and t[0] == "dict":
+                return self.assign(ir.Build("dict", tuple(build(c) for c in t[2]), t[1]))
+            return rows.pop(0)
+
+        if isinstance(tree, tuple) and tree[0] == "tuple":
+            return ir.Build("tuple", tuple(build(c) for c in tree[1]))
+        if isinstance(tree, tuple) and tree[0] == "dict":
+            return ir.Build("dict", tuple(build(c) for c in tree[2]), tree[1])
+        return rows[0]
 
     # ---- x.at[index].set(v) and friends ----------------------------------------------
 
@@ -707,6 +777,25 @@ def assigned_names(body: cst.CSTNode, augmented: bool = True) -> set[str]:
 
     body.visit(Collect())
     return names
+
+
+def _tree_leaves(tree: Any) -> list:
+    """The leaves of a scan's xs tree (LaxLowering.scanned_tree), in order."""
+    if tree is None:
+        return []
+    if isinstance(tree, tuple) and tree[0] == "tuple":
+        return [leaf for t in tree[1] for leaf in _tree_leaves(t)]
+    if isinstance(tree, tuple) and tree[0] == "dict":
+        return [leaf for t in tree[2] for leaf in _tree_leaves(t)]
+    return [tree]
+
+
+def _walk_all(node: Any):
+    """node (or each of a sequence of nodes) and every node under it, nested functions' included."""
+    for n in (node if isinstance(node, (list, tuple)) else [node]):
+        yield n
+        for child in n.children:
+            yield from _walk_all(child)
 
 
 def walk_own(node: cst.CSTNode):
