@@ -395,7 +395,7 @@ def test_a_dict_argument_as_xs_is_refused(backend):
     assert scan_dict_argument(0.5, params) == pytest.approx(0.5 * np.prod(X))
     # (Numba, typing the whole function, finds the dict's missing .shape before the check.)
     reason = r"scan: xs is a tuple, list or dict held in a variable.*a dict display" if backend == "python" \
-        else r"argument params is a dict, which this code cannot take under Numba"
+        else r"s2s.jit of scan_dict_argument: argument params is a dict, which this code cannot take under Numba"
     with pytest.raises(s2s.S2SError, match=r"test_lax.py:\d+:\d+: " + reason):
         grad_on(scan_dict_argument, backend)(0.5, params)
 
