@@ -214,3 +214,63 @@ def test_while_else_of_an_iteration_that_converges(a):
     for grad in (s2s.grad(newton_sqrt), s2s.jit(s2s.grad(newton_sqrt))):
         assert grad(a) == pytest.approx(0.5 / np.sqrt(a), rel=1e-10)  # d sqrt(a) / da
     assert s2s.jvp(newton_sqrt, (a,), (1.0,))[1] == pytest.approx(0.5 / np.sqrt(a), rel=1e-10)
+
+
+# ---- a variable bound on some paths, read under a later condition --------------------------------
+
+
+def bound_on_some_paths(x):
+    ok = x[0] > 1
+    if ok:
+        w = np.exp(x[1])
+        ok = w > 2
+    if ok:
+        return w * x[2]
+    return x[2]
+
+
+def array_bound_on_some_paths(x):
+    h = np.tanh(x)
+    if x[0] > 0:
+        v = h * x[1]
+    s = np.sum(h)
+    if x[0] > 0 and x[2] > 0:
+        s = s + np.sum(v * v)
+    return s
+
+
+def bound_in_a_loop_on_some_steps(x):
+    t = 0.0
+    for i in range(x.shape[0]):
+        if x[i] > 0:
+            last = np.sin(x[i]) * x[0]
+    if x[-1] < 5:
+        if x[0] > 0:
+            t = last * x[1]
+    return t + x[1]
+
+
+UNBOUND = [
+    (bound_on_some_paths, [np.array([2.0, 1.0, 3.0]), np.array([2.0, 0.1, 3.0]), np.array([0.5, 1.0, 3.0])]),
+    (array_bound_on_some_paths, [np.array([0.5, 0.7, 0.2]), np.array([0.5, 0.7, -0.2]), np.array([-0.5, 0.7, 0.2])]),
+    (bound_in_a_loop_on_some_steps, [np.array([0.5, 0.7, -0.2]), np.array([-0.5, 0.7, 0.2]),
+                                     np.array([-0.5, -0.7, -0.2])]),
+]
+
+
+@pytest.mark.parametrize("fun, points", UNBOUND, ids=[f.__name__ for f, _ in UNBOUND])
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_a_variable_bound_on_some_paths_only(fun, points, backend):
+    """The adjoint of w starts at zero only where w was bound (generated code read w to shape
+    the zeros: UnboundLocalError where the path left it unbound)."""
+    for x in points:
+        expected = central_difference_grad(fun, (x,), 0)
+        np.testing.assert_allclose(s2s.jit(s2s.grad(fun), backend=backend)(x), expected, rtol=1e-7, atol=1e-9)
+        np.testing.assert_allclose(s2s.jit(s2s.jacfwd(fun), backend=backend)(x), expected, rtol=1e-7, atol=1e-9)
+        H = s2s.jit(s2s.hessian(fun), backend=backend)(x)
+        np.testing.assert_allclose(H, [central_difference_grad(lambda y: s2s.grad(fun)(y)[i], (x,), 0)
+                                       for i in range(x.size)], rtol=1e-6, atol=1e-8)
+    batch = np.stack(points)
+    np.testing.assert_allclose(s2s.jit(s2s.vmap(s2s.grad(fun)), backend=backend)(batch),
+                               [central_difference_grad(fun, (x,), 0) for x in points], rtol=1e-7, atol=1e-9)
+    check_grads(fun, (points[0],), order=2, backend=backend)

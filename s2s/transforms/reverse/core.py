@@ -269,7 +269,12 @@ def vjp_function(plan, forward, reverse, function_name: str, checks_tangent: boo
     fn, em = plan.fn, plan.em
     result = fn.result
     output = ast.Constant(None) if plan.value_skipped else em.atom(result)
-    body = forward.tapes.setup(em) + forward.statements
+    body = forward.tapes.setup(em)
+    if plan.bound_flags:
+        body.append(em.comment("Whether a variable that some paths leave unbound was bound: its adjoint starts "
+                               "at zero only then"))
+        body += [assign(flag, ast.Constant(False)) for _, flag in sorted(plan.bound_flags.items())]
+    body += forward.statements
     if checks_tangent and isinstance(result, ir.Name):
         # (a tangent of another shape would fail inside the sweep, with NumPy's words)
         pair = [ast.Subscript(em.atom(result), ast.Constant(k), ast.Load()) for k in (1, 0)]

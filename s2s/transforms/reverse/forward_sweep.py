@@ -113,6 +113,8 @@ class ForwardSweeper:
                 out.extend(emitted if isinstance(emitted, list) else [emitted])
                 out[mark:mark] = self.counting_loops.pop(id(stmt), [])
             out += [line for n, t in taped if n.when == "post" for line in self.push(stmt, n, t)]
+            if isinstance(stmt, ir.Assign):
+                out += [assign(plan.bound_flags[t], ast.Constant(True)) for t in stmt.targets if t in plan.bound_flags]
         return out
 
     def call_by_rule(self, emitted, fn) -> None:

@@ -70,6 +70,7 @@ class ReversePlan(RuleInstances, Planning):
         self.rules: dict[int, Rule | None] = {}  # id(stmt) -> the rule its reverse lines come from
         self.rule_locals: dict[tuple, str] = {}  # (id(stmt), id(rule), local) -> its name
         self._plan_scopes()
+        self._plan_bound_flags()
         self.appended = {stmt.tape for stmt in ir.walk(fn.body) if isinstance(stmt, ir.Push)}
         self.may_mutate = set()
         for members in self.an.alias_of.values():
@@ -147,6 +148,44 @@ class ReversePlan(RuleInstances, Planning):
             direct = all(chains[id(s)] == common for s in occurrences)
             if direct and len(defs) <= 1 and var not in self.an.subscripted:
                 self.straight.add(var)
+
+    def _plan_bound_flags(self):
+        """The variables whose adjoint starts as zeros (before the compound statement that last
+        touches it in its scope) where the variable may not be bound on every path: `if c: w = ...`
+        and later `if d: return w * x`. Such an adjoint starts where its variable was bound, which
+        a flag set in the forward sweep tells (bound_flags: var -> the flag's name); the reverse
+        of a statement that touches w runs only where the forward one did, with w bound.
+        bound_after: id(stmt) -> the names bound on every path that reaches the end of stmt."""
+        self.bound_after: dict[int, frozenset] = {}
+
+        def visit(block, bound: frozenset) -> frozenset:
+            for stmt in block:
+                if isinstance(stmt, ir.If):
+                    bound = visit(stmt.body, bound) & visit(stmt.orelse, bound)
+                elif isinstance(stmt, ir.For):
+                    end = visit(stmt.body, bound | {stmt.var})
+                    bounds = (stmt.start, stmt.stop, stmt.step)
+                    runs = all(isinstance(b, ir.Const) for b in bounds) and len(range(*(b.value for b in bounds)))
+                    exits = any(isinstance(s, (ir.Break, ir.Continue)) for s in ir.walk(stmt.body))
+                    bound = end if runs and not exits else bound  # (else the body may not run to its end)
+                elif isinstance(stmt, ir.While):
+                    bound = visit(stmt.cond, bound)
+                    visit(stmt.body, bound)
+                elif isinstance(stmt, ir.Assign):
+                    bound = bound | set(stmt.targets)
+                self.bound_after[id(stmt)] = bound
+            return bound
+
+        visit(self.fn.body, frozenset(self.fn.params) | frozenset(self.fn.constants))
+        self.bound_flags: dict[str, str] = {}
+        for var in sorted(self.scope):
+            if var in self.fn.params or var in self.straight or not self.an.is_active(var):
+                continue
+            touching = [s for s in self.block_of[self.scope[var]] if any(
+                var in set(ir.stmt_reads(t)) | set(ir.stmt_writes(t)) for t in ir.walk([s]))]
+            last = touching[-1] if touching else None
+            if isinstance(last, (ir.If, ir.For, ir.While)) and var not in self.bound_after[id(last)]:
+                self.bound_flags[var] = self.names.fresh(f"{var}_bound")
 
     def _defined_first(self, var: str, block: list) -> bool:
         """Is var assigned directly in block before anything in block reads it?"""

@@ -131,6 +131,7 @@ class ReverseSweeper:
             started = set(self.plan.list_adjoints_started_at(stmt))
             shapes = {need.var: (need, tape) for need, tape in self.tapes.at[id(stmt)]
                       if need.shape and need.when == "post" and need.var in started}
+            bound = self.plan.bound_after[id(stmt)]
             for var in sorted(touched & self.pending):
                 if var in shapes:
                     need, tape = shapes[var]
@@ -138,13 +139,15 @@ class ReverseSweeper:
                     self.popped_into.add(shape)
                     out.append(assign(shape, runtime_call("pop_shape", name(tape), name(shape))))
                     self.popped_early.add((id(stmt), need))
-                    self.ensure_materialized(var, out, shape)
+                    self.ensure_materialized(var, out, shape, bound)
                 else:
-                    self.ensure_materialized(var, out)
+                    self.ensure_materialized(var, out, bound=bound)
 
-    def ensure_materialized(self, var: str, out: list, shape: str | None = None):
+    def ensure_materialized(self, var: str, out: list, shape: str | None = None, bound: frozenset | None = None):
         """Zeros for a pending adjoint; shaped by `shape` (a name holding var's shape at this
-        point) where the variable itself may hold a later value of another shape."""
+        point) where the variable itself may hold a later value of another shape. bound: the
+        names bound on every path here; where var is not among them, the zeros are made only
+        if the forward sweep bound var (plan.bound_flags)."""
         if var in self.pending:
             if var in self.plan.appended and (shape is None or shape == var) and self.plan._made_in_a_loop(var):
                 # Its zeros take the length of the list var refers to here, which the reverse
@@ -163,7 +166,11 @@ class ReverseSweeper:
                 value = runtime_call("zeros_shaped", name(shape), name(var))
             else:
                 value = runtime_call("zeros_like", name(var))
-            out.append(assign(self.plan.bar(var), value))
+            flag = self.plan.bound_flags.get(var)
+            if flag is not None and bound is not None and var not in bound:
+                out.append(ast.If(name(flag), [assign(self.plan.bar(var), value)], []))
+            else:
+                out.append(assign(self.plan.bar(var), value))
             self.pending.discard(var)
             self.pending_shape.pop(var, None)
             self.pending_earlier_shape.pop(var, None)
