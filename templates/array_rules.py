@@ -127,7 +127,9 @@ from s2s.runtime.statistics import (
     trapezoid_x_refused,
     cross_options,
     sinc_slope,
+    take_axis,
     take_bar,
+    scatter_add,
     average_options,
     average_weights,
     corrcoef_gram_bar,
@@ -922,6 +924,24 @@ def take(y, a, indices, axis=None, out=None, mode="raise"):
     y_dot = np.take(a_dot, indices, axis)
     a_bar += take_bar(y_bar, a, indices, axis)
 
+
+
+# The statement np.add.at(a, indices, values): the frontend writes a = scatter_add(a, indices, values).
+@rule(runtime.scatter_add, pure=True, fresh=True, linear="all")
+def scatter_add_(y, a, indices, values):
+    """Linear in a and values; indices are integers along a's first axis (no derivative).
+    Repeated indices add their values into one element, whose adjoint each of them receives."""
+    y_dot = scatter_add(a_dot, indices, values_dot)
+    a_bar += y_bar
+    values_bar += unbroadcast(take_axis(y_bar, indices, 0), values)
+
+
+@rule(np.bincount, pure=True, fresh=True)
+def bincount(y, x, weights=None, minlength=0):
+    """y[k] sums the weights where x == k (x integers, no derivative): linear in weights, whose
+    adjoint is y_bar read at x (repeated values of x read one element of y_bar each)."""
+    y_dot = np.bincount(x, weights_dot, minlength)
+    weights_bar += take_axis(y_bar, x, 0)
 
 
 # ---- elementwise and vector functions ----------------------------------

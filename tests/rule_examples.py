@@ -311,6 +311,12 @@ EXAMPLES = {
     np.take: ("x, A", "np.take(x, np.array([0, 2, 2])) * x + np.sum(np.take(A, np.array([1, 0]), axis=1) ** 2)"),
     runtime.take_axis: ("A", "runtime.take_axis(A, np.array([2, 2, 0]), axis=0) ** 2"),
     runtime.take_bar: ("x, A", "runtime.take_bar(x * x, A, np.array([1, 1, 2]), 1)"),
+    # np.add.at(a, indices, values) is written a = runtime.scatter_add(a, indices, values); repeated indices
+    runtime.scatter_add: ("x, s, A", "y = A * x\n    np.add.at(y, np.array([0, 2, 0, 0]), np.vstack((A, x)) * s)"
+                                     "\n    z = x * 1.0\n    np.add.at(z, np.array([1, 1]), s * s)"
+                                     "\n    np.add.at(z, 2, x[0])\n    return np.sum(y * y, axis=0) + z"),
+    np.bincount: ("x, y", "np.bincount(np.array([2, 0, 2]), weights=x * y, minlength=4)[1:]"
+                          " + np.bincount(np.array([1, 1, 0]), x)[0] * y"),
     np.heaviside: ("x, s", "np.heaviside(x - 0.5, s) * x + np.heaviside(x * 0.0, s * s)"),
     runtime.heaviside: ("x, s", "runtime.heaviside(x * 0.0, s) * x"),
     np.sinc: ("x", "np.sinc(x)"),

@@ -74,3 +74,147 @@ def test_index_and_truth_methods(backend):
     m = np.array([[1.0, 3.0, 2.0], [4.0, 1.0, 5.0]])
     np.testing.assert_allclose(s2s.jit(s2s.grad(argmax_along_rows), backend=backend)(m),
                                central_difference_grad(argmax_along_rows, (m,), 0), rtol=1e-6, atol=1e-8)
+
+
+# ---- segment sums: np.add.at and np.bincount with repeated indices -------------------------
+
+SEGMENTS = np.array([0, 2, 0, 1, 2, 2])  # segment 2 three times, 0 twice, 3 never
+ROWS = np.array([1, 0, 1])
+
+
+def _add_at_into_an_argument(out, vals):
+    np.add.at(out, SEGMENTS, vals)
+    return np.sum(np.sin(out) * out)
+
+
+def _add_at_rows(out, vals):
+    totals = out * 1.0
+    np.add.at(totals, ROWS, vals ** 2)  # rows of a matrix; row 1 twice
+    np.add.at(totals, 0, vals[0])  # one index, the values spread along the row
+    return np.sum(np.tanh(totals))
+
+
+def _segment_sum_by_bincount(w, x):
+    sums = np.bincount(SEGMENTS, weights=w * x[SEGMENTS % 3], minlength=5)
+    return np.sum(np.sin(sums) * np.arange(5.0))
+
+
+def _segment_sums_both_ways(vals):
+    by_add_at = np.zeros(4)
+    np.add.at(by_add_at, SEGMENTS, vals)
+    return np.sum(by_add_at * np.bincount(SEGMENTS, vals, 4))
+
+
+SEGMENT_SUMS = [
+    (_add_at_into_an_argument, (np.array([0.1, 0.2, 0.3]), 0.1 * np.arange(6.0) + 0.05)),
+    (_add_at_rows, (np.array([[0.1, 0.2], [0.3, -0.4]]), np.array([[0.5, -0.2], [0.7, 0.1], [-0.3, 0.6]]))),
+    (_segment_sum_by_bincount, (0.1 * np.arange(6.0) - 0.2, np.array([0.4, -0.9, 1.3]))),
+    (_segment_sums_both_ways, (0.1 * np.arange(6.0) + 0.05,)),
+]
+
+
+def _copied(f):
+    """f on copies of its arguments: np.add.at writes into the caller's array, which the central
+    differences pass again (s2s's transforms never write into an argument, as JAX's)."""
+    return lambda *args: f(*(np.array(a, copy=True) for a in args))
+
+
+@pytest.mark.parametrize("f, args", SEGMENT_SUMS, ids=[f.__name__ for f, _ in SEGMENT_SUMS])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_segment_sums_with_repeated_indices(f, args, backend):
+    """The adjoint of the values is the result's adjoint read at each index (repeated indices each
+    read it), and of add.at's array its result's adjoint: against central differences in every mode."""
+    reference = _copied(f)
+    for k in range(len(args)):
+        expected = central_difference_grad(reference, args, k)
+        got = s2s.jit(s2s.grad(f, argnums=k), backend=backend)(*args)
+        np.testing.assert_allclose(got, expected, rtol=1e-7, atol=1e-9)
+        np.testing.assert_allclose(s2s.jit(s2s.jacfwd(f, argnums=k), backend=backend)(*args), expected,
+                                   rtol=1e-7, atol=1e-9)
+    value, tangent = s2s.jvp(f, args, tuple(np.ones_like(a) for a in args))
+    assert value == pytest.approx(reference(*args), rel=1e-13)
+    assert tangent == pytest.approx(sum(np.sum(central_difference_grad(reference, args, k)) for k in range(len(args))),
+                                    rel=1e-7)
+    H = s2s.jit(s2s.hessian(f), backend=backend)(*args)
+    flat = args[0].size
+    expected = [np.ravel(central_difference_grad(lambda *a: np.ravel(s2s.grad(f)(*a))[i], args, 0, h=1e-5))
+                for i in range(flat)]
+    np.testing.assert_allclose(np.reshape(H, (flat, flat)), expected, rtol=1e-6, atol=1e-8)
+    batch = [np.stack([a, 0.5 * a - 0.1]) for a in args]
+    grads = s2s.jit(s2s.vmap(s2s.grad(f)), backend=backend)(*batch)
+    for b in range(2):
+        np.testing.assert_allclose(grads[b], central_difference_grad(reference, [a[b] for a in batch], 0),
+                                   rtol=1e-7, atol=1e-9)
+
+
+def test_add_at_leaves_the_callers_array_as_it_was():
+    out, vals = np.array([0.1, 0.2, 0.3]), np.ones(6)
+    for g in (s2s.grad(_add_at_into_an_argument, argnums=1), s2s.jit(s2s.grad(_add_at_into_an_argument, argnums=1))):
+        g(out, vals)
+        np.testing.assert_array_equal(out, [0.1, 0.2, 0.3])
+
+
+def test_add_at_is_written_as_a_scatter_into_a_copy():
+    source = s2s.grad(_add_at_into_an_argument, argnums=(0, 1)).source
+    assert "out = runtime.scatter_add(out, SEGMENTS, vals)" in source
+    assert "runtime.take_axis(" in source
+
+
+def _subtract_at(out, vals):
+    np.subtract.at(out, SEGMENTS, vals)
+    return np.sum(out)
+
+
+def _add_at_of_two_axes(A, vals):
+    np.add.at(A, (ROWS, ROWS), vals)
+    return np.sum(A)
+
+
+def _add_at_into_a_module_array(vals):
+    np.add.at(SEGMENTS, np.array([0, 1]), vals)
+    return np.sum(vals)
+
+
+def _add_at_into_a_shared_array(out, vals):
+    kept = out
+    np.add.at(out, SEGMENTS, vals)
+    return np.sum(out * kept)
+
+
+def _copyto(out, vals):
+    np.copyto(out, vals)
+    return np.sum(out)
+
+
+def _fill(out, vals):
+    out.fill(0.0)
+    return np.sum(out * vals)
+
+
+@pytest.mark.parametrize("f, reason", [
+    (_subtract_at, r"np.subtract.at\(...\) is not supported; np.add.at\(a, indices, values\) is"),
+    (_add_at_of_two_axes, r"np.add.at with a tuple of index arrays \(several axes\) is not supported; index a raveled"),
+    (_add_at_into_a_module_array, r"'SEGMENTS' is an array of the module, which s2s captures as a constant"),
+    (_add_at_into_a_shared_array, r"np.add.at\(out, ...\) updates an array that kept also refers to"),
+    (_copyto, r"np.copyto\(...\) changes its argument in place \(and returns None\), which s2s does not support; "
+              r"write the new values with indexing"),
+    (_fill, r"out.fill\(...\) changes its argument in place"),
+], ids=["subtract_at", "two_axes", "module_array", "shared", "copyto", "fill"])
+def test_in_place_numpy_calls_are_refused_with_a_way_out(f, reason):
+    """(np.add.at's statement was refused with `assign its result to a name`: it returns None.)"""
+    args = (np.ones((3, 3)), np.ones(3)) if f is _add_at_of_two_axes else (np.ones(6),) \
+        if f is _add_at_into_a_module_array else (np.ones(3), np.ones(6) if f is _add_at_into_a_shared_array else np.ones(3))
+    with pytest.raises(s2s.S2SError, match=r"test_rules_indexing.py:\d+:\d+: " + reason):
+        s2s.grad(f)(*args)
+
+
+def test_add_at_with_indices_other_than_integers_is_refused_where_it_runs():
+    def masked_add(out, vals):
+        np.add.at(out, out > 0.5, vals)
+        return np.sum(out)
+
+    out = np.array([0.2, 0.7, 0.9])
+    with pytest.raises(s2s.S2SError, match=r"np.add.at is differentiated with indices along the first axis"):
+        s2s.grad(masked_add, argnums=1)(out, 1.0)
+    with pytest.raises(s2s.S2SError, match=r"np.add.at takes indices along the first axis"):
+        s2s.jit(s2s.grad(masked_add, argnums=1))(out, 1.0)

@@ -499,7 +499,11 @@ class PointsToCheck:
             a_list = self._own_sites(state, var) is not None  # a list (or dict) display on every path here
 
             def message(other, relation="also refers to"):
-                if a_list:  # `t += [v]` extends the list, `t *= 2` repeats it, in place
+                if stmt.value.fn is runtime.scatter_add:  # (the statement np.add.at(v, indices, values))
+                    error = S2SError(f"np.add.at({v}, ...) updates an array that {shown(other, other)} {relation}",
+                                     stmt.origin, f"add into a copy ({v} = {v}.copy() before np.add.at), or "
+                                     f"read {shown(other, other)} before it")
+                elif a_list:  # `t += [v]` extends the list, `t *= 2` repeats it, in place
                     what = "extends" if op == "+" else "repeats"
                     error = S2SError(f"`{v} {op}= ...` {what} in place the list {v}, which {shown(other, other)} "
                                      f"{relation}", stmt.origin, f"write `{v} = {v} {op} ...` to make a new list")

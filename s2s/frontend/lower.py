@@ -50,6 +50,8 @@ def _local_names(node: cst.FunctionDef) -> set[str]:
 
 # The in-place methods of a list that have no lowering (append, extend and pop do).
 _IN_PLACE_LIST_METHODS = ("insert", "remove", "reverse", "sort", "clear")
+# Methods of an array that change it in place and return None (x.fill(0.0)).
+_IN_PLACE_ARRAY_METHODS = ("fill", "put", "resize", "partition")
 
 
 def _list_names(node: cst.FunctionDef, displays: tuple = (cst.List, cst.ListComp)) -> set[str]:
@@ -411,8 +413,60 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
             raise self.error(node, f"list.{value.func.attr.value}() is not supported",
                              "build the list in its final order with .append, .extend or a comprehension, "
                              "or keep the values in an array")
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "at" \
+                and isinstance(self.resolver.resolve(value.func.value), np.ufunc):
+            self.ufunc_at(value, self.resolver.resolve(value.func.value))
+            return
+        if isinstance(value, cst.Call):
+            changes = self.in_place_call(value)
+            if changes is not None:
+                raise self.error(node, f"{changes} changes its argument in place (and returns None), which s2s does "
+                                 "not support", "write the new values with indexing (x[i] = v, x[mask] = v) or build "
+                                 "a new array (np.where, np.sort, np.clip); np.add.at(x, indices, values) is taken")
         raise self.error(node, "an expression statement whose value is unused is not supported",
                          "assign its result to a name (only print(...) may stand alone)")
+
+    def ufunc_at(self, node: cst.Call, ufunc: np.ufunc) -> None:
+        """np.add.at(a, indices, values): a = runtime.scatter_add(a, indices, values), which NumPy
+        does in place (as `a += v`: where another name shares a's memory, refused when it runs)."""
+        spelled = f"np.{ufunc.__name__}.at"
+        if ufunc is not np.add:
+            raise self.error(node, f"{spelled}(...) is not supported",
+                             "np.add.at(a, indices, values) is; for another operation, write a loop over the indices")
+        if len(node.args) != 3 or any(a.keyword is not None or a.star for a in node.args):
+            raise self.error(node, f"{spelled} takes three positional arguments here: the array, the indices "
+                                   "and the values")
+        target = node.args[0].value
+        if not isinstance(target, cst.Name) or target.value not in self.locals:
+            if isinstance(target, cst.Name) and isinstance(self.resolver.lookup(target.value), np.ndarray):
+                where = "closure" if target.value in self.resolver.closure else "module"
+                raise self.error(target, f"{target.value!r} is an array of the {where}, which s2s captures as a "
+                                         f"constant: adding into it with {spelled} is not supported",
+                                 f"add into a copy ({target.value}_copy = {target.value}.copy()), or pass "
+                                 f"{target.value} as an argument and return the new value")
+            raise self.error(target, f"{spelled} adds into a local array variable here",
+                             "name the array: y = x[0]; np.add.at(y, indices, values); x[0] = y")
+        if isinstance(node.args[1].value, cst.Tuple):
+            raise self.error(node.args[1].value, f"{spelled} with a tuple of index arrays (several axes) is not "
+                             "supported", "index a raveled copy with np.ravel_multi_index(indices, a.shape), "
+                             "then reshape it back")
+        indices = self.expr(node.args[1].value)
+        values = self.expr(node.args[2].value)
+        name = target.value
+        self.emit(ir.Assign((name,), ir.Call(runtime.scatter_add, (ir.Name(name), indices, values)), self.origin,
+                            inplace=True))
+
+    def in_place_call(self, node: cst.Call) -> str | None:
+        """How a call of a NumPy function or array method that changes its argument in place
+        and returns None is written (np.copyto(...), x.fill(...)), or None for another call."""
+        callee = self.resolver.resolve(node.func)
+        for fn in (np.copyto, np.put, np.place, np.putmask, np.fill_diagonal, np.random.shuffle):
+            if callee is fn:
+                return f"{cst.Module([]).code_for_node(node.func)}(...)"
+        if isinstance(node.func, cst.Attribute) and isinstance(node.func.value, cst.Name) \
+                and node.func.value.value in self.locals and node.func.attr.value in _IN_PLACE_ARRAY_METHODS:
+            return f"{node.func.value.value}.{node.func.attr.value}(...)"
+        return None
 
     def debug_print_arguments(self, node: cst.Call) -> tuple:
         """s2s.debug.print("x = {x}", x=x) -> debug_print("x = {0}", x): Numba takes no keywords."""

@@ -8,7 +8,7 @@ import numpy as np
 
 __all__ = ["quantile_weights", "quantile_q_refused", "quantile", "percentile", "median", "nansum", "nanmean",
            "quantile_options", "nan_reduction_options", "ptp", "average", "average_options", "average_weights",
-           "average_weights_bar", "take_axis", "take_bar", "sinc_slope", "sinc_curvature",
+           "average_weights_bar", "take_axis", "take_bar", "scatter_add", "sinc_slope", "sinc_curvature",
            "cross_options", "heaviside", "trapezoid", "trapezoid_weights", "trapezoid_x_refused",
            "gradient", "gradient_bar", "gradient_options", "cov_options", "cov_centered", "cov_centered_bar",
            "cov_scale", "cov_result", "cov_square", "corrcoef_options", "corrcoef_scales",
@@ -156,6 +156,21 @@ def take_bar(g, a, indices, axis=None):
         np.add.at(np.ravel(out), indices, g)  # out is new and contiguous: ravel is a view
     else:
         np.add.at(out, (slice(None),) * (axis % np.ndim(a)) + (indices,), g)
+    return out
+
+
+def scatter_add(a, indices, values):
+    """The statement np.add.at(a, indices, values) as generated code writes it, a = scatter_add(a,
+    indices, values): values added into a copy of a at indices along its first axis (an integer,
+    or an array of integers), repeated indices accumulating. The copy keeps what a held for the
+    reverse sweep, as `a += v` is written a = a + v."""
+    if not (isinstance(indices, (int, np.integer)) or isinstance(indices, np.ndarray) and indices.dtype.kind in "iu"):
+        raise ValueError(f"s2s: np.add.at is differentiated with indices along the first axis: an integer or an array "
+                         f"of integers, not {type(indices).__name__}"
+                         + (f" of {indices.dtype}" if isinstance(indices, np.ndarray) else "")
+                         + "; for several axes, index a raveled copy (np.ravel_multi_index)")
+    out = np.array(a, copy=True)
+    np.add.at(out, indices, values)
     return out
 
 

@@ -170,6 +170,33 @@ def _take_bar(t, ax):
     return lines + ["return out"], {"dtype": dtype}
 
 
+@overload(rt.scatter_add)
+def _scatter_add(a, indices, values):
+    """np.add.at has no Numba form: the values, spread to the shape a[indices] has, added one
+    index at a time."""
+    if not isinstance(a, types.Array):
+        raise TypingError("s2s: under jit, np.add.at adds into an array")
+    if isinstance(indices, types.Integer):
+        def one(a, indices, values):
+            out = a.copy()
+            out[indices] += values
+            return out
+        return one
+    if not (isinstance(indices, types.Array) and isinstance(indices.dtype, types.Integer)):
+        raise TypingError("s2s: under jit, np.add.at takes indices along the first axis: an integer or an array "
+                          "of integers")
+
+    def each(a, indices, values):
+        out = a.copy()
+        flat = np.ravel(indices)
+        picked = (np.asarray(values) * np.ones(indices.shape + a.shape[1:], out.dtype)).reshape(
+            (flat.shape[0],) + a.shape[1:])
+        for m in range(flat.shape[0]):
+            out[flat[m]] += picked[m]
+        return out
+    return each
+
+
 # ---- np.sinc ---------------------------------------------------------------------------------
 
 
