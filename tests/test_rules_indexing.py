@@ -76,6 +76,34 @@ def test_index_and_truth_methods(backend):
                                central_difference_grad(argmax_along_rows, (m,), 0), rtol=1e-6, atol=1e-8)
 
 
+def _gathered_twice(h):
+    h = np.tanh(h[ROWS_AGAIN])
+    h = np.tanh(h[ROWS_AGAIN])
+    return np.sum(h)
+
+
+def _gathered_in_a_loop(h):
+    for t in range(2):
+        h = h + np.tanh(h[SOURCES] @ MIX)[:4]
+    return np.sum(h * h)
+
+
+ROWS_AGAIN = np.array([0, 1, 2, 2])
+SOURCES = np.array([0, 1, 2, 2, 3])
+MIX = np.array([[0.5, -0.2], [0.1, 0.3]])
+
+
+@pytest.mark.parametrize("f", [_gathered_twice, _gathered_in_a_loop], ids=["twice", "in_a_loop"])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_gather_of_repeated_rows_of_a_rebound_variable(f, backend):
+    """Where s2s.jit's facts do not prove h an array, the adjoint of h[idx] is added by
+    runtime.add_at, which now accumulates repeated rows too (under jit row 2 had the adjoint of
+    one of its two copies, 0.64 for 1.28)."""
+    h = np.array([[0.2, -0.1], [0.4, 0.3], [-0.5, 0.1], [0.3, 0.2]])
+    np.testing.assert_allclose(s2s.jit(s2s.grad(f), backend=backend)(h), central_difference_grad(f, (h,), 0),
+                               rtol=1e-7, atol=1e-9)
+
+
 # ---- segment sums: np.add.at and np.bincount with repeated indices -------------------------
 
 SEGMENTS = np.array([0, 2, 0, 1, 2, 2])  # segment 2 three times, 0 twice, 3 never

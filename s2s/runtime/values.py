@@ -120,9 +120,10 @@ def tree_add(a, b):
 
 
 def add_at(c, key, value):
-    """Add value to element `key` of c: in place for arrays, a new container otherwise."""
+    """Add value to element `key` of c: in place for arrays (repeated entries of an index array
+    accumulating, as the adjoint of the gather c[key] must), a new container otherwise."""
     if isinstance(c, np.ndarray):
-        c[key] += value
+        index_add(c, key, value)
         return c
     if key == () or key is Ellipsis:  # x[()] or x[...] of a 0-d array x, whose adjoint is a number
         return c + value

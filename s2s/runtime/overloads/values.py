@@ -109,6 +109,8 @@ def _zeros_shaped(shape, like):
                 isinstance(s, types.BaseTuple) for s in shape.types):
             # (the shapes of a tuple of arrays, one per item: push_shape of a layer (W, b))
             items = "".join(f"rt.zeros_shaped(shape[{k}], like[{k}]), " for k in range(len(like)))
+            if isinstance(like, types.BaseNamedTuple):  # (a dict's DictTuple, a namedtuple: of its class)
+                return _compile(f"def impl(shape, like):\n    return cls({items})\n", "impl", cls=like.instance_class)
             return _compile(f"def impl(shape, like):\n    return ({items})\n", "impl")
         raise TypingError("s2s: the adjoint of a tuple that holds arrays and is overwritten in a loop has no "
                           "compiled form; keep each array in a variable of its own (x, v = s; ...; s = (x, v) "
@@ -279,7 +281,7 @@ def _add_at(c, key, value):
         return from_tuple
     if isinstance(c, types.Array):
         def impl(c, key, value):
-            c[key] += value
+            rt.index_add(c, key, value)  # (repeated entries of an index array accumulate)
             return c
         return impl
     if isinstance(c, types.Number) and (isinstance(key, types.EllipsisType)
