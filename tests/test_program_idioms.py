@@ -102,3 +102,30 @@ def test_jacfwd_of_jacrev_with_has_aux_on_both():
     np.testing.assert_allclose(aux, np.cos(x), rtol=1e-15)
     with pytest.raises(s2s.S2SError, match="has_aux take it on both transforms"):
         s2s.jacfwd(s2s.jacrev(cases.energy_and_forces, has_aux=True))(x, 2.0)
+
+
+_H0 = np.array([[0.2, -0.1], [0.4, 0.3], [-0.5, 0.1], [0.3, 0.2]])
+_BIASES = 0.1 * np.arange(24.0).reshape(3, 4, 2) - 1.0
+_GRAPH_POINTS = {  # the three paths of the function's end
+    "w_taken": (_H0, np.array([0.5, -1.0, 0.8]), 0.2 * _BIASES),
+    "w_too_small": (_H0, np.array([0.5, -1.0, 0.8]), 1.5 * _BIASES),
+    "w_unbound": (0.1 * _H0, np.array([0.1, 0.2, 0.1]), 0.01 * _BIASES),
+}
+
+
+@pytest.mark.parametrize("point", _GRAPH_POINTS.values(), ids=_GRAPH_POINTS.keys())
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_a_graph_network_of_module_constants_scan_over_a_dict_and_segment_sums(backend, point):
+    """A module dict of constants, scan over a dict of inputs, np.add.at and np.bincount, and a
+    variable bound on one path: every argument's gradient against central differences."""
+    f = cases.message_passing
+    for k in range(3):
+        expected = central_difference_grad(f, point, k)
+        np.testing.assert_allclose(s2s.jit(s2s.grad(f, argnums=k), backend=backend)(*point), expected,
+                                   rtol=1e-6, atol=1e-8)
+    value, tangent = s2s.jvp(f, point, (np.ones_like(point[0]), np.zeros(3), np.zeros_like(point[2])))
+    assert value == pytest.approx(f(*point), rel=1e-13)
+    assert tangent == pytest.approx(np.sum(central_difference_grad(f, point, 0)), rel=1e-6)
+    H = s2s.jit(s2s.hessian(f, argnums=1), backend=backend)(*point)
+    np.testing.assert_allclose(H, [central_difference_grad(lambda *a: s2s.grad(f, argnums=1)(*a)[i], point, 1, h=1e-5)
+                                   for i in range(3)], rtol=1e-5, atol=1e-7)
