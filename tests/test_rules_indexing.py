@@ -230,8 +230,8 @@ def _fill(out, vals):
 ], ids=["subtract_at", "two_axes", "module_array", "shared", "copyto", "fill"])
 def test_in_place_numpy_calls_are_refused_with_a_way_out(f, reason):
     """(np.add.at's statement was refused with `assign its result to a name`: it returns None.)"""
-    args = (np.ones((3, 3)), np.ones(3)) if f is _add_at_of_two_axes else (np.ones(6),) \
-        if f is _add_at_into_a_module_array else (np.ones(3), np.ones(6) if f is _add_at_into_a_shared_array else np.ones(3))
+    args = {_add_at_of_two_axes: (np.ones((3, 3)), np.ones(3)), _add_at_into_a_module_array: (np.ones(6),),
+            _add_at_into_a_shared_array: (np.ones(3), np.ones(6))}.get(f, (np.ones(3), np.ones(3)))
     with pytest.raises(s2s.S2SError, match=r"test_rules_indexing.py:\d+:\d+: " + reason):
         s2s.grad(f)(*args)
 

@@ -512,7 +512,8 @@ class LaxLowering:
         xs_node = a.get("xs", cst.Name("None"))
         if isinstance(xs_node, (cst.List, cst.ListComp, cst.DictComp, cst.Set)):
             raise self.error(xs_node, "s2s.lax.scan takes xs as one array or a tuple display of arrays, "
-                             "or a dict of them, not a list", "write xs as a tuple, (a, b), and read the step's rows as x[0], x[1]")
+                             "or a dict of them, not a list",
+                             "write xs as a tuple, (a, b), and read the step's rows as x[0], x[1]")
         unchecked: list = []  # the leaves that may hold a tuple, list or dict, checked when the function runs
         xs_tree = None if isinstance(xs_node, cst.Name) and xs_node.value == "None" \
             else self.scanned_tree(xs_node, unchecked)
