@@ -205,3 +205,18 @@ def test_require_unshared_refuses_where_the_memory_overlaps():
     b = np.ones((3, 2, 4))  # a batch of 4 examples, each 3 x 2: b[1] is a row of each
     with pytest.raises(S2SError, match="shared"):
         rt.require_unshared(b, b[1], "shared", x_batched=True, other_batched=True)
+
+
+def test_generator_states_are_given_back_after_nested_probes():
+    """A probe inside a probe (the Hessian's inside a Jacobian's) with a generator known: each
+    gives back the states it found, and the outer one the first (the states hold arrays, which
+    the bookkeeping must not compare)."""
+    from s2s.runtime.constants import generator_number, generators_kept
+
+    drawn = np.random.RandomState(7)
+    generator_number(drawn)
+    with generators_kept():
+        with generators_kept():
+            drawn.randn(3)
+        drawn.randn(2)
+    np.testing.assert_array_equal(drawn.randn(4), np.random.RandomState(7).randn(4))

@@ -34,7 +34,7 @@ from .. import lax, runtime
 from ..rules.custom import checkpoint
 from ..ir import nodes as ir
 from .control_flow import lower_control_flow
-from .source import MISSING, is_user_function, walk_nodes
+from .source import MISSING, is_user_function, list_names, walk_nodes, walk_own
 
 FORMS = {lax.cond, lax.switch, lax.fori_loop, lax.while_loop, lax.scan}
 # x.at[index].<method>(v): the operator combining the old elements with v (None: set).
@@ -799,21 +799,9 @@ def _walk_all(node: Any):
             yield from _walk_all(child)
 
 
-def walk_own(node: cst.CSTNode):
-    """node and the nodes under it, except those inside the functions nested in it."""
-    yield node
-    for child in node.children:
-        if isinstance(child, (cst.FunctionDef, cst.Lambda)):
-            yield child
-        else:
-            yield from walk_own(child)
-
-
 def _own_lists(node: cst.FunctionDef) -> tuple[set, set]:
-    """The names of a nested def that only ever hold lists, and dicts (lower.py's _list_names)."""
-    from .lower import _list_names
-
-    return _list_names(node), _list_names(node, (cst.Dict, cst.DictComp))
+    """The names of a nested def that only ever hold lists, and dicts (source.list_names)."""
+    return list_names(node), list_names(node, (cst.Dict, cst.DictComp))
 
 
 def _rename_tree(tree: Any, mapping: dict) -> Any:

@@ -24,8 +24,9 @@ from .argument_writes import parameter_writes
 from .comprehensions import ComprehensionLowering
 from .control_flow import lower_control_flow
 from .expressions import ExpressionLowering
-from .lax_forms import LaxLowering, assigned_names, walk_own
-from .source import MISSING, ParsedFunction, Resolver, forwarding, is_user_function, parse_function, walk_nodes
+from .lax_forms import LaxLowering, assigned_names
+from .source import (MISSING, ParsedFunction, Resolver, forwarding, is_user_function, list_names, parse_function,
+                     plain_display_items, walk_nodes, walk_own)
 
 AUG_OPS = {
     cst.AddAssign: operator.add,
@@ -54,46 +55,8 @@ _IN_PLACE_LIST_METHODS = ("insert", "remove", "reverse", "sort", "clear")
 _IN_PLACE_ARRAY_METHODS = ("fill", "put", "resize", "partition")
 
 
-def _list_names(node: cst.FunctionDef, displays: tuple = (cst.List, cst.ListComp)) -> set[str]:
-    """Names (not parameters) that list displays and list comprehensions alone bind, and `+=`
-    with a display alone extends: there `xs += [v]` appends to a list, where on an array it
-    would add elementwise. displays=(cst.Dict, cst.DictComp): the names that dicts alone bind."""
-    extends = displays == (cst.List, cst.ListComp)
-    lists: set[str] = set()
-    others: set[str] = set()
-
-    def bound(target: cst.BaseExpression, is_list: bool) -> None:
-        if isinstance(target, cst.Name):
-            (lists if is_list else others).add(target.value)
-        elif isinstance(target, (cst.Tuple, cst.List)):
-            for element in target.elements:
-                bound(element.value, False)
-        elif isinstance(target, cst.StarredElement):
-            bound(target.value, False)
-
-    for n in walk_own(node.body):
-        if isinstance(n, cst.Assign):
-            for target in n.targets:
-                bound(target.target, isinstance(n.value, displays))
-        elif isinstance(n, cst.AugAssign):
-            if not (extends and isinstance(n.operator, cst.AddAssign) and _display_items(n.value) is not None):
-                bound(n.target, False)
-        elif isinstance(n, (cst.AnnAssign, cst.For, cst.CompFor)):
-            bound(n.target, False)
-        elif isinstance(n, cst.AsName):
-            bound(n.name, False)
-        elif isinstance(n, cst.NamedExpr):
-            bound(n.target, False)
-        elif isinstance(n, (cst.Global, cst.Nonlocal)):
-            others.update(item.name.value for item in n.names)
-    return lists - others - {p.name.value for p in node.params.params}
 
 
-def _display_items(node: cst.BaseExpression) -> list | None:
-    """The items of a list or tuple display without starred items ([a, b], (a,)); else None."""
-    if isinstance(node, (cst.List, cst.Tuple)) and all(isinstance(e, cst.Element) for e in node.elements):
-        return [e.value for e in node.elements]
-    return None
 
 
 def _outer_names(code) -> set[str]:
@@ -116,8 +79,8 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
         self.fn = parsed.fn
         self.resolver = Resolver(parsed.fn)
         self.locals = _local_names(parsed.node)
-        self.lists = _list_names(parsed.node)  # names that only ever hold lists (xs += [v] appends)
-        self.dicts = _list_names(parsed.node, (cst.Dict, cst.DictComp))  # names that only ever hold dicts
+        self.lists = list_names(parsed.node)  # names that only ever hold lists (xs += [v] appends)
+        self.dicts = list_names(parsed.node, (cst.Dict, cst.DictComp))  # names that only ever hold dicts
         # Nested defs: every name, and those defined so far (to be inlined by s2s.lax forms).
         self.def_names = {n.name.value for n in walk_own(parsed.node.body) if isinstance(n, cst.FunctionDef)}
         self.names = ir.Names(self.locals | _outer_names(parsed.fn.__code__) | self.def_names)
@@ -168,6 +131,10 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
             self.out = saved
 
     # ---- the function ----------------------------------------------------------
+
+    def lowered_to_write_out(self, fn) -> ir.Function:
+        """Another user function lowered to be written out at a call of this one (writing_calls.py)."""
+        return normalize(fn, written_out=True)
 
     def function(self, written_out: bool = False) -> ir.Function:
         """The lowered function. written_out: for its body to be written out at a call that
@@ -372,9 +339,9 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
         if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
                 and value.func.attr.value == "extend" and isinstance(value.func.value, cst.Name) \
                 and value.func.value.value in self.locals and len(value.args) == 1 \
-                and _display_items(self.positional(value.args[0])) is not None:
+                and plain_display_items(self.positional(value.args[0])) is not None:
             # xs.extend([a, b]): xs.append(a), xs.append(b)
-            self.extend(value.func.value.value, _display_items(self.positional(value.args[0])))
+            self.extend(value.func.value.value, plain_display_items(self.positional(value.args[0])))
             return
         if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
                 and value.func.attr.value == "extend" and isinstance(value.func.value, cst.Name) \
@@ -643,8 +610,8 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
             raise self.error(node, f"augmented assignment {type(node.operator).__name__} is not supported")
         target = node.target
         if isinstance(target, cst.Name) and target.value in self.lists and op is operator.add:
-            # (_list_names: every `+=` on a list name has a display) xs += [a, b]: appends
-            self.extend(target.value, _display_items(node.value))
+            # (list_names: every `+=` on a list name has a display) xs += [a, b]: appends
+            self.extend(target.value, plain_display_items(node.value))
             return
         if isinstance(target, cst.Name):
             value = self.expr(node.value)

@@ -418,3 +418,55 @@ def spelling(obj: Any) -> str | None:
     if getattr(runtime, name, None) is obj:
         return f"runtime.{name}"  # generated code that is transformed again
     return None
+
+
+def walk_own(node: cst.CSTNode):
+    """node and the nodes under it, except those inside the functions nested in it."""
+    yield node
+    for child in node.children:
+        if isinstance(child, (cst.FunctionDef, cst.Lambda)):
+            yield child
+        else:
+            yield from walk_own(child)
+
+
+def list_names(node: cst.FunctionDef, displays: tuple = (cst.List, cst.ListComp)) -> set[str]:
+    """Names (not parameters) that list displays and list comprehensions alone bind, and `+=`
+    with a display alone extends: there `xs += [v]` appends to a list, where on an array it
+    would add elementwise. displays=(cst.Dict, cst.DictComp): the names that dicts alone bind."""
+    extends = displays == (cst.List, cst.ListComp)
+    lists: set[str] = set()
+    others: set[str] = set()
+
+    def bound(target: cst.BaseExpression, is_list: bool) -> None:
+        if isinstance(target, cst.Name):
+            (lists if is_list else others).add(target.value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                bound(element.value, False)
+        elif isinstance(target, cst.StarredElement):
+            bound(target.value, False)
+
+    for n in walk_own(node.body):
+        if isinstance(n, cst.Assign):
+            for target in n.targets:
+                bound(target.target, isinstance(n.value, displays))
+        elif isinstance(n, cst.AugAssign):
+            if not (extends and isinstance(n.operator, cst.AddAssign) and plain_display_items(n.value) is not None):
+                bound(n.target, False)
+        elif isinstance(n, (cst.AnnAssign, cst.For, cst.CompFor)):
+            bound(n.target, False)
+        elif isinstance(n, cst.AsName):
+            bound(n.name, False)
+        elif isinstance(n, cst.NamedExpr):
+            bound(n.target, False)
+        elif isinstance(n, (cst.Global, cst.Nonlocal)):
+            others.update(item.name.value for item in n.names)
+    return lists - others - {p.name.value for p in node.params.params}
+
+
+def plain_display_items(node: cst.BaseExpression) -> list | None:
+    """The items of a list or tuple display without starred items ([a, b], (a,)); else None."""
+    if isinstance(node, (cst.List, cst.Tuple)) and all(isinstance(e, cst.Element) for e in node.elements):
+        return [e.value for e in node.elements]
+    return None

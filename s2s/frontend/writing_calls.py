@@ -22,8 +22,7 @@ from .. import runtime
 from ..errors import S2SError
 from ..ir import nodes as ir
 from .argument_writes import CallSite
-from .lax_forms import walk_own
-from .source import parse_function
+from .source import parse_function, walk_own
 
 _TEMPORARY = re.compile(r"_t\d+")
 _LOWERING: set = set()  # functions being lowered to be written out (a recursive one stays a call)
@@ -57,11 +56,9 @@ class WritingCalls:
     def writer(self, callee: Any) -> ir.Function | None:
         """callee lowered without private copies of its parameters (None where it cannot be:
         the call stays one, and lowering callee for it says why)."""
-        from .lower import normalize
-
         _LOWERING.add(id(callee))
         try:
-            return normalize(callee, written_out=True)
+            return self.lowered_to_write_out(callee)
         except S2SError:
             return None
         finally:

@@ -91,7 +91,8 @@ def generators_kept():
     try:
         yield
     finally:
-        _KEEPING.remove(kept)
+        # (by identity: list.remove compares the states, which hold arrays)
+        del _KEEPING[next(k for k, other in enumerate(_KEEPING) if other is kept)]
         for g, state in kept.values():
             if isinstance(g, np.random.RandomState):
                 g.set_state(state)
