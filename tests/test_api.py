@@ -254,3 +254,25 @@ def test_repeated_compiled_calls_see_each_call_s_kinds_of_arguments():
         value, grad = value_and_grad(x.astype(np.float32), 2.0)
         assert value == pytest.approx(14.0) and grad.dtype == np.float32
         np.testing.assert_allclose(grad, 2 * x, rtol=1e-6)
+
+
+def no_copies(a):
+    return np.repeat(a, 0) * 2.0
+
+
+def sum_of_rows(a):
+    return np.sum(a, axis=0) * 3.0
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_jacobians_with_no_rows_or_no_columns_are_empty(jit):
+    """An output (jacrev) or an input (jacfwd) with no elements: JAX's empty Jacobian, of the
+    output's shape then the input's (there is no row to pull, no column to push)."""
+    wrap = s2s.jit if jit else (lambda f: f)
+    a = np.arange(24.0).reshape(2, 3, 4)
+    for jacobian in (s2s.jacrev, s2s.jacfwd):
+        assert wrap(jacobian(no_copies))(a).shape == (0, 2, 3, 4)
+        empty = wrap(jacobian(sum_of_rows))(np.zeros((0, 3)))
+        assert empty.shape == (3, 0, 3)
+    np.testing.assert_array_equal(wrap(s2s.jacrev(sum_of_rows))(np.ones((2, 3))),
+                                  3.0 * np.stack([np.eye(3)] * 2, axis=1))

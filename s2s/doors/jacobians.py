@@ -68,6 +68,9 @@ class Jacobian(Derivative):
             return self._pytree(args, k, out)
         x_arr = np.asarray(x, dtype=np.result_type(x, np.float64) if not isinstance(x, np.ndarray) else x.dtype)
         in_shape = np.shape(x)
+        if np.size(out) == 0 or x_arr.size == 0:
+            # No rows (columns) to pull (push): the generated drivers start from the first one
+            return np.zeros(np.shape(out) + in_shape, dtype=np.result_type(x_arr, np.asarray(out).dtype, np.float64))
         if self.forward:
             transformed = ForwardTransformed(self.fun, self.backend, self.has_aux, columns=True,
                                              active=_argnums_tuple(self.argnums))
