@@ -13,7 +13,7 @@ import scipy.special
 
 from s2s import runtime
 from s2s.rules import Case, primitive, rule
-from s2s.runtime import digamma, polygamma, sum_bar, unbroadcast
+from s2s.runtime import betaln, digamma, gammaln, polygamma, sum_bar, unbroadcast, xlog1py, xlogy
 
 # What the passes know of an elementwise helper of one or two operands (see the module's doc).
 ONE = dict(elementwise=True, pure=True, scalar_safe=True, array_result=True, operands=(0,))
@@ -144,6 +144,45 @@ def betaln_(z, a, b):
     z_dot = (digamma(a) - both) * a_dot + (digamma(b) - both) * b_dot
     a_bar += unbroadcast(z_bar * (digamma(a) - both), a)
     b_bar += unbroadcast(z_bar * (digamma(b) - both), b)
+
+
+# ---- scipy.special: distribution functions, differentiated in x alone ----------------------
+# Their derivatives in x are the densities; in the shape parameters (a, b, df) they have no closed
+# form, and a shape that varies with what is differentiated is refused (Facts.no_derivative).
+
+
+@rule(runtime.gammainc, **dict(TWO, no_derivative=(0,)))
+@primitive(scipy.special.gammainc, written_as=runtime.gammainc)
+def gammainc_(y, a, x):
+    """P(a, x): its derivative in x is the gamma density x^(a - 1) exp(-x) / Gamma(a)."""
+    y_dot = np.exp(xlogy(a - 1.0, x) - x - gammaln(a)) * x_dot
+    x_bar += unbroadcast(y_bar * np.exp(xlogy(a - 1.0, x) - x - gammaln(a)), x)
+
+
+@rule(runtime.gammaincc, **dict(TWO, no_derivative=(0,)))
+@primitive(scipy.special.gammaincc, written_as=runtime.gammaincc)
+def gammaincc_(y, a, x):
+    """Q(a, x) = 1 - P(a, x): minus the gamma density."""
+    y_dot = -np.exp(xlogy(a - 1.0, x) - x - gammaln(a)) * x_dot
+    x_bar -= unbroadcast(y_bar * np.exp(xlogy(a - 1.0, x) - x - gammaln(a)), x)
+
+
+@rule(runtime.betainc, **dict(ONE, operands=(0, 1, 2), no_derivative=(0, 1)))
+@primitive(scipy.special.betainc, written_as=runtime.betainc)
+def betainc_(y, a, b, x):
+    """I_x(a, b): its derivative in x is the beta density x^(a - 1) (1 - x)^(b - 1) / B(a, b)."""
+    y_dot = np.exp(xlogy(a - 1.0, x) + xlog1py(b - 1.0, -x) - betaln(a, b)) * x_dot
+    x_bar += unbroadcast(y_bar * np.exp(xlogy(a - 1.0, x) + xlog1py(b - 1.0, -x) - betaln(a, b)), x)
+
+
+@rule(runtime.stdtr, **dict(TWO, no_derivative=(0,)))
+@primitive(scipy.special.stdtr, written_as=runtime.stdtr)
+def stdtr_(y, df, t):
+    """Student's t distribution function: its derivative in t is the density,
+    exp(-betaln(df / 2, 1 / 2) - log(df) / 2 - (df + 1) / 2 log(1 + t^2 / df))."""
+    y_dot = np.exp(-betaln(0.5 * df, 0.5) - 0.5 * np.log(df) - 0.5 * (df + 1.0) * np.log1p(t * t / df)) * t_dot
+    t_bar += unbroadcast(y_bar * np.exp(-betaln(0.5 * df, 0.5) - 0.5 * np.log(df)
+                                        - 0.5 * (df + 1.0) * np.log1p(t * t / df)), t)
 
 
 # ---- scipy.special: logsumexp, softmax, log_softmax ---------------------------------------

@@ -344,6 +344,11 @@ EXAMPLES = {
     runtime.xlogy: ("x, y, s", "scipy.special.xlogy(x, y) + scipy.special.xlogy(s, x)"),
     runtime.xlog1py: ("x, y", "scipy.special.xlog1py(x, y - 1.0) * y"),
     runtime.betaln: ("x, y, t", "scipy.special.betaln(x, y) + scipy.special.betaln(t, x)"),
+    # (the shapes a, b, df are constants: their derivatives have no closed form, and a varied one is refused)
+    runtime.gammainc: ("x, y", "scipy.special.gammainc(2.5, y) * x + scipy.special.gammainc(0.7, x * 2.0)"),
+    runtime.gammaincc: ("x, y", "scipy.special.gammaincc(1.5, y * x) + scipy.special.gammaincc(3.0, y)"),
+    runtime.betainc: ("x", "scipy.special.betainc(2.0, 3.5, x) + scipy.special.betainc(0.6, 1.4, x * x)"),
+    runtime.stdtr: ("x, s", "scipy.special.stdtr(4.0, x - s) + scipy.special.stdtr(1.5, x * 3.0)"),
     runtime.logsumexp: ("x, A", "scipy.special.logsumexp(A, axis=0) * x + scipy.special.logsumexp(x * 3.0)"
                                 " + np.sum(scipy.special.logsumexp(A * A, 1, keepdims=True) * A)"),
     LOGSUMEXP_SCALED: ("x, y, A", "scipy.special.logsumexp(A, axis=1, b=y) * x"

@@ -57,6 +57,80 @@ def test_second_derivatives_against_central_differences(fun, args):
     check_grads(fun, args, order=2, modes=("rev",), backend="python")
 
 
+# ---- distribution functions: differentiated in x, refused in their shapes ----------------------
+
+U = np.array([0.12, 0.4, 0.55, 0.93])
+SHAPES = np.array([0.8, 1.7, 3.0, 6.5])
+
+
+def incomplete_loss(x, y):
+    return np.sum(sp.gammainc(2.5, y) * x + scipy.special.gammaincc(1.5, y * x) + sp.betainc(2.0, 3.5, x)
+                  + sp.stdtr(4.0, x - y) + sp.gammaincc(SHAPES, y))
+
+
+def incomplete_of_shapes(x, a):
+    return np.sum(sp.gammainc(a, x * 3.0) + sp.betainc(a, a + 1.0, x) * x + sp.stdtr(a, x - 0.5))
+
+
+def test_incomplete_functions_against_central_differences():
+    """(Compiled: the rule matrix's jit column, and scipy.stats's cdfs, tests/test_rules_scipy_stats.py.)"""
+    check_grads(incomplete_loss, (U, Y), order=1, modes=("fwd", "rev"), backend="python")
+    check_grads(incomplete_of_shapes, (U, SHAPES), order=1, modes=("fwd", "rev"), argnums=(0,), backend="python")
+
+
+def test_incomplete_functions_second_order():
+    check_grads(incomplete_loss, (U, Y), order=2, modes=("rev",), backend="python")
+
+
+def test_vmap_of_the_gradient_with_a_shape_per_example():
+    xs = np.stack([U, U * 0.5, U ** 2])
+    got = s2s.vmap(s2s.grad(incomplete_of_shapes), in_axes=(0, 0))(xs, np.stack([SHAPES, SHAPES + 1.0, SHAPES * 0.5]))
+    for b, shapes in enumerate([SHAPES, SHAPES + 1.0, SHAPES * 0.5]):
+        np.testing.assert_allclose(got[b], s2s.grad(incomplete_of_shapes)(xs[b], shapes), rtol=1e-12)
+        h = 1e-6
+        for i in range(4):
+            step = np.zeros(4)
+            step[i] = h
+            want = (incomplete_of_shapes(xs[b] + step, shapes) - incomplete_of_shapes(xs[b] - step, shapes)) / (2 * h)
+            np.testing.assert_allclose(got[b][i], want, rtol=1e-6)
+
+
+def test_poisson_cdf_derivative_in_the_mean_is_minus_the_pmf():
+    """d/dmu Q(k + 1, mu) = -mu^k exp(-mu) / k!, the closed form (including k = 0 at mu = 0: -1)."""
+    k = np.array([0.0, 0.0, 1.0, 4.0])
+    mu = np.array([0.0, 1.3, 2.0, 3.5])
+    got = s2s.grad(lambda m: np.sum(sp.gammaincc(k + 1.0, m)))(mu)
+    want = -np.array([1.0, np.exp(-1.3), 2.0 * np.exp(-2.0), 3.5 ** 4 * np.exp(-3.5) / 24.0])
+    np.testing.assert_allclose(got, want, rtol=1e-13)
+
+
+def gammainc_of_a(x, a):
+    return np.sum(sp.gammainc(a, x))
+
+
+def betainc_of_b(x, b):
+    return np.sum(scipy.special.betainc(2.0, b, x))
+
+
+def stdtr_of_df(x, df):
+    return np.sum(sp.stdtr(df * 2.0, x))
+
+
+@pytest.mark.parametrize("fun, called, param", [(gammainc_of_a, "sp.gammainc", "a"),
+                                                (betainc_of_b, "scipy.special.betainc", "b"),
+                                                (stdtr_of_df, "sp.stdtr", "df")], ids=["gammainc", "betainc", "stdtr"])
+@pytest.mark.parametrize("argnums", [(0, 1), 1], ids=["both", "shape"])
+def test_a_shape_differentiated_is_refused_at_the_users_line(fun, called, param, argnums):
+    """The derivative in a, b, df has no closed form: refused, never a zero for it."""
+    with pytest.raises(s2s.S2SError) as refused:
+        s2s.grad(fun, argnums=argnums)(U, 1.5)
+    message = str(refused.value)
+    assert re.match(rf".*test_rules_scipy_special\.py:{_line_of(fun, called)}:\d+: ", message), message
+    assert f"with respect to its parameter {param}" in message and "s2s.custom_vjp" in message, message
+    with pytest.raises(s2s.S2SError, match=f"with respect to its parameter {param}"):
+        s2s.jvp(fun, (U, 1.5), (U, 1.0))
+
+
 # ---- closed forms ------------------------------------------------------------------------------
 
 

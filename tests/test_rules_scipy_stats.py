@@ -6,7 +6,7 @@ bernoulli; logpdf, pdf, logcdf, cdf, logpmf, pmf) is lowered to its NumPy form
 multivariate_normal, frozen `norm(mu, sigma).logpdf`), with loc, scale and the shape parameters
 positional or keywords. Values are SciPy's (the functions below run SciPy itself when called),
 derivatives SciPy's by central differences; anything else of scipy.stats is refused at the
-user's line."""
+user's line, and so is a cdf of t, gamma or beta differentiated in its shape (df, a, b: no closed form)."""
 
 import re
 import sys
@@ -74,6 +74,22 @@ METHODS = [
 ]
 IDS = [name for name, _, _ in METHODS]
 
+# The cdfs of t, gamma and beta have no derivative in their shape parameters (df, a, b): each is
+# differentiated in the others, the shapes given as arguments not differentiated.
+CDFS = [
+    ("t.cdf", lambda x, df, mu, sigma: stats.t.cdf(x, df, mu, sigma), (X, 3.5, 0.2, 1.3), (0, 2, 3)),
+    ("t.cdf keywords", lambda x, df, sigma: t.cdf(x, df=df, scale=sigma),
+     (X * 4.0, np.array([1.5, 4.0, 30.0, 2e3]), 0.7), (0, 2)),
+    ("t.logcdf", lambda x, df, mu, sigma: t.logcdf(x, df, mu, sigma), (X * 3.0, 2.5, 0.2, 1.3), (0, 2, 3)),
+    ("gamma.cdf", lambda x, a, mu, sigma: gamma.cdf(x, a, mu, sigma), (POSITIVE, 2.3, -0.1, 1.7), (0, 2, 3)),
+    ("gamma.logcdf", lambda x, a, sigma: scipy.stats.gamma.logcdf(x, a=a, scale=sigma), (POSITIVE, 0.7, 0.5), (0, 2)),
+    ("beta.cdf", lambda x, a, b, mu, sigma: beta.cdf(x, a, b, mu, sigma), (UNIT, 2.2, 3.4, -0.05, 1.1), (0, 3, 4)),
+    ("beta.logcdf", lambda x, a, b: stats.beta.logcdf(x, a=a, b=b), (UNIT, 0.6, 1.8), (0,)),
+    ("poisson.cdf", lambda k, mu: poisson.cdf(k, mu), (K, 2.7), (1,)),
+    ("poisson.cdf loc", lambda k, mu: scipy.stats.poisson.cdf(k, mu=mu, loc=1), (K + 1, POSITIVE), (1,)),
+    ("poisson.logcdf", lambda k, mu: poisson.logcdf(k, mu), (K, POSITIVE), (1,)),
+]
+
 
 @pytest.mark.parametrize("name, fun, args", METHODS, ids=IDS)
 def test_derivatives_against_central_differences(name, fun, args):
@@ -82,6 +98,12 @@ def test_derivatives_against_central_differences(name, fun, args):
     distribution: its k is an integer, or a point of a step of its cdf)."""
     discrete = name.startswith(("poisson", "bernoulli"))
     check_grads(fun, args, order=1, modes=("fwd", "rev"), argnums=range(discrete, len(args)), backend="python")
+
+
+@pytest.mark.parametrize("name, fun, args, argnums", CDFS, ids=[name for name, _, _, _ in CDFS])
+def test_cdf_derivatives_against_central_differences(name, fun, args, argnums):
+    """In x, loc, scale (poisson's mu): the value SciPy's, forward and reverse mode its central differences."""
+    check_grads(fun, args, order=1, modes=("fwd", "rev"), argnums=argnums, backend="python")
 
 
 # ---- each distribution's methods in one loss: compiled, vmapped, second order -----------------
@@ -129,9 +151,16 @@ def mvn_loss(x, mean, cov):
     return np.sum(mvn.logpdf(x, mean, cov) + scipy.stats.multivariate_normal.pdf(x, mean=mean, cov=cov))
 
 
+def cdf_loss(x, y, u, mu, loc, scale):
+    return np.sum(t.cdf(x, 3.5, loc, scale) + t.logcdf(x, 2.5, loc, scale) * x + gamma.cdf(y, 2.3, loc, scale)
+                  + gamma.logcdf(y, 0.8, loc, scale) + beta.cdf(u, 2.2, 3.4, loc * 0.1, scale)
+                  + beta.logcdf(u, 0.7, 1.6, scale=scale) + poisson.cdf(K, mu) * mu + poisson.logcdf(K + 1, mu, 1))
+
+
 LOSSES = [(norm_loss, (X, 0.3, 1.4)), (t_loss, (X, 3.5, 0.2, 1.3)), (gamma_loss, (POSITIVE, 2.3, 1.7)),
           (beta_loss, (UNIT, 2.2, 3.4)), (expon_loss, (POSITIVE, -0.2, 1.6)), (uniform_loss, (UNIT, -0.1, 1.5)),
-          (poisson_loss, (K, 2.7)), (bernoulli_loss, (BITS, 0.3)), (mvn_loss, (POINTS, MEAN, COV))]
+          (poisson_loss, (K, 2.7)), (bernoulli_loss, (BITS, 0.3)), (mvn_loss, (POINTS, MEAN, COV)),
+          (cdf_loss, (X, POSITIVE, UNIT, 2.7, 0.05, 1.3))]
 LOSS_IDS = [fun.__name__ for fun, _ in LOSSES]
 
 
@@ -146,6 +175,22 @@ def test_jit_grad_is_central_differences_of_scipy(fun, args):
     np.testing.assert_allclose(value, fun(*args), rtol=1e-12)
     for k, got in zip(argnums, grads):
         np.testing.assert_allclose(got, central_difference_grad(fun, args, k), rtol=1e-6, atol=1e-7)
+
+
+def shaped_cdfs(x, shape, scale):
+    return np.sum(t.cdf(x, shape, 0.1, scale) + gamma.logcdf(x * x + 0.1, shape, scale=scale)
+                  + beta.cdf(x * 0.2 + 0.5, shape, 2.0))
+
+
+def test_vmap_of_the_gradient_of_cdfs_with_a_shape_per_example():
+    """The shapes batched but not differentiated: each example's gradient in x and scale."""
+    xs = np.stack([X, X * 0.5 + 0.1, X - 0.3])
+    shapes = np.array([2.5, 4.0, 0.9])
+    grads = s2s.vmap(s2s.grad(shaped_cdfs, argnums=(0, 2)), in_axes=(0, 0, None))(xs, shapes, 1.3)
+    for b in range(3):
+        args = (xs[b], shapes[b], 1.3)
+        np.testing.assert_allclose(grads[0][b], central_difference_grad(shaped_cdfs, args, 0), rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(grads[1][b], central_difference_grad(shaped_cdfs, args, 2), rtol=1e-6, atol=1e-7)
 
 
 def test_compiled_jvp_against_central_differences():
@@ -238,12 +283,14 @@ def continuous_values(x, p, q):
     return (norm.logpdf(x, 0.2, q), norm.pdf(x, 0.2, q), norm.logcdf(x, 0.2, q), norm.cdf(x, 0.2, q),
             t.logpdf(x, p, 0.1, q), gamma.logpdf(x, p, -0.5, q), gamma.pdf(x, p, scale=q), beta.logpdf(x, p, 2.0),
             beta.pdf(x, p, 0.5, -1.0, 2.0 * q), expon.logpdf(x, -0.3, q), expon.cdf(x, scale=q), expon.logcdf(x),
-            uniform.logpdf(x, -0.5, q), uniform.cdf(x, -0.5, q), uniform.logcdf(x, -0.5, q))
+            uniform.logpdf(x, -0.5, q), uniform.cdf(x, -0.5, q), uniform.logcdf(x, -0.5, q), t.cdf(x, p, 0.1, q),
+            t.logcdf(x, p), gamma.cdf(x, p, -0.5, q), gamma.logcdf(x, p, scale=q), beta.cdf(x, p, 2.0),
+            beta.logcdf(x, p, 0.5, -1.0, 2.0 * q))
 
 
 def discrete_values(k, p, mu):
     return (poisson.logpmf(k, mu), poisson.pmf(k, mu, 1), bernoulli.logpmf(k, p), bernoulli.pmf(k, p),
-            bernoulli.cdf(k, p), bernoulli.logcdf(k, p, -1))
+            bernoulli.cdf(k, p), bernoulli.logcdf(k, p, -1), poisson.cdf(k, mu), poisson.logcdf(k, mu, 1))
 
 
 EDGE_X = np.array([-np.inf, -2.0, -0.5, 0.0, 0.3, 1.0, 1.5, 40.0, np.inf, np.nan])
@@ -290,8 +337,8 @@ def quantile(x):
     return np.sum(scipy.stats.norm.ppf(x * 0.1 + 0.5))
 
 
-def t_cdf(x):
-    return np.sum(stats.t.cdf(x, 3.0))
+def t_survival(x):
+    return np.sum(stats.t.sf(x, 3.0))
 
 
 def cauchy_density(x):
@@ -334,7 +381,7 @@ def zscore(x):
 REFUSED = [
     (draws, "norm.rvs", "s2s has no rule for scipy.stats.norm.rvs"),
     (quantile, "ppf", "s2s has no rule for scipy.stats.norm.ppf"),
-    (t_cdf, "t.cdf", "s2s has no rule for scipy.stats.t.cdf"),
+    (t_survival, "t.sf", "s2s has no rule for scipy.stats.t.sf"),
     (cauchy_density, "stats.cauchy", "s2s has no rule for scipy.stats.cauchy.logpdf"),
     (mvn_cdf, "mvn.cdf", "s2s has no rule for scipy.stats.multivariate_normal.cdf"),
     (frozen_in_a_variable, "norm(0.0, 2.0)", "a scipy.stats distribution (norm) is supported here only through its "
@@ -370,8 +417,42 @@ def test_covered_distributions_are_listed_with_their_methods():
 
     assert forms.covered_methods("norm") == ["logpdf", "pdf", "logcdf", "cdf"]
     assert forms.covered_methods("multivariate_normal") == ["logpdf", "pdf"]
-    assert forms.covered_methods("poisson") == ["logpmf", "pmf"]
+    assert forms.covered_methods("poisson") == ["logcdf", "cdf", "logpmf", "pmf"]
+    assert forms.covered_methods("beta") == ["logpdf", "pdf", "logcdf", "cdf"]
     assert forms.form("norm", "rvs") is None and forms.form("cauchy", "logpdf") is None
+
+
+def t_cdf_of_df(x, df):
+    return np.sum(t.cdf(x, df))
+
+
+def gamma_logcdf_of_a(x, a):
+    return np.sum(stats.gamma.logcdf(x, a, scale=2.0) * x)
+
+
+def beta_cdf_of_b(x, b):
+    return np.sum(beta.cdf(x, 2.0, b=b))
+
+
+@pytest.mark.parametrize("fun, text, param", [(t_cdf_of_df, "t.cdf", "df"), (gamma_logcdf_of_a, "stats.gamma", "a"),
+                                              (beta_cdf_of_b, "beta.cdf", "b")], ids=["t", "gamma", "beta"])
+@pytest.mark.parametrize("transform", ["grad", "grad of the shape alone", "jvp", "jit"])
+def test_a_cdf_differentiated_in_its_shape_is_refused_at_the_users_line(fun, text, param, transform):
+    """No closed form of the derivative in df, a, b: refused, never a zero for it."""
+    x = UNIT
+    with pytest.raises(s2s.S2SError) as refused:
+        if transform == "grad":
+            s2s.grad(fun, argnums=(0, 1))(x, 2.5)
+        elif transform == "grad of the shape alone":
+            s2s.grad(fun, argnums=1)(x, 2.5)
+        elif transform == "jvp":
+            s2s.jvp(fun, (x, 2.5), (x, 1.0))
+        else:
+            s2s.jit(s2s.grad(fun, argnums=1))(x, 2.5)
+    message = str(refused.value)
+    assert re.match(rf".*{re.escape(where(fun, text))}\d+: ", message), message
+    assert f"with respect to its shape parameter {param}" in message, message
+    assert "s2s.custom_vjp" in message and "not in argnums" in message
 
 
 DENSITY = norm

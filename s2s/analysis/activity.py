@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -411,6 +412,8 @@ class Analysis:
             if not (isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Call)):
                 continue
             call = stmt.value
+            self._check_form_parameters(stmt, call)
+            self._check_no_derivative(stmt, call)
             if not any(self.atom_active(a) for a in list(call.args) + [a for _, a in call.kwargs]):
                 continue
             if not any(self.is_active(t) for t in stmt.targets):
@@ -448,6 +451,55 @@ class Analysis:
                     how = ", or compute the norm from np.abs, np.sum, np.max" if name.endswith("norm") else ""
                     raise S2SError(problem, stmt.origin, f"write one of the options s2s differentiates for {name} "
                                                          f"(the message names them){how}")
+
+    def _check_form_parameters(self, stmt, call):
+        """A scipy.stats form (scipy_forms/stats.py) called with a shape parameter it has no
+        derivative in (t.cdf's df) that varies with what is differentiated: refused here, at the
+        user's line, rather than at the special function's call inside the form."""
+        if getattr(call.fn, "__module__", None) != "s2s.scipy_forms.stats":
+            return
+        from ..scipy_forms import stats as forms
+
+        params = forms.no_derivative(call.fn)
+        if not params or not any(t in self.useful for t in stmt.targets):
+            return
+        try:
+            bound = inspect.signature(call.fn).bind(*call.args, **dict(call.kwargs)).arguments
+        except TypeError:
+            return
+        for param in params:
+            atom = bound.get(param)
+            if isinstance(atom, ir.Name) and atom.id in self.varied:
+                raise S2SError(f"s2s has no derivative of {forms.spelling(call.fn)} with respect to its shape "
+                               f"parameter {param} (it has no closed form), and {param} here varies with the "
+                               "arguments differentiated", stmt.origin,
+                               f"pass {param} as a constant: a number, or an argument not differentiated (not in "
+                               "argnums); for a derivative with respect to it, give the function one of your own "
+                               "with s2s.custom_vjp")
+
+    def _check_no_derivative(self, stmt, call):
+        """An operand a rule has no derivative in (Facts.no_derivative: gammainc's a) that varies
+        with what is differentiated, where the result reaches the output: refused, as a zero
+        derivative would be a wrong one (the operand is not one of the rule's differentiable
+        sources, so it is varied here but never active)."""
+        positions = facts(call.fn).no_derivative
+        if not positions or not any(t in self.useful for t in stmt.targets):
+            return
+        found = rule_for(call, stmt.origin)
+        if found is None or found.signature is None:
+            return
+        bound = bind(call, found, stmt.origin)
+        for k in positions:
+            param = found.params[k + 1]
+            atom = bound.get(param)
+            if isinstance(atom, ir.Name) and atom.id in self.varied:
+                name = getattr(call.fn, "__name__", repr(call.fn))
+                raise S2SError(f"s2s has no derivative of {name} with respect to its parameter {param} (it has no "
+                               f"closed form), and {param} here varies with the arguments differentiated",
+                               stmt.origin,
+                               f"pass {param} as a constant: a number, or an argument not differentiated (not in "
+                               "argnums); for a derivative with respect to it, give the function one of your own "
+                               "with s2s.custom_vjp")
 
     # ---- kinds of variables -----------------------------------------------------
 

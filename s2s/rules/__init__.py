@@ -188,6 +188,9 @@ class Facts:
     # positions it is linear in (x / y: (0,); np.where: (1, 2)); () in none (np.clip)
     linear: Any = None
     product: str | None = None  # a product of two arrays: "matmul", "dot", "inner" or "outer"
+    # the positions of operands its rule has no derivative in (gammainc's shape a, which has no
+    # closed form): where one varies with what is differentiated, the call is refused (analysis/activity.py)
+    no_derivative: tuple = ()
 
     # ---- its result: shape and memory
     view: bool = False  # its result may share memory with its first argument (analysis/activity.py)

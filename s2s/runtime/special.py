@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["expit", "logit", "erf", "erfc", "erfinv", "ndtr", "log_ndtr", "ndtri", "gammaln", "digamma", "gamma",
-           "polygamma", "xlogy", "xlog1py", "betaln", "logsumexp", "softmax", "log_softmax"]
+           "polygamma", "xlogy", "xlog1py", "betaln", "gammainc", "gammaincc", "betainc", "stdtr", "logsumexp",
+           "softmax", "log_softmax"]
 
 
 def _scipy_special():
@@ -88,6 +89,26 @@ def xlog1py(x, y):
 
 def betaln(a, b):
     return _floats(_scipy_special().betaln(a, b), a, b)
+
+
+def gammainc(a, x):
+    """The regularized lower incomplete gamma function P(a, x), gamma.cdf."""
+    return _floats(_scipy_special().gammainc(a, x), a, x)
+
+
+def gammaincc(a, x):
+    """1 - P(a, x), Q(a, x): poisson.cdf(k, mu) is Q(k + 1, mu)."""
+    return _floats(_scipy_special().gammaincc(a, x), a, x)
+
+
+def betainc(a, b, x):
+    """The regularized incomplete beta function I_x(a, b), beta.cdf."""
+    return _floats(_scipy_special().betainc(a, b, x), a, b, x)
+
+
+def stdtr(df, t):
+    """Student's t distribution function of df degrees of freedom, t.cdf."""
+    return _floats(_scipy_special().stdtr(df, t), df, t)
 
 
 def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):

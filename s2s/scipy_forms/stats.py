@@ -8,6 +8,10 @@ Each form gives SciPy's values: NaN where a parameter is out of its range (SciPy
 evaluated at a safe point where it is not selected (1.0 for a scale out of range, a point of the
 support for x outside it), so that the adjoint np.where sends to the branch it does not select,
 zero, meets finite partial derivatives there (0 * inf would be NaN).
+
+The cdfs are SciPy's special functions (stdtr, gammainc, betainc, gammaincc for poisson's),
+differentiated in x, loc, scale and poisson's mu; in t's df and gamma's and beta's a and b they
+have no derivative (NO_DERIVATIVE below).
 """
 
 from __future__ import annotations
@@ -64,6 +68,29 @@ def t_pdf(x, df, loc=0.0, scale=1.0):
     return np.exp(t_logpdf(x, df, loc, scale))
 
 
+def t_cdf(x, df, loc=0.0, scale=1.0):
+    valid = (df > 0) & (scale > 0)
+    d = np.where(valid, df, 1.0)
+    s = np.where(valid, scale, 1.0)
+    return np.where(valid, special.stdtr(d, (x - loc) / s), np.nan)
+
+
+def _log_of_cdf(cdf, sf):
+    """log(cdf) as SciPy's continuous distributions take it: of the cdf below the median, of 1 - sf
+    above (by log1p, where cdf rounds to 1). Each branch's log reads a safe 1 or 0 where np.where
+    does not select it, so that the zero adjoint it gets meets a finite derivative."""
+    lower = cdf < 0.5
+    return np.where(lower, np.log(np.where(lower, cdf, 1.0)), np.log1p(-np.where(lower, 0.0, sf)))
+
+
+def t_logcdf(x, df, loc=0.0, scale=1.0):
+    valid = (df > 0) & (scale > 0)
+    d = np.where(valid, df, 1.0)
+    s = np.where(valid, scale, 1.0)
+    y = (x - loc) / s
+    return np.where(valid, _log_of_cdf(special.stdtr(d, y), special.stdtr(d, -y)), np.nan)
+
+
 def gamma_logpdf(x, a, loc=0.0, scale=1.0):
     valid = (a > 0) & (scale > 0)
     shape = np.where(valid, a, 1.0)
@@ -77,6 +104,27 @@ def gamma_logpdf(x, a, loc=0.0, scale=1.0):
 
 def gamma_pdf(x, a, loc=0.0, scale=1.0):
     return np.exp(gamma_logpdf(x, a, loc, scale))
+
+
+def gamma_cdf(x, a, loc=0.0, scale=1.0):
+    valid = (a > 0) & (scale > 0)
+    shape = np.where(valid, a, 1.0)
+    s = np.where(valid, scale, 1.0)
+    y = (x - loc) / s
+    outside = y < 0
+    inside = np.where(outside, 1.0, y)
+    return np.where(valid, np.where(outside, 0.0, special.gammainc(shape, inside)), np.nan)
+
+
+def gamma_logcdf(x, a, loc=0.0, scale=1.0):
+    valid = (a > 0) & (scale > 0)
+    shape = np.where(valid, a, 1.0)
+    s = np.where(valid, scale, 1.0)
+    y = (x - loc) / s
+    outside = y < 0
+    inside = np.where(outside, 1.0, y)
+    logcdf = _log_of_cdf(special.gammainc(shape, inside), special.gammaincc(shape, inside))
+    return np.where(valid, np.where(outside, -np.inf, logcdf), np.nan)
 
 
 def beta_logpdf(x, a, b, loc=0.0, scale=1.0):
@@ -93,6 +141,33 @@ def beta_logpdf(x, a, b, loc=0.0, scale=1.0):
 
 def beta_pdf(x, a, b, loc=0.0, scale=1.0):
     return np.exp(beta_logpdf(x, a, b, loc, scale))
+
+
+def beta_cdf(x, a, b, loc=0.0, scale=1.0):
+    valid = (a > 0) & (b > 0) & (scale > 0)
+    a1 = np.where(valid, a, 1.0)
+    b1 = np.where(valid, b, 1.0)
+    s = np.where(valid, scale, 1.0)
+    y = (x - loc) / s
+    below = y < 0
+    above = y > 1
+    inside = np.where(below | above, 0.5, y)
+    cdf = np.where(below, 0.0, np.where(above, 1.0, special.betainc(a1, b1, inside)))
+    return np.where(valid, cdf, np.nan)
+
+
+def beta_logcdf(x, a, b, loc=0.0, scale=1.0):
+    # (the sf 1 - I_y(a, b) is I_(1 - y)(b, a))
+    valid = (a > 0) & (b > 0) & (scale > 0)
+    a1 = np.where(valid, a, 1.0)
+    b1 = np.where(valid, b, 1.0)
+    s = np.where(valid, scale, 1.0)
+    y = (x - loc) / s
+    below = y < 0
+    above = y > 1
+    inside = np.where(below | above, 0.5, y)
+    logcdf = _log_of_cdf(special.betainc(a1, b1, inside), special.betainc(b1, a1, 1.0 - inside))
+    return np.where(valid, np.where(below, -np.inf, np.where(above, 0.0, logcdf)), np.nan)
 
 
 # ---- expon, uniform --------------------------------------------------------------------
@@ -178,6 +253,22 @@ def poisson_pmf(k, mu, loc=0):
     return np.exp(poisson_logpmf(k, mu, loc))
 
 
+def poisson_cdf(k, mu, loc=0):
+    # Q(j + 1, mu), the regularized upper incomplete gamma function (SciPy's pdtr): its derivative
+    # in mu is minus the pmf at j
+    valid = mu >= 0
+    m = np.where(valid, mu, 1.0)
+    j = np.floor(k - loc)
+    below = j < 0
+    n = np.where(below, 0.0, j)
+    cdf = np.where(below, 0.0, special.gammaincc(n + 1.0, m))
+    return np.where(valid, np.where(np.isnan(j), np.nan, cdf), np.nan)
+
+
+def poisson_logcdf(k, mu, loc=0):
+    return np.log(poisson_cdf(k, mu, loc))
+
+
 def bernoulli_logpmf(k, p, loc=0):
     valid = (p >= 0) & (p <= 1)
     q = np.where(valid, p, 0.5)
@@ -230,6 +321,24 @@ def multivariate_normal_pdf(x, mean=0.0, cov=None):
 
 # The distributions covered, each by its methods: scipy.stats.<name>.<method> is <name>_<method> above.
 DISTRIBUTIONS = ("norm", "multivariate_normal", "t", "gamma", "beta", "expon", "uniform", "poisson", "bernoulli")
+
+
+# The shape parameters a form has no derivative in: its scipy.special function's rule has none
+# (Facts.no_derivative, templates/scipy_rules.py). A call where one varies with what is
+# differentiated is refused at the user's line (analysis/activity.py), not inside the form.
+NO_DERIVATIVE = {"t_cdf": ("df",), "t_logcdf": ("df",), "gamma_cdf": ("a",), "gamma_logcdf": ("a",),
+                 "beta_cdf": ("a", "b"), "beta_logcdf": ("a", "b")}
+
+
+def no_derivative(fn) -> tuple[str, ...]:
+    """The parameters of a form (a function of this module) it has no derivative in."""
+    return NO_DERIVATIVE.get(fn.__name__, ()) if globals().get(getattr(fn, "__name__", None)) is fn else ()
+
+
+def spelling(fn) -> str:
+    """scipy.stats.<name>.<method> of a form, for messages."""
+    name, method = fn.__name__.rsplit("_", 1)
+    return f"scipy.stats.{name}.{method}"
 
 
 def covered_methods(name: str) -> list[str]:

@@ -58,10 +58,14 @@ def _c_function(name: str, arity: int):
         @intrinsic
         def call(typingctx, x):
             return types.float64(types.float64), codegen
-    else:
+    elif arity == 2:
         @intrinsic
         def call(typingctx, x, y):
             return types.float64(types.float64, types.float64), codegen
+    else:
+        @intrinsic
+        def call(typingctx, x, y, z):
+            return types.float64(types.float64, types.float64, types.float64), codegen
     return call
 
 
@@ -105,6 +109,21 @@ _BINARY_ZERO_D = """def {name}(x, y):
 """
 
 
+_TERNARY_ARRAY = """def {name}(x, y, z):
+    a, b, c = np.broadcast_arrays(np.asarray(x), np.asarray(y), np.asarray(z))
+    out = np.empty(a.shape, dtype)
+    for index in np.ndindex(a.shape):
+        out[index] = scalar(np.float64(a[index]), np.float64(b[index]), np.float64(c[index]))
+    return out
+"""
+_TERNARY_NUMBER = """def {name}(x, y, z):
+    return dtype(scalar(np.float64(x), np.float64(y), np.float64(z)))
+"""
+_TERNARY_ZERO_D = """def {name}(x, y, z):
+    return dtype(scalar(np.float64(np.asarray(x)[()]), np.float64(np.asarray(y)[()]), np.float64(np.asarray(z)[()])))
+"""
+
+
 def _named(template: str, name: str, **env):
     return _compile(template.format(name=name), name, **env)
 
@@ -138,11 +157,29 @@ def _binary(helper, scalar):
     return _overload
 
 
+def _ternary(helper, scalar):
+    """The overload of an elementwise helper of three operands (betainc), broadcast as NumPy does."""
+
+    @overload(helper)
+    def _overload(x, y, z):
+        dtype = _float_dtype(x, y, z)
+        operands = (x, y, z)
+        if all(isinstance(t, (types.Number, types.Boolean)) or isinstance(t, types.Array) and t.ndim == 0
+               for t in operands) and any(isinstance(t, types.Array) for t in operands):
+            return _named(_TERNARY_ZERO_D, f"{helper.__name__}_of_0d", dtype=dtype, scalar=scalar)
+        if any(isinstance(t, types.Array) for t in operands):
+            return _named(_TERNARY_ARRAY, f"{helper.__name__}_of_arrays", dtype=dtype, scalar=scalar)
+        if all(isinstance(t, (types.Number, types.Boolean)) for t in operands):
+            return _named(_TERNARY_NUMBER, f"{helper.__name__}_of_numbers", dtype=dtype, scalar=scalar)
+    return _overload
+
+
 for _name in ("expit", "logit", "erf", "erfc", "erfinv", "ndtr", "log_ndtr", "ndtri", "gammaln", "gamma"):
     _unary(getattr(rt, _name), _c_function(_name, 1))
 _unary(rt.digamma, _c_function("psi", 1))
-for _name in ("xlogy", "xlog1py", "betaln"):
+for _name in ("xlogy", "xlog1py", "betaln", "gammainc", "gammaincc", "stdtr"):
     _binary(getattr(rt, _name), _c_function(_name, 2))
+_ternary(rt.betainc, _c_function("betainc", 3))
 
 
 # ---- polygamma: cython_special has no Hurwitz zeta, so it is summed here ----
