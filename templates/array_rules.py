@@ -1091,6 +1091,13 @@ DECLARATIONS = [
     refuse_when_active(
         "np.meshgrid is differentiated of two arrays: build a grid of one or of three arrays with "
         "np.broadcast_to(x[:, None, None], shape) and the like", MESHGRID_NOT_OF_TWO),
+    # a discrete Fourier transform's result is complex: s2s differentiates real programs
+    refuse_when_active(
+        "its result is complex, and s2s differentiates real programs: write the transform as a product with "
+        "constant real matrices (np.cos and np.sin of the frequencies times the positions), or give it a rule "
+        "of your own with s2s.custom_vjp",
+        *(getattr(np.fft, n) for n in ("fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "rfft2", "rfftn",
+                                       "ihfft"))),
     refuse_when_active(
         "build the array from a constant grid and scale it: start + step * np.arange(n)",
         np.arange, pure=True, creates=True,

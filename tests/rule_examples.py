@@ -316,6 +316,11 @@ EXAMPLES = {
     np.sinc: ("x", "np.sinc(x)"),
     runtime.sinc_slope: ("x", "runtime.sinc_slope(x - 0.5)"),
     np.cross: ("x, y, A", "np.cross(x, y) + np.sum(np.cross(A, y) ** 2)"),
+    # of real data: real and conj are the identity, imag zeros
+    np.real: ("x, A", "np.real(x) * x + A.real @ x + np.sum(A.imag) + np.imag(x) * x"),
+    np.real_if_close: ("x", "np.real_if_close(x * x, tol=1000) + np.real_if_close(x)"),
+    runtime.real_if_close: ("x", "runtime.real_if_close(x * x)"),
+    np.conjugate: ("x, A", "np.conj(x) * x + A.conj() @ x.conjugate()"),
     np.trapezoid: ("x, A", "np.trapezoid(x * x, np.array([0.0, 0.4, 1.1])) + np.sum(np.trapezoid(A, dx=0.5, axis=0) ** 2)"),
     runtime.trapezoid: ("A", "runtime.trapezoid(A ** 2, None, 0.3, 0)"),
     np.gradient: ("x, A", "gy, gx = np.gradient(A * A)\n"

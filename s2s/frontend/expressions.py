@@ -327,6 +327,8 @@ class ExpressionLowering(JvpCallLowering):
         attr = node.attr.value
         if attr == "T":
             return self.assign(ir.Call(np.transpose, (base,)))
+        if attr in ("real", "imag"):  # (of the real data s2s differentiates: x itself, and zeros)
+            return self.assign(ir.Call(np.real if attr == "real" else np.imag, (base,)))
         if attr == "at":
             raise self.error(node, "x.at[...] is supported only followed by an update: "
                              "x.at[i].set(v), .add(v), .multiply(v), .divide(v), .power(v), .min(v), .max(v), .get()")
