@@ -60,6 +60,7 @@ from s2s.runtime import (
     vstack_bar,
     dot_bar_x,
     eigen_quotient,
+    real_eigenvalues,
     dot_bar_y,
     inner_bar_x,
     inner_bar_y,
@@ -716,6 +717,25 @@ def eigh(y, a):
     m = v_t @ lower_symmetric(a_dot) @ y[1]
     y_dot = (matrix_diagonal(m), y[1] @ eigen_quotient(y[0], m))
     a_bar += lower_symmetric_bar(y[1] @ (diagonal_matrix(y_bar[0]) + eigen_quotient(y[0], v_t @ y_bar[1])) @ v_t)
+
+
+# Numba's np.linalg.eig raises an error of its own where the eigenvalues are complex: runtime.linalg_eig.
+@rule(np.linalg.eig, runtime.linalg_eig)
+@primitive(np.linalg.eig, numba=runtime.linalg_eig, numba_always=True)
+def eig(y, a):
+    """y = (w, V), a = V diag(w) V^-1 with V's columns of unit length, for a real matrix whose
+    eigenvalues are real (symmetric, triangular, ...; complex ones are refused when the code runs:
+    runtime.real_eigenvalues). With M = V^-1 a_dot V and F as eigh's: w_dot = diag(M) and
+    V_dot = P - V diag(V.T P) for P = V (F * M), the last term keeping each column's length 1.
+    At a repeated eigenvalue the eigenvectors have no derivative (see eigh)."""
+    w = real_eigenvalues(y[0])
+    v_t = np.swapaxes(y[1], -1, -2)
+    m = np.linalg.solve(y[1], a_dot @ y[1])
+    p = y[1] @ eigen_quotient(w, m)
+    y_dot = (matrix_diagonal(m), p - y[1] * np.sum(y[1] * p, axis=-2, keepdims=True))
+    b = v_t @ y_bar[1]
+    c = diagonal_matrix(y_bar[0]) + eigen_quotient(w, b - v_t @ y[1] * np.expand_dims(matrix_diagonal(b), -2))
+    a_bar += np.linalg.solve(v_t, c @ v_t)
 
 
 @rule(np.linalg.eigvalsh)

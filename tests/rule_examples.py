@@ -169,6 +169,11 @@ EXAMPLES = {
     np.linalg.cholesky: ("A", "np.linalg.cholesky(A @ A.T)"),
     np.linalg.eigh: ("A", "np.linalg.eigh(A + A.T)[0] + np.sum(np.linalg.eigh(A + A.T)[1] ** 2 * A, axis=0)"),
     np.linalg.eigvalsh: ("A", "np.linalg.eigvalsh(A @ A.T)"),
+    # (of matrices with real eigenvalues: symmetric, triangular)
+    np.linalg.eig: ("A", "np.linalg.eig(A + A.T)[0] + np.sum(np.linalg.eig(A @ A.T)[1] ** 2 * A, axis=0)"),
+    runtime.linalg_eig: ("A", "runtime.linalg_eig(np.triu(A) + np.diag(np.arange(3.0)))[0] "
+                              "+ runtime.linalg_eig(A + A.T)[1][0] ** 2"),
+    runtime.real_eigenvalues: ("x", "runtime.real_eigenvalues(x * x)"),
     np.linalg.qr: ("A", "np.linalg.qr(A)[0] + np.linalg.qr(A)[1] * 2.0"),
     np.linalg.pinv: ("A", "np.linalg.pinv(A[:, :2]) @ A"),
     np.linalg.svd: ("A", "np.linalg.svd(A[:, :2], compute_uv=False)"),

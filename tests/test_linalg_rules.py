@@ -1,5 +1,5 @@
 """The rules of np.moveaxis, np.tensordot, np.kron, np.linalg.slogdet, np.linalg.cholesky,
-np.linalg.eigh, np.linalg.eigvalsh, np.linalg.qr, np.linalg.pinv, np.linalg.svd (its singular values) and
+np.linalg.eigh, np.linalg.eigvalsh, np.linalg.eig (real eigenvalues), np.linalg.qr, np.linalg.pinv, np.linalg.svd (its singular values) and
 np.linalg.lstsq, and the array methods .cumsum(), .cumprod() and .swapaxes() (routed to their functions);
 np.linalg.det, inv and solve of stacks of matrices. (np.linalg.norm: test_norms.py;
 np.linalg.matrix_power: test_rules_polynomials.py.)
@@ -88,6 +88,21 @@ def eigvalsh_loss(s):
 
 
 S = X + X.T  # symmetric, distinct eigenvalues
+E = (np.eye(3) + 0.4 * W) @ np.diag([0.5, -1.2, 2.0]) @ np.linalg.inv(np.eye(3) + 0.4 * W)  # real eigenvalues
+
+
+def eig_loss(e):
+    """Of a matrix that is not symmetric and of a symmetric one (v ** 2 and |v| do not depend on
+    the signs LAPACK picks)."""
+    w, v = np.linalg.eig(e)
+    again = np.linalg.eig(e @ e.T)
+    return np.sum(w * np.arange(1.0, 4.0)) + np.sum(v**2 * W) + np.sum(np.abs(again[1]) * W) + np.sum(again[0] ** 2)
+
+
+def eig_of_triangular(x):
+    """The eigenvalues of a triangular matrix are its diagonal, in order."""
+    w, v = np.linalg.eig(np.triu(x) + np.diag(np.arange(3.0)))
+    return np.sum(w**2 * np.arange(1.0, 4.0)) + np.sum(v[:, 2] ** 2 * np.arange(1.0, 4.0))
 TALL = _rng.standard_normal((4, 3))
 
 
@@ -112,6 +127,8 @@ CASES = {
     "cholesky_of_gram": (cholesky_of_gram, (X,)),
     "eigh": (eigh_loss, (S,)),
     "eigvalsh": (eigvalsh_loss, (S,)),
+    "eig": (eig_loss, (E,)),
+    "eig_of_triangular": (eig_of_triangular, (X,)),
     "qr": (qr_loss, (TALL,)),
     "pinv": (pinv_loss, (TALL,)),
 }
@@ -282,11 +299,16 @@ def qr_vec(a):
     return q[:, :2] * r[0, 1]
 
 
+def eig_vec(e):
+    w, v = np.linalg.eig(e * e)
+    return v**2 * w
+
+
 def pinv_vec(a):
     return np.linalg.pinv(a * a)
 
 
-VECTOR_CASES = {"pinv": (pinv_vec, TALL), "qr": (qr_vec, TALL), "eigh": (eigh_vec, S), "eigvalsh": (eigvalsh_vec, S), "moveaxis": (moveaxis_vec, T), "tensordot": (tensordot_vec, T), "kron": (kron_vec, A),
+VECTOR_CASES = {"eig": (eig_vec, E), "pinv": (pinv_vec, TALL), "qr": (qr_vec, TALL), "eigh": (eigh_vec, S), "eigvalsh": (eigvalsh_vec, S), "moveaxis": (moveaxis_vec, T), "tensordot": (tensordot_vec, T), "kron": (kron_vec, A),
                 "kron_mixed": (kron_mixed_vec, A), "slogdet": (slogdet_vec, A), "cholesky": (cholesky_vec, P),
                 "swapaxes": (swapaxes_vec, T)}
 
@@ -299,10 +321,19 @@ def test_jacobians_match_finite_differences(name):
     np.testing.assert_allclose(s2s.jacrev(fn)(x), expected, rtol=1e-6, atol=1e-6)
 
 
-@pytest.mark.parametrize("name", ["tensordot", "kron", "slogdet", "cholesky", "eigh", "qr", "pinv"])
+@pytest.mark.parametrize("name", ["tensordot", "kron", "slogdet", "cholesky", "eigh", "eig", "qr", "pinv"])
 def test_forward_mode_under_jit(name):
     fn, x = VECTOR_CASES[name]
     np.testing.assert_allclose(s2s.jit(s2s.jacfwd(fn))(x), _fd_jacobian(fn, x), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("transform", [s2s.grad, lambda f: s2s.jit(s2s.grad(f))], ids=["python", "jit"])
+def test_eig_with_complex_eigenvalues_is_refused_when_it_runs(transform):
+    rotation = np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
+    with pytest.raises(s2s.S2SError, match=r"test_linalg_rules.py:\d+:\d+: np.linalg.eig's eigenvalues are complex "
+                                           r"here, and s2s differentiates real programs"):
+        transform(eig_loss)(rotation)
+    np.testing.assert_allclose(transform(eig_loss)(E), _fd(eig_loss, (E,)), rtol=1e-6, atol=1e-6)
 
 
 def test_jvp_of_slogdet_gives_a_zero_sign_tangent():

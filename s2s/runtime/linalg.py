@@ -13,7 +13,8 @@ import numpy as np
 __all__ = ["tensordot", "tensordot_bar_a", "tensordot_bar_b", "kron", "kron_bar_a", "kron_bar_b", "lower_half",
            "lower_symmetric", "lower_symmetric_bar", "matrix_diagonal", "diagonal_matrix", "eigen_quotient",
            "pair_differences", "strict_lower", "qr_inner_bar", "qr_options", "right_solve", "svd_options", "linalg_svd",
-           "lstsq_dot", "lstsq_residuals_dot", "lstsq_bar_a", "lstsq_bar_b", "linalg_lstsq"]
+           "lstsq_dot", "lstsq_residuals_dot", "lstsq_bar_a", "lstsq_bar_b", "linalg_lstsq", "linalg_eig",
+           "real_eigenvalues"]
 
 
 def _contracted(na: int, nb: int, axes) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -145,6 +146,28 @@ def eigen_quotient(w, x):
 # np.linalg.qr (mode "reduced", at least as many rows as columns, R invertible): JAX's forward
 # rule, dQ = Q (D - C) + X and dR = (C - D) R with X = a_dot R^-1, C = Q.T X, D = L - L.T and
 # L = strict_lower(C); its transpose gives the reverse rule.
+
+
+# np.linalg.eig of a real matrix with real eigenvalues (symmetric, triangular, ...): a = V diag(w) V^-1
+# with unit columns of V. With M = V^-1 a_dot V and F as eigh's (eigen_quotient), w_dot = diag(M) and
+# V_dot = P - V diag(V.T P), P = V (F * M): the last term keeps each column of unit length, as NumPy
+# returns them. Its transpose: a_bar = V^-T (diag(w_bar) + F * (B - V.T V diag(B))) V.T, B = V.T V_bar.
+EIG_COMPLEX = ("s2s: np.linalg.eig's eigenvalues are complex here, and s2s differentiates real programs: eig is "
+               "differentiated where its eigenvalues are real (a symmetric matrix: np.linalg.eigh; a triangular one)")
+
+
+def linalg_eig(a):
+    """np.linalg.eig, which generated code calls under Numba (a refusal of complex eigenvalues that
+    names s2s, not Numba's domain error)."""
+    return np.linalg.eig(a)
+
+
+def real_eigenvalues(w):
+    """w, np.linalg.eig's eigenvalues, where they are real (NumPy gives them a real dtype then);
+    complex ones are refused: the rule is for real matrices with real eigenvalues."""
+    if np.iscomplexobj(w):
+        raise ValueError(EIG_COMPLEX)
+    return w
 
 
 def strict_lower(x):

@@ -342,6 +342,26 @@ def _flag(value, default):
     return None
 
 
+@overload(rt.linalg_eig)
+def _linalg_eig(a):
+    if _nd(a) != 2:
+        raise TypingError("s2s: under s2s.jit, np.linalg.eig takes a matrix: Numba's np.linalg takes no stack of "
+                          "matrices")
+    message = rt.linalg.EIG_COMPLEX
+
+    def impl(a):
+        w = np.linalg.eigvals(a.astype(np.complex128))  # (Numba's eig raises its own error where they are complex)
+        if np.any(w.imag != 0.0):
+            raise ValueError(message)
+        return np.linalg.eig(a)
+    return impl
+
+
+@overload(rt.real_eigenvalues)
+def _real_eigenvalues(w):
+    return lambda w: w  # (real: rt.linalg_eig refused complex ones)
+
+
 @overload(rt.linalg_svd)
 def _linalg_svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     if _nd(a) != 2:
