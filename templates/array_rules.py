@@ -8,6 +8,7 @@ import operator
 import numpy as np
 
 from s2s import runtime
+from s2s.ir import nodes as ir
 from s2s.rules import SAME_SPELLING, Case, nondifferentiable, primitive, refuse_when_active, rule
 from s2s.runtime import (
     append_bar_arr,
@@ -61,6 +62,7 @@ from s2s.runtime import (
     dot_bar_x,
     eigen_quotient,
     real_eigenvalues,
+    singular_values,
     dot_bar_y,
     inner_bar_x,
     inner_bar_y,
@@ -771,10 +773,50 @@ def svd(y, a, full_matrices=True, compute_uv=True, hermitian=False):
     rule). At a repeated singular value this is the derivative of the sorted values where they
     have one: a symmetric function of them (a sum, a norm) is exact there, as for eigvalsh; at a
     zero singular value s has a kink (as |x| at 0) and this is one of its one-sided slopes.
-    The singular vectors (compute_uv=True, NumPy's default) are refused (svd_options)."""
+    With the singular vectors: SVD_VECTORS's rule."""
     usv = np.linalg.svd(a, full_matrices=False)
     y_dot = matrix_diagonal(np.swapaxes(usv[0], -1, -2) @ a_dot @ np.swapaxes(usv[2], -1, -2))
     a_bar += usv[0] @ diagonal_matrix(y_bar) @ usv[2]
+
+
+SVD_VECTORS = Case("np.linalg.svd with its singular vectors", of=(np.linalg.svd, runtime.linalg_svd),
+                   when=lambda call: not (isinstance(call.passed("compute_uv"), ir.Const)
+                                          and call.passed("compute_uv").value is False))
+
+
+@rule(SVD_VECTORS)
+def svd_vectors(y, a, full_matrices=True, compute_uv=True, hermitian=False):
+    """y = (U, s, Vh) of the reduced a = U diag(s) V.T, V = Vh.T (a square matrix, or
+    full_matrices=False: runtime.singular_values refuses the others' extra columns), for distinct
+    nonzero singular values (where two are equal the vectors have no derivative; at a zero one they
+    have none either). With P = U.T a_dot V, F[i, j] = 1 / (s[j]**2 - s[i]**2) (eigen_quotient of
+    s**2) and rows s_j = s[None, :], columns s_i = s[:, None]: s_dot = diag(P),
+    U_dot = U (F * (P s_j + (P s_j).T)) + (I - U U.T) a_dot V / s_j and
+    V_dot = V (F * (s_i P + (s_i P).T)) + (I - V V.T) a_dot.T U / s_j (Townsend 2016; JAX's rule). The
+    reverse rule is its transpose: with J = F * (U.T U_bar), K = F * (V.T V_bar),
+    a_bar = U (diag(s_bar) + (J + J.T) s_j + s_i (K + K.T)) V.T + (I - U U.T) U_bar / s_j V.T
+    + U (V_bar / s_j).T (I - V V.T). Singular vectors have NumPy's signs: a loss that reads them
+    should not depend on a sign (u @ diag(s) @ vh, u ** 2)."""
+    s = singular_values(y[1], y[0], y[2])
+    v = np.swapaxes(y[2], -1, -2)
+    u_t = np.swapaxes(y[0], -1, -2)
+    s_j = np.expand_dims(s, -2)
+    s_i = np.expand_dims(s, -1)
+    p = u_t @ a_dot @ v
+    a_v = a_dot @ v
+    a_u = np.swapaxes(a_dot, -1, -2) @ y[0]
+    y_dot = (y[0] @ eigen_quotient(s * s, p * s_j + np.swapaxes(p * s_j, -1, -2)) + (a_v - y[0] @ (u_t @ a_v)) / s_j,
+             matrix_diagonal(p),
+             np.swapaxes(v @ eigen_quotient(s * s, s_i * p + np.swapaxes(s_i * p, -1, -2))
+                         + (a_u - v @ (y[2] @ a_u)) / s_j, -1, -2))
+    j = eigen_quotient(s * s, u_t @ y_bar[0])
+    v_bar = np.swapaxes(y_bar[2], -1, -2)
+    k = eigen_quotient(s * s, y[2] @ v_bar)
+    u_bar_s = y_bar[0] / s_j
+    v_bar_s = v_bar / s_j
+    a_bar += (y[0] @ (diagonal_matrix(y_bar[1]) + (j + np.swapaxes(j, -1, -2)) * s_j
+                      + s_i * (k + np.swapaxes(k, -1, -2)) - np.swapaxes(v_bar_s, -1, -2) @ v) @ y[2]
+              + (u_bar_s - y[0] @ (u_t @ u_bar_s)) @ y[2] + y[0] @ np.swapaxes(v_bar_s, -1, -2))
 
 
 # Numba's np.linalg.lstsq takes no rcond=None: runtime.linalg_lstsq under Numba.

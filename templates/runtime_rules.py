@@ -53,6 +53,7 @@ from s2s.runtime import (
     diagonal_matrix,
     eigen_quotient,
     real_eigenvalues,
+    singular_values,
     matrix_diagonal,
     pair_differences,
     qr_inner_bar,
@@ -291,6 +292,13 @@ def real_eigenvalues_(y, w):
     """The identity (of real eigenvalues; it refuses complex ones)."""
     y_dot = w_dot
     w_bar += y_bar
+
+
+@rule(runtime.singular_values, pure=True, first_or_new=True)
+def singular_values_(y, s, u, vh):
+    """The identity in s (u and vh are read for their shapes)."""
+    y_dot = s_dot
+    s_bar += y_bar
 
 
 @rule(runtime.strict_lower, pure=True, fresh=True)

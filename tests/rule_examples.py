@@ -20,6 +20,7 @@ from s2s.rules import POW_OF_A_VARIABLE, QUOTIENT_UNREAD, SELF_PRODUCT
 
 # The cases declared in templates/ (a module of the package s2s.templates once the rules are loaded)
 LOGSUMEXP_SCALED = rules.load_rules() and importlib.import_module("s2s.templates.scipy_rules").LOGSUMEXP_SCALED
+SVD_VECTORS = importlib.import_module("s2s.templates.array_rules").SVD_VECTORS
 
 Pair = namedtuple("Pair", "a b")
 _rng = np.random.default_rng(7)
@@ -177,6 +178,10 @@ EXAMPLES = {
     np.linalg.qr: ("A", "np.linalg.qr(A)[0] + np.linalg.qr(A)[1] * 2.0"),
     np.linalg.pinv: ("A", "np.linalg.pinv(A[:, :2]) @ A"),
     np.linalg.svd: ("A", "np.linalg.svd(A[:, :2], compute_uv=False)"),
+    # (squares of the singular vectors: NumPy picks their signs)
+    SVD_VECTORS: ("A", "np.linalg.svd(A[:, :2], full_matrices=False)[0] ** 2 @ np.linalg.svd(A)[1][:2]"
+                       " + np.sum(np.linalg.svd(A[:2], False, True)[2] ** 2, axis=0)"),
+    runtime.singular_values: ("A", "runtime.singular_values(np.linalg.svd(A * A)[1], np.eye(3), np.eye(3))"),
     runtime.linalg_svd: ("A", "runtime.linalg_svd(A[:, :2], False, False)"),
     np.linalg.lstsq: ("A, x", "np.linalg.lstsq(A[:, :2], x, rcond=None)[0] + np.sum(np.linalg.lstsq(A[:, :2], x, "
                               "rcond=None)[1]) + np.linalg.lstsq(A[:, :2], x, rcond=None)[3][0]"),

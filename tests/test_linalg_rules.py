@@ -1,5 +1,5 @@
 """The rules of np.moveaxis, np.tensordot, np.kron, np.linalg.slogdet, np.linalg.cholesky,
-np.linalg.eigh, np.linalg.eigvalsh, np.linalg.eig (real eigenvalues), np.linalg.qr, np.linalg.pinv, np.linalg.svd (its singular values) and
+np.linalg.eigh, np.linalg.eigvalsh, np.linalg.eig (real eigenvalues), np.linalg.qr, np.linalg.pinv, np.linalg.svd and
 np.linalg.lstsq, and the array methods .cumsum(), .cumprod() and .swapaxes() (routed to their functions);
 np.linalg.det, inv and solve of stacks of matrices. (np.linalg.norm: test_norms.py;
 np.linalg.matrix_power: test_rules_polynomials.py.)
@@ -478,7 +478,27 @@ def nuclear_norm(a):
 
 
 def singular_vectors_loss(a):
-    return np.sum(np.linalg.svd(a)[0])
+    """u, s, vh of the reduced decomposition, read where the signs NumPy picks do not matter."""
+    u, s, vh = np.linalg.svd(a, full_matrices=False)
+    m, n = np.shape(a)[-2:]
+    return (np.sum((u @ (s[..., :, None] * vh)) ** 2 * np.arange(m * n).reshape(m, n)) + np.sum(u**2 * u[..., :1, :])
+            + np.sum(vh**2 * np.arange(vh.shape[-1])) + np.sum(np.abs(u) * s[..., None, :]) + np.sum(s**3))
+
+
+def singular_vectors_vec(a):
+    u, s, vh = np.linalg.svd(a * a, full_matrices=False)
+    return np.concatenate((np.ravel(u**2 * s[..., None, :]), np.ravel(vh * vh[..., :1])))
+
+
+def square_singular_vectors_loss(a):
+    """full_matrices=True (NumPy's default) of a square matrix is the reduced decomposition."""
+    n = np.shape(a)[1]
+    u, s, vh = np.linalg.svd(a.T @ a[::-1] + np.eye(n))
+    return np.sum(u**2 * W[:n, :n]) + np.sum(vh**2 * W[:n, :n].T) + np.sum(s * np.arange(n))
+
+
+def full_matrices_loss(a):
+    return np.sum(np.linalg.svd(a)[0] ** 2 * np.arange(np.shape(a)[0]))
 
 
 @pytest.mark.parametrize("a", [TALL, WIDE, STACK], ids=["tall", "wide", "stack"])
@@ -503,11 +523,34 @@ def test_nuclear_norm_at_repeated_singular_values_is_u_vt():
     np.testing.assert_allclose(s2s.grad(nuclear_norm)(r @ np.diag([2.0, 2.0, 1.0])), r, atol=1e-12)
 
 
+@pytest.mark.parametrize("a", [TALL, WIDE, STACK], ids=["tall", "wide", "stack"])
+def test_singular_vectors_match_finite_differences(a):
+    np.testing.assert_allclose(s2s.grad(singular_vectors_loss)(a), _fd(singular_vectors_loss, (a,)),
+                               rtol=1e-6, atol=1e-6)
+    reference = _fd_jacobian(singular_vectors_vec, a)
+    np.testing.assert_allclose(s2s.jacfwd(singular_vectors_vec)(a), reference, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(s2s.jacrev(singular_vectors_vec)(a), reference, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("fn", [singular_vectors_loss, square_singular_vectors_loss])
+@pytest.mark.parametrize("a", [TALL, WIDE.T], ids=["tall", "wide"])
+def test_singular_vectors_under_jit_and_second_order(fn, a):
+    got = s2s.jit(s2s.grad(fn))(a)
+    np.testing.assert_allclose(got, _fd(fn, (a,)), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(got, s2s.grad(fn)(a), rtol=1e-10, atol=1e-10)
+    grad = s2s.grad(fn)
+    np.testing.assert_allclose(s2s.hessian(fn)(a), _fd_jacobian(grad, a, h=1e-5), rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("backend", ["python", "cpu"])
-def test_singular_vectors_are_refused_at_the_users_line(backend):
-    with pytest.raises(s2s.S2SError, match=r"test_linalg_rules\.py:\d+:\d+: np\.linalg\.svd is differentiated for "
-                                           r"its singular values only: write np\.linalg\.svd\(a, compute_uv=False\)"):
-        s2s.jit(s2s.grad(singular_vectors_loss), backend=backend)(TALL)
+def test_singular_vectors_with_full_matrices_of_a_matrix_not_square_are_refused(backend):
+    """Their columns beyond the rank are any basis of the rest of the space: no derivative."""
+    with pytest.raises(s2s.S2SError, match=r"test_linalg_rules\.py:\d+:\d+: np\.linalg\.svd's singular vectors "
+                                           r"are differentiated of the reduced decomposition"):
+        s2s.jit(s2s.grad(full_matrices_loss), backend=backend)(TALL)
+    square = TALL[:3]
+    np.testing.assert_allclose(s2s.jit(s2s.grad(full_matrices_loss), backend=backend)(square),
+                               _fd(full_matrices_loss, (square,)), rtol=1e-6, atol=1e-6)
 
 
 # ---- np.linalg.lstsq: a of full rank ------------------------------------------------------

@@ -14,7 +14,7 @@ __all__ = ["tensordot", "tensordot_bar_a", "tensordot_bar_b", "kron", "kron_bar_
            "lower_symmetric", "lower_symmetric_bar", "matrix_diagonal", "diagonal_matrix", "eigen_quotient",
            "pair_differences", "strict_lower", "qr_inner_bar", "qr_options", "right_solve", "svd_options", "linalg_svd",
            "lstsq_dot", "lstsq_residuals_dot", "lstsq_bar_a", "lstsq_bar_b", "linalg_lstsq", "linalg_eig",
-           "real_eigenvalues"]
+           "real_eigenvalues", "singular_values"]
 
 
 def _contracted(na: int, nb: int, axes) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -197,15 +197,26 @@ def qr_options(mode="reduced", **_) -> str | None:
 
 
 def svd_options(full_matrices=True, compute_uv=True, hermitian=False, **_) -> str | None:
-    """np.linalg.svd is differentiated for its singular values (rules: Facts.options): the
-    singular vectors are not differentiable where singular values repeat (any rotation within
-    their subspace is as good), and their sign is NumPy's choice."""
-    if compute_uv is not False:
-        return ("np.linalg.svd is differentiated for its singular values only: write "
-                "np.linalg.svd(a, compute_uv=False)")
+    """np.linalg.svd is differentiated with hermitian=False (rules: Facts.options); full_matrices
+    is checked when the code runs (runtime.singular_values)."""
     if hermitian is not False:
         return "np.linalg.svd is differentiated with hermitian=False (its default) only"
     return None
+
+
+SVD_FULL = ("s2s: np.linalg.svd's singular vectors are differentiated of the reduced decomposition: with "
+            "full_matrices=True a matrix that is not square gets columns (or rows) beyond its rank, any basis of "
+            "the rest of the space, which have no derivative; write np.linalg.svd(a, full_matrices=False)")
+
+
+def singular_values(s, u, vh):
+    """s, of np.linalg.svd's (u, s, vh), where u and vh are those of the reduced decomposition
+    (a square matrix, or full_matrices=False); otherwise refused, as their extra columns have no
+    derivative."""
+    k = np.shape(s)[-1]
+    if np.shape(u)[-1] != k or np.shape(vh)[-2] != k:
+        raise ValueError(SVD_FULL)
+    return s
 
 
 def linalg_svd(a, full_matrices=True, compute_uv=True, hermitian=False):

@@ -362,6 +362,18 @@ def _real_eigenvalues(w):
     return lambda w: w  # (real: rt.linalg_eig refused complex ones)
 
 
+@overload(rt.singular_values)
+def _singular_values(s, u, vh):
+    message = rt.linalg.SVD_FULL
+
+    def impl(s, u, vh):
+        k = s.shape[-1]
+        if u.shape[-1] != k or vh.shape[-2] != k:
+            raise ValueError(message)
+        return s
+    return impl
+
+
 @overload(rt.linalg_svd)
 def _linalg_svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     if _nd(a) != 2:
