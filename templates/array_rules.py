@@ -704,21 +704,67 @@ def cholesky(y, a):
     a_bar += lower_symmetric_bar(np.swapaxes(np.linalg.solve(y_t, np.swapaxes(left, -1, -2)), -1, -2))
 
 
-@rule(np.linalg.eigh)
-def eigh(y, a):
+# Numba's np.linalg.eigh and eigvalsh take no UPLO: runtime.linalg_eigh and _eigvalsh under Numba where it is written.
+@rule(np.linalg.eigh, runtime.linalg_eigh)
+@primitive(np.linalg.eigh, numba=runtime.linalg_eigh)
+def eigh(y, a, UPLO="L"):
     """y = (w, V), a = V diag(w) V.T for the symmetric matrix a's lower triangle stands for (NumPy
-    reads nothing else: see cholesky). JAX's formula: w_dot = diag(M), V_dot = V (F * M), with
-    M = V.T a_dot V and F[i, j] = 1 / (w[j] - w[i]). At a repeated eigenvalue the eigenvectors
-    are not differentiable (any rotation within its eigenspace is as good a result): their
-    derivative there is infinite or NaN, as JAX's. Where nothing reads the eigenvectors,
-    eigen_quotient leaves their zero terms out and the eigenvalues' derivative stays finite at
-    a repeated eigenvalue: there the sorted eigenvalues have a kink, and it is exact for what
-    is differentiable, a symmetric function of them (a sum, a trace); second derivatives
+    reads nothing else: see cholesky; UPLO="U", the upper one: EIGH_UPPER's rule). JAX's formula:
+    w_dot = diag(M), V_dot = V (F * M), with M = V.T a_dot V and F[i, j] = 1 / (w[j] - w[i]). At a
+    repeated eigenvalue the eigenvectors are not differentiable (any rotation within its eigenspace
+    is as good a result): their derivative there is infinite or NaN, as JAX's. Where nothing reads
+    the eigenvectors, eigen_quotient leaves their zero terms out and the eigenvalues' derivative
+    stays finite at a repeated eigenvalue: there the sorted eigenvalues have a kink, and it is exact
+    for what is differentiable, a symmetric function of them (a sum, a trace); second derivatives
     through eigh are NaN there."""
     v_t = np.swapaxes(y[1], -1, -2)
     m = v_t @ lower_symmetric(a_dot) @ y[1]
     y_dot = (matrix_diagonal(m), y[1] @ eigen_quotient(y[0], m))
     a_bar += lower_symmetric_bar(y[1] @ (diagonal_matrix(y_bar[0]) + eigen_quotient(y[0], v_t @ y_bar[1])) @ v_t)
+
+
+def _upper(call) -> bool:
+    """UPLO="U" (or "u") written in a call of eigh or eigvalsh: NumPy reads a's upper triangle."""
+    given = call.passed("UPLO")
+    return isinstance(given, ir.Const) and isinstance(given.value, str) and given.value.upper() == "U"
+
+
+EIGH_UPPER = Case("np.linalg.eigh of the upper triangle", of=(np.linalg.eigh, runtime.linalg_eigh), when=_upper)
+EIGVALSH_UPPER = Case("np.linalg.eigvalsh of the upper triangle", of=(np.linalg.eigvalsh, runtime.linalg_eigvalsh),
+                      when=_upper)
+
+
+EIGH_UPLO_UNKNOWN = Case("np.linalg.eigh or eigvalsh with UPLO not a constant",
+                         of=(np.linalg.eigh, runtime.linalg_eigh, np.linalg.eigvalsh, runtime.linalg_eigvalsh),
+                         when=lambda call: isinstance(call.passed("UPLO"), ir.Name))
+
+
+@rule(EIGH_UPPER)
+def eigh_upper(y, a, UPLO="L"):
+    """eigh's rule for the symmetric matrix a's upper triangle stands for: that of a.T's lower
+    one, so the gradient is upper triangular."""
+    v_t = np.swapaxes(y[1], -1, -2)
+    m = v_t @ lower_symmetric(np.swapaxes(a_dot, -1, -2)) @ y[1]
+    y_dot = (matrix_diagonal(m), y[1] @ eigen_quotient(y[0], m))
+    a_bar += np.swapaxes(lower_symmetric_bar(
+        y[1] @ (diagonal_matrix(y_bar[0]) + eigen_quotient(y[0], v_t @ y_bar[1])) @ v_t), -1, -2)
+
+
+@rule(np.linalg.eigvalsh, runtime.linalg_eigvalsh)
+@primitive(np.linalg.eigvalsh, numba=runtime.linalg_eigvalsh)
+def eigvalsh(y, a, UPLO="L"):
+    """The eigenvalues of eigh, without F: finite at repeated eigenvalues (see eigh)."""
+    v = np.linalg.eigh(a)[1]
+    y_dot = matrix_diagonal(np.swapaxes(v, -1, -2) @ lower_symmetric(a_dot) @ v)
+    a_bar += lower_symmetric_bar(v @ diagonal_matrix(y_bar) @ np.swapaxes(v, -1, -2))
+
+
+@rule(EIGVALSH_UPPER)
+def eigvalsh_upper(y, a, UPLO="L"):
+    """eigvalsh's rule of the upper triangle (see eigh_upper)."""
+    v = np.linalg.eigh(a, "U")[1]
+    y_dot = matrix_diagonal(np.swapaxes(v, -1, -2) @ lower_symmetric(np.swapaxes(a_dot, -1, -2)) @ v)
+    a_bar += np.swapaxes(lower_symmetric_bar(v @ diagonal_matrix(y_bar) @ np.swapaxes(v, -1, -2)), -1, -2)
 
 
 # Numba's np.linalg.eig raises an error of its own where the eigenvalues are complex: runtime.linalg_eig.
@@ -738,14 +784,6 @@ def eig(y, a):
     b = v_t @ y_bar[1]
     c = diagonal_matrix(y_bar[0]) + eigen_quotient(w, b - v_t @ y[1] * np.expand_dims(matrix_diagonal(b), -2))
     a_bar += np.linalg.solve(v_t, c @ v_t)
-
-
-@rule(np.linalg.eigvalsh)
-def eigvalsh(y, a):
-    """The eigenvalues of eigh, without F: finite at repeated eigenvalues (see eigh)."""
-    v = np.linalg.eigh(a)[1]
-    y_dot = matrix_diagonal(np.swapaxes(v, -1, -2) @ lower_symmetric(a_dot) @ v)
-    a_bar += lower_symmetric_bar(v @ diagonal_matrix(y_bar) @ np.swapaxes(v, -1, -2))
 
 
 @rule(np.linalg.qr, options=qr_options)
@@ -1150,6 +1188,8 @@ DECLARATIONS = [
     refuse_when_active(
         "np.cov is differentiated of one data set without weights: for two variables x and y, "
         "np.cov(np.stack((x, y)))", COV_NOT_OF_ONE),
+    refuse_when_active("which triangle eigh reads decides its derivative: write UPLO as a constant, 'L' or 'U'",
+                       EIGH_UPLO_UNKNOWN),
     refuse_when_active(
         "np.meshgrid is differentiated of two arrays: build a grid of one or of three arrays with "
         "np.broadcast_to(x[:, None, None], shape) and the like", MESHGRID_NOT_OF_TWO),

@@ -20,7 +20,8 @@ from s2s.rules import POW_OF_A_VARIABLE, QUOTIENT_UNREAD, SELF_PRODUCT
 
 # The cases declared in templates/ (a module of the package s2s.templates once the rules are loaded)
 LOGSUMEXP_SCALED = rules.load_rules() and importlib.import_module("s2s.templates.scipy_rules").LOGSUMEXP_SCALED
-SVD_VECTORS = importlib.import_module("s2s.templates.array_rules").SVD_VECTORS
+_ARRAY_RULES = importlib.import_module("s2s.templates.array_rules")
+SVD_VECTORS, EIGH_UPPER, EIGVALSH_UPPER = _ARRAY_RULES.SVD_VECTORS, _ARRAY_RULES.EIGH_UPPER, _ARRAY_RULES.EIGVALSH_UPPER
 
 Pair = namedtuple("Pair", "a b")
 _rng = np.random.default_rng(7)
@@ -170,6 +171,10 @@ EXAMPLES = {
     np.linalg.cholesky: ("A", "np.linalg.cholesky(A @ A.T)"),
     np.linalg.eigh: ("A", "np.linalg.eigh(A + A.T)[0] + np.sum(np.linalg.eigh(A + A.T)[1] ** 2 * A, axis=0)"),
     np.linalg.eigvalsh: ("A", "np.linalg.eigvalsh(A @ A.T)"),
+    EIGH_UPPER: ("A", "np.linalg.eigh(A, 'U')[0] + np.sum(np.linalg.eigh(A @ A.T, UPLO='U')[1] ** 2 * A, axis=0)"),
+    EIGVALSH_UPPER: ("A", "np.linalg.eigvalsh(A @ A, UPLO='U')"),
+    runtime.linalg_eigh: ("A", "runtime.linalg_eigh(A, 'L')[0] + runtime.linalg_eigh(A)[1][0] ** 2"),
+    runtime.linalg_eigvalsh: ("A", "runtime.linalg_eigvalsh(A * A, 'U')"),
     # (of matrices with real eigenvalues: symmetric, triangular)
     np.linalg.eig: ("A", "np.linalg.eig(A + A.T)[0] + np.sum(np.linalg.eig(A @ A.T)[1] ** 2 * A, axis=0)"),
     runtime.linalg_eig: ("A", "runtime.linalg_eig(np.triu(A) + np.diag(np.arange(3.0)))[0] "

@@ -83,6 +83,23 @@ def eigh_loss(s):
     return np.sum(w * np.arange(1.0, 4.0)) + np.sum(np.abs(v) * W) + np.sum(again[1] ** 2 * W) + np.sum(again[0])
 
 
+def eigh_upper_loss(x):
+    """UPLO="U": NumPy reads x's upper triangle (an x that is not symmetric: the lower one has no derivative)."""
+    w, v = np.linalg.eigh(x, "U")
+    again = np.linalg.eigh(x @ x.T + x, UPLO="u")
+    return (np.sum(w * np.arange(1.0, 4.0)) + np.sum(v**2 * W) + np.sum(np.abs(again[1]) * W)
+            + np.sum(np.linalg.eigvalsh(x, UPLO="U") ** 3) + np.sum(np.linalg.eigvalsh(x, "L") * np.arange(3.0)))
+
+
+def eigh_of_the_upper_triangle(x):
+    w, v = np.linalg.eigh(x, UPLO="U")
+    return np.sum(w**3) + np.sum(v**2 * W) + np.sum(np.linalg.eigvalsh(x, "U") * np.arange(3.0))
+
+
+def eigh_of_a_variable_triangle(x, uplo):
+    return np.sum(np.linalg.eigvalsh(x, uplo))
+
+
 def eigvalsh_loss(s):
     return np.sum(np.linalg.eigvalsh(s) ** 3 * np.arange(1.0, 4.0))
 
@@ -128,6 +145,7 @@ CASES = {
     "eigh": (eigh_loss, (S,)),
     "eigvalsh": (eigvalsh_loss, (S,)),
     "eig": (eig_loss, (E,)),
+    "eigh_upper": (eigh_upper_loss, (X,)),
     "eig_of_triangular": (eig_of_triangular, (X,)),
     "qr": (qr_loss, (TALL,)),
     "pinv": (pinv_loss, (TALL,)),
@@ -325,6 +343,14 @@ def test_jacobians_match_finite_differences(name):
 def test_forward_mode_under_jit(name):
     fn, x = VECTOR_CASES[name]
     np.testing.assert_allclose(s2s.jit(s2s.jacfwd(fn))(x), _fd_jacobian(fn, x), rtol=1e-6, atol=1e-6)
+
+
+def test_eigh_of_the_upper_triangle_has_an_upper_triangular_gradient():
+    for got in (s2s.grad(eigh_of_the_upper_triangle)(X), s2s.jit(s2s.grad(eigh_of_the_upper_triangle))(X)):
+        np.testing.assert_array_equal(np.tril(got, -1), np.zeros((3, 3)))
+        np.testing.assert_allclose(got, _fd(eigh_of_the_upper_triangle, (X,)), rtol=1e-6, atol=1e-6)
+    with pytest.raises(s2s.S2SError, match=r"test_linalg_rules.py:\d+:\d+: .* write UPLO as a constant, 'L' or 'U'"):
+        s2s.grad(eigh_of_a_variable_triangle)(X, "U")
 
 
 @pytest.mark.parametrize("transform", [s2s.grad, lambda f: s2s.jit(s2s.grad(f))], ids=["python", "jit"])

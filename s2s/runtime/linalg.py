@@ -14,7 +14,7 @@ __all__ = ["tensordot", "tensordot_bar_a", "tensordot_bar_b", "kron", "kron_bar_
            "lower_symmetric", "lower_symmetric_bar", "matrix_diagonal", "diagonal_matrix", "eigen_quotient",
            "pair_differences", "strict_lower", "qr_inner_bar", "qr_options", "right_solve", "svd_options", "linalg_svd",
            "lstsq_dot", "lstsq_residuals_dot", "lstsq_bar_a", "lstsq_bar_b", "linalg_lstsq", "linalg_eig",
-           "real_eigenvalues", "singular_values"]
+           "real_eigenvalues", "singular_values", "linalg_eigh", "linalg_eigvalsh"]
 
 
 def _contracted(na: int, nb: int, axes) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -168,6 +168,16 @@ def real_eigenvalues(w):
     if np.iscomplexobj(w):
         raise ValueError(EIG_COMPLEX)
     return w
+
+
+def linalg_eigh(a, UPLO="L"):
+    """np.linalg.eigh, which generated code calls under Numba where UPLO is written (Numba's takes a alone)."""
+    return np.linalg.eigh(a, UPLO)
+
+
+def linalg_eigvalsh(a, UPLO="L"):
+    """np.linalg.eigvalsh, which generated code calls under Numba where UPLO is written."""
+    return np.linalg.eigvalsh(a, UPLO)
 
 
 def strict_lower(x):

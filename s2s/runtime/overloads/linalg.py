@@ -374,6 +374,32 @@ def _singular_values(s, u, vh):
     return impl
 
 
+def _triangle(UPLO):
+    """The triangle np.linalg.eigh reads: "L" or "U" (either case), as Numba types the argument."""
+    value = getattr(UPLO, "literal_value", None) if not isinstance(UPLO, (str, types.Omitted)) else UPLO
+    if isinstance(value, types.Omitted):
+        value = value.value
+    if not isinstance(value, str) or value.upper() not in ("L", "U"):
+        raise TypingError("s2s: under s2s.jit, np.linalg.eigh and eigvalsh take UPLO as a constant, 'L' or 'U'")
+    return value.upper()
+
+
+@overload(rt.linalg_eigh)
+def _linalg_eigh(a, UPLO="L"):
+    _matrix("linalg_eigh", a)
+    if _triangle(UPLO) == "U":  # the symmetric matrix of the upper triangle, which Numba's eigh reads whole
+        return lambda a, UPLO="L": np.linalg.eigh(np.triu(a) + np.triu(a, 1).T)
+    return lambda a, UPLO="L": np.linalg.eigh(np.tril(a) + np.tril(a, -1).T)
+
+
+@overload(rt.linalg_eigvalsh)
+def _linalg_eigvalsh(a, UPLO="L"):
+    _matrix("linalg_eigvalsh", a)
+    if _triangle(UPLO) == "U":
+        return lambda a, UPLO="L": np.linalg.eigvalsh(np.triu(a) + np.triu(a, 1).T)
+    return lambda a, UPLO="L": np.linalg.eigvalsh(np.tril(a) + np.tril(a, -1).T)
+
+
 @overload(rt.linalg_svd)
 def _linalg_svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     if _nd(a) != 2:
