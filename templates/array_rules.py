@@ -1044,7 +1044,8 @@ def sinc(y, x):
 
 @rule(np.cross, pure=True, fresh=True, options=cross_options, linear="each", operands=(0, 1))
 def cross(z, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
-    """Of 3-vectors along the last axis (stacks broadcast): bilinear; <g, a x b> = <a, b x g>."""
+    """Of 3-vectors along the last axis (stacks broadcast): bilinear; <g, a x b> = <a, b x g>.
+    (axisa, axisb, axisc and axis: frontend/expressions.py moves the vectors last and back.)"""
     z_dot = np.cross(a_dot, b) + np.cross(a, b_dot)
     a_bar += unbroadcast(np.cross(b, z_bar), a)
     b_bar += unbroadcast(np.cross(z_bar, a), b)

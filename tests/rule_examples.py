@@ -330,7 +330,8 @@ EXAMPLES = {
     runtime.heaviside: ("x, s", "runtime.heaviside(x * 0.0, s) * x"),
     np.sinc: ("x", "np.sinc(x)"),
     runtime.sinc_slope: ("x", "runtime.sinc_slope(x - 0.5)"),
-    np.cross: ("x, y, A", "np.cross(x, y) + np.sum(np.cross(A, y) ** 2)"),
+    np.cross: ("x, y, A", "np.cross(x, y) + np.sum(np.cross(A, y) ** 2) + np.cross(A, A * A, axis=0)[0]"
+                          " + np.cross(A, x * A, axisa=0, axisb=1, axisc=0)[1]"),
     # of real data: real and conj are the identity, imag zeros
     np.real: ("x, A", "np.real(x) * x + A.real @ x + np.sum(A.imag) + np.imag(x) * x"),
     np.real_if_close: ("x", "np.real_if_close(x * x, tol=1000) + np.real_if_close(x)"),

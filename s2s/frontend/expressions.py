@@ -471,6 +471,8 @@ class ExpressionLowering(JvpCallLowering):
             callee = facts(callee).lowered_to  # the same function, spelled as Numba compiles it (np.matmul: `@`)
         if callee is np.einsum:
             return self.einsum(node, args, kwargs)
+        if callee is np.cross and (len(args) > 2 or kwargs):
+            return self.cross(node, args, kwargs)
         if callee in (builtins.max, builtins.min) and len(args) > 2 and not kwargs:
             # max(a, b, c) is max(max(a, b), c): Python compares left to right, and keeps the
             # first of equal values, as the rule of two does
@@ -545,6 +547,32 @@ class ExpressionLowering(JvpCallLowering):
         if kind.kind in "iub":
             return self.assign(ir.Call(runtime.astype_integer, (value, ir.Const(kind.type))))
         raise self.error(node, f"casts to {kind} are not supported", "cast to a floating or integer type")
+
+    def cross(self, node: cst.Call, args: list, kwargs: list) -> ir.Atom:
+        """np.cross(a, b, axisa, axisb, axisc, axis) with its vectors along other axes than the last:
+        the vectors moved last (np.moveaxis), their cross product, and its vectors moved to axisc."""
+        import inspect
+
+        try:
+            bound = inspect.signature(np.cross).bind(*args, **dict(kwargs))
+        except TypeError as exc:
+            raise self.error(node, f"call to np.cross does not match its signature ({exc})") from None
+        given = {k: v for k, v in bound.arguments.items() if k not in ("a", "b")}
+        if not all(isinstance(v, ir.Const) and (v.value is None or isinstance(v.value, int)) for v in given.values()):
+            raise self.error(node, "np.cross takes its axes (axisa, axisb, axisc, axis) as constant ints here",
+                             "write the axes as numbers, or move the vectors last with np.moveaxis")
+        axes = {k: given[k].value if k in given else -1 for k in ("axisa", "axisb", "axisc")}
+        if given.get("axis") is not None and given["axis"].value is not None:
+            axes = dict.fromkeys(axes, given["axis"].value)  # (NumPy: axis overrides the other three)
+        a, b = bound.arguments["a"], bound.arguments["b"]
+        if axes["axisa"] != -1:
+            a = self.assign(ir.Call(np.moveaxis, (a, ir.Const(axes["axisa"]), ir.Const(-1))))
+        if axes["axisb"] != -1:
+            b = self.assign(ir.Call(np.moveaxis, (b, ir.Const(axes["axisb"]), ir.Const(-1))))
+        product = self.assign(ir.Call(np.cross, (a, b)))
+        if axes["axisc"] == -1:
+            return product
+        return self.assign(ir.Call(np.moveaxis, (product, ir.Const(-1), ir.Const(axes["axisc"]))))
 
     def einsum(self, node: cst.Call, args: list, kwargs: list) -> ir.Atom:
         if kwargs or not args or not isinstance(args[0], ir.Const) or not isinstance(args[0].value, str):
