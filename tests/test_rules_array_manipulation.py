@@ -2,7 +2,8 @@
 concatenate/stack on axis -1, diag, tril/triu, tile, sort, squeeze, atleast_Nd, einsum (lowered to
 matmul, dot, outer, trace, transpose, sum or a broadcast product), astype and np.sum(dtype=), and
 the ufunc spellings of the operators (np.add, np.multiply, ...) with np.logaddexp, np.pad in mode 'constant', np.select, np.partition
-and the split family (np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit). Each is checked
+and the split family (np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit), np.r_[...] and np.c_[...]
+(lowered to np.concatenate). Each is checked
 against central finite differences: gradients (python backend and under s2s.jit), Jacobians in
 forward and reverse mode, Hessians (forward over reverse), vmap of the gradient, and float32
 arguments; and the refusals, at the user's line, of what they do not take."""
@@ -99,6 +100,16 @@ def sum_dtype_loss(x):
     return np.sum(x * x, dtype=np.float64) + np.sum(x, dtype=float) ** 2
 
 
+def concatenators_loss(a):
+    """np.r_ and np.c_ of arrays, numbers and constant ranges (a slice, a complex step's points)."""
+    r = np.r_[a[0, 0], 2.0, a[1], 0:3, 0.0:1.0:3j]  # (12,)
+    rows = np.r_[a, a * 2.0]  # (6, 4)
+    c = np.c_[a[0], a[1] ** 2, 1:5]  # (4, 3)
+    cols = np.c_[a, a[:, 0], a[0, 0] * np.ones((3, 1))]  # (3, 6)
+    return (np.sum(r**2 * np.arange(12.0)) + np.sum(np.sin(rows)) + np.sum(c**2 * np.arange(12.0).reshape(4, 3))
+            + np.sum(cols * np.c_[a, a[:, :2]]) + np.sum(np.c_[a[0, 0], 3.0] * a[2, :2]))
+
+
 def existing_loss(x):
     a = np.multiply(x, x) + np.add(x, 1.0) - np.subtract(x, 0.5)
     b = np.divide(a, 2.0 + x) + np.true_divide(x, 3.0) + np.negative(x) + np.power(x, 3.0)
@@ -134,6 +145,7 @@ CASES = {
     "astype": (astype_loss, (X_NONZERO,)),  # int() jumps at integers: none near
     "sum_dtype": (sum_dtype_loss, (X,)),
     "existing": (existing_loss, (X_NONZERO,)),
+    "concatenators": (concatenators_loss, (A,)),
 }
 
 
@@ -337,6 +349,10 @@ def cast_computed(x, t):
     return np.sum(x.astype(t))
 
 
+def r_with_a_directive(x):
+    return np.sum(np.r_["0,2", x, x])
+
+
 def vstack_mixed(A, x):
     return np.sum(np.vstack((A, x)))
 
@@ -351,6 +367,11 @@ def test_unsupported_einsum_is_refused_at_its_line(fn):
     from either end; keyword arguments (optimize=, out=) are not read."""
     with pytest.raises(s2s.S2SError, match=r"test_rules_array_manipulation.py:\d+:\d+: np.einsum"):
         s2s.grad(fn)(np.ones((3, 3)))
+
+
+def test_r_with_a_string_directive_is_refused_at_its_line():
+    with pytest.raises(s2s.S2SError, match=r"test_rules_array_manipulation.py:\d+:\d+: np.r_\[...\] with a string"):
+        s2s.grad(r_with_a_directive)(X)
 
 
 def test_cast_to_a_computed_type_is_refused():

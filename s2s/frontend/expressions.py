@@ -146,6 +146,10 @@ class ExpressionLowering(JvpCallLowering):
         if isinstance(node, cst.Attribute):
             return self.attribute(node)
         if isinstance(node, cst.Subscript):
+            if isinstance(node.value, cst.Attribute) and self._is_module_path(node.value.value):
+                maker = self.resolver.resolve(node.value)
+                if maker is np.r_ or maker is np.c_:
+                    return self.concatenator(node, maker)
             value = self.expr(node.value)
             return self.assign(ir.Subscript(value, self.index(node)))
         if isinstance(node, cst.Tuple):
@@ -547,6 +551,43 @@ class ExpressionLowering(JvpCallLowering):
         if kind.kind in "iub":
             return self.assign(ir.Call(runtime.astype_integer, (value, ir.Const(kind.type))))
         raise self.error(node, f"casts to {kind} are not supported", "cast to a floating or integer type")
+
+    def concatenator(self, node: cst.Subscript, maker) -> ir.Atom:
+        """np.r_[...]: its items, each at least 1-d (a slice start:stop:step the constant range
+        np.arange makes, or np.linspace's where the step is a complex number of points), joined
+        along the first axis; np.c_[...]: its items, each a column where it has fewer than two
+        dimensions (np.column_stack of the one item, at least 1-d), joined along the last axis."""
+        name = "np.r_" if maker is np.r_ else "np.c_"
+        parts = []
+        for element in node.slice:
+            item = element.slice
+            if isinstance(item, cst.Slice):
+                bounds = [self.optional(b) for b in (item.lower, item.upper, item.step)]
+                if not all(b is None or isinstance(b, ir.Const) and isinstance(b.value, (int, float, complex))
+                           for b in bounds) or bounds[1] is None:
+                    raise self.error(item, f"a slice in {name}[...] is a range of constant numbers here",
+                                     "write its start, stop and step as numbers, or build the range with "
+                                     "start + step * np.arange(n)")
+                start, stop, step = (b.value if b is not None else None for b in bounds)
+                if isinstance(step, complex):  # start:stop:nj, n points from start to stop
+                    part = self.assign(ir.Call(np.linspace, (ir.Const(0 if start is None else start),
+                                                              ir.Const(stop), ir.Const(int(abs(step))))))
+                else:
+                    part = self.assign(ir.Call(np.arange, (ir.Const(0 if start is None else start), ir.Const(stop),
+                                                           ir.Const(1 if step is None else step))))
+            elif isinstance(item.value, cst.SimpleString) or isinstance(item.value, cst.ConcatenatedString):
+                raise self.error(item, f"{name}[...] with a string directive is not supported",
+                                 "join the arrays with np.concatenate, np.stack or np.column_stack")
+            else:
+                part = self.assign(ir.Call(np.atleast_1d, (self.expr(item.value),)))
+            if maker is np.r_:
+                parts.append(part)
+            else:
+                one = self.assign(ir.Build("tuple", (part,)))
+                parts.append(self.assign(ir.Call(np.column_stack, (one,))))
+        joined = self.assign(ir.Build("tuple", tuple(parts)))
+        axis = ir.Const(0 if maker is np.r_ else -1)
+        return self.assign(ir.Call(np.concatenate, (joined,), (("axis", axis),)))
 
     def cross(self, node: cst.Call, args: list, kwargs: list) -> ir.Atom:
         """np.cross(a, b, axisa, axisb, axisc, axis) with its vectors along other axes than the last:
