@@ -8,6 +8,7 @@ import operator
 import numpy as np
 
 from s2s import runtime
+from s2s.ir import nodes as ir
 from s2s.rules import SAME_SPELLING, Case, nondifferentiable, primitive, refuse_when_active, rule
 from s2s.runtime import (
     append_bar_arr,
@@ -60,6 +61,8 @@ from s2s.runtime import (
     vstack_bar,
     dot_bar_x,
     eigen_quotient,
+    real_eigenvalues,
+    singular_values,
     dot_bar_y,
     inner_bar_x,
     inner_bar_y,
@@ -703,16 +706,18 @@ def cholesky(y, a):
     a_bar += lower_symmetric_bar(np.swapaxes(np.linalg.solve(y_t, np.swapaxes(left, -1, -2)), -1, -2))
 
 
-@rule(np.linalg.eigh)
-def eigh(y, a):
+# Numba's np.linalg.eigh and eigvalsh take no UPLO: runtime.linalg_eigh and _eigvalsh under Numba where it is written.
+@rule(np.linalg.eigh, runtime.linalg_eigh)
+@primitive(np.linalg.eigh, numba=runtime.linalg_eigh)
+def eigh(y, a, UPLO="L"):
     """y = (w, V), a = V diag(w) V.T for the symmetric matrix a's lower triangle stands for (NumPy
-    reads nothing else: see cholesky). JAX's formula: w_dot = diag(M), V_dot = V (F * M), with
-    M = V.T a_dot V and F[i, j] = 1 / (w[j] - w[i]). At a repeated eigenvalue the eigenvectors
-    are not differentiable (any rotation within its eigenspace is as good a result): their
-    derivative there is infinite or NaN, as JAX's. Where nothing reads the eigenvectors,
-    eigen_quotient leaves their zero terms out and the eigenvalues' derivative stays finite at
-    a repeated eigenvalue: there the sorted eigenvalues have a kink, and it is exact for what
-    is differentiable, a symmetric function of them (a sum, a trace); second derivatives
+    reads nothing else: see cholesky; UPLO="U", the upper one: EIGH_UPPER's rule). JAX's formula:
+    w_dot = diag(M), V_dot = V (F * M), with M = V.T a_dot V and F[i, j] = 1 / (w[j] - w[i]). At a
+    repeated eigenvalue the eigenvectors are not differentiable (any rotation within its eigenspace
+    is as good a result): their derivative there is infinite or NaN, as JAX's. Where nothing reads
+    the eigenvectors, eigen_quotient leaves their zero terms out and the eigenvalues' derivative
+    stays finite at a repeated eigenvalue: there the sorted eigenvalues have a kink, and it is exact
+    for what is differentiable, a symmetric function of them (a sum, a trace); second derivatives
     through eigh are NaN there."""
     v_t = np.swapaxes(y[1], -1, -2)
     m = v_t @ lower_symmetric(a_dot) @ y[1]
@@ -720,12 +725,67 @@ def eigh(y, a):
     a_bar += lower_symmetric_bar(y[1] @ (diagonal_matrix(y_bar[0]) + eigen_quotient(y[0], v_t @ y_bar[1])) @ v_t)
 
 
-@rule(np.linalg.eigvalsh)
-def eigvalsh(y, a):
+def _upper(call) -> bool:
+    """UPLO="U" (or "u") written in a call of eigh or eigvalsh: NumPy reads a's upper triangle."""
+    given = call.passed("UPLO")
+    return isinstance(given, ir.Const) and isinstance(given.value, str) and given.value.upper() == "U"
+
+
+EIGH_UPPER = Case("np.linalg.eigh of the upper triangle", of=(np.linalg.eigh, runtime.linalg_eigh), when=_upper)
+EIGVALSH_UPPER = Case("np.linalg.eigvalsh of the upper triangle", of=(np.linalg.eigvalsh, runtime.linalg_eigvalsh),
+                      when=_upper)
+
+
+EIGH_UPLO_UNKNOWN = Case("np.linalg.eigh or eigvalsh with UPLO not a constant",
+                         of=(np.linalg.eigh, runtime.linalg_eigh, np.linalg.eigvalsh, runtime.linalg_eigvalsh),
+                         when=lambda call: isinstance(call.passed("UPLO"), ir.Name))
+
+
+@rule(EIGH_UPPER)
+def eigh_upper(y, a, UPLO="L"):
+    """eigh's rule for the symmetric matrix a's upper triangle stands for: that of a.T's lower
+    one, so the gradient is upper triangular."""
+    v_t = np.swapaxes(y[1], -1, -2)
+    m = v_t @ lower_symmetric(np.swapaxes(a_dot, -1, -2)) @ y[1]
+    y_dot = (matrix_diagonal(m), y[1] @ eigen_quotient(y[0], m))
+    a_bar += np.swapaxes(lower_symmetric_bar(
+        y[1] @ (diagonal_matrix(y_bar[0]) + eigen_quotient(y[0], v_t @ y_bar[1])) @ v_t), -1, -2)
+
+
+@rule(np.linalg.eigvalsh, runtime.linalg_eigvalsh)
+@primitive(np.linalg.eigvalsh, numba=runtime.linalg_eigvalsh)
+def eigvalsh(y, a, UPLO="L"):
     """The eigenvalues of eigh, without F: finite at repeated eigenvalues (see eigh)."""
     v = np.linalg.eigh(a)[1]
     y_dot = matrix_diagonal(np.swapaxes(v, -1, -2) @ lower_symmetric(a_dot) @ v)
     a_bar += lower_symmetric_bar(v @ diagonal_matrix(y_bar) @ np.swapaxes(v, -1, -2))
+
+
+@rule(EIGVALSH_UPPER)
+def eigvalsh_upper(y, a, UPLO="L"):
+    """eigvalsh's rule of the upper triangle (see eigh_upper)."""
+    v = np.linalg.eigh(a, "U")[1]
+    y_dot = matrix_diagonal(np.swapaxes(v, -1, -2) @ lower_symmetric(np.swapaxes(a_dot, -1, -2)) @ v)
+    a_bar += np.swapaxes(lower_symmetric_bar(v @ diagonal_matrix(y_bar) @ np.swapaxes(v, -1, -2)), -1, -2)
+
+
+# Numba's np.linalg.eig raises an error of its own where the eigenvalues are complex: runtime.linalg_eig.
+@rule(np.linalg.eig, runtime.linalg_eig)
+@primitive(np.linalg.eig, numba=runtime.linalg_eig, numba_always=True)
+def eig(y, a):
+    """y = (w, V), a = V diag(w) V^-1 with V's columns of unit length, for a real matrix whose
+    eigenvalues are real (symmetric, triangular, ...; complex ones are refused when the code runs:
+    runtime.real_eigenvalues). With M = V^-1 a_dot V and F as eigh's: w_dot = diag(M) and
+    V_dot = P - V diag(V.T P) for P = V (F * M), the last term keeping each column's length 1.
+    At a repeated eigenvalue the eigenvectors have no derivative (see eigh)."""
+    w = real_eigenvalues(y[0])
+    v_t = np.swapaxes(y[1], -1, -2)
+    m = np.linalg.solve(y[1], a_dot @ y[1])
+    p = y[1] @ eigen_quotient(w, m)
+    y_dot = (matrix_diagonal(m), p - y[1] * np.sum(y[1] * p, axis=-2, keepdims=True))
+    b = v_t @ y_bar[1]
+    c = diagonal_matrix(y_bar[0]) + eigen_quotient(w, b - v_t @ y[1] * np.expand_dims(matrix_diagonal(b), -2))
+    a_bar += np.linalg.solve(v_t, c @ v_t)
 
 
 @rule(np.linalg.qr, options=qr_options)
@@ -753,10 +813,50 @@ def svd(y, a, full_matrices=True, compute_uv=True, hermitian=False):
     rule). At a repeated singular value this is the derivative of the sorted values where they
     have one: a symmetric function of them (a sum, a norm) is exact there, as for eigvalsh; at a
     zero singular value s has a kink (as |x| at 0) and this is one of its one-sided slopes.
-    The singular vectors (compute_uv=True, NumPy's default) are refused (svd_options)."""
+    With the singular vectors: SVD_VECTORS's rule."""
     usv = np.linalg.svd(a, full_matrices=False)
     y_dot = matrix_diagonal(np.swapaxes(usv[0], -1, -2) @ a_dot @ np.swapaxes(usv[2], -1, -2))
     a_bar += usv[0] @ diagonal_matrix(y_bar) @ usv[2]
+
+
+SVD_VECTORS = Case("np.linalg.svd with its singular vectors", of=(np.linalg.svd, runtime.linalg_svd),
+                   when=lambda call: not (isinstance(call.passed("compute_uv"), ir.Const)
+                                          and call.passed("compute_uv").value is False))
+
+
+@rule(SVD_VECTORS)
+def svd_vectors(y, a, full_matrices=True, compute_uv=True, hermitian=False):
+    """y = (U, s, Vh) of the reduced a = U diag(s) V.T, V = Vh.T (a square matrix, or
+    full_matrices=False: runtime.singular_values refuses the others' extra columns), for distinct
+    nonzero singular values (where two are equal the vectors have no derivative; at a zero one they
+    have none either). With P = U.T a_dot V, F[i, j] = 1 / (s[j]**2 - s[i]**2) (eigen_quotient of
+    s**2) and rows s_j = s[None, :], columns s_i = s[:, None]: s_dot = diag(P),
+    U_dot = U (F * (P s_j + (P s_j).T)) + (I - U U.T) a_dot V / s_j and
+    V_dot = V (F * (s_i P + (s_i P).T)) + (I - V V.T) a_dot.T U / s_j (Townsend 2016; JAX's rule). The
+    reverse rule is its transpose: with J = F * (U.T U_bar), K = F * (V.T V_bar),
+    a_bar = U (diag(s_bar) + (J + J.T) s_j + s_i (K + K.T)) V.T + (I - U U.T) U_bar / s_j V.T
+    + U (V_bar / s_j).T (I - V V.T). Singular vectors have NumPy's signs: a loss that reads them
+    should not depend on a sign (u @ diag(s) @ vh, u ** 2)."""
+    s = singular_values(y[1], y[0], y[2])
+    v = np.swapaxes(y[2], -1, -2)
+    u_t = np.swapaxes(y[0], -1, -2)
+    s_j = np.expand_dims(s, -2)
+    s_i = np.expand_dims(s, -1)
+    p = u_t @ a_dot @ v
+    a_v = a_dot @ v
+    a_u = np.swapaxes(a_dot, -1, -2) @ y[0]
+    y_dot = (y[0] @ eigen_quotient(s * s, p * s_j + np.swapaxes(p * s_j, -1, -2)) + (a_v - y[0] @ (u_t @ a_v)) / s_j,
+             matrix_diagonal(p),
+             np.swapaxes(v @ eigen_quotient(s * s, s_i * p + np.swapaxes(s_i * p, -1, -2))
+                         + (a_u - v @ (y[2] @ a_u)) / s_j, -1, -2))
+    j = eigen_quotient(s * s, u_t @ y_bar[0])
+    v_bar = np.swapaxes(y_bar[2], -1, -2)
+    k = eigen_quotient(s * s, y[2] @ v_bar)
+    u_bar_s = y_bar[0] / s_j
+    v_bar_s = v_bar / s_j
+    a_bar += (y[0] @ (diagonal_matrix(y_bar[1]) + (j + np.swapaxes(j, -1, -2)) * s_j
+                      + s_i * (k + np.swapaxes(k, -1, -2)) - np.swapaxes(v_bar_s, -1, -2) @ v) @ y[2]
+              + (u_bar_s - y[0] @ (u_t @ u_bar_s)) @ y[2] + y[0] @ np.swapaxes(v_bar_s, -1, -2))
 
 
 # Numba's np.linalg.lstsq takes no rcond=None: runtime.linalg_lstsq under Numba.
@@ -964,7 +1064,8 @@ def sinc(y, x):
 
 @rule(np.cross, pure=True, fresh=True, options=cross_options, linear="each", operands=(0, 1))
 def cross(z, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
-    """Of 3-vectors along the last axis (stacks broadcast): bilinear; <g, a x b> = <a, b x g>."""
+    """Of 3-vectors along the last axis (stacks broadcast): bilinear; <g, a x b> = <a, b x g>.
+    (axisa, axisb, axisc and axis: frontend/expressions.py moves the vectors last and back.)"""
     z_dot = np.cross(a_dot, b) + np.cross(a, b_dot)
     a_bar += unbroadcast(np.cross(b, z_bar), a)
     b_bar += unbroadcast(np.cross(z_bar, a), b)
@@ -1108,9 +1209,18 @@ DECLARATIONS = [
     refuse_when_active(
         "np.cov is differentiated of one data set without weights: for two variables x and y, "
         "np.cov(np.stack((x, y)))", COV_NOT_OF_ONE),
+    refuse_when_active("which triangle eigh reads decides its derivative: write UPLO as a constant, 'L' or 'U'",
+                       EIGH_UPLO_UNKNOWN),
     refuse_when_active(
         "np.meshgrid is differentiated of two arrays: build a grid of one or of three arrays with "
         "np.broadcast_to(x[:, None, None], shape) and the like", MESHGRID_NOT_OF_TWO),
+    # a discrete Fourier transform's result is complex: s2s differentiates real programs
+    refuse_when_active(
+        "its result is complex, and s2s differentiates real programs: write the transform as a product with "
+        "constant real matrices (np.cos and np.sin of the frequencies times the positions), or give it a rule "
+        "of your own with s2s.custom_vjp",
+        *(getattr(np.fft, n) for n in ("fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "rfft2", "rfftn",
+                                       "ihfft"))),
     refuse_when_active(
         "build the array from a constant grid and scale it: start + step * np.arange(n)",
         np.arange, pure=True, creates=True,

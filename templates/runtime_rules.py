@@ -52,6 +52,8 @@ from s2s.runtime import (
     lift,
     diagonal_matrix,
     eigen_quotient,
+    real_eigenvalues,
+    singular_values,
     matrix_diagonal,
     pair_differences,
     qr_inner_bar,
@@ -283,6 +285,20 @@ def diagonal_matrix_(y, d):
 def eigen_quotient_(y, w, x):
     """Linear in x; in w, d(x / gap) = -(x / gap) / gap * d(gap)."""
     y_dot = eigen_quotient(w, x_dot) - eigen_quotient(w, y * pair_differences(w_dot))
+
+
+@rule(runtime.real_eigenvalues, pure=True, first_or_new=True)
+def real_eigenvalues_(y, w):
+    """The identity (of real eigenvalues; it refuses complex ones)."""
+    y_dot = w_dot
+    w_bar += y_bar
+
+
+@rule(runtime.singular_values, pure=True, first_or_new=True)
+def singular_values_(y, s, u, vh):
+    """The identity in s (u and vh are read for their shapes)."""
+    y_dot = s_dot
+    s_bar += y_bar
 
 
 @rule(runtime.strict_lower, pure=True, fresh=True)

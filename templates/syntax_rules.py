@@ -9,6 +9,7 @@ import operator
 
 import numpy as np
 
+from s2s import runtime
 from s2s.rules import POW_OF_A_VARIABLE, QUOTIENT_UNREAD, SELF_PRODUCT, nondifferentiable, primitive, rule
 from s2s.runtime import copy, unbroadcast, weighted
 
@@ -104,6 +105,32 @@ def neg(y, x):
     x_bar -= y_bar
 
 
+# s2s differentiates real programs (a complex constant or np.fft in a differentiated function is
+# refused: analysis/activity.py), where these are NumPy's identities and zeros of real data.
+@rule(np.real, pure=True, view=True, first_or_new=True, broadcasts=True, dtype_from=(0,), linear="all")
+def real(y, x):
+    """Of real data the identity (NumPy returns x itself)."""
+    y_dot = np.real(x_dot)
+    x_bar += y_bar
+
+
+@rule(np.real_if_close, runtime.real_if_close, pure=True, view=True, first_or_new=True, broadcasts=True,
+      dtype_from=(0,), linear="all")
+@primitive(np.real_if_close, numba=runtime.real_if_close, numba_always=True)
+def real_if_close(y, x, tol=100):
+    """Of real data the identity (NumPy returns x itself): tol has nothing to decide."""
+    y_dot = np.real(x_dot)
+    x_bar += y_bar
+
+
+@rule(np.conjugate, pure=True, fresh=True, dtype_from=(0,))  # (np.conj is np.conjugate)
+@primitive(np.conjugate, method=("conj", "conjugate"))
+def conjugate(y, x):
+    """Of real data the identity."""
+    y_dot = np.conjugate(x_dot)
+    x_bar += y_bar
+
+
 @rule(builtins.float, pure=True, fusable=True, cheap=True, kernel="float", batching="float")
 def identity(y, x):
     y_dot = x_dot
@@ -183,6 +210,8 @@ DECLARATIONS = [
     # +x has no rule: lowering drops it (the facts are for the passes that meet it).
     primitive(operator.pos, elementwise=True, cheap=True, integer="kept", linear="all"),
     primitive(np.positive, np.conjugate, linear="all"),
+    # of real data zeros (read-only, of x's shape): no derivative
+    nondifferentiable(np.imag, pure=True, like=True, broadcasts=True, dtype_from=(0,)),
     # copies of a list, tuple or dict, which hold its items themselves (analysis/points_to.py)
     primitive(builtins.list, builtins.tuple, builtins.dict, copies=True),
     primitive(np.copy, fresh=True),

@@ -55,7 +55,20 @@ def uses_comprehension(x):
 
 
 def no_rule(x):
+    return np.sum(np.unwrap(x))
+
+
+def complex_fft(x):
     return np.sum(np.fft.fft(x).real)
+
+
+def complex_literal(x):
+    return np.sum(np.real(x * 1j))
+
+
+def complex_made(x):
+    c = complex(1.0, 2.0) * 2.0
+    return np.sum(np.abs(x + c))
 
 
 def writes_argument(x):

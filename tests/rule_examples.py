@@ -20,6 +20,8 @@ from s2s.rules import POW_OF_A_VARIABLE, QUOTIENT_UNREAD, SELF_PRODUCT
 
 # The cases declared in templates/ (a module of the package s2s.templates once the rules are loaded)
 LOGSUMEXP_SCALED = rules.load_rules() and importlib.import_module("s2s.templates.scipy_rules").LOGSUMEXP_SCALED
+_ARRAY_RULES = importlib.import_module("s2s.templates.array_rules")
+SVD_VECTORS, EIGH_UPPER, EIGVALSH_UPPER = _ARRAY_RULES.SVD_VECTORS, _ARRAY_RULES.EIGH_UPPER, _ARRAY_RULES.EIGVALSH_UPPER
 
 Pair = namedtuple("Pair", "a b")
 _rng = np.random.default_rng(7)
@@ -169,9 +171,22 @@ EXAMPLES = {
     np.linalg.cholesky: ("A", "np.linalg.cholesky(A @ A.T)"),
     np.linalg.eigh: ("A", "np.linalg.eigh(A + A.T)[0] + np.sum(np.linalg.eigh(A + A.T)[1] ** 2 * A, axis=0)"),
     np.linalg.eigvalsh: ("A", "np.linalg.eigvalsh(A @ A.T)"),
+    EIGH_UPPER: ("A", "np.linalg.eigh(A, 'U')[0] + np.sum(np.linalg.eigh(A @ A.T, UPLO='U')[1] ** 2 * A, axis=0)"),
+    EIGVALSH_UPPER: ("A", "np.linalg.eigvalsh(A @ A, UPLO='U')"),
+    runtime.linalg_eigh: ("A", "runtime.linalg_eigh(A, 'L')[0] + runtime.linalg_eigh(A)[1][0] ** 2"),
+    runtime.linalg_eigvalsh: ("A", "runtime.linalg_eigvalsh(A * A, 'U')"),
+    # (of matrices with real eigenvalues: symmetric, triangular)
+    np.linalg.eig: ("A", "np.linalg.eig(A + A.T)[0] + np.sum(np.linalg.eig(A @ A.T)[1] ** 2 * A, axis=0)"),
+    runtime.linalg_eig: ("A", "runtime.linalg_eig(np.triu(A) + np.diag(np.arange(3.0)))[0] "
+                              "+ runtime.linalg_eig(A + A.T)[1][0] ** 2"),
+    runtime.real_eigenvalues: ("x", "runtime.real_eigenvalues(x * x)"),
     np.linalg.qr: ("A", "np.linalg.qr(A)[0] + np.linalg.qr(A)[1] * 2.0"),
     np.linalg.pinv: ("A", "np.linalg.pinv(A[:, :2]) @ A"),
     np.linalg.svd: ("A", "np.linalg.svd(A[:, :2], compute_uv=False)"),
+    # (squares of the singular vectors: NumPy picks their signs)
+    SVD_VECTORS: ("A", "np.linalg.svd(A[:, :2], full_matrices=False)[0] ** 2 @ np.linalg.svd(A)[1][:2]"
+                       " + np.sum(np.linalg.svd(A[:2], False, True)[2] ** 2, axis=0)"),
+    runtime.singular_values: ("A", "runtime.singular_values(np.linalg.svd(A * A)[1], np.eye(3), np.eye(3))"),
     runtime.linalg_svd: ("A", "runtime.linalg_svd(A[:, :2], False, False)"),
     np.linalg.lstsq: ("A, x", "np.linalg.lstsq(A[:, :2], x, rcond=None)[0] + np.sum(np.linalg.lstsq(A[:, :2], x, "
                               "rcond=None)[1]) + np.linalg.lstsq(A[:, :2], x, rcond=None)[3][0]"),
@@ -321,7 +336,13 @@ EXAMPLES = {
     runtime.heaviside: ("x, s", "runtime.heaviside(x * 0.0, s) * x"),
     np.sinc: ("x", "np.sinc(x)"),
     runtime.sinc_slope: ("x", "runtime.sinc_slope(x - 0.5)"),
-    np.cross: ("x, y, A", "np.cross(x, y) + np.sum(np.cross(A, y) ** 2)"),
+    np.cross: ("x, y, A", "np.cross(x, y) + np.sum(np.cross(A, y) ** 2) + np.cross(A, A * A, axis=0)[0]"
+                          " + np.cross(A, x * A, axisa=0, axisb=1, axisc=0)[1]"),
+    # of real data: real and conj are the identity, imag zeros
+    np.real: ("x, A", "np.real(x) * x + A.real @ x + np.sum(A.imag) + np.imag(x) * x"),
+    np.real_if_close: ("x", "np.real_if_close(x * x, tol=1000) + np.real_if_close(x)"),
+    runtime.real_if_close: ("x", "runtime.real_if_close(x * x)"),
+    np.conjugate: ("x, A", "np.conj(x) * x + A.conj() @ x.conjugate()"),
     np.trapezoid: ("x, A", "np.trapezoid(x * x, np.array([0.0, 0.4, 1.1])) + np.sum(np.trapezoid(A, dx=0.5, axis=0) ** 2)"),
     runtime.trapezoid: ("A", "runtime.trapezoid(A ** 2, None, 0.3, 0)"),
     np.gradient: ("x, A", "gy, gx = np.gradient(A * A)\n"

@@ -1,5 +1,5 @@
 """The rules of np.moveaxis, np.tensordot, np.kron, np.linalg.slogdet, np.linalg.cholesky,
-np.linalg.eigh, np.linalg.eigvalsh, np.linalg.qr, np.linalg.pinv, np.linalg.svd (its singular values) and
+np.linalg.eigh, np.linalg.eigvalsh, np.linalg.eig (real eigenvalues), np.linalg.qr, np.linalg.pinv, np.linalg.svd and
 np.linalg.lstsq, and the array methods .cumsum(), .cumprod() and .swapaxes() (routed to their functions);
 np.linalg.det, inv and solve of stacks of matrices. (np.linalg.norm: test_norms.py;
 np.linalg.matrix_power: test_rules_polynomials.py.)
@@ -83,11 +83,43 @@ def eigh_loss(s):
     return np.sum(w * np.arange(1.0, 4.0)) + np.sum(np.abs(v) * W) + np.sum(again[1] ** 2 * W) + np.sum(again[0])
 
 
+def eigh_upper_loss(x):
+    """UPLO="U": NumPy reads x's upper triangle (an x that is not symmetric: the lower one has no derivative)."""
+    w, v = np.linalg.eigh(x, "U")
+    again = np.linalg.eigh(x @ x.T + x, UPLO="u")
+    return (np.sum(w * np.arange(1.0, 4.0)) + np.sum(v**2 * W) + np.sum(np.abs(again[1]) * W)
+            + np.sum(np.linalg.eigvalsh(x, UPLO="U") ** 3) + np.sum(np.linalg.eigvalsh(x, "L") * np.arange(3.0)))
+
+
+def eigh_of_the_upper_triangle(x):
+    w, v = np.linalg.eigh(x, UPLO="U")
+    return np.sum(w**3) + np.sum(v**2 * W) + np.sum(np.linalg.eigvalsh(x, "U") * np.arange(3.0))
+
+
+def eigh_of_a_variable_triangle(x, uplo):
+    return np.sum(np.linalg.eigvalsh(x, uplo))
+
+
 def eigvalsh_loss(s):
     return np.sum(np.linalg.eigvalsh(s) ** 3 * np.arange(1.0, 4.0))
 
 
 S = X + X.T  # symmetric, distinct eigenvalues
+E = (np.eye(3) + 0.4 * W) @ np.diag([0.5, -1.2, 2.0]) @ np.linalg.inv(np.eye(3) + 0.4 * W)  # real eigenvalues
+
+
+def eig_loss(e):
+    """Of a matrix that is not symmetric and of a symmetric one (v ** 2 and |v| do not depend on
+    the signs LAPACK picks)."""
+    w, v = np.linalg.eig(e)
+    again = np.linalg.eig(e @ e.T)
+    return np.sum(w * np.arange(1.0, 4.0)) + np.sum(v**2 * W) + np.sum(np.abs(again[1]) * W) + np.sum(again[0] ** 2)
+
+
+def eig_of_triangular(x):
+    """The eigenvalues of a triangular matrix are its diagonal, in order."""
+    w, v = np.linalg.eig(np.triu(x) + np.diag(np.arange(3.0)))
+    return np.sum(w**2 * np.arange(1.0, 4.0)) + np.sum(v[:, 2] ** 2 * np.arange(1.0, 4.0))
 TALL = _rng.standard_normal((4, 3))
 
 
@@ -112,6 +144,9 @@ CASES = {
     "cholesky_of_gram": (cholesky_of_gram, (X,)),
     "eigh": (eigh_loss, (S,)),
     "eigvalsh": (eigvalsh_loss, (S,)),
+    "eig": (eig_loss, (E,)),
+    "eigh_upper": (eigh_upper_loss, (X,)),
+    "eig_of_triangular": (eig_of_triangular, (X,)),
     "qr": (qr_loss, (TALL,)),
     "pinv": (pinv_loss, (TALL,)),
 }
@@ -282,11 +317,16 @@ def qr_vec(a):
     return q[:, :2] * r[0, 1]
 
 
+def eig_vec(e):
+    w, v = np.linalg.eig(e * e)
+    return v**2 * w
+
+
 def pinv_vec(a):
     return np.linalg.pinv(a * a)
 
 
-VECTOR_CASES = {"pinv": (pinv_vec, TALL), "qr": (qr_vec, TALL), "eigh": (eigh_vec, S), "eigvalsh": (eigvalsh_vec, S), "moveaxis": (moveaxis_vec, T), "tensordot": (tensordot_vec, T), "kron": (kron_vec, A),
+VECTOR_CASES = {"eig": (eig_vec, E), "pinv": (pinv_vec, TALL), "qr": (qr_vec, TALL), "eigh": (eigh_vec, S), "eigvalsh": (eigvalsh_vec, S), "moveaxis": (moveaxis_vec, T), "tensordot": (tensordot_vec, T), "kron": (kron_vec, A),
                 "kron_mixed": (kron_mixed_vec, A), "slogdet": (slogdet_vec, A), "cholesky": (cholesky_vec, P),
                 "swapaxes": (swapaxes_vec, T)}
 
@@ -299,10 +339,27 @@ def test_jacobians_match_finite_differences(name):
     np.testing.assert_allclose(s2s.jacrev(fn)(x), expected, rtol=1e-6, atol=1e-6)
 
 
-@pytest.mark.parametrize("name", ["tensordot", "kron", "slogdet", "cholesky", "eigh", "qr", "pinv"])
+@pytest.mark.parametrize("name", ["tensordot", "kron", "slogdet", "cholesky", "eigh", "eig", "qr", "pinv"])
 def test_forward_mode_under_jit(name):
     fn, x = VECTOR_CASES[name]
     np.testing.assert_allclose(s2s.jit(s2s.jacfwd(fn))(x), _fd_jacobian(fn, x), rtol=1e-6, atol=1e-6)
+
+
+def test_eigh_of_the_upper_triangle_has_an_upper_triangular_gradient():
+    for got in (s2s.grad(eigh_of_the_upper_triangle)(X), s2s.jit(s2s.grad(eigh_of_the_upper_triangle))(X)):
+        np.testing.assert_array_equal(np.tril(got, -1), np.zeros((3, 3)))
+        np.testing.assert_allclose(got, _fd(eigh_of_the_upper_triangle, (X,)), rtol=1e-6, atol=1e-6)
+    with pytest.raises(s2s.S2SError, match=r"test_linalg_rules.py:\d+:\d+: .* write UPLO as a constant, 'L' or 'U'"):
+        s2s.grad(eigh_of_a_variable_triangle)(X, "U")
+
+
+@pytest.mark.parametrize("transform", [s2s.grad, lambda f: s2s.jit(s2s.grad(f))], ids=["python", "jit"])
+def test_eig_with_complex_eigenvalues_is_refused_when_it_runs(transform):
+    rotation = np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
+    with pytest.raises(s2s.S2SError, match=r"test_linalg_rules.py:\d+:\d+: np.linalg.eig's eigenvalues are complex "
+                                           r"here, and s2s differentiates real programs"):
+        transform(eig_loss)(rotation)
+    np.testing.assert_allclose(transform(eig_loss)(E), _fd(eig_loss, (E,)), rtol=1e-6, atol=1e-6)
 
 
 def test_jvp_of_slogdet_gives_a_zero_sign_tangent():
@@ -447,7 +504,27 @@ def nuclear_norm(a):
 
 
 def singular_vectors_loss(a):
-    return np.sum(np.linalg.svd(a)[0])
+    """u, s, vh of the reduced decomposition, read where the signs NumPy picks do not matter."""
+    u, s, vh = np.linalg.svd(a, full_matrices=False)
+    m, n = np.shape(a)[-2:]
+    return (np.sum((u @ (s[..., :, None] * vh)) ** 2 * np.arange(m * n).reshape(m, n)) + np.sum(u**2 * u[..., :1, :])
+            + np.sum(vh**2 * np.arange(vh.shape[-1])) + np.sum(np.abs(u) * s[..., None, :]) + np.sum(s**3))
+
+
+def singular_vectors_vec(a):
+    u, s, vh = np.linalg.svd(a * a, full_matrices=False)
+    return np.concatenate((np.ravel(u**2 * s[..., None, :]), np.ravel(vh * vh[..., :1])))
+
+
+def square_singular_vectors_loss(a):
+    """full_matrices=True (NumPy's default) of a square matrix is the reduced decomposition."""
+    n = np.shape(a)[1]
+    u, s, vh = np.linalg.svd(a.T @ a[::-1] + np.eye(n))
+    return np.sum(u**2 * W[:n, :n]) + np.sum(vh**2 * W[:n, :n].T) + np.sum(s * np.arange(n))
+
+
+def full_matrices_loss(a):
+    return np.sum(np.linalg.svd(a)[0] ** 2 * np.arange(np.shape(a)[0]))
 
 
 @pytest.mark.parametrize("a", [TALL, WIDE, STACK], ids=["tall", "wide", "stack"])
@@ -472,11 +549,34 @@ def test_nuclear_norm_at_repeated_singular_values_is_u_vt():
     np.testing.assert_allclose(s2s.grad(nuclear_norm)(r @ np.diag([2.0, 2.0, 1.0])), r, atol=1e-12)
 
 
+@pytest.mark.parametrize("a", [TALL, WIDE, STACK], ids=["tall", "wide", "stack"])
+def test_singular_vectors_match_finite_differences(a):
+    np.testing.assert_allclose(s2s.grad(singular_vectors_loss)(a), _fd(singular_vectors_loss, (a,)),
+                               rtol=1e-6, atol=1e-6)
+    reference = _fd_jacobian(singular_vectors_vec, a)
+    np.testing.assert_allclose(s2s.jacfwd(singular_vectors_vec)(a), reference, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(s2s.jacrev(singular_vectors_vec)(a), reference, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("fn", [singular_vectors_loss, square_singular_vectors_loss])
+@pytest.mark.parametrize("a", [TALL, WIDE.T], ids=["tall", "wide"])
+def test_singular_vectors_under_jit_and_second_order(fn, a):
+    got = s2s.jit(s2s.grad(fn))(a)
+    np.testing.assert_allclose(got, _fd(fn, (a,)), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(got, s2s.grad(fn)(a), rtol=1e-10, atol=1e-10)
+    grad = s2s.grad(fn)
+    np.testing.assert_allclose(s2s.hessian(fn)(a), _fd_jacobian(grad, a, h=1e-5), rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("backend", ["python", "cpu"])
-def test_singular_vectors_are_refused_at_the_users_line(backend):
-    with pytest.raises(s2s.S2SError, match=r"test_linalg_rules\.py:\d+:\d+: np\.linalg\.svd is differentiated for "
-                                           r"its singular values only: write np\.linalg\.svd\(a, compute_uv=False\)"):
-        s2s.jit(s2s.grad(singular_vectors_loss), backend=backend)(TALL)
+def test_singular_vectors_with_full_matrices_of_a_matrix_not_square_are_refused(backend):
+    """Their columns beyond the rank are any basis of the rest of the space: no derivative."""
+    with pytest.raises(s2s.S2SError, match=r"test_linalg_rules\.py:\d+:\d+: np\.linalg\.svd's singular vectors "
+                                           r"are differentiated of the reduced decomposition"):
+        s2s.jit(s2s.grad(full_matrices_loss), backend=backend)(TALL)
+    square = TALL[:3]
+    np.testing.assert_allclose(s2s.jit(s2s.grad(full_matrices_loss), backend=backend)(square),
+                               _fd(full_matrices_loss, (square,)), rtol=1e-6, atol=1e-6)
 
 
 # ---- np.linalg.lstsq: a of full rank ------------------------------------------------------

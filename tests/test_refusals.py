@@ -21,7 +21,11 @@ CASES = {
     "uses_lambda": ("lambda expressions are supported only as the functions passed to s2s.lax forms", "lambda t"),
     "uses_class": ("class definitions are not supported", "class Box"),
     "uses_comprehension": ("set comprehensions are not supported", "{t * 2.0 for t in x}"),
-    "no_rule": ("no derivative rule for fft", "np.fft.fft"),
+    "no_rule": ("no derivative rule for unwrap", "np.unwrap"),
+    # s2s differentiates real programs
+    "complex_fft": ("does not differentiate fft with respect to its arguments; its result is complex", "np.fft.fft"),
+    "complex_literal": ("a complex number meets a differentiated value here", "x * 1j"),
+    "complex_made": ("a complex number meets a differentiated value here", "x + c"),
     "writes_argument": ("writing into y changes the argument x in place", "y[0] = 1.0"),
     "writes_through_alias": ("would also change z", "y[0] = x"),
     "arange_of_active": ("does not differentiate arange", "np.arange"),
@@ -146,7 +150,8 @@ SWEEP = {
     "update_after_element_on_one_branch": (np.ones(3), -1.0), "arange_of_active": (1.0,),
     "recursive": (1.0, 2), "bare_return": (1.0,), "writes_module_array": (1.0,),
     "writes_module_array_through_alias": (1.0,), "norm_of_unknown_order": (np.ones(3),),
-    "reads_a_dict_global": (1.0,),
+    "reads_a_dict_global": (1.0,), "complex_fft": (np.ones(3),), "complex_literal": (np.ones(3),),
+    "complex_made": (np.ones(3),),
 }
 # Not refused: they show what is accepted next to what is not.
 ACCEPTED = {"augmented_scalar_alias", "add_through_alias", "make_scaled"}
@@ -270,7 +275,7 @@ def test_np_fft_is_named_in_generated_code_and_a_function_s2s_cannot_name_has_it
     # (np.fft.fft is named in generated code: the primal under backend="python" runs, and is not
     # refused with no line as "cannot name <function fft>")
     assert s2s.jit(power_spectrum, backend="python")(x) == pytest.approx(power_spectrum(x), rel=1e-14)
-    with pytest.raises(s2s.S2SError, match="no derivative rule for fft"):
+    with pytest.raises(s2s.S2SError, match="does not differentiate fft with respect to its arguments; its result is complex"):
         s2s.grad(power_spectrum)(x)
     with pytest.raises(s2s.S2SError, match=r"test_refusals.py:\d+:\d+: cannot name <built-in function sqrt>"):
         s2s.jit(complex_root, backend="python")(x)

@@ -2,7 +2,8 @@
 concatenate/stack on axis -1, diag, tril/triu, tile, sort, squeeze, atleast_Nd, einsum (lowered to
 matmul, dot, outer, trace, transpose, sum or a broadcast product), astype and np.sum(dtype=), and
 the ufunc spellings of the operators (np.add, np.multiply, ...) with np.logaddexp, np.pad in mode 'constant', np.select, np.partition
-and the split family (np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit). Each is checked
+and the split family (np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit), np.r_[...] and np.c_[...]
+(lowered to np.concatenate). Each is checked
 against central finite differences: gradients (python backend and under s2s.jit), Jacobians in
 forward and reverse mode, Hessians (forward over reverse), vmap of the gradient, and float32
 arguments; and the refusals, at the user's line, of what they do not take."""
@@ -87,6 +88,17 @@ def einsum_vector_loss(x):
     return np.einsum("i,i->", x, x) + np.sum(np.einsum("i,j->ij", x, x * 2.0) ** 2) + np.einsum("i,i", x, x**2)
 
 
+def einsum_dots_inside_loss(T, U):
+    """'...' after named indices, of T (2, 3, 4) and U (2, 4, 3)."""
+    a = np.einsum("ij...,j...->i...", T, T[1] * U[1, 0, :, None])  # (2, 4)
+    b = np.einsum("i...j,ij->...", T, U[:, :, 0])  # (3,)
+    c = np.einsum("bi...,b...i->b...", T, U)  # (2, 4)
+    d = np.einsum("i...,i", U[0], U[0, :, 0])  # implicit output: (3,)
+    e = np.einsum("b...k,bk...->...b", T, U)  # (3, 2)
+    return (np.sum(a**2 * np.arange(8.0).reshape(2, 4)) + np.sum(np.sin(b)) + np.sum(c**2) + np.sum(d * d)
+            + np.sum(e * np.arange(6.0).reshape(3, 2)))
+
+
 def einsum_batched_loss(T, U):
     return np.sum(np.einsum("bij,bjk->bik", T, U) ** 2) + np.sum(np.einsum("bij,bij->b", T, T) ** 2)
 
@@ -97,6 +109,16 @@ def astype_loss(x):
 
 def sum_dtype_loss(x):
     return np.sum(x * x, dtype=np.float64) + np.sum(x, dtype=float) ** 2
+
+
+def concatenators_loss(a):
+    """np.r_ and np.c_ of arrays, numbers and constant ranges (a slice, a complex step's points)."""
+    r = np.r_[a[0, 0], 2.0, a[1], 0:3, 0.0:1.0:3j]  # (12,)
+    rows = np.r_[a, a * 2.0]  # (6, 4)
+    c = np.c_[a[0], a[1] ** 2, 1:5]  # (4, 3)
+    cols = np.c_[a, a[:, 0], a[0, 0] * np.ones((3, 1))]  # (3, 6)
+    return (np.sum(r**2 * np.arange(12.0)) + np.sum(np.sin(rows)) + np.sum(c**2 * np.arange(12.0).reshape(4, 3))
+            + np.sum(cols * np.c_[a, a[:, :2]]) + np.sum(np.c_[a[0, 0], 3.0] * a[2, :2]))
 
 
 def existing_loss(x):
@@ -131,9 +153,11 @@ CASES = {
     "einsum": (einsum_loss, (A, B)),
     "einsum_vector": (einsum_vector_loss, (X,)),
     "einsum_batched": (einsum_batched_loss, (T, U)),
+    "einsum_dots_inside": (einsum_dots_inside_loss, (T, U)),
     "astype": (astype_loss, (X_NONZERO,)),  # int() jumps at integers: none near
     "sum_dtype": (sum_dtype_loss, (X,)),
     "existing": (existing_loss, (X_NONZERO,)),
+    "concatenators": (concatenators_loss, (A,)),
 }
 
 
@@ -321,12 +345,8 @@ def test_astype_float32_derivative_goes_back_to_float64():
 # ---- refusals -----------------------------------------------------------------------
 
 
-def einsum_trailing_dots(x):
-    return np.sum(np.einsum("i...->...", x))
-
-
-def einsum_dots_in_the_middle(A):
-    return np.sum(np.einsum("i...j,ij->...", A, A))
+def einsum_dots_not_in_the_output(x):
+    return np.sum(np.einsum("i...->i", x))
 
 
 def einsum_keywords(A):
@@ -337,6 +357,10 @@ def cast_computed(x, t):
     return np.sum(x.astype(t))
 
 
+def r_with_a_directive(x):
+    return np.sum(np.r_["0,2", x, x])
+
+
 def vstack_mixed(A, x):
     return np.sum(np.vstack((A, x)))
 
@@ -345,12 +369,54 @@ def atleast_number(x):
     return np.sum(np.atleast_1d(x[0]))
 
 
-@pytest.mark.parametrize("fn", [einsum_trailing_dots, einsum_dots_in_the_middle, einsum_keywords])
+def einsum_dots_one(a, b):
+    return np.einsum("ij...,j...->i...", a, b)
+
+
+def einsum_dots_two(a, b):
+    return np.einsum("i...j,ij->...", a, b)
+
+
+def einsum_dots_three(a, b):
+    return np.einsum("bi...,b...i->b...", a, b)
+
+
+def einsum_dots_four(a, b):
+    return np.einsum("b...k,bk...->...b", a, b)
+
+
+def einsum_dots_five(a, b):
+    return np.einsum("i...,i", a, b)
+
+
+def einsum_dots_six(a, b):
+    return np.einsum("...i,j...->j...i", a, b)
+
+
+def einsum_dots_seven(a, b):
+    return np.einsum("ij...,jk->ik...", a, b)
+
+
+@pytest.mark.parametrize("fn, a, b", [
+    (einsum_dots_one, T, T[1]), (einsum_dots_two, T, U[:, :, 0]), (einsum_dots_three, T, U), (einsum_dots_four, T, U),
+    (einsum_dots_five, U[0], U[0, :, 0]), (einsum_dots_six, T[0], U[0]), (einsum_dots_seven, T[0], U[0, :, :2])])
+def test_einsum_with_dots_after_named_indices_is_numpys(fn, a, b):
+    """The lowering's values are np.einsum's (the gradients: einsum_dots_inside's)."""
+    for backend in ("python", "cpu"):
+        np.testing.assert_allclose(s2s.jit(fn, backend=backend)(a, b), fn(a, b), rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.parametrize("fn", [einsum_dots_not_in_the_output, einsum_keywords])
 def test_unsupported_einsum_is_refused_at_its_line(fn):
-    """A '...' after a named index stands for axes whose count the lowering cannot address
-    from either end; keyword arguments (optimize=, out=) are not read."""
+    """A '...' of an operand that the output written after '->' lacks; keyword arguments
+    (optimize=, out=) are not read."""
     with pytest.raises(s2s.S2SError, match=r"test_rules_array_manipulation.py:\d+:\d+: np.einsum"):
         s2s.grad(fn)(np.ones((3, 3)))
+
+
+def test_r_with_a_string_directive_is_refused_at_its_line():
+    with pytest.raises(s2s.S2SError, match=r"test_rules_array_manipulation.py:\d+:\d+: np.r_\[...\] with a string"):
+        s2s.grad(r_with_a_directive)(X)
 
 
 def test_cast_to_a_computed_type_is_refused():

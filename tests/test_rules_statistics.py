@@ -350,13 +350,35 @@ def test_heaviside_is_flat_in_x_and_follows_s_at_the_step():
     assert gs == 2.0  # two entries sit at the step, where the value is s
 
 
-def cross_other_axis(a, b):
-    return np.sum(np.cross(a, b, axis=0))
+def cross_other_axes(a, b):
+    """Vectors along axis 0 (axis=, which overrides the others), and along axes of their own."""
+    c = np.cross(a, b, axis=0)  # (3, 2)
+    d = np.cross(a, b.T, axisa=0, axisc=0)  # (3, 2)
+    e = np.cross(a.T * a.T, b, -1, 0, 1)  # (2, 3)
+    return np.sum(c**2 * STACK.T) + np.sum(d * c) + np.sum(np.sin(e)) + np.sum(np.cross(a, b, 0, 0, 0, None) * a)
 
 
-def test_cross_along_another_axis_is_refused():
-    with pytest.raises(s2s.S2SError, match="last axis"):
-        s2s.grad(cross_other_axis)(STACK.T, STACK.T)
+def cross_of_a_variable_axis(a, b, k):
+    return np.sum(np.cross(a, b, axis=k))
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_cross_along_other_axes(backend):
+    args = (STACK.T, _rng.random((3, 2)))
+    grads = s2s.jit(s2s.grad(cross_other_axes, argnums=(0, 1)), backend=backend)(*args)
+    tangents = tuple(_rng.standard_normal(np.shape(a)) for a in args)
+    _, out_dot = s2s.jvp(cross_other_axes, args, tangents, backend=backend)
+    directional = 0.0
+    for k in range(2):
+        want = central_difference_grad(cross_other_axes, args, k)
+        np.testing.assert_allclose(grads[k], want, rtol=1e-6, atol=1e-8)
+        directional += np.sum(want * tangents[k])
+    assert out_dot == pytest.approx(directional, rel=1e-6)
+
+
+def test_cross_of_an_axis_not_a_constant_is_refused():
+    with pytest.raises(s2s.S2SError, match="np.cross takes its axes .* as constant ints here"):
+        s2s.grad(cross_of_a_variable_axis)(STACK.T, STACK.T, 0)
 
 
 # ---- trapezoid -----------------------------------------------------------------------------

@@ -48,6 +48,25 @@ def bind(call: ir.Call, found: Rule, origin) -> dict:
                        "pass the arguments as NumPy documents them") from None
 
 
+# builtins.complex and NumPy's complex types make complex numbers; the functions below take their real part
+_MAKES_COMPLEX = (complex, np.complex64, np.complex128, np.clongdouble)
+_REAL_OF_COMPLEX = (np.real, np.imag, np.abs, abs, np.angle)
+
+
+def _atoms_of(value) -> list:
+    if isinstance(value, ir.Call):
+        return list(value.args) + [a for _, a in value.kwargs]
+    if isinstance(value, ir.Build):
+        return list(value.elts)
+    return [value] if isinstance(value, (ir.Name, ir.Const)) else []
+
+
+def _complex_atom(atom, complex_values: set) -> bool:
+    if isinstance(atom, ir.Const):
+        return isinstance(atom.value, (complex, np.complexfloating))
+    return isinstance(atom, ir.Name) and atom.id in complex_values
+
+
 def differentiable_sources(stmt) -> list[str]:
     """Variables whose values flow differentiably into what the statement defines."""
     if isinstance(stmt, ir.SetItem):
@@ -407,7 +426,27 @@ class Analysis:
                             self.useful.add(source)
                             changed = True
 
+    def _complex_values(self) -> set:
+        """The variables that hold complex numbers the function makes of constants (1j, complex(1, 2)
+        and what is computed from them), less their real parts (np.real, np.abs, ...)."""
+        found: set = set()
+        changed = True
+        while changed:
+            changed = False
+            for stmt in self.statements():
+                if not isinstance(stmt, ir.Assign) or all(t in found for t in stmt.targets):
+                    continue
+                value = stmt.value
+                if isinstance(value, ir.Call) and any(value.fn is f for f in _REAL_OF_COMPLEX):
+                    continue
+                if isinstance(value, ir.Call) and any(value.fn is f for f in _MAKES_COMPLEX) \
+                        or any(_complex_atom(a, found) for a in _atoms_of(value)):
+                    found.update(stmt.targets)
+                    changed = True
+        return found
+
     def _check_calls(self):
+        complex_values = self._complex_values()
         for stmt in self.statements():
             if not (isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Call)):
                 continue
@@ -418,6 +457,11 @@ class Analysis:
                 continue
             if not any(self.is_active(t) for t in stmt.targets):
                 continue
+            if any(_complex_atom(a, complex_values) for a in list(call.args) + [a for _, a in call.kwargs]):
+                raise S2SError("a complex number meets a differentiated value here: s2s differentiates real "
+                               "programs (a complex value's derivative is not the real gradient it returns)",
+                               stmt.origin, "write the computation with real numbers: carry the real and the "
+                                            "imaginary parts as two real arrays")
             if is_user_function(call.fn):
                 continue
             found = rule_for(call, stmt.origin)

@@ -8,13 +8,14 @@ indices the output or a later operand still reads. An index repeated in one oper
 'lli') takes that operand's diagonal first (np.diagonal). A leading '...' ('...ij,...jk->...ik')
 stands for the broadcast axes in front of the named ones: the lowering then addresses the named
 axes from the end (negative axes, np.moveaxis), which holds whatever number of axes the '...'
-stands for, and the broadcast product aligns them as NumPy does. The interleaved form
+stands for, and the broadcast product aligns them as NumPy does. A '...' after named indices
+('ij...,j...->i...') is brought first: the axes in front of it are moved to the end (their
+positions from the front, their places from the end), and the output's moved back. The interleaved form
 (`np.einsum(a, [0, 1], b, [1, 2], [0, 2])`) is read into subscripts first (expressions.py).
 
 `lower_einsum` gets the subscripts and the operand atoms, and callbacks that emit a call or a
 subscript and return the atom of its result; it raises EinsumRefused (a reason and a hint)
-for what it does not take: '...' other than leading in every operand that has it and in the
-output.
+for what it does not take: '...' in the operands and not in an output written after '->'.
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ import numpy as np
 
 from ..ir import nodes as ir
 
-HINT = ("write it with np.matmul, np.dot, np.outer, np.trace, np.transpose or np.sum, or with '...' first in "
-        "each operand that has it and in the output ('...ij,...jk->...ik')")
+HINT = ("write it with np.matmul, np.dot, np.outer, np.trace, np.transpose or np.sum, or with '...' in the "
+        "output too where an operand has it, and a sum over those axes after ('...ij,...jk->...ik')")
 
 LETTERS = string.ascii_lowercase + string.ascii_uppercase  # (NumPy's sublist integers 0..51, in its order)
 _DOTS = "..."
@@ -69,8 +70,8 @@ def parse(subscripts: str, count: int) -> tuple[list[str], str, bool]:
     if dots or _DOTS in output:
         if not all(s.count(".") == 0 or s.startswith(_DOTS) and s.count(".") == 3 for s in operands) or \
                 arrow and not (output.startswith(_DOTS) and output.count(".") == 3):
-            raise EinsumRefused(f"np.einsum with '...' other than first in each operand that has it and in the "
-                                f"output ({subscripts!r}) is not supported")
+            raise EinsumRefused(f"np.einsum with '...' in an operand and not in the output written after '->' "
+                                f"({subscripts!r}) is not supported")
         operands = [s[3:] if s.startswith(_DOTS) else s for s in operands]
         output = output[3:]
     letters = "".join(operands)
@@ -88,6 +89,36 @@ def lower_einsum(subscripts: str, atoms: list, call: Callable[..., Any], subscri
     emit the statements."""
     if not atoms:
         raise EinsumRefused("np.einsum needs an operand")
+    subscripts, atoms, moved = _dots_first(subscripts, list(atoms), call)
+    result = _lower(subscripts, atoms, call, subscript)
+    if moved:  # the output's named axes in front of its '...' go back there
+        n, m = moved
+        result = call(np.moveaxis, [result, ir.Const(tuple(range(-n - m, -m))), ir.Const(tuple(range(n)))])
+    return result
+
+
+def _dots_first(subscripts: str, atoms: list, call):
+    """A '...' after named indices ('ij...,j...->i...'): each such operand's named axes in front of
+    it moved behind it (np.moveaxis: from the front to the end), so that its '...' comes first;
+    likewise the output's, whose (count in front, count behind) are returned for the move back."""
+    inputs, arrow, output = subscripts.replace(" ", "").partition("->")
+    operands = inputs.split(",")
+    if len(operands) != len(atoms):
+        return subscripts, atoms, None  # (parse says so)
+    for k, spec in enumerate(operands):
+        if spec.count(".") == 3 and _DOTS in spec and not spec.startswith(_DOTS):
+            front, back = spec.split(_DOTS)
+            n, m = len(front), len(back)
+            atoms[k] = call(np.moveaxis, [atoms[k], ir.Const(tuple(range(n))), ir.Const(tuple(range(-n - m, -m)))])
+            operands[k] = _DOTS + front + back
+    moved = None
+    if arrow and output.count(".") == 3 and _DOTS in output and not output.startswith(_DOTS):
+        front, back = output.split(_DOTS)
+        moved, output = (len(front), len(back)), _DOTS + front + back
+    return ",".join(operands) + arrow + output, atoms, moved
+
+
+def _lower(subscripts: str, atoms: list, call, subscript):
     operands, output, tail = parse(subscripts, len(atoms))
     if len(atoms) == 1 and not tail and len(operands[0]) == 2 and len(set(operands[0])) == 1 and output == "":
         return call(np.trace, [atoms[0]])

@@ -151,6 +151,10 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
         if isinstance(node, cst.Attribute):
             return self.attribute(node)
         if isinstance(node, cst.Subscript):
+            if isinstance(node.value, cst.Attribute) and self._is_module_path(node.value.value):
+                maker = self.resolver.resolve(node.value)
+                if maker is np.r_ or maker is np.c_:
+                    return self.concatenator(node, maker)
             entry = self.module_dict_entry(node)
             if entry is not None:
                 return entry
@@ -401,6 +405,8 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
         attr = node.attr.value
         if attr == "T":
             return self.assign(ir.Call(np.transpose, (base,)))
+        if attr in ("real", "imag"):  # (of the real data s2s differentiates: x itself, and zeros)
+            return self.assign(ir.Call(np.real if attr == "real" else np.imag, (base,)))
         if attr == "at":
             raise self.error(node, "x.at[...] is supported only followed by an update: "
                              "x.at[i].set(v), .add(v), .multiply(v), .divide(v), .power(v), .min(v), .max(v), .get()")
@@ -566,6 +572,8 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
             callee = facts(callee).lowered_to  # the same function, spelled as Numba compiles it (np.matmul: `@`)
         if callee is np.einsum:
             return self.einsum(node, args, kwargs)
+        if callee is np.cross and (len(args) > 2 or kwargs):
+            return self.cross(node, args, kwargs)
         if callee in (builtins.max, builtins.min) and len(args) > 2 and not kwargs:
             # max(a, b, c) is max(max(a, b), c): Python compares left to right, and keeps the
             # first of equal values, as the rule of two does
@@ -725,6 +733,69 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
         if kind.kind in "iub":
             return self.assign(ir.Call(runtime.astype_integer, (value, ir.Const(kind.type))))
         raise self.error(node, f"casts to {kind} are not supported", "cast to a floating or integer type")
+
+    def concatenator(self, node: cst.Subscript, maker) -> ir.Atom:
+        """np.r_[...]: its items, each at least 1-d (a slice start:stop:step the constant range
+        np.arange makes, or np.linspace's where the step is a complex number of points), joined
+        along the first axis; np.c_[...]: its items, each a column where it has fewer than two
+        dimensions (np.column_stack of the one item, at least 1-d), joined along the last axis."""
+        name = "np.r_" if maker is np.r_ else "np.c_"
+        parts = []
+        for element in node.slice:
+            item = element.slice
+            if isinstance(item, cst.Slice):
+                bounds = [self.optional(b) for b in (item.lower, item.upper, item.step)]
+                if not all(b is None or isinstance(b, ir.Const) and isinstance(b.value, (int, float, complex))
+                           for b in bounds) or bounds[1] is None:
+                    raise self.error(item, f"a slice in {name}[...] is a range of constant numbers here",
+                                     "write its start, stop and step as numbers, or build the range with "
+                                     "start + step * np.arange(n)")
+                start, stop, step = (b.value if b is not None else None for b in bounds)
+                if isinstance(step, complex):  # start:stop:nj, n points from start to stop
+                    part = self.assign(ir.Call(np.linspace, (ir.Const(0 if start is None else start),
+                                                              ir.Const(stop), ir.Const(int(abs(step))))))
+                else:
+                    part = self.assign(ir.Call(np.arange, (ir.Const(0 if start is None else start), ir.Const(stop),
+                                                           ir.Const(1 if step is None else step))))
+            elif isinstance(item.value, cst.SimpleString) or isinstance(item.value, cst.ConcatenatedString):
+                raise self.error(item, f"{name}[...] with a string directive is not supported",
+                                 "join the arrays with np.concatenate, np.stack or np.column_stack")
+            else:
+                part = self.assign(ir.Call(np.atleast_1d, (self.expr(item.value),)))
+            if maker is np.r_:
+                parts.append(part)
+            else:
+                one = self.assign(ir.Build("tuple", (part,)))
+                parts.append(self.assign(ir.Call(np.column_stack, (one,))))
+        joined = self.assign(ir.Build("tuple", tuple(parts)))
+        axis = ir.Const(0 if maker is np.r_ else -1)
+        return self.assign(ir.Call(np.concatenate, (joined,), (("axis", axis),)))
+
+    def cross(self, node: cst.Call, args: list, kwargs: list) -> ir.Atom:
+        """np.cross(a, b, axisa, axisb, axisc, axis) with its vectors along other axes than the last:
+        the vectors moved last (np.moveaxis), their cross product, and its vectors moved to axisc."""
+        import inspect
+
+        try:
+            bound = inspect.signature(np.cross).bind(*args, **dict(kwargs))
+        except TypeError as exc:
+            raise self.error(node, f"call to np.cross does not match its signature ({exc})") from None
+        given = {k: v for k, v in bound.arguments.items() if k not in ("a", "b")}
+        if not all(isinstance(v, ir.Const) and (v.value is None or isinstance(v.value, int)) for v in given.values()):
+            raise self.error(node, "np.cross takes its axes (axisa, axisb, axisc, axis) as constant ints here",
+                             "write the axes as numbers, or move the vectors last with np.moveaxis")
+        axes = {k: given[k].value if k in given else -1 for k in ("axisa", "axisb", "axisc")}
+        if given.get("axis") is not None and given["axis"].value is not None:
+            axes = dict.fromkeys(axes, given["axis"].value)  # (NumPy: axis overrides the other three)
+        a, b = bound.arguments["a"], bound.arguments["b"]
+        if axes["axisa"] != -1:
+            a = self.assign(ir.Call(np.moveaxis, (a, ir.Const(axes["axisa"]), ir.Const(-1))))
+        if axes["axisb"] != -1:
+            b = self.assign(ir.Call(np.moveaxis, (b, ir.Const(axes["axisb"]), ir.Const(-1))))
+        product = self.assign(ir.Call(np.cross, (a, b)))
+        if axes["axisc"] == -1:
+            return product
+        return self.assign(ir.Call(np.moveaxis, (product, ir.Const(-1), ir.Const(axes["axisc"]))))
 
     def einsum(self, node: cst.Call, args: list, kwargs: list) -> ir.Atom:
         if kwargs or not args or not isinstance(args[0], ir.Const) or not isinstance(args[0].value, str):

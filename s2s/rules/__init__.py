@@ -215,7 +215,7 @@ class Facts:
     dtype_from: tuple = ()  # the positions of the arguments whose dtype its result has, where no dtype is given
 
     # ---- the frontend (frontend/expressions.py)
-    method: str | None = None  # its method spelling: x.sum(...) is np.sum(x, ...)
+    method: Any = None  # its method spelling (or a tuple of them): x.sum(...) is np.sum(x, ...)
     operands: tuple = ()  # the positions where a list or tuple display is one array operand (as NumPy takes it)
     dtype_casts: str | None = None  # dtype=t casts its "input" (np.sum: adds in t) or its "result" (np.array)
     lowered_to: Any = None  # the function a call of it is written as (np.matmul: operator.matmul, which Numba compiles)
@@ -449,7 +449,8 @@ def _cases() -> dict:
 @lru_cache(maxsize=None)
 def methods() -> dict:
     """{method name: the function x.<name>(...) calls with x first}, as the facts declare them."""
-    return {known.method: obj for obj, known in load_facts().items() if known.method is not None}
+    return {name: obj for obj, known in load_facts().items() if known.method is not None
+            for name in (known.method if isinstance(known.method, tuple) else (known.method,))}
 
 
 def load_rules() -> dict:

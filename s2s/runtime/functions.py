@@ -10,7 +10,7 @@ __all__ = ["polyval", "polyder", "polyval_bar_p", "interp_slope", "interp_dot_fp
            "interp_xp_refused", "interp_options", "matrix_power", "matrix_power_dot", "matrix_power_bar",
            "matrix_power_options", "repeat", "repeat_bar", "convolve", "correlate", "convolve_bar",
            "correlate_bar_a", "correlate_bar_v", "linspace_options", "linspace_grid", "meshgrid",
-           "meshgrid_options", "meshgrid_spread", "meshgrid_bar"]
+           "meshgrid_options", "meshgrid_spread", "meshgrid_bar", "real_if_close"]
 
 
 # ---- np.polyval --------------------------------------------------------------------
@@ -323,3 +323,8 @@ def meshgrid_bar(g, x, k, indexing="xy"):
     """Adjoint of grid k of np.meshgrid(x1, x2, indexing=indexing) in xk (x): g summed along the
     axis xk is repeated over, in x's shape. The transpose of meshgrid_spread."""
     return np.reshape(np.sum(g, axis=_repeated_axis(k, indexing)), np.shape(x))
+
+
+def real_if_close(a, tol=100):
+    """np.real_if_close, which Numba lacks; of the real data s2s differentiates, a itself."""
+    return np.real_if_close(a, tol)

@@ -13,7 +13,8 @@ import numpy as np
 __all__ = ["tensordot", "tensordot_bar_a", "tensordot_bar_b", "kron", "kron_bar_a", "kron_bar_b", "lower_half",
            "lower_symmetric", "lower_symmetric_bar", "matrix_diagonal", "diagonal_matrix", "eigen_quotient",
            "pair_differences", "strict_lower", "qr_inner_bar", "qr_options", "right_solve", "svd_options", "linalg_svd",
-           "lstsq_dot", "lstsq_residuals_dot", "lstsq_bar_a", "lstsq_bar_b", "linalg_lstsq"]
+           "lstsq_dot", "lstsq_residuals_dot", "lstsq_bar_a", "lstsq_bar_b", "linalg_lstsq", "linalg_eig",
+           "real_eigenvalues", "singular_values", "linalg_eigh", "linalg_eigvalsh"]
 
 
 def _contracted(na: int, nb: int, axes) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -147,6 +148,38 @@ def eigen_quotient(w, x):
 # L = strict_lower(C); its transpose gives the reverse rule.
 
 
+# np.linalg.eig of a real matrix with real eigenvalues (symmetric, triangular, ...): a = V diag(w) V^-1
+# with unit columns of V. With M = V^-1 a_dot V and F as eigh's (eigen_quotient), w_dot = diag(M) and
+# V_dot = P - V diag(V.T P), P = V (F * M): the last term keeps each column of unit length, as NumPy
+# returns them. Its transpose: a_bar = V^-T (diag(w_bar) + F * (B - V.T V diag(B))) V.T, B = V.T V_bar.
+EIG_COMPLEX = ("s2s: np.linalg.eig's eigenvalues are complex here, and s2s differentiates real programs: eig is "
+               "differentiated where its eigenvalues are real (a symmetric matrix: np.linalg.eigh; a triangular one)")
+
+
+def linalg_eig(a):
+    """np.linalg.eig, which generated code calls under Numba (a refusal of complex eigenvalues that
+    names s2s, not Numba's domain error)."""
+    return np.linalg.eig(a)
+
+
+def real_eigenvalues(w):
+    """w, np.linalg.eig's eigenvalues, where they are real (NumPy gives them a real dtype then);
+    complex ones are refused: the rule is for real matrices with real eigenvalues."""
+    if np.iscomplexobj(w):
+        raise ValueError(EIG_COMPLEX)
+    return w
+
+
+def linalg_eigh(a, UPLO="L"):
+    """np.linalg.eigh, which generated code calls under Numba where UPLO is written (Numba's takes a alone)."""
+    return np.linalg.eigh(a, UPLO)
+
+
+def linalg_eigvalsh(a, UPLO="L"):
+    """np.linalg.eigvalsh, which generated code calls under Numba where UPLO is written."""
+    return np.linalg.eigvalsh(a, UPLO)
+
+
 def strict_lower(x):
     """The part of each matrix of x below its diagonal (linear, its own adjoint)."""
     return np.tril(x, -1)
@@ -174,15 +207,26 @@ def qr_options(mode="reduced", **_) -> str | None:
 
 
 def svd_options(full_matrices=True, compute_uv=True, hermitian=False, **_) -> str | None:
-    """np.linalg.svd is differentiated for its singular values (rules: Facts.options): the
-    singular vectors are not differentiable where singular values repeat (any rotation within
-    their subspace is as good), and their sign is NumPy's choice."""
-    if compute_uv is not False:
-        return ("np.linalg.svd is differentiated for its singular values only: write "
-                "np.linalg.svd(a, compute_uv=False)")
+    """np.linalg.svd is differentiated with hermitian=False (rules: Facts.options); full_matrices
+    is checked when the code runs (runtime.singular_values)."""
     if hermitian is not False:
         return "np.linalg.svd is differentiated with hermitian=False (its default) only"
     return None
+
+
+SVD_FULL = ("s2s: np.linalg.svd's singular vectors are differentiated of the reduced decomposition: with "
+            "full_matrices=True a matrix that is not square gets columns (or rows) beyond its rank, any basis of "
+            "the rest of the space, which have no derivative; write np.linalg.svd(a, full_matrices=False)")
+
+
+def singular_values(s, u, vh):
+    """s, of np.linalg.svd's (u, s, vh), where u and vh are those of the reduced decomposition
+    (a square matrix, or full_matrices=False); otherwise refused, as their extra columns have no
+    derivative."""
+    k = np.shape(s)[-1]
+    if np.shape(u)[-1] != k or np.shape(vh)[-2] != k:
+        raise ValueError(SVD_FULL)
+    return s
 
 
 def linalg_svd(a, full_matrices=True, compute_uv=True, hermitian=False):

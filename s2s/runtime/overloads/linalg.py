@@ -342,6 +342,64 @@ def _flag(value, default):
     return None
 
 
+@overload(rt.linalg_eig)
+def _linalg_eig(a):
+    if _nd(a) != 2:
+        raise TypingError("s2s: under s2s.jit, np.linalg.eig takes a matrix: Numba's np.linalg takes no stack of "
+                          "matrices")
+    message = rt.linalg.EIG_COMPLEX
+
+    def impl(a):
+        w = np.linalg.eigvals(a.astype(np.complex128))  # (Numba's eig raises its own error where they are complex)
+        if np.any(w.imag != 0.0):
+            raise ValueError(message)
+        return np.linalg.eig(a)
+    return impl
+
+
+@overload(rt.real_eigenvalues)
+def _real_eigenvalues(w):
+    return lambda w: w  # (real: rt.linalg_eig refused complex ones)
+
+
+@overload(rt.singular_values)
+def _singular_values(s, u, vh):
+    message = rt.linalg.SVD_FULL
+
+    def impl(s, u, vh):
+        k = s.shape[-1]
+        if u.shape[-1] != k or vh.shape[-2] != k:
+            raise ValueError(message)
+        return s
+    return impl
+
+
+def _triangle(UPLO):
+    """The triangle np.linalg.eigh reads: "L" or "U" (either case), as Numba types the argument."""
+    value = getattr(UPLO, "literal_value", None) if not isinstance(UPLO, (str, types.Omitted)) else UPLO
+    if isinstance(value, types.Omitted):
+        value = value.value
+    if not isinstance(value, str) or value.upper() not in ("L", "U"):
+        raise TypingError("s2s: under s2s.jit, np.linalg.eigh and eigvalsh take UPLO as a constant, 'L' or 'U'")
+    return value.upper()
+
+
+@overload(rt.linalg_eigh)
+def _linalg_eigh(a, UPLO="L"):
+    _matrix("linalg_eigh", a)
+    if _triangle(UPLO) == "U":  # the symmetric matrix of the upper triangle, which Numba's eigh reads whole
+        return lambda a, UPLO="L": np.linalg.eigh(np.triu(a) + np.triu(a, 1).T)
+    return lambda a, UPLO="L": np.linalg.eigh(np.tril(a) + np.tril(a, -1).T)
+
+
+@overload(rt.linalg_eigvalsh)
+def _linalg_eigvalsh(a, UPLO="L"):
+    _matrix("linalg_eigvalsh", a)
+    if _triangle(UPLO) == "U":
+        return lambda a, UPLO="L": np.linalg.eigvalsh(np.triu(a) + np.triu(a, 1).T)
+    return lambda a, UPLO="L": np.linalg.eigvalsh(np.tril(a) + np.tril(a, -1).T)
+
+
 @overload(rt.linalg_svd)
 def _linalg_svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     if _nd(a) != 2:

@@ -13,18 +13,19 @@ from ...codegen.emit import assign, name
 from ...errors import S2SError
 from ...frontend.source import is_user_function
 from ...rules.custom import CustomRule
-from ...rules import QUOTIENT_UNREAD, Rule, facts, lookup, spelled
+from ...rules import QUOTIENT_UNREAD, Rule, facts, lookup, rule_of_call, spelled
 from ...analysis.code_shapes import CodeShapes
 from ...analysis.shapes import same_shape
 from ..rule_helpers import drop_defaults, simplify
 from .planning import Need
 
 
-def _returns_tuple(fn) -> bool:
-    """A library function whose rule gives a tuple (np.linalg.slogdet): an item of its result
-    takes its adjoint by add_at, as an item of a user function's tuple does."""
+def _returns_tuple(call: ir.Call) -> bool:
+    """A call of a library function whose rule gives a tuple (np.linalg.slogdet; np.linalg.svd with
+    its vectors, a case of the call): an item of its result takes its adjoint by add_at, as an item
+    of a user function's tuple does."""
     try:
-        found = lookup(fn)
+        found = rule_of_call(call.fn, call.args, call.kwargs)
     except TypeError:  # an unhashable callable
         return False
     return found is not None and found.kind == "rule" and found.tuple_result
@@ -321,7 +322,7 @@ class RuleInstances:
         return bool(defs) and all(isinstance(d, ir.Assign) and not d.unpack and (
             isinstance(d.value, ir.Subscript) and any(isinstance(i, ir.Slice) for i in d.value.index.items)
             or isinstance(d.value, ir.Call) and not is_user_function(d.value.fn)
-            and not isinstance(d.value.fn, CustomRule) and not _returns_tuple(d.value.fn)
+            and not isinstance(d.value.fn, CustomRule) and not _returns_tuple(d.value)
             and getattr(d.value.fn, "__module__", "") in ("numpy", "_operator")
             or isinstance(d.value, ir.Name) and self.may_change_shape(d.value.id, seen | {var})) for d in defs)
 

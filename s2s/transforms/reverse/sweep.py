@@ -486,7 +486,7 @@ class ReverseSweeper:
     def _unpacked(self, var: str) -> bool:
         defs = [d for d in self.an.defs.get(var, []) if d != "param"]
         return any(isinstance(d, ir.Assign) and isinstance(d.value, ir.Call) and (
-            is_user_function(d.value.fn) or _returns_tuple(d.value.fn))
+            is_user_function(d.value.fn) or _returns_tuple(d.value))
                    for d in defs)
 
     def _item_of_unpacked(self, var: str) -> bool:
