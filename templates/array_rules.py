@@ -1055,6 +1055,13 @@ def heaviside(y, x1, x2):
     x2_bar += unbroadcast(np.where(x1 == 0.0, y_bar, 0.0), x2)
 
 
+@rule(np.angle, pure=True)
+def angle(y, z, deg=False):
+    """Of real data: 0 where z >= 0 (+0.0), pi (180 with deg=True) where z < 0 (and -0.0): piecewise
+    constant, its derivative 0 (also at the step), so no adjoint flows to z."""
+    y_dot = zeros_like(y)
+
+
 @rule(np.sinc, pure=True, broadcasts=True)
 def sinc(y, x):
     """(cos(pi x) - sinc(x)) / x, 0 at x = 0 (runtime.sinc_slope: a series near 0)."""

@@ -334,6 +334,7 @@ EXAMPLES = {
                           " + np.bincount(np.array([1, 1, 0]), x)[0] * y"),
     np.heaviside: ("x, s", "np.heaviside(x - 0.5, s) * x + np.heaviside(x * 0.0, s * s)"),
     runtime.heaviside: ("x, s", "runtime.heaviside(x * 0.0, s) * x"),
+    np.angle: ("x, A", "np.angle(x - 0.5) * x + np.sum(np.angle(0.5 - A, deg=True) * A, axis=0) + np.angle(x[0] * 0.0)"),
     np.sinc: ("x", "np.sinc(x)"),
     runtime.sinc_slope: ("x", "runtime.sinc_slope(x - 0.5)"),
     np.cross: ("x, y, A", "np.cross(x, y) + np.sum(np.cross(A, y) ** 2) + np.cross(A, A * A, axis=0)[0]"

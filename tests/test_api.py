@@ -151,6 +151,21 @@ def test_a_differentiated_argument_passed_by_keyword_is_refused():
         s2s.grad(power_with_default)(x, b=3.0)
 
 
+def product_of_varargs(*args):
+    return args[0] * np.sin(args[1])
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_varargs_are_refused_by_name(backend):
+    """JAX binds argnums into *args; s2s takes listed parameters only, and says so (rather than
+    that argnums is out of range for the no parameters its binding found)."""
+    for argnums in (0, 1):
+        with pytest.raises(s2s.S2SError, match=r"\*args parameters are not supported \(product_of_varargs takes"):
+            s2s.jit(s2s.grad(product_of_varargs, argnums=argnums), backend=backend)(2.0, 0.5)
+    with pytest.raises(s2s.S2SError, match=r"\*args parameters are not supported; list the parameters"):
+        s2s.jvp(product_of_varargs, (2.0, 0.5), (1.0, 0.0))
+
+
 def test_a_cotangent_must_match_the_output():
     x = np.array([0.3, -1.2, 2.0])
     (a, b), pullback = s2s.vjp(returns_tuple, x)

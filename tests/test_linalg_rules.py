@@ -424,6 +424,56 @@ def test_stacks_of_matrices_on_the_python_backend():
     np.testing.assert_allclose(s2s.grad(stacked_loss)(stack), _fd(stacked_loss, (stack,)), rtol=1e-6, atol=1e-6)
 
 
+# ---- tuple(...) and list(...) of a tuple result ----------------------------------------------
+# tuple(np.linalg.eigh(p)) is (w, V) itself (a plain tuple, not the namedtuple), list(...) [w, V]: the
+# items are the rule's, read one by one.
+
+
+def eigh_as_tuple_loss(p):
+    w, v = tuple(np.linalg.eigh(p))
+    return np.sum(w * np.arange(1.0, 4.0)) + np.sum(v[:, 0] ** 2 * W[0])  # (a column's sign does not count)
+
+
+def slogdet_as_list_loss(a):
+    parts = list(np.linalg.slogdet(a))
+    return parts[0] * parts[1] + np.sum(list(np.linalg.qr(a))[1] ** 2)
+
+
+def eigh_items_kept_loss(p):
+    items = tuple(np.linalg.eigh(p))
+    return items[0][2] * np.sum(tuple((items[0], p[0]))[1])
+
+
+def eigh_as_tuple(p):
+    return tuple(np.linalg.eigh(p))
+
+
+_TUPLED = [(eigh_as_tuple_loss, P), (slogdet_as_list_loss, A), (eigh_items_kept_loss, P)]
+
+
+@pytest.mark.parametrize("fn, arg", _TUPLED, ids=[fn.__name__ for fn, _ in _TUPLED])
+def test_tuple_and_list_of_a_tuple_result(fn, arg):
+    expected = _fd(fn, (arg,))
+    np.testing.assert_allclose(s2s.grad(fn)(arg), expected, rtol=1e-6, atol=1e-6)
+    direction = np.cos(np.arange(9.0)).reshape(3, 3)
+    h = 1e-6
+    _, tangent = s2s.jvp(fn, (arg,), (direction,))
+    np.testing.assert_allclose(tangent, (fn(arg + h * direction) - fn(arg - h * direction)) / (2 * h),
+                               rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(fn))(arg), expected, rtol=1e-6, atol=1e-6)
+
+
+def test_tuple_of_a_namedtuple_result_is_a_plain_tuple():
+    direction = np.cos(np.arange(9.0)).reshape(3, 3)
+    values, tangents = s2s.jvp(eigh_as_tuple, (P,), (direction + direction.T,))
+    assert type(values) is tuple and type(tangents) is tuple
+    np.testing.assert_allclose(values[0], np.linalg.eigh(P)[0], rtol=1e-12)
+    h = 1e-6
+    np.testing.assert_allclose(tangents[0], (np.linalg.eigvalsh(P + h * (direction + direction.T))
+                                             - np.linalg.eigvalsh(P - h * (direction + direction.T))) / (2 * h),
+                               rtol=1e-6, atol=1e-6)
+
+
 # ---- what s2s.jit refuses, and the generated code ---------------------------------------------
 
 

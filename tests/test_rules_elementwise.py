@@ -2,7 +2,8 @@
 np.fmax, np.fmin, np.maximum and np.minimum at ties, NaNs and infinities (the argument not taken
 gets no derivative, and its NaN tangent does not reach the result), and x ** a where x has a zero
 (the exponent's derivative x ** a log x counts 0 there, as in JAX), and 0 ** 0, whose base's
-derivative is 0 (x ** 0 is 1 for every x). Against central differences
+derivative is 0 (x ** 0 is 1 for every x); np.angle of real data, a step (0 or pi) whose derivative is
+0 everywhere. Against central differences
 and closed forms, on the python backend and under s2s.jit."""
 
 import warnings
@@ -168,3 +169,26 @@ def test_power_of_a_variable_exponent_at_a_zero_base_in_forward_mode():
     # away from the zero base, against central differences
     want = [central_difference_grad(power, (1.3, 0.7), k) for k in (0, 1)]
     np.testing.assert_allclose(s2s.grad(power, argnums=(0, 1))(1.3, 0.7), want, rtol=1e-7)
+
+
+# ---- np.angle of real data ------------------------------------------------------------------
+
+
+def angle_weighted(x):
+    return np.sum(np.angle(x) * x) + np.angle(x[0], deg=True) * x[1]
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_angle_of_real_data_is_a_step_with_a_zero_derivative(backend):
+    """0 where x >= 0 (+0.0 too), pi where x < 0 (-0.0 too, as NumPy's arctan2(0, -0.0)); the
+    product rule gives angle(x) as the gradient of sum(angle(x) * x), and nothing more."""
+    x = np.array([-1.5, 0.0, -0.0, 2.0, -0.25])
+    value, grad = s2s.jit(s2s.value_and_grad(angle_weighted), backend=backend)(x)
+    assert value == angle_weighted(x)
+    want = np.angle(x)
+    want[1] += 180.0
+    np.testing.assert_array_equal(grad, want)
+    away = np.array([-1.5, 0.4, -0.3, 2.0, -0.25])  # (no entry at the step, where differences jump)
+    close(s2s.jit(s2s.grad(angle_weighted), backend=backend)(away), central_difference_grad(angle_weighted, (away,), 0))
+    direction = np.array([0.3, -1.0, 0.5, 2.0, 1.0])
+    assert s2s.jvp(angle_weighted, (away,), (direction,))[1] == pytest.approx(np.angle(away) @ direction + 180.0 * -1.0)

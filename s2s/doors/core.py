@@ -55,6 +55,14 @@ def _source(fun: Callable, transform: str, options: dict) -> str:
     return _generated(fun, transform, options)[0]
 
 
+def _takes_varargs(fun) -> bool:
+    try:
+        parameters = inspect.signature(fun).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters)
+
+
 class _Binder:
     """Binds a call's arguments as the user's function would: keywords moved to their
     positions and defaults filled in, since generated code takes every parameter by position."""
@@ -206,6 +214,9 @@ class Transformed(Derivative):
     def _check_args(self, args):
         for k in self._argnums:
             if not -len(args) <= k < len(args):
+                if _takes_varargs(self.fun):  # (binding kept none of them: f(*args) has no parameter k)
+                    raise S2SError(f"*args parameters are not supported ({self.fun.__name__} takes *args)",
+                                   hint="list the parameters explicitly (def f(x, y))")
                 raise S2SError(f"argnums {k} is out of range for {len(args)} arguments",
                                hint="the transforms differentiate plain positional parameters: list them "
                                     "(def f(x, y)), not *args")

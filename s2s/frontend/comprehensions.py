@@ -74,6 +74,8 @@ class ComprehensionLowering:
                 and self.resolver.resolve(node.func) is builtins.list):
             return None
         argument = node.args[0].value
+        if self.tuple_valued(argument):
+            return None  # list(np.linalg.eigh(a)) is [w, V]: its items (expressions.py), not a loop
         if isinstance(argument, cst.GeneratorExp):
             return cst.ListComp(elt=argument.elt, for_in=argument.for_in)
         return self.items_of(argument)

@@ -4,6 +4,7 @@ are resolved to the real objects they name. The statement side is lower.py."""
 
 from __future__ import annotations
 
+import ast
 import builtins
 import functools
 import numbers
@@ -19,7 +20,7 @@ from ..errors import S2SError
 from ..ir import nodes as ir
 from .. import lax
 from .lax_forms import FORMS as LAX_FORMS
-from ..rules import facts, load_facts, methods
+from ..rules import Rule, facts, load_facts, lookup, methods, rule_of_call
 from ..rules.custom import checkpoint
 from ..scipy_forms import stats as stats_forms
 from ..runtime import constants as captured
@@ -530,6 +531,10 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
             reduced = self.reduction(node, callee)  # sum(xs), sum(f(v) for v in x): a loop (comprehensions.py)
             if reduced is not None:
                 return reduced
+        if callee in (builtins.tuple, builtins.list):
+            items = self.items_of_tuple(node)
+            if items is not None:  # tuple(np.linalg.eigh(a)) is (w, V); list(...) [w, V]
+                return self.assign(ir.Build(callee.__name__, items))
         listed = self.listed(node) if callee is builtins.list else None
         if listed is not None:
             return self.list_comprehension(listed)  # list(x) is [v for v in x], list(f(v) for v in x) [f(v) ...]
@@ -590,6 +595,41 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
                 made = self.assign(ir.Call(callee, (args[0],)))
                 return self.cast(node, made, dtypes[0])
         return self.assign(ir.Call(callee, tuple(args), tuple(kwargs)))
+
+    def items_of_tuple(self, node: cst.Call) -> tuple | None:
+        """The items of the one argument of tuple(...) or list(...) where it is a tuple: a tuple or
+        list display, or the call of a function whose rule gives a tuple (np.linalg.eigh, slogdet,
+        qr), whose items are read one by one (a namedtuple result becomes a plain tuple, as in
+        Python); None for anything else (list(x) of an array is a loop over its rows)."""
+        if len(node.args) != 1 or node.args[0].keyword or node.args[0].star \
+                or not self.tuple_valued(node.args[0].value):
+            return None
+        argument = node.args[0].value
+        if isinstance(argument, (cst.Tuple, cst.List)):
+            return self.elements(argument.elements)
+        value = self.expr(argument)
+        last = self.out[-1] if self.out else None
+        found = rule_of_call(last.value.fn, last.value.args, last.value.kwargs) \
+            if isinstance(last, ir.Assign) and last.targets == (getattr(value, "id", None),) \
+            and isinstance(last.value, ir.Call) else None
+        count = next((len(line.value.elts) for line in found.forward if isinstance(line.value, ast.Tuple)), None) \
+            if isinstance(found, Rule) and found.tuple_result else None
+        if count is None:
+            raise self.error(node, f"{node.func.value if isinstance(node.func, cst.Name) else 'this call'}(...) of "
+                             "this call's result is not supported", "index the result (r[0], r[1]) instead")
+        return tuple(self.assign(ir.Subscript(value, ir.Index((ir.Const(k),)))) for k in range(count))
+
+    def tuple_valued(self, node: cst.BaseExpression) -> bool:
+        """A tuple or list display, or the call of a library function whose rule gives a tuple."""
+        if isinstance(node, (cst.Tuple, cst.List)):
+            return not any(isinstance(e, cst.StarredElement) for e in node.elements)
+        if not isinstance(node, cst.Call) or isinstance(node.func, cst.Name) and node.func.value in self.locals:
+            return False
+        try:
+            found = lookup(self.resolver.resolve(node.func))
+        except TypeError:  # an unhashable callable
+            return False
+        return isinstance(found, Rule) and found.kind == "rule" and found.tuple_result
 
     def scipy_callee(self, node: cst.Call, callee) -> Any:
         """The runtime helper that a call of a SciPy function is written as (its rule and Numba
