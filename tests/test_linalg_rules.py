@@ -405,6 +405,23 @@ def test_a_stack_of_another_leading_shape_is_refused_where_it_runs_under_jit():
         s2s.jit(solve_stack_loss)(SQUARE_STACK, np.stack([STACK_RHS[0]] * 3))
 
 
+def tensordot_with_a_number(x, s):
+    """np.tensordot with a number contracts nothing (axes=0): the product x * s."""
+    return np.sum(np.tensordot(x, s, axes=0) ** 2 * W[0]) + np.tensordot(s, s * 2.0, 0)
+
+
+def test_tensordot_of_a_number_under_jit():
+    x, s = np.array([0.5, -0.4, 1.3]), 0.7
+    assert s2s.jit(tensordot_with_a_number)(x, s) == pytest.approx(tensordot_with_a_number(x, s), rel=1e-12)
+    for k in (0, 1):
+        expected = _fd(tensordot_with_a_number, (x, s), k)
+        np.testing.assert_allclose(s2s.grad(tensordot_with_a_number, argnums=k)(x, s), expected, rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(s2s.jit(s2s.grad(tensordot_with_a_number, argnums=k))(x, s), expected, rtol=1e-6,
+                                   atol=1e-7)
+        np.testing.assert_allclose(s2s.jit(s2s.jacfwd(tensordot_with_a_number, argnums=k))(x, s), expected, rtol=1e-6,
+                                   atol=1e-7)
+
+
 # ---- what s2s.jit refuses, and the generated code ---------------------------------------------
 
 

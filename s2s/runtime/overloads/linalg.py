@@ -115,10 +115,25 @@ def _compiled(params: str, lines: list[str], **env):
     return _compile(f"def impl({params}):\n{body}", "impl", _free=_free, _where=_where, _where_b=_where_b, **env)
 
 
+def _with_a_number(a, b, axes, params: str, result: str):
+    """tensordot where a or b is a number: nothing is contracted (axes 0), the result is the
+    product a * b; `result` is the source of what the function returns. None where both are arrays."""
+    if isinstance(a, types.Array) and isinstance(b, types.Array):
+        return None
+    if not (_scalar(a) or isinstance(a, types.Array)) or not (_scalar(b) or isinstance(b, types.Array)):
+        raise TypingError("s2s: under s2s.jit, np.tensordot takes arrays and numbers")
+    if not isinstance(axes, (types.Integer, types.Omitted, int)):
+        raise TypingError("s2s: under s2s.jit, np.tensordot of a number takes axes=0")
+    return _compile(f"def impl({params}):\n    if axes != 0:\n"
+                    "        raise ValueError('s2s: np.tensordot of a number contracts no axes: axes=0')\n"
+                    f"    return {result}\n", "impl")
+
+
 @overload(rt.tensordot, prefer_literal=True)
 def _tensordot(a, b, axes=2):
-    if not isinstance(a, types.Array) or not isinstance(b, types.Array):
-        raise TypingError("s2s: under s2s.jit, np.tensordot takes two arrays")
+    number = _with_a_number(a, b, axes, "a, b, axes=2", "a * b")
+    if number is not None:
+        return number
     na, nb = a.ndim, b.ndim
     setup, k = _contracted_axes(na, nb, axes)
     if setup is None:
@@ -144,8 +159,12 @@ def _tensordot(a, b, axes=2):
 
 
 def _bar(g, a, b, axes, side: str):
-    if not isinstance(a, types.Array) or not isinstance(b, types.Array):
-        raise TypingError("s2s: under s2s.jit, np.tensordot takes two arrays")
+    # (with a number: the adjoint of a * b, summed where the other operand is the array)
+    mine, other = ("a", "b") if side == "a" else ("b", "a")
+    number = _with_a_number(a, b, axes, "g, a, b, axes=2",
+                            f"np.sum(g * {other}) * 1.0" if _scalar({"a": a, "b": b}[mine]) else f"g * {other}")
+    if number is not None:
+        return number
     na, nb = a.ndim, b.ndim
     setup, k = _contracted_axes(na, nb, axes)
     params = "g, a, b, axes=2"
