@@ -261,3 +261,35 @@ def test_grad_of_a_sum_of_a_number_under_jit(backend):
     gg = s2s.jit(s2s.grad(s2s.grad(sum_of_a_number_in_a_loop)), backend=backend)(a)
     assert isinstance(gg, float) and gg == pytest.approx(12 * a**2)
     assert s2s.jit(s2s.grad(mean_of_a_number_in_a_loop), backend=backend)(a) == pytest.approx(3 * a**2 + 1)
+
+
+# ---- reductions of a number: the number itself (max, min, mean), 0 (var) -------------------
+
+
+def max_of_a_number(a):
+    return np.max(a * a) + np.min(np.sin(a)) * 2.0
+
+
+def var_and_mean_of_a_number(a):
+    return np.var(a * a) + np.mean(a**3) + a
+
+
+@pytest.mark.parametrize("fun", [max_of_a_number, var_and_mean_of_a_number])
+def test_reductions_of_a_number_under_jit(fun):
+    a = 0.7
+    expected = central_difference_grad(fun, [a], 0)
+    assert s2s.jit(fun)(a) == pytest.approx(fun(a), rel=1e-12)
+    assert s2s.grad(fun)(a) == pytest.approx(expected, rel=1e-6)  # the python backend
+    assert s2s.jit(s2s.grad(fun))(a) == pytest.approx(expected, rel=1e-6)
+    assert s2s.jit(s2s.jacfwd(fun))(a) == pytest.approx(expected, rel=1e-6)  # forward mode
+
+
+def std_of_a_number(a):
+    return np.std(a * 3.0) + a
+
+
+def test_the_std_of_a_number_under_jit():
+    """np.std of a number is 0 for every value; its adjoint, sqrt's at 0 times var's, is the
+    python backend's (NaN) under jit too."""
+    assert s2s.jit(std_of_a_number)(0.7) == pytest.approx(0.7)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(std_of_a_number))(0.7), s2s.grad(std_of_a_number)(0.7), equal_nan=True)

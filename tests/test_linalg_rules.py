@@ -474,6 +474,61 @@ def test_tuple_of_a_namedtuple_result_is_a_plain_tuple():
                                rtol=1e-6, atol=1e-6)
 
 
+# np.linalg.inv, solve, det and slogdet of a stack under s2s.jit: Numba's take one matrix, the
+# runtime's forms (s2s/runtime/overloads/linalg.py) each matrix of the stack, and @ of two stacks
+# (in the derivatives) each pair of matrices.
+SQUARE_STACK = np.stack([A, X + np.eye(3)])
+STACK_RHS = _rng.standard_normal((2, 3, 2))
+
+
+def inv_det_stack_loss(s):
+    return np.sum(np.linalg.inv(s) * W) + np.sum(np.linalg.det(s) * np.array([0.7, -1.3]))
+
+
+def slogdet_stack_loss(s):
+    sign, logdet = np.linalg.slogdet(s)
+    return np.sum(sign * logdet * np.array([1.1, 0.4]))
+
+
+def solve_stack_loss(s, b):
+    return np.sum(np.linalg.solve(s, b) ** 2 * STACK_RHS) + np.sum((s @ b) * STACK_RHS)
+
+
+@pytest.mark.parametrize("fn, args", [(inv_det_stack_loss, (SQUARE_STACK,)), (slogdet_stack_loss, (SQUARE_STACK,)),
+                                      (solve_stack_loss, (SQUARE_STACK, STACK_RHS))], ids=["inv-det", "slogdet", "solve"])
+def test_stacks_of_matrices_under_jit(fn, args):
+    argnums = tuple(range(len(args)))
+    assert s2s.jit(fn)(*args) == pytest.approx(fn(*args), rel=1e-12)
+    for k in argnums:
+        expected = _fd(fn, args, k)
+        np.testing.assert_allclose(s2s.grad(fn, argnums=k)(*args), expected, rtol=1e-6, atol=1e-6)  # python backend
+        np.testing.assert_allclose(s2s.jit(s2s.grad(fn, argnums=k))(*args), expected, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(s2s.jit(s2s.jacfwd(fn, argnums=k))(*args), expected, rtol=1e-6, atol=1e-6)
+
+
+def test_a_stack_of_another_leading_shape_is_refused_where_it_runs_under_jit():
+    with pytest.raises(s2s.S2SError, match=r"test_linalg_rules.py:\d+:\d+: under s2s.jit, np.linalg.solve and @ of "
+                                           r"stacks of matrices take stacks of one leading shape"):
+        s2s.jit(solve_stack_loss)(SQUARE_STACK, np.stack([STACK_RHS[0]] * 3))
+
+
+def tensordot_with_a_number(x, s):
+    """np.tensordot with a number contracts nothing (axes=0): the product x * s."""
+    return np.sum(np.tensordot(x, s, axes=0) ** 2 * W[0]) + np.tensordot(s, s * 2.0, 0)
+
+
+def test_tensordot_of_a_number_under_jit():
+    x, s = np.array([0.5, -0.4, 1.3]), 0.7
+    assert s2s.jit(tensordot_with_a_number)(x, s) == pytest.approx(tensordot_with_a_number(x, s), rel=1e-12)
+    for k in (0, 1):
+        expected = _fd(tensordot_with_a_number, (x, s), k)
+        np.testing.assert_allclose(s2s.grad(tensordot_with_a_number, argnums=k)(x, s), expected, rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(s2s.jit(s2s.grad(tensordot_with_a_number, argnums=k))(x, s), expected, rtol=1e-6,
+                                   atol=1e-7)
+        np.testing.assert_allclose(s2s.jit(s2s.jacfwd(tensordot_with_a_number, argnums=k))(x, s), expected, rtol=1e-6,
+                                   atol=1e-7)
+
+
 # ---- what s2s.jit refuses, and the generated code ---------------------------------------------
 
 

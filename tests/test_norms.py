@@ -154,6 +154,20 @@ def test_under_numba_a_stack_of_matrices_is_refused_with_the_statement():
         s2s.jit(s2s.grad(stack_1))(STACK)
 
 
+def frobenius_over_pairs_of_axes(x):
+    weights = np.array([0.3, -1.2, 0.8, 2.0])
+    return np.sum(np.linalg.norm(x, axis=(0, 1)) * weights) + np.sum(np.linalg.norm(x, "fro", (2, 0)) ** 2)
+
+
+def test_under_numba_the_frobenius_norms_over_a_pair_of_axes():
+    x = np.random.default_rng(5).standard_normal((3, 5, 4))
+    expected = central_difference_grad(frobenius_over_pairs_of_axes, [x], 0)
+    assert s2s.jit(frobenius_over_pairs_of_axes)(x) == pytest.approx(frobenius_over_pairs_of_axes(x), rel=1e-12)
+    np.testing.assert_allclose(s2s.grad(frobenius_over_pairs_of_axes)(x), expected, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(frobenius_over_pairs_of_axes))(x), expected, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(s2s.jit(s2s.jacfwd(frobenius_over_pairs_of_axes))(x), expected, rtol=1e-6, atol=1e-7)
+
+
 # ---- second derivatives of the spectral and nuclear norms (through the SVD) --------------
 
 

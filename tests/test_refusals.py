@@ -234,6 +234,20 @@ def test_jacrev_refusals_name_the_users_statement():
         assert info.value.origin is not None and info.value.origin.filename.endswith("test_refusals.py")
 
 
+def first_of_many(*args):
+    return np.sum(np.tril(args[0]) ** 2)
+
+
+@pytest.mark.parametrize("transform", [s2s.grad, s2s.jacrev, lambda f: s2s.jit(s2s.jacrev(f, argnums=(0,)))],
+                         ids=["grad", "jacrev", "jit-jacrev"])
+def test_star_args_are_refused_at_the_users_line_by_every_door(transform):
+    """The arguments of a function of *args go on as given (binding them to its named
+    parameters, none, would drop them), for the transform to refuse *args at its line."""
+    line = first_of_many.__code__.co_firstlineno
+    with pytest.raises(s2s.S2SError, match=rf"test_refusals.py:{line}:\d+: \*args parameters are not supported"):
+        transform(first_of_many)(np.eye(3))
+
+
 def test_a_forward_only_rule_is_refused_in_reverse_mode():
     def through_take(x):
         return np.sum(s2s.runtime.take(x, np.array([0, 2])) ** 2)

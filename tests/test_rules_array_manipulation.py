@@ -435,6 +435,35 @@ def test_what_numba_lacks_compiles_through_runtime_helpers(fn, args):
     np.testing.assert_allclose(s2s.jit(s2s.grad(fn))(*args), expected, rtol=1e-6, atol=1e-7)
 
 
+# np.hstack, np.vstack and np.column_stack of one array join its rows x[0], x[1], ...: Numba's own
+# take a tuple only. Weights make every element of the result count differently.
+
+
+def hstack_rows(x):
+    y = np.hstack(x)
+    return np.sum(np.sin(y) * np.arange(1.0, 1.0 + y.size).reshape(y.shape))
+
+
+def vstack_rows(x):
+    y = np.vstack(x)
+    return np.sum(y**2 * np.arange(1.0, 1.0 + y.size).reshape(y.shape))
+
+
+def column_stack_rows(x):
+    y = np.column_stack(x)
+    return np.sum(y**3 * np.arange(1.0, 1.0 + y.size).reshape(y.shape))
+
+
+@pytest.mark.parametrize("fn", [hstack_rows, vstack_rows, column_stack_rows])
+@pytest.mark.parametrize("x", [X, A, T], ids=["vector", "matrix", "stack"])
+def test_a_stack_of_one_array_joins_its_rows_under_jit(fn, x):
+    assert s2s.jit(fn)(x) == pytest.approx(fn(x), rel=1e-12)
+    expected = _fd(fn, (x,))
+    np.testing.assert_allclose(s2s.grad(fn)(x), expected, rtol=1e-6, atol=1e-7)  # the python backend
+    np.testing.assert_allclose(s2s.jit(s2s.grad(fn))(x), expected, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(s2s.jit(s2s.jacfwd(fn))(x), expected, rtol=1e-6, atol=1e-7)  # forward mode
+
+
 @pytest.mark.parametrize("fn, args", [(squeeze_all, (A,))])
 def test_what_numba_cannot_compile_is_an_error_at_the_users_line(fn, args):
     np.testing.assert_allclose(s2s.grad(fn)(*args), _fd(fn, args), rtol=1e-6, atol=1e-7)  # the python backend

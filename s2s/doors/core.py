@@ -78,6 +78,10 @@ class _Binder:
                 self._signature = inspect.signature(self.fun)
                 self._count = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
                                   for p in self._signature.parameters.values())
+                if any(p.kind == p.VAR_POSITIONAL for p in self._signature.parameters.values()):
+                    # (binding would drop what *args takes: the arguments go on as given, and the
+                    # transform refuses *args at the user's line)
+                    self._signature, self._count = None, -1
             except (TypeError, ValueError):
                 self._count = -1
         if not kwargs and len(args) == self._count or self._count == -1 and not kwargs:

@@ -405,8 +405,23 @@ def roll_bar(g, shift, axis=None):
     return np.roll(g, back, axis)
 
 
+def _rows_joined_bar(kind, g, x):
+    """Adjoint of np.hstack/vstack/column_stack (kind) of one array x, which joins x's rows
+    (x[0], x[1], ...): g back in x's shape. hstack joins rows of 2 or more dimensions along
+    their axis 1, (b, a * c) of x (a, b, c); column_stack a matrix's rows as columns (x.T)."""
+    g = np.asarray(g)
+    if kind == "column_stack" and x.ndim == 2:
+        return g.T.copy()
+    if kind != "vstack" and x.ndim >= 3:
+        swapped = (x.shape[1], x.shape[0]) + x.shape[2:]
+        return np.swapaxes(g.reshape(swapped), 0, 1).copy()
+    return g.reshape(x.shape).copy()
+
+
 def hstack_bar(g, xs):
     """Adjoint of np.hstack(xs): the pieces of g along the axis hstack joined (0 for vectors)."""
+    if isinstance(xs, np.ndarray):
+        return _rows_joined_bar("hstack", g, xs)
     axis = 0 if np.ndim(xs[0]) <= 1 else 1
     sizes = np.cumsum([np.shape(np.atleast_1d(x))[axis] for x in xs])[:-1]
     return tuple(reshape_bar(part, x) for part, x in zip(np.split(g, sizes, axis=axis), xs))
@@ -414,12 +429,16 @@ def hstack_bar(g, xs):
 
 def vstack_bar(g, xs):
     """Adjoint of np.vstack(xs): the rows of g that each x gave, in x's shape."""
+    if isinstance(xs, np.ndarray):
+        return _rows_joined_bar("vstack", g, xs)
     sizes = np.cumsum([np.shape(np.atleast_2d(x))[0] for x in xs])[:-1]
     return tuple(reshape_bar(part, x) for part, x in zip(np.split(g, sizes, axis=0), xs))
 
 
 def column_stack_bar(g, xs):
     """Adjoint of np.column_stack(xs): the columns of g that each x gave (a vector one), in x's shape."""
+    if isinstance(xs, np.ndarray):
+        return _rows_joined_bar("column_stack", g, xs)
     sizes = np.cumsum([np.shape(x)[1] if np.ndim(x) >= 2 else 1 for x in xs])[:-1]
     return tuple(reshape_bar(part, x) for part, x in zip(np.split(g, sizes, axis=1), xs))
 

@@ -39,7 +39,9 @@ def _matmul_bar_x(g, x, y):
         return lambda g, x, y: np.dot(y, g)
     if nx == 2 and ny == 2:
         return lambda g, x, y: np.dot(g, y.T)
-    raise TypingError("s2s: under jit, matmul derivatives are for 1-D and 2-D arrays")
+    if nx == ny >= 3:  # (stacks of one leading shape, as @ of stacks takes them: overloads/linalg.py)
+        return lambda g, x, y: g @ np.swapaxes(y, -1, -2)
+    raise TypingError("s2s: under jit, matmul derivatives are for 1-D and 2-D arrays and two stacks of matrices")
 
 
 @overload(rt.matmul_bar_y)
@@ -56,7 +58,9 @@ def _matmul_bar_y(g, x, y):
         return lambda g, x, y: np.outer(x, g)
     if nx == 2 and ny == 2:
         return lambda g, x, y: np.dot(x.T, g)
-    raise TypingError("s2s: under jit, matmul derivatives are for 1-D and 2-D arrays")
+    if nx == ny >= 3:
+        return lambda g, x, y: np.swapaxes(x, -1, -2) @ g
+    raise TypingError("s2s: under jit, matmul derivatives are for 1-D and 2-D arrays and two stacks of matrices")
 
 
 @overload(rt.dot_bar_x)
@@ -474,4 +478,6 @@ def _per_matrix_bar(g, s):
 def _solve_bar_a(b_adjoint, x):
     if _nd(x) == 1:
         return lambda b_adjoint, x: np.outer(b_adjoint, x)
+    if _nd(x) >= 3:  # (a stack: @ of stacks, s2s/runtime/overloads/linalg.py)
+        return lambda b_adjoint, x: b_adjoint @ np.swapaxes(x, -1, -2)
     return lambda b_adjoint, x: np.dot(b_adjoint, x.T)

@@ -1,5 +1,5 @@
 """Overloads of np.tensordot (which Numba lacks) and of the adjoints of tensordot and np.kron
-(runtime/linalg.py).
+(runtime/linalg.py); np.linalg.inv, solve, det, slogdet and @ of stacks of matrices (at the end).
 
 The result's ndim depends on how many axes are contracted, which Numba must know when it
 compiles: axes is an int written in the call (a literal) or a pair of ints or of tuples of
@@ -11,11 +11,14 @@ np.tensordot does.
 
 from __future__ import annotations
 
+import operator
+
 import numba
 import numpy as np
 from numba import types
 from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
+from numba.np.numpy_support import as_dtype, from_dtype
 
 from ... import runtime as rt
 from .arrays import _common_dtype
@@ -112,10 +115,25 @@ def _compiled(params: str, lines: list[str], **env):
     return _compile(f"def impl({params}):\n{body}", "impl", _free=_free, _where=_where, _where_b=_where_b, **env)
 
 
+def _with_a_number(a, b, axes, params: str, result: str):
+    """tensordot where a or b is a number: nothing is contracted (axes 0), the result is the
+    product a * b; `result` is the source of what the function returns. None where both are arrays."""
+    if isinstance(a, types.Array) and isinstance(b, types.Array):
+        return None
+    if not (_scalar(a) or isinstance(a, types.Array)) or not (_scalar(b) or isinstance(b, types.Array)):
+        raise TypingError("s2s: under s2s.jit, np.tensordot takes arrays and numbers")
+    if not isinstance(axes, (types.Integer, types.Omitted, int)):
+        raise TypingError("s2s: under s2s.jit, np.tensordot of a number takes axes=0")
+    return _compile(f"def impl({params}):\n    if axes != 0:\n"
+                    "        raise ValueError('s2s: np.tensordot of a number contracts no axes: axes=0')\n"
+                    f"    return {result}\n", "impl")
+
+
 @overload(rt.tensordot, prefer_literal=True)
 def _tensordot(a, b, axes=2):
-    if not isinstance(a, types.Array) or not isinstance(b, types.Array):
-        raise TypingError("s2s: under s2s.jit, np.tensordot takes two arrays")
+    number = _with_a_number(a, b, axes, "a, b, axes=2", "a * b")
+    if number is not None:
+        return number
     na, nb = a.ndim, b.ndim
     setup, k = _contracted_axes(na, nb, axes)
     if setup is None:
@@ -141,8 +159,12 @@ def _tensordot(a, b, axes=2):
 
 
 def _bar(g, a, b, axes, side: str):
-    if not isinstance(a, types.Array) or not isinstance(b, types.Array):
-        raise TypingError("s2s: under s2s.jit, np.tensordot takes two arrays")
+    # (with a number: the adjoint of a * b, summed where the other operand is the array)
+    mine, other = ("a", "b") if side == "a" else ("b", "a")
+    number = _with_a_number(a, b, axes, "g, a, b, axes=2",
+                            f"np.sum(g * {other}) * 1.0" if _scalar({"a": a, "b": b}[mine]) else f"g * {other}")
+    if number is not None:
+        return number
     na, nb = a.ndim, b.ndim
     setup, k = _contracted_axes(na, nb, axes)
     params = "g, a, b, axes=2"
@@ -502,3 +524,105 @@ def _linalg_lstsq(a, b, rcond=None):
             return np.linalg.lstsq(a, b, np.finfo(a.dtype).eps * max(a.shape[0], a.shape[1]))
         return impl
     return lambda a, b, rcond=None: np.linalg.lstsq(a, b, rcond)
+
+
+# ---- np.linalg on stacks of matrices ------------------------------------------------------
+# Numba's np.linalg.inv, solve, det and slogdet take one matrix; NumPy's take a stack (the
+# leading axes) too, as the rules' derivatives (templates/array_rules.py) do. These forms, only
+# where Numba has none (3 or more dimensions), call Numba's on each matrix of the stack.
+
+
+def _stack_of_matrices(a):
+    return isinstance(a, types.Array) and a.ndim >= 3
+
+
+def _linalg_dtype(a):
+    return a.dtype if isinstance(a.dtype, (types.Float, types.Complex)) else types.float64
+
+
+@overload(np.linalg.inv)
+def _inv_of_a_stack(a):
+    if _stack_of_matrices(a):
+        def impl(a):
+            out = np.empty(a.shape, dtype)
+            for idx in np.ndindex(a.shape[:-2]):
+                out[idx] = np.linalg.inv(np.ascontiguousarray(a[idx]))
+            return out
+        dtype = _linalg_dtype(a)
+        return impl
+
+
+@overload(np.linalg.det)
+def _det_of_a_stack(a):
+    if _stack_of_matrices(a):
+        def impl(a):
+            out = np.empty(a.shape[:-2], dtype)
+            for idx in np.ndindex(a.shape[:-2]):
+                out[idx] = np.linalg.det(np.ascontiguousarray(a[idx]))
+            return out
+        dtype = _linalg_dtype(a)
+        return impl
+
+
+@overload(np.linalg.slogdet)
+def _slogdet_of_a_stack(a):
+    if _stack_of_matrices(a):
+        def impl(a):
+            sign = np.empty(a.shape[:-2], dtype)
+            logdet = np.empty(a.shape[:-2], dtype)
+            for idx in np.ndindex(a.shape[:-2]):
+                sign[idx], logdet[idx] = np.linalg.slogdet(np.ascontiguousarray(a[idx]))
+            return sign, logdet
+        dtype = _linalg_dtype(a)
+        return impl
+
+
+def _result_dtype(*arrays):
+    return from_dtype(np.result_type(*(as_dtype(_linalg_dtype(a)) for a in arrays)))
+
+
+@overload(np.linalg.solve)
+def _solve_of_a_stack(a, b):
+    """A stack of matrices a and, as NumPy 2 reads b, a stack of matrices of a's leading shape
+    or one vector (b of one dimension) solved with each matrix."""
+    if not _stack_of_matrices(a) or not isinstance(b, types.Array) or b.ndim not in (1, a.ndim):
+        return None
+    dtype = _result_dtype(a, b)
+    if b.ndim == 1:
+        def impl(a, b):
+            out = np.empty(a.shape[:-1], dtype)
+            for idx in np.ndindex(a.shape[:-2]):
+                out[idx] = np.linalg.solve(np.ascontiguousarray(a[idx]), np.ascontiguousarray(b))
+            return out
+        return impl
+
+    def impl(a, b):
+        _same_stack(a, b)
+        out = np.empty(b.shape, dtype)
+        for idx in np.ndindex(a.shape[:-2]):
+            out[idx] = np.linalg.solve(np.ascontiguousarray(a[idx]), np.ascontiguousarray(b[idx]))
+        return out
+    return impl
+
+
+@register_jitable
+def _same_stack(a, b):
+    if a.shape[:-2] != b.shape[:-2]:
+        raise ValueError("s2s: under s2s.jit, np.linalg.solve and @ of stacks of matrices take stacks of "
+                         "one leading shape (no broadcasting)")
+
+
+@overload(operator.matmul)
+def _matmul_of_stacks(a, b):
+    """a @ b of two stacks of matrices of one leading shape: Numba's @ takes matrices and vectors."""
+    if not (_stack_of_matrices(a) and _stack_of_matrices(b) and a.ndim == b.ndim):
+        return None
+    dtype = _result_dtype(a, b)
+
+    def impl(a, b):
+        _same_stack(a, b)
+        out = np.empty(a.shape[:-1] + b.shape[-1:], dtype)
+        for idx in np.ndindex(a.shape[:-2]):
+            out[idx] = np.dot(np.ascontiguousarray(a[idx]).astype(dtype), np.ascontiguousarray(b[idx]).astype(dtype))
+        return out
+    return impl

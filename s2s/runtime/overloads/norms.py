@@ -71,8 +71,9 @@ def _kinds(x, ord, axis, keepdims, what):
     text = isinstance(ord, (types.UnicodeType, types.StringLiteral))
     if not (_is_none(axis) or isinstance(axis, types.Integer) and _nd(x) in (1, 2) and not text):
         raise TypingError(f"s2s: under s2s.jit, the {what} of np.linalg.norm takes an axis only as one int axis "
-                          "of a vector or a matrix (vector norms of its rows or columns); for a tuple of axes "
-                          "or an array of more dimensions, reshape it to a matrix first, or use backend='python'")
+                          "of a vector or a matrix (vector norms of its rows or columns), or as a pair of axes with "
+                          "ord None or 'fro'; for other norms over a tuple of axes, reshape to a matrix first, "
+                          "or use backend='python'")
     return number, text, _kept(keepdims), isinstance(axis, types.Integer) and _nd(x) == 2
 
 
@@ -103,8 +104,28 @@ def _first_overload(v):
     return lambda v: v
 
 
+def _frobenius_over_two_axes(x, ord, axis, keepdims) -> bool:
+    """The Frobenius norms over a pair of axes of an array of 3 or more dimensions (ord None or
+    'fro', no keepdims): sqrt of a sum of squares over those axes, as rt.reduce_sum takes them."""
+    text = isinstance(ord, (types.UnicodeType, types.StringLiteral))
+    return (isinstance(axis, types.BaseTuple) and len(axis) == 2 and _nd(x) >= 3 and (_is_none(ord) or text)
+            and not _kept(keepdims))
+
+
+@register_jitable
+def _check_fro(ord):
+    if ord is not None and ord != "fro":
+        raise ValueError("s2s: under s2s.jit, np.linalg.norm over a pair of axes of an array of 3 or more "
+                         "dimensions takes ord None or 'fro'")
+
+
 @overload(rt.linalg_norm, prefer_literal=True)
 def _linalg_norm(x, ord=None, axis=None, keepdims=False):
+    if _frobenius_over_two_axes(x, ord, axis, keepdims):
+        def frobenius(x, ord=None, axis=None, keepdims=False):
+            _check_fro(ord)
+            return np.sqrt(rt.reduce_sum(x * x, axis))
+        return frobenius
     number, text, kept, by_axis = _kinds(x, ord, axis, keepdims, "value")
     if by_axis:
         def along(x, ord=None, axis=None, keepdims=False):
@@ -167,8 +188,17 @@ def _derivative(x, ord, axis, keepdims, what):
                       f"ord None, a number, 'fro' or 'nuc' (got a {_nd(x)}-d array, ord {ord})")
 
 
+@register_jitable
+def _over(a, y):
+    """a / y, 0 where y is 0 (the norm's derivative there: the python backend's choice)."""
+    zero = y == 0.0
+    return np.where(zero, 0.0, a / np.where(zero, 1.0, y))
+
+
 @overload(rt.norm_bar, prefer_literal=True)
 def _norm_bar(g, y, x, ord=None, axis=None, keepdims=False):
+    if _frobenius_over_two_axes(x, ord, axis, keepdims):  # g x / y, y and g spread over the axes
+        return lambda g, y, x, ord=None, axis=None, keepdims=False: rt.sum_bar(_over(g * 1.0, y), x, axis) * x
     d = register_jitable(_derivative(x, ord, axis, keepdims, "derivative"))
 
     if _kinds(x, ord, axis, keepdims, "derivative")[3]:
@@ -187,6 +217,8 @@ def _norm_bar(g, y, x, ord=None, axis=None, keepdims=False):
 
 @overload(rt.norm_dot, prefer_literal=True)
 def _norm_dot(x_dot, y, x, ord=None, axis=None, keepdims=False):
+    if _frobenius_over_two_axes(x, ord, axis, keepdims):  # the sum of x x_dot over the axes, over y
+        return lambda x_dot, y, x, ord=None, axis=None, keepdims=False: _over(rt.reduce_sum(x * x_dot, axis), y)
     d = register_jitable(_derivative(x, ord, axis, keepdims, "derivative"))
     kept = _kinds(x, ord, axis, keepdims, "derivative")[2]
 

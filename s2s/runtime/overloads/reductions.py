@@ -440,8 +440,15 @@ def _tie_weight(ax, y) -> list:
             f"if c != 0.0 and x[{i}] == {y}:", "    w = 1.0 / c"]
 
 
+# The max (or min) of a number is the number: the adjoint passes g, NaN where x is NaN (0 / 0 of
+# the tie count, as NumPy's version gives).
+_NUMBER_MAX_WEIGHT = "w = 1.0 if x == y else np.nan"
+
+
 @_axis_overload(rt.max_bar, "x")
 def _max_bar(t, ax):
+    if _scalar(t["x"]):
+        return [_NUMBER_MAX_WEIGHT, "return g * w"], {}
     g, y = _at("g", t["g"], ax), _at("y", t["y"], ax)
     if g is None or y is None or not _same_shape(t["x"], ax):
         lines = _max_weights(ax) + [f"return weights * _expand(g, x, {ax.axis}, {ax.keep})"]
@@ -453,6 +460,8 @@ def _max_bar(t, ax):
 
 @_axis_overload(rt.max_dot, "x")
 def _max_dot(t, ax):
+    if _scalar(t["x"]):
+        return [_NUMBER_MAX_WEIGHT, "return w * x_dot"], {}
     y = _at("y", t["y"], ax)
     if y is None or not _same_shape(t["x"], ax) or not _same_shape(t["x_dot"], ax):
         lines = _max_weights(ax) + [f"return rt.reduce_sum(weights * x_dot, {ax.axis}, {ax.keep})"]
@@ -491,6 +500,8 @@ def _centered(ax) -> str:
 
 @_axis_overload(rt.var_bar, "x")
 def _var_bar(t, ax):
+    if _scalar(t["x"]):  # (x less its mean is x - x: 0, or NaN for an infinite or NaN x)
+        return ["return 2.0 * (x - x) * g / (1 - ddof)"], {}
     g = _at("g", t["g"], ax)
     if g is None or not _same_shape(t["x"], ax):
         return ["shape = x.shape", f"centered = x - rt.reduce_mean(x, {ax.axis}, True)",
@@ -503,6 +514,8 @@ def _var_bar(t, ax):
 
 @_axis_overload(rt.var_dot, "x")
 def _var_dot(t, ax):
+    if _scalar(t["x"]):
+        return ["return 2.0 * (x - x) * x_dot / (1 - ddof)"], {}
     if not _same_shape(t["x"], ax) or not _same_shape(t["x_dot"], ax):
         return ["shape = x.shape", f"centered = x - rt.reduce_mean(x, {ax.axis}, True)",
                 f"return 2.0 * rt.reduce_sum(centered * x_dot, {ax.axis}, {ax.keep}) / ({ax.count} - ddof)"], {}
@@ -516,6 +529,16 @@ def _var_dot(t, ax):
 @_axis_overload(rt.std_bar, "x")
 def _std_bar(t, ax):
     return [f"return rt.var_bar(g / (2.0 * y), x, {ax.axis}, ddof, {ax.keep})"], {}
+
+
+@overload(np.var)
+def _var_of_a_number(a):
+    """np.var of a number (which Numba's own does not take): 0, or NaN for an infinite or NaN a."""
+    if _scalar(a):
+        def impl(a):
+            d = a - a
+            return d * d * 1.0
+        return impl
 
 
 @overload(rt.squeeze, prefer_literal=True)

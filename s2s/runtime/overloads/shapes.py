@@ -518,8 +518,61 @@ def _pieces(xs, axis, size):
     return "\n".join(lines) + f"\n    return {_tuple(parts)}\n"
 
 
+def _rows_swapped(name: str, nd: int) -> str:
+    """Source of array `name` with its axes 0 and 1 swapped, as a C-contiguous copy."""
+    axes = _tuple(["1", "0"] + [str(k) for k in range(2, nd)])
+    return f"np.transpose({name}, {axes}).copy()"
+
+
+def _rows_joined(kind: str, nd: int) -> str:
+    """Source of np.hstack/vstack/column_stack (kind) of one array x of ndim nd, which joins x's
+    rows (x[0], x[1], ...): Numba's own take a tuple only. hstack joins rows of 2 or more
+    dimensions along their axis 1, column_stack a matrix's rows as columns."""
+    shape = [f"x.shape[{k}]" for k in range(nd)]
+    if kind == "vstack":
+        if nd == 1:
+            return "x.copy().reshape((x.shape[0], 1))"
+        return "x.copy()" if nd == 2 else f"x.copy().reshape({_tuple([f'{shape[0]} * {shape[1]}'] + shape[2:])})"
+    if kind == "column_stack" and nd <= 2:
+        return "x.copy().reshape((1, x.shape[0]))" if nd == 1 else "x.T.copy()"
+    if nd <= 2:
+        return "x.copy()" if nd == 1 else "x.flatten()"
+    return f"{_rows_swapped('x', nd)}.reshape({_tuple([shape[1], f'{shape[0]} * {shape[2]}'] + shape[3:])})"
+
+
+def _rows_joined_bar(kind: str, nd: int) -> str:
+    """Source of the adjoint of _rows_joined(kind, nd) in x: g back in x's shape."""
+    if kind == "column_stack" and nd == 2:
+        return "g.T.copy()"
+    if kind != "vstack" and nd >= 3:
+        swapped = _tuple(["x.shape[1]", "x.shape[0]"] + [f"x.shape[{k}]" for k in range(2, nd)])
+        return _rows_swapped(f"g.copy().reshape({swapped})", nd)
+    return "g.copy().reshape(x.shape)"
+
+
+def _one_array_join(kind: str):
+    """np.hstack or np.column_stack (kind) of one array, where Numba has no implementation."""
+    def build(xs):
+        if isinstance(xs, types.Array) and xs.ndim >= 1:
+            return _compile(f"def impl(xs):\n    x = xs\n    return {_rows_joined(kind, xs.ndim)}\n", "impl")
+    return build
+
+
+overload(np.hstack)(_one_array_join("hstack"))
+overload(np.column_stack)(_one_array_join("column_stack"))
+
+
+def _one_array_bar(kind: str, xs):
+    """The adjoint's implementation where xs is one array (joined by its rows), else None."""
+    if isinstance(xs, types.Array):
+        return _compile(f"def impl(g, xs):\n    x = xs\n    return {_rows_joined_bar(kind, xs.ndim)}\n", "impl")
+    return None
+
+
 @overload(rt.hstack_bar)
 def _hstack_bar(g, xs):
+    if isinstance(xs, types.Array):
+        return _one_array_bar("hstack", xs)
     axis = 0 if _nd(xs[0]) <= 1 else 1  # as np.hstack: vectors (and numbers) join along axis 0
 
     def size(k):
@@ -529,6 +582,8 @@ def _hstack_bar(g, xs):
 
 @overload(rt.column_stack_bar)
 def _column_stack_bar(g, xs):
+    if isinstance(xs, types.Array):
+        return _one_array_bar("column_stack", xs)
     def size(k):
         return f"xs[{k}].shape[1]" if _nd(xs[k]) >= 2 else "1"
     return _compile("def impl(g, xs):\n" + _pieces(xs, 1, size), "impl")
@@ -561,7 +616,9 @@ overload(rt.append_bar_values)(_append_bar(False))
 @overload(rt.vstack)
 def _vstack(xs):
     """np.vstack of a tuple of arrays and numbers of any ndim up to 2 (Numba's own takes one
-    ndim): each as 2-d, then joined by np.concatenate."""
+    ndim): each as 2-d, then joined by np.concatenate; of one array, its rows joined."""
+    if isinstance(xs, types.Array) and xs.ndim >= 1:
+        return _compile(f"def impl(xs):\n    x = xs\n    return {_rows_joined('vstack', xs.ndim)}\n", "impl")
     if not isinstance(xs, types.BaseTuple) or not all(_scalar(x) or _nd(x) <= 2 for x in xs):
         raise TypingError("s2s: under jit, np.vstack takes a tuple of numbers and arrays of up to 2 dimensions")
     rows = "".join(f"rt.atleast_2d(xs[{k}]), " for k in range(len(xs)))
@@ -570,6 +627,8 @@ def _vstack(xs):
 
 @overload(rt.vstack_bar)
 def _vstack_bar(g, xs):
+    if isinstance(xs, types.Array):
+        return _one_array_bar("vstack", xs)
     def size(k):
         return f"xs[{k}].shape[0]" if _nd(xs[k]) >= 2 else "1"
     return _compile("def impl(g, xs):\n" + _pieces(xs, 0, size), "impl")
