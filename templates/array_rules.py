@@ -8,7 +8,6 @@ import operator
 import numpy as np
 
 from s2s import runtime
-from s2s.ir import nodes as ir
 from s2s.rules import SAME_SPELLING, Case, nondifferentiable, primitive, refuse_when_active, rule
 from s2s.runtime import (
     append_bar_arr,
@@ -727,8 +726,8 @@ def eigh(y, a, UPLO="L"):
 
 def _upper(call) -> bool:
     """UPLO="U" (or "u") written in a call of eigh or eigvalsh: NumPy reads a's upper triangle."""
-    given = call.passed("UPLO")
-    return isinstance(given, ir.Const) and isinstance(given.value, str) and given.value.upper() == "U"
+    given = call.constant("UPLO")
+    return isinstance(given, str) and given.upper() == "U"
 
 
 EIGH_UPPER = Case("np.linalg.eigh of the upper triangle", of=(np.linalg.eigh, runtime.linalg_eigh), when=_upper)
@@ -738,7 +737,7 @@ EIGVALSH_UPPER = Case("np.linalg.eigvalsh of the upper triangle", of=(np.linalg.
 
 EIGH_UPLO_UNKNOWN = Case("np.linalg.eigh or eigvalsh with UPLO not a constant",
                          of=(np.linalg.eigh, runtime.linalg_eigh, np.linalg.eigvalsh, runtime.linalg_eigvalsh),
-                         when=lambda call: isinstance(call.passed("UPLO"), ir.Name))
+                         when=lambda call: call.passed_variable("UPLO"))
 
 
 @rule(EIGH_UPPER)
@@ -820,8 +819,7 @@ def svd(y, a, full_matrices=True, compute_uv=True, hermitian=False):
 
 
 SVD_VECTORS = Case("np.linalg.svd with its singular vectors", of=(np.linalg.svd, runtime.linalg_svd),
-                   when=lambda call: not (isinstance(call.passed("compute_uv"), ir.Const)
-                                          and call.passed("compute_uv").value is False))
+                   when=lambda call: call.constant("compute_uv", True) is not False)
 
 
 @rule(SVD_VECTORS)

@@ -157,11 +157,12 @@ def product_of_varargs(*args):
 
 @pytest.mark.parametrize("backend", ["python", "cpu"])
 def test_varargs_are_refused_by_name(backend):
-    """JAX binds argnums into *args; s2s takes listed parameters only, and says so (rather than
-    that argnums is out of range for the no parameters its binding found)."""
+    """JAX binds argnums into *args; s2s takes listed parameters only, and says so at the def
+    (rather than that argnums is out of range for the no parameters its binding found)."""
     for argnums in (0, 1):
-        with pytest.raises(s2s.S2SError, match=r"\*args parameters are not supported \(product_of_varargs takes"):
+        with pytest.raises(s2s.S2SError, match=r"\*args parameters are not supported") as info:
             s2s.jit(s2s.grad(product_of_varargs, argnums=argnums), backend=backend)(2.0, 0.5)
+        assert "def product_of_varargs(*args):" in str(info.value)
     with pytest.raises(s2s.S2SError, match=r"\*args parameters are not supported; list the parameters"):
         s2s.jvp(product_of_varargs, (2.0, 0.5), (1.0, 0.0))
 

@@ -291,7 +291,7 @@ def set_comprehension(x):
 
 
 def unsupported_inside(x):
-    ys = [np.sin(v) * v.conjugate() for v in x]
+    ys = [np.sin(v) * v.byteswap() for v in x]
     return ys[0]
 
 
@@ -310,7 +310,7 @@ REFUSALS = [
     (tuple_of_a_generator, "supported only as the one argument of sum, max, min or list, not of tuple",
      "tuple(v * 2.0"),
     (set_comprehension, "set comprehensions are not supported", "{v for v in x}"),
-    (unsupported_inside, r"the method \.conjugate\(\) is not supported", "v.conjugate()"),
+    (unsupported_inside, r"the method \.byteswap\(\) is not supported", "v.byteswap()"),
     (comprehension_variable_does_not_leak, "the name 'j' is not defined", "ys[0] * j"),
     # (a starred target was read as `a, b = item`: a raw ValueError when the loop ran)
     (starred_target, "a for loop unpacks into plain names only", "for a, *b in pairs"),

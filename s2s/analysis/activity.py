@@ -21,6 +21,7 @@ from ..errors import S2SError
 from .liveness import Branches, Liveness, Loop
 from .points_to import PointsToCheck, value_reads
 from ..frontend.source import is_user_function
+from ..scipy_forms import stats as scipy_stats_forms
 from ..rules import Rule, dtype_argument, facts, rule_of_call
 
 
@@ -502,9 +503,7 @@ class Analysis:
         user's line, rather than at the special function's call inside the form."""
         if getattr(call.fn, "__module__", None) != "s2s.scipy_forms.stats":
             return
-        from ..scipy_forms import stats as forms
-
-        params = forms.no_derivative(call.fn)
+        params = scipy_stats_forms.no_derivative(call.fn)
         if not params or not any(t in self.useful for t in stmt.targets):
             return
         try:
@@ -514,7 +513,7 @@ class Analysis:
         for param in params:
             atom = bound.get(param)
             if isinstance(atom, ir.Name) and atom.id in self.varied:
-                raise S2SError(f"s2s has no derivative of {forms.spelling(call.fn)} with respect to its shape "
+                raise S2SError(f"s2s has no derivative of {scipy_stats_forms.spelling(call.fn)} with respect to its shape "
                                f"parameter {param} (it has no closed form), and {param} here varies with the "
                                "arguments differentiated", stmt.origin,
                                f"pass {param} as a constant: a number, or an argument not differentiated (not in "

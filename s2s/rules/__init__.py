@@ -146,6 +146,16 @@ class CallSite:
         """Any of these parameters is passed, and not as the constant None."""
         return any(self.passed(p) is not None and not _is_none_constant(self.passed(p)) for p in parameters)
 
+    def constant(self, parameter: str, default: Any = None) -> Any:
+        """The value written in the call for this parameter (UPLO="U"), or default where it is
+        not passed or not a constant."""
+        given = self.passed(parameter)
+        return given.value if isinstance(given, ir.Const) else default
+
+    def passed_variable(self, parameter: str) -> bool:
+        """This parameter is passed, as a variable (its value known only when the code runs)."""
+        return isinstance(self.passed(parameter), ir.Name)
+
     def same_variable(self, i: int, j: int) -> bool:
         """Positional arguments i and j are one variable (x * x)."""
         a, b = (self.args[k] if k < len(self.args) else None for k in (i, j))
