@@ -81,6 +81,10 @@ def test_plain_python_has_jax_semantics():
     assert fori_value(2, 6) == 57.0 and fori_value(5, 2) == 1.0
     assert while_pair(1.0) == (5, 7.59375)
     assert lax.cond(False, lambda a, b: a - b, lambda a, b: a + b, 2.0, 3.0) == 5.0
+    assert lax.cond(True, lambda a: 2 * a, lambda a: a, operand=3.0) == 6.0
+    assert lax.switch(1, [lambda a: 2 * a, lambda a: -a], operand=3.0) == -3.0
+    with pytest.raises(TypeError, match="not both"):
+        lax.cond(True, lambda a: a, lambda a: a, 1.0, operand=2.0)
     assert lax.select(np.array([True, False]), np.array([1.0, 2.0]), np.array([3.0, 4.0])).tolist() == [1.0, 4.0]
     x = np.array([1.0, 2.0])
     assert lax.stop_gradient(x) is x
@@ -150,6 +154,12 @@ def cond_pair(x):
     """Both branches return a pair: the result is unpacked."""
     s, p = lax.cond(x[0] > 0.0, lambda: (jnp.sum(x), jnp.prod(x)), lambda: (jnp.max(x), jnp.sum(x ** 3)))
     return s * p
+
+
+def operand_keyword(x, k):
+    """JAX's keyword spelling of a single operand, in cond and switch."""
+    a = lax.cond(x[0] > 0.0, lambda v: jnp.sum(v ** 2), lambda v: jnp.sum(jnp.cos(v)), operand=x)
+    return a * lax.switch(k, [lambda v: jnp.prod(v), lambda v: jnp.sum(jnp.sin(v))], operand=x)
 
 
 def switch_three(x, k):
@@ -275,6 +285,8 @@ H0 = np.array([0.1, -0.3, 0.2])
     (cond_branches, (-X, 1.5), 1),
     (cond_pair, (X,), 0),
     (cond_pair, (-X,), 0),
+    (operand_keyword, (X, 0), 0),
+    (operand_keyword, (-X, 1), 0),
     (scan_cumulative, (X, 0.7), 0),
     (scan_cumulative, (X, 0.7), 1),
     (scan_backwards, (X, 0.7), 0),

@@ -408,9 +408,17 @@ class LaxLowering:
             raise self.error(node, f"s2s.lax.{form}: {exc}") from None
         return getattr(self, f"lax_{form}")(node, bound.arguments)
 
+    def operand_nodes(self, node, form, a) -> list:
+        """The operands of cond or switch as written: positional, or JAX's keyword `operand=`."""
+        if "operand" not in a:
+            return list(a.get("operands", ()))
+        if a.get("operands"):
+            raise self.error(node, f"s2s.lax.{form}: pass the operands positionally or as operand=, not both")
+        return [a["operand"]]
+
     def lax_cond(self, node, a) -> ir.Atom:
         pred = self.expr(a["pred"])
-        operands = [self.expr(o) for o in a.get("operands", ())]
+        operands = [self.expr(o) for o in self.operand_nodes(node, "cond", a)]
         branches = [self.function_argument(a[k], "cond", k) for k in ("true_fun", "false_fun")]
         return self.branches(node, "cond", pred, branches, operands)
 
@@ -421,7 +429,7 @@ class LaxLowering:
             raise self.error(items, "the branches of s2s.lax.switch must be a list or tuple display of functions",
                              "write [f0, f1, ...] in the call")
         index = self.expr(a["index"])
-        operands = [self.expr(o) for o in a.get("operands", ())]
+        operands = [self.expr(o) for o in self.operand_nodes(node, "switch", a)]
         fns = [self.function_argument(e.value, "switch", "branch") for e in items.elements]
         if len(fns) == 1:
             return self.branches(node, "switch", None, fns, operands)

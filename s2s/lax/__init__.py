@@ -27,23 +27,46 @@ __all__ = ["cond", "switch", "fori_loop", "while_loop", "scan", "select", "stop_
            "psum", "pmean", "pmax", "pmin", "all_gather", "axis_index"]
 
 
-def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any) -> Any:
+class _NoOperand:
+    """The default of `operand=`: JAX's older spelling of a single operand, kept by its cond and switch."""
+
+    def __repr__(self) -> str:
+        return "<no operand>"
+
+
+NO_OPERAND = _NoOperand()
+
+
+def operands_of(form: str, operands: tuple, operand: Any) -> tuple:
+    """The operands of cond or switch, from `*operands` or JAX's keyword `operand=` (not both)."""
+    if operand is NO_OPERAND:
+        return operands
+    if operands:
+        raise TypeError(f"s2s.lax.{form}: pass the operands positionally or as operand=, not both")
+    return (operand,)
+
+
+def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any, operand: Any = NO_OPERAND) -> Any:
     """true_fun(*operands) if pred else false_fun(*operands).
 
     >>> cond(2.0 > 1.0, lambda x: x + 1.0, lambda x: x - 1.0, 3.0)
     4.0
+    >>> cond(False, lambda x: x + 1.0, lambda x: x - 1.0, operand=3.0)
+    2.0
     """
+    operands = operands_of("cond", operands, operand)
     if np.ndim(pred) != 0:
         raise TypeError(f"s2s.lax.cond: pred must be a scalar, not of shape {np.shape(pred)}")
     return true_fun(*operands) if pred else false_fun(*operands)
 
 
-def switch(index: Any, branches: Sequence[Callable], *operands: Any) -> Any:
+def switch(index: Any, branches: Sequence[Callable], *operands: Any, operand: Any = NO_OPERAND) -> Any:
     """branches[index](*operands), with index clamped into range(len(branches)) as in JAX.
 
     >>> switch(5, [lambda x: x, lambda x: 2 * x], 3.0)
     6.0
     """
+    operands = operands_of("switch", operands, operand)
     if not branches:
         raise ValueError("s2s.lax.switch needs at least one branch")
     k = min(max(int(index), 0), len(branches) - 1)
