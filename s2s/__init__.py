@@ -14,8 +14,9 @@ from .doors.pmap import pmap
 from .doors.dask import dask_devices
 from .rules.custom import checkpoint, custom_jvp, custom_vjp, remat
 from .errors import S2SError
+from .options import config
 from .version import __version__
 
-__all__ = ["S2SError", "install_import_hook", "debug", "lax", "optimizers", "random", "testing", "tree", "tree_util",
+__all__ = ["S2SError", "config", "install_import_hook", "debug", "lax", "optimizers", "random", "testing", "tree", "tree_util",
            "block_until_ready", "dask_devices", "device_get", "device_put", "devices", "grad", "hessian", "jacfwd", "jacrev", "jvp",
            "jit", "pmap", "source", "value_and_grad", "vjp", "vmap", "custom_jvp", "custom_vjp", "checkpoint", "remat"]

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+import os
+import types
 from dataclasses import dataclass
+from typing import Callable
+
+from .options import config
 
 
 @dataclass(frozen=True)
@@ -41,6 +47,44 @@ class S2SError(Exception):
         super().__init__(text)
 
 
+S2SError.__module__ = "s2s"  # (as the user imports it: tracebacks print s2s.S2SError)
+
+
 class NoBatchingRule(S2SError):
     """A statement has no batching rule (transforms/vectorize.py): batch by a loop over the
     examples instead (transforms/batching.py)."""
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _own_frames_removed(tb: types.TracebackType | None) -> types.TracebackType | None:
+    """The traceback without the frames of s2s's own files (generated modules live elsewhere
+    and stay: an error in them is at a line the user can read)."""
+    kept = []
+    while tb is not None:
+        if not tb.tb_frame.f_code.co_filename.startswith(_PACKAGE):
+            kept.append(tb)
+        tb = tb.tb_next
+    rebuilt = None
+    for frame in reversed(kept):
+        rebuilt = types.TracebackType(rebuilt, frame.tb_frame, frame.tb_lasti, frame.tb_lineno)
+    return rebuilt
+
+
+def user_facing(fun: Callable) -> Callable:
+    """Decorate an entry point that runs the user's function: an S2SError leaves it with s2s's own
+    frames taken out of its traceback, as JAX filters its tracebacks, so that it ends at the
+    user's call and the message names the user's line. `s2s.config.update("jax_traceback_filtering",
+    "off")` (or JAX_TRACEBACK_FILTERING=off) keeps every frame."""
+
+    @functools.wraps(fun)
+    def entry(*args, **kwargs):
+        try:
+            return fun(*args, **kwargs)
+        except S2SError as error:
+            if config.jax_traceback_filtering == "off":
+                raise
+            raise error.with_traceback(_own_frames_removed(error.__traceback__))  # (s2s's frames hidden: JAX_TRACEBACK_FILTERING=off shows them)
+
+    return entry

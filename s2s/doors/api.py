@@ -8,7 +8,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..tree_util import pytree
-from ..errors import S2SError
+from ..errors import S2SError, user_facing
 from .core import Primal, Transformed, _plain_value, jit
 from .higher import refuse_fourth_order, third_order
 from .jacobians import Jacobian, SecondOrder, _second_order
@@ -46,6 +46,7 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
     return Transformed(fun, "value_and_grad", argnums, has_aux)
 
 
+@user_facing
 def vjp(fun: Callable, *primals, has_aux: bool = False):
     """(out, vjp_fun): vjp_fun(cotangent) returns a tuple with one adjoint per primal.
 
@@ -64,6 +65,7 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
         zero = zero_tangent(out[0] if has_aux else out)
         out = transformed._vjp_function()(*transformed._call_args(transformed._bind(primals, {})), zero)[0]
 
+    @user_facing
     def vjp_fun(cotangent):
         _check_cotangent(cotangent, out[0] if has_aux else out, fun)
         # (with the defaults of the parameters the call leaves out: generated code takes them all,

@@ -16,7 +16,8 @@ from .. import backends, driver
 from ..tree_util import pytree
 from ..analysis.shapes import argument_facts
 from ..driver import cache
-from ..errors import S2SError
+from ..errors import S2SError, user_facing
+from ..options import config
 from .primitives import as_function
 from .values import numpy_scalar, private_copies, zero_tangent
 from .shipping import recorded
@@ -241,6 +242,7 @@ class Transformed(Derivative):
             raise S2SError(f"grad of {self.fun.__name__} needs a scalar output, got shape {np.shape(value)}",
                            hint="use s2s.vjp or s2s.jacrev for vector outputs")
 
+    @user_facing
     def __call__(self, *args, **kwargs):
         # The common call under s2s.jit, positional arrays and floats of kinds seen before,
         # skips what the first such call settled: binding, the checks, the seed, conversions.
@@ -330,6 +332,8 @@ def _seed(args) -> float:
 @recorded
 def jit(fun: Callable, *, backend: str = "cpu", static_argnums: Sequence[int] = ()) -> Callable:
     """Compile a transformed function (or a plain one) for a backend: "cpu" (numba.njit) or "python"."""
+    if config.jax_disable_jit:
+        backend = "python"
     if hasattr(fun, "with_backend"):  # an s2s transform: Transformed, Jacobian, SecondOrder, Batched
         return fun.with_backend(backend)
     return Primal(fun, backend)
@@ -370,6 +374,7 @@ class Primal:
         transparent to jax.grad): its code is transformed and compiled with the caller's."""
         return self.fun
 
+    @user_facing
     def __call__(self, *args, **kwargs):
         args = self._bind(args, kwargs)
         if self._compiled is None:

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..tree_util import pytree
 from ..driver import cache
-from ..errors import S2SError
+from ..errors import S2SError, user_facing
 from ..frontend.nested import register_nested_transform
 from .core import ForwardTransformed, Primal, Transformed
 from .hvp import jvp_of_gradient
@@ -53,6 +53,7 @@ def _nested_entry(fun: Callable) -> Callable:
     return entry
 
 
+@user_facing
 def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backend: str = "python"):
     """Forward mode, as jax.jvp: (fun(*primals), the derivative along tangents).
 

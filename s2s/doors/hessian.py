@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import backends
 from ..tree_util import pytree
-from ..errors import S2SError
+from ..errors import S2SError, user_facing
 from .core import Transformed, _Binder, _source, _unbatched
 from .values import in_dtype, private_copies
 
@@ -62,6 +62,7 @@ class TreeHessian:
         name = f"{vjp_function.__name__}_jvp_wrt_{param}"
         return backends.entry(self.module(), name, self.fun)
 
+    @user_facing
     def __call__(self, *args, **kwargs):
         args = private_copies(self._bind(args, kwargs, self._argnums))
         name = getattr(self.fun, "__name__", "the function")

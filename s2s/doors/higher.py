@@ -29,7 +29,7 @@ import numpy as np
 
 from .. import backends, runtime
 from ..tree_util import pytree
-from ..errors import S2SError
+from ..errors import S2SError, user_facing
 from .core import _generated, _plain_value, _source
 from .hessian import TreeHessian
 from .values import in_dtype, private_copies
@@ -91,6 +91,7 @@ class ThirdOrder:
             self._entry = backends.entry(self._module, names["jvp"], self.fun)
         return self._entry
 
+    @user_facing
     def __call__(self, *args, **kwargs):
         second = self.second
         a, b, k = second.inner_argnum, second.outer_argnums, self.argnum

@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import backends, runtime
 from ..tree_util import pytree
-from ..errors import S2SError
+from ..errors import S2SError, user_facing
 from .core import (Derivative, ForwardTransformed, Primal, Transformed, _Binder, _argnums_tuple, _plain_value, _source,
                    _unbatched, jit)
 from .values import in_dtype, private_copies, unit_leaves
@@ -130,6 +130,7 @@ class Jacobian(Derivative):
                     blocks[oi][li] = stacked.reshape(np.shape(o) + np.shape(leaf))
         return pytree.unflatten(out_structure, [pytree.unflatten(in_structure, row) for row in blocks])
 
+    @user_facing
     def __call__(self, *args, **kwargs):
         args = private_copies(self._bind(args, kwargs, _argnums_tuple(self.argnums)))
         if isinstance(self.argnums, int):
@@ -214,6 +215,7 @@ class SecondOrder(Derivative):
         blocks = np.moveaxis(blocks, 1, -1)  # rows, in..., cols
         return blocks.reshape(out_shape + in_shape + wrt_shape)
 
+    @user_facing
     def __call__(self, *args, **kwargs):
         args = private_copies(self._bind(args, kwargs, _argnums_tuple(self.outer_argnums)))
         # float32 in, float32 out, as the first derivatives (the second are computed in float64)

@@ -28,7 +28,7 @@ import numpy as np
 from .. import backends
 from ..lax import collectives
 from ..tree_util import pytree
-from ..errors import S2SError
+from ..errors import S2SError, user_facing
 from .core import Primal
 from .devices import CpuDevice, devices as list_devices
 from .vmap import Batched
@@ -254,6 +254,7 @@ class Pmapped:
         return [_axis_tree(a, None if k in static else s, f"argument {k}")
                 for k, (a, s) in enumerate(zip(args, specs))]
 
+    @user_facing
     def __call__(self, *args, **kwargs):
         static = tuple(k % len(args) if -len(args) <= k < len(args) else k for k in self.static)
         for k in static:

@@ -30,7 +30,7 @@ from ..driver import cache
 from .. import frontend
 from ..transforms import batching
 from ..ir import nodes as ir
-from ..errors import NoBatchingRule, S2SError
+from ..errors import NoBatchingRule, S2SError, user_facing
 from .primitives import as_function
 from .shipping import recorded
 from ..analysis.shapes import argument_facts
@@ -529,6 +529,7 @@ class Batched:
             return args
         return args + missing
 
+    @user_facing
     def __call__(self, *args, **kwargs):
         if kwargs:
             raise S2SError(f"vmap: pass the arguments positionally (got {', '.join(kwargs)} by keyword)",
