@@ -40,3 +40,11 @@ def assert_names_the_user(error, *names):
     for name in names:
         assert re.search(rf"\b{name}\b", reason), reason
     assert not TEMPORARIES.search(reason), reason
+
+
+PROGRESS = re.compile(r"^s2s: (writing|compiling) .*( \.\.\.|: (done in|stopped after) [0-9.]+ s)$")
+
+
+def without_progress(stderr: str) -> str:
+    """stderr without s2s's progress lines (said when work takes over a second, as it may on a busy machine)."""
+    return "".join(line for line in stderr.splitlines(keepends=True) if not PROGRESS.match(line.rstrip("\n")))

@@ -14,6 +14,7 @@ import re
 
 from ..driver.origins import _column, _origin_above, origin_above, through_generated  # noqa: F401  (origin_above: cuda.py, check.py)
 from ..errors import Origin, S2SError
+from ..progress import describe, progress
 from .loading import forget_numba_caches
 
 _WHERE = re.compile(r'File "([^"]+)", line (\d+)')
@@ -186,10 +187,15 @@ def checked(function, user_files: tuple[str, ...] = (), fun=None):
     """function (a Numba dispatcher) called so that a compilation error is an S2SError."""
     from numba.core.errors import NumbaError
 
+    doing = f"compiling {function.__name__} with Numba" + (f", for {describe(fun)}" if fun is not None else "")
+
     @functools.wraps(function)
     def call(*args):
         try:
-            return _recovering(function, args)
+            if function.overloads:  # (compiled for some types already: the common call, not watched)
+                return _recovering(function, args)
+            with progress(doing):  # the first call compiles (or reads Numba's cache)
+                return _recovering(function, args)
         except NumbaError as exc:
             raise argument_error(function, args, exc, user_files, fun) from exc
         except Exception as exc:

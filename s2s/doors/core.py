@@ -18,6 +18,7 @@ from ..analysis.shapes import argument_facts
 from ..driver import cache
 from ..errors import S2SError, user_facing
 from ..options import config
+from ..progress import describe, progress
 from .primitives import as_function
 from .values import numpy_scalar, private_copies, zero_tangent
 from .shipping import recorded
@@ -36,7 +37,8 @@ def _generated_manifest(fun: Callable, transform: str, options: dict) -> tuple[s
     callees, module constants and references the module was made from."""
 
     def generate():
-        return driver.generate(fun, transform, options)
+        with progress(f"writing the {transform} of {describe(fun)}"):
+            return driver.generate(fun, transform, options)
 
     def uncached():
         source, dependencies = generate()
