@@ -81,6 +81,30 @@ def test_builtin_is_refused():  # (lambdas are taken: tests/test_lambdas.py)
         s2s.grad(len).source  # (NumPy and math functions are taken: tests/test_jax_tutorial.py)
 
 
+class Scaled:
+    def __init__(self):
+        self.scale = 2.0
+
+    def loss(self, w):
+        return np.sum(w ** 2) * self.scale
+
+
+def test_a_bound_method_is_refused_with_the_spelling_that_works():
+    model, w = Scaled(), np.array([0.5, -1.0])
+    with pytest.raises(s2s.S2SError, match=r"bound methods \(Scaled.loss.*s2s.grad\(Scaled.loss, argnums=1\)"):
+        s2s.grad(model.loss)(w)
+    np.testing.assert_allclose(s2s.grad(Scaled.loss, argnums=1)(model, w), 4.0 * w)  # the way out, as it says
+
+
+def test_a_function_without_a_rule_points_to_custom_rules():
+    def bessel(x):
+        return np.sum(np.i0(x))
+
+    with pytest.raises(s2s.S2SError, match="no derivative rule for i0.*s2s.custom_vjp") as info:
+        s2s.grad(bessel)(np.ones(2))
+    assert "test_refusals.py:" in str(info.value)
+
+
 def test_in_place_update_of_a_shared_array_is_refused_when_it_runs():
     with pytest.raises(s2s.S2SError, match="updates an array that z also refers to") as info:
         s2s.grad(refused.augmented_alias)(np.ones(3))

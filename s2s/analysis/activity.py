@@ -477,8 +477,9 @@ class Analysis:
                                "s2s differentiates to any order (a loop of products for np.prod and np.cumprod)")
             if found is None:
                 raise S2SError(f"no derivative rule for {name}", stmt.origin,
-                               "write the computation with supported NumPy functions, or add a "
-                               "rule in templates/")
+                               "write the computation with functions s2s differentiates, or give it a "
+                               "derivative: a function of yours that calls it, decorated with s2s.custom_vjp "
+                               "(or s2s.custom_jvp)")
             if found.kind == "refuse":
                 raise S2SError(f"s2s does not differentiate {name} with respect to its arguments",
                                stmt.origin, found.hint)

@@ -55,6 +55,14 @@ class ParsedFunction:
 
 def parse_function(fn: Any) -> ParsedFunction:
     """Parse the source of a Python function into a libcst FunctionDef with positions."""
+    if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
+        owner, name = type(fn.__self__).__name__, fn.__func__.__name__
+        raise S2SError(
+            f"s2s transforms functions, not bound methods ({owner}.{name} of an object)",
+            hint=f"pass the class's function with the object as its first argument, the others counted after it: "
+                 f"s2s.grad({owner}.{name}, argnums=1)(obj, ...) (on the python backend: s2s.jit takes arrays, "
+                 f"numbers and tuples of them), or a function of the object's arrays",
+        )
     if not isinstance(fn, types.FunctionType):
         raise S2SError(
             f"s2s transforms Python functions, not {type(fn).__name__} objects",
