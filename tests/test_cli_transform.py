@@ -7,6 +7,7 @@ import os
 import textwrap
 
 import numpy as np
+import pytest
 
 from checks import without_progress
 from finite_differences import central_difference_grad
@@ -63,3 +64,26 @@ def test_nothing_written_is_a_failure_and_a_named_function_is_not_skipped(tmp_pa
     named = write(tmp_path, MODULE, "named")
     assert cli.main(["transform", named, "--function", "main", "-o", str(tmp_path / "c")]) == 1
     assert without_progress(capsys.readouterr().err).startswith(f"s2s: error: {named}:11:9:")
+
+
+def test_a_module_that_fails_to_import_is_an_error_at_its_line(tmp_path, capsys):
+    broken = write(tmp_path, "import numpy as np\n\n\ndef f(x)\n    return x\n", "broken")
+    assert cli.main(["transform", broken, "-o", str(tmp_path / "a")]) == 1
+    err = without_progress(capsys.readouterr().err)
+    assert err.startswith(f"s2s: error: {broken}:4:") and "does not parse" in err and "Traceback" not in err
+    failing = write(tmp_path, "import numpy as np\n\n\ndef f(x):\n    return x\n\n\nZ = np.ones(3) @ np.ones(4)\n",
+                    "failing")
+    assert cli.main(["check", failing]) == 1
+    err = without_progress(capsys.readouterr().err)
+    assert err.startswith(f"s2s: error: {failing}:8:5: importing failing.py raised ValueError") and "Traceback" not in err
+    assert cli.main(["transform", failing, "--debug"]) == 1  # --debug after the command, as before it
+    assert "Traceback" in capsys.readouterr().err
+
+
+def test_version_and_the_cache_commands(tmp_path, capsys, monkeypatch):
+    with pytest.raises(SystemExit):
+        cli.main(["-V"])
+    assert capsys.readouterr().out.startswith("s2s ")
+    monkeypatch.setenv("S2S_CACHE_DIR", str(tmp_path / "cache"))
+    assert cli.main(["cache", "list"]) == 0
+    assert capsys.readouterr().out == f"the cache at {tmp_path / 'cache'} is empty\n"

@@ -15,7 +15,7 @@ import traceback
 from ..version import __version__
 from .. import driver
 from ..driver import cache
-from ..errors import S2SError
+from ..errors import Origin, S2SError
 from ..frontend import named_lambda
 from ..rules.custom import CustomRule
 from .core import _source
@@ -37,8 +37,28 @@ def load_user_module(path: str):
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules.setdefault(name, module)
-    spec.loader.exec_module(module)
+    way_out = "s2s imports the module to find its functions, as `import` runs it: python " \
+              f"{os.path.basename(path)} shows the same failure"
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as exc:
+        raise S2SError(f"the module does not parse: {exc.msg}",
+                       Origin(exc.filename or path, exc.lineno or 0, exc.offset or 0, (exc.text or "").strip()),
+                       way_out) from exc
+    except Exception as exc:
+        raise S2SError(f"importing {os.path.basename(path)} raised {type(exc).__name__}: {exc}",
+                       _innermost_user_frame(exc, path), way_out) from exc
     return module
+
+
+def _innermost_user_frame(exc: BaseException, path: str) -> Origin | None:
+    """Where in the user's file an exception raised while importing it was (its innermost frame
+    there), for the message."""
+    found = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if os.path.abspath(frame.filename) == path:
+            found = Origin(path, frame.lineno or 0, (frame.colno or 0) + 1, (frame.line or "").strip())
+    return found
 
 
 def selected_functions(module, names: list[str] | None) -> list:
@@ -218,13 +238,33 @@ def check(args) -> int:
     return 0 if all(checking.accepted_everywhere(report) for _, report in reports) else 1
 
 
+def _megabytes(paths: list[str]) -> str:
+    size = 0
+    for path in paths:
+        try:
+            size += os.path.getsize(path)
+        except FileNotFoundError:
+            pass
+    return f"{size / 1e6:.1f} MB"
+
+
 def cache_command(args) -> int:
-    if args.action == "list":
-        for path in cache.entries() + cache.entries(os.path.join(cache.user_cache_dir(), "modules")):
-            print(path)
-    else:
-        removed = cache.clear() + cache.clear(os.path.join(cache.user_cache_dir(), "modules"))
-        print(f"removed {removed} entries from {cache.user_cache_dir()}")
+    root = cache.user_cache_dir()
+    if args.action == "clear":
+        count, size = cache.clear_all(root)
+        print(f"removed {count} files ({size / 1e6:.1f} MB) from {root}: generated code and Numba's compiled code")
+        return 0
+    found = cache.stored_files(root)
+    if not any(found.values()):
+        print(f"the cache at {root} is empty")
+        return 0
+    for path in found["transforms"]:
+        # (an entry's name: <module>.<function>.<transform>.<key>.py)
+        *named, transform, _key, _py = os.path.basename(path).split(".")
+        print(f"{'.'.join(named):<48} {transform:<16} {path}")
+    print(f"{len(found['transforms'])} transforms ({_megabytes(found['transforms'])}), {len(found['modules'])} "
+          f"modules the backends import ({_megabytes(found['modules'])}), {len(found['compiled'])} files of "
+          f"Numba's compiled code ({_megabytes(found['compiled'])}) in {root}")
     return 0
 
 
@@ -235,10 +275,14 @@ IN_AXES_HELP = ("for vmap: the mapped axis of each argument, or None for one pas
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="s2s", description="Source-to-source differentiation of NumPy code.")
-    parser.add_argument("--version", action="version", version=f"s2s {__version__}")
+    parser.add_argument("-V", "--version", action="version", version=f"s2s {__version__}")
     parser.add_argument("--debug", action="store_true", help="show a traceback on errors")
+    # (--debug also after the command: SUPPRESS keeps the command's parser from resetting it)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show a traceback on errors")
     sub = parser.add_subparsers(dest="command", required=True)
-    t = sub.add_parser("transform", help="write the generated code for a module's functions")
+    t = sub.add_parser("transform", parents=[common], help="write the generated code for a module's functions "
+                       "(s2s imports the module, which runs its top-level code)")
     t.add_argument("file", help="the user's .py file")
     t.add_argument("--function", action="append",
                    help="a function to transform (repeatable; default: the module's __s2s__ list, "
@@ -249,7 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--in-axes", help=IN_AXES_HELP)
     t.add_argument("-o", "--output", default="generated", help="output directory (default: generated/)")
     t.set_defaults(run=transform)
-    s = sub.add_parser("show", help="print the generated code of one function")
+    s = sub.add_parser("show", parents=[common], help="print the generated code of one function")
     s.add_argument("target", help="FILE.py:NAME")
     s.add_argument("--mode", default="grad", help="grad, vjp, jvp or vmap (default: grad)")
     s.add_argument("--in-axes", help=IN_AXES_HELP)
@@ -257,15 +301,16 @@ def build_parser() -> argparse.ArgumentParser:
                    "transform's pipeline (lower; for grad and vjp plan, forward_sweep, reverse_sweep, vjp_module; "
                    "for jvp forward; then numba_routes, fuse, overlaps, loops, unparse, format)")
     s.set_defaults(run=show)
-    k = sub.add_parser("check", help="report, without compiling, which transforms and backends take each "
-                       "function, and the first blocker of each refusal")
+    k = sub.add_parser("check", parents=[common], help="report, without compiling, which transforms and backends "
+                       "take each function, and the first blocker of each refusal (s2s imports the module)")
     k.add_argument("file", help="the user's .py file")
     k.add_argument("--function", action="append",
                    help="a function to check (repeatable; default: the module's __s2s__ list, else its "
                         "public functions)")
     k.add_argument("--json", action="store_true", help="the report as JSON")
     k.set_defaults(run=check)
-    c = sub.add_parser("cache", help="list or clear the cache of generated code")
+    c = sub.add_parser("cache", parents=[common], help="list or clear the cache of generated code and of Numba's "
+                       "compiled code")
     c.add_argument("action", choices=["list", "clear"])
     c.set_defaults(run=cache_command)
     return parser

@@ -472,6 +472,40 @@ def clear(directory: str | None = None) -> int:
     return removed
 
 
+# What s2s keeps under user_cache_dir(): the transforms' sources at its top, and in these folders the
+# modules the backends import, and the small modules written for functools.partial, NumPy functions
+# passed as functions, and derivatives called inside transformed functions.
+AREAS = ("modules", "nested", "partials", "primitives")
+
+
+def stored_files(root: str | None = None) -> dict[str, list[str]]:
+    """The files of the cache by kind: "transforms" (one per function and transform), "modules"
+    (what the backends import, and the helpers' modules), "compiled" (Numba's cache of them)."""
+    root = root or user_cache_dir()
+    found = {"transforms": entries(root), "modules": [], "compiled": []}
+    for area in AREAS:
+        found["modules"] += entries(os.path.join(root, area))
+        compiled = os.path.join(root, area, "__pycache__")
+        if os.path.isdir(compiled):
+            found["compiled"] += sorted(os.path.join(compiled, n) for n in os.listdir(compiled)
+                                        if n.endswith((".nbi", ".nbc")))
+    return found
+
+
+def clear_all(root: str | None = None) -> tuple[int, int]:
+    """Remove every file of stored_files: (how many, their bytes)."""
+    count = size = 0
+    for paths in stored_files(root).values():
+        for path in paths:
+            try:
+                size += os.path.getsize(path)
+                os.unlink(path)
+                count += 1
+            except FileNotFoundError:
+                pass  # (removed meanwhile by another process)
+    return count, size
+
+
 def cached_source(fn: Any, transform: str, options: dict, generate) -> tuple[str, dict]:
     """(source, entries) of a transform: from the cache if current, else generate() and store it.
 
