@@ -87,3 +87,52 @@ def test_version_and_the_cache_commands(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("S2S_CACHE_DIR", str(tmp_path / "cache"))
     assert cli.main(["cache", "list"]) == 0
     assert capsys.readouterr().out == f"the cache at {tmp_path / 'cache'} is empty\n"
+
+
+STENCIL = '''
+import numpy as np
+
+
+def heat(u0, alpha, steps):
+    u = u0.copy()
+    for t in range(steps):
+        new = u.copy()
+        for i in range(1, u.shape[0] - 1):
+            new[i] = u[i] + alpha * (u[i - 1] - 2.0 * u[i] + u[i + 1])
+        u = new
+    return np.sum(u ** 2)
+
+
+def decay(x: float, rate: float, steps: int):
+    for k in range(steps):
+        x = x - rate * x * x
+    return x
+'''
+
+
+def test_show_writes_the_module_jit_compiles_for_a_signature(tmp_path, capsys):
+    import s2s
+
+    path = write(tmp_path, STENCIL, "stencil")
+    module = load(path, "stencil")
+    args = (np.linspace(0.0, 1.0, 6), 0.1, 3)
+    jitted = s2s.jit(s2s.grad(module.heat))
+    np.testing.assert_allclose(jitted(*args), central_difference_grad(module.heat, list(args), 0), rtol=1e-6)
+    assert cli.main(["show", f"{path}:heat", "--signature", "float64[:], float64, int64"]) == 0
+    shown = capsys.readouterr().out
+    assert shown == jitted._specialised_source and "u0 1-d array, alpha float, steps int" in shown
+    assert cli.main(["show", f"{path}:heat"]) == 0
+    general = capsys.readouterr().out
+    assert "Specialised" not in general and len(general.splitlines()) > len(shown.splitlines())
+    # annotations that tell every parameter's kind choose the specialised module too
+    assert cli.main(["show", f"{path}:decay"]) == 0
+    assert "x float, rate float, steps int" in capsys.readouterr().out
+    assert cli.main(["show", f"{path}:heat", "--signature", "float64[:], float64"]) == 1
+    assert "2 types for the 3 parameters of heat" in capsys.readouterr().err
+
+
+def load(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -8,9 +8,13 @@ import importlib.util
 import inspect
 import io
 import os
+import re
 import sys
 import tokenize
 import traceback
+import typing
+
+import numpy as np
 
 from ..version import __version__
 from .. import driver
@@ -110,16 +114,86 @@ def parse_in_axes(text: str | None):
     return list(axes) if isinstance(axes, tuple) else axes
 
 
-def generated_source(fn, mode: str, in_axes=0) -> str:
+def generated_source(fn, mode: str, in_axes=0, facts: list | None = None) -> str:
     """The same text the API and the import hook produce for this function and mode (for vmap,
-    what s2s.jit(s2s.vmap(fn, in_axes)) compiles: the loop over the examples)."""
+    what s2s.jit(s2s.vmap(fn, in_axes)) compiles: the loop over the examples). With facts (one per
+    parameter: what kind of argument it is), the module specialised for them, which s2s.jit
+    compiles for arguments of those kinds."""
     if mode == "vmap":
         return loop_source(fn, in_axes)
     options = MODES[mode]
+    transform = mode
     if options is None:
-        options = {"argnums": list(range(len(inspect.signature(fn).parameters))), "has_aux": False}
-        return _source(fn, "vjp", options)
-    return _source(fn, mode, options)
+        transform, options = "vjp", {"argnums": list(range(len(inspect.signature(fn).parameters))), "has_aux": False}
+    if facts is not None:
+        # (jvp's module takes the tangents after the primals, each of its primal's kind)
+        options = {**options, "facts": facts + facts if mode == "jvp" else facts}
+        if mode == "grad":
+            options["value"] = False  # (as s2s.jit(s2s.grad(f)) generates it: grad does not return the value)
+    return _source(fn, transform, options)
+
+
+# Numba's names of the scalar types, as --signature spells them, and the kind of argument each is.
+_NUMBA_SCALARS = {"float64": "float", "float32": "float", "double": "float", "f8": "float", "f4": "float",
+                  "int64": "int", "int32": "int", "intp": "int", "i8": "int", "i4": "int",
+                  "boolean": "bool", "bool_": "bool", "b1": "bool"}
+
+
+def parse_signature(text: str, fn) -> list:
+    """--signature "float64[:], float64, int64" (Numba's spelling, one type per parameter): the
+    kind of each argument, as s2s.jit learns it from the arguments it is called with."""
+    items = [item.strip() for item in re.split(r",(?![^\[]*\])", text.strip()) if item.strip()]
+    parameters = list(inspect.signature(fn).parameters)
+    if len(items) != len(parameters):
+        raise S2SError(f"--signature gives {len(items)} types for the {len(parameters)} parameters of "
+                       f"{fn.__name__} ({', '.join(parameters)})", hint='e.g. --signature "float64[:], float64, int64"')
+    facts = []
+    for item in items:
+        found = re.fullmatch(r"(\w+)\s*(?:\[([:,\s]*)\])?", item)
+        kind = _NUMBA_SCALARS.get(found.group(1)) if found else None
+        if kind is None:
+            raise S2SError(f"--signature: {item!r} is not a type s2s specialises for",
+                           hint="Numba's names: float64, float32, int64, int32, boolean, with [:] per array "
+                                "dimension (float64[:, :])")
+        dims = found.group(2)
+        if dims is None:
+            facts.append(kind)
+        else:
+            fact = ["array", dims.count(":")]
+            facts.append(fact + ["bool"] if kind == "bool" else fact)
+    return facts
+
+
+def facts_from_annotations(fn) -> list | None:
+    """The kind of each parameter its annotation tells (float, int, bool and NumPy's scalar types;
+    an array annotation does not say how many dimensions, so it tells nothing), or None when no
+    annotation tells anything."""
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception:  # noqa: BLE001 - an annotation that does not evaluate tells nothing
+        return None
+    facts = []
+    for name in inspect.signature(fn).parameters:
+        hint = hints.get(name)
+        if hint is bool or hint is np.bool_:
+            facts.append("bool")
+        elif hint is float or isinstance(hint, type) and issubclass(hint, np.floating):
+            facts.append("float")
+        elif hint is int or isinstance(hint, type) and issubclass(hint, np.integer):
+            facts.append("int")
+        else:
+            facts.append(None)
+    return facts if all(f is not None for f in facts) else None
+
+
+def facts_for(fn, args, mode: str) -> list | None:
+    """The kinds of fn's arguments, from --signature or else fn's annotations (when they tell every
+    parameter's), for the module s2s.jit compiles; None for the module for arguments of any kind."""
+    if args.signature is not None:
+        if mode == "vmap":
+            raise S2SError("--signature applies to --mode grad, vjp and jvp (vmap's loop wraps the primal)")
+        return parse_signature(args.signature, fn)
+    return facts_from_annotations(fn) if mode != "vmap" else None
 
 
 def source_after(fn, mode: str, after: str, in_axes=0) -> str:
@@ -154,10 +228,14 @@ def transform(args) -> int:
     named = bool(args.function or getattr(module, "__s2s__", None))
     os.makedirs(args.output, exist_ok=True)
     written, skipped = 0, 0
-    for fn in selected_functions(module, args.function):
+    functions = selected_functions(module, args.function)
+    if args.signature is not None and len(functions) != 1:
+        raise S2SError(f"--signature gives the argument types of one function; {len(functions)} are selected",
+                       hint="name it with --function NAME")
+    for fn in functions:
         for mode in modes:
             try:
-                source = generated_source(fn, mode, in_axes)
+                source = generated_source(fn, mode, in_axes, facts_for(fn, args, mode))
             except S2SError as exc:
                 if named or exc.origin is None:  # (no line of the user's: a usage error)
                     raise
@@ -220,7 +298,7 @@ def show(args) -> int:
     if args.after:
         source = source_after(fn, mode, args.after, _in_axes(args, [mode]))
     else:
-        source = generated_source(fn, mode, _in_axes(args, [mode]))
+        source = generated_source(fn, mode, _in_axes(args, [mode]), facts_for(fn, args, mode))
     sys.stdout.write(_highlight(source) if sys.stdout.isatty() else source)
     return 0
 
@@ -273,6 +351,11 @@ IN_AXES_HELP = ("for vmap: the mapped axis of each argument, or None for one pas
                 "one array or number per example (pytrees need s2s.vmap on example arguments)")
 
 
+SIGNATURE_HELP = ('the kinds of the arguments, in Numba\'s spelling ("float64[:], float64, int64"): the module is '
+                  "the one s2s.jit compiles for such arguments (without it: from the annotations where they tell "
+                  "every parameter's kind, e.g. alpha: float, steps: int; else the module for arguments of any kind)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="s2s", description="Source-to-source differentiation of NumPy code.")
     parser.add_argument("-V", "--version", action="version", version=f"s2s {__version__}")
@@ -292,11 +375,13 @@ def build_parser() -> argparse.ArgumentParser:
                    "vmap (a loop over the examples, mapped as --in-axes says)")
     t.add_argument("--in-axes", help=IN_AXES_HELP)
     t.add_argument("-o", "--output", default="generated", help="output directory (default: generated/)")
+    t.add_argument("--signature", help=SIGNATURE_HELP)
     t.set_defaults(run=transform)
     s = sub.add_parser("show", parents=[common], help="print the generated code of one function")
     s.add_argument("target", help="FILE.py:NAME")
     s.add_argument("--mode", default="grad", help="grad, vjp, jvp or vmap (default: grad)")
     s.add_argument("--in-axes", help=IN_AXES_HELP)
+    s.add_argument("--signature", help=SIGNATURE_HELP)
     s.add_argument("--after", metavar="PASS", help="print the code as it stands after this pass of the "
                    "transform's pipeline (lower; for grad and vjp plan, forward_sweep, reverse_sweep, vjp_module; "
                    "for jvp forward; then numba_routes, fuse, overlaps, loops, unparse, format)")
