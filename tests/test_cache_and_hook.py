@@ -343,3 +343,55 @@ def test_a_stale_numba_cache_is_compiled_again(tmp_path):
     value = float(run("print(s2s.jit(s2s.value_and_grad(g))(p, x)[0])")[0])
     h = np.tanh(np.array([0.5, 1.0]) @ (np.ones((2, 2)) * 0.3))
     assert value == pytest.approx(np.sum(h**2))
+
+
+SHIPPED = '''
+import numpy as np
+
+
+def payment(rate, principal):
+    """A package's function, as shipped: no __s2s__ list."""
+    return principal * rate / (1.0 - (1.0 + rate) ** -12)
+
+
+def logged(x):
+    with open("/dev/null") as handle:
+        handle.read()
+    return np.sum(x)
+'''
+
+
+def test_hook_reaches_a_package_without_a_list_lazily_and_never_fails_its_import(tmp_path):
+    pkg = tmp_path / "shipped_finance"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(SHIPPED)
+    listed = tmp_path / "listed_pkg"
+    listed.mkdir()
+    (listed / "__init__.py").write_text(SHIPPED + "\n__s2s__ = ['payment', 'logged', 'missing']\n")
+    result = run("""
+        import os, warnings
+        import numpy as np
+        import s2s
+        s2s.install_import_hook("shipped_*", "listed_pkg")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            import shipped_finance, listed_pkg  # (listed_pkg lists a refused function and a missing one)
+        print([str(w.message) for w in caught])
+        print(os.path.exists(os.path.join(os.path.dirname(shipped_finance.__file__), "__pycache__", "s2s")))
+        rate, principal = 0.01, 1000.0
+        print(repr(s2s.grad(shipped_finance.payment)(rate, principal)))
+        for module in (shipped_finance, listed_pkg):
+            try:
+                s2s.grad(module.logged)(np.ones(2))
+            except s2s.S2SError as error:
+                print(str(error).splitlines()[0])
+    """, tmp_path, tmp_path / "cache")
+    caught, existed_at_import, gradient, *refusals = result.stdout.splitlines()
+    assert "listed_pkg.__s2s__ names 'missing', which is not a function" in caught
+    assert existed_at_import == "False"  # lazily: nothing was written when shipped_finance was imported
+    rate, principal, h = 0.01, 1000.0, 1e-7
+    payment = lambda r: principal * r / (1.0 - (1.0 + r) ** -12)  # noqa: E731
+    assert float(gradient) == pytest.approx((payment(rate + h) - payment(rate - h)) / (2 * h), rel=1e-6)
+    assert [n.split(".")[-3] for n in os.listdir(pkg / "__pycache__" / "s2s")] == ["grad"]  # beside the bytecode
+    assert sorted(n.split(".")[-3] for n in os.listdir(listed / "__pycache__" / "s2s")) == ["grad", "jvp"]
+    assert len(refusals) == 2 and all("__init__.py:11:5: with statements are not supported" in r for r in refusals)

@@ -1,12 +1,18 @@
 """Transform on import, for the packages a user names.
 
-    s2s.install_import_hook("mypkg")
+    s2s.install_import_hook("mypkg")              # a package and its submodules
+    s2s.install_import_hook("numpy_financial")    # an installed package, as shipped
+    s2s.install_import_hook("mylab_*")            # packages whose names match a pattern (fnmatch)
 
-From then on, importing mypkg or any of its submodules runs the module as usual and then,
-for every function the module lists in `__s2s__ = ["loss", ...]`, writes the generated
-source of its gradient (`s2s.grad(f)`, argnums=0) and of its forward mode (`s2s.jvp`) to
-`__pycache__/s2s/` beside the module's bytecode. Nothing else is touched: modules outside
-the named packages, and modules without `__s2s__`, import exactly as before.
+From then on, importing one of those modules runs it as usual and then, for every function the
+module lists in `__s2s__ = ["loss", ...]`, writes the generated source of its gradient
+(`s2s.grad(f)`, argnums=0) and of its forward mode (`s2s.jvp`) to `__pycache__/s2s/` beside the
+module's bytecode. A module without `__s2s__` (an installed package, as shipped) is transformed
+lazily: nothing happens at import, and the transforms of a function are written beside its
+bytecode when they are first asked for (`s2s.grad(numpy_financial.pmt)`), where that folder is
+writable (else in the user's cache). A function s2s cannot transform never fails the import: it
+stays as it is, and its refusal is raised when its derivative is asked for. Modules outside the
+named packages import exactly as before.
 
 Later, in this process or another, `s2s.grad(mypkg.model.loss)` finds that source in the
 cache (checked against the current source of the function and of every function it calls)
@@ -17,9 +23,12 @@ or `<name>_jvp`, as `s2s.source` shows.
 
 from __future__ import annotations
 
+import fnmatch
 import importlib.abc
 import importlib.machinery
+import os
 import sys
+import warnings
 from typing import Any
 
 from .. import driver
@@ -52,7 +61,9 @@ class _Finder(importlib.abc.MetaPathFinder):
         self.packages = packages
 
     def wants(self, fullname: str) -> bool:
-        return any(fullname == p or fullname.startswith(p + ".") for p in self.packages)
+        top = fullname.partition(".")[0]
+        return any(fullname == p or fullname.startswith(p + ".") or fnmatch.fnmatchcase(top, p)
+                   for p in self.packages)
 
     def find_spec(self, fullname, path, target=None):
         if not self.wants(fullname):
@@ -65,14 +76,19 @@ class _Finder(importlib.abc.MetaPathFinder):
 
 
 def transform_module(module: Any) -> list[str]:
-    """Write the cache entries for the functions module.__s2s__ names; returns their paths."""
+    """Write the cache entries for the functions module.__s2s__ names; returns their paths. A
+    module's other functions are written when first asked for (cache.HOOKED_FILES)."""
     import inspect
 
+    path = getattr(module, "__file__", None)
+    if path:
+        cache.HOOKED_FILES.add(os.path.abspath(path))
     written = []
     for name in getattr(module, "__s2s__", ()):
         fn = getattr(module, name, None)
         if not inspect.isfunction(fn):
-            raise S2SError(f"{module.__name__}.__s2s__ names {name!r}, which is not a function")
+            warnings.warn(f"s2s: {module.__name__}.__s2s__ names {name!r}, which is not a function", stacklevel=2)
+            continue
         fn = named_lambda(fn)
         directory = cache.bytecode_cache_dir(fn)
         for transform, options in HOOK_TRANSFORMS:
@@ -81,15 +97,16 @@ def transform_module(module: Any) -> list[str]:
             try:
                 source, dependencies = driver.generate(fn, transform, options)
             except S2SError:
-                if transform == "jvp":  # forward mode refused (e.g. of an s2s.custom_vjp callee, as in
-                    continue  # JAX): s2s.jvp raises the same error when it is asked for, not the import
-                raise
+                # (refused: the function stays as it is; s2s.grad or s2s.jvp of it raises the
+                # same error when it is asked for, not the import)
+                continue
             written.append(cache.store(fn, transform, options, source, dependencies, directory))
     return written
 
 
 def install_import_hook(*packages: str) -> None:
-    """Transform modules of these packages (and their submodules) when they are imported."""
+    """Transform modules of these packages (and their submodules) when they are imported: each
+    name is a package, or a pattern of top-level package names ("mylab_*")."""
     if not packages:
         raise ValueError("install_import_hook needs at least one package name")
     for finder in sys.meta_path:

@@ -434,6 +434,26 @@ def lookup_manifest(fn: Any, transform: str, options: dict) -> tuple[str, dict] 
     return None
 
 
+# The files of modules the import hook has seen (doors/hook.py): the transforms of their functions,
+# written when first asked for, go beside their bytecode (for every later process), where that is
+# writable, as the hook's own entries do.
+HOOKED_FILES: set[str] = set()
+
+
+def _hooked_directory(fn: Any) -> str | None:
+    try:
+        path = inspect.getsourcefile(fn)
+    except TypeError:
+        return None
+    if not path or os.path.abspath(path) not in HOOKED_FILES:
+        return None
+    directory = bytecode_cache_dir(fn)
+    existing = directory
+    while existing and not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    return directory if existing and os.access(existing, os.W_OK) else None
+
+
 def store(fn: Any, transform: str, options: dict, source: str, dependencies: dict,
           directory: str | None = None) -> str:
     """Write an entry atomically (temporary file, then rename); returns its path."""
@@ -523,7 +543,7 @@ def cached_manifest(fn: Any, transform: str, options: dict, generate) -> tuple[s
         return found
     source, dependencies = generate()
     try:
-        store(fn, transform, options, source, dependencies)
+        store(fn, transform, options, source, dependencies, _hooked_directory(fn))
     except OSError as exc:
         warnings.warn(f"s2s: could not write the cache: {exc}", stacklevel=2)
     except TypeError:  # options that JSON cannot hold (a pytree key of another type): not cached
