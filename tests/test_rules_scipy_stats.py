@@ -157,10 +157,15 @@ def cdf_loss(x, y, u, mu, loc, scale):
                   + beta.logcdf(u, 0.7, 1.6, scale=scale) + poisson.cdf(K, mu) * mu + poisson.logcdf(K + 1, mu, 1))
 
 
+def default_parameters_loss(x, loc, points, cov):
+    """t with df = inf is the normal distribution; multivariate_normal's mean=None is a zero mean."""
+    return np.sum(t.logpdf(x, np.inf, loc, 1.3)) + np.sum(mvn.logpdf(points, None, cov))
+
+
 LOSSES = [(norm_loss, (X, 0.3, 1.4)), (t_loss, (X, 3.5, 0.2, 1.3)), (gamma_loss, (POSITIVE, 2.3, 1.7)),
           (beta_loss, (UNIT, 2.2, 3.4)), (expon_loss, (POSITIVE, -0.2, 1.6)), (uniform_loss, (UNIT, -0.1, 1.5)),
           (poisson_loss, (K, 2.7)), (bernoulli_loss, (BITS, 0.3)), (mvn_loss, (POINTS, MEAN, COV)),
-          (cdf_loss, (X, POSITIVE, UNIT, 2.7, 0.05, 1.3))]
+          (cdf_loss, (X, POSITIVE, UNIT, 2.7, 0.05, 1.3)), (default_parameters_loss, (X, 0.3, POINTS, COV))]
 LOSS_IDS = [fun.__name__ for fun, _ in LOSSES]
 
 
@@ -237,6 +242,11 @@ def mvn_point(x, mean, cov):
 
 def mvn_of_displays(x, s):
     return mvn.logpdf(x, [0.1, -0.2, s], cov=[[1.5, 0.3, -0.2], [0.3, 1.1, 0.25], [-0.2, 0.25, s]])
+
+
+def test_default_parameters_are_scipys():
+    np.testing.assert_allclose(stats.t.logpdf(X, np.inf, 0.3, 1.3), stats.norm.logpdf(X, 0.3, 1.3), rtol=1e-12)
+    check_grads(default_parameters_loss, (X, 0.3, POINTS, COV), order=1, modes=("fwd", "rev"), backend="python")
 
 
 def test_lists_are_arrays_as_scipy_takes_them():

@@ -718,6 +718,11 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
             raise self.error(node, f"scipy.stats.{name}.{method} is differentiated with the parameters ({parameters}) "
                              f"here ({exc})", "pass the others' defaults, or compute it with NumPy functions") from None
         given = bound.arguments
+        if isinstance(given.get("mean"), ir.Const) and given["mean"].value is None:
+            # (multivariate_normal's mean=None is SciPy's zero mean)
+            args, kwargs = [ir.Const(0.0) if a is given["mean"] else a for a in args], \
+                [(k, ir.Const(0.0) if v is given["mean"] else v) for k, v in kwargs]
+            given["mean"] = ir.Const(0.0)
         missing = [p.name for p in signature.parameters.values()  # (cov: a default of None, an array needed)
                    if p.default is None and (p.name not in given or isinstance(given[p.name], ir.Const))]
         if missing:

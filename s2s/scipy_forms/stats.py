@@ -56,11 +56,14 @@ def norm_cdf(x, loc=0.0, scale=1.0):
 def t_logpdf(x, df, loc=0.0, scale=1.0):
     # log Gamma((df + 1) / 2) - log Gamma(df / 2) - log(pi) / 2 is -betaln(df / 2, 1 / 2), which keeps its
     # digits for large df (the difference of the two gammaln does not)
+    # df = inf is the normal distribution (SciPy's too); its formula is evaluated at df = 1 there
     valid = (df > 0) & (scale > 0)
-    d = np.where(valid, df, 1.0)
+    normal = np.isinf(df)
+    d = np.where(valid & ~normal, df, 1.0)
     s = np.where(valid, scale, 1.0)
     y = (x - loc) / s
     logp = -special.betaln(0.5 * d, 0.5) - 0.5 * np.log(d) - (d + 1.0) / 2.0 * np.log1p(y * y / d) - np.log(s)
+    logp = np.where(normal, -y * y / 2.0 - LOG_SQRT_2PI - np.log(s), logp)
     return np.where(valid, logp, np.nan)
 
 
