@@ -110,6 +110,7 @@ from s2s.runtime import (
     solve_bar_a,
     stack_bar,
     strict_lower,
+    half_over,
     std_bar,
     sum_bar,
     tensordot,
@@ -198,7 +199,7 @@ def var(y, x, axis=None, ddof=0, keepdims=False):
 @rule(np.std, runtime.reduce_std, pure=True)
 @primitive(np.std, reduction=True, numba=runtime.reduce_std, method="std")
 def std(y, x, axis=None, ddof=0, keepdims=False):
-    y_dot = var_dot(x_dot, x, axis, ddof, keepdims) / (2.0 * y)
+    y_dot = var_dot(x_dot, x, axis, ddof, keepdims) * half_over(y)
     x_bar += std_bar(y_bar, y, x, axis, ddof, keepdims)
 
 

@@ -38,6 +38,7 @@ from s2s.runtime import (
     cumprod_vjp_dx,
     cumsum_bar,
     diag_bar,
+    half_over,
     diagonal_bar,
     diff_bar,
     flatten,
@@ -186,9 +187,16 @@ def var_bar_(y, g, x, axis=None, ddof=0, keepdims=False):
 
 @rule(runtime.std_bar, pure=True)
 def std_bar_(r, g, y, x, axis=None, ddof=0, keepdims=False):
-    r_dot = var_bar(g_dot / (2.0 * y) - g * y_dot / (2.0 * y * y), x, axis, ddof, keepdims) + var_bar(
-        g / (2.0 * y), x_dot, axis, ddof, keepdims
+    r_dot = var_bar(g_dot * half_over(y) - 2.0 * g * y_dot * half_over(y) ** 2, x, axis, ddof, keepdims) + var_bar(
+        g * half_over(y), x_dot, axis, ddof, keepdims
     )
+
+
+@rule(runtime.half_over, pure=True)
+def half_over_(h, y):
+    """1 / (2 y), 0 at y = 0 (std's adjoint): its derivative -1 / (2 y^2) is -2 h^2, 0 there too."""
+    h_dot = -2.0 * h * h * y_dot
+    y_bar += -2.0 * h * h * h_bar
 
 
 @rule(runtime.matmul_bar_x, pure=True)

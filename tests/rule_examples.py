@@ -204,6 +204,7 @@ EXAMPLES = {
     runtime.max_bar: ("s, x", "runtime.max_bar(s, np.max(x), x)"),
     runtime.var_bar: ("s, x", "runtime.var_bar(s, x)"),
     runtime.std_bar: ("s, x", "runtime.std_bar(s, np.std(x), x)"),
+    runtime.half_over: ("x", "np.sum(runtime.half_over(x * x + 0.5))"),
     runtime.matmul_bar_x: ("x, A, y", "runtime.matmul_bar_x(x, A, y)"),
     runtime.matmul_bar_y: ("x, A, y", "runtime.matmul_bar_y(x, A, y)"),
     runtime.dot_bar_x: ("x, A, y", "runtime.dot_bar_x(x, A, y)"),

@@ -488,3 +488,21 @@ def test_gradient_along_an_axis_in_closed_form():
 def test_gradient_refusals(fun, words):
     with pytest.raises(s2s.S2SError, match=words):
         s2s.grad(fun)(_rng.random(6) + 0.5)
+
+
+def std_of_equal_values(x):
+    """np.std of one value is the constant 0; of values that are all equal, a cone's tip."""
+    return np.std(x[:1]) + np.sum(np.std(np.stack([x, x]), axis=0, keepdims=True)) + np.sum(x ** 2)
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_the_derivative_of_a_std_of_zero_is_zero(backend):
+    """Where the std is 0 its derivative is taken as 0: exact for one value (a constant), and for
+    equal values what central differences give and a subgradient (JAX gives NaN at both)."""
+    x = np.array([0.3, -0.5, 1.2])
+    want = central_difference_grad(std_of_equal_values, (x,), 0)
+    np.testing.assert_allclose(want, 2 * x, atol=1e-8)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(std_of_equal_values), backend=backend)(x), 2 * x, rtol=1e-14)
+    direction = np.array([1.0, -2.0, 0.5])
+    assert s2s.jvp(std_of_equal_values, (x,), (direction,), backend=backend)[1] == pytest.approx(2 * x @ direction)
+    np.testing.assert_allclose(s2s.hessian(std_of_equal_values)(x), 2 * np.eye(3), atol=1e-14)

@@ -155,5 +155,14 @@ def var_dot(x_dot, x, axis=None, ddof=0, keepdims=False):
     return 2.0 * np.sum(centered * x_dot, axis=axis, keepdims=keepdims) / (_count(np.shape(x), axis) - ddof)
 
 
+def half_over(y):
+    """1 / (2 y), the derivative of sqrt at its square y, but 0 where y is 0: a std of 0 is of
+    equal values (one value: a constant 0), where central differences, and a subgradient, give 0
+    (1 / (2 y) times the variance's derivative, 0 there, would be NaN)."""
+    if np.ndim(y) == 0:
+        return 0.5 / y if y > 0 else 0.0 * y  # (0, or NaN for a NaN y)
+    return 0.5 / np.where(y > 0, y, np.inf)  # (0 at a NaN y too: the centered values are NaN there)
+
+
 def std_bar(g, y, x, axis=None, ddof=0, keepdims=False):
-    return var_bar(g / (2.0 * y), x, axis, ddof, keepdims)
+    return var_bar(g * half_over(y), x, axis, ddof, keepdims)

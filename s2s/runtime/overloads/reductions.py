@@ -528,7 +528,19 @@ def _var_dot(t, ax):
 
 @_axis_overload(rt.std_bar, "x")
 def _std_bar(t, ax):
-    return [f"return rt.var_bar(g / (2.0 * y), x, {ax.axis}, ddof, {ax.keep})"], {}
+    return [f"return rt.var_bar(g * rt.half_over(y), x, {ax.axis}, ddof, {ax.keep})"], {}
+
+
+@overload(rt.half_over)
+def _half_over(y):
+    if _scalar(y):
+        def impl(y):
+            return 0.5 / y if y > 0 else 0.0 * y
+        return impl
+
+    def impl(y):
+        return 0.5 / np.where(y > 0, y, np.inf)
+    return impl
 
 
 @overload(np.var)
