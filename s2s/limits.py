@@ -28,62 +28,82 @@ class Limit:
     # runtime helpers of generated code whose Numba form always refuses: `s2s check` finds the
     # limit without calling the function (the others depend on the arguments' types and shapes)
     helpers: tuple[str, ...] = ()
+    checked: bool = False  # `s2s check` finds it otherwise (a NumPy function Numba's typing does not know)
+    line: bool = True  # the refusal names the user's file:line:column (not a composition of transforms)
+
+    @property
+    def found_by_check(self) -> bool:
+        return self.checked or bool(self.helpers)
 
 
 LIMITS: dict[str, Limit] = {
     # ---- Numba's own limits ----
     "numpy-function-unknown-to-numba": Limit(
-        "a NumPy, SciPy or math function that Numba does not implement (np.i0, np.kron of some kinds, ...)",
-        NUMBA, r"Numba does not compile|Numba cannot compile",
-        "backend='python', or write it with functions Numba knows", "t = np.i0(x)"),
+        "a NumPy function that Numba does not implement (np.i0, ...)", NUMBA,
+        r"unsupported NumPy function|Numba does not compile",
+        "backend='python', or write it with functions Numba knows", "t = np.i0(x)", checked=True),
     "random-state-draws": Limit(
-        "a draw from a NumPy RandomState or Generator inside the function",
-        NUMBA, r"RandomState or Generator cannot be compiled",
-        "draw the samples outside and pass them in, or use s2s.random with a key", "z = rng.normal(size=n)",
+        "a draw from a NumPy RandomState or Generator inside the function", NUMBA,
+        r"RandomState or Generator cannot be compiled",
+        "draw the samples outside and pass them in, or use s2s.random with a key", "z = rng.normal(0.0, 1.0, n)",
         helpers=("draw",)),
     "products-beyond-two-dimensions": Limit(
-        "np.dot and np.inner of arrays of more than two dimensions",
-        NUMBA, r"Numba cannot compile|np\.dot|np\.inner",
+        "np.dot and np.inner of arrays of more than two dimensions", NUMBA,
+        r"(dot|inner)>?\) found for signature",
         "write the contraction with @ (a stack of matrices), np.einsum or np.tensordot", "np.dot(A3, B3)"),
     "dict-loop": Limit(
-        "a loop over a dict: `for k, v in d.items():`, .keys(), .values()",
-        NUMBA, r"a loop over a dict is not supported",
+        "a loop over a dict: for k, v in d.items(), .keys(), .values()", NUMBA,
+        r"a loop over a dict is not supported",
         "index the dict with constant keys (d['w']), or pass a tuple or list of its values",
         "for k, v in params.items():", helpers=("dict_keys",)),
     # ---- known gaps: s2s does not yet generate code Numba compiles ----
-    "dot-float-int": Limit("np.dot of a float array and an int array", KNOWN_GAP, r"Numba cannot compile",
-                           "cast the int array first: np.dot(A, k.astype(np.float64))", "np.dot(A, counts)"),
-    "transpose-reshape": Limit("A.T.reshape(-1) (a reshape of a non-contiguous view)", KNOWN_GAP,
-                               r"Numba cannot compile", "copy first: np.ascontiguousarray(A.T).reshape(-1)",
-                               "v = A.T.reshape(-1)"),
+    "dot-float-int": Limit(
+        "np.dot of a float array and an int array", KNOWN_GAP, r"dot\(array\(float\d+, \d+d, \w+\), array\(int",
+        "cast the int array first: np.dot(A, k.astype(np.float64))", "np.dot(A, counts)"),
+    "dot-with-number": Limit(
+        "np.dot of an array and a number", KNOWN_GAP, r"dot\(array\(\w+, \d+d, \w+\), float",
+        "write the product with *: A * 2.0", "np.dot(A, 2.0)"),
+    "transpose-reshape": Limit(
+        "A.T.reshape(-1), a reshape of a view that is not contiguous (today a raw NotImplementedError at the "
+        "call, not an S2SError)", KNOWN_GAP, r"reshape",
+        "copy first: A.T.copy().reshape(-1)", "v = A.T.reshape(-1)"),
     "number-becomes-array": Limit(
-        "a variable that starts as a number and becomes an array (s = 0.0, then s = s + x)", KNOWN_GAP,
-        r"two types|Cannot unify", "start it with its final type: s = np.zeros_like(x)", "s = 0.0; s = s + x"),
-    "var-of-list": Limit("np.var (and np.std) of a list", KNOWN_GAP, r"Numba cannot compile",
-                         "make the list an array first: np.var(np.array(values))", "np.var([a, b, c])"),
-    "dot-with-number": Limit("np.dot of an array and a number", KNOWN_GAP, r"Numba cannot compile",
-                             "write the product with *: A * 2.0", "np.dot(A, 2.0)"),
-    "stacked-linalg": Limit("np.linalg.solve, eigh and svd of stacks of matrices (3-D and more)", KNOWN_GAP,
-                            r"Numba cannot compile|stack", "loop over the matrices of the stack", "np.linalg.solve(As, bs)"),
-    "squeeze-without-axis": Limit("np.squeeze without axis=", KNOWN_GAP, r"Numba cannot compile|squeeze",
-                                  "name the axes: np.squeeze(x, axis=0)", "y = np.squeeze(x)"),
+        "a variable that starts as a number and becomes an array", KNOWN_GAP, r"Cannot unify",
+        "give it its final type from its first assignment: s = np.zeros_like(x[0])", "s = 0.0; s = s + X[i]"),
+    "var-of-list": Limit(
+        "np.var (and np.std) of a list", KNOWN_GAP, r"(var|std)\(UniTuple|(var|std)\(List",
+        "make the list an array first: np.var(np.array(values))", "np.var([a, b, c])"),
+    "stacked-linalg": Limit(
+        "np.linalg.eigh and svd of stacks of matrices (3-D and more)", KNOWN_GAP,
+        r"stack of matrices|eigh\(array\(\w+, [3-9]d",
+        "loop over the matrices of the stack", "np.linalg.eigh(As)"),
+    "squeeze-without-axis": Limit(
+        "np.squeeze without axis=", KNOWN_GAP, r"np\.squeeze needs axis",
+        "name the axes: np.squeeze(x, axis=0)", "y = np.squeeze(x)"),
     "gather-list-and-slice": Limit(
-        "a read with an index array and a slice in one subscript (A[:, idx], A[idx, 1:]) under s2s.jit(s2s.grad)",
-        KNOWN_GAP, r"Numba cannot compile", "take the slice and the gather in two steps: A[idx][:, 1:]",
-        "y = A[idx, 1:]"),
-    "fancy-augmented-write": Limit("an augmented write through an index array: z[idx] += v", KNOWN_GAP,
-                                   r"Numba cannot compile", "np.add.at(z, idx, v)", "z[idx] += v"),
+        "under s2s.jit(s2s.grad): a read with an index array and a slice in one subscript", KNOWN_GAP,
+        r"a gather with index arrays is differentiated for",
+        "gather, then slice: A[idx][:, 1:]", "y = A[idx, 1:]"),
+    "fancy-augmented-write": Limit(
+        "under s2s.jit(s2s.grad): a write through an index array, z[idx] += v", KNOWN_GAP,
+        r"a write x\[idx\] = v with an integer index array is not differentiated",
+        "np.add.at(z, idx, v), or a loop", "z[idx] += v"),
     "layers-of-different-shapes": Limit(
-        "a list of arrays of different shapes (layers) under s2s.jit(s2s.grad)", KNOWN_GAP, r"Numba cannot compile",
-        "a tuple of the arrays: (W1, W2) rather than [W1, W2]", "for w in ws:"),
-    "none-arguments": Limit("None passed as an argument under s2s.jit(s2s.grad)", KNOWN_GAP, r"None|Numba cannot compile",
-                            "leave the argument out (a default) or pass a value", "f(x, None)"),
-    "jit-vmap-hessian": Limit("s2s.jit(s2s.vmap(s2s.hessian(f)))", KNOWN_GAP, r"Numba cannot compile",
-                              "s2s.vmap(s2s.jit(s2s.hessian(f))), or backend='python'", ""),
-    "varargs": Limit("*args in the function's parameters", KNOWN_GAP, r"\*args|variable",
-                     "name the parameters, or pass a tuple", "def f(*xs):"),
-    "keyword-only-parameters": Limit("keyword-only parameters (def f(x, *, scale))", KNOWN_GAP, r"keyword",
-                                     "make them ordinary parameters", "def f(x, *, scale=1.0):"),
+        "a list of arrays of different shapes as an argument (layers), indexed in a loop", KNOWN_GAP,
+        r"argument \w+ is a tuple of \d+ .*cannot take under Numba",
+        "unpack it into names (w1, w2 = ws), or use backend='python'", "for w in ws:"),
+    "none-arguments": Limit(
+        "under s2s.jit(s2s.grad): None passed as an argument", KNOWN_GAP,
+        r"argument \w+ is None, which this code cannot take under Numba",
+        "pass a value in its place (np.ones_like(x) for a mask; leaving out a default of None is refused too)",
+        "f(x, None)"),
+    "random-array-parameters": Limit(
+        "s2s.random.bernoulli of an array of probabilities", KNOWN_GAP, r"function bernoulli at",
+        "compare uniform numbers with the probabilities: random.uniform(key, p.shape) < p (the same draws)",
+        "b = random.bernoulli(key, p)"),
+    "jit-vmap-hessian": Limit(
+        "s2s.jit(s2s.vmap(s2s.hessian(f))) (refused where it is called, not at a line)", KNOWN_GAP,
+        r"has no generated code to compile", "s2s.vmap(s2s.hessian(f)) on the python backend", "", line=False),
 }
 
 
@@ -108,7 +128,7 @@ def markdown() -> str:
         for key, limit in LIMITS.items():
             if limit.kind != kind:
                 continue
-            found = " (found by s2s check)" if limit.helpers else ""
+            found = " (found by s2s check)" if limit.found_by_check else ""
             example = f"`{limit.example}`" if limit.example else ""
             out.append(f"| {limit.what}{found} <br>`{key}` | {example} | {limit.way_out} |")
         out.append("")

@@ -7,6 +7,8 @@ Numba's typing registry, without compiling, whether Numba knows every NumPy and 
 the generated code calls; for the cuda backend (s2s.jit(s2s.vmap(f), backend="cuda")) it
 rewrites the per-example code into kernel form, which refuses what a kernel cannot run. What only a call can decide (argument types and shapes: a list of
 arrays, a dict, a stack of matrices for np.linalg) is checked when the function is called.
+s2s/limits.py (docs/limits.md) lists what s2s.jit does not compile, and which of it check finds: the
+NumPy functions Numba does not know, and the runtime helpers whose Numba form refuses every call.
 """
 
 from __future__ import annotations
