@@ -1,10 +1,12 @@
 """What s2s.jit (the cpu backend, Numba) does not compile: the one written list. docs/limits.md is
 rendered from it (`python -m s2s.limits > docs/limits.md`; tests/test_limits.py keeps the two equal),
 tests/test_jit_parity.py names the limit under which each program of the suite's corpora is refused,
-and `s2s check` reports the limits it can see without calling the function (Limit.helpers).
+and `s2s check` reports the limits it can see without calling the function (Limit.found_by_check).
 
 Each limit is refused with an S2SError at the user's file:line:column whose message matches
-Limit.message and names a way out; backend='python' runs every one of them as NumPy.
+Limit.message and names a way out (but for transpose-reshape, today a raw NotImplementedError when the
+compiled code runs, and jit-vmap-hessian, refused at the call, not at a line); backend='python' runs
+every one of them as NumPy.
 
 kind: "numba" where Numba itself does not compile the construct (a limit that stays);
 "known gap" where s2s could generate code Numba compiles but does not yet (work in progress).

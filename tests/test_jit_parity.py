@@ -1,23 +1,31 @@
 """Parity of the two backends over the suite's programs: every program of the corpora (tests/programs.py,
-idiom_cases.py, shadowing_cases.py, custom_rule_cases.py, the per-example transforms of cuda_cases.py, and
-the functions of examples/) gives the same value and gradient on the python backend and under s2s.jit
-(Numba), to 1e-10 relative; or, when the program is on the written list of Numba limits (s2s/limits.py,
-rendered as docs/limits.md), s2s.jit refuses it with an S2SError at the user's file:line that names a way
-out. The rule examples are swept by tests/test_rule_matrix.py::test_jit, not here.
+idiom_cases.py, shadowing_cases.py, custom_rule_cases.py, test_comprehensions.py, the per-example transforms
+of cuda_cases.py and cuda_random_cases.py, the functions of examples/, and limit_cases.py) gives the same
+value and gradient on the python backend and under s2s.jit (Numba), to 1e-10 relative; or, when the program
+is on the written list of what s2s.jit does not compile (s2s/limits.py, rendered as docs/limits.md; LISTED
+below names each program's limit), s2s.jit refuses it with an S2SError at the user's file:line whose message
+is its limit's and which names a way out. limit_cases.py holds one program per limit and its way out, which
+must compile and agree. `s2s check` is held to the same programs: it says no where s2s.jit refuses a limit
+it can see without calling the function, at the same line, and never where s2s.jit compiles. The rule
+examples are swept by tests/test_rule_matrix.py::test_jit, not here.
 
 Each program is compiled twice (its primal and its gradient), which takes seconds: a run checks a seeded
-sample (S2S_PARITY_SEED=N draws another; the default is fixed), S2S_PARITY_ALL=1 checks every program.
+sample of the programs off the list (S2S_PARITY_SEED=N draws another; the default is fixed; S2S_PARITY_ALL=1
+checks all), and every listed program (refused before Numba compiles: cheap) and way out.
 `python tests/test_jit_parity.py [names...]` sweeps them outside pytest and prints one line per program
-(agree / limit / DISAGREE / crash), as the note on the sweep records it.
+(agree / limit / DISAGREE / crash / refused / compiles, and where s2s check disagrees).
 """
 
-from __future__ import annotations
+import os
+import sys
+
+if __name__ == "__main__":  # (as conftest.py sets them for the suite, before numba is imported)
+    os.environ.setdefault("NUMBA_OPT", "0")
+    os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 
 import importlib.util
-import os
 import random
 import re
-import sys
 import traceback
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -412,7 +420,6 @@ def test_the_corpus_holds_every_program_of_the_cases():
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("NUMBA_OPT", "0")
     for name in sys.argv[1:] or sorted(PROGRAMS):
         try:
             verdict, detail, reached = outcome(name)
