@@ -199,6 +199,8 @@ def render(fn, report: dict) -> str:
                 cells.append(f"no [{notes.index(blocker) + 1}]")
         out.append((f"  {row:<9}" + "".join(f"{c:<10}" for c in cells)).rstrip())
     out.append("  cuda: s2s.jit(s2s.vmap(f), backend='cuda') is checked (vmap); '-': checked at the call")
+    out.append("  cpu: 'ok' where no limit of docs/limits.md that check can see applies; those that depend on the "
+               "arguments' types and shapes are found at the call")
     for k, blocker in enumerate(notes, 1):
         first, *rest = blocker.lines()
         out.append(f"  [{k}] {first}")
