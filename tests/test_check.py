@@ -34,6 +34,12 @@ MODULE = textwrap.dedent('''
         if x > 1.0:
             return recursive(x - 1.0)
         return x
+
+    def dict_loop(params, x):
+        s = 0.0
+        for k, v in params.items():
+            s = s + np.sum(v * x)
+        return s
 ''')
 
 
@@ -98,3 +104,21 @@ def test_cuda_kernels_are_checked_for_vmap(module):
     blocker = checking.check_function(module.determinant)["vmap"]["cuda"]
     assert blocker.where.endswith("checked_module.py:19:5") and "np.linalg.det has no kernel form" in blocker.reason
     assert "backend='cpu'" in blocker.way_out
+
+
+def test_a_limit_of_the_written_list_is_found_where_jit_refuses_it(module):
+    """A loop over a dict: every transform takes it on the python backend; its cpu code calls
+    runtime.dict_keys, which Numba refuses for every argument (s2s/limits.py), and so check says no."""
+    report = checking.check_function(module.dict_loop)
+    for row in ("jit", "grad", "jvp", "hessian"):
+        assert report[row]["python"] is None
+        blocker = report[row]["cpu"]
+        assert blocker.where.endswith("checked_module.py:28:5"), row
+        assert blocker.statement == "for k, v in params.items():" and "dict-loop" in blocker.reason
+        assert "constant keys" in blocker.way_out
+    params, x = {"a": np.ones(3), "b": np.arange(3.0)}, np.linspace(0.0, 1.0, 3)
+    assert s2s.grad(module.dict_loop)(params, x)["b"] == pytest.approx(x)
+    for transform in (module.dict_loop, s2s.grad(module.dict_loop)):
+        with pytest.raises(s2s.S2SError, match="checked_module.py:28:5") as refusal:
+            s2s.jit(transform)(params, x)
+        assert "a loop over a dict is not supported" in str(refusal.value)

@@ -408,6 +408,15 @@ def test_a_draw_under_jit_is_refused_with_the_ways_out():
     assert "test_nested_functions.py:" in message and "rs.randn(num_samples, D)" in message
 
 
+def test_a_keyword_draw_of_a_module_generator_under_jit_is_refused_with_the_ways_out():
+    """RNG.normal(size=...): Numba types a Generator, and its refusal is the draw's, not the keyword's."""
+    with pytest.raises(s2s.S2SError) as info:
+        s2s.jit(noisy_sines)(X)
+    message = str(info.value)
+    assert "a draw from a NumPy RandomState or Generator cannot be compiled by Numba" in message
+    assert "eps = RNG.normal(size=(4, x.shape[0]))" in message and "s2s.random" in info.value.hint
+
+
 def draw_of_an_active_mean(x):
     return np.sum(RNG.normal(x, 1.0))
 

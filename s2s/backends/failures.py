@@ -51,7 +51,9 @@ def translate(exc: Exception, user_files: tuple[str, ...] = ()) -> S2SError:
                 break
     hint = ("backend='python' runs it as NumPy; rewrite the statement for Numba, or see Numba's full message "
             "in this error's __cause__")
-    if "Cannot determine Numba type of <class 'numpy.random" in message:  # rs.randn(n, d): runtime.draw(rs, ...)
+    # rs.randn(n, d): runtime.draw(rs, ...) of a RandomState or Generator Numba cannot type, or of one it can
+    # (a module's np.random.default_rng()), whose draw's keywords (size=n) its overload cannot take
+    if "Cannot determine Numba type of <class 'numpy.random" in message or "Function(<function draw at" in message:
         return S2SError("a draw from a NumPy RandomState or Generator cannot be compiled by Numba (its generators "
                         "are not NumPy's, and the object's state would not advance)", origin,
                         hint="draw the samples outside the function and pass them in, or use s2s.random with a "

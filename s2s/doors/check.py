@@ -7,6 +7,8 @@ Numba's typing registry, without compiling, whether Numba knows every NumPy and 
 the generated code calls; for the cuda backend (s2s.jit(s2s.vmap(f), backend="cuda")) it
 rewrites the per-example code into kernel form, which refuses what a kernel cannot run. What only a call can decide (argument types and shapes: a list of
 arrays, a dict, a stack of matrices for np.linalg) is checked when the function is called.
+s2s/limits.py (docs/limits.md) lists what s2s.jit does not compile, and which of it check finds: the
+NumPy functions Numba does not know, and the runtime helpers whose Numba form refuses every call.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .. import driver
+from .. import driver, limits
 from ..backends.failures import origin_above
 from ..codegen.cuda import device_functions
 from ..errors import S2SError
@@ -113,12 +115,27 @@ def _resolved(node: ast.expr):
     return value
 
 
+def _refused_helper(func: ast.expr):
+    """(key, Limit) where func is `runtime.name`, a helper whose Numba form refuses every call."""
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "runtime":
+        return limits.refused_helper(func.attr)
+    return None
+
+
 def numba_blocker(source: str, files: dict[str, str]) -> Blocker | None:
-    """The first call in a generated module to a NumPy or math function Numba does not know."""
+    """The first call in a generated module to a NumPy or math function Numba does not know, or to a
+    runtime helper whose Numba form refuses every call (s2s/limits.py: Limit.helpers)."""
     typing = _numba_typing()
     lines = source.splitlines()
     calls = [node for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Call)]
     for call in sorted(calls, key=lambda node: (node.lineno, node.col_offset)):
+        found = _refused_helper(call.func)
+        if found is not None:
+            key, limit = found
+            origin = origin_above(lines, call.lineno, files)
+            where = f"{origin.filename}:{origin.line}:{origin.column}" if origin else "generated code"
+            return Blocker(where, origin.text if origin else "",
+                           f"s2s.jit does not compile {limit.what} (docs/limits.md: {key})", limit.way_out)
         value = _resolved(call.func)
         if value is None:
             continue
@@ -182,6 +199,8 @@ def render(fn, report: dict) -> str:
                 cells.append(f"no [{notes.index(blocker) + 1}]")
         out.append((f"  {row:<9}" + "".join(f"{c:<10}" for c in cells)).rstrip())
     out.append("  cuda: s2s.jit(s2s.vmap(f), backend='cuda') is checked (vmap); '-': checked at the call")
+    out.append("  cpu: 'ok' where no limit of docs/limits.md that check can see applies; those that depend on the "
+               "arguments' types and shapes are found at the call")
     for k, blocker in enumerate(notes, 1):
         first, *rest = blocker.lines()
         out.append(f"  [{k}] {first}")

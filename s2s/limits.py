@@ -1,0 +1,141 @@
+"""What s2s.jit (the cpu backend, Numba) does not compile: the one written list. docs/limits.md is
+rendered from it (`python -m s2s.limits > docs/limits.md`; tests/test_limits.py keeps the two equal),
+tests/test_jit_parity.py names the limit under which each program of the suite's corpora is refused,
+and `s2s check` reports the limits it can see without calling the function (Limit.found_by_check).
+
+Each limit is refused with an S2SError at the user's file:line:column whose message matches
+Limit.message and names a way out (but for transpose-reshape, today a raw NotImplementedError when the
+compiled code runs, and jit-vmap-hessian, refused at the call, not at a line); backend='python' runs
+every one of them as NumPy.
+
+kind: "numba" where Numba itself does not compile the construct (a limit that stays);
+"known gap" where s2s could generate code Numba compiles but does not yet (work in progress).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+NUMBA = "numba"
+KNOWN_GAP = "known gap"
+
+
+@dataclass(frozen=True)
+class Limit:
+    what: str  # the construct, as a user writes it
+    kind: str  # NUMBA or KNOWN_GAP
+    message: str  # a regular expression the S2SError's message matches
+    way_out: str  # what to write instead
+    example: str = ""  # one line of a program that meets it
+    # runtime helpers of generated code whose Numba form always refuses: `s2s check` finds the
+    # limit without calling the function (the others depend on the arguments' types and shapes)
+    helpers: tuple[str, ...] = ()
+    checked: bool = False  # `s2s check` finds it otherwise (a NumPy function Numba's typing does not know)
+    line: bool = True  # the refusal names the user's file:line:column (not a composition of transforms)
+
+    @property
+    def found_by_check(self) -> bool:
+        return self.checked or bool(self.helpers)
+
+
+LIMITS: dict[str, Limit] = {
+    # ---- Numba's own limits ----
+    "numpy-function-unknown-to-numba": Limit(
+        "a NumPy function that Numba does not implement (np.i0, ...)", NUMBA,
+        r"unsupported NumPy function|Numba does not compile",
+        "backend='python', or write it with functions Numba knows", "t = np.i0(x)", checked=True),
+    "random-state-draws": Limit(
+        "a draw from a NumPy RandomState or Generator inside the function", NUMBA,
+        r"RandomState or Generator cannot be compiled",
+        "draw the samples outside and pass them in, or use s2s.random with a key", "z = rng.normal(0.0, 1.0, n)",
+        helpers=("draw",)),
+    "products-beyond-two-dimensions": Limit(
+        "np.dot and np.inner of arrays of more than two dimensions", NUMBA,
+        r"(dot|inner)>?\) found for signature",
+        "write the contraction with @ (a stack of matrices), np.einsum or np.tensordot", "np.dot(A3, B3)"),
+    "dict-loop": Limit(
+        "a loop over a dict: for k, v in d.items(), .keys(), .values()", NUMBA,
+        r"a loop over a dict is not supported",
+        "index the dict with constant keys (d['w']), or pass a tuple or list of its values",
+        "for k, v in params.items():", helpers=("dict_keys",)),
+    # ---- known gaps: s2s does not yet generate code Numba compiles ----
+    "dot-float-int": Limit(
+        "np.dot of a float array and an int array", KNOWN_GAP, r"dot\(array\(float\d+, \d+d, \w+\), array\(int",
+        "cast the int array first: np.dot(A, k.astype(np.float64))", "np.dot(A, counts)"),
+    "dot-with-number": Limit(
+        "np.dot of an array and a number", KNOWN_GAP, r"dot\(array\(\w+, \d+d, \w+\), float",
+        "write the product with *: A * 2.0", "np.dot(A, 2.0)"),
+    "transpose-reshape": Limit(
+        "A.T.reshape(-1), a reshape of a view that is not contiguous (today a raw NotImplementedError at the "
+        "call, not an S2SError)", KNOWN_GAP, r"reshape",
+        "copy first: A.T.copy().reshape(-1)", "v = A.T.reshape(-1)"),
+    "number-becomes-array": Limit(
+        "a variable that starts as a number and becomes an array", KNOWN_GAP, r"Cannot unify",
+        "give it its final type from its first assignment: s = np.zeros_like(x[0])", "s = 0.0; s = s + X[i]"),
+    "var-of-list": Limit(
+        "np.var (and np.std) of a list", KNOWN_GAP, r"(var|std)\(UniTuple|(var|std)\(List",
+        "make the list an array first: np.var(np.array(values))", "np.var([a, b, c])"),
+    "stacked-linalg": Limit(
+        "np.linalg.eigh and svd of stacks of matrices (3-D and more)", KNOWN_GAP,
+        r"stack of matrices|eigh\(array\(\w+, [3-9]d",
+        "loop over the matrices of the stack", "np.linalg.eigh(As)"),
+    "squeeze-without-axis": Limit(
+        "np.squeeze without axis=", KNOWN_GAP, r"np\.squeeze needs axis",
+        "name the axes: np.squeeze(x, axis=0)", "y = np.squeeze(x)"),
+    "gather-list-and-slice": Limit(
+        "under s2s.jit(s2s.grad): a read with an index array and a slice in one subscript", KNOWN_GAP,
+        r"a gather with index arrays is differentiated for",
+        "gather, then slice: A[idx][:, 1:]", "y = A[idx, 1:]"),
+    "fancy-augmented-write": Limit(
+        "under s2s.jit(s2s.grad): a write through an index array, z[idx] += v", KNOWN_GAP,
+        r"a write x\[idx\] = v with an integer index array is not differentiated",
+        "np.add.at(z, idx, v), or a loop", "z[idx] += v"),
+    "layers-of-different-shapes": Limit(
+        "a list of arrays of different shapes as an argument (layers), indexed in a loop", KNOWN_GAP,
+        r"argument \w+ is a tuple of \d+ .*cannot take under Numba",
+        "unpack it into names (w1, w2 = ws), or use backend='python'", "for w in ws:"),
+    "none-arguments": Limit(
+        "under s2s.jit(s2s.grad): None passed as an argument", KNOWN_GAP,
+        r"argument \w+ is None, which this code cannot take under Numba",
+        "pass a value in its place (np.ones_like(x) for a mask; leaving out a default of None is refused too)",
+        "f(x, None)"),
+    "random-array-parameters": Limit(
+        "s2s.random.bernoulli of an array of probabilities", KNOWN_GAP, r"function bernoulli at",
+        "compare uniform numbers with the probabilities: random.uniform(key, p.shape) < p (the same draws)",
+        "b = random.bernoulli(key, p)"),
+    "jit-vmap-hessian": Limit(
+        "s2s.jit(s2s.vmap(s2s.hessian(f))) (refused where it is called, not at a line)", KNOWN_GAP,
+        r"has no generated code to compile", "s2s.vmap(s2s.hessian(f)) on the python backend", "", line=False),
+}
+
+
+def refused_helper(name: str) -> tuple[str, Limit] | None:
+    """The limit under which Numba refuses every call of the runtime helper `name`, if any."""
+    for key, limit in LIMITS.items():
+        if name in limit.helpers:
+            return key, limit
+    return None
+
+
+def markdown() -> str:
+    """docs/limits.md: the list as a page."""
+    out = ["# What s2s.jit does not compile", "",
+           "s2s.jit compiles the generated code with Numba (the cpu backend). What it cannot compile it refuses",
+           "with an `S2SError` at your file:line:column that names a way out; `backend='python'` runs all of it",
+           "as NumPy. `s2s check module.py` reports, without running anything, the limits marked *found by",
+           "s2s check*; the others depend on the arguments' types and shapes and are found at the call.",
+           "This page is generated from `s2s/limits.py` (`python -m s2s.limits > docs/limits.md`).", ""]
+    for kind, title in ((NUMBA, "Numba's limits"), (KNOWN_GAP, "Known gaps (s2s does not compile these yet)")):
+        out += [f"## {title}", "", "| limit | example | way out |", "| --- | --- | --- |"]
+        for key, limit in LIMITS.items():
+            if limit.kind != kind:
+                continue
+            found = " (found by s2s check)" if limit.found_by_check else ""
+            example = f"`{limit.example}`" if limit.example else ""
+            out.append(f"| {limit.what}{found} <br>`{key}` | {example} | {limit.way_out} |")
+        out.append("")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    print(markdown(), end="")

@@ -1,0 +1,173 @@
+"""One program per entry of s2s/limits.py: what s2s.jit refuses today, for tests/test_jit_parity.py
+(which checks that each is refused at its line, under its limit, and runs on the python backend).
+A known gap that is fixed shows there as a program that compiles: take it off the list."""
+
+import numpy as np
+
+from s2s import random
+
+GENERATOR = np.random.default_rng(5)
+
+
+def unknown_to_numba(x):
+    return np.sum(np.i0(x) * x)
+
+
+def draws_from_a_generator(x):
+    z = GENERATOR.normal(0.0, 1.0, x.shape[0])
+    return np.sum(x * z)
+
+
+def dot_beyond_two_dimensions(A, B):
+    return np.sum(np.sin(np.dot(A, B)))
+
+
+def loop_over_dict_items(params, x):
+    s = 0.0
+    for k, v in params.items():
+        s = s + np.sum(np.sin(v * x))
+    return s
+
+
+def dot_of_float_and_int(x, counts):
+    return np.sum(np.dot(x, counts) ** 2)
+
+
+def transpose_then_reshape(A):
+    v = A.T.reshape(-1)
+    return np.sum(v * np.arange(v.shape[0]))
+
+
+def number_becomes_array(X):
+    s = 0.0
+    for i in range(X.shape[0]):
+        s = s + X[i] ** 2
+    return np.sum(s)
+
+
+def variance_of_a_list(a, b):
+    return np.var([a, b * 2.0, a * b])
+
+
+def dot_with_a_number(A):
+    return np.sum(np.dot(A, 2.0) ** 2)
+
+
+def squeeze_without_axis(x):
+    y = np.squeeze(x[None, :])
+    return np.sum(y ** 2)
+
+
+def gather_and_slice(A, idx):
+    return np.sum(A[idx, 1:] ** 2)
+
+
+def fancy_augmented_write(x, idx):
+    z = np.zeros(4)
+    z[idx] += x
+    return np.sum(z * z)
+
+
+def layers_of_different_shapes(ws, x):
+    s = 0.0
+    for w in ws:
+        s = s + np.sum(np.sin(w * x))
+    return s
+
+
+def none_argument(x, mask=None):
+    if mask is None:
+        return np.sum(x ** 2)
+    return np.sum(x ** 2 * mask)
+
+
+def stacked_eigh(As):
+    return np.sum(np.linalg.eigh(As + np.swapaxes(As, -1, -2))[0] ** 2)
+
+
+def stacked_svd(As):
+    return np.sum(np.linalg.svd(As, compute_uv=False) ** 2)
+
+
+def bernoulli_of_an_array(key, p):
+    b = random.bernoulli(key, p)
+    return np.sum(b * p)
+
+
+def energy(x):  # for s2s.jit(s2s.vmap(s2s.hessian(energy)))
+    return np.sum(np.sin(x) * x ** 2)
+
+
+# ---- each limit's way out, as its docs/limits.md entry words it: these compile and agree ------------
+
+
+def dot_beyond_two_dimensions_way_out(A, B):
+    return np.sum(np.sin(np.einsum("ijk,lkm->ijlm", A, B)))
+
+
+def loop_over_dict_items_way_out(params, x):
+    return np.sum(np.sin(params["a"] * x)) + np.sum(np.sin(params["b"] * x))
+
+
+def dot_of_float_and_int_way_out(x, counts):
+    return np.sum(np.dot(x, counts.astype(np.float64)) ** 2)
+
+
+def transpose_then_reshape_way_out(A):
+    v = A.T.copy().reshape(-1)
+    return np.sum(v * np.arange(v.shape[0]))
+
+
+def number_becomes_array_way_out(X):
+    s = np.zeros_like(X[0])
+    for i in range(X.shape[0]):
+        s = s + X[i] ** 2
+    return np.sum(s)
+
+
+def variance_of_a_list_way_out(a, b):
+    return np.var(np.array([a, b * 2.0, a * b]))
+
+
+def dot_with_a_number_way_out(A):
+    return np.sum((A * 2.0) ** 2)
+
+
+def squeeze_without_axis_way_out(x):
+    y = np.squeeze(x[None, :], axis=0)
+    return np.sum(y ** 2)
+
+
+def gather_and_slice_way_out(A, idx):
+    return np.sum(A[idx][:, 1:] ** 2)
+
+
+def fancy_augmented_write_way_out(x, idx):
+    z = np.zeros(4)
+    np.add.at(z, idx, x)
+    return np.sum(z * z)
+
+
+def layers_of_different_shapes_way_out(ws, x):
+    w1, w2 = ws
+    return np.sum(np.sin(w1 * x)) + np.sum(np.sin(w2 * x))
+
+
+def stacked_eigh_way_out(As):
+    total = 0.0
+    for i in range(As.shape[0]):
+        w, v = np.linalg.eigh(As[i] + As[i].T)
+        total = total + np.sum(w ** 2)
+    return total
+
+
+def stacked_svd_way_out(As):
+    total = 0.0
+    for i in range(As.shape[0]):
+        total = total + np.sum(np.linalg.svd(As[i], compute_uv=False) ** 2)
+    return total
+
+
+def bernoulli_of_an_array_way_out(key, p):
+    b = random.uniform(key, p.shape) < p
+    return np.sum(b * p)
