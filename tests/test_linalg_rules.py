@@ -799,3 +799,25 @@ def test_inv_and_solve_of_a_stack_match_finite_differences(fun, args):
         expected = central_difference_grad(fun, args, k)
         np.testing.assert_allclose(s2s.grad(fun, argnums=k)(*args), expected, rtol=1e-6, atol=1e-8)
         np.testing.assert_allclose(s2s.jacfwd(fun, argnums=k)(*args), expected, rtol=1e-6, atol=1e-8)
+
+
+def eigenvalues_in_a_loop(As):
+    """eigh's result, a named tuple of arrays of two shapes, indexed in a loop (its shape taped)."""
+    total = 0.0
+    for i in range(As.shape[0]):
+        total = total + np.sum(np.linalg.eigh(As[i])[0] ** 2)
+    return total
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_a_named_tuple_result_indexed_in_a_loop(backend):
+    r = np.random.default_rng(3)
+    B = r.standard_normal((2, 3, 3))
+    As = B + B.transpose(0, 2, 1)
+    D = r.standard_normal((2, 3, 3))
+    D = D + D.transpose(0, 2, 1)  # (eigh reads one triangle: compared along symmetric directions)
+    got = s2s.jit(s2s.grad(eigenvalues_in_a_loop), backend=backend)(As)
+    want = central_difference_grad(eigenvalues_in_a_loop, (As,), 0)
+    assert np.sum(got * D) == pytest.approx(np.sum(want * D), rel=1e-6)
+    # sum of squared eigenvalues is the squared Frobenius norm: its gradient along D is 2 <A, D>
+    assert np.sum(got * D) == pytest.approx(2 * np.sum(As * D), rel=1e-10)

@@ -31,12 +31,24 @@ class TreeShape(tuple):
     shape, as the (W, b) pairs of a network do, which np.shape refuses)."""
 
 
+class NamedTreeShape(tuple):
+    """The shape of a named tuple of values (eigh's (eigenvalues, eigenvectors)): its items' shapes,
+    and its type, which its zero adjoint is made of."""
+
+    def __new__(cls, kind, shapes):
+        made = super().__new__(cls, shapes)
+        made.kind = kind
+        return made
+
+
 class DictShape(tuple):
     """The shape of a dict of values: (key, shape) of each item, in order."""
 
 
 def tree_shape(x):
-    if isinstance(x, (tuple, list)) and not hasattr(x, "_fields"):
+    if _is_namedtuple(x):
+        return NamedTreeShape(type(x), (tree_shape(v) for v in x))
+    if isinstance(x, (tuple, list)):
         return TreeShape(tree_shape(v) for v in x)
     if isinstance(x, dict):  # (np.shape of a dict is (): its zero adjoint was an array)
         return DictShape((k, tree_shape(v)) for k, v in x.items())
@@ -78,6 +90,9 @@ def zeros_shaped(shape, like):
     if isinstance(shape, TreeShape):  # of a tuple or list, from a shape tape
         likes = like if isinstance(like, (tuple, list)) and len(like) == len(shape) else [None] * len(shape)
         return AdjointList(zeros_shaped(s, item) for s, item in zip(shape, likes))
+    if isinstance(shape, NamedTreeShape):
+        likes = like if isinstance(like, tuple) and len(like) == len(shape) else [None] * len(shape)
+        return shape.kind(*(zeros_shaped(s, item) for s, item in zip(shape, likes)))
     if isinstance(shape, DictShape):
         return {k: zeros_shaped(s, like.get(k) if isinstance(like, dict) else None) for k, s in shape}
     if shape == () and not isinstance(like, np.ndarray):
