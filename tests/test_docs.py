@@ -15,6 +15,8 @@ The fences a page may use:
 - ```text, ```bash and the rest: not run.
 """
 
+import doctest
+import importlib
 import os
 import re
 import subprocess
@@ -196,6 +198,13 @@ def test_few_blocks_are_left_unrun():
             if block.kind == "python-norun":
                 assert block.lines and block.lines[0].startswith("#"), (
                     f"{path.name}:{block.start}: a python-norun block starts with a comment that says why")
+
+
+@pytest.mark.parametrize("module", ["s2s.random", "s2s.tree_util", "s2s.options"])
+def test_docstring_examples_on_the_api_page_run(module):
+    # (the API page shows these modules' docstrings; tests/test_doctests.py runs the transforms', lax's and pmap's)
+    result = doctest.testmod(importlib.import_module(module))
+    assert result.attempted > 0 and result.failed == 0, module
 
 
 LINK = re.compile(r"\]\(([^)#\s]+)(#[^)\s]*)?\)")
