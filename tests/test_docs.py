@@ -13,6 +13,9 @@ The fences a page may use:
   prose between the previous block and the excerpt; a line `...` skips any number of lines.
 - ```python-norun: not run (a page says why in a comment inside the block); fewer than 10 in all.
 - ```text, ```bash and the rest: not run.
+
+`python tests/test_docs.py --update PAGE.md ...` writes what each block prints into its ```text
+block; an excerpt that no longer matches is shown in the failure with the whole new source.
 """
 
 import doctest
@@ -177,7 +180,8 @@ def test_code_blocks_run_and_print_what_the_page_shows(path, tmp_path):
         if k in expected:
             assert got == normalised(expected[k]), (
                 f"{path.name}:{block.start}: the block printed\n" + "\n".join(got)
-                + "\nwhere the page shows\n" + "\n".join(expected[k]))
+                + "\nwhere the page shows\n" + "\n".join(expected[k])
+                + f"\n(if the new output is right: python tests/test_docs.py --update {path.relative_to(ROOT)})")
         else:
             assert not got, f"{path.name}:{block.start}: the block prints, but no ```text block follows it:\n" + "\n".join(got)
     if checks:
@@ -225,3 +229,27 @@ def test_the_site_builds_without_warnings(tmp_path):
                            "-d", str(tmp_path / "site")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     assert (tmp_path / "site" / "api" / "index.html").exists()
+
+
+def update(path, tmp_path):
+    """Write what each block prints into the ```text block after it (read the diff before committing:
+    the blocks' asserts check the numbers, the page shows them)."""
+    blocks, _, done = run_document(path, tmp_path)
+    if done.returncode != 0:
+        raise SystemExit(f"{path}: its code failed:\n{done.stderr[-6000:]}")
+    printed = outputs_by_block(done.stdout.split(MARK + "excerpts\n")[0])
+    lines = path.read_text().splitlines()
+    for k in sorted(expected_outputs(blocks), reverse=True):
+        after = blocks[k + 1]
+        lines[after.start:after.start + len(after.lines)] = normalised(printed.get(k, []))
+    path.write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    import tempfile
+
+    if sys.argv[1:2] != ["--update"] or len(sys.argv) < 3:
+        raise SystemExit("usage: python tests/test_docs.py --update README.md docs/pages/PAGE.md ...")
+    for name in sys.argv[2:]:
+        with tempfile.TemporaryDirectory() as tmp:
+            update(Path(name).resolve(), Path(tmp))
