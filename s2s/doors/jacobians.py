@@ -286,7 +286,7 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
 def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
     """The Hessian, jacfwd(jacrev(fun)): forward mode over the generated reverse code.
 
-    Of a pytree argument, or of several argnums, it has JAX's layout: hessian[i][j] has the
+    Of a pytree argument, or of several argnums, it has JAX's layout: `hessian[i][j]` has the
     shape out.shape + arg_i.shape + arg_j.shape (blocks nested by the arguments' trees).
 
     >>> import numpy as np, s2s
