@@ -1,5 +1,5 @@
-"""What s2s.jit (the cpu backend, Numba) does not compile: the one written list. docs/limits.md is
-rendered from it (`python -m s2s.limits > docs/limits.md`; tests/test_limits.py keeps the two equal),
+"""What s2s.jit (the cpu backend, Numba) does not compile: the one written list. docs/pages/limits.md is
+rendered from it (`python -m s2s.limits > docs/pages/limits.md`; tests/test_limits.py keeps the two equal),
 tests/test_jit_parity.py names the limit under which each program of the suite's corpora is refused,
 and `s2s check` reports the limits it can see without calling the function (Limit.found_by_check).
 
@@ -118,13 +118,13 @@ def refused_helper(name: str) -> tuple[str, Limit] | None:
 
 
 def markdown() -> str:
-    """docs/limits.md: the list as a page."""
+    """docs/pages/limits.md: the list as a page."""
     out = ["# What s2s.jit does not compile", "",
            "s2s.jit compiles the generated code with Numba (the cpu backend). What it cannot compile it refuses",
            "with an `S2SError` at your file:line:column that names a way out; `backend='python'` runs all of it",
            "as NumPy. `s2s check module.py` reports, without running anything, the limits marked *found by",
            "s2s check*; the others depend on the arguments' types and shapes and are found at the call.",
-           "This page is generated from `s2s/limits.py` (`python -m s2s.limits > docs/limits.md`).", ""]
+           "This page is generated from `s2s/limits.py` (`python -m s2s.limits > docs/pages/limits.md`).", ""]
     for kind, title in ((NUMBA, "Numba's limits"), (KNOWN_GAP, "Known gaps (s2s does not compile these yet)")):
         out += [f"## {title}", "", "| limit | example | way out |", "| --- | --- | --- |"]
         for key, limit in LIMITS.items():

@@ -98,7 +98,7 @@ def energy(x):  # for s2s.jit(s2s.vmap(s2s.hessian(energy)))
     return np.sum(np.sin(x) * x ** 2)
 
 
-# ---- each limit's way out, as its docs/limits.md entry words it: these compile and agree ------------
+# ---- each limit's way out, as its docs/pages/limits.md entry words it: these compile and agree ------------
 
 
 def dot_beyond_two_dimensions_way_out(A, B):

@@ -2,7 +2,7 @@
 idiom_cases.py, shadowing_cases.py, custom_rule_cases.py, test_comprehensions.py, the per-example transforms
 of cuda_cases.py and cuda_random_cases.py, the functions of examples/, and limit_cases.py) gives the same
 value and gradient on the python backend and under s2s.jit (Numba), to 1e-10 relative; or, when the program
-is on the written list of what s2s.jit does not compile (s2s/limits.py, rendered as docs/limits.md; LISTED
+is on the written list of what s2s.jit does not compile (s2s/limits.py, rendered as docs/pages/limits.md; LISTED
 below names each program's limit), s2s.jit refuses it with an S2SError at the user's file:line whose message
 is its limit's and which names a way out. limit_cases.py holds one program per limit and its way out, which
 must compile and agree. `s2s check` is held to the same programs: it says no where s2s.jit refuses a limit
@@ -405,7 +405,7 @@ def _way_outs() -> list[str]:
 
 @pytest.mark.parametrize("name", _way_outs())
 def test_each_way_out_compiles_and_agrees(name):
-    """The way out that docs/limits.md gives for a limit, written out: s2s.jit compiles it."""
+    """The way out that docs/pages/limits.md gives for a limit, written out: s2s.jit compiles it."""
     verdict, detail, reached = outcome(name)
     assert verdict == "agree", f"{name}: {verdict}: {detail}"
 
