@@ -85,7 +85,7 @@ LIMITS: dict[str, Limit] = {
     "gather-list-and-slice": Limit(
         "under s2s.jit(s2s.grad): a read with an index array and a slice in one subscript", KNOWN_GAP,
         r"a gather with index arrays is differentiated for",
-        "gather, then slice: A[idx][:, 1:]", "y = A[idx, 1:]"),
+        "gather, then slice: `A[idx][:, 1:]`", "y = A[idx, 1:]"),
     "fancy-augmented-write": Limit(
         "under s2s.jit(s2s.grad): a write through an index array, z[idx] += v", KNOWN_GAP,
         r"a write x\[idx\] = v with an integer index array is not differentiated",
