@@ -238,13 +238,14 @@ def first_of_many(*args):
     return np.sum(np.tril(args[0]) ** 2)
 
 
-@pytest.mark.parametrize("transform", [s2s.grad, s2s.jacrev, lambda f: s2s.jit(s2s.jacrev(f, argnums=(0,)))],
-                         ids=["grad", "jacrev", "jit-jacrev"])
-def test_star_args_are_refused_at_the_users_line_by_every_door(transform):
-    """The arguments of a function of *args go on as given (binding them to its named
-    parameters, none, would drop them), for the transform to refuse *args at its line."""
-    line = first_of_many.__code__.co_firstlineno
-    with pytest.raises(s2s.S2SError, match=rf"test_refusals.py:{line}:\d+: \*args parameters are not supported"):
+@pytest.mark.parametrize("transform", [s2s.jacrev, lambda f: s2s.jit(s2s.jacrev(f, argnums=(0,))), s2s.hessian,
+                                       s2s.vmap, lambda f: s2s.grad(s2s.grad(f))],
+                         ids=["jacrev", "jit-jacrev", "hessian", "vmap", "grad-grad"])
+def test_star_args_are_refused_by_the_doors_that_do_not_bind_them(transform):
+    """grad, vjp, jvp and jit bind argnums into *args's tuple (test_api.py); the Jacobians,
+    second derivatives and vmap do not, and say what to do instead."""
+    with pytest.raises(s2s.S2SError, match=r"which takes \*args, is not supported \(grad, value_and_grad, vjp, jvp "
+                                           r"and jit are\); give .* e\.g\. def g\(x, y\): return first_of_many"):
         transform(first_of_many)(np.eye(3))
 
 

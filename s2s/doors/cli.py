@@ -90,6 +90,11 @@ def parse_in_axes(text: str | None):
     return list(axes) if isinstance(axes, tuple) else axes
 
 
+def _parameter_count(fn) -> int:
+    """The parameters of fn's generated code (*args one tuple, **kwargs none: frontend.lower.parameter_names)."""
+    return sum(p.kind is not p.VAR_KEYWORD for p in inspect.signature(fn).parameters.values())
+
+
 def generated_source(fn, mode: str, in_axes=0) -> str:
     """The same text the API and the import hook produce for this function and mode (for vmap,
     what s2s.jit(s2s.vmap(fn, in_axes)) compiles: the loop over the examples)."""
@@ -97,7 +102,7 @@ def generated_source(fn, mode: str, in_axes=0) -> str:
         return loop_source(fn, in_axes)
     options = MODES[mode]
     if options is None:
-        options = {"argnums": list(range(len(inspect.signature(fn).parameters))), "has_aux": False}
+        options = {"argnums": list(range(_parameter_count(fn))), "has_aux": False}
         return _source(fn, "vjp", options)
     return _source(fn, mode, options)
 
@@ -111,7 +116,7 @@ def source_after(fn, mode: str, after: str, in_axes=0) -> str:
     transform, options = mode, MODES[mode]
     if options is None:
         transform = "vjp"
-        options = {"argnums": list(range(len(inspect.signature(fn).parameters))), "has_aux": False}
+        options = {"argnums": list(range(_parameter_count(fn))), "has_aux": False}
     captured = io.StringIO()
     driver.generate(fn, transform, options, after=after, out=captured)
     return captured.getvalue()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import dataclasses
 import functools
 import numbers
 import operator
@@ -21,7 +22,7 @@ from ..ir import nodes as ir
 from .. import lax
 from .lax_forms import FORMS as LAX_FORMS
 from ..rules import Rule, facts, load_facts, lookup, methods, rule_of_call
-from ..rules.custom import checkpoint
+from ..rules.custom import CustomRule, checkpoint
 from ..scipy_forms import stats as stats_forms
 from ..runtime import constants as captured
 from .argument_writes import call_site
@@ -31,7 +32,7 @@ from .einsum import EinsumRefused, lower_einsum, sublist_subscripts
 from .nested import NESTED_CALLS, NESTED_OBJECTS, NESTED_TRANSFORMS
 from .nested_calls import JvpCallLowering
 from .writing_calls import WritingCalls
-from .source import MISSING, is_user_function, named_lambda, scipy_name
+from .source import MISSING, is_user_function, named_lambda, plain_display_items, scipy_name, walk_nodes, walk_own
 from .source import dotted as _dotted
 from .source import is_constant as _is_constant
 
@@ -191,6 +192,10 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
             return ir.Name(name)
         if name in ("True", "False", "None"):
             return ir.Const({"True": True, "False": False, "None": None}[name])
+        if name == getattr(self, "star_kwarg", None):
+            raise self.error(node, f"**{name} is supported only passed on whole to a call, f(..., **{name}), "
+                             "where it is empty (transformed functions take no keywords beyond their parameters)",
+                             "name the keyword parameters the function takes (def f(x, *, scale=1.0))")
         if name in self.def_names:
             raise self.error(node, f"the nested function {name} can be called, or passed to s2s.lax forms (cond, "
                              "switch, fori_loop, while_loop, scan), but not used as a value",
@@ -552,7 +557,8 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
             stripped = node.with_changes(args=[a for a in node.args if not (a.keyword and a.keyword.value == "dtype")])
             args, kwargs = self.arguments(stripped, lists_as_tuples=True)
         else:
-            args, kwargs = self.arguments(node, lists_as_tuples=not is_user_function(callee))
+            args, kwargs = self.arguments(node, lists_as_tuples=not is_user_function(callee),
+                                          spread=is_user_function(callee) and not isinstance(callee, CustomRule))
         if dtype is not None and args:
             args[0] = self.cast(node, args[0], dtype)
         if is_user_function(callee):
@@ -888,11 +894,32 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
             return False
         return isinstance(self.resolver.resolve(node), types.ModuleType)
 
-    def arguments(self, node: cst.Call, lists_as_tuples: bool = False):
+    def arguments(self, node: cst.Call, lists_as_tuples: bool = False, spread: bool = False):
+        """(positional atoms, (keyword, atom) pairs) of a call. f(*t) passes t's items, where their
+        number is known here (a tuple display, or a name bound once to one); spread: else t is
+        given as a Spread, which a call of a user function binds by the callee's signature."""
         args, kwargs = [], []
         for arg in node.args:
-            if arg.star:
-                raise self.error(arg, "starred arguments are not supported", "pass arguments one by one")
+            if arg.star == "**" and isinstance(arg.value, cst.Name) and arg.value.value == getattr(self, "star_kwarg", None):
+                continue  # f(x, **kwargs) of the function's own **kwargs, which is empty (parameter_names)
+            if arg.star == "**":
+                raise self.error(arg, "** arguments are supported only to pass on the function's own **kwargs",
+                                 "pass the keyword arguments one by one")
+            if arg.star == "*":
+                if kwargs:
+                    raise self.error(arg, "a starred argument after keyword arguments is not supported",
+                                     "pass the keyword arguments last")
+                items = self.starred_items(arg.value)
+                if items is not None:
+                    args.extend(items)
+                elif spread and not any(isinstance(a, Spread) for a in args):
+                    args.append(Spread(self.expr(arg.value), arg))
+                else:
+                    raise self.error(arg, "a starred argument is supported where the number of its items is known "
+                                     "when s2s reads the function (a tuple display, or a name bound once to one), "
+                                     "or once as the arguments of a call of a Python function",
+                                     "unpack it into names first (x, y = t) and pass them one by one")
+                continue
             if lists_as_tuples and isinstance(arg.value, cst.List):
                 # np.array([a, b]) == np.array((a, b)), and Numba types tuples, not lists.
                 value = self.assign(ir.Build("tuple", self.elements(arg.value.elements)))
@@ -947,6 +974,28 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
         args, kwargs = self.arguments(node)
         return self.assign(ir.Call(runtime.draw, (ir.Name(name), ir.Const(method), *args), tuple(kwargs)))
 
+    def starred_items(self, node: cst.BaseExpression) -> list | None:
+        """The items of t in f(*t), as atoms, where their number is known here: a tuple or list
+        display, or a local name bound once in the function (and never in a loop target) to one;
+        else None."""
+        items = plain_display_items(node)
+        if items is not None:
+            return [self.expr(item) for item in items]
+        if not isinstance(node, cst.Name) or node.value not in self.locals:
+            return None
+        count = _bound_once_to_display(self.parsed.node, node.value)
+        if count is None:
+            return None
+        value = self.expr(node)
+        if count == 0:
+            return []
+        names = [self.names.temp() for _ in range(count)]
+        if count == 1:
+            self.emit(ir.Assign((names[0],), ir.Subscript(value, ir.Index((ir.Const(0),))), self.origin))
+        else:
+            self.emit(ir.Assign(tuple(names), value, self.origin))
+        return [ir.Name(n) for n in names]
+
     def user_call(self, node, callee, args, kwargs) -> ir.Atom:
         callee, full = self.call_arguments(node, callee, args, kwargs)
         self.callees[id(callee)] = callee  # (by identity: two callees may share a name)
@@ -957,17 +1006,26 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
         import inspect
 
         callee = named_lambda(callee)  # (two lambdas called from one function need two names)
+        signature = inspect.signature(callee)
+        args, passed_on = self.spread_arguments(node, callee, signature, args, kwargs)
         try:
-            signature = inspect.signature(callee)
             bound = signature.bind(*args, **dict(kwargs))
         except TypeError as exc:
             raise self.error(node, f"call to {callee.__name__} does not match its signature ({exc})")
         full = []
         for param in signature.parameters.values():
-            if param.kind not in (param.POSITIONAL_OR_KEYWORD, param.POSITIONAL_ONLY):
-                raise self.error(node, f"{callee.__name__} has *args or keyword-only parameters",
-                                 "give it plain positional parameters")
-            if param.name in bound.arguments:
+            if param.kind is param.VAR_POSITIONAL:  # *args: one tuple (parameter_names)
+                if passed_on is not None:
+                    full.append(passed_on)
+                else:
+                    full.append(self.assign(ir.Build("tuple", tuple(bound.arguments.get(param.name, ())))))
+            elif param.kind is param.VAR_KEYWORD:
+                if bound.arguments.get(param.name):
+                    raise self.error(node, f"{callee.__name__} is given keywords its **{param.name} takes "
+                                     f"({', '.join(bound.arguments[param.name])}); a transformed function takes "
+                                     "no keywords beyond its named parameters",
+                                     "name them as parameters of the function (def f(x, *, scale=1.0))")
+            elif param.name in bound.arguments:
                 full.append(bound.arguments[param.name])
             elif _is_constant(param.default):
                 full.append(ir.Const(param.default))
@@ -975,6 +1033,70 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
                 raise self.error(node, f"the default of {callee.__name__}({param.name}=...) is not a constant",
                                  "pass the argument explicitly")
         return callee, full
+
+    def spread_arguments(self, node, callee, signature, args: list, kwargs: list) -> tuple[list, Any]:
+        """(the positional arguments, the tuple callee's *args receives whole or None) of a call
+        f(a, *t) whose t has a number of items not known here (a Spread, arguments): t's items
+        fill the positional parameters after a that the call leaves to it (t unpacked into them,
+        which raises as Python's call would where the numbers differ), or t is the callee's own
+        *args tuple where nothing else goes to it."""
+        spread = next((a for a in args if isinstance(a, Spread)), None)
+        if spread is None:
+            return args, None
+        before = args[:args.index(spread)]
+        if args[-1] is not spread:
+            raise self.error(spread.node, "a starred argument of a number of items not known here is supported "
+                             "last among the positional arguments", "unpack it into names first (x, y = t)")
+        params = list(signature.parameters.values())
+        positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        star = any(p.kind is p.VAR_POSITIONAL for p in params)
+        given = {k for k, _ in kwargs}
+        rest = positional[len(before):]
+        if star and not rest:
+            return before, spread.value
+        if star or any(p.default is not p.empty or p.name in given for p in rest):
+            raise self.error(spread.node, f"the number of items of *{spread.node.value.value if isinstance(spread.node.value, cst.Name) else 'it'} "
+                             f"is not known when s2s reads the function, and {callee.__name__}'s parameters "
+                             "do not fix it (it has defaults or *args after them)",
+                             "unpack it into names first (x, y = args) and pass them one by one")
+        if len(rest) == 1:
+            item = self.assign(ir.Subscript(spread.value, ir.Index((ir.Const(0),))))
+            return before + [item], None
+        names = [self.names.temp() for _ in rest]
+        self.emit(ir.Assign(tuple(names), spread.value, self.origin))
+        return before + [ir.Name(n) for n in names], None
+
+
+@dataclasses.dataclass
+class Spread:
+    """t of f(*t) where the number of its items is not known when s2s reads the function: the
+    call's binding places it (ExpressionLowering.spread_arguments)."""
+
+    value: ir.Atom
+    node: cst.Arg
+
+
+def _bound_once_to_display(function: cst.FunctionDef, name: str) -> int | None:
+    """The number of items of the tuple or list display a local name is bound to, where the
+    function binds it exactly once, by a plain assignment (`t = (x, y)`); else None."""
+    bindings = []
+    for n in walk_own(function.body):
+        if isinstance(n, cst.Assign):
+            for target in n.targets:
+                for bound in walk_nodes(target.target):
+                    if isinstance(bound, cst.Name) and bound.value == name:
+                        bindings.append(n.value if target.target is bound else None)
+        elif isinstance(n, (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.NamedExpr, cst.AsName)):
+            target = n.name if isinstance(n, cst.AsName) else n.target
+            if any(isinstance(b, cst.Name) and b.value == name for b in walk_nodes(target)):
+                bindings.append(None)
+    if name in {p.name.value for p in (*function.params.params, *function.params.kwonly_params,
+                                       *function.params.posonly_params)}:
+        return None
+    if len(bindings) != 1 or bindings[0] is None:
+        return None
+    items = plain_display_items(bindings[0])
+    return None if items is None else len(items)
 
 
 def _is_distribution(obj: Any) -> bool:

@@ -46,7 +46,16 @@ AUG_OPS = {
 def _local_names(node: cst.FunctionDef) -> set[str]:
     """Every name the function binds (params and assignment targets; not those of the
     lambdas and defs nested in it, which s2s.lax forms inline under names of their own)."""
-    return {p.name.value for p in node.params.params} | assigned_names(node.body)
+    return set(parameter_names(node.params)) | assigned_names(node.body)
+
+
+def parameter_names(params: cst.Parameters) -> list[str]:
+    """The parameters generated code takes, by position: the positional ones, *args as one
+    tuple, then the keyword-only ones (**kwargs is none: it is empty wherever s2s runs the
+    function, which the doors and the call sites check)."""
+    star = [params.star_arg.name.value] if isinstance(params.star_arg, cst.Param) else []
+    return [p.name.value for p in (*params.posonly_params, *params.params)] + star + \
+        [p.name.value for p in params.kwonly_params]
 
 
 # The in-place methods of a list that have no lowering (append, extend and pop do).
@@ -79,6 +88,8 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
         self.fn = parsed.fn
         self.resolver = Resolver(parsed.fn)
         self.locals = _local_names(parsed.node)
+        star_kwarg = parsed.node.params.star_kwarg
+        self.star_kwarg = star_kwarg.name.value if star_kwarg is not None else None  # (always empty: parameter_names)
         self.lists = list_names(parsed.node)  # names that only ever hold lists (xs += [v] appends)
         self.dicts = list_names(parsed.node, (cst.Dict, cst.DictComp))  # names that only ever hold dicts
         # Nested defs: every name, and those defined so far (to be inlined by s2s.lax forms).
@@ -150,13 +161,7 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
                              "transform the wrapped function (its __wrapped__), or let the wrapper only call it "
                              "as `return f(*args, **kwargs)` (other statements that do not read the arguments "
                              "or the result, such as logging, may stay; they do not run in transformed code)")
-        if isinstance(params.star_arg, cst.Param):  # (a bare `*`, before keyword-only ones, is a ParamStar)
-            raise self.error(params.star_arg, "*args parameters are not supported",
-                             "list the parameters explicitly")
-        if params.star_kwarg is not None or params.kwonly_params or params.posonly_params:
-            raise self.error(node.params, "only plain positional parameters are supported",
-                             "remove *, / and **kwargs from the signature")
-        names = [p.name.value for p in params.params]
+        names = parameter_names(params)
         self.origin = self.parsed.origin(node)
         body = self.sub_block(lambda: self.block(node.body.body))
         if written_out and not any(isinstance(s, ir.Return) for s in ir.walk(body)):
