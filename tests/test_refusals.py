@@ -30,6 +30,11 @@ CASES = {
     "writes_through_alias": ("would also change z", "y[0] = x"),
     "arange_of_active": ("does not differentiate arange", "np.arange"),
     "bare_return": ("a bare return has no value", "return"),
+    # input checks run on the primal values where they are plain (tests/test_control_flow.py)
+    "raises_own_exception": ("raise is supported of Python's builtin exceptions", "raise ShapeError"),
+    "raises_a_computed_message": ("the arguments of a raised exception are constants here", "raise ValueError"),
+    "raises_again": ("a bare raise (re-raising) is not supported", "raise"),
+    "in_a_computed_tuple": ("`in` and `not in` are supported alone, against a tuple of constants", "if mode in"),
 }
 
 
@@ -151,7 +156,8 @@ SWEEP = {
     "recursive": (1.0, 2), "bare_return": (1.0,), "writes_module_array": (1.0,),
     "writes_module_array_through_alias": (1.0,), "norm_of_unknown_order": (np.ones(3),),
     "reads_a_dict_global": (1.0,), "complex_fft": (np.ones(3),), "complex_literal": (np.ones(3),),
-    "complex_made": (np.ones(3),),
+    "complex_made": (np.ones(3),), "raises_own_exception": (np.ones(3),), "raises_a_computed_message": (np.ones(3),),
+    "raises_again": (np.ones(3),), "in_a_computed_tuple": (np.ones(3), "a"),
 }
 # Not refused: they show what is accepted next to what is not.
 ACCEPTED = {"augmented_scalar_alias", "add_through_alias", "make_scaled"}

@@ -311,6 +311,8 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
         return ir.Name(result)
 
     def comparison(self, node: cst.Comparison) -> ir.Atom:
+        if any(isinstance(t.operator, (cst.In, cst.NotIn)) for t in node.comparisons):
+            return self.membership(node)
         parts = []
         left = self.expr(node.left)
         for target in node.comparisons:
@@ -333,6 +335,42 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
                 self.emit(ir.If(ir.Name(result), rest, [], self.origin))
 
         chain(left, parts)
+        return ir.Name(result)
+
+    def membership(self, node: cst.Comparison) -> ir.Atom:
+        """v in (c1, c2, ...) of constants (numbers, strings, booleans): v == c1 or v == c2 ...,
+        as Python's `in` compares a tuple's items, short-circuit; `not in` its negation."""
+        target = node.comparisons[0]
+        items = plain_display_items(target.comparator) if not isinstance(target.comparator, cst.Set) else \
+            [e.value for e in target.comparator.elements if isinstance(e, cst.Element)]
+        constants = None
+        if items is not None and all(isinstance(i, (cst.SimpleString, cst.ConcatenatedString, cst.Integer, cst.Float))
+                                     or isinstance(i, cst.UnaryOperation) and isinstance(i.operator, cst.Minus)
+                                     and isinstance(i.expression, (cst.Integer, cst.Float))
+                                     or isinstance(i, cst.Name) and i.value in ("True", "False") for i in items):
+            constants = [ast.literal_eval(cst.Module([]).code_for_node(i)) for i in items]
+        elif isinstance(target.comparator, cst.Name) and target.comparator.value not in self.locals:
+            value = self.resolver.lookup(target.comparator.value)
+            if isinstance(value, (tuple, frozenset)) and all(isinstance(v, (str, int, float)) for v in value):
+                constants = list(value)
+        if len(node.comparisons) != 1 or constants is None:
+            raise self.error(node, "`in` and `not in` are supported alone, against a tuple of constants (numbers or "
+                             "strings)", "compare with == and or, or use np.isin for arrays")
+        left = self.expr(node.left)
+        result = self.names.temp()
+
+        def chain(remaining):
+            self.emit(ir.Assign((result,), ir.Call(operator.eq, (left, ir.Const(remaining[0]))), self.origin))
+            if len(remaining) > 1:
+                rest = self.sub_block(lambda: chain(remaining[1:]))
+                self.emit(ir.If(ir.Name(result), rest, [], self.origin, negated=True))
+
+        if constants:
+            chain(constants)
+        else:
+            self.emit(ir.Assign((result,), ir.Const(False), self.origin))
+        if isinstance(target.operator, cst.NotIn):
+            return self.assign(ir.Call(operator.not_, (ir.Name(result),)))
         return ir.Name(result)
 
     def if_expression(self, node: cst.IfExp) -> ir.Atom:
@@ -1055,9 +1093,9 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
         if star and not rest:
             return before, spread.value
         if star or any(p.default is not p.empty or p.name in given for p in rest):
-            raise self.error(spread.node, f"the number of items of *{spread.node.value.value if isinstance(spread.node.value, cst.Name) else 'it'} "
-                             f"is not known when s2s reads the function, and {callee.__name__}'s parameters "
-                             "do not fix it (it has defaults or *args after them)",
+            what = f"*{spread.node.value.value}" if isinstance(spread.node.value, cst.Name) else "the starred argument"
+            raise self.error(spread.node, f"the number of items of {what} is not known when s2s reads the function, "
+                             f"and {callee.__name__}'s parameters do not fix it (it has defaults or *args after them)",
                              "unpack it into names first (x, y = args) and pass them one by one")
         if len(rest) == 1:
             item = self.assign(ir.Subscript(spread.value, ir.Index((ir.Const(0),))))

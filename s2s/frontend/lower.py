@@ -111,6 +111,7 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
         self.written_out: list = []  # user functions whose bodies are written out at calls (writing_calls.py)
         self.writers: dict = {}  # id -> the parameters a user function writes into (writing_calls.py)
         self.display: dict[str, str] = {}  # renamed variable -> the user's name (ir.Function.display)
+        self.writing_out = False  # lowered to be written out at a call (function): a bare return returns None
 
     # ---- helpers ---------------------------------------------------------------
 
@@ -153,6 +154,7 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
         writes into, and without a return statement it returns None, as Python's."""
         node = self.parsed.node
         params = node.params
+        self.writing_out = written_out
         if isinstance(params.star_arg, cst.Param) and getattr(self.fn, "__wrapped__", None) is not None:
             wrapped = self.fn.__wrapped__
             raise self.error(node, f"{node.name.value} wraps {getattr(wrapped, '__name__', 'a function')} "
@@ -229,9 +231,14 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
         elif isinstance(node, cst.ClassDef):
             raise self.error(node, "class definitions are not supported",
                              "define the class at module level")
-        elif isinstance(node, cst.Try):
-            raise self.error(node, "try statements are not supported",
-                             "move the try/except outside the differentiated function")
+        elif isinstance(node, (cst.Try, cst.TryStar)):
+            # (whether a handler runs depends on where in the body an exception leaves it; a derivative
+            # cannot follow that jump, nor tell at transform time that it never happens)
+            raise self.error(node, "try statements are not supported: an except clause runs where an exception "
+                             "leaves the try body part way, which the derivatives cannot follow",
+                             "test the input with an if before the computation (if x.ndim != 2: raise "
+                             "ValueError(...)), which s2s runs on the primal values, or move the try/except "
+                             "outside the differentiated function")
         elif isinstance(node, cst.With):
             raise self.error(node, "with statements are not supported",
                              "move the with block outside the differentiated function")
@@ -255,7 +262,7 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
         elif isinstance(node, cst.Expr):
             self.expression_statement(node)
         elif isinstance(node, cst.Return):
-            if node.value is None and self.in_nested_function():  # it returns None
+            if node.value is None and (self.in_nested_function() or self.writing_out):  # it returns None
                 self.emit(ir.Return(ir.Const(None), self.origin))
                 return
             if node.value is None:
@@ -289,8 +296,7 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
             # (what generated code writes for a failed assert, when it is transformed again)
             self.emit(ir.ExprStmt(ir.Call(runtime.assertion_failed, self.failed_assertion(node)), self.origin))
         elif isinstance(node, cst.Raise):
-            raise self.error(node, "raise statements are not supported",
-                             "validate inputs outside the differentiated function")
+            self.raise_statement(node)
         elif isinstance(node, cst.Del):
             raise self.error(node, "del statements are not supported", "remove the del")
         else:
@@ -307,6 +313,38 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
             message = () if node.msg is None else (self.expr(node.msg),)
             self.emit(ir.ExprStmt(ir.Call(runtime.assertion_failed, message), self.origin))
         self.emit(ir.If(test, self.sub_block(failed), [], self.origin, negated=True))
+
+    def raise_statement(self, node: cst.Raise) -> None:
+        """raise ValueError("message") of a builtin exception with constant arguments: a check of
+        the input, run on the primal values in every mode (and by Numba, which raises an exception
+        class with constant arguments); the derivatives do not pass through it. An f-string's
+        message is its text as written: generated code formats no values."""
+        exc = node.exc
+        call = exc if isinstance(exc, cst.Call) else None
+        func = call.func if call is not None else exc
+        hint = "raise a builtin exception (ValueError, TypeError, ...) with a constant message"
+        if func is None:
+            raise self.error(node, "a bare raise (re-raising) is not supported", hint)
+        if node.cause is not None and not (isinstance(node.cause.item, cst.Name) and node.cause.item.value == "None"):
+            raise self.error(node, "raise ... from an exception is not supported", hint)
+        kind = None if isinstance(func, cst.Name) and func.value in self.locals else self.resolver.resolve(func)
+        if not (isinstance(kind, type) and issubclass(kind, BaseException) and getattr(builtins, kind.__name__, None)
+                is kind):
+            raise self.error(func, "raise is supported of Python's builtin exceptions (ValueError, TypeError, ...)",
+                             hint)
+        args = []
+        for arg in call.args if call is not None else ():
+            if arg.keyword is not None or arg.star:
+                raise self.error(arg, "the arguments of a raised exception are positional", hint)
+            value = arg.value
+            if isinstance(value, cst.FormattedString):
+                args.append(ir.Const("".join(cst.Module([]).code_for_node(part) for part in value.parts)))
+            elif isinstance(value, (cst.SimpleString, cst.ConcatenatedString, cst.Integer, cst.Float)):
+                args.append(ir.Const(value.evaluated_value))
+            else:
+                raise self.error(arg, "the arguments of a raised exception are constants here (a string or a number; "
+                                 "an f-string is raised with its text as written)", hint)
+        self.emit(ir.ExprStmt(ir.Call(runtime.raise_exception, (ir.Const(kind.__name__), *args)), self.origin))
 
     def failed_assertion(self, node: cst.Raise) -> tuple | None:
         """The arguments of `raise AssertionError(...)` (of at most one positional argument),
@@ -333,6 +371,8 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
         if isinstance(value, cst.Call) and isinstance(value.func, (cst.Name, cst.Attribute)) \
                 and not (isinstance(value.func, cst.Name) and value.func.value in self.locals) \
                 and is_user_function(self.resolver.resolve(value.func)):
+            if self.checking_call(value, self.resolver.resolve(value.func)):
+                return
             self.expr(value)  # helper(v, w) of a module-level function, for what it writes into v and w
             return
         if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
