@@ -18,6 +18,7 @@ from ..tree_util import pytree
 from ..analysis.shapes import argument_facts
 from ..driver import cache
 from ..errors import S2SError
+from ..frontend import own_signature
 from .primitives import as_function
 from .values import numpy_scalar, private_copies, zero_tangent
 from .shipping import recorded
@@ -73,7 +74,8 @@ class _Binder:
     def settle(self) -> "_Binder":
         if self._count is None:
             try:
-                self._signature = inspect.signature(self.fun)
+                # (of the function's own code: a functools.wraps wrapper's, not the wrapped one's)
+                self._signature = own_signature(self.fun)
                 parameters = list(self._signature.parameters.values())
                 self._count = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in parameters)
                 self.general = any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in parameters)

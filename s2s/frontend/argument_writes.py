@@ -20,6 +20,7 @@ from typing import Any
 import libcst as cst
 
 from ..errors import Origin, S2SError
+from . import own_signature
 from ..ir import nodes as ir
 
 
@@ -94,7 +95,7 @@ def call_site(node: cst.Call, callee: Any, statement: cst.CSTNode | None, origin
         else:
             positional.append(arg.value)
     try:
-        bound = inspect.signature(callee).bind(*positional, **keywords).arguments
+        bound = own_signature(callee).bind(*positional, **keywords).arguments
     except (TypeError, ValueError):
         return None
     arguments = {}

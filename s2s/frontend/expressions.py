@@ -25,6 +25,7 @@ from ..rules import Rule, facts, load_facts, lookup, methods, rule_of_call
 from ..rules.custom import CustomRule, checkpoint
 from ..scipy_forms import stats as stats_forms
 from ..runtime import constants as captured
+from . import own_signature
 from .argument_writes import call_site
 from .comprehensions import GENERATOR_HINT
 from .einsum import HINT as EINSUM_HINT
@@ -1044,7 +1045,7 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
         import inspect
 
         callee = named_lambda(callee)  # (two lambdas called from one function need two names)
-        signature = inspect.signature(callee)
+        signature = own_signature(callee)
         args, passed_on = self.spread_arguments(node, callee, signature, args, kwargs)
         try:
             bound = signature.bind(*args, **dict(kwargs))

@@ -25,7 +25,7 @@ from .comprehensions import ComprehensionLowering
 from .control_flow import lower_control_flow
 from .expressions import ExpressionLowering
 from .lax_forms import LaxLowering, assigned_names
-from .source import (MISSING, ParsedFunction, Resolver, forwarding, is_user_function, list_names, parse_function,
+from .source import (MISSING, ParsedFunction, Resolver, is_user_function, list_names, parse_function,
                      plain_display_items, walk_nodes, walk_own)
 
 AUG_OPS = {
@@ -155,14 +155,6 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
         node = self.parsed.node
         params = node.params
         self.writing_out = written_out
-        if isinstance(params.star_arg, cst.Param) and getattr(self.fn, "__wrapped__", None) is not None:
-            wrapped = self.fn.__wrapped__
-            raise self.error(node, f"{node.name.value} wraps {getattr(wrapped, '__name__', 'a function')} "
-                                   f"(functools.wraps) with *args, and does more than forward them: "
-                                   f"{forwarding(self.fn)[1]}",
-                             "transform the wrapped function (its __wrapped__), or let the wrapper only call it "
-                             "as `return f(*args, **kwargs)` (other statements that do not read the arguments "
-                             "or the result, such as logging, may stay; they do not run in transformed code)")
         names = parameter_names(params)
         self.origin = self.parsed.origin(node)
         body = self.sub_block(lambda: self.block(node.body.body))
