@@ -251,7 +251,7 @@ def test_star_args_are_refused_by_the_doors_that_do_not_bind_them(transform):
     """grad, vjp, jvp and jit bind argnums into *args's tuple (test_api.py); the Jacobians,
     second derivatives and vmap do not, and say what to do instead."""
     with pytest.raises(s2s.S2SError, match=r"which takes \*args, is not supported \(grad, value_and_grad, vjp, jvp "
-                                           r"and jit are\); give .* e\.g\. def g\(x, y\): return first_of_many"):
+                                           r"and jit are\); give .* e\.g\. def g\(a, b\): return first_of_many\(a, b\)"):
         transform(first_of_many)(np.eye(3))
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import s2s
-from finite_differences import central_difference_grad, where as at
+from finite_differences import central_difference_grad, central_differences, hessian_by_differences, where as at
 
 X = np.array([0.3, 0.5, 1.7])
 Y = np.array([1.0, 2.0, 3.0])
@@ -120,6 +120,26 @@ def test_compiled_gradients_of_star_args_and_keyword_only_parameters():
     out, out_dot = s2s.jvp(total, (X, Y), (T, T), backend="cpu")
     np.testing.assert_allclose(out_dot, np.sum(2 * X * T + 2 * Y * T), rtol=1e-12)
     assert s2s.jit(scaled)(X, scale=3.0) == pytest.approx(scaled(X, scale=3.0))
+
+
+def test_keyword_only_parameters_in_jacobians_second_order_and_check_grads():
+    np.testing.assert_allclose(s2s.hessian(scaled)(X), hessian_by_differences(scaled, X), rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(s2s.jacrev(scaled)(X, scale=3.0),
+                               central_differences(lambda x: scaled(x, scale=3.0), X), rtol=1e-6)
+    np.testing.assert_allclose(s2s.jacfwd(sunpos, argnums=1)(X, Y),
+                               differences(sunpos, (X, Y), 1), rtol=1e-6, atol=1e-8)
+    s2s.testing.check_grads(scaled, (X,), order=2)
+    s2s.testing.check_grads(sunpos, (X, Y), order=2)
+
+
+def test_helpers_with_star_args_in_batched_and_second_order_code():
+    batch = np.stack([X, 0.5 * X])
+    want = np.stack([differences(calls_star_helpers, (row, Y), 0) for row in batch])
+    for batched in (s2s.vmap(s2s.grad(calls_star_helpers), in_axes=(0, None)),
+                    s2s.jit(s2s.vmap(s2s.grad(calls_star_helpers), in_axes=(0, None)))):
+        np.testing.assert_allclose(batched(batch, Y), want, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(s2s.hessian(calls_star_helpers)(X, Y),
+                               hessian_by_differences(lambda x: calls_star_helpers(x, Y), X), rtol=1e-5, atol=1e-4)
 
 
 def test_star_args_are_one_tuple_in_generated_code():

@@ -173,9 +173,14 @@ def refuse_star_args(fun: Callable, door: str, keywords: bool = False) -> None:
     name = getattr(fun, "__name__", "the function")
     if binder.star is not None or keywords and binder.general:
         what = "*args" if binder.star is not None else "keyword-only parameters or **kwargs"
+        params = [p for p in binder._signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
+        named = [p.name for p in params if p.kind is not p.VAR_POSITIONAL] if binder.star is None else \
+            [p.name for p in params[:binder.star]] + ["a", "b"]
+        passed = [p.name if p.kind is not p.KEYWORD_ONLY else f"{p.name}={p.name}" for p in params
+                  if p.kind is not p.VAR_POSITIONAL] if binder.star is None else named
         raise S2SError(f"{door} of {name}, which takes {what}, is not supported (grad, value_and_grad, vjp, jvp "
                        "and jit are)", hint=f"give {door} a function of named positional parameters that calls it, "
-                       f"e.g. def g(x, y): return {name}(x, y)")
+                       f"e.g. def g({', '.join(named)}): return {name}({', '.join(passed)})")
 
 
 def call_bound(fun: Callable, args: Sequence) -> Any:
