@@ -150,6 +150,19 @@ def test_star_args_are_one_tuple_in_generated_code():
     assert "def scaled_vjp(x, scale, out_bar):" in text
 
 
+def passes_one_on(*args):
+    return scaled(*args)
+
+
+def test_a_call_of_star_args_into_fixed_parameters_checks_their_number():
+    """scaled(*args) takes args's one item; with two, Python's call raises a TypeError, and so
+    does the transformed code, in every mode, rather than drop the second."""
+    np.testing.assert_allclose(s2s.grad(passes_one_on)(X), differences(passes_one_on, (X,), 0), rtol=1e-6)
+    for transformed in (s2s.grad(passes_one_on), s2s.jit(s2s.grad(passes_one_on)), s2s.jit(passes_one_on)):
+        with pytest.raises(TypeError, match=r"scaled\(\) takes 1 positional argument; \*args gives another number"):
+            transformed(X, Y)
+
+
 def test_keywords_into_kwargs_are_refused_at_the_door():
     with pytest.raises(s2s.S2SError, match=r"the keywords y go to its \*\*kwargs, which a transformed function "
                                            r"leaves empty; name them as parameters"):

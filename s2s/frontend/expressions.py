@@ -1098,6 +1098,14 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
             raise self.error(spread.node, f"the number of items of {what} is not known when s2s reads the function, "
                              f"and {callee.__name__}'s parameters do not fix it (it has defaults or *args after them)",
                              "unpack it into names first (x, y = args) and pass them one by one")
+        # (Python's call raises a TypeError where t has another number of items: so does this one)
+        count = self.assign(ir.Call(builtins.len, (spread.value,)))
+        wrong = self.assign(ir.Call(operator.ne, (count, ir.Const(len(rest)))))
+        taken = len(before) + len(rest)
+        message = f"{callee.__name__}() takes {taken} positional argument{'s' if taken != 1 else ''}; " \
+                  f"*{_dotted(spread.node.value) or 't'} gives another number"
+        self.emit(ir.If(wrong, [ir.ExprStmt(ir.Call(runtime.raise_exception, (ir.Const("TypeError"), ir.Const(message))),
+                                            self.origin)], [], self.origin))
         if len(rest) == 1:
             item = self.assign(ir.Subscript(spread.value, ir.Index((ir.Const(0),))))
             return before + [item], None
@@ -1116,8 +1124,8 @@ class Spread:
 
 
 def _bound_once_to_display(function: cst.FunctionDef, name: str) -> int | None:
-    """The number of items of the tuple or list display a local name is bound to, where the
-    function binds it exactly once, by a plain assignment (`t = (x, y)`); else None."""
+    """The number of items of the tuple display a local name is bound to, where the function
+    binds it exactly once, by a plain assignment (`t = (x, y)`); else None (a list may grow)."""
     bindings = []
     for n in walk_own(function.body):
         if isinstance(n, cst.Assign):
@@ -1132,7 +1140,7 @@ def _bound_once_to_display(function: cst.FunctionDef, name: str) -> int | None:
     if name in {p.name.value for p in (*function.params.params, *function.params.kwonly_params,
                                        *function.params.posonly_params)}:
         return None
-    if len(bindings) != 1 or bindings[0] is None:
+    if len(bindings) != 1 or not isinstance(bindings[0], cst.Tuple):
         return None
     items = plain_display_items(bindings[0])
     return None if items is None else len(items)
