@@ -347,3 +347,23 @@ def test_checks_are_raise_statements_in_generated_code():
     text = s2s.source(s2s.grad(checked_energy))
     assert 'raise ValueError("mode must be \'sum\' or \'mean\'")' in text
     assert "raise IndexError(" in text and "check_vector(" not in text  # (its body is written out)
+
+
+def bounded(x):
+    if np.max(x) > 10.0:
+        raise OverflowError("x is too large")
+    return np.sum(np.sin(x) * x)
+
+
+def test_a_raise_of_one_example_stops_the_batch():
+    """As the loop over the examples would: the compiled vmap runs them one by one where a check
+    may raise (Numba loses an exception raised in a parallel loop)."""
+    good = np.stack([CHECKED, 2.0 * CHECKED])
+    want = np.stack([central_difference_grad(bounded, (row,), 0) for row in good])
+    bad = np.stack([CHECKED, np.array([0.5, 11.0, 1.0])])
+    for batched in (s2s.vmap(s2s.grad(bounded)), s2s.jit(s2s.vmap(s2s.grad(bounded)))):
+        np.testing.assert_allclose(batched(good), want, rtol=1e-6, atol=1e-7)
+        with pytest.raises(OverflowError, match="x is too large"):
+            batched(bad)
+    with pytest.raises(OverflowError, match="x is too large"):
+        s2s.jit(s2s.vmap(bounded))(bad)
