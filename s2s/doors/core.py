@@ -334,8 +334,7 @@ class Transformed(Derivative):
         for k in self._argnums:
             if not -len(args) <= k < len(args):
                 raise S2SError(f"argnums {k} is out of range for {len(args)} arguments",
-                               hint="the transforms differentiate plain positional parameters: list them "
-                                    "(def f(x, y)), not *args")
+                               hint="argnums count the positional arguments")
             arg = args[k]
             if any(pytree.is_integer_leaf(leaf) for leaf in ((arg,) if isinstance(arg, np.ndarray)
                                                              else pytree.leaves(arg))):
