@@ -203,3 +203,22 @@ def test_unbindable_signatures_are_refused_at_the_users_line(fun, text, message)
     with pytest.raises(s2s.S2SError, match=message) as info:
         s2s.grad(fun)(X, X) if fun is spreads_into_defaults else s2s.grad(fun)(X)
     assert at(fun, text) in str(info.value)
+
+
+def zero_first(v):
+    v[0] = 0.0
+    return np.sum(v ** 2)
+
+
+def spreads_into_a_writing_helper(x, *args):
+    s = zero_first(*args)
+    return s + np.sum(args[0]) * x
+
+
+def test_a_helper_that_writes_into_what_a_starred_argument_gives_is_refused():
+    """Under NumPy zero_first changes args[0] in place, which the caller reads after; s2s gives the
+    helper a private copy, so it refuses the call rather than return the unchanged sum."""
+    with pytest.raises(s2s.S2SError, match=r"zero_first writes into its parameter v in place .* the caller's array "
+                                           r"args\[\.\.\.\]") as info:
+        s2s.grad(spreads_into_a_writing_helper)(1.0, X.copy())
+    assert at(spreads_into_a_writing_helper, "zero_first(*args)") in str(info.value)
