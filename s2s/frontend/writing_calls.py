@@ -54,10 +54,12 @@ class WritingCalls:
         return self.write_out(lowered, full)
 
     def checking_call(self, node: cst.Call, callee: Any) -> bool:
-        """A call statement of a function that returns no value (`check_axis(x, i)`, which may
-        raise): its body written out here, as a call that writes into its arguments is, so that
-        its checks run on the primal values in every mode. False for any other call."""
-        if not inspect.isfunction(callee) or id(callee) in _LOWERING or not _returns_nothing(callee):
+        """A call statement of a function that returns no value and writes into none of its
+        parameters (`check_axis(x, i)`, which may raise): its body written out here, as a call
+        that writes into its arguments is, so that its checks run on the primal values in every
+        mode. False for any other call (one that writes is a writing call)."""
+        if not inspect.isfunction(callee) or id(callee) in _LOWERING or not _returns_nothing(callee) \
+                or _written_in_source(callee):
             return False
         args, kwargs = self.arguments(node, spread=True)
         _LOWERING.add(id(callee))
