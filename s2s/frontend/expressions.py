@@ -353,7 +353,9 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
         elif isinstance(target.comparator, cst.Name) and target.comparator.value not in self.locals:
             value = self.resolver.lookup(target.comparator.value)
             if isinstance(value, (tuple, frozenset)) and all(isinstance(v, (str, int, float)) for v in value):
-                constants = list(value)
+                # (a frozenset in a fixed order: generated code is the same in every process)
+                constants = list(value) if isinstance(value, tuple) else sorted(value, key=repr)
+                self.inlined[target.comparator.value] = value  # (the cache checks that the name still holds it)
         if len(node.comparisons) != 1 or constants is None:
             raise self.error(node, "`in` and `not in` are supported alone, against a tuple of constants (numbers or "
                              "strings)", "compare with == and or, or use np.isin for arrays")
