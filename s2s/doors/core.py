@@ -18,7 +18,7 @@ from ..tree_util import pytree
 from ..analysis.shapes import argument_facts
 from ..driver import cache
 from ..errors import S2SError
-from ..frontend import own_signature
+from ..frontend.signatures import own_signature
 from .primitives import as_function
 from .values import numpy_scalar, private_copies, zero_tangent
 from .shipping import recorded

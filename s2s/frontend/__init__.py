@@ -23,15 +23,6 @@ def forwarding(fn):
     return forwards(fn)
 
 
-def own_signature(fn):
-    """The signature of fn's own code, which s2s reads and generated code takes: a functools.wraps
-    wrapper's (*args, **kwargs), not the wrapped function's that inspect reports by default."""
-    import inspect
-    import types
-
-    return inspect.signature(fn, follow_wrapped=not isinstance(fn, types.FunctionType))
-
-
 def lowered_functions(fn):
     """frontend.collect.collect (fn and the functions it calls, lowered), imported on first
     use (as named_lambda): a process that runs transformed code from the cache does not load

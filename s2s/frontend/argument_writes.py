@@ -20,7 +20,7 @@ from typing import Any
 import libcst as cst
 
 from ..errors import Origin, S2SError
-from . import own_signature
+from .signatures import own_signature
 from ..ir import nodes as ir
 
 

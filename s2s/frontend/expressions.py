@@ -25,7 +25,7 @@ from ..rules import Rule, facts, load_facts, lookup, methods, rule_of_call
 from ..rules.custom import CustomRule, checkpoint
 from ..scipy_forms import stats as stats_forms
 from ..runtime import constants as captured
-from . import own_signature
+from .signatures import own_signature
 from .argument_writes import call_site
 from .comprehensions import GENERATOR_HINT
 from .einsum import HINT as EINSUM_HINT
