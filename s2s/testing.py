@@ -11,7 +11,7 @@ import numpy as np
 from .tree_util import pytree
 from .errors import S2SError
 from .doors.api import grad
-from .doors.core import ForwardTransformed, Transformed, jit
+from .doors.core import ForwardTransformed, Transformed, call_bound, jit, refuse_star_args
 from .doors.jacobians import hessian
 
 
@@ -36,9 +36,12 @@ def _axpy(a: float, x: Any, y: Any) -> Any:
     return a * x + y
 
 
-def _evaluate(fun: Callable, args) -> Any:
+def _evaluate(fun: Callable, args, bound: bool = False) -> Any:
     """fun on copies of args: a function that writes into an argument must not change the
-    point the derivatives are checked at."""
+    point the derivatives are checked at. bound: args as generated code takes them (keyword-only
+    parameters by position: core.call_bound)."""
+    if bound:
+        return call_bound(fun, copy.deepcopy(list(args)))
     return fun(*copy.deepcopy(list(args)))
 
 
@@ -65,6 +68,7 @@ def check_grads(fun: Callable, args: Sequence[Any], order: int = 1, modes: Seque
     unknown = set(modes) - {"fwd", "rev"}
     if unknown:
         raise ValueError(f"unknown modes {sorted(unknown)}")
+    refuse_star_args(fun, "check_grads")  # (its argnums would count into *args's tuple)
     args = list(args)
     if argnums is None:
         argnums = [k for k, a in enumerate(args)
@@ -177,7 +181,7 @@ def _check_reverse_components(fun, args, argnums, cotangent, adjoints, eps, rtol
                         moved_leaves[j] = float(leaf) + step
                     moved_args = list(args)
                     moved_args[k] = pytree.unflatten(structure, moved_leaves)
-                    projected.append(_vdot(cotangent, _evaluate(fun, moved_args)))
+                    projected.append(_vdot(cotangent, _evaluate(fun, moved_args, bound=True)))
                 want = (projected[0] - projected[1]) / (2 * eps)
                 got = float(np.asarray(adjoint_leaves[j], np.float64)[index])
                 if not abs(got - want) <= atol + rtol * 10 * max(1.0, abs(want)):

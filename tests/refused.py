@@ -170,3 +170,31 @@ def reads_a_dict_global(x):
 
 
 SETTINGS = {"scale": 2.0}
+
+
+class ShapeError(Exception):
+    pass
+
+
+def raises_own_exception(x):
+    if x.ndim != 1:
+        raise ShapeError("x must be 1-d")
+    return np.sum(x)
+
+
+def raises_a_computed_message(x):
+    if x.ndim != 1:
+        raise ValueError("x must be 1-d, got " + str(x.ndim))
+    return np.sum(x)
+
+
+def raises_again(x):
+    if x.ndim != 1:
+        raise
+    return np.sum(x)
+
+
+def in_a_computed_tuple(x, mode):
+    if mode in (mode, "b"):
+        return np.sum(x)
+    return np.sum(x ** 2)

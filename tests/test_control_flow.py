@@ -1,7 +1,11 @@
 """Python loops in transformed code: a loop left by break (its counter is the breaking step's, and
 the later steps are skipped), and nested loops whose inner range has a step (its trip count is
-taped per outer pass). Derivatives against central differences, in reverse and forward mode, on
+taped per outer pass), and the checks of library code (raise of a builtin exception under an if,
+a call of a function that only checks, `in` and `not in` of constants), which run on the primal
+values in every mode. Derivatives against central differences, in reverse and forward mode, on
 the python backend and under s2s.jit."""
+
+import re
 
 import numpy as np
 import pytest
@@ -274,3 +278,95 @@ def test_a_variable_bound_on_some_paths_only(fun, points, backend):
     np.testing.assert_allclose(s2s.jit(s2s.vmap(s2s.grad(fun)), backend=backend)(batch),
                                [central_difference_grad(fun, (x,), 0) for x in points], rtol=1e-7, atol=1e-9)
     check_grads(fun, (points[0],), order=2, backend=backend)
+
+
+# ---- input checks of library code: they run on the primal values, the derivatives pass them by ----
+
+
+def check_axis_index(name, i, n):
+    if not 0 <= i < n:
+        raise IndexError(f"{name} = {i} is out of range")
+
+
+def check_vector(x, mode):
+    if x.ndim != 1:
+        raise ValueError(f"x must be 1-d, got {x.ndim} dimensions")
+    if mode not in ("sum", "mean"):
+        raise ValueError("mode must be 'sum' or 'mean'")
+    if x.shape[0] < 2:
+        return  # (nothing more to check)
+    assert np.all(np.isfinite(x)), "x must be finite"
+
+
+MEANS = frozenset({"mean"})  # (a module's constant: read where the function is transformed)
+
+
+def checked_energy(x, i, mode="sum"):
+    check_vector(x, mode)
+    check_axis_index("i", i, x.shape[0])
+    if mode in MEANS:
+        return np.mean(np.sin(x) ** 2) + x[i] ** 3
+    return np.sum(np.sin(x) ** 2) + x[i] ** 3
+
+
+def mean_energy(x, i):
+    return checked_energy(x, i, "mean")
+
+
+CHECKED = np.array([0.3, 0.5, 1.7])
+BAD_CALLS = [  # (arguments, the exception NumPy's run raises, its message)
+    ((np.ones((2, 2)), 0), ValueError, "x must be 1-d, got {x.ndim} dimensions"),  # (an f-string: its text)
+    ((CHECKED, 0, "max"), ValueError, "mode must be 'sum' or 'mean'"),
+    ((CHECKED, 3), IndexError, "{name} = {i} is out of range"),
+    ((np.array([1.0, np.inf]), 0), AssertionError, "x must be finite"),
+]
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean"])
+def test_checks_pass_valid_inputs_in_every_mode(mode):
+    want = central_difference_grad(checked_energy, (CHECKED, 1, mode), 0)
+    for grad in (s2s.grad(checked_energy), s2s.jit(s2s.grad(checked_energy))):
+        np.testing.assert_allclose(grad(CHECKED, 1, mode), want, rtol=1e-6, atol=1e-7)
+    for backend in ("python", "cpu"):
+        fun = checked_energy if mode == "sum" else mean_energy
+        _, tangent = s2s.jvp(fun, (CHECKED, 1), (np.ones(3), 0.0), backend=backend)
+        np.testing.assert_allclose(tangent, np.sum(want), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("args, error, message", BAD_CALLS, ids=["ndim", "mode", "index", "assert"])
+def test_checks_raise_as_python_does_in_every_mode(args, error, message):
+    with pytest.raises(error):
+        checked_energy(*args)
+    for transformed in (s2s.grad(checked_energy), s2s.jit(s2s.grad(checked_energy)), s2s.jit(checked_energy)):
+        with pytest.raises(error, match=re.escape(message)):
+            transformed(*args)
+    if len(args) == 2:
+        for backend in ("python", "cpu"):
+            with pytest.raises(error, match=re.escape(message)):
+                s2s.jvp(checked_energy, args, (np.ones_like(args[0]), 0.0), backend=backend)
+
+
+def test_checks_are_raise_statements_in_generated_code():
+    text = s2s.source(s2s.grad(checked_energy))
+    assert 'raise ValueError("mode must be \'sum\' or \'mean\'")' in text
+    assert "raise IndexError(" in text and "check_vector(" not in text  # (its body is written out)
+
+
+def bounded(x):
+    if np.max(x) > 10.0:
+        raise OverflowError("x is too large")
+    return np.sum(np.sin(x) * x)
+
+
+def test_a_raise_of_one_example_stops_the_batch():
+    """As the loop over the examples would: the compiled vmap runs them one by one where a check
+    may raise (Numba loses an exception raised in a parallel loop)."""
+    good = np.stack([CHECKED, 2.0 * CHECKED])
+    want = np.stack([central_difference_grad(bounded, (row,), 0) for row in good])
+    bad = np.stack([CHECKED, np.array([0.5, 11.0, 1.0])])
+    for batched in (s2s.vmap(s2s.grad(bounded)), s2s.jit(s2s.vmap(s2s.grad(bounded)))):
+        np.testing.assert_allclose(batched(good), want, rtol=1e-6, atol=1e-7)
+        with pytest.raises(OverflowError, match="x is too large"):
+            batched(bad)
+    with pytest.raises(OverflowError, match="x is too large"):
+        s2s.jit(s2s.vmap(bounded))(bad)

@@ -294,7 +294,7 @@ def test_a_partial_of_what_s2s_cannot_read_is_refused():
 
 # ---- a functools.wraps wrapper of *args and **kwargs that only forwards them is read as the function
 # it wraps (its other statements, which read neither, do not run in transformed code); another is
-# refused at the wrapper ----
+# transformed as it is written ----
 
 CALLS = [0]
 
@@ -371,10 +371,14 @@ def test_forwarding_wrappers_are_read_as_the_function_they_wrap(capsys):
 
 
 @pytest.mark.parametrize("fun", [cubes, calls_a_scaling_wrapper])
-def test_a_wrapper_that_does_more_than_forward_is_refused_at_it(fun):
-    from finite_differences import where
+def test_a_wrapper_that_does_more_than_forward_is_differentiated_as_written(fun):
+    """scaled_twice's wrapper, 2.0 * fn(*args, **kwargs), is transformed itself: its *args is one
+    tuple, and fn's call takes its items by fn's own parameters."""
+    from finite_differences import central_differences
 
-    with pytest.raises(s2s.S2SError, match=r"wraps cubes \(functools.wraps\) with \*args, and does more than "
-                                           r"forward them: it does not return cubes\(\*args, \*\*kwargs\)") as caught:
-        s2s.grad(fun)(np.array([0.5, 1.5]))
-    assert where(scaled_twice, "def wrapper(*args, **kwargs):") in str(caught.value)  # the wrapper's line
+    x = np.array([0.5, 1.5])
+    want = central_differences(fun, x)
+    for grad in (s2s.grad(fun), s2s.jit(s2s.grad(fun))):
+        np.testing.assert_allclose(grad(x), want, rtol=1e-6)
+    assert s2s.jvp(fun, (x,), (np.ones(2),))[1] == pytest.approx(np.sum(want), rel=1e-6)
+    assert fun is calls_a_scaling_wrapper or "def wrapper_vjp(args, out_bar):" in s2s.source(s2s.grad(fun))

@@ -30,6 +30,11 @@ CASES = {
     "writes_through_alias": ("would also change z", "y[0] = x"),
     "arange_of_active": ("does not differentiate arange", "np.arange"),
     "bare_return": ("a bare return has no value", "return"),
+    # input checks run on the primal values where they are plain (tests/test_control_flow.py)
+    "raises_own_exception": ("raise is supported of Python's builtin exceptions", "raise ShapeError"),
+    "raises_a_computed_message": ("the arguments of a raised exception are constants here", "raise ValueError"),
+    "raises_again": ("a bare raise (re-raising) is not supported", "raise"),
+    "in_a_computed_tuple": ("`in` and `not in` are supported alone, against a tuple of constants", "if mode in"),
 }
 
 
@@ -175,7 +180,8 @@ SWEEP = {
     "recursive": (1.0, 2), "bare_return": (1.0,), "writes_module_array": (1.0,),
     "writes_module_array_through_alias": (1.0,), "norm_of_unknown_order": (np.ones(3),),
     "reads_a_dict_global": (1.0,), "complex_fft": (np.ones(3),), "complex_literal": (np.ones(3),),
-    "complex_made": (np.ones(3),),
+    "complex_made": (np.ones(3),), "raises_own_exception": (np.ones(3),), "raises_a_computed_message": (np.ones(3),),
+    "raises_again": (np.ones(3),), "in_a_computed_tuple": (np.ones(3), "a"),
 }
 # Not refused: they show what is accepted next to what is not.
 ACCEPTED = {"augmented_scalar_alias", "add_through_alias", "make_scaled"}
@@ -262,13 +268,14 @@ def first_of_many(*args):
     return np.sum(np.tril(args[0]) ** 2)
 
 
-@pytest.mark.parametrize("transform", [s2s.grad, s2s.jacrev, lambda f: s2s.jit(s2s.jacrev(f, argnums=(0,)))],
-                         ids=["grad", "jacrev", "jit-jacrev"])
-def test_star_args_are_refused_at_the_users_line_by_every_door(transform):
-    """The arguments of a function of *args go on as given (binding them to its named
-    parameters, none, would drop them), for the transform to refuse *args at its line."""
-    line = first_of_many.__code__.co_firstlineno
-    with pytest.raises(s2s.S2SError, match=rf"test_refusals.py:{line}:\d+: \*args parameters are not supported"):
+@pytest.mark.parametrize("transform", [s2s.jacrev, lambda f: s2s.jit(s2s.jacrev(f, argnums=(0,))), s2s.hessian,
+                                       s2s.vmap, lambda f: s2s.grad(s2s.grad(f))],
+                         ids=["jacrev", "jit-jacrev", "hessian", "vmap", "grad-grad"])
+def test_star_args_are_refused_by_the_doors_that_do_not_bind_them(transform):
+    """grad, vjp, jvp and jit bind argnums into *args's tuple (test_api.py); the Jacobians,
+    second derivatives and vmap do not, and say what to do instead."""
+    with pytest.raises(s2s.S2SError, match=r"which takes \*args, is not supported \(grad, value_and_grad, vjp, jvp "
+                                           r"and jit are\); give .* e\.g\. def g\(a, b\): return first_of_many\(a, b\)"):
         transform(first_of_many)(np.eye(3))
 
 

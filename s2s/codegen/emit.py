@@ -231,6 +231,8 @@ class Emitter:
         code itself: Numba drops an exception raised inside a helper called from a prange loop."""
         if call.fn is runtime.assertion_failed:
             return ast.Raise(ast.Call(name("AssertionError"), [self.atom(a) for a in call.args], []), None)
+        if call.fn is runtime.raise_exception:  # (a builtin exception, named by a constant)
+            return ast.Raise(ast.Call(name(call.args[0].value), [self.atom(a) for a in call.args[1:]], []), None)
         return ast.Expr(self.expr(call))
 
     def alias_checks(self, stmt: ir.Assign | ir.SetItem, batched=lambda var: False) -> list[ast.stmt]:

@@ -58,7 +58,7 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
         if any(pytree.is_integer_leaf(leaf) for leaf in pytree.leaves(primal)):
             raise S2SError(f"vjp: argument {k} of {fun.__name__} holds integers",
                            hint="pass floats, or close over integer arguments in a wrapper")
-    out = _plain_value(fun, private_copies(primals))  # (copies: fun may write into its arguments)
+    out = _plain_value(fun, private_copies(transformed._bind(primals, {})))  # (copies: fun may write into them)
     if transformed.generated()[1].get("by_rule"):
         # An s2s.custom_vjp or custom_jvp gives its value by its rule where it is differentiated
         # (fwd's value may be a stabler form than the body's), as jax.vjp's primal output does.
@@ -70,9 +70,9 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
         _check_cotangent(cotangent, out[0] if has_aux else out, fun)
         # (with the defaults of the parameters the call leaves out: generated code takes them all,
         # the cotangent last; their adjoints are dropped, as jax.vjp returns one per primal)
-        args = transformed._call_args(transformed._bind(primals, {}))
-        _, grads = transformed._vjp_function()(*args, cotangent)
-        return tuple(pytree.restructure(g, p) for g, p in zip(grads, primals))
+        bound = transformed._bind(primals, {})
+        _, grads = transformed._vjp_function()(*transformed._call_args(bound), cotangent)
+        return transformed._user_grads(grads, bound)
 
     vjp_fun.source = transformed.source
     if has_aux:

@@ -114,6 +114,11 @@ def parse_in_axes(text: str | None):
     return list(axes) if isinstance(axes, tuple) else axes
 
 
+def _parameter_count(fn) -> int:
+    """The parameters of fn's generated code (*args one tuple, **kwargs none: frontend.lower.parameter_names)."""
+    return sum(p.kind is not p.VAR_KEYWORD for p in inspect.signature(fn).parameters.values())
+
+
 def generated_source(fn, mode: str, in_axes=0, facts: list | None = None) -> str:
     """The same text the API and the import hook produce for this function and mode (for vmap,
     what s2s.jit(s2s.vmap(fn, in_axes)) compiles: the loop over the examples). With facts (one per
@@ -124,7 +129,7 @@ def generated_source(fn, mode: str, in_axes=0, facts: list | None = None) -> str
     options = MODES[mode]
     transform = mode
     if options is None:
-        transform, options = "vjp", {"argnums": list(range(len(inspect.signature(fn).parameters))), "has_aux": False}
+        transform, options = "vjp", {"argnums": list(range(_parameter_count(fn))), "has_aux": False}
     if facts is not None:
         # (jvp's module takes the tangents after the primals, each of its primal's kind)
         options = {**options, "facts": facts + facts if mode == "jvp" else facts}
@@ -205,7 +210,7 @@ def source_after(fn, mode: str, after: str, in_axes=0) -> str:
     transform, options = mode, MODES[mode]
     if options is None:
         transform = "vjp"
-        options = {"argnums": list(range(len(inspect.signature(fn).parameters))), "has_aux": False}
+        options = {"argnums": list(range(_parameter_count(fn))), "has_aux": False}
     captured = io.StringIO()
     driver.generate(fn, transform, options, after=after, out=captured)
     return captured.getvalue()

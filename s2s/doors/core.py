@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import weakref
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -17,6 +18,7 @@ from ..tree_util import pytree
 from ..analysis.shapes import argument_facts
 from ..driver import cache
 from ..errors import S2SError, user_facing
+from ..frontend.signatures import own_signature
 from ..options import config
 from ..progress import describe, progress
 from .primitives import as_function
@@ -58,35 +60,39 @@ def _source(fun: Callable, transform: str, options: dict) -> str:
     return _generated(fun, transform, options)[0]
 
 
-def _takes_varargs(fun) -> bool:
-    try:
-        parameters = inspect.signature(fun).parameters.values()
-    except (TypeError, ValueError):
-        return False
-    return any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters)
-
-
 class _Binder:
     """Binds a call's arguments as the user's function would: keywords moved to their
-    positions and defaults filled in, since generated code takes every parameter by position."""
+    positions and defaults filled in, since generated code takes every parameter by position
+    (*args as one tuple, after the positional parameters, then the keyword-only ones:
+    frontend.lower.parameter_names)."""
 
     def __init__(self, fun: Callable):
         self.fun = fun
         self._signature = None
         self._count = None
+        self.star: int | None = None  # where *args's tuple goes, for a function that has one
+        self.star_name = ""
+        self.general = False  # *args, keyword-only parameters or **kwargs: bound by the signature
 
-    def __call__(self, args: tuple, kwargs: dict, argnums: tuple[int, ...] = ()) -> tuple:
+    def settle(self) -> "_Binder":
         if self._count is None:
             try:
-                self._signature = inspect.signature(self.fun)
-                self._count = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-                                  for p in self._signature.parameters.values())
-                if any(p.kind == p.VAR_POSITIONAL for p in self._signature.parameters.values()):
-                    # (binding would drop what *args takes: the arguments go on as given, and the
-                    # transform refuses *args at the user's line)
-                    self._signature, self._count = None, -1
+                # (of the function's own code: a functools.wraps wrapper's, not the wrapped one's)
+                self._signature = own_signature(self.fun)
+                parameters = list(self._signature.parameters.values())
+                self._count = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in parameters)
+                self.general = any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in parameters)
+                for p in parameters:
+                    if p.kind == p.VAR_POSITIONAL:
+                        self.star, self.star_name = self._count, p.name
             except (TypeError, ValueError):
                 self._count = -1
+        return self
+
+    def __call__(self, args: tuple, kwargs: dict, argnums: tuple[int, ...] = ()) -> tuple:
+        self.settle()
+        if self.general:
+            return self._bind_general(args, kwargs, argnums)
         if not kwargs and len(args) == self._count or self._count == -1 and not kwargs:
             return args
         name = getattr(self.fun, "__name__", "the function")
@@ -104,6 +110,87 @@ class _Binder:
         bound.apply_defaults()
         params = list(self._signature.parameters.values())[:self._count]
         return tuple(bound.arguments[p.name] for p in params)
+
+    def _bind_general(self, args: tuple, kwargs: dict, argnums: tuple[int, ...]) -> tuple:
+        name = getattr(self.fun, "__name__", "the function")
+        for k in argnums:
+            if k < self._count and k >= len(args):
+                raise S2SError(f"argument {k} of {name} is differentiated, so it must be passed by position "
+                               f"(got {len(args)} positional arguments)",
+                               hint="pass it positionally, as JAX requires for argnums")
+            if k >= len(args) or k < -len(args) or k < 0 and self.star is not None:
+                raise S2SError(f"argnums {k} is out of range for {len(args)} positional arguments",
+                               hint="argnums count the positional arguments (from 0 where the function takes *args)")
+        try:
+            bound = self._signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise S2SError(f"call to {name}: {exc}") from None
+        bound.apply_defaults()
+        out = []
+        for p in self._signature.parameters.values():
+            if p.kind is p.VAR_KEYWORD:
+                if bound.arguments[p.name]:
+                    raise S2SError(f"call to {name}: the keywords {', '.join(bound.arguments[p.name])} go to its "
+                                   f"**{p.name}, which a transformed function leaves empty",
+                                   hint="name them as parameters of the function (def f(x, *, scale=1.0))")
+            else:
+                out.append(tuple(bound.arguments[p.name]) if p.kind is p.VAR_POSITIONAL else bound.arguments[p.name])
+        return tuple(out)
+
+    def unbind(self, bound: tuple) -> tuple[tuple, dict]:
+        """(args, kwargs) that call the user's function as the bound arguments say."""
+        if not self.general:
+            return tuple(bound), {}
+        args, kwargs = [], {}
+        values = iter(bound)
+        for p in self._signature.parameters.values():
+            if p.kind is p.VAR_KEYWORD:
+                continue
+            value = next(values)
+            if p.kind is p.VAR_POSITIONAL:
+                args.extend(value)
+            elif p.kind is p.KEYWORD_ONLY:
+                kwargs[p.name] = value
+            else:
+                args.append(value)
+        return tuple(args), kwargs
+
+
+_BINDERS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def binder_of(fun: Callable) -> _Binder:
+    try:
+        binder = _BINDERS.get(fun)
+        if binder is None:
+            binder = _BINDERS[fun] = _Binder(fun)
+    except TypeError:  # (not weak-referenceable)
+        binder = _Binder(fun)
+    return binder.settle()
+
+
+def refuse_star_args(fun: Callable, door: str, keywords: bool = False) -> None:
+    """S2SError for a door that takes only named parameters (its argnums or in_axes are not
+    mapped into *args's tuple); keywords: nor keyword-only ones or **kwargs."""
+    binder = binder_of(fun)
+    name = getattr(fun, "__name__", "the function")
+    if binder.star is not None or keywords and binder.general:
+        what = "*args" if binder.star is not None else "keyword-only parameters or **kwargs"
+        params = [p for p in binder._signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
+        named = [p.name for p in params if p.kind is not p.VAR_POSITIONAL] if binder.star is None else \
+            [p.name for p in params[:binder.star]] + ["a", "b"]
+        passed = [p.name if p.kind is not p.KEYWORD_ONLY else f"{p.name}={p.name}" for p in params
+                  if p.kind is not p.VAR_POSITIONAL] if binder.star is None else named
+        raise S2SError(f"{door} of {name}, which takes {what}, is not supported (grad, value_and_grad, vjp, jvp "
+                       "and jit are)", hint=f"give {door} a function of named positional parameters that calls it, "
+                       f"e.g. def g({', '.join(named)}): return {name}({', '.join(passed)})")
+
+
+def call_bound(fun: Callable, args: Sequence) -> Any:
+    """fun called with its arguments as generated code takes them (_Binder: *args as one tuple,
+    keyword-only ones by position)."""
+    positional, keywords = binder_of(fun).unbind(tuple(args))
+    return fun(*positional, **keywords)
 
 
 def _argnums_tuple(argnums) -> tuple[int, ...]:
@@ -150,7 +237,18 @@ class Transformed(Derivative):
         self._entries: dict = {}  # the entry points of _source
         self._module = None
         self._vjp = None
-        self._argnums = _argnums_tuple(argnums)
+        self._argnums = self._user_argnums = _argnums_tuple(argnums)
+        self._picks = None
+        star = self._bind.settle().star
+        if star is not None:
+            # argnums count the positional arguments, as JAX's: those that *args takes are items
+            # of its tuple, differentiated as a whole; each gradient is picked from the tuple's
+            if any(k < 0 for k in self._user_argnums):
+                raise S2SError(f"argnums of {getattr(fun, '__name__', 'a function')}, which takes *args, are "
+                               "counted from 0", hint="pass argnums as non-negative positions")
+            self._argnums = tuple(sorted({min(k, star) for k in self._user_argnums}))
+            self._picks = tuple((self._argnums.index(min(k, star)), k - star if k >= star else None)
+                                for k in self._user_argnums)
         # Under s2s.jit a gradient is generated for what its arguments are (numbers, arrays
         # and their ndim: shapes.argument_facts), as JAX traces per signature: the vjp for
         # each kind of call, and the source of the latest.
@@ -218,15 +316,28 @@ class Transformed(Derivative):
         self._specialised_source, self._specialised_entries = found[1], found[2]
         return found[0]
 
+    def _user_grads(self, grads, args) -> tuple:
+        """The gradients by the user's argnums, from those by generated code's parameters."""
+        grads = tuple(pytree.restructure(g, args[k]) for g, k in zip(grads, self._argnums))
+        if self._picks is None:
+            return grads
+        return tuple(grads[i] if item is None else grads[i][item] for i, item in self._picks)
+
     def _check_args(self, args):
+        if self._picks is not None:
+            star = self._bind.star
+            for k in self._user_argnums:
+                if k >= star + len(args[star]):
+                    raise S2SError(f"argnums {k} is out of range for {star + len(args[star])} positional arguments")
+                if k >= star and any(pytree.is_integer_leaf(leaf) for leaf in pytree.leaves(args[star])):
+                    raise S2SError(f"cannot differentiate with respect to argument {k} of {self.fun.__name__}: "
+                                   f"the arguments its *{self._bind.star_name} takes are differentiated together, "
+                                   "and one of them holds integers",
+                                   hint="pass floats, or take the integer argument as a named parameter")
         for k in self._argnums:
             if not -len(args) <= k < len(args):
-                if _takes_varargs(self.fun):  # (binding kept none of them: f(*args) has no parameter k)
-                    raise S2SError(f"*args parameters are not supported ({self.fun.__name__} takes *args)",
-                                   hint="list the parameters explicitly (def f(x, y))")
                 raise S2SError(f"argnums {k} is out of range for {len(args)} arguments",
-                               hint="the transforms differentiate plain positional parameters: list them "
-                                    "(def f(x, y)), not *args")
+                               hint="argnums count the positional arguments")
             arg = args[k]
             if any(pytree.is_integer_leaf(leaf) for leaf in ((arg,) if isinstance(arg, np.ndarray)
                                                              else pytree.leaves(arg))):
@@ -251,7 +362,7 @@ class Transformed(Derivative):
         plain = _plain_kinds(args) if not kwargs and self.backend == "cpu" else None
         seen = self._by_plain_kinds.get(plain) if plain is not None else None
         if seen is None:
-            bound = self._bind(args, kwargs, self._argnums)
+            bound = self._bind(args, kwargs, self._user_argnums)
             rememberable = plain is not None and bound is args  # (nothing bound by keyword or default)
             self._check_args(bound)
         try:
@@ -282,7 +393,7 @@ class Transformed(Derivative):
             self._require_scalar(out[0] if self.has_aux else out)
             if self.backend == "cpu" and self.kind == "value_and_grad" and not self.has_aux:
                 out = numpy_scalar(out, args, getattr(vjp_function, "dispatcher", None), call_args)
-        grads = tuple(pytree.restructure(g, args[k]) for g, k in zip(grads, self._argnums))
+        grads = self._user_grads(grads, args)
         grad = grads[0] if isinstance(self.argnums, int) else grads
         if self.kind == "value_and_grad":
             if self.has_aux:
@@ -342,14 +453,15 @@ def jit(fun: Callable, *, backend: str = "cpu", static_argnums: Sequence[int] = 
 
 
 def _plain_value(fun: Callable, args: Sequence) -> Any:
-    """fun(*args), for its value's shape; a function that uses JAX's x.at[i].set(v), which NumPy
+    """fun of the arguments bound as generated code takes them (call_bound), for its value's
+    shape; a function that uses JAX's x.at[i].set(v), which NumPy
     arrays do not have and s2s writes out, runs as its generated primal on the python backend."""
     try:
-        return fun(*args)
+        return call_bound(fun, args)
     except AttributeError as exc:
         if "'at'" not in str(exc) or not inspect.isfunction(fun):
             raise
-    return Primal(fun, "python")(*args)
+    return Primal(fun, "python")._call_bound(args)
 
 
 class Primal:
@@ -378,7 +490,9 @@ class Primal:
 
     @user_facing
     def __call__(self, *args, **kwargs):
-        args = self._bind(args, kwargs)
+        return self._call_bound(self._bind(args, kwargs))
+
+    def _call_bound(self, args: tuple):
         if self._compiled is None:
             module = backends.load(self.source, self.fun.__name__, self.backend)
             # (the function's generated name: a callee of the same name may hold its own)

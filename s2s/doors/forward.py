@@ -14,7 +14,7 @@ from ..tree_util import pytree
 from ..driver import cache
 from ..errors import S2SError, user_facing
 from ..frontend.nested import register_nested_transform
-from .core import ForwardTransformed, Primal, Transformed
+from .core import ForwardTransformed, Primal, Transformed, binder_of
 from .hvp import jvp_of_gradient
 from .primitives import as_function
 from .values import scalar_like, tangent_in_primal_dtype
@@ -99,13 +99,19 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
                            hint="close over it (s2s.jvp(lambda x: f(x, labels), (x,), (t,))), or pass floats")
     transformed = _forward_transformed(fun, backend)
     given = len(primals)
-    primals, all_tangents = transformed.with_defaults(primals, tangents)
-    if len(primals) > given:
-        # Parameters the call leaves out take their defaults, constants whose tangents are
-        # symbolic zeros (a zero tangent would be multiplied: 0 * log(x) of x ** a is NaN at x < 0)
-        transformed = _forward_transformed(fun, backend, active=tuple(range(given)))
+    binder = binder_of(transformed.fun)
+    if binder.general:  # *args, keyword-only parameters
+        primals, tangents, active = _bound_primals(binder, primals, tangents)
+        if len(active) < len(primals):
+            transformed = _forward_transformed(fun, backend, active=active)
     else:
-        tangents = all_tangents
+        primals, all_tangents = transformed.with_defaults(primals, tangents)
+        if len(primals) > given:
+            # Parameters the call leaves out take their defaults, constants whose tangents are
+            # symbolic zeros (a zero tangent would be multiplied: 0 * log(x) of x ** a is NaN at x < 0)
+            transformed = _forward_transformed(fun, backend, active=tuple(range(given)))
+        else:
+            tangents = all_tangents
     if backend == "cpu":
         tangents = tuple(scalar_like(t, p) for p, t in zip(primals, tangents))
     call = transformed.call_args(primals + tangents)
@@ -114,6 +120,21 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
     if backend == "cpu":  # (dicts come back from compiled code as DictTuples)
         out, out_dot = pytree.from_numba(out), pytree.from_numba(out_dot)
     return out, tangent_in_primal_dtype(out, out_dot)
+
+
+def _bound_primals(binder, primals: tuple, tangents: tuple) -> tuple[tuple, tuple, tuple]:
+    """(primals, tangents, the parameters that have tangents) as generated code takes them, of a
+    function with *args or keyword-only parameters: *args's items one tuple, as are their
+    tangents; keyword-only parameters and left-out ones take their defaults, constants whose
+    tangents are symbolic zeros (as with_defaults)."""
+    bound = binder(primals, {})
+    count, star = binder._count, binder.star
+    active = list(range(min(len(primals), count)))
+    taken = list(tangents[:count])
+    if star is not None:
+        active.append(star)
+        taken.append(tuple(tangents[count:]))
+    return bound, tuple(taken), tuple(active)
 
 
 # s2s.jvp(f, ...) inside a transformed function calls f's generated forward mode.

@@ -20,7 +20,7 @@ import numpy as np
 from .. import backends
 from ..tree_util import pytree
 from ..errors import S2SError, user_facing
-from .core import Transformed, _Binder, _source, _unbatched
+from .core import Transformed, _Binder, _source, _unbatched, call_bound, refuse_star_args
 from .values import in_dtype, private_copies
 
 
@@ -30,6 +30,7 @@ class TreeHessian:
 
     def __init__(self, fun: Callable, argnums, backend: str = "python"):
         self.fun = _unbatched(fun)
+        refuse_star_args(self.fun, "hessian")
         self._bind = _Binder(self.fun)
         self.argnums = argnums
         self._argnums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
@@ -75,7 +76,7 @@ class TreeHessian:
                                    "second derivatives are taken with respect to float numbers and arrays",
                                    hint="pass floats (1.0 rather than 1), or leave the argument out of argnums")
         argnums = tuple(k % len(args) for k in self._argnums)
-        out = self.fun(*args)
+        out = call_bound(self.fun, args)
         if not isinstance(out, (float, int, np.floating, np.ndarray)):
             raise S2SError(f"hessian of {name} takes a function with an array or number output, not "
                            f"{type(out).__name__}", hint="return one array (or number)")

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..tree_util import pytree
 from ..errors import S2SError
-from .core import ForwardTransformed, _seed
+from .core import ForwardTransformed, _seed, refuse_star_args
 from .values import private_copies, scalar_like
 
 
@@ -37,6 +37,7 @@ def jvp_of_gradient(gradient, primals: tuple, tangents: tuple, backend: str):
         raise S2SError(f"s2s.jvp of {gradient.kind}(..., has_aux=True) of {name} is not supported",
                        hint="take the gradient without has_aux inside jvp, and compute aux with a call "
                             "of the function")
+    refuse_star_args(gradient.fun, "s2s.jvp of a gradient")
     args = gradient._bind(tuple(primals), {}, gradient._argnums)
     # arguments the call left out take their defaults, which are constants (zero tangents)
     tangents = tuple(tangents) + tuple(None for _ in range(len(args) - len(primals)))

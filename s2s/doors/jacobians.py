@@ -12,7 +12,7 @@ from .. import backends, runtime
 from ..tree_util import pytree
 from ..errors import S2SError, user_facing
 from .core import (Derivative, ForwardTransformed, Primal, Transformed, _Binder, _argnums_tuple, _plain_value, _source,
-                   _unbatched, jit)
+                   _unbatched, call_bound, jit, refuse_star_args)
 from .values import in_dtype, private_copies, unit_leaves
 from .hessian import TreeHessian
 from .higher import refuse_fourth_order, third_order
@@ -37,6 +37,7 @@ class Jacobian(Derivative):
 
     def __init__(self, fun: Callable, argnums, forward: bool, backend: str = "python", has_aux: bool = False):
         fun = _unbatched(fun)
+        refuse_star_args(fun, "jacfwd" if forward else "jacrev")
         self.fun = fun
         self._bind = _Binder(fun)
         self.argnums = argnums
@@ -139,7 +140,7 @@ class Jacobian(Derivative):
             jac = tuple(in_dtype(self._one(args, k), args[k]) for k in self.argnums)
         if self.has_aux:
             with runtime.debug_silenced():
-                return jac, self.fun(*private_copies(args))[1]
+                return jac, call_bound(self.fun, private_copies(args))[1]
         return jac
 
 
@@ -150,6 +151,7 @@ class SecondOrder(Derivative):
     def __init__(self, fun: Callable, inner_argnum: int, outer_argnums, scalar: bool, backend: str = "python",
                  has_aux: bool = False):
         fun = _unbatched(fun)
+        refuse_star_args(fun, "a second derivative")
         self.has_aux = has_aux  # fun returns (value, aux): hessian(f, has_aux=True) returns (H, aux)
         self._aux = None  # (of the latest call)
         self.fun = fun

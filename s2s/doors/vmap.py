@@ -168,6 +168,7 @@ class Batched:
         if not callable(fun):
             raise S2SError(f"vmap takes a function, got {type(fun).__name__}")
         self.fun = as_function(fun)  # np.dot -> def dot(x, y): return np.dot(x, y)
+        core.refuse_star_args(self.fun, "vmap", keywords=True)  # (in_axes count named parameters)
         self.in_axes = in_axes
         self.out_axes = out_axes
         self.backend = backend or getattr(fun, "backend", "python")

@@ -173,7 +173,7 @@ def baked_state(fn: Any) -> str:
                 closure.append((name, constant_text(cell.cell_contents)))
             except ValueError:
                 closure.append((name, "<empty>"))
-    return repr((fn.__defaults__, closure)) + rule
+    return repr((fn.__defaults__, getattr(fn, "__kwdefaults__", None), closure)) + rule
 
 
 # The values captured_stamp records of what a function reads from its module.
@@ -369,7 +369,8 @@ class Watch:
             now = _read(module_name, module, path)
             if now is not target or getattr(now, "__code__", None) is not code:
                 return False
-            if (getattr(now, "__defaults__", None) or getattr(now, "__closure__", None)) \
+            if (getattr(now, "__defaults__", None) or getattr(now, "__kwdefaults__", None)
+                    or getattr(now, "__closure__", None)) \
                     and baked_state(now) != state:
                 return False
         for module_name, module, path, text, known in self.constants:

@@ -112,7 +112,8 @@ def _reachable(functions: list[ir.Function]) -> set[int]:
 
 def _argnums(unit: Unit) -> tuple[int, ...]:
     if unit.transform == "vjp" and "argnums" not in unit.options:
-        return tuple(range(len(inspect.signature(unit.fn).parameters)))
+        # (the parameters generated code takes: *args one tuple, **kwargs none)
+        return tuple(range(sum(p.kind is not p.VAR_KEYWORD for p in inspect.signature(unit.fn).parameters.values())))
     return tuple(unit.options.get("argnums", (0,)))
 
 

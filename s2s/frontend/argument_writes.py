@@ -20,6 +20,7 @@ from typing import Any
 import libcst as cst
 
 from ..errors import Origin, S2SError
+from .signatures import own_signature
 from ..ir import nodes as ir
 
 
@@ -85,19 +86,31 @@ class CallSite:
 
 
 def call_site(node: cst.Call, callee: Any, statement: cst.CSTNode | None, origin: Origin) -> CallSite | None:
-    positional, keywords = [], {}
+    positional, keywords, spread = [], {}, None
     for arg in node.args:
-        if arg.star:
-            return None  # refused elsewhere or not a plain call
-        if arg.keyword is not None:
+        if arg.star == "**":
+            continue  # (the caller's own **kwargs, empty: expressions.arguments)
+        if arg.star and isinstance(arg.value, (cst.Tuple, cst.List)):
+            positional.extend(e.value for e in arg.value.elements)
+        elif arg.star:
+            if spread is not None or not isinstance(arg.value, cst.Name):
+                return None  # refused elsewhere
+            spread = arg.value.value
+        elif arg.keyword is not None:
             keywords[arg.keyword.value] = arg.value
         else:
             positional.append(arg.value)
     try:
-        bound = inspect.signature(callee).bind(*positional, **keywords).arguments
+        signature = own_signature(callee)
+        bound = (signature.bind_partial if spread else signature.bind)(*positional, **keywords).arguments
     except (TypeError, ValueError):
         return None
     arguments = {}
+    if spread is not None:
+        # f(*t): the parameters the call leaves to t receive its items, parts of the caller's t
+        for param in signature.parameters.values():
+            if param.name not in bound and param.kind is not param.VAR_KEYWORD:
+                arguments[param.name] = (spread, True)
     for param, value in bound.items():
         view = False
         while isinstance(value, (cst.Subscript, cst.Attribute)):

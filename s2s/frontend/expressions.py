@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import dataclasses
 import functools
 import numbers
 import operator
@@ -21,9 +22,10 @@ from ..ir import nodes as ir
 from .. import lax
 from .lax_forms import FORMS as LAX_FORMS
 from ..rules import Rule, facts, load_facts, lookup, methods, rule_of_call
-from ..rules.custom import checkpoint
+from ..rules.custom import CustomRule, checkpoint
 from ..scipy_forms import stats as stats_forms
 from ..runtime import constants as captured
+from .signatures import own_signature
 from .argument_writes import call_site
 from .comprehensions import GENERATOR_HINT
 from .einsum import HINT as EINSUM_HINT
@@ -31,7 +33,7 @@ from .einsum import EinsumRefused, lower_einsum, sublist_subscripts
 from .nested import NESTED_CALLS, NESTED_OBJECTS, NESTED_TRANSFORMS
 from .nested_calls import JvpCallLowering
 from .writing_calls import WritingCalls
-from .source import MISSING, is_user_function, named_lambda, scipy_name
+from .source import MISSING, is_user_function, named_lambda, plain_display_items, scipy_name, walk_nodes, walk_own
 from .source import dotted as _dotted
 from .source import is_constant as _is_constant
 
@@ -191,6 +193,10 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
             return ir.Name(name)
         if name in ("True", "False", "None"):
             return ir.Const({"True": True, "False": False, "None": None}[name])
+        if name == getattr(self, "star_kwarg", None):
+            raise self.error(node, f"**{name} is supported only passed on whole to a call, f(..., **{name}), "
+                             "where it is empty (transformed functions take no keywords beyond their parameters)",
+                             "name the keyword parameters the function takes (def f(x, *, scale=1.0))")
         if name in self.def_names:
             raise self.error(node, f"the nested function {name} can be called, or passed to s2s.lax forms (cond, "
                              "switch, fori_loop, while_loop, scan), but not used as a value",
@@ -306,6 +312,8 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
         return ir.Name(result)
 
     def comparison(self, node: cst.Comparison) -> ir.Atom:
+        if any(isinstance(t.operator, (cst.In, cst.NotIn)) for t in node.comparisons):
+            return self.membership(node)
         parts = []
         left = self.expr(node.left)
         for target in node.comparisons:
@@ -328,6 +336,44 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
                 self.emit(ir.If(ir.Name(result), rest, [], self.origin))
 
         chain(left, parts)
+        return ir.Name(result)
+
+    def membership(self, node: cst.Comparison) -> ir.Atom:
+        """v in (c1, c2, ...) of constants (numbers, strings, booleans): v == c1 or v == c2 ...,
+        as Python's `in` compares a tuple's items, short-circuit; `not in` its negation."""
+        target = node.comparisons[0]
+        items = plain_display_items(target.comparator) if not isinstance(target.comparator, cst.Set) else \
+            [e.value for e in target.comparator.elements if isinstance(e, cst.Element)]
+        constants = None
+        if items is not None and all(isinstance(i, (cst.SimpleString, cst.ConcatenatedString, cst.Integer, cst.Float))
+                                     or isinstance(i, cst.UnaryOperation) and isinstance(i.operator, cst.Minus)
+                                     and isinstance(i.expression, (cst.Integer, cst.Float))
+                                     or isinstance(i, cst.Name) and i.value in ("True", "False") for i in items):
+            constants = [ast.literal_eval(cst.Module([]).code_for_node(i)) for i in items]
+        elif isinstance(target.comparator, cst.Name) and target.comparator.value not in self.locals:
+            value = self.resolver.lookup(target.comparator.value)
+            if isinstance(value, (tuple, frozenset)) and all(isinstance(v, (str, int, float)) for v in value):
+                # (a frozenset in a fixed order: generated code is the same in every process)
+                constants = list(value) if isinstance(value, tuple) else sorted(value, key=repr)
+                self.inlined[target.comparator.value] = value  # (the cache checks that the name still holds it)
+        if len(node.comparisons) != 1 or constants is None:
+            raise self.error(node, "`in` and `not in` are supported alone, against a tuple of constants (numbers or "
+                             "strings)", "compare with == and or, or use np.isin for arrays")
+        left = self.expr(node.left)
+        result = self.names.temp()
+
+        def chain(remaining):
+            self.emit(ir.Assign((result,), ir.Call(operator.eq, (left, ir.Const(remaining[0]))), self.origin))
+            if len(remaining) > 1:
+                rest = self.sub_block(lambda: chain(remaining[1:]))
+                self.emit(ir.If(ir.Name(result), rest, [], self.origin, negated=True))
+
+        if constants:
+            chain(constants)
+        else:
+            self.emit(ir.Assign((result,), ir.Const(False), self.origin))
+        if isinstance(target.operator, cst.NotIn):
+            return self.assign(ir.Call(operator.not_, (ir.Name(result),)))
         return ir.Name(result)
 
     def if_expression(self, node: cst.IfExp) -> ir.Atom:
@@ -552,7 +598,8 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
             stripped = node.with_changes(args=[a for a in node.args if not (a.keyword and a.keyword.value == "dtype")])
             args, kwargs = self.arguments(stripped, lists_as_tuples=True)
         else:
-            args, kwargs = self.arguments(node, lists_as_tuples=not is_user_function(callee))
+            args, kwargs = self.arguments(node, lists_as_tuples=not is_user_function(callee),
+                                          spread=is_user_function(callee) and not isinstance(callee, CustomRule))
         if dtype is not None and args:
             args[0] = self.cast(node, args[0], dtype)
         if is_user_function(callee):
@@ -893,11 +940,32 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
             return False
         return isinstance(self.resolver.resolve(node), types.ModuleType)
 
-    def arguments(self, node: cst.Call, lists_as_tuples: bool = False):
+    def arguments(self, node: cst.Call, lists_as_tuples: bool = False, spread: bool = False):
+        """(positional atoms, (keyword, atom) pairs) of a call. f(*t) passes t's items, where their
+        number is known here (a tuple display, or a name bound once to one); spread: else t is
+        given as a Spread, which a call of a user function binds by the callee's signature."""
         args, kwargs = [], []
         for arg in node.args:
-            if arg.star:
-                raise self.error(arg, "starred arguments are not supported", "pass arguments one by one")
+            if arg.star == "**" and isinstance(arg.value, cst.Name) and arg.value.value == getattr(self, "star_kwarg", None):
+                continue  # f(x, **kwargs) of the function's own **kwargs, which is empty (parameter_names)
+            if arg.star == "**":
+                raise self.error(arg, "** arguments are supported only to pass on the function's own **kwargs",
+                                 "pass the keyword arguments one by one")
+            if arg.star == "*":
+                if kwargs:
+                    raise self.error(arg, "a starred argument after keyword arguments is not supported",
+                                     "pass the keyword arguments last")
+                items = self.starred_items(arg.value)
+                if items is not None:
+                    args.extend(items)
+                elif spread and not any(isinstance(a, Spread) for a in args):
+                    args.append(Spread(self.expr(arg.value), arg))
+                else:
+                    raise self.error(arg, "a starred argument is supported where the number of its items is known "
+                                     "when s2s reads the function (a tuple display, or a name bound once to one), "
+                                     "or once as the arguments of a call of a Python function",
+                                     "unpack it into names first (x, y = t) and pass them one by one")
+                continue
             if lists_as_tuples and isinstance(arg.value, cst.List):
                 # np.array([a, b]) == np.array((a, b)), and Numba types tuples, not lists.
                 value = self.assign(ir.Build("tuple", self.elements(arg.value.elements)))
@@ -952,6 +1020,28 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
         args, kwargs = self.arguments(node)
         return self.assign(ir.Call(runtime.draw, (ir.Name(name), ir.Const(method), *args), tuple(kwargs)))
 
+    def starred_items(self, node: cst.BaseExpression) -> list | None:
+        """The items of t in f(*t), as atoms, where their number is known here: a tuple or list
+        display, or a local name bound once in the function (and never in a loop target) to one;
+        else None."""
+        items = plain_display_items(node)
+        if items is not None:
+            return [self.expr(item) for item in items]
+        if not isinstance(node, cst.Name) or node.value not in self.locals:
+            return None
+        count = _bound_once_to_display(self.parsed.node, node.value)
+        if count is None:
+            return None
+        value = self.expr(node)
+        if count == 0:
+            return []
+        names = [self.names.temp() for _ in range(count)]
+        if count == 1:
+            self.emit(ir.Assign((names[0],), ir.Subscript(value, ir.Index((ir.Const(0),))), self.origin))
+        else:
+            self.emit(ir.Assign(tuple(names), value, self.origin))
+        return [ir.Name(n) for n in names]
+
     def user_call(self, node, callee, args, kwargs) -> ir.Atom:
         callee, full = self.call_arguments(node, callee, args, kwargs)
         self.callees[id(callee)] = callee  # (by identity: two callees may share a name)
@@ -962,17 +1052,26 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
         import inspect
 
         callee = named_lambda(callee)  # (two lambdas called from one function need two names)
+        signature = own_signature(callee)
+        args, passed_on = self.spread_arguments(node, callee, signature, args, kwargs)
         try:
-            signature = inspect.signature(callee)
             bound = signature.bind(*args, **dict(kwargs))
         except TypeError as exc:
             raise self.error(node, f"call to {callee.__name__} does not match its signature ({exc})")
         full = []
         for param in signature.parameters.values():
-            if param.kind not in (param.POSITIONAL_OR_KEYWORD, param.POSITIONAL_ONLY):
-                raise self.error(node, f"{callee.__name__} has *args or keyword-only parameters",
-                                 "give it plain positional parameters")
-            if param.name in bound.arguments:
+            if param.kind is param.VAR_POSITIONAL:  # *args: one tuple (parameter_names)
+                if passed_on is not None:
+                    full.append(passed_on)
+                else:
+                    full.append(self.assign(ir.Build("tuple", tuple(bound.arguments.get(param.name, ())))))
+            elif param.kind is param.VAR_KEYWORD:
+                if bound.arguments.get(param.name):
+                    raise self.error(node, f"{callee.__name__} is given keywords its **{param.name} takes "
+                                     f"({', '.join(bound.arguments[param.name])}); a transformed function takes "
+                                     "no keywords beyond its named parameters",
+                                     "name them as parameters of the function (def f(x, *, scale=1.0))")
+            elif param.name in bound.arguments:
                 full.append(bound.arguments[param.name])
             elif _is_constant(param.default):
                 full.append(ir.Const(param.default))
@@ -980,6 +1079,78 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
                 raise self.error(node, f"the default of {callee.__name__}({param.name}=...) is not a constant",
                                  "pass the argument explicitly")
         return callee, full
+
+    def spread_arguments(self, node, callee, signature, args: list, kwargs: list) -> tuple[list, Any]:
+        """(the positional arguments, the tuple callee's *args receives whole or None) of a call
+        f(a, *t) whose t has a number of items not known here (a Spread, arguments): t's items
+        fill the positional parameters after a that the call leaves to it (t unpacked into them,
+        which raises as Python's call would where the numbers differ), or t is the callee's own
+        *args tuple where nothing else goes to it."""
+        spread = next((a for a in args if isinstance(a, Spread)), None)
+        if spread is None:
+            return args, None
+        before = args[:args.index(spread)]
+        if args[-1] is not spread:
+            raise self.error(spread.node, "a starred argument of a number of items not known here is supported "
+                             "last among the positional arguments", "unpack it into names first (x, y = t)")
+        params = list(signature.parameters.values())
+        positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        star = any(p.kind is p.VAR_POSITIONAL for p in params)
+        given = {k for k, _ in kwargs}
+        rest = positional[len(before):]
+        if star and not rest:
+            return before, spread.value
+        if star or any(p.default is not p.empty or p.name in given for p in rest):
+            what = f"*{spread.node.value.value}" if isinstance(spread.node.value, cst.Name) else "the starred argument"
+            raise self.error(spread.node, f"the number of items of {what} is not known when s2s reads the function, "
+                             f"and {callee.__name__}'s parameters do not fix it (it has defaults or *args after them)",
+                             "unpack it into names first (x, y = args) and pass them one by one")
+        # (Python's call raises a TypeError where t has another number of items: so does this one)
+        count = self.assign(ir.Call(builtins.len, (spread.value,)))
+        wrong = self.assign(ir.Call(operator.ne, (count, ir.Const(len(rest)))))
+        taken = len(before) + len(rest)
+        message = f"{callee.__name__}() takes {taken} positional argument{'s' if taken != 1 else ''}; " \
+                  f"*{_dotted(spread.node.value) or 't'} gives another number"
+        self.emit(ir.If(wrong, [ir.ExprStmt(ir.Call(runtime.raise_exception, (ir.Const("TypeError"), ir.Const(message))),
+                                            self.origin)], [], self.origin))
+        if len(rest) == 1:
+            item = self.assign(ir.Subscript(spread.value, ir.Index((ir.Const(0),))))
+            return before + [item], None
+        names = [self.names.temp() for _ in rest]
+        self.emit(ir.Assign(tuple(names), spread.value, self.origin))
+        return before + [ir.Name(n) for n in names], None
+
+
+@dataclasses.dataclass
+class Spread:
+    """t of f(*t) where the number of its items is not known when s2s reads the function: the
+    call's binding places it (ExpressionLowering.spread_arguments)."""
+
+    value: ir.Atom
+    node: cst.Arg
+
+
+def _bound_once_to_display(function: cst.FunctionDef, name: str) -> int | None:
+    """The number of items of the tuple display a local name is bound to, where the function
+    binds it exactly once, by a plain assignment (`t = (x, y)`); else None (a list may grow)."""
+    bindings = []
+    for n in walk_own(function.body):
+        if isinstance(n, cst.Assign):
+            for target in n.targets:
+                for bound in walk_nodes(target.target):
+                    if isinstance(bound, cst.Name) and bound.value == name:
+                        bindings.append(n.value if target.target is bound else None)
+        elif isinstance(n, (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.NamedExpr, cst.AsName)):
+            target = n.name if isinstance(n, cst.AsName) else n.target
+            if any(isinstance(b, cst.Name) and b.value == name for b in walk_nodes(target)):
+                bindings.append(None)
+    if name in {p.name.value for p in (*function.params.params, *function.params.kwonly_params,
+                                       *function.params.posonly_params)}:
+        return None
+    if len(bindings) != 1 or not isinstance(bindings[0], cst.Tuple):
+        return None
+    items = plain_display_items(bindings[0])
+    return None if items is None else len(items)
 
 
 def _is_distribution(obj: Any) -> bool:

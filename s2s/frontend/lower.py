@@ -25,7 +25,7 @@ from .comprehensions import ComprehensionLowering
 from .control_flow import lower_control_flow
 from .expressions import ExpressionLowering
 from .lax_forms import LaxLowering, assigned_names
-from .source import (MISSING, ParsedFunction, Resolver, forwarding, is_user_function, list_names, parse_function,
+from .source import (MISSING, ParsedFunction, Resolver, is_user_function, list_names, parse_function,
                      plain_display_items, walk_nodes, walk_own)
 
 AUG_OPS = {
@@ -46,7 +46,16 @@ AUG_OPS = {
 def _local_names(node: cst.FunctionDef) -> set[str]:
     """Every name the function binds (params and assignment targets; not those of the
     lambdas and defs nested in it, which s2s.lax forms inline under names of their own)."""
-    return {p.name.value for p in node.params.params} | assigned_names(node.body)
+    return set(parameter_names(node.params)) | assigned_names(node.body)
+
+
+def parameter_names(params: cst.Parameters) -> list[str]:
+    """The parameters generated code takes, by position: the positional ones, *args as one
+    tuple, then the keyword-only ones (**kwargs is none: it is empty wherever s2s runs the
+    function, which the doors and the call sites check)."""
+    star = [params.star_arg.name.value] if isinstance(params.star_arg, cst.Param) else []
+    return [p.name.value for p in (*params.posonly_params, *params.params)] + star + \
+        [p.name.value for p in params.kwonly_params]
 
 
 # The in-place methods of a list that have no lowering (append, extend and pop do).
@@ -79,6 +88,8 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
         self.fn = parsed.fn
         self.resolver = Resolver(parsed.fn)
         self.locals = _local_names(parsed.node)
+        star_kwarg = parsed.node.params.star_kwarg
+        self.star_kwarg = star_kwarg.name.value if star_kwarg is not None else None  # (always empty: parameter_names)
         self.lists = list_names(parsed.node)  # names that only ever hold lists (xs += [v] appends)
         self.dicts = list_names(parsed.node, (cst.Dict, cst.DictComp))  # names that only ever hold dicts
         # Nested defs: every name, and those defined so far (to be inlined by s2s.lax forms).
@@ -100,6 +111,7 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
         self.written_out: list = []  # user functions whose bodies are written out at calls (writing_calls.py)
         self.writers: dict = {}  # id -> the parameters a user function writes into (writing_calls.py)
         self.display: dict[str, str] = {}  # renamed variable -> the user's name (ir.Function.display)
+        self.writing_out = False  # lowered to be written out at a call (function): a bare return returns None
 
     # ---- helpers ---------------------------------------------------------------
 
@@ -142,21 +154,8 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
         writes into, and without a return statement it returns None, as Python's."""
         node = self.parsed.node
         params = node.params
-        if isinstance(params.star_arg, cst.Param) and getattr(self.fn, "__wrapped__", None) is not None:
-            wrapped = self.fn.__wrapped__
-            raise self.error(node, f"{node.name.value} wraps {getattr(wrapped, '__name__', 'a function')} "
-                                   f"(functools.wraps) with *args, and does more than forward them: "
-                                   f"{forwarding(self.fn)[1]}",
-                             "transform the wrapped function (its __wrapped__), or let the wrapper only call it "
-                             "as `return f(*args, **kwargs)` (other statements that do not read the arguments "
-                             "or the result, such as logging, may stay; they do not run in transformed code)")
-        if isinstance(params.star_arg, cst.Param):  # (a bare `*`, before keyword-only ones, is a ParamStar)
-            raise self.error(params.star_arg, "*args parameters are not supported",
-                             "list the parameters explicitly")
-        if params.star_kwarg is not None or params.kwonly_params or params.posonly_params:
-            raise self.error(node.params, "only plain positional parameters are supported",
-                             "remove *, / and **kwargs from the signature")
-        names = [p.name.value for p in params.params]
+        self.writing_out = written_out
+        names = parameter_names(params)
         self.origin = self.parsed.origin(node)
         body = self.sub_block(lambda: self.block(node.body.body))
         if written_out and not any(isinstance(s, ir.Return) for s in ir.walk(body)):
@@ -224,9 +223,14 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
         elif isinstance(node, cst.ClassDef):
             raise self.error(node, "class definitions are not supported",
                              "define the class at module level")
-        elif isinstance(node, cst.Try):
-            raise self.error(node, "try statements are not supported",
-                             "move the try/except outside the differentiated function")
+        elif isinstance(node, (cst.Try, cst.TryStar)):
+            # (whether a handler runs depends on where in the body an exception leaves it; a derivative
+            # cannot follow that jump, nor tell at transform time that it never happens)
+            raise self.error(node, "try statements are not supported: an except clause runs where an exception "
+                             "leaves the try body part way, which the derivatives cannot follow",
+                             "test the input with an if before the computation (if x.ndim != 2: raise "
+                             "ValueError(...)), which s2s runs on the primal values, or move the try/except "
+                             "outside the differentiated function")
         elif isinstance(node, cst.With):
             raise self.error(node, "with statements are not supported",
                              "move the with block outside the differentiated function")
@@ -250,7 +254,7 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
         elif isinstance(node, cst.Expr):
             self.expression_statement(node)
         elif isinstance(node, cst.Return):
-            if node.value is None and self.in_nested_function():  # it returns None
+            if node.value is None and (self.in_nested_function() or self.writing_out):  # it returns None
                 self.emit(ir.Return(ir.Const(None), self.origin))
                 return
             if node.value is None:
@@ -284,8 +288,7 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
             # (what generated code writes for a failed assert, when it is transformed again)
             self.emit(ir.ExprStmt(ir.Call(runtime.assertion_failed, self.failed_assertion(node)), self.origin))
         elif isinstance(node, cst.Raise):
-            raise self.error(node, "raise statements are not supported",
-                             "validate inputs outside the differentiated function")
+            self.raise_statement(node)
         elif isinstance(node, cst.Del):
             raise self.error(node, "del statements are not supported", "remove the del")
         else:
@@ -302,6 +305,38 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
             message = () if node.msg is None else (self.expr(node.msg),)
             self.emit(ir.ExprStmt(ir.Call(runtime.assertion_failed, message), self.origin))
         self.emit(ir.If(test, self.sub_block(failed), [], self.origin, negated=True))
+
+    def raise_statement(self, node: cst.Raise) -> None:
+        """raise ValueError("message") of a builtin exception with constant arguments: a check of
+        the input, run on the primal values in every mode (and by Numba, which raises an exception
+        class with constant arguments); the derivatives do not pass through it. An f-string's
+        message is its text as written: generated code formats no values."""
+        exc = node.exc
+        call = exc if isinstance(exc, cst.Call) else None
+        func = call.func if call is not None else exc
+        hint = "raise a builtin exception (ValueError, TypeError, ...) with a constant message"
+        if func is None:
+            raise self.error(node, "a bare raise (re-raising) is not supported", hint)
+        if node.cause is not None and not (isinstance(node.cause.item, cst.Name) and node.cause.item.value == "None"):
+            raise self.error(node, "raise ... from an exception is not supported", hint)
+        kind = None if isinstance(func, cst.Name) and func.value in self.locals else self.resolver.resolve(func)
+        if not (isinstance(kind, type) and issubclass(kind, BaseException) and getattr(builtins, kind.__name__, None)
+                is kind):
+            raise self.error(func, "raise is supported of Python's builtin exceptions (ValueError, TypeError, ...)",
+                             hint)
+        args = []
+        for arg in call.args if call is not None else ():
+            if arg.keyword is not None or arg.star:
+                raise self.error(arg, "the arguments of a raised exception are positional", hint)
+            value = arg.value
+            if isinstance(value, cst.FormattedString):
+                args.append(ir.Const("".join(cst.Module([]).code_for_node(part) for part in value.parts)))
+            elif isinstance(value, (cst.SimpleString, cst.ConcatenatedString, cst.Integer, cst.Float)):
+                args.append(ir.Const(value.evaluated_value))
+            else:
+                raise self.error(arg, "the arguments of a raised exception are constants here (a string or a number; "
+                                 "an f-string is raised with its text as written)", hint)
+        self.emit(ir.ExprStmt(ir.Call(runtime.raise_exception, (ir.Const(kind.__name__), *args)), self.origin))
 
     def failed_assertion(self, node: cst.Raise) -> tuple | None:
         """The arguments of `raise AssertionError(...)` (of at most one positional argument),
@@ -328,6 +363,8 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
         if isinstance(value, cst.Call) and isinstance(value.func, (cst.Name, cst.Attribute)) \
                 and not (isinstance(value.func, cst.Name) and value.func.value in self.locals) \
                 and is_user_function(self.resolver.resolve(value.func)):
+            if self.checking_call(value, self.resolver.resolve(value.func)):
+                return
             self.expr(value)  # helper(v, w) of a module-level function, for what it writes into v and w
             return
         if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \

@@ -53,6 +53,25 @@ class WritingCalls:
         self.written_out += [f for f in [callee] + lowered.written_out if all(f is not w for w in self.written_out)]
         return self.write_out(lowered, full)
 
+    def checking_call(self, node: cst.Call, callee: Any) -> bool:
+        """A call statement of a function that returns no value and writes into none of its
+        parameters (`check_axis(x, i)`, which may raise): its body written out here, as a call
+        that writes into its arguments is, so that its checks run on the primal values in every
+        mode. False for any other call (one that writes is a writing call)."""
+        if not inspect.isfunction(callee) or id(callee) in _LOWERING or not _returns_nothing(callee) \
+                or _written_in_source(callee):
+            return False
+        args, kwargs = self.arguments(node, spread=True)
+        _LOWERING.add(id(callee))
+        try:
+            lowered = self.lowered_to_write_out(callee)
+        finally:
+            _LOWERING.discard(id(callee))
+        callee, full = self.call_arguments(node, callee, args, kwargs)
+        self.written_out += [f for f in [callee] + lowered.written_out if all(f is not w for w in self.written_out)]
+        self.write_out(lowered, full)
+        return True
+
     def writer(self, callee: Any) -> ir.Function | None:
         """callee lowered without private copies of its parameters (None where it cannot be:
         the call stays one, and lowering callee for it says why)."""
@@ -114,6 +133,15 @@ class _FreshNames(dict):
             if not _TEMPORARY.fullmatch(name):
                 self.normalizer.display[self[name]] = self.lowered.display.get(name, name)
         return self[name]
+
+
+def _returns_nothing(fn: Any) -> bool:
+    """Has fn no `return value` of its own (it ends, or returns bare)?"""
+    try:
+        node = parse_function(fn).node
+    except S2SError:
+        return False
+    return not any(isinstance(n, cst.Return) and n.value is not None for n in walk_own(node.body))
 
 
 def _written_in_source(fn: Any) -> set[str]:

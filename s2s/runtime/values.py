@@ -310,6 +310,14 @@ def assertion_failed(message=_NO_MESSAGE):
     raise AssertionError() if message is _NO_MESSAGE else AssertionError(message)
 
 
+def raise_exception(kind: str, *args):
+    """`raise ValueError(*args)` of the user's code (kind: the builtin exception's name), which
+    generated code writes as a raise statement of its own (codegen/emit.py)."""
+    import builtins
+
+    raise getattr(builtins, kind)(*args)
+
+
 def require_number(x, message):
     """Refuse `x op= v` where x is an array: the conservative form of require_unshared, for
     another name that may not be bound where the update runs (see analysis/points_to.py). A 0-d
