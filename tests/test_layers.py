@@ -18,7 +18,7 @@ PACKAGE = os.path.join(ROOT, "s2s")
 
 # From the bottom up: each entry is a layer, a set of top-level parts of s2s.
 LAYERS = [
-    {"version", "options", "progress", "errors"},  # nothing of s2s below them (options: s2s.config)
+    {"version", "options", "progress", "errors", "limits"},  # nothing of s2s below them (options: s2s.config; limits: what s2s.jit does not compile)
     {"tree_util", "ir", "random"},  # values (pytrees, with JAX's tree utilities; random keys and draws) and the IR
     {"runtime", "lax"},  # what generated code calls (and its Numba overloads); s2s.lax runs on it, with the collectives of pmap
     {"rules", "templates", "scipy_forms"},  # the registry of primitives, loaded from templates/; SciPy's NumPy forms
