@@ -49,6 +49,23 @@ def test_gathers_with_index_arrays_and_masks_against_closed_forms(backend):
         assert s2s.jit(_positive_cubes)(A) == pytest.approx(np.sum(A[A > 0.2] ** 3), rel=1e-14)
 
 
+def _gathers_with_slices(T):
+    """An index list with slices and integers: NumPy puts the gathered axis where the list
+    stands (T[:, [1, 1], 2:]), or first where a slice separates it from an integer (T[3, 2:, [1, 3]])."""
+    a = np.sum(T[[0, 1, 2], :, :] ** 2 * np.arange(48.0).reshape(3, 4, 4))
+    b = np.sum(T[3, 2:, [1, 3]] ** 2 * np.array([[1.0, 2.0], [3.0, 5.0]]))
+    c = np.sum(T[:, [1, 1], 2:] * np.arange(16.0).reshape(4, 2, 2))
+    d = np.sum(np.sin(T[1:, [3, 0], :]) * np.arange(24.0).reshape(3, 2, 4))
+    return a + b + c + d + np.sum(T[[0, 2], 1, [3, 3]] * np.array([2.0, 7.0]))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_gathers_mixing_an_index_list_with_slices_and_integers(backend):
+    T = np.random.default_rng(6).normal(size=(4, 4, 4))
+    np.testing.assert_allclose(s2s.jit(s2s.grad(_gathers_with_slices), backend=backend)(T),
+                               central_difference_grad(_gathers_with_slices, (T,), 0), rtol=1e-7, atol=1e-7)
+
+
 # ---- index and truth methods: x.argmax(), x.argmin(), x.argsort(), (x > 0).any(), .all() ----------------
 
 

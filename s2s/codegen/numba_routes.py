@@ -176,7 +176,9 @@ def _index_lists(function: ast.FunctionDef) -> set[str]:
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                 and isinstance(node.func.value, ast.Name) and node.func.value.id == "runtime" \
                 and node.func.attr in _INDEX_HELPERS:
-            allowed.update(id(arg) for arg in node.args if isinstance(arg, ast.Name))
+            for arg in node.args:  # (idx, or a tuple (idx, slice(None, None, None)) holding it)
+                allowed.update(id(item) for item in (arg.elts if isinstance(arg, ast.Tuple) else [arg])
+                               if isinstance(item, ast.Name))
     for node in ast.walk(function):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in lists and id(node) not in allowed:
             lists.discard(node.id)

@@ -366,12 +366,12 @@ def _index_add(a, index, value):
                 for k in range(len(index)):
                     a[index[k]] += flat[k]
             return impl
-        points = _pointwise_index_add(a, items) or _rows_or_mask_index_add(a, items)
+        points = _pointwise_index_add(a, items) or _rows_or_mask_index_add(a, items) or _mixed_index_add(a, items)
         if points is not None:
             return points
-        raise TypingError("s2s: under jit, a gather with index arrays is differentiated for x[idx] (rows of x, "
-                          "idx a 1-D integer array), x[mask] (mask a boolean array of x's shape, or 1-D over "
-                          "its rows) and x[i, j, ...] (one 1-D integer array or integer per axis of x) only")
+        raise TypingError("s2s: under jit, a gather with index arrays is differentiated for x[mask] (mask a "
+                          "boolean array of x's shape, or 1-D over its rows) and for indices of 1-D integer "
+                          "arrays of one length, integers and slices (x[idx], x[idx, :, 2], x[3, 2:, idx]) only")
 
     def impl(a, index, value):
         a[index] += value
@@ -395,6 +395,34 @@ def _pointwise_index_add(a, items):
     source = (f"def impl(a, index, value):\n    n = len(index[{first}])\n{checks}"
               f"    flat = np.ravel(np.asarray(value) * np.ones(n))\n"
               f"    for m in range(n):\n        a[{point}] += flat[m]\n")
+    return _compile(source, "impl")
+
+
+def _mixed_index_add(a, items):
+    """a[index] += value where index mixes 1-D integer arrays of one length with integers and
+    slices (x[[0, 1, 2], :, :], x[3, 2:, [1, 3]]): for each entry m of the arrays, the basic
+    index with the arrays' m-th entries picks a view, into which the m-th slab of value along
+    the gather's advanced axis is added, so repeated entries accumulate as np.add.at does.
+    NumPy puts that axis where the advanced items (arrays and integers) stand when they are
+    adjacent, and first when a slice separates them."""
+    if len(items) > a.ndim or not all(
+            isinstance(i, types.Array) and i.ndim == 1 and isinstance(i.dtype, types.Integer)
+            or isinstance(i, (types.Integer, types.SliceType)) for i in items):
+        return None
+    arrays = [k for k, i in enumerate(items) if isinstance(i, types.Array)]
+    advanced = [k for k, i in enumerate(items) if not isinstance(i, types.SliceType)]
+    adjacent = advanced == list(range(advanced[0], advanced[-1] + 1))
+    axis = sum(isinstance(i, types.SliceType) for i in items[:advanced[0]]) if adjacent else 0
+    first = arrays[0]
+    checks = "".join(f"    if len(index[{k}]) != n:\n        raise ValueError('s2s: index arrays of different lengths')\n"
+                     for k in arrays[1:])
+    point = ", ".join(f"index[{k}][m]" if k in arrays else f"index[{k}]" for k in range(len(items)))
+    slab = ", ".join([":"] * axis + ["m"])
+    source = (f"def impl(a, index, value):\n    n = len(index[{first}])\n{checks}"
+              f"    if n == 0:\n        return\n"
+              f"    shape = a[{point.replace('[m]', '[0]')}].shape\n"
+              f"    picked = np.asarray(value) * np.ones(shape[:{axis}] + (n,) + shape[{axis}:])\n"
+              f"    for m in range(n):\n        a[{point}] += picked[{slab}]\n")
     return _compile(source, "impl")
 
 
