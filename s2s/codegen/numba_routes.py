@@ -55,6 +55,10 @@ class RouteNumbaRejects(ast.NodeTransformer):
     def visit_Call(self, node: ast.Call) -> ast.Call:
         self.generic_visit(node)
         func = node.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "runtime" \
+                and func.attr == "take" and self.where is not None and not node.keywords:
+            node.keywords.append(ast.keyword("where", ast.Constant(self.where)))  # (its refusal of repeated entries)
+            return node
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Attribute) \
                 and isinstance(func.value.value, ast.Name) and func.value.value.id == "np" \
                 and func.value.attr == "linalg":

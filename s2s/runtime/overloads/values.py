@@ -468,12 +468,19 @@ def _rows_or_mask_index_add(a, items):
 
 
 @overload(rt.take)
-def _take(a, index):
+def _take(a, index, where=None):
     items = index.types if isinstance(index, types.BaseTuple) else (index,)
-    if any(isinstance(i, types.Array) and isinstance(i.dtype, types.Integer) for i in items):
-        raise TypingError("s2s: under jit, a write x[idx] = v with an integer index array is not "
-                          "differentiated; use a loop or a boolean mask")
-    return lambda a, index: rt.copy(a[index])
+    arrays = [k for k, i in enumerate(items) if isinstance(i, types.Array) and isinstance(i.dtype, types.Integer)]
+    if not arrays:
+        return lambda a, index, where=None: rt.copy(a[index])
+    prefix = _refusal(where)
+    if prefix is None:
+        return None  # (typed again with where as a literal)
+    # As on the python backend, each index array on its own must name distinct entries.
+    picks = [f"index[{k}]" for k in arrays] if isinstance(index, types.BaseTuple) else ["index"]
+    checks = "".join(f"    if _repeats({p}):\n        raise ValueError(repeated)\n" for p in picks)
+    return _compile(f"def impl(a, index, where=None):\n{checks}    return rt.copy(a[index])\n", "impl",
+                    _repeats=_repeats, repeated=prefix + rt.REPEATED_WRITE, rt=rt)
 
 
 @overload(rt.masked)
