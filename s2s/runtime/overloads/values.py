@@ -37,6 +37,12 @@ def _zeros_like(x):
         if isinstance(x, types.BaseNamedTuple):
             return _compile(f"def impl(x):\n    return cls({items})\n", "impl", cls=x.instance_class)
         return _compile(f"def impl(x):\n    return ({items})\n", "impl")
+    if isinstance(x, types.LiteralList):
+        # A list display of items of different types (layers of different shapes): Numba's
+        # literal list, read at constant indices only. Its adjoint is a tuple of the items'
+        # adjoints, which add_at rebuilds and v_bar[k] reads, as a tuple's.
+        items = "".join(f"rt.zeros_like(x[{k}]), " for k in range(len(x.types)))
+        return _compile(f"def impl(x):\n    return ({items})\n", "impl")
     if isinstance(x, types.List) and _scalar(x.dtype):
         # A list of numbers (v = [a, b * 2.0]): its adjoint is an array of its length, which
         # add_at adds into and v_bar[k] reads, as the python backend's list of adjoints.
