@@ -28,6 +28,7 @@ from ..codegen.overlaps import copy_overlaps
 from ..errors import NoBatchingRule, S2SError
 from .origins import through_generated
 from ..frontend.collect import collect
+from ..frontend.known_arguments import drop_branches_on_none
 from ..ir import nodes as ir
 from ..rules.custom import CustomRule
 from ..optimize.fuse import fuse_module
@@ -79,6 +80,9 @@ def lower(unit: Unit) -> None:
     """Parse the function and the user functions it calls, and lower them to the IR."""
     unit.functions = collect(unit.fn)
     assign_names(unit.functions, unit.emitter)
+    named_facts = _named_facts(unit)
+    if named_facts is not None:  # (s2s.jit of a gradient: `if w is None:` has one answer for the call)
+        drop_branches_on_none(unit.entry, named_facts)
 
 
 def check_aliases(unit: Unit) -> None:
@@ -231,6 +235,8 @@ def _describe_fact(fact) -> str:
         return f"{fact[1]}-d {'boolean ' if fact[2:] == ['bool'] else ''}array"
     if isinstance(fact, list) and fact[0] == "tuple":
         return "(" + ", ".join(_describe_fact(f) for f in fact[1]) + ")"
+    if fact == "none":
+        return "None"
     return fact if isinstance(fact, str) else "any"
 
 
