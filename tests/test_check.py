@@ -34,6 +34,12 @@ MODULE = textwrap.dedent('''
         if x > 1.0:
             return recursive(x - 1.0)
         return x
+
+    def over_a_dict(params, x):
+        s = 0.0
+        for name, w in params.items():
+            s = s + np.sum(w * x)
+        return s
 ''')
 
 
@@ -98,3 +104,18 @@ def test_cuda_kernels_are_checked_for_vmap(module):
     blocker = checking.check_function(module.determinant)["vmap"]["cuda"]
     assert blocker.where.endswith("checked_module.py:19:5") and "np.linalg.det has no kernel form" in blocker.reason
     assert "backend='cpu'" in blocker.way_out
+
+
+def test_a_loop_over_a_dict_is_reported_for_the_cpu_backend(module):
+    """Numba reads a dict (a tuple of its values by sorted key) at constant keys only: the cpu
+    column says so at the loop, as s2s.jit refuses it when it compiles."""
+    report = checking.check_function(module.over_a_dict)
+    for row in ("jit", "grad"):
+        assert report[row]["python"] is None
+        blocker = report[row]["cpu"]
+        assert blocker.where.endswith("checked_module.py:28:5") and "loop over a dict" in blocker.reason, row
+        assert "backend='python'" in blocker.way_out
+    params, x = {"a": np.array([1.0, 2.0]), "b": np.array([0.5, -1.0])}, np.array([0.3, 0.7])
+    with pytest.raises(s2s.S2SError, match="checked_module.py:28:5: .*loop over a dict"):
+        s2s.jit(module.over_a_dict)(params, x)
+    assert s2s.grad(module.over_a_dict, argnums=1)(params, x) == pytest.approx(params["a"] + params["b"])

@@ -24,6 +24,7 @@ from .. import driver
 from ..backends.failures import origin_above
 from ..codegen.cuda import device_functions
 from ..errors import S2SError
+from .. import runtime
 from ..runtime import overloads
 from .jacobians import SecondOrder
 from .vmap_source import loop_source
@@ -119,6 +120,10 @@ def numba_blocker(source: str, files: dict[str, str]) -> Blocker | None:
     lines = source.splitlines()
     calls = [node for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Call)]
     for call in sorted(calls, key=lambda node: (node.lineno, node.col_offset)):
+        if ast.unparse(call.func) == "runtime.dict_keys":  # a loop over a dict: Numba's typing of it refuses
+            origin = origin_above(lines, call.lineno, files)
+            where = f"{origin.filename}:{origin.line}:{origin.column}" if origin else "generated code"
+            return Blocker(where, origin.text if origin else "", runtime.DICT_LOOP_REASON, runtime.DICT_LOOP_WAY_OUT)
         value = _resolved(call.func)
         if value is None:
             continue

@@ -206,6 +206,13 @@ def dict_of(keys, values):
     return dict(zip(keys, values))
 
 
+# Under s2s.jit a dict is a tuple of its values in sorted-key order (pytree.to_numba), which
+# Numba reads at constant keys only: dict_keys's compiled form refuses (and `s2s check` says so).
+DICT_LOOP_REASON = ("under s2s.jit a loop over a dict is not supported (Numba cannot index a dict of arrays at a "
+                    "key known only at run time)")
+DICT_LOOP_WAY_OUT = "index it with constant keys (d['w']), or use backend='python'"
+
+
 def with_items(d, values):
     """A container of d's kind with these values: a dict with d's keys (the values in sorted-key
     order, as pytree.flatten orders them; the dict in d's order, which a loop over it follows),

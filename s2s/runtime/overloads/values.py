@@ -193,8 +193,7 @@ def _dict_getitem(c, key):
         return _compile(f"def impl(c, key):\n    return c[{k}]\n", "impl")
 
 
-_DICT_LOOP = ("s2s: under s2s.jit a loop over a dict is not supported (Numba cannot index a dict of arrays "
-              "at a key known only at run time); index it with constant keys (d['w']), or use backend='python'")
+_DICT_LOOP = f"s2s: {rt.DICT_LOOP_REASON}; {rt.DICT_LOOP_WAY_OUT}"
 
 
 @overload(rt.loop_keys)
