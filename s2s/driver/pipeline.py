@@ -28,6 +28,7 @@ from ..codegen.overlaps import copy_overlaps
 from ..errors import NoBatchingRule, S2SError
 from .origins import through_generated
 from ..frontend.collect import collect
+from ..frontend.dict_loops import unroll_dict_loops
 from ..frontend.known_arguments import drop_branches_on_none
 from ..ir import nodes as ir
 from ..rules.custom import CustomRule
@@ -83,6 +84,9 @@ def lower(unit: Unit) -> None:
     named_facts = _named_facts(unit)
     if named_facts is not None:  # (s2s.jit of a gradient: `if w is None:` has one answer for the call)
         drop_branches_on_none(unit.entry, named_facts)
+    if unit.transform not in ("vmap", "vmap_total"):  # (Numba has no loop over a dict's keys)
+        for function in unit.functions:
+            unroll_dict_loops(function, named_facts if function is unit.entry else None)
 
 
 def check_aliases(unit: Unit) -> None:
@@ -235,6 +239,8 @@ def _describe_fact(fact) -> str:
         return f"{fact[1]}-d {'boolean ' if fact[2:] == ['bool'] else ''}array"
     if isinstance(fact, list) and fact[0] == "tuple":
         return "(" + ", ".join(_describe_fact(f) for f in fact[1]) + ")"
+    if isinstance(fact, list) and fact[0] == "dict":
+        return "{" + ", ".join(f"{k!r}: {_describe_fact(f)}" for k, f in zip(fact[1], fact[2])) + "}"
     if fact == "none":
         return "None"
     return fact if isinstance(fact, str) else "any"
