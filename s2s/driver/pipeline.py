@@ -78,7 +78,9 @@ class InternalError(S2SError):
 
 
 def lower(unit: Unit) -> None:
-    """Parse the function and the user functions it calls, and lower them to the IR."""
+    """Parse the function and the user functions it calls, and lower them to the IR. What the
+    IR can settle before a transform is settled here: for code generated for one call (s2s.jit
+    of a gradient), the branches of `if w is None:`; loops over dicts of known keys, written out."""
     unit.functions = collect(unit.fn)
     assign_names(unit.functions, unit.emitter)
     named_facts = _named_facts(unit)
