@@ -133,6 +133,14 @@ def test_a_loop_over_a_dict_of_layers_of_different_shapes_under_jit():
         def at(w, k=k):
             return layers_by_name({**params, k: w}, x)
         np.testing.assert_allclose(grads[k], central_difference_grad(at, (W,), 0), rtol=1e-7, atol=1e-9)
+    # Per example: the examples of the dict keep its order (square layers, where the other order
+    # would give other numbers, not an error)
+    square = {"z": np.array([[1.0, 2.0], [0.5, -1.0]]), "a": np.array([[0.1, 0.3], [-0.2, 0.4]])}
+    xs = np.array([[0.3, 0.7], [-0.5, 0.2]])
+    per_example = s2s.jit(s2s.vmap(s2s.grad(layers_by_name, argnums=1), in_axes=(None, 0)))(square, xs)
+    for b in range(2):
+        np.testing.assert_allclose(per_example[b], central_difference_grad(layers_by_name, (square, xs[b]), 1),
+                                   rtol=1e-7, atol=1e-9)
 
 
 def ordered_by_keys(d, x):

@@ -88,8 +88,9 @@ def _example(arg: Any, tree: batching.ArgTree, index: int) -> Any:
             row = arg[(slice(None),) * tree[1] + (slice(index, index + 1),)].copy_to_host()
             return np.take(row, 0, axis=tree[1])
         return np.take(arg, index, axis=tree[1]) if tree[1] is not None else copy.deepcopy(arg)
-    if tree[0] == "dict":
-        return {k: _example(arg[k], child, index) for k, child in zip(tree[1], tree[2])}
+    if tree[0] == "dict":  # (in the dict's own order, which a loop over it follows)
+        examples = {k: _example(arg[k], child, index) for k, child in zip(tree[1], tree[2])}
+        return {k: examples[k] for k in arg}
     items = [_example(x, child, index) for x, child in zip(arg, tree[1])]
     return type(arg)(*items) if pytree.is_namedtuple(arg) else type(arg)(items)
 
@@ -104,8 +105,8 @@ def _signature(args: tuple, trees: list) -> tuple:
                 del shape[tree[1]]
             dtype = arg.dtype if hasattr(arg, "copy_to_host") else np.asarray(arg).dtype  # (not a device copy)
             return (type(arg).__name__, str(dtype), tuple(shape), tree[1])
-        if tree[0] == "dict":
-            return ("dict", tuple((k, key(arg[k], c)) for k, c in zip(tree[1], tree[2])))
+        if tree[0] == "dict":  # (and its order: code generated for the call loops over it so)
+            return ("dict", tuple(arg), tuple((k, key(arg[k], c)) for k, c in zip(tree[1], tree[2])))
         return (tree[0], type(arg).__name__, tuple(key(a, c) for a, c in zip(arg, tree[1])))
 
     return tuple(key(a, t) for a, t in zip(args, trees))
