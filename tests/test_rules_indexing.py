@@ -73,6 +73,7 @@ def _writes_through_index_arrays(x):
     z[np.array([0, 3, 2])] += x[:3]
     m = np.ones((4, 2)) * x[3]
     m[np.array([2, 0])] = np.outer(x[:2], x[1:3])
+    m[[1, 3], 1] = x[1:3] ** 2  # (an index list with an integer: an array in the code Numba compiles)
     return np.sum(z ** 2 * np.arange(1.0, 5.0)) + np.sum(np.sin(m))
 
 

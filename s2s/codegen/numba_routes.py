@@ -200,11 +200,20 @@ def _bound_only_to(function: ast.FunctionDef, kind) -> set[str]:
         elif isinstance(node, (ast.AugAssign, ast.For, ast.Assign, ast.AnnAssign, ast.NamedExpr, ast.With)):
             targets = [node.target] if hasattr(node, "target") else getattr(node, "targets", [])
             for target in targets:
-                for n in ast.walk(target):
-                    if isinstance(n, ast.Name):
-                        bound[n.id] = False
+                for n in _bound_names(target):
+                    bound[n] = False
     params = {a.arg for a in function.args.args}
     return {n for n, only in bound.items() if only and n not in params}
+
+
+def _bound_names(target: ast.expr) -> list[str]:
+    """The names an assignment target binds or writes into: `a`, `a, (b, c)`, `*a`, z of `z[idx]`
+    and o of `o.w`, but not idx, which the write reads."""
+    if isinstance(target, (ast.Subscript, ast.Attribute, ast.Starred)):
+        return _bound_names(target.value)
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [n for item in target.elts for n in _bound_names(item)]
+    return [target.id] if isinstance(target, ast.Name) else []
 
 
 def route_numba_rejects(body: list[ast.stmt], comments: list[str] = (),
