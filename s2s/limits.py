@@ -54,9 +54,12 @@ LIMITS: dict[str, Limit] = {
         r"(dot|inner)>?\) found for signature",
         "write the contraction with @ (a stack of matrices), np.einsum or np.tensordot", "np.dot(A3, B3)"),
     "dict-loop": Limit(
-        "a loop over a dict: for k, v in d.items(), .keys(), .values()", NUMBA,
+        "a loop over a dict argument (for k, v in d.items(), .keys(), .values()) in s2s.jit of the function "
+        "itself, its jvp or hessian: its keys are not known where that code is written (s2s.jit of a gradient "
+        "writes the loop out for the call's keys, and a dict the function builds is written out too)", NUMBA,
         r"a loop over a dict is not supported",
-        "index the dict with constant keys (d['w']), or pass a tuple or list of its values",
+        "take s2s.jit(s2s.grad(f)), which writes the loop out for the call's keys; or index the dict with "
+        "constant keys (d['w']), or pass a tuple or list of its values",
         "for k, v in params.items():", helpers=("dict_keys",)),
     # ---- known gaps: s2s does not yet generate code Numba compiles ----
     "dot-float-int": Limit(

@@ -433,7 +433,7 @@ def add_attr_(r, c, name, value):
 
 
 @rule(runtime.take, pure=True)
-def take_(r, a, index):
+def take_(r, a, index, *, where=None):
     r_dot = take(a_dot, index)
 
 

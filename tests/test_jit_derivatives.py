@@ -325,3 +325,28 @@ def test_the_std_of_a_number_under_jit():
     """np.std of a number is 0 for every value: its derivative is 0, under jit as on the python backend."""
     assert s2s.jit(std_of_a_number)(0.7) == pytest.approx(0.7)
     assert s2s.jit(s2s.grad(std_of_a_number))(0.7) == s2s.grad(std_of_a_number)(0.7) == 1.0
+
+
+# ---- an argument that is None --------------------------------------------------------------
+
+
+def weights_by_default(x, w=None, b=None):
+    if w is None:
+        w = np.ones(3) * 2.0
+    s = np.sum(np.sin(w * x))
+    if b is not None:
+        s = s + np.sum(b * x)
+    return s
+
+
+def test_a_none_argument_takes_its_branch_under_jit():
+    """The gradient is generated for each kind of call, as JAX traces per signature: a None
+    argument decides `if w is None:`, and the branch not taken (`w * x` of a None w, which
+    Numba cannot type) is left out."""
+    x, b = np.array([0.3, 0.5, 0.9]), np.array([1.0, -2.0, 0.5])
+    grad = s2s.jit(s2s.grad(weights_by_default))
+    for args in ((None,), (None, b)):
+        expected = central_difference_grad(lambda v: weights_by_default(v, *args), (x,), 0)
+        np.testing.assert_allclose(grad(x, *args), expected, rtol=1e-7, atol=1e-9)
+    source = s2s.source(grad)  # (of the latest call: w None, b an array)
+    assert "w None, b 1-d array" in source and "is None" not in source and "is not None" not in source

@@ -191,6 +191,20 @@ def test_stack_of_a_list_along_another_axis_says_how():
     assert np.allclose(s2s.grad(stacked_along_axis_1)(X0, K), _numeric_gradient(stacked_along_axis_1), rtol=1e-6)
 
 
+def layers_of_different_shapes(x):
+    params = [np.ones((3, 4)) * x[0], np.ones(4) * x[1], np.ones((4, 2)) * x[2]]
+    h = np.tanh(x[:3] @ params[0] + params[1])
+    return np.sum((h @ params[2]) ** 2)
+
+
+def test_a_list_display_of_layers_of_different_shapes_under_jit():
+    """Numba types the display as a literal list, read at constant indices; its adjoint is a
+    tuple of the items' adjoints."""
+    x = np.array([0.3, 0.5, 0.9, 1.3])
+    np.testing.assert_allclose(s2s.jit(s2s.grad(layers_of_different_shapes))(x),
+                               central_difference(layers_of_different_shapes, x), rtol=1e-6, atol=1e-9)
+
+
 # ---- sum() of a list of arrays --------------------------------------------------------------------
 # Python's sum starts from 0, which under Numba cannot become an array (`acc = 0; acc = acc + v`
 # gives acc two types): it starts from runtime.sum_start, 0 on the python backend and zeros of

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import s2s
-from finite_differences import central_difference_grad
+from finite_differences import central_difference_grad, hessian_by_differences, where
 
 BACKENDS = ["python", "cpu"]
 X = np.array([0.3, -0.7, 1.1])
@@ -47,6 +47,56 @@ def test_gathers_with_index_arrays_and_masks_against_closed_forms(backend):
     np.testing.assert_allclose(grad(_masked_rows)(A, keep), 2 * A * keep[:, None], rtol=1e-13)
     if backend == "cpu":  # the value itself: numba.njit indexes with 1-D masks only
         assert s2s.jit(_positive_cubes)(A) == pytest.approx(np.sum(A[A > 0.2] ** 3), rel=1e-14)
+
+
+def _gathers_with_slices(T):
+    """An index list with slices and integers: NumPy puts the gathered axis where the list
+    stands (T[:, [1, 1], 2:]), or first where a slice separates it from an integer (T[3, 2:, [1, 3]])."""
+    a = np.sum(T[[0, 1, 2], :, :] ** 2 * np.arange(48.0).reshape(3, 4, 4))
+    b = np.sum(T[3, 2:, [1, 3]] ** 2 * np.array([[1.0, 2.0], [3.0, 5.0]]))
+    c = np.sum(T[:, [1, 1], 2:] * np.arange(16.0).reshape(4, 2, 2))
+    d = np.sum(np.sin(T[1:, [3, 0], :]) * np.arange(24.0).reshape(3, 2, 4))
+    return a + b + c + d + np.sum(T[[0, 2], 1, [3, 3]] * np.array([2.0, 7.0]))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_gathers_mixing_an_index_list_with_slices_and_integers(backend):
+    T = np.random.default_rng(6).normal(size=(4, 4, 4))
+    np.testing.assert_allclose(s2s.jit(s2s.grad(_gathers_with_slices), backend=backend)(T),
+                               central_difference_grad(_gathers_with_slices, (T,), 0), rtol=1e-7, atol=1e-7)
+
+
+def _writes_through_index_arrays(x):
+    """Writes through integer index arrays with distinct entries: each written element takes one
+    value, so the adjoint of the value is the written elements' adjoint, taken before they are cleared."""
+    z = np.zeros(4)
+    z[np.array([0, 3, 2])] += x[:3]
+    m = np.ones((4, 2)) * x[3]
+    m[np.array([2, 0])] = np.outer(x[:2], x[1:3])
+    m[[1, 3], 1] = x[1:3] ** 2  # (an index list with an integer: an array in the code Numba compiles)
+    return np.sum(z ** 2 * np.arange(1.0, 5.0)) + np.sum(np.sin(m))
+
+
+def _writes_through_a_repeated_index(x):
+    z = np.zeros(4)
+    idx = np.array([0, 2, 2])
+    z[idx] += x[:3]
+    return np.sum(z ** 2)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_writes_through_index_arrays_with_distinct_entries(backend):
+    x = np.array([0.3, 0.5, 0.9, 1.3])
+    f = _writes_through_index_arrays
+    np.testing.assert_allclose(s2s.jit(s2s.grad(f), backend=backend)(x), central_difference_grad(f, (x,), 0),
+                               rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(s2s.jit(s2s.hessian(f), backend=backend)(x), hessian_by_differences(f, x),
+                               rtol=1e-5, atol=2e-5)
+    # NumPy's z[idx] += v keeps one of the repeated writes: no derivative, refused at the statement
+    # (under jit too, where the compiled check is given the statement's place).
+    with pytest.raises(s2s.S2SError, match="index array repeats entries") as info:
+        s2s.jit(s2s.grad(_writes_through_a_repeated_index), backend=backend)(x)
+    assert where(_writes_through_a_repeated_index, "z[idx] += x[:3]") in str(info.value)
 
 
 # ---- index and truth methods: x.argmax(), x.argmin(), x.argsort(), (x > 0).any(), .all() ----------------

@@ -650,3 +650,27 @@ def test_a_second_vmap_of_the_same_function_reads_its_modules_from_the_cache(tmp
     (entry,) = [p for p in cache.entries(str(tmp_path)) if ".vmap_total." in p]
     recorded = cache._unseal(open(entry).read())[1]["entries"]
     assert recorded["total"] == "logistic_loss_batched_total" and recorded["result"] is True
+
+
+def cubic_energy(x):
+    return np.sum(x ** 3) + x[0] * x[1]
+
+
+def coupled(x, y):
+    return np.sum(np.sin(x) * y[:3] ** 2) + x[0] * y[3] ** 3
+
+
+def test_per_example_second_derivatives_compile():
+    """s2s.jit(s2s.vmap(s2s.hessian(f))): the compiled loop calls the module s2s.jit(s2s.hessian(f))
+    compiles, once per example, laid out as the Hessian (out.shape + x.shape + wrt.shape)."""
+    xs, ys = rng.normal(size=(5, 3)), rng.normal(size=(5, 4))
+    hessians = s2s.jit(s2s.vmap(s2s.hessian(cubic_energy)))(xs)
+    expected = np.array([np.diag(6 * x) + np.array([[0.0, 1, 0], [1, 0, 0], [0, 0, 0]]) for x in xs])
+    np.testing.assert_allclose(hessians, expected, rtol=1e-13, atol=1e-13)
+    # d/dy of the gradient with respect to x: (3, 4) per example, y shared (in_axes None)
+    mixed = s2s.jit(s2s.vmap(s2s.jacfwd(s2s.grad(coupled), argnums=1), in_axes=(0, None)))(xs, ys[0])
+    np.testing.assert_allclose(mixed, s2s.vmap(s2s.jacfwd(s2s.grad(coupled), argnums=1), in_axes=(0, None))(xs, ys[0]),
+                               rtol=1e-13)
+    for b in range(2):
+        columns = [central_difference_grad(lambda y: s2s.grad(coupled)(xs[b], y)[r], (ys[0],), 0) for r in range(3)]
+        np.testing.assert_allclose(mixed[b], np.array(columns), rtol=1e-6, atol=1e-8)

@@ -43,7 +43,8 @@ INTEGER = ("num", True)
 
 def argument_fact(value: Any):
     """A JSON-able description of an argument: "float", "int", "bool", ["array", ndim] (of
-    numbers), ["array", ndim, "bool"], ["tuple", [facts]] or None (nothing that s2s can use).
+    numbers), ["array", ndim, "bool"], ["tuple", [facts]], ["dict", keys, [facts]], "none" (None: the code generated for
+    the call takes the branch of `if w is None:`) or None (nothing that s2s can use).
     A boolean array is told apart: NumPy's sum of two is their logical or, which the loops of
     optimize/loops.py, over numbers, would compute as 1 + 1."""
     if isinstance(value, np.ndarray):
@@ -58,6 +59,11 @@ def argument_fact(value: Any):
         return ["tuple", [argument_fact(v) for v in value]]
     if isinstance(value, list):
         return ["tuple", [argument_fact(v) for v in value]]
+    if value is None:
+        return "none"
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        # ["dict", keys in the dict's order (a loop over it goes so), [facts of the values]]
+        return ["dict", list(value), [argument_fact(v) for v in value.values()]]
     return None
 
 

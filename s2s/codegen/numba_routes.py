@@ -55,6 +55,10 @@ class RouteNumbaRejects(ast.NodeTransformer):
     def visit_Call(self, node: ast.Call) -> ast.Call:
         self.generic_visit(node)
         func = node.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "runtime" \
+                and func.attr == "take" and self.where is not None and not node.keywords:
+            node.keywords.append(ast.keyword("where", ast.Constant(self.where)))  # (its refusal of repeated entries)
+            return node
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Attribute) \
                 and isinstance(func.value.value, ast.Name) and func.value.value.id == "np" \
                 and func.value.attr == "linalg":
@@ -176,7 +180,9 @@ def _index_lists(function: ast.FunctionDef) -> set[str]:
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                 and isinstance(node.func.value, ast.Name) and node.func.value.id == "runtime" \
                 and node.func.attr in _INDEX_HELPERS:
-            allowed.update(id(arg) for arg in node.args if isinstance(arg, ast.Name))
+            for arg in node.args:  # (idx, or a tuple (idx, slice(None, None, None)) holding it)
+                allowed.update(id(item) for item in (arg.elts if isinstance(arg, ast.Tuple) else [arg])
+                               if isinstance(item, ast.Name))
     for node in ast.walk(function):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in lists and id(node) not in allowed:
             lists.discard(node.id)
@@ -194,11 +200,20 @@ def _bound_only_to(function: ast.FunctionDef, kind) -> set[str]:
         elif isinstance(node, (ast.AugAssign, ast.For, ast.Assign, ast.AnnAssign, ast.NamedExpr, ast.With)):
             targets = [node.target] if hasattr(node, "target") else getattr(node, "targets", [])
             for target in targets:
-                for n in ast.walk(target):
-                    if isinstance(n, ast.Name):
-                        bound[n.id] = False
+                for n in _bound_names(target):
+                    bound[n] = False
     params = {a.arg for a in function.args.args}
     return {n for n, only in bound.items() if only and n not in params}
+
+
+def _bound_names(target: ast.expr) -> list[str]:
+    """The names an assignment target binds or writes into: `a`, `a, (b, c)`, `*a`, z of `z[idx]`
+    and o of `o.w`, but not idx, which the write reads."""
+    if isinstance(target, (ast.Subscript, ast.Attribute, ast.Starred)):
+        return _bound_names(target.value)
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [n for item in target.elts for n in _bound_names(item)]
+    return [target.id] if isinstance(target, ast.Name) else []
 
 
 def route_numba_rejects(body: list[ast.stmt], comments: list[str] = (),

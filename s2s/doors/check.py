@@ -26,6 +26,7 @@ from .. import driver, limits
 from ..backends.failures import origin_above
 from ..codegen.cuda import device_functions
 from ..errors import S2SError
+from .. import runtime
 from ..runtime import overloads
 from .jacobians import SecondOrder
 from .vmap_source import loop_source
@@ -122,20 +123,22 @@ def _refused_helper(func: ast.expr):
     return None
 
 
-def numba_blocker(source: str, files: dict[str, str]) -> Blocker | None:
+def numba_blocker(source: str, files: dict[str, str], dict_loops: bool = True) -> Blocker | None:
     """The first call in a generated module to a NumPy or math function Numba does not know, or to a
-    runtime helper whose Numba form refuses every call (s2s/limits.py: Limit.helpers)."""
+    runtime helper whose Numba form refuses every call (s2s/limits.py: Limit.helpers); a loop over a
+    dict (runtime.dict_keys) only where dict_loops (s2s.jit of a gradient, generated for the call,
+    writes a dict argument's loop out key by key: frontend/dict_loops.py)."""
     typing = _numba_typing()
     lines = source.splitlines()
     calls = [node for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Call)]
     for call in sorted(calls, key=lambda node: (node.lineno, node.col_offset)):
         found = _refused_helper(call.func)
-        if found is not None:
+        if found is not None and (dict_loops or ast.unparse(call.func) != "runtime.dict_keys"):
             key, limit = found
             origin = origin_above(lines, call.lineno, files)
             where = f"{origin.filename}:{origin.line}:{origin.column}" if origin else "generated code"
             return Blocker(where, origin.text if origin else "",
-                           f"s2s.jit does not compile {limit.what} (docs/limits.md: {key})", limit.way_out)
+                           f"s2s.jit does not compile {limit.what} (docs/pages/limits.md: {key})", limit.way_out)
         value = _resolved(call.func)
         if value is None:
             continue
@@ -175,7 +178,9 @@ def check_function(fn) -> dict:
             blocker = _blocker(exc, fn)
             report[row] = {"python": blocker, "cpu": blocker, "cuda": blocker}
             continue
-        report[row] = {"python": None, "cpu": numba_blocker(source, files)}
+        # (s2s.jit of a gradient is generated for the call: a loop over a dict argument is then
+        # written out for its keys, which only the call knows)
+        report[row] = {"python": None, "cpu": numba_blocker(source, files, dict_loops=row != "grad")}
         report[row]["cuda"] = cuda_blocker(fn) if row == "vmap" else Blocker("", "", *NOT_CHECKED_FOR_CUDA)
     return report
 

@@ -408,7 +408,8 @@ def _kinds(args) -> tuple:
     """A key for what the arguments are, as shapes.argument_facts sees them (cheap: on
     every call)."""
     return tuple((type(a), a.ndim, a.dtype == np.bool_) if isinstance(a, np.ndarray)
-                 else (type(a), _kinds(a)) if isinstance(a, (tuple, list)) else type(a) for a in args)
+                 else (type(a), _kinds(a)) if isinstance(a, (tuple, list))
+                 else (dict, tuple(a), _kinds(tuple(a.values()))) if isinstance(a, dict) else type(a) for a in args)
 
 
 def _plain_kinds(args) -> tuple | None:

@@ -31,6 +31,7 @@ from .. import frontend
 from ..transforms import batching
 from ..ir import nodes as ir
 from ..errors import NoBatchingRule, S2SError, user_facing
+from .jacobians import SecondOrder
 from .primitives import as_function
 from .shipping import recorded
 from ..analysis.shapes import argument_facts
@@ -87,8 +88,9 @@ def _example(arg: Any, tree: batching.ArgTree, index: int) -> Any:
             row = arg[(slice(None),) * tree[1] + (slice(index, index + 1),)].copy_to_host()
             return np.take(row, 0, axis=tree[1])
         return np.take(arg, index, axis=tree[1]) if tree[1] is not None else copy.deepcopy(arg)
-    if tree[0] == "dict":
-        return {k: _example(arg[k], child, index) for k, child in zip(tree[1], tree[2])}
+    if tree[0] == "dict":  # (in the dict's own order, which a loop over it follows)
+        examples = {k: _example(arg[k], child, index) for k, child in zip(tree[1], tree[2])}
+        return {k: examples[k] for k in arg}
     items = [_example(x, child, index) for x, child in zip(arg, tree[1])]
     return type(arg)(*items) if pytree.is_namedtuple(arg) else type(arg)(items)
 
@@ -103,8 +105,8 @@ def _signature(args: tuple, trees: list) -> tuple:
                 del shape[tree[1]]
             dtype = arg.dtype if hasattr(arg, "copy_to_host") else np.asarray(arg).dtype  # (not a device copy)
             return (type(arg).__name__, str(dtype), tuple(shape), tree[1])
-        if tree[0] == "dict":
-            return ("dict", tuple((k, key(arg[k], c)) for k, c in zip(tree[1], tree[2])))
+        if tree[0] == "dict":  # (and its order: code generated for the call loops over it so)
+            return ("dict", tuple(arg), tuple((k, key(arg[k], c)) for k, c in zip(tree[1], tree[2])))
         return (tree[0], type(arg).__name__, tuple(key(a, c) for a, c in zip(arg, tree[1])))
 
     return tuple(key(a, t) for a, t in zip(args, trees))
@@ -123,6 +125,50 @@ def _call_key(args: Any) -> Any:
         keys = tuple(_call_key(x) for x in args)
         return None if None in keys else (type(args), keys)
     return None
+
+
+def _second_order_kernel(fun: SecondOrder, example: tuple):
+    """(source, entry, output, description) of one example's second derivative (hessian(f),
+    jacfwd(grad(f))) under s2s.jit: the module s2s.jit(hessian(f)) compiles, and an entry that
+    calls its driver with the bases of the output and of the argument, laid out as
+    SecondOrder lays them out (out.shape + x.shape + wrt.shape). None where the derivative is
+    not of one array or number with respect to one (then the examples are refused as before)."""
+    k, inner = fun.outer_argnums, fun.inner_argnum
+    if fun.has_aux or not isinstance(k, int) or not -len(example) <= k < len(example) \
+            or not -len(example) <= inner < len(example):
+        return None
+    k, inner = k % len(example), inner % len(example)
+    for value in (example[inner], example[k]):
+        if not isinstance(value, (float, np.floating, np.ndarray)) or pytree.is_integer_leaf(value):
+            return None
+    output = fun.with_backend("python")(*example)
+    with runtime.debug_silenced():
+        value = core._plain_value(fun.fun, copy.deepcopy(example))
+    if not isinstance(value, (float, int, np.floating, np.ndarray)):
+        return None
+    out_shape, in_shape, wrt_shape = np.shape(value), np.shape(example[inner]), np.shape(example[k])
+    source = fun.source
+    drivers = [d for d in ast.parse(source).body
+               if isinstance(d, ast.FunctionDef) and d.name.endswith(f"_second_order_{k}")]
+    if len(drivers) != 1 or len(drivers[0].args.args) != len(example) + 2:
+        return None
+    params = [a.arg for a in drivers[0].args.args[:-2]]  # (the user's parameters, then the two bases)
+    drivers = [drivers[0].name]
+    rows, cols, size = (int(np.prod(s)) for s in (out_shape, wrt_shape, in_shape))
+    # (a number argument is passed as a float, as SecondOrder passes it; a batched one is np.float64)
+    call = ", ".join(f"float({p})" if j in (inner, k) and not np.ndim(example[j]) else p
+                     for j, p in enumerate(params))
+    cotangents, tangents = (f"np.eye({n})" if len(shape) == 1 else f"np.eye({n}).reshape({(n,) + shape})" if shape
+                            else "np.ones(1)" for n, shape in ((rows, out_shape), (cols, wrt_shape)))
+    shape = wrt_shape if fun.scalar else out_shape + in_shape + wrt_shape
+    laid_out = f"laid_out.reshape({shape})" if shape else "laid_out[0, 0, 0]"
+    entry = f"{drivers[0]}_example"
+    source += (f"\n\ndef {entry}({', '.join(params)}):\n"
+               f"    \"\"\"One example's second derivative, laid out as out.shape + x.shape + wrt.shape.\"\"\"\n"
+               f"    blocks = np.asarray({drivers[0]}({call}, {cotangents}, {tangents}))\n"
+               f"    laid_out = np.ascontiguousarray(np.transpose(blocks.reshape(({rows}, {cols}, {size})), (0, 2, 1)))\n"
+               f"    return {laid_out}\n")
+    return source, entry, output, f"second derivative of {fun.fun.__name__}"
 
 
 def _param_names(fun: Callable, count: int) -> list[str]:
@@ -316,6 +362,12 @@ class Batched:
             seed = core._seed(example)
             extra = ["np.float32(1.0)" if isinstance(seed, np.float32) else "1.0"]
             what = f"{'grad' if fun.kind == 'grad' else 'value_and_grad'} of {fun.fun.__name__}"
+        elif isinstance(fun, SecondOrder) and backend == "cpu":
+            found = _second_order_kernel(fun, example)
+            if found is None:
+                return None, fun(*example)
+            source, entry, output, what = found
+            view, extra = "", []
         elif isinstance(fun, core.Primal) or inspect.isfunction(fun) and not isinstance(fun, type):
             plain = fun.fun if isinstance(fun, core.Primal) else fun
             output = core._plain_value(plain, copy.deepcopy(example))

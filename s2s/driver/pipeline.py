@@ -28,6 +28,8 @@ from ..codegen.overlaps import copy_overlaps
 from ..errors import NoBatchingRule, S2SError
 from .origins import through_generated
 from ..frontend.collect import collect
+from ..frontend.dict_loops import unroll_dict_loops
+from ..frontend.known_arguments import drop_branches_on_none
 from ..ir import nodes as ir
 from ..rules.custom import CustomRule
 from ..optimize.fuse import fuse_module
@@ -76,9 +78,17 @@ class InternalError(S2SError):
 
 
 def lower(unit: Unit) -> None:
-    """Parse the function and the user functions it calls, and lower them to the IR."""
+    """Parse the function and the user functions it calls, and lower them to the IR. What the
+    IR can settle before a transform is settled here: for code generated for one call (s2s.jit
+    of a gradient), the branches of `if w is None:`; loops over dicts of known keys, written out."""
     unit.functions = collect(unit.fn)
     assign_names(unit.functions, unit.emitter)
+    named_facts = _named_facts(unit)
+    if named_facts is not None:  # (s2s.jit of a gradient: `if w is None:` has one answer for the call)
+        drop_branches_on_none(unit.entry, named_facts)
+    if unit.transform not in ("vmap", "vmap_total"):  # (Numba has no loop over a dict's keys)
+        for function in unit.functions:
+            unroll_dict_loops(function, named_facts if function is unit.entry else None)
 
 
 def check_aliases(unit: Unit) -> None:
@@ -232,6 +242,10 @@ def _describe_fact(fact) -> str:
         return f"{fact[1]}-d {'boolean ' if fact[2:] == ['bool'] else ''}array"
     if isinstance(fact, list) and fact[0] == "tuple":
         return "(" + ", ".join(_describe_fact(f) for f in fact[1]) + ")"
+    if isinstance(fact, list) and fact[0] == "dict":
+        return "{" + ", ".join(f"{k!r}: {_describe_fact(f)}" for k, f in zip(fact[1], fact[2])) + "}"
+    if fact == "none":
+        return "None"
     return fact if isinstance(fact, str) else "any"
 
 

@@ -221,6 +221,13 @@ def dict_of(keys, values):
     return dict(zip(keys, values))
 
 
+# Under s2s.jit a dict is a tuple of its values in sorted-key order (pytree.to_numba), which
+# Numba reads at constant keys only: dict_keys's compiled form refuses (and `s2s check` says so).
+DICT_LOOP_REASON = ("under s2s.jit a loop over a dict is not supported (Numba cannot index a dict of arrays at a "
+                    "key known only at run time)")
+DICT_LOOP_WAY_OUT = "index it with constant keys (d['w']), or use backend='python'"
+
+
 def with_items(d, values):
     """A container of d's kind with these values: a dict with d's keys (the values in sorted-key
     order, as pytree.flatten orders them; the dict in d's order, which a loop over it follows),
@@ -245,21 +252,23 @@ def index_add(a, index, value):
         a[index] += value
 
 
-def take(a, index):
+REPEATED_WRITE = ("a write x[idx] = v whose index array repeats entries has no derivative s2s can take; "
+                  "remove the repeated entries from idx")
+
+
+def take(a, index, *, where=None):
     """a[index] as a copy, for the adjoint of a write x[index] = v.
 
     A write with repeated entries in an index array keeps only one of them, so its
-    derivative is refused rather than summed.
+    derivative is refused rather than summed. where: the user's statement (file:line), which
+    the compiled form's refusal names (compiled code keeps no traceback).
     """
     items = index if isinstance(index, tuple) else (index,)
     for i in items:
         if isinstance(i, (np.ndarray, list)) and np.issubdtype(np.asarray(i).dtype, np.integer):
             flat = np.ravel(i)
             if len(np.unique(flat)) != len(flat):
-                raise ValueError(
-                    "s2s: a write x[idx] = v whose index array repeats entries has no "
-                    "derivative s2s can take; remove the repeated entries from idx"
-                )
+                raise ValueError("s2s: " + REPEATED_WRITE)
     out = np.array(a[index], copy=True)
     return out if out.ndim else out[()]
 

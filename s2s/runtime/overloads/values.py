@@ -37,6 +37,12 @@ def _zeros_like(x):
         if isinstance(x, types.BaseNamedTuple):
             return _compile(f"def impl(x):\n    return cls({items})\n", "impl", cls=x.instance_class)
         return _compile(f"def impl(x):\n    return ({items})\n", "impl")
+    if isinstance(x, types.LiteralList):
+        # A list display of items of different types (layers of different shapes): Numba's
+        # literal list, read at constant indices only. Its adjoint is a tuple of the items'
+        # adjoints, which add_at rebuilds and v_bar[k] reads, as a tuple's.
+        items = "".join(f"rt.zeros_like(x[{k}]), " for k in range(len(x.types)))
+        return _compile(f"def impl(x):\n    return ({items})\n", "impl")
     if isinstance(x, types.List) and _scalar(x.dtype):
         # A list of numbers (v = [a, b * 2.0]): its adjoint is an array of its length, which
         # add_at adds into and v_bar[k] reads, as the python backend's list of adjoints.
@@ -187,8 +193,7 @@ def _dict_getitem(c, key):
         return _compile(f"def impl(c, key):\n    return c[{k}]\n", "impl")
 
 
-_DICT_LOOP = ("s2s: under s2s.jit a loop over a dict is not supported (Numba cannot index a dict of arrays "
-              "at a key known only at run time); index it with constant keys (d['w']), or use backend='python'")
+_DICT_LOOP = f"s2s: {rt.DICT_LOOP_REASON}; {rt.DICT_LOOP_WAY_OUT}"
 
 
 @overload(rt.loop_keys)
@@ -366,12 +371,12 @@ def _index_add(a, index, value):
                 for k in range(len(index)):
                     a[index[k]] += flat[k]
             return impl
-        points = _pointwise_index_add(a, items) or _rows_or_mask_index_add(a, items)
+        points = _pointwise_index_add(a, items) or _rows_or_mask_index_add(a, items) or _mixed_index_add(a, items)
         if points is not None:
             return points
-        raise TypingError("s2s: under jit, a gather with index arrays is differentiated for x[idx] (rows of x, "
-                          "idx a 1-D integer array), x[mask] (mask a boolean array of x's shape, or 1-D over "
-                          "its rows) and x[i, j, ...] (one 1-D integer array or integer per axis of x) only")
+        raise TypingError("s2s: under jit, a gather with index arrays is differentiated for x[mask] (mask a "
+                          "boolean array of x's shape, or 1-D over its rows) and for indices of 1-D integer "
+                          "arrays of one length, integers and slices (x[idx], x[idx, :, 2], x[3, 2:, idx]) only")
 
     def impl(a, index, value):
         a[index] += value
@@ -395,6 +400,34 @@ def _pointwise_index_add(a, items):
     source = (f"def impl(a, index, value):\n    n = len(index[{first}])\n{checks}"
               f"    flat = np.ravel(np.asarray(value) * np.ones(n))\n"
               f"    for m in range(n):\n        a[{point}] += flat[m]\n")
+    return _compile(source, "impl")
+
+
+def _mixed_index_add(a, items):
+    """a[index] += value where index mixes 1-D integer arrays of one length with integers and
+    slices (x[[0, 1, 2], :, :], x[3, 2:, [1, 3]]): for each entry m of the arrays, the basic
+    index with the arrays' m-th entries picks a view, into which the m-th slab of value along
+    the gather's advanced axis is added, so repeated entries accumulate as np.add.at does.
+    NumPy puts that axis where the advanced items (arrays and integers) stand when they are
+    adjacent, and first when a slice separates them."""
+    if len(items) > a.ndim or not all(
+            isinstance(i, types.Array) and i.ndim == 1 and isinstance(i.dtype, types.Integer)
+            or isinstance(i, (types.Integer, types.SliceType)) for i in items):
+        return None
+    arrays = [k for k, i in enumerate(items) if isinstance(i, types.Array)]
+    advanced = [k for k, i in enumerate(items) if not isinstance(i, types.SliceType)]
+    adjacent = advanced == list(range(advanced[0], advanced[-1] + 1))
+    axis = sum(isinstance(i, types.SliceType) for i in items[:advanced[0]]) if adjacent else 0
+    first = arrays[0]
+    checks = "".join(f"    if len(index[{k}]) != n:\n        raise ValueError('s2s: index arrays of different lengths')\n"
+                     for k in arrays[1:])
+    point = ", ".join(f"index[{k}][m]" if k in arrays else f"index[{k}]" for k in range(len(items)))
+    slab = ", ".join([":"] * axis + ["m"])
+    source = (f"def impl(a, index, value):\n    n = len(index[{first}])\n{checks}"
+              f"    if n == 0:\n        return\n"
+              f"    shape = a[{point.replace('[m]', '[0]')}].shape\n"
+              f"    picked = np.asarray(value) * np.ones(shape[:{axis}] + (n,) + shape[{axis}:])\n"
+              f"    for m in range(n):\n        a[{point}] += picked[{slab}]\n")
     return _compile(source, "impl")
 
 
@@ -440,12 +473,19 @@ def _rows_or_mask_index_add(a, items):
 
 
 @overload(rt.take)
-def _take(a, index):
+def _take(a, index, where=None):
     items = index.types if isinstance(index, types.BaseTuple) else (index,)
-    if any(isinstance(i, types.Array) and isinstance(i.dtype, types.Integer) for i in items):
-        raise TypingError("s2s: under jit, a write x[idx] = v with an integer index array is not "
-                          "differentiated; use a loop or a boolean mask")
-    return lambda a, index: rt.copy(a[index])
+    arrays = [k for k, i in enumerate(items) if isinstance(i, types.Array) and isinstance(i.dtype, types.Integer)]
+    if not arrays:
+        return lambda a, index, where=None: rt.copy(a[index])
+    prefix = _refusal(where)
+    if prefix is None:
+        return None  # (typed again with where as a literal)
+    # As on the python backend, each index array on its own must name distinct entries.
+    picks = [f"index[{k}]" for k in arrays] if isinstance(index, types.BaseTuple) else ["index"]
+    checks = "".join(f"    if _repeats({p}):\n        raise ValueError(repeated)\n" for p in picks)
+    return _compile(f"def impl(a, index, where=None):\n{checks}    return rt.copy(a[index])\n", "impl",
+                    _repeats=_repeats, repeated=prefix + rt.REPEATED_WRITE, rt=rt)
 
 
 @overload(rt.masked)

@@ -1,0 +1,152 @@
+"""Loops over a dict whose keys are known when the code is generated, written out key by key.
+
+Under s2s.jit a dict is a tuple of its values (pytree.to_numba, runtime.dict_of), which Numba
+reads at constant keys only: a loop over its keys (`for k, v in d.items():`, lowered to a range
+loop over runtime.dict_keys(d)) has no compiled form. Where the keys are known, from a dict
+display that nothing writes into, or from the argument of the call s2s.jit generates a
+gradient for (its keys in the dict's order, as the loop goes over them), the loop becomes one
+copy of its body per key, each reading d at its key as a constant. Loops with a break or a
+continue are left as they are (Numba's refusal names them).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+
+from .. import runtime
+from ..ir import nodes as ir
+from .known_arguments import _written
+
+
+def unroll_dict_loops(function: ir.Function, facts: dict | None = None) -> None:
+    """facts: parameter -> its argument's fact (["dict", keys, ...] for a dict), or None.
+    Changes function.body in place."""
+    written = _written(function.body)
+    known = {}
+    for p, fact in (facts or {}).items():
+        if isinstance(fact, list) and fact and fact[0] == "dict" and p not in written:
+            known[p] = tuple(fact[1])
+    displays = {}
+    for stmt in _statements(function.body):
+        if isinstance(stmt, ir.Assign) and len(stmt.targets) == 1 and isinstance(stmt.value, ir.Build) \
+                and stmt.value.kind == "dict" and all(isinstance(k, str) for k in stmt.value.keys):
+            displays.setdefault(stmt.targets[0], []).append(tuple(stmt.value.keys))
+    for name, keys in displays.items():
+        # bound once, to a display, and not written into (a mutation or another binding is a write)
+        if len(keys) == 1 and name not in function.params and _binds(function.body, name) == 1 \
+                and not _mutated(function.body, name):
+            known[name] = keys[0]
+    if not known:
+        return
+    function.body = _unrolled(function.body, known, function)
+
+
+def _statements(body: list):
+    for stmt in body:
+        yield stmt
+        for block in _blocks(stmt):
+            yield from _statements(block)
+
+
+def _blocks(stmt) -> list:
+    if isinstance(stmt, ir.If):
+        return [stmt.body, stmt.orelse]
+    if isinstance(stmt, ir.For):
+        return [stmt.body]
+    if isinstance(stmt, ir.While):
+        return [stmt.cond, stmt.body]
+    return []
+
+
+def _binds(body: list, name: str) -> int:
+    return sum(1 for s in _statements(body) if isinstance(s, ir.Assign) and name in s.targets
+               or isinstance(s, ir.For) and s.var == name)
+
+
+def _mutated(body: list, name: str) -> bool:
+    return any(isinstance(s, ir.SetItem) and s.base == name or isinstance(s, ir.ExprStmt) and s.mutates == name
+               for s in _statements(body))
+
+
+def _unrolled(body: list, known: dict, function: ir.Function) -> list:
+    """body with its loops over the keys of known dicts written out. known: dict variable ->
+    its keys; the loop's sequence variable (`_seq = d`) and keys (`_t1 = runtime.dict_keys(_seq)`)
+    are followed from it."""
+    aliases, keys_of, lengths = {}, {}, {}
+    out = []
+    for stmt in body:
+        if isinstance(stmt, ir.Assign) and len(stmt.targets) == 1:
+            target, value = stmt.targets[0], stmt.value
+            if isinstance(value, ir.Name) and value.id in known and _binds(function.body, target) == 1:
+                aliases[target] = known[value.id]
+            elif isinstance(value, ir.Call) and value.fn in (runtime.dict_keys, runtime.loop_keys) and len(value.args) == 1 \
+                    and isinstance(value.args[0], ir.Name) and (value.args[0].id in aliases or value.args[0].id in known):
+                keys_of[target] = aliases.get(value.args[0].id, known.get(value.args[0].id))
+            elif isinstance(value, ir.Call) and value.fn is len and len(value.args) == 1 \
+                    and isinstance(value.args[0], ir.Name) and value.args[0].id in keys_of:
+                lengths[target] = value.args[0].id
+        if isinstance(stmt, ir.For) and isinstance(stmt.stop, ir.Name) and stmt.stop.id in lengths \
+                and stmt.start == ir.Const(0) and stmt.step == ir.Const(1) and not _jumps(stmt.body):
+            out.extend(_copies(stmt, keys_of[lengths[stmt.stop.id]], lengths[stmt.stop.id]))
+            continue
+        for block in _blocks(stmt):
+            block[:] = _unrolled(block, known, function)
+        out.append(stmt)
+    # The keys and their count are read by the loops alone: with the loops written out, they go
+    # (Numba would type runtime.dict_keys of the dict, which it refuses).
+    used = _loads(out)
+    return [s for s in out if not (isinstance(s, ir.Assign) and len(s.targets) == 1
+                                   and s.targets[0] in (set(keys_of) | set(lengths)) and s.targets[0] not in used)]
+
+
+def _jumps(body: list) -> bool:
+    return any(isinstance(s, (ir.Break, ir.Continue, ir.Return)) for s in _statements(body))
+
+
+def _copies(loop: ir.For, keys: tuple, keys_name: str) -> list:
+    """The loop's body once per key: the loop variable bound to the key's position, the key read
+    from the keys (`k = _t1[_i]`) bound to the key itself, and each read of it that constant."""
+    out = []
+    rebound = _written(loop.body)
+    for position, key in enumerate(keys):
+        constants = {} if loop.var in rebound else {loop.var: ir.Const(position)}
+        body = copy.deepcopy(loop.body)
+        copy_out = [ir.Assign((loop.var,), ir.Const(position), loop.origin)]
+        for stmt in body:
+            if isinstance(stmt, ir.Assign) and len(stmt.targets) == 1 and isinstance(stmt.value, ir.Subscript) \
+                    and stmt.value.value == ir.Name(keys_name):
+                stmt = dataclasses.replace(stmt, value=ir.Const(key))
+                if _binds(body, stmt.targets[0]) == 1:
+                    constants[stmt.targets[0]] = ir.Const(key)
+            copy_out.append(stmt)
+        out.extend(_with_constants(copy_out[:1], {}) + _with_constants(copy_out[1:], constants))
+    return out
+
+
+def _with_constants(node, constants: dict):
+    """node with the reads of these variables replaced by constants (their bindings kept)."""
+    if not constants:
+        return node
+    if isinstance(node, ir.Name):
+        return constants.get(node.id, node)
+    if isinstance(node, list):
+        return [_with_constants(item, constants) for item in node]
+    if isinstance(node, tuple):
+        return tuple(_with_constants(item, constants) for item in node)
+    if not dataclasses.is_dataclass(node) or isinstance(node, type):
+        return node
+    changes = {f.name: _with_constants(getattr(node, f.name), constants) for f in dataclasses.fields(node)
+               if isinstance(getattr(node, f.name), (ir.Name, list, tuple)) or dataclasses.is_dataclass(getattr(node, f.name))}
+    return dataclasses.replace(node, **changes) if changes else node
+
+
+def _loads(node) -> set:
+    """The variables read anywhere in node."""
+    if isinstance(node, ir.Name):
+        return {node.id}
+    if isinstance(node, (list, tuple)):
+        return set().union(*(_loads(item) for item in node)) if node else set()
+    if not dataclasses.is_dataclass(node) or isinstance(node, type):
+        return set()
+    return set().union(*(_loads(getattr(node, f.name)) for f in dataclasses.fields(node)))
