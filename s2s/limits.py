@@ -5,7 +5,7 @@ and `s2s check` reports the limits it can see without calling the function (Limi
 
 Each limit is refused with an S2SError at the user's file:line:column whose message matches
 Limit.message and names a way out (but for transpose-reshape, today a raw NotImplementedError when the
-compiled code runs, and jit-vmap-hessian, refused at the call, not at a line); backend='python' runs
+compiled code runs); backend='python' runs
 every one of them as NumPy.
 
 kind: "numba" where Numba itself does not compile the construct (a limit that stays);
@@ -85,30 +85,14 @@ LIMITS: dict[str, Limit] = {
     "squeeze-without-axis": Limit(
         "np.squeeze without axis=", KNOWN_GAP, r"np\.squeeze needs axis",
         "name the axes: np.squeeze(x, axis=0)", "y = np.squeeze(x)"),
-    "gather-list-and-slice": Limit(
-        "under s2s.jit(s2s.grad): a read with an index array and a slice in one subscript", KNOWN_GAP,
-        r"a gather with index arrays is differentiated for",
-        "gather, then slice: `A[idx][:, 1:]`", "y = A[idx, 1:]"),
-    "fancy-augmented-write": Limit(
-        "under s2s.jit(s2s.grad): a write through an index array, z[idx] += v", KNOWN_GAP,
-        r"a write x\[idx\] = v with an integer index array is not differentiated",
-        "np.add.at(z, idx, v), or a loop", "z[idx] += v"),
     "layers-of-different-shapes": Limit(
         "a list of arrays of different shapes as an argument (layers), indexed in a loop", KNOWN_GAP,
         r"argument \w+ is a tuple of \d+ .*cannot take under Numba",
         "unpack it into names (w1, w2 = ws), or use backend='python'", "for w in ws:"),
-    "none-arguments": Limit(
-        "under s2s.jit(s2s.grad): None passed as an argument", KNOWN_GAP,
-        r"argument \w+ is None, which this code cannot take under Numba",
-        "pass a value in its place (np.ones_like(x) for a mask; leaving out a default of None is refused too)",
-        "f(x, None)"),
     "random-array-parameters": Limit(
         "s2s.random.bernoulli of an array of probabilities", KNOWN_GAP, r"function bernoulli at",
         "compare uniform numbers with the probabilities: random.uniform(key, p.shape) < p (the same draws)",
         "b = random.bernoulli(key, p)"),
-    "jit-vmap-hessian": Limit(
-        "s2s.jit(s2s.vmap(s2s.hessian(f))) (refused where it is called, not at a line)", KNOWN_GAP,
-        r"has no generated code to compile", "s2s.vmap(s2s.hessian(f)) on the python backend", "", line=False),
 }
 
 

@@ -167,7 +167,6 @@ def _corpus() -> dict[str, Program]:
         way_out = getattr(lc, f"{name}_way_out", None)
         if way_out is not None:
             out[f"limit_cases.{name}_way_out"] = Program(way_out, program.args, program.argnums)
-    out["limit_cases.none_argument_way_out"] = Program(lc.none_argument, lambda r: (r.standard_normal(3), np.ones(3)))
 
     regression, gp, tutorial_nn = _example("regression"), _example("gaussian_process"), _example("jax_tutorial")
     monte_carlo, newton, ode = _example("monte_carlo"), _example("newton"), _example("ode")
@@ -223,7 +222,6 @@ PROGRAMS = _corpus()
 # program -> the limit (a key of s2s.limits.LIMITS) under which s2s.jit refuses it today
 LISTED: dict[str, str] = {
     "programs.products_beyond_two_dimensions": "products-beyond-two-dimensions",
-    "programs.slice_and_index_array": "gather-list-and-slice",
     "programs.squeeze_and_expand": "squeeze-without-axis",
     "idiom_cases.sine_layers": "layers-of-different-shapes",
     "limit_cases.unknown_to_numba": "numpy-function-unknown-to-numba",
@@ -236,13 +234,9 @@ LISTED: dict[str, str] = {
     "limit_cases.variance_of_a_list": "var-of-list",
     "limit_cases.dot_with_a_number": "dot-with-number",
     "limit_cases.squeeze_without_axis": "squeeze-without-axis",
-    "limit_cases.gather_and_slice": "gather-list-and-slice",
-    "limit_cases.fancy_augmented_write": "fancy-augmented-write",
     "limit_cases.layers_of_different_shapes": "layers-of-different-shapes",
-    "limit_cases.none_argument": "none-arguments",
     "limit_cases.stacked_eigh": "stacked-linalg",
     "limit_cases.stacked_svd": "stacked-linalg",
-    "limit_cases.vmap_hessian": "jit-vmap-hessian",
     "limit_cases.bernoulli_of_an_array": "random-array-parameters",
     "cuda_random_cases.coins": "random-array-parameters",
 }
