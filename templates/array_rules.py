@@ -285,7 +285,8 @@ def transpose(y, x, axes=None):
     x_bar += transpose_bar(y_bar, axes)
 
 
-@rule(np.reshape, pure=True, view=True, method="reshape", dtype_from=(0,), batching="reshape")
+@rule(np.reshape, runtime.reshape, pure=True, view=True, dtype_from=(0,), batching="reshape")
+@primitive(np.reshape, method="reshape", numba=runtime.reshape, numba_always=True)
 def reshape(y, x, shape):
     y_dot = np.reshape(x_dot, shape)
     x_bar += reshape_bar(y_bar, x)
@@ -668,11 +669,12 @@ def norm(y, x, ord=None, axis=None, keepdims=False):
 
 @rule(np.linalg.solve)
 def solve(x, a, b):
-    """a may be a stack of matrices: transposes swap the last two axes only."""
+    """a may be a stack of matrices: transposes swap the last two axes only; the leading axes of a
+    and of a matrix b broadcast (a (3, 3) b solved with each matrix of a stack)."""
     x_dot = np.linalg.solve(a, b_dot - a_dot @ x)
     b_adjoint = np.linalg.solve(np.swapaxes(a, -1, -2), x_bar)
-    b_bar += b_adjoint
-    a_bar -= solve_bar_a(b_adjoint, x)
+    b_bar += unbroadcast(b_adjoint, b)
+    a_bar -= unbroadcast(solve_bar_a(b_adjoint, x), a)
 
 
 @rule(np.linalg.det)

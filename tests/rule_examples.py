@@ -102,6 +102,7 @@ EXAMPLES = {
     # shapes
     np.transpose: ("A", "np.transpose(A)"),
     np.reshape: ("A", "np.reshape(A, (9,))"),
+    runtime.reshape: ("A", "runtime.reshape(np.transpose(A * A), (9,)) + np.reshape(A.T, -1)"),
     np.squeeze: ("x", "np.squeeze(np.reshape(x, (1, 3)), 0)"),
     runtime.squeeze: ("x", "runtime.squeeze(np.reshape(x, (1, 3)), 0)"),
     np.swapaxes: ("A", "np.swapaxes(A, 0, 1)"),

@@ -475,8 +475,8 @@ def test_tuple_of_a_namedtuple_result_is_a_plain_tuple():
 
 
 # np.linalg.inv, solve, det and slogdet of a stack under s2s.jit: Numba's take one matrix, the
-# runtime's forms (s2s/runtime/overloads/linalg.py) each matrix of the stack, and @ of two stacks
-# (in the derivatives) each pair of matrices.
+# runtime's forms (s2s/runtime/overloads/linalg.py) each matrix of the stack, and @ of stacks
+# each pair of matrices, the leading axes broadcast as NumPy's.
 SQUARE_STACK = np.stack([A, X + np.eye(3)])
 STACK_RHS = _rng.standard_normal((2, 3, 2))
 
@@ -506,9 +506,27 @@ def test_stacks_of_matrices_under_jit(fn, args):
         np.testing.assert_allclose(s2s.jit(s2s.jacfwd(fn, argnums=k))(*args), expected, rtol=1e-6, atol=1e-6)
 
 
-def test_a_stack_of_another_leading_shape_is_refused_where_it_runs_under_jit():
-    with pytest.raises(s2s.S2SError, match=r"test_linalg_rules.py:\d+:\d+: under s2s.jit, np.linalg.solve and @ of "
-                                           r"stacks of matrices take stacks of one leading shape"):
+BROADCAST_P = _rng.standard_normal((2, 1, 3, 3))
+BROADCAST_Q = _rng.standard_normal((4, 3, 3)) + 2.0 * np.eye(3)
+
+
+def broadcast_stacks_loss(p, q, m):
+    """Leading axes that broadcast, as NumPy 2's: (2, 1, 3, 3) @ (4, 3, 3) is (2, 4, 3, 3); a
+    matrix and a vector @ a stack; a stack solved with one matrix b (a 2-d b is a matrix)."""
+    return (np.sum((p @ q) ** 2 * W[0]) + np.sum((m @ q) * BROADCAST_Q) + np.sum((m[0] @ q) ** 3)
+            + np.sum((q @ m[:, 1]) * W[1]) + np.sum(np.linalg.solve(q, m[:, :2]) ** 2 * W[2, :2]))
+
+
+def test_stacks_whose_leading_axes_broadcast_under_jit():
+    args = (BROADCAST_P, BROADCAST_Q, X)
+    assert s2s.jit(broadcast_stacks_loss)(*args) == pytest.approx(broadcast_stacks_loss(*args), rel=1e-12)
+    gradients = s2s.jit(s2s.grad(broadcast_stacks_loss, argnums=(0, 1, 2)))(*args)
+    for k in range(3):
+        expected = _fd(broadcast_stacks_loss, args, k)
+        np.testing.assert_allclose(s2s.grad(broadcast_stacks_loss, argnums=k)(*args), expected, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(gradients[k], expected, rtol=1e-6, atol=1e-6)
+    # stacks that do not broadcast: NumPy's ValueError
+    with pytest.raises(ValueError, match="broadcast"):
         s2s.jit(solve_stack_loss)(SQUARE_STACK, np.stack([STACK_RHS[0]] * 3))
 
 

@@ -139,6 +139,12 @@ def transpose_bar(g, axes=None):
     return np.transpose(g, np.argsort(axes))
 
 
+def reshape(x, shape):
+    """np.reshape(x, shape), which Numba takes of arrays it can view in the new shape only (not
+    A.T.reshape(-1)): its form copies the others into C order first, as NumPy does."""
+    return np.reshape(x, shape)
+
+
 def reshape_bar(g, x):
     shape = _shape_of(x)
     return np.reshape(g, shape) if shape else np.ravel(g)[0]

@@ -583,9 +583,10 @@ def _result_dtype(*arrays):
 
 @overload(np.linalg.solve)
 def _solve_of_a_stack(a, b):
-    """A stack of matrices a and, as NumPy 2 reads b, a stack of matrices of a's leading shape
-    or one vector (b of one dimension) solved with each matrix."""
-    if not _stack_of_matrices(a) or not isinstance(b, types.Array) or b.ndim not in (1, a.ndim):
+    """np.linalg.solve with a stack of matrices, as NumPy 2 reads it: b of one dimension is one
+    vector solved with each matrix of a; b of two or more is a matrix or a stack of them, whose
+    leading axes broadcast against a's (a (3, 3, 3) stack and a (3, 2) b: three (3, 2) solutions)."""
+    if not (isinstance(a, types.Array) and isinstance(b, types.Array)) or a.ndim < 2 or a.ndim <= 2 and b.ndim <= 2:
         return None
     dtype = _result_dtype(a, b)
     if b.ndim == 1:
@@ -597,32 +598,76 @@ def _solve_of_a_stack(a, b):
         return impl
 
     def impl(a, b):
-        _same_stack(a, b)
-        out = np.empty(b.shape, dtype)
-        for idx in np.ndindex(a.shape[:-2]):
-            out[idx] = np.linalg.solve(np.ascontiguousarray(a[idx]), np.ascontiguousarray(b[idx]))
+        lead = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        x = np.broadcast_to(a, lead + a.shape[-2:])
+        y = np.broadcast_to(b, lead + b.shape[-2:])
+        out = np.empty(lead + b.shape[-2:], dtype)
+        for idx in np.ndindex(lead):
+            out[idx] = np.linalg.solve(np.ascontiguousarray(x[idx]), np.ascontiguousarray(y[idx]))
         return out
     return impl
+
+
+# ---- products Numba's np.dot and @ lack -----------------------------------------------------
+# Numba multiplies matrices and vectors of one float or complex dtype; NumPy also multiplies
+# operands of two dtypes (a float vector @ an int64 one, in float64), a number (np.dot(A, 2.0):
+# A * 2.0) and stacks of matrices whose leading axes broadcast ((2, 1, 3, 3) @ (4, 3, 3): (2, 4, 3, 3)).
+# These forms answer only where Numba's have none (they return None where Numba's compile).
+
+
+def _product_dtype(a, b):
+    """NumPy's dtype of a product of arrays a and b, where it is a float or complex (BLAS's); else None."""
+    dtype = np.result_type(as_dtype(a.dtype), as_dtype(b.dtype))
+    return from_dtype(dtype) if dtype.kind in "fc" else None
 
 
 @register_jitable
-def _same_stack(a, b):
-    if a.shape[:-2] != b.shape[:-2]:
-        raise ValueError("s2s: under s2s.jit, np.linalg.solve and @ of stacks of matrices take stacks of "
-                         "one leading shape (no broadcasting)")
+def _broadcast_matmul(a, b, dtype):
+    """a @ b of two arrays of 2 or more dimensions, their leading axes broadcast against each other."""
+    lead = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    x = np.broadcast_to(a, lead + a.shape[-2:])
+    y = np.broadcast_to(b, lead + b.shape[-2:])
+    out = np.empty(lead + (a.shape[-2], b.shape[-1]), dtype)
+    for idx in np.ndindex(lead):
+        out[idx] = np.dot(np.ascontiguousarray(x[idx]).astype(dtype), np.ascontiguousarray(y[idx]).astype(dtype))
+    return out
 
 
 @overload(operator.matmul)
-def _matmul_of_stacks(a, b):
-    """a @ b of two stacks of matrices of one leading shape: Numba's @ takes matrices and vectors."""
-    if not (_stack_of_matrices(a) and _stack_of_matrices(b) and a.ndim == b.ndim):
+def _matmul_beyond_numba(a, b):
+    """a @ b of operands of two dtypes, or with a stack of matrices (NumPy's broadcasting of the
+    leading axes; a vector operand is a matrix of one row or column, dropped from the result)."""
+    if not (isinstance(a, types.Array) and isinstance(b, types.Array)) or a.ndim == 0 or b.ndim == 0:
         return None
-    dtype = _result_dtype(a, b)
+    dtype = _product_dtype(a, b)
+    if dtype is None or a.ndim <= 2 and b.ndim <= 2 and a.dtype == b.dtype:
+        return None  # (Numba's, or its refusal: integer products)
+    if a.ndim <= 2 and b.ndim <= 2:
+        return lambda a, b: np.ascontiguousarray(a).astype(dtype) @ np.ascontiguousarray(b).astype(dtype)
+    if a.ndim == 1:
+        def row(a, b):
+            out = _broadcast_matmul(np.ascontiguousarray(a).reshape((1, a.shape[0])), b, dtype)
+            return np.ascontiguousarray(out).reshape(out.shape[:-2] + out.shape[-1:])
+        return row
+    if b.ndim == 1:
+        def column(a, b):
+            out = _broadcast_matmul(a, np.ascontiguousarray(b).reshape((b.shape[0], 1)), dtype)
+            return np.ascontiguousarray(out).reshape(out.shape[:-1])
+        return column
+    return lambda a, b: _broadcast_matmul(a, b, dtype)
 
-    def impl(a, b):
-        _same_stack(a, b)
-        out = np.empty(a.shape[:-1] + b.shape[-1:], dtype)
-        for idx in np.ndindex(a.shape[:-2]):
-            out[idx] = np.dot(np.ascontiguousarray(a[idx]).astype(dtype), np.ascontiguousarray(b[idx]).astype(dtype))
-        return out
-    return impl
+
+@overload(np.dot)
+def _dot_beyond_numba(a, b):
+    """np.dot with a number (a product), or of vectors and matrices of two dtypes."""
+    if _scalar(a) or _scalar(b):
+        if _scalar(a) and _scalar(b) or isinstance(a, types.Array) or isinstance(b, types.Array):
+            return lambda a, b: a * b
+        return None
+    if not (isinstance(a, types.Array) and isinstance(b, types.Array)) or a.dtype == b.dtype \
+            or not (1 <= a.ndim <= 2 and 1 <= b.ndim <= 2):
+        return None
+    dtype = _product_dtype(a, b)
+    if dtype is None:
+        return None
+    return lambda a, b: np.dot(np.ascontiguousarray(a).astype(dtype), np.ascontiguousarray(b).astype(dtype))
