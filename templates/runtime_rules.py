@@ -21,6 +21,7 @@ from s2s.runtime import (
     astype_bar,
     batch_broadcast,
     broadcast_like,
+    carry_like,
     batched_product,
     column_stack_bar,
     batched_product_bar_a,
@@ -146,6 +147,14 @@ def broadcast_like_(y, t, c):
     """t + zeros_like(c) (forward mode's tangent of a sum with an operand of zero tangent)."""
     y_dot = broadcast_like(t_dot, c)
     t_bar += unbroadcast(y_bar, t)
+
+
+@rule(runtime.carry_like, pure=True, shape_argument=1)
+def carry_like_(y, value, like, trips=None, where=None):
+    """value; under Numba broadcast to like's shape (a loop carry that a loop makes an array:
+    optimize/carries.py), which changes none of the elementwise values the loop computes."""
+    y_dot = carry_like(value_dot, like)
+    value_bar += unbroadcast(y_bar, value)
 
 
 @rule(runtime.weighted, pure=True, broadcasts=True)
