@@ -817,3 +817,27 @@ def test_inv_and_solve_of_a_stack_match_finite_differences(fun, args):
         expected = central_difference_grad(fun, args, k)
         np.testing.assert_allclose(s2s.grad(fun, argnums=k)(*args), expected, rtol=1e-6, atol=1e-8)
         np.testing.assert_allclose(s2s.jacfwd(fun, argnums=k)(*args), expected, rtol=1e-6, atol=1e-8)
+
+
+# np.linalg.eigh, eigvalsh and svd of a stack under s2s.jit: each matrix by Numba's, and the
+# helpers of their rules (lower_symmetric, eigen_quotient, ...) matrix by matrix.
+SYMMETRIC_STACK = np.stack([P, X @ X.T + 2.0 * np.eye(3) + np.diag([0.0, 0.5, 1.0])])
+WIDE_STACK = _rng.standard_normal((2, 3, 4))
+
+
+def stacked_decompositions(s, t):
+    w, v = np.linalg.eigh(s)
+    u, sv, vh = np.linalg.svd(t, full_matrices=False)
+    # (the vectors enter without their signs: squared, or as a product u v of one singular value)
+    return (np.sum(w * W[:2, :3]) + np.sum(v ** 2 * W) + np.sum(np.linalg.eigvalsh(s) ** 2)
+            + np.sum(sv * W[:2, :3]) + np.sum(u[..., :, 0:1] * vh[..., 0:1, :] * T) + np.sum(np.linalg.svd(t, compute_uv=False) ** 3))
+
+
+def test_eigh_and_svd_of_stacks_under_jit():
+    args = (SYMMETRIC_STACK, WIDE_STACK)
+    assert s2s.jit(stacked_decompositions)(*args) == pytest.approx(stacked_decompositions(*args), rel=1e-10)
+    gradients = s2s.jit(s2s.grad(stacked_decompositions, argnums=(0, 1)))(*args)
+    for k in (0, 1):
+        expected = _fd(stacked_decompositions, args, k)
+        np.testing.assert_allclose(s2s.grad(stacked_decompositions, argnums=k)(*args), expected, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(gradients[k], expected, rtol=1e-5, atol=1e-6)

@@ -254,78 +254,137 @@ def _kron_bar_b(g, a, b):
     return impl
 
 
-# ---- the triangles of np.linalg.cholesky's rule ---------------------------------------------
+# ---- the triangles of np.linalg.cholesky's rule, the helpers of eigh's and svd's ----------------
+# Each takes a matrix, or a stack of them (the leading axes): a stack goes matrix by matrix.
 
 
-def _matrix(name, x):
-    if _nd(x) != 2:
-        raise TypingError(f"s2s: under s2s.jit, {name} (np.linalg.cholesky's derivative) takes a matrix: "
-                          "Numba's np.linalg takes no stack of matrices")
+def _stack_dtype(x):
+    return x.dtype if isinstance(x.dtype, (types.Float, types.Complex)) else types.float64
+
+
+def _per_matrix(name, x, of_matrix, shape: str = "x.shape", param: str = "x"):
+    """The overload of a helper of one array `param` of matrices: of_matrix (jitable) of it, or of
+    each matrix of a stack into an array of `shape` (an expression of x, the same array)."""
+    if _nd(x) == 2:
+        return _compile(f"def impl({param}):\n    return of_matrix({param})\n", "impl", of_matrix=of_matrix)
+    if _nd(x) < 2:
+        raise TypingError(f"s2s: under s2s.jit, {name} takes a matrix or a stack of matrices")
+    return _compile(f"def impl({param}):\n    x = {param}\n    out = np.empty({shape}, dtype)\n"
+                    "    for idx in np.ndindex(x.shape[:-2]):\n        out[idx] = of_matrix(np.ascontiguousarray(x[idx]))\n"
+                    "    return out\n", "impl", of_matrix=of_matrix, dtype=_stack_dtype(x))
+
+
+@register_jitable
+def _lower_half_matrix(x):
+    return np.tril(x, -1) + 0.5 * x * np.eye(x.shape[0], x.shape[1])
+
+
+@register_jitable
+def _lower_symmetric_matrix(x):
+    return np.tril(x) + np.tril(x, -1).T
+
+
+@register_jitable
+def _lower_symmetric_bar_matrix(g):
+    return np.tril(g + g.T, -1) + g * np.eye(g.shape[0], g.shape[1])
 
 
 @overload(rt.lower_half)
 def _lower_half(x):
-    _matrix("lower_half", x)
-    return lambda x: np.tril(x, -1) + 0.5 * x * np.eye(x.shape[0], x.shape[1])
+    return _per_matrix("lower_half", x, _lower_half_matrix)
 
 
 @overload(rt.lower_symmetric)
 def _lower_symmetric(x):
-    _matrix("lower_symmetric", x)
-    return lambda x: np.tril(x) + np.tril(x, -1).T
+    return _per_matrix("lower_symmetric", x, _lower_symmetric_matrix)
 
 
 @overload(rt.lower_symmetric_bar)
 def _lower_symmetric_bar(g):
-    _matrix("lower_symmetric_bar", g)
-    return lambda g: np.tril(g + g.T, -1) + g * np.eye(g.shape[0], g.shape[1])
+    return _per_matrix("lower_symmetric_bar", g, _lower_symmetric_bar_matrix, param="g")
 
 
-# ---- the helpers of np.linalg.eigh's rule ---------------------------------------------------
+@register_jitable
+def _diagonal_of(m):
+    return np.diag(m).copy()
 
 
 @overload(rt.matrix_diagonal)
 def _matrix_diagonal(m):
-    _matrix("matrix_diagonal", m)
-    return lambda m: np.diag(m).copy()
+    return _per_matrix("matrix_diagonal", m, _diagonal_of, "x.shape[:-1]", param="m")
 
 
 @overload(rt.diagonal_matrix)
 def _diagonal_matrix(d):
-    if _nd(d) != 1:
-        raise TypingError("s2s: under s2s.jit, np.linalg.eigh's derivative takes a matrix: Numba's np.linalg "
-                          "takes no stack of matrices")
-    return lambda d: np.diag(d)
+    if _nd(d) == 1:
+        return lambda d: np.diag(d)
+    if _nd(d) < 1:
+        raise TypingError("s2s: under s2s.jit, diagonal_matrix takes a vector or a stack of them")
+    dtype = _stack_dtype(d)
+
+    def impl(d):
+        out = np.zeros(d.shape + d.shape[-1:], dtype)
+        for idx in np.ndindex(d.shape[:-1]):
+            out[idx] = np.diag(np.ascontiguousarray(d[idx]))
+        return out
+    return impl
+
+
+@register_jitable
+def _pair_differences_of(w):
+    n = w.shape[0]
+    out = np.empty((n, n), w.dtype)
+    for i in range(n):
+        for j in range(n):
+            out[i, j] = w[j] - w[i]
+    return out
 
 
 @overload(rt.pair_differences)
 def _pair_differences(w):
-    if _nd(w) != 1:
-        raise TypingError("s2s: under s2s.jit, np.linalg.eigh's derivative takes a matrix")
+    if _nd(w) == 1:
+        return lambda w: _pair_differences_of(w)
+    if _nd(w) < 1:
+        raise TypingError("s2s: under s2s.jit, pair_differences takes a vector or a stack of them")
 
     def impl(w):
-        n = w.shape[0]
-        out = np.empty((n, n), w.dtype)
-        for i in range(n):
-            for j in range(n):
-                out[i, j] = w[j] - w[i]
+        out = np.empty(w.shape + w.shape[-1:], w.dtype)
+        for idx in np.ndindex(w.shape[:-1]):
+            out[idx] = _pair_differences_of(np.ascontiguousarray(w[idx]))
         return out
     return impl
+
+
+@register_jitable
+def _eigen_quotient_of(w, x):
+    n = x.shape[0]
+    out = np.zeros_like(x * 1.0)
+    for i in range(n):
+        for j in range(n):
+            if i != j and x[i, j] != 0:
+                out[i, j] = x[i, j] / (w[j] - w[i])
+    return out
 
 
 @overload(rt.eigen_quotient)
 def _eigen_quotient(w, x):
-    _matrix("eigen_quotient", x)
+    if _nd(x) == 2:
+        return lambda w, x: _eigen_quotient_of(w, x)
+    if _nd(x) < 2 or _nd(w) != _nd(x) - 1:
+        raise TypingError("s2s: under s2s.jit, eigen_quotient takes a matrix or a stack of them, with their vectors")
+    dtype = _stack_dtype(x)
 
     def impl(w, x):
-        n = x.shape[0]
-        out = np.zeros_like(x * 1.0)
-        for i in range(n):
-            for j in range(n):
-                if i != j and x[i, j] != 0:
-                    out[i, j] = x[i, j] / (w[j] - w[i])
+        out = np.empty(x.shape, dtype)
+        for idx in np.ndindex(x.shape[:-2]):
+            out[idx] = _eigen_quotient_of(np.ascontiguousarray(w[idx]), np.ascontiguousarray(x[idx]))
         return out
     return impl
+
+
+def _matrix(name, x):
+    if _nd(x) != 2:
+        raise TypingError(f"s2s: under s2s.jit, {name} takes a matrix: Numba's np.linalg takes no stack of matrices")
 
 
 @overload(rt.strict_lower)
@@ -406,35 +465,73 @@ def _triangle(UPLO):
     return value.upper()
 
 
+@register_jitable
+def _eigh_lower(a):
+    return np.linalg.eigh(np.tril(a) + np.tril(a, -1).T)
+
+
+@register_jitable
+def _eigh_upper(a):
+    return np.linalg.eigh(np.triu(a) + np.triu(a, 1).T)
+
+
+def _eigh_of_each(eigh, a, values_only: bool):
+    """eigh (jitable, of a matrix) of each matrix of the stack a: the eigenvalues and vectors, or the values."""
+    source = ("def impl(a, UPLO='L'):\n    w = np.empty(a.shape[:-1], dtype)\n    v = np.empty(a.shape, dtype)\n"
+              "    for idx in np.ndindex(a.shape[:-2]):\n        w[idx], v[idx] = eigh(np.ascontiguousarray(a[idx]))\n"
+              f"    return {'w' if values_only else 'w, v'}\n")
+    return _compile(source, "impl", eigh=eigh, dtype=_stack_dtype(a))
+
+
 @overload(rt.linalg_eigh)
 def _linalg_eigh(a, UPLO="L"):
+    eigh = _eigh_upper if _triangle(UPLO) == "U" else _eigh_lower  # (Numba's eigh reads the matrix whole)
+    if _nd(a) > 2:
+        return _eigh_of_each(eigh, a, False)
     _matrix("linalg_eigh", a)
-    if _triangle(UPLO) == "U":  # the symmetric matrix of the upper triangle, which Numba's eigh reads whole
-        return lambda a, UPLO="L": np.linalg.eigh(np.triu(a) + np.triu(a, 1).T)
-    return lambda a, UPLO="L": np.linalg.eigh(np.tril(a) + np.tril(a, -1).T)
+    return lambda a, UPLO="L": eigh(a)
 
 
 @overload(rt.linalg_eigvalsh)
 def _linalg_eigvalsh(a, UPLO="L"):
+    eigh = _eigh_upper if _triangle(UPLO) == "U" else _eigh_lower
+    if _nd(a) > 2:
+        return _eigh_of_each(eigh, a, True)
     _matrix("linalg_eigvalsh", a)
-    if _triangle(UPLO) == "U":
-        return lambda a, UPLO="L": np.linalg.eigvalsh(np.triu(a) + np.triu(a, 1).T)
-    return lambda a, UPLO="L": np.linalg.eigvalsh(np.tril(a) + np.tril(a, -1).T)
+    return lambda a, UPLO="L": eigh(a)[0]
 
 
 @overload(rt.linalg_svd)
 def _linalg_svd(a, full_matrices=True, compute_uv=True, hermitian=False):
-    if _nd(a) != 2:
-        raise TypingError("s2s: under s2s.jit, np.linalg.svd takes a matrix: Numba's np.linalg takes no stack of "
-                          "matrices")
+    if _nd(a) < 2:
+        raise TypingError("s2s: under s2s.jit, np.linalg.svd takes a matrix or a stack of matrices")
     uv = _flag(compute_uv, True)
     if uv is None:  # compute_uv=flag: compiled again for its value, which sets the result's type
         return lambda a, full_matrices=True, compute_uv=True, hermitian=False: numba.literally(compute_uv)
     if _flag(hermitian, False) is not False:
         raise TypingError("s2s: under s2s.jit, np.linalg.svd takes hermitian=False (its default) only")
+    if _nd(a) == 2:
+        if uv:
+            return lambda a, full_matrices=True, compute_uv=True, hermitian=False: np.linalg.svd(a, full_matrices)
+        return lambda a, full_matrices=True, compute_uv=True, hermitian=False: np.linalg.svd(a, False)[1]
+    full = _flag(full_matrices, True) if uv else False
+    if full is None:
+        return lambda a, full_matrices=True, compute_uv=True, hermitian=False: numba.literally(full_matrices)
+    each = _svd_of_each(_stack_dtype(a), full)
     if uv:
-        return lambda a, full_matrices=True, compute_uv=True, hermitian=False: np.linalg.svd(a, full_matrices)
-    return lambda a, full_matrices=True, compute_uv=True, hermitian=False: np.linalg.svd(a, False)[1]
+        return lambda a, full_matrices=True, compute_uv=True, hermitian=False: each(a)
+    return lambda a, full_matrices=True, compute_uv=True, hermitian=False: each(a)[1]
+
+
+def _svd_of_each(dtype, full: bool):
+    """np.linalg.svd of each matrix of a stack (U, s, Vh), with full or reduced U and Vh."""
+    source = ("def each(a):\n    m, n = a.shape[-2], a.shape[-1]\n    k = min(m, n)\n"
+              f"    rows, columns = {'(m, n)' if full else '(k, k)'}\n"
+              "    u = np.empty(a.shape[:-2] + (m, rows), dtype)\n    s = np.empty(a.shape[:-2] + (k,), dtype)\n"
+              "    vh = np.empty(a.shape[:-2] + (columns, n), dtype)\n    for idx in np.ndindex(a.shape[:-2]):\n"
+              f"        u[idx], s[idx], vh[idx] = np.linalg.svd(np.ascontiguousarray(a[idx]), {full})\n"
+              "    return u, s, vh\n")
+    return register_jitable(_compile(source, "each", dtype=dtype))
 
 
 # np.linalg.lstsq's helpers (runtime/linalg.py): one matrix a, b a vector or a matrix of columns.
@@ -671,3 +768,16 @@ def _dot_beyond_numba(a, b):
     if dtype is None:
         return None
     return lambda a, b: np.dot(np.ascontiguousarray(a).astype(dtype), np.ascontiguousarray(b).astype(dtype))
+
+
+@overload(np.linalg.eigh)
+def _eigh_of_a_stack(a, UPLO="L"):
+    """np.linalg.eigh of a stack of matrices (Numba's takes one): runtime.linalg_eigh's form."""
+    if _stack_of_matrices(a):
+        return _linalg_eigh(a, UPLO)
+
+
+@overload(np.linalg.eigvalsh)
+def _eigvalsh_of_a_stack(a, UPLO="L"):
+    if _stack_of_matrices(a):
+        return _linalg_eigvalsh(a, UPLO)
