@@ -1,5 +1,6 @@
 """Overloads of np.tensordot (which Numba lacks) and of the adjoints of tensordot and np.kron
-(runtime/linalg.py); np.linalg.inv, solve, det, slogdet and @ of stacks of matrices (at the end).
+(runtime/linalg.py); np.linalg.inv, solve, det, slogdet, eigh, eigvalsh and svd of stacks of
+matrices, and the products Numba's np.dot and @ lack (two dtypes, a number, stacks that broadcast).
 
 The result's ndim depends on how many axes are contracted, which Numba must know when it
 compiles: axes is an int written in the call (a literal) or a pair of ints or of tuples of
@@ -626,7 +627,8 @@ def _linalg_lstsq(a, b, rcond=None):
 # ---- np.linalg on stacks of matrices ------------------------------------------------------
 # Numba's np.linalg.inv, solve, det and slogdet take one matrix; NumPy's take a stack (the
 # leading axes) too, as the rules' derivatives (templates/array_rules.py) do. These forms, only
-# where Numba has none (3 or more dimensions), call Numba's on each matrix of the stack.
+# where Numba has none (3 or more dimensions), call Numba's on each matrix of the stack (eigh,
+# eigvalsh and svd: at the end).
 
 
 def _stack_of_matrices(a):
