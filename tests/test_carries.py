@@ -87,6 +87,20 @@ def test_carries_under_jit_match_numpy_and_finite_differences():
                                rtol=1e-6, atol=1e-7)
 
 
+def summed(x):
+    s = 0.0
+    for i in range(3):
+        s = s + x
+    return s
+
+
+def test_the_carry_has_numpys_dtype():
+    """A Python number with an array has the array's dtype in NumPy 2: a float32 carry stays float32."""
+    for x in (X.astype(np.float32), np.arange(4)):
+        got = s2s.jit(summed)(x)
+        assert got.dtype == summed(x).dtype and np.array_equal(got, summed(x))
+
+
 def test_the_promotion_is_in_the_generated_code():
     source = s2s.source(s2s.jit(accumulates))
     assert "s = runtime.carry_like(s, x, (n,), where=" in source

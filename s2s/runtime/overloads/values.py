@@ -35,8 +35,11 @@ def _no_iteration(args):
 def _carry_like(value, like, trips=None, where=None):
     if not (isinstance(like, types.Array) and _scalar(value)):
         return lambda value, like, trips=None, where=None: value
-    dtype = numpy_support.from_dtype(np.result_type(numpy_support.as_dtype(types.unliteral(value)),
-                                                    numpy_support.as_dtype(like.dtype)))
+    # NumPy 2's dtype of the number (a Python float or int: weak) with the array: the array's, but
+    # float64 for a float with an integer array (a float32 x keeps s in float32)
+    number, item = numpy_support.as_dtype(types.unliteral(value)), numpy_support.as_dtype(like.dtype)
+    weak = number.kind in "iu" and item.kind in "iufc" or number.kind == "f" and item.kind in "fc"
+    dtype = like.dtype if weak else numpy_support.from_dtype(np.result_type(number, item))
     if _is_none(trips):
         return lambda value, like, trips=None, where=None: np.full(like.shape, value, dtype)
     prefix = _refusal(where)
