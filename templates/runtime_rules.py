@@ -92,6 +92,8 @@ from s2s.runtime import (
     repeat_bar,
     roll_bar,
     rollaxis_bar,
+    as_columns,
+    from_columns,
     solve_bar_a,
     select_bar,
     select_default_bar,
@@ -372,6 +374,19 @@ def array_bar_(r, g, x):
 @rule(runtime.norm_bar, options=norm_curvature_options)
 def norm_bar_(r, g, y, x, ord=None, axis=None, keepdims=False):
     r_dot = norm_bar(g_dot, y, x, ord, axis, keepdims) + norm_bar_curvature(g, y, x, x_dot, ord, axis, keepdims)
+
+
+@rule(runtime.as_columns, pure=True)
+def as_columns_(y, v, a, b):
+    """Linear in v: a reshape (or v itself)."""
+    y_dot = as_columns(v_dot, a, b)
+    v_bar += from_columns(y_bar, a, b)
+
+
+@rule(runtime.from_columns, pure=True)
+def from_columns_(y, v, a, b):
+    y_dot = from_columns(v_dot, a, b)
+    v_bar += as_columns(y_bar, a, b)
 
 
 @rule(runtime.solve_bar_a)

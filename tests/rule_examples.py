@@ -249,6 +249,8 @@ EXAMPLES = {
     runtime.unpack_bar: ("x", "runtime.unpack_bar((x[0] * x[1], x[2] * 2.0, x[0]), x)"),
     runtime.norm_bar: ("s, x", "runtime.norm_bar(s, np.linalg.norm(x), x)"),
     runtime.solve_bar_a: ("x, y", "runtime.solve_bar_a(x, y)"),
+    runtime.as_columns: ("x, A", "S = np.stack([A, 2.0 * A])\n    return np.sum(runtime.as_columns(x, S, x) * S[:, :, :1])"),
+    runtime.from_columns: ("x, A", "S = np.stack([A, 2.0 * A])\n    return np.sum(runtime.from_columns(S[:, :, :1], S, x) * x)"),
     runtime.tensordot_bar_a: ("A, x", "runtime.tensordot_bar_a(A[0] * x, A, x, 1)"),
     runtime.tensordot_bar_b: ("A, x", "runtime.tensordot_bar_b(A[0] * x, A, x, ((1,), (0,)))"),
     runtime.kron_bar_a: ("x, y", "runtime.kron_bar_a(np.kron(x, y) * x[0], x, y)"),

@@ -843,3 +843,21 @@ def test_eigh_and_svd_of_stacks_under_jit():
         expected = _fd(stacked_decompositions, args, k)
         np.testing.assert_allclose(python[k], expected, rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(gradients[k], expected, rtol=1e-5, atol=1e-6)
+
+
+def solve_one_vector_with_a_stack(q, b):
+    """NumPy 2 solves one vector b with each matrix of the stack q: a vector per matrix."""
+    return np.sum(np.linalg.solve(q, b) ** 2)
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_one_vector_solved_with_a_stack(backend):
+    r = np.random.default_rng(4)
+    q, b = r.standard_normal((3, 3, 3)) + 3 * np.eye(3), r.standard_normal(3)  # (as many matrices as rows)
+    grads = s2s.jit(s2s.grad(solve_one_vector_with_a_stack, argnums=(0, 1)), backend=backend)(q, b)
+    for k, got in enumerate(grads):
+        np.testing.assert_allclose(got, central_difference_grad(solve_one_vector_with_a_stack, (q, b), k),
+                                   rtol=1e-6, atol=1e-8)
+    direction = r.standard_normal(3)
+    tangent = s2s.jvp(solve_one_vector_with_a_stack, (q, b), (np.zeros_like(q), direction), backend=backend)[1]
+    assert tangent == pytest.approx(grads[1] @ direction, rel=1e-10)

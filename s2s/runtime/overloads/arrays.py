@@ -491,6 +491,26 @@ def _per_matrix_bar(g, s):
     return lambda g, s: np.sum(np.sum(g, axis=g.ndim - 1), axis=g.ndim - 2)
 
 
+def _one_vector_for_a_stack(a, b) -> bool:
+    return _nd(b) == 1 and _nd(a) > 2
+
+
+@overload(rt.as_columns)
+def _as_columns(v, a, b):
+    if _one_vector_for_a_stack(a, b):
+        if _nd(v) == 1:
+            return lambda v, a, b: v.reshape((v.shape[0], 1))
+        return lambda v, a, b: np.expand_dims(v, v.ndim)
+    return lambda v, a, b: v
+
+
+@overload(rt.from_columns)
+def _from_columns(v, a, b):
+    if _one_vector_for_a_stack(a, b):
+        return lambda v, a, b: v[..., 0]
+    return lambda v, a, b: v
+
+
 @overload(rt.solve_bar_a)
 def _solve_bar_a(b_adjoint, x):
     if _nd(x) == 1:
