@@ -107,6 +107,8 @@ from s2s.runtime import (
     prod_dot,
     reshape_bar,
     right_solve,
+    as_columns,
+    from_columns,
     solve_bar_a,
     stack_bar,
     strict_lower,
@@ -286,7 +288,8 @@ def transpose(y, x, axes=None):
     x_bar += transpose_bar(y_bar, axes)
 
 
-@rule(np.reshape, pure=True, view=True, method="reshape", dtype_from=(0,), batching="reshape")
+@rule(np.reshape, runtime.reshape, pure=True, view=True, dtype_from=(0,), batching="reshape")
+@primitive(np.reshape, method="reshape", numba=runtime.reshape, numba_always=True)
 def reshape(y, x, shape):
     y_dot = np.reshape(x_dot, shape)
     x_bar += reshape_bar(y_bar, x)
@@ -669,11 +672,14 @@ def norm(y, x, ord=None, axis=None, keepdims=False):
 
 @rule(np.linalg.solve)
 def solve(x, a, b):
-    """a may be a stack of matrices: transposes swap the last two axes only."""
-    x_dot = np.linalg.solve(a, b_dot - a_dot @ x)
-    b_adjoint = np.linalg.solve(np.swapaxes(a, -1, -2), x_bar)
-    b_bar += b_adjoint
-    a_bar -= solve_bar_a(b_adjoint, x)
+    """a may be a stack of matrices: transposes swap the last two axes only; the leading axes of a
+    and of a matrix b broadcast (a (3, 3) b solved with each matrix of a stack). One vector b with a
+    stack is solved with each matrix (NumPy 2): its solution, a vector per matrix, is taken as columns
+    (as_columns) in the products."""
+    x_dot = from_columns(np.linalg.solve(a, as_columns(b_dot, a, b) - a_dot @ as_columns(x, a, b)), a, b)
+    b_adjoint = np.linalg.solve(np.swapaxes(a, -1, -2), as_columns(x_bar, a, b))
+    b_bar += unbroadcast(from_columns(b_adjoint, a, b), b)
+    a_bar -= unbroadcast(solve_bar_a(b_adjoint, as_columns(x, a, b)), a)
 
 
 @rule(np.linalg.det)

@@ -21,6 +21,7 @@ from s2s.runtime import (
     astype_bar,
     batch_broadcast,
     broadcast_like,
+    carry_like,
     batched_product,
     column_stack_bar,
     batched_product_bar_a,
@@ -92,6 +93,8 @@ from s2s.runtime import (
     repeat_bar,
     roll_bar,
     rollaxis_bar,
+    as_columns,
+    from_columns,
     solve_bar_a,
     select_bar,
     select_default_bar,
@@ -147,6 +150,14 @@ def broadcast_like_(y, t, c):
     """t + zeros_like(c) (forward mode's tangent of a sum with an operand of zero tangent)."""
     y_dot = broadcast_like(t_dot, c)
     t_bar += unbroadcast(y_bar, t)
+
+
+@rule(runtime.carry_like, pure=True, shape_argument=1)
+def carry_like_(y, value, like, trips=None, where=None):
+    """value; under Numba broadcast to like's shape (a loop carry that a loop makes an array:
+    optimize/carries.py), which changes none of the elementwise values the loop computes."""
+    y_dot = carry_like(value_dot, like)
+    value_bar += unbroadcast(y_bar, value)
 
 
 @rule(runtime.weighted, pure=True, broadcasts=True)
@@ -371,6 +382,19 @@ def array_bar_(r, g, x):
 @rule(runtime.norm_bar, options=norm_curvature_options)
 def norm_bar_(r, g, y, x, ord=None, axis=None, keepdims=False):
     r_dot = norm_bar(g_dot, y, x, ord, axis, keepdims) + norm_bar_curvature(g, y, x, x_dot, ord, axis, keepdims)
+
+
+@rule(runtime.as_columns, pure=True)
+def as_columns_(y, v, a, b):
+    """Linear in v: a reshape (or v itself)."""
+    y_dot = as_columns(v_dot, a, b)
+    v_bar += from_columns(y_bar, a, b)
+
+
+@rule(runtime.from_columns, pure=True)
+def from_columns_(y, v, a, b):
+    y_dot = from_columns(v_dot, a, b)
+    v_bar += as_columns(y_bar, a, b)
 
 
 @rule(runtime.solve_bar_a)

@@ -65,3 +65,39 @@ def test_gradients_of_routed_calls_under_jit(dtype):
 def test_routed_values_equal_numpy():
     assert s2s.jit(atleast)(0.4, X) == pytest.approx(atleast(0.4, X), rel=1e-15)
     assert s2s.jit(stacked)(X, A) == pytest.approx(stacked(X, A), rel=1e-15)
+
+
+# ---- products Numba's np.dot and @ lack (s2s/runtime/overloads/linalg.py) ----------------------
+# Numba multiplies arrays of one float dtype: a float vector with an int64 one, and np.dot with a
+# number, have forms of their own (NumPy's dtype: float64).
+COUNTS = np.array([1, 2, 3])
+
+
+def products(w, k):
+    return (np.dot(w, k) + np.sum(w @ np.arange(6).reshape(3, 2)) * 0.5 + np.sum(np.dot(A, 2.0) * w[0])
+            + np.dot(3.0, w[1]) * np.prod(2.0) + np.sum(np.outer(w, w) @ k))
+
+
+def test_products_of_two_dtypes_and_with_numbers_under_jit():
+    assert s2s.jit(products)(X, COUNTS) == pytest.approx(products(X, COUNTS), rel=1e-12)
+    expected = central_difference_grad(products, (X, COUNTS), 0)
+    np.testing.assert_allclose(s2s.grad(products)(X, COUNTS), expected, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(products))(X, COUNTS), expected, rtol=1e-6, atol=1e-7)
+
+
+# ---- reductions of a list or tuple of arrays --------------------------------------------------
+# NumPy reduces the array of the display; Numba's reductions take arrays, so the display (and the
+# operand of the reductions' derivatives) becomes np.array(...) of it, which Numba builds.
+
+
+def reduced_lists(x):
+    return (np.sum(np.var([x, x + 2.0 * x * x])) + np.sum(np.mean((x, np.sin(x)), axis=0) ** 2)
+            + np.max([x, x * x + 1.0]) + np.std([x, x ** 3]) + np.sum([x, x * 3.0]) * np.prod([x, x + 1.0]))
+
+
+def test_reductions_of_a_list_of_arrays_under_jit():
+    assert s2s.jit(reduced_lists)(X) == pytest.approx(reduced_lists(X), rel=1e-12)
+    expected = central_difference_grad(reduced_lists, (X,), 0)
+    np.testing.assert_allclose(s2s.grad(reduced_lists)(X), expected, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(reduced_lists))(X), expected, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(s2s.jit(s2s.jacfwd(reduced_lists))(X), expected, rtol=1e-6, atol=1e-7)

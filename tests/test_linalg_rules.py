@@ -475,8 +475,8 @@ def test_tuple_of_a_namedtuple_result_is_a_plain_tuple():
 
 
 # np.linalg.inv, solve, det and slogdet of a stack under s2s.jit: Numba's take one matrix, the
-# runtime's forms (s2s/runtime/overloads/linalg.py) each matrix of the stack, and @ of two stacks
-# (in the derivatives) each pair of matrices.
+# runtime's forms (s2s/runtime/overloads/linalg.py) each matrix of the stack, and @ of stacks
+# each pair of matrices, the leading axes broadcast as NumPy's.
 SQUARE_STACK = np.stack([A, X + np.eye(3)])
 STACK_RHS = _rng.standard_normal((2, 3, 2))
 
@@ -506,9 +506,28 @@ def test_stacks_of_matrices_under_jit(fn, args):
         np.testing.assert_allclose(s2s.jit(s2s.jacfwd(fn, argnums=k))(*args), expected, rtol=1e-6, atol=1e-6)
 
 
-def test_a_stack_of_another_leading_shape_is_refused_where_it_runs_under_jit():
-    with pytest.raises(s2s.S2SError, match=r"test_linalg_rules.py:\d+:\d+: under s2s.jit, np.linalg.solve and @ of "
-                                           r"stacks of matrices take stacks of one leading shape"):
+BROADCAST_P = _rng.standard_normal((2, 1, 3, 3))
+BROADCAST_Q = _rng.standard_normal((4, 3, 3)) + 2.0 * np.eye(3)
+
+
+def broadcast_stacks_loss(p, q, m):
+    """Leading axes that broadcast, as NumPy 2's: (2, 1, 3, 3) @ (4, 3, 3) is (2, 4, 3, 3); a
+    matrix and a vector @ a stack; a stack solved with one matrix b (a 2-d b is a matrix)."""
+    return (np.sum((p @ q) ** 2 * W[0]) + np.sum((m @ q) * BROADCAST_Q) + np.sum((m[0] @ q) ** 3)
+            + np.sum((q @ m[:, 1]) * W[1]) + np.sum(np.linalg.solve(q, m[:, :2]) ** 2 * W[2, :2]))
+
+
+def test_stacks_whose_leading_axes_broadcast_under_jit():
+    args = (BROADCAST_P, BROADCAST_Q, X)
+    assert s2s.jit(broadcast_stacks_loss)(*args) == pytest.approx(broadcast_stacks_loss(*args), rel=1e-12)
+    gradients = s2s.jit(s2s.grad(broadcast_stacks_loss, argnums=(0, 1, 2)))(*args)
+    python = s2s.grad(broadcast_stacks_loss, argnums=(0, 1, 2))(*args)
+    for k in range(3):
+        expected = _fd(broadcast_stacks_loss, args, k)
+        np.testing.assert_allclose(python[k], expected, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(gradients[k], expected, rtol=1e-6, atol=1e-6)
+    # stacks that do not broadcast: NumPy's ValueError
+    with pytest.raises(ValueError, match="broadcast"):
         s2s.jit(solve_stack_loss)(SQUARE_STACK, np.stack([STACK_RHS[0]] * 3))
 
 
@@ -821,3 +840,46 @@ def test_a_named_tuple_result_indexed_in_a_loop(backend):
     assert np.sum(got * D) == pytest.approx(np.sum(want * D), rel=1e-6)
     # sum of squared eigenvalues is the squared Frobenius norm: its gradient along D is 2 <A, D>
     assert np.sum(got * D) == pytest.approx(2 * np.sum(As * D), rel=1e-10)
+
+
+# np.linalg.eigh, eigvalsh and svd of a stack under s2s.jit: each matrix by Numba's, and the
+# helpers of their rules (lower_symmetric, eigen_quotient, ...) matrix by matrix.
+SYMMETRIC_STACK = np.stack([P, X @ X.T + 2.0 * np.eye(3) + np.diag([0.0, 0.5, 1.0])])
+WIDE_STACK = _rng.standard_normal((2, 3, 4))
+
+
+def stacked_decompositions(s, t):
+    w, v = np.linalg.eigh(s)
+    u, sv, vh = np.linalg.svd(t, full_matrices=False)
+    # (the vectors enter without their signs: squared, or as a product u v of one singular value)
+    return (np.sum(w * W[:2, :3]) + np.sum(v ** 2 * W) + np.sum(np.linalg.eigvalsh(s) ** 2)
+            + np.sum(sv * W[:2, :3]) + np.sum(u[..., :, 0:1] * vh[..., 0:1, :] * T) + np.sum(np.linalg.svd(t, compute_uv=False) ** 3))
+
+
+def test_eigh_and_svd_of_stacks_under_jit():
+    args = (SYMMETRIC_STACK, WIDE_STACK)
+    assert s2s.jit(stacked_decompositions)(*args) == pytest.approx(stacked_decompositions(*args), rel=1e-10)
+    gradients = s2s.jit(s2s.grad(stacked_decompositions, argnums=(0, 1)))(*args)
+    python = s2s.grad(stacked_decompositions, argnums=(0, 1))(*args)
+    for k in (0, 1):
+        expected = _fd(stacked_decompositions, args, k)
+        np.testing.assert_allclose(python[k], expected, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(gradients[k], expected, rtol=1e-5, atol=1e-6)
+
+
+def solve_one_vector_with_a_stack(q, b):
+    """NumPy 2 solves one vector b with each matrix of the stack q: a vector per matrix."""
+    return np.sum(np.linalg.solve(q, b) ** 2)
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_one_vector_solved_with_a_stack(backend):
+    r = np.random.default_rng(4)
+    q, b = r.standard_normal((3, 3, 3)) + 3 * np.eye(3), r.standard_normal(3)  # (as many matrices as rows)
+    grads = s2s.jit(s2s.grad(solve_one_vector_with_a_stack, argnums=(0, 1)), backend=backend)(q, b)
+    for k, got in enumerate(grads):
+        np.testing.assert_allclose(got, central_difference_grad(solve_one_vector_with_a_stack, (q, b), k),
+                                   rtol=1e-6, atol=1e-8)
+    direction = r.standard_normal(3)
+    tangent = s2s.jvp(solve_one_vector_with_a_stack, (q, b), (np.zeros_like(q), direction), backend=backend)[1]
+    assert tangent == pytest.approx(grads[1] @ direction, rel=1e-10)

@@ -220,3 +220,22 @@ def test_grad_keeps_a_value_not_proved_a_number_and_still_checks_it():
     with pytest.raises(s2s.S2SError, match="scalar output"):
         g(np.ones(3))
     assert "returns (value, adjoints of x)" in g.specialised_source((np.ones(3),))
+
+
+# ---- reshape of an array that is not C-contiguous (runtime.reshape under s2s.jit) --------------
+# Numba reshapes only what it can view in the new shape; NumPy copies the rest (A.T.reshape(-1)),
+# and so does runtime.reshape's compiled form.
+
+
+def reshaped_views(A):
+    flat = A.T.reshape(-1)
+    columns = A[:, 1:].reshape((-1,))
+    return np.sum(flat * np.arange(flat.size)) + np.sum(columns ** 2) + np.sum(np.reshape(A[::2], (2, -1)) ** 3)
+
+
+def test_reshape_of_a_transpose_or_a_slice_under_jit():
+    A = np.arange(1.0, 13.0).reshape(3, 4) / 7.0
+    assert s2s.jit(reshaped_views)(A) == pytest.approx(reshaped_views(A), rel=1e-12)
+    expected = central_difference_grad(reshaped_views, (A,), 0)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(reshaped_views))(A), expected, rtol=1e-6, atol=1e-6)
+    assert "runtime.reshape(" in s2s.source(s2s.jit(reshaped_views))

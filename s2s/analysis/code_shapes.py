@@ -218,9 +218,9 @@ class CodeShapes:
             if len(node.ops) != 1:
                 return None
             classes = [self.of(node.left), self.of(node.comparators[0])]
-            if any(c is not None and c is not TOP and _unknown_type(c) for c in classes):
+            if any(c is not None and c is not TOP and _unknown_type(c) and not numeric(c) for c in classes):
                 return None  # [1, 2] == 1 is False, not elementwise
-            result = elementwise(classes, node.ops[0])
+            result = elementwise(classes)  # (as a ufunc: the operands are numbers or arrays)
             return NUMBER if is_number(result) else result
         if isinstance(node, ast.Subscript):
             return self.subscript(node)

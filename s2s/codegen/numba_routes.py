@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import inspect
 import re
 
 import numpy as np
@@ -25,6 +26,13 @@ _COMMENT = re.compile(r"__s2s_comment_(\d+)__$")
 # compiled code keeps no traceback, so where their argument may be a list they get the user's
 # statement, `where="model.py:12"`, which their refusal names (backends/failures.py).
 _LOCATED = (runtime.array, runtime.stack)
+
+
+# The derivatives of reductions, and their parameters: the reduced operand x (and its tangent
+# x_dot) may be a tuple or list of arrays, which NumPy reduces as their array and Numba does not.
+_REDUCTION_DERIVATIVES = {f.__name__: tuple(inspect.signature(f).parameters) for f in (
+    runtime.sum_bar, runtime.mean_bar, runtime.max_bar, runtime.max_dot, runtime.prod_bar, runtime.prod_dot,
+    runtime.var_bar, runtime.var_dot, runtime.std_bar)}
 
 
 class RouteNumbaRejects(ast.NodeTransformer):
@@ -65,8 +73,19 @@ class RouteNumbaRejects(ast.NodeTransformer):
             known = facts(getattr(np.linalg, func.attr, None))  # np.linalg.norm(x, "fro"), with an axis
         elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "np":
             known = facts(spelled("np", func.attr))
+        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "runtime" \
+                and func.attr in _REDUCTION_DERIVATIVES:
+            # (the derivatives of np.var([x, x + 2]): of the array of the display, as the reduction)
+            for k, parameter in enumerate(_REDUCTION_DERIVATIVES[func.attr][:len(node.args)]):
+                if parameter in ("x", "x_dot") and self._sequence(node.args[k]):
+                    node.args[k] = ast.Call(ast.Attribute(name("np"), "array", ast.Load()), [node.args[k]], [])
+            return node
         else:
             return node
+        if known.reduction and node.args and self._sequence(node.args[0]):
+            # np.var([x, x + 2]): NumPy reduces the array of the display, which Numba's
+            # reductions do not build (np.array of a tuple of arrays it does)
+            node.args[0] = ast.Call(ast.Attribute(name("np"), "array", ast.Load()), [node.args[0]], [])
         if known.numba is None or not (known.numba_always or len(node.args) > 1 or node.keywords):
             return node
         if known.numba_sequences and node.args and self._sequence(node.args[0]):

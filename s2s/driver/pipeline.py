@@ -32,6 +32,7 @@ from ..frontend.dict_loops import unroll_dict_loops
 from ..frontend.known_arguments import drop_branches_on_none
 from ..ir import nodes as ir
 from ..rules.custom import CustomRule
+from ..optimize.carries import promote_carries
 from ..optimize.fuse import fuse_module
 from ..runtime.constants import constant_text
 from ..optimize.loops import loop_module
@@ -275,6 +276,12 @@ def numba_routes(unit: Unit) -> None:
     unit.body = route_numba_rejects(unit.body, unit.emitter.comments, unit.emitter.origin_comments)
 
 
+def carries(unit: Unit) -> None:
+    """A loop carry that starts as a number and becomes an array (`s = 0.0`, then `s = s + x`
+    in the loop) starts as an array under Numba, where a variable has one type."""
+    unit.body = promote_carries(unit.body, unit.emitter.comments, unit.emitter.origin_comments)
+
+
 def fuse(unit: Unit) -> None:
     """Fold single-use temporaries back into their reader; remove dead code."""
     unit.body = fuse_module(unit.body, headings=unit.emitter.origin_comments)
@@ -314,6 +321,7 @@ PLAN, FORWARD_SWEEP = Pass("plan", plan), Pass("forward_sweep", forward_sweep)
 REVERSE_SWEEP, VJP_MODULE = Pass("reverse_sweep", reverse_sweep), Pass("vjp_module", vjp_module)
 FORWARD, VECTORIZE = Pass("forward", forward), Pass("vectorize", vectorize)
 NUMBA_ROUTES, FUSE, LOOPS = Pass("numba_routes", numba_routes), Pass("fuse", fuse), Pass("loops", loops)
+CARRIES = Pass("carries", carries)
 OVERLAPS = Pass("overlaps", overlaps)
 UNPARSE, FORMAT = Pass("unparse", unparse), Pass("format", format_)
 
@@ -323,11 +331,11 @@ REVERSE = (PLAN, FORWARD_SWEEP, REVERSE_SWEEP, VJP_MODULE)
 
 # The pipeline of each transform, in the order its passes run.
 PIPELINES: dict[str, tuple[Pass, ...]] = {
-    "grad": (LOWER, *REVERSE, NUMBA_ROUTES, FUSE, OVERLAPS, LOOPS, UNPARSE, FORMAT),
-    "vjp": (LOWER, *REVERSE, NUMBA_ROUTES, FUSE, OVERLAPS, LOOPS, UNPARSE, FORMAT),
-    "jvp": (LOWER, FORWARD, NUMBA_ROUTES, FUSE, OVERLAPS, LOOPS, UNPARSE, FORMAT),
-    "second_order": (LOWER, FORWARD, NUMBA_ROUTES, FUSE, OVERLAPS, UNPARSE, FORMAT),
-    "primal": (LOWER, CHECK_ALIASES, PRIMAL, NUMBA_ROUTES, FUSE, OVERLAPS, UNPARSE, FORMAT),
+    "grad": (LOWER, *REVERSE, NUMBA_ROUTES, CARRIES, FUSE, OVERLAPS, LOOPS, UNPARSE, FORMAT),
+    "vjp": (LOWER, *REVERSE, NUMBA_ROUTES, CARRIES, FUSE, OVERLAPS, LOOPS, UNPARSE, FORMAT),
+    "jvp": (LOWER, FORWARD, NUMBA_ROUTES, CARRIES, FUSE, OVERLAPS, LOOPS, UNPARSE, FORMAT),
+    "second_order": (LOWER, FORWARD, NUMBA_ROUTES, CARRIES, FUSE, OVERLAPS, UNPARSE, FORMAT),
+    "primal": (LOWER, CHECK_ALIASES, PRIMAL, NUMBA_ROUTES, CARRIES, FUSE, OVERLAPS, UNPARSE, FORMAT),
     # vmap by batching rules (s2s.vmap on the python backend), rendered without fuse
     "vmap": (LOWER, CHECK_ALIASES, VECTORIZE, NUMBA_ROUTES, OVERLAPS, UNPARSE, FORMAT),
     "vmap_total": (LOWER, CHECK_ALIASES, VECTORIZE, NUMBA_ROUTES, OVERLAPS, UNPARSE, FORMAT),

@@ -139,6 +139,12 @@ def transpose_bar(g, axes=None):
     return np.transpose(g, np.argsort(axes))
 
 
+def reshape(x, shape):
+    """np.reshape(x, shape), which Numba takes of arrays it can view in the new shape only (not
+    A.T.reshape(-1)): its form copies the others into C order first, as NumPy does."""
+    return np.reshape(x, shape)
+
+
 def reshape_bar(g, x):
     shape = _shape_of(x)
     return np.reshape(g, shape) if shape else np.ravel(g)[0]
@@ -297,6 +303,23 @@ def per_matrix(s):
 def per_matrix_bar(g, s):
     """Adjoint of per_matrix: g summed over each matrix, in the shape of s."""
     return np.sum(g, axis=(-2, -1)) if np.ndim(s) else np.sum(g)
+
+
+def _one_vector_for_a_stack(a, b) -> bool:
+    """np.linalg.solve(a, b) of a stack of matrices a and one vector b: NumPy 2 solves b with each
+    matrix (the solution holds a vector per matrix), which a matrix product would read as a matrix."""
+    return np.ndim(b) == 1 and np.ndim(a) > 2
+
+
+def as_columns(v, a, b):
+    """v (a vector per matrix of a, or one vector) as columns, v[..., None], where solve(a, b) solves one
+    vector b with a stack a; else v itself. Linear in v."""
+    return v[..., None] if _one_vector_for_a_stack(a, b) else v
+
+
+def from_columns(v, a, b):
+    """as_columns undone: v[..., 0] where solve(a, b) solves one vector b with a stack a; else v."""
+    return v[..., 0] if _one_vector_for_a_stack(a, b) else v
 
 
 def solve_bar_a(b_adjoint, x):

@@ -39,9 +39,13 @@ def _matmul_bar_x(g, x, y):
         return lambda g, x, y: np.dot(y, g)
     if nx == 2 and ny == 2:
         return lambda g, x, y: np.dot(g, y.T)
-    if nx == ny >= 3:  # (stacks of one leading shape, as @ of stacks takes them: overloads/linalg.py)
-        return lambda g, x, y: g @ np.swapaxes(y, -1, -2)
-    raise TypingError("s2s: under jit, matmul derivatives are for 1-D and 2-D arrays and two stacks of matrices")
+    if nx >= 2 and ny >= 2:  # a stack of matrices (@ of stacks broadcasts: overloads/linalg.py)
+        return lambda g, x, y: rt.unbroadcast(g @ np.swapaxes(y, -1, -2), x)
+    if nx == 1:  # (and y a stack)
+        return lambda g, x, y: rt.unbroadcast((y @ g[..., None])[..., 0], x)
+    if ny == 1:
+        return lambda g, x, y: rt.unbroadcast(g[..., None] * y, x)
+    raise TypingError("s2s: under jit, matmul derivatives are for arrays of one or more dimensions")
 
 
 @overload(rt.matmul_bar_y)
@@ -58,9 +62,13 @@ def _matmul_bar_y(g, x, y):
         return lambda g, x, y: np.outer(x, g)
     if nx == 2 and ny == 2:
         return lambda g, x, y: np.dot(x.T, g)
-    if nx == ny >= 3:
-        return lambda g, x, y: np.swapaxes(x, -1, -2) @ g
-    raise TypingError("s2s: under jit, matmul derivatives are for 1-D and 2-D arrays and two stacks of matrices")
+    if nx >= 2 and ny >= 2:
+        return lambda g, x, y: rt.unbroadcast(np.swapaxes(x, -1, -2) @ g, y)
+    if ny == 1:  # (and x a stack)
+        return lambda g, x, y: rt.unbroadcast((np.swapaxes(x, -1, -2) @ g[..., None])[..., 0], y)
+    if nx == 1:
+        return lambda g, x, y: rt.unbroadcast(x[:, None] * g[..., None, :], y)
+    raise TypingError("s2s: under jit, matmul derivatives are for arrays of one or more dimensions")
 
 
 @overload(rt.dot_bar_x)
@@ -209,6 +217,15 @@ def _transpose_bar(g, axes=None):
     n = len(axes)
     inverse = ", ".join(" + ".join(f"{k} * (axes[{k}] % {n} == {j})" for k in range(n)) for j in range(n))
     return _compile(f"def impl(g, axes=None):\n    return np.transpose(g, ({inverse},))\n", "impl")
+
+
+@overload(rt.reshape)
+def _reshape(x, shape):
+    if not isinstance(x, types.Array) or x.layout == "C":
+        return lambda x, shape: np.reshape(x, shape)
+    # Numba reshapes C-ordered arrays only: a copy in C order, as NumPy makes of A.T.reshape(-1) (a
+    # slice that NumPy could view in the new shape is copied too: Numba types its layout, not its strides)
+    return lambda x, shape: np.reshape(np.ascontiguousarray(x), shape)
 
 
 @overload(rt.reshape_bar)
@@ -472,6 +489,26 @@ def _per_matrix_bar(g, s):
     if _nd(g) == 2:
         return lambda g, s: np.sum(g, axis=0).sum(axis=0)
     return lambda g, s: np.sum(np.sum(g, axis=g.ndim - 1), axis=g.ndim - 2)
+
+
+def _one_vector_for_a_stack(a, b) -> bool:
+    return _nd(b) == 1 and _nd(a) > 2
+
+
+@overload(rt.as_columns)
+def _as_columns(v, a, b):
+    if _one_vector_for_a_stack(a, b):
+        if _nd(v) == 1:
+            return lambda v, a, b: v.reshape((v.shape[0], 1))
+        return lambda v, a, b: np.expand_dims(v, v.ndim)
+    return lambda v, a, b: v
+
+
+@overload(rt.from_columns)
+def _from_columns(v, a, b):
+    if _one_vector_for_a_stack(a, b):
+        return lambda v, a, b: v[..., 0]
+    return lambda v, a, b: v
 
 
 @overload(rt.solve_bar_a)

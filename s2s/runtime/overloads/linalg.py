@@ -1,5 +1,6 @@
 """Overloads of np.tensordot (which Numba lacks) and of the adjoints of tensordot and np.kron
-(runtime/linalg.py); np.linalg.inv, solve, det, slogdet and @ of stacks of matrices (at the end).
+(runtime/linalg.py); np.linalg.inv, solve, det, slogdet, eigh, eigvalsh and svd of stacks of
+matrices, and the products Numba's np.dot and @ lack (two dtypes, a number, stacks that broadcast).
 
 The result's ndim depends on how many axes are contracted, which Numba must know when it
 compiles: axes is an int written in the call (a literal) or a pair of ints or of tuples of
@@ -254,78 +255,137 @@ def _kron_bar_b(g, a, b):
     return impl
 
 
-# ---- the triangles of np.linalg.cholesky's rule ---------------------------------------------
+# ---- the triangles of np.linalg.cholesky's rule, the helpers of eigh's and svd's ----------------
+# Each takes a matrix, or a stack of them (the leading axes): a stack goes matrix by matrix.
 
 
-def _matrix(name, x):
-    if _nd(x) != 2:
-        raise TypingError(f"s2s: under s2s.jit, {name} (np.linalg.cholesky's derivative) takes a matrix: "
-                          "Numba's np.linalg takes no stack of matrices")
+def _stack_dtype(x):
+    return x.dtype if isinstance(x.dtype, (types.Float, types.Complex)) else types.float64
+
+
+def _per_matrix(name, x, of_matrix, shape: str = "x.shape", param: str = "x"):
+    """The overload of a helper of one array `param` of matrices: of_matrix (jitable) of it, or of
+    each matrix of a stack into an array of `shape` (an expression of x, the same array)."""
+    if _nd(x) == 2:
+        return _compile(f"def impl({param}):\n    return of_matrix({param})\n", "impl", of_matrix=of_matrix)
+    if _nd(x) < 2:
+        raise TypingError(f"s2s: under s2s.jit, {name} takes a matrix or a stack of matrices")
+    return _compile(f"def impl({param}):\n    x = {param}\n    out = np.empty({shape}, dtype)\n"
+                    "    for idx in np.ndindex(x.shape[:-2]):\n        out[idx] = of_matrix(np.ascontiguousarray(x[idx]))\n"
+                    "    return out\n", "impl", of_matrix=of_matrix, dtype=_stack_dtype(x))
+
+
+@register_jitable
+def _lower_half_matrix(x):
+    return np.tril(x, -1) + 0.5 * x * np.eye(x.shape[0], x.shape[1])
+
+
+@register_jitable
+def _lower_symmetric_matrix(x):
+    return np.tril(x) + np.tril(x, -1).T
+
+
+@register_jitable
+def _lower_symmetric_bar_matrix(g):
+    return np.tril(g + g.T, -1) + g * np.eye(g.shape[0], g.shape[1])
 
 
 @overload(rt.lower_half)
 def _lower_half(x):
-    _matrix("lower_half", x)
-    return lambda x: np.tril(x, -1) + 0.5 * x * np.eye(x.shape[0], x.shape[1])
+    return _per_matrix("lower_half", x, _lower_half_matrix)
 
 
 @overload(rt.lower_symmetric)
 def _lower_symmetric(x):
-    _matrix("lower_symmetric", x)
-    return lambda x: np.tril(x) + np.tril(x, -1).T
+    return _per_matrix("lower_symmetric", x, _lower_symmetric_matrix)
 
 
 @overload(rt.lower_symmetric_bar)
 def _lower_symmetric_bar(g):
-    _matrix("lower_symmetric_bar", g)
-    return lambda g: np.tril(g + g.T, -1) + g * np.eye(g.shape[0], g.shape[1])
+    return _per_matrix("lower_symmetric_bar", g, _lower_symmetric_bar_matrix, param="g")
 
 
-# ---- the helpers of np.linalg.eigh's rule ---------------------------------------------------
+@register_jitable
+def _diagonal_of(m):
+    return np.diag(m).copy()
 
 
 @overload(rt.matrix_diagonal)
 def _matrix_diagonal(m):
-    _matrix("matrix_diagonal", m)
-    return lambda m: np.diag(m).copy()
+    return _per_matrix("matrix_diagonal", m, _diagonal_of, "x.shape[:-1]", param="m")
 
 
 @overload(rt.diagonal_matrix)
 def _diagonal_matrix(d):
-    if _nd(d) != 1:
-        raise TypingError("s2s: under s2s.jit, np.linalg.eigh's derivative takes a matrix: Numba's np.linalg "
-                          "takes no stack of matrices")
-    return lambda d: np.diag(d)
+    if _nd(d) == 1:
+        return lambda d: np.diag(d)
+    if _nd(d) < 1:
+        raise TypingError("s2s: under s2s.jit, diagonal_matrix takes a vector or a stack of them")
+    dtype = _stack_dtype(d)
+
+    def impl(d):
+        out = np.zeros(d.shape + d.shape[-1:], dtype)
+        for idx in np.ndindex(d.shape[:-1]):
+            out[idx] = np.diag(np.ascontiguousarray(d[idx]))
+        return out
+    return impl
+
+
+@register_jitable
+def _pair_differences_of(w):
+    n = w.shape[0]
+    out = np.empty((n, n), w.dtype)
+    for i in range(n):
+        for j in range(n):
+            out[i, j] = w[j] - w[i]
+    return out
 
 
 @overload(rt.pair_differences)
 def _pair_differences(w):
-    if _nd(w) != 1:
-        raise TypingError("s2s: under s2s.jit, np.linalg.eigh's derivative takes a matrix")
+    if _nd(w) == 1:
+        return lambda w: _pair_differences_of(w)
+    if _nd(w) < 1:
+        raise TypingError("s2s: under s2s.jit, pair_differences takes a vector or a stack of them")
 
     def impl(w):
-        n = w.shape[0]
-        out = np.empty((n, n), w.dtype)
-        for i in range(n):
-            for j in range(n):
-                out[i, j] = w[j] - w[i]
+        out = np.empty(w.shape + w.shape[-1:], w.dtype)
+        for idx in np.ndindex(w.shape[:-1]):
+            out[idx] = _pair_differences_of(np.ascontiguousarray(w[idx]))
         return out
     return impl
+
+
+@register_jitable
+def _eigen_quotient_of(w, x):
+    n = x.shape[0]
+    out = np.zeros_like(x * 1.0)
+    for i in range(n):
+        for j in range(n):
+            if i != j and x[i, j] != 0:
+                out[i, j] = x[i, j] / (w[j] - w[i])
+    return out
 
 
 @overload(rt.eigen_quotient)
 def _eigen_quotient(w, x):
-    _matrix("eigen_quotient", x)
+    if _nd(x) == 2:
+        return lambda w, x: _eigen_quotient_of(w, x)
+    if _nd(x) < 2 or _nd(w) != _nd(x) - 1:
+        raise TypingError("s2s: under s2s.jit, eigen_quotient takes a matrix or a stack of them, with their vectors")
+    dtype = _stack_dtype(x)
 
     def impl(w, x):
-        n = x.shape[0]
-        out = np.zeros_like(x * 1.0)
-        for i in range(n):
-            for j in range(n):
-                if i != j and x[i, j] != 0:
-                    out[i, j] = x[i, j] / (w[j] - w[i])
+        out = np.empty(x.shape, dtype)
+        for idx in np.ndindex(x.shape[:-2]):
+            out[idx] = _eigen_quotient_of(np.ascontiguousarray(w[idx]), np.ascontiguousarray(x[idx]))
         return out
     return impl
+
+
+def _matrix(name, x):
+    if _nd(x) != 2:
+        raise TypingError(f"s2s: under s2s.jit, {name} takes a matrix: Numba's np.linalg takes no stack of matrices")
 
 
 @overload(rt.strict_lower)
@@ -406,35 +466,73 @@ def _triangle(UPLO):
     return value.upper()
 
 
+@register_jitable
+def _eigh_lower(a):
+    return np.linalg.eigh(np.tril(a) + np.tril(a, -1).T)
+
+
+@register_jitable
+def _eigh_upper(a):
+    return np.linalg.eigh(np.triu(a) + np.triu(a, 1).T)
+
+
+def _eigh_of_each(eigh, a, values_only: bool):
+    """eigh (jitable, of a matrix) of each matrix of the stack a: the eigenvalues and vectors, or the values."""
+    source = ("def impl(a, UPLO='L'):\n    w = np.empty(a.shape[:-1], dtype)\n    v = np.empty(a.shape, dtype)\n"
+              "    for idx in np.ndindex(a.shape[:-2]):\n        w[idx], v[idx] = eigh(np.ascontiguousarray(a[idx]))\n"
+              f"    return {'w' if values_only else 'w, v'}\n")
+    return _compile(source, "impl", eigh=eigh, dtype=_stack_dtype(a))
+
+
 @overload(rt.linalg_eigh)
 def _linalg_eigh(a, UPLO="L"):
+    eigh = _eigh_upper if _triangle(UPLO) == "U" else _eigh_lower  # (Numba's eigh reads the matrix whole)
+    if _nd(a) > 2:
+        return _eigh_of_each(eigh, a, False)
     _matrix("linalg_eigh", a)
-    if _triangle(UPLO) == "U":  # the symmetric matrix of the upper triangle, which Numba's eigh reads whole
-        return lambda a, UPLO="L": np.linalg.eigh(np.triu(a) + np.triu(a, 1).T)
-    return lambda a, UPLO="L": np.linalg.eigh(np.tril(a) + np.tril(a, -1).T)
+    return lambda a, UPLO="L": eigh(a)
 
 
 @overload(rt.linalg_eigvalsh)
 def _linalg_eigvalsh(a, UPLO="L"):
+    eigh = _eigh_upper if _triangle(UPLO) == "U" else _eigh_lower
+    if _nd(a) > 2:
+        return _eigh_of_each(eigh, a, True)
     _matrix("linalg_eigvalsh", a)
-    if _triangle(UPLO) == "U":
-        return lambda a, UPLO="L": np.linalg.eigvalsh(np.triu(a) + np.triu(a, 1).T)
-    return lambda a, UPLO="L": np.linalg.eigvalsh(np.tril(a) + np.tril(a, -1).T)
+    return lambda a, UPLO="L": eigh(a)[0]
 
 
 @overload(rt.linalg_svd)
 def _linalg_svd(a, full_matrices=True, compute_uv=True, hermitian=False):
-    if _nd(a) != 2:
-        raise TypingError("s2s: under s2s.jit, np.linalg.svd takes a matrix: Numba's np.linalg takes no stack of "
-                          "matrices")
+    if _nd(a) < 2:
+        raise TypingError("s2s: under s2s.jit, np.linalg.svd takes a matrix or a stack of matrices")
     uv = _flag(compute_uv, True)
     if uv is None:  # compute_uv=flag: compiled again for its value, which sets the result's type
         return lambda a, full_matrices=True, compute_uv=True, hermitian=False: numba.literally(compute_uv)
     if _flag(hermitian, False) is not False:
         raise TypingError("s2s: under s2s.jit, np.linalg.svd takes hermitian=False (its default) only")
+    if _nd(a) == 2:
+        if uv:
+            return lambda a, full_matrices=True, compute_uv=True, hermitian=False: np.linalg.svd(a, full_matrices)
+        return lambda a, full_matrices=True, compute_uv=True, hermitian=False: np.linalg.svd(a, False)[1]
+    full = _flag(full_matrices, True) if uv else False
+    if full is None:
+        return lambda a, full_matrices=True, compute_uv=True, hermitian=False: numba.literally(full_matrices)
+    each = _svd_of_each(_stack_dtype(a), full)
     if uv:
-        return lambda a, full_matrices=True, compute_uv=True, hermitian=False: np.linalg.svd(a, full_matrices)
-    return lambda a, full_matrices=True, compute_uv=True, hermitian=False: np.linalg.svd(a, False)[1]
+        return lambda a, full_matrices=True, compute_uv=True, hermitian=False: each(a)
+    return lambda a, full_matrices=True, compute_uv=True, hermitian=False: each(a)[1]
+
+
+def _svd_of_each(dtype, full: bool):
+    """np.linalg.svd of each matrix of a stack (U, s, Vh), with full or reduced U and Vh."""
+    source = ("def each(a):\n    m, n = a.shape[-2], a.shape[-1]\n    k = min(m, n)\n"
+              f"    rows, columns = {'(m, n)' if full else '(k, k)'}\n"
+              "    u = np.empty(a.shape[:-2] + (m, rows), dtype)\n    s = np.empty(a.shape[:-2] + (k,), dtype)\n"
+              "    vh = np.empty(a.shape[:-2] + (columns, n), dtype)\n    for idx in np.ndindex(a.shape[:-2]):\n"
+              f"        u[idx], s[idx], vh[idx] = np.linalg.svd(np.ascontiguousarray(a[idx]), {full})\n"
+              "    return u, s, vh\n")
+    return register_jitable(_compile(source, "each", dtype=dtype))
 
 
 # np.linalg.lstsq's helpers (runtime/linalg.py): one matrix a, b a vector or a matrix of columns.
@@ -529,7 +627,8 @@ def _linalg_lstsq(a, b, rcond=None):
 # ---- np.linalg on stacks of matrices ------------------------------------------------------
 # Numba's np.linalg.inv, solve, det and slogdet take one matrix; NumPy's take a stack (the
 # leading axes) too, as the rules' derivatives (templates/array_rules.py) do. These forms, only
-# where Numba has none (3 or more dimensions), call Numba's on each matrix of the stack.
+# where Numba has none (3 or more dimensions), call Numba's on each matrix of the stack (eigh,
+# eigvalsh and svd: at the end).
 
 
 def _stack_of_matrices(a):
@@ -583,9 +682,10 @@ def _result_dtype(*arrays):
 
 @overload(np.linalg.solve)
 def _solve_of_a_stack(a, b):
-    """A stack of matrices a and, as NumPy 2 reads b, a stack of matrices of a's leading shape
-    or one vector (b of one dimension) solved with each matrix."""
-    if not _stack_of_matrices(a) or not isinstance(b, types.Array) or b.ndim not in (1, a.ndim):
+    """np.linalg.solve with a stack of matrices, as NumPy 2 reads it: b of one dimension is one
+    vector solved with each matrix of a; b of two or more is a matrix or a stack of them, whose
+    leading axes broadcast against a's (a (3, 3, 3) stack and a (3, 2) b: three (3, 2) solutions)."""
+    if not (isinstance(a, types.Array) and isinstance(b, types.Array)) or a.ndim < 2 or a.ndim <= 2 and b.ndim <= 2:
         return None
     dtype = _result_dtype(a, b)
     if b.ndim == 1:
@@ -597,32 +697,89 @@ def _solve_of_a_stack(a, b):
         return impl
 
     def impl(a, b):
-        _same_stack(a, b)
-        out = np.empty(b.shape, dtype)
-        for idx in np.ndindex(a.shape[:-2]):
-            out[idx] = np.linalg.solve(np.ascontiguousarray(a[idx]), np.ascontiguousarray(b[idx]))
+        lead = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        x = np.broadcast_to(a, lead + a.shape[-2:])
+        y = np.broadcast_to(b, lead + b.shape[-2:])
+        out = np.empty(lead + b.shape[-2:], dtype)
+        for idx in np.ndindex(lead):
+            out[idx] = np.linalg.solve(np.ascontiguousarray(x[idx]), np.ascontiguousarray(y[idx]))
         return out
     return impl
+
+
+# ---- products Numba's np.dot and @ lack -----------------------------------------------------
+# Numba multiplies matrices and vectors of one float or complex dtype; NumPy also multiplies
+# operands of two dtypes (a float vector @ an int64 one, in float64), a number (np.dot(A, 2.0):
+# A * 2.0) and stacks of matrices whose leading axes broadcast ((2, 1, 3, 3) @ (4, 3, 3): (2, 4, 3, 3)).
+# These forms answer only where Numba's have none (they return None where Numba's compile).
+
+
+def _product_dtype(a, b):
+    """NumPy's dtype of a product of arrays a and b, where it is a float or complex (BLAS's); else None."""
+    dtype = np.result_type(as_dtype(a.dtype), as_dtype(b.dtype))
+    return from_dtype(dtype) if dtype.kind in "fc" else None
 
 
 @register_jitable
-def _same_stack(a, b):
-    if a.shape[:-2] != b.shape[:-2]:
-        raise ValueError("s2s: under s2s.jit, np.linalg.solve and @ of stacks of matrices take stacks of "
-                         "one leading shape (no broadcasting)")
+def _broadcast_matmul(a, b, dtype):
+    """a @ b of two arrays of 2 or more dimensions, their leading axes broadcast against each other."""
+    lead = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    x = np.broadcast_to(a, lead + a.shape[-2:])
+    y = np.broadcast_to(b, lead + b.shape[-2:])
+    out = np.empty(lead + (a.shape[-2], b.shape[-1]), dtype)
+    for idx in np.ndindex(lead):
+        out[idx] = np.dot(np.ascontiguousarray(x[idx]).astype(dtype), np.ascontiguousarray(y[idx]).astype(dtype))
+    return out
 
 
 @overload(operator.matmul)
-def _matmul_of_stacks(a, b):
-    """a @ b of two stacks of matrices of one leading shape: Numba's @ takes matrices and vectors."""
-    if not (_stack_of_matrices(a) and _stack_of_matrices(b) and a.ndim == b.ndim):
+def _matmul_beyond_numba(a, b):
+    """a @ b of operands of two dtypes, or with a stack of matrices (NumPy's broadcasting of the
+    leading axes; a vector operand is a matrix of one row or column, dropped from the result)."""
+    if not (isinstance(a, types.Array) and isinstance(b, types.Array)) or a.ndim == 0 or b.ndim == 0:
         return None
-    dtype = _result_dtype(a, b)
+    dtype = _product_dtype(a, b)
+    if dtype is None or a.ndim <= 2 and b.ndim <= 2 and a.dtype == b.dtype:
+        return None  # (Numba's, or its refusal: integer products)
+    if a.ndim <= 2 and b.ndim <= 2:
+        return lambda a, b: np.ascontiguousarray(a).astype(dtype) @ np.ascontiguousarray(b).astype(dtype)
+    if a.ndim == 1:
+        def row(a, b):
+            out = _broadcast_matmul(np.ascontiguousarray(a).reshape((1, a.shape[0])), b, dtype)
+            return np.ascontiguousarray(out).reshape(out.shape[:-2] + out.shape[-1:])
+        return row
+    if b.ndim == 1:
+        def column(a, b):
+            out = _broadcast_matmul(a, np.ascontiguousarray(b).reshape((b.shape[0], 1)), dtype)
+            return np.ascontiguousarray(out).reshape(out.shape[:-1])
+        return column
+    return lambda a, b: _broadcast_matmul(a, b, dtype)
 
-    def impl(a, b):
-        _same_stack(a, b)
-        out = np.empty(a.shape[:-1] + b.shape[-1:], dtype)
-        for idx in np.ndindex(a.shape[:-2]):
-            out[idx] = np.dot(np.ascontiguousarray(a[idx]).astype(dtype), np.ascontiguousarray(b[idx]).astype(dtype))
-        return out
-    return impl
+
+@overload(np.dot)
+def _dot_beyond_numba(a, b):
+    """np.dot with a number (a product), or of vectors and matrices of two dtypes."""
+    if _scalar(a) or _scalar(b):
+        if _scalar(a) and _scalar(b) or isinstance(a, types.Array) or isinstance(b, types.Array):
+            return lambda a, b: a * b
+        return None
+    if not (isinstance(a, types.Array) and isinstance(b, types.Array)) or a.dtype == b.dtype \
+            or not (1 <= a.ndim <= 2 and 1 <= b.ndim <= 2):
+        return None
+    dtype = _product_dtype(a, b)
+    if dtype is None:
+        return None
+    return lambda a, b: np.dot(np.ascontiguousarray(a).astype(dtype), np.ascontiguousarray(b).astype(dtype))
+
+
+@overload(np.linalg.eigh)
+def _eigh_of_a_stack(a, UPLO="L"):
+    """np.linalg.eigh of a stack of matrices (Numba's takes one): runtime.linalg_eigh's form."""
+    if _stack_of_matrices(a):
+        return _linalg_eigh(a, UPLO)
+
+
+@overload(np.linalg.eigvalsh)
+def _eigvalsh_of_a_stack(a, UPLO="L"):
+    if _stack_of_matrices(a):
+        return _linalg_eigvalsh(a, UPLO)

@@ -8,6 +8,7 @@ import numpy as np
 from numba import types
 from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
+from numba.np import numpy_support
 
 from ... import runtime as rt
 from ...errors import S2SError
@@ -20,6 +21,39 @@ def _row_of_numbers(t) -> bool:
     if isinstance(t, types.List):
         return _scalar(t.dtype)
     return isinstance(t, types.BaseTuple) and len(t) > 0 and all(_scalar(i) for i in t.types)
+
+
+@register_jitable
+def _no_iteration(args):
+    if len(args) == 1:
+        return args[0] <= 0
+    step = args[2] if len(args) == 3 else 1
+    return args[0] >= args[1] if step > 0 else args[0] <= args[1]
+
+
+@overload(rt.carry_like)
+def _carry_like(value, like, trips=None, where=None):
+    if not (isinstance(like, types.Array) and _scalar(value)):
+        return lambda value, like, trips=None, where=None: value
+    # NumPy 2's dtype of the number (a Python float or int: weak) with the array: the array's, but
+    # float64 for a float with an integer array (a float32 x keeps s in float32)
+    number, item = numpy_support.as_dtype(types.unliteral(value)), numpy_support.as_dtype(like.dtype)
+    weak = number.kind in "iu" and item.kind in "iufc" or number.kind == "f" and item.kind in "fc"
+    dtype = like.dtype if weak else numpy_support.from_dtype(np.result_type(number, item))
+    if _is_none(trips):
+        return lambda value, like, trips=None, where=None: np.full(like.shape, value, dtype)
+    prefix = _refusal(where)
+    if prefix is None:
+        return None  # (typed again with where as a literal)
+    message = prefix + ("this loop ran no iteration, after which NumPy has the number its carry started from: "
+                        "under s2s.jit the carry is an array from the start (a variable has one type in compiled "
+                        "code); start it as an array (np.zeros_like(x) rather than 0.0), or use backend='python'")
+
+    def impl(value, like, trips=None, where=None):  # trips: the loop's range(...) arguments
+        if _no_iteration(trips):
+            raise ValueError(message)
+        return np.full(like.shape, value, dtype)
+    return impl
 
 
 @overload(rt.zeros_like)

@@ -1,0 +1,115 @@
+"""Loop carries that start as a number and become arrays (s2s/optimize/carries.py): under s2s.jit
+`s = 0.0; for i in range(n): s = s + x * i` starts s as an array of x's shape (Numba types a
+variable once), where that changes none of the values NumPy computes. Where the promotion is
+written and where it must not be (strings, no compilation); values against NumPy and
+derivatives (jit(grad), jit(jvp), jit(hessian)) against central differences; a loop of no
+iteration, after which NumPy still has the number, refused where it runs."""
+
+import ast
+import textwrap
+
+import numpy as np
+import pytest
+
+import s2s
+from finite_differences import central_difference_grad, hessian_by_differences, where
+from s2s.optimize.carries import promote_carries
+
+X = np.array([0.3, -0.7, 1.1, 0.5])
+M = np.array([[0.4, -0.2], [1.3, 0.6], [-0.5, 0.9]])
+
+
+def promoted(source: str) -> str:
+    module = ast.parse(textwrap.dedent(source))
+    return ast.unparse(ast.Module(promote_carries(module.body), []))
+
+
+def test_a_number_that_a_range_loop_makes_an_array_starts_as_one():
+    text = promoted("""
+        def f(x, n):
+            s = 0.0
+            k = 0
+            for i in range(3):
+                t = s * 0.5
+                s = t + x * i
+                k = k + 1
+            for j in range(n):
+                s = s * x
+            return s
+    """)
+    # before the first loop only (after it s is an array); k stays a number; the second loop's
+    # trip count is not a constant: it goes to the helper, which refuses a loop of no iteration
+    assert "s = runtime.carry_like(s, x)\n    for i in range(3):" in text
+    assert "k = runtime.carry_like" not in text
+    assert "runtime.carry_like(s, x, (n,))" not in text
+
+
+@pytest.mark.parametrize("loop", [
+    "for i in range(3):\n        s = np.dot(s, x) + x",        # not elementwise in s
+    "for i in range(3):\n        t = s + 1.0\n        s = t + x\n    y = t",  # a number of the first iteration read after
+    "for i in range(3):\n        y = np.sum(s)\n        s = s + x",       # read whole before it is bound
+    "for i in range(3):\n        if i > 0:\n            s = s + x",        # bound in a branch
+    "for v in x:\n        s = s + x * v",                                    # not a range loop
+    "for i in range(0):\n        s = s + x",                                 # no iteration
+    "for i in range(3):\n        s = s + 1.0",                               # stays a number
+])
+def test_left_as_it_is_where_not_proven_the_same(loop):
+    source = f"def f(x):\n    s = 0.0\n    {loop}\n    return s\n"
+    assert "carry_like" not in promoted(source)
+
+
+def accumulates(x, n):
+    s = 0.0
+    acc = 1
+    for i in range(n):
+        s = s + x * i
+        acc = acc * np.cos(x) + s * 0.5
+    return np.sum(s ** 2) + np.sum(acc)
+
+
+def running_max(A):
+    s = 0.0
+    for i in range(A.shape[0]):
+        s = np.maximum(s, A * i) + np.tanh(A)
+    return np.sum(s ** 2)
+
+
+def test_carries_under_jit_match_numpy_and_finite_differences():
+    assert s2s.jit(accumulates)(X, 3) == pytest.approx(accumulates(X, 3), rel=1e-12)
+    expected = central_difference_grad(accumulates, (X, 3), 0)
+    np.testing.assert_allclose(s2s.grad(accumulates)(X, 3), expected, rtol=1e-6, atol=1e-7)  # (python backend)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(accumulates))(X, 3), expected, rtol=1e-6, atol=1e-7)
+    hessian = s2s.jit(s2s.hessian(accumulates))(X, 3)
+    np.testing.assert_allclose(hessian, hessian_by_differences(lambda x: accumulates(x, 3), X), rtol=1e-4, atol=1e-4)
+    # a 2-d carry, its tangent carried too (forward mode: s_dot starts as a number as well)
+    assert s2s.jit(running_max)(M) == pytest.approx(running_max(M), rel=1e-12)
+    np.testing.assert_allclose(s2s.jit(s2s.jacfwd(running_max))(M), central_difference_grad(running_max, (M,), 0),
+                               rtol=1e-6, atol=1e-7)
+
+
+def summed(x):
+    s = 0.0
+    for i in range(3):
+        s = s + x
+    return s
+
+
+def test_the_carry_has_numpys_dtype():
+    """A Python number with an array has the array's dtype in NumPy 2: a float32 carry stays float32."""
+    for x in (X.astype(np.float32), np.arange(4)):
+        got = s2s.jit(summed)(x)
+        assert got.dtype == summed(x).dtype and np.array_equal(got, summed(x))
+
+
+def test_the_promotion_is_in_the_generated_code():
+    source = s2s.source(s2s.jit(accumulates))
+    assert "s = runtime.carry_like(s, x, (n,), where=" in source
+    assert "acc = runtime.carry_like(acc, x, (n,), where=" in source
+
+
+def test_a_loop_of_no_iteration_is_refused_where_it_runs():
+    """NumPy still has the number 0.0 after it: compiled code cannot (s is an array there)."""
+    assert accumulates(X, 0) == 1.0
+    with pytest.raises(s2s.S2SError, match="this loop ran no iteration") as info:
+        s2s.jit(accumulates)(X, 0)
+    assert where(accumulates, "for i in range(n):") in str(info.value)
