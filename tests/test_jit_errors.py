@@ -56,6 +56,22 @@ def test_a_variable_of_two_types_under_jit_says_how_to_type_it():
     assert s2s.grad(int_that_becomes_a_float)(1.5) == pytest.approx(3 * 1.5 ** 2)
 
 
+def grows_with_a_dict_argument(p, x):
+    acc = x * p["w"]
+    for i in range(2):
+        acc = acc[..., None] * x  # (one more dimension each time: a variable Numba cannot type once)
+    return np.sum(acc)
+
+
+def test_a_typing_failure_is_not_blamed_on_a_dict_argument():
+    """A dict argument is not what Numba refuses here: the variable of two types is, at its statement."""
+    x = np.array([0.3, 0.7])
+    with pytest.raises(s2s.S2SError, match=r"test_jit_errors.py:\d+:5: .*Cannot unify") as refusal:
+        s2s.jit(grows_with_a_dict_argument)({"w": 2.0}, x)
+    assert "argument p" not in str(refusal.value) and "np.asarray" not in str(refusal.value)
+    assert s2s.jit(grows_with_a_dict_argument, backend="python")({"w": 2.0}, x) == pytest.approx(2.0 * np.sum(x) ** 3)
+
+
 def test_an_internal_error_of_numbas_compiler_is_an_s2s_error_and_a_runtime_error_stays_itself():
     import numba
 

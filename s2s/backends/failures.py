@@ -137,7 +137,9 @@ def argument_error(function, args: tuple, exc: Exception, user_files: tuple[str,
                             where, "pass arrays, numbers, or tuples of them, or use backend='python'")
         odd.append(f"argument {label} is {_describe(value)}")
     translated = translate(exc, user_files)
-    if not odd or "s2s:" in str(exc):  # (a refusal of s2s's own overloads names its cause: no argument is to blame)
+    # No argument is to blame for a refusal of s2s's own overloads (it names its cause), nor where
+    # Numba cannot give one variable of the code one type (`acc = 0.0`, then `acc = acc + array`).
+    if not odd or "s2s:" in str(exc) or "Cannot unify" in str(exc):
         return translated
     return S2SError(f"s2s.jit of {name}: {', '.join(odd)}, which this code cannot take under Numba "
                     f"({translated.reason.split(': ', 1)[-1]})", translated.origin,
