@@ -101,6 +101,21 @@ def test_a_bound_method_is_refused_with_the_spelling_that_works():
     np.testing.assert_allclose(s2s.grad(Scaled.loss, argnums=1)(model, w), 4.0 * w)  # the way out, as it says
 
 
+HISTORY = []
+
+
+def records_into_a_global(x):
+    HISTORY.append(x)
+    return np.sum(x ** 2)
+
+
+def test_a_change_to_a_global_list_says_what_to_do_instead():
+    with pytest.raises(s2s.S2SError, match=r"HISTORY.append\(...\) changes HISTORY, which is not a variable of this "
+                                           r"function.*has_aux=True") as info:
+        s2s.grad(records_into_a_global)(np.ones(2))
+    assert "test_refusals.py:" in str(info.value) and HISTORY == []
+
+
 def test_a_function_without_a_rule_points_to_custom_rules():
     def bessel(x):
         return np.sum(np.i0(x))

@@ -427,6 +427,16 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
                 raise self.error(node, f"{changes} changes its argument in place (and returns None), which s2s does "
                                  "not support", "write the new values with indexing (x[i] = v, x[mask] = v) or build "
                                  "a new array (np.where, np.sort, np.clip); np.add.at(x, indices, values) is taken")
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and isinstance(value.func.value, cst.Name) \
+                and value.func.value.value not in self.locals:
+            # (G.append(x) of a global or captured list: a change to an object outside the function)
+            owner, method = value.func.value.value, value.func.attr.value
+            raise self.error(node, f"{owner}.{method}(...) changes {owner}, which is not a variable of this function "
+                             "(a global or a captured object): a transformed function gives its results by what it "
+                             "returns, and a change to an object outside it is not seen",
+                             f"return the value beside the result (s2s.grad(f, has_aux=True) gives it back with "
+                             f"the gradient; several values as np.stack of them), and update {owner} outside the "
+                             f"transformed function")
         raise self.error(node, "an expression statement whose value is unused is not supported",
                          "assign its result to a name (only print(...) may stand alone)")
 
