@@ -1,6 +1,9 @@
+import gc
 import os
 import random
 import sys
+
+import pytest
 
 # The CUDA simulator must be chosen before numba is first imported.
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
@@ -42,3 +45,12 @@ def pytest_terminal_summary(terminalreporter):
 def pytest_collection_modifyitems(session, config, items):
     rank = {name: k for k, name in enumerate(SLOWEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
+
+
+@pytest.fixture(autouse=True, scope="module")
+def collect_after_each_module():
+    """A full collection after each test file: cycles that hold compiled code and arrays (an
+    exception's traceback, a transform's caches) go now, not when Python's thresholds next count
+    objects, which Numba's memory outside the Python heap does not move."""
+    yield
+    gc.collect()
