@@ -1,4 +1,3 @@
-import gc
 import os
 import random
 import sys
@@ -19,6 +18,7 @@ os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 # level the load is removed and they are cached.)
 os.environ.setdefault("NUMBA_OPT", "0")
 sys.path.insert(0, os.path.dirname(__file__))
+from file_processes import pytest_runtest_protocol  # noqa: E402,F401  (each test file in a process of its own)
 # The transform x rule matrix (test_rule_matrix.py) compiles a sample of the rules under s2s.jit and
 # in the CUDA simulator, drawn from this seed: set here, in the process that starts pytest-xdist's
 # workers (which inherit it, and so collect the same sample), new on each run, printed at its end.
@@ -45,12 +45,3 @@ def pytest_terminal_summary(terminalreporter):
 def pytest_collection_modifyitems(session, config, items):
     rank = {name: k for k, name in enumerate(SLOWEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
-
-
-@pytest.fixture(autouse=True, scope="module")
-def collect_after_each_module():
-    """A full collection after each test file: cycles that hold compiled code and arrays (an
-    exception's traceback, a transform's caches) go now, not when Python's thresholds next count
-    objects, which Numba's memory outside the Python heap does not move."""
-    yield
-    gc.collect()
