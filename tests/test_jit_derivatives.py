@@ -214,6 +214,39 @@ def test_unpacking_an_array_gives_an_array_adjoint_under_jit():
     assert "unpack_bar" not in s2s.source(s2s.jit(s2s.grad(unpack_tuple)))
 
 
+def quaternion(q):
+    """A helper that builds an array and returns it."""
+    r = np.empty(4)
+    r[:3] = q[1:] * 2.0
+    r[3] = q[0]
+    return r
+
+
+def unpack_helper_array(q):
+    w, x, y, z = quaternion(q)
+    return w * x + y * z ** 2
+
+
+def halves(q):
+    return q[0] * 2.0, np.sin(q[1:])
+
+
+def unpack_helper_tuple(q):
+    a, b = halves(q)
+    return a * np.sum(b ** 2)
+
+
+@pytest.mark.parametrize("fun", [unpack_helper_array, unpack_helper_tuple], ids=lambda f: f.__name__)
+def test_unpacking_what_a_helper_returns_in_every_mode(fun):
+    """An array or a tuple: either may come back from a user's function, and its adjoint is of its kind."""
+    q = np.array([0.3, 0.5, -0.7, 1.1])
+    want = central_difference_grad(fun, (q,), 0)
+    np.testing.assert_allclose(s2s.grad(fun)(q), want, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(fun))(q), want, rtol=1e-6, atol=1e-8)
+    direction = np.array([0.2, -1.0, 0.4, 0.7])
+    assert s2s.jvp(fun, (q,), (direction,))[1] == pytest.approx(want @ direction, rel=1e-6)
+
+
 def test_unpack_bar_on_the_python_backend():
     from s2s import runtime
 

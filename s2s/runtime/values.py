@@ -361,7 +361,7 @@ def require_unshared(x, other, message, x_batched=False, other_batched=False):
     x is a number; where x is an array NumPy updates it in place, and the rebinding is right
     only if no other live name refers to memory the update changes. Analysis names the
     others that may (`y = x[1]` is a row of a 2-d x, a number from a 1-d x); this checks
-    their memory. A container (tuple, list, dict) counts as sharing. x_batched and
+    their memory, and of what a container (tuple, list, dict) holds. x_batched and
     other_batched: the value carries a trailing batch axis (vectorised code), so its
     examples are numbers when it is 1-d. A list is updated in place too (`t += [v]` extends
     it, `t *= 2` repeats it): refused where other is it or a container that holds it.
@@ -371,6 +371,10 @@ def require_unshared(x, other, message, x_batched=False, other_batched=False):
             raise S2SError(message)
         return
     if _is_number(x, x_batched) or not isinstance(x, np.ndarray) or _is_number(other, other_batched):
+        return
+    if isinstance(other, (tuple, list, dict)):  # a container shares what it holds
+        for item in (other.values() if isinstance(other, dict) else other):
+            require_unshared(x, item, message, x_batched, other_batched)
         return
     if not isinstance(other, np.ndarray) or np.may_share_memory(x, other):
         raise S2SError(message)

@@ -696,9 +696,13 @@ def _require_unshared(x, other, message, x_batched=False, other_batched=False):
         def refuse_list(x, other, message, x_batched=False, other_batched=False):
             raise S2SError(message)
         return refuse_list
-    if not isinstance(x, types.Array) or number(other):
+    def numbers(t):  # a tuple or list of numbers shares no memory with an array
+        return (isinstance(t, types.BaseTuple) and all(number(item) for item in t.types)
+                or isinstance(t, (types.List, types.ListType)) and number(t.dtype))
+
+    if not isinstance(x, types.Array) or number(other) or numbers(other):
         return lambda x, other, message, x_batched=False, other_batched=False: None
-    if not isinstance(other, types.Array):  # a container: it may hold x
+    if not isinstance(other, types.Array):  # a container of arrays: it may hold x
 
         def refuse(x, other, message, x_batched=False, other_batched=False):
             if not (x_batched and x.ndim <= 1):

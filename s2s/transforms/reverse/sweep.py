@@ -416,16 +416,15 @@ class ReverseSweeper:
 
     def _may_be_array(self, stmt: ir.Assign, source: str) -> bool:
         """May the value that `stmt` unpacks be an array? Not where s2s.jit's facts prove it a
-        tuple, nor where it is only ever a tuple or list display or a user function's result
-        (a parameter may be either: `w, b = params`, `r, s = X`)."""
+        tuple, nor where it is only ever a tuple or list display (a parameter may be either:
+        `w, b = params`, `r, s = X`; so may a user function's result: `w, x, y, z = quat(q)`)."""
         if self.plan.classes is not None:
             known = self.plan.classes.pre(stmt, source)
             if known is not None:
                 return known[0] != "tup"
         defs = [d for d in self.an.defs.get(source, []) if d != "param"]
-        return not defs or not all(isinstance(d, ir.Assign) and not d.unpack and (
-            isinstance(d.value, ir.Build) or isinstance(d.value, ir.Call) and is_user_function(d.value.fn))
-            for d in defs)
+        return not defs or not all(isinstance(d, ir.Assign) and not d.unpack and isinstance(d.value, ir.Build)
+                                   for d in defs)
 
     def reverse_subscript(self, stmt: ir.Assign, y_bar: ast.expr) -> list:
         out: list = []
