@@ -12,6 +12,7 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import operator
+import warnings
 from typing import Any
 
 import libcst as cst
@@ -82,6 +83,10 @@ def _outer_names(code) -> set[str]:
     return names
 
 
+# Context managers whose only effect is on what NumPy warns or prints (Lowering.with_statement).
+WARNING_MANAGERS = (np.errstate, np.printoptions, warnings.catch_warnings)
+
+
 class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
     def __init__(self, parsed: ParsedFunction):
         self.parsed = parsed
@@ -102,6 +107,7 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
         self.out: list = []  # statements of the block being built
         self.origin: Origin | None = None
         self.loop_depth = 0
+        self.catching_warnings = False  # inside `with warnings.catch_warnings():` (with_statement)
         self.broke_flags: list = []  # per enclosing loop, innermost last: the flag its break sets (loop ... else)
         self.local_defs: dict = {}
         self.frames: list = []  # the calls of nested functions being written out, innermost last (inline)
@@ -232,10 +238,58 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
                              "ValueError(...)), which s2s runs on the primal values, or move the try/except "
                              "outside the differentiated function")
         elif isinstance(node, cst.With):
-            raise self.error(node, "with statements are not supported",
-                             "move the with block outside the differentiated function")
+            self.with_statement(node)
         else:
             raise self.error(node, f"{type(node).__name__} statements are not supported")
+
+    def with_statement(self, node: cst.With) -> None:
+        """`with np.errstate(...):` and the other managers that change only what NumPy warns or
+        prints: their body runs, as it does in NumPy. Generated code keeps no `with` (Numba has
+        none, and raises no floating-point warnings), so a warning the manager would have
+        silenced may show where the python backend runs NumPy."""
+        for item in node.items:
+            manager = item.item.func if isinstance(item.item, cst.Call) else item.item
+            if item.asname is not None or self.resolver.resolve(manager) not in WARNING_MANAGERS:
+                raise self.error(node, "with statements are not supported, except np.errstate(...), "
+                                 "np.printoptions(...) and warnings.catch_warnings() without `as`",
+                                 "move the with block outside the differentiated function")
+        catching = any(self.resolver.resolve(item.item.func if isinstance(item.item, cst.Call) else item.item)
+                       is warnings.catch_warnings for item in node.items)
+        outer, self.catching_warnings = self.catching_warnings, self.catching_warnings or catching
+        try:
+            for statement in node.body.body:
+                self.statement(statement)
+        finally:
+            self.catching_warnings = outer
+
+    def warnings_call(self, call: cst.Call) -> bool:
+        """A statement that calls the warnings module, lowered (True) or not one (False).
+        warnings.warn(message) runs where NumPy would run it (runtime.warn); a filter set inside
+        `with warnings.catch_warnings():` ends with the block, whose body alone s2s keeps, so the
+        filter is dropped with it. A filter set anywhere else changes the process's warnings."""
+        if isinstance(call.func, cst.Name) and call.func.value in self.locals:
+            return False
+        callee = self.resolver.resolve(call.func)
+        if callee is warnings.warn:
+            given = {"message" if k == 0 else "category": a.value for k, a in enumerate(call.args) if a.keyword is None}
+            given.update({a.keyword.value: a.value for a in call.args if a.keyword is not None})
+            category = self.resolver.resolve(given["category"]) if "category" in given else UserWarning
+            if not set(given) <= {"message", "category", "stacklevel"} or "message" not in given or not (
+                    isinstance(category, type) and issubclass(category, Warning)
+                    and getattr(builtins, category.__name__, None) is category):
+                raise self.error(call, "warnings.warn is supported with a message and a builtin warning class",
+                                 "call warnings.warn(message) or warnings.warn(message, RuntimeWarning)")
+            # (the category by its name, as a raise names its exception: a class is no value for Numba)
+            arguments = (self.expr(given["message"]), ir.Const(category.__name__))
+            self.emit(ir.ExprStmt(ir.Call(runtime.warn, arguments), self.origin))
+            return True
+        if callee in (warnings.simplefilter, warnings.filterwarnings, warnings.resetwarnings):
+            if not self.catching_warnings:
+                raise self.error(call, f"warnings.{callee.__name__}(...) changes the warnings of the whole "
+                                 "process", "call it inside `with warnings.catch_warnings():`, or outside the "
+                                 "differentiated function")
+            return True
+        return False
 
     def small_statement(self, node: cst.CSTNode) -> None:
         self.statement_node = node
@@ -360,6 +414,8 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
                 and value.func.value not in self.locals:
             self.expr(value)  # helper(v, w) of a nested function, for what it writes into v and w
             return
+        if isinstance(value, cst.Call) and self.warnings_call(value):
+            return
         if isinstance(value, cst.Call) and isinstance(value.func, (cst.Name, cst.Attribute)) \
                 and not (isinstance(value.func, cst.Name) and value.func.value in self.locals) \
                 and is_user_function(self.resolver.resolve(value.func)):
@@ -395,7 +451,7 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
             checks = (runtime.require_number, runtime.require_unshared, runtime.require_distinct, runtime.require_fits,
                       runtime.require_float_array, runtime.require_not_dict, runtime.require_array,
                       runtime.require_updatable, runtime.require_scalar, runtime.assertion_failed,
-                      runtime.derivative_like)  # (a custom_jvp rule's tangent, checked in its reverse mode)
+                      runtime.warn, runtime.derivative_like)  # (a custom_jvp rule's tangent, checked in its reverse mode)
             if callee in (runtime.index_add, runtime.clear) + checks:
                 # Statements of generated code, when it is transformed again.
                 args, kwargs = self.arguments(value)
@@ -1004,3 +1060,4 @@ def normalize(fn: Any, written_out: bool = False) -> ir.Function:
         lowered.params = [mapping.get(p, p) for p in lowered.params]
         lowered.body = ir.rename(lowered.body, mapping)
     return lowered
+

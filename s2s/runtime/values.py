@@ -329,6 +329,16 @@ def assertion_failed(message=_NO_MESSAGE):
     raise AssertionError() if message is _NO_MESSAGE else AssertionError(message)
 
 
+def warn(message, category: str):
+    """`warnings.warn(message, category)` of the user's code (category: the builtin warning
+    class's name). Compiled code does not warn (Numba has no warnings module): its overload
+    does nothing."""
+    import builtins
+    import warnings
+
+    warnings.warn(message, getattr(builtins, category), stacklevel=2)
+
+
 def raise_exception(kind: str, *args):
     """`raise ValueError(*args)` of the user's code (kind: the builtin exception's name), which
     generated code writes as a raise statement of its own (codegen/emit.py)."""

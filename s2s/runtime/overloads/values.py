@@ -597,6 +597,11 @@ def _assertion_failed(message=None):
     return impl
 
 
+@overload(rt.warn)
+def _warn(message, category):
+    return lambda message, category: None  # (compiled code does not warn: see runtime.warn)
+
+
 @overload(rt.shares_memory)
 def _shares_memory(item, a):
     if isinstance(item, types.Array) and isinstance(a, types.Array):
