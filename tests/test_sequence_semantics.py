@@ -621,3 +621,46 @@ def test_write_into_a_slice_of_a_list(f, where):
         s2s.grad(f)(X)
     assert at(f, where) in str(info.value)
     np.testing.assert_allclose(s2s.jacfwd(f)(X), central_differences(f, X), rtol=1e-6, atol=1e-6)
+
+
+# ---- map over displays: the calls it makes, one per item -------------------------------------
+
+
+def scaled(v, k):
+    return v * k
+
+
+def map_unpacked(x):
+    a, b = map(np.asarray, [x * 2.0, x[::-1]])
+    return np.sum(a * b)
+
+
+def map_of_two_displays(x):
+    total = 0.0
+    for v in map(scaled, (x, x ** 2, np.sin(x)), [1.0, 2.0]):  # to the shortest, as map stops
+        total = total + np.sum(v ** 2)
+    return total
+
+
+def map_into_a_list(x):
+    ys = list(map(np.tanh, [x, 2.0 * x]))
+    return np.sum(ys[0] * ys[1])
+
+
+@pytest.mark.parametrize("f", [map_unpacked, map_of_two_displays, map_into_a_list])
+def test_map_over_displays_in_every_mode(f):
+    want = central_differences(f, X)
+    np.testing.assert_allclose(s2s.grad(f)(X), want, rtol=1e-6)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(f))(X), want, rtol=1e-6)
+    direction = np.array([0.3, -0.2, 1.0])
+    assert s2s.jvp(f, (X,), (direction,))[1] == pytest.approx(want @ direction, rel=1e-6)
+    np.testing.assert_allclose(s2s.hessian(f)(X), hessian_by_differences(f, X), rtol=1e-4, atol=1e-3)
+
+
+def map_of_a_lambda_over_an_array(x):
+    return np.sum(list(map(np.sin, x)))
+
+
+def test_map_over_anything_else_is_refused_at_its_line():
+    with pytest.raises(s2s.S2SError, match=at(map_of_a_lambda_over_an_array, "map(")):
+        s2s.grad(map_of_a_lambda_over_an_array)(X)

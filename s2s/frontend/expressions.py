@@ -461,6 +461,27 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
             return self.assign(ir.Attribute(base, attr))
         raise self.error(node, f"the attribute .{attr} is not supported")
 
+    def mapped_displays(self, node: cst.Call) -> cst.Tuple | None:
+        """map(f, [a, b, c]) over list or tuple displays, as the tuple (f(a), f(b), f(c)) that
+        unpacking, list() and a loop then read (several displays: f(a, u), ..., to the shortest,
+        as map stops); None for any other map. The nodes written stand at the map's place."""
+        if len(node.args) < 2 or any(a.keyword is not None or a.star for a in node.args):
+            return None
+        displays = [a.value for a in node.args[1:]]
+        if not all(isinstance(d, (cst.List, cst.Tuple)) and all(isinstance(e, cst.Element) for e in d.elements)
+                   for d in displays):
+            return None
+        calls = []
+        for k in range(min(len(d.elements) for d in displays)):
+            args = [cst.Arg(d.elements[k].value) for d in displays]
+            call = cst.Call(func=node.args[0].value, args=args)
+            calls.append(cst.Element(call))
+            for made in (call, calls[-1], *args):
+                self.parsed.written_for[made] = node
+        mapped = cst.Tuple(calls)
+        self.parsed.written_for[mapped] = node
+        return mapped
+
     def call(self, node: cst.Call) -> ir.Atom:
         func = node.func
         if isinstance(func, cst.Call) and func.args and func.args[0].keyword is None and not func.args[0].star \
@@ -486,6 +507,9 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
             callee = callee.__wrapped__  # @functools.lru_cache / cache: the function it remembers
         if hasattr(callee, "as_called_function"):  # an @s2s.jit function: its code, compiled with ours
             callee = callee.as_called_function()
+        mapped = self.mapped_displays(node) if callee is builtins.map else None
+        if mapped is not None:
+            return self.expr(mapped)
         if any(callee is collective for collective in lax.COLLECTIVES):
             raise self.error(node, f"s2s.lax.{callee.__name__} combines the shards of s2s.pmap, which run the "
                              "function as Python: a function that s2s transforms (grad, jvp, vjp, vmap, jit) "

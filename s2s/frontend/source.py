@@ -14,7 +14,7 @@ import sys
 import textwrap
 import types
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import libcst as cst
@@ -40,9 +40,11 @@ class ParsedFunction:
     source_hash: str
 
     through: dict | None = None  # in generated code read again: its line -> the user's Origin
+    # nodes the frontend writes in place of the user's (map(f, [a, b]) -> (f(a), f(b))) -> that node
+    written_for: dict = field(default_factory=dict)
 
     def origin(self, node: cst.CSTNode) -> Origin:
-        pos = self.positions[node].start
+        pos = self.positions[self.written_for.get(node, node)].start
         line = self.first_line + pos.line - 1
         if self.through and line in self.through:
             return self.through[line]
