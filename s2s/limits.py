@@ -73,10 +73,6 @@ LIMITS: dict[str, Limit] = {
         "a list of arrays of different shapes as an argument (layers), indexed in a loop", KNOWN_GAP,
         r"argument \w+ is a tuple of \d+ .*cannot take under Numba",
         "unpack it into names (w1, w2 = ws), or use backend='python'", "for w in ws:"),
-    "random-array-parameters": Limit(
-        "s2s.random.bernoulli of an array of probabilities", KNOWN_GAP, r"function bernoulli at",
-        "compare uniform numbers with the probabilities: random.uniform(key, p.shape) < p (the same draws)",
-        "b = random.bernoulli(key, p)"),
 }
 
 

@@ -3,7 +3,7 @@
 A known gap that is fixed shows there as a program that compiles: take it off the list, and keep its
 program here, where the sweep holds it to agree (gather_and_slice, fancy_augmented_write, none_argument,
 energy's per-example Hessians, the products of two dtypes and with a number, a transposed reshape, the
-variance of a list, stacked eigh and svd)."""
+variance of a list, stacked eigh and svd, bernoulli of an array of probabilities)."""
 
 import numpy as np
 
@@ -128,7 +128,3 @@ def layers_of_different_shapes_way_out(ws, x):
     w1, w2 = ws
     return np.sum(np.sin(w1 * x)) + np.sum(np.sin(w2 * x))
 
-
-def bernoulli_of_an_array_way_out(key, p):
-    b = random.uniform(key, p.shape) < p
-    return np.sum(b * p)

@@ -231,8 +231,6 @@ LISTED: dict[str, str] = {
     "limit_cases.number_becomes_array": "number-becomes-array",
     "limit_cases.squeeze_without_axis": "squeeze-without-axis",
     "limit_cases.layers_of_different_shapes": "layers-of-different-shapes",
-    "limit_cases.bernoulli_of_an_array": "random-array-parameters",
-    "cuda_random_cases.coins": "random-array-parameters",
 }
 # programs.CASES whose 4th field (jit) is False for another reason than a limit: they compile and agree
 PYTHON_ONLY = {

@@ -137,7 +137,9 @@ def all_draws(key):
             random.bernoulli(k1, 0.3, (10,)), random.permutation(k2, 30),
             random.truncated_normal(k1, -1.0, 2.0, (6,)),
             random.randint(k2, (7,), -5, 17), random.randint(k1, 4, -(2**31), 2**31, np.int32),
-            random.randint(k1, (), 0, 10), random.categorical(k2, np.log(np.arange(1.0, 5.0)), shape=(9,)))
+            random.randint(k1, (), 0, 10), random.categorical(k2, np.log(np.arange(1.0, 5.0)), shape=(9,)),
+            random.bernoulli(k2, np.linspace(0.1, 0.9, 6).reshape(2, 3)),
+            random.bernoulli(k1, np.linspace(0.1, 0.9, 3).astype(np.float32), (4, 3)))
 
 
 def test_numba_equals_numpy():
@@ -146,7 +148,7 @@ def test_numba_equals_numpy():
     s2s.runtime.overloads.register_numba()
     compiled = numba.njit(all_draws)(K42)
     plain = all_draws(K42)
-    assert len(compiled) == len(plain) == 18
+    assert len(compiled) == len(plain) == 20
     for k, (c, p) in enumerate(zip(compiled, plain)):
         c, p = np.asarray(c), np.asarray(p)  # a draw of shape (): a number from Numba, np.float64 from NumPy
         assert c.dtype == p.dtype and c.shape == p.shape, k

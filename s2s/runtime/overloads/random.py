@@ -7,7 +7,7 @@ the keys and bits are its kernels; the float draws are runtime/kernels.py's draw
 to the NumPy path's bit for bit; normal and exponential numbers may differ by an ulp, where
 Numba's log (libm's) is not NumPy's.
 randint is compiled for number bounds and int32/int64, categorical for 1-d logits, bernoulli for
-a number p, truncated_normal for number bounds (a number without a shape); other arguments are a Numba
+a number p or an array of them (of one or more dimensions), truncated_normal for number bounds (a number without a shape); other arguments are a Numba
 typing error, which s2s.jit reports as an S2SError at the user's line.
 """
 
@@ -289,6 +289,15 @@ def _exponential(key, shape=(), dtype=float):
 
 @overload(R.bernoulli)
 def _bernoulli(key, p=0.5, shape=None):
+    if isinstance(p, types.Array) and isinstance(p.dtype, types.Float) and p.ndim >= 1:
+        # uniform numbers of the draw's shape (p's own, unless given), compared with p
+        unshaped = shape is None or isinstance(shape, (types.Omitted, types.NoneType))
+        shape_type = types.UniTuple(types.intp, p.ndim) if unshaped else shape
+        unit = _flat(R._unit_f32 if p.dtype == types.float32 else R._unit_f64, shape_type)
+        finish = _finish(shape_type, number=True)
+        if unshaped:
+            return lambda key, p=0.5, shape=None: finish(unit(key, p.shape), p.shape) < p
+        return lambda key, p=0.5, shape=None: finish(unit(key, shape), shape) < p
     if not isinstance(p, types.Type) or isinstance(p, types.Omitted):
         p_type = types.float64
     elif isinstance(p, types.Float):
