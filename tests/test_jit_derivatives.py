@@ -350,3 +350,24 @@ def test_a_none_argument_takes_its_branch_under_jit():
         np.testing.assert_allclose(grad(x, *args), expected, rtol=1e-7, atol=1e-9)
     source = s2s.source(grad)  # (of the latest call: w None, b an array)
     assert "w None, b 1-d array" in source and "is None" not in source and "is not None" not in source
+
+
+def rows_of_arrays(x):
+    """np.array of a nested display whose items are arrays: an array of two more dimensions."""
+    return np.sum(np.sin(np.array([[2.0 * x, x + 1.0], [x, x * x]])) * np.arange(1.0, 5.0).reshape(2, 2, 1, 1))
+
+
+def rows_of_array_tuples(x):
+    stacked = np.array(((x, np.cos(x)), (x ** 3, x)))
+    return np.sum(stacked[0, 1] * stacked[1, 0])
+
+
+@pytest.mark.parametrize("fun", [rows_of_arrays, rows_of_array_tuples], ids=lambda f: f.__name__)
+def test_array_of_rows_of_arrays_in_every_mode(fun):
+    x = np.array([[0.3, -0.5], [1.1, 0.2], [0.7, 0.9]])
+    want = central_difference_grad(fun, (x,), 0)
+    np.testing.assert_allclose(s2s.grad(fun)(x), want, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(fun))(x), want, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(s2s.jit(fun)(x), fun(x), rtol=1e-12)
+    direction = np.linspace(-1.0, 1.0, 6).reshape(3, 2)
+    assert s2s.jvp(fun, (x,), (direction,))[1] == pytest.approx(np.sum(want * direction), rel=1e-6)

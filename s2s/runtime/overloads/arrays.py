@@ -390,12 +390,30 @@ def _stack_bar(g, xs, axis=0):
 def _array_of_arrays(x, dtype=None):
     """np.array((a, b)) of arrays, which Numba's own np.array does not build: generated code
     keeps np.array for a tuple or list display (codegen/numba_routes.py), whose items may be
-    arrays. Only where Numba has no implementation of its own: of arrays of one ndim."""
+    arrays. Only where Numba has no implementation of its own: of arrays of one ndim, and of a
+    tuple of such rows (np.array([[a, b], [c, d]]))."""
     if _arrays_of_one_ndim(x):
         stacked = _stacked_list if isinstance(x, (types.List, types.ListType)) else np.stack
         if _is_none(dtype):
             return lambda x, dtype=None: stacked(x)
         return lambda x, dtype=None: stacked(x).astype(dtype)
+    if _rows_of_arrays(x):
+        return _stack_of_rows(x, dtype, "x, dtype=None")
+
+
+def _rows_of_arrays(x) -> bool:
+    """A tuple of lists or tuples whose items are arrays of one ndim, the same in every row."""
+    return isinstance(x, types.BaseTuple) and len(x) > 0 and all(_arrays_of_one_ndim(row) for row in x) \
+        and len({(row.dtype if isinstance(row, (types.List, types.ListType)) else row[0]).ndim for row in x}) == 1
+
+
+def _stack_of_rows(x, dtype, parameters: str):
+    """np.array of a tuple of rows of arrays: each row stacked, then the rows (NumPy's ragged
+    rows are a ValueError; so are they here, from the stack)."""
+    rows = ", ".join(f"stacked(x[{k}])" if isinstance(row, (types.List, types.ListType)) else f"np.stack(x[{k}])"
+                     for k, row in enumerate(x))
+    cast = "" if _is_none(dtype) else ".astype(dtype)"
+    return _compile(f"def impl({parameters}):\n    return np.stack(({rows},)){cast}\n", "impl", stacked=_stacked_list)
 
 
 @overload(rt.array)
@@ -413,6 +431,8 @@ def _array(x, dtype=None, where=None):
         if _is_none(dtype):
             return lambda x, dtype=None, where=None: stacked(x)
         return lambda x, dtype=None, where=None: stacked(x).astype(dtype)
+    if _rows_of_arrays(x):
+        return _stack_of_rows(x, dtype, "x, dtype=None, where=None")
     if _is_none(dtype):
         return lambda x, dtype=None, where=None: np.array(x)
     return lambda x, dtype=None, where=None: np.array(x, dtype)
@@ -437,8 +457,9 @@ for _ndim, _helper in ((1, rt.atleast_1d), (2, rt.atleast_2d), (3, rt.atleast_3d
 
 @overload(rt.array_bar)
 def _array_bar(g, x):
-    if isinstance(x, types.BaseTuple):
-        items = "".join(f"rt.reshape_bar(g[{k}], x[{k}]), " for k in range(len(x)))
+    if isinstance(x, types.BaseTuple):  # (a row that is a tuple itself: its own adjoints, item by item)
+        items = "".join(f"rt.array_bar(g[{k}], x[{k}]), " if isinstance(t, types.BaseTuple)
+                        else f"rt.reshape_bar(g[{k}], x[{k}]), " for k, t in enumerate(x))
         return _compile(f"def impl(g, x):\n    return ({items})\n", "impl")
     if isinstance(x, types.List):
         return lambda g, x: rt.reshape_bar(g, x)
