@@ -371,3 +371,19 @@ def test_array_of_rows_of_arrays_in_every_mode(fun):
     np.testing.assert_allclose(s2s.jit(fun)(x), fun(x), rtol=1e-12)
     direction = np.linspace(-1.0, 1.0, 6).reshape(3, 2)
     assert s2s.jvp(fun, (x,), (direction,))[1] == pytest.approx(np.sum(want * direction), rel=1e-6)
+
+
+def append_to_a_list(values, last):
+    return np.sum(np.sin(np.append(values, last)) ** 2)
+
+
+def test_append_to_a_list_argument_under_jit():
+    """A list argument (a tuple under s2s.jit) appended to: its gradient is a list, as JAX's."""
+    values, last = [0.3, -1.2, 0.8], 0.5
+    want = central_difference_grad(lambda v, w: append_to_a_list(list(v), w), (np.array(values), last), 0)
+    want_last = central_difference_grad(lambda v, w: append_to_a_list(list(v), w), (np.array(values), last), 1)
+    for grad in (s2s.grad(append_to_a_list, argnums=(0, 1)), s2s.jit(s2s.grad(append_to_a_list, argnums=(0, 1)))):
+        got, got_last = grad(values, last)
+        assert isinstance(got, list)
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8)
+        assert got_last == pytest.approx(want_last, rel=1e-6)

@@ -594,7 +594,9 @@ def _append_bar(first):
     np.append joined arr and values (of g flattened, for axis None)."""
     def build(g, arr, values, axis=None):
         target = "arr" if first else "values"
-        cut = "1" if _scalar(arr) else "arr.size"
+        # (a list argument is a tuple under s2s.jit: of numbers, its length)
+        numbers = isinstance(arr, types.BaseTuple) and all(isinstance(t, types.Number) for t in arr)
+        cut = "1" if _scalar(arr) else str(len(arr)) if numbers else "arr.size"
         if _is_none(axis):
             piece = f"np.ravel(g)[:{cut}]" if first else f"np.ravel(g)[{cut}:]"
             return _compile(f"def impl(g, arr, values, axis=None):\n    return rt.reshape_bar({piece}.copy(), {target})\n",
