@@ -17,8 +17,12 @@ import s2s
 
 __s2s__ = ["residual", "rosenbrock"]
 
+# Shape-typed annotations say each argument's kind (how many dimensions): `s2s transform` and
+# `s2s show` then write the module that s2s.jit compiles for such arguments (generated/).
+Vector = np.ndarray[tuple[int], np.dtype[np.float64]]
 
-def residual(x):
+
+def residual(x: Vector):
     r = np.zeros(3)
     r[0] = x[0] * x[0] + x[1] * x[1] + x[2] * x[2] - 3.0
     r[1] = np.exp(x[0]) + x[1] - math.e - 1.0
@@ -26,7 +30,7 @@ def residual(x):
     return r
 
 
-def rosenbrock(x):
+def rosenbrock(x: Vector):
     total = 0.0
     for i in range(x.shape[0] - 1):
         total = total + 100.0 * (x[i + 1] - x[i] ** 2) ** 2 + (1.0 - x[i]) ** 2

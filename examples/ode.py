@@ -15,14 +15,18 @@ import s2s
 
 __s2s__ = ["final_state_loss", "final_state"]
 
+# Shape-typed annotations say each argument's kind (how many dimensions): `s2s transform` and
+# `s2s show` then write the module that s2s.jit compiles for such arguments (generated/).
+Vector = np.ndarray[tuple[int], np.dtype[np.float64]]
+
 GRAVITY = 9.81
 
 
-def pendulum_rhs(theta, omega, damping, length):
+def pendulum_rhs(theta: float, omega: float, damping: float, length: float):
     return omega, -GRAVITY / length * math.sin(theta) - damping * omega
 
 
-def final_state(params, theta0, omega0, steps, dt):
+def final_state(params: Vector, theta0: float, omega0: float, steps: int, dt: float):
     """The state (theta, omega) after `steps` Euler steps."""
     damping, length = params
     theta = theta0
@@ -34,7 +38,7 @@ def final_state(params, theta0, omega0, steps, dt):
     return np.array([theta, omega])
 
 
-def final_state_loss(params, theta0, omega0, target, steps, dt):
+def final_state_loss(params: Vector, theta0: float, omega0: float, target: Vector, steps: int, dt: float):
     return np.sum((final_state(params, theta0, omega0, steps, dt) - target) ** 2)
 
 

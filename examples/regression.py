@@ -9,8 +9,13 @@ import s2s
 
 __s2s__ = ["loss"]
 
+# Shape-typed annotations say each argument's kind (how many dimensions): `s2s transform` and
+# `s2s show` then write the module that s2s.jit compiles for such arguments (generated/).
+Vector = np.ndarray[tuple[int], np.dtype[np.float64]]
+Matrix = np.ndarray[tuple[int, int], np.dtype[np.float64]]
 
-def loss(params, x, y):
+
+def loss(params: tuple[Vector, float], x: Matrix, y: Vector):
     w, b = params
     pred = x @ w + b
     return np.mean((pred - y) ** 2)

@@ -107,6 +107,22 @@ def decay(x: float, rate: float, steps: int):
     for k in range(steps):
         x = x - rate * x * x
     return x
+
+
+Vector = np.ndarray[tuple[int], np.dtype[np.float64]]
+
+
+def heat_annotated(u0: Vector, alpha: float, steps: int):
+    return heat(u0, alpha, steps)
+
+
+def heat_plain_array(u0: np.ndarray, alpha: float, steps: int):
+    return heat(u0, alpha, steps)
+
+
+def fit(params: tuple[Vector, float], x: np.ndarray[tuple[int, int], np.dtype[np.float64]], mask: np.ndarray[tuple[int], np.dtype[np.bool_]]):
+    w, b = params
+    return np.sum(np.where(mask, x @ w + b, 0.0) ** 2)
 '''
 
 
@@ -127,6 +143,17 @@ def test_show_writes_the_module_jit_compiles_for_a_signature(tmp_path, capsys):
     # annotations that tell every parameter's kind choose the specialised module too
     assert cli.main(["show", f"{path}:decay"]) == 0
     assert "x float, rate float, steps int" in capsys.readouterr().out
+    # arrays in NumPy's shape-typed spelling give their dimensions; a plain np.ndarray does not
+    assert cli.main(["show", f"{path}:heat_annotated"]) == 0
+    assert "u0 1-d array, alpha float, steps int" in capsys.readouterr().out
+    assert cli.main(["show", f"{path}:heat_plain_array"]) == 0
+    assert "Specialised" not in capsys.readouterr().out
+    fit_args = ((np.array([0.5, -1.0]), 0.25), np.arange(6.0).reshape(3, 2), np.array([True, False, True]))
+    fit_grad = s2s.jit(s2s.grad(module.fit))
+    expected = central_difference_grad(lambda w: module.fit((w, 0.25), *fit_args[1:]), [fit_args[0][0]], 0)
+    np.testing.assert_allclose(fit_grad(*fit_args)[0], expected, rtol=1e-6)
+    assert cli.main(["show", f"{path}:fit"]) == 0
+    assert capsys.readouterr().out == fit_grad._specialised_source
     assert cli.main(["show", f"{path}:heat", "--signature", "float64[:], float64"]) == 1
     assert "2 types for the 3 parameters of heat" in capsys.readouterr().err
 

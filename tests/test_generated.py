@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -43,22 +44,51 @@ def test_generation_is_byte_identical_across_processes(example, tmp_path):
     assert outs[0] == outs[1]
 
 
+def an_argument(fact):
+    """A value of the kind an argument fact describes (what the module is specialised for)."""
+    if fact in ("float", "int", "bool"):
+        return {"float": 0.5, "int": 3, "bool": True}[fact]
+    if fact[0] == "array":
+        return np.full((2,) * fact[1], fact[2:] == ["bool"] or 0.5)
+    return tuple(an_argument(item) for item in fact[1])
+
+
 @pytest.mark.parametrize("example", EXAMPLES)
-def test_generated_files_are_what_the_api_compiles(example):
-    """The examples run s2s.jit(s2s.grad(f)) under Numba; that is the code in generated/."""
+def test_generated_files_are_what_s2s_jit_compiles(example):
+    """The examples annotate their arguments' kinds (shape-typed arrays, floats, ints, tuples), so
+    generated/ holds the modules s2s.jit compiles for such arguments: s2s.jit(s2s.grad(f)) and
+    s2s.jit(s2s.jvp-based jacfwd(f))."""
     import importlib.util
 
     import s2s
+    from s2s.doors.cli import facts_from_annotations
 
     path = os.path.join(ROOT, "examples", example)
     spec = importlib.util.spec_from_file_location("example_" + example[:-3], path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     for name in module.__s2s__:
+        fn = getattr(module, name)
+        facts = facts_from_annotations(fn)
+        assert facts is not None, f"{example}: every parameter of {name} is annotated with its kind"
+        args = [an_argument(fact) for fact in facts]
         golden = open(os.path.join(ROOT, "generated", f"{example[:-3]}_{name}_grad.py")).read()
-        assert s2s.grad(getattr(module, name)).source == golden
+        assert s2s.grad(fn).specialised_source(args) == golden
         golden = open(os.path.join(ROOT, "generated", f"{example[:-3]}_{name}_jvp.py")).read()
-        assert s2s.doors.core.ForwardTransformed(getattr(module, name)).source == golden
+        assert s2s.doors.core.ForwardTransformed(fn).specialised_source(args + args) == golden
+
+
+def test_a_generated_file_is_the_source_of_the_jitted_gradient():
+    import importlib.util
+
+    import s2s
+
+    spec = importlib.util.spec_from_file_location("example_regression", os.path.join(ROOT, "examples", "regression.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    grad = s2s.jit(s2s.grad(module.loss))
+    grad((np.ones(3), 0.5), np.ones((4, 3)), np.ones(4))
+    assert s2s.source(grad) == open(os.path.join(ROOT, "generated", "regression_loss_grad.py")).read()
 
 
 def test_examples_run(tmp_path):

@@ -170,25 +170,40 @@ def parse_signature(text: str, fn) -> list:
 
 
 def facts_from_annotations(fn) -> list | None:
-    """The kind of each parameter its annotation tells (float, int, bool and NumPy's scalar types;
-    an array annotation does not say how many dimensions, so it tells nothing), or None when no
-    annotation tells anything."""
+    """The kind of each parameter its annotation tells, or None unless every parameter's is told:
+    float, int, bool and NumPy's scalar types; an array whose annotation gives its number of
+    dimensions (NumPy's shape-typed `np.ndarray[tuple[int, int], np.dtype[np.float64]]`: a plain
+    `np.ndarray` or `NDArray[np.float64]` does not say how many); a tuple of such kinds
+    (`tuple[float, float]`)."""
     try:
         hints = typing.get_type_hints(fn)
     except Exception:  # noqa: BLE001 - an annotation that does not evaluate tells nothing
         return None
-    facts = []
-    for name in inspect.signature(fn).parameters:
-        hint = hints.get(name)
-        if hint is bool or hint is np.bool_:
-            facts.append("bool")
-        elif hint is float or isinstance(hint, type) and issubclass(hint, np.floating):
-            facts.append("float")
-        elif hint is int or isinstance(hint, type) and issubclass(hint, np.integer):
-            facts.append("int")
-        else:
-            facts.append(None)
+    facts = [_fact_of_hint(hints.get(name)) for name in inspect.signature(fn).parameters]
     return facts if all(f is not None for f in facts) else None
+
+
+def _fact_of_hint(hint):
+    """The argument fact (shapes.argument_fact) that a type hint tells, or None."""
+    if hint is bool or hint is np.bool_:
+        return "bool"
+    if hint is float or isinstance(hint, type) and issubclass(hint, np.floating):
+        return "float"
+    if hint is int or isinstance(hint, type) and issubclass(hint, np.integer):
+        return "int"
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is np.ndarray and len(args) == 2:
+        shape = typing.get_args(args[0]) if typing.get_origin(args[0]) is tuple else None
+        scalars = typing.get_args(args[1]) if typing.get_origin(args[1]) is np.dtype else ()
+        if not shape or Ellipsis in shape or len(scalars) != 1 or not isinstance(scalars[0], type):
+            return None  # (tuple[Any, ...]: NDArray's shape, any number of dimensions)
+        if issubclass(scalars[0], np.bool_):
+            return ["array", len(shape), "bool"]
+        return ["array", len(shape)] if issubclass(scalars[0], np.number) else None
+    if origin is tuple and args and Ellipsis not in args:
+        items = [_fact_of_hint(a) for a in args]
+        return ["tuple", items] if all(i is not None for i in items) else None
+    return None
 
 
 def facts_for(fn, args, mode: str) -> list | None:
