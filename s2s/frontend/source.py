@@ -373,6 +373,30 @@ class Resolver:
 MISSING = _MISSING
 
 
+@functools.lru_cache(maxsize=1024)
+def returns_tuple_displays(fn: Any) -> bool:
+    """Does every return statement of fn (not of the functions nested in it) return a tuple
+    display (`return a, b`)? Then its result is a tuple, never an array."""
+    if not isinstance(fn, types.FunctionType):
+        return False
+    try:
+        body = parse_function(fn).node.body
+    except S2SError:
+        return False
+    returns = []
+
+    def visit(node):
+        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            return
+        if isinstance(node, cst.Return):
+            returns.append(node)
+        for child in node.children:
+            visit(child)
+
+    visit(body)
+    return bool(returns) and all(isinstance(r.value, cst.Tuple) for r in returns)
+
+
 def is_user_function(obj: Any) -> bool:
     """A Python function s2s should transform inter-procedurally (an s2s.custom_vjp or
     custom_jvp too: its body gives the value, its rule the derivatives)."""

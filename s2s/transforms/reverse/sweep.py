@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from ...ir import nodes as ir
 from ...codegen.emit import assign, name, runtime_call
 from ...errors import S2SError
-from ...frontend.source import is_user_function
+from ...frontend.source import is_user_function, returns_tuple_displays
 from ..rule_helpers import simplify
 from .instances import _returns_tuple
 from .planning import Need
@@ -416,15 +416,17 @@ class ReverseSweeper:
 
     def _may_be_array(self, stmt: ir.Assign, source: str) -> bool:
         """May the value that `stmt` unpacks be an array? Not where s2s.jit's facts prove it a
-        tuple, nor where it is only ever a tuple or list display (a parameter may be either:
-        `w, b = params`, `r, s = X`; so may a user function's result: `w, x, y, z = quat(q)`)."""
+        tuple, nor where it is only ever a tuple or list display or the result of a user function
+        whose returns are all tuple displays (a parameter may be either: `w, b = params`,
+        `r, s = X`; so may another function's result: `w, x, y, z = quat(q)`)."""
         if self.plan.classes is not None:
             known = self.plan.classes.pre(stmt, source)
             if known is not None:
                 return known[0] != "tup"
         defs = [d for d in self.an.defs.get(source, []) if d != "param"]
-        return not defs or not all(isinstance(d, ir.Assign) and not d.unpack and isinstance(d.value, ir.Build)
-                                   for d in defs)
+        return not defs or not all(isinstance(d, ir.Assign) and not d.unpack and (
+            isinstance(d.value, ir.Build) or isinstance(d.value, ir.Call) and returns_tuple_displays(d.value.fn))
+            for d in defs)
 
     def reverse_subscript(self, stmt: ir.Assign, y_bar: ast.expr) -> list:
         out: list = []
