@@ -296,6 +296,10 @@ def check_vector(x, mode):
     if x.shape[0] < 2:
         return  # (nothing more to check)
     assert np.all(np.isfinite(x)), "x must be finite"
+    if x.shape[0] > 50:
+        raise ValueError("x has %d values, more than %d" % (x.shape[0], 50))
+    if not np.all(x < 1e6):
+        raise OverflowError("x holds values of {} or more".format(1e6))
 
 
 MEANS = frozenset({"mean"})  # (a module's constant: read where the function is transformed)
@@ -319,6 +323,8 @@ BAD_CALLS = [  # (arguments, the exception NumPy's run raises, its message)
     ((CHECKED, 0, "max"), ValueError, "mode must be 'sum' or 'mean'"),
     ((CHECKED, 3), IndexError, "{name} = {i} is out of range"),
     ((np.array([1.0, np.inf]), 0), AssertionError, "x must be finite"),
+    ((np.ones(51), 0), ValueError, "x has %d values, more than %d"),  # (formatted with %: its template)
+    ((np.array([1.0, 2e6, 1.0]), 0), OverflowError, "x holds values of {} or more"),  # (str.format: the same)
 ]
 
 
@@ -333,7 +339,7 @@ def test_checks_pass_valid_inputs_in_every_mode(mode):
         np.testing.assert_allclose(tangent, np.sum(want), rtol=1e-6, atol=1e-7)
 
 
-@pytest.mark.parametrize("args, error, message", BAD_CALLS, ids=["ndim", "mode", "index", "assert"])
+@pytest.mark.parametrize("args, error, message", BAD_CALLS, ids=["ndim", "mode", "index", "assert", "percent", "format"])
 def test_checks_raise_as_python_does_in_every_mode(args, error, message):
     with pytest.raises(error):
         checked_energy(*args)

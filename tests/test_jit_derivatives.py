@@ -387,3 +387,36 @@ def test_append_to_a_list_argument_under_jit():
         assert isinstance(got, list)
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8)
         assert got_last == pytest.approx(want_last, rel=1e-6)
+
+
+def clipped_cosine(x):
+    """np.clip of numbers (a cosine kept inside [-1, 1] before arccos), as library code writes it."""
+    c = np.clip(np.sum(x * x) - 1.0, -1.0, 1.0)
+    return np.arccos(c) * x[0]
+
+
+def joined_with_displays(x):
+    """np.hstack of an array, a tuple display and a list display: NumPy makes each an array."""
+    return np.sum(np.hstack((x * 2.0, (x[0] ** 2,), [x[1], 3.0])) ** 2)
+
+
+def as_float_array(a):
+    return np.asarray(a, dtype=np.float64) * 2.0
+
+
+def wraps_a_number(x):
+    """np.asarray of a number in a helper: a 0-d array whose adjoint, under jit, is a number again."""
+    angle = x[2]
+    angle = as_float_array(angle)
+    return np.sum(x[:2]) * angle
+
+
+@pytest.mark.parametrize("fun", [clipped_cosine, joined_with_displays, wraps_a_number], ids=lambda f: f.__name__)
+def test_forms_of_library_code_in_every_mode(fun):
+    x = np.array([0.6, -0.5, 0.4])
+    want = central_difference_grad(fun, (x,), 0)
+    np.testing.assert_allclose(s2s.grad(fun)(x), want, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(fun))(x), want, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(s2s.jit(fun)(x), fun(x), rtol=1e-12)
+    direction = np.array([0.3, 1.0, -0.7])
+    assert s2s.jvp(fun, (x,), (direction,))[1] == pytest.approx(want @ direction, rel=1e-6)

@@ -639,6 +639,18 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
                     return written
                 self.call_sites.append(site)
             return self.user_call(node, callee, args, kwargs)
+        if callee in JOINS and args and isinstance(node.args[0].value, (cst.List, cst.Tuple)) \
+                and not node.args[0].keyword and any(isinstance(e.value, (cst.List, cst.Tuple))
+                                                     for e in node.args[0].value.elements):
+            # np.hstack((axis, (angle,))): NumPy makes each item an array, a display too; so does the
+            # lowered call (Numba joins arrays only)
+            built = next((stmt.value for stmt in reversed(self.out) if isinstance(stmt, ir.Assign)
+                          and stmt.targets == (getattr(args[0], "id", None),) and isinstance(stmt.value, ir.Build)), None)
+            elements = node.args[0].value.elements
+            if built is not None and len(built.elts) == len(elements):
+                items = tuple(self.assign(ir.Call(np.array, (item,))) if isinstance(e.value, (cst.List, cst.Tuple))
+                              else item for item, e in zip(built.elts, elements))
+                args[0] = self.assign(ir.Build("tuple", items))
         for k in _array_operands(callee, len(args)):
             if isinstance(node.args[k].value, (cst.List, cst.Tuple)) and not node.args[k].keyword:
                 # np.square([a, 1.0]): NumPy makes the display an array first; so does the lowered
@@ -1208,6 +1220,10 @@ def _distribution_name(obj: Any) -> str:
     if isinstance(name, str) and type(getattr(scipy.stats, name, None)) is type(obj):
         return name
     return next((n for n in dir(scipy.stats) if type(getattr(scipy.stats, n)) is type(obj)), type(obj).__name__)
+
+
+# Functions that join a sequence of arrays, each item made an array first (as NumPy's asarray does).
+JOINS = (np.hstack, np.vstack, np.dstack, np.concatenate, np.stack, np.column_stack)
 
 
 def _array_operands(callee, n_args: int) -> tuple:

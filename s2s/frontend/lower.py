@@ -83,6 +83,19 @@ def _outer_names(code) -> set[str]:
     return names
 
 
+def _formatted_template(node: cst.BaseExpression) -> str | None:
+    """The template of `"..." % values` or `"...".format(...)`, or None for another expression."""
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
+        node = node.left
+    elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "format":
+        node = node.func.value
+    else:
+        return None
+    if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)) and isinstance(node.evaluated_value, str):
+        return node.evaluated_value
+    return None
+
+
 # Context managers whose only effect is on what NumPy warns or prints (Lowering.with_statement).
 WARNING_MANAGERS = (np.errstate, np.printoptions, warnings.catch_warnings)
 
@@ -363,8 +376,8 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
     def raise_statement(self, node: cst.Raise) -> None:
         """raise ValueError("message") of a builtin exception with constant arguments: a check of
         the input, run on the primal values in every mode (and by Numba, which raises an exception
-        class with constant arguments); the derivatives do not pass through it. An f-string's
-        message is its text as written: generated code formats no values."""
+        class with constant arguments); the derivatives do not pass through it. A formatted
+        message (f-string, `%`, str.format) is its text as written: generated code formats no values."""
         exc = node.exc
         call = exc if isinstance(exc, cst.Call) else None
         func = call.func if call is not None else exc
@@ -383,13 +396,17 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
             if arg.keyword is not None or arg.star:
                 raise self.error(arg, "the arguments of a raised exception are positional", hint)
             value = arg.value
+            template = _formatted_template(value)
             if isinstance(value, cst.FormattedString):
                 args.append(ir.Const("".join(cst.Module([]).code_for_node(part) for part in value.parts)))
+            elif template is not None:  # "... %s" % (q.shape,), "... {}".format(n): the template
+                args.append(ir.Const(template))
             elif isinstance(value, (cst.SimpleString, cst.ConcatenatedString, cst.Integer, cst.Float)):
                 args.append(ir.Const(value.evaluated_value))
             else:
                 raise self.error(arg, "the arguments of a raised exception are constants here (a string or a number; "
-                                 "an f-string is raised with its text as written)", hint)
+                                 "a formatted string, f\"...\", \"...\" % v or \"...\".format(v), is raised with its "
+                                 "text as written)", hint)
         self.emit(ir.ExprStmt(ir.Call(runtime.raise_exception, (ir.Const(kind.__name__), *args)), self.origin))
 
     def failed_assertion(self, node: cst.Raise) -> tuple | None:

@@ -466,7 +466,21 @@ def _array_bar(g, x):
         return _compile(f"def impl(g, x):\n    return ({items})\n", "impl")
     if isinstance(x, types.List):
         return lambda g, x: rt.reshape_bar(g, x)
+    if isinstance(x, (types.Number, types.Boolean)) and isinstance(g, types.Array):
+        return lambda g, x: g.item()  # (the adjoint of np.array(a) of a number is a number, as runtime.array_bar)
     return lambda g, x: g
+
+
+@overload(np.clip)
+def _clip_of_numbers(a, a_min, a_max, out=None):
+    """np.clip of a number, which Numba's own np.clip (of arrays) does not take. NaN stays NaN."""
+    def bound(t):
+        return isinstance(t, (types.Number, types.NoneType, types.Omitted)) or t is None
+    if not (isinstance(a, types.Number) and bound(a_min) and bound(a_max)):
+        return None
+    low = "" if _is_none(a_min) else "    if a < a_min:\n        return a_min\n"
+    high = "" if _is_none(a_max) else "    if a > a_max:\n        return a_max\n"
+    return _compile(f"def impl(a, a_min, a_max, out=None):\n{low}{high}    return a\n", "impl")
 
 
 @overload(rt.clip_inside)
