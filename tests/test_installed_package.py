@@ -1,0 +1,111 @@
+"""A pure-NumPy package as it is shipped, installed as a test dependency (pytransform3d, BSD-3-Clause):
+its rotation functions validate their input (np.asarray with a dtype, shape checks that raise with
+%-formatted messages, `in` tests of constants), unpack arrays its helpers build, clip numbers and
+join arrays with tuples. s2s differentiates them unchanged, in grad, jvp and jit(grad), checked
+against central differences; the import hook reaches the package without `__s2s__`, lazily."""
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import pytransform3d.rotations as pr  # (a test dependency: pyproject's test extra installs it)
+
+import s2s
+from finite_differences import central_difference_grad
+
+Q = np.array([0.8, 0.2, -0.3, 0.4])
+AXIS_ANGLE = np.array([0.3, 0.5, 0.81, 0.7])
+W3 = np.arange(1.0, 10.0).reshape(3, 3) / 9.0
+W4 = np.array([1.0, -2.0, 0.5, 3.0])
+
+
+def rotated_weight(q):
+    return np.sum(pr.matrix_from_quaternion(q) * W3)
+
+
+def axis_angle_weight(a):
+    return np.sum(pr.matrix_from_axis_angle(a) * W3)
+
+
+def quaternion_to_axis_angle(q):
+    return np.sum(pr.axis_angle_from_quaternion(q) * W4)
+
+
+def axis_angle_to_quaternion(a):
+    return np.sum(pr.quaternion_from_axis_angle(a) * W4)
+
+
+def euler_weight(e):
+    return np.sum(pr.matrix_from_euler(e, 0, 1, 2, True) * W3)
+
+
+def composed(q):
+    return np.sum(pr.concatenate_quaternions(q, np.array([0.5, 0.5, 0.5, 0.5])) * W4)
+
+
+def rotated_vector(q):
+    return np.sum(pr.q_prod_vector(q, np.array([1.0, 2.0, 3.0])) * np.array([1.0, -2.0, 0.5]))
+
+
+def slerp_weight(q):
+    return np.sum(pr.quaternion_slerp(np.array([1.0, 0.0, 0.0, 0.0]), q / np.linalg.norm(q), 0.3) * W4)
+
+
+CASES = [(rotated_weight, Q), (axis_angle_weight, AXIS_ANGLE), (quaternion_to_axis_angle, Q),
+         (axis_angle_to_quaternion, AXIS_ANGLE), (euler_weight, np.array([0.3, -0.2, 0.5])), (composed, Q),
+         (rotated_vector, Q), (slerp_weight, Q)]
+
+
+@pytest.mark.parametrize("fun, x", CASES, ids=[f.__name__ for f, _ in CASES])
+def test_the_package_s_functions_in_every_mode(fun, x):
+    want = central_difference_grad(fun, (x,), 0)
+    np.testing.assert_allclose(s2s.grad(fun)(x), want, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(fun))(x), want, rtol=1e-6, atol=1e-8)
+    direction = np.linspace(-1.0, 1.0, x.size)
+    assert s2s.jvp(fun, (x,), (direction,))[1] == pytest.approx(want @ direction, rel=1e-6, abs=1e-9)
+
+
+def test_a_package_function_differentiated_directly():
+    a, b = np.array([1.0, 0.2, -0.3]), np.array([0.1, 1.0, 0.4])
+    want = central_difference_grad(pr.angle_between_vectors, (a, b), 0)
+    np.testing.assert_allclose(s2s.grad(pr.angle_between_vectors)(a, b), want, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(pr.angle_between_vectors))(a, b), want, rtol=1e-6, atol=1e-8)
+
+
+HOOKED = '''
+import pathlib, sys
+import numpy as np
+import s2s
+
+s2s.install_import_hook("pytransform3d")
+import pytransform3d.rotations as pr
+
+stored = pathlib.Path(sys.argv[1])
+before = set(stored.glob("*.py")) if stored.exists() else set()
+q1, q2 = np.array([0.8, 0.2, -0.3, 0.4]), np.array([0.5, 0.5, 0.5, 0.5])
+print(repr(s2s.grad(pr.quaternion_dist)(q1, q2).tolist()))
+after = set(stored.glob("*.py"))
+print(sorted(p.name.split(".")[-4] for p in after - before) or sorted(p.name.split(".")[-4] for p in after))
+'''
+
+
+def test_the_import_hook_transforms_the_package_lazily_beside_its_bytecode(tmp_path):
+    """The package has no __s2s__: importing it under the hook transforms nothing; the gradient
+    asked for is written beside the package's bytecode (or in the user's cache where that
+    folder is not writable), and a later process reads it from there."""
+    folder = pathlib.Path(pr.__file__).parent / "__pycache__" / "s2s"
+    script = tmp_path / "hooked.py"
+    script.write_text(HOOKED)
+    q1, q2 = np.array([0.8, 0.2, -0.3, 0.4]), np.array([0.5, 0.5, 0.5, 0.5])
+    want = central_difference_grad(pr.quaternion_dist, (q1, q2), 0)
+    env = {**os.environ, "S2S_CACHE_DIR": str(tmp_path / "cache")}
+    for _ in range(2):  # (the second process finds what the first wrote)
+        done = subprocess.run([sys.executable, str(script), str(folder)], capture_output=True, text=True, env=env)
+        assert done.returncode == 0, done.stderr
+        grad_line, names_line = done.stdout.splitlines()
+        np.testing.assert_allclose(eval(grad_line), want, rtol=1e-6, atol=1e-8)
+        if os.access(folder.parent, os.W_OK):
+            assert "quaternion_dist" in names_line
