@@ -348,7 +348,9 @@ def write_results(rows, quick, jax, batched_rows=(), kept_freed_buffers=False, f
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(os.path.join(out, "results.png"), dpi=110)
-    print(f"wrote {out}/results.md and results.png")
+    # the docs site's copy (MkDocs serves files of its docs folder only)
+    fig.savefig(os.path.join(os.path.dirname(__file__), "..", "docs", "pages", "benchmarks.png"), dpi=110)
+    print(f"wrote {out}/results.md and results.png (and docs/pages/benchmarks.png)")
 
 
 if __name__ == "__main__":
