@@ -34,6 +34,8 @@ def log_with_filters(x):
 def warns_when_large(x):
     if np.any(x > 1.5):
         warnings.warn("x is large", RuntimeWarning)
+    if np.any(x > 100.0):
+        warnings.warn(f"x reaches {np.max(x)}", stacklevel=2)  # (a formatted message: its text)
     with np.printoptions(precision=3), np.errstate(over="ignore"):
         s = np.sum(np.exp(x) ** 2)
     return s
@@ -62,6 +64,8 @@ def test_a_warning_is_given_where_numpy_gives_it():
         warnings.simplefilter("error")
         s2s.grad(warns_when_large)(X * 0.1)  # the branch not taken warns of nothing
     assert 'runtime.warn("x is large", "RuntimeWarning")' in s2s.source(s2s.grad(warns_when_large))
+    with pytest.warns(UserWarning, match=r"x reaches \{np.max\(x\)\}"):
+        s2s.grad(warns_when_large)(X * 100.0)
 
 
 def test_filters_inside_catch_warnings_end_with_it():

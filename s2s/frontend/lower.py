@@ -292,8 +292,13 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
                     and getattr(builtins, category.__name__, None) is category):
                 raise self.error(call, "warnings.warn is supported with a message and a builtin warning class",
                                  "call warnings.warn(message) or warnings.warn(message, RuntimeWarning)")
-            # (the category by its name, as a raise names its exception: a class is no value for Numba)
-            arguments = (self.expr(given["message"]), ir.Const(category.__name__))
+            # (the category by its name, as a raise names its exception: a class is no value for Numba;
+            # a formatted message by its text, as a raise's)
+            message = given["message"]
+            template = _formatted_template(message)
+            if isinstance(message, cst.FormattedString):
+                template = "".join(cst.Module([]).code_for_node(part) for part in message.parts)
+            arguments = (self.expr(message) if template is None else ir.Const(template), ir.Const(category.__name__))
             self.emit(ir.ExprStmt(ir.Call(runtime.warn, arguments), self.origin))
             return True
         if callee in (warnings.simplefilter, warnings.filterwarnings, warnings.resetwarnings):
