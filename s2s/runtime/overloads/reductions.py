@@ -221,8 +221,9 @@ def _nest(dims, body, reverse=False) -> list:
 
 
 def _index(items) -> str:
+    """The source of an index of these items: `i0, i1`, `i0,`, and `()` of a 0-d array."""
     items = list(items)
-    return ", ".join(items) + ("," if len(items) == 1 else "")
+    return ", ".join(items) + ("," if len(items) == 1 else "") if items else "()"
 
 
 def _x_index(ax) -> str:
