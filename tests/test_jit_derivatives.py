@@ -420,3 +420,16 @@ def test_forms_of_library_code_in_every_mode(fun):
     np.testing.assert_allclose(s2s.jit(fun)(x), fun(x), rtol=1e-12)
     direction = np.array([0.3, 1.0, -0.7])
     assert s2s.jvp(fun, (x,), (direction,))[1] == pytest.approx(want @ direction, rel=1e-6)
+
+
+def contracted_by_list_axes(a, b):
+    """np.tensordot with its axes as a list of lists, as NumPy's documentation writes them."""
+    return np.sum(np.tensordot(a, b, axes=[[-1], [0]]) ** 2)
+
+
+def test_nested_list_arguments_of_library_functions_under_jit():
+    rng = np.random.default_rng(4)
+    a, b = rng.standard_normal((2, 4)), rng.standard_normal((4, 3))
+    want = central_difference_grad(contracted_by_list_axes, (a, b), 0)
+    np.testing.assert_allclose(s2s.grad(contracted_by_list_axes)(a, b), want, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(contracted_by_list_axes))(a, b), want, rtol=1e-6, atol=1e-8)

@@ -1003,8 +1003,9 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
                                      "unpack it into names first (x, y = t) and pass them one by one")
                 continue
             if lists_as_tuples and isinstance(arg.value, cst.List):
-                # np.array([a, b]) == np.array((a, b)), and Numba types tuples, not lists.
-                value = self.assign(ir.Build("tuple", self.elements(arg.value.elements)))
+                # np.array([a, b]) == np.array((a, b)), and Numba types tuples, not lists (nested
+                # too: np.tensordot(a, b, [[1], [0]]), np.array([[a, b], [c, d]]))
+                value = self.tuple_of_display(arg.value)
             else:
                 value = self.expr(arg.value)
             if arg.keyword is None:
@@ -1014,6 +1015,14 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
             else:
                 kwargs.append((arg.keyword.value, value))
         return args, kwargs
+
+    def tuple_of_display(self, node: cst.List) -> ir.Atom:
+        """A list display as a tuple, and the list displays among its items too (at any depth)."""
+        if any(isinstance(e, cst.StarredElement) for e in node.elements):
+            return self.assign(ir.Build("tuple", self.elements(node.elements)))
+        return self.assign(ir.Build("tuple", tuple(
+            self.tuple_of_display(e.value) if isinstance(e.value, cst.List) else self.expr(e.value)
+            for e in node.elements)))
 
     def method_call(self, node: cst.Call, func: cst.Attribute) -> ir.Atom:
         method = func.attr.value
