@@ -96,7 +96,12 @@ def eigh_of_the_upper_triangle(x):
     return np.sum(w**3) + np.sum(v**2 * W) + np.sum(np.linalg.eigvalsh(x, "U") * np.arange(3.0))
 
 
-def eigh_of_a_variable_triangle(x, uplo):
+def eigh_of_a_given_triangle(x, uplo):
+    return np.sum(np.linalg.eigvalsh(x, uplo) ** 2)
+
+
+def eigh_of_a_computed_triangle(x):
+    uplo = "U" if x[0, 0] > 0 else "L"
     return np.sum(np.linalg.eigvalsh(x, uplo))
 
 
@@ -349,8 +354,12 @@ def test_eigh_of_the_upper_triangle_has_an_upper_triangular_gradient():
     for got in (s2s.grad(eigh_of_the_upper_triangle)(X), s2s.jit(s2s.grad(eigh_of_the_upper_triangle))(X)):
         np.testing.assert_array_equal(np.tril(got, -1), np.zeros((3, 3)))
         np.testing.assert_allclose(got, _fd(eigh_of_the_upper_triangle, (X,)), rtol=1e-6, atol=1e-6)
+    # (a string argument is static: written into the code generated for the call)
+    for uplo in ("U", "L"):
+        np.testing.assert_allclose(s2s.grad(eigh_of_a_given_triangle)(X, uplo),
+                                   _fd(lambda x: eigh_of_a_given_triangle(x, uplo), (X,)), rtol=1e-6, atol=1e-6)
     with pytest.raises(s2s.S2SError, match=r"test_linalg_rules.py:\d+:\d+: .* write UPLO as a constant, 'L' or 'U'"):
-        s2s.grad(eigh_of_a_variable_triangle)(X, "U")
+        s2s.grad(eigh_of_a_computed_triangle)(X)
 
 
 @pytest.mark.parametrize("transform", [s2s.grad, lambda f: s2s.jit(s2s.grad(f))], ids=["python", "jit"])

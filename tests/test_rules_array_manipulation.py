@@ -353,8 +353,12 @@ def einsum_keywords(A):
     return np.sum(np.einsum("ij->ji", A, optimize=True))
 
 
-def cast_computed(x, t):
-    return np.sum(x.astype(t))
+def cast_computed(x, y):
+    return np.sum(x.astype(y.dtype))
+
+
+def cast_to_an_argument_type(x, t):
+    return np.sum(np.sin(x.astype(t)))
 
 
 def r_with_a_directive(x):
@@ -421,7 +425,13 @@ def test_r_with_a_string_directive_is_refused_at_its_line():
 
 def test_cast_to_a_computed_type_is_refused():
     with pytest.raises(s2s.S2SError, match="the type of a cast must be a constant"):
-        s2s.grad(cast_computed)(X, np.float64)
+        s2s.grad(cast_computed)(X, X)
+
+
+def test_cast_to_a_type_passed_as_an_argument():
+    # (a type argument is static: written into the code generated for the call)
+    expected = central_difference_grad(cast_to_an_argument_type, (X, np.float64), 0)
+    assert np.allclose(s2s.grad(cast_to_an_argument_type)(X, np.float64), expected, atol=1e-6)
 
 
 def squeeze_all(A):

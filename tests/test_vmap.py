@@ -181,7 +181,7 @@ def test_functions_without_generated_code_loop_in_python():
     f = s2s.vmap(guarded)
     np.testing.assert_allclose(f(ts), np.sin(ts))
     assert "it has no generated code" in f.source
-    with pytest.raises(s2s.S2SError, match="try statements are not supported"):
+    with pytest.raises(s2s.S2SError, match="try statements are supported where the call.s constants decide them"):
         s2s.jit(s2s.vmap(guarded))(ts)
 
 

@@ -54,11 +54,13 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
     """
     argnums = tuple(range(len(primals)))
     transformed = Transformed(fun, "vjp", argnums, has_aux)
+    transformed = transformed.for_arguments(transformed._bind(primals, {}))  # (static values: core.StaticSiblings)
     for k, primal in enumerate(primals):
         if any(pytree.is_integer_leaf(leaf) for leaf in pytree.leaves(primal)):
             raise S2SError(f"vjp: argument {k} of {fun.__name__} holds integers",
                            hint="pass floats, or close over integer arguments in a wrapper")
-    out = _plain_value(fun, private_copies(transformed._bind(primals, {})))  # (copies: fun may write into them)
+    # (transformed.fun: the function as s2s takes it, np.row_stack as the call of it)
+    out = _plain_value(transformed.fun, private_copies(transformed._bind(primals, {})))  # (copies: it may write into them)
     if transformed.generated()[1].get("by_rule"):
         # An s2s.custom_vjp or custom_jvp gives its value by its rule where it is differentiated
         # (fwd's value may be a stabler form than the body's), as jax.vjp's primal output does.

@@ -18,6 +18,7 @@ from ..tree_util import pytree
 from ..analysis.shapes import argument_facts
 from ..driver import cache
 from ..errors import S2SError, user_facing
+from ..frontend import static_values
 from ..frontend.signatures import own_signature
 from ..options import config
 from ..progress import describe, progress
@@ -208,7 +209,36 @@ def _unbatched(fun: Callable) -> Callable:
     return fun.as_loop_function() if hasattr(fun, "as_loop_function") else as_function(fun)
 
 
-class Derivative:
+class StaticSiblings:
+    """A door whose call passes static values (strings, None, types, functions:
+    frontend/static_arguments.py) runs as the same door of a copy of its function that carries
+    them (its sibling), whose generated code has them written in; .source shows the latest
+    call's. A door says how it is made for another function (for_function)."""
+
+    fun: Callable
+    _siblings: dict
+    _latest_sibling: Any = None
+
+    def for_function(self, fun: Callable) -> Any:
+        raise NotImplementedError
+
+    def for_arguments(self, bound: tuple) -> Any:
+        """This door, or its sibling for the static values of the bound arguments (of a door
+        over another, vmap(grad(f)), the door over the other's sibling)."""
+        inner = self.fun
+        fun = inner.for_arguments(bound) if isinstance(inner, StaticSiblings) \
+            else static_values.specialised(inner, bound)
+        sibling = self
+        if fun is not self.fun:
+            siblings = self.__dict__.setdefault("_siblings", {})
+            sibling = siblings.get(fun)
+            if sibling is None:
+                sibling = siblings[fun] = self.for_function(fun)
+        self._latest_sibling = sibling if sibling is not self else None
+        return sibling
+
+
+class Derivative(StaticSiblings):
     """Base of the derivatives (Transformed here, jacobians.Jacobian and SecondOrder) that grad,
     jacfwd, jacrev and hessian differentiate again by their own means (jacobians.py, higher.py):
     a Transformed of one is refused."""
@@ -259,8 +289,13 @@ class Transformed(Derivative):
 
     @property
     def source(self) -> str:
-        """The generated module; under s2s.jit, once called, the one specialised for the
-        latest call's kinds of arguments."""
+        """The generated module; once called, the one for the latest call's static values
+        and, under s2s.jit, its kinds of arguments."""
+        if self._latest_sibling is not None:
+            return self._latest_sibling.source
+        return self._own_source()
+
+    def _own_source(self) -> str:
         if self._specialised_source is not None:
             return self._specialised_source
         return self.generated()[0]
@@ -276,8 +311,11 @@ class Transformed(Derivative):
 
     def module(self):
         if self._module is None:
-            self._module = backends.load(self.source, self.fun.__name__, self.backend)
+            self._module = backends.load(self._own_source(), self.fun.__name__, self.backend)
         return self._module
+
+    def for_function(self, fun: Callable) -> "Transformed":
+        return Transformed(fun, self.kind, self.argnums, self.has_aux, self.backend, self.rows)
 
     def with_backend(self, backend: str) -> "Transformed":
         other = Transformed(self.fun, self.kind, self.argnums, self.has_aux, backend, self.rows)
@@ -363,10 +401,14 @@ class Transformed(Derivative):
         seen = self._by_plain_kinds.get(plain) if plain is not None else None
         if seen is None:
             bound = self._bind(args, kwargs, self._user_argnums)
+            sibling = self.for_arguments(bound)
+            if sibling is not self:
+                return sibling(*args, **kwargs)
             rememberable = plain is not None and bound is args  # (nothing bound by keyword or default)
             self._check_args(bound)
         try:
             if seen is not None:
+                self._latest_sibling = None
                 vjp_function, self._specialised_source, self._specialised_entries, seed = seen
                 call_args = args + (seed,)
             else:
@@ -462,10 +504,11 @@ def _plain_value(fun: Callable, args: Sequence) -> Any:
     except AttributeError as exc:
         if "'at'" not in str(exc) or not inspect.isfunction(fun):
             raise
-    return Primal(fun, "python")._call_bound(args)
+    primal = Primal(fun, "python")
+    return primal.for_arguments(tuple(args))._call_bound(args)
 
 
-class Primal:
+class Primal(StaticSiblings):
     """A user function compiled as it is (its normalized primal), for s2s.jit(f)."""
 
     def __init__(self, fun: Callable, backend: str):
@@ -480,9 +523,17 @@ class Primal:
 
     @property
     def source(self) -> str:
+        if self._latest_sibling is not None:
+            return self._latest_sibling.source
+        return self._own_source()
+
+    def _own_source(self) -> str:
         if self._source is None:
             self._source, self._entries = _generated(self.fun, "primal", {})
         return self._source
+
+    def for_function(self, fun: Callable) -> "Primal":
+        return Primal(fun, self.backend)
 
     def as_called_function(self) -> Callable:
         """The function itself, for a transformed function that calls this one (jax.jit is
@@ -491,11 +542,12 @@ class Primal:
 
     @user_facing
     def __call__(self, *args, **kwargs):
-        return self._call_bound(self._bind(args, kwargs))
+        bound = self._bind(args, kwargs)
+        return self.for_arguments(bound)._call_bound(bound)
 
     def _call_bound(self, args: tuple):
         if self._compiled is None:
-            module = backends.load(self.source, self.fun.__name__, self.backend)
+            module = backends.load(self._own_source(), self.fun.__name__, self.backend)
             # (the function's generated name: a callee of the same name may hold its own)
             name = self._entries.get("name", self.fun.__name__)
             self._compiled = backends.entry(module, name, self.fun)

@@ -13,6 +13,7 @@ import numpy as np
 from ..tree_util import pytree
 from ..driver import cache
 from ..errors import S2SError, user_facing
+from ..frontend import static_values
 from ..frontend.nested import register_nested_transform
 from .core import ForwardTransformed, Primal, Transformed, binder_of
 from .hvp import jvp_of_gradient
@@ -112,6 +113,9 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
             transformed = _forward_transformed(fun, backend, active=tuple(range(given)))
         else:
             tangents = all_tangents
+    specialised = static_values.specialised(transformed.fun, primals)
+    if specialised is not transformed.fun:  # strings, None, types, functions: written into the code
+        transformed = _forward_transformed(specialised, backend, active=transformed.active)
     if backend == "cpu":
         tangents = tuple(scalar_like(t, p) for p, t in zip(primals, tangents))
     call = transformed.call_args(primals + tangents)

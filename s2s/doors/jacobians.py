@@ -48,12 +48,17 @@ class Jacobian(Derivative):
 
     @property
     def source(self) -> str:
+        if self._latest_sibling is not None:
+            return self._latest_sibling.source
         if self.forward:
             return ForwardTransformed(self.fun, has_aux=self.has_aux, columns=True).source
         return Transformed(self.fun, "vjp", _argnums_tuple(self.argnums)[:1], self.has_aux, rows=True).source
 
     def with_backend(self, backend: str) -> "Jacobian":
         return Jacobian(self.fun, self.argnums, self.forward, backend, self.has_aux)
+
+    def for_function(self, fun: Callable) -> "Jacobian":
+        return Jacobian(fun, self.argnums, self.forward, self.backend, self.has_aux)
 
     def _one(self, args, k):
         x = args[k]
@@ -133,7 +138,11 @@ class Jacobian(Derivative):
 
     @user_facing
     def __call__(self, *args, **kwargs):
-        args = private_copies(self._bind(args, kwargs, _argnums_tuple(self.argnums)))
+        bound = self._bind(args, kwargs, _argnums_tuple(self.argnums))
+        sibling = self.for_arguments(bound)
+        if sibling is not self:
+            return sibling(*args, **kwargs)
+        args = private_copies(bound)
         if isinstance(self.argnums, int):
             jac = in_dtype(self._one(args, self.argnums), args[self.argnums])
         else:
@@ -166,19 +175,25 @@ class SecondOrder(Derivative):
     def with_backend(self, backend: str) -> "SecondOrder":
         return SecondOrder(self.fun, self.inner_argnum, self.outer_argnums, self.scalar, backend, self.has_aux)
 
+    def for_function(self, fun: Callable) -> "SecondOrder":
+        return SecondOrder(fun, self.inner_argnum, self.outer_argnums, self.scalar, self.backend, self.has_aux)
+
     def _vjp_function(self):
         inner = Transformed(self.fun, "vjp", (self.inner_argnum,), self.has_aux)
         return getattr(inner.module(), f"{inner._entry_name()}_vjp")
 
     @property
     def source(self) -> str:
+        if self._latest_sibling is not None:
+            return self._latest_sibling.source
         # (the outer derivatives' arguments only: another's, an int n of np.arange(n), may refuse)
         return _source(self._vjp_function(), "second_order", {"active": sorted(set(_argnums_tuple(self.outer_argnums)))})
 
     def module(self):
         if self._module is None:
             vjp_function = self._vjp_function()
-            self._module = backends.load(self.source, vjp_function.__name__ + "_jvp", self.backend)
+            source = _source(vjp_function, "second_order", {"active": sorted(set(_argnums_tuple(self.outer_argnums)))})
+            self._module = backends.load(source, vjp_function.__name__ + "_jvp", self.backend)
         return self._module
 
     def _one(self, args, k):
@@ -219,7 +234,11 @@ class SecondOrder(Derivative):
 
     @user_facing
     def __call__(self, *args, **kwargs):
-        args = private_copies(self._bind(args, kwargs, _argnums_tuple(self.outer_argnums)))
+        bound = self._bind(args, kwargs, _argnums_tuple(self.outer_argnums))
+        sibling = self.for_arguments(bound)
+        if sibling is not self:
+            return sibling(*args, **kwargs)
+        args = private_copies(bound)
         # float32 in, float32 out, as the first derivatives (the second are computed in float64)
         if isinstance(self.outer_argnums, int):
             result = in_dtype(self._one(args, self.outer_argnums), args[self.outer_argnums])

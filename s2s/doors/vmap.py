@@ -207,7 +207,7 @@ def _pattern(value: Any) -> batching.Pattern:
     return tuple(_pattern(v) for v in value) if isinstance(value, list) else value
 
 
-class Batched:
+class Batched(core.StaticSiblings):
     """s2s.vmap(fun): fun mapped over an axis of its arguments."""
 
     def __init__(self, fun: Callable, in_axes: Any = 0, out_axes: Any = 0, backend: str | None = None):
@@ -233,9 +233,14 @@ class Batched:
     def with_backend(self, backend: str) -> "Batched":
         return Batched(self.fun, self.in_axes, self.out_axes, backend)
 
+    def for_function(self, fun: Callable) -> "Batched":
+        return Batched(fun, self.in_axes, self.out_axes, self.backend)
+
     @property
     def source(self) -> str:
         """The generated module of the last specialisation (call the function once first)."""
+        if self._latest_sibling is not None:
+            return self._latest_sibling.source
         if self._last_source is None:
             raise S2SError("the batched source depends on the arguments' structure and mapped axes",
                            hint="call the vmapped function once, then read its .source")
@@ -587,8 +592,11 @@ class Batched:
         if kwargs:
             raise S2SError(f"vmap: pass the arguments positionally (got {', '.join(kwargs)} by keyword)",
                            hint="in_axes names positions, as in JAX")
-        given = len(args)
+        given, passed = len(args), args
         args = self._with_defaults(args)
+        sibling = self.for_arguments(args)  # (static values: core.StaticSiblings)
+        if sibling is not self:
+            return sibling(*passed)
         call_key = _call_key(args)
         if call_key is not None:
             call_key = (given, call_key, self.backend, repr(self.in_axes))

@@ -30,12 +30,15 @@ import stat
 import sys
 import tempfile
 import threading
+import types
 import warnings
 from typing import Any
 
 import numpy as np
 
 from ..errors import S2SError
+from ..frontend.static_values import carried, carried_kinds
+from ..frontend.static_values import describe as describe_static
 from ..rules.custom import CustomRule
 from ..runtime.constants import constant_text, is_capturable
 from ..version import __version__
@@ -165,6 +168,8 @@ def baked_state(fn: Any) -> str:
             rule = repr([f"{f.__module__}.{f.__qualname__}" for f in fn.rule_functions()])
         except S2SError:  # no rule yet: transforming the function says so
             pass
+    static = [(name, _static_text(value)) for name, value in carried(fn).items()] + \
+        [(name, f"{kind.__module__}.{kind.__qualname__}") for name, kind in carried_kinds(fn).items()]
     fn = _code_owner(fn)
     closure = []
     if fn.__closure__:
@@ -173,7 +178,16 @@ def baked_state(fn: Any) -> str:
                 closure.append((name, constant_text(cell.cell_contents)))
             except ValueError:
                 closure.append((name, "<empty>"))
-    return repr((fn.__defaults__, getattr(fn, "__kwdefaults__", None), closure)) + rule
+    return repr((fn.__defaults__, getattr(fn, "__kwdefaults__", None), closure) + ((static,) if static else ())) + rule
+
+
+def _static_text(value: Any) -> str:
+    """A static value a specialised copy carries (frontend/static_arguments.py), the same in
+    every process: a Python function by its place, source and state (two lambdas of a module
+    share a name)."""
+    if isinstance(value, types.FunctionType):
+        return f"{describe_static(value)}:{source_hash(value)}:{baked_state(value)}"
+    return describe_static(value)
 
 
 # The values captured_stamp records of what a function reads from its module.

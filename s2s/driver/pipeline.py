@@ -175,7 +175,7 @@ def vjp_module(unit: Unit) -> None:
     what = f"{unit.transform} of {entry.name} with respect to {', '.join(entry.params[k] for k in argnums)}"
     unit.header = header(entry, what, unit.display_path)
     if named_facts is not None:
-        unit.header.insert(1, _specialised_line(named_facts))
+        unit.header.insert(1, _specialised_line(named_facts, entry.static))
         # The gradient's seed is a number (s2s.jit calls the vjp with 1.0).
         unit.loop_facts = {f"{ename}_vjp": {**named_facts, seed: "float"}}
     unit.body = body
@@ -226,14 +226,15 @@ def forward(unit: Unit) -> None:
         for p, k in zip(names[primals:], active):  # s2s.jvp checks that a tangent has its primal's shape
             if named[p] == named[names[k]] and named[p] == ["array", 1]:
                 named[p] = ["like", names[k]]
-        unit.header.insert(1, _specialised_line(named))
+        unit.header.insert(1, _specialised_line(named, entry.static))
         unit.loop_facts = {jvp_def.name: named}
     unit.body = body
 
 
-def _specialised_line(named_facts: dict) -> str:
+def _specialised_line(named_facts: dict, static: dict) -> str:
+    """The header's line on what s2s.jit saw of the arguments (static values have their own line)."""
     return "Specialised (s2s.jit) for arguments: " + ", ".join(
-        f"{p} {_describe_fact(f)}" for p, f in named_facts.items()) + "."
+        f"{p} {_describe_fact(f)}" for p, f in named_facts.items() if p not in static) + "."
 
 
 def _describe_fact(fact) -> str:

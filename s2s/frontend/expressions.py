@@ -36,6 +36,7 @@ from .writing_calls import WritingCalls
 from .source import MISSING, is_user_function, named_lambda, plain_display_items, scipy_name, walk_nodes, walk_own
 from .source import dotted as _dotted
 from .source import is_constant as _is_constant
+from . import static_arguments, static_values
 
 BINARY_OPS = {
     cst.Add: operator.add,
@@ -189,6 +190,8 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
 
     def name(self, node: cst.Name) -> ir.Atom:
         name = node.value
+        if name in self.static:
+            return self.static_atom(node, name)
         if name in self.locals:
             return ir.Name(name)
         if name in ("True", "False", "None"):
@@ -204,6 +207,10 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
         value = self.resolver.lookup(name)
         if value is MISSING:
             raise self.error(node, f"the name {name!r} is not defined")
+        if isinstance(value, str):  # a string of the module or the closure: written in, as a JAX trace reads it
+            if name not in self.resolver.closure:
+                self.inlined[name] = value  # (the cache checks it)
+            return ir.Const(value)
         if isinstance(value, SCALAR_TYPES) or (isinstance(value, tuple) and _is_constant(value)):
             self.constants[name] = value
             return ir.Name(name)
@@ -228,6 +235,24 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
         raise self.error(node, f"the {where} {name!r} ({type(value).__name__}) cannot be used as a value",
                          "pass it as an argument (s2s captures numbers, numeric arrays and tuples or lists "
                          "of them)")
+
+    def static_atom(self, node: cst.Name, name: str) -> ir.Atom:
+        """A parameter holding a static value of the call (static_arguments.py), as a constant."""
+        value = self.static[name]
+        if value is None or isinstance(value, (str, bool)):
+            return ir.Const(value)
+        if isinstance(value, type):
+            return ir.Const(BUILTIN_TYPES.get(value, value))
+        raise self.error(node, f"the parameter {name} holds the function {static_values.describe(value)} in this "
+                         f"call: s2s calls it ({name}(...)) but cannot use it as a value here",
+                         f"call {name} where its value is needed")
+
+    def static_decision(self, test: cst.BaseExpression) -> Any:
+        """True or False where the call's static values decide the test (`if mean_fn is None:`,
+        `if when == "begin":`), else MISSING."""
+        def lookup(name):
+            return MISSING if name in self.locals else self.resolver.lookup(name)
+        return static_arguments.decided(test, self.static, lookup, self.kinds)
 
     def module_dict_entry(self, node: cst.Subscript) -> ir.Atom | None:
         """CONSTS["w"] (CONSTS["layer"]["w"]) of a dict of the module or the closure, read by
@@ -377,6 +402,9 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
         return ir.Name(result)
 
     def if_expression(self, node: cst.IfExp) -> ir.Atom:
+        taken = self.static_decision(node.test)
+        if taken is not MISSING:
+            return self.expr(node.body if taken else node.orelse)
         result = self.names.temp()
         test = self.expr(node.test)
         body = self.sub_block(lambda: self.emit(ir.Assign((result,), self.expr(node.body), self.origin)))
@@ -623,10 +651,12 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
             args, kwargs = self.arguments(stripped, lists_as_tuples=True)
         else:
             args, kwargs = self.arguments(node, lists_as_tuples=not is_user_function(callee),
-                                          spread=is_user_function(callee) and not isinstance(callee, CustomRule))
+                                          spread=is_user_function(callee) and not isinstance(callee, CustomRule),
+                                          functions=is_user_function(callee))
         if dtype is not None and args:
             args[0] = self.cast(node, args[0], dtype)
         if is_user_function(callee):
+            callee, args, kwargs = self.static_callee(callee, args, kwargs)
             # For the cache: the name the caller used must still refer to this function.
             self.references.add((_dotted(func), callee.__module__, callee.__qualname__))
             # (in a nested function written out here, `return helper(y)` leaves y to the caller, who may read it)
@@ -976,10 +1006,13 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
             return False
         return isinstance(self.resolver.resolve(node), types.ModuleType)
 
-    def arguments(self, node: cst.Call, lists_as_tuples: bool = False, spread: bool = False):
+    def arguments(self, node: cst.Call, lists_as_tuples: bool = False, spread: bool = False,
+                  functions: bool = False):
         """(positional atoms, (keyword, atom) pairs) of a call. f(*t) passes t's items, where their
         number is known here (a tuple display, or a name bound once to one); spread: else t is
-        given as a Spread, which a call of a user function binds by the callee's signature."""
+        given as a Spread, which a call of a user function binds by the callee's signature.
+        functions: a function passed (np.median, a parameter holding one) is a constant, for
+        static_callee."""
         args, kwargs = [], []
         for arg in node.args:
             if arg.star == "**" and isinstance(arg.value, cst.Name) and arg.value.value == getattr(self, "star_kwarg", None):
@@ -1002,7 +1035,10 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
                                      "or once as the arguments of a call of a Python function",
                                      "unpack it into names first (x, y = t) and pass them one by one")
                 continue
-            if lists_as_tuples and isinstance(arg.value, cst.List):
+            passed = self.static_function(arg.value) if functions else MISSING
+            if passed is not MISSING:
+                value = ir.Const(passed)
+            elif lists_as_tuples and isinstance(arg.value, cst.List):
                 # np.array([a, b]) == np.array((a, b)), and Numba types tuples, not lists (nested
                 # too: np.tensordot(a, b, [[1], [0]]), np.array([[a, b], [c, d]]))
                 value = self.tuple_of_display(arg.value)
@@ -1015,6 +1051,47 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
             else:
                 kwargs.append((arg.keyword.value, value))
         return args, kwargs
+
+    def static_function(self, node: cst.BaseExpression) -> Any:
+        """The function (or type) a name or a module's attribute passed as an argument refers
+        to (np.median, a parameter holding the call's function), else MISSING."""
+        if isinstance(node, cst.Name) and (node.value in self.locals or node.value in self.def_names):
+            return MISSING
+        if not (isinstance(node, cst.Name) or isinstance(node, cst.Attribute) and self._is_module_path(node.value)):
+            return MISSING
+        found = self.resolver.resolve(node)
+        return found if callable(found) and static_values.is_static(found) else MISSING
+
+    def static_callee(self, callee, args: list, kwargs: list) -> tuple[Any, list, list]:
+        """The user function called, specialised to the static values the call passes it (strings,
+        None, types and functions, its defaults included: static_arguments.py), and the arguments,
+        with None in place of a function (the callee's code has it written in; Numba cannot
+        pass one)."""
+        if not isinstance(callee, types.FunctionType) or any(isinstance(a, Spread) for a in args):
+            return callee, args, kwargs
+        signature = own_signature(callee)
+        try:
+            bound = signature.bind(*args, **dict(kwargs))
+        except TypeError:
+            return callee, args, kwargs  # (call_arguments says why)
+        static = {}
+        for param in signature.parameters.values():
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                continue
+            atom = bound.arguments.get(param.name, MISSING)
+            value = atom.value if isinstance(atom, ir.Const) else param.default if atom is MISSING else MISSING
+            if value is not MISSING and value is not param.empty and static_values.is_static(value):
+                static[param.name] = value
+        if not static:
+            return callee, args, kwargs
+
+        def passed(atom):
+            if isinstance(atom, ir.Const) and isinstance(atom.value, type):
+                return ir.Const(BUILTIN_TYPES.get(atom.value, atom.value))
+            return ir.Const(None) if isinstance(atom, ir.Const) and callable(atom.value) else atom
+
+        return (static_values.carrying(callee, static), [passed(a) for a in args],
+                [(k, passed(a)) for k, a in kwargs])
 
     def tuple_of_display(self, node: cst.List) -> ir.Atom:
         """A list display as a tuple, and the list displays among its items too (at any depth)."""
@@ -1120,6 +1197,9 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
                 full.append(bound.arguments[param.name])
             elif _is_constant(param.default):
                 full.append(ir.Const(param.default))
+            elif static_values.is_static(param.default):  # (written into the callee: static_callee)
+                default = param.default
+                full.append(ir.Const(BUILTIN_TYPES.get(default, default) if isinstance(default, type) else None))
             else:
                 raise self.error(node, f"the default of {callee.__name__}({param.name}=...) is not a constant",
                                  "pass the argument explicitly")

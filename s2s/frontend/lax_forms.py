@@ -215,6 +215,9 @@ class LaxLowering:
                  if not (isinstance(a, ir.Name) and mapping[p] == a.id)]
         saved = (self.locals, self.loop_depth, self.origin, self.def_names, self.local_defs, self.lists, self.dicts,
                  self.broke_flags)
+        # (fn's own names hide the static values of the caller's of the same names while it is written out)
+        hidden = [{n: known.pop(n) for n in set(fn.params) | fn.assigned if n in known}
+                  for known in (self.static, self.kinds)]
         scope = fn.scope
         if scope is not None:  # a def: its body sees the scope it was defined in
             own = set(fn.params) | fn.assigned
@@ -253,6 +256,8 @@ class LaxLowering:
             self.frames.pop()
             (self.locals, self.loop_depth, self.origin, self.def_names, self.local_defs, self.lists, self.dicts,
              self.broke_flags) = saved
+            self.static.update(hidden[0])
+            self.kinds.update(hidden[1])
         block, result = ir.rename(block, mapping), _rename_tree(holder[0], mapping)
         if frame["restore"]:
             block, result = ir.rename(block, frame["restore"]), _rename_tree(result, frame["restore"])

@@ -28,6 +28,8 @@ from .expressions import ExpressionLowering
 from .lax_forms import LaxLowering, assigned_names
 from .source import (MISSING, ParsedFunction, Resolver, is_user_function, list_names, parse_function,
                      plain_display_items, walk_nodes, walk_own)
+from . import static_arguments, static_values
+from .static_values import static_parameters
 
 AUG_OPS = {
     cst.AddAssign: operator.add,
@@ -69,6 +71,22 @@ _IN_PLACE_ARRAY_METHODS = ("fill", "put", "resize", "partition")
 
 
 
+class _Locals(set):
+    """The names the function binds, less those that hold a static value of the call now
+    (static_arguments.py): a parameter until a statement assigns it, a variable a statement
+    assigned one. (Unions keep the exception: a comprehension's or an inlined function's.)"""
+
+    def __init__(self, names, static: dict):
+        super().__init__(names)
+        self.static = static
+
+    def __contains__(self, name) -> bool:
+        return set.__contains__(self, name) and name not in self.static
+
+    def __or__(self, other) -> "_Locals":
+        return _Locals(set.__or__(self, other), self.static)
+
+
 def _outer_names(code) -> set[str]:
     """Every name the function (and the lambdas and defs in it) reads from its module, its
     closure or builtins, and every attribute name (co_names holds both): a fresh name must be
@@ -104,15 +122,23 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
     def __init__(self, parsed: ParsedFunction):
         self.parsed = parsed
         self.fn = parsed.fn
-        self.resolver = Resolver(parsed.fn)
-        self.locals = _local_names(parsed.node)
+        # A parameter holding a static value (a string, None, a type, a function) of the call that
+        # the code is generated for reads as that constant until a statement of the body's top
+        # level assigns it (when = _convert_when(when)); one a nested block assigns is a variable.
+        in_blocks = set().union(*(assigned_names(stmt) for stmt in parsed.node.body.body
+                                  if not isinstance(stmt, cst.SimpleStatementLine)))
+        self.static, self.kinds = static_parameters(parsed.fn, in_blocks)
+        self.in_blocks = in_blocks
+        self.written_in = dict(self.static)  # (for the header)
+        self.resolver = Resolver(parsed.fn, self.static)  # (the same dict: an assignment ends both)
+        self.locals = _Locals(_local_names(parsed.node), self.static)
         star_kwarg = parsed.node.params.star_kwarg
         self.star_kwarg = star_kwarg.name.value if star_kwarg is not None else None  # (always empty: parameter_names)
         self.lists = list_names(parsed.node)  # names that only ever hold lists (xs += [v] appends)
         self.dicts = list_names(parsed.node, (cst.Dict, cst.DictComp))  # names that only ever hold dicts
         # Nested defs: every name, and those defined so far (to be inlined by s2s.lax forms).
         self.def_names = {n.name.value for n in walk_own(parsed.node.body) if isinstance(n, cst.FunctionDef)}
-        self.names = ir.Names(self.locals | _outer_names(parsed.fn.__code__) | self.def_names)
+        self.names = ir.Names(self.locals | set(self.static) | _outer_names(parsed.fn.__code__) | self.def_names)
         self.callees: dict[int, Any] = {}
         self.constants: dict[str, Any] = {}
         self.inlined: dict[str, Any] = {}  # Config.SCALE -> its number, inlined as a literal
@@ -176,7 +202,7 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
         self.writing_out = written_out
         names = parameter_names(params)
         self.origin = self.parsed.origin(node)
-        body = self.sub_block(lambda: self.block(node.body.body))
+        body = self.sub_block(lambda: self.top_level(node.body.body))
         if written_out and not any(isinstance(s, ir.Return) for s in ir.walk(body)):
             body.append(ir.Return(ir.Const(None), self.origin))
         if not any(isinstance(s, ir.Return) for s in ir.walk(body)):
@@ -198,6 +224,8 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
             inlined=self.inlined,
             references=sorted(self.references),
             param_writes=writes,
+            static=self.written_in,
+            kinds=static_values.carried_kinds(self.fn) if self.kinds else {},
             call_sites=self.call_sites,
             written_out=self.written_out,
             display=self.display,
@@ -220,9 +248,87 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
 
     # ---- statements ------------------------------------------------------------
 
+    def static_try(self, node: cst.Try) -> list | None:
+        """The statements Python runs of a try/except whose body is one `return v` or `name = v`
+        that the call's static values and the module's constants give (return _when_to_num[when]):
+        the body (and else) where v is computed, the handler that catches what computing it raises;
+        None for any other try, and where no handler catches it."""
+        if not isinstance(node, cst.Try) or node.finalbody is not None or len(node.body.body) != 1 \
+                or not isinstance(node.body.body[0], cst.SimpleStatementLine) or len(node.body.body[0].body) != 1:
+            return None
+        small = node.body.body[0].body[0]
+        if isinstance(small, cst.Return) and small.value is not None:
+            value = small.value
+        elif isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+            value = small.value
+        else:
+            return None
+
+        def lookup(name):
+            return MISSING if name in self.locals and name not in self.static else self.resolver.lookup(name)
+
+        try:
+            static_arguments.evaluate(value, self.static, lookup, self.kinds)
+        except static_arguments.NotStatic:
+            return None
+        except Exception as raised:  # noqa: BLE001 - what Python raises there picks the handler
+            for handler in node.handlers:
+                if handler.name is not None:
+                    return None  # (`except E as e`: the exception object is no value s2s has)
+                if handler.type is None:
+                    return list(handler.body.body)
+                try:
+                    caught = static_arguments.evaluate(handler.type, {}, lookup)
+                except Exception:  # noqa: BLE001
+                    return None
+                if isinstance(caught, (type, tuple)) and isinstance(raised, caught):
+                    return list(handler.body.body)
+            return None
+        return list(node.body.body) + (list(node.orelse.body.body) if node.orelse is not None else [])
+
+    def top_level(self, statements) -> None:
+        """The function's body: a static parameter that a statement assigns is a variable after it;
+        a variable that a statement of the top level assigns a static value the call's constants
+        give (dtype = np.float32, how = "fast" if mode == "fast" else "slow"), and nothing in a
+        block assigns, is that constant until another statement assigns it."""
+        for statement in statements:
+            name, value = self.static_assignment(statement)
+            if name is None:
+                self.statement(statement)
+            for assigned in assigned_names(statement):
+                self.static.pop(assigned, None)
+                self.kinds.pop(assigned, None)
+            if name is not None:
+                self.static[name] = value
+            if self.out and isinstance(self.out[-1], ir.Return):
+                break
+
+    def static_assignment(self, statement) -> tuple[str | None, Any]:
+        """(name, value) of `name = v` whose v is a static value the call's constants give, else (None, None)."""
+        if not (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1
+                and isinstance(statement.body[0], cst.Assign) and len(statement.body[0].targets) == 1
+                and isinstance(statement.body[0].targets[0].target, cst.Name)):
+            return None, None
+        name = statement.body[0].targets[0].target.value
+        if name in self.in_blocks:
+            return None, None
+
+        def lookup(other):
+            return MISSING if other in self.locals and other not in self.static else self.resolver.lookup(other)
+
+        try:
+            value = static_arguments.evaluate(statement.body[0].value, self.static, lookup, self.kinds)
+        except Exception:  # noqa: BLE001 - NotStatic, or what Python would raise there: lowered as written
+            return None, None
+        if not static_values.is_static(value) or value is None and name not in self.static:
+            return None, None  # (w = None: a variable later code may fill in)
+        return name, static_values.frontend_value(value)
+
     def block(self, statements) -> None:
         for statement in statements:
             self.statement(statement)
+            if self.out and isinstance(self.out[-1], ir.Return):
+                break  # (what follows never runs: after `return`, or a branch the call's static values take that returns)
 
     def statement(self, node: cst.CSTNode) -> None:
         self.origin = self.parsed.origin(node)
@@ -243,13 +349,18 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
             raise self.error(node, "class definitions are not supported",
                              "define the class at module level")
         elif isinstance(node, (cst.Try, cst.TryStar)):
-            # (whether a handler runs depends on where in the body an exception leaves it; a derivative
-            # cannot follow that jump, nor tell at transform time that it never happens)
-            raise self.error(node, "try statements are not supported: an except clause runs where an exception "
-                             "leaves the try body part way, which the derivatives cannot follow",
-                             "test the input with an if before the computation (if x.ndim != 2: raise "
-                             "ValueError(...)), which s2s runs on the primal values, or move the try/except "
-                             "outside the differentiated function")
+            taken = self.static_try(node)
+            if taken is None:
+                # (whether a handler runs depends on where in the body an exception leaves it; a derivative
+                # cannot follow that jump, nor tell at transform time that it never happens)
+                raise self.error(node, "try statements are supported where the call's constants decide them (a "
+                                 "string argument looked up in a dict of the module); this one's handler runs "
+                                 "where an exception leaves the try body part way, which the derivatives cannot "
+                                 "follow",
+                                 "test the input with an if before the computation (if x.ndim != 2: raise "
+                                 "ValueError(...)), which s2s runs on the primal values, or move the try/except "
+                                 "outside the differentiated function")
+            self.block(taken)
         elif isinstance(node, cst.With):
             self.with_statement(node)
         else:
@@ -763,6 +874,15 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
             self.emit(ir.Push(name, value, self.origin))
 
     def if_statement(self, node: cst.If) -> None:
+        taken = self.static_decision(node.test)
+        if taken is not MISSING:  # (the branch not taken is never lowered, as a JAX trace never sees it)
+            if taken:
+                self.block(node.body.body)
+            elif isinstance(node.orelse, cst.If):
+                self.statement(node.orelse)
+            elif isinstance(node.orelse, cst.Else):
+                self.block(node.orelse.body.body)
+            return
         origin = self.origin
         test = self.expr(node.test)
         body = self.sub_block(lambda: self.block(node.body.body))

@@ -341,8 +341,9 @@ class Resolver:
     """Looks up the global (or closure) names a function reads, as real objects (a functools.wraps
     wrapper that only forwards its arguments as the function it wraps: forwarding)."""
 
-    def __init__(self, fn: Any):
+    def __init__(self, fn: Any, static: dict | None = None):
         self.globals = fn.__globals__
+        self.static = static if static is not None else {}  # parameters holding the call's static values
         self.closure: dict[str, Any] = {}
         if fn.__closure__:
             for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
@@ -352,6 +353,8 @@ class Resolver:
                     pass
 
     def lookup(self, name: str) -> Any:
+        if name in self.static:
+            return self.static[name]
         value = self.closure[name] if name in self.closure else self.globals[name] if name in self.globals \
             else getattr(builtins, name, _MISSING)
         while isinstance(value, types.FunctionType) and forwarding(value)[0] is not None:

@@ -261,6 +261,9 @@ class Function:
     # {a name s2s gave a variable of the user's: the user's name}, for messages: an inlined
     # s2s.lax body's `v` becomes v_2 where the function already has a v
     display: dict = field(default_factory=dict)
+    # {parameter: value} written in as constants: the call's static values (frontend/static_arguments.py)
+    static: dict = field(default_factory=dict)
+    kinds: dict = field(default_factory=dict)  # {parameter: the type of its argument}, where isinstance reads it
 
     @property
     def result(self) -> Atom:

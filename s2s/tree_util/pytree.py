@@ -89,6 +89,10 @@ def to_numba(tree: Any) -> Any:
         return type(tree)(*(to_numba(x) for x in tree))
     if isinstance(tree, (tuple, list)):
         return tuple(to_numba(x) for x in tree)
+    if callable(tree) and not (isinstance(tree, type) and issubclass(tree, np.generic)):
+        # A function (or float, int: types Numba has no type for) is a static argument, written into
+        # the code generated for the call (frontend/static_arguments.py): None stands in its place.
+        return None
     return tree
 
 
