@@ -52,3 +52,16 @@ def test_float32_dtype_keywords_stay_float32(backend):
 def test_full_with_an_integer_dtype_of_a_differentiated_value_is_refused():
     with pytest.raises(s2s.S2SError, match=r"test_dtype_keywords.py:\d+:\d+: .*floating dtype"):
         s2s.grad(full_of_ints)(np.array([0.5, 1.0]))
+
+
+def scalar_type_casts(W):
+    labels = np.int64(W[:, -1])  # an array of integers: no derivative
+    first = np.float64(W[0, 0]) * 2.0
+    return np.sum(W[:, 0] * labels) + first
+
+
+def test_numpy_scalar_types_called_on_arrays_and_numbers_cast():
+    W = np.array([[0.5, 0.0], [1.5, 1.0], [-0.5, 2.0]])
+    want = np.array([[2.0, 0.0], [1.0, 0.0], [2.0, 0.0]])  # d/dW[:, 0]: the labels; d/dW[0, 0] of 2 W[0, 0]: 2
+    np.testing.assert_allclose(s2s.grad(scalar_type_casts)(W), want)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(scalar_type_casts))(W), want)

@@ -535,6 +535,14 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
             callee = callee.__wrapped__  # @functools.lru_cache / cache: the function it remembers
         if hasattr(callee, "as_called_function"):  # an @s2s.jit function: its code, compiled with ours
             callee = callee.as_called_function()
+        if isinstance(callee, type) and issubclass(callee, (np.integer, np.bool_, np.floating)) \
+                and len(node.args) == 1 and node.args[0].keyword is None and not node.args[0].star:
+            # np.int64(W[:, -1]), np.float64(x[0]): x.astype(np.int64) (of an array, an array, as NumPy's;
+            # integers carry no derivative), x.astype(np.float64) (differentiated)
+            value = self.expr(node.args[0].value)
+            if not isinstance(value, ir.Const):
+                return self.cast(node, value, ir.Const(callee))
+            return self.assign(ir.Call(callee, (value,)))
         mapped = self.mapped_displays(node) if callee is builtins.map else None
         if mapped is not None:
             return self.expr(mapped)
