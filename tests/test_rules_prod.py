@@ -88,3 +88,16 @@ def test_third_derivatives_through_cumprod_and_prod_are_located_refusals(fun):
 def test_the_way_out_of_that_refusal_works():
     # d^3/dt^3 (t + 2 t^2 + 2 t^4) = 48 t
     assert s2s.grad(s2s.grad(s2s.grad(cumprod_as_a_loop)))(0.7) == pytest.approx(48 * 0.7)
+
+
+def product_of_one_value(a):
+    return np.prod(a) * 3.0
+
+
+@pytest.mark.parametrize("a", [1.7, np.array(1.7)], ids=["number", "0-d array"])
+def test_the_product_of_one_value(a):
+    # (its derivative is 1: the product of one number is the number; under jit a 0-d array goes in as one)
+    assert s2s.grad(product_of_one_value)(a) == pytest.approx(3.0)
+    assert s2s.jit(s2s.grad(product_of_one_value))(a) == pytest.approx(3.0)
+    assert s2s.jvp(product_of_one_value, (a,), (np.ones_like(a),))[1] == pytest.approx(3.0)
+    assert s2s.jvp(s2s.jit(product_of_one_value), (a,), (np.ones_like(a),))[1] == pytest.approx(3.0)

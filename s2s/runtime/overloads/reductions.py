@@ -475,6 +475,8 @@ def _max_dot(t, ax):
 
 @_axis_overload(rt.prod_bar, "x")
 def _prod_bar(t, ax):
+    if not isinstance(t["x"], types.Array):  # the product of one number is the number
+        return ["return g * 1.0"], {}
     g = _at("g", t["g"], ax)
     if g is None or not _same_shape(t["x"], ax):
         return [f"return _others(x, {ax.axis}) * _expand(g, x, {ax.axis}, {ax.keep})"], {}
@@ -485,6 +487,8 @@ def _prod_bar(t, ax):
 
 @_axis_overload(rt.prod_dot, "x")
 def _prod_dot(t, ax):
+    if not isinstance(t["x"], types.Array):
+        return ["return x_dot * 1.0"], {}
     if not _same_shape(t["x"], ax) or not _same_shape(t["x_dot"], ax):
         return [f"return rt.reduce_sum(_others(x, {ax.axis}) * x_dot, {ax.axis}, {ax.keep})"], {}
     size, result = _result(ax)
