@@ -8,6 +8,8 @@ against central finite differences: gradients (python backend and under s2s.jit)
 forward and reverse mode, Hessians (forward over reverse), vmap of the gradient, and float32
 arguments; and the refusals, at the user's line, of what they do not take."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -797,3 +799,17 @@ def test_einsum_forms_match_numpy_and_finite_differences(name):
     np.testing.assert_allclose(value, fn(*args), rtol=1e-12)
     check_grads(fn, args, order=2)
     check_grads(fn, args, order=1, backend="cpu")
+
+
+def test_numpy_s_own_python_functions_passed_to_a_transform_are_taken_by_their_rules():
+    # np.row_stack is a Python function in NumPy 2 (it warns, then calls np.vstack with dtype=):
+    # given to a transform as it is, s2s calls it by its rule, as it calls np.tanh
+    a, b = np.array([0.5, -1.0]), np.array([2.0, 3.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        out, pullback = s2s.vjp(np.row_stack, (a, b))
+    np.testing.assert_array_equal(out, np.vstack((a, b)))
+    g = np.array([[1.0, 2.0], [3.0, 4.0]])
+    (grads,) = pullback(g)
+    np.testing.assert_array_equal(grads[0], g[0])
+    np.testing.assert_array_equal(grads[1], g[1])

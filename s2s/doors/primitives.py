@@ -69,7 +69,10 @@ def as_function(fun: Any) -> Any:
         return _PARTIALS[fun]
     while isinstance(fun, types.FunctionType) and forwarding(fun)[0] is not None:
         fun = forwarding(fun)[0]  # (a functools.wraps wrapper that only forwards *args, **kwargs)
-    if isinstance(fun, types.FunctionType):
+    # (NumPy's own Python functions, np.row_stack, are called as NumPy functions: by their rules)
+    numpy_own = isinstance(fun, types.FunctionType) and (fun.__module__ or "").split(".")[0] == "numpy" \
+        and _spelling(fun) is not None
+    if isinstance(fun, types.FunctionType) and not numpy_own:
         if fun.__code__.co_name != "<lambda>":
             return fun
         return named_lambda(fun)
