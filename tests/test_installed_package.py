@@ -1,9 +1,12 @@
-"""A pure-NumPy package as it is shipped, installed as a test dependency (pytransform3d, BSD-3-Clause):
-its rotation functions validate their input (np.asarray with a dtype, shape checks that raise with
-%-formatted messages, `in` tests of constants), unpack arrays its helpers build, clip numbers and
-join arrays with tuples. s2s differentiates them unchanged, in grad, jvp and jit(grad), checked
-against central differences; the import hook reaches the package without `__s2s__`, lazily."""
+"""Pure-NumPy packages as they are shipped, installed as test dependencies (pytransform3d and
+numpy-financial, BSD-3-Clause). pytransform3d's rotation functions validate their input (np.asarray
+with a dtype, shape checks that raise with %-formatted messages, `in` tests of constants), unpack
+arrays its helpers build, clip numbers and join arrays with tuples; numpy-financial's take
+`when="end"`, which a helper looks up in a dict of the module inside a try (a static argument).
+s2s differentiates them unchanged, in grad, jvp and jit(grad), checked against central
+differences; the import hook reaches the package without `__s2s__`, lazily."""
 
+import functools
 import os
 import pathlib
 import subprocess
@@ -11,7 +14,8 @@ import sys
 
 import numpy as np
 import pytest
-import pytransform3d.rotations as pr  # (a test dependency: pyproject's test extra installs it)
+import numpy_financial as npf  # (test dependencies: pyproject's test extra installs them)
+import pytransform3d.rotations as pr
 
 import s2s
 from finite_differences import central_difference_grad
@@ -73,6 +77,27 @@ def test_a_package_function_differentiated_directly():
     want = central_difference_grad(pr.angle_between_vectors, (a, b), 0)
     np.testing.assert_allclose(s2s.grad(pr.angle_between_vectors)(a, b), want, rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(s2s.jit(s2s.grad(pr.angle_between_vectors))(a, b), want, rtol=1e-6, atol=1e-8)
+
+
+LOAN = (0.005, 360.0, 200000.0, -1000.0)  # rate, periods, then (by the function) a value and a payment
+
+
+@pytest.mark.parametrize("fun", [npf.pmt, npf.fv, npf.pv], ids=["pmt", "fv", "pv"])
+@pytest.mark.parametrize("when", [None, "end", "begin"])
+def test_financial_functions_with_when_in_every_mode(fun, when):
+    args = LOAN + ((when,) if when is not None else ())  # (None: when's default)
+    want = central_difference_grad(fun, args, 0)
+    assert s2s.grad(fun)(*args) == pytest.approx(want, rel=1e-6)
+    assert s2s.jit(s2s.grad(fun))(*args) == pytest.approx(want, rel=1e-6)
+    extra = {} if when is None else {"when": when}
+    tangent = s2s.jvp(functools.partial(fun, **extra), LOAN, (1.0, 0.0, 0.0, 0.0))[1]
+    assert tangent == pytest.approx(want, rel=1e-6)
+
+
+def test_a_financial_function_whose_try_depends_on_values_is_refused_at_the_package_s_line():
+    # nper divides under np.errstate(divide="raise") inside a try: which path runs depends on the rate
+    with pytest.raises(s2s.S2SError, match=r"_financial.py:\d+:\d+: try statements are supported where"):
+        s2s.grad(npf.nper)(0.05, -100.0, 1000.0)
 
 
 HOOKED = '''
