@@ -499,6 +499,13 @@ def concatenate(y, xs, axis=0):
 # The split family: a list of views of x, as many as the call asks (known only when it runs where
 # the sections are a variable). Each is linear: the tangent splits x's tangent as x is split, and x's
 # adjoint joins the pieces' adjoints (runtime.split_bar), which holds for any number of pieces.
+@rule(np.broadcast_to, pure=True, view=True, dtype_from=(0,))
+def broadcast_to(y, x, shape):
+    """x repeated along the axes it broadcasts over: its adjoint sums them back."""
+    y_dot = np.broadcast_to(x_dot, shape)
+    x_bar += unbroadcast(y_bar, x)
+
+
 @rule(np.split, pure=True, view=True)
 def split(y, x, indices_or_sections, axis=0):
     y_dot = np.split(x_dot, indices_or_sections, axis)
@@ -1195,6 +1202,7 @@ DECLARATIONS = [
     primitive(np.ones_like, kernel_local=("1", "like")),
     primitive(np.empty_like, kernel_local=(None, "like")),
     nondifferentiable(np.shape, pure=True, reads_shape_of=(0,), batching="example_shape"),
+    nondifferentiable(np.broadcast_shapes, pure=True),
     nondifferentiable(np.ndim, np.size, reads_shape_of=(0,)),
     nondifferentiable(np.argmax, np.argmin, np.argsort, np.searchsorted, np.count_nonzero),
     primitive(np.argmax, method="argmax"),

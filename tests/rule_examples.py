@@ -136,6 +136,7 @@ EXAMPLES = {
     np.sort: ("x, A", "np.sort(x) * x + np.sum(np.sort(A, axis=0) * A) + np.sum(np.sort(A, axis=None) ** 2)"),
     runtime.sort: ("A", "runtime.sort(A, 0) ** 2"),
     np.tile: ("x, A", "np.tile(x, 2) ** 2 + np.sum(np.tile(A, (2, 1, 1)) ** 2)"),
+    np.broadcast_to: ("x, s", "np.broadcast_to(x * s, (2, 3)) ** 2 + np.broadcast_to(s, (3,))"),
     runtime.tile: ("x", "runtime.tile(x, (2, 1))"),
     np.diag: ("x, A", "np.diag(x, 1) + np.sum(np.diag(A, -1) ** 2)"),
     np.tril: ("x, A", "np.tril(A, -1) * 2.0 + np.sum(np.tril(x) ** 2)"),

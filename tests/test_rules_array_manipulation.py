@@ -3,7 +3,8 @@ concatenate/stack on axis -1, diag, tril/triu, tile, sort, squeeze, atleast_Nd, 
 matmul, dot, outer, trace, transpose, sum or a broadcast product), astype and np.sum(dtype=), and
 the ufunc spellings of the operators (np.add, np.multiply, ...) with np.logaddexp, np.pad in mode 'constant', np.select, np.partition
 and the split family (np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit), np.r_[...] and np.c_[...]
-(lowered to np.concatenate). Each is checked
+(lowered to np.concatenate), np.broadcast_to and np.broadcast_arrays (each operand broadcast to
+their shape). Each is checked
 against central finite differences: gradients (python backend and under s2s.jit), Jacobians in
 forward and reverse mode, Hessians (forward over reverse), vmap of the gradient, and float32
 arguments; and the refusals, at the user's line, of what they do not take."""
@@ -813,3 +814,22 @@ def test_numpy_s_own_python_functions_passed_to_a_transform_are_taken_by_their_r
     (grads,) = pullback(g)
     np.testing.assert_array_equal(grads[0], g[0])
     np.testing.assert_array_equal(grads[1], g[1])
+
+
+def broadcast_pair(p0, p1):
+    p0, p1 = np.broadcast_arrays(p0, p1)
+    return np.sum(np.sin(p0) * np.cos(p1) + p0 * p1)
+
+
+@pytest.mark.parametrize("first", [np.array([0.5, 2.0]), 2.0], ids=["vector", "number"])
+def test_broadcast_arrays_in_every_mode(first):
+    # (each operand broadcast to the shape of both: np.broadcast_to, whose adjoint sums back)
+    second = np.arange(6.0).reshape(3, 2) / 3.0
+    for k in (0, 1):
+        want = central_difference_grad(broadcast_pair, (first, second), k)
+        np.testing.assert_allclose(s2s.grad(broadcast_pair, argnums=k)(first, second), want, rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(s2s.jit(s2s.grad(broadcast_pair, argnums=k))(first, second), want,
+                                   rtol=1e-6, atol=1e-8)
+    tangent = np.ones_like(first) if np.ndim(first) else 1.0
+    assert s2s.jvp(broadcast_pair, (first, second), (tangent, np.zeros_like(second)))[1] == pytest.approx(
+        np.sum(central_difference_grad(broadcast_pair, (first, second), 0)), rel=1e-6)

@@ -543,6 +543,13 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
             if not isinstance(value, ir.Const):
                 return self.cast(node, value, ir.Const(callee))
             return self.assign(ir.Call(callee, (value,)))
+        if callee is np.broadcast_arrays and node.args and not any(a.keyword or a.star for a in node.args):
+            # each operand broadcast to the shape of them all (np.broadcast_to: its adjoint sums back)
+            operands = [self.expr(a.value) for a in node.args]
+            shapes = tuple(self.assign(ir.Call(np.shape, (o,))) for o in operands)
+            shape = self.assign(ir.Call(np.broadcast_shapes, shapes))
+            return self.assign(ir.Build("tuple", tuple(self.assign(ir.Call(np.broadcast_to, (o, shape)))
+                                                       for o in operands)))
         mapped = self.mapped_displays(node) if callee is builtins.map else None
         if mapped is not None:
             return self.expr(mapped)
