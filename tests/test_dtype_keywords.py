@@ -65,3 +65,17 @@ def test_numpy_scalar_types_called_on_arrays_and_numbers_cast():
     want = np.array([[2.0, 0.0], [1.0, 0.0], [2.0, 0.0]])  # d/dW[:, 0]: the labels; d/dW[0, 0] of 2 W[0, 0]: 2
     np.testing.assert_allclose(s2s.grad(scalar_type_casts)(W), want)
     np.testing.assert_allclose(s2s.jit(s2s.grad(scalar_type_casts))(W), want)
+
+
+def flattened_at_least(x, m):
+    v = np.array(x, ndmin=1).flatten()
+    M = np.array(m, ndmin=2)
+    return np.sum(M @ (v * v)) + np.sum(np.array(x, ndmin=0) * 2.0)
+
+
+@pytest.mark.parametrize("x", [1.5, np.array([0.5, -1.0])], ids=["number", "vector"])
+def test_np_array_with_ndmin(x):
+    m = np.ones(np.size(x))  # (1-d: ndmin=2 makes it a row)
+    want = central_difference_grad(flattened_at_least, (x, m), 0)
+    np.testing.assert_allclose(s2s.grad(flattened_at_least)(x, m), want, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(flattened_at_least))(x, m), want, rtol=1e-6, atol=1e-8)

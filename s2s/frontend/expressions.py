@@ -716,9 +716,16 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
             return folded
         if facts(callee).dtype_casts == "result":  # np.array, np.asarray
             dtypes = [v for k, v in kwargs if k == "dtype"] + list(args[1:2])
-            if [k for k, _ in kwargs if k != "dtype"] or len(args) > 2 or len(dtypes) > 1 or not args:
-                raise self.error(node, f"{callee.__name__} takes the values and a dtype here",
+            ndmin = [v for k, v in kwargs if k == "ndmin"]
+            if [k for k, _ in kwargs if k not in ("dtype", "ndmin")] or len(args) > 2 or len(dtypes) > 1 or not args \
+                    or ndmin and not (isinstance(ndmin[0], ir.Const) and ndmin[0].value in (0, 1, 2)):
+                raise self.error(node, f"{callee.__name__} takes the values, a dtype and ndmin 0, 1 or 2 here",
                                  "leave out copy=, order= and the others")
+            if ndmin:  # np.array(x, ndmin=2): np.atleast_2d of the array (ones put before its axes)
+                made = self.assign(ir.Call(callee, (args[0],)))
+                at_least = {0: None, 1: np.atleast_1d, 2: np.atleast_2d}[ndmin[0].value]
+                made = self.assign(ir.Call(at_least, (made,))) if at_least is not None else made
+                return self.cast(node, made, dtypes[0]) if dtypes else made
             if dtypes:  # np.asarray(x, dtype=t): the array, cast to t (differentiable for floats)
                 made = self.assign(ir.Call(callee, (args[0],)))
                 return self.cast(node, made, dtypes[0])
