@@ -296,3 +296,17 @@ def test_add_at_with_indices_other_than_integers_is_refused_where_it_runs():
         s2s.grad(masked_add, argnums=1)(out, 1.0)
     with pytest.raises(s2s.S2SError, match=r"np.add.at takes indices along the first axis"):
         s2s.jit(s2s.grad(masked_add, argnums=1))(out, 1.0)
+
+
+def rows_by_cast_labels(W):
+    labels = W[:, -1].astype(np.int64)  # (repeated: rows 0 and 1 are gathered twice and more)
+    chosen = np.int64(W[:, -2])
+    return np.sum(W[labels, :-2] ** 2) + np.sum(W[chosen, 0])
+
+
+def test_rows_gathered_by_an_index_array_made_by_a_cast_add_up_their_repeats():
+    # (a cast of an array is an array of ints, not an int: its adjoint adds repeated rows up)
+    W = np.array([[0.5, 1.0, 0.2, 0.3], [1.5, -1.0, 1.7, 1.2], [0.5, 2.0, 0.9, 0.6], [-0.5, 0.25, 0.1, 1.9]])
+    want = central_difference_grad(rows_by_cast_labels, (W,), 0)
+    np.testing.assert_allclose(s2s.grad(rows_by_cast_labels)(W), want, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(rows_by_cast_labels))(W), want, rtol=1e-6, atol=1e-8)

@@ -624,9 +624,12 @@ class Analysis:
         if isinstance(value, ir.Call):
             # Facts.integer: "always" an int (len, int, math.floor; not np.argmax with an axis,
             # round or // of arrays), or "kept" from int arguments (+, -, *, //, %, -x, +x, abs, min, max)
-            integer = facts(value.fn).integer
+            known = facts(value.fn)
+            integer = known.integer
             if integer == "always":
-                return True
+                # (of one that broadcasts, x.astype(int), an int only of an int: of an array, an array
+                # of ints, whose repeated entries an index must add up, not an int)
+                return not known.broadcasts or bool(value.args) and ok(value.args[0])
             if integer == "kept":
                 return all(ok(a) for a in value.args)
         if isinstance(value, ir.Attribute) and value.attr in ("ndim", "size"):
