@@ -170,6 +170,17 @@ def test_argnums_count_the_arguments_that_star_args_takes(backend):
         s2s.grad(product_of_varargs, argnums=2)(a, b)
 
 
+@pytest.mark.parametrize("jacobian", [s2s.jacrev, s2s.jacfwd, lambda f, argnums: s2s.jit(s2s.jacrev(f, argnums))],
+                         ids=["jacrev", "jacfwd", "jit-jacrev"])
+def test_jacobians_of_a_function_of_star_args(jacobian):
+    """argnums count the arguments the call passes, as JAX's: the Jacobian is taken of a function
+    of as many named parameters that calls it."""
+    a, x = 2.0, np.array([0.5, -1.0])
+    assert jacobian(product_of_varargs, 1)(a, x) == pytest.approx(np.diag(a * np.cos(x)))
+    d_a, d_x = jacobian(product_of_varargs, (0, 1))(a, x)
+    assert d_a == pytest.approx(np.sin(x)) and d_x == pytest.approx(np.diag(a * np.cos(x)))
+
+
 def test_a_cotangent_must_match_the_output():
     x = np.array([0.3, -1.2, 2.0])
     (a, b), pullback = s2s.vjp(returns_tuple, x)

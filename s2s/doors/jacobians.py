@@ -12,7 +12,8 @@ from .. import backends, runtime
 from ..tree_util import pytree
 from ..errors import S2SError, user_facing
 from .core import (Derivative, ForwardTransformed, Primal, Transformed, _Binder, _argnums_tuple, _plain_value, _source,
-                   _unbatched, call_bound, jit, refuse_star_args)
+                   _unbatched, binder_of, call_bound, jit, refuse_star_args)
+from .primitives import of_arity
 from .values import in_dtype, private_copies, unit_leaves
 from .hessian import TreeHessian
 from .higher import refuse_fourth_order, third_order
@@ -37,7 +38,13 @@ class Jacobian(Derivative):
 
     def __init__(self, fun: Callable, argnums, forward: bool, backend: str = "python", has_aux: bool = False):
         fun = _unbatched(fun)
-        refuse_star_args(fun, "jacfwd" if forward else "jacrev")
+        # A function of *args (and positional parameters only) is called through one of as many named
+        # parameters as the call passes (primitives.of_arity), whose argnums count them.
+        parameters = binder_of(fun)._signature.parameters.values() if binder_of(fun)._signature else ()
+        self._of_arity = binder_of(fun).star is not None and all(
+            p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL) for p in parameters)
+        if not self._of_arity:
+            refuse_star_args(fun, "jacfwd" if forward else "jacrev")
         self.fun = fun
         self._bind = _Binder(fun)
         self.argnums = argnums
@@ -138,6 +145,13 @@ class Jacobian(Derivative):
 
     @user_facing
     def __call__(self, *args, **kwargs):
+        if self._of_arity:
+            if kwargs:
+                raise S2SError(f"{self.fun.__name__} takes *args: pass its arguments by position")
+            named = self.__dict__.setdefault("_by_arity", {})
+            if len(args) not in named:
+                named[len(args)] = self.for_function(of_arity(self.fun, len(args)))
+            return named[len(args)](*args)
         bound = self._bind(args, kwargs, _argnums_tuple(self.argnums))
         sibling = self.for_arguments(bound)
         if sibling is not self:

@@ -142,6 +142,12 @@ def _partial_function(bound: functools.partial) -> Callable:
     described = ", ".join(["..."] * len(bound.args) + [f"{k}=..." for k in bound.keywords])
     source = (f'"""functools.partial({fun.__name__}, {described}) as a Python function, for s2s (written by '
               f's2s.doors.primitives)."""\n\n\ndef {name}({signature}):\n    return {fun.__name__}({arguments})\n')
+    return _written_function(name, source, globals_)
+
+
+def _written_function(name: str, source: str, globals_: dict) -> Callable:
+    """The function `name` of a small module of this source, written to the cache directory (the
+    transforms read its source) and run with these globals."""
     directory = cache.usable_dir(os.path.join(cache.user_cache_dir(), "partials"))
     digest = hashlib.sha256(source.encode()).hexdigest()[:16]
     path = os.path.join(directory, f"{name}_{digest}.py")
@@ -152,3 +158,21 @@ def _partial_function(bound: functools.partial) -> Callable:
     module.__dict__.update(globals_)
     exec(compile(source, path, "exec"), module.__dict__)
     return getattr(module, name)
+
+
+_FIXED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # fun -> {count: its function of count parameters}
+
+
+def of_arity(fun: Callable, count: int) -> Callable:
+    """fun, a function of positional parameters and *args, as a function of `count` named
+    parameters that calls it with them: for the doors whose argnums count named parameters
+    (jacfwd, jacrev), called with `count` arguments."""
+    known = _FIXED.setdefault(fun, {})
+    if count not in known:
+        name = fun.__name__ if fun.__name__.isidentifier() else "function"
+        params = ", ".join(f"a{k}" for k in range(count))
+        wrapper = f"{name}_of_{count}"
+        source = (f'"""{name} called with {count} arguments, as a function of as many parameters, for s2s (written '
+                  f'by s2s.doors.primitives)."""\n\n\ndef {wrapper}({params}):\n    return {name}({params})\n')
+        known[count] = _written_function(wrapper, source, {name: fun})
+    return known[count]
