@@ -494,7 +494,8 @@ DECLARATIONS = [
     primitive(runtime.zeros_like, runtime.ones_like, runtime.copy, runtime.broadcast_like, runtime.add_at,
               runtime.index_add, runtime.tree_add, runtime.unbroadcast, runtime.range_len, runtime.shape_tape,
               runtime.push_shape, runtime.pop_shape, runtime.kernel_number, runtime.derivative_like,
-              runtime.weighted, runtime.dot_zero, kernel=SAME_SPELLING),
+              runtime.weighted, runtime.dot_zero, runtime.astype, runtime.astype_integer, runtime.astype_bar,
+              kernel=SAME_SPELLING),
     # As a statement of its own in a kernel, a local array (codegen/cuda.py).
     primitive(runtime.zeros_like, kernel_local=("0", "like")),
     primitive(runtime.ones_like, kernel_local=("1", "like")),

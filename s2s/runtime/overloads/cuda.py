@@ -149,6 +149,28 @@ def _weighted(t, w):
     _refuse("runtime.weighted", t, w)
 
 
+@overload(rt.astype)
+def _astype(x, dtype):  # np.float64(k), x.astype(np.float32) of a number: the number converted
+    if _scalar(x):
+        return lambda x, dtype: dtype(x)
+    _refuse("runtime.astype", x)
+
+
+@overload(rt.astype_integer)
+def _astype_integer(x, dtype):
+    if _scalar(x):
+        return lambda x, dtype: dtype(x)
+    _refuse("runtime.astype_integer", x)
+
+
+@overload(rt.astype_bar)
+def _astype_bar(g, x):  # the adjoint of a converted number, in the number's type
+    if _scalar(g) and isinstance(x, (types.Float, types.Integer)):
+        kind = np.float32 if isinstance(x, types.Float) and x.bitwidth == 32 else np.float64
+        return lambda g, x: kind(g)
+    _refuse("runtime.astype_bar", g, x)
+
+
 @overload(rt.dot_zero)
 def _dot_zero_overload(x, y):  # (the start of np.dot of rows as a loop: optimize/loops.py)
     return _dot_zero(x, y)
