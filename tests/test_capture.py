@@ -324,7 +324,7 @@ def make_dict_reader(P):
 
 
 def reads_a_dict_by_a_variable_key(x):
-    k = "w"
+    k = "w" if x[0] > 0 else "v"  # (k = "w" would be a constant: a static value the call gives)
     return np.sum(CONSTS[k] @ x)
 
 
