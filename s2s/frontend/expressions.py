@@ -667,7 +667,7 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
         else:
             args, kwargs = self.arguments(node, lists_as_tuples=not is_user_function(callee),
                                           spread=is_user_function(callee) and not isinstance(callee, CustomRule),
-                                          functions=is_user_function(callee))
+                                          functions=isinstance(callee, types.FunctionType) and is_user_function(callee))
         if dtype is not None and args:
             args[0] = self.cast(node, args[0], dtype)
         if is_user_function(callee):

@@ -251,8 +251,8 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
     def static_try(self, node: cst.Try) -> list | None:
         """The statements Python runs of a try/except whose body is one `return v` or `name = v`
         that the call's static values and the module's constants give (return _when_to_num[when]):
-        the body (and else) where v is computed, the handler that catches what computing it raises;
-        None for any other try, and where no handler catches it."""
+        the body (and else) where v is computed, the handler that catches what computing it raises
+        (the body where none does: it raises there); None for any other try."""
         if not isinstance(node, cst.Try) or node.finalbody is not None or len(node.body.body) != 1 \
                 or not isinstance(node.body.body[0], cst.SimpleStatementLine) or len(node.body.body[0].body) != 1:
             return None
@@ -283,7 +283,7 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
                     return None
                 if isinstance(caught, (type, tuple)) and isinstance(raised, caught):
                     return list(handler.body.body)
-            return None
+            return list(node.body.body)  # (no handler catches it: the body, which raises where Python's does)
         return list(node.body.body) + (list(node.orelse.body.body) if node.orelse is not None else [])
 
     def top_level(self, statements) -> None:
