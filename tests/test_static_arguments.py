@@ -99,6 +99,10 @@ def in_precision(x, kind="double"):
     return np.sum(np.sin(y))
 
 
+def shadowed_in_a_comprehension(x, mode="a"):
+    return sum(np.sum(x) * len(mode) for mode in ["bb", "ccc"])
+
+
 def value_dependent_try(x):
     try:
         y = np.sqrt(x)
@@ -227,3 +231,7 @@ def test_a_variable_assigned_a_static_value_is_that_constant(kind):
         y = X.astype(np.float32) ** 2
         assert np.allclose(g, np.cos(y) * 2 * X.astype(np.float32), rtol=1e-6)
     assert np.allclose(s2s.jit(s2s.grad(in_precision))(X, kind), g, rtol=1e-6)
+
+
+def test_a_comprehension_variable_named_like_a_static_parameter_is_the_comprehension_s():
+    assert np.allclose(s2s.grad(shadowed_in_a_comprehension)(X), np.full(X.size, 5.0))

@@ -127,6 +127,8 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
         # level assigns it (when = _convert_when(when)); one a nested block assigns is a variable.
         in_blocks = set().union(*(assigned_names(stmt) for stmt in parsed.node.body.body
                                   if not isinstance(stmt, cst.SimpleStatementLine)))
+        in_blocks |= {n.value for comp in walk_own(parsed.node.body) if isinstance(comp, cst.CompFor)
+                      for n in walk_own(comp.target) if isinstance(n, cst.Name)}  # (a comprehension's too)
         self.static, self.kinds = static_parameters(parsed.fn, in_blocks)
         self.in_blocks = in_blocks
         self.written_in = dict(self.static)  # (for the header)
