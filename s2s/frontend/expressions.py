@@ -250,9 +250,13 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
     def static_decision(self, test: cst.BaseExpression) -> Any:
         """True or False where the call's static values decide the test (`if mean_fn is None:`,
         `if when == "begin":`), else MISSING."""
-        def lookup(name):
-            return MISSING if name in self.locals else self.resolver.lookup(name)
-        return static_arguments.decided(test, self.static, lookup, self.kinds)
+        return static_arguments.decided(test, self.static, self.static_lookup, self.kinds)
+
+    def static_lookup(self, name: str) -> Any:
+        """What a name the static evaluation reads refers to: MISSING for a variable of the
+        function (a name holding a static value is none: _Locals), else the module's, closure's
+        or builtins' value (or the static value the resolver holds)."""
+        return MISSING if name in self.locals else self.resolver.lookup(name)
 
     def module_dict_entry(self, node: cst.Subscript) -> ir.Atom | None:
         """CONSTS["w"] (CONSTS["layer"]["w"]) of a dict of the module or the closure, read by

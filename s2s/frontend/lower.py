@@ -266,9 +266,7 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
         else:
             return None
 
-        def lookup(name):
-            return MISSING if name in self.locals and name not in self.static else self.resolver.lookup(name)
-
+        lookup = self.static_lookup
         try:
             static_arguments.evaluate(value, self.static, lookup, self.kinds)
         except static_arguments.NotStatic:
@@ -315,11 +313,8 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
         if name in self.in_blocks:
             return None, None
 
-        def lookup(other):
-            return MISSING if other in self.locals and other not in self.static else self.resolver.lookup(other)
-
         try:
-            value = static_arguments.evaluate(statement.body[0].value, self.static, lookup, self.kinds)
+            value = static_arguments.evaluate(statement.body[0].value, self.static, self.static_lookup, self.kinds)
         except Exception:  # noqa: BLE001 - NotStatic, or what Python would raise there: lowered as written
             return None, None
         if not static_values.is_static(value) or value is None and name not in self.static:
