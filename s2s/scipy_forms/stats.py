@@ -22,6 +22,7 @@ from scipy import special
 LOG_SQRT_2PI = 0.9189385332046727  # log(sqrt(2 pi))
 LOG_2PI = 1.8378770664093453
 LOG_2 = 0.6931471805599453
+SINGULAR_CUTOFF = 1e6 * 2.220446049250313e-16  # SciPy's, of float64 eigenvalues against the largest
 
 
 # ---- norm ------------------------------------------------------------------------------
@@ -305,11 +306,18 @@ def bernoulli_logcdf(k, p, loc=0):
 # ---- multivariate_normal ---------------------------------------------------------------
 
 
-def multivariate_normal_logpdf(x, mean=0.0, cov=None):
+def multivariate_normal_logpdf(x, mean=0.0, cov=None, allow_singular=False):
     # x is one point (d,) or one a row (n, d). SciPy reads cov's lower triangle (its eigh), and so
     # does this form: the gradient with respect to cov is that triangle's, upper entries zero.
-    # The quadratic form is through a solve, the log determinant through slogdet.
+    # The quadratic form is through a solve, the log determinant through slogdet. allow_singular:
+    # SciPy then takes a covariance of lower rank (an eigenvalue at its cutoff or below) by its
+    # pseudo-determinant, which this form does not have: such a covariance raises here.
     c = np.tril(cov) + np.tril(cov, -1).T
+    if allow_singular:
+        spectrum = np.linalg.eigvalsh(c)
+        if np.min(spectrum) <= SINGULAR_CUTOFF * np.max(np.abs(spectrum)):
+            raise ValueError("multivariate_normal.logpdf(allow_singular=True) of a singular covariance: s2s "
+                             "differentiates the density of a covariance of full rank")
     diff = x - mean
     sign, logdet = np.linalg.slogdet(c)
     solved = np.linalg.solve(c, diff.T)
@@ -318,8 +326,8 @@ def multivariate_normal_logpdf(x, mean=0.0, cov=None):
     return np.where(sign > 0, logp, np.nan)
 
 
-def multivariate_normal_pdf(x, mean=0.0, cov=None):
-    return np.exp(multivariate_normal_logpdf(x, mean, cov))
+def multivariate_normal_pdf(x, mean=0.0, cov=None, allow_singular=False):
+    return np.exp(multivariate_normal_logpdf(x, mean, cov, allow_singular))
 
 
 # The distributions covered, each by its methods: scipy.stats.<name>.<method> is <name>_<method> above.
