@@ -470,6 +470,8 @@ def new_tape_(t, x, capacity):
 
 DECLARATIONS = [
     nondifferentiable(runtime.zeros_like, pure=True, like=True, number_stays=True),
+    # Where a try leaves its body: a number the branches after it test (frontend/try_statements.py).
+    nondifferentiable(runtime.try_outcome, integer="always"),
     nondifferentiable(runtime.zeros_shaped, runtime.ones_like, runtime.shape, runtime.clip_inside, runtime.range_len,
                       runtime.dict_keys, runtime.shares_memory, pure=True),
     # sum(xs) starts from it: 0 (zeros of the items' shape under Numba), whatever xs holds.

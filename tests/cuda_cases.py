@@ -326,6 +326,14 @@ def matvec(a, z):
     return y[0]
 
 
+def guarded_reciprocal(t):
+    try:
+        y = 1.0 / t
+    except ZeroDivisionError:
+        y = t
+    return y * y
+
+
 def per_example_array(z):
     return z[0] * z
 
@@ -598,6 +606,7 @@ REFUSED = {
                        lambda: path_args(n=4)),
     "matmul": (matvec, (None, 0), "y = a @ z", "@ (a matrix product) has no kernel form",
                lambda: (np.eye(3), _rng().standard_normal((4, 3)))),
+    "try": (guarded_reciprocal, 0, "try:", "a try whose path the values decide", lambda: (np.array([1.0, 0.0]),)),
 }
 
 

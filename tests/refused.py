@@ -8,7 +8,7 @@ COUNTER = [0]
 def uses_try(x):
     try:
         y = x * 2.0
-    except ValueError:
+    except ValueError as err:  # noqa: F841
         y = x
     return y
 

@@ -2,7 +2,8 @@
 numpy-financial, BSD-3-Clause). pytransform3d's rotation functions validate their input (np.asarray
 with a dtype, shape checks that raise with %-formatted messages, `in` tests of constants), unpack
 arrays its helpers build, clip numbers and join arrays with tuples; numpy-financial's take
-`when="end"`, which a helper looks up in a dict of the module inside a try (a static argument).
+`when="end"`, which a helper looks up in a dict of the module inside a try (a static argument),
+and nper finds a zero rate by the division it breaks, in a try the values decide.
 s2s differentiates them unchanged, in grad, jvp and jit(grad), checked against central
 differences; the import hook reaches the package without `__s2s__`, lazily."""
 
@@ -95,10 +96,18 @@ def test_financial_functions_with_when_in_every_mode(fun, when):
     assert tangent == pytest.approx(want, rel=1e-6)
 
 
-def test_a_financial_function_whose_try_depends_on_values_is_refused_at_the_package_s_line():
-    # nper divides under np.errstate(divide="raise") inside a try: which path runs depends on the rate
-    with pytest.raises(s2s.S2SError, match=r"_financial.py:\d+:\d+: try statements are supported where"):
-        s2s.grad(npf.nper)(0.05, -100.0, 1000.0)
+@pytest.mark.parametrize("rate", [0.05, 0.0], ids=["rate", "zero-rate"])
+def test_nper_whose_try_the_values_decide(rate):
+    # nper divides under np.errstate(divide="raise") inside a try: at a zero rate the division
+    # raises and its handler picks the zero-rate formula, as NumPy runs it
+    args = (rate, -100.0, 1000.0)
+    for k in (0, 1, 2) if rate else (1, 2):  # (at zero the rate's central difference crosses to the other path)
+        assert s2s.grad(npf.nper, argnums=k)(*args) == pytest.approx(central_difference_grad(npf.nper, args, k),
+                                                                      rel=1e-6)
+    tangent = s2s.jvp(npf.nper, args, (0.0, 1.0, 1.0))[1]
+    assert tangent == pytest.approx(sum(central_difference_grad(npf.nper, args, k) for k in (1, 2)), rel=1e-6)
+    # (compiled, such a try is tests/test_try_statements.py's: nper of numbers gives a float on one
+    # branch and a 0-d array on the other, one variable of two types that Numba refuses)
 
 
 HOOKED = '''

@@ -12,7 +12,7 @@ import s2s
 from finite_differences import central_difference_grad
 
 CASES = {
-    "uses_try": ("try statements are supported where the call's constants decide them", "try:"),
+    "uses_try": ("`except ... as name` is not supported", "except ValueError as err"),
     "uses_with": ("with statements are not supported", "with open"),
     "uses_global": ("global statements are not supported", "global COUNTER"),
     # (a nested def is written out where it is called: tests/test_nested_functions.py)

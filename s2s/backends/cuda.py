@@ -452,11 +452,16 @@ class Launcher:
         self.user_files = _origin_files(user)
         self.user = user
         self.spec = None
-        probed = probe(kernel.source, base + "_probe", kernel.entry, example, kernel.extra_args)
         sources = {os.path.basename(p): p for p in self.user_files}
 
         def at(line):
             return failures.origin_above(kernel.source.splitlines(), line, sources)
+
+        tried = next((k for k, text in enumerate(kernel.source.splitlines(), 1) if "runtime.try_outcome(" in text), None)
+        if tried is not None:  # (its probe runs as Python: frontend/try_statements.py)
+            raise S2SError("backend='cuda' cannot run a try whose path the values decide in a kernel", at(tried),
+                           hint="backend='cpu' takes it (s2s.jit(..., backend='cpu')); or test the input with an if")
+        probed = probe(kernel.source, base + "_probe", kernel.entry, example, kernel.extra_args)
 
         # A helper that returns an array it made (the reverse mode of a helper that takes an
         # array returns its adjoint) is inlined into its callers, where the array then lives.

@@ -12,6 +12,7 @@ import importlib.util
 import os
 import sys
 import types
+import warnings
 
 from ..driver import cache
 from ..errors import S2SError
@@ -118,6 +119,10 @@ def _load(source: str, stem: str, backend: str, parallel: tuple[str, ...]) -> ty
         from .numba_pipeline import GeneratedCodeCompiler
 
         overloads.register_numba()
+        # A try probe is called in object mode (runtime.objmode), which holds the GIL for that
+        # call alone: Numba's warning that the block runs without nogil says nothing to the user.
+        warnings.filterwarnings("ignore", message=".*Code running in object mode won't allow parallel execution",
+                                category=numba.NumbaWarning)
         # Numba's compiler, with NumPy's sum of two booleans (numba_pipeline.py), and NumPy's
         # division: x[i] / 0.0 and the derivative of log(x) at 0 are inf or nan, as NumPy's
         # scalars give them, where Numba's default (Python's) raises ZeroDivisionError.
@@ -126,6 +131,8 @@ def _load(source: str, stem: str, backend: str, parallel: tuple[str, ...]) -> ty
         keys = _function_keys(source)
         for attr, value in list(vars(module).items()):
             if isinstance(value, types.FunctionType) and value.__module__ == module_name:
+                if getattr(value, "__s2s_python__", False):
+                    continue  # (a try probe, which compiled code calls in object mode: runtime.runs_as_python)
                 shared = (keys.get(attr), attr in parallel)
                 if shared[0] is None or value.__name__ != attr:  # not a generated `def`
                     setattr(module, attr, compile_(parallel=attr in parallel)(value))

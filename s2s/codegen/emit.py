@@ -59,6 +59,7 @@ class Emitter:
         self.origin_comments: set[int] = set()  # indices of the comments that head a statement's code
         self.function_names: dict[int, str] = {}
         self.constants: dict[str, Any] = {}
+        self.probes: dict[str, ir.TryProbe] = {}  # the try probes its code calls, written after its functions
 
     # ---- comments ---------------------------------------------------------------
 
@@ -73,6 +74,9 @@ class Emitter:
     # ---- atoms and expressions --------------------------------------------------
 
     def const(self, value: Any) -> ast.expr:
+        if isinstance(value, ir.TryProbe):
+            self.probes.setdefault(value.name, value)
+            return name(value.name)
         if isinstance(value, bool) or value is None or isinstance(value, str):
             return ast.Constant(value)
         if isinstance(value, (np.integer,)):
@@ -193,6 +197,10 @@ class Emitter:
         if isinstance(stmt, ir.Assign) and stmt.alias_check:
             plain = ir.Assign(stmt.targets, stmt.value, stmt.origin, stmt.inplace)
             return self.alias_checks(stmt) + [self.primal(plain)]
+        if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Call) and stmt.value.fn is runtime.try_outcome:
+            # (compiled code runs the probe as Python: NumPy's floating-point errors and exceptions)
+            mode = ast.Call(parse_expr("runtime.objmode"), [], [ast.keyword(stmt.targets[0], ast.Constant("intp"))])
+            return ast.With([ast.withitem(mode)], [assign(stmt.targets[0], self.expr(stmt.value))])
         if isinstance(stmt, ir.Assign):
             if stmt.unpack:
                 target = ast.Tuple([name(t, True) for t in stmt.targets], ast.Store())
@@ -297,9 +305,43 @@ class Emitter:
 
     # ---- modules ----------------------------------------------------------------
 
+    def probe_function(self, probe: ir.TryProbe) -> ast.FunctionDef:
+        """The function that runs a try's body on the values as Python does (ir.TryProbe) and
+        returns where it left: the statements that ran times the handlers, plus the handler that
+        caught. Compiled code calls it as Python (runtime.runs_as_python)."""
+        from ..frontend.try_statements import exception_spelling
+
+        if probe.source is not None:
+            return ast.parse(probe.source).body[0]
+        count, counter = len(probe.handlers), probe.counter
+        body: list[ast.stmt] = []
+        for k, part in enumerate(probe.statements):
+            body += self.primal_block(part) + [assign(counter, ast.Constant(k + 1))]
+        handlers = []
+        for h, (classes, reraises) in enumerate(probe.handlers):
+            caught = None if classes is None else (
+                parse_expr(exception_spelling(classes[0])) if len(classes) == 1
+                else ast.Tuple([parse_expr(exception_spelling(c)) for c in classes], ast.Load()))
+            left = name(counter) if count == 1 else ast.BinOp(ast.BinOp(name(counter), ast.Mult(), ast.Constant(count)),
+                                                              ast.Add(), ast.Constant(h))
+            handlers.append(ast.ExceptHandler(caught, None, [ast.Raise() if reraises else ast.Return(left)]))
+        guarded: ast.stmt = ast.Try(body, handlers, [], [])
+        if probe.errstate:
+            settings = [ast.keyword(k, ast.Constant(v)) for k, v in probe.errstate]
+            guarded = ast.With([ast.withitem(ast.Call(parse_expr("np.errstate"), [], settings))], [guarded])
+        doc = (f"Where the try at {probe.origin.short()} leaves its body for these values: the statements "
+               f"that ran{' times ' + str(count) + ' plus the handler that caught' if count > 1 else ''}, "
+               f"{probe.completed} where none raised.")
+        args = ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in probe.params], kwonlyargs=[],
+                             kw_defaults=[], defaults=[])
+        statements = [ast.Expr(ast.Constant(doc)), assign(counter, ast.Constant(0)), guarded,
+                      ast.Return(ast.Constant(probe.completed))]
+        return ast.FunctionDef(probe.name, args, statements, [parse_expr("runtime.runs_as_python")], None, lineno=0)
+
     def text(self, header: list[str], body: list[ast.stmt]) -> str:
         """The module as Python text, before formatting: header lines as comments, then the
-        body, its comment markers turned back into `# ...` lines."""
+        body and the try probes its code calls, comment markers turned back into `# ...` lines."""
+        body = list(body) + [self.probe_function(self.probes[probe]) for probe in sorted(self.probes)]
         module = ast.Module(body=body, type_ignores=[])
         ast.fix_missing_locations(module)
         text = ast.unparse(module)

@@ -624,6 +624,12 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
             # A dict display in generated code (codegen/numba_routes.py), read again (second order)
             keys, values = (a.value.elements for a in node.args)
             return self.dictionary(cst.Dict([cst.DictElement(k.value, v.value) for k, v in zip(keys, values)]))
+        if callee is runtime.try_outcome:  # (a try's probe, in generated code read again: second order)
+            probe = self.resolver.resolve(node.args[0].value)
+            if not getattr(probe, "__s2s_python__", False):
+                raise self.error(node, "runtime.try_outcome calls the probe of a try that generated code holds")
+            args = tuple(self.expr(a.value) for a in node.args[1:])
+            return self.assign(ir.Call(runtime.try_outcome, (ir.Const(ir.TryProbe.written(probe, self.origin)), *args)))
         if hasattr(callee, "as_loop_function"):  # an s2s.vmap object: transformed as its loop
             self.references.add((_dotted(func), callee.__module__, callee.__qualname__))
             try:

@@ -30,6 +30,7 @@ from .source import (MISSING, ParsedFunction, Resolver, is_user_function, list_n
                      plain_display_items, walk_nodes, walk_own)
 from . import static_arguments, static_values
 from .static_values import static_parameters
+from .try_statements import TryLowering
 
 AUG_OPS = {
     cst.AddAssign: operator.add,
@@ -118,7 +119,14 @@ def _formatted_template(node: cst.BaseExpression) -> str | None:
 WARNING_MANAGERS = (np.errstate, np.printoptions, warnings.catch_warnings)
 
 
-class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
+def _objmode_block(item: cst.WithItem, resolver: Resolver) -> bool:
+    """`with runtime.objmode(...):`, around the call of a try's probe in generated code."""
+    manager = item.item.func if isinstance(item.item, cst.Call) else None
+    return isinstance(manager, cst.Attribute) and manager.attr.value == "objmode" \
+        and resolver.resolve(manager.value) is runtime
+
+
+class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering, TryLowering):
     def __init__(self, parsed: ParsedFunction):
         self.parsed = parsed
         self.fn = parsed.fn
@@ -149,6 +157,7 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
         self.origin: Origin | None = None
         self.loop_depth = 0
         self.catching_warnings = False  # inside `with warnings.catch_warnings():` (with_statement)
+        self.errstate: dict = {}  # the np.errstate settings of the with blocks around (None: not a constant)
         self.broke_flags: list = []  # per enclosing loop, innermost last: the flag its break sets (loop ... else)
         self.local_defs: dict = {}
         self.frames: list = []  # the calls of nested functions being written out, innermost last (inline)
@@ -250,42 +259,6 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
 
     # ---- statements ------------------------------------------------------------
 
-    def static_try(self, node: cst.Try) -> list | None:
-        """The statements Python runs of a try/except whose body is one `return v` or `name = v`
-        that the call's static values and the module's constants give (return _when_to_num[when]):
-        the body (and else) where v is computed, the handler that catches what computing it raises
-        (the body where none does: it raises there); None for any other try."""
-        if not isinstance(node, cst.Try) or node.finalbody is not None or len(node.body.body) != 1 \
-                or not isinstance(node.body.body[0], cst.SimpleStatementLine) or len(node.body.body[0].body) != 1:
-            return None
-        small = node.body.body[0].body[0]
-        if isinstance(small, cst.Return) and small.value is not None:
-            value = small.value
-        elif isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
-            value = small.value
-        else:
-            return None
-
-        lookup = self.static_lookup
-        try:
-            static_arguments.evaluate(value, self.static, lookup, self.kinds)
-        except static_arguments.NotStatic:
-            return None
-        except Exception as raised:  # noqa: BLE001 - what Python raises there picks the handler
-            for handler in node.handlers:
-                if handler.name is not None:
-                    return None  # (`except E as e`: the exception object is no value s2s has)
-                if handler.type is None:
-                    return list(handler.body.body)
-                try:
-                    caught = static_arguments.evaluate(handler.type, {}, lookup)
-                except Exception:  # noqa: BLE001
-                    return None
-                if isinstance(caught, (type, tuple)) and isinstance(raised, caught):
-                    return list(handler.body.body)
-            return list(node.body.body)  # (no handler catches it: the body, which raises where Python's does)
-        return list(node.body.body) + (list(node.orelse.body.body) if node.orelse is not None else [])
-
     def top_level(self, statements) -> None:
         """The function's body: a static parameter that a statement assigns is a variable after it;
         a variable that a statement of the top level assigns a static value the call's constants
@@ -346,18 +319,7 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
             raise self.error(node, "class definitions are not supported",
                              "define the class at module level")
         elif isinstance(node, (cst.Try, cst.TryStar)):
-            taken = self.static_try(node)
-            if taken is None:
-                # (whether a handler runs depends on where in the body an exception leaves it; a derivative
-                # cannot follow that jump, nor tell at transform time that it never happens)
-                raise self.error(node, "try statements are supported where the call's constants decide them (a "
-                                 "string argument looked up in a dict of the module); this one's handler runs "
-                                 "where an exception leaves the try body part way, which the derivatives cannot "
-                                 "follow",
-                                 "test the input with an if before the computation (if x.ndim != 2: raise "
-                                 "ValueError(...)), which s2s runs on the primal values, or move the try/except "
-                                 "outside the differentiated function")
-            self.block(taken)
+            self.try_statement(node)  # (try_statements.py)
         elif isinstance(node, cst.With):
             self.with_statement(node)
         else:
@@ -365,23 +327,34 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering):
 
     def with_statement(self, node: cst.With) -> None:
         """`with np.errstate(...):` and the other managers that change only what NumPy warns or
-        prints: their body runs, as it does in NumPy. Generated code keeps no `with` (Numba has
-        none, and raises no floating-point warnings), so a warning the manager would have
-        silenced may show where the python backend runs NumPy."""
+        prints: their body runs, as it does in NumPy. Generated code keeps none of them (Numba has
+        no such managers, and raises no floating-point warnings), so a warning the manager would have
+        silenced may show where the python backend runs NumPy. A try inside that the values decide
+        runs its body under the same np.errstate (try_statements.py): `divide="raise"` is what its
+        `except FloatingPointError` catches."""
+        if len(node.items) == 1 and _objmode_block(node.items[0], self.resolver):
+            self.block(node.body.body)  # (a try probe's call in generated code, read again: runs as written)
+            return
+        errstate = dict(self.errstate)
         for item in node.items:
             manager = item.item.func if isinstance(item.item, cst.Call) else item.item
             if item.asname is not None or self.resolver.resolve(manager) not in WARNING_MANAGERS:
                 raise self.error(node, "with statements are not supported, except np.errstate(...), "
                                  "np.printoptions(...) and warnings.catch_warnings() without `as`",
                                  "move the with block outside the differentiated function")
+            if self.resolver.resolve(manager) is np.errstate and isinstance(item.item, cst.Call):
+                for arg in item.item.args:
+                    setting = arg.value.evaluated_value if isinstance(arg.value, cst.SimpleString) else None
+                    errstate[arg.keyword.value if arg.keyword is not None else "(positional)"] = setting
         catching = any(self.resolver.resolve(item.item.func if isinstance(item.item, cst.Call) else item.item)
                        is warnings.catch_warnings for item in node.items)
         outer, self.catching_warnings = self.catching_warnings, self.catching_warnings or catching
+        outer_errstate, self.errstate = self.errstate, errstate
         try:
             for statement in node.body.body:
                 self.statement(statement)
         finally:
-            self.catching_warnings = outer
+            self.catching_warnings, self.errstate = outer, outer_errstate
 
     def warnings_call(self, call: cst.Call) -> bool:
         """A statement that calls the warnings module, lowered (True) or not one (False).

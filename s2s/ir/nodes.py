@@ -110,6 +110,37 @@ class Build:
     keys: tuple[Any, ...] = ()
 
 
+class TryProbe:
+    """A try statement whose path the values decide, as a function of the generated module runs
+    it on them (runtime.try_outcome calls it; codegen/emit.py writes it). Its parameters are the
+    variables the try body reads; `statements` holds each statement of the body, lowered on its
+    own; `handlers` each except clause in order, as (its exception classes, None for a bare
+    except; whether it only re-raises); `errstate` the np.errstate settings around the try. It
+    returns how many statements ran times len(handlers) plus the handler that caught, or
+    `completed` where none raised. Not a dataclass: renaming the caller's variables (ir.rename)
+    must not reach the names of its body, which its parameters bind."""
+
+    def __init__(self, name: str, params: tuple, statements: tuple, handlers: tuple, errstate: tuple,
+                 counter: str, origin: Origin, source: str | None = None):
+        self.name, self.params, self.statements, self.handlers = name, params, statements, handlers
+        self.errstate, self.counter, self.origin = errstate, counter, origin
+        self.source = source  # (of one that generated code holds, read again: its text, written as it is)
+
+    @classmethod
+    def written(cls, function, origin: Origin) -> "TryProbe":
+        """The probe a generated module holds (read again, for second order), by its source."""
+        import inspect
+        import textwrap
+
+        return cls(function.__name__, (), (), (), (), "", origin, textwrap.dedent(inspect.getsource(function)))
+
+    def __repr__(self) -> str:
+        return f"TryProbe({self.name})"
+
+    @property
+    def completed(self) -> int:
+        """The outcome where the body ran to its end (of a probe made from a try statement)."""
+        return len(self.statements) * len(self.handlers)
 
 
 # ---- statements -------------------------------------------------------------------

@@ -41,9 +41,11 @@ def is_helper(value) -> bool:
 def __getattr__(name):
     # `runtime.prange` is numba.prange, imported on first use so that generated code that
     # does not batch never imports Numba. Under numba.njit(parallel=True) a loop over it
-    # runs in parallel; in Python it is range.
-    if name == "prange":
+    # runs in parallel; in Python it is range. `runtime.objmode` is numba.objmode: compiled
+    # code runs the block as Python (a try whose handler the values pick, runtime.try_outcome),
+    # and in Python it is a block that does nothing more.
+    if name in ("prange", "objmode"):
         import numba
 
-        return numba.prange
+        return getattr(numba, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

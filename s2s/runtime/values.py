@@ -339,6 +339,21 @@ def warn(message, category: str):
     warnings.warn(message, getattr(builtins, category), stacklevel=2)
 
 
+def try_outcome(probe, *args):
+    """Which statements of a try the values run (ir.TryProbe): probe is the function generated
+    code writes for it, which runs the try's body on args as Python runs it and returns where
+    it left. Compiled code calls this in object mode (runtime.objmode): NumPy's floating-point
+    errors and exceptions are Python's."""
+    return probe(*args)
+
+
+def runs_as_python(function):
+    """Marks a function of a generated module that runs as Python under every backend (a try
+    probe: backends/loading.py leaves it to the interpreter, called in object mode)."""
+    function.__s2s_python__ = True
+    return function
+
+
 def raise_exception(kind: str, *args):
     """`raise ValueError(*args)` of the user's code (kind: the builtin exception's name), which
     generated code writes as a raise statement of its own (codegen/emit.py)."""
