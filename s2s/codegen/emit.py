@@ -309,8 +309,6 @@ class Emitter:
         """The function that runs a try's body on the values as Python does (ir.TryProbe) and
         returns where it left: the statements that ran times the handlers, plus the handler that
         caught. Compiled code calls it as Python (runtime.runs_as_python)."""
-        from ..frontend.try_statements import exception_spelling
-
         if probe.source is not None:
             return ast.parse(probe.source).body[0]
         count, counter = len(probe.handlers), probe.counter
@@ -320,8 +318,7 @@ class Emitter:
         handlers = []
         for h, (classes, reraises) in enumerate(probe.handlers):
             caught = None if classes is None else (
-                parse_expr(exception_spelling(classes[0])) if len(classes) == 1
-                else ast.Tuple([parse_expr(exception_spelling(c)) for c in classes], ast.Load()))
+                parse_expr(classes[0]) if len(classes) == 1 else ast.Tuple([parse_expr(c) for c in classes], ast.Load()))
             left = name(counter) if count == 1 else ast.BinOp(ast.BinOp(name(counter), ast.Mult(), ast.Constant(count)),
                                                               ast.Add(), ast.Constant(h))
             handlers.append(ast.ExceptHandler(caught, None, [ast.Raise() if reraises else ast.Return(left)]))

@@ -124,8 +124,9 @@ class TryLowering:
                         self.sub_block(lambda: self.handler_chain(handlers, which, k + 1)), origin))
 
     def try_handlers(self, node) -> tuple:
-        """Per handler, (the exception classes it catches, None for a bare except; whether it only
-        re-raises); refuses the forms the probe cannot run as Python does."""
+        """Per handler, (the exception classes it catches, as generated code names them, None for
+        a bare except; whether it only re-raises); refuses the forms the probe cannot run as Python
+        does."""
         if isinstance(node, cst.TryStar):
             raise self.error(node, "try/except* (exception groups) is not supported", _HINT)
         if node.finalbody is not None:
@@ -148,7 +149,7 @@ class TryLowering:
                     raise self.error(expression, "an except clause here catches Python's builtin exceptions and "
                                      "NumPy's (FloatingPointError, ZeroDivisionError, np.linalg.LinAlgError, ...)",
                                      "catch one of those, or move the try/except outside the differentiated function")
-                classes.append(kind)
+                classes.append(_spelled(kind))
             caught.append((tuple(classes), _reraises(handler)))
         return tuple(caught)
 
@@ -212,10 +213,3 @@ def _spelled(kind: type) -> str | None:
     if kind is getattr(np.exceptions, kind.__name__, None):
         return f"np.exceptions.{kind.__name__}"
     return spelling(kind)
-
-
-def exception_spelling(kind: type) -> str:
-    """The name generated code gives an exception class that a probe catches."""
-    spelled = _spelled(kind)
-    assert spelled is not None, kind
-    return spelled

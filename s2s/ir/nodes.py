@@ -114,8 +114,8 @@ class TryProbe:
     """A try statement whose path the values decide, as a function of the generated module runs
     it on them (runtime.try_outcome calls it; codegen/emit.py writes it). Its parameters are the
     variables the try body reads; `statements` holds each statement of the body, lowered on its
-    own; `handlers` each except clause in order, as (its exception classes, None for a bare
-    except; whether it only re-raises); `errstate` the np.errstate settings around the try. It
+    own; `handlers` each except clause in order, as (its exception classes as generated code
+    names them, None for a bare except; whether it only re-raises); `errstate` the np.errstate settings around the try. It
     returns how many statements ran times len(handlers) plus the handler that caught, or
     `completed` where none raised. Not a dataclass: renaming the caller's variables (ir.rename)
     must not reach the names of its body, which its parameters bind."""
