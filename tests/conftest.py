@@ -19,8 +19,8 @@ os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 os.environ.setdefault("NUMBA_OPT", "0")
 sys.path.insert(0, os.path.dirname(__file__))
 from file_processes import pytest_runtest_protocol  # noqa: E402,F401  (each test file in a process of its own)
-# The transform x rule matrix (test_rule_matrix.py) compiles a sample of the rules under s2s.jit and
-# in the CUDA simulator, drawn from this seed: set here, in the process that starts pytest-xdist's
+# The transform x rule matrix (test_rule_matrix.py) checks a sample of the rules under s2s.jit, in
+# the CUDA simulator, in float32, vmap and second order, drawn from this seed: set here, in the process that starts pytest-xdist's
 # workers (which inherit it, and so collect the same sample), new on each run, printed at its end.
 os.environ.setdefault("S2S_RULE_MATRIX_SEED", str(random.SystemRandom().randrange(10**6)))
 
@@ -38,7 +38,7 @@ SLOWEST_FIRST = ["test_rule_matrix.py", "test_reverse_features.py", "test_second
 
 def pytest_terminal_summary(terminalreporter):
     seed = os.environ["S2S_RULE_MATRIX_SEED"]
-    terminalreporter.write_line(f"rule matrix: the jit and cuda columns checked the sample of S2S_RULE_MATRIX_SEED={seed} "
+    terminalreporter.write_line(f"rule matrix: the sampled columns checked the sample of S2S_RULE_MATRIX_SEED={seed} "
                                 "(S2S_RULE_MATRIX=full checks every rule)")
 
 

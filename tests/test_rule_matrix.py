@@ -17,10 +17,11 @@ differences in float64:
                 s2s.jit(s2s.vmap(s2s.grad(f)), backend="cuda") of a function of numbers, in
                 Numba's CUDA simulator (conftest.py), against central differences.
 
-The python-backend columns run every rule on every run. The jit and cuda columns compile, which
-takes minutes for all of them: a run checks a sample drawn with a seed that the run prints at its
-end (S2S_RULE_MATRIX_SEED=N draws the same sample again), and S2S_RULE_MATRIX=full checks every
-rule in every column. A rule without an example fails test_every_rule_has_an_example; a cell
+The jvp and vjp columns run every rule on every run. The jit and cuda columns compile, which
+takes minutes for all of them, and float32, vmap and second order together take minutes too (the
+suite's budget): a run checks a sample of each, drawn with a seed that the run prints at its end
+(S2S_RULE_MATRIX_SEED=N draws the same sample again; successive runs cover every rule), and
+S2S_RULE_MATRIX=full checks every rule in every column. A rule without an example fails test_every_rule_has_an_example; a cell
 known to fail is a strict expected failure with its reason (KNOWN_GAPS), so that a fix is noticed.
 """
 
@@ -42,7 +43,7 @@ from rule_examples import ARGS, EXAMPLES, arity, example_of
 
 FULL = os.environ.get("S2S_RULE_MATRIX") == "full"
 SEED = int(os.environ.get("S2S_RULE_MATRIX_SEED", "0"))  # conftest.py draws one per run
-SAMPLED = {"jit": 16, "cuda": 6}  # rules checked per run in the compiled columns
+SAMPLED = {"jit": 16, "cuda": 6, "float32": 165, "vmap": 200, "second_order": 165}  # rules checked per run
 
 # (rule, column) -> why the cell fails: a strict expected failure until it is fixed. Each of these
 # is a refusal (S2SError at the user's line), not a wrong number.
