@@ -1218,6 +1218,10 @@ DECLARATIONS = [
     primitive(np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit, np.meshgrid, np.broadcast_arrays,
               np.atleast_1d, np.atleast_2d, np.atleast_3d, np.unique, np.nonzero, np.where, np.indices,
               np.histogram, np.gradient, np.ix_, sequence=True),
+    # NumPy's functions that always make arrays (of numbers too: 0-d), or sequences of them.
+    primitive(np.array, np.asarray, np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.ones_like, np.empty_like,
+              np.full_like, np.eye, np.identity, np.arange, np.linspace, np.copy, ndarray="result"),
+    primitive(np.broadcast_arrays, np.meshgrid, np.split, np.array_split, ndarray="items"),
     # np.where(condition) and np.nonzero: integer index arrays (x[np.where(x > 0.5)]).
     nondifferentiable(WHERE_INDICES, np.nonzero, np.flatnonzero, np.argwhere),
     # x.astype(int): frontend/expressions.py lowers it to this (its result is an integer array).

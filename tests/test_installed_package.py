@@ -3,7 +3,8 @@ numpy-financial, BSD-3-Clause). pytransform3d's rotation functions validate thei
 with a dtype, shape checks that raise with %-formatted messages, `in` tests of constants), unpack
 arrays its helpers build, clip numbers and join arrays with tuples; numpy-financial's take
 `when="end"`, which a helper looks up in a dict of the module inside a try (a static argument),
-and nper finds a zero rate by the division it breaks, in a try the values decide.
+nper finds a zero rate by the division it breaks, in a try the values decide, and ipmt hands arrays
+to helpers that test for them.
 s2s differentiates them unchanged, in grad, jvp and jit(grad), checked against central
 differences; the import hook reaches the package without `__s2s__`, lazily."""
 
@@ -108,6 +109,18 @@ def test_nper_whose_try_the_values_decide(rate):
     assert tangent == pytest.approx(sum(central_difference_grad(npf.nper, args, k) for k in (1, 2)), rel=1e-6)
     # (compiled, such a try is tests/test_try_statements.py's: nper of numbers gives a float on one
     # branch and a 0-d array on the other, one variable of two types that Numba refuses)
+
+
+@pytest.mark.parametrize("fun", [npf.ipmt, npf.ppmt], ids=["ipmt", "ppmt"])
+def test_interest_and_principal_whose_helpers_test_for_arrays(fun):
+    # ipmt makes `when` an array (np.broadcast_arrays) and hands it to pmt and fv, whose
+    # _convert_when tests isinstance(when, np.ndarray): decided, as for an argument; its try around
+    # np.where runs on the values
+    args = (0.05, 3.0, 12.0, 1000.0)
+    for k in (0, 3):
+        assert s2s.grad(fun, argnums=k)(*args) == pytest.approx(central_difference_grad(fun, args, k), rel=1e-6)
+    tangent = s2s.jvp(fun, args, (1.0, 0.0, 0.0, 0.0))[1]
+    assert tangent == pytest.approx(central_difference_grad(fun, args, 0), rel=1e-6)
 
 
 HOOKED = '''

@@ -11,6 +11,7 @@ import functools
 import numbers
 import operator
 import types
+import weakref
 from typing import Any
 
 import libcst as cst
@@ -1096,7 +1097,8 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
 
     def static_callee(self, callee, args: list, kwargs: list) -> tuple[Any, list, list]:
         """The user function called, specialised to the static values the call passes it (strings,
-        None, types and functions, its defaults included: static_arguments.py), and the arguments,
+        None, types and functions, its defaults included: static_arguments.py) and, where it tests
+        types, to the types of the arguments known here (arrays: lower.array_bindings), and the arguments,
         with None in place of a function (the callee's code has it written in; Numba cannot
         pass one)."""
         if not isinstance(callee, types.FunctionType) or any(isinstance(a, Spread) for a in args):
@@ -1106,7 +1108,8 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
             bound = signature.bind(*args, **dict(kwargs))
         except TypeError:
             return callee, args, kwargs  # (call_arguments says why)
-        static = {}
+        static, kinds = {}, {}
+        tests_types = _tests_types(callee)
         for param in signature.parameters.values():
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
                 continue
@@ -1114,7 +1117,9 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
             value = atom.value if isinstance(atom, ir.Const) else param.default if atom is MISSING else MISSING
             if value is not MISSING and value is not param.empty and static_values.is_static(value):
                 static[param.name] = value
-        if not static:
+            elif tests_types and isinstance(atom, ir.Name) and atom.id in self.kinds:
+                kinds[param.name] = self.kinds[atom.id]  # (an array, or an argument of a known type: lower.py)
+        if not static and not kinds:
             return callee, args, kwargs
 
         def passed(atom):
@@ -1122,7 +1127,7 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
                 return ir.Const(BUILTIN_TYPES.get(atom.value, atom.value))
             return ir.Const(None) if isinstance(atom, ir.Const) and callable(atom.value) else atom
 
-        return (static_values.carrying(callee, static), [passed(a) for a in args],
+        return (static_values.carrying(callee, static, kinds), [passed(a) for a in args],
                 [(k, passed(a)) for k, a in kwargs])
 
     def tuple_of_display(self, node: cst.List) -> ir.Atom:
@@ -1362,3 +1367,22 @@ def _a_display_of_items(node: cst.Call, callee) -> bool:
     display = node.args[0].value
     return isinstance(display, (cst.List, cst.Tuple)) and not any(
         isinstance(e, cst.StarredElement) for e in display.elements)
+
+
+_TESTS_TYPES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _tests_types(fn: types.FunctionType, seen: frozenset = frozenset()) -> bool:
+    """Does fn, or a function of its module it calls (at any depth), test types with isinstance?
+    Then the types of the arguments known at a call are passed down to it (static_callee)."""
+    known = _TESTS_TYPES.get(fn)
+    if known is not None:
+        return known
+    seen = seen | {fn}
+    found = "isinstance" in fn.__code__.co_names or any(
+        isinstance(called, types.FunctionType) and called not in seen and called.__module__ == fn.__module__
+        and _tests_types(called, seen)
+        for called in (fn.__globals__.get(name) for name in fn.__code__.co_names))
+    if found or not seen - {fn}:  # (a no inside a cycle may miss the functions still being asked)
+        _TESTS_TYPES[fn] = found
+    return found

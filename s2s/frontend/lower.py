@@ -21,6 +21,7 @@ import numpy as np
 from .. import runtime
 from ..errors import Origin, S2SError
 from ..ir import nodes as ir
+from ..rules import facts
 from .argument_writes import parameter_writes
 from .comprehensions import ComprehensionLowering
 from .control_flow import lower_control_flow
@@ -273,8 +274,37 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering, TryLowe
                 self.kinds.pop(assigned, None)
             if name is not None:
                 self.static[name] = value
+            for array in self.array_bindings(statement):
+                self.kinds[array] = np.ndarray
             if self.out and isinstance(self.out[-1], ir.Return):
                 break
+
+    def array_bindings(self, statement) -> list[str]:
+        """The names a statement of the top level binds to NumPy arrays, which nothing in a block
+        assigns: `x = np.asarray(v)`, `a, b = np.broadcast_arrays(a, b)`, `a, b = map(np.asarray,
+        [a, b])` (Facts.ndarray). An isinstance test of one, here or in a function it is passed
+        to, is decided, as a JAX trace decides it of an argument."""
+        if not (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1
+                and isinstance(statement.body[0], cst.Assign) and len(statement.body[0].targets) == 1
+                and isinstance(statement.body[0].value, cst.Call)):
+            return []
+        target, call = statement.body[0].targets[0].target, statement.body[0].value
+        if isinstance(call.func, cst.Name) and call.func.value in self.locals:
+            return []
+        made = facts(self.resolver.resolve(call.func)).ndarray
+        if self.resolver.resolve(call.func) is builtins.map and call.args and not call.args[0].keyword:
+            mapped = call.args[0].value
+            if not (isinstance(mapped, cst.Name) and mapped.value in self.locals):
+                made = "items" if facts(self.resolver.resolve(mapped)).ndarray == "result" else None
+        if made == "result" and isinstance(target, cst.Name):
+            names = [target]
+        elif made == "items" and isinstance(target, (cst.Tuple, cst.List)):
+            names = [e.value for e in target.elements]
+        else:
+            return []
+        if not all(isinstance(n, cst.Name) for n in names):
+            return []
+        return [n.value for n in names if n.value not in self.in_blocks]
 
     def static_assignment(self, statement) -> tuple[str | None, Any]:
         """(name, value) of `name = v` whose v is a static value the call's constants give, else (None, None)."""

@@ -212,6 +212,10 @@ class Facts:
     fresh: bool = False  # its result is a new array or a number, never a view (codegen/overlaps.py)
     first_or_new: bool = False  # its result is its first argument itself, or a new value
     sequence: bool = False  # NumPy's, and its result is a list or tuple of arrays (np.split: analysis/points_to.py)
+    # its result is always an np.ndarray ("result": np.asarray, np.zeros, a 0-d one of a number), or
+    # a sequence of them ("items": np.broadcast_arrays): isinstance(x, np.ndarray) of a variable it
+    # binds is decided (frontend/lower.py, as a JAX trace decides it of an argument)
+    ndarray: str | None = None
     array_result: bool = False  # its result is an array or a number, never a list or dict (points_to.py)
     reads_shape_of: tuple = ()  # the positions of arguments it reads only the shape and dtype of
     shape_argument: int | None = None  # runtime helpers: an argument it reads the shape of, given a shape or an array
