@@ -83,6 +83,46 @@ def test_hook_writes_entries_that_a_second_process_uses_without_libcst_or_black(
     assert not os.path.exists(tmp_path / "cache") or not cache.entries(str(tmp_path / "cache"))
 
 
+PLAIN = '''
+import numpy as np
+
+
+def loss(x):
+    return np.sum(np.tanh(x) ** 2)
+'''
+LOGISTIC = '''
+import numpy as np
+from scipy.special import expit
+
+
+def loss(x):
+    return np.sum(expit(x) * x)
+'''
+
+
+def test_a_compiled_module_loads_scipy_s_c_functions_only_where_it_calls_them(tmp_path):
+    """SciPy's special functions are called by name from compiled code (runtime/overloads/
+    special.py): a process that loads modules calling none from the cache does not import
+    scipy.special (one that writes a module does: the rules know SciPy's functions), and one that
+    loads such a module from the cache, compiled by another process, gives the names first."""
+    (tmp_path / "plain_model.py").write_text(PLAIN)
+    (tmp_path / "logistic_model.py").write_text(LOGISTIC)
+    code = """
+        import sys
+        import numpy as np
+        import s2s, {module}
+        g = s2s.jit(s2s.grad({module}.loss))(np.array([0.5, -0.2, 1.5]))
+        print(repr(float(np.sum(g))), "scipy.special" in sys.modules)
+    """
+    x = np.array([0.5, -0.2, 1.5])
+    s = 1 / (1 + np.exp(-x))
+    for cached in (False, True):  # (written and compiled, then loaded from the cache in a new process)
+        imported = run(code.format(module="plain_model"), tmp_path, tmp_path / "cache").stdout.split()[-1]
+        assert imported == "False" or not cached
+        value, imported = run(code.format(module="logistic_model"), tmp_path, tmp_path / "cache").stdout.split()[-2:]
+        assert float(value) == pytest.approx(np.sum(s + x * s * (1 - s)), rel=1e-12) and imported == "True"
+
+
 def test_api_command_line_and_hook_give_the_same_text(tmp_path):
     pkg = make_package(tmp_path)
     run("""

@@ -119,6 +119,7 @@ def _load(source: str, stem: str, backend: str, parallel: tuple[str, ...]) -> ty
         from .numba_pipeline import GeneratedCodeCompiler
 
         overloads.register_numba()
+        overloads.special.ensure_symbols_for(source)  # (SciPy's C functions, by name: only where called)
         # A try probe is called in object mode (runtime.objmode), which holds the GIL for that
         # call alone: Numba's warning that the block runs without nogil says nothing to the user.
         warnings.filterwarnings("ignore", message=".*Code running in object mode won't allow parallel execution",

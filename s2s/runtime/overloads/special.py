@@ -4,13 +4,16 @@ for calling Cython code: numba.extending.get_cython_function_address).
 
 Generated code is compiled with cache=True, so a compiled call must not hold an address, which
 differs from process to process: each C function is given to LLVM under a name of its own
-(llvmlite's add_symbol, done again in every process by importing this module, which the cpu
-backend does before it compiles or loads), and the compiled code calls it by that name."""
+(llvmlite's add_symbol), and the compiled code calls it by that name. The names are given once
+per process, when code that calls one is first compiled or loaded (ensure_symbols: the cpu
+backend asks before it loads a module whose source calls one of these helpers), so that a
+process that calls none does not import SciPy."""
 
 from __future__ import annotations
 
 import ctypes
 import math
+import re
 from fractions import Fraction
 
 import numpy as np
@@ -33,24 +36,48 @@ def _capsule_signature(capsule) -> str:
     return name(capsule).decode()
 
 
-def _c_function(name: str, arity: int):
-    """An intrinsic calling cython_special's `double name(double, ...)`: of a fused function
-    (real and complex, or float and double), its specialisation of doubles."""
+_WANTED: dict[str, int] = {}  # cython_special's C functions the intrinsics below call: name -> arity
+_REGISTERED: list = []  # [True] once their symbols are given to LLVM in this process
+
+
+def ensure_symbols() -> None:
+    """Give LLVM the address of each C function the intrinsics call, under its own name, once."""
+    if _REGISTERED:
+        return
     import scipy.special.cython_special as cython_special
 
     exported = cython_special.__pyx_capi__
-    wanted = "double (" + ", ".join(["double"] * arity) + ", int __pyx_skip_dispatch)"
-    key = next((k for k in (name, *(f"__pyx_fuse_{j}{name}" for j in range(4)))
-                if k in exported and _capsule_signature(exported[k]) == wanted), None)
-    if key is None:
-        raise ImportError(f"scipy.special.cython_special exports no {wanted.replace('(', name + '(', 1)}")
+    for name, arity in _WANTED.items():
+        wanted = "double (" + ", ".join(["double"] * arity) + ", int __pyx_skip_dispatch)"
+        key = next((k for k in (name, *(f"__pyx_fuse_{j}{name}" for j in range(4)))
+                    if k in exported and _capsule_signature(exported[k]) == wanted), None)
+        if key is None:
+            raise ImportError(f"scipy.special.cython_special exports no {wanted.replace('(', name + '(', 1)}")
+        llvm.add_symbol(f"s2s_scipy_special_{name}", get_cython_function_address(_MODULE, key))
+    _REGISTERED.append(True)
+
+
+_CALLED = re.compile(r"\bruntime\.(" + "|".join(rt.special.__all__) + r")\b")
+
+
+def ensure_symbols_for(source: str) -> None:
+    """ensure_symbols, where generated source calls one of these helpers (before it is loaded:
+    its cached machine code calls the C functions by their names)."""
+    if not _REGISTERED and _CALLED.search(source):
+        ensure_symbols()
+
+
+def _c_function(name: str, arity: int):
+    """An intrinsic calling cython_special's `double name(double, ...)`: of a fused function
+    (real and complex, or float and double), its specialisation of doubles."""
+    _WANTED[name] = arity
     symbol = f"s2s_scipy_special_{name}"
-    llvm.add_symbol(symbol, get_cython_function_address(_MODULE, key))
     double = llvm_ir.DoubleType()
     # (the trailing int of a cpdef function: skip_dispatch, 0 as Cython's own callers pass it)
     c_type = llvm_ir.FunctionType(double, [double] * arity + [llvm_ir.IntType(32)])
 
     def codegen(context, builder, signature, args):
+        ensure_symbols()
         fn = cgutils.get_or_insert_function(builder.module, c_type, symbol)
         return builder.call(fn, [*args, llvm_ir.Constant(llvm_ir.IntType(32), 0)])
 
