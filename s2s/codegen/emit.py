@@ -312,15 +312,20 @@ class Emitter:
         if probe.source is not None:
             return ast.parse(probe.source).body[0]
         count, counter = len(probe.handlers), probe.counter
+        counted = len(probe.statements) > 1  # (of one statement, none ran where it raised: no counter)
         body: list[ast.stmt] = []
         for k, part in enumerate(probe.statements):
-            body += self.primal_block(part) + [assign(counter, ast.Constant(k + 1))]
+            body += self.primal_block(part)
+            if k + 1 < len(probe.statements):  # (after the last, none is left to raise: returned below)
+                body.append(assign(counter, ast.Constant(k + 1)))
         handlers = []
         for h, (classes, reraises) in enumerate(probe.handlers):
             caught = None if classes is None else (
                 parse_expr(classes[0]) if len(classes) == 1 else ast.Tuple([parse_expr(c) for c in classes], ast.Load()))
-            left = name(counter) if count == 1 else ast.BinOp(ast.BinOp(name(counter), ast.Mult(), ast.Constant(count)),
-                                                              ast.Add(), ast.Constant(h))
+            left = ast.Constant(h) if not counted else name(counter) if count == 1 else \
+                ast.BinOp(name(counter), ast.Mult(), ast.Constant(count))
+            if counted and count > 1 and h:
+                left = ast.BinOp(left, ast.Add(), ast.Constant(h))
             handlers.append(ast.ExceptHandler(caught, None, [ast.Raise() if reraises else ast.Return(left)]))
         guarded: ast.stmt = ast.Try(body, handlers, [], [])
         if probe.errstate:
@@ -331,8 +336,8 @@ class Emitter:
                f"{probe.completed} where none raised.")
         args = ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in probe.params], kwonlyargs=[],
                              kw_defaults=[], defaults=[])
-        statements = [ast.Expr(ast.Constant(doc)), assign(counter, ast.Constant(0)), guarded,
-                      ast.Return(ast.Constant(probe.completed))]
+        statements = [ast.Expr(ast.Constant(doc))] + ([assign(counter, ast.Constant(0))] if counted else []) + [
+            guarded, ast.Return(ast.Constant(probe.completed))]
         return ast.FunctionDef(probe.name, args, statements, [parse_expr("runtime.runs_as_python")], None, lineno=0)
 
     def text(self, header: list[str], body: list[ast.stmt]) -> str:

@@ -446,6 +446,8 @@ def spelling(obj: Any) -> str | None:
         return f"np.linalg.{name}"
     if getattr(np.fft, name, None) is obj:
         return f"np.fft.{name}"
+    if getattr(np.exceptions, name, None) is obj:  # (AxisError, caught by a try: frontend/try_statements.py)
+        return f"np.exceptions.{name}"
     if getattr(math, name, None) is obj:
         return f"math.{name}"
     if getattr(builtins, name, None) is obj:

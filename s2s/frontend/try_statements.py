@@ -12,11 +12,9 @@ result the branches test carries none.
 
 from __future__ import annotations
 
-import builtins
 import operator
 
 import libcst as cst
-import numpy as np
 
 from .. import runtime
 from ..ir import nodes as ir
@@ -145,11 +143,11 @@ class TryLowering:
             for item in types:
                 expression = item.value if isinstance(item, cst.Element) else item
                 kind = self.resolver.resolve(expression)
-                if not (isinstance(kind, type) and issubclass(kind, BaseException) and _spelled(kind) is not None):
+                if not (isinstance(kind, type) and issubclass(kind, BaseException) and spelling(kind) is not None):
                     raise self.error(expression, "an except clause here catches Python's builtin exceptions and "
                                      "NumPy's (FloatingPointError, ZeroDivisionError, np.linalg.LinAlgError, ...)",
                                      "catch one of those, or move the try/except outside the differentiated function")
-                classes.append(_spelled(kind))
+                classes.append(spelling(kind))
             caught.append((tuple(classes), _reraises(handler)))
         return tuple(caught)
 
@@ -204,12 +202,3 @@ def _reraises(handler: cst.ExceptHandler) -> bool:
     body = handler.body.body
     return len(body) == 1 and isinstance(body[0], cst.SimpleStatementLine) and len(body[0].body) == 1 \
         and isinstance(body[0].body[0], cst.Raise) and body[0].body[0].exc is None
-
-
-def _spelled(kind: type) -> str | None:
-    """How generated code names an exception class: a builtin's name, NumPy's by its module."""
-    if getattr(builtins, kind.__name__, None) is kind:
-        return kind.__name__
-    if kind is getattr(np.exceptions, kind.__name__, None):
-        return f"np.exceptions.{kind.__name__}"
-    return spelling(kind)
