@@ -52,6 +52,7 @@ from s2s.runtime import (
     kron_bar_a,
     kron_bar_b,
     lift,
+    number_if_0d,
     diagonal_matrix,
     eigen_quotient,
     real_eigenvalues,
@@ -150,6 +151,13 @@ def broadcast_like_(y, t, c):
     """t + zeros_like(c) (forward mode's tangent of a sum with an operand of zero tangent)."""
     y_dot = broadcast_like(t_dot, c)
     t_bar += unbroadcast(y_bar, t)
+
+
+@rule(runtime.number_if_0d, pure=True, number_stays=True, dtype_from=(0,))
+def number_if_0d_(y, x):
+    """x (under Numba a 0-d array's number: transforms/zero_d_merges.py)."""
+    y_dot = number_if_0d(x_dot)
+    x_bar += y_bar
 
 
 @rule(runtime.carry_like, pure=True, shape_argument=1)
@@ -496,7 +504,7 @@ DECLARATIONS = [
     primitive(runtime.zeros_like, runtime.ones_like, runtime.copy, runtime.broadcast_like, runtime.add_at,
               runtime.index_add, runtime.tree_add, runtime.unbroadcast, runtime.range_len, runtime.shape_tape,
               runtime.push_shape, runtime.pop_shape, runtime.kernel_number, runtime.derivative_like,
-              runtime.weighted, runtime.dot_zero, runtime.astype, runtime.astype_integer, runtime.astype_bar,
+              runtime.weighted, runtime.dot_zero, runtime.number_if_0d, runtime.astype, runtime.astype_integer, runtime.astype_bar,
               kernel=SAME_SPELLING),
     # As a statement of its own in a kernel, a local array (codegen/cuda.py).
     primitive(runtime.zeros_like, kernel_local=("0", "like")),

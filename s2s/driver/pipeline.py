@@ -41,6 +41,7 @@ from ..transforms.reverse import (ForwardSweeps, ReversePlans, ReverseSweeps, fo
                                   reverse_sweeps, vjp_definitions)
 from ..transforms.variants import jvp_functions
 from ..transforms.vectorize import total_module, vmap_module
+from ..transforms.zero_d_merges import numbers_where_paths_meet
 
 
 @dataclass
@@ -81,15 +82,18 @@ class InternalError(S2SError):
 def lower(unit: Unit) -> None:
     """Parse the function and the user functions it calls, and lower them to the IR. What the
     IR can settle before a transform is settled here: for code generated for one call (s2s.jit
-    of a gradient), the branches of `if w is None:`; loops over dicts of known keys, written out."""
+    of a gradient), the branches of `if w is None:`; loops over dicts of known keys, written out;
+    a variable that holds a number on one path and a 0-d array on another, one type under Numba."""
     unit.functions = collect(unit.fn)
     assign_names(unit.functions, unit.emitter)
     named_facts = _named_facts(unit)
     if named_facts is not None:  # (s2s.jit of a gradient: `if w is None:` has one answer for the call)
         drop_branches_on_none(unit.entry, named_facts)
     if unit.transform not in ("vmap", "vmap_total"):  # (Numba has no loop over a dict's keys)
+        by_python = {id(f.python): f for f in unit.functions}
         for function in unit.functions:
             unroll_dict_loops(function, named_facts if function is unit.entry else None)
+            numbers_where_paths_meet(function, by_python)
 
 
 def check_aliases(unit: Unit) -> None:

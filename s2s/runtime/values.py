@@ -65,6 +65,13 @@ def carry_like(value, like, trips=None, *, where=None):
     return value
 
 
+def number_if_0d(x):
+    """x, on one path of a variable that holds a number on another (transforms/zero_d_merges.py):
+    here x itself, as NumPy has it; under Numba a 0-d array's number (a variable has one type
+    in compiled code, where arithmetic of 0-d arrays gives numbers and np.where a 0-d array)."""
+    return x
+
+
 def zeros_like(x):
     """A zero adjoint with the structure, shape and float dtype of x."""
     if isinstance(x, np.ndarray):

@@ -42,6 +42,13 @@ def _kernel_number(out, value):
     return lambda out, value: value
 
 
+@overload(rt.number_if_0d)
+def _number_if_0d(x):
+    if _scalar(x):
+        return lambda x: x
+    _refuse("runtime.number_if_0d", x)
+
+
 @overload(rt.zeros_like)
 def _zeros_like(x):
     if isinstance(x, types.Float):  # as the cpu backend: the adjoint takes x's float type

@@ -56,8 +56,20 @@ def _carry_like(value, like, trips=None, where=None):
     return impl
 
 
+@overload(rt.number_if_0d)
+def _number_if_0d(x):
+    if isinstance(x, types.Array) and x.ndim == 0:
+        return lambda x: x[()]
+    return lambda x: x
+
+
 @overload(rt.zeros_like)
 def _zeros_like(x):
+    if isinstance(x, types.Array) and x.ndim == 0:
+        # The adjoint of a 0-d array is a number in compiled code (the seed 1.0, what unbroadcast
+        # gives it): its zero is one too, or a variable holding both could not be typed.
+        zero = np.float32(0.0) if x.dtype == types.float32 else np.float64(0.0)
+        return lambda x: zero
     if isinstance(x, types.Array):
         dtype = x.dtype if isinstance(x.dtype, types.Float) else types.float64
         return lambda x: np.zeros(x.shape, dtype)
