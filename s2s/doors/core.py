@@ -520,12 +520,16 @@ class Primal(StaticSiblings):
         self._source = None
         self._entries: dict = {}
         self._compiled = None
+        # {kinds of arguments: (compiled, source)} where the code tests an ndim, which the code
+        # generated for each kind of call decides (transforms/static_properties.py); else None
+        self._by_kinds: dict | None = None
+        self._specialised_source = None
 
     @property
     def source(self) -> str:
         if self._latest_sibling is not None:
             return self._latest_sibling.source
-        return self._own_source()
+        return self._specialised_source or self._own_source()
 
     def _own_source(self) -> str:
         if self._source is None:
@@ -545,23 +549,44 @@ class Primal(StaticSiblings):
         bound = self._bind(args, kwargs)
         return self.for_arguments(bound)._call_bound(bound)
 
-    def _call_bound(self, args: tuple):
+    def _compiled_for(self, args: tuple):
         if self._compiled is None:
-            module = backends.load(self._own_source(), self.fun.__name__, self.backend)
+            source = self._own_source()
+            if self.backend == "cpu" and _tests_an_ndim(source):
+                self._by_kinds = {}
+            module = backends.load(source, self.fun.__name__, self.backend)
             # (the function's generated name: a callee of the same name may hold its own)
             name = self._entries.get("name", self.fun.__name__)
             self._compiled = backends.entry(module, name, self.fun)
+        if self._by_kinds is None:
+            return self._compiled
+        key = _kinds(args)
+        found = self._by_kinds.get(key)
+        if found is None:
+            source, entries = _generated(self.fun, "primal", {"facts": argument_facts(args)})
+            module = backends.load(source, self.fun.__name__, self.backend)
+            found = self._by_kinds[key] = (backends.entry(module, entries["name"], self.fun), source)
+        self._specialised_source = found[1]
+        return found[0]
+
+    def _call_bound(self, args: tuple):
+        compiled = self._compiled_for(args)
         if self.backend == "cpu":
             plain = _plain_kinds(args)
             if plain is not None and not any(k is not float and k[0] == np.float32 for k in plain):
                 # (the common call: arrays that are not float32, and floats, go in as they are;
                 # a number that comes back is already what NumPy's value would be)
-                return pytree.from_numba(self._compiled(*args))
+                return pytree.from_numba(compiled(*args))
             call_args = tuple(pytree.to_numba(a) for a in args)
-            out = pytree.from_numba(self._compiled(*call_args))
+            out = pytree.from_numba(compiled(*call_args))
             # (a float32 number comes back from Numba as a Python float)
-            return numpy_scalar(out, args, getattr(self._compiled, "dispatcher", None), call_args, whole=True)
-        return self._compiled(*args)
+            return numpy_scalar(out, args, getattr(compiled, "dispatcher", None), call_args, whole=True)
+        return compiled(*args)
+
+
+def _tests_an_ndim(source: str) -> bool:
+    """Does generated code read an ndim (z.ndim, np.ndim(z), perhaps len(np.shape(z)))?"""
+    return ".ndim" in source or "np.ndim(" in source or "len(" in source and ("np.shape(" in source or ".shape\n" in source)
 
 
 def source(transformed: Any) -> str:

@@ -40,6 +40,7 @@ from ..transforms.drivers import columns_driver, grad_wrapper, second_order_driv
 from ..transforms.reverse import (ForwardSweeps, ReversePlans, ReverseSweeps, forward_sweeps, plan_module,
                                   reverse_sweeps, vjp_definitions)
 from ..transforms.variants import jvp_functions
+from ..transforms.static_properties import fold_static_properties
 from ..transforms.vectorize import total_module, vmap_module
 from ..transforms.zero_d_merges import numbers_where_paths_meet
 
@@ -82,13 +83,15 @@ class InternalError(S2SError):
 def lower(unit: Unit) -> None:
     """Parse the function and the user functions it calls, and lower them to the IR. What the
     IR can settle before a transform is settled here: for code generated for one call (s2s.jit
-    of a gradient), the branches of `if w is None:`; loops over dicts of known keys, written out;
-    a variable that holds a number on one path and a 0-d array on another, one type under Numba."""
+    of a gradient, a jvp or a primal), the branches of `if w is None:` and of `if z.ndim == 1:`;
+    loops over dicts of known keys, written out; a variable that holds a number on one path and
+    a 0-d array on another, one type under Numba."""
     unit.functions = collect(unit.fn)
     assign_names(unit.functions, unit.emitter)
     named_facts = _named_facts(unit)
-    if named_facts is not None:  # (s2s.jit of a gradient: `if w is None:` has one answer for the call)
+    if named_facts is not None:  # (code generated for one call: `if w is None:` has one answer there)
         drop_branches_on_none(unit.entry, named_facts)
+        fold_static_properties(unit.entry, named_facts)  # (and `if z.ndim == 1:`)
     if unit.transform not in ("vmap", "vmap_total"):  # (Numba has no loop over a dict's keys)
         by_python = {id(f.python): f for f in unit.functions}
         for function in unit.functions:
@@ -110,6 +113,9 @@ def primal(unit: Unit) -> None:
     unit.body = prologue(unit.emitter) + [primal_function(f, unit.emitter) for f in unit.functions
                                           if id(f.python) in called]
     unit.header = header(unit.entry, f"primal of {unit.entry.name}", unit.display_path)
+    named_facts = _named_facts(unit)
+    if named_facts is not None:
+        unit.header.insert(1, _specialised_line(named_facts, unit.entry.static))
     unit.entries = {"name": unit.entry_name()}
 
 
@@ -133,8 +139,9 @@ def _argnums(unit: Unit) -> tuple[int, ...]:
 
 
 def _named_facts(unit: Unit) -> dict | None:
-    """What s2s.jit saw of grad's arguments at the call, by parameter (None elsewhere)."""
-    facts = unit.options.get("facts") if unit.transform == "grad" else None
+    """What s2s.jit saw of the arguments at the call (of grad, jvp's primals, a primal that tests
+    an ndim), by parameter (None elsewhere)."""
+    facts = unit.options.get("facts") if unit.transform in ("grad", "jvp", "primal") else None
     if facts is None:
         return None
     return {p: (facts[k] if k < len(facts) else None) for k, p in enumerate(unit.entry.params)}

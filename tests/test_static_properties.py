@@ -1,0 +1,89 @@
+"""Tests of a value's ndim in code generated for one kind of call (s2s/transforms/static_properties.py):
+`if z.ndim == 1:`, `np.ndim(z)`, `len(np.shape(z))` on an array the function computes are decided for the
+arguments s2s.jit specialises to (numbers, arrays and their ndim), and the branch not taken is dropped,
+so that Numba, which types both branches of a test of a computed array's ndim, compiles the function.
+Values and derivatives against NumPy and central differences, for each kind of argument; the generated
+code with the test decided."""
+
+import numpy as np
+import pytest
+
+import s2s
+from finite_differences import central_difference_grad
+
+
+def sums_a_vector(x, a):
+    z = np.exp(x * a)
+    if z.ndim == 1:
+        return np.sum(z)
+    return z
+
+
+def normalised_where_an_array(x, mean):
+    pdf = np.exp(-(np.asarray(x) - mean) ** 2)
+    if len(np.shape(pdf)) > 0:
+        return np.sum(pdf / np.sum(pdf) * pdf)
+    return pdf * 2.0
+
+
+def flag_and_matrix(x, flag):
+    z = np.tanh(x)
+    if flag and np.ndim(z) == 2:  # false wherever z is not a matrix, whatever flag is
+        return np.sum(z @ z)
+    return np.sum(z * z)
+
+
+CASES = [
+    (sums_a_vector, (0.4, 3.0)),
+    (sums_a_vector, (np.array([0.1, -0.3]), 3.0)),
+    (normalised_where_an_array, (1.3, 0.5)),
+    (normalised_where_an_array, (np.array([1.3, 0.2, -0.4]), 0.5)),
+    (flag_and_matrix, (np.array([0.1, -0.3]), True)),
+    (flag_and_matrix, (np.array([[0.1, -0.3], [0.7, 0.2]]), True)),
+]
+
+
+@pytest.mark.parametrize("fun, args", CASES, ids=lambda v: getattr(v, "__name__", None) or f"ndim {np.ndim(v[0])}")
+def test_gradients_under_jit_agree_with_differences(fun, args):
+    reference = central_difference_grad(fun, args, 0)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(fun))(*args), reference, rtol=1e-6)
+    np.testing.assert_allclose(s2s.grad(fun)(*args), reference, rtol=1e-6)
+
+
+@pytest.mark.parametrize("x", [0.4, np.array([0.1, -0.3])], ids=["number", "vector"])
+def test_jvp_compiled_agrees_with_differences(x):
+    t = np.ones_like(x)
+    reference = np.sum(central_difference_grad(sums_a_vector, (x, 3.0), 0) * t)
+    tangent = s2s.jvp(sums_a_vector, (x, 3.0), (t, 0.0), backend="cpu")[1]
+    assert tangent == pytest.approx(float(reference), rel=1e-6)
+
+
+def test_the_test_is_decided_in_the_generated_code():
+    jitted = s2s.jit(s2s.grad(sums_a_vector))
+    jitted(np.array([0.1, -0.3]), 3.0)
+    source = s2s.source(jitted)
+    assert ".ndim" not in source and "if " not in source.split("def sums_a_vector_vjp")[1]
+    # the python backend's code, for any argument, keeps the test
+    assert ".ndim" in s2s.source(s2s.grad(sums_a_vector))
+
+
+@pytest.mark.parametrize("fun, args", CASES, ids=lambda v: getattr(v, "__name__", None) or f"ndim {np.ndim(v[0])}")
+def test_the_function_itself_under_jit_gives_numpys_values(fun, args):
+    np.testing.assert_allclose(s2s.jit(fun)(*args), fun(*args), rtol=1e-14)
+
+
+def test_a_jitted_function_is_generated_for_each_kind_of_call_where_it_tests_an_ndim():
+    jitted = s2s.jit(sums_a_vector)
+    jitted(np.array([0.1, -0.3]), 3.0)
+    assert "Specialised (s2s.jit) for arguments: x 1-d array, a float." in s2s.source(jitted)
+    assert ".ndim" not in s2s.source(jitted).split("def sums_a_vector")[1]
+    assert jitted(0.4, 3.0) == pytest.approx(sums_a_vector(0.4, 3.0))
+    assert "x float" in s2s.source(jitted)
+    # a function that tests no ndim is generated once, for every call
+    plain = s2s.jit(clipped)
+    plain(np.array([0.1, -0.3]))
+    assert "Specialised" not in s2s.source(plain)
+
+
+def clipped(x):
+    return np.sum(np.clip(x, 0.0, 1.0) * x.shape[0])
