@@ -276,3 +276,20 @@ def test_a_float_argument_written_into_keeps_its_derivative(fun):
     w = np.array([1, 2, 3, 4])
     np.testing.assert_allclose(s2s.grad(cut)(XI, w), central_difference_grad(lambda x: cut(x, w), (XI,), 0),
                                rtol=1e-7, atol=1e-9)
+
+
+def cast_then_gather(W):
+    new_W = W[:, :-1]
+    new_inds = np.int64(W[:, -1])
+    assert new_inds.dtype == np.int64  # a dtype compared with a scalar type, as NumPy compares them
+    if W.dtype != np.float64:
+        return np.sum(new_W)
+    return np.sum(new_W[new_inds] ** 2)
+
+
+def test_a_dtype_compared_with_a_scalar_type_under_jit():
+    W = np.array([[0.5, 1.2, 1.5], [0.3, -0.7, 0.4], [2.0, 1.0, 1.3]])  # (indices away from a cut)
+    assert s2s.jit(cast_then_gather)(W) == pytest.approx(cast_then_gather(W), rel=1e-14)
+    expected = central_difference_grad(cast_then_gather, (W,), 0)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(cast_then_gather))(W), expected, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(s2s.grad(cast_then_gather)(W), expected, rtol=1e-6, atol=1e-9)

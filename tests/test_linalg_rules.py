@@ -483,7 +483,7 @@ def test_tuple_of_a_namedtuple_result_is_a_plain_tuple():
                                rtol=1e-6, atol=1e-6)
 
 
-# np.linalg.inv, solve, det and slogdet of a stack under s2s.jit: Numba's take one matrix, the
+# np.linalg.inv, solve, det, slogdet and cholesky of a stack under s2s.jit: Numba's take one matrix, the
 # runtime's forms (s2s/runtime/overloads/linalg.py) each matrix of the stack, and @ of stacks
 # each pair of matrices, the leading axes broadcast as NumPy's.
 SQUARE_STACK = np.stack([A, X + np.eye(3)])
@@ -503,8 +503,15 @@ def solve_stack_loss(s, b):
     return np.sum(np.linalg.solve(s, b) ** 2 * STACK_RHS) + np.sum((s @ b) * STACK_RHS)
 
 
+def cholesky_stack_loss(s):
+    spd = s @ np.swapaxes(s, -1, -2) + np.eye(3)
+    return np.sum(np.linalg.cholesky(spd) * W)
+
+
 @pytest.mark.parametrize("fn, args", [(inv_det_stack_loss, (SQUARE_STACK,)), (slogdet_stack_loss, (SQUARE_STACK,)),
-                                      (solve_stack_loss, (SQUARE_STACK, STACK_RHS))], ids=["inv-det", "slogdet", "solve"])
+                                      (solve_stack_loss, (SQUARE_STACK, STACK_RHS)),
+                                      (cholesky_stack_loss, (SQUARE_STACK,))],
+                         ids=["inv-det", "slogdet", "solve", "cholesky"])
 def test_stacks_of_matrices_under_jit(fn, args):
     argnums = tuple(range(len(args)))
     assert s2s.jit(fn)(*args) == pytest.approx(fn(*args), rel=1e-12)

@@ -1,5 +1,5 @@
 """Overloads of np.tensordot (which Numba lacks) and of the adjoints of tensordot and np.kron
-(runtime/linalg.py); np.linalg.inv, solve, det, slogdet, eigh, eigvalsh and svd of stacks of
+(runtime/linalg.py); np.linalg.inv, solve, det, slogdet, cholesky, eigh, eigvalsh and svd of stacks of
 matrices, and the products Numba's np.dot and @ lack (two dtypes, a number, stacks that broadcast).
 
 The result's ndim depends on how many axes are contracted, which Numba must know when it
@@ -625,7 +625,7 @@ def _linalg_lstsq(a, b, rcond=None):
 
 
 # ---- np.linalg on stacks of matrices ------------------------------------------------------
-# Numba's np.linalg.inv, solve, det and slogdet take one matrix; NumPy's take a stack (the
+# Numba's np.linalg.inv, solve, det, slogdet and cholesky take one matrix; NumPy's take a stack (the
 # leading axes) too, as the rules' derivatives (templates/array_rules.py) do. These forms, only
 # where Numba has none (3 or more dimensions), call Numba's on each matrix of the stack (eigh,
 # eigvalsh and svd: at the end).
@@ -658,6 +658,18 @@ def _det_of_a_stack(a):
             out = np.empty(a.shape[:-2], dtype)
             for idx in np.ndindex(a.shape[:-2]):
                 out[idx] = np.linalg.det(np.ascontiguousarray(a[idx]))
+            return out
+        dtype = _linalg_dtype(a)
+        return impl
+
+
+@overload(np.linalg.cholesky)
+def _cholesky_of_a_stack(a):
+    if _stack_of_matrices(a):
+        def impl(a):
+            out = np.empty(a.shape, dtype)
+            for idx in np.ndindex(a.shape[:-2]):
+                out[idx] = np.linalg.cholesky(np.ascontiguousarray(a[idx]))
             return out
         dtype = _linalg_dtype(a)
         return impl

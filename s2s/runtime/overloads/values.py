@@ -239,6 +239,33 @@ def _dict_getitem(c, key):
         return _compile(f"def impl(c, key):\n    return c[{k}]\n", "impl")
 
 
+def _dtype_and_type(a, b):
+    """(the dtype, the NumPy scalar type) of x.dtype == np.int64 (either way round), or None."""
+    if isinstance(a, types.NumberClass) and isinstance(b, types.DType):
+        a, b = b, a
+    if isinstance(a, types.DType) and isinstance(b, types.NumberClass):
+        return a.dtype, b.instance_type
+    return None
+
+
+@overload(operator.eq)
+def _dtype_is_type(a, b):
+    """x.dtype == np.int64, as NumPy compares a dtype with a scalar type (Numba compares it with
+    np.dtype(np.int64) only): known where the code is typed."""
+    pair = _dtype_and_type(a, b)
+    if pair is not None:
+        same = pair[0] == pair[1]
+        return lambda a, b: same
+
+
+@overload(operator.ne)
+def _dtype_is_not_type(a, b):
+    pair = _dtype_and_type(a, b)
+    if pair is not None:
+        different = pair[0] != pair[1]
+        return lambda a, b: different
+
+
 _DICT_LOOP = f"s2s: {rt.DICT_LOOP_REASON}; {rt.DICT_LOOP_WAY_OUT}"
 
 
