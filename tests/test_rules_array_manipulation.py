@@ -103,7 +103,10 @@ def einsum_dots_inside_loss(T, U):
 
 
 def einsum_batched_loss(T, U):
-    return np.sum(np.einsum("bij,bjk->bik", T, U) ** 2) + np.sum(np.einsum("bij,bij->b", T, T) ** 2)
+    # batches of matrix products, lowered to @ of stacks: 'bij,bjk->bik', and attention's scores
+    # 'bqd,bkd->bqk' with the batch and the contracted index in other places ('ijk,lji->lki')
+    return np.sum(np.einsum("bij,bjk->bik", T, U) ** 2) + np.sum(np.einsum("bij,bij->b", T, T) ** 2) + np.sum(
+        np.einsum("bqd,bkd->bqk", T, T * 0.5 + 1.0) ** 2) + np.sum(np.einsum("ijk,lji->lki", T, np.transpose(U, (1, 2, 0))) ** 2)
 
 
 def astype_loss(x):
@@ -833,3 +836,10 @@ def test_broadcast_arrays_in_every_mode(first):
     tangent = np.ones_like(first) if np.ndim(first) else 1.0
     assert s2s.jvp(broadcast_pair, (first, second), (tangent, np.zeros_like(second)))[1] == pytest.approx(
         np.sum(central_difference_grad(broadcast_pair, (first, second), 0)), rel=1e-6)
+
+
+def test_a_batch_of_matrix_products_is_lowered_to_matmul_of_stacks():
+    grad = s2s.grad(einsum_batched_loss)
+    grad(T, U)
+    text = s2s.source(grad)
+    assert text.count(" @ ") == 3 and "None" not in text  # (no operand spread to broadcast)

@@ -1,6 +1,6 @@
 """np.einsum, lowered into the calls it stands for: matmul, dot, outer, trace, transpose, sum,
-diagonal, and for what else two operands contract (a batch index, 'bij,bjk->bik'), a broadcast
-product summed over the contracted indices. Those calls have derivative, batching and Numba rules
+diagonal; a batch of matrix products ('bij,bjk->bik', 'bhqd,bhkd->bhqk') as @ of stacks; and for
+what else two operands contract, a broadcast product summed over the contracted indices. Those calls have derivative, batching and Numba rules
 of their own, and Numba has no np.einsum.
 
 Three or more operands are contracted two at a time, left to right, each intermediate keeping the
@@ -165,6 +165,12 @@ def _two(a, sa: str, b, sb: str, output: str, call, subscript, tail: bool):
         a = _one(a, "".join(only_a) + contracted[0], None, call, sa)
         b = _one(b, contracted[0] + "".join(only_b), None, call, sb)
         return _one(call(operator.matmul, [a, b]), "".join(only_a + only_b), output, call)
+    if not tail and batch and len(contracted) == 1 and len(only_a) == 1 and len(only_b) == 1:
+        # A batch of matrix products ('bhqd,bhkd->bhqk'): a stack of matrices @ a stack, whose
+        # matrices the products of BLAS multiply (the broadcast product would hold every term).
+        a = _one(a, "".join(batch + only_a + contracted), None, call, sa)
+        b = _one(b, "".join(batch + contracted + only_b), None, call, sb)
+        return _one(call(operator.matmul, [a, b]), "".join(batch + only_a + only_b), output, call)
     # The general case: both operands laid out along output + contracted indices, multiplied
     # with broadcasting, and summed over the contracted ones. (With a '...' too: Numba's `@`
     # multiplies no stacks of matrices.)
