@@ -60,6 +60,14 @@ LIMITS: dict[str, Limit] = {
         "take s2s.jit(s2s.grad(f)), which writes the loop out for the call's keys; or index the dict with "
         "constant keys (d['w']), or pass a tuple or list of its values",
         "for k, v in params.items():", helpers=("dict_keys",)),
+    "layers-of-different-shapes": Limit(
+        "a tuple or list of items of different kinds (a matrix and a vector) read at an index known only at "
+        "run time: ws[k] of an argument k, or a loop over it where the code is not generated for the call (in a "
+        "helper the function calls, under s2s.vmap); s2s.jit of the function, of its grad and of its jvp write "
+        "a loop over such an argument out item by item", NUMBA,
+        r"argument \w+ is a tuple of \d+ .*cannot take under Numba",
+        "loop over it in the function s2s.jit is given, unpack it into names (w1, w2 = ws), or use backend='python'",
+        "w = ws[k]"),
     # ---- known gaps: s2s does not yet generate code Numba compiles ----
     "number-becomes-array": Limit(
         "a variable that starts as a number and becomes an array where s2s cannot make it an array from the "
@@ -69,10 +77,6 @@ LIMITS: dict[str, Limit] = {
         "np.squeeze without axis= (s2s.jit compiles for the arguments' number of dimensions, not for which "
         "of their axes have size 1)", NUMBA, r"np\.squeeze needs its axes",
         "name the axes: np.squeeze(x, axis=0)", "y = np.squeeze(x)"),
-    "layers-of-different-shapes": Limit(
-        "a list of arrays of different shapes as an argument (layers), indexed in a loop", KNOWN_GAP,
-        r"argument \w+ is a tuple of \d+ .*cannot take under Numba",
-        "unpack it into names (w1, w2 = ws), or use backend='python'", "for w in ws:"),
 }
 
 

@@ -548,14 +548,32 @@ def test_loops_over_layers_of_different_widths_under_jit(fun):
             np.testing.assert_allclose(got, central_difference_grad(loss_of_part, (part,), 0), rtol=1e-6, atol=1e-6)
 
 
-def test_a_loop_over_items_of_different_types_under_jit_is_refused_with_its_line():
-    """A 2-d and a 1-d array: under s2s.jit a tuple that no index known at run time reads."""
+def test_a_loop_over_items_of_different_types_under_jit_is_written_out():
+    """A 2-d and a 1-d array: a tuple under s2s.jit that no index known at run time reads. Where
+    the code is generated for the call (s2s.jit of the function and of its gradient) the loop is
+    written out item by item; in a helper, whose code is not, it is refused at the helper's line."""
     layers = [np.ones((3, 4)) * 0.1, np.ones(4) * 0.2]
     x = np.arange(3.0)
-    with pytest.raises(s2s.S2SError, match=r"test_container_loops.py:\d+:\d+: s2s.jit of mlp_over_a_list: argument "
-                                           r"Ws is a tuple of 2 .*use backend='python'"):
-        s2s.jit(s2s.grad(mlp_over_a_list))(layers, x)
-    check_grads(mlp_over_a_list, (layers, x), argnums=(0,), modes=("rev",))  # (the way out)
+    assert s2s.jit(mlp_over_a_list)(layers, x) == pytest.approx(mlp_over_a_list(layers, x), rel=1e-14)
+    grads = s2s.jit(s2s.grad(mlp_over_a_list))(layers, x)
+    assert isinstance(grads, list) and len(grads) == 2
+    for k in range(2):
+        def loss_of(value, k=k):
+            return mlp_over_a_list([value if j == k else w for j, w in enumerate(layers)], x)
+        np.testing.assert_allclose(grads[k], central_difference_grad(loss_of, (layers[k],), 0), rtol=1e-6, atol=1e-9)
+    tangents = ([np.ones((3, 4)), np.ones(4)], np.zeros(3))
+    assert s2s.jvp(mlp_over_a_list, (layers, x), tangents, backend="cpu")[1] == pytest.approx(
+        sum(np.sum(g * t) for g, t in zip(grads, tangents[0])), rel=1e-12)
+    text = s2s.jit(s2s.grad(mlp_over_a_list)).specialised_source((layers, x))
+    assert not any(line.strip().startswith("for ") for line in text.splitlines())  # (written out)
+    with pytest.raises(s2s.S2SError, match=r"test_container_loops.py:\d+:\d+: s2s.jit of mlp_through_a_helper: "
+                                           r"argument Ws is a tuple of 2 .*use backend='python'"):
+        s2s.jit(s2s.grad(mlp_through_a_helper))(layers, x)
+    check_grads(mlp_through_a_helper, (layers, x), argnums=(0,), modes=("rev",))  # (the way out)
+
+
+def mlp_through_a_helper(Ws, x):
+    return mlp_over_a_list(Ws, x) * 2.0
 
 
 def test_vmap_of_the_gradient_of_an_mlp_under_jit():

@@ -154,7 +154,7 @@ def _corpus() -> dict[str, Program]:
         "gather_and_slice": Program(lc.gather_and_slice, lambda r: (r.standard_normal((3, 4)), np.array([0, 2]))),
         "fancy_augmented_write": Program(lc.fancy_augmented_write, lambda r: (r.standard_normal(2), np.array([1, 3]))),
         "layers_of_different_shapes": Program(lc.layers_of_different_shapes, lambda r: (
-            [r.standard_normal(3), r.standard_normal((2, 3))], r.standard_normal(3))),
+            [r.standard_normal(3), r.standard_normal((2, 3))], r.standard_normal(3), 1)),
         "none_argument": Program(lc.none_argument, lambda r: (r.standard_normal(3), None)),
         "stacked_eigh": Program(lc.stacked_eigh, lambda r: (r.standard_normal((2, 3, 3)),)),
         "stacked_svd": Program(lc.stacked_svd, lambda r: (r.standard_normal((2, 3, 3)),)),
@@ -223,7 +223,6 @@ PROGRAMS = _corpus()
 LISTED: dict[str, str] = {
     "programs.products_beyond_two_dimensions": "products-beyond-two-dimensions",
     "programs.squeeze_and_expand": "squeeze-without-axis",
-    "idiom_cases.sine_layers": "layers-of-different-shapes",
     "limit_cases.unknown_to_numba": "numpy-function-unknown-to-numba",
     "limit_cases.draws_from_a_generator": "random-state-draws",
     "limit_cases.dot_beyond_two_dimensions": "products-beyond-two-dimensions",

@@ -521,7 +521,9 @@ class Primal(StaticSiblings):
         self._entries: dict = {}
         self._compiled = None
         # {kinds of arguments: (compiled, source)} where the code tests an ndim, which the code
-        # generated for each kind of call decides (transforms/static_properties.py); else None
+        # generated for each kind of call decides (transforms/static_properties.py), or a call
+        # passes a tuple of items of different kinds, over which a loop is written out item by
+        # item (frontend/dict_loops.py); else None
         self._by_kinds: dict | None = None
         self._specialised_source = None
 
@@ -559,7 +561,9 @@ class Primal(StaticSiblings):
             name = self._entries.get("name", self.fun.__name__)
             self._compiled = backends.entry(module, name, self.fun)
         if self._by_kinds is None:
-            return self._compiled
+            if self.backend != "cpu" or not _items_of_different_kinds(args):
+                return self._compiled
+            self._by_kinds = {}  # (from now on: a loop over such a tuple is written out for its items)
         key = _kinds(args)
         found = self._by_kinds.get(key)
         if found is None:
@@ -582,6 +586,11 @@ class Primal(StaticSiblings):
             # (a float32 number comes back from Numba as a Python float)
             return numpy_scalar(out, args, getattr(compiled, "dispatcher", None), call_args, whole=True)
         return compiled(*args)
+
+
+def _items_of_different_kinds(args) -> bool:
+    """Does the call pass a tuple or list whose items are of different kinds (a matrix and a vector)?"""
+    return any(isinstance(a, (tuple, list)) and len(set(_kinds(a))) > 1 for a in args)
 
 
 def _tests_an_ndim(source: str) -> bool:

@@ -1,4 +1,5 @@
-"""Loops over a dict whose keys are known when the code is generated, written out key by key.
+"""Loops over a dict whose keys are known when the code is generated, written out key by key;
+and loops over a tuple (or list) argument whose items are of different kinds, item by item.
 
 Under s2s.jit a dict is a tuple of its values (pytree.to_numba, runtime.dict_of), which Numba
 reads at constant keys only: a loop over its keys (`for k, v in d.items():`, lowered to a range
@@ -7,6 +8,12 @@ display that nothing writes into, or from the argument of the call s2s.jit gener
 gradient for (its keys in the dict's order, as the loop goes over them), the loop becomes one
 copy of its body per key, each reading d at its key as a constant. Loops with a break or a
 continue are left as they are (Numba's refusal names them).
+
+A tuple of items of one type (layers: 2-d arrays of different shapes) is read at an index known
+at run time; one of items of different types (a matrix and a vector) only at constant indices,
+which Numba types one by one. Where the call s2s.jit generates code for passes such a tuple or
+list, a loop over it (`for w in ws:`, lowered to a range loop over len(ws)) becomes one copy of
+its body per item, each reading the item at its index as a constant.
 """
 
 from __future__ import annotations
@@ -23,10 +30,13 @@ def unroll_dict_loops(function: ir.Function, facts: dict | None = None) -> None:
     """facts: parameter -> its argument's fact (["dict", keys, ...] for a dict), or None.
     Changes function.body in place."""
     written = _written(function.body)
-    known = {}
+    known, items = {}, {}
     for p, fact in (facts or {}).items():
         if isinstance(fact, list) and fact and fact[0] == "dict" and p not in written:
             known[p] = tuple(fact[1])
+        elif isinstance(fact, list) and fact and fact[0] == "tuple" and p not in written \
+                and any(f != fact[1][0] for f in fact[1]):
+            items[p] = len(fact[1])
     displays = {}
     for stmt in _statements(function.body):
         if isinstance(stmt, ir.Assign) and len(stmt.targets) == 1 and isinstance(stmt.value, ir.Build) \
@@ -37,9 +47,9 @@ def unroll_dict_loops(function: ir.Function, facts: dict | None = None) -> None:
         if len(keys) == 1 and name not in function.params and _binds(function.body, name) == 1 \
                 and not _mutated(function.body, name):
             known[name] = keys[0]
-    if not known:
+    if not (known or items):
         return
-    function.body = _unrolled(function.body, known, function)
+    function.body = _unrolled(function.body, known, function, items)
 
 
 def _statements(body: list):
@@ -69,10 +79,11 @@ def _mutated(body: list, name: str) -> bool:
                for s in _statements(body))
 
 
-def _unrolled(body: list, known: dict, function: ir.Function) -> list:
+def _unrolled(body: list, known: dict, function: ir.Function, items: dict) -> list:
     """body with its loops over the keys of known dicts written out. known: dict variable ->
     its keys; the loop's sequence variable (`_seq = d`) and keys (`_t1 = runtime.dict_keys(_seq)`)
-    are followed from it."""
+    are followed from it. items: tuple variable -> its length, whose loops over `len(_seq)` are
+    written out too."""
     aliases, keys_of, lengths = {}, {}, {}
     out = []
     for stmt in body:
@@ -80,6 +91,12 @@ def _unrolled(body: list, known: dict, function: ir.Function) -> list:
             target, value = stmt.targets[0], stmt.value
             if isinstance(value, ir.Name) and value.id in known and _binds(function.body, target) == 1:
                 aliases[target] = known[value.id]
+            elif isinstance(value, ir.Name) and value.id in items and _binds(function.body, target) == 1:
+                items = {**items, target: items[value.id]}
+            elif isinstance(value, ir.Call) and value.fn is len and len(value.args) == 1 \
+                    and isinstance(value.args[0], ir.Name) and value.args[0].id in items:
+                keys_of[target] = tuple(range(items[value.args[0].id]))
+                lengths[target] = None  # (no keys to read: the loop variable is the item's index)
             elif isinstance(value, ir.Call) and value.fn in (runtime.dict_keys, runtime.loop_keys) and len(value.args) == 1 \
                     and isinstance(value.args[0], ir.Name) and (value.args[0].id in aliases or value.args[0].id in known):
                 keys_of[target] = aliases.get(value.args[0].id, known.get(value.args[0].id))
@@ -88,10 +105,11 @@ def _unrolled(body: list, known: dict, function: ir.Function) -> list:
                 lengths[target] = value.args[0].id
         if isinstance(stmt, ir.For) and isinstance(stmt.stop, ir.Name) and stmt.stop.id in lengths \
                 and stmt.start == ir.Const(0) and stmt.step == ir.Const(1) and not _jumps(stmt.body):
-            out.extend(_copies(stmt, keys_of[lengths[stmt.stop.id]], lengths[stmt.stop.id]))
+            keys_name = lengths[stmt.stop.id]
+            out.extend(_copies(stmt, keys_of[keys_name if keys_name is not None else stmt.stop.id], keys_name))
             continue
         for block in _blocks(stmt):
-            block[:] = _unrolled(block, known, function)
+            block[:] = _unrolled(block, known, function, items)
         out.append(stmt)
     # The keys and their count are read by the loops alone: with the loops written out, they go
     # (Numba would type runtime.dict_keys of the dict, which it refuses).
@@ -104,7 +122,7 @@ def _jumps(body: list) -> bool:
     return any(isinstance(s, (ir.Break, ir.Continue, ir.Return)) for s in _statements(body))
 
 
-def _copies(loop: ir.For, keys: tuple, keys_name: str) -> list:
+def _copies(loop: ir.For, keys: tuple, keys_name: str | None) -> list:
     """The loop's body once per key: the loop variable bound to the key's position, the key read
     from the keys (`k = _t1[_i]`) bound to the key itself, and each read of it that constant."""
     out = []
@@ -114,8 +132,8 @@ def _copies(loop: ir.For, keys: tuple, keys_name: str) -> list:
         body = copy.deepcopy(loop.body)
         copy_out = [ir.Assign((loop.var,), ir.Const(position), loop.origin)]
         for stmt in body:
-            if isinstance(stmt, ir.Assign) and len(stmt.targets) == 1 and isinstance(stmt.value, ir.Subscript) \
-                    and stmt.value.value == ir.Name(keys_name):
+            if keys_name is not None and isinstance(stmt, ir.Assign) and len(stmt.targets) == 1 \
+                    and isinstance(stmt.value, ir.Subscript) and stmt.value.value == ir.Name(keys_name):
                 stmt = dataclasses.replace(stmt, value=ir.Const(key))
                 if _binds(body, stmt.targets[0]) == 1:
                     constants[stmt.targets[0]] = ir.Const(key)
