@@ -22,6 +22,7 @@ from s2s.runtime import (
     batch_broadcast,
     broadcast_like,
     carry_like,
+    carry_like_item,
     batched_product,
     column_stack_bar,
     batched_product_bar_a,
@@ -151,6 +152,13 @@ def broadcast_like_(y, t, c):
     """t + zeros_like(c) (forward mode's tangent of a sum with an operand of zero tangent)."""
     y_dot = broadcast_like(t_dot, c)
     t_bar += unbroadcast(y_bar, t)
+
+
+@rule(runtime.carry_like_item, pure=True, shape_argument=1)
+def carry_like_item_(y, value, like, trips=None, where=None):
+    """value; under Numba broadcast to the shape of like's items (see carry_like)."""
+    y_dot = carry_like_item(value_dot, like)
+    value_bar += unbroadcast(y_bar, value)
 
 
 @rule(runtime.number_if_0d, pure=True, number_stays=True, dtype_from=(0,))

@@ -222,6 +222,7 @@ EXAMPLES = {
     runtime.cumprod_vjp: ("x, y", "runtime.cumprod_vjp(x, y)"),
     runtime.broadcast_like: ("x, A", "runtime.broadcast_like(x, A)"),
     runtime.carry_like: ("x, y", "runtime.carry_like(x[0] * y[1], x) + x * y"),
+    runtime.carry_like_item: ("x, A", "runtime.carry_like_item(x[0] * x[1], A) + A[0] * x"),
     runtime.number_if_0d: ("s, x", "runtime.number_if_0d(np.where(s > 0.0, s * s, s)) * x + runtime.number_if_0d(x)"),
     runtime.prod_bar: ("s, x", "runtime.prod_bar(s, np.prod(x), x)"),
     runtime.prod_dot: ("x, y", "runtime.prod_dot(x, np.prod(y), y)"),

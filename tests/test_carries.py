@@ -113,3 +113,37 @@ def test_a_loop_of_no_iteration_is_refused_where_it_runs():
     with pytest.raises(s2s.S2SError, match="this loop ran no iteration") as info:
         s2s.jit(accumulates)(X, 0)
     assert where(accumulates, "for i in range(n):") in str(info.value)
+
+
+def sum_of_squared_rows(A):
+    s = 0.0
+    for i in range(A.shape[0]):
+        s = s + A[i] ** 2
+    return np.sum(np.sin(s))
+
+
+def weighted_rows(A, w):
+    total = 0.0
+    for i in range(len(w)):
+        total = total + A[i] * w[i]
+    return np.sum(np.sin(total))
+
+
+@pytest.mark.parametrize("fun, args", [(sum_of_squared_rows, (M,)), (sum_of_squared_rows, (X,)),
+                                       (weighted_rows, (M, X[:3])), (weighted_rows, (X, X))],
+                         ids=["rows", "numbers", "weighted rows", "weighted numbers"])
+def test_a_carry_that_items_of_the_arguments_make_an_array(fun, args):
+    """s = s + A[i] ** 2: the rows have no name before the loop; s starts as an array of the shape
+    of A's items (of A's and w's broadcast), the number itself where the items are numbers."""
+    assert s2s.jit(fun)(*args) == pytest.approx(fun(*args), rel=1e-14)
+    for k in range(len(args)):
+        reference = central_difference_grad(fun, args, k)
+        np.testing.assert_allclose(s2s.jit(s2s.grad(fun, argnums=k))(*args), reference, rtol=1e-6, atol=1e-9)
+
+
+def test_the_promotion_to_items_is_in_the_generated_code_and_refuses_no_iteration():
+    source = s2s.source(s2s.jit(weighted_rows))
+    assert "total = runtime.carry_like_item(total, (A, w), (_t1,), where=" in source
+    assert "s = runtime.carry_like_item(s, A, (_t" in s2s.source(s2s.jit(sum_of_squared_rows))
+    with pytest.raises(s2s.S2SError, match="this loop ran no iteration"):
+        s2s.jit(weighted_rows)(np.zeros((0, 2)), np.zeros(0))

@@ -11,6 +11,9 @@ hook): a parameter may be a number, an array or a list. Two classes say what is 
   perhaps); numeric if arithmetic proved it is not a list or tuple. Only a root for slices.
 - ("rows", root, trim, numeric): x[a:-b] of such a value: one or more dimensions, the first
   max(0, len(root) - trim) long, the others root's.
+- ("item", roots, numeric): x[i] of such a value at an integer index, of the shape of root's
+  items (root's without its first axis: a number where root has one dimension); elementwise
+  operations of items of several values: of their items' shapes broadcast (roots, sorted).
 Two expressions of one class have one shape; an adjoint helper may rely on that only for
 arrays of one or more dimensions (`array_like`): a 0-d array never stands in for a number
 under Numba.
@@ -48,7 +51,7 @@ def array_like(c) -> bool:
 
 
 def _unknown_type(c) -> bool:
-    return c[0] in ("value", "rows")
+    return c[0] in ("value", "rows", "item")
 
 
 def numeric(c) -> bool:
@@ -92,12 +95,14 @@ def elementwise(classes: list, op: ast.AST | None = None, float_operand: bool = 
                 return None
         else:
             return None
-    if any(c[0] not in ("num", "arr", "value", "rows") for c in classes):
+    if any(c[0] not in ("num", "arr", "value", "rows", "item") for c in classes):
         return None
     arrays = [c for c in classes if c[0] != "num"]
     if not arrays:
         keeps = op is None or isinstance(op, _INT_KEEPING + (ast.USub, ast.UAdd))
         return INTEGER if keeps and all(c[1] for c in classes) else NUMBER
+    if all(c[0] == "item" for c in arrays):  # x[i] * w[i]: items broadcast together
+        return ("item", tuple(sorted({root for c in arrays for root in c[1]})), True)
     first = arrays[0]
     if not all(_same_class(first, a) for a in arrays[1:]):
         return None
@@ -232,11 +237,14 @@ class CodeShapes:
         return None
 
     def subscript(self, node: ast.Subscript):
-        """x[a:-b] has max(0, len(x) - a - b) rows and x's other axes."""
+        """x[a:-b] has max(0, len(x) - a - b) rows and x's other axes; x[i] is an item of x."""
         base = self.of(node.value)
         bounds = slice_trim(node.slice)
         if base is TOP:
             return TOP
+        if base is not None and base[0] == "value" and not isinstance(node.slice, (ast.Slice, ast.Tuple)) \
+                and self.of(node.slice) == INTEGER:
+            return ("item", (base[1],), base[2])
         if base is None or bounds is None:
             return None
         extra = bounds[0] + bounds[1]
@@ -357,9 +365,9 @@ class FlowShapes:
         c = self.env.get(name)
         if c is None:
             return
-        root = c[1] if c[0] in ("value", "rows", "arr") else c
+        root = c[1] if c[0] in ("value", "rows", "arr", "item") else c
         for n, other in list(self.env.items()):
-            if (other[1] if other[0] in ("value", "rows", "arr") else other) == root:
+            if (other[1] if other[0] in ("value", "rows", "arr", "item") else other) == root:
                 del self.env[n]
 
     def _kill_mutated(self, stmt) -> None:

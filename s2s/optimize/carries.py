@@ -20,6 +20,13 @@ computes what NumPy computes; the later ones see arrays either way. Reads of s t
 for a reverse sweep (its tape, its shape tape) are allowed: they see the array, as every later
 iteration's do, and the adjoint that flows back to the number written before the loop is dropped.
 
+A row of an argument (`s = s + X[i] ** 2`, `s = s + X[i] * w[i]`) has no name before the loop:
+the loop starts from s broadcast to the shape of the items of X (and w, broadcast together),
+
+    s = runtime.carry_like_item(s, (X, w), (n,), where="model.py:12")
+
+which, where the items are numbers (X and w of one dimension), is the number itself.
+
 After a loop that ran no iteration NumPy still has the number, which compiled code cannot
 give: where the trip count is not a constant, carry_like is also given it (len(range(...))) and
 the user's statement, and its compiled form refuses a loop of no iteration. Temporaries computed
@@ -126,20 +133,23 @@ class _Carries:
             if is_range and trips != 0:
                 numbers = self._numbers_before(body, k)
                 if numbers:
-                    for name, like in sorted(self._promotions(stmt, numbers).items()):
-                        out.append(self._carry_like(name, like, stmt, trips, body[:k]))
+                    for name, (like, item) in sorted(self._promotions(stmt, numbers).items()):
+                        out.append(self._carry_like(name, like, item, stmt, trips, body[:k]))
             out.append(stmt)
         return out
 
-    def _carry_like(self, name: str, like: str, loop: ast.For, trips, before: list) -> ast.Assign:
-        args = [ast.Name(name, ast.Load()), ast.Name(like, ast.Load())]
+    def _carry_like(self, name: str, likes: list, item: bool, loop: ast.For, trips, before: list) -> ast.Assign:
+        like = ast.Name(likes[0], ast.Load()) if len(likes) == 1 else ast.Tuple(
+            [ast.Name(n, ast.Load()) for n in likes], ast.Load())
+        args = [ast.Name(name, ast.Load()), like]
         keywords = []
         if trips is None:  # (a loop of no iteration is refused: NumPy keeps the number)
             args.append(ast.Tuple([copy.deepcopy(a) for a in loop.iter.args], ast.Load()))
             where = self._where(before)
             if where is not None:
                 keywords.append(ast.keyword("where", ast.Constant(where)))
-        call = ast.Call(ast.Attribute(ast.Name("runtime", ast.Load()), "carry_like", ast.Load()), args, keywords)
+        helper = "carry_like_item" if item else "carry_like"
+        call = ast.Call(ast.Attribute(ast.Name("runtime", ast.Load()), helper, ast.Load()), args, keywords)
         return ast.Assign([ast.Name(name, ast.Store())], call, lineno=0)
 
     def _where(self, before: list) -> str | None:
@@ -191,12 +201,16 @@ class _Carries:
         promoted = {}
         for name in numbers:
             shape = walked[0].get(name)
-            if shape is None or shape is TOP or shape[0] not in ("arr", "value", "rows"):
+            if shape is None or shape is TOP or shape[0] not in ("arr", "value", "rows", "item"):
                 continue
-            like = next((n for n, c in sorted(before.items()) if n not in numbers and c is not None and c is not TOP
-                         and c[0] == shape[0] and _same_class(c, shape)), None)
+            if shape[0] == "item":  # x[i] (* w[i]): of the shape of the items of the values x (and w) name on entry
+                likes = [self._like(before, numbers, ("value", root, shape[2])) for root in shape[1]]
+                if None not in likes:
+                    promoted[name] = (likes, True)
+                continue
+            like = self._like(before, numbers, shape)
             if like is not None:
-                promoted[name] = like
+                promoted[name] = ([like], False)
         walked = self._first_iteration(loop, numbers, set(promoted), before) if promoted else None
         if walked is None:
             return {}
@@ -213,6 +227,12 @@ class _Carries:
             if any(n.id == name and id(n) not in later for n in name_loads(self.function)):
                 return {}
         return promoted
+
+    @staticmethod
+    def _like(before: dict, numbers: set[str], shape) -> str | None:
+        """A name bound before the loop to a value of this class."""
+        return next((n for n, c in sorted(before.items()) if n not in numbers and c is not None and c is not TOP
+                     and c[0] == shape[0] and _same_class(c, shape)), None)
 
     def _first_iteration(self, loop: ast.For, numbers: set[str], promoted: set[str], before: dict):
         """Follow the loop body's first iteration with the numbers as numbers: (the class of the

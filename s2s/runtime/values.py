@@ -65,6 +65,13 @@ def carry_like(value, like, trips=None, *, where=None):
     return value
 
 
+def carry_like_item(value, like, trips=None, *, where=None):
+    """carry_like where the loop makes its carry an array of the shape of an item of like
+    (`s = s + X[i]`): under Numba the number broadcast to like.shape[1:] (the number itself where
+    like has one dimension, whose items are numbers); here the number itself, as NumPy has it."""
+    return value
+
+
 def number_if_0d(x):
     """x, on one path of a variable that holds a number on another (transforms/zero_d_merges.py):
     here x itself, as NumPy has it; under Numba a 0-d array's number (a variable has one type

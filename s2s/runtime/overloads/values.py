@@ -31,29 +31,48 @@ def _no_iteration(args):
     return args[0] >= args[1] if step > 0 else args[0] <= args[1]
 
 
-@overload(rt.carry_like)
-def _carry_like(value, like, trips=None, where=None):
-    if not (isinstance(like, types.Array) and _scalar(value)):
-        return lambda value, like, trips=None, where=None: value
-    # NumPy 2's dtype of the number (a Python float or int: weak) with the array: the array's, but
-    # float64 for a float with an integer array (a float32 x keeps s in float32)
-    number, item = numpy_support.as_dtype(types.unliteral(value)), numpy_support.as_dtype(like.dtype)
-    weak = number.kind in "iu" and item.kind in "iufc" or number.kind == "f" and item.kind in "fc"
-    dtype = like.dtype if weak else numpy_support.from_dtype(np.result_type(number, item))
+def _carry(value, like, trips, where, item: bool):
+    """The overload of carry_like (the number broadcast to like's shape) and carry_like_item (to
+    the shape of like's items; like may be a tuple of arrays, whose items broadcast together)."""
+    arrays = list(like) if item and isinstance(like, types.BaseTuple) else [like]
+    if not (all(isinstance(a, types.Array) for a in arrays) and _scalar(value)) \
+            or max(a.ndim for a in arrays) <= int(item):
+        return lambda value, like, trips=None, where=None: value  # (items that are numbers: the number)
+    if item:
+        shapes = [f"like[{k}].shape[1:]" for k in range(len(arrays))] if isinstance(like, types.BaseTuple) \
+            else ["like.shape[1:]"]
+        shape = shapes[0] if len(shapes) == 1 else f"np.broadcast_shapes({', '.join(shapes)})"
+    else:
+        shape = "like.shape"
+    # NumPy 2's dtype of the number (a Python float or int: weak) with the arrays: theirs, but
+    # float64 for a float with integer arrays (a float32 x keeps s in float32)
+    number = numpy_support.as_dtype(types.unliteral(value))
+    items = np.result_type(*(numpy_support.as_dtype(a.dtype) for a in arrays))
+    weak = number.kind in "iu" and items.kind in "iufc" or number.kind == "f" and items.kind in "fc"
+    dtype = numpy_support.from_dtype(items if weak else np.result_type(number, items))
     if _is_none(trips):
-        return lambda value, like, trips=None, where=None: np.full(like.shape, value, dtype)
+        return _compile(f"def impl(value, like, trips=None, where=None):\n    return np.full({shape}, value, dtype)\n",
+                        "impl", dtype=dtype)
     prefix = _refusal(where)
     if prefix is None:
         return None  # (typed again with where as a literal)
     message = prefix + ("this loop ran no iteration, after which NumPy has the number its carry started from: "
                         "under s2s.jit the carry is an array from the start (a variable has one type in compiled "
                         "code); start it as an array (np.zeros_like(x) rather than 0.0), or use backend='python'")
+    # (trips: the loop's range(...) arguments)
+    return _compile("def impl(value, like, trips=None, where=None):\n    if no_iteration(trips):\n"
+                    f"        raise ValueError(message)\n    return np.full({shape}, value, dtype)\n", "impl",
+                    dtype=dtype, no_iteration=_no_iteration, message=message)
 
-    def impl(value, like, trips=None, where=None):  # trips: the loop's range(...) arguments
-        if _no_iteration(trips):
-            raise ValueError(message)
-        return np.full(like.shape, value, dtype)
-    return impl
+
+@overload(rt.carry_like)
+def _carry_like(value, like, trips=None, where=None):
+    return _carry(value, like, trips, where, False)
+
+
+@overload(rt.carry_like_item)
+def _carry_like_item(value, like, trips=None, where=None):
+    return _carry(value, like, trips, where, True)
 
 
 @overload(rt.number_if_0d)
