@@ -78,8 +78,8 @@ def _gives_numbers(value) -> bool:
     otherwise): a constant, arithmetic, a ufunc, a reduction without keepdims, x[i]."""
     if isinstance(value, ir.Const):
         return type(value.value) in (int, float, bool)
-    if isinstance(value, ir.Subscript):
-        return not any(isinstance(item, ir.EllipsisIndex) for item in value.index.items)
+    if isinstance(value, ir.Subscript):  # x[i] (a slice, a new axis or an ellipsis keeps an array)
+        return all(isinstance(item, (ir.Name, ir.Const)) for item in value.index.items)
     if isinstance(value, ir.Call) and not is_user_function(value.fn):
         if value.fn is runtime.number_if_0d or value.fn in _NUMBERS_ONLY:
             return True

@@ -7,6 +7,7 @@ import copy
 import operator
 
 
+from ... import runtime
 from ...ir import nodes as ir
 from ...analysis.activity import bind, rule_for
 from ...codegen.emit import assign, name
@@ -324,7 +325,10 @@ class RuleInstances:
             or isinstance(d.value, ir.Call) and not is_user_function(d.value.fn)
             and not isinstance(d.value.fn, CustomRule) and not _returns_tuple(d.value)
             and getattr(d.value.fn, "__module__", "") in ("numpy", "_operator")
-            or isinstance(d.value, ir.Name) and self.may_change_shape(d.value.id, seen | {var})) for d in defs)
+            or isinstance(d.value, ir.Name) and self.may_change_shape(d.value.id, seen | {var})
+            # (a 0-d binding given as a number under Numba: transforms/zero_d_merges.py; its value's)
+            or _number_of(d.value) is not None and self.may_change_shape(_number_of(d.value), seen | {var}))
+            for d in defs)
 
     def list_adjoints_started_at(self, stmt) -> list[str]:
         """The lists grown with .append (and the other values that may change length or shape:
@@ -380,3 +384,10 @@ class RuleInstances:
                     break
             self.invariant[var] = ok
         return self.invariant[var]
+
+
+def _number_of(value) -> str | None:
+    """v of runtime.number_if_0d(v), the value itself (a number where it is 0-d under Numba)."""
+    if isinstance(value, ir.Call) and value.fn is runtime.number_if_0d and isinstance(value.args[0], ir.Name):
+        return value.args[0].id
+    return None
