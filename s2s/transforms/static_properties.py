@@ -25,18 +25,18 @@ from ..ir import nodes as ir
 from ..rules import facts
 
 
-def fold_static_properties(function: ir.Function, facts: dict) -> None:
-    """facts: parameter -> its argument's fact (analysis/shapes.py). Changes function.body in place."""
+def fold_static_properties(function: ir.Function, arguments: dict) -> None:
+    """arguments: parameter -> its argument's fact (analysis/shapes.py). Changes function.body in place."""
     if not any(_reads_a_property(stmt) for stmt in ir.walk(function.body)):
         return
-    classes = ShapeClasses(function, facts)
+    classes = ShapeClasses(function, arguments)
     bound = {}  # how many times each name is assigned (a shape's length is read from a name bound once)
     for stmt in ir.walk(function.body):
         for target in ir.stmt_writes(stmt):
             bound[target] = bound.get(target, 0) + 1
     once = {s.targets[0]: s.value for s in ir.walk(function.body) if isinstance(s, ir.Assign)
             and len(s.targets) == 1 and not s.unpack and not s.inplace and bound.get(s.targets[0]) == 1}
-    ndim_of = _NdimOf(once, {p: _fact_ndim(facts.get(p)) for p in function.params if bound.get(p, 0) == 0})
+    ndim_of = _NdimOf(once, {p: _fact_ndim(arguments.get(p)) for p in function.params if bound.get(p, 0) == 0})
     lengths: dict[str, int] = {}  # names bound once to the shape of an array of known ndim
     written = False
     for stmt in ir.walk(function.body):

@@ -44,13 +44,13 @@ def numbers_where_paths_meet(function: ir.Function, callees: dict) -> None:
     for stmt in ir.walk(function.body):
         if isinstance(stmt, ir.Assign) and stmt.inplace:
             written_in_place.update(stmt.targets)
-        elif isinstance(stmt, ir.Assign) and len(stmt.targets) == 1:
+        elif isinstance(stmt, ir.Assign) and len(stmt.targets) == 1 and not stmt.unpack:
             bindings.setdefault(stmt.targets[0], []).append(stmt)
         elif isinstance(stmt, ir.SetItem):
             written_in_place.add(stmt.base)
         elif isinstance(stmt, ir.ExprStmt) and stmt.mutates:
             written_in_place.add(stmt.mutates)
-    numbers = _may_be_numbers(bindings, zero_d)
+    numbers = _may_be_numbers(bindings)
     meeting = {n for n, stmts in bindings.items() if len(stmts) > 1 and n in numbers and n not in written_in_place
                and any(_may_be_0d(s.value, zero_d) for s in stmts)}
     if not meeting:
@@ -90,7 +90,7 @@ def _gives_numbers(value) -> bool:
     return False
 
 
-def _may_be_numbers(bindings: dict, zero_d: frozenset) -> set[str]:
+def _may_be_numbers(bindings: dict) -> set[str]:
     """The names one of whose assignments may give a number (through names, to a fixpoint)."""
     numbers = {n for n, stmts in bindings.items() if any(_gives_numbers(s.value) for s in stmts)}
     while True:
@@ -104,7 +104,7 @@ def _may_be_numbers(bindings: dict, zero_d: frozenset) -> set[str]:
 def _rewrite(body: list, meeting: set, zero_d: frozenset, names: ir.Names) -> list:
     out = []
     for stmt in body:
-        if isinstance(stmt, ir.Assign) and not stmt.inplace and len(stmt.targets) == 1 \
+        if isinstance(stmt, ir.Assign) and not stmt.inplace and not stmt.unpack and len(stmt.targets) == 1 \
                 and stmt.targets[0] in meeting and _may_be_0d(stmt.value, zero_d):
             value = stmt.value
             if not isinstance(value, ir.Name):
