@@ -732,15 +732,28 @@ def _product_dtype(a, b):
     return from_dtype(dtype) if dtype.kind in "fc" else None
 
 
+def _contiguous_as(m, dtype):
+    """m, C-contiguous and of dtype (a copy only where it is neither)."""
+
+
+@overload(_contiguous_as)
+def _contiguous_as_overload(m, dtype):
+    if m.dtype == dtype.instance_type:
+        return lambda m, dtype: np.ascontiguousarray(m)
+    return lambda m, dtype: np.ascontiguousarray(m).astype(dtype)
+
+
 @register_jitable
 def _broadcast_matmul(a, b, dtype):
-    """a @ b of two arrays of 2 or more dimensions, their leading axes broadcast against each other."""
+    """a @ b of two arrays of 2 or more dimensions, their leading axes broadcast against each other.
+    Each product is written by np.dot into its place in the result (an assignment of a matrix to
+    out[idx] costs Numba seconds more to compile)."""
     lead = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     x = np.broadcast_to(a, lead + a.shape[-2:])
     y = np.broadcast_to(b, lead + b.shape[-2:])
     out = np.empty(lead + (a.shape[-2], b.shape[-1]), dtype)
     for idx in np.ndindex(lead):
-        out[idx] = np.dot(np.ascontiguousarray(x[idx]).astype(dtype), np.ascontiguousarray(y[idx]).astype(dtype))
+        np.dot(_contiguous_as(x[idx], dtype), _contiguous_as(y[idx], dtype), out[idx])
     return out
 
 
