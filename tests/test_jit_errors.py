@@ -56,6 +56,21 @@ def test_a_variable_of_two_types_under_jit_says_how_to_type_it():
     assert s2s.grad(int_that_becomes_a_float)(1.5) == pytest.approx(3 * 1.5 ** 2)
 
 
+def sums_through_a_helper(x):
+    return np.sum(accumulates_an_array_from_a_number(x, 3) * x)
+
+
+def test_a_refused_statement_in_a_helper_is_named_there_not_at_the_call():
+    """The statement Numba cannot compile is in a function the jitted one calls: the refusal names
+    the helper's line (in the function, its gradient and its hessian), where the fix is written."""
+    line = accumulates_an_array_from_a_number.__code__.co_firstlineno + 4  # s = s + x * i
+    x = np.array([0.3, 0.7, 0.9])
+    for compiled in (s2s.jit(sums_through_a_helper), s2s.jit(s2s.grad(sums_through_a_helper)),
+                     s2s.jit(s2s.hessian(sums_through_a_helper))):
+        with pytest.raises(s2s.S2SError, match=rf"test_jit_errors.py:{line}:\d+: .*Cannot unify"):
+            compiled(x)
+
+
 def grows_with_a_dict_argument(p, x):
     acc = x * p["w"]
     for i in range(2):

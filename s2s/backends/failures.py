@@ -44,7 +44,11 @@ def translate(exc: Exception, user_files: tuple[str, ...] = ()) -> S2SError:
     message = _HIGHLIGHT.sub("", str(exc))
     sources = {os.path.basename(p): p for p in user_files if p}
     origin = None
-    for path, line in reversed(_WHERE.findall(message)):
+    places = _WHERE.findall(message)
+    # The innermost statement of a generated module (Numba names the deepest first): in a helper
+    # the function calls, the helper's statement rather than the call; else the outermost place.
+    generated = [(path, line) for path, line in places if os.path.basename(os.path.dirname(path)) == "modules"]
+    for path, line in generated[:1] + list(reversed(places)):
         if os.path.basename(os.path.dirname(path)) in ("modules", "s2s") or path.endswith(".py"):
             origin = _origin_above(path, int(line), sources)
             if origin is not None:
