@@ -141,9 +141,16 @@ def test_a_carry_that_items_of_the_arguments_make_an_array(fun, args):
         np.testing.assert_allclose(s2s.jit(s2s.grad(fun, argnums=k))(*args), reference, rtol=1e-6, atol=1e-9)
 
 
-def test_the_promotion_to_items_is_in_the_generated_code_and_refuses_no_iteration():
-    source = s2s.source(s2s.jit(weighted_rows))
-    assert "total = runtime.carry_like_item(total, (A, w), (_t1,), where=" in source
-    assert "s = runtime.carry_like_item(s, A, (_t" in s2s.source(s2s.jit(sum_of_squared_rows))
+def test_the_promotion_to_items_is_in_the_code_for_arguments_with_rows_only():
+    """Written where an argument has rows (the code for that kind of call), not for vectors, whose
+    items are numbers, nor in the code for any argument (the command line's)."""
+    jitted = s2s.jit(weighted_rows)
+    jitted(M, X[:3])
+    assert "total = runtime.carry_like_item(total, (A, w), (_t1,), where=" in s2s.source(jitted)
+    assert "Specialised (s2s.jit) for arguments: A 2-d array, w 1-d array." in s2s.source(jitted)
+    grad = s2s.jit(s2s.grad(sum_of_squared_rows))
+    assert "s = runtime.carry_like_item(s, A, (_t" in grad.specialised_source((M,))
+    assert "carry_like_item" not in grad.specialised_source((X,))
+    assert "carry_like_item" not in s2s.source(s2s.grad(sum_of_squared_rows))
     with pytest.raises(s2s.S2SError, match="this loop ran no iteration"):
         s2s.jit(weighted_rows)(np.zeros((0, 2)), np.zeros(0))

@@ -521,9 +521,10 @@ class Primal(StaticSiblings):
         self._entries: dict = {}
         self._compiled = None
         # {kinds of arguments: (compiled, source)} where the code tests an ndim, which the code
-        # generated for each kind of call decides (transforms/static_properties.py), or a call
+        # generated for each kind of call decides (transforms/static_properties.py), a call
         # passes a tuple of items of different kinds, over which a loop is written out item by
-        # item (frontend/dict_loops.py); else None
+        # item (frontend/dict_loops.py), or the code for every call has a variable of two types
+        # which the code for a kind of call may not have (optimize/carries.py); else None
         self._by_kinds: dict | None = None
         self._specialised_source = None
 
@@ -574,7 +575,17 @@ class Primal(StaticSiblings):
         return found[0]
 
     def _call_bound(self, args: tuple):
-        compiled = self._compiled_for(args)
+        try:
+            return self._run(self._compiled_for(args), args)
+        except S2SError as refusal:
+            # A variable of two types in the code for every call (a carry that the arguments' rows
+            # make an array: optimize/carries.py) may have one type in the code for this kind of call
+            if self.backend != "cpu" or self._by_kinds is not None or "Cannot unify" not in str(refusal):
+                raise
+            self._by_kinds = {}
+        return self._run(self._compiled_for(args), args)
+
+    def _run(self, compiled, args: tuple):
         if self.backend == "cpu":
             plain = _plain_kinds(args)
             if plain is not None and not any(k is not float and k[0] == np.float32 for k in plain):

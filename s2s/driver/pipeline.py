@@ -57,7 +57,7 @@ class Unit:
     emitter: Emitter = field(default_factory=Emitter)
     header: list[str] = field(default_factory=list)
     body: list[ast.stmt] | None = None  # the module's statements, from the transform on
-    loop_facts: dict | None = None  # {function: {parameter: fact}} of specialised functions, for "loops"
+    loop_facts: dict | None = None  # {function: {parameter: fact}} of specialised functions, for "loops", "carries"
     # reverse mode's results, each pass's from the one before (transforms/reverse/passes.py)
     plans: ReversePlans | None = None  # after "plan"
     forward_sweeps: ForwardSweeps | None = None  # after "forward_sweep"
@@ -116,6 +116,7 @@ def primal(unit: Unit) -> None:
     named_facts = _named_facts(unit)
     if named_facts is not None:
         unit.header.insert(1, _specialised_line(named_facts, unit.entry.static))
+        unit.loop_facts = {unit.entry_name(): named_facts}  # (for the carries: what the arguments are)
     unit.entries = {"name": unit.entry_name()}
 
 
@@ -291,7 +292,7 @@ def numba_routes(unit: Unit) -> None:
 def carries(unit: Unit) -> None:
     """A loop carry that starts as a number and becomes an array (`s = 0.0`, then `s = s + x`
     in the loop) starts as an array under Numba, where a variable has one type."""
-    unit.body = promote_carries(unit.body, unit.emitter.comments, unit.emitter.origin_comments)
+    unit.body = promote_carries(unit.body, unit.emitter.comments, unit.emitter.origin_comments, unit.loop_facts)
 
 
 def fuse(unit: Unit) -> None:

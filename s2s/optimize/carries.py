@@ -21,11 +21,12 @@ for a reverse sweep (its tape, its shape tape) are allowed: they see the array, 
 iteration's do, and the adjoint that flows back to the number written before the loop is dropped.
 
 A row of an argument (`s = s + X[i] ** 2`, `s = s + X[i] * w[i]`) has no name before the loop:
-the loop starts from s broadcast to the shape of the items of X (and w, broadcast together),
+in code specialised to arguments of which one has rows (X of two or more dimensions), the loop
+starts from s broadcast to the shape of the items of X (and w, broadcast together),
 
     s = runtime.carry_like_item(s, (X, w), (n,), where="model.py:12")
 
-which, where the items are numbers (X and w of one dimension), is the number itself.
+(items of a vector are numbers: the loop stays as it is written).
 
 After a loop that ran no iteration NumPy still has the number, which compiled code cannot
 give: where the trip count is not a constant, carry_like is also given it (len(range(...))) and
@@ -113,7 +114,7 @@ def _range_trips(loop) -> tuple[bool, int | None]:
 
 
 class _Carries:
-    def __init__(self, function: ast.FunctionDef, comments: list[str], origins):
+    def __init__(self, function: ast.FunctionDef, comments: list[str], origins, ndims: dict):
         # Arrays or not (the overload decides); a tangent parameter x_dot has its primal x's shape
         # (s2s.jvp checks it), so that a tangent carry (s_dot) starts as an array too.
         params = [a.arg for a in function.args.args]
@@ -123,6 +124,7 @@ class _Carries:
         self.flow = FlowShapes(function, seeds)
         self.function = function
         self.comments, self.origins = comments, origins
+        self.ndims = ndims  # {parameter: its array argument's ndim}, in code specialised to its arguments
 
     def block(self, body: list) -> list:
         out = []
@@ -204,8 +206,10 @@ class _Carries:
             if shape is None or shape is TOP or shape[0] not in ("arr", "value", "rows", "item"):
                 continue
             if shape[0] == "item":  # x[i] (* w[i]): of the shape of the items of the values x (and w) name on entry
+                # (only where an argument is known to have rows: items of a vector are numbers, and
+                # code for any argument keeps the loop as it is written)
                 likes = [self._like(before, numbers, ("value", root, shape[2])) for root in shape[1]]
-                if None not in likes:
+                if None not in likes and any(self.ndims.get(root, 0) >= 2 for root in shape[1]):
                     promoted[name] = (likes, True)
                 continue
             like = self._like(before, numbers, shape)
@@ -270,10 +274,15 @@ class _Carries:
         return first, tainted, bound_at
 
 
-def promote_carries(body: list[ast.stmt], comments: list[str] = (), origin_comments=frozenset()) -> list[ast.stmt]:
+def promote_carries(body: list[ast.stmt], comments: list[str] = (), origin_comments=frozenset(),
+                    facts: dict | None = None) -> list[ast.stmt]:
     """Each function of a generated module, its number-to-array loop carries started as arrays.
-    comments: the module's comments, of which those at origin_comments name the user's statement."""
+    comments: the module's comments, of which those at origin_comments name the user's statement;
+    facts: {function: {parameter: fact}} of functions specialised to their arguments (the items
+    of an argument, x[i], are arrays only where x is known to have two or more dimensions)."""
     for node in body:
         if isinstance(node, ast.FunctionDef):
-            node.body[:] = _Carries(node, comments, origin_comments).block(node.body)
+            ndims = {p: fact[1] for p, fact in ((facts or {}).get(node.name) or {}).items()
+                     if isinstance(fact, list) and fact and fact[0] == "array"}
+            node.body[:] = _Carries(node, comments, origin_comments, ndims).block(node.body)
     return body
