@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import re
 import weakref
 from typing import Any, Callable, Sequence
 
@@ -604,9 +605,14 @@ def _items_of_different_kinds(args) -> bool:
     return any(isinstance(a, (tuple, list)) and len(set(_kinds(a))) > 1 for a in args)
 
 
+_READS_AN_NDIM = re.compile(r"\.ndim\b|np\.ndim\(")
+_BOUND_TO_A_SHAPE = re.compile(r"^\s*(\w+) = (?:np\.shape\(\w+\)|\w+\.shape)$", re.M)
+
+
 def _tests_an_ndim(source: str) -> bool:
-    """Does generated code read an ndim (z.ndim, np.ndim(z), perhaps len(np.shape(z)))?"""
-    return ".ndim" in source or "np.ndim(" in source or "len(" in source and ("np.shape(" in source or ".shape\n" in source)
+    """Does generated code read an ndim (z.ndim, np.ndim(z), the len of a shape)?"""
+    return _READS_AN_NDIM.search(source) is not None or any(
+        f"len({name})" in source for name in _BOUND_TO_A_SHAPE.findall(source))
 
 
 def source(transformed: Any) -> str:

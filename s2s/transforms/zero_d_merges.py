@@ -38,7 +38,6 @@ _NUMBERS_ONLY = (builtins.float, builtins.int, builtins.bool, builtins.len, buil
 
 def numbers_where_paths_meet(function: ir.Function, callees: dict) -> None:
     """callees: {id(python function): its ir.Function}. Changes function.body in place."""
-    zero_d = names_that_may_be_0d_arrays(function, callees)
     bindings: dict[str, list[ir.Assign]] = {}
     written_in_place: set[str] = set()
     for stmt in ir.walk(function.body):
@@ -51,8 +50,12 @@ def numbers_where_paths_meet(function: ir.Function, callees: dict) -> None:
         elif isinstance(stmt, ir.ExprStmt) and stmt.mutates:
             written_in_place.add(stmt.mutates)
     numbers = _may_be_numbers(bindings)
-    meeting = {n for n, stmts in bindings.items() if len(stmts) > 1 and n in numbers and n not in written_in_place
-               and any(_may_be_0d(s.value, zero_d) for s in stmts)}
+    candidates = {n for n, stmts in bindings.items() if len(stmts) > 1 and n in numbers and n not in written_in_place
+                  and not all(_gives_numbers(s.value) for s in stmts)}
+    if not candidates:
+        return  # (the analysis of 0-d arrays only where a variable may meet one)
+    zero_d = names_that_may_be_0d_arrays(function, callees)
+    meeting = {n for n in candidates if any(_may_be_0d(s.value, zero_d) for s in bindings[n])}
     if not meeting:
         return
     names = ir.Names(all_names(function))
