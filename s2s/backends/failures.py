@@ -11,9 +11,8 @@ from __future__ import annotations
 import functools
 import os
 import re
-import sys
 
-from ..driver.origins import _column, _origin_above, origin_above, through_generated  # noqa: F401  (origin_above: cuda.py, check.py)
+from ..driver.origins import _column, _in_full, _origin_above, origin_above, through_generated  # noqa: F401  (origin_above: cuda.py, check.py)
 from ..errors import Origin, S2SError
 from ..progress import describe, progress
 from .loading import forget_numba_caches
@@ -53,7 +52,7 @@ def translate(exc: Exception, user_files: tuple[str, ...] = ()) -> S2SError:
         if os.path.basename(os.path.dirname(path)) in ("modules", "s2s") or path.endswith(".py"):
             origin = _origin_above(path, int(line), sources)
             if origin is not None:
-                origin = _in_its_module(origin)
+                origin = _in_full(origin)
                 break
     hint = ("backend='python' runs it as NumPy; rewrite the statement for Numba, or see Numba's full message "
             "in this error's __cause__")
@@ -73,19 +72,6 @@ def translate(exc: Exception, user_files: tuple[str, ...] = ()) -> S2SError:
             hint = _promotion_hint(*promoted.groups())
     return S2SError(f"Numba cannot compile the code generated for this statement: {_reason(message)}", origin,
                     hint=hint)
-
-
-def _in_its_module(origin: Origin) -> Origin:
-    """origin with its file's whole path where it names only the base name of a file other than
-    the function's own (a helper of another module): the one imported module of that name."""
-    if os.path.isabs(origin.filename):
-        return origin
-    paths = {os.path.abspath(f) for f in (getattr(m, "__file__", None) for m in list(sys.modules.values()))
-             if isinstance(f, str) and os.path.basename(f) == origin.filename}
-    if len(paths) != 1:
-        return origin
-    path = paths.pop()
-    return Origin(path, origin.line, _column(path, origin.line), origin.text)
 
 
 # Two dtypes of one array: `x = x * c` in a loop, with x float32 on entry and c a float64.
