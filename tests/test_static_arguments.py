@@ -271,3 +271,73 @@ def test_a_variable_assigned_a_static_value_is_that_constant(kind):
 
 def test_a_comprehension_variable_named_like_a_static_parameter_is_the_comprehension_s():
     assert np.allclose(s2s.grad(shadowed_in_a_comprehension)(X), np.full(X.size, 5.0))
+
+
+# ---- s2s.jit's static_argnums and static_argnames -----------------------------------------
+
+
+def interleaved(a, sublist_a, b, sublist_b):
+    return np.sum(np.sin(np.einsum(a, sublist_a, b, sublist_b)))
+
+
+def head_energy(x, n):
+    if n > 2:
+        return np.sum(x[:n] ** 2) * n
+    return np.sum(np.cos(x))
+
+
+@pytest.mark.parametrize("backend", ["cpu", "python"])
+def test_einsum_sublists_marked_static_are_read_as_the_call_passes_them(backend):
+    gradient = s2s.jit(s2s.grad(interleaved, argnums=(0, 2)), static_argnums=(1, 3), backend=backend)
+    for args in [(A, (0, 1), B, (1, 2)), (A.T, (1, 0), B.T, (2, 1)), (A, (0, 1), A, (2, 1))]:
+        got = gradient(*args)
+        for g, k in zip(got, (0, 2)):
+            np.testing.assert_allclose(g, central_difference_grad(interleaved, args, k), rtol=1e-6, atol=1e-8)
+
+
+def test_a_static_number_is_written_in_and_decides_the_branch():
+    compiled = s2s.jit(head_energy, static_argnames="n")
+    for n in (1, 3, 4):
+        np.testing.assert_allclose(compiled(X, n), head_energy(X, n))
+    np.testing.assert_allclose(compiled(X, n=3), head_energy(X, 3))
+    code = compiled.source
+    assert "For the call's n=3" in code and "x[:3]" in code and "np.cos" not in code
+    gradient = s2s.jit(s2s.grad(head_energy), static_argnums=1)
+    for n in (1, 3):
+        np.testing.assert_allclose(gradient(X, n), central_difference_grad(head_energy, (X, n), 0), rtol=1e-6)
+
+
+def test_static_arguments_through_vmap_and_hessian():
+    rows = np.array([[0.3, 1.2, -0.4, 2.0], [1.1, 0.2, 0.5, -0.7]])
+    batched = s2s.jit(s2s.vmap(head_energy, in_axes=(0, None)), static_argnums=1)
+    np.testing.assert_allclose(batched(rows, 3), [head_energy(r, 3) for r in rows])
+    hessian = s2s.jit(s2s.hessian(head_energy), static_argnums=1)
+    for n in (1, 3):
+        np.testing.assert_allclose(hessian(X, n), hessian_by_differences(lambda x: head_energy(x, n), X),
+                                   rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("marked, message", [
+    (dict(static_argnums=2), "static_argnums 2 is out of range: head_energy takes 2 positional parameters"),
+    (dict(static_argnames="m"), "static_argnames names 'm', which is not a parameter of head_energy"),
+])
+def test_static_argnums_that_name_no_parameter_are_refused(marked, message):
+    with pytest.raises(s2s.S2SError, match=message):
+        s2s.jit(head_energy, **marked)
+
+
+def test_a_differentiated_argument_cannot_be_static():
+    with pytest.raises(s2s.S2SError, match=r"argument 0 \(x\) of head_energy is both differentiated and static"):
+        s2s.jit(s2s.grad(head_energy), static_argnums=0)
+
+
+def test_a_static_value_must_be_hashable_as_jax_asks():
+    with pytest.raises(s2s.S2SError, match="a static value must be hashable, which a list is not"):
+        s2s.jit(interleaved, static_argnums=(1, 3))(A, [0, 1], B, [1, 2])
+
+
+def test_einsum_sublists_held_by_arguments_not_marked_static_are_refused_with_the_way_out():
+    with pytest.raises(s2s.S2SError, match=r"mark sublist_a and the other arguments that hold sublists static"
+                                           r" \(s2s.jit\(f, static_argnums=...\)") as refusal:
+        s2s.grad(interleaved)(A, (0, 1), B, (1, 2))
+    assert where(interleaved, "np.einsum") in str(refusal.value)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import inspect
 import re
+import types
 import weakref
 from typing import Any, Callable, Sequence
 
@@ -219,16 +220,19 @@ class StaticSiblings:
     fun: Callable
     _siblings: dict
     _latest_sibling: Any = None
+    # positions of the bound arguments that are static whatever they are (s2s.jit's static_argnums)
+    static_positions: tuple[int, ...] = ()
 
     def for_function(self, fun: Callable) -> Any:
         raise NotImplementedError
 
-    def for_arguments(self, bound: tuple) -> Any:
+    def for_arguments(self, bound: tuple, static_positions: tuple[int, ...] = ()) -> Any:
         """This door, or its sibling for the static values of the bound arguments (of a door
         over another, vmap(grad(f)), the door over the other's sibling)."""
         inner = self.fun
-        fun = inner.for_arguments(bound) if isinstance(inner, StaticSiblings) \
-            else static_values.specialised(inner, bound)
+        marked = static_positions or self.static_positions
+        fun = inner.for_arguments(bound, marked) if isinstance(inner, StaticSiblings) \
+            else static_values.specialised(inner, bound, marked)
         sibling = self
         if fun is not self.fun:
             siblings = self.__dict__.setdefault("_siblings", {})
@@ -398,7 +402,7 @@ class Transformed(Derivative):
     def __call__(self, *args, **kwargs):
         # The common call under s2s.jit, positional arrays and floats of kinds seen before,
         # skips what the first such call settled: binding, the checks, the seed, conversions.
-        plain = _plain_kinds(args) if not kwargs and self.backend == "cpu" else None
+        plain = _plain_kinds(args) if not kwargs and self.backend == "cpu" and not self.static_positions else None
         seen = self._by_plain_kinds.get(plain) if plain is not None else None
         if seen is None:
             bound = self._bind(args, kwargs, self._user_argnums)
@@ -487,13 +491,61 @@ def _seed(args) -> float:
 
 
 @recorded
-def jit(fun: Callable, *, backend: str = "cpu", static_argnums: Sequence[int] = ()) -> Callable:
-    """Compile a transformed function (or a plain one) for a backend: "cpu" (numba.njit) or "python"."""
+def jit(fun: Callable, *, backend: str = "cpu", static_argnums: int | Sequence[int] | None = None,
+        static_argnames: str | Sequence[str] | None = None) -> Callable:
+    """Compile a transformed function (or a plain one) for a backend: "cpu" (numba.njit) or "python".
+
+    Strings, None, types and functions passed to it choose the code by themselves; the arguments
+    static_argnums and static_argnames name are static too, whatever they are (an int, a tuple of
+    ints such as einsum's sublists or a shape: hashable, as JAX asks): the code is generated for
+    each value, with the value written in.
+    """
     if config.jax_disable_jit:
         backend = "python"
     if hasattr(fun, "with_backend"):  # an s2s transform: Transformed, Jacobian, SecondOrder, Batched
-        return fun.with_backend(backend)
-    return Primal(fun, backend)
+        door = fun.with_backend(backend)
+    else:
+        door = Primal(fun, backend)
+    if static_argnums is not None or static_argnames is not None:
+        door.static_positions = _static_positions(door, static_argnums, static_argnames)
+    return door
+
+
+def _static_positions(door: Any, static_argnums, static_argnames) -> tuple[int, ...]:
+    """The positions, among the arguments as generated code takes them, of those static_argnums
+    and static_argnames name: refused where one is out of range, is a *args item, or is
+    differentiated."""
+    fun = door
+    while not isinstance(fun, types.FunctionType) and hasattr(fun, "fun"):
+        fun = fun.fun
+    name = getattr(fun, "__name__", "the function")
+    numbers = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums or ())
+    names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames or ())
+    binder = binder_of(fun)
+    parameters = list(binder._signature.parameters.values()) if binder._signature is not None else []
+    order = [None if p.kind is p.VAR_POSITIONAL else p.name for p in parameters if p.kind is not p.VAR_KEYWORD]
+    count = binder._count
+    positions = set()
+    for k in numbers:
+        if not -count <= k < count:
+            raise S2SError(f"static_argnums {k} is out of range: {name} takes {count} positional parameters"
+                           + (" before *args (an item of *args cannot be static)" if binder.star is not None else ""),
+                           hint=f"count from 0 among {', '.join(str(n) for n in order[:count])}")
+        positions.add(k % count)
+    for given in names:
+        if given not in order:
+            raise S2SError(f"static_argnames names {given!r}, which is not a parameter of {name}",
+                           hint=f"name one of {', '.join(str(n) for n in order if n is not None)}")
+        positions.add(order.index(given))
+    differentiated = set()
+    for attribute in ("_argnums", "argnums", "outer_argnums", "inner_argnum"):
+        if getattr(door, attribute, None) is not None:
+            differentiated.update(_argnums_tuple(getattr(door, attribute)))
+    for k in sorted(positions):
+        if k in differentiated or k - count in differentiated:
+            raise S2SError(f"argument {k} ({order[k]}) of {name} is both differentiated and static",
+                           hint="leave it out of static_argnums: a derivative is taken of numbers that vary")
+    return tuple(sorted(positions))
 
 
 def _plain_value(fun: Callable, args: Sequence) -> Any:

@@ -240,8 +240,12 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
     def static_atom(self, node: cst.Name, name: str) -> ir.Atom:
         """A parameter holding a static value of the call (static_arguments.py), as a constant."""
         value = self.static[name]
-        if value is None or isinstance(value, (str, bool)):
+        if value is None or isinstance(value, (str, bool, int, float)):
             return ir.Const(value)
+        if isinstance(value, tuple) and _is_constant(value):
+            # (static_argnums: the parameter holds it in every call of this code; einsum's sublists
+            # and the static decisions read the value)
+            return ir.Name(name)
         if isinstance(value, type):
             return ir.Const(BUILTIN_TYPES.get(value, value))
         raise self.error(node, f"the parameter {name} holds the function {static_values.describe(value)} in this "
@@ -642,7 +646,7 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
         entry_of = next((e for public, e in NESTED_TRANSFORMS.items() if callee is public), None)
         if entry_of is not None:
             return self.jvp_call(node, entry_of)
-        if callee is np.einsum and len(node.args) >= 2 and isinstance(node.args[1].value, (cst.List, cst.Tuple)) \
+        if callee is np.einsum and len(node.args) >= 2 and self._is_sublist(node.args[1].value) \
                 and not any(a.keyword or a.star for a in node.args):
             return self.einsum_sublists(node)
         if callee is builtins.print:
@@ -990,8 +994,16 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
 
     def einsum(self, node: cst.Call, args: list, kwargs: list) -> ir.Atom:
         if kwargs or not args or not isinstance(args[0], ir.Const) or not isinstance(args[0].value, str):
+            params = self.parsed.node.params
+            parameters = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+            second = node.args[1].value if len(node.args) > 1 else None
+            hint = EINSUM_HINT
+            if isinstance(second, cst.Name) and second.value in parameters:
+                hint = (f"the code is written for sublists known where it is generated: mark {second.value} and "
+                        "the other arguments that hold sublists static (s2s.jit(f, static_argnums=...), as "
+                        "jax.jit asks)")
             raise self.error(node, "np.einsum takes constant subscripts (or sublists) and the operands, no "
-                             "keyword arguments", EINSUM_HINT)
+                             "keyword arguments", hint)
         return self.lower_einsum(node, args[0].value, list(args[1:]))
 
     def einsum_sublists(self, node: cst.Call) -> ir.Atom:
@@ -1015,9 +1027,18 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
         except EinsumRefused as exc:
             raise self.error(node, str(exc), EINSUM_HINT) from None
 
+    def _is_sublist(self, value: cst.BaseExpression) -> bool:
+        return isinstance(value, (cst.List, cst.Tuple)) or isinstance(value, cst.Name) \
+            and isinstance(self.static.get(value.value), tuple)
+
     def _sublist(self, value: cst.BaseExpression) -> list:
         """A sublist of np.einsum's interleaved form, written as a list or tuple of integers and
-        Ellipsis (or ...)."""
+        Ellipsis (or ...), or a static argument that holds one (s2s.jit's static_argnums)."""
+        if isinstance(value, cst.Name) and isinstance(self.static.get(value.value), tuple):
+            items = self.static[value.value]
+            if not all(item is Ellipsis or isinstance(item, int) and not isinstance(item, bool) for item in items):
+                raise EinsumRefused("np.einsum's sublists hold integers and Ellipsis")
+            return list(items)
         if not isinstance(value, (cst.List, cst.Tuple)):
             raise EinsumRefused("np.einsum's interleaved form takes each sublist written as a list or tuple")
         items = []

@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import S2SError
+
 _CARRIED = "__s2s_static__"  # the attribute of a specialised copy: {parameter: value}
 _KINDS = "__s2s_kinds__"  # and {parameter: the type of its argument}, where it tests types
 
@@ -75,24 +77,39 @@ def _parameters(fun: types.FunctionType) -> tuple[list, bool] | None:
     return known
 
 
-def specialised(fun: Any, bound: tuple) -> Any:
+def specialised(fun: Any, bound: tuple, marked: tuple[int, ...] = ()) -> Any:
     """fun, or a copy of it that carries the static values of the bound arguments (in the order
     generated code takes them: frontend.lower.parameter_names); one copy per combination, so
-    that what the doors keep per function is kept per combination too."""
+    that what the doors keep per function is kept per combination too. The arguments at the
+    positions `marked` (s2s.jit's static_argnums) are static whatever they are, as JAX's are:
+    a number, or a tuple of them (einsum's sublists, a shape), that must be hashable."""
     if type(fun) is not types.FunctionType or getattr(fun, _CARRIED, None) is not None:
         return fun
     known = _parameters(fun)
     if known is None:
         return fun
     names, tests_types = known
-    if not tests_types and not any(is_static(value) for value in bound):
+    if not tests_types and not marked and not any(is_static(value) for value in bound):
         return fun
+    static = {name: value for k, (name, value) in enumerate(zip(names, bound))
+              if name is not None and (k in marked or is_static(value))}
     named = [(name, value) for name, value in zip(names, bound) if name is not None]
-    static = {name: value for name, value in named if is_static(value)}
+    for k in marked:
+        _check_hashable(fun, names[k], bound[k])
     # isinstance(x, np.ndarray) of an argument is decided by its type, as a JAX trace decides it:
     # where the function tests types, the types of the others are carried too.
     kinds = {name: type(value) for name, value in named if name not in static} if tests_types else {}
     return carrying(fun, static, kinds)
+
+
+def _check_hashable(fun: Any, name: str, value: Any) -> None:
+    try:
+        hash(value)
+    except TypeError:
+        raise S2SError(f"the argument {name} of {fun.__name__} is static (s2s.jit's static_argnums or "
+                       f"static_argnames), and a static value must be hashable, which a {type(value).__name__} "
+                       "is not", hint="pass a tuple for a list, or leave the argument out of static_argnums "
+                       "(an array is passed as it is)") from None
 
 
 def carrying(fun: Any, static: dict, kinds: dict | None = None) -> Any:
