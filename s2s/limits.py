@@ -53,13 +53,13 @@ LIMITS: dict[str, Limit] = {
         r"(dot|inner)>?\) found for signature",
         "write the contraction with @ (a stack of matrices), np.einsum or np.tensordot", "np.dot(A3, B3)"),
     "dict-loop": Limit(
-        "a loop over a dict argument (for k, v in d.items(), .keys(), .values()) in s2s.jit of the function "
-        "itself, its jvp or hessian: its keys are not known where that code is written (s2s.jit of a gradient "
-        "writes the loop out for the call's keys, and a dict the function builds is written out too)", NUMBA,
+        "a loop over a dict argument (for k, v in d.items(), .keys(), .values()) in a function that the "
+        "function given to s2s.jit calls: its keys are not known where that function's code is written (the code "
+        "of the function s2s.jit is given, and of its transforms, is generated for the call, with the loop "
+        "written out for the call's keys; a dict the function builds is written out too)", NUMBA,
         r"a loop over a dict is not supported",
-        "take s2s.jit(s2s.grad(f)), which writes the loop out for the call's keys; or index the dict with "
-        "constant keys (d['w']), or pass a tuple or list of its values",
-        "for k, v in params.items():", helpers=("dict_keys",)),
+        "loop over the dict in the function s2s.jit is given, index it with constant keys (d['w']), or pass a "
+        "tuple or list of its values", "for k, v in params.items():", helpers=("dict_keys",)),
     "layers-of-different-shapes": Limit(
         "a tuple or list of items of different kinds (a matrix and a vector) read at an index known only at "
         "run time: ws[k] of an argument k, or a loop over it where the code is not generated for the call (in a "

@@ -25,11 +25,15 @@ def dot_beyond_two_dimensions(A, B):
     return np.sum(np.sin(np.dot(A, B)))
 
 
-def loop_over_dict_items(params, x):
+def sum_over_dict_items(params, x):
     s = 0.0
     for k, v in params.items():
         s = s + np.sum(np.sin(v * x))
     return s
+
+
+def loop_over_dict_items(params, x):
+    return 2.0 * sum_over_dict_items(params, x)
 
 
 def dot_of_float_and_int(x, counts):
@@ -108,7 +112,10 @@ def dot_beyond_two_dimensions_way_out(A, B):
 
 
 def loop_over_dict_items_way_out(params, x):
-    return np.sum(np.sin(params["a"] * x)) + np.sum(np.sin(params["b"] * x))
+    s = 0.0
+    for k, v in params.items():
+        s = s + np.sum(np.sin(v * x))
+    return 2.0 * s
 
 
 def number_becomes_array_way_out(X):

@@ -40,6 +40,9 @@ MODULE = textwrap.dedent('''
         for name, w in params.items():
             s = s + np.sum(w * x)
         return s
+
+    def over_a_dict_in_a_helper(params, x):
+        return 2.0 * over_a_dict(params, x)
 ''')
 
 
@@ -107,15 +110,20 @@ def test_cuda_kernels_are_checked_for_vmap(module):
 
 
 def test_a_loop_over_a_dict_argument_is_reported_where_its_keys_are_not_known(module):
-    """Numba reads a dict (a tuple of its values by sorted key) at constant keys only. s2s.jit of
-    a gradient is generated for the call, whose dict's keys write the loop out; s2s.jit of the
-    function is not, and refuses the loop: the cpu column says so at the loop."""
-    report = checking.check_function(module.over_a_dict)
-    assert report["jit"]["python"] is None and report["grad"]["cpu"] is None
-    blocker = report["jit"]["cpu"]
-    assert blocker.where.endswith("checked_module.py:28:5") and "loop over a dict" in blocker.reason
-    assert "constant keys" in blocker.way_out
+    """Numba reads a dict (a tuple of its values by sorted key) at constant keys only. s2s.jit
+    generates the code of the function it is given for the call, whose dict's keys write the loop
+    out; a function it calls keeps the loop, which is refused: the cpu column says so at the loop."""
     params, x = {"b": np.array([1.0, 2.0]), "a": np.array([0.5, -1.0])}, np.array([0.3, 0.7])
-    with pytest.raises(s2s.S2SError, match="checked_module.py:28:5: .*loop over a dict"):
-        s2s.jit(module.over_a_dict)(params, x)
+    report = checking.check_function(module.over_a_dict)
+    assert all(report[row]["cpu"] is None for row in ("jit", "grad", "jvp", "hessian", "vmap"))
+    np.testing.assert_allclose(s2s.jit(module.over_a_dict)(params, x), np.sum((params["a"] + params["b"]) * x))
     np.testing.assert_allclose(s2s.jit(s2s.grad(module.over_a_dict, argnums=1))(params, x), params["a"] + params["b"])
+    report = checking.check_function(module.over_a_dict_in_a_helper)
+    for row in ("jit", "grad"):
+        blocker = report[row]["cpu"]
+        assert report[row]["python"] is None
+        assert blocker.where.endswith("checked_module.py:28:5") and "loop over a dict" in blocker.reason
+        assert "in the function s2s.jit is given" in blocker.way_out
+    for door in (s2s.jit(module.over_a_dict_in_a_helper), s2s.jit(s2s.grad(module.over_a_dict_in_a_helper, 1))):
+        with pytest.raises(s2s.S2SError, match="checked_module.py:28:5: .*loop over a dict"):
+            door(params, x)

@@ -3,7 +3,7 @@ where the dict is rebuilt for a Hessian; with enumerate and zip; a dict both loo
 indexed), over a list of layers or a tuple of numbers passed as an argument, and writes into what
 a loop goes over. Derivatives against central differences in every mode. Refused at the user's
 line: under s2s.jit a loop over a dict whose keys are not known when the code is generated (a dict
-display written into; a dict argument of s2s.jit(f), whose code is not generated for the call) or
+display written into; a dict argument of a function the jitted one calls) or
 over a tuple or list argument, a loop that takes a dict's items by position, and a write into what
 a loop goes over (with the way out)."""
 
@@ -101,19 +101,38 @@ def test_a_loop_over_int_indices_keeps_working():
     np.testing.assert_allclose(s2s.jit(s2s.grad(f))(x, np.array([0, 2, 2])), [2.0, 0.0, 12.0])
 
 
+def loop_items_in_a_helper(d):
+    return 3.0 * loop_items(d)
+
+
 @pytest.mark.parametrize("fun", [loop_keys, loop_items])
 def test_a_loop_over_a_dict_argument_under_jit(fun):
-    """s2s.jit of a gradient is generated for the call: the loop is written out for the dict's
-    keys, in its order. s2s.jit of the function is not, and refuses the loop at its line."""
+    """s2s.jit of the function and of its gradient, hessian and vmap are generated for the call: the
+    loop is written out for the dict's keys, in its order. A function it calls keeps the loop, refused
+    at its line."""
     rest = (1.5,) if fun is loop_keys else ()
     grads = s2s.jit(s2s.grad(fun))(_dict(), *rest)
     want = _dict_fd(fun, _dict(), *rest)
     for k in want:
         np.testing.assert_allclose(grads[k], want[k], rtol=1e-7, atol=1e-8)
-    with pytest.raises(s2s.S2SError) as info:
-        s2s.jit(fun)(_dict(), *rest)
-    message = str(info.value)
-    assert "test_container_loops.py:" in message and "loop over a dict" in message and "backend='python'" in message
+    np.testing.assert_allclose(s2s.jit(fun)(_dict(), *rest), fun(_dict(), *rest), rtol=1e-12)
+    if fun is loop_keys:
+        hessian = s2s.jit(s2s.hessian(fun, argnums=1))(_dict(), 1.5)
+        step = 1e-4
+        expected = (fun(_dict(), 1.5 + step) - 2 * fun(_dict(), 1.5) + fun(_dict(), 1.5 - step)) / step ** 2
+        np.testing.assert_allclose(hessian, expected, rtol=1e-5)
+        batched = s2s.jit(s2s.vmap(fun, in_axes=(None, 0)))(_dict(), np.array([0.5, 1.5]))
+        np.testing.assert_allclose(batched, [fun(_dict(), 0.5), fun(_dict(), 1.5)], rtol=1e-12)
+    else:
+        tree = s2s.jit(s2s.hessian(fun))(_dict())  # (closed form: -sin(v) len(k) on the diagonal)
+        for a, v in _dict().items():
+            for b, w in _dict().items():
+                expected = np.diag(-np.sin(v) * len(a)) if a == b else np.zeros((v.size, w.size))
+                np.testing.assert_allclose(tree[a][b], expected, rtol=1e-10, atol=1e-12)
+        with pytest.raises(s2s.S2SError) as info:
+            s2s.jit(loop_items_in_a_helper)(_dict())
+        message = str(info.value)
+        assert at(loop_items, "for") in message and "loop over a dict" in message and "backend='python'" in message
 
 
 def layers_by_name(params, x):

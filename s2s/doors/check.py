@@ -19,6 +19,7 @@ import json
 import math
 import os
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
@@ -123,19 +124,20 @@ def _refused_helper(func: ast.expr):
     return None
 
 
-def numba_blocker(source: str, files: dict[str, str], dict_loops: bool = True) -> Blocker | None:
+def numba_blocker(source: str, files: dict[str, str], written_out: Any = None) -> Blocker | None:
     """The first call in a generated module to a NumPy or math function Numba does not know, or to a
     runtime helper whose Numba form refuses every call (s2s/limits.py: Limit.helpers); a loop over a
-    dict (runtime.dict_keys) only where dict_loops (s2s.jit of a gradient, generated for the call,
-    writes a dict argument's loop out key by key: frontend/dict_loops.py)."""
+    dict (runtime.dict_keys) only outside the function written_out names (s2s.jit generates the code
+    of the function it is given for the call, which writes a dict argument's loop out key by key:
+    frontend/dict_loops.py; a function it calls keeps the loop)."""
     typing = _numba_typing()
     lines = source.splitlines()
     calls = [node for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Call)]
     for call in sorted(calls, key=lambda node: (node.lineno, node.col_offset)):
         found = _refused_helper(call.func)
-        if found is not None and (dict_loops or ast.unparse(call.func) != "runtime.dict_keys"):
+        origin = origin_above(lines, call.lineno, files) if found is not None else None
+        if found is not None and not (ast.unparse(call.func) == "runtime.dict_keys" and _inside(origin, written_out)):
             key, limit = found
-            origin = origin_above(lines, call.lineno, files)
             where = f"{origin.filename}:{origin.line}:{origin.column}" if origin else "generated code"
             return Blocker(where, origin.text if origin else "",
                            f"s2s.jit does not compile {limit.what} (docs/pages/limits.md: {key})", limit.way_out)
@@ -154,6 +156,18 @@ def numba_blocker(source: str, files: dict[str, str], dict_loops: bool = True) -
         return Blocker(where, origin.text if origin else "", f"Numba does not compile {spelled}",
                        "backend='python' runs it as NumPy, or write it with functions Numba knows")
     return None
+
+
+def _inside(origin, fn) -> bool:
+    """Is the user's statement at origin in fn's own source lines?"""
+    if origin is None or fn is None:
+        return False
+    try:
+        lines, first = inspect.getsourcelines(fn)
+        path = inspect.getsourcefile(fn)
+    except (OSError, TypeError):
+        return False
+    return os.path.basename(origin.filename) == os.path.basename(path) and first <= origin.line < first + len(lines)
 
 
 def cuda_blocker(fn) -> Blocker | None:
@@ -178,9 +192,9 @@ def check_function(fn) -> dict:
             blocker = _blocker(exc, fn)
             report[row] = {"python": blocker, "cpu": blocker, "cuda": blocker}
             continue
-        # (s2s.jit of a gradient is generated for the call: a loop over a dict argument is then
+        # (s2s.jit generates the function's code for the call: a loop over a dict argument is then
         # written out for its keys, which only the call knows)
-        report[row] = {"python": None, "cpu": numba_blocker(source, files, dict_loops=row != "grad")}
+        report[row] = {"python": None, "cpu": numba_blocker(source, files, written_out=fn)}
         report[row]["cuda"] = cuda_blocker(fn) if row == "vmap" else Blocker("", "", *NOT_CHECKED_FOR_CUDA)
     return report
 

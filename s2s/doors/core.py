@@ -615,9 +615,9 @@ class Primal(StaticSiblings):
             name = self._entries.get("name", self.fun.__name__)
             self._compiled = backends.entry(module, name, self.fun)
         if self._by_kinds is None:
-            if self.backend != "cpu" or not _items_of_different_kinds(args):
+            if self.backend != "cpu" or not _items_to_write_out(args):
                 return self._compiled
-            self._by_kinds = {}  # (from now on: a loop over such a tuple is written out for its items)
+            self._by_kinds = {}  # (from now on: a loop over such a tuple or dict is written out for its items)
         key = _kinds(args)
         found = self._by_kinds.get(key)
         if found is None:
@@ -652,9 +652,11 @@ class Primal(StaticSiblings):
         return compiled(*args)
 
 
-def _items_of_different_kinds(args) -> bool:
-    """Does the call pass a tuple or list whose items are of different kinds (a matrix and a vector)?"""
-    return any(isinstance(a, (tuple, list)) and len(set(_kinds(a))) > 1 for a in args)
+def _items_to_write_out(args) -> bool:
+    """Does the call pass a dict, or a tuple or list whose items are of different kinds (a matrix and
+    a vector)? A loop over one is written out item by item in code generated for the call
+    (frontend/dict_loops.py): Numba can index neither at an index known only at run time."""
+    return any(isinstance(a, dict) or isinstance(a, (tuple, list)) and len(set(_kinds(a))) > 1 for a in args)
 
 
 _READS_AN_NDIM = re.compile(r"\.ndim\b|np\.ndim\(")

@@ -20,7 +20,7 @@ import numpy as np
 from .. import backends
 from ..tree_util import pytree
 from ..errors import S2SError, user_facing
-from .core import Transformed, _Binder, _source, _unbatched, call_bound, refuse_star_args
+from .core import Transformed, _Binder, _items_to_write_out, _kinds, _source, _unbatched, call_bound, refuse_star_args
 from .values import in_dtype, private_copies
 
 
@@ -38,6 +38,10 @@ class TreeHessian:
         functools.update_wrapper(self, self.fun, updated=())
         self._module = None
         self._inner = None
+        # {kinds of arguments: (vjp, module, source)} under s2s.jit where a call passes a dict or a
+        # tuple of items of different kinds (as jacobians.SecondOrder keeps them)
+        self._by_kinds: dict = {}
+        self._specialised_source: str | None = None
 
     def with_backend(self, backend: str) -> "TreeHessian":
         return TreeHessian(self.fun, self.argnums, backend)
@@ -49,19 +53,38 @@ class TreeHessian:
 
     @property
     def source(self) -> str:
+        if self._specialised_source is not None:
+            return self._specialised_source
         return _source(self._vjp_function(), "second_order", {})
 
     def module(self):
         if self._module is None:
-            self._module = backends.load(self.source, self._vjp_function().__name__ + "_jvp", self.backend)
+            self._module = backends.load(_source(self._vjp_function(), "second_order", {}),
+                                         self._vjp_function().__name__ + "_jvp", self.backend)
         return self._module
 
-    def _jvp_wrt(self, k: int):
+    def _vjp_and_module(self, args: tuple):
+        """(the vjp, the module of its forward mode): for any arguments, or under s2s.jit of the vjp
+        generated for these kinds of arguments where a loop over one of them is written out item
+        by item (frontend/dict_loops.py)."""
+        if self.backend != "cpu" or not _items_to_write_out(args):
+            return self._vjp_function(), self.module()
+        key = _kinds(args)
+        found = self._by_kinds.get(key)
+        if found is None:
+            source, entries = Transformed(self.fun, "vjp", self._argnums).specialised(args)
+            vjp_function = getattr(backends.load(source, self.fun.__name__, "python"), entries["vjp"])
+            second = _source(vjp_function, "second_order", {})
+            module = backends.load(second, vjp_function.__name__ + "_jvp", self.backend)
+            found = self._by_kinds[key] = (vjp_function, module, second)
+        self._specialised_source = found[2]
+        return found[0], found[1]
+
+    def _jvp_wrt(self, k: int, vjp_function, module):
         """The forward mode of the vjp with respect to argument k alone."""
-        vjp_function = self._vjp_function()
         param = list(inspect.signature(vjp_function).parameters)[k]
         name = f"{vjp_function.__name__}_jvp_wrt_{param}"
-        return backends.entry(self.module(), name, self.fun)
+        return backends.entry(module, name, self.fun)
 
     @user_facing
     def __call__(self, *args, **kwargs):
@@ -95,8 +118,9 @@ class TreeHessian:
                   for i in argnums for li, si in enumerate(shapes[i])
                   for j in argnums for lj, sj in enumerate(shapes[j])}
         n_out = int(np.prod(out_shape))
+        vjp_function, module = self._vjp_and_module(args)
         for j in argnums:
-            jvp = self._jvp_wrt(j)
+            jvp = self._jvp_wrt(j, vjp_function, module)
             zeros = [np.zeros(s) if s else 0.0 for s in shapes[j]]
             for lj, sj in enumerate(shapes[j]):
                 for e in range(int(np.prod(sj))):

@@ -12,7 +12,7 @@ from .. import backends, runtime
 from ..tree_util import pytree
 from ..errors import S2SError, user_facing
 from .core import (Derivative, ForwardTransformed, Primal, Transformed, _Binder, _argnums_tuple, _plain_value, _source,
-                   _unbatched, binder_of, call_bound, jit, refuse_star_args)
+                   _items_to_write_out, _kinds, _unbatched, binder_of, call_bound, jit, refuse_star_args)
 from .primitives import of_arity
 from .values import in_dtype, private_copies, unit_leaves
 from .hessian import TreeHessian
@@ -185,6 +185,11 @@ class SecondOrder(Derivative):
         self.backend = backend
         functools.update_wrapper(self, fun, updated=())  # not fun's __dict__: it may be a transform
         self._module = None
+        # {kinds of arguments: (module, source)} under s2s.jit where a call passes a dict, or a tuple
+        # of items of different kinds: a loop over it is written out item by item in the vjp
+        # generated for the call (frontend/dict_loops.py), which forward mode then differentiates
+        self._by_kinds: dict = {}
+        self._specialised_source: str | None = None
 
     def with_backend(self, backend: str) -> "SecondOrder":
         return SecondOrder(self.fun, self.inner_argnum, self.outer_argnums, self.scalar, backend, self.has_aux)
@@ -200,14 +205,32 @@ class SecondOrder(Derivative):
     def source(self) -> str:
         if self._latest_sibling is not None:
             return self._latest_sibling.source
-        # (the outer derivatives' arguments only: another's, an int n of np.arange(n), may refuse)
-        return _source(self._vjp_function(), "second_order", {"active": sorted(set(_argnums_tuple(self.outer_argnums)))})
+        if self._specialised_source is not None:
+            return self._specialised_source
+        return self._second_order_source(self._vjp_function())
 
-    def module(self):
+    def _second_order_source(self, vjp_function) -> str:
+        # (the outer derivatives' arguments only: another's, an int n of np.arange(n), may refuse)
+        return _source(vjp_function, "second_order", {"active": sorted(set(_argnums_tuple(self.outer_argnums)))})
+
+    def module(self, args: tuple | None = None):
+        """The module of the second derivatives: of the vjp for any arguments, or under s2s.jit of the
+        vjp generated for these kinds of arguments where a loop over one of them is written out."""
+        if args is not None and self.backend == "cpu" and _items_to_write_out(args):
+            key = _kinds(args)
+            found = self._by_kinds.get(key)
+            if found is None:
+                source, entries = Transformed(self.fun, "vjp", (self.inner_argnum,), self.has_aux).specialised(args)
+                vjp_function = getattr(backends.load(source, self.fun.__name__, "python"), entries["vjp"])
+                second = self._second_order_source(vjp_function)
+                found = self._by_kinds[key] = (backends.load(second, vjp_function.__name__ + "_jvp", self.backend),
+                                               second)
+            self._specialised_source = found[1]
+            return found[0]
         if self._module is None:
             vjp_function = self._vjp_function()
-            source = _source(vjp_function, "second_order", {"active": sorted(set(_argnums_tuple(self.outer_argnums)))})
-            self._module = backends.load(source, vjp_function.__name__ + "_jvp", self.backend)
+            self._module = backends.load(self._second_order_source(vjp_function), vjp_function.__name__ + "_jvp",
+                                         self.backend)
         return self._module
 
     def _one(self, args, k):
@@ -235,11 +258,12 @@ class SecondOrder(Derivative):
                            hint="use s2s.hessian or s2s.jacfwd(s2s.jacrev(f))")
         cotangents = _basis(out_shape, np.float64).reshape((-1,) + out_shape) if out_shape else np.ones(1)
         tangents = _basis(wrt_shape, np.float64).reshape((-1,) + wrt_shape) if wrt_shape else np.ones(1)
-        drivers = [n for n in dir(self.module()) if n.endswith(f"_second_order_{k}")]
+        module = self.module(args)
+        drivers = [n for n in dir(module) if n.endswith(f"_second_order_{k}")]
         call = [a if k2 not in (self.inner_argnum, k) or np.ndim(a) else float(a) for k2, a in enumerate(args)]
         if self.backend == "cpu":
             call = [pytree.to_numba(a) for a in call]
-        blocks = backends.entry(self.module(), drivers[0], self.fun)(*call, cotangents, tangents)  # (rows, cols) + in_shape
+        blocks = backends.entry(module, drivers[0], self.fun)(*call, cotangents, tangents)  # (rows, cols) + in_shape
         if self.scalar:  # (a number's derivative: the shape of the argument it is taken with respect to)
             return float(np.asarray(blocks).reshape(-1)[0]) if not wrt_shape else np.asarray(blocks).reshape(wrt_shape)
         blocks = np.asarray(blocks).reshape((len(cotangents), len(tangents)) + in_shape)
