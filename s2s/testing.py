@@ -90,9 +90,10 @@ def check_grads(fun: Callable, args: Sequence[Any], order: int = 1, modes: Seque
         # Tangents for the arguments checked; the others' are symbolic zeros, as constants are.
         forward = ForwardTransformed(fun, backend, active=argnums)
         primals = tuple(Transformed(fun, "vjp", argnums)._bind(tuple(args), {}, argnums))  # defaults filled in
-        call = forward.call_args(primals + tuple(direction[k] for k in argnums))
+        given = primals + tuple(direction[k] for k in argnums)
+        call = forward.call_args(given)
         # On the cpu backend, the module s2s.jvp compiles: specialised to the arguments' kinds.
-        entry = forward.specialised_entry(call) if backend == "cpu" else forward.entry()
+        entry = forward.specialised_entry(call, given) if backend == "cpu" else forward.entry()
         value, tangent = entry(*call)
         for got, want in zip(pytree.leaves(value), pytree.leaves(out)):
             np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12, err_msg="primal value differs")

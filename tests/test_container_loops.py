@@ -107,9 +107,9 @@ def loop_items_in_a_helper(d):
 
 @pytest.mark.parametrize("fun", [loop_keys, loop_items])
 def test_a_loop_over_a_dict_argument_under_jit(fun):
-    """s2s.jit of the function and of its gradient, hessian and vmap are generated for the call: the
-    loop is written out for the dict's keys, in its order. A function it calls keeps the loop, refused
-    at its line."""
+    """s2s.jit of the function and of its gradient, hessian and vmap, and s2s.jvp compiled, are generated
+    for the call: the loop is written out for the dict's keys, in its order. A function it calls
+    keeps the loop, refused at its line."""
     rest = (1.5,) if fun is loop_keys else ()
     grads = s2s.jit(s2s.grad(fun))(_dict(), *rest)
     want = _dict_fd(fun, _dict(), *rest)
@@ -123,6 +123,11 @@ def test_a_loop_over_a_dict_argument_under_jit(fun):
         np.testing.assert_allclose(hessian, expected, rtol=1e-5)
         batched = s2s.jit(s2s.vmap(fun, in_axes=(None, 0)))(_dict(), np.array([0.5, 1.5]))
         np.testing.assert_allclose(batched, [fun(_dict(), 0.5), fun(_dict(), 1.5)], rtol=1e-12)
+        along = {"bb": np.array([0.3, -1.0]), "a": np.array([2.0])}
+        _, derivative = s2s.jvp(fun, (_dict(), 1.5), (along, 0.5), backend="cpu")
+        shifted = [fun({k: v + sign * step * along[k] for k, v in _dict().items()}, 1.5 + sign * step * 0.5)
+                   for sign in (1, -1)]
+        np.testing.assert_allclose(derivative, (shifted[0] - shifted[1]) / (2 * step), rtol=1e-6)
     else:
         tree = s2s.jit(s2s.hessian(fun))(_dict())  # (closed form: -sin(v) len(k) on the diagonal)
         for a, v in _dict().items():

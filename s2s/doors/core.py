@@ -773,10 +773,13 @@ class ForwardTransformed:
         the cpu backend): its elementwise statements over 1-d arrays run as loops."""
         return _source(self.fun, "jvp", {"facts": argument_facts(args)})
 
-    def specialised_entry(self, args):
-        key = _kinds(args)
+    def specialised_entry(self, args, given: tuple | None = None):
+        """The entry generated for these kinds of arguments (call_args's), or of the arguments as
+        given, where they are (a dict's keys in its own order: a loop over it goes so)."""
+        described = given if given is not None else args
+        key = _kinds(described)
         if key not in self._by_facts:
-            options = {"facts": argument_facts(args)}
+            options = {"facts": argument_facts(described)}
             if self.active is not None:
                 options["active"] = list(self.active)
             source, names = self._generated(options)

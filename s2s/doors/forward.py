@@ -119,7 +119,7 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, backe
     if backend == "cpu":
         tangents = tuple(scalar_like(t, p) for p, t in zip(primals, tangents))
     call = transformed.call_args(primals + tangents)
-    entry = transformed.specialised_entry(call) if backend == "cpu" else transformed.entry()
+    entry = transformed.specialised_entry(call, primals + tangents) if backend == "cpu" else transformed.entry()
     out, out_dot = entry(*call)
     if backend == "cpu":  # (dicts come back from compiled code as DictTuples)
         out, out_dot = pytree.from_numba(out), pytree.from_numba(out_dot)
