@@ -71,10 +71,10 @@ LIMITS: dict[str, Limit] = {
     # ---- known gaps: s2s does not yet generate code Numba compiles ----
     "number-becomes-array": Limit(
         "a variable that starts as a number and becomes an array where s2s cannot make it an array from the "
-        "start (in a while loop, or a use that is not elementwise; a range loop's s = s + x * i and "
-        "s = s + X[i] * w[i] compile)", KNOWN_GAP, r"Cannot unify",
-        "give it its final type from its first assignment: s = np.zeros_like(x[0])",
-        "s = 0.0; while i < n: s = s + X[i]"),
+        "start (a use that is not elementwise, s = s + np.cumsum(X[i]); a while loop whose test changes "
+        "something; a range or while loop's s = s + x * i and s = s + X[i] * w[i] compile)", KNOWN_GAP,
+        r"Cannot unify", "give it its final type from its first assignment: s = np.zeros_like(x[0])",
+        "s = 0.0; for i in range(n): s = s + np.cumsum(X[i])"),
     "squeeze-without-axis": Limit(
         "np.squeeze without axis= (s2s.jit compiles for the arguments' number of dimensions, not for which "
         "of their axes have size 1)", NUMBA, r"np\.squeeze needs its axes",

@@ -47,10 +47,8 @@ def transpose_then_reshape(A):
 
 def number_becomes_array(X):
     s = 0.0
-    i = 0
-    while i < X.shape[0]:
-        s = s + X[i] ** 2
-        i += 1
+    for i in range(X.shape[0]):
+        s = s + np.cumsum(X[i])
     return np.sum(s)
 
 
@@ -120,10 +118,8 @@ def loop_over_dict_items_way_out(params, x):
 
 def number_becomes_array_way_out(X):
     s = np.zeros_like(X[0])
-    i = 0
-    while i < X.shape[0]:
-        s = s + X[i] ** 2
-        i += 1
+    for i in range(X.shape[0]):
+        s = s + np.cumsum(X[i])
     return np.sum(s)
 
 

@@ -154,3 +154,35 @@ def test_the_promotion_to_items_is_in_the_code_for_arguments_with_rows_only():
     assert "carry_like_item" not in s2s.source(s2s.grad(sum_of_squared_rows))
     with pytest.raises(s2s.S2SError, match="this loop ran no iteration"):
         s2s.jit(weighted_rows)(np.zeros((0, 2)), np.zeros(0))
+
+
+def rows_until(A, stop):
+    s = 0.0
+    i = 0
+    while i < A.shape[0] and i < stop:
+        s = s + np.sin(A[i]) * (i + 1.0)
+        i += 1
+    return np.sum(s ** 2)
+
+
+@pytest.mark.parametrize("args", [(M, 3), (M, 2), (X, 4)], ids=["rows", "some rows", "numbers"])
+def test_a_carry_that_a_while_loop_makes_an_array(args):
+    """A while loop whose test changes nothing starts its carry as an array of the items' shape,
+    refused where the test is false on entry (NumPy then keeps the number)."""
+    assert s2s.jit(rows_until)(*args) == pytest.approx(rows_until(*args), rel=1e-14)
+    reference = central_difference_grad(rows_until, args, 0)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(rows_until))(*args), reference, rtol=1e-6, atol=1e-9)
+    tangent = np.ones_like(args[0])
+    _, derivative = s2s.jvp(rows_until, args, (tangent, 0), backend="cpu")
+    assert derivative == pytest.approx(np.sum(reference * tangent), rel=1e-6)
+
+
+def test_the_promotion_before_a_while_loop_reads_its_test_on_entry():
+    jitted = s2s.jit(rows_until)
+    jitted(M, 3)
+    code = " ".join(s2s.source(jitted).split())  # (black may break the call over lines)
+    assert "s = runtime.carry_like_item( s, A, i < A.shape[0] and i < stop, where=" in code
+    assert rows_until(M, 0) == 0.0
+    with pytest.raises(s2s.S2SError, match="this loop ran no iteration") as info:
+        jitted(M, 0)
+    assert where(rows_until, "while i < A.shape[0]") in str(info.value)

@@ -99,6 +99,64 @@ def _recorded(stmt, tainted: set[str]) -> bool:
     return all(id(n) in allowed for n in name_loads(stmt) if n.id in tainted)
 
 
+def _entry_test(loop) -> ast.expr | None:
+    """The test of a while loop as generated code writes it (`while True:` whose first statements
+    compute the test, `if not <test>: break`), as one expression of what it reads, where
+    evaluating it changes nothing: before the loop it says whether the loop runs an iteration."""
+    if not (isinstance(loop, ast.While) and isinstance(loop.test, ast.Constant) and loop.test.value is True):
+        return None
+    computed: dict[str, ast.expr] = {}  # the temporaries the test is computed in, by their values
+    for stmt in loop.body:
+        if is_comment(stmt):
+            continue
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                and changes_nothing(stmt.value, frozenset()):
+            computed[stmt.targets[0].id] = _substituted(stmt.value, computed)
+            continue
+        joined = _short_circuit(stmt, computed)
+        if joined is not None:  # (`a and b`, `a or b`: the second computed where the first decides)
+            computed[joined[0]] = joined[1]
+            continue
+        if isinstance(stmt, ast.If) and not stmt.orelse and len(stmt.body) == 1 and isinstance(stmt.body[0], ast.Break) \
+                and isinstance(stmt.test, ast.UnaryOp) and isinstance(stmt.test.op, ast.Not) \
+                and changes_nothing(stmt.test.operand, frozenset()):
+            return _substituted(stmt.test.operand, computed)
+        return None
+    return None
+
+
+def _short_circuit(stmt, computed: dict[str, ast.expr]) -> tuple[str, ast.expr] | None:
+    """(t, `a and b`) of `if t: ...; t = b` where t holds a (`a or b` of `if not t: ...; t = b`),
+    the body's statements computing b."""
+    if not (isinstance(stmt, ast.If) and not stmt.orelse):
+        return None
+    negated = isinstance(stmt.test, ast.UnaryOp) and isinstance(stmt.test.op, ast.Not)
+    name = stmt.test.operand if negated else stmt.test
+    if not (isinstance(name, ast.Name) and name.id in computed):
+        return None
+    local = dict(computed)
+    for body in stmt.body:
+        if is_comment(body):
+            continue
+        if not (isinstance(body, ast.Assign) and len(body.targets) == 1 and isinstance(body.targets[0], ast.Name)
+                and changes_nothing(body.value, frozenset())):
+            return None
+        local[body.targets[0].id] = _substituted(body.value, local)
+    if local[name.id] is computed[name.id]:
+        return None
+    return name.id, ast.BoolOp(ast.Or() if negated else ast.And(), [computed[name.id], local[name.id]])
+
+
+def _substituted(expr: ast.expr, values: dict[str, ast.expr]) -> ast.expr:
+    """expr with the names that values holds replaced by (copies of) their values."""
+
+    class Substitute(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name):
+            return copy.deepcopy(values[node.id]) if isinstance(node.ctx, ast.Load) and node.id in values else node
+
+    return Substitute().visit(copy.deepcopy(expr))
+
+
 def _range_trips(loop) -> tuple[bool, int | None]:
     """(whether the loop is `for name in range(...)`, its trip count where its arguments are int constants)."""
     if not (isinstance(loop, ast.For) and isinstance(loop.target, ast.Name) and isinstance(loop.iter, ast.Call)
@@ -132,7 +190,8 @@ class _Carries:
             for child in child_blocks(stmt):
                 child[:] = self.block(child)
             is_range, trips = _range_trips(stmt)
-            if is_range and trips != 0:
+            entry_test = _entry_test(stmt)
+            if is_range and trips != 0 or entry_test is not None:
                 numbers = self._numbers_before(body, k)
                 if numbers:
                     for name, (like, item) in sorted(self._promotions(stmt, numbers).items()):
@@ -140,13 +199,15 @@ class _Carries:
             out.append(stmt)
         return out
 
-    def _carry_like(self, name: str, likes: list, item: bool, loop: ast.For, trips, before: list) -> ast.Assign:
+    def _carry_like(self, name: str, likes: list, item: bool, loop, trips, before: list) -> ast.Assign:
         like = ast.Name(likes[0], ast.Load()) if len(likes) == 1 else ast.Tuple(
             [ast.Name(n, ast.Load()) for n in likes], ast.Load())
         args = [ast.Name(name, ast.Load()), like]
         keywords = []
         if trips is None:  # (a loop of no iteration is refused: NumPy keeps the number)
-            args.append(ast.Tuple([copy.deepcopy(a) for a in loop.iter.args], ast.Load()))
+            # (of a range loop, its range's arguments; of a while loop, its test on entry)
+            args.append(copy.deepcopy(_entry_test(loop)) if isinstance(loop, ast.While) else
+                        ast.Tuple([copy.deepcopy(a) for a in loop.iter.args], ast.Load()))
             where = self._where(before)
             if where is not None:
                 keywords.append(ast.keyword("where", ast.Constant(where)))
@@ -187,7 +248,7 @@ class _Carries:
 
         return {name for name in bound if number_at(name, k)}
 
-    def _promotions(self, loop: ast.For, numbers: set[str]) -> dict[str, str]:
+    def _promotions(self, loop: ast.For | ast.While, numbers: set[str]) -> dict[str, str]:
         """The carries among `numbers` to start as arrays, each with a name bound before the
         loop of the shape its first value in the loop has; {} where that is not proved safe.
 
@@ -238,13 +299,14 @@ class _Carries:
         return next((n for n, c in sorted(before.items()) if n not in numbers and c is not None and c is not TOP
                      and c[0] == shape[0] and _same_class(c, shape)), None)
 
-    def _first_iteration(self, loop: ast.For, numbers: set[str], promoted: set[str], before: dict):
+    def _first_iteration(self, loop: ast.For | ast.While, numbers: set[str], promoted: set[str], before: dict):
         """Follow the loop body's first iteration with the numbers as numbers: (the class of the
         first value bound to each name, the names computed from the promoted ones, where each is
         first bound), or None where a read of a promoted one is neither elementwise nor recorded."""
         env = dict(before)
-        env.update((n, NUMBER) for n in numbers)
-        env[loop.target.id] = INTEGER
+        env.update((n, INTEGER if before.get(n) == INTEGER else NUMBER) for n in numbers)
+        if isinstance(loop, ast.For):
+            env[loop.target.id] = INTEGER
         tainted, first, bound_at = set(promoted), {}, {}
         for k, stmt in enumerate(loop.body):
             if is_comment(stmt):

@@ -56,12 +56,11 @@ def tree_shape(x):
 
 
 def carry_like(value, like, trips=None, *, where=None):
-    """The number a range loop's carry starts from, which the loop makes an array of like's
-    shape (optimize/carries.py): under Numba, where like is an array, the number broadcast to
-    that shape (a variable has one type there), and a refusal, naming the user's statement
-    `where`, of a loop of no iteration (trips: the arguments of its range), after which NumPy
-    has the number; here the
-    number itself, as NumPy has it."""
+    """The number a loop's carry starts from, which the loop makes an array of like's shape
+    (optimize/carries.py): under Numba, where like is an array, the number broadcast to that
+    shape (a variable has one type there), and a refusal, naming the user's statement `where`, of
+    a loop of no iteration (trips: the arguments of its range, or a while loop's test on entry),
+    after which NumPy has the number; here the number itself, as NumPy has it."""
     return value
 
 

@@ -59,6 +59,10 @@ def _carry(value, like, trips, where, item: bool):
     message = prefix + ("this loop ran no iteration, after which NumPy has the number its carry started from: "
                         "under s2s.jit the carry is an array from the start (a variable has one type in compiled "
                         "code); start it as an array (np.zeros_like(x) rather than 0.0), or use backend='python'")
+    if isinstance(trips, types.Boolean):  # (a while loop's test on entry)
+        return _compile("def impl(value, like, trips=None, where=None):\n    if not trips:\n"
+                        f"        raise ValueError(message)\n    return np.full({shape}, value, dtype)\n", "impl",
+                        dtype=dtype, message=message)
     # (trips: the loop's range(...) arguments)
     return _compile("def impl(value, like, trips=None, where=None):\n    if no_iteration(trips):\n"
                     f"        raise ValueError(message)\n    return np.full({shape}, value, dtype)\n", "impl",
