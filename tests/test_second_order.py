@@ -32,8 +32,8 @@ def _second_order_cases():
 # Under Numba, every program's gradient and tangent compile in test_reverse_features. Here the
 # Hessian (forward over reverse) compiles for every third program, and jacfwd/jacrev for every
 # fourth, so that CI stays within its time; S2S_FULL_JIT=1 compiles them all (tests/sampling.py).
-HESSIAN_JIT = compiled_sample(_second_order_cases(), 3)
-JACOBIAN_JIT = compiled_sample((c for c, (fn, b, a, j) in CASES.items() if 0 in a), 4)
+HESSIAN_JIT = compiled_sample(_second_order_cases(), 4)
+JACOBIAN_JIT = compiled_sample((c for c, (fn, b, a, j) in CASES.items() if 0 in a), 6)
 
 
 def fd_hessian(fn, args, eps=1e-5):
