@@ -433,3 +433,27 @@ def test_nested_list_arguments_of_library_functions_under_jit():
     want = central_difference_grad(contracted_by_list_axes, (a, b), 0)
     np.testing.assert_allclose(s2s.grad(contracted_by_list_axes)(a, b), want, rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(s2s.jit(s2s.grad(contracted_by_list_axes))(a, b), want, rtol=1e-6, atol=1e-8)
+
+
+# ---- a reshape whose shape is taped ------------------------------------------------------
+# An argument rebound to its reshape has its former shape taped; the adjoint is reshaped back to
+# it (runtime.reshape_bar of a tuple of ints: a shape, not a list of numbers).
+
+
+def flattened_in_place(x):
+    x = x.reshape(-1)
+    return np.sum(x ** 3)
+
+
+def column_in_place(x):
+    x = x.reshape(x.shape[0] * x.shape[1], 1)
+    return np.sum(np.sin(x) * x)
+
+
+@pytest.mark.parametrize("fun", [flattened_in_place, column_in_place])
+@pytest.mark.parametrize("x", [M, M[:, :1]], ids=["2x3", "2x1"])
+def test_an_argument_rebound_to_its_reshape(fun, x):
+    for backend in ("python", "cpu"):
+        got = s2s.jit(s2s.grad(fun), backend=backend)(x)
+        assert got.shape == x.shape
+        np.testing.assert_allclose(got, central_difference_grad(fun, (x,), 0), rtol=1e-6, atol=1e-9)

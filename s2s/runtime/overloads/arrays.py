@@ -232,8 +232,11 @@ def _reshape(x, shape):
 def _reshape_bar(g, x):
     if _scalar(g):
         return lambda g, x: g
-    if isinstance(x, types.BaseTuple) and len(x) > 0 and all(isinstance(t, types.Number) for t in x):
-        size = len(x)  # (a list of numbers passed to s2s.jit, a tuple there: its adjoint is a vector)
+    if isinstance(x, types.BaseTuple) and len(x) > 0 and all(isinstance(t, types.Number) for t in x) \
+            and not all(isinstance(t, types.Integer) for t in x):
+        # (a list of numbers passed to s2s.jit, a tuple there: its adjoint is a vector; a tuple of
+        # ints is the shape a shape tape gives back, x's before it was reshaped)
+        size = len(x)
         return lambda g, x: np.ascontiguousarray(g).reshape((size,))
     if isinstance(x, types.Array) or (isinstance(x, types.BaseTuple) and len(x) > 0):
         return lambda g, x: np.ascontiguousarray(g).reshape(_shape_of(x))
