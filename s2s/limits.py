@@ -53,13 +53,14 @@ LIMITS: dict[str, Limit] = {
         r"(dot|inner)>?\) found for signature",
         "write the contraction with @ (a stack of matrices), np.einsum or np.tensordot", "np.dot(A3, B3)"),
     "dict-loop": Limit(
-        "a loop over a dict argument (for k, v in d.items(), .keys(), .values()) in a function that the "
-        "function given to s2s.jit calls: its keys are not known where that function's code is written (the code "
-        "of the function s2s.jit is given, and of its transforms, is generated for the call, with the loop "
-        "written out for the call's keys; a dict the function builds is written out too)", NUMBA,
+        "a loop over a dict argument (for k, v in d.items(), .keys(), .values()) where its keys are not known as "
+        "the code is written: in a function that the function given to s2s.jit calls, or in s2s.jit of its jacfwd "
+        "or jacrev (s2s.jit of the function itself, of its grad, jvp, hessian and vmap write the loop out for "
+        "the call's keys; a dict the function builds is written out too)", NUMBA,
         r"a loop over a dict is not supported",
-        "loop over the dict in the function s2s.jit is given, index it with constant keys (d['w']), or pass a "
-        "tuple or list of its values", "for k, v in params.items():", helpers=("dict_keys",)),
+        "loop over the dict in the function s2s.jit is given (a Jacobian: s2s.jit(s2s.hessian(...)) or jvp/vjp "
+        "row by row), index it with constant keys (d['w']), or pass a tuple or list of its values",
+        "for k, v in params.items():", helpers=("dict_keys",)),
     "layers-of-different-shapes": Limit(
         "a tuple or list of items of different kinds (a matrix and a vector) read at an index known only at "
         "run time: ws[k] of an argument k, or a loop over it where the code is not generated for the call (in a "
@@ -70,9 +71,11 @@ LIMITS: dict[str, Limit] = {
         "w = ws[k]"),
     # ---- known gaps: s2s does not yet generate code Numba compiles ----
     "number-becomes-array": Limit(
-        "a variable that starts as a number and becomes an array where s2s cannot make it an array from the "
-        "start (a use that is not elementwise, s = s + np.cumsum(X[i]); a while loop whose test changes "
-        "something; a range or while loop's s = s + x * i and s = s + X[i] * w[i] compile)", KNOWN_GAP,
+        "a variable that starts as a number and becomes an array in a loop where s2s cannot make it an array "
+        "from the start: s = s + w * x of two array arguments, s = s + np.cumsum(X[i]) (not elementwise), a "
+        "while loop whose test changes something, and rows (s = s + X[i] * w[i]) in s2s.jit of a hessian or "
+        "vmap (s = s + x * i compiles, in range and while loops, and rows in s2s.jit of the function, its "
+        "grad and jvp)", KNOWN_GAP,
         r"Cannot unify", "give it its final type from its first assignment: s = np.zeros_like(x[0])",
         "s = 0.0; for i in range(n): s = s + np.cumsum(X[i])"),
     "squeeze-without-axis": Limit(

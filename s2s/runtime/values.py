@@ -248,8 +248,9 @@ def dict_of(keys, values):
 # Numba reads at constant keys only: dict_keys's compiled form refuses (and `s2s check` says so).
 DICT_LOOP_REASON = ("under s2s.jit a loop over a dict is not supported (Numba cannot index a dict of arrays at a "
                     "key known only at run time)")
-DICT_LOOP_WAY_OUT = ("loop over it in the function s2s.jit is given (whose code is written for the call's keys), "
-                     "index it with constant keys (d['w']), or use backend='python'")
+DICT_LOOP_WAY_OUT = ("loop over it in the function s2s.jit is given, whose code s2s.jit of it, its grad, jvp, "
+                     "hessian and vmap write for the call's keys (not yet jacfwd and jacrev); index it with "
+                     "constant keys (d['w']), or use backend='python'")
 
 
 def with_items(d, values):
