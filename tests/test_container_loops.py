@@ -14,6 +14,7 @@ import s2s
 from checks import check_all
 from finite_differences import central_difference_grad, where as at
 from s2s.testing import check_grads
+from s2s.tree_util import pytree
 
 X = np.array([0.3, 0.7, 1.1])
 
@@ -640,3 +641,42 @@ def _unflatten(flat, like):
         out.append((flat[at:at + W.size].reshape(W.shape), flat[at + W.size:at + W.size + b.size]))
         at += W.size + b.size
     return out
+
+def hidden_then_output(params, x):
+    """JAX's README MLP: the hidden layers in a loop over a slice of the list, the output after."""
+    h = x
+    for W, b in params[:-1]:
+        h = np.tanh(h @ W + b)
+    return np.sum((h @ params[-1][0] + params[-1][1]) ** 2)
+
+
+def every_other_layer(ws, x):
+    h = x
+    for W in ws[::2]:
+        h = np.tanh(W @ h)
+    return np.dot(ws[-1], h)
+
+
+@pytest.mark.parametrize("container", [list, tuple])
+def test_a_loop_over_a_constant_slice_of_layers_under_jit(container):
+    """A slice at constant bounds of a list of items of different kinds: the loop is written out
+    over the items it keeps, read from the list itself (their adjoints go to its own items)."""
+    rng = np.random.default_rng(3)
+    pairs = [(rng.standard_normal((4, 3)) * 0.5, rng.standard_normal(3) * 0.1),
+             (rng.standard_normal((3, 2)) * 0.5, rng.standard_normal(2) * 0.1),
+             (rng.standard_normal((2, 1)) * 0.5, rng.standard_normal(1) * 0.1)]
+    ws = [rng.standard_normal((3, 4)) * 0.5, rng.standard_normal((3, 3)), rng.standard_normal((2, 3)) * 0.5,
+          rng.standard_normal(2)]
+    x4 = rng.standard_normal(4)
+    for fun, layers, x in [(hidden_then_output, container(pairs), x4), (every_other_layer, container(ws), x4)]:
+        assert s2s.jit(fun)(layers, x) == pytest.approx(fun(layers, x), rel=1e-12)
+        grads = s2s.jit(s2s.grad(fun))(layers, x)
+        assert isinstance(grads, container)
+        flat, structure = pytree.flatten(layers)
+        for k, leaf in enumerate(flat):
+            def loss_of(value, k=k):
+                return fun(pytree.unflatten(structure, [value if j == k else v for j, v in enumerate(flat)]), x)
+            np.testing.assert_allclose(pytree.leaves(grads)[k], central_difference_grad(loss_of, (leaf,), 0),
+                                       rtol=1e-6, atol=1e-9)
+        np.testing.assert_allclose(s2s.jit(s2s.grad(fun, argnums=1))(layers, x),
+                                   central_difference_grad(fun, (layers, x), 1), rtol=1e-6, atol=1e-9)

@@ -85,6 +85,7 @@ def _unrolled(body: list, known: dict, function: ir.Function, items: dict) -> li
     are followed from it. items: tuple variable -> its length, whose loops over `len(_seq)` are
     written out too."""
     aliases, keys_of, lengths = {}, {}, {}
+    slices: dict = {}  # a tuple's slice at constant bounds -> (the tuple, the indices it keeps)
     out = []
     for stmt in body:
         if isinstance(stmt, ir.Assign) and len(stmt.targets) == 1:
@@ -93,6 +94,14 @@ def _unrolled(body: list, known: dict, function: ir.Function, items: dict) -> li
                 aliases[target] = known[value.id]
             elif isinstance(value, ir.Name) and value.id in items and _binds(function.body, target) == 1:
                 items = {**items, target: items[value.id]}
+                if value.id in slices:
+                    slices[target] = slices[value.id]
+            elif _constant_slice_of(value, items) is not None and _binds(function.body, target) == 1:
+                # ws[:-1]: the items the slice keeps, read from ws itself at their constant indices
+                # (an adjoint then flows into ws's own item, as it does for ws[0])
+                kept = _constant_slice_of(value, items)
+                slices[target] = (value.value.id, kept)
+                items = {**items, target: len(kept)}
             elif isinstance(value, ir.Call) and value.fn is len and len(value.args) == 1 \
                     and isinstance(value.args[0], ir.Name) and value.args[0].id in items:
                 keys_of[target] = tuple(range(items[value.args[0].id]))
@@ -106,7 +115,8 @@ def _unrolled(body: list, known: dict, function: ir.Function, items: dict) -> li
         if isinstance(stmt, ir.For) and isinstance(stmt.stop, ir.Name) and stmt.stop.id in lengths \
                 and stmt.start == ir.Const(0) and stmt.step == ir.Const(1) and not _jumps(stmt.body):
             keys_name = lengths[stmt.stop.id]
-            out.extend(_copies(stmt, keys_of[keys_name if keys_name is not None else stmt.stop.id], keys_name))
+            copies = _copies(stmt, keys_of[keys_name if keys_name is not None else stmt.stop.id], keys_name)
+            out.extend(_items_of_slices(copies, slices))
             continue
         for block in _blocks(stmt):
             block[:] = _unrolled(block, known, function, items)
@@ -115,7 +125,41 @@ def _unrolled(body: list, known: dict, function: ir.Function, items: dict) -> li
     # (Numba would type runtime.dict_keys of the dict, which it refuses).
     used = _loads(out)
     return [s for s in out if not (isinstance(s, ir.Assign) and len(s.targets) == 1
-                                   and s.targets[0] in (set(keys_of) | set(lengths)) and s.targets[0] not in used)]
+                                   and s.targets[0] in (set(keys_of) | set(lengths) | set(slices))
+                                   and s.targets[0] not in used)]
+
+
+def _items_of_slices(body: list, slices: dict) -> list:
+    """body with each read `s[k]` (k a constant) of a slice s of a tuple read from the tuple itself."""
+
+    def read(node):
+        if isinstance(node, ir.Subscript) and isinstance(node.value, ir.Name) and node.value.id in slices \
+                and len(node.index.items) == 1 and isinstance(node.index.items[0], ir.Const) \
+                and type(node.index.items[0].value) is int:
+            source, kept = slices[node.value.id]
+            return ir.Subscript(ir.Name(source), ir.Index((ir.Const(kept[node.index.items[0].value]),)))
+        if isinstance(node, list):
+            return [read(item) for item in node]
+        if isinstance(node, tuple):
+            return tuple(read(item) for item in node)
+        if not dataclasses.is_dataclass(node) or isinstance(node, type):
+            return node
+        changes = {f.name: read(getattr(node, f.name)) for f in dataclasses.fields(node)
+                   if isinstance(getattr(node, f.name), (list, tuple)) or dataclasses.is_dataclass(getattr(node, f.name))}
+        return dataclasses.replace(node, **changes) if changes else node
+
+    return read(body) if slices else body
+
+
+def _constant_slice_of(value, items: dict) -> tuple[int, ...] | None:
+    """The indices that value keeps where it is `ws[a:b:c]` of a tuple in items, at constant bounds."""
+    if not (isinstance(value, ir.Subscript) and isinstance(value.value, ir.Name) and value.value.id in items
+            and len(value.index.items) == 1 and isinstance(value.index.items[0], ir.Slice)):
+        return None
+    bounds = (value.index.items[0].lower, value.index.items[0].upper, value.index.items[0].step)
+    if not all(b is None or isinstance(b, ir.Const) and type(b.value) is int for b in bounds):
+        return None
+    return tuple(range(items[value.value.id])[slice(*(None if b is None else b.value for b in bounds))])
 
 
 def _jumps(body: list) -> bool:
