@@ -123,8 +123,8 @@ def main(argv=None) -> None:
         print(name, json.dumps({k: [round(x, 3) for x in v] for k, v in best.items()}), flush=True)
     lines = [f"# Cold start: first jitted gradient of a fresh process ({'quick' if quick else 'full'} sizes)", "",
              f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python "
-             f"{platform.python_version()}; best of {rounds} interleaved rounds; seconds of the whole process "
-             "(imports; first gradient).", "",
+             f"{platform.python_version()}; best of {rounds} interleaved rounds; seconds from a process's start to its first gradient "
+             "(its imports; its first gradient).", "",
              "| workload | s2s cold | s2s warm | JAX cold | s2s cold / JAX cold |", "| --- | --- | --- | --- | --- |"]
     for name, best in rows:
         def cell(key):
