@@ -615,7 +615,7 @@ class Primal(StaticSiblings):
             name = self._entries.get("name", self.fun.__name__)
             self._compiled = backends.entry(module, name, self.fun)
         if self._by_kinds is None:
-            if self.backend != "cpu" or not _items_to_write_out(args):
+            if self.backend != "cpu" or not _items_to_write_out(args, self._own_source()):
                 return self._compiled
             self._by_kinds = {}  # (from now on: a loop over such a tuple or dict is written out for its items)
         key = _kinds(args)
@@ -652,11 +652,17 @@ class Primal(StaticSiblings):
         return compiled(*args)
 
 
-def _items_to_write_out(args) -> bool:
-    """Does the call pass a dict, or a tuple or list whose items are of different kinds (a matrix and
-    a vector)? A loop over one is written out item by item in code generated for the call
-    (frontend/dict_loops.py): Numba can index neither at an index known only at run time."""
-    return any(isinstance(a, dict) or isinstance(a, (tuple, list)) and len(set(_kinds(a))) > 1 for a in args)
+_LOOPS_OVER_KEYS = ("runtime.dict_keys(", "runtime.loop_keys(")
+
+
+def _items_to_write_out(args, source: str) -> bool:
+    """Does the call pass a tuple or list whose items are of different kinds (a matrix and a
+    vector), or a dict whose keys a loop of source (the code for any call) goes over? Such a loop
+    is written out item by item in code generated for the call (frontend/dict_loops.py): Numba
+    can index neither at an index known only at run time."""
+    if any(isinstance(a, (tuple, list)) and len(set(_kinds(a))) > 1 for a in args):
+        return True
+    return any(isinstance(a, dict) for a in args) and any(loop in source for loop in _LOOPS_OVER_KEYS)
 
 
 _READS_AN_NDIM = re.compile(r"\.ndim\b|np\.ndim\(")

@@ -67,7 +67,9 @@ class TreeHessian:
         """(the vjp, the module of its forward mode): for any arguments, or under s2s.jit of the vjp
         generated for these kinds of arguments where a loop over one of them is written out item
         by item (frontend/dict_loops.py)."""
-        if self.backend != "cpu" or not _items_to_write_out(args):
+        if self._inner is None:
+            self._inner = Transformed(self.fun, "vjp", self._argnums)
+        if self.backend != "cpu" or not _items_to_write_out(args, self._inner.generated()[0]):
             return self._vjp_function(), self.module()
         key = _kinds(args)
         found = self._by_kinds.get(key)

@@ -190,6 +190,7 @@ class SecondOrder(Derivative):
         # generated for the call (frontend/dict_loops.py), which forward mode then differentiates
         self._by_kinds: dict = {}
         self._specialised_source: str | None = None
+        self._inner: Transformed | None = None  # (the vjp for any arguments, whose loops tell)
 
     def with_backend(self, backend: str) -> "SecondOrder":
         return SecondOrder(self.fun, self.inner_argnum, self.outer_argnums, self.scalar, backend, self.has_aux)
@@ -216,11 +217,14 @@ class SecondOrder(Derivative):
     def module(self, args: tuple | None = None):
         """The module of the second derivatives: of the vjp for any arguments, or under s2s.jit of the
         vjp generated for these kinds of arguments where a loop over one of them is written out."""
-        if args is not None and self.backend == "cpu" and _items_to_write_out(args):
+        if self._inner is None:
+            self._inner = Transformed(self.fun, "vjp", (self.inner_argnum,), self.has_aux)
+        inner = self._inner
+        if args is not None and self.backend == "cpu" and _items_to_write_out(args, inner.generated()[0]):
             key = _kinds(args)
             found = self._by_kinds.get(key)
             if found is None:
-                source, entries = Transformed(self.fun, "vjp", (self.inner_argnum,), self.has_aux).specialised(args)
+                source, entries = inner.specialised(args)
                 vjp_function = getattr(backends.load(source, self.fun.__name__, "python"), entries["vjp"])
                 second = self._second_order_source(vjp_function)
                 found = self._by_kinds[key] = (backends.load(second, vjp_function.__name__ + "_jvp", self.backend),

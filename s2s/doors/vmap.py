@@ -376,12 +376,12 @@ class Batched(core.StaticSiblings):
         elif isinstance(fun, core.Primal) or inspect.isfunction(fun) and not isinstance(fun, type):
             plain = fun.fun if isinstance(fun, core.Primal) else fun
             output = core._plain_value(plain, copy.deepcopy(example))
-            # (compiled, a loop over a dict or a tuple of items of different kinds is written out
-            # for the example's items: frontend/dict_loops.py)
-            options = {"facts": argument_facts(example)} if backend == "cpu" and core._items_to_write_out(example) \
-                else {}
             try:
-                source, entries = core._generated(plain, "primal", options)
+                source, entries = core._generated(plain, "primal", {})
+                if backend == "cpu" and core._items_to_write_out(example, source):
+                    # (compiled, a loop over a dict or a tuple of items of different kinds is
+                    # written out for the example's items: frontend/dict_loops.py)
+                    source, entries = core._generated(plain, "primal", {"facts": argument_facts(example)})
             except S2SError:
                 if backend == "python" and not isinstance(fun, core.Primal):
                     return None, output  # e.g. a lambda around s2s.jvp: loop in Python
