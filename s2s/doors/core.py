@@ -662,6 +662,11 @@ def _items_to_write_out(args, source: str) -> bool:
     can index neither at an index known only at run time."""
     if any(isinstance(a, (tuple, list)) and len(set(_kinds(a))) > 1 for a in args):
         return True
+    return loops_over_dict_keys(args, source)
+
+
+def loops_over_dict_keys(args, source: str) -> bool:
+    """Does the call pass a dict whose keys a loop of source (the code for any call) goes over?"""
     return any(isinstance(a, dict) for a in args) and any(loop in source for loop in _LOOPS_OVER_KEYS)
 
 

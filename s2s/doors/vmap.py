@@ -378,9 +378,9 @@ class Batched(core.StaticSiblings):
             output = core._plain_value(plain, copy.deepcopy(example))
             try:
                 source, entries = core._generated(plain, "primal", {})
-                if backend == "cpu" and core._items_to_write_out(example, source):
-                    # (compiled, a loop over a dict or a tuple of items of different kinds is
-                    # written out for the example's items: frontend/dict_loops.py)
+                if backend == "cpu" and core.loops_over_dict_keys(example, source):
+                    # (compiled, a loop over a dict's keys is written out for the example's:
+                    # frontend/dict_loops.py)
                     source, entries = core._generated(plain, "primal", {"facts": argument_facts(example)})
             except S2SError:
                 if backend == "python" and not isinstance(fun, core.Primal):
