@@ -27,18 +27,6 @@ class ReverseSweep:
     popped: set[str]  # the variables it pops (or recomputes) values back into
 
 
-def _rebound_first(body: list, var: str) -> bool:
-    """Is the first statement of the block that touches var one that binds var, on every path,
-    without reading it (`W, b = layer`)?"""
-    for stmt in body:
-        touched_reads = {r for s in ir.walk([stmt]) for r in ir.stmt_reads(s)}
-        touched_writes = {w for s in ir.walk([stmt]) for w in ir.stmt_writes(s)}
-        if var not in touched_reads and var not in touched_writes:
-            continue
-        return isinstance(stmt, ir.Assign) and var in stmt.targets and var not in touched_reads and not stmt.inplace
-    return False
-
-
 class ReverseSweeper:
     """Writes the reverse sweep of a plan (plan.ReversePlan), popping what its forward sweep
     (forward_sweep.ForwardSweep) pushed. variants(fn, positions) names the reverse mode of a
@@ -145,12 +133,6 @@ class ReverseSweeper:
                       if need.shape and need.when == "post" and need.var in started}
             bound = self.plan.bound_after[id(stmt)]
             for var in sorted(touched & self.pending):
-                if isinstance(stmt, ir.For) and var not in shapes and _rebound_first(stmt.body, var):
-                    # Every iteration binds var anew before reading it: no adjoint flows from one
-                    # iteration's var to another's, nor out of the loop; it stays zero (pending)
-                    # across the loop, and each iteration's first contribution is its adjoint
-                    # (zeros of the var after the loop could have another shape: layers)
-                    continue
                 if var in shapes:
                     need, tape = shapes[var]
                     shape = self.tapes.shape_vars[(var, id(stmt), "post")]
