@@ -6,7 +6,8 @@
 
 NumPy makes s an array on the first iteration; Numba cannot unify the float that enters the
 loop with the array it carries ("Cannot unify float64 and array(float64, 1d, C)"). Where s was
-last bound to a number written in the code before a range loop, the loop's first statement that
+last bound to a number written in the code before a range loop (or a while loop, whose test
+changes nothing), the loop's first statement that
 binds s gives it, by its shape class (analysis/code_shapes.py), an array of the shape of a
 name bound before the loop, and s reaches that value through elementwise operations only, the
 loop starts from s broadcast to that shape:
@@ -29,8 +30,8 @@ starts from s broadcast to the shape of the items of X (and w, broadcast togethe
 (items of a vector are numbers: the loop stays as it is written).
 
 After a loop that ran no iteration NumPy still has the number, which compiled code cannot
-give: where the trip count is not a constant, carry_like is also given it (len(range(...))) and
-the user's statement, and its compiled form refuses a loop of no iteration. Temporaries computed
+give: where the trip count is not a constant, carry_like is also given range's arguments (of a
+while loop, its test read once before the loop) and the user's statement, and its compiled form refuses a loop of no iteration. Temporaries computed
 from s in the loop before s is bound must be read there only (after it, their first value would
 be an array where NumPy's is a number). What the analysis cannot prove is left as it is (and
 Numba's refusal names the way out).
