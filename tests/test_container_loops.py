@@ -7,6 +7,9 @@ display written into; a dict argument of a function the jitted one calls) or
 over a tuple or list argument, a loop that takes a dict's items by position, and a write into what
 a loop goes over (with the way out)."""
 
+import json
+import os
+
 import numpy as np
 import pytest
 
@@ -476,6 +479,15 @@ def mlp_output_layer_after_the_loop(params, inputs):
     return np.sum((np.dot(activations, final_W) + final_b) ** 2)
 
 
+def mlp_output_layer_unpacked_into_the_loops_names(params, inputs):
+    activations = inputs
+    for W, b in params[:-1]:
+        outputs = np.dot(activations, W) + b
+        activations = np.tanh(outputs)
+    W, b = params[-1]  # (W and b of the output layer: after the loop, nothing reads the loop's W)
+    return np.sum((np.dot(activations, W) + b) ** 2)
+
+
 def mlp_rebinding_a_variable_bound_before_the_loop(params, inputs):
     outputs = inputs
     for W, b in params:
@@ -514,6 +526,7 @@ def test_loops_over_a_list_of_layers(fun, pairs):
 
 
 @pytest.mark.parametrize("fun", [mlp_as_in_jax_readme, mlp_output_layer_after_the_loop,
+                                 mlp_output_layer_unpacked_into_the_loops_names,
                                  mlp_rebinding_a_variable_bound_before_the_loop])
 @pytest.mark.parametrize("widths", [(2, 1, 3), (3, 4, 2), (2, 5, 1, 3)])
 def test_a_variable_bound_anew_in_each_layer_takes_that_layers_shape(fun, widths):
@@ -546,7 +559,8 @@ def test_a_loop_over_a_tuple_of_numbers():
 
 
 @pytest.mark.parametrize("fun", [mlp_over_a_list, mlp_iterating, mlp_of_pairs, mlp_indexing_pairs,
-                                 mlp_as_in_jax_readme, mlp_output_layer_after_the_loop])
+                                 mlp_as_in_jax_readme, mlp_output_layer_after_the_loop,
+                                 mlp_output_layer_unpacked_into_the_loops_names])
 def test_loops_over_layers_of_different_widths_under_jit(fun):
     """A list of layers becomes a tuple under s2s.jit, of items of one type (2-d arrays, or
     pairs of a 2-d and a 1-d array) whose shapes differ: the loop reads it at an index known
@@ -554,7 +568,7 @@ def test_loops_over_layers_of_different_widths_under_jit(fun):
     keeps the list's structure. Against central differences, as on the python backend."""
     Ws, params, x = _network()
     layers = Ws if fun in (mlp_over_a_list, mlp_iterating) else params
-    if fun in (mlp_as_in_jax_readme, mlp_output_layer_after_the_loop):
+    if fun in (mlp_as_in_jax_readme, mlp_output_layer_after_the_loop, mlp_output_layer_unpacked_into_the_loops_names):
         layers = layers + [(np.ones((2, 3)) * 0.3, np.array([0.1, -0.2, 0.3]))]
         x = np.stack([x, x * 0.5])
     grad = s2s.jit(s2s.grad(fun))(layers, x)
@@ -681,3 +695,51 @@ def test_a_loop_over_a_constant_slice_of_layers_under_jit(container):
                                            rtol=1e-6, atol=1e-9)
         np.testing.assert_allclose(s2s.jit(s2s.grad(fun, argnums=1))(layers, x),
                                    central_difference_grad(fun, (layers, x), 1), rtol=1e-6, atol=1e-9)
+
+
+# ---- JAX's README MLP, against JAX's own gradients (tests/data/make_readme_mlp_jax.py) ---------------
+
+
+def readme_predict(params, inputs):
+    for W, b in params:
+        outputs = np.dot(inputs, W) + b
+        inputs = np.tanh(outputs)  # inputs to the next layer
+    return outputs  # no activation on the last layer
+
+
+def readme_loss(params, inputs, targets):
+    preds = readme_predict(params, inputs)
+    return np.sum((preds - targets) ** 2)
+
+
+def readme_loss_output_layer_after_the_loop(params, inputs, targets):
+    for W, b in params[:-1]:
+        inputs = np.tanh(np.dot(inputs, W) + b)
+    W, b = params[-1]
+    return np.sum((np.dot(inputs, W) + b - targets) ** 2)
+
+
+@pytest.mark.parametrize("container", [list, tuple])
+@pytest.mark.parametrize("fun", [readme_loss, readme_loss_output_layer_after_the_loop])
+def test_the_mlp_of_jax_readme_gives_jax_gradients(fun, container):
+    """grad, jit(grad), vmap(grad, in_axes=(None, 0, 0)) and its jit, on layers of different
+    widths: JAX's values, and the structure of params (a list stays a list, each layer a tuple)."""
+    with open(os.path.join(os.path.dirname(__file__), "data", "readme_mlp_jax.json")) as f:
+        data = json.load(f)
+    params = container(tuple(np.array(part) for part in layer) for layer in data["params"])
+    inputs, targets = np.array(data["inputs"]), np.array(data["targets"])
+    expected = data[fun.__name__.replace("readme_", "")]
+    assert fun(params, inputs, targets) == pytest.approx(expected["value"], rel=1e-12)
+
+    def same(got, want):
+        assert isinstance(got, container) and len(got) == len(want)
+        for layer, (W_bar, b_bar) in zip(got, want):
+            assert isinstance(layer, tuple) and len(layer) == 2
+            np.testing.assert_allclose(layer[0], W_bar, rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(layer[1], b_bar, rtol=1e-10, atol=1e-12)
+
+    grad_loss = s2s.grad(fun)
+    same(grad_loss(params, inputs, targets), expected["grad"])
+    same(s2s.jit(grad_loss)(params, inputs, targets), expected["grad"])
+    same(s2s.vmap(grad_loss, in_axes=(None, 0, 0))(params, inputs, targets), expected["per_example"])
+    same(s2s.jit(s2s.vmap(grad_loss, in_axes=(None, 0, 0)))(params, inputs, targets), expected["per_example"])

@@ -116,13 +116,13 @@ def _push_shape(tape, x):
         dims = ", ".join(["len(x)"] + [f"tape[len(tape) - {ndim - k}]" for k in range(ndim)])
         return _compile(f"def impl(tape, x):\n    tape.append(len(x))\n    if len(x) > 0:\n{pushes}    else:\n"
                         f"{zeros}    return ({dims})\n", "impl")
-    if _tuple_of_arrays(x):
-        # A tuple of arrays (and numbers), such as a layer (W, b) read at an index known at run
-        # time: the shape of each item, one after the other
-        pushes = "".join(f"    tape.append(x[{k}].shape[{d}])\n" for k, t in enumerate(x.types)
-                         if isinstance(t, types.Array) for d in range(t.ndim))
-        shapes = ", ".join(f"x[{k}].shape" if isinstance(t, types.Array) else "()" for k, t in enumerate(x.types))
-        return _compile(f"def impl(tape, x):\n{pushes}    return ({shapes},)\n", "impl")
+    if _tree_of_arrays(x):
+        # A tuple of arrays and numbers (or of such tuples), such as a layer (W, b) read at an
+        # index known at run time, or a dict's row {"z": z[i], "pair": (a[i], b[i])}: the shape
+        # of each array, one after the other, returned in the tuple's structure
+        lines: list[str] = []
+        shapes = _pushed_shapes(x, "x", lines)
+        return _compile("def impl(tape, x):\n" + "".join(lines) + f"    return {shapes}\n", "impl")
     if not isinstance(x, types.Array):
         return lambda tape, x: ()
 
@@ -134,36 +134,64 @@ def _push_shape(tape, x):
     return impl
 
 
-def _tuple_of_arrays(x) -> bool:
-    return isinstance(x, types.BaseTuple) and any(isinstance(t, types.Array) for t in x.types) and all(
-        isinstance(t, types.Array) or _scalar(t) for t in x.types)
+def _tree_of_arrays(x) -> bool:
+    """A tuple whose items are arrays, numbers or such tuples, with an array among them."""
+    def made_of_arrays(t) -> bool:
+        if isinstance(t, types.Array) or _scalar(t):
+            return True
+        return isinstance(t, types.BaseTuple) and all(made_of_arrays(item) for item in t.types)
+
+    def holds_an_array(t) -> bool:
+        return isinstance(t, types.Array) or (
+            isinstance(t, types.BaseTuple) and any(holds_an_array(item) for item in t.types))
+    return isinstance(x, types.BaseTuple) and made_of_arrays(x) and holds_an_array(x)
 
 
-def _shapes_of_a_tuple(like) -> list[int] | None:
-    """The ndim of each item where like is the shape push_shape gave a tuple of arrays."""
-    if isinstance(like, types.BaseTuple) and len(like) > 0 and all(isinstance(t, types.BaseTuple) for t in like.types) \
-            and any(len(t) > 0 for t in like.types):
-        return [len(t) for t in like.types]
-    return None
+def _pushed_shapes(t, expr: str, lines: list) -> str:
+    """The text of push_shape's result for a value of type t (at expr), appending its pushes."""
+    if isinstance(t, types.Array):
+        lines += [f"    tape.append({expr}.shape[{d}])\n" for d in range(t.ndim)]
+        return f"{expr}.shape"
+    if isinstance(t, types.BaseTuple):
+        return "(" + "".join(_pushed_shapes(item, f"{expr}[{k}]", lines) + ", " for k, item in enumerate(t.types)) + ")"
+    return "()"
 
 
-def _shape_text(ndims: list[int], dim) -> str:
-    """The shapes of a tuple's items, each dimension written by dim(item, axis)."""
-    parts = []
-    for k, ndim in enumerate(ndims):
-        dims = ", ".join(dim(k, d) for d in range(ndim))
-        parts.append(f"({dims},)" if ndim == 1 else f"({dims})")
-    return f"({', '.join(parts)},)"
+def _layout_of_a_tuple(like):
+    """Where like is the shape push_shape gave a tuple of arrays: its layout, a list per tuple
+    holding each array's ndim (0 for a number) or a nested tuple's layout; else None."""
+    if not (isinstance(like, types.BaseTuple) and len(like) > 0 and all(isinstance(t, types.BaseTuple) for t in like.types)
+            and any(len(t) > 0 for t in like.types)):
+        return None
+
+    def layout(t):  # (an array's shape holds integers; a tuple's, shapes)
+        if all(isinstance(item, types.Integer) for item in t.types):
+            return len(t)
+        return [layout(item) for item in t.types]
+    return [layout(t) for t in like.types]
+
+
+def _dims(layout) -> int:
+    return layout if isinstance(layout, int) else sum(_dims(item) for item in layout)
+
+
+def _layout_text(layout, dims) -> str:
+    """The shapes of a tuple's arrays in layout's structure, their dimensions taken from the
+    iterator dims in push order."""
+    if isinstance(layout, int):
+        names = [next(dims) for _ in range(layout)]
+        return f"({', '.join(names)},)" if names else "()"
+    return "(" + "".join(_layout_text(item, dims) + ", " for item in layout) + ")"
 
 
 @overload(rt.pop_shape)
 def _pop_shape(tape, like):
-    ndims = _shapes_of_a_tuple(like)
-    if ndims is not None:
-        pops = "".join(f"    d{k}_{d} = tape.pop()\n" for k in reversed(range(len(ndims)))
-                       for d in reversed(range(ndims[k])))
-        return _compile(f"def impl(tape, like):\n{pops}    return {_shape_text(ndims, lambda k, d: f'd{k}_{d}')}\n",
-                        "impl")
+    layout = _layout_of_a_tuple(like)
+    if layout is not None:
+        total = _dims(layout)
+        pops = "".join(f"    d{k} = tape.pop()\n" for k in reversed(range(total)))
+        shapes = _layout_text(layout, iter(f"d{k}" for k in range(total)))
+        return _compile(f"def impl(tape, like):\n{pops}    return {shapes}\n", "impl")
     ndim = len(like) if isinstance(like, types.BaseTuple) else 0
     if ndim == 0:
         return lambda tape, like: ()
@@ -174,10 +202,10 @@ def _pop_shape(tape, like):
 
 @overload(rt.top_shape)
 def _top_shape(tape, like):
-    ndims = _shapes_of_a_tuple(like)
-    if ndims is not None:
-        total, offsets = sum(ndims), [sum(ndims[:k]) for k in range(len(ndims))]
-        shapes = _shape_text(ndims, lambda k, d: f"tape[n - {total - offsets[k] - d}]")
+    layout = _layout_of_a_tuple(like)
+    if layout is not None:
+        total = _dims(layout)
+        shapes = _layout_text(layout, iter(f"tape[n - {total - k}]" for k in range(total)))
         return _compile(f"def impl(tape, like):\n    n = len(tape)\n    if n < {total}:\n        return like\n"
                         f"    return {shapes}\n", "impl")
     ndim = len(like) if isinstance(like, types.BaseTuple) else 0

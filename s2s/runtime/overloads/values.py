@@ -171,6 +171,11 @@ def _broadcast_like(t, c):
     return lambda t, c: t + rt.zeros_like(c)
 
 
+def _numbers_only(t) -> bool:
+    """A number, or a tuple of numbers or of such tuples."""
+    return _scalar(t) or (isinstance(t, types.BaseTuple) and all(_numbers_only(item) for item in t.types))
+
+
 @overload(rt.zeros_shaped)
 def _zeros_shaped(shape, like):
     if _scalar(like):  # (a number's shape is (): its zero keeps its type, as zeros_like's)
@@ -178,7 +183,7 @@ def _zeros_shaped(shape, like):
     if isinstance(like, types.BaseTuple):
         # (a tuple a loop overwrites, s2s.jvp's (value, tangent): push_shape keeps no shape of a
         # tuple, so its numbers are zeros of their types, and arrays are refused)
-        if all(_scalar(t) for t in like.types):
+        if _numbers_only(like):
             return lambda shape, like: rt.zeros_like(like)
         if isinstance(shape, types.BaseTuple) and len(shape) == len(like) and all(
                 isinstance(s, types.BaseTuple) for s in shape.types):

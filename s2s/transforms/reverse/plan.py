@@ -28,6 +28,7 @@ from ...rules.custom import CustomRule
 from ..rule_helpers import all_names
 from .core import refuse_before_analysis, refuse_after_analysis
 from .instances import RuleInstances
+from .loop_locals import bound_first, rename_loop_locals
 from .planning import Planning
 
 
@@ -39,6 +40,7 @@ class ReversePlan(RuleInstances, Planning):
     def __init__(self, fn: ir.Function, emitter: Emitter, active_params: list[str], has_aux: bool = False,
                  facts: dict | None = None, value_needed: bool = True, entry: bool = False):
         refuse_before_analysis(fn)
+        fn = rename_loop_locals(fn)
         self.fn = fn
         self.has_aux = has_aux
         self.em = emitter
@@ -141,7 +143,7 @@ class ReversePlan(RuleInstances, Planning):
                 while k < min(len(common), len(path)) and common[k] == path[k]:
                     k += 1
                 common = common[:k]
-            while len(common) > 1 and not self._defined_first(var, self.block_of[common[-1]]):
+            while len(common) > 1 and not bound_first(var, self.block_of[common[-1]]):
                 common = common[:-1]
             self.scope[var] = common[-1]
             defs = self.an.defs.get(var, [])
@@ -186,16 +188,6 @@ class ReversePlan(RuleInstances, Planning):
             last = touching[-1] if touching else None
             if isinstance(last, (ir.If, ir.For, ir.While)) and var not in self.bound_after[id(last)]:
                 self.bound_flags[var] = self.names.fresh(f"{var}_bound")
-
-    def _defined_first(self, var: str, block: list) -> bool:
-        """Is var assigned directly in block before anything in block reads it?"""
-        for stmt in block:
-            if isinstance(stmt, ir.Assign) and var in stmt.targets and not stmt.inplace \
-                    and var not in ir.stmt_reads(stmt):
-                return True
-            if any(var in set(ir.stmt_reads(s)) | set(ir.stmt_writes(s)) for s in ir.walk([stmt])):
-                return False
-        return False
 
     def needs_reset(self, var: str) -> bool:
         """Can the adjoint of var receive contributions again after this assignment?"""
