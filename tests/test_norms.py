@@ -216,6 +216,27 @@ def test_hessian_of_the_spectral_norm_is_the_closed_form_of_a_diagonal_matrix():
     assert h[0, 0] == pytest.approx(0.0, abs=1e-12)  # sigma is linear in a00 there
 
 
+def norms_of_rows_cubed(X):
+    return np.sum(np.linalg.norm(X, axis=1) ** 3)
+
+
+def norms_of_columns_kept(X):
+    return np.sum(np.tanh(X / np.linalg.norm(X, axis=0, keepdims=True)) * X)
+
+
+def inf_norms_of_rows_kept(X):
+    return np.sum(np.linalg.norm(X, ord=np.inf, axis=-1, keepdims=True) * X)
+
+
+@pytest.mark.parametrize("fun", [norms_of_rows_cubed, norms_of_columns_kept, inf_norms_of_rows_kept])
+def test_hessian_of_the_vector_norms_along_an_axis_of_a_matrix(fun):
+    """Its rows' (or columns') norms, on both backends, against central differences of the gradient."""
+    X = np.random.default_rng(7).standard_normal((3, 2))
+    want = _fd_hessian(fun, X)
+    for got in (s2s.hessian(fun)(X), s2s.jit(s2s.hessian(fun))(X)):
+        np.testing.assert_allclose(got.reshape(X.size, X.size), want, rtol=1e-6, atol=1e-7)
+
+
 @pytest.mark.parametrize("fun", [norm_nuclear_stack, norm_spectral_axes])
 def test_hessian_of_matrix_norms_of_stacks(fun):
     A = np.random.default_rng(2).normal(size=(2, 3, 4))

@@ -316,13 +316,32 @@ def _number_curvature(g, y, x, x_dot, p, matrix):
                      "1, -1, 2, -2, inf and -inf of a matrix, and None, 0, 1, 2, inf and -inf of a vector")
 
 
+@register_jitable
+def _rows_curvature(g, y, x, x_dot, p, axis):
+    """_number_curvature of each vector norm along an int axis of a matrix (g, y: one per vector)."""
+    if p == 1.0 or p == np.inf or p == -np.inf or p == 0.0:
+        return np.zeros(x.shape)  # D is piecewise constant
+    if p != 2.0:
+        raise ValueError("s2s: second derivatives of np.linalg.norm along an axis are implemented for ord None, "
+                         "0, 1, 2, inf and -inf")
+    rows = _rows_first(x, axis)
+    row_dots = _rows_first(x_dot * np.ones(x.shape), axis)
+    out = np.empty(rows.shape)
+    for i in range(rows.shape[0]):
+        out[i] = _two_norm_curvature(g[i], y[i], rows[i], row_dots[i])
+    return out.T if axis % 2 == 0 else out
+
+
 @overload(rt.norm_bar_curvature, prefer_literal=True)
 def _norm_bar_curvature(g, y, x, x_dot, ord=None, axis=None, keepdims=False):
     _derivative(x, ord, axis, keepdims, "second derivative")
     if _kinds(x, ord, axis, keepdims, "second derivative")[3]:
-        raise TypingError("s2s: under s2s.jit, second derivatives of np.linalg.norm take no axis of a matrix "
-                          "(its rows' or columns' norms); write them as np.sqrt(np.sum(x * x, axis=...)), "
-                          "or use backend='python'")
+        # g and y hold one number per row (or column); keepdims keeps the reduced axis
+        if _is_none(ord):
+            return lambda g, y, x, x_dot, ord=None, axis=None, keepdims=False: _rows_curvature(
+                np.ravel(g * 1.0), np.ravel(y * 1.0), x, x_dot, 2.0, axis)
+        return lambda g, y, x, x_dot, ord=None, axis=None, keepdims=False: _rows_curvature(
+            np.ravel(g * 1.0), np.ravel(y * 1.0), x, x_dot, float(ord), axis)
     # (g and y: numbers, or arrays of one element under keepdims)
     if _is_none(ord):
         return lambda g, y, x, x_dot, ord=None, axis=None, keepdims=False: _two_norm_curvature(
