@@ -156,6 +156,49 @@ def test_the_promotion_to_items_is_in_the_code_for_arguments_with_rows_only():
         s2s.jit(weighted_rows)(np.zeros((0, 2)), np.zeros(0))
 
 
+def scaled_products(w, x):
+    acc = 0.0
+    for i in range(3):
+        acc = acc + w * x * i
+    return np.sum(acc)
+
+
+def sines_of_products(w, x, n):
+    acc = 0.0
+    for i in range(n):
+        acc = acc + np.sin(w * x) * i
+    return np.sum(acc ** 2)
+
+
+W2, X31 = np.array([0.5, 1.5]), np.array([[2.0], [-1.0], [0.3]])
+
+
+@pytest.mark.parametrize("fun, args", [(scaled_products, (W2, X31)), (sines_of_products, (W2, X31, 4)),
+                                       (scaled_products, (0.7, W2))], ids=["two arrays", "a ufunc of them", "a number"])
+def test_a_carry_that_two_arguments_broadcast_together_make_an_array(fun, args):
+    """acc = acc + w * x * i of two arrays whose shapes only broadcast together: acc starts as the
+    number broadcast to their broadcast shape, runtime.carry_like(acc, (w, x)); gradients on
+    both backends against central differences, the tangent, the Hessian and vmap of the gradient."""
+    assert s2s.jit(fun)(*args) == pytest.approx(fun(*args), rel=1e-14)
+    reference = central_difference_grad(fun, args, 0)
+    for backend in ("python", "cpu"):
+        np.testing.assert_allclose(s2s.jit(s2s.grad(fun), backend=backend)(*args), reference, rtol=1e-6, atol=1e-9)
+    tangent = np.ones_like(args[0]) if isinstance(args[0], np.ndarray) else 1.0
+    zeros = tuple(np.zeros_like(a) if isinstance(a, np.ndarray) else a for a in args[1:])
+    if fun is scaled_products:
+        assert s2s.jvp(fun, args, (tangent,) + zeros, backend="cpu")[1] == pytest.approx(
+            np.sum(reference * tangent), rel=1e-6)
+    else:
+        np.testing.assert_allclose(s2s.jit(s2s.hessian(fun))(*args),
+                                   hessian_by_differences(lambda w: fun(w, *args[1:]), args[0]), rtol=1e-5, atol=1e-3)
+        per_example = s2s.jit(s2s.vmap(s2s.grad(fun), in_axes=(0, None, None)))(np.stack([W2, 2 * W2]), X31, 4)
+        np.testing.assert_allclose(per_example[1], central_difference_grad(fun, (2 * W2, X31, 4), 0),
+                                   rtol=1e-6, atol=1e-9)
+    jitted = s2s.jit(fun)
+    jitted(*args)
+    assert "acc = runtime.carry_like(acc, (w, x)" in s2s.source(jitted)
+
+
 def rows_until(A, stop):
     s = 0.0
     i = 0

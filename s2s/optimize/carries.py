@@ -21,6 +21,10 @@ computes what NumPy computes; the later ones see arrays either way. Reads of s t
 for a reverse sweep (its tape, its shape tape) are allowed: they see the array, as every later
 iteration's do, and the adjoint that flows back to the number written before the loop is dropped.
 
+Where the loop makes s the broadcast of values whose shapes the analysis does not relate
+(`s = s + w * x * i` of two array arguments, or a ufunc of them), s starts broadcast to their
+broadcast shape, `runtime.carry_like(s, (w, x))`.
+
 A row of an argument (`s = s + X[i] ** 2`, `s = s + X[i] * w[i]`) has no name before the loop:
 in code specialised to arguments of which one has rows (X of two or more dimensions), the loop
 starts from s broadcast to the shape of the items of X (and w, broadcast together),
@@ -74,6 +78,39 @@ def _elementwise_in(node, tainted: set[str]) -> bool:
         if known.elementwise and known.arity == len(node.args):
             return all(_elementwise_in(a, tainted) for a in node.args)
     return False
+
+
+class _CarryShapes(CodeShapes):
+    """The shape analysis, with a class for the broadcast of several values whose shapes it does
+    not relate (`w * x` of two array arguments): ("broadcast", their roots), of the shape NumPy
+    broadcasts them to, which is all a carry started from a number needs."""
+
+    def of(self, node):
+        found = super().of(node)
+        if found is not None:
+            return found
+        if isinstance(node, ast.BinOp) and not isinstance(node.op, ast.MatMult):
+            operands = [node.left, node.right]
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            operands = [node.operand]
+        else:
+            dotted = dotted_call(node)
+            known = facts(spelled(*dotted)) if dotted is not None and not node.keywords else None
+            if known is None or not known.elementwise or known.arity != len(node.args):
+                return found
+            operands = node.args
+        roots = set()
+        for operand in (self.of(o) for o in operands):
+            if operand is None or operand is TOP:
+                return found
+            if operand[0] == "value" and operand[2]:  # (a value proved numeric: not a list)
+                roots.add(operand[1])
+            elif operand[0] == "broadcast":
+                roots.update(operand[1])
+            elif operand[0] != "num":
+                return found
+        return ("broadcast", tuple(sorted(roots))) if len(roots) > 1 or any(
+            self.of(o) is not None and self.of(o)[0] == "broadcast" for o in operands) else found
 
 
 def _tape(node) -> bool:
@@ -265,7 +302,12 @@ class _Carries:
         promoted = {}
         for name in numbers:
             shape = walked[0].get(name)
-            if shape is None or shape is TOP or shape[0] not in ("arr", "value", "rows", "item"):
+            if shape is None or shape is TOP or shape[0] not in ("arr", "value", "rows", "item", "broadcast"):
+                continue
+            if shape[0] == "broadcast":  # w * x: of the shape the values w and x name on entry broadcast to
+                likes = [self._like(before, numbers, ("value", root, True)) for root in shape[1]]
+                if None not in likes:
+                    promoted[name] = (likes, False)
                 continue
             if shape[0] == "item":  # x[i] (* w[i]): of the shape of the items of the values x (and w) name on entry
                 # (only where an argument is known to have rows: items of a vector are numbers, and
@@ -324,7 +366,7 @@ class _Carries:
             target = (stmt.targets[0] if isinstance(stmt, ast.Assign) else stmt.target).id
             value = stmt.value if isinstance(stmt, ast.Assign) else ast.BinOp(ast.Name(target, ast.Load()),
                                                                                stmt.op, stmt.value)
-            shape = CodeShapes(env.get).of(value) if changes_nothing(value, frozenset()) else None
+            shape = _CarryShapes(env.get).of(value) if changes_nothing(value, frozenset()) else None
             env[target] = shape
             if target not in first:
                 first[target], bound_at[target] = shape, k

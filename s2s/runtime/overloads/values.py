@@ -34,16 +34,17 @@ def _no_iteration(args):
 def _carry(value, like, trips, where, item: bool):
     """The overload of carry_like (the number broadcast to like's shape) and carry_like_item (to
     the shape of like's items; like may be a tuple of arrays, whose items broadcast together)."""
-    arrays = list(like) if item and isinstance(like, types.BaseTuple) else [like]
-    if not (all(isinstance(a, types.Array) for a in arrays) and _scalar(value)) \
+    # (like: an array, or a tuple of values that broadcast together: arrays, and numbers where
+    # the carry is not an item's)
+    values = list(like) if isinstance(like, types.BaseTuple) else [like]
+    arrays = [a for a in values if isinstance(a, types.Array)]
+    if not (_scalar(value) and arrays and all(isinstance(a, types.Array) or not item and _scalar(a) for a in values)) \
             or max(a.ndim for a in arrays) <= int(item):
         return lambda value, like, trips=None, where=None: value  # (items that are numbers: the number)
-    if item:
-        shapes = [f"like[{k}].shape[1:]" for k in range(len(arrays))] if isinstance(like, types.BaseTuple) \
-            else ["like.shape[1:]"]
-        shape = shapes[0] if len(shapes) == 1 else f"np.broadcast_shapes({', '.join(shapes)})"
-    else:
-        shape = "like.shape"
+    rest = "[1:]" if item else ""
+    shapes = [f"like[{k}].shape{rest}" for k, a in enumerate(values) if isinstance(a, types.Array)] \
+        if isinstance(like, types.BaseTuple) else [f"like.shape{rest}"]
+    shape = shapes[0] if len(shapes) == 1 else f"np.broadcast_shapes({', '.join(shapes)})"
     # NumPy 2's dtype of the number (a Python float or int: weak) with the arrays: theirs, but
     # float64 for a float with integer arrays (a float32 x keeps s in float32)
     number = numpy_support.as_dtype(types.unliteral(value))
