@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import s2s
-from finite_differences import central_difference_grad
+from finite_differences import central_difference_grad, hessian_by_differences
 
 
 def sums_a_vector(x, a):
@@ -87,3 +87,32 @@ def test_a_jitted_function_is_generated_for_each_kind_of_call_where_it_tests_an_
 
 def clipped(x):
     return np.sum(np.clip(x, 0.0, 1.0) * x.shape[0])
+
+
+def sum_of_squares_or_of_products(x):
+    z = np.sin(x)
+    if z.ndim == 1:
+        return np.sum(z ** 2)
+    return np.sum(z[:, 0] * z[:, 1])
+
+
+def flattened_where_a_matrix(x):
+    if x.ndim == 2:
+        x = x.reshape(-1)
+    return np.sum(x ** 3)
+
+
+@pytest.mark.parametrize("fun, x", [(sum_of_squares_or_of_products, np.array([0.3, -1.2, 0.8])),
+                                    (sum_of_squares_or_of_products, np.array([[0.3, -1.2], [0.8, 0.5]])),
+                                    (flattened_where_a_matrix, np.array([[0.3, -1.2], [0.8, 0.5]]))],
+                         ids=["1-d", "2-d", "reshaped"])
+def test_hessians_and_vmap_under_jit_decide_the_test_for_the_call(fun, x):
+    """The Hessian under s2s.jit takes the vjp generated for the call's kinds where it tests an
+    ndim (as s2s.jit of the function and of its gradient do), and vmap's compiled kernel the code
+    generated for the example's: against differences of the gradient, and NumPy per example."""
+    hessian = s2s.jit(s2s.hessian(fun))(x)
+    reference = hessian_by_differences(lambda v: fun(v.reshape(x.shape)), x.ravel())
+    np.testing.assert_allclose(hessian.reshape(x.size, x.size), reference, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(fun))(x), central_difference_grad(fun, (x,), 0), rtol=1e-6)
+    batch = np.stack([x, 0.5 * x, -x])
+    np.testing.assert_allclose(s2s.jit(s2s.vmap(fun))(batch), [fun(row) for row in batch], rtol=1e-13)

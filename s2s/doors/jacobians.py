@@ -12,7 +12,8 @@ from .. import backends, runtime
 from ..tree_util import pytree
 from ..errors import S2SError, user_facing
 from .core import (Derivative, ForwardTransformed, Primal, Transformed, _Binder, _argnums_tuple, _plain_value, _source,
-                   _items_to_write_out, _kinds, _unbatched, binder_of, call_bound, jit, refuse_star_args)
+                   _items_to_write_out, _kinds, _tests_an_ndim, _unbatched, binder_of, call_bound, jit,
+                   refuse_star_args)
 from .primitives import of_arity
 from .values import in_dtype, private_copies, unit_leaves
 from .hessian import TreeHessian
@@ -216,11 +217,14 @@ class SecondOrder(Derivative):
 
     def module(self, args: tuple | None = None):
         """The module of the second derivatives: of the vjp for any arguments, or under s2s.jit of the
-        vjp generated for these kinds of arguments where a loop over one of them is written out."""
+        vjp generated for these kinds of arguments where a loop over one of them is written out, or
+        where it tests an ndim (transforms/static_properties.py)."""
         if self._inner is None:
             self._inner = Transformed(self.fun, "vjp", (self.inner_argnum,), self.has_aux)
         inner = self._inner
-        if args is not None and self.backend == "cpu" and _items_to_write_out(args, inner.generated()[0]):
+        generic = inner.generated()[0]
+        for_the_call = _items_to_write_out(args, generic) or _tests_an_ndim(generic) if args is not None else False
+        if args is not None and self.backend == "cpu" and for_the_call:
             key = _kinds(args)
             found = self._by_kinds.get(key)
             if found is None:

@@ -378,9 +378,10 @@ class Batched(core.StaticSiblings):
             output = core._plain_value(plain, copy.deepcopy(example))
             try:
                 source, entries = core._generated(plain, "primal", {})
-                if backend == "cpu" and core.loops_over_dict_keys(example, source):
+                if backend == "cpu" and (core.loops_over_dict_keys(example, source) or core._tests_an_ndim(source)):
                     # (compiled, a loop over a dict's keys is written out for the example's:
-                    # frontend/dict_loops.py)
+                    # frontend/dict_loops.py; a test of an ndim decided for the example's:
+                    # transforms/static_properties.py)
                     source, entries = core._generated(plain, "primal", {"facts": argument_facts(example)})
             except S2SError:
                 if backend == "python" and not isinstance(fun, core.Primal):
