@@ -116,3 +116,21 @@ def test_hessians_and_vmap_under_jit_decide_the_test_for_the_call(fun, x):
     np.testing.assert_allclose(s2s.jit(s2s.grad(fun))(x), central_difference_grad(fun, (x,), 0), rtol=1e-6)
     batch = np.stack([x, 0.5 * x, -x])
     np.testing.assert_allclose(s2s.jit(s2s.vmap(fun))(batch), [fun(row) for row in batch], rtol=1e-13)
+
+
+def normalised_rows(x):
+    z = x * 2.0 - 1.0
+    if z.ndim == 1:
+        z = z[None, :]
+    return np.sum(np.tanh(z) ** 2, axis=1)
+
+
+@pytest.mark.parametrize("x", [np.array([0.3, -1.2, 0.8]), np.array([[0.3, -1.2], [0.8, 0.5]])], ids=["1-d", "2-d"])
+def test_jacrev_under_jit_decides_the_test_for_the_call(x):
+    """jacrev's rows are pulled back through the vjp generated for the call's kinds: against central
+    differences of each output."""
+    jacobian = s2s.jit(s2s.jacrev(normalised_rows))(x)
+    out = normalised_rows(x)
+    for i in range(out.size):
+        np.testing.assert_allclose(jacobian[i], central_difference_grad(lambda v: normalised_rows(v)[i], (x,), 0),
+                                   rtol=1e-6, atol=1e-9)

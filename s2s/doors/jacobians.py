@@ -11,9 +11,10 @@ import numpy as np
 from .. import backends, runtime
 from ..tree_util import pytree
 from ..errors import S2SError, user_facing
-from .core import (Derivative, ForwardTransformed, Primal, Transformed, _Binder, _argnums_tuple, _plain_value, _source,
-                   _items_to_write_out, _kinds, _tests_an_ndim, _unbatched, binder_of, call_bound, jit,
-                   refuse_star_args)
+from ..analysis.shapes import argument_facts
+from .core import (Derivative, ForwardTransformed, Primal, Transformed, _Binder, _argnums_tuple, _generated,
+                   _items_to_write_out, _kinds, _plain_value, _source, _tests_an_ndim, _unbatched, binder_of,
+                   call_bound, jit, refuse_star_args)
 from .primitives import of_arity
 from .values import in_dtype, private_copies, unit_leaves
 from .hessian import TreeHessian
@@ -52,6 +53,7 @@ class Jacobian(Derivative):
         self.forward = forward
         self.backend = backend
         self.has_aux = has_aux
+        self._by_kinds: dict = {}  # (argnum, kinds of arguments) -> rows function generated for them
         functools.update_wrapper(self, fun, updated=())  # not fun's __dict__: it may be a transform
 
     @property
@@ -103,9 +105,24 @@ class Jacobian(Derivative):
         cotangents = _basis(out_shape, out_dtype if np.issubdtype(out_dtype, np.inexact) else np.float64)
         if not out_shape:
             cotangents = cotangents.reshape(1)
-        rows = backends.entry(transformed.module(), f"{transformed._entry_name()}_vjp_rows", self.fun)(
-            *transformed._call_args(args), cotangents)  # (compile errors at the user's statement)
+        rows = self._rows_function(transformed, args, k)(*transformed._call_args(args), cotangents)
         return _jacobian_layout(rows, out_shape, in_shape, False)
+
+    def _rows_function(self, transformed: Transformed, args, k: int):
+        """The compiled function that pulls the rows of cotangents back: of the module for any
+        arguments, or under s2s.jit of the module generated for these kinds of arguments where
+        the code tests an ndim (transforms/static_properties.py) or loops over items of
+        different kinds (frontend/dict_loops.py)."""
+        generic = transformed.generated()[0]
+        if self.backend != "cpu" or not (_tests_an_ndim(generic) or _items_to_write_out(args, generic)):
+            return backends.entry(transformed.module(), f"{transformed._entry_name()}_vjp_rows", self.fun)
+        key = (k, _kinds(args))
+        if key not in self._by_kinds:
+            options = {"argnums": [k], "has_aux": self.has_aux, "rows": True, "facts": argument_facts(args)}
+            source, entries = _generated(self.fun, "grad", options)
+            module = backends.load(source, self.fun.__name__, self.backend)
+            self._by_kinds[key] = backends.entry(module, f"{entries['name']}_vjp_rows", self.fun)
+        return self._by_kinds[key]
 
     def _pytree(self, args, k, out):
         """Pytree inputs or outputs: one generated-code call per input (fwd) or output (rev)
