@@ -54,12 +54,12 @@ LIMITS: dict[str, Limit] = {
         "write the contraction with @ (a stack of matrices), np.einsum or np.tensordot", "np.dot(A3, B3)"),
     "dict-loop": Limit(
         "a loop over a dict argument (for k, v in d.items(), .keys(), .values()) where its keys are not known as "
-        "the code is written: in a function that the function given to s2s.jit calls, or in s2s.jit of its jacfwd "
-        "or jacrev (s2s.jit of the function itself, of its grad, jvp, hessian and vmap write the loop out for "
-        "the call's keys; a dict the function builds is written out too)", NUMBA,
+        "the code is written: in a function that the function given to s2s.jit calls (s2s.jit of the function "
+        "itself, of its grad, jvp, jacfwd, jacrev, hessian and vmap write the loop out for the call's keys; a "
+        "dict the function builds is written out too)", NUMBA,
         r"a loop over a dict is not supported",
-        "loop over the dict in the function s2s.jit is given (a Jacobian: s2s.jit(s2s.hessian(...)) or jvp/vjp "
-        "row by row), index it with constant keys (d['w']), or pass a tuple or list of its values",
+        "loop over the dict in the function s2s.jit is given, index it with constant keys (d['w']), or pass a "
+        "tuple or list of its values",
         "for k, v in params.items():", helpers=("dict_keys",)),
     "layers-of-different-shapes": Limit(
         "a tuple or list of items of different kinds (a matrix and a vector) read at an index known only at "

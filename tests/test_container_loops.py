@@ -287,6 +287,25 @@ def test_hessian_of_dict_loop_keeps_key_order(second):
     np.testing.assert_allclose([H["z"]["z"], H["a"]["a"], H["z"]["a"]], [zz, aa, 0.0], rtol=1e-5, atol=1e-6)
 
 
+def sines_weighted_by_each_entry(params, x):
+    out = np.zeros_like(x)
+    for k, v in params.items():
+        out = out + v * np.sin(x)
+    return out
+
+
+@pytest.mark.parametrize("jacobian", [s2s.jacfwd, s2s.jacrev])
+def test_jacobians_of_a_dict_loop_under_jit_are_written_out_for_the_call(jacobian):
+    """Under s2s.jit, jacfwd's columns and jacrev's rows go through the code generated for the
+    call's keys, the loop over them written out: against central differences of each output."""
+    params = {"b": np.array([0.4, -1.1, 0.7]), "a": np.array([1.5, 0.2, -0.3])}
+    x = np.array([0.3, -0.8, 1.2])
+    J = s2s.jit(jacobian(sines_weighted_by_each_entry, argnums=1))(params, x)
+    for i in range(3):
+        expected = central_difference_grad(lambda v: sines_weighted_by_each_entry(params, v)[i], (x,), 0)
+        np.testing.assert_allclose(J[i], expected, rtol=1e-6, atol=1e-9)
+
+
 def test_jvp_of_grad_of_dict_loop():  # (forward over reverse is right: a reference for the above)
     d = {"z": 0.3, "a": 0.5}
     _, hv = s2s.jvp(s2s.grad(halved_in_key_order), (d,), ({"z": 1.0, "a": 0.0},))

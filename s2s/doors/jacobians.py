@@ -53,7 +53,7 @@ class Jacobian(Derivative):
         self.forward = forward
         self.backend = backend
         self.has_aux = has_aux
-        self._by_kinds: dict = {}  # (argnum, kinds of arguments) -> rows function generated for them
+        self._by_kinds: dict = {}  # ("rows" or "columns", argnum, kinds of arguments) -> the function made for them
         functools.update_wrapper(self, fun, updated=())  # not fun's __dict__: it may be a transform
 
     @property
@@ -90,7 +90,7 @@ class Jacobian(Derivative):
         if self.forward:
             transformed = ForwardTransformed(self.fun, self.backend, self.has_aux, columns=True,
                                              active=_argnums_tuple(self.argnums))
-            columns = transformed.entry(f"_jvp_columns_{k}")
+            columns = self._columns_function(transformed, args, k)
             call = list(args)
             call[k] = x if np.ndim(x) else float(x)
             tangents = _basis(in_shape, x_arr.dtype)
@@ -108,6 +108,21 @@ class Jacobian(Derivative):
         rows = self._rows_function(transformed, args, k)(*transformed._call_args(args), cotangents)
         return _jacobian_layout(rows, out_shape, in_shape, False)
 
+    def _columns_function(self, transformed: ForwardTransformed, args, k: int):
+        """The compiled function that pushes the columns of tangents forward: as _rows_function's."""
+        generic = transformed.source
+        if self.backend != "cpu" or not (_tests_an_ndim(generic) or _items_to_write_out(args, generic)):
+            return transformed.entry(f"_jvp_columns_{k}")
+        key = ("columns", k, _kinds(args))
+        if key not in self._by_kinds:
+            options = {"columns": True, "active": list(_argnums_tuple(self.argnums)), "facts": argument_facts(args)}
+            if self.has_aux:
+                options["has_aux"] = True
+            source, names = transformed._generated(options)
+            module = backends.load(source, self.fun.__name__ + "_jvp", self.backend)
+            self._by_kinds[key] = backends.entry(module, f"{names['name']}_jvp_columns_{k}", self.fun)
+        return self._by_kinds[key]
+
     def _rows_function(self, transformed: Transformed, args, k: int):
         """The compiled function that pulls the rows of cotangents back: of the module for any
         arguments, or under s2s.jit of the module generated for these kinds of arguments where
@@ -116,7 +131,7 @@ class Jacobian(Derivative):
         generic = transformed.generated()[0]
         if self.backend != "cpu" or not (_tests_an_ndim(generic) or _items_to_write_out(args, generic)):
             return backends.entry(transformed.module(), f"{transformed._entry_name()}_vjp_rows", self.fun)
-        key = (k, _kinds(args))
+        key = ("rows", k, _kinds(args))
         if key not in self._by_kinds:
             options = {"argnums": [k], "has_aux": self.has_aux, "rows": True, "facts": argument_facts(args)}
             source, entries = _generated(self.fun, "grad", options)
