@@ -15,8 +15,8 @@ import xml.etree.ElementTree as ElementTree
 
 from sampling import SLOW_TESTS
 
-THRESHOLD = 10.0  # seconds, summed over a function's cases
-CASE_THRESHOLD = 1.0  # seconds, a case's mean
+THRESHOLD = 3.0  # seconds, summed over a function's cases
+CASE_THRESHOLD = 0.3  # seconds, a case's mean
 
 
 def slow_functions(junit_path: str) -> dict[str, float]:
