@@ -262,6 +262,10 @@ class _ToCuda(cst.CSTTransformer):
                 # The adjoints of what a kernel unpacks stay a tuple of numbers (an array of them
                 # would be allocated); the thread writes them out number by number.
                 return updated.args[0].value
+            if helper in ("carry_like", "carry_like_item"):
+                # A kernel's carries are numbers, as its values are (an array one would be
+                # allocated): the number the loop starts from, as NumPy has it (optimize/carries.py)
+                return updated.args[0].value
             if helper in ("new_tape", "require_float_array"):
                 return updated  # replaced with its statement (leave_Assign), or left out (leave_SimpleStatementLine)
             self.refuse(original, f"the runtime helper {name} (arrays, or a batched value) has no kernel form")
