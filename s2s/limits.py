@@ -73,9 +73,8 @@ LIMITS: dict[str, Limit] = {
     "number-becomes-array": Limit(
         "a variable that starts as a number and becomes an array in a loop where s2s cannot make it an array "
         "from the start: s = s + np.cumsum(X[i]) (not elementwise), a while loop whose test changes "
-        "something, and rows (s = s + X[i] * w[i]) in s2s.jit of a hessian or vmap (s = s + x * i and "
-        "s = s + w * x * i compile, in range and while loops, and rows in s2s.jit of the function, its "
-        "grad and jvp)", KNOWN_GAP,
+        "something (s = s + x * i, s = s + w * x * i and rows, s = s + X[i] * w[i], compile, in range "
+        "and while loops)", KNOWN_GAP,
         r"Cannot unify", "give it its final type from its first assignment: s = np.zeros_like(x[0])",
         "s = 0.0; for i in range(n): s = s + np.cumsum(X[i])"),
     "squeeze-without-axis": Limit(

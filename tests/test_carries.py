@@ -141,6 +141,23 @@ def test_a_carry_that_items_of_the_arguments_make_an_array(fun, args):
         np.testing.assert_allclose(s2s.jit(s2s.grad(fun, argnums=k))(*args), reference, rtol=1e-6, atol=1e-9)
 
 
+@pytest.mark.parametrize("fun, args", [(sum_of_squared_rows, (M,)), (weighted_rows, (M, X[:3]))],
+                         ids=["rows", "weighted rows"])
+def test_a_carry_that_rows_make_an_array_in_second_order_and_vmap(fun, args):
+    """The same carries in s2s.jit of the Hessian (its code is generated for the call's kinds) and
+    of vmap (the per-example code for the example's): the Hessian against differences of the
+    gradient, vmap against NumPy example by example."""
+    last = len(args) - 1
+    hessian = s2s.jit(s2s.hessian(fun, argnums=last))(*args)
+    x = args[last]
+    reference = hessian_by_differences(lambda v: fun(*args[:last], v.reshape(x.shape)), x.ravel())
+    np.testing.assert_allclose(hessian.reshape(x.size, x.size), reference, rtol=1e-5, atol=1e-6)
+    batch = np.stack([args[last], 0.5 * args[last] + 0.1, -args[last]])
+    in_axes = (None,) * last + (0,)
+    per_example = s2s.jit(s2s.vmap(fun, in_axes=in_axes))(*args[:last], batch)
+    np.testing.assert_allclose(per_example, [fun(*args[:last], b) for b in batch], rtol=1e-13)
+
+
 def test_the_promotion_to_items_is_in_the_code_for_arguments_with_rows_only():
     """Written where an argument has rows (the code for that kind of call), not for vectors, whose
     items are numbers, nor in the code for any argument (the command line's)."""

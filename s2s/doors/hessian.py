@@ -20,7 +20,7 @@ import numpy as np
 from .. import backends
 from ..tree_util import pytree
 from ..errors import S2SError, user_facing
-from .core import (Transformed, _Binder, _items_to_write_out, _kinds, _source, _tests_an_ndim, _unbatched, call_bound,
+from .core import (Transformed, _Binder, _kinds, _source, _unbatched, call_bound,
                    refuse_star_args)
 from .values import in_dtype, private_copies
 
@@ -66,12 +66,10 @@ class TreeHessian:
 
     def _vjp_and_module(self, args: tuple):
         """(the vjp, the module of its forward mode): for any arguments, or under s2s.jit of the vjp
-        generated for these kinds of arguments where a loop over one of them is written out item
-        by item (frontend/dict_loops.py), or where it tests an ndim (transforms/static_properties.py)."""
+        generated for these kinds of arguments (as jacobians.SecondOrder's)."""
         if self._inner is None:
             self._inner = Transformed(self.fun, "vjp", self._argnums)
-        generic = self._inner.generated()[0]
-        if self.backend != "cpu" or not (_items_to_write_out(args, generic) or _tests_an_ndim(generic)):
+        if self.backend != "cpu":
             return self._vjp_function(), self.module()
         key = _kinds(args)
         found = self._by_kinds.get(key)

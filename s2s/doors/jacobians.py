@@ -13,7 +13,7 @@ from ..tree_util import pytree
 from ..errors import S2SError, user_facing
 from ..analysis.shapes import argument_facts
 from .core import (Derivative, ForwardTransformed, Primal, Transformed, _Binder, _argnums_tuple, _generated,
-                   _items_to_write_out, _kinds, _plain_value, _source, _tests_an_ndim, _unbatched, binder_of,
+                   _kinds, _plain_value, _source, _unbatched, binder_of,
                    call_bound, jit, refuse_star_args)
 from .primitives import of_arity
 from .values import in_dtype, private_copies, unit_leaves
@@ -110,8 +110,7 @@ class Jacobian(Derivative):
 
     def _columns_function(self, transformed: ForwardTransformed, args, k: int):
         """The compiled function that pushes the columns of tangents forward: as _rows_function's."""
-        generic = transformed.source
-        if self.backend != "cpu" or not (_tests_an_ndim(generic) or _items_to_write_out(args, generic)):
+        if self.backend != "cpu":
             return transformed.entry(f"_jvp_columns_{k}")
         key = ("columns", k, _kinds(args))
         if key not in self._by_kinds:
@@ -125,11 +124,11 @@ class Jacobian(Derivative):
 
     def _rows_function(self, transformed: Transformed, args, k: int):
         """The compiled function that pulls the rows of cotangents back: of the module for any
-        arguments, or under s2s.jit of the module generated for these kinds of arguments where
-        the code tests an ndim (transforms/static_properties.py) or loops over items of
-        different kinds (frontend/dict_loops.py)."""
-        generic = transformed.generated()[0]
-        if self.backend != "cpu" or not (_tests_an_ndim(generic) or _items_to_write_out(args, generic)):
+        arguments, or under s2s.jit of the module generated for these kinds of arguments, as
+        s2s.jit of grad's (a test of an ndim decided: transforms/static_properties.py; a loop over
+        items of different kinds written out: frontend/dict_loops.py; a carry that a loop makes an
+        array started as one: optimize/carries.py)."""
+        if self.backend != "cpu":
             return backends.entry(transformed.module(), f"{transformed._entry_name()}_vjp_rows", self.fun)
         key = ("rows", k, _kinds(args))
         if key not in self._by_kinds:
@@ -249,14 +248,11 @@ class SecondOrder(Derivative):
 
     def module(self, args: tuple | None = None):
         """The module of the second derivatives: of the vjp for any arguments, or under s2s.jit of the
-        vjp generated for these kinds of arguments where a loop over one of them is written out, or
-        where it tests an ndim (transforms/static_properties.py)."""
+        vjp generated for these kinds of arguments, as _rows_function's."""
         if self._inner is None:
             self._inner = Transformed(self.fun, "vjp", (self.inner_argnum,), self.has_aux)
         inner = self._inner
-        generic = inner.generated()[0]
-        for_the_call = _items_to_write_out(args, generic) or _tests_an_ndim(generic) if args is not None else False
-        if args is not None and self.backend == "cpu" and for_the_call:
+        if args is not None and self.backend == "cpu":
             key = _kinds(args)
             found = self._by_kinds.get(key)
             if found is None:

@@ -127,6 +127,12 @@ def _call_key(args: Any) -> Any:
     return None
 
 
+def _without_facts_line(source: str) -> str:
+    """Generated source without the header's line on what s2s.jit saw of the arguments."""
+    return "".join(line for line in source.splitlines(keepends=True)
+                   if not line.startswith("# Specialised (s2s.jit) for arguments:"))
+
+
 def _second_order_kernel(fun: SecondOrder, example: tuple):
     """(source, entry, output, description) of one example's second derivative (hessian(f),
     jacfwd(grad(f))) under s2s.jit: the module s2s.jit(hessian(f)) compiles, and an entry that
@@ -378,11 +384,14 @@ class Batched(core.StaticSiblings):
             output = core._plain_value(plain, copy.deepcopy(example))
             try:
                 source, entries = core._generated(plain, "primal", {})
-                if backend == "cpu" and (core.loops_over_dict_keys(example, source) or core._tests_an_ndim(source)):
-                    # (compiled, a loop over a dict's keys is written out for the example's:
-                    # frontend/dict_loops.py; a test of an ndim decided for the example's:
-                    # transforms/static_properties.py)
-                    source, entries = core._generated(plain, "primal", {"facts": argument_facts(example)})
+                if backend == "cpu":
+                    # Compiled, the per-example code is that generated for the example's kinds where it
+                    # differs, as s2s.jit's of the function: a loop over a dict's keys written out
+                    # (frontend/dict_loops.py), a test of an ndim decided (transforms/static_properties.py),
+                    # a carry that a loop makes an array started as one (optimize/carries.py)
+                    for_example, named = core._generated(plain, "primal", {"facts": argument_facts(example)})
+                    if _without_facts_line(for_example) != source:
+                        source, entries = for_example, named
             except S2SError:
                 if backend == "python" and not isinstance(fun, core.Primal):
                     return None, output  # e.g. a lambda around s2s.jvp: loop in Python
