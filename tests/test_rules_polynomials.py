@@ -263,6 +263,11 @@ def repeat_flat_matrix(A):
     return np.sum(np.repeat(A, 2) * np.arange(12.0))
 
 
+def repeat_none(A):
+    """Repeated no times along an axis: an empty array, whose adjoint gives A nothing."""
+    return np.sum(np.sin(np.repeat(A, 0, axis=1))) + np.sum(A ** 2)
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_repeat(backend):
     x = np.array([0.4, -1.1, 0.9, 2.0])
@@ -271,6 +276,7 @@ def test_repeat(backend):
     check(repeat_axes, [A], 0, backend)
     check(repeat_counts, [A], 0, backend)
     check(repeat_flat_matrix, [A], 0, backend)
+    check(repeat_none, [A], 0, backend)
     # closed form: each element's adjoint is the sum of its copies' weights
     np.testing.assert_allclose(_grad(repeat_flat, 0, backend)(x), np.arange(12.0).reshape(4, 3).sum(1), rtol=1e-15)
 

@@ -263,11 +263,16 @@ def singular_allowed(x, mean, cov):
     return mvn.logpdf(x, mean, cov, allow_singular=True)
 
 
-def test_a_singular_covariance_that_scipy_allows_is_refused_where_it_is_met():
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_a_singular_covariance_that_scipy_allows_is_refused_where_it_is_met(backend):
     # (SciPy's density there is of a pseudo-determinant, which s2s does not differentiate)
     singular = np.outer(MEAN, MEAN)
-    with pytest.raises(ValueError, match="differentiates the density of a covariance of full rank"):
-        s2s.grad(singular_allowed)(POINTS[0], MEAN, singular)
+    where = r"test_rules_scipy_stats.py:\d+:\d+: " if backend == "python" else "test_rules_scipy_stats.py"
+    with pytest.raises(s2s.S2SError, match=where + ".*differentiates the density of a covariance of full rank only"):
+        s2s.jit(s2s.grad(singular_allowed), backend=backend)(POINTS[0], MEAN, singular)
+    if backend == "python":
+        with pytest.raises(s2s.S2SError, match=where + ".*pass one of full rank"):
+            s2s.jvp(singular_allowed, (POINTS[0], MEAN, singular), (POINTS[0], MEAN, singular))
 
 
 def test_compiled_multivariate_normal_of_one_point_is_scipys():

@@ -316,8 +316,10 @@ def multivariate_normal_logpdf(x, mean=0.0, cov=None, allow_singular=False):
     if allow_singular:
         spectrum = np.linalg.eigvalsh(c)
         if np.min(spectrum) <= SINGULAR_CUTOFF * np.max(np.abs(spectrum)):
-            raise ValueError("multivariate_normal.logpdf(allow_singular=True) of a singular covariance: s2s "
-                             "differentiates the density of a covariance of full rank")
+            # ("s2s:": an S2SError at the user's statement that called it, backends/failures.py)
+            raise ValueError("s2s: multivariate_normal.logpdf(allow_singular=True) of a singular covariance: s2s "
+                             "differentiates the density of a covariance of full rank only; pass one of full "
+                             "rank, or give the density of lower rank a rule of your own with s2s.custom_vjp")
     diff = x - mean
     sign, logdet = np.linalg.slogdet(c)
     solved = np.linalg.solve(c, diff.T)

@@ -471,9 +471,37 @@ def _eigh_lower(a):
     return np.linalg.eigh(np.tril(a) + np.tril(a, -1).T)
 
 
-@register_jitable
 def _eigh_upper(a):
-    return np.linalg.eigh(np.triu(a) + np.triu(a, 1).T)
+    """np.linalg.eigh(a, "U") of a matrix, as NumPy computes it: LAPACK's xxxevd told to read the
+    upper triangle. (Numba's np.linalg.eigh always reads the lower one; of the matrix symmetrised
+    from the upper triangle it finds the same eigenvalues, but LAPACK's reduction from the other
+    triangle may give an eigenvector the opposite sign to NumPy's.)"""
+
+
+@overload(_eigh_upper)
+def _eigh_upper_impl(a):
+    from numba.np import linalg as numba_linalg  # (Numba's LAPACK bindings, as its own eigh calls them)
+
+    numba_linalg.ensure_lapack()
+    evd = numba_linalg._LAPACK().numba_ez_xxxevd(a.dtype)
+    kind = ord(numba_linalg.get_blas_kind(a.dtype, "eigh"))
+    w_dtype = as_dtype(getattr(a.dtype, "underlying_float", a.dtype))
+    jobz, uplo = ord("V"), ord("U")
+
+    def impl(a):
+        n = a.shape[-1]
+        if a.shape[-2] != n:
+            raise np.linalg.LinAlgError("Last 2 dimensions of the array must be square.")
+        vectors = np.empty((n, n), a.dtype).T  # (Fortran order: LAPACK overwrites it with the eigenvectors)
+        vectors[:, :] = a
+        w = np.empty(n, dtype=w_dtype)
+        if n == 0:
+            return w, vectors
+        if evd(kind, jobz, uplo, n, vectors.ctypes, n, w.ctypes) != 0:
+            raise np.linalg.LinAlgError("Eigenvalues did not converge")
+        return w, vectors
+
+    return impl
 
 
 def _eigh_of_each(eigh, a, values_only: bool):

@@ -24,8 +24,10 @@ from .reductions import _shape_of
 def _rows(x, axis):
     """x with `axis` last, as a C-contiguous (rows, length) array, and that array's shape."""
     moved = np.ascontiguousarray(np.swapaxes(x, axis, -1))
-    n = moved.shape[-1]
-    return moved.reshape((moved.size // max(n, 1), n)), moved.shape
+    rows = 1
+    for length in moved.shape[:-1]:  # (not size // n: the axis may have length 0)
+        rows *= length
+    return moved.reshape((rows, moved.shape[-1])), moved.shape
 
 
 @register_jitable
