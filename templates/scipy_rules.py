@@ -13,7 +13,9 @@ import scipy.special
 
 from s2s import runtime
 from s2s.rules import Case, primitive, rule
-from s2s.runtime import betaln, digamma, gammaln, polygamma, sum_bar, unbroadcast, xlog1py, xlogy
+from s2s.runtime import (betaln, digamma, gammaln, i0, i0e, i1, i1e, iv, ive, j0, j1, jv, polygamma, sum_bar,
+                         unbroadcast, xlog1py, xlogy, y0, y1, yn, yv)
+from s2s.rules import nondifferentiable
 
 # What the passes know of an elementwise helper of one or two operands (see the module's doc).
 ONE = dict(elementwise=True, pure=True, scalar_safe=True, array_result=True, operands=(0,))
@@ -115,6 +117,141 @@ def polygamma_(y, n, x):
     x_bar += polygamma(n + 1, x) * y_bar
 
 
+@rule(runtime.erfcinv, **ONE)
+@primitive(scipy.special.erfcinv, written_as=runtime.erfcinv)
+def erfcinv_(y, x):
+    """The inverse's derivative, 1 / erfc'(y) = -sqrt(pi) / 2 exp(y^2)."""
+    y_dot = -0.886226925452758 * np.exp(y * y) * x_dot
+    x_bar -= 0.886226925452758 * np.exp(y * y) * y_bar
+
+
+@rule(runtime.loggamma, **ONE)
+@primitive(scipy.special.loggamma, written_as=runtime.loggamma)
+def loggamma_(y, x):
+    """log Gamma(x) of a real x (nan below 0, where its derivative is nan too)."""
+    y_dot = digamma(x) * x_dot
+    x_bar += digamma(x) * y_bar
+
+
+@rule(runtime.rgamma, **ONE)
+@primitive(scipy.special.rgamma, written_as=runtime.rgamma)
+def rgamma_(y, x):
+    """1 / Gamma(x): its derivative is -digamma(x) / Gamma(x)."""
+    y_dot = -y * digamma(x) * x_dot
+    x_bar -= y * digamma(x) * y_bar
+
+
+@rule(runtime.entr, **ONE)
+@primitive(scipy.special.entr, written_as=runtime.entr)
+def entr_(y, x):
+    """-x log(x): its derivative is -(log(x) + 1) (-inf at 0, where SciPy's entr is 0)."""
+    y_dot = -(np.log(x) + 1.0) * x_dot
+    x_bar -= (np.log(x) + 1.0) * y_bar
+
+
+# Bessel functions: each derivative is of the same family, at the orders around it
+# (J_v' = (J_{v-1} - J_{v+1}) / 2, the same for Y; I_v' = (I_{v-1} + I_{v+1}) / 2); the exponentially
+# scaled ones less sign(x) times themselves. Written so, J_1' has no 1/x (at 0 it is 1/2).
+
+
+@rule(runtime.j0, **ONE)
+@primitive(scipy.special.j0, written_as=runtime.j0)
+def j0_(y, x):
+    y_dot = -j1(x) * x_dot
+    x_bar -= j1(x) * y_bar
+
+
+@rule(runtime.j1, **ONE)
+@primitive(scipy.special.j1, written_as=runtime.j1)
+def j1_(y, x):
+    y_dot = 0.5 * (j0(x) - jv(2.0, x)) * x_dot
+    x_bar += 0.5 * (j0(x) - jv(2.0, x)) * y_bar
+
+
+@rule(runtime.y0, **ONE)
+@primitive(scipy.special.y0, written_as=runtime.y0)
+def y0_(y, x):
+    y_dot = -y1(x) * x_dot
+    x_bar -= y1(x) * y_bar
+
+
+@rule(runtime.y1, **ONE)
+@primitive(scipy.special.y1, written_as=runtime.y1)
+def y1_(y, x):
+    y_dot = 0.5 * (y0(x) - yv(2.0, x)) * x_dot
+    x_bar += 0.5 * (y0(x) - yv(2.0, x)) * y_bar
+
+
+@rule(runtime.i0, **ONE)
+@primitive(scipy.special.i0, written_as=runtime.i0)
+def i0_(y, x):
+    y_dot = i1(x) * x_dot
+    x_bar += i1(x) * y_bar
+
+
+@rule(runtime.i1, **ONE)
+@primitive(scipy.special.i1, written_as=runtime.i1)
+def i1_(y, x):
+    y_dot = 0.5 * (i0(x) + iv(2.0, x)) * x_dot
+    x_bar += 0.5 * (i0(x) + iv(2.0, x)) * y_bar
+
+
+@rule(runtime.i0e, **ONE)
+@primitive(scipy.special.i0e, written_as=runtime.i0e)
+def i0e_(y, x):
+    """exp(-|x|) I_0(x)."""
+    y_dot = (i1e(x) - np.sign(x) * y) * x_dot
+    x_bar += (i1e(x) - np.sign(x) * y) * y_bar
+
+
+@rule(runtime.i1e, **ONE)
+@primitive(scipy.special.i1e, written_as=runtime.i1e)
+def i1e_(y, x):
+    """exp(-|x|) I_1(x)."""
+    y_dot = (0.5 * (i0e(x) + ive(2.0, x)) - np.sign(x) * y) * x_dot
+    x_bar += (0.5 * (i0e(x) + ive(2.0, x)) - np.sign(x) * y) * y_bar
+
+
+# Of an order v (n), differentiated in x alone: the derivative in the order has no closed form,
+# and an order that varies with what is differentiated is refused (Facts.no_derivative).
+
+
+@rule(runtime.jv, **dict(TWO, no_derivative=(0,)))
+@primitive(scipy.special.jv, written_as=runtime.jv)
+def jv_(y, v, x):
+    y_dot = 0.5 * (jv(v - 1.0, x) - jv(v + 1.0, x)) * x_dot
+    x_bar += unbroadcast(0.5 * (jv(v - 1.0, x) - jv(v + 1.0, x)) * y_bar, x)
+
+
+@rule(runtime.yv, **dict(TWO, no_derivative=(0,)))
+@primitive(scipy.special.yv, written_as=runtime.yv)
+def yv_(y, v, x):
+    y_dot = 0.5 * (yv(v - 1.0, x) - yv(v + 1.0, x)) * x_dot
+    x_bar += unbroadcast(0.5 * (yv(v - 1.0, x) - yv(v + 1.0, x)) * y_bar, x)
+
+
+@rule(runtime.yn, **dict(TWO, no_derivative=(0,)))
+@primitive(scipy.special.yn, written_as=runtime.yn)
+def yn_(y, n, x):
+    y_dot = 0.5 * (yn(n - 1, x) - yn(n + 1, x)) * x_dot
+    x_bar += unbroadcast(0.5 * (yn(n - 1, x) - yn(n + 1, x)) * y_bar, x)
+
+
+@rule(runtime.iv, **dict(TWO, no_derivative=(0,)))
+@primitive(scipy.special.iv, written_as=runtime.iv)
+def iv_(y, v, x):
+    y_dot = 0.5 * (iv(v - 1.0, x) + iv(v + 1.0, x)) * x_dot
+    x_bar += unbroadcast(0.5 * (iv(v - 1.0, x) + iv(v + 1.0, x)) * y_bar, x)
+
+
+@rule(runtime.ive, **dict(TWO, no_derivative=(0,)))
+@primitive(scipy.special.ive, written_as=runtime.ive)
+def ive_(y, v, x):
+    """exp(-|x|) I_v(x)."""
+    y_dot = (0.5 * (ive(v - 1.0, x) + ive(v + 1.0, x)) - np.sign(x) * y) * x_dot
+    x_bar += unbroadcast((0.5 * (ive(v - 1.0, x) + ive(v + 1.0, x)) - np.sign(x) * y) * y_bar, x)
+
+
 # ---- scipy.special: elementwise functions of two operands ------------------------------
 
 
@@ -134,6 +271,16 @@ def xlog1py_(z, x, y):
     z_dot = np.log1p(y) * x_dot + x / (1.0 + y) * y_dot
     x_bar += unbroadcast(z_bar * np.log1p(y), x)
     y_bar += unbroadcast(z_bar * x / (1.0 + y), y)
+
+
+@rule(runtime.beta, **TWO)
+@primitive(scipy.special.beta, written_as=runtime.beta)
+def beta_(z, a, b):
+    """B(a, b) = Gamma(a) Gamma(b) / Gamma(a + b)."""
+    both = digamma(a + b)
+    z_dot = z * ((digamma(a) - both) * a_dot + (digamma(b) - both) * b_dot)
+    a_bar += unbroadcast(z_bar * z * (digamma(a) - both), a)
+    b_bar += unbroadcast(z_bar * z * (digamma(b) - both), b)
 
 
 @rule(runtime.betaln, **TWO)
@@ -227,3 +374,11 @@ def softmax_(y, x, axis=None):
 def log_softmax_(y, x, axis=None):
     y_dot = x_dot - np.sum(np.exp(y) * x_dot, axis=axis, keepdims=True)
     x_bar += y_bar - np.exp(y) * np.sum(y_bar, axis=axis, keepdims=True)
+
+
+DECLARATIONS = [
+    # the sign of Gamma(x): piecewise constant
+    nondifferentiable(runtime.gammasgn, **ONE),
+    primitive(scipy.special.gammasgn, written_as=runtime.gammasgn),
+    # (scipy.special.jn is jv)
+]

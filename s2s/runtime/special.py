@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["expit", "logit", "erf", "erfc", "erfinv", "ndtr", "log_ndtr", "ndtri", "gammaln", "digamma", "gamma",
-           "polygamma", "xlogy", "xlog1py", "betaln", "gammainc", "gammaincc", "betainc", "stdtr", "logsumexp",
-           "softmax", "log_softmax"]
+__all__ = ["expit", "logit", "erf", "erfc", "erfinv", "erfcinv", "ndtr", "log_ndtr", "ndtri", "gammaln", "loggamma",
+           "digamma", "gamma", "rgamma", "gammasgn", "entr", "polygamma", "xlogy", "xlog1py", "beta", "betaln",
+           "gammainc", "gammaincc", "betainc", "stdtr", "j0", "j1", "y0", "y1", "i0", "i1", "i0e", "i1e", "jv", "yv",
+           "yn", "iv", "ive", "logsumexp", "softmax", "log_softmax"]
 
 
 def _scipy_special():
@@ -74,6 +75,84 @@ def gamma(x):
     return _floats(_scipy_special().gamma(x), x)
 
 
+def erfcinv(x):
+    return _floats(_scipy_special().erfcinv(x), x)
+
+
+def loggamma(x):
+    """log Gamma(x) of a real x: gammaln for x > 0, nan below (SciPy's real loggamma)."""
+    return _floats(_scipy_special().loggamma(x), x)
+
+
+def rgamma(x):
+    return _floats(_scipy_special().rgamma(x), x)
+
+
+def gammasgn(x):
+    return _floats(_scipy_special().gammasgn(x), x)
+
+
+def entr(x):
+    """-x log(x): 0 at 0, -inf below."""
+    return _floats(_scipy_special().entr(x), x)
+
+
+# Bessel functions: of the first (j, i: modified) and second (y) kinds, of orders 0 and 1, of a
+# real order v (jv, yv, iv), of an integer order n (yn), and exponentially scaled (i0e, i1e, ive)
+
+
+def j0(x):
+    return _floats(_scipy_special().j0(x), x)
+
+
+def j1(x):
+    return _floats(_scipy_special().j1(x), x)
+
+
+def y0(x):
+    return _floats(_scipy_special().y0(x), x)
+
+
+def y1(x):
+    return _floats(_scipy_special().y1(x), x)
+
+
+def i0(x):
+    return _floats(_scipy_special().i0(x), x)
+
+
+def i1(x):
+    return _floats(_scipy_special().i1(x), x)
+
+
+def i0e(x):
+    return _floats(_scipy_special().i0e(x), x)
+
+
+def i1e(x):
+    return _floats(_scipy_special().i1e(x), x)
+
+
+def jv(v, x):
+    return _floats(_scipy_special().jv(v, x), v, x)
+
+
+def yv(v, x):
+    return _floats(_scipy_special().yv(v, x), v, x)
+
+
+def yn(n, x):
+    return _floats(_scipy_special().yn(n, x), x)
+
+
+def iv(v, x):
+    return _floats(_scipy_special().iv(v, x), v, x)
+
+
+def ive(v, x):
+    return _floats(_scipy_special().ive(v, x), v, x)
+
+
 def polygamma(n, x):
     """The n-th derivative of digamma (n a non-negative int): digamma's derivative is polygamma(1, x)."""
     return _floats(_scipy_special().polygamma(n, x), x)
@@ -85,6 +164,10 @@ def xlogy(x, y):
 
 def xlog1py(x, y):
     return _floats(_scipy_special().xlog1py(x, y), x, y)
+
+
+def beta(a, b):
+    return _floats(_scipy_special().beta(a, b), a, b)
 
 
 def betaln(a, b):

@@ -119,8 +119,9 @@ _UNARY_ARRAY = """def {name}(x):
 _UNARY_NUMBER = """def {name}(x):
     return dtype(scalar(np.float64(x)))
 """
+# (in float64 both: Numba's np.broadcast_arrays takes arrays of one dtype, and gammainc(1, x) has an int)
 _BINARY_ARRAY = """def {name}(x, y):
-    a, b = np.broadcast_arrays(np.asarray(x), np.asarray(y))
+    a, b = np.broadcast_arrays(np.asarray(x).astype(np.float64), np.asarray(y).astype(np.float64))
     out = np.empty(a.shape, dtype)
     for index in np.ndindex(a.shape):
         out[index] = scalar(np.float64(a[index]), np.float64(b[index]))
@@ -137,7 +138,8 @@ _BINARY_ZERO_D = """def {name}(x, y):
 
 
 _TERNARY_ARRAY = """def {name}(x, y, z):
-    a, b, c = np.broadcast_arrays(np.asarray(x), np.asarray(y), np.asarray(z))
+    a, b, c = np.broadcast_arrays(np.asarray(x).astype(np.float64), np.asarray(y).astype(np.float64),
+                                  np.asarray(z).astype(np.float64))
     out = np.empty(a.shape, dtype)
     for index in np.ndindex(a.shape):
         out[index] = scalar(np.float64(a[index]), np.float64(b[index]), np.float64(c[index]))
@@ -201,10 +203,11 @@ def _ternary(helper, scalar):
     return _overload
 
 
-for _name in ("expit", "logit", "erf", "erfc", "erfinv", "ndtr", "log_ndtr", "ndtri", "gammaln", "gamma"):
+for _name in ("expit", "logit", "erf", "erfc", "erfinv", "erfcinv", "ndtr", "log_ndtr", "ndtri", "gammaln", "loggamma",
+              "gamma", "rgamma", "gammasgn", "entr", "j0", "j1", "y0", "y1", "i0", "i1", "i0e", "i1e"):
     _unary(getattr(rt, _name), _c_function(_name, 1))
 _unary(rt.digamma, _c_function("psi", 1))
-for _name in ("xlogy", "xlog1py", "betaln", "gammainc", "gammaincc", "stdtr"):
+for _name in ("xlogy", "xlog1py", "beta", "betaln", "gammainc", "gammaincc", "stdtr", "jv", "yv", "yn", "iv", "ive"):
     _binary(getattr(rt, _name), _c_function(_name, 2))
 _ternary(rt.betainc, _c_function("betainc", 3))
 
