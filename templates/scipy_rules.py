@@ -13,7 +13,7 @@ import scipy.special
 
 from s2s import runtime
 from s2s.rules import Case, primitive, rule
-from s2s.runtime import (betaln, digamma, gammaln, i0, i0e, i1, i1e, iv, ive, j0, j1, jv, polygamma, sum_bar,
+from s2s.runtime import (betaln, digamma, gammaln, i0, i0e, i1, i1e, iv, ive, j0, j1, jv, multipolygamma, polygamma, sum_bar,
                          unbroadcast, xlog1py, xlogy, y0, y1, yn, yv)
 from s2s.rules import nondifferentiable
 
@@ -250,6 +250,21 @@ def ive_(y, v, x):
     """exp(-|x|) I_v(x)."""
     y_dot = (0.5 * (ive(v - 1.0, x) + ive(v + 1.0, x)) - np.sign(x) * y) * x_dot
     x_bar += unbroadcast((0.5 * (ive(v - 1.0, x) + ive(v + 1.0, x)) - np.sign(x) * y) * y_bar, x)
+
+
+@rule(runtime.multigammaln, **ONE)
+@primitive(scipy.special.multigammaln, written_as=runtime.multigammaln)
+def multigammaln_(y, a, d):
+    """d (d - 1) / 4 log(pi) + the sum over j < d of gammaln(a - j / 2) (d an int, not differentiated)."""
+    y_dot = multipolygamma(0, a, d) * a_dot
+    a_bar += multipolygamma(0, a, d) * y_bar
+
+
+@rule(runtime.multipolygamma, **dict(ONE, operands=(1,)))
+def multipolygamma_(y, n, a, d):
+    """The sum over j < d of polygamma(n, a - j / 2): its derivative is the next one's."""
+    y_dot = multipolygamma(n + 1, a, d) * a_dot
+    a_bar += multipolygamma(n + 1, a, d) * y_bar
 
 
 # ---- scipy.special: elementwise functions of two operands ------------------------------

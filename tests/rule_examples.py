@@ -390,6 +390,8 @@ EXAMPLES = {
     runtime.iv: ("x", "scipy.special.iv(2.5, x * 2.0) + scipy.special.iv(1, x * 2.0 - 1.0)"),
     runtime.ive: ("x", "scipy.special.ive(1.0, x * 3.0 - 1.5) + scipy.special.ive(0.5, x)"),
     runtime.beta: ("x, y", "scipy.special.beta(x, y) + scipy.special.beta(y, x * 2.0)"),
+    runtime.multigammaln: ("y", "scipy.special.multigammaln(y + 1.0, 3) + scipy.special.multigammaln(y[0] * 2.0, 1)"),
+    runtime.multipolygamma: ("y", "runtime.multipolygamma(0, y + 1.0, 2) + runtime.multipolygamma(1, y, 3)"),
     runtime.xlogy: ("x, y, s", "scipy.special.xlogy(x, y) + scipy.special.xlogy(s, x)"),
     runtime.xlog1py: ("x, y", "scipy.special.xlog1py(x, y - 1.0) * y"),
     runtime.betaln: ("x, y, t", "scipy.special.betaln(x, y) + scipy.special.betaln(t, x)"),

@@ -1,12 +1,12 @@
 """scipy.stats in a differentiated function, as JAX offers jax.scipy.stats: a covered
-distribution's method (norm, multivariate_normal, t, gamma, beta, expon, uniform, poisson,
-bernoulli; logpdf, pdf, logcdf, cdf, logpmf, pmf) is lowered to its NumPy form
+distribution's method (norm, multivariate_normal, t, chi2, gamma, beta, dirichlet, expon, uniform,
+poisson, bernoulli; logpdf, pdf, logcdf, cdf, logsf, sf, logpmf, pmf) is lowered to its NumPy form
 (s2s/scipy_forms/stats.py), which s2s transforms as a helper: called as users write it
 (`scipy.stats.norm.logpdf`, `from scipy.stats import norm`, `stats.t`, `mvn` for
 multivariate_normal, frozen `norm(mu, sigma).logpdf`), with loc, scale and the shape parameters
 positional or keywords. Values are SciPy's (the functions below run SciPy itself when called),
 derivatives SciPy's by central differences; anything else of scipy.stats is refused at the
-user's line, and so is a cdf of t, gamma or beta differentiated in its shape (df, a, b: no closed form)."""
+user's line, and so is a cdf of t, chi2, gamma or beta differentiated in its shape (df, a, b: no closed form)."""
 
 import re
 import sys
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import scipy.stats
 from scipy import stats
-from scipy.stats import bernoulli, beta, expon, gamma, norm, poisson, t, uniform
+from scipy.stats import bernoulli, beta, chi2, dirichlet, expon, gamma, norm, poisson, t, uniform
 from scipy.stats import multivariate_normal as mvn
 
 import s2s
@@ -32,6 +32,8 @@ LOCS = np.array([0.1, -0.3, 0.2, 0.05])
 MEAN = np.array([0.2, -0.4, 0.1])
 COV = np.array([[1.5, 0.3, -0.2], [0.3, 1.1, 0.25], [-0.2, 0.25, 0.9]])
 POINTS = np.array([[0.3, -0.1, 0.8], [-1.2, 0.4, 0.0], [0.5, 1.3, -0.6], [0.0, 0.2, 0.1]])
+ALPHA = np.array([1.5, 0.8, 2.6])
+SIMPLEX = np.array([[0.2, 0.5], [0.3, 0.1], [0.5, 0.4]])  # (a point per column, as SciPy takes them)
 
 # ---- each method, as users spell it: (name, function, arguments) -------------------------------
 
@@ -44,7 +46,14 @@ METHODS = [
     ("norm.cdf", lambda x, mu, sigma: norm.cdf(x, loc=mu, scale=sigma), (X, LOCS, 1.4)),
     ("frozen norm.logpdf", lambda x, mu, sigma: norm(mu, sigma).logpdf(x), (X, 0.3, 1.4)),
     ("frozen norm.cdf", lambda x, mu, sigma: scipy.stats.norm(loc=mu, scale=sigma).cdf(x), (X, 0.3, 1.4)),
+    ("norm.sf", lambda x, mu, sigma: norm.sf(x, mu, sigma), (X, 0.3, 1.4)),
+    ("norm.logsf", lambda x, mu, sigma: stats.norm.logsf(x, loc=mu, scale=sigma), (X * 3.0, 0.3, 1.4)),
     ("t.logpdf", lambda x, df, mu, sigma: stats.t.logpdf(x, df, mu, sigma), (X, 3.5, 0.2, 1.3)),
+    ("chi2.logpdf", lambda x, df, mu, sigma: chi2.logpdf(x, df, mu, sigma), (POSITIVE, 3.0, -0.1, 1.7)),
+    ("chi2.pdf", lambda x, df: scipy.stats.chi2.pdf(x, df=df), (POSITIVE, 2.5)),
+    # (x on the simplex: its first components, the last one less their sum, which SciPy takes too)
+    ("dirichlet.logpdf", lambda x, alpha: dirichlet.logpdf(x, alpha), (SIMPLEX[:2, 0], ALPHA)),
+    ("dirichlet.pdf", lambda x, alpha: stats.dirichlet.pdf(x, alpha), (SIMPLEX[:2], ALPHA)),
     ("t.logpdf keywords", lambda x, df, sigma: t.logpdf(x, df=df, scale=sigma), (X, np.array([1.5, 4.0, 30.0, 2e3]), 0.7)),
     ("t.pdf", lambda x, df: t.pdf(x, df), (X, 2.5)),
     ("gamma.logpdf", lambda x, a, mu, sigma: gamma.logpdf(x, a, mu, sigma), (POSITIVE, 2.3, -0.1, 1.7)),
@@ -85,6 +94,8 @@ CDFS = [
     ("t.logcdf", lambda x, df, mu, sigma: t.logcdf(x, df, mu, sigma), (X * 3.0, 2.5, 0.2, 1.3), (0, 2, 3)),
     ("gamma.cdf", lambda x, a, mu, sigma: gamma.cdf(x, a, mu, sigma), (POSITIVE, 2.3, -0.1, 1.7), (0, 2, 3)),
     ("gamma.logcdf", lambda x, a, sigma: scipy.stats.gamma.logcdf(x, a=a, scale=sigma), (POSITIVE, 0.7, 0.5), (0, 2)),
+    ("chi2.cdf", lambda x, df, mu, sigma: chi2.cdf(x, df, mu, sigma), (POSITIVE, 3.0, -0.1, 1.7), (0, 2, 3)),
+    ("chi2.logcdf", lambda x, df: stats.chi2.logcdf(x, df), (POSITIVE, 1.5), (0,)),
     ("beta.cdf", lambda x, a, b, mu, sigma: beta.cdf(x, a, b, mu, sigma), (UNIT, 2.2, 3.4, -0.05, 1.1), (0, 3, 4)),
     ("beta.logcdf", lambda x, a, b: stats.beta.logcdf(x, a=a, b=b), (UNIT, 0.6, 1.8), (0,)),
     ("poisson.cdf", lambda k, mu: poisson.cdf(k, mu), (K, 2.7), (1,)),
@@ -176,6 +187,21 @@ def _float_arguments(args):
 
 
 COMPILED = compiled_sample(LOSS_IDS, 2) | {"default_parameters_loss"}  # (S2S_FULL_JIT=1 compiles every loss)
+
+
+def tails_chi2_dirichlet_loss(x, y, mu, df, point, alpha):
+    return (np.sum(norm.sf(x, mu, 1.4) + stats.norm.logsf(x * 3.0, scale=0.8) * x + chi2.logpdf(y, df, -0.1, 1.7)
+                   + chi2.pdf(y, 2.5) * y + chi2.cdf(y, 3.0, -0.1, 1.7) + chi2.logcdf(y, 1.5))
+            + dirichlet.logpdf(point, alpha) + np.sum(dirichlet.pdf(SIMPLEX, alpha * 0.5)))
+
+
+def test_tails_chi2_and_dirichlet_compile():
+    """(norm's sf and logsf, chi2 as a gamma, dirichlet's density of a point and of columns of them.)"""
+    args = (X, POSITIVE, 0.3, 3.0, SIMPLEX[:2, 1], ALPHA)
+    value, grads = s2s.jit(s2s.value_and_grad(tails_chi2_dirichlet_loss, argnums=(0, 1, 2, 3, 4, 5)))(*args)
+    np.testing.assert_allclose(value, tails_chi2_dirichlet_loss(*args), rtol=1e-12)
+    for k, got in zip(range(6), grads):
+        np.testing.assert_allclose(got, central_difference_grad(tails_chi2_dirichlet_loss, args, k), rtol=1e-6, atol=1e-7)
 
 
 @pytest.mark.parametrize("fun, args", [loss for loss, name in zip(LOSSES, LOSS_IDS) if name in COMPILED],
@@ -435,14 +461,16 @@ def test_uncovered_use_is_refused_at_the_users_line(fun, text, reason, transform
     assert "site-packages" not in message
     if "no rule for" in message:
         assert "s2s.custom_vjp" in message
-        assert "norm (logpdf, pdf, logcdf, cdf)" in message
+        assert "norm (logpdf, pdf, logcdf, cdf, logsf, sf)" in message
 
 
 def test_covered_distributions_are_listed_with_their_methods():
     from s2s.scipy_forms import stats as forms
 
-    assert forms.covered_methods("norm") == ["logpdf", "pdf", "logcdf", "cdf"]
+    assert forms.covered_methods("norm") == ["logpdf", "pdf", "logcdf", "cdf", "logsf", "sf"]
     assert forms.covered_methods("multivariate_normal") == ["logpdf", "pdf"]
+    assert forms.covered_methods("chi2") == ["logpdf", "pdf", "logcdf", "cdf"]
+    assert forms.covered_methods("dirichlet") == ["logpdf", "pdf"]
     assert forms.covered_methods("poisson") == ["logcdf", "cdf", "logpmf", "pmf"]
     assert forms.covered_methods("beta") == ["logpdf", "pdf", "logcdf", "cdf"]
     assert forms.form("norm", "rvs") is None and forms.form("cauchy", "logpdf") is None

@@ -12,7 +12,7 @@ import numpy as np
 
 __all__ = ["expit", "logit", "erf", "erfc", "erfinv", "erfcinv", "ndtr", "log_ndtr", "ndtri", "gammaln", "loggamma",
            "digamma", "gamma", "rgamma", "gammasgn", "entr", "polygamma", "xlogy", "xlog1py", "beta", "betaln",
-           "gammainc", "gammaincc", "betainc", "stdtr", "j0", "j1", "y0", "y1", "i0", "i1", "i0e", "i1e", "jv", "yv",
+           "gammainc", "gammaincc", "betainc", "stdtr", "multigammaln", "multipolygamma", "j0", "j1", "y0", "y1", "i0", "i1", "i0e", "i1e", "jv", "yv",
            "yn", "iv", "ive", "logsumexp", "softmax", "log_softmax"]
 
 
@@ -156,6 +156,16 @@ def ive(v, x):
 def polygamma(n, x):
     """The n-th derivative of digamma (n a non-negative int): digamma's derivative is polygamma(1, x)."""
     return _floats(_scipy_special().polygamma(n, x), x)
+
+
+def multigammaln(a, d):
+    """The log of the multivariate gamma function of dimension d (an int)."""
+    return _floats(_scipy_special().multigammaln(a, d), a)
+
+
+def multipolygamma(n, a, d):
+    """The n-th derivative of multigammaln(a, d) less one: the sum over j < d of polygamma(n, a - j / 2)."""
+    return _floats(sum(_scipy_special().polygamma(n, np.asarray(a) - 0.5 * j) for j in range(d)), a)
 
 
 def xlogy(x, y):

@@ -51,6 +51,18 @@ def norm_cdf(x, loc=0.0, scale=1.0):
     return np.where(valid, special.ndtr((x - loc) / s), np.nan)
 
 
+def norm_sf(x, loc=0.0, scale=1.0):
+    valid = scale > 0
+    s = np.where(valid, scale, 1.0)
+    return np.where(valid, special.ndtr((loc - x) / s), np.nan)
+
+
+def norm_logsf(x, loc=0.0, scale=1.0):
+    valid = scale > 0
+    s = np.where(valid, scale, 1.0)
+    return np.where(valid, special.log_ndtr((loc - x) / s), np.nan)
+
+
 # ---- t, gamma, beta --------------------------------------------------------------------
 
 
@@ -129,6 +141,25 @@ def gamma_logcdf(x, a, loc=0.0, scale=1.0):
     inside = np.where(outside, 1.0, y)
     logcdf = _log_of_cdf(special.gammainc(shape, inside), special.gammaincc(shape, inside))
     return np.where(valid, np.where(outside, -np.inf, logcdf), np.nan)
+
+
+# chi2 of df degrees of freedom is gamma of shape df / 2 and scale 2
+
+
+def chi2_logpdf(x, df, loc=0.0, scale=1.0):
+    return gamma_logpdf(x, 0.5 * df, loc, 2.0 * scale)
+
+
+def chi2_pdf(x, df, loc=0.0, scale=1.0):
+    return np.exp(gamma_logpdf(x, 0.5 * df, loc, 2.0 * scale))
+
+
+def chi2_cdf(x, df, loc=0.0, scale=1.0):
+    return gamma_cdf(x, 0.5 * df, loc, 2.0 * scale)
+
+
+def chi2_logcdf(x, df, loc=0.0, scale=1.0):
+    return gamma_logcdf(x, 0.5 * df, loc, 2.0 * scale)
 
 
 def beta_logpdf(x, a, b, loc=0.0, scale=1.0):
@@ -303,6 +334,24 @@ def bernoulli_logcdf(k, p, loc=0):
     return np.where(np.isnan(j), np.nan, np.where(j >= 1, 0.0, logcdf))
 
 
+# ---- dirichlet -------------------------------------------------------------------------
+
+
+def dirichlet_logpdf(x, alpha):
+    # x: a point of the simplex (K,), or one per column (K, N), as SciPy takes it; or its first K - 1
+    # components, the last being 1 less their sum. (SciPy refuses a point off the simplex; this form
+    # evaluates the density's formula there, whose derivative along the simplex is the density's.)
+    if x.shape[0] == alpha.shape[0] - 1:
+        x = np.concatenate((x, 1.0 - np.sum(x, axis=0, keepdims=True)), axis=0)
+    # (x.T: the components last, where alpha broadcasts, for one point and for columns of them alike)
+    return (special.gammaln(np.sum(alpha)) - np.sum(special.gammaln(alpha))
+            + np.sum(special.xlogy(alpha - 1.0, x.T), axis=-1))
+
+
+def dirichlet_pdf(x, alpha):
+    return np.exp(dirichlet_logpdf(x, alpha))
+
+
 # ---- multivariate_normal ---------------------------------------------------------------
 
 
@@ -333,14 +382,15 @@ def multivariate_normal_pdf(x, mean=0.0, cov=None, allow_singular=False):
 
 
 # The distributions covered, each by its methods: scipy.stats.<name>.<method> is <name>_<method> above.
-DISTRIBUTIONS = ("norm", "multivariate_normal", "t", "gamma", "beta", "expon", "uniform", "poisson", "bernoulli")
+DISTRIBUTIONS = ("norm", "multivariate_normal", "t", "chi2", "gamma", "beta", "dirichlet", "expon", "uniform", "poisson",
+                 "bernoulli")
 
 
 # The shape parameters a form has no derivative in: its scipy.special function's rule has none
 # (Facts.no_derivative, templates/scipy_rules.py). A call where one varies with what is
 # differentiated is refused at the user's line (analysis/activity.py), not inside the form.
 NO_DERIVATIVE = {"t_cdf": ("df",), "t_logcdf": ("df",), "gamma_cdf": ("a",), "gamma_logcdf": ("a",),
-                 "beta_cdf": ("a", "b"), "beta_logcdf": ("a", "b")}
+                 "chi2_cdf": ("df",), "chi2_logcdf": ("df",), "beta_cdf": ("a", "b"), "beta_logcdf": ("a", "b")}
 
 
 def no_derivative(fn) -> tuple[str, ...]:
@@ -355,7 +405,7 @@ def spelling(fn) -> str:
 
 
 def covered_methods(name: str) -> list[str]:
-    return [m for m in ("logpdf", "pdf", "logcdf", "cdf", "logpmf", "pmf") if f"{name}_{m}" in globals()]
+    return [m for m in ("logpdf", "pdf", "logcdf", "cdf", "logsf", "sf", "logpmf", "pmf") if f"{name}_{m}" in globals()]
 
 
 def form(name: str, method: str):

@@ -283,6 +283,47 @@ def _polygamma_overload(n, x):
         return lambda n, x: dtype(_polygamma(n, np.float64(x)))
 
 
+# ---- multigammaln: d (d - 1) / 4 log(pi) and d gammaln; its derivatives, sums of polygamma ----
+
+
+@overload(rt.multigammaln)
+def _multigammaln(a, d):
+    dtype = _float_dtype(a)
+    if isinstance(a, types.Array):
+        def impl(a, d):
+            total = 0.25 * d * (d - 1) * math.log(math.pi) + rt.gammaln(a.astype(np.float64))
+            for j in range(1, d):
+                total += rt.gammaln(a - 0.5 * j)
+            return total.astype(dtype)
+        return impl
+    if isinstance(a, (types.Number, types.Boolean)):
+        def impl(a, d):
+            total = 0.25 * d * (d - 1) * math.log(math.pi)
+            for j in range(d):
+                total += rt.gammaln(a - 0.5 * j)
+            return dtype(total)
+        return impl
+
+
+@overload(rt.multipolygamma)
+def _multipolygamma(n, a, d):
+    dtype = _float_dtype(a)
+    if isinstance(a, types.Array):
+        def impl(n, a, d):
+            total = rt.polygamma(n, a.astype(np.float64))
+            for j in range(1, d):
+                total += rt.polygamma(n, a - 0.5 * j)
+            return total.astype(dtype)
+        return impl
+    if isinstance(a, (types.Number, types.Boolean)):
+        def impl(n, a, d):
+            total = 0.0
+            for j in range(d):
+                total += rt.polygamma(n, a - 0.5 * j)
+            return dtype(total)
+        return impl
+
+
 # ---- logsumexp, softmax, log_softmax: along an axis (None: all), less the largest value ------
 
 
