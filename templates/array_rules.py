@@ -24,6 +24,9 @@ from s2s.runtime import (
     clip_inside,
     column_stack_bar,
     concatenate_bar,
+    dstack_bar,
+    fftshift,
+    ifftshift,
     astype,
     astype_bar,
     cumprod_jvp,
@@ -573,6 +576,29 @@ def column_stack(y, xs):
     """np.hstack of the arrays, vectors as columns: the adjoint cuts g's columns back."""
     y_dot = np.column_stack(xs_dot)
     xs_bar += column_stack_bar(y_bar, xs)
+
+
+@rule(np.dstack, pure=True, fresh=True)
+def dstack(y, xs):
+    """np.concatenate along axis 2 of the arrays made 3-d: the adjoint cuts g's slices back."""
+    y_dot = np.dstack(xs_dot)
+    xs_bar += dstack_bar(y_bar, xs)
+
+
+# np.fft.fftshift and ifftshift permute x (each axis rolled by half its length, forward and back):
+# real and linear, each the other's adjoint. Numba has no np.fft: runtime's under Numba.
+@rule(np.fft.fftshift, runtime.fftshift, pure=True, fresh=True, linear="all", dtype_from=(0,))
+@primitive(np.fft.fftshift, numba=runtime.fftshift, numba_always=True)
+def fftshift_(y, x, axes=None):
+    y_dot = fftshift(x_dot, axes)
+    x_bar += ifftshift(y_bar, axes)
+
+
+@rule(np.fft.ifftshift, runtime.ifftshift, pure=True, fresh=True, linear="all", dtype_from=(0,))
+@primitive(np.fft.ifftshift, numba=runtime.ifftshift, numba_always=True)
+def ifftshift_(y, x, axes=None):
+    y_dot = ifftshift(x_dot, axes)
+    x_bar += fftshift(y_bar, axes)
 
 
 @rule(np.append, pure=True, fresh=True, linear="all", operands=(0, 1), dtype_from=(0, 1))

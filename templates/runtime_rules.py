@@ -25,6 +25,7 @@ from s2s.runtime import (
     carry_like_item,
     batched_product,
     column_stack_bar,
+    dstack_bar,
     batched_product_bar_a,
     batched_product_bar_b,
     batched_reshape,
@@ -683,6 +684,11 @@ def hstack_bar_(r, g, xs):
 @rule(runtime.column_stack_bar)
 def column_stack_bar_(r, g, xs):
     r_dot = column_stack_bar(g_dot, xs)
+
+
+@rule(runtime.dstack_bar)
+def dstack_bar_(r, g, xs):
+    r_dot = dstack_bar(g_dot, xs)
 
 
 @rule(runtime.append_bar_arr, pure=True, fresh=True)

@@ -120,6 +120,13 @@ EXAMPLES = {
                               " + np.select((x > 0.5,), (np.sin(x),)) * np.select([x < 0.4, x >= 0.4], [y, x * y], default=0.5)"),
     runtime.select: ("x, A, s", "runtime.select((A > 1.0, A < 0.15), (A * A, x * s), s)"),
     np.column_stack: ("x, A", "np.column_stack((x, A * x, x * x)) ** 2"),
+    np.dstack: ("x, A", "np.sum(np.dstack((A, A * x, x * x[:, None])) ** 2, axis=2)"
+                        " + np.sum(np.dstack((x, x * 2.0))[0], axis=1)"),
+    np.fft.fftshift: ("x, A", "np.fft.fftshift(x) * x + np.sum(np.fft.fftshift(A * A, axes=1) * A, axis=0)"
+                              " + np.fft.fftshift(A, axes=(0, 1))[0] ** 2"),
+    runtime.fftshift: ("A", "runtime.fftshift(np.reshape(A * A, (1, 9)), 1)[0, :3] * A[0]"),
+    np.fft.ifftshift: ("x, A", "np.fft.ifftshift(x * x) * x + np.sum(np.fft.ifftshift(A, axes=(0,)) * A, axis=1)"),
+    runtime.ifftshift: ("A", "runtime.ifftshift(np.reshape(A * A, (9,)))[:3] * A[1]"),
     np.append: ("x, y, A, s", "np.append(x, y * x) * np.append(A, s)[3:9] + np.sum(np.append(A, x[None] * A[0], axis=0) ** 2)"
                               " + np.sum(np.append(A, A[:, :1] * x[:, None], 1) ** 3) + np.sum(np.append(x, [s, 1.0]) ** 2)"),
     np.cumprod: ("x, A", "np.cumprod(x) + np.sum(np.cumprod(A, 1) * A)"),
@@ -242,6 +249,7 @@ EXAMPLES = {
     runtime.select_bar: ("x, A, s", "g, h = runtime.select_bar(A * A, (A > 1.0, A < 0.15), (A, x))\n    return g + h * s"),
     runtime.select_default_bar: ("x, A", "runtime.select_default_bar(A * A, (A > 1.0, A < 0.15), x)"),
     runtime.column_stack_bar: ("x, A", "runtime.column_stack_bar(np.column_stack((x, A)) * x[0], (x, A))"),
+    runtime.dstack_bar: ("x, A", "runtime.dstack_bar(np.dstack((A, x * A)) * x[0], (A, A))[1]"),
     runtime.append_bar_arr: ("x, A", "runtime.append_bar_arr(np.ravel(A[:2] * A[2]), x, A[0])"
                                      " + runtime.append_bar_arr(A * x, A[:, :1], x, 1)[:, 0]"),
     runtime.append_bar_values: ("x, A", "runtime.append_bar_values(np.ravel(A[:2] * A[2]), x, A[0])"

@@ -2,7 +2,8 @@
 concatenate/stack on axis -1, diag, tril/triu, tile, sort, squeeze, atleast_Nd, einsum (lowered to
 matmul, dot, outer, trace, transpose, sum or a broadcast product), astype and np.sum(dtype=), and
 the ufunc spellings of the operators (np.add, np.multiply, ...) with np.logaddexp, np.pad in mode 'constant', np.select, np.partition
-and the split family (np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit), np.r_[...] and np.c_[...]
+and the split family (np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit), np.dstack, np.fft.fftshift
+and ifftshift, np.r_[...] and np.c_[...]
 (lowered to np.concatenate), np.broadcast_to and np.broadcast_arrays (each operand broadcast to
 their shape). Each is checked
 against central finite differences: gradients (python backend and under s2s.jit), Jacobians in
@@ -503,6 +504,30 @@ def test_tril_and_triu_gradients():
     expected = 2 * np.tril(a, -1) + 2 * np.triu(a)  # d/da of sum(triu(a) * a) is 2 * triu(a)
     np.testing.assert_allclose(s2s.grad(lower_energy)(a), expected, rtol=1e-15)
     np.testing.assert_allclose(s2s.jit(s2s.grad(lower_energy))(a), expected, rtol=1e-15)
+
+
+# ---- np.dstack, np.fft.fftshift and ifftshift ------------------------------------------------
+
+
+def shifted_and_stacked(x, A):
+    return (np.sum(np.fft.fftshift(A) * A) + np.sum(np.fft.ifftshift(A ** 2, axes=1) * A)
+            + np.sum(np.fft.fftshift(x, axes=0) * np.arange(5.0)) + np.sum(np.dstack((A, A * A)) ** 2)
+            + np.sum(np.dstack((x, x * 2.0)) * np.arange(10.0).reshape(1, 5, 2)))
+
+
+def weighted_shift(x, w):
+    return np.sum(np.fft.fftshift(x) * w)
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_dstack_and_the_half_shifts(backend):
+    """Against central differences; the gradient of sum(w * fftshift(x)) is ifftshift(w), in closed form."""
+    x, A = np.linspace(-1.0, 1.2, 5), np.arange(12.0).reshape(3, 4) / 7.0 - 0.5
+    check_grads(shifted_and_stacked, (x, A), order=2 if backend == "python" else 1, backend=backend)
+    w = np.arange(5.0) ** 2
+    np.testing.assert_array_equal(s2s.jit(s2s.grad(weighted_shift), backend=backend)(x, w), np.fft.ifftshift(w))
+    if backend == "cpu":
+        assert s2s.jit(shifted_and_stacked)(x, A) == pytest.approx(shifted_and_stacked(x, A), rel=1e-14)
 
 
 # ---- the ufunc spellings of the operators, np.logaddexp, np.cumsum and np.flip --------

@@ -69,8 +69,9 @@ class RouteNumbaRejects(ast.NodeTransformer):
             return node
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Attribute) \
                 and isinstance(func.value.value, ast.Name) and func.value.value.id == "np" \
-                and func.value.attr == "linalg":
-            known = facts(getattr(np.linalg, func.attr, None))  # np.linalg.norm(x, "fro"), with an axis
+                and func.value.attr in ("linalg", "fft"):
+            # np.linalg.norm(x, "fro") with an axis; np.fft.fftshift, which Numba lacks
+            known = facts(getattr(getattr(np, func.value.attr), func.attr, None))
         elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "np":
             known = facts(spelled("np", func.attr))
         elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "runtime" \

@@ -466,6 +466,25 @@ def column_stack_bar(g, xs):
     return tuple(reshape_bar(part, x) for part, x in zip(np.split(g, sizes, axis=1), xs))
 
 
+def dstack_bar(g, xs):
+    """Adjoint of np.dstack(xs): the slices of g along axis 2 that each x gave (one for an x of
+    fewer than 3 dimensions, which np.dstack makes (1, n, 1) or (m, n, 1)), in x's shape."""
+    if isinstance(xs, np.ndarray):  # (its items, joined)
+        return np.stack(dstack_bar(g, list(xs)))
+    sizes = np.cumsum([np.shape(x)[2] if np.ndim(x) >= 3 else 1 for x in xs])[:-1]
+    return tuple(reshape_bar(part, x) for part, x in zip(np.split(g, sizes, axis=2), xs))
+
+
+def fftshift(x, axes=None):
+    """np.fft.fftshift(x, axes): each axis rolled by half its length (Numba has no np.fft)."""
+    return np.fft.fftshift(x, axes)
+
+
+def ifftshift(x, axes=None):
+    """np.fft.ifftshift(x, axes), fftshift's inverse: rolled back by half the length."""
+    return np.fft.ifftshift(x, axes)
+
+
 def _appended(g, arr, axis):
     """g cut where np.append(arr, values, axis) joined arr and values (flattened for None)."""
     if axis is None:

@@ -25,8 +25,8 @@ def _rows(x, axis):
     """x with `axis` last, as a C-contiguous (rows, length) array, and that array's shape."""
     moved = np.ascontiguousarray(np.swapaxes(x, axis, -1))
     rows = 1
-    for length in moved.shape[:-1]:  # (not size // n: the axis may have length 0)
-        rows *= length
+    for k in range(moved.ndim - 1):  # (not size // n: the axis may have length 0)
+        rows *= moved.shape[k]
     return moved.reshape((rows, moved.shape[-1])), moved.shape
 
 
@@ -627,6 +627,53 @@ def _vstack(xs):
         raise TypingError("s2s: under jit, np.vstack takes a tuple of numbers and arrays of up to 2 dimensions")
     rows = "".join(f"rt.atleast_2d(xs[{k}]), " for k in range(len(xs)))
     return _compile(f"def impl(xs):\n    return np.concatenate(({rows}))\n", "impl")
+
+
+@overload(rt.dstack_bar)
+def _dstack_bar(g, xs):
+    if not isinstance(xs, types.BaseTuple):
+        raise TypingError("s2s: under jit, the derivative of np.dstack is of a tuple or list of arrays")
+    def size(k):
+        return f"xs[{k}].shape[2]" if _nd(xs[k]) >= 3 else "1"
+    return _compile("def impl(g, xs):\n" + _pieces(xs, 2, size), "impl")
+
+
+@register_jitable
+def _rolled_along(x, shift, axis):
+    """x rolled by shift along axis (np.roll's), a C-contiguous copy."""
+    rows, shape = _rows(x, axis)
+    n = rows.shape[1]
+    out = np.empty_like(rows)
+    if n > 0:
+        s = shift % n
+        out[:, s:] = rows[:, :n - s]
+        out[:, :s] = rows[:, n - s:]
+    return _unrows(out, shape, axis)
+
+
+def _half_shifts(inverse: bool):
+    """The overload of fftshift (each axis rolled by n // 2) or ifftshift (by -(n // 2))."""
+    sign = "-" if inverse else ""
+
+    def build(x, axes=None):
+        _array("np.fft.fftshift", x)
+        if _is_none(axes):
+            axes_source = "range(x.ndim)"
+        elif isinstance(axes, types.Integer):
+            axes_source = "(axes,)"
+        elif isinstance(axes, types.BaseTuple) and all(isinstance(a, types.Integer) for a in axes):
+            axes_source = "axes"
+        else:
+            raise TypingError("s2s: under jit, np.fft.fftshift and ifftshift take axes as None, an int or a tuple of ints")
+        return _compile("def impl(x, axes=None):\n    y = np.ascontiguousarray(x)\n"
+                        f"    for a in {axes_source}:\n        axis = a % x.ndim\n"
+                        f"        y = rolled(y, {sign}(y.shape[axis] // 2), axis)\n    return y\n",
+                        "impl", rolled=_rolled_along)
+    return build
+
+
+overload(rt.fftshift)(_half_shifts(False))
+overload(rt.ifftshift)(_half_shifts(True))
 
 
 @overload(rt.vstack_bar)
