@@ -17,7 +17,8 @@ import scipy.linalg
 from s2s import runtime
 from s2s.rules import nondifferentiable, primitive, rule
 from s2s.runtime import (block_diagonal_sum, cho_solve, expm, frechet_block, lower_half, lower_symmetric,
-                         lower_symmetric_bar, lu_permute, lu_permute_bar, lu_solve, other_trans, solve_bar_a,
+                         lower_symmetric_bar, lu_permute, lu_permute_bar, lu_solve, matrix_trace, other_trans,
+                         per_matrix, solve_bar_a,
                          solve_triangular, trans_op, triangle, unit_lower, upper_right, zeros_like)
 
 OWN = dict(pure=True, fresh=True)
@@ -37,6 +38,24 @@ def options_of(name: str, letters: bool = False):
                     + f", not {trans!r}")
         return None
     return check
+
+
+# ---- det and inv: NumPy's derivatives ------------------------------------------------------
+
+
+@rule(runtime.det, **OWN, options=options_of("det"))
+@primitive(scipy.linalg.det, written_as=runtime.det)
+def det_(y, a, overwrite_a=False, check_finite=True):
+    """(of a stack of matrices too, as NumPy's np.linalg.det)"""
+    y_dot = y * matrix_trace(np.linalg.solve(a, a_dot))
+    a_bar += per_matrix(y_bar * y) * np.swapaxes(np.linalg.inv(a), -1, -2)
+
+
+@rule(runtime.inv, **OWN, options=options_of("inv"))
+@primitive(scipy.linalg.inv, written_as=runtime.inv)
+def inv_(y, a, overwrite_a=False, check_finite=True):
+    y_dot = -(y @ a_dot @ y)
+    a_bar -= np.swapaxes(y, -1, -2) @ y_bar @ np.swapaxes(y, -1, -2)
 
 
 # ---- triangular solves ---------------------------------------------------------------------

@@ -427,6 +427,8 @@ EXAMPLES = {
     runtime.lu_solve: ("A, x", "scipy.linalg.lu_solve(scipy.linalg.lu_factor(A[::-1]), x)"
                                " + scipy.linalg.lu_solve(scipy.linalg.lu_factor(A), x, trans=1)"),
     runtime.expm: ("A", "scipy.linalg.expm(A * 0.4)"),
+    runtime.det: ("A", "scipy.linalg.det(A) * A + scipy.linalg.det(A @ A.T, check_finite=False)"),
+    runtime.inv: ("A", "scipy.linalg.inv(A) * A + scipy.linalg.inv(A @ A.T + A)"),
     runtime.triangle: ("A", "runtime.triangle(A * A, True) + runtime.triangle(A, False, True)"),
     runtime.trans_op: ("A", "runtime.trans_op(A * A, 1) + runtime.trans_op(A, 'N') * A"),
     runtime.unit_lower: ("A", "runtime.unit_lower(A * A)"),

@@ -183,6 +183,27 @@ def test_expm_derivatives_of_closed_form():
     np.testing.assert_allclose(tangent, A * 0.3 @ scipy.linalg.expm(0.8 * A * 0.3), rtol=1e-12)
 
 
+# ---- det and inv: NumPy's derivatives ------------------------------------------------------
+
+
+def det_inv_loss(a):
+    return sla.det(a) * np.sum(sla.inv(a) ** 2) + sla.det(a @ a.T, check_finite=False)
+
+
+def stacked_det_inv_loss(s):
+    return np.sum(sla.det(s) ** 2) + np.sum(sla.inv(s) * s)
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_det_and_inv(backend):
+    check_grads(det_inv_loss, (A,), order=1, modes=("fwd", "rev"), backend=backend)
+    if backend == "python":  # (of a stack of matrices, as SciPy takes them; s2s.jit takes one matrix)
+        check_grads(det_inv_loss, (A,), order=2, modes=("rev",), backend=backend)
+        check_grads(stacked_det_inv_loss, (np.stack([A, P]),), order=1, modes=("fwd", "rev"), backend=backend)
+    else:
+        assert s2s.jit(det_inv_loss)(A) == pytest.approx(det_inv_loss(A), rel=1e-12)
+
+
 # ---- compiled (s2s.jit), batched (s2s.vmap) ---------------------------------------------------
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["solve_triangular", "cholesky", "cho_factor", "cho_solve", "lu_factor", "lu_solve", "expm",
+__all__ = ["solve_triangular", "cholesky", "cho_factor", "cho_solve", "lu_factor", "lu_solve", "expm", "det", "inv",
            "triangle", "trans_op", "other_trans", "unit_lower", "lu_permute", "lu_permute_bar",
            "frechet_block", "upper_right", "block_diagonal_sum"]
 
@@ -74,6 +74,14 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
 
 def expm(A):
     return _scipy_linalg().expm(_float(A))
+
+
+def det(a, overwrite_a=False, check_finite=True):
+    return _scipy_linalg().det(_float(a))
+
+
+def inv(a, overwrite_a=False, check_finite=True):
+    return _scipy_linalg().inv(_float(a))
 
 
 # ---- the helpers of their rules ----------------------------------------------------------------

@@ -120,6 +120,20 @@ def _cholesky(a, lower=False, overwrite_a=False, check_finite=True):
     return impl
 
 
+@overload(rt.det)
+def _det(a, overwrite_a=False, check_finite=True):
+    _matrix("det", a)
+    dtype = _float_dtype(a)
+    return lambda a, overwrite_a=False, check_finite=True: np.linalg.det(np.ascontiguousarray(np.asarray(a, dtype)))
+
+
+@overload(rt.inv)
+def _inv(a, overwrite_a=False, check_finite=True):
+    _matrix("inv", a)
+    dtype = _float_dtype(a)
+    return lambda a, overwrite_a=False, check_finite=True: np.linalg.inv(np.ascontiguousarray(np.asarray(a, dtype)))
+
+
 @overload(rt.cho_factor)
 def _cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
     _matrix("cho_factor", a)
