@@ -114,6 +114,8 @@ from s2s.runtime import (
     tree_add,
     unbroadcast,
     weighted,
+    masked,
+    masked_bar,
     gradient_bar,
     sinc_curvature,
     take_bar,
@@ -175,6 +177,20 @@ def carry_like_(y, value, like, trips=None, where=None):
     optimize/carries.py), which changes none of the elementwise values the loop computes."""
     y_dot = carry_like(value_dot, like)
     value_bar += unbroadcast(y_bar, value)
+
+
+# x[mask] of a boolean mask under Numba (codegen/numba_routes.py), which the code generated for a
+# gradient holds: differentiated again (a Hessian), its tangent is the mask's picks of x's tangent.
+@rule(runtime.masked, pure=True, fresh=True, dtype_from=(0,))
+def masked_(y, a, mask):
+    y_dot = masked(a_dot, mask)
+    a_bar += masked_bar(y_bar, a, mask)
+
+
+@rule(runtime.masked_bar, pure=True, fresh=True)
+def masked_bar_(r, g, a, mask):
+    r_dot = masked_bar(g_dot, a, mask)
+    g_bar += masked(r_bar, mask)
 
 
 @rule(runtime.weighted, pure=True, broadcasts=True)

@@ -249,6 +249,8 @@ EXAMPLES = {
     runtime.select_bar: ("x, A, s", "g, h = runtime.select_bar(A * A, (A > 1.0, A < 0.15), (A, x))\n    return g + h * s"),
     runtime.select_default_bar: ("x, A", "runtime.select_default_bar(A * A, (A > 1.0, A < 0.15), x)"),
     runtime.column_stack_bar: ("x, A", "runtime.column_stack_bar(np.column_stack((x, A)) * x[0], (x, A))"),
+    runtime.masked: ("x, A", "np.sum(runtime.masked(x * x, x > 0.4)) + runtime.masked(A * A, A > 1.0)[:2]"),
+    runtime.masked_bar: ("x", "runtime.masked_bar(x * x, x, x > 0.0) + runtime.masked_bar(x[:1] * 2.0, x, x >= x[2])"),
     runtime.dstack_bar: ("x, A", "runtime.dstack_bar(np.dstack((A, x * A)) * x[0], (A, A))[1]"),
     runtime.append_bar_arr: ("x, A", "runtime.append_bar_arr(np.ravel(A[:2] * A[2]), x, A[0])"
                                      " + runtime.append_bar_arr(A * x, A[:, :1], x, 1)[:, 0]"),

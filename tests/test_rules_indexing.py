@@ -49,6 +49,19 @@ def test_gathers_with_index_arrays_and_masks_against_closed_forms(backend):
         assert s2s.jit(_positive_cubes)(A) == pytest.approx(np.sum(A[A > 0.2] ** 3), rel=1e-14)
 
 
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_hessian_of_a_masked_selection(backend):
+    """x[x > 0.2] ** 3 summed: its Hessian is diag(6 x) where the mask picks (the code of the
+    gradient reads runtime.masked, differentiated again), also of a matrix's entries."""
+    x = np.array([0.5, -0.3, 1.2, 0.8, 0.1])
+    np.testing.assert_allclose(s2s.jit(s2s.hessian(_positive_cubes), backend=backend)(x),
+                               np.diag(np.where(x > 0.2, 6.0 * x, 0.0)), rtol=1e-13)
+    A = np.array([[0.4, -1.0], [0.9, 0.25]])
+    flat = hessian_by_differences(lambda v: _positive_cubes(v.reshape(2, 2)), A.ravel())
+    np.testing.assert_allclose(s2s.jit(s2s.hessian(_positive_cubes), backend=backend)(A).reshape(4, 4), flat,
+                               rtol=1e-6, atol=1e-6)
+
+
 def _gathers_with_slices(T):
     """An index list with slices and integers: NumPy puts the gathered axis where the list
     stands (T[:, [1, 1], 2:]), or first where a slice separates it from an integer (T[3, 2:, [1, 3]])."""

@@ -304,6 +304,13 @@ def masked(a, mask):
     return a[mask]
 
 
+def masked_bar(g, a, mask):
+    """Adjoint of a[mask] (masked) in a: zeros of a's shape, g where the mask picks."""
+    out = zeros_like(a)
+    index_add(out, mask, g)
+    return out
+
+
 def weighted(t, w):
     """t * w, but 0 where the weight w is 0 even where t is NaN or inf: the tangent of the
     argument that np.fmax or np.fmin does not take (a NaN there has a NaN tangent, which

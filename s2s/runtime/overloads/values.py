@@ -609,6 +609,15 @@ def _masked(a, mask):
     return lambda a, mask: a[mask]
 
 
+@overload(rt.masked_bar)
+def _masked_bar(g, a, mask):
+    def impl(g, a, mask):
+        out = rt.zeros_like(a)
+        rt.index_add(out, mask, g)
+        return out
+    return impl
+
+
 @overload(rt.weighted)
 def _weighted(t, w):
     if _scalar(t) and _scalar(w):
