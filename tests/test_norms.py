@@ -150,7 +150,7 @@ def test_an_unknown_ord_is_refused_where_it_is_written():
 
 
 def test_under_numba_a_stack_of_matrices_is_refused_with_the_statement():
-    with pytest.raises(s2s.S2SError, match=r"test_norms.py:\d+:\d+: .*only as one int axis of a vector or a matrix"):
+    with pytest.raises(s2s.S2SError, match=r"test_norms.py:\d+:\d+: .*only as one int axis \(vector norms along it\)"):
         s2s.jit(s2s.grad(stack_1))(STACK)
 
 
@@ -235,6 +235,34 @@ def test_hessian_of_the_vector_norms_along_an_axis_of_a_matrix(fun):
     want = _fd_hessian(fun, X)
     for got in (s2s.hessian(fun)(X), s2s.jit(s2s.hessian(fun))(X)):
         np.testing.assert_allclose(got.reshape(X.size, X.size), want, rtol=1e-6, atol=1e-7)
+
+
+def norms_along_an_axis_of_a_stack(X):
+    """Vector norms along each axis of a 3-d array, the axis dropped or kept, ord 2 and 1."""
+    weights = np.arange(24.0).reshape(2, 3, 4) / 10.0 - 1.0
+    return (np.sum(np.linalg.norm(X, axis=-1) ** 3 * weights[:, :, 0]) + np.sum(np.linalg.norm(X, axis=0, keepdims=True) * X)
+            + np.sum(np.linalg.norm(X, 1, axis=1) * weights[:, 0, :]) + np.sum(np.sin(np.linalg.norm(X, axis=1))))
+
+
+def distances(points):
+    """|p_i - p_j| of points (n, 3), as a physics code writes it: a norm along the last axis of a 3-d array."""
+    differences = points[:, None, :] - points[None, :, :]
+    return np.sum(np.linalg.norm(differences + 1e-3, axis=-1) ** 2)
+
+
+@pytest.mark.parametrize("fun, shape", [(norms_along_an_axis_of_a_stack, (2, 3, 4)), (distances, (4, 3))],
+                         ids=["stack", "distances"])
+def test_vector_norms_along_an_axis_of_an_array_under_numba(fun, shape):
+    """The vectors along the axis are the rows of a matrix under Numba (the other axes in order):
+    the value NumPy's, gradient and tangent against central differences, the Hessian against
+    differences of the gradient."""
+    X = np.random.default_rng(8).standard_normal(shape)
+    expected = central_difference_grad(fun, [X], 0)
+    assert s2s.jit(fun)(X) == pytest.approx(fun(X), rel=1e-12)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(fun))(X), expected, rtol=1e-6, atol=1e-7)
+    assert s2s.jvp(fun, (X,), (X,), backend="cpu")[1] == pytest.approx(np.sum(expected * X), rel=1e-6)
+    np.testing.assert_allclose(s2s.jit(s2s.hessian(fun))(X).reshape(X.size, X.size), _fd_hessian(fun, X),
+                               rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("fun", [norm_nuclear_stack, norm_spectral_axes])

@@ -1,6 +1,9 @@
 """Overloads of the derivatives of np.linalg.norm (runtime/norms.py) for what Numba's
 np.linalg.norm takes: a vector or a matrix, no axis. The ord is a number (a vector norm's p,
-or 1, -1, 2, -2, inf, -inf of a matrix), None, or 'fro' / 'nuc' of a matrix."""
+or 1, -1, 2, -2, inf, -inf of a matrix), None, or 'fro' / 'nuc' of a matrix. Vector norms along
+an int axis of an array of 3 or more dimensions are those of the rows of a matrix (the axis
+moved last, the others flattened in their order: _vectors_along), put back in the shape NumPy
+gives them."""
 
 from __future__ import annotations
 
@@ -69,12 +72,60 @@ def _kinds(x, ord, axis, keepdims, what):
     takes, else a TypingError. An int axis of a vector is the vector's norm."""
     number = isinstance(ord, (types.Integer, types.Float))
     text = isinstance(ord, (types.UnicodeType, types.StringLiteral))
-    if not (_is_none(axis) or isinstance(axis, types.Integer) and _nd(x) in (1, 2) and not text):
+    if not (_is_none(axis) or isinstance(axis, types.Integer) and not text):
         raise TypingError(f"s2s: under s2s.jit, the {what} of np.linalg.norm takes an axis only as one int axis "
-                          "of a vector or a matrix (vector norms of its rows or columns), or as a pair of axes with "
-                          "ord None or 'fro'; for other norms over a tuple of axes, reshape to a matrix first, "
-                          "or use backend='python'")
+                          "(vector norms along it), or as a pair of axes with ord None or 'fro'; for other norms "
+                          "over a tuple of axes, reshape to a matrix first, or use backend='python'")
     return number, text, _kept(keepdims), isinstance(axis, types.Integer) and _nd(x) == 2
+
+
+def _deep_axis(x, ord, axis) -> bool:
+    """Vector norms along an int axis of an array of 3 or more dimensions?"""
+    text = isinstance(ord, (types.UnicodeType, types.StringLiteral))
+    return isinstance(axis, types.Integer) and _nd(x) >= 3 and not text
+
+
+def _vectors_along(x, axis):
+    """(the vectors along an axis of x as the rows of a C-contiguous matrix, in the order of x's
+    other axes; the shape of x with that axis moved last)."""
+
+
+def _moved_last(nd: int) -> str:
+    """Source of the permutation that moves axis `a` of nd axes last, the others in order."""
+    return "(" + "".join(f"{k} if {k} < a else {k + 1}, " for k in range(nd - 1)) + "a)"
+
+
+@overload(_vectors_along)
+def _vectors_along_overload(x, axis):
+    return _compile(f"def impl(x, axis):\n    a = axis % x.ndim\n"
+                    f"    moved = np.ascontiguousarray(np.transpose(x, {_moved_last(_nd(x))}))\n"
+                    f"    return moved.reshape((moved.size // max(moved.shape[-1], 1), moved.shape[-1])), moved.shape\n",
+                    "impl")
+
+
+def _vectors_back(d, shape, axis):
+    """The rows of _vectors_along(x, axis), changed, in x's shape again."""
+
+
+@overload(_vectors_back)
+def _vectors_back_overload(d, shape, axis):
+    nd = len(shape)
+    back = "(" + "".join(f"{k} if {k} < a else ({nd - 1} if {k} == a else {k - 1}), " for k in range(nd)) + ")"
+    return _compile(f"def impl(d, shape, axis):\n    a = axis % len(shape)\n"
+                    f"    return np.ascontiguousarray(np.transpose(np.ascontiguousarray(d).reshape(shape), {back}))\n", "impl")
+
+
+@register_jitable
+def _put_back(out, shape, axis):
+    """The norms of the rows of _vectors_along(x, axis), one each, in the shape np.linalg.norm
+    gives them: x's without the axis."""
+    return out.reshape(shape[:-1])
+
+
+@register_jitable
+def _put_back_kept(out, shape, axis):
+    """... and with the axis kept (of length 1)."""
+    return _vectors_back(out.reshape(shape[:-1] + (1,)).copy(), shape[:-1] + (1,), axis)
 
 
 @register_jitable
@@ -121,6 +172,14 @@ def _check_fro(ord):
 
 @overload(rt.linalg_norm, prefer_literal=True)
 def _linalg_norm(x, ord=None, axis=None, keepdims=False):
+    if _deep_axis(x, ord, axis):
+        put_back = _put_back_kept if _kept(keepdims) else _put_back
+
+        def deep(x, ord=None, axis=None, keepdims=False):
+            a = axis % x.ndim
+            rows, shape = _vectors_along(x, a)
+            return put_back(rt.linalg_norm(rows, ord, 1), shape, a)
+        return deep
     if _frobenius_over_two_axes(x, ord, axis, keepdims):
         def frobenius(x, ord=None, axis=None, keepdims=False):
             _check_fro(ord)
@@ -197,6 +256,15 @@ def _over(a, y):
 
 @overload(rt.norm_bar, prefer_literal=True)
 def _norm_bar(g, y, x, ord=None, axis=None, keepdims=False):
+    if _deep_axis(x, ord, axis):
+        # (g and y: one number per vector along the axis, in the order of the others, the axis kept or not)
+        def deep(g, y, x, ord=None, axis=None, keepdims=False):
+            a = axis % x.ndim
+            rows, shape = _vectors_along(x, a)
+            d = rt.norm_bar(np.ascontiguousarray(g * 1.0).reshape(-1), np.ascontiguousarray(y * 1.0).reshape(-1),
+                            rows, ord, 1, False)
+            return _vectors_back(d, shape, a)
+        return deep
     if _frobenius_over_two_axes(x, ord, axis, keepdims):  # g x / y, y and g spread over the axes
         return lambda g, y, x, ord=None, axis=None, keepdims=False: rt.sum_bar(_over(g * 1.0, y), x, axis) * x
     d = register_jitable(_derivative(x, ord, axis, keepdims, "derivative"))
@@ -217,6 +285,16 @@ def _norm_bar(g, y, x, ord=None, axis=None, keepdims=False):
 
 @overload(rt.norm_dot, prefer_literal=True)
 def _norm_dot(x_dot, y, x, ord=None, axis=None, keepdims=False):
+    if _deep_axis(x, ord, axis):
+        put_back = _put_back_kept if _kept(keepdims) else _put_back
+
+        def deep(x_dot, y, x, ord=None, axis=None, keepdims=False):
+            a = axis % x.ndim
+            rows, shape = _vectors_along(x, a)
+            dots = _vectors_along(x_dot + np.zeros(x.shape), a)[0]
+            out = rt.norm_dot(dots, np.ascontiguousarray(y * 1.0).reshape(-1), rows, ord, 1, False)
+            return put_back(out, shape, a)
+        return deep
     if _frobenius_over_two_axes(x, ord, axis, keepdims):  # the sum of x x_dot over the axes, over y
         return lambda x_dot, y, x, ord=None, axis=None, keepdims=False: _over(rt.reduce_sum(x * x_dot, axis), y)
     d = register_jitable(_derivative(x, ord, axis, keepdims, "derivative"))
@@ -334,6 +412,15 @@ def _rows_curvature(g, y, x, x_dot, p, axis):
 
 @overload(rt.norm_bar_curvature, prefer_literal=True)
 def _norm_bar_curvature(g, y, x, x_dot, ord=None, axis=None, keepdims=False):
+    if _deep_axis(x, ord, axis):
+        def deep(g, y, x, x_dot, ord=None, axis=None, keepdims=False):
+            a = axis % x.ndim
+            rows, shape = _vectors_along(x, a)
+            dots = _vectors_along(x_dot + np.zeros(x.shape), a)[0]
+            c = rt.norm_bar_curvature(np.ascontiguousarray(g * 1.0).reshape(-1),
+                                      np.ascontiguousarray(y * 1.0).reshape(-1), rows, dots, ord, 1, False)
+            return _vectors_back(c, shape, a)
+        return deep
     _derivative(x, ord, axis, keepdims, "second derivative")
     if _kinds(x, ord, axis, keepdims, "second derivative")[3]:
         # g and y hold one number per row (or column); keepdims keeps the reduced axis
