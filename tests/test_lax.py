@@ -376,6 +376,29 @@ def test_hessian_of_a_scan_over_a_dict_that_holds_a_tuple():
     np.testing.assert_allclose(s2s.jit(s2s.hessian(scan_dict_display))(*args), expected, rtol=1e-5, atol=1e-6)
 
 
+def _dict_carry_step(carry, row):
+    h = np.tanh(carry["h"] * row["a"] + row["b"])
+    return {"h": h, "s": carry["s"] + np.sum(h)}, h
+
+
+def scan_with_a_dict_carry(h0, A, B):
+    carry, ys = lax.scan(_dict_carry_step, {"h": h0, "s": 0.0}, {"a": A, "b": B})
+    return carry["s"] + np.sum(ys ** 2)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_dict_carry_display_under_every_transform(backend):
+    """The initial carry a dict display: its adjoint meets the loop's (a copy of it holds the
+    initial carry) leaf by leaf, where Numba adds no dicts; gradient against central differences,
+    the Hessian against differences of the gradient."""
+    A, B = BATCH.T[:3].copy(), BATCH.T[1:].copy()
+    h0 = np.array([0.2, -0.5, 0.9])
+    np.testing.assert_allclose(s2s.jit(s2s.grad(scan_with_a_dict_carry), backend=backend)(h0, A, B),
+                               central_difference_grad(scan_with_a_dict_carry, (h0, A, B), 0), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(s2s.jit(s2s.hessian(scan_with_a_dict_carry), backend=backend)(h0, A, B),
+                               hessian_by_differences(scan_with_a_dict_carry, (h0, A, B)), rtol=1e-5, atol=1e-6)
+
+
 BATCH = np.array([[0.3, -0.2, 0.5, 0.8], [1.0, 0.4, -0.6, 0.1], [-0.5, -0.4, 0.2, 0.3]])
 
 

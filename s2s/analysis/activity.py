@@ -594,24 +594,25 @@ class Analysis:
     def _dict_loop_containers(self):
         """What a loop over a dict goes over (`for k, v in d.items()`, `for k in d:` as the
         frontend lowers them: runtime.dict_keys, runtime.loop_keys of `_seq = d`) may be a dict,
-        and so may every name copied to or from it: their adjoints are dicts, added key by key
-        (tree_add). `d_bar += _seq_bar` of two dicts was a raw TypeError where d was also
-        indexed (a dict comprehension over d.items() and then d[k] in a loop)."""
+        and so may every name copied to or from it or from another container: their adjoints are
+        containers, added leaf by leaf (tree_add). `d_bar += _seq_bar` of two dicts was a raw
+        TypeError where d was also indexed (a dict comprehension over d.items() and then d[k] in a
+        loop)."""
         looped = {a.id for stmt in self.statements() if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Call)
                   and stmt.value.fn in (runtime.dict_keys, runtime.loop_keys)
                   for a in stmt.value.args if isinstance(a, ir.Name)}
-        if not looped:
-            return
+        self.containers |= looped
+        # A copy of a container is one too, and so is what is copied into one: s2s.lax.scan's
+        # initial carry, a dict display, held as `carry_init = carry` (their adjoints meet there).
         copies = [(stmt.targets[0], stmt.value.id) for stmt in self.statements() if isinstance(stmt, ir.Assign)
                   and len(stmt.targets) == 1 and not stmt.unpack and isinstance(stmt.value, ir.Name)]
         changed = True
         while changed:
             changed = False
             for target, source in copies:
-                if (target in looped) != (source in looped):
-                    looped |= {target, source}
+                if (target in self.containers) != (source in self.containers):
+                    self.containers |= {target, source}
                     changed = True
-        self.containers |= looped
 
     def _int_valued(self, value) -> bool:
         def ok(atom):
