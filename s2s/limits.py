@@ -40,9 +40,10 @@ class Limit:
 LIMITS: dict[str, Limit] = {
     # ---- Numba's own limits ----
     "numpy-function-unknown-to-numba": Limit(
-        "a NumPy function that Numba does not implement (np.i0, ...)", NUMBA,
+        "a NumPy function that Numba does not implement (np.fix, np.modf, np.frexp, ...)", NUMBA,
         r"unsupported NumPy function|Numba does not compile",
-        "backend='python', or write it with functions Numba knows", "t = np.i0(x)", checked=True),
+        "backend='python', or write it with functions Numba knows (np.trunc for np.fix)", "t = np.fix(x)",
+        checked=True),
     "random-state-draws": Limit(
         "a draw from a NumPy RandomState or Generator inside the function", NUMBA,
         r"RandomState or Generator cannot be compiled",

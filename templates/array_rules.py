@@ -1100,6 +1100,15 @@ def angle(y, z, deg=False):
     y_dot = zeros_like(y)
 
 
+# NumPy's modified Bessel function of order 0: its derivative is I_1 (SciPy's), and under Numba,
+# which lacks np.i0, SciPy's I_0 (runtime.i0, cython_special) computes it.
+@rule(np.i0, pure=True, broadcasts=True, fresh=True, dtype_from=(0,))
+@primitive(np.i0, numba=runtime.i0, numba_always=True)
+def i0(y, x):
+    y_dot = runtime.i1(x) * x_dot
+    x_bar += unbroadcast(y_bar * runtime.i1(x), x)
+
+
 @rule(np.sinc, pure=True, broadcasts=True)
 def sinc(y, x):
     """(cos(pi x) - sinc(x)) / x, 0 at x = 0 (runtime.sinc_slope: a series near 0)."""

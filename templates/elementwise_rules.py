@@ -265,7 +265,7 @@ def erfc(y, x):
 DECLARATIONS = [
     # NumPy's sign: 0 at 0, nan at nan, +-1 at +-inf
     nondifferentiable(np.sign, scalar_safe=True, cheap=True, kernel="(1.0 if {0} > 0 else (-1.0 if {0} < 0 else {0} * 0.0))"),
-    nondifferentiable(np.floor, np.ceil, np.trunc, cheap=True),
+    nondifferentiable(np.floor, np.ceil, np.trunc, np.fix, cheap=True),
     nondifferentiable(math.floor, integer="always", cheap=True, numpy=np.floor),
     nondifferentiable(math.ceil, integer="always", cheap=True, numpy=np.ceil),
     nondifferentiable(math.trunc, integer="always", cheap=True),

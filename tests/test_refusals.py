@@ -117,11 +117,11 @@ def test_a_change_to_a_global_list_says_what_to_do_instead():
 
 
 def test_a_function_without_a_rule_points_to_custom_rules():
-    def bessel(x):
-        return np.sum(np.i0(x))
+    def mantissas(x):
+        return np.sum(np.frexp(x)[0])
 
-    with pytest.raises(s2s.S2SError, match="no derivative rule for i0.*s2s.custom_vjp") as info:
-        s2s.grad(bessel)(np.ones(2))
+    with pytest.raises(s2s.S2SError, match="no derivative rule for frexp.*s2s.custom_vjp") as info:
+        s2s.grad(mantissas)(np.ones(2))
     assert "test_refusals.py:" in str(info.value)
 
 
