@@ -116,6 +116,10 @@ from s2s.runtime import (
     weighted,
     masked,
     masked_bar,
+    interp_slope,
+    interp_bar_fp,
+    interp_dot_fp,
+    interp_slope_bar_fp,
     gradient_bar,
     sinc_curvature,
     take_bar,
@@ -181,6 +185,28 @@ def carry_like_(y, value, like, trips=None, where=None):
 
 # x[mask] of a boolean mask under Numba (codegen/numba_routes.py), which the code generated for a
 # gradient holds: differentiated again (a Hessian), its tangent is the mask's picks of x's tangent.
+# The helpers of np.interp's rule, differentiated again (its Hessian): the slope is linear in fp and
+# piecewise constant in x; the adjoint in fp linear in g, and in x through the interpolation weights.
+@rule(runtime.interp_slope, pure=True, fresh=True)
+def interp_slope_(y, x, xp, fp, left=None, right=None, period=None):
+    y_dot = interp_slope(x, xp, fp_dot, left, right, period)
+    fp_bar += interp_slope_bar_fp(y_bar, x, xp, fp, left, right, period)
+
+
+@rule(runtime.interp_bar_fp, pure=True, fresh=True)
+def interp_bar_fp_(r, g, x, xp, fp, left=None, right=None, period=None):
+    r_dot = interp_bar_fp(g_dot, x, xp, fp, left, right, period) \
+        + interp_slope_bar_fp(g * x_dot, x, xp, fp, left, right, period)
+    g_bar += unbroadcast(interp_dot_fp(r_bar, x, xp, left, right, period), g)
+    x_bar += unbroadcast(g * interp_slope(x, xp, r_bar, left, right, period), x)
+
+
+@rule(runtime.interp_slope_bar_fp, pure=True, fresh=True)
+def interp_slope_bar_fp_(r, g, x, xp, fp, left=None, right=None, period=None):
+    r_dot = interp_slope_bar_fp(g_dot, x, xp, fp, left, right, period)
+    g_bar += unbroadcast(interp_slope(x, xp, r_bar, left, right, period), g)
+
+
 @rule(runtime.masked, pure=True, fresh=True, dtype_from=(0,))
 def masked_(y, a, mask):
     y_dot = masked(a_dot, mask)

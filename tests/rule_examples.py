@@ -120,6 +120,13 @@ EXAMPLES = {
                               " + np.select((x > 0.5,), (np.sin(x),)) * np.select([x < 0.4, x >= 0.4], [y, x * y], default=0.5)"),
     runtime.select: ("x, A, s", "runtime.select((A > 1.0, A < 0.15), (A * A, x * s), s)"),
     np.column_stack: ("x, A", "np.column_stack((x, A * x, x * x)) ** 2"),
+    np.i0: ("x", "np.i0(x * 3.0 - 1.5)"),
+    # (np.interp's helpers, on the knots 0, 0.5, 1, 2; the queries 2x fall inside)
+    runtime.interp_slope: ("x, y", "runtime.interp_slope(np.array([0.3, 0.9, 1.6]), np.array([0.0, 0.5, 1.0, 2.0]),"
+                                   " np.concatenate((x, y[:1])) ** 2)"),
+    runtime.interp_bar_fp: ("x, y", "runtime.interp_bar_fp(x * y, x * 2.0, np.array([0.0, 0.5, 1.0, 2.0]), np.zeros(4))"),
+    runtime.interp_slope_bar_fp: ("x, y", "runtime.interp_slope_bar_fp(x * y, x * 2.0, np.array([0.0, 0.5, 1.0, 2.0]),"
+                                          " np.zeros(4))"),
     np.dstack: ("x, A", "np.sum(np.dstack((A, A * x, x * x[:, None])) ** 2, axis=2)"
                         " + np.sum(np.dstack((x, x * 2.0))[0], axis=1)"),
     np.fft.fftshift: ("x, A", "np.fft.fftshift(x) * x + np.sum(np.fft.fftshift(A * A, axes=1) * A, axis=0)"

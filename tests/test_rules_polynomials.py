@@ -163,6 +163,20 @@ def test_interp_at_a_knot_takes_the_segment_to_the_right(backend):
                                rtol=1e-14)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_hessian_of_interp_in_points_and_values(backend):
+    """Its helpers differentiated again: against central differences of the gradient, in x and fp
+    together (the values enter squared, the points through the segments' weights)."""
+    x = np.array([-0.3, 0.1, 0.55, 0.93, 1.2, 2.4])
+    fp = np.array([0.5, -0.4, 1.3, 0.9])
+    hessian = s2s.jit(s2s.hessian(interp_loss, argnums=(0, 1)), backend=backend)(x, fp)
+    together = np.block([[hessian[0][0], hessian[0][1]], [hessian[1][0], hessian[1][1]]])
+    gradient = s2s.grad(lambda v: interp_loss(v[:6], v[6:]))
+    point = np.concatenate([x, fp])
+    by_differences = np.array([(gradient(point + e) - gradient(point - e)) / 2e-5 for e in np.eye(10) * 1e-5])
+    np.testing.assert_allclose(together, by_differences, rtol=1e-6, atol=1e-6)
+
+
 FP = np.array([0.5, -0.4, 1.3, 0.9])
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["polyval", "polyder", "polyval_bar_p", "interp_slope", "interp_dot_fp", "interp_bar_fp",
+__all__ = ["polyval", "polyder", "polyval_bar_p", "interp_slope", "interp_dot_fp", "interp_bar_fp", "interp_slope_bar_fp",
            "interp_xp_refused", "interp_options", "matrix_power", "matrix_power_dot", "matrix_power_bar",
            "matrix_power_options", "repeat", "repeat_bar", "convolve", "correlate", "convolve_bar",
            "correlate_bar_a", "correlate_bar_v", "linspace_options", "linspace_grid", "meshgrid",
@@ -108,6 +108,23 @@ def interp_bar_fp(g, x, xp, fp, left=None, right=None, period=None):
     np.add.at(out, k + 1, np.where(inside, g * w, 0.0))
     out[0] += np.sum(np.where(j < 0, g, 0.0))
     out[n - 1] += np.sum(np.where(j >= n - 1, g, 0.0))
+    return out
+
+
+def interp_slope_bar_fp(g, x, xp, fp, left=None, right=None, period=None):
+    """Adjoint in fp of interp_slope (linear in fp): each g, over its segment's width, to the segment's
+    right end and less it to its left end; nothing where x is outside (xp[0], xp[-1]). Also the
+    derivative in x of interp_bar_fp, whose weights move with x at that rate (g * x_dot for g)."""
+    _interp_defaults(left, right, period)
+    xp = np.asarray(xp)
+    out = np.zeros(np.shape(fp), np.result_type(g, 1.0))
+    if xp.shape[0] < 2:
+        return out
+    g = np.ravel(np.broadcast_to(g, np.shape(x)))
+    _, k, inside = _segments(np.ravel(np.asarray(x)), xp)
+    rate = np.where(inside, g / (xp[k + 1] - xp[k]), 0.0)
+    np.add.at(out, k, -rate)
+    np.add.at(out, k + 1, rate)
     return out
 
 

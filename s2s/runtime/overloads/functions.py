@@ -168,6 +168,31 @@ def _interp_bar_fp(g, x, xp, fp, left=None, right=None, period=None):
     return impl
 
 
+@register_jitable
+def _scatter_rate(out, g, x, xp):
+    _, k, inside = _segment(x, xp)
+    if inside:
+        rate = g / (xp[k + 1] - xp[k])
+        out[k] -= rate
+        out[k + 1] += rate
+
+
+@overload(rt.interp_slope_bar_fp)
+def _interp_slope_bar_fp(g, x, xp, fp, left=None, right=None, period=None):
+    _interp_defaults(left, right, period)
+
+    def impl(g, x, xp, fp, left=None, right=None, period=None):
+        out = np.zeros(fp.shape[0])
+        if xp.shape[0] < 2:
+            return out
+        xs = np.ascontiguousarray(np.asarray(x) * 1.0).reshape(-1)
+        gs = np.ascontiguousarray(np.broadcast_to(np.asarray(g) * 1.0, np.asarray(x).shape)).reshape(-1)
+        for i in range(xs.size):
+            _scatter_rate(out, gs[i], xs[i], xp)
+        return out
+    return impl
+
+
 @overload(rt.interp_xp_refused)
 def _interp_xp_refused(xp):
     raise TypingError("s2s: np.interp is not differentiated with respect to its sample points xp, which depend on "
