@@ -277,8 +277,12 @@ def index_add(a, index, value):
         a[index] += value
 
 
-REPEATED_WRITE = ("a write x[idx] = v whose index array repeats entries has no derivative s2s can take; "
-                  "remove the repeated entries from idx")
+# (NumPy keeps one of the values written at a repeated entry, without saying which: x[idx] += v adds
+# v at such an entry once, not once per repeat)
+REPEATED_WRITE = ("a write x[idx] = v whose index array repeats entries has no derivative s2s can take (NumPy "
+                  "keeps one of the values written there, and does not say which); remove the repeated entries "
+                  "from idx, or, to add every entry's v (x[idx] += v adds each repeated one once), write "
+                  "np.add.at(x, idx, v)")
 
 
 def take(a, index, *, where=None):
