@@ -362,26 +362,19 @@ def test_eigh_of_the_upper_triangle_has_an_upper_triangular_gradient():
         s2s.grad(eigh_of_a_computed_triangle)(X)
 
 
-def signed_eigenvectors_of_the_upper_triangle(x):
-    """Eigenvectors read with their signs, which LAPACK picks by the triangle it reduces."""
-    w, v = np.linalg.eigh(x, "U")
-    return np.sum(np.sin(w)) + np.sum(np.sin(v) * W)
-
-
 def test_eigh_of_the_upper_triangle_under_jit_is_numpys_with_its_signs():
     """Under s2s.jit LAPACK reads the upper triangle as NumPy has it read (of the matrix made
     symmetric from it, Numba's eigh reduces the lower one, and some eigenvectors came out of the
     opposite sign): value and gradient of a sum that sees the signs, on 6 x 6 matrices too."""
     for x in (X, np.random.default_rng(6).standard_normal((6, 6))):
         w = np.cos(np.arange(x.size, dtype=float)).reshape(x.shape)
-        assert s2s.jit(signed_eigenvectors_6)(x, w) == pytest.approx(signed_eigenvectors_6(x, w), rel=1e-12)
-        np.testing.assert_allclose(s2s.jit(s2s.grad(signed_eigenvectors_6))(x, w),
-                                   _fd(lambda m: signed_eigenvectors_6(m, w), (x,)), rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(s2s.jit(signed_eigenvectors_of_the_upper_triangle)(X),
-                               signed_eigenvectors_of_the_upper_triangle(X), rtol=1e-12)
+        assert s2s.jit(signed_eigenvectors)(x, w) == pytest.approx(signed_eigenvectors(x, w), rel=1e-12)
+        np.testing.assert_allclose(s2s.jit(s2s.grad(signed_eigenvectors))(x, w),
+                                   _fd(lambda m: signed_eigenvectors(m, w), (x,)), rtol=1e-5, atol=1e-6)
 
 
-def signed_eigenvectors_6(x, w):
+def signed_eigenvectors(x, w):
+    """Eigenvectors read with their signs, which LAPACK picks by the triangle it reduces."""
     values, vectors = np.linalg.eigh(x, UPLO="U")
     return np.sum(np.sin(values)) + np.sum(np.sin(vectors) * w)
 

@@ -191,12 +191,12 @@ COMPILED = compiled_sample(LOSS_IDS, 2) | {"default_parameters_loss"}  # (S2S_FU
 
 def tails_chi2_dirichlet_loss(x, y, mu, df, point, alpha):
     return (np.sum(norm.sf(x, mu, 1.4) + stats.norm.logsf(x * 3.0, scale=0.8) * x + chi2.logpdf(y, df, -0.1, 1.7)
-                   + chi2.pdf(y, 2.5) * y + chi2.cdf(y, 3.0, -0.1, 1.7) + chi2.logcdf(y, 1.5))
-            + dirichlet.logpdf(point, alpha) + np.sum(dirichlet.pdf(SIMPLEX, alpha * 0.5)))
+                   + chi2.cdf(y, 3.0, -0.1, 1.7)) + dirichlet.logpdf(point, alpha))
 
 
 def test_tails_chi2_and_dirichlet_compile():
-    """(norm's sf and logsf, chi2 as a gamma, dirichlet's density of a point and of columns of them.)"""
+    """(norm's sf and logsf, chi2 as a gamma, dirichlet's density; their other methods on the python
+    backend above, compiled through the same forms.)"""
     args = (X, POSITIVE, 0.3, 3.0, SIMPLEX[:2, 1], ALPHA)
     value, grads = s2s.jit(s2s.value_and_grad(tails_chi2_dirichlet_loss, argnums=(0, 1, 2, 3, 4, 5)))(*args)
     np.testing.assert_allclose(value, tails_chi2_dirichlet_loss(*args), rtol=1e-12)
