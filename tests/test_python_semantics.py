@@ -352,6 +352,29 @@ def test_a_failed_assert_of_a_later_example_raises_under_vmap(transform):
         transform(checked_log_weights)(batch)
 
 
+def asserts_a_type(x, d):
+    assert isinstance(x, np.ndarray)
+    assert isinstance(d, dict), "d must be a dict"
+    return np.sum(x ** 2) * d["w"]
+
+
+def asserts_a_wrong_type(x):
+    assert isinstance(x, dict), "x must be a dict"
+    return np.sum(x)
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_an_assert_of_an_arguments_type_is_decided_as_if_is(backend):
+    """isinstance of an argument is decided by the argument's type, in an assert as in an if: it
+    holds (no code), or it fails where Python's would, with its message."""
+    x, d = np.array([0.5, -1.5]), {"w": 3.0}
+    gx, gd = s2s.jit(s2s.grad(asserts_a_type, argnums=(0, 1)), backend=backend)(x, d)
+    np.testing.assert_allclose(gx, 6.0 * x)
+    assert gd["w"] == pytest.approx(np.sum(x ** 2))
+    with pytest.raises(AssertionError, match="x must be a dict"):
+        s2s.jit(s2s.grad(asserts_a_wrong_type), backend=backend)(x)
+
+
 # ---- the walrus (n := v): v bound to n where the expression is evaluated (in a comprehension, to the
 # function's n, as Python binds it) ----
 def long_or_short(x):

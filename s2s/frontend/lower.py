@@ -479,14 +479,21 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering, TryLowe
 
     def assert_statement(self, node: cst.Assert) -> None:
         """assert test, message: `if not test: runtime.assertion_failed(message)`, the message
-        evaluated only where the test fails, as Python does. The test carries no derivative."""
-        test = self.expr(node.test)
-        if isinstance(test, ir.Const) and test.value:
-            return
+        evaluated only where the test fails, as Python does. The test carries no derivative. A test
+        that the call's static values decide (`assert isinstance(x, np.ndarray)`) is decided here,
+        as `if` decides it."""
 
         def failed():
             message = () if node.msg is None else (self.expr(node.msg),)
             self.emit(ir.ExprStmt(ir.Call(runtime.assertion_failed, message), self.origin))
+        decided = self.static_decision(node.test)
+        if decided is not MISSING:
+            if not decided:
+                failed()
+            return
+        test = self.expr(node.test)
+        if isinstance(test, ir.Const) and test.value:
+            return
         self.emit(ir.If(test, self.sub_block(failed), [], self.origin, negated=True))
 
     def raise_statement(self, node: cst.Raise) -> None:
