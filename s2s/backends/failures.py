@@ -70,8 +70,16 @@ def translate(exc: Exception, user_files: tuple[str, ...] = ()) -> S2SError:
         promoted = _PROMOTED.search(message)
         if promoted:
             hint = _promotion_hint(*promoted.groups())
-    return S2SError(f"Numba cannot compile the code generated for this statement: {_reason(message)}", origin,
-                    hint=hint)
+    reason = _reason(message)
+    placed = _PLACED.match(reason)
+    if placed:  # s2s's own refusal, as the python backend words it (its place, what to write instead)
+        return S2SError(placed.group(1), origin)
+    return S2SError(f"Numba cannot compile the code generated for this statement: {reason}", origin, hint=hint)
+
+
+# A refusal of a runtime overload that carries the statement's place and its way out, as the
+# python backend raises it (runtime.require_fits: "model.py:12:5: scan: xs is a dict held in a ...").
+_PLACED = re.compile(r"[^\s:]+\.py:\d+:\d+: (.*)$", re.S)
 
 
 # Two dtypes of one array: `x = x * c` in a loop, with x float32 on entry and c a float64.

@@ -828,9 +828,15 @@ def _repeats(index):
     return False
 
 
-@overload(rt.require_fits)
+@overload(rt.require_fits, prefer_literal=True)
 def _require_fits(stack, value, message):
-    # The dtypes are known when Numba types the call: a value that fits compiles to nothing.
+    # The dtypes are known when Numba types the call: a value that fits compiles to nothing. A tuple,
+    # list or dict (s2s.lax.scan's xs held in a variable, or a step's output) is refused as Numba types
+    # it, with the python backend's words (Numba would otherwise stop first at the .shape read after it).
+    if _is_none(stack) and isinstance(value, (types.BaseTuple, types.List, types.DictType)):
+        if isinstance(message, types.StringLiteral):
+            raise TypingError("s2s: " + message.literal_value)
+        return None  # (typed with the message as a literal first, whose refusal Numba reports)
     if isinstance(value, (types.BaseTuple, types.List, types.DictType)) \
             or not _is_none(stack) and not _casts(value, stack.dtype, "safe"):
         def impl(stack, value, message):
