@@ -97,10 +97,11 @@ def _moved_last(nd: int) -> str:
 
 @overload(_vectors_along)
 def _vectors_along_overload(x, axis):
+    # (the number of rows is the product of the other axes' lengths: the axis itself may be empty)
+    rows = " * ".join(f"moved.shape[{k}]" for k in range(_nd(x) - 1))
     return _compile(f"def impl(x, axis):\n    a = axis % x.ndim\n"
                     f"    moved = np.ascontiguousarray(np.transpose(x, {_moved_last(_nd(x))}))\n"
-                    f"    return moved.reshape((moved.size // max(moved.shape[-1], 1), moved.shape[-1])), moved.shape\n",
-                    "impl")
+                    f"    return moved.reshape(({rows}, moved.shape[-1])), moved.shape\n", "impl")
 
 
 def _vectors_back(d, shape, axis):
