@@ -183,8 +183,6 @@ def carry_like_(y, value, like, trips=None, where=None):
     value_bar += unbroadcast(y_bar, value)
 
 
-# x[mask] of a boolean mask under Numba (codegen/numba_routes.py), which the code generated for a
-# gradient holds: differentiated again (a Hessian), its tangent is the mask's picks of x's tangent.
 # The helpers of np.interp's rule, differentiated again (its Hessian): the slope is linear in fp and
 # piecewise constant in x; the adjoint in fp linear in g, and in x through the interpolation weights.
 @rule(runtime.interp_slope, pure=True, fresh=True)
@@ -207,6 +205,8 @@ def interp_slope_bar_fp_(r, g, x, xp, fp, left=None, right=None, period=None):
     g_bar += unbroadcast(interp_slope(x, xp, r_bar, left, right, period), g)
 
 
+# x[mask] of a boolean mask under Numba (codegen/numba_routes.py), which the code generated for a
+# gradient holds: differentiated again (a Hessian), its tangent is the mask's picks of x's tangent.
 @rule(runtime.masked, pure=True, fresh=True, dtype_from=(0,))
 def masked_(y, a, mask):
     y_dot = masked(a_dot, mask)

@@ -12,10 +12,9 @@ import numpy as np
 import scipy.special
 
 from s2s import runtime
-from s2s.rules import Case, primitive, rule
-from s2s.runtime import (betaln, digamma, gammaln, i0, i0e, i1, i1e, iv, ive, j0, j1, jv, multipolygamma, polygamma, sum_bar,
-                         unbroadcast, xlog1py, xlogy, y0, y1, yn, yv)
-from s2s.rules import nondifferentiable
+from s2s.rules import Case, nondifferentiable, primitive, rule
+from s2s.runtime import (betaln, digamma, gammaln, i0, i0e, i1, i1e, iv, ive, j0, j1, jv, multipolygamma, polygamma,
+                         sum_bar, unbroadcast, xlog1py, xlogy, y0, y1, yn, yv)
 
 # What the passes know of an elementwise helper of one or two operands (see the module's doc).
 ONE = dict(elementwise=True, pure=True, scalar_safe=True, array_result=True, operands=(0,))

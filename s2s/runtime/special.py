@@ -12,8 +12,8 @@ import numpy as np
 
 __all__ = ["expit", "logit", "erf", "erfc", "erfinv", "erfcinv", "ndtr", "log_ndtr", "ndtri", "gammaln", "loggamma",
            "digamma", "gamma", "rgamma", "gammasgn", "entr", "polygamma", "xlogy", "xlog1py", "beta", "betaln",
-           "gammainc", "gammaincc", "betainc", "stdtr", "multigammaln", "multipolygamma", "j0", "j1", "y0", "y1", "i0", "i1", "i0e", "i1e", "jv", "yv",
-           "yn", "iv", "ive", "logsumexp", "softmax", "log_softmax"]
+           "gammainc", "gammaincc", "betainc", "stdtr", "multigammaln", "multipolygamma", "j0", "j1", "y0", "y1",
+           "i0", "i1", "i0e", "i1e", "jv", "yv", "yn", "iv", "ive", "logsumexp", "softmax", "log_softmax"]
 
 
 def _scipy_special():

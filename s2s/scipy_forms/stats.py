@@ -382,8 +382,8 @@ def multivariate_normal_pdf(x, mean=0.0, cov=None, allow_singular=False):
 
 
 # The distributions covered, each by its methods: scipy.stats.<name>.<method> is <name>_<method> above.
-DISTRIBUTIONS = ("norm", "multivariate_normal", "t", "chi2", "gamma", "beta", "dirichlet", "expon", "uniform", "poisson",
-                 "bernoulli")
+DISTRIBUTIONS = ("norm", "multivariate_normal", "t", "chi2", "gamma", "beta", "dirichlet", "expon", "uniform",
+                 "poisson", "bernoulli")
 
 
 # The shape parameters a form has no derivative in: its scipy.special function's rule has none

@@ -113,7 +113,8 @@ def _vectors_back_overload(d, shape, axis):
     nd = len(shape)
     back = "(" + "".join(f"{k} if {k} < a else ({nd - 1} if {k} == a else {k - 1}), " for k in range(nd)) + ")"
     return _compile(f"def impl(d, shape, axis):\n    a = axis % len(shape)\n"
-                    f"    return np.ascontiguousarray(np.transpose(np.ascontiguousarray(d).reshape(shape), {back}))\n", "impl")
+                    f"    rows = np.ascontiguousarray(d).reshape(shape)\n"
+                    f"    return np.ascontiguousarray(np.transpose(rows, {back}))\n", "impl")
 
 
 @register_jitable
