@@ -51,16 +51,15 @@ def norm_cdf(x, loc=0.0, scale=1.0):
     return np.where(valid, special.ndtr((x - loc) / s), np.nan)
 
 
+# The normal distribution is symmetric: its sf at x is its cdf at -x about -loc.
+
+
 def norm_sf(x, loc=0.0, scale=1.0):
-    valid = scale > 0
-    s = np.where(valid, scale, 1.0)
-    return np.where(valid, special.ndtr((loc - x) / s), np.nan)
+    return norm_cdf(-x, -loc, scale)
 
 
 def norm_logsf(x, loc=0.0, scale=1.0):
-    valid = scale > 0
-    s = np.where(valid, scale, 1.0)
-    return np.where(valid, special.log_ndtr((loc - x) / s), np.nan)
+    return norm_logcdf(-x, -loc, scale)
 
 
 # ---- t, gamma, beta --------------------------------------------------------------------
