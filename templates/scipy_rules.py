@@ -1,4 +1,4 @@
-"""Rules for SciPy's functions, as JAX offers jax.scipy: a user's call of scipy.special.expit is
+"""Rules for SciPy's functions (scipy.special, and scipy.signal.convolve), as JAX offers jax.scipy: a user's call of scipy.special.expit is
 written as the runtime helper that its facts name (written_as: runtime.expit, which is SciPy's
 function on the python backend and calls SciPy's compiled code under Numba), and the rule is that
 helper's, so that code generated from generated code (a second derivative) finds it again.
@@ -9,11 +9,13 @@ not fuse a call of an overload into the array expression around it). A SciPy fun
 nowhere here is refused at the user's call (frontend/expressions.py)."""
 
 import numpy as np
+import scipy.signal
 import scipy.special
 
 from s2s import runtime
 from s2s.rules import Case, nondifferentiable, primitive, rule
 from s2s.runtime import (betaln, digamma, gammaln, i0, i0e, i1, i1e, iv, ive, j0, j1, jv, multipolygamma, polygamma,
+                         signal_convolve, signal_convolve_bar1, signal_convolve_bar2,
                          sum_bar, unbroadcast, xlog1py, xlogy, y0, y1, yn, yv)
 
 # What the passes know of an elementwise helper of one or two operands (see the module's doc).
@@ -388,6 +390,37 @@ def softmax_(y, x, axis=None):
 def log_softmax_(y, x, axis=None):
     y_dot = x_dot - np.sum(np.exp(y) * x_dot, axis=axis, keepdims=True)
     x_bar += y_bar - np.exp(y) * np.sum(y_bar, axis=axis, keepdims=True)
+
+
+# ---- scipy.signal.convolve ---------------------------------------------------------------
+
+
+@rule(runtime.signal_convolve, pure=True, fresh=True)
+@primitive(scipy.signal.convolve, written_as=runtime.signal_convolve)
+def signal_convolve_(z, in1, in2, mode="full", method="auto"):
+    """Bilinear (any method: they differ in rounding only); each argument's adjoint correlates the
+    cotangent with the other (runtime.signal_convolve_bar1, _bar2)."""
+    z_dot = signal_convolve(in1_dot, in2, mode, method) + signal_convolve(in1, in2_dot, mode, method)
+    in1_bar += signal_convolve_bar1(z_bar, in1, in2, mode)
+    in2_bar += signal_convolve_bar2(z_bar, in1, in2, mode)
+
+
+# The adjoints: linear in the cotangent and in the other argument, whose shape alone the argument
+# they are the adjoint of gives. Each is the transpose of convolving with the other argument.
+
+
+@rule(runtime.signal_convolve_bar1, pure=True, fresh=True, shape_argument=1)
+def signal_convolve_bar1_(r, g, in1, in2, mode="full"):
+    r_dot = signal_convolve_bar1(g_dot, in1, in2, mode) + signal_convolve_bar1(g, in1, in2_dot, mode)
+    g_bar += signal_convolve(r_bar, in2, mode)
+    in2_bar += signal_convolve_bar2(g, r_bar, in2, mode)
+
+
+@rule(runtime.signal_convolve_bar2, pure=True, fresh=True, shape_argument=2)
+def signal_convolve_bar2_(r, g, in1, in2, mode="full"):
+    r_dot = signal_convolve_bar2(g_dot, in1, in2, mode) + signal_convolve_bar2(g, in1_dot, in2, mode)
+    g_bar += signal_convolve(in1, r_bar, mode)
+    in1_bar += signal_convolve_bar1(g, in1, r_bar, mode)
 
 
 DECLARATIONS = [

@@ -436,6 +436,10 @@ EXAMPLES = {
     runtime.lu_solve: ("A, x", "scipy.linalg.lu_solve(scipy.linalg.lu_factor(A[::-1]), x)"
                                " + scipy.linalg.lu_solve(scipy.linalg.lu_factor(A), x, trans=1)"),
     runtime.expm: ("A", "scipy.linalg.expm(A * 0.4)"),
+    runtime.signal_convolve: ("x, y, A", "np.sum(scipy.signal.convolve(x, y * x) ** 2) + scipy.signal.convolve(x, y[:2], 'same') @ y"
+                                         " + np.sum(scipy.signal.convolve(A[:2, :2] * A[1:, 1:], A, mode='valid'))"),
+    runtime.signal_convolve_bar1: ("x, y", "runtime.signal_convolve_bar1(x * y, y, x[:2], 'same') @ y"),
+    runtime.signal_convolve_bar2: ("x, y", "runtime.signal_convolve_bar2(x[:2] * y[1:], x[:2], y, 'valid') @ y"),
     runtime.det: ("A", "scipy.linalg.det(A) * A + scipy.linalg.det(A @ A.T, check_finite=False)"),
     runtime.inv: ("A", "scipy.linalg.inv(A) * A + scipy.linalg.inv(A @ A.T + A)"),
     runtime.triangle: ("A", "runtime.triangle(A * A, True) + runtime.triangle(A, False, True)"),

@@ -1,9 +1,12 @@
-"""np.convolve and np.correlate: first and second derivatives in every mode, in both arguments,
-for either argument the longer, against central differences, on the python backend and
-under s2s.jit (Numba's np.convolve and np.correlate take no mode: runtime.convolve does)."""
+"""np.convolve, np.correlate and scipy.signal.convolve: first and second derivatives in every
+mode, in both arguments, for either argument the longer, against central differences, on the
+python backend and under s2s.jit (Numba's np.convolve and np.correlate take no mode:
+runtime.convolve does; Numba has no scipy.signal: runtime.signal_convolve sums directly)."""
 
 import numpy as np
 import pytest
+import scipy.signal
+from scipy.signal import convolve
 
 import s2s
 from finite_differences import central_difference_grad
@@ -122,3 +125,51 @@ def test_a_number_is_an_array_of_one():
     assert g == pytest.approx(central_difference_grad(scaled_by_a_number, (0.4, SIGNAL[:3]), 0), rel=1e-7)
     with pytest.raises(s2s.S2SError, match=r"test_convolution\.py:\d+:\d+: .*np.convolve takes 1-d arrays"):
         s2s.jit(s2s.grad(scaled_by_a_number))(0.4, SIGNAL[:3])
+
+
+# ---- scipy.signal.convolve: arrays of any ndim, SciPy's modes ("same" keeps in1's shape) ---------
+
+IMAGE = RNG.normal(size=(5, 4))
+PATCH = RNG.normal(size=(3, 2))
+
+
+def filtered(x, k, mode):
+    return np.sum(np.sin(scipy.signal.convolve(x, k * k, mode=mode))) + np.sum(convolve(k, x, mode, "direct") ** 2)
+
+
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+@pytest.mark.parametrize("x,k", [(SIGNAL, KERNEL_EVEN), (IMAGE, PATCH)], ids=["1-d", "2-d"])
+def test_scipy_convolve_in_both_arguments(x, k, mode):
+    check_grads(filtered, (x, k, mode), modes=("fwd", "rev"), argnums=(0, 1))
+
+
+def every_scipy_mode(x, k):
+    return sum(np.sum(np.sin(convolve(x, k, mode)) * convolve(x, k, mode)) for mode in ("full", "same", "valid"))
+
+
+def test_scipy_convolve_under_jit_and_its_second_derivatives():
+    """The compiled direct sums against SciPy's values and central differences, a 3-d pair
+    included; the Hessian in the image against differences of the gradient, both backends."""
+    volume, block = RNG.normal(size=(3, 4, 2)), RNG.normal(size=(2, 2, 2))
+    g = s2s.jit(s2s.grad(every_scipy_mode, argnums=(0, 1)))
+    for x, k in ((IMAGE, PATCH), (PATCH, IMAGE), (volume, block)):
+        assert s2s.jit(every_scipy_mode)(x, k) == pytest.approx(every_scipy_mode(x, k), rel=1e-12)
+        for got, argnum in zip(g(x, k), (0, 1)):
+            np.testing.assert_allclose(got, central_difference_grad(every_scipy_mode, (x, k), argnum),
+                                       rtol=1e-6, atol=1e-7)
+
+    def in_the_image(x):
+        return every_scipy_mode(x, PATCH)
+
+    want = np.array([(s2s.grad(in_the_image)(IMAGE + 1e-5 * e) - s2s.grad(in_the_image)(IMAGE - 1e-5 * e)) / 2e-5
+                     for e in np.eye(IMAGE.size).reshape(-1, *IMAGE.shape)])
+    for backend in ("python", "cpu"):
+        got = s2s.jit(s2s.hessian(in_the_image), backend=backend)(IMAGE)
+        np.testing.assert_allclose(got.reshape(IMAGE.size, IMAGE.size), want.reshape(IMAGE.size, IMAGE.size),
+                                   rtol=1e-6, atol=1e-6)
+
+
+def test_scipy_convolve_valid_needs_one_argument_larger_in_every_axis():
+    mixed = RNG.normal(size=(2, 6))
+    with pytest.raises(ValueError, match="at least as large as the other in every dimension"):
+        s2s.jit(every_scipy_mode)(IMAGE, mixed)

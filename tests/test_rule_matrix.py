@@ -116,7 +116,8 @@ def _literal(weight) -> str:
 @pytest.fixture(scope="module")
 def programs(tmp_path_factory):
     """For each rule: `example_k`, its example, and `total_k`, <w, example_k> (a number)."""
-    lines = ["import builtins", "import math", "import operator", "", "import numpy as np", "import scipy.linalg", "import scipy.special", "",
+    lines = ["import builtins", "import math", "import operator", "", "import numpy as np", "import scipy.linalg", "import scipy.signal",
+             "import scipy.special", "",
              "from s2s import runtime", ""]
     rng = np.random.default_rng(11)
     names = {}

@@ -1,6 +1,6 @@
 """Helpers of the rules for np.polyval, np.interp, np.linalg.matrix_power, np.repeat, np.convolve,
-np.correlate, np.linspace and np.meshgrid (templates/array_rules.py): the primal where Numba
-lacks it, and the derivatives."""
+np.correlate, scipy.signal.convolve, np.linspace and np.meshgrid (templates/array_rules.py,
+templates/scipy_rules.py): the primal where Numba lacks it, and the derivatives."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import numpy as np
 __all__ = ["polyval", "polyder", "polyval_bar_p", "interp_slope", "interp_dot_fp", "interp_bar_fp", "interp_slope_bar_fp",
            "interp_xp_refused", "interp_options", "matrix_power", "matrix_power_dot", "matrix_power_bar",
            "matrix_power_options", "repeat", "repeat_bar", "convolve", "correlate", "convolve_bar",
-           "correlate_bar_a", "correlate_bar_v", "linspace_options", "linspace_grid", "meshgrid",
+           "correlate_bar_a", "correlate_bar_v", "signal_convolve", "signal_convolve_bar1", "signal_convolve_bar2",
+           "linspace_options", "linspace_grid", "meshgrid",
            "meshgrid_options", "meshgrid_spread", "meshgrid_bar", "real_if_close"]
 
 
@@ -270,6 +271,47 @@ def correlate_bar_v(g, a, v, mode="valid"):
     """Adjoint of np.correlate(a, v, mode) in v: that of the reversed v, reversed."""
     full = _full_cotangent(g, np.shape(a)[0], np.shape(v)[0], mode, True)
     return np.correlate(full, a, "valid")[::-1]
+
+
+# ---- scipy.signal.convolve ---------------------------------------------------------------
+# Of two arrays of one ndim: the full result has shape in1.shape + in2.shape - 1, and each mode
+# keeps a centred part of it (SciPy's _centered): "same" in1's shape, "valid" the shape of the
+# larger less the smaller plus one. The adjoint in each argument correlates the cotangent, put
+# back in its place in the full shape, with the other argument ("valid": that argument's shape).
+
+
+def _float(a):
+    a = np.asarray(a)
+    return a if np.issubdtype(a.dtype, np.inexact) else a.astype(np.float64)
+
+
+def signal_convolve(in1, in2, mode="full", method="auto"):
+    """scipy.signal.convolve(in1, in2, mode, method), of float arrays."""
+    import scipy.signal
+
+    return scipy.signal.convolve(_float(in1), _float(in2), mode, method)
+
+
+def _full_signal_cotangent(g, in1, in2):
+    """g, the cotangent of a mode's result, at its place in the full result (zeros around it)."""
+    g = np.asarray(g)
+    full = np.zeros(tuple(n + m - 1 for n, m in zip(np.shape(in1), np.shape(in2))), np.result_type(g, 0.0))
+    full[tuple(slice((f - o) // 2, (f - o) // 2 + o) for f, o in zip(full.shape, g.shape))] = g
+    return full
+
+
+def signal_convolve_bar1(g, in1, in2, mode="full"):
+    """Adjoint of scipy.signal.convolve(in1, in2, mode) in in1 (whose shape alone it reads)."""
+    import scipy.signal
+
+    return scipy.signal.correlate(_full_signal_cotangent(g, in1, in2), _float(in2), "valid")
+
+
+def signal_convolve_bar2(g, in1, in2, mode="full"):
+    """Adjoint of scipy.signal.convolve(in1, in2, mode) in in2 (whose shape alone it reads)."""
+    import scipy.signal
+
+    return scipy.signal.correlate(_full_signal_cotangent(g, in1, in2), _float(in1), "valid")
 
 
 # ---- np.linspace -------------------------------------------------------------------------

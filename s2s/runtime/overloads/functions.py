@@ -1,5 +1,5 @@
 """Overloads of the helpers of np.polyval, np.interp, np.linalg.matrix_power, np.repeat,
-np.convolve, np.correlate, np.linspace and np.meshgrid (runtime/functions.py). A number and an
+np.convolve, np.correlate, scipy.signal.convolve, np.linspace and np.meshgrid (runtime/functions.py). A number and an
 array take code of their own (Numba types them apart); options the rules refuse (np.interp's
 left, right, period) are refused when Numba compiles."""
 
@@ -11,7 +11,7 @@ from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
 
 from ... import runtime as rt
-from .common import _is_none, _nd, _scalar
+from .common import _compile, _is_none, _nd, _scalar
 from .shapes import _rows
 
 # ---- np.polyval --------------------------------------------------------------------
@@ -438,6 +438,96 @@ def _correlate_bar_v(g, a, v, mode="valid"):
     _vectors("np.correlate", g, a, v)
     return lambda g, a, v, mode="valid": np.correlate(
         _full_cotangent(g, a.shape[0], v.shape[0], mode, True), a)[::-1].copy()
+
+
+# ---- scipy.signal.convolve ---------------------------------------------------------------
+# Direct sums written out for the arrays' ndim: the full result accumulates in1[i] * in2[j] at
+# i + j, and a mode keeps its centred part (runtime/functions.py); each adjoint sums the full
+# cotangent at i + j times the other argument's j (or i).
+
+
+def _signal_arrays(*arrays):
+    if not all(isinstance(a, types.Array) and a.ndim >= 1 for a in arrays) or len({a.ndim for a in arrays}) > 1:
+        raise TypingError("s2s: under jit, scipy.signal.convolve takes two arrays of one ndim (1 or more)")
+
+
+@register_jitable
+def _signal_part(n1, n2, mode):
+    """(start, length) along one axis of the part of the full result that mode keeps."""
+    if mode == "full":
+        return 0, n1 + n2 - 1
+    if mode == "same":
+        return (n2 - 1) // 2, n1
+    if mode == "valid":
+        return min(n1, n2) - 1, max(n1, n2) - min(n1, n2) + 1
+    raise ValueError("acceptable mode flags are 'valid', 'same', or 'full'")
+
+
+def _loops(names, bounds, body, depth=1):
+    """Nested for loops of names over range(bounds), around body (lines), from depth."""
+    lines = []
+    for k, (i, n) in enumerate(zip(names, bounds)):
+        lines.append("    " * (depth + k) + f"for {i} in range({n}):")
+    return lines + ["    " * (depth + len(names)) + line for line in body]
+
+
+@overload(rt.signal_convolve)
+def _signal_convolve(in1, in2, mode="full", method="auto"):
+    _signal_arrays(in1, in2)
+    d = in1.ndim
+    i = [f"i{k}" for k in range(d)]
+    j = [f"j{k}" for k in range(d)]
+    lines = ["def impl(in1, in2, mode='full', method='auto'):",
+             f"    full = np.zeros(({''.join(f'in1.shape[{k}] + in2.shape[{k}] - 1, ' for k in range(d))}), dtype)"]
+    lines += ["    if mode == 'valid':",
+              f"        larger1 = {' and '.join(f'in1.shape[{k}] >= in2.shape[{k}]' for k in range(d))}",
+              f"        larger2 = {' and '.join(f'in2.shape[{k}] >= in1.shape[{k}]' for k in range(d))}",
+              "        if not (larger1 or larger2):",
+              "            raise ValueError(\"for 'valid' mode, one must be at least as large as the other in "
+              "every dimension\")"]
+    lines += _loops(i, [f"in1.shape[{k}]" for k in range(d)],
+                    ["a = in1[" + ", ".join(i) + "]"]
+                    + _loops(j, [f"in2.shape[{k}]" for k in range(d)],
+                             ["full[" + ", ".join(f"{a} + {b}" for a, b in zip(i, j)) + "] += a * in2["
+                              + ", ".join(j) + "]"], 0))
+    for k in range(d):
+        lines.append(f"    s{k}, n{k} = _signal_part(in1.shape[{k}], in2.shape[{k}], mode)")
+    lines.append("    return full[" + ", ".join(f"s{k}:s{k} + n{k}" for k in range(d)) + "].copy()")
+    dtype = np.result_type(np.float64 if not isinstance(in1.dtype, types.Float) else str(in1.dtype),
+                           np.float64 if not isinstance(in2.dtype, types.Float) else str(in2.dtype))
+    return _compile("\n".join(lines) + "\n", "impl", dtype=dtype, _signal_part=_signal_part)
+
+
+def _signal_convolve_adjoint(g, in1, in2, shaped: str, other: str):
+    """The adjoint in the argument named `shaped` (in1 or in2): r[i] = the sum over j of the full
+    cotangent at i + j times other[j], the cotangent g put at its centred place in the full shape
+    (its mode read off g's shape, as runtime/functions.py does)."""
+    _signal_arrays(g, in1, in2)
+    d = g.ndim
+    i = [f"i{k}" for k in range(d)]
+    j = [f"j{k}" for k in range(d)]
+    lines = ["def impl(g, in1, in2, mode='full'):",
+             f"    full = np.zeros(({''.join(f'in1.shape[{k}] + in2.shape[{k}] - 1, ' for k in range(d))}), np.float64)",
+             "    full[" + ", ".join(f"(full.shape[{k}] - g.shape[{k}]) // 2:(full.shape[{k}] - g.shape[{k}]) // 2 "
+                                     f"+ g.shape[{k}]" for k in range(d)) + "] = g",
+             f"    r = np.zeros({shaped}.shape, np.float64)"]
+    lines += _loops(i, [f"{shaped}.shape[{k}]" for k in range(d)],
+                    ["total = 0.0"]
+                    + _loops(j, [f"{other}.shape[{k}]" for k in range(d)],
+                             [f"total += full[{', '.join(f'{a} + {b}' for a, b in zip(i, j))}] * {other}[{', '.join(j)}]"],
+                             0)
+                    + [f"r[{', '.join(i)}] = total"])
+    return _compile("\n".join(lines + ["    return r"]) + "\n", "impl")
+
+
+@overload(rt.signal_convolve_bar1)
+def _signal_convolve_bar1(g, in1, in2, mode="full"):
+    return _signal_convolve_adjoint(g, in1, in2, "in1", "in2")
+
+
+@overload(rt.signal_convolve_bar2)
+def _signal_convolve_bar2(g, in1, in2, mode="full"):
+    return _signal_convolve_adjoint(g, in1, in2, "in2", "in1")
 
 
 # ---- np.linspace -------------------------------------------------------------------------
