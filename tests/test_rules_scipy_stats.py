@@ -82,6 +82,8 @@ METHODS = [
      (POINTS[0], MEAN, COV)),
     ("multivariate_normal.pdf", lambda x, m, c: stats.multivariate_normal.pdf(x, m, cov=c), (POINTS, MEAN, COV)),
     ("multivariate_normal.logpdf allow_singular", lambda x, m, c: mvn.logpdf(x, m, c, True), (POINTS, MEAN, COV)),
+    ("multivariate_normal.entropy", lambda m, c: mvn.entropy(m, c) + scipy.stats.multivariate_normal.entropy(cov=c * c),
+     (MEAN, COV)),
 ]
 IDS = [name for name, _, _ in METHODS]
 
@@ -468,7 +470,7 @@ def test_covered_distributions_are_listed_with_their_methods():
     from s2s.scipy_forms import stats as forms
 
     assert forms.covered_methods("norm") == ["logpdf", "pdf", "logcdf", "cdf", "logsf", "sf"]
-    assert forms.covered_methods("multivariate_normal") == ["logpdf", "pdf"]
+    assert forms.covered_methods("multivariate_normal") == ["logpdf", "pdf", "entropy"]
     assert forms.covered_methods("chi2") == ["logpdf", "pdf", "logcdf", "cdf"]
     assert forms.covered_methods("dirichlet") == ["logpdf", "pdf"]
     assert forms.covered_methods("poisson") == ["logcdf", "cdf", "logpmf", "pmf"]

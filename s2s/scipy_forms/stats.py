@@ -380,6 +380,21 @@ def multivariate_normal_pdf(x, mean=0.0, cov=None, allow_singular=False):
     return np.exp(multivariate_normal_logpdf(x, mean, cov, allow_singular))
 
 
+def multivariate_normal_entropy(mean=0.0, cov=None, allow_singular=False):
+    # 0.5 (d (1 + log 2 pi) + log det cov), of the covariance logpdf reads (its lower triangle).
+    # allow_singular: SciPy's entropy of a covariance of lower rank counts its rank and
+    # pseudo-determinant, which this form does not have: such a covariance raises here.
+    c = np.tril(cov) + np.tril(cov, -1).T
+    if allow_singular:
+        spectrum = np.linalg.eigvalsh(c)
+        if np.min(spectrum) <= SINGULAR_CUTOFF * np.max(np.abs(spectrum)):
+            raise ValueError("s2s: multivariate_normal.entropy(allow_singular=True) of a singular covariance: s2s "
+                             "differentiates the entropy of a covariance of full rank only; pass one of full "
+                             "rank, or give the entropy of lower rank a rule of your own with s2s.custom_vjp")
+    sign, logdet = np.linalg.slogdet(c)
+    return np.where(sign > 0, 0.5 * (c.shape[0] * (1.0 + LOG_2PI) + logdet), np.nan)
+
+
 # The distributions covered, each by its methods: scipy.stats.<name>.<method> is <name>_<method> above.
 DISTRIBUTIONS = ("norm", "multivariate_normal", "t", "chi2", "gamma", "beta", "dirichlet", "expon", "uniform",
                  "poisson", "bernoulli")
@@ -404,7 +419,8 @@ def spelling(fn) -> str:
 
 
 def covered_methods(name: str) -> list[str]:
-    return [m for m in ("logpdf", "pdf", "logcdf", "cdf", "logsf", "sf", "logpmf", "pmf") if f"{name}_{m}" in globals()]
+    return [m for m in ("logpdf", "pdf", "logcdf", "cdf", "logsf", "sf", "logpmf", "pmf", "entropy")
+            if f"{name}_{m}" in globals()]
 
 
 def form(name: str, method: str):
