@@ -16,10 +16,10 @@ import scipy.linalg
 
 from s2s import runtime
 from s2s.rules import nondifferentiable, primitive, rule
-from s2s.runtime import (block_diagonal_sum, cho_solve, expm, frechet_block, lower_half, lower_symmetric,
-                         lower_symmetric_bar, lu_permute, lu_permute_bar, lu_solve, matrix_trace, other_trans,
-                         per_matrix, solve_bar_a,
-                         solve_triangular, trans_op, triangle, unit_lower, upper_right, zeros_like)
+from s2s.runtime import (banded_dense, banded_pack, block_diagonal_sum, cho_solve, expm, frechet_block, lower_half,
+                         lower_symmetric, lower_symmetric_bar, lu_permute, lu_permute_bar, lu_solve, matrix_trace,
+                         other_trans, per_matrix, solve_banded, solve_bar_a, solve_sylvester, solve_triangular,
+                         trans_op, triangle, unit_lower, upper_right, zeros_like)
 
 OWN = dict(pure=True, fresh=True)
 
@@ -28,8 +28,9 @@ def options_of(name: str, letters: bool = False):
     """The check of a call's options (rules: Facts.options): SciPy's overwrite_a and overwrite_b
     let it write into the caller's arrays, which s2s does not model; check_finite is accepted.
     trans is 0, 1 or 2, or where SciPy takes them (letters) 'N', 'T' or 'C'."""
-    def check(overwrite_a=False, overwrite_b=False, trans=0, **_) -> str | None:
-        for option, value in (("overwrite_a", overwrite_a), ("overwrite_b", overwrite_b)):
+    def check(overwrite_a=False, overwrite_b=False, trans=0, overwrite_ab=False, **_) -> str | None:
+        for option, value in (("overwrite_a", overwrite_a), ("overwrite_b", overwrite_b),
+                              ("overwrite_ab", overwrite_ab)):
             if value is not False and value != 0:
                 return f"s2s differentiates scipy.linalg.{name} with {option}=False only (its default)"
         if not (letters and isinstance(trans, str) and trans.upper() in ("N", "T", "C")
@@ -177,7 +178,53 @@ def expm_(y, A):
     A_bar += upper_right(expm(frechet_block(np.swapaxes(A, -1, -2), y_bar)))
 
 
+# ---- banded solves, Sylvester equations, the matrix square root ----------------------------
+# solve_banded's ab stands for the matrix banded_dense(l_and_u, ab): the rule is np.linalg.solve's,
+# ab's adjoint the band of a's (banded_pack). solve_sylvester(a, b, q) is the x of a x + x b = q:
+# the operator x -> a x + x b has the adjoint y -> a.T y + y b.T, so q's adjoint solves the
+# transposed equation and a's and b's follow as np.linalg.solve's a's. sqrtm(A) is the X with
+# X X = A: its tangent solves X X_dot + X_dot X = A_dot.
+
+
+@rule(runtime.solve_banded, **OWN, options=options_of("solve_banded"))
+@primitive(scipy.linalg.solve_banded, written_as=runtime.solve_banded)
+def solve_banded_(x, l_and_u, ab, b, overwrite_ab=False, overwrite_b=False, check_finite=True):
+    x_dot = solve_banded(l_and_u, ab, b_dot - banded_dense(l_and_u, ab_dot) @ x)
+    b_adjoint = np.linalg.solve(np.swapaxes(banded_dense(l_and_u, ab), -1, -2), x_bar)
+    b_bar += b_adjoint
+    ab_bar -= banded_pack(solve_bar_a(b_adjoint, x), l_and_u)
+
+
+@rule(runtime.solve_sylvester, **OWN)
+@primitive(scipy.linalg.solve_sylvester, written_as=runtime.solve_sylvester)
+def solve_sylvester_(x, a, b, q):
+    x_dot = solve_sylvester(a, b, q_dot - a_dot @ x - x @ b_dot)
+    q_adjoint = solve_sylvester(np.swapaxes(a, -1, -2), np.swapaxes(b, -1, -2), x_bar)
+    q_bar += q_adjoint
+    a_bar -= q_adjoint @ np.swapaxes(x, -1, -2)
+    b_bar -= np.swapaxes(x, -1, -2) @ q_adjoint
+
+
+@rule(runtime.sqrtm, **OWN)
+@primitive(scipy.linalg.sqrtm, written_as=runtime.sqrtm)
+def sqrtm_(y, A):
+    y_dot = solve_sylvester(y, y, A_dot)
+    A_bar += solve_sylvester(np.swapaxes(y, -1, -2), np.swapaxes(y, -1, -2), y_bar)
+
+
 # ---- the helpers of the rules above: linear, each with its own rule ------------------------
+
+
+@rule(runtime.banded_dense, **OWN, linear=(1,))
+def banded_dense_(y, l_and_u, ab):
+    y_dot = banded_dense(l_and_u, ab_dot)
+    ab_bar += banded_pack(y_bar, l_and_u)
+
+
+@rule(runtime.banded_pack, **OWN, linear=(0,))
+def banded_pack_(y, m, l_and_u):
+    y_dot = banded_pack(m_dot, l_and_u)
+    m_bar += banded_dense(l_and_u, y_bar)
 
 
 @rule(runtime.triangle, **OWN, linear=(0,))

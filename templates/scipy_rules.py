@@ -1,7 +1,8 @@
-"""Rules for SciPy's functions (scipy.special, and scipy.signal.convolve), as JAX offers jax.scipy: a user's call of scipy.special.expit is
-written as the runtime helper that its facts name (written_as: runtime.expit, which is SciPy's
-function on the python backend and calls SciPy's compiled code under Numba), and the rule is that
-helper's, so that code generated from generated code (a second derivative) finds it again.
+"""Rules for SciPy's functions (scipy.special, and scipy.signal.convolve), as JAX offers jax.scipy:
+a user's call of scipy.special.expit is written as the runtime helper that its facts name
+(written_as: runtime.expit, which is SciPy's function on the python backend and calls SciPy's
+compiled code under Numba), and the rule is that helper's, so that code generated from generated
+code (a second derivative) finds it again.
 
 SciPy's ufuncs are NumPy ufuncs, but their helpers are not: the lines under each rule say what a
 ufunc is without saying so (elementwise, pure, a display is an array), less `fusable` (Numba does

@@ -442,6 +442,12 @@ EXAMPLES = {
     runtime.signal_convolve_bar2: ("x, y", "runtime.signal_convolve_bar2(x[:2] * y[1:], x[:2], y, 'valid') @ y"),
     runtime.det: ("A", "scipy.linalg.det(A) * A + scipy.linalg.det(A @ A.T, check_finite=False)"),
     runtime.inv: ("A", "scipy.linalg.inv(A) * A + scipy.linalg.inv(A @ A.T + A)"),
+    runtime.solve_banded: ("A, x", "scipy.linalg.solve_banded((1, 1), A + 3.0, x) @ x"
+                                   " + np.sum(scipy.linalg.solve_banded((0, 2), A[::-1] + 1.0, np.outer(x, x), check_finite=False))"),
+    runtime.solve_sylvester: ("A, x", "scipy.linalg.solve_sylvester(A, A.T + 1.0, A * x)"),
+    runtime.sqrtm: ("A", "scipy.linalg.sqrtm(A @ A.T)"),
+    runtime.banded_dense: ("A", "runtime.banded_dense((1, 1), A * A) + runtime.banded_dense((0, 2), A)"),
+    runtime.banded_pack: ("A", "runtime.banded_pack(A * A, (1, 1)) @ A[0] + np.sum(runtime.banded_pack(A, (2, 0)))"),
     runtime.triangle: ("A", "runtime.triangle(A * A, True) + runtime.triangle(A, False, True)"),
     runtime.trans_op: ("A", "runtime.trans_op(A * A, 1) + runtime.trans_op(A, 'N') * A"),
     runtime.unit_lower: ("A", "runtime.unit_lower(A * A)"),

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 import scipy.linalg
 import scipy.linalg as sla
-from scipy.linalg import cho_factor, cho_solve, cholesky, expm, lu_factor, lu_solve, solve_triangular
+from scipy.linalg import (cho_factor, cho_solve, cholesky, expm, lu_factor, lu_solve, solve_sylvester, solve_triangular,
+                          sqrtm)
 
 import s2s
 from s2s.testing import check_grads
@@ -202,6 +203,52 @@ def test_det_and_inv(backend):
         check_grads(stacked_det_inv_loss, (np.stack([A, P]),), order=1, modes=("fwd", "rev"), backend=backend)
     else:
         assert s2s.jit(det_inv_loss)(A) == pytest.approx(det_inv_loss(A), rel=1e-12)
+
+
+# ---- banded solves, Sylvester equations, the matrix square root ------------------------------
+
+BANDS = np.array([[0.0, 0.4, -0.3, 0.8, 0.2], [4.1, 3.6, 5.0, 4.4, 3.9], [0.7, -0.5, 0.3, 0.6, 0.0]])
+BANDS_TWO_BELOW = np.vstack([BANDS, [[0.2, -0.4, 0.1, 0.0, 0.0]]])
+SMALL = np.array([[2.0, 0.3], [-0.4, 1.5]])
+
+
+def banded_loss(ab, b):
+    return (np.sum(np.sin(scipy.linalg.solve_banded((1, 1), ab, b)))
+            + np.sum(sla.solve_banded((2, 1), BANDS_TWO_BELOW * ab[1], b) ** 2))
+
+
+def sylvester_loss(a, b, q):
+    return np.sum(np.sin(solve_sylvester(a, b, q))) + np.sum(solve_sylvester(a, a.T, q @ q.T) ** 2)
+
+
+def root_loss(a):
+    return np.sum(np.sin(np.real(sqrtm(0.5 * (a + a.T))))) + np.sum(sla.sqrtm(a) * A)
+
+
+@pytest.mark.parametrize("fun, args", [(banded_loss, (BANDS, np.arange(5.0))), (sylvester_loss, (A, SMALL, B)),
+                                       (root_loss, (A,))], ids=["solve_banded", "solve_sylvester", "sqrtm"])
+def test_banded_sylvester_and_square_root(fun, args):
+    """First order in both modes and second order against central differences, the compiled
+    gradient and value against central differences and SciPy's (Numba: a dense solve of the band,
+    the Kronecker form of the Sylvester equation, Denman-Beavers for sqrtm)."""
+    check_grads(fun, args, order=2, modes=("fwd", "rev"), backend="python")
+    check_grads(fun, args, order=1, modes=("rev",), backend="cpu")
+    assert s2s.jit(fun)(*args) == pytest.approx(fun(*args), rel=1e-12)
+
+
+def test_banded_gradient_is_zero_in_the_corners_scipy_does_not_read():
+    g = s2s.grad(lambda ab: np.sum(scipy.linalg.solve_banded((1, 1), ab, np.ones(5)) ** 2))(BANDS)
+    assert g[0, 0] == 0.0 and g[2, -1] == 0.0 and np.all(g[1] != 0.0)
+
+
+def negative_root(a):
+    return np.sum(sqrtm(a))
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_a_square_root_that_is_not_real_is_refused(backend):
+    with pytest.raises(s2s.S2SError, match="sqrtm of this matrix is (complex|not real)"):
+        s2s.jit(s2s.grad(negative_root), backend=backend)(-np.eye(2) + 0.1)
 
 
 # ---- compiled (s2s.jit), batched (s2s.vmap) ---------------------------------------------------

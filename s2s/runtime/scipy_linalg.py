@@ -18,7 +18,8 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["solve_triangular", "cholesky", "cho_factor", "cho_solve", "lu_factor", "lu_solve", "expm", "det", "inv",
-           "triangle", "trans_op", "other_trans", "unit_lower", "lu_permute", "lu_permute_bar",
+           "solve_sylvester", "solve_banded", "sqrtm", "banded_dense", "banded_pack", "triangle", "trans_op",
+           "other_trans", "unit_lower", "lu_permute", "lu_permute_bar",
            "frechet_block", "upper_right", "block_diagonal_sum"]
 
 
@@ -84,7 +85,54 @@ def inv(a, overwrite_a=False, check_finite=True):
     return _scipy_linalg().inv(_float(a))
 
 
+def solve_sylvester(a, b, q):
+    return _scipy_linalg().solve_sylvester(_float(a), _float(b), _float(q))
+
+
+def solve_banded(l_and_u, ab, b, overwrite_ab=False, overwrite_b=False, check_finite=True):
+    return _scipy_linalg().solve_banded(l_and_u, _float(ab), _float(b))
+
+
+def sqrtm(A):
+    """The principal square root; SciPy's result is complex where A has one of its eigenvalues
+    on the negative real axis, and so there is no real derivative: a ValueError here."""
+    root = _scipy_linalg().sqrtm(_float(A))
+    if np.iscomplexobj(root):
+        if np.any(np.imag(root) != 0.0):
+            raise ValueError("s2s: scipy.linalg.sqrtm of this matrix is complex (an eigenvalue on the negative real "
+                             "axis), and s2s differentiates real programs: pass a matrix whose principal square "
+                             "root is real (a positive definite one, for instance)")
+        root = np.real(root)
+    return root
+
+
 # ---- the helpers of their rules ----------------------------------------------------------------
+
+
+def banded_dense(l_and_u, ab):
+    """The matrix that solve_banded's ab stands for: A[i, j] = ab[u + i - j, j] within the band
+    of l diagonals below and u above, zero outside it (ab's corners are not read). Linear in ab."""
+    lower, upper = l_and_u
+    n = np.shape(ab)[-1]
+    out = np.zeros((n, n), np.result_type(ab, 0.0))
+    for j in range(n):
+        for i in range(max(0, j - upper), min(n, j + lower + 1)):
+            out[i, j] = ab[upper + i - j, j]
+    return out
+
+
+def banded_pack(m, l_and_u):
+    """The band of the matrix m written as solve_banded's ab (zeros in its corners): banded_dense's
+    adjoint, and its inverse within the band. Linear in m."""
+    lower, upper = l_and_u
+    n = np.shape(m)[-1]
+    out = np.zeros((lower + upper + 1, n), np.result_type(m, 0.0))
+    for j in range(n):
+        for i in range(max(0, j - upper), min(n, j + lower + 1)):
+            out[upper + i - j, j] = m[i, j]
+    return out
+
+
 
 
 def triangle(x, lower, unit_diagonal=False):

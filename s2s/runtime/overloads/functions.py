@@ -507,14 +507,16 @@ def _signal_convolve_adjoint(g, in1, in2, shaped: str, other: str):
     i = [f"i{k}" for k in range(d)]
     j = [f"j{k}" for k in range(d)]
     lines = ["def impl(g, in1, in2, mode='full'):",
-             f"    full = np.zeros(({''.join(f'in1.shape[{k}] + in2.shape[{k}] - 1, ' for k in range(d))}), np.float64)",
+             f"    full = np.zeros(({''.join(f'in1.shape[{k}] + in2.shape[{k}] - 1, ' for k in range(d))}), "
+             "np.float64)",
              "    full[" + ", ".join(f"(full.shape[{k}] - g.shape[{k}]) // 2:(full.shape[{k}] - g.shape[{k}]) // 2 "
                                      f"+ g.shape[{k}]" for k in range(d)) + "] = g",
              f"    r = np.zeros({shaped}.shape, np.float64)"]
     lines += _loops(i, [f"{shaped}.shape[{k}]" for k in range(d)],
                     ["total = 0.0"]
                     + _loops(j, [f"{other}.shape[{k}]" for k in range(d)],
-                             [f"total += full[{', '.join(f'{a} + {b}' for a, b in zip(i, j))}] * {other}[{', '.join(j)}]"],
+                             [f"total += full[{', '.join(f'{a} + {b}' for a, b in zip(i, j))}] "
+                              f"* {other}[{', '.join(j)}]"],
                              0)
                     + [f"r[{', '.join(i)}] = total"])
     return _compile("\n".join(lines + ["    return r"]) + "\n", "impl")

@@ -2,8 +2,11 @@
 is batched by s2s.vmap, example by example). Numba has np.linalg.cholesky and np.linalg.solve;
 the rest is written here from the textbook algorithms: triangular solves by substitution, LU by
 Gaussian elimination with partial pivoting (LAPACK's getrf: the largest entry of the column,
-the first of equal ones), and expm by scaling and squaring with the [13/13] Pade approximant
-(Higham 2005, "The scaling and squaring method for the matrix exponential revisited")."""
+the first of equal ones), expm by scaling and squaring with the [13/13] Pade approximant
+(Higham 2005, "The scaling and squaring method for the matrix exponential revisited"), a
+Sylvester equation as the linear system of its Kronecker form (of the small matrices a loss
+holds: n^2 unknowns), and sqrtm by the Denman-Beavers iteration with determinant scaling
+(Higham, Functions of Matrices, 6.3: the principal root, where SciPy's is real)."""
 
 from __future__ import annotations
 
@@ -262,7 +265,101 @@ def _expm_numba(A):
     return impl
 
 
+@overload(rt.solve_banded)
+def _solve_banded(l_and_u, ab, b, overwrite_ab=False, overwrite_b=False, check_finite=True):
+    _matrix("solve_banded", ab)
+    _operand("solve_banded", b)
+    dtype = _float_dtype(ab, b)
+
+    def impl(l_and_u, ab, b, overwrite_ab=False, overwrite_b=False, check_finite=True):
+        if ab.shape[0] != l_and_u[0] + l_and_u[1] + 1:
+            raise ValueError("invalid values for the number of lower and upper diagonals")
+        dense = np.ascontiguousarray(rt.banded_dense(l_and_u, np.asarray(ab, dtype)))
+        return np.linalg.solve(dense, np.ascontiguousarray(np.asarray(b, dtype)))
+    return impl
+
+
+@overload(rt.solve_sylvester)
+def _solve_sylvester(a, b, q):
+    for name, operand in (("a", a), ("b", b), ("q", q)):
+        _matrix(f"solve_sylvester's {name}", operand)
+    dtype = _float_dtype(a, b, q)
+
+    def impl(a, b, q):
+        # a x + x b = q, x row by row: (a kron I + I kron b.T) x.ravel() = q.ravel()
+        m, n = q.shape
+        if a.shape != (m, m) or b.shape != (n, n):
+            raise ValueError("scipy.linalg.solve_sylvester takes a (m, m), b (n, n) and q (m, n)")
+        system = np.kron(np.ascontiguousarray(np.asarray(a, dtype)), np.eye(n, dtype=dtype)) \
+            + np.kron(np.eye(m, dtype=dtype), np.ascontiguousarray(np.asarray(b, dtype).T))
+        rhs = np.ascontiguousarray(np.asarray(q, dtype)).reshape(m * n)
+        return np.linalg.solve(system, rhs).reshape((m, n))
+    return impl
+
+
+@overload(rt.sqrtm)
+def _sqrtm(A):
+    _matrix("sqrtm", A)
+    dtype = _float_dtype(A)
+
+    def impl(A):
+        n = A.shape[0]
+        if A.shape[1] != n:
+            raise ValueError("scipy.linalg.sqrtm takes a square matrix")
+        y = np.ascontiguousarray(np.asarray(A, np.float64))
+        z = np.eye(n)
+        for _ in range(100):
+            # Denman-Beavers, scaled by |det y det z|^(-1/2n) (-> 1 as it converges)
+            scale = np.abs(np.linalg.det(y) * np.linalg.det(z)) ** (-0.5 / n)
+            y_next = 0.5 * (scale * y + np.linalg.inv(z) / scale)
+            z_next = 0.5 * (scale * z + np.linalg.inv(y) / scale)
+            change = np.max(np.abs(y_next - y))
+            y, z = y_next, z_next
+            if change <= 1e-15 * np.max(np.abs(y)):
+                break
+        if not np.all(np.isfinite(y)) or np.max(np.abs(y @ y - A)) > 1e-8 * max(np.max(np.abs(A)), 1.0):
+            raise ValueError("s2s: scipy.linalg.sqrtm of this matrix is not real (or the iteration did not "
+                             "converge): pass a matrix whose principal square root is real (a positive "
+                             "definite one, for instance)")
+        return y.astype(dtype)
+    return impl
+
+
 # ---- the helpers of the rules ------------------------------------------------------------------
+
+
+@overload(rt.banded_dense)
+def _banded_dense(l_and_u, ab):
+    _matrix("solve_banded's derivative (runtime.banded_dense)", ab)
+    dtype = _float_dtype(ab)
+
+    def impl(l_and_u, ab):
+        lower, upper = l_and_u
+        n = ab.shape[1]
+        out = np.zeros((n, n), dtype)
+        for j in range(n):
+            for i in range(max(0, j - upper), min(n, j + lower + 1)):
+                out[i, j] = ab[upper + i - j, j]
+        return out
+    return impl
+
+
+@overload(rt.banded_pack)
+def _banded_pack(m, l_and_u):
+    _matrix("solve_banded's derivative (runtime.banded_pack)", m)
+    dtype = _float_dtype(m)
+
+    def impl(m, l_and_u):
+        lower, upper = l_and_u
+        n = m.shape[1]
+        out = np.zeros((lower + upper + 1, n), dtype)
+        for j in range(n):
+            for i in range(max(0, j - upper), min(n, j + lower + 1)):
+                out[upper + i - j, j] = m[i, j]
+        return out
+    return impl
+
+
 
 
 @overload(rt.triangle)
