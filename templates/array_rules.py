@@ -827,6 +827,17 @@ def eig(y, a):
     a_bar += np.linalg.solve(v_t, c @ v_t)
 
 
+@rule(np.linalg.eigvals, runtime.linalg_eigvals)
+@primitive(np.linalg.eigvals, numba=runtime.linalg_eigvals, numba_always=True)
+def eigvals(y, a):
+    """eig's eigenvalues alone: w_dot = diag(V^-1 a_dot V), a_bar = V^-T diag(w_bar) V.T. Where the
+    eigenvalues are complex so is V, and real_eigenvalues refuses the derivative (under Numba,
+    runtime.linalg_eig refuses first)."""
+    v = np.linalg.eig(a)[1]
+    y_dot = real_eigenvalues(matrix_diagonal(np.linalg.solve(v, a_dot @ v)))
+    a_bar += real_eigenvalues(np.linalg.solve(np.swapaxes(v, -1, -2), diagonal_matrix(y_bar) @ np.swapaxes(v, -1, -2)))
+
+
 @rule(np.linalg.qr, options=qr_options)
 def qr(y, a, mode="reduced"):
     """y = (Q, R) of a matrix with at least as many rows as columns and of full rank (R invertible;

@@ -195,6 +195,8 @@ EXAMPLES = {
     np.linalg.eig: ("A", "np.linalg.eig(A + A.T)[0] + np.sum(np.linalg.eig(A @ A.T)[1] ** 2 * A, axis=0)"),
     runtime.linalg_eig: ("A", "runtime.linalg_eig(np.triu(A) + np.diag(np.arange(3.0)))[0] "
                               "+ runtime.linalg_eig(A + A.T)[1][0] ** 2"),
+    runtime.linalg_eigvals: ("A", "runtime.linalg_eigvals(np.triu(A) + np.diag(np.arange(3.0))) * 2.0"),
+    np.linalg.eigvals: ("A", "np.linalg.eigvals(np.triu(A) + np.diag(np.arange(3.0))) * np.linalg.eigvals(A @ A.T)"),
     runtime.real_eigenvalues: ("x", "runtime.real_eigenvalues(x * x)"),
     np.linalg.qr: ("A", "np.linalg.qr(A)[0] + np.linalg.qr(A)[1] * 2.0"),
     np.linalg.pinv: ("A", "np.linalg.pinv(A[:, :2]) @ A"),

@@ -121,6 +121,10 @@ def eig_loss(e):
     return np.sum(w * np.arange(1.0, 4.0)) + np.sum(v**2 * W) + np.sum(np.abs(again[1]) * W) + np.sum(again[0] ** 2)
 
 
+def eigvals_loss(e):
+    return np.sum(np.linalg.eigvals(e) * np.arange(1.0, 4.0)) + np.sum(np.linalg.eigvals(e @ e.T) ** 2)
+
+
 def eig_of_triangular(x):
     """The eigenvalues of a triangular matrix are its diagonal, in order."""
     w, v = np.linalg.eig(np.triu(x) + np.diag(np.arange(3.0)))
@@ -150,6 +154,7 @@ CASES = {
     "eigh": (eigh_loss, (S,)),
     "eigvalsh": (eigvalsh_loss, (S,)),
     "eig": (eig_loss, (E,)),
+    "eigvals": (eigvals_loss, (E,)),
     "eigh_upper": (eigh_upper_loss, (X,)),
     "eig_of_triangular": (eig_of_triangular, (X,)),
     "qr": (qr_loss, (TALL,)),
@@ -385,6 +390,8 @@ def test_eig_with_complex_eigenvalues_is_refused_when_it_runs(transform):
     with pytest.raises(s2s.S2SError, match=r"test_linalg_rules.py:\d+:\d+: np.linalg.eig's eigenvalues are complex "
                                            r"here, and s2s differentiates real programs"):
         transform(eig_loss)(rotation)
+    with pytest.raises(s2s.S2SError, match=r"test_linalg_rules.py:\d+:\d+: np.linalg.eig's eigenvalues are complex "):
+        transform(eigvals_loss)(rotation)
     np.testing.assert_allclose(transform(eig_loss)(E), _fd(eig_loss, (E,)), rtol=1e-6, atol=1e-6)
 
 

@@ -13,7 +13,7 @@ import numpy as np
 __all__ = ["tensordot", "tensordot_bar_a", "tensordot_bar_b", "kron", "kron_bar_a", "kron_bar_b", "lower_half",
            "lower_symmetric", "lower_symmetric_bar", "matrix_diagonal", "diagonal_matrix", "eigen_quotient",
            "pair_differences", "strict_lower", "qr_inner_bar", "qr_options", "right_solve", "svd_options", "linalg_svd",
-           "lstsq_dot", "lstsq_residuals_dot", "lstsq_bar_a", "lstsq_bar_b", "linalg_lstsq", "linalg_eig",
+           "lstsq_dot", "lstsq_residuals_dot", "lstsq_bar_a", "lstsq_bar_b", "linalg_lstsq", "linalg_eig", "linalg_eigvals",
            "real_eigenvalues", "singular_values", "linalg_eigh", "linalg_eigvalsh"]
 
 
@@ -160,6 +160,11 @@ def linalg_eig(a):
     """np.linalg.eig, which generated code calls under Numba (a refusal of complex eigenvalues that
     names s2s, not Numba's domain error)."""
     return np.linalg.eig(a)
+
+
+def linalg_eigvals(a):
+    """np.linalg.eigvals, which generated code calls under Numba (as linalg_eig)."""
+    return np.linalg.eigvals(a)
 
 
 def real_eigenvalues(w):

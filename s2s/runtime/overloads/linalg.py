@@ -439,6 +439,21 @@ def _linalg_eig(a):
     return impl
 
 
+@overload(rt.linalg_eigvals)
+def _linalg_eigvals(a):
+    if _nd(a) != 2:
+        raise TypingError("s2s: under s2s.jit, np.linalg.eigvals takes a matrix: Numba's np.linalg takes no stack of "
+                          "matrices")
+    message = rt.linalg.EIG_COMPLEX
+
+    def impl(a):
+        w = np.linalg.eigvals(a.astype(np.complex128))  # (Numba's eigvals raises its own error where they are complex)
+        if np.any(w.imag != 0.0):
+            raise ValueError(message)
+        return w.real.copy()
+    return impl
+
+
 @overload(rt.real_eigenvalues)
 def _real_eigenvalues(w):
     return lambda w: w  # (real: rt.linalg_eig refused complex ones)
