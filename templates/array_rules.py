@@ -1247,6 +1247,8 @@ DECLARATIONS = [
     primitive(np.zeros_like, kernel_local=("0", "like")),
     primitive(np.ones_like, kernel_local=("1", "like")),
     primitive(np.empty_like, kernel_local=(None, "like")),
+    # The zero adjoint of np.split's pieces (reverse mode's, a list of arrays under Numba too).
+    nondifferentiable(runtime.split_zeros, pure=True, fresh=True, reads_shape_of=(0,)),
     nondifferentiable(np.shape, pure=True, reads_shape_of=(0,), batching="example_shape"),
     nondifferentiable(np.broadcast_shapes, pure=True),
     nondifferentiable(np.ndim, np.size, reads_shape_of=(0,)),

@@ -753,22 +753,13 @@ def test_split_family_matches_finite_differences(name):
     check_grads(fn, args, order=2)
 
 
-@pytest.mark.parametrize("name", ["unpacked", "axes", "hvd", "variable_sections"])
+@pytest.mark.parametrize("name", ["unpacked", "axes", "hvd", "variable_sections", "indices", "uneven"])
 def test_split_family_under_jit(name):
-    """Unpacked pieces (a tuple of adjoints), and a list of pieces of one shape (its adjoint has a
-    row per piece), however many pieces there are: the count may be known only as it runs."""
+    """Unpacked pieces (a tuple of adjoints), and an indexed list of pieces, of one shape or of
+    different shapes (its adjoint a list of arrays, one per piece: runtime.split_zeros), however
+    many pieces there are: the count may be known only as it runs."""
     fn, args = SPLIT_CASES[name]
     check_grads(fn, args, order=1, backend="cpu")
-
-
-@pytest.mark.parametrize("name", ["indices", "uneven"])
-def test_a_list_of_pieces_of_different_shapes_is_refused_under_jit(name):
-    """Under s2s.jit, a list whose items differ in shape has no adjoint Numba can hold (its rows
-    would differ in length); forward mode and the python backend take it."""
-    fn, args = SPLIT_CASES[name]
-    check_grads(fn, args, order=1, modes=("fwd",), backend="cpu")
-    with pytest.raises(s2s.S2SError, match="list of arrays of different shapes.*backend='python'"):
-        s2s.jit(s2s.grad(fn))(*args)
 
 
 # ---- np.einsum: '...', three or more operands, repeated indices, the interleaved form -----

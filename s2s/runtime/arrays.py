@@ -215,6 +215,13 @@ def stack_bar(g, xs, axis=0):
     return tuple(np.take(g, k, axis=axis) for k in range(len(xs)))
 
 
+def split_zeros(parts):
+    """The zero adjoint of np.split's pieces (of np.array_split, hsplit, vsplit, dsplit too): one
+    array of zeros per piece, a list. Under Numba too a list of arrays, which pieces of different
+    shapes need (another list of arrays has an array with a row per item for its adjoint)."""
+    return AdjointList(np.zeros(np.shape(p), np.result_type(p, 0.0)) for p in parts)
+
+
 def split_bar(parts, x, axis=0):
     """Adjoint of np.split(x, ..., axis) in x (and of np.array_split, np.vsplit, axis 0, and
     np.dsplit, axis 2): the pieces' adjoints joined back along the axis, which is x's shape

@@ -273,6 +273,20 @@ def _concatenate_bar(g, xs, axis=0):
     return _compile("def impl(g, xs, axis=0):\n" + _along_axis(g, body), "impl")
 
 
+@overload(rt.split_zeros)
+def _split_zeros(parts):
+    if not (isinstance(parts, (types.List, types.ListType)) and isinstance(parts.dtype, types.Array)):
+        raise TypingError("s2s: runtime.split_zeros takes the list of arrays np.split gives")
+    dtype = parts.dtype.dtype if isinstance(parts.dtype.dtype, types.Float) else types.float64
+
+    def impl(parts):
+        zeros = [np.zeros(parts[0].shape, dtype) for _ in range(0)]  # (typed by its items, made empty)
+        for k in range(len(parts)):
+            zeros.append(np.zeros(parts[k].shape, dtype))
+        return zeros
+    return impl
+
+
 @overload(rt.split_bar)
 def _split_bar(parts, x, axis=0):
     # Each piece's adjoint is copied into its place along the axis; the pieces are a list (np.split's

@@ -391,6 +391,13 @@ def _add_at(c, key, value):
             rt.index_add(c, key, value)  # (repeated entries of an index array accumulate)
             return c
         return impl
+    if isinstance(c, types.List) and isinstance(c.dtype, types.Array) and isinstance(key, types.Integer):
+        # np.split's pieces (runtime.split_zeros): item key is an array of its own, added into
+        def into_item(c, key, value):
+            item = c[key]
+            item += value
+            return c
+        return into_item
     if isinstance(c, types.Number) and (isinstance(key, types.EllipsisType)
                                         or isinstance(key, types.BaseTuple) and len(key) == 0):
         return lambda c, key, value: c + value  # x[()] or x[...] of a 0-d array: its adjoint is a number

@@ -9,6 +9,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+import numpy as np
+
 from ...ir import nodes as ir
 from ...codegen.emit import assign, name, runtime_call
 from ...errors import S2SError
@@ -16,6 +18,8 @@ from ...frontend.source import is_user_function, returns_tuple_displays
 from ..rule_helpers import simplify
 from .instances import _returns_tuple
 from .planning import Need
+
+_SPLITS = (np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit)
 
 
 @dataclass
@@ -164,6 +168,8 @@ class ReverseSweeper:
                 value = runtime_call("zeros_shaped", runtime_call("top_shape", name(tape), name(popped)), name(var))
             elif shape is not None and shape != var:
                 value = runtime_call("zeros_shaped", name(shape), name(var))
+            elif self.split_pieces(var):
+                value = runtime_call("split_zeros", name(var))
             else:
                 value = runtime_call("zeros_like", name(var))
             flag = self.plan.bound_flags.get(var)
@@ -174,6 +180,15 @@ class ReverseSweeper:
             self.pending.discard(var)
             self.pending_shape.pop(var, None)
             self.pending_earlier_shape.pop(var, None)
+
+    def split_pieces(self, var: str) -> bool:
+        """Does var hold np.split's list of pieces (array_split's, hsplit's...) wherever it is
+        bound? Its adjoint is then a list of arrays of the pieces' shapes (runtime.split_zeros),
+        not the array with a row per item that another list of arrays has under Numba: pieces
+        may differ in shape."""
+        defs = self.an.defs.get(var, [])
+        return bool(defs) and all(isinstance(d, ir.Assign) and d.targets == (var,) and isinstance(d.value, ir.Call)
+                                  and d.value.fn in _SPLITS for d in defs)
 
     def reverse_stmt(self, stmt) -> list:
         taped = self.tapes.at[id(stmt)]
