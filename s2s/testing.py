@@ -13,6 +13,7 @@ from .errors import S2SError
 from .doors.api import grad
 from .doors.core import ForwardTransformed, Transformed, call_bound, jit, refuse_star_args
 from .doors.jacobians import hessian
+from .frontend import static_values
 
 
 def _float_tree_like(tree: Any, rng: np.random.Generator) -> Any:
@@ -76,6 +77,9 @@ def check_grads(fun: Callable, args: Sequence[Any], order: int = 1, modes: Seque
     argnums = tuple(argnums)
     rng = np.random.default_rng(seed)
     direction = {k: _float_tree_like(args[k], rng) for k in argnums}
+    # The code checked is the code s2s.grad and s2s.jvp run for this call: a copy of fun that carries
+    # its static values and, where fun tests types (`if isinstance(x, dict):`), its arguments' types.
+    fun = static_values.specialised(fun, tuple(Transformed(fun, "vjp", argnums)._bind(tuple(args), {}, argnums)))
 
     def shifted(step: float):
         moved = list(args)

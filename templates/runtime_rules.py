@@ -532,7 +532,7 @@ DECLARATIONS = [
     # Where a try leaves its body: a number the branches after it test (frontend/try_statements.py).
     nondifferentiable(runtime.try_outcome, integer="always"),
     nondifferentiable(runtime.zeros_shaped, runtime.ones_like, runtime.shape, runtime.clip_inside, runtime.range_len,
-                      runtime.dict_keys, runtime.shares_memory, pure=True),
+                      runtime.dict_keys, runtime.has_key, runtime.shares_memory, pure=True),
     # sum(xs) starts from it: 0 (zeros of the items' shape under Numba), whatever xs holds.
     nondifferentiable(runtime.sum_start, pure=True, fresh=True),
     # `for k in d:` goes over loop_keys(d): d itself where d is not a dict (so a view of it).

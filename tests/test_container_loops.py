@@ -312,6 +312,70 @@ def test_jvp_of_grad_of_dict_loop():  # (forward over reverse is right: a refere
     np.testing.assert_allclose([hv["z"], hv["a"]], [1.0, 0.0], atol=1e-9)
 
 
+# ---- a loop over a dict's keys in sorted order: sorted(d), sorted(d.items()), sorted(d.keys()) -----
+# (the keys sorted, whatever the dict's order; under s2s.jit written out for the call's keys, sorted)
+
+
+def sorted_keys_weighted(d):
+    A = 0.0
+    for i, k in enumerate(sorted(d)):
+        A = A + np.sum(np.sin(d[k])) * (i + 1.0)
+    return A
+
+
+def sorted_items_weighted(d):
+    t = 0.0
+    for i, (k, v) in enumerate(sorted(d.items())):
+        t = t + np.sum(v ** 2) * (i + 1.0)
+    return t
+
+
+def sorted_keys_view(d):
+    t = 0.0
+    for k in sorted(d.keys()):
+        t = t * 2.0 + np.sum(np.cos(d[k]))
+    return t
+
+
+def squares_over_items(d):
+    t = 0.0
+    for k, v in d.items():
+        t = t + np.sum(v ** 2)
+    return t
+
+
+def _unsorted_dict():  # (insertion order is not sorted order: a loop in the wrong order gives other numbers)
+    return {"item_X": np.array([0.3, -0.4, 1.2, 0.1]), "item_1": np.array([0.5, 1.5, -2.0]),
+            "item_2": np.array([[0.2, 0.4], [-0.6, 0.9]])}
+
+
+def _grad_by_differences(fun, d):
+    return {k: central_difference_grad(lambda v, k=k: fun({**d, k: v}), (d[k],), 0) for k in d}
+
+
+@pytest.mark.parametrize("fun", [sorted_keys_weighted, sorted_items_weighted, sorted_keys_view, squares_over_items])
+def test_a_loop_over_a_dicts_keys_in_sorted_order(fun):
+    d = _unsorted_dict()
+    got = s2s.grad(fun)(d)
+    want = _grad_by_differences(fun, d)
+    assert sorted(got) == sorted(d)
+    for k in d:
+        np.testing.assert_allclose(got[k], want[k], rtol=1e-7, atol=1e-8)
+    check_grads(fun, (d,), modes=("fwd",))
+
+
+def test_a_loop_over_a_dicts_sorted_keys_under_jit():
+    """Written out for the call's keys in sorted order (sorted of the dict is a list Numba cannot make)."""
+    d = _unsorted_dict()
+    jitted = s2s.jit(s2s.grad(sorted_keys_weighted))
+    got = jitted(d)
+    want = _grad_by_differences(sorted_keys_weighted, d)
+    for k in d:
+        np.testing.assert_allclose(got[k], want[k], rtol=1e-7, atol=1e-8)
+    assert "sorted(" not in jitted.source and "runtime.loop_keys" not in jitted.source
+    assert jitted.source.index('d["item_1"]') < jitted.source.index('d["item_2"]') < jitted.source.index('d["item_X"]')
+
+
 # ---- enumerate and zip of a dict -----------------------------------------------------------------
 # `for i, k in enumerate(d)` goes over the keys, as `for k in d` does (not d[0], d[1], ...). Under
 # s2s.jit a loop over a dict display is written out key by key; over one that the loop writes into,

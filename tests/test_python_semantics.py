@@ -489,3 +489,128 @@ def test_a_swap_of_rows_duplicates_as_numpy_does():
     assert s2s.jit(swap_rows)(x) == pytest.approx(np.sum((np.array([1.0, 2.0]) + [5.0, 6.0]) * x[4:] * x[2:4])
                                                   + np.sum(np.array([3.0, 4.0]) * x[2:4] ** 2))
     np.testing.assert_allclose(s2s.grad(swap_rows)(x), central_differences(swap_rows, x), rtol=1e-6, atol=1e-6)
+
+
+# ---- a dict's .get at a constant key, dict(a=x, b=y), and isinstance of a container argument ----
+# d.get("w", default) reads d["w"] where the dict holds it, else the default (code generated for a
+# call whose keys are known takes the one branch); isinstance(d, dict), (list), (tuple) of an
+# argument is decided by the call's argument, as JAX's trace decides it.
+
+
+def reads_with_get(d):
+    a = d.get("item_1")
+    b = d.get("item_Y", 2.0)
+    c = d.get("item_2", 5.0)
+    return np.sum(a * b) + np.sum(np.sin(c))
+
+
+def get_of_a_dict_built_by_keywords(x, y):
+    d = dict(a=x, b=2 * y)
+    e = {"c": x * y}
+    return np.sum(d.get("a") * d.get("z", 3.0) + d.get("b", 1.0) * e.get("c"))
+
+
+def branches_on_a_containers_type(x, w):
+    if isinstance(x, dict):
+        s = np.sum(x["item_1"] * w)
+    elif isinstance(x, (list, tuple)):
+        s = np.sum(x[0] ** 2 * w)
+    else:
+        s = np.sum(x * w)
+    is_tuple = isinstance(x, tuple)
+    return s * (3.0 if is_tuple else 1.0)
+
+
+def _differences(fun, args, k):
+    """The gradient of fun with respect to args[k], an array or a dict of arrays or a list of them."""
+    if isinstance(args[k], dict):
+        return {key: _differences(lambda v, key=key: fun(*args[:k], {**args[k], key: v}, *args[k + 1:]),
+                                  [args[k][key]], 0) for key in args[k]}
+    if isinstance(args[k], (list, tuple)):
+        items = list(args[k])
+        return type(args[k])(_differences(lambda v, j=j: fun(*args[:k], type(args[k])(items[:j] + [v] + items[j + 1:]),
+                                                              *args[k + 1:]), [items[j]], 0) for j in range(len(items)))
+    return central_differences(lambda v: fun(*args[:k], v, *args[k + 1:]), args[k])
+
+
+def _assert_close_tree(got, want):
+    assert type(got) is type(want) or isinstance(got, np.ndarray)
+    if isinstance(want, dict):
+        assert sorted(got) == sorted(want)
+        for key in want:
+            _assert_close_tree(got[key], want[key])
+    elif isinstance(want, (list, tuple)):
+        for a, b in zip(got, want):
+            _assert_close_tree(a, b)
+    else:
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+
+
+GET_DICT = {"item_1": np.array([0.5, 1.5, -2.0]), "item_2": np.array([[0.2, 0.4], [-0.6, 0.9]]),
+            "item_X": np.array([0.3, -0.4])}
+
+
+@pytest.mark.parametrize("fun, args", [
+    (reads_with_get, (GET_DICT,)),
+    (get_of_a_dict_built_by_keywords, (X, X[::-1] * 0.5)),
+    (branches_on_a_containers_type, ({"item_1": X, "b": X}, X[::-1])),
+    (branches_on_a_containers_type, ([X, X * 2.0], X[::-1])),
+    (branches_on_a_containers_type, ((X, X * 2.0), X[::-1])),
+    (branches_on_a_containers_type, (X, X[::-1])),
+], ids=["get", "dict_keywords", "isinstance_dict", "isinstance_list", "isinstance_tuple", "isinstance_array"])
+def test_dict_get_dict_keywords_and_isinstance_of_containers(fun, args):
+    from s2s.testing import check_grads
+
+    for k in range(len(args)):
+        _assert_close_tree(s2s.grad(fun, argnums=k)(*args), _differences(fun, args, k))
+    check_grads(fun, args, modes=("fwd", "rev"))
+
+
+def gets_and_keywords(d, x):
+    a = d.get("item_1")
+    b = d.get("item_Y", 2.0)
+    e = dict(u=x, v=d.get("item_X", x) * 2.0)
+    return np.sum(a * b) + np.sum(e.get("u") * e["v"]) + np.sum(e.get("w", 1.5))
+
+
+def test_dict_get_and_dict_keywords_under_jit():
+    """The call's keys decide .get: d["item_1"] read, the default taken for the missing key, no test
+    left in the code (in a function the jitted one calls, the dict's keys are not known: a missing
+    key is refused there by Numba's typing, at the user's line)."""
+    args = (GET_DICT, X[:2])
+    jitted = s2s.jit(s2s.grad(gets_and_keywords, argnums=(0, 1)))
+    got = jitted(*args)
+    _assert_close_tree(got[0], _differences(gets_and_keywords, args, 0))
+    _assert_close_tree(got[1], _differences(gets_and_keywords, args, 1))
+    assert "has_key" not in jitted.source and 'd["item_Y"]' not in jitted.source
+
+
+def get_at_a_key_known_when_it_runs(d):
+    s = 0.0
+    for k in d:
+        s = s + np.sum(d.get(k, 0.0))
+    return s
+
+
+def dict_of_pairs(x):
+    d = dict(zip(("a", "b"), (x, x)))
+    return np.sum(d["a"])
+
+
+def isinstance_of_a_local(x):
+    y = {"a": x}
+    if isinstance(y, dict):
+        return np.sum(y["a"] ** 2)
+    return np.sum(x)
+
+
+@pytest.mark.parametrize("fun, text, message", [
+    (get_at_a_key_known_when_it_runs, "d.get(k", r"\.get\(\) of a dict is supported at a constant key"),
+    (dict_of_pairs, "dict(zip", r"dict\(\.\.\.\) is supported in its keyword form alone"),
+    (isinstance_of_a_local, "isinstance(y", r"decided when the code is generated.*not a parameter"),
+], ids=["get_variable_key", "dict_of_pairs", "isinstance_of_a_local"])
+def test_dict_idioms_s2s_cannot_decide_are_refused_at_the_users_line(fun, text, message):
+    args = ({"a": X},) if fun is get_at_a_key_known_when_it_runs else (X,)
+    with pytest.raises(s2s.S2SError, match=message) as info:
+        s2s.grad(fun)(*args)
+    assert at(fun, text) in str(info.value)

@@ -652,7 +652,8 @@ class Primal(StaticSiblings):
         return compiled(*args)
 
 
-_LOOPS_OVER_KEYS = ("runtime.dict_keys(", "runtime.loop_keys(")
+# (and d.get("w", default), which code generated for the call reads at the key, or not at all)
+_LOOPS_OVER_KEYS = ("runtime.dict_keys(", "runtime.loop_keys(", "runtime.has_key(")
 
 
 def _items_to_write_out(args, source: str) -> bool:

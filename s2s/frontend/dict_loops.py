@@ -7,7 +7,9 @@ loop over runtime.dict_keys(d)) has no compiled form. Where the keys are known, 
 display that nothing writes into, or from the argument of the call s2s.jit generates a
 gradient for (its keys in the dict's order, as the loop goes over them), the loop becomes one
 copy of its body per key, each reading d at its key as a constant. Loops with a break or a
-continue are left as they are (Numba's refusal names them).
+continue are left as they are (Numba's refusal names them). A loop over sorted(d) (or
+sorted(d.items())) goes over the keys sorted; d.get("w", default)'s test of such a dict
+(runtime.has_key) is answered, and only the branch taken is kept.
 
 A tuple of items of one type (layers: 2-d arrays of different shapes) is read at an index known
 at run time; one of items of different types (a matrix and a vector) only at constant indices,
@@ -23,7 +25,7 @@ import dataclasses
 
 from .. import runtime
 from ..ir import nodes as ir
-from .known_arguments import _written
+from .known_arguments import _written, fold_known_branches
 
 
 def unroll_dict_loops(function: ir.Function, facts: dict | None = None) -> None:
@@ -49,7 +51,23 @@ def unroll_dict_loops(function: ir.Function, facts: dict | None = None) -> None:
             known[name] = keys[0]
     if not (known or items):
         return
+    if _answer_key_tests(function.body, known):
+        fold_known_branches(function)  # (d.get("w", default): the branch that reads d["w"], or the default)
     function.body = _unrolled(function.body, known, function, items)
+
+
+def _answer_key_tests(body: list, known: dict) -> bool:
+    """Write in the answers of runtime.has_key(d, "w") (d.get's test) of the dicts of known keys.
+    Was any written?"""
+    answered = False
+    for block in [body, *(b for stmt in _statements(body) for b in _blocks(stmt))]:
+        for k, stmt in enumerate(block):
+            value = stmt.value if isinstance(stmt, ir.Assign) and len(stmt.targets) == 1 else None
+            if isinstance(value, ir.Call) and value.fn is runtime.has_key and isinstance(value.args[0], ir.Name) \
+                    and value.args[0].id in known and isinstance(value.args[1], ir.Const):
+                block[k] = dataclasses.replace(stmt, value=ir.Const(value.args[1].value in known[value.args[0].id]))
+                answered = True
+    return answered
 
 
 def _statements(body: list):
@@ -85,6 +103,7 @@ def _unrolled(body: list, known: dict, function: ir.Function, items: dict) -> li
     are followed from it. items: tuple variable -> its length, whose loops over `len(_seq)` are
     written out too."""
     aliases, keys_of, lengths = {}, {}, {}
+    ordered: set = set()  # the aliases that hold a dict's keys sorted (`_t1 = sorted(d)`), a list of them
     slices: dict = {}  # a tuple's slice at constant bounds -> (the tuple, the indices it keeps)
     out = []
     for stmt in body:
@@ -92,6 +111,17 @@ def _unrolled(body: list, known: dict, function: ir.Function, items: dict) -> li
             target, value = stmt.targets[0], stmt.value
             if isinstance(value, ir.Name) and value.id in known and _binds(function.body, target) == 1:
                 aliases[target] = known[value.id]
+            elif isinstance(value, ir.Name) and value.id in ordered and _binds(function.body, target) == 1:
+                aliases[target] = aliases[value.id]  # (`_seq = _t1` of `_t1 = sorted(d)`)
+                ordered.add(target)
+            elif _sorts(value) and isinstance(value.args[0], ir.Name) and _binds(function.body, target) == 1 \
+                    and (value.args[0].id in known or value.args[0].id in aliases):
+                # sorted(d): d's keys in sorted order, which a loop over it goes over as over a dict's
+                aliases[target] = tuple(sorted(aliases.get(value.args[0].id, known.get(value.args[0].id))))
+                ordered.add(target)
+            elif _sorts(value) and isinstance(value.args[0], ir.Name) and value.args[0].id in keys_of \
+                    and _binds(function.body, target) == 1:
+                keys_of[target] = tuple(sorted(keys_of[value.args[0].id]))  # sorted(d.items()): its keys sorted
             elif isinstance(value, ir.Name) and value.id in items and _binds(function.body, target) == 1:
                 items = {**items, target: items[value.id]}
                 if value.id in slices:
@@ -123,10 +153,19 @@ def _unrolled(body: list, known: dict, function: ir.Function, items: dict) -> li
         out.append(stmt)
     # The keys and their count are read by the loops alone: with the loops written out, they go
     # (Numba would type runtime.dict_keys of the dict, which it refuses).
-    used = _loads(out)
-    return [s for s in out if not (isinstance(s, ir.Assign) and len(s.targets) == 1
-                                   and s.targets[0] in (set(keys_of) | set(lengths) | set(slices))
-                                   and s.targets[0] not in used)]
+    # (sorted(...) of a dict, or of its keys, as well: a list of keys that Numba cannot make)
+    removable = set(keys_of) | set(lengths) | set(slices) | ordered
+    while True:
+        used = _loads(out)
+        kept = [s for s in out if not (isinstance(s, ir.Assign) and len(s.targets) == 1
+                                       and s.targets[0] in removable and s.targets[0] not in used)]
+        if len(kept) == len(out):
+            return kept
+        out = kept
+
+
+def _sorts(value) -> bool:
+    return isinstance(value, ir.Call) and value.fn is sorted and len(value.args) == 1 and not value.kwargs
 
 
 def _items_of_slices(body: list, slices: dict) -> list:

@@ -629,6 +629,11 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
             # A dict display in generated code (codegen/numba_routes.py), read again (second order)
             keys, values = (a.value.elements for a in node.args)
             return self.dictionary(cst.Dict([cst.DictElement(k.value, v.value) for k, v in zip(keys, values)]))
+        if callee is builtins.dict:
+            return self.dict_call(node)
+        decided = self.isinstance_call(node) if callee is builtins.isinstance else None
+        if decided is not None:
+            return decided
         if callee is runtime.try_outcome:  # (a try's probe, in generated code read again: second order)
             probe = self.resolver.resolve(node.args[0].value)
             if not getattr(probe, "__s2s_python__", False):
@@ -1151,6 +1156,55 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
         return (static_values.carrying(callee, static, kinds), [passed(a) for a in args],
                 [(k, passed(a)) for k, a in kwargs])
 
+    def dict_call(self, node: cst.Call) -> ir.Atom:
+        """dict(a=x, b=y): the display {"a": x, "b": y} (dict() the empty one)."""
+        if any(a.star or a.keyword is None for a in node.args):
+            raise self.error(node, "dict(...) is supported in its keyword form alone, dict(a=x, b=y)",
+                             "write a dict display, {\"a\": x, \"b\": y}")
+        return self.dictionary(cst.Dict([cst.DictElement(cst.SimpleString(repr(a.keyword.value)), a.value)
+                                         for a in node.args]))
+
+    def isinstance_call(self, node: cst.Call) -> ir.Const | None:
+        """isinstance(x, dict) of a parameter: decided by the type of the call's argument (the code
+        is generated for it, as a JAX trace decides it), as `if` and `assert` decide it; None where
+        the test runs as written."""
+        decided = self.static_decision(node)
+        if decided is not MISSING:
+            return ir.Const(decided)
+        tested = node.args[1].value if len(node.args) == 2 and not any(a.keyword or a.star for a in node.args) else None
+        if tested is not None:
+            try:
+                kind = static_arguments.evaluate(tested, {}, self.static_lookup)
+            except Exception:  # noqa: BLE001 - NotStatic: a type that only runs as written
+                kind = None
+            kinds = kind if isinstance(kind, tuple) else (kind,)
+            if any(k in (dict, list, tuple) for k in kinds):
+                raise self.error(node, "isinstance(..., dict), (..., list) and (..., tuple) are decided when the "
+                                 "code is generated, from the types of the call's arguments: here the object "
+                                 "tested is not a parameter of the function (or the function assigns it)",
+                                 "test a parameter the function does not assign, or keep the test outside")
+        return None
+
+    def dict_get(self, node: cst.Call, receiver: ir.Atom) -> ir.Atom:
+        """d.get("w", default) at a constant key: d["w"] where d holds it, else the default (None
+        where none is given), evaluated first as Python evaluates a call's arguments. Code
+        generated for a call whose dict's keys are known takes the one branch (dict_loops.py)."""
+        if not 1 <= len(node.args) <= 2 or any(a.star or a.keyword for a in node.args):
+            raise self.error(node, ".get() takes a key and an optional default here, d.get(\"w\", default)")
+        key = self.constant_key(node.args[0].value)
+        if key is MISSING:
+            raise self.error(node.args[0], ".get() of a dict is supported at a constant key (d.get(\"w\", 0.0)), "
+                             "not at a key known only when the function runs",
+                             "write the key as a literal, or index the dict: d[k]")
+        default = self.expr(node.args[1].value) if len(node.args) == 2 else ir.Const(None)
+        result = self.names.temp()
+        test = self.assign(ir.Call(runtime.has_key, (receiver, ir.Const(key))))
+        found = self.sub_block(lambda: self.emit(ir.Assign(
+            (result,), ir.Subscript(receiver, ir.Index((ir.Const(key),))), self.origin)))
+        missing = self.sub_block(lambda: self.emit(ir.Assign((result,), default, self.origin)))
+        self.emit(ir.If(test, found, missing, self.origin))
+        return ir.Name(result)
+
     def tuple_of_display(self, node: cst.List) -> ir.Atom:
         """A list display as a tuple, and the list displays among its items too (at any depth)."""
         if any(isinstance(e, cst.StarredElement) for e in node.elements):
@@ -1175,6 +1229,8 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
             if len(node.args) != 1 or node.args[0].keyword or node.args[0].star:
                 raise self.error(node, ".astype() takes one argument, the type, here", "write x.astype(np.float32)")
             return self.cast(node, receiver, self.type_atom(node.args[0].value))
+        if method == "get" and methods().get(method) is None:
+            return self.dict_get(node, receiver)
         args, kwargs = self.arguments(node)
         target = methods().get(method)
         if target is None:

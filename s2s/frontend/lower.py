@@ -1000,7 +1000,8 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering, TryLowe
             if self._calls_zip(inner) and isinstance(item_target, (cst.Tuple, cst.List)):
                 stop, items = self.zipped(inner, item_target, var)  # for i, (a, b) in enumerate(zip(x, y))
                 prologue += items
-            elif _dict_method(inner) is not None:  # for i, (k, v) in enumerate(d.items()), and .keys()
+            elif _dict_method(inner) is not None or self.sorted_dict_view(inner) is not None:
+                # for i, (k, v) in enumerate(d.items()), and .keys(), and sorted(d.items())
                 stop, items = self.dict_loop(inner, item_target, var)
                 prologue += items
             else:
@@ -1014,7 +1015,7 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering, TryLowe
             stop, items = self.zipped(call, target, var)
             prologue += items
             start, step = ir.Const(0), ir.Const(1)
-        elif _dict_method(iterator) is not None:
+        elif _dict_method(iterator) is not None or self.sorted_dict_view(iterator) is not None:
             var = self.names.fresh("_i")
             stop, items = self.dict_loop(iterator, target, var)
             prologue += items
@@ -1032,9 +1033,14 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering, TryLowe
         """for k, v in d.items() / for k in d.keys() / for v in d.values(): over the keys in
         Python's order (insertion), each value read as d[k]: (the number of keys, the prologue
         that binds target's names for the key at position var)."""
+        view = self.sorted_dict_view(iterator)
+        if view is not None:  # sorted(d.items()), sorted(d.keys()): the same, over the keys in sorted order
+            iterator = view
         method = _dict_method(iterator)
         d = self.sequence(self.expr(iterator.func.value))
         keys = self.assign(ir.Call(runtime.dict_keys, (d,)))
+        if view is not None:
+            keys = self.assign(ir.Call(sorted, (keys,)))
         stop = self.assign(ir.Call(len, (keys,)))
         if method == "items":
             key, value = self.target_names(target, 2)
@@ -1046,6 +1052,16 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering, TryLowe
         if value is not None:
             prologue.append((value, ir.Subscript(d, ir.Index((ir.Name(key),)))))
         return stop, prologue
+
+    def sorted_dict_view(self, node: cst.BaseExpression) -> cst.Call | None:
+        """d.items() (or d.keys()) where node is sorted(d.items()): a loop over the (key, value)
+        pairs in the keys' order (a dict's keys differ, so its values are never compared)."""
+        if not (isinstance(node, cst.Call) and len(node.args) == 1 and node.args[0].keyword is None
+                and not node.args[0].star and _dict_method(node.args[0].value) in ("items", "keys")):
+            return None
+        if isinstance(node.func, cst.Name) and node.func.value in self.locals:
+            return None
+        return node.args[0].value if self.resolver.resolve(node.func) is builtins.sorted else None
 
     def keys_or_items(self, seq: ir.Atom, iterator: cst.BaseExpression, target: cst.BaseExpression,
                       uses: list) -> ir.Atom:

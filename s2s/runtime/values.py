@@ -238,6 +238,15 @@ def dict_keys(d):
     return tuple(d)
 
 
+def has_key(d, key):
+    """Does the dict d hold key? What `d.get("w", default)` tests (the frontend reads d["w"] where
+    it does, the default elsewhere); code generated for a call whose dict's keys are known has the
+    answer written in (frontend/dict_loops.py)."""
+    if not isinstance(d, dict):
+        raise ValueError(f"s2s: .get() is a dict method; this call got {type(d).__name__!r}")
+    return key in d
+
+
 def dict_of(keys, values):
     """A dict display {k0: v0, ...} of generated code: a dict here; under Numba (overload) a
     DictTuple, the form dicts take in compiled code (pytree.to_numba), which it can return."""

@@ -345,6 +345,19 @@ def _dict_keys_of(d):
                       "s2s: .items(), .keys() and .values() are dict methods, and this loop's object is not a dict")
 
 
+@overload(rt.has_key)
+def _has_key(d, key):
+    """d.get("w", default)'s test of a dict argument (a DictTuple): its answer, known from d's type."""
+    keys = _dict_keys(d)
+    if keys is not None and isinstance(key, types.StringLiteral):
+        if key.literal_value in keys:
+            return lambda d, key: True
+        return lambda d, key: False
+    if keys is not None and isinstance(key, types.UnicodeType):
+        return None  # (typed again with the key as a literal)
+    raise TypingError("s2s: .get() is a dict method, and this call's object is not a dict")
+
+
 @overload(rt.dict_of)
 def _dict_of(keys, values):
     if not (isinstance(keys, types.BaseTuple) and all(isinstance(k, types.StringLiteral) for k in keys)):
