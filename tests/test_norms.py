@@ -278,3 +278,17 @@ def test_hessian_of_the_spectral_norm_at_repeated_singular_values_is_a_located_r
         s2s.jit(s2s.hessian(norm_spectral), backend=backend)(np.eye(3))
     message = str(info.value)
     assert "test_norms.py:" in message and "distinct" in message and "ord='fro'" in message
+
+
+def norm_of_a_display(s):
+    return np.linalg.norm((s, s + 2.0)) + np.linalg.norm([s * s, 1.0, s], 1) + np.linalg.norm([[s, 1.0], [2.0, s]])
+
+
+def test_norm_of_a_tuple_or_list_of_numbers_under_numba():
+    """NumPy's norm of a display is that of its array: s2s.jit makes the array (Numba's norm takes
+    arrays alone), in the norm and in its derivatives."""
+    for s in (0.5, -1.3):
+        assert s2s.jit(norm_of_a_display)(s) == pytest.approx(norm_of_a_display(s), rel=1e-14)
+        want = central_difference_grad(norm_of_a_display, (s,), 0)
+        assert s2s.jit(s2s.grad(norm_of_a_display))(s) == pytest.approx(want, rel=1e-7)
+        assert s2s.grad(norm_of_a_display)(s) == pytest.approx(want, rel=1e-7)

@@ -32,7 +32,7 @@ _LOCATED = (runtime.array, runtime.stack)
 # x_dot) may be a tuple or list of arrays, which NumPy reduces as their array and Numba does not.
 _REDUCTION_DERIVATIVES = {f.__name__: tuple(inspect.signature(f).parameters) for f in (
     runtime.sum_bar, runtime.mean_bar, runtime.max_bar, runtime.max_dot, runtime.prod_bar, runtime.prod_dot,
-    runtime.var_bar, runtime.var_dot, runtime.std_bar)}
+    runtime.var_bar, runtime.var_dot, runtime.std_bar, runtime.norm_bar, runtime.norm_dot, runtime.norm_bar_curvature)}
 
 
 class RouteNumbaRejects(ast.NodeTransformer):
@@ -72,6 +72,9 @@ class RouteNumbaRejects(ast.NodeTransformer):
                 and func.value.attr in ("linalg", "fft"):
             # np.linalg.norm(x, "fro") with an axis; np.fft.fftshift, which Numba lacks
             known = facts(getattr(getattr(np, func.value.attr), func.attr, None))
+            if func.attr == "norm" and node.args and self._sequence(node.args[0]):
+                # np.linalg.norm((x, x + 2)): of the array of the display, which Numba's norm does not build
+                node.args[0] = ast.Call(ast.Attribute(name("np"), "array", ast.Load()), [node.args[0]], [])
         elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "np":
             known = facts(spelled("np", func.attr))
         elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "runtime" \
