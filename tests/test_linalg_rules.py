@@ -239,6 +239,19 @@ def test_closed_forms():
                                rtol=1e-12)
 
 
+def kron_with_a_number(s, x):
+    return np.sum(np.sin(np.kron(s, x))) + np.sum(np.kron(x, s * 2.0) ** 2)
+
+
+def test_kron_of_a_number_is_the_product_on_both_backends():
+    """np.kron(s, x) of a number s is s * x (x's shape), under s2s.jit too."""
+    for backend in ("python", "cpu"):
+        assert s2s.jit(kron_with_a_number, backend=backend)(0.7, X) == pytest.approx(kron_with_a_number(0.7, X))
+        got = s2s.jit(s2s.grad(kron_with_a_number, argnums=(0, 1)), backend=backend)(0.7, X)
+        assert got[0] == pytest.approx(_fd(kron_with_a_number, (0.7, X), 0), rel=1e-7)
+        np.testing.assert_allclose(got[1], _fd(kron_with_a_number, (0.7, X), 1), rtol=1e-6, atol=1e-8)
+
+
 def test_cholesky_agrees_with_the_symmetrised_gradient_along_symmetric_directions():
     """JAX symmetrises: its gradient is (G + G.T) / 2; both give one directional derivative
     along a symmetric perturbation, which finite differences check too."""

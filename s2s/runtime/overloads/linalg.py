@@ -206,13 +206,23 @@ def _kron_ndims(g, a, b):
         raise TypingError("s2s: the derivative of np.kron is for two 1-d or two 2-d arrays")
 
 
+# np.kron of a number and an array is their product (of the array's shape), as NumPy's: its
+# derivatives are the product's.
+
+
 @overload(rt.kron)
 def _kron(a, b):
+    if _nd(a) == 0 or _nd(b) == 0:
+        return lambda a, b: a * b
     return lambda a, b: np.kron(np.ascontiguousarray(a), np.ascontiguousarray(b))
 
 
 @overload(rt.kron_bar_a)
 def _kron_bar_a(g, a, b):
+    if _nd(a) == 0:
+        return lambda g, a, b: np.sum(g * b)
+    if _nd(b) == 0:
+        return lambda g, a, b: g * b
     _kron_ndims(g, a, b)
     if _nd(a) == 1:
         def vector(g, a, b):
@@ -235,6 +245,10 @@ def _kron_bar_a(g, a, b):
 
 @overload(rt.kron_bar_b)
 def _kron_bar_b(g, a, b):
+    if _nd(b) == 0:
+        return lambda g, a, b: np.sum(g * a)
+    if _nd(a) == 0:
+        return lambda g, a, b: g * a
     _kron_ndims(g, a, b)
     if _nd(a) == 1:
         def vector(g, a, b):
