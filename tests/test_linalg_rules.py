@@ -252,6 +252,18 @@ def test_kron_of_a_number_is_the_product_on_both_backends():
         np.testing.assert_allclose(got[1], _fd(kron_with_a_number, (0.7, X), 1), rtol=1e-6, atol=1e-8)
 
 
+def stacked_pinv(a):
+    return np.sum(np.sin(np.linalg.pinv(a)))
+
+
+def test_pinv_of_a_stack_of_matrices_under_jit():
+    """Numba's pinv takes one matrix: s2s.jit takes each of a stack (tall ones here)."""
+    stack = np.stack([TALL, TALL[::-1] * 1.5])
+    assert s2s.jit(stacked_pinv)(stack) == pytest.approx(stacked_pinv(stack), rel=1e-13)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(stacked_pinv))(stack), _fd(stacked_pinv, (stack,)), rtol=1e-6,
+                               atol=1e-8)
+
+
 def test_cholesky_agrees_with_the_symmetrised_gradient_along_symmetric_directions():
     """JAX symmetrises: its gradient is (G + G.T) / 2; both give one directional derivative
     along a symmetric perturbation, which finite differences check too."""

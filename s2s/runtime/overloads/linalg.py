@@ -682,7 +682,7 @@ def _linalg_lstsq(a, b, rcond=None):
 
 
 # ---- np.linalg on stacks of matrices ------------------------------------------------------
-# Numba's np.linalg.inv, solve, det, slogdet and cholesky take one matrix; NumPy's take a stack (the
+# Numba's np.linalg.inv, pinv, solve, det, slogdet and cholesky take one matrix; NumPy's take a stack (the
 # leading axes) too, as the rules' derivatives (templates/array_rules.py) do. These forms, only
 # where Numba has none (3 or more dimensions), call Numba's on each matrix of the stack (eigh,
 # eigvalsh and svd: at the end).
@@ -703,6 +703,18 @@ def _inv_of_a_stack(a):
             out = np.empty(a.shape, dtype)
             for idx in np.ndindex(a.shape[:-2]):
                 out[idx] = np.linalg.inv(np.ascontiguousarray(a[idx]))
+            return out
+        dtype = _linalg_dtype(a)
+        return impl
+
+
+@overload(np.linalg.pinv)
+def _pinv_of_a_stack(a, rcond=1e-15):
+    if _stack_of_matrices(a):
+        def impl(a, rcond=1e-15):
+            out = np.empty(a.shape[:-2] + (a.shape[-1], a.shape[-2]), dtype)
+            for idx in np.ndindex(a.shape[:-2]):
+                out[idx] = np.linalg.pinv(np.ascontiguousarray(a[idx]), rcond)
             return out
         dtype = _linalg_dtype(a)
         return impl
