@@ -448,7 +448,13 @@ def squeeze_all(A):
     return np.sum(np.squeeze(A[0:1]) ** 2)
 
 
-@pytest.mark.parametrize("fn, args", [(vstack_mixed, (A, A[0])), (atleast_number, (X,))])
+def vstack_of_blocks(a):
+    joined = np.vstack((a, a[:1] * 2.0))
+    return np.sum(np.sin(joined) * np.arange(joined.size).reshape(joined.shape))
+
+
+@pytest.mark.parametrize("fn, args", [(vstack_mixed, (A, A[0])), (atleast_number, (X,)),
+                                      (vstack_of_blocks, (np.arange(24.0).reshape(2, 3, 4) / 7.0,))])
 def test_what_numba_lacks_compiles_through_runtime_helpers(fn, args):
     expected = _fd(fn, args)
     np.testing.assert_allclose(s2s.grad(fn)(*args), expected, rtol=1e-6, atol=1e-7)  # the python backend

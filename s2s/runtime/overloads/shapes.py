@@ -620,11 +620,16 @@ overload(rt.append_bar_values)(_append_bar(False))
 @overload(rt.vstack)
 def _vstack(xs):
     """np.vstack of a tuple of arrays and numbers of any ndim up to 2 (Numba's own takes one
-    ndim): each as 2-d, then joined by np.concatenate; of one array, its rows joined."""
+    ndim): each as 2-d, then joined by np.concatenate; of arrays of one ndim of 3 or more, joined
+    along their first axis (atleast_2d leaves them as they are); of one array, its rows joined."""
     if isinstance(xs, types.Array) and xs.ndim >= 1:
         return _compile(f"def impl(xs):\n    x = xs\n    return {_rows_joined('vstack', xs.ndim)}\n", "impl")
+    if isinstance(xs, types.BaseTuple) and len(xs) > 0 and all(isinstance(x, types.Array) for x in xs) \
+            and len({x.ndim for x in xs}) == 1 and xs[0].ndim >= 3:
+        return lambda xs: np.concatenate(xs)
     if not isinstance(xs, types.BaseTuple) or not all(_scalar(x) or _nd(x) <= 2 for x in xs):
-        raise TypingError("s2s: under jit, np.vstack takes a tuple of numbers and arrays of up to 2 dimensions")
+        raise TypingError("s2s: under jit, np.vstack takes a tuple of numbers and arrays of up to 2 dimensions, "
+                          "or of arrays of one ndim")
     rows = "".join(f"rt.atleast_2d(xs[{k}]), " for k in range(len(xs)))
     return _compile(f"def impl(xs):\n    return np.concatenate(({rows}))\n", "impl")
 
