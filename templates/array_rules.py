@@ -73,9 +73,9 @@ from s2s.runtime import (
     interp_options,
     interp_slope,
     interp_xp_refused,
-    matrix_power_bar,
-    matrix_power_dot,
     matrix_power_options,
+    frechet_block,
+    upper_right,
     polyder,
     polyval,
     polyval_bar_p,
@@ -942,10 +942,12 @@ def pinv(y, a):
 @rule(np.linalg.matrix_power, runtime.matrix_power, pure=True, fresh=True, options=matrix_power_options)
 @primitive(np.linalg.matrix_power, numba=runtime.matrix_power, numba_always=True)
 def matrix_power(y, a, n):
-    """For an integer n >= 0 (a negative n is refused: matrix_power of np.linalg.inv(a) is
-    differentiated). Product rule: the sum over k of a^k a_dot a^(n-1-k); its transpose."""
-    y_dot = matrix_power_dot(a_dot, a, n)
-    a_bar += matrix_power_bar(y_bar, a, n)
+    """For an integer n. The derivative of a^n along a_dot (for n >= 0 the product rule's sum over
+    k of a^k a_dot a^(n-1-k)) is the upper right block of the n-th power of [[a, a_dot], [0, a]],
+    as expm's is of its exponential (a function of a block triangular matrix), and the adjoint
+    that of [[a.T, y_bar], [0, a.T]]: written with matrix_power itself, second order follows."""
+    y_dot = upper_right(np.linalg.matrix_power(frechet_block(a, a_dot), n))
+    a_bar += upper_right(np.linalg.matrix_power(frechet_block(np.swapaxes(a, -1, -2), y_bar), n))
 
 
 @rule(np.linalg.inv)

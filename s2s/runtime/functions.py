@@ -7,10 +7,9 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["polyval", "polyder", "polyval_bar_p", "interp_slope", "interp_dot_fp", "interp_bar_fp", "interp_slope_bar_fp",
-           "interp_xp_refused", "interp_options", "matrix_power", "matrix_power_dot", "matrix_power_bar",
-           "matrix_power_options", "repeat", "repeat_bar", "convolve", "correlate", "convolve_bar",
-           "correlate_bar_a", "correlate_bar_v", "signal_convolve", "signal_convolve_bar1", "signal_convolve_bar2",
-           "linspace_options", "linspace_grid", "meshgrid",
+           "interp_xp_refused", "interp_options", "matrix_power", "matrix_power_options", "repeat", "repeat_bar",
+           "convolve", "correlate", "convolve_bar", "correlate_bar_a", "correlate_bar_v", "signal_convolve",
+           "signal_convolve_bar1", "signal_convolve_bar2", "linspace_options", "linspace_grid", "meshgrid",
            "meshgrid_options", "meshgrid_spread", "meshgrid_bar", "real_if_close"]
 
 
@@ -141,12 +140,9 @@ def interp_xp_refused(xp):
 
 
 def matrix_power_options(n=None, **_) -> str | None:
-    """np.linalg.matrix_power(A, n) is differentiated for an integer n >= 0 (rules: Facts.options)."""
+    """np.linalg.matrix_power(A, n) is differentiated for an integer n (rules: Facts.options)."""
     if n is not None and not isinstance(n, (int, np.integer)):
         return f"np.linalg.matrix_power is differentiated for an integer n, not {n!r}"
-    if n is not None and n < 0:
-        return ("np.linalg.matrix_power is differentiated for n >= 0: for a negative n write "
-                "np.linalg.matrix_power(np.linalg.inv(A), -n)")
     return None
 
 
@@ -154,36 +150,6 @@ def matrix_power(a, n):
     """np.linalg.matrix_power(a, n); Numba's is typed as an optional array, which the
     adjoint helpers around it do not take as an array."""
     return np.linalg.matrix_power(a, n)
-
-
-def _powers(a, n):
-    """[I, a, a @ a, ..., a ** (n - 1)] (of each matrix of a stack)."""
-    problem = matrix_power_options(n)
-    if problem:
-        raise ValueError(f"s2s: {problem}")
-    a = np.asarray(a)
-    out = [np.broadcast_to(np.eye(a.shape[-1], dtype=np.result_type(a, 1.0)), a.shape)]
-    for _ in range(n - 1):
-        out.append(out[-1] @ a)
-    return out
-
-
-def matrix_power_dot(a_dot, a, n):
-    """Tangent of np.linalg.matrix_power(a, n): the sum over k of a^k a_dot a^(n-1-k)."""
-    powers = _powers(a, n)
-    out = np.zeros(np.shape(a), np.result_type(a_dot, a, 1.0))
-    for k in range(n):
-        out = out + powers[k] @ a_dot @ powers[n - 1 - k]
-    return out
-
-
-def matrix_power_bar(g, a, n):
-    """Adjoint of np.linalg.matrix_power(a, n): the sum over k of (a^T)^k g (a^T)^(n-1-k)."""
-    powers = [np.swapaxes(p, -1, -2) for p in _powers(a, n)]
-    out = np.zeros(np.shape(a), np.result_type(g, a, 1.0))
-    for k in range(n):
-        out = out + powers[k] @ g @ powers[n - 1 - k]
-    return out
 
 
 # ---- np.repeat ---------------------------------------------------------------------

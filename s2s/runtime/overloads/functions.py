@@ -227,47 +227,6 @@ def _matrix_power(a, n):
     return impl
 
 
-@register_jitable
-def _power_list(a, n):
-    if n < 0:
-        raise ValueError("s2s: np.linalg.matrix_power is differentiated for n >= 0: for a negative n write "
-                         "np.linalg.matrix_power(np.linalg.inv(A), -n)")
-    m = a.shape[0]
-    powers = np.empty((max(n, 1), m, m))
-    powers[0] = np.eye(m)
-    for k in range(1, n):
-        powers[k] = np.ascontiguousarray(powers[k - 1]) @ np.ascontiguousarray(a).astype(np.float64)
-    return powers
-
-
-@overload(rt.matrix_power_dot)
-def _matrix_power_dot(a_dot, a, n):
-    _square("A", a)
-
-    def impl(a_dot, a, n):
-        powers = _power_list(a, n)
-        t = np.ascontiguousarray(a_dot).astype(np.float64)
-        out = np.zeros(a.shape)
-        for k in range(n):
-            out += powers[k] @ t @ powers[n - 1 - k]
-        return out
-    return impl
-
-
-@overload(rt.matrix_power_bar)
-def _matrix_power_bar(g, a, n):
-    _square("A", a)
-
-    def impl(g, a, n):
-        powers = _power_list(a, n)
-        gc = np.ascontiguousarray(g).astype(np.float64)
-        out = np.zeros(a.shape)
-        for k in range(n):
-            out += np.ascontiguousarray(powers[k].T) @ gc @ np.ascontiguousarray(powers[n - 1 - k].T)
-        return out
-    return impl
-
-
 # ---- np.repeat ---------------------------------------------------------------------
 
 
