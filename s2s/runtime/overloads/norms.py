@@ -385,30 +385,45 @@ def _svd_curvature(x, x_dot, nuc, largest):
 
 
 @register_jitable
-def _number_curvature(g, y, x, x_dot, p, matrix):
-    if not matrix and p == 2.0:
-        return _two_norm_curvature(g, y, x, x_dot)
-    if matrix and (p == 2.0 or p == -2.0):
+def _matrix_curvature(g, y, x, x_dot, p):
+    if p == 2.0 or p == -2.0:
         return g * _svd_curvature(x, x_dot, False, p == 2.0)
-    if p == 1.0 or p == np.inf or p == -np.inf or (matrix and p == -1.0) or (not matrix and p == 0.0):
+    if p == 1.0 or p == np.inf or p == -np.inf or p == -1.0:
         return np.zeros(x.shape)  # D is piecewise constant
     raise ValueError("s2s: second derivatives of np.linalg.norm are implemented for ord None, 'fro', 'nuc', "
-                     "1, -1, 2, -2, inf and -inf of a matrix, and None, 0, 1, 2, inf and -inf of a vector")
+                     "1, -1, 2, -2, inf and -inf of a matrix, and any ord of a vector")
+
+
+@register_jitable
+def _vector_curvature(g, y, x, x_dot, p):
+    if p == 2.0:
+        return _two_norm_curvature(g, y, x, x_dot)
+    if p == 1.0 or p == np.inf or p == -np.inf or p == 0.0:
+        return np.zeros(x.shape)  # D is piecewise constant
+    return _p_norm_curvature(g, y, x, x_dot, p)
+
+
+@register_jitable
+def _p_norm_curvature(g, y, x, x_dot, p):
+    """Along x_dot, g * D changes by g (p-1) (|x|^(p-2) x_dot - sign(x) |x|^(p-1) y_dot / y) / y^(p-1)
+    where D = sign(x) |x|^(p-1) / y^(p-1) (runtime/norms.py)."""
+    if y == 0:
+        return np.zeros(x.shape)
+    size = np.abs(x)
+    y_dot = np.sum(np.sign(x) * size ** (p - 1) * x_dot) / y ** (p - 1)
+    return g * (p - 1) * (size ** (p - 2) * x_dot - np.sign(x) * size ** (p - 1) * (y_dot / y)) / y ** (p - 1)
 
 
 @register_jitable
 def _rows_curvature(g, y, x, x_dot, p, axis):
-    """_number_curvature of each vector norm along an int axis of a matrix (g, y: one per vector)."""
+    """_vector_curvature of each vector norm along an int axis of a matrix (g, y: one per vector)."""
     if p == 1.0 or p == np.inf or p == -np.inf or p == 0.0:
         return np.zeros(x.shape)  # D is piecewise constant
-    if p != 2.0:
-        raise ValueError("s2s: second derivatives of np.linalg.norm along an axis are implemented for ord None, "
-                         "0, 1, 2, inf and -inf")
     rows = _rows_first(x, axis)
     row_dots = _rows_first(x_dot * np.ones(x.shape), axis)
     out = np.empty(rows.shape)
     for i in range(rows.shape[0]):
-        out[i] = _two_norm_curvature(g[i], y[i], rows[i], row_dots[i])
+        out[i] = _p_norm_curvature(g[i], y[i], rows[i], row_dots[i], p)
     return out.T if axis % 2 == 0 else out
 
 
@@ -441,6 +456,8 @@ def _norm_bar_curvature(g, y, x, x_dot, ord=None, axis=None, keepdims=False):
                 return _first(g) * _svd_curvature(x, x_dot, True, True)
             return _two_norm_curvature(_first(g), _first(y), x, x_dot)
         return impl
-    matrix = _nd(x) == 2
-    return lambda g, y, x, x_dot, ord=None, axis=None, keepdims=False: _number_curvature(
-        _first(g), _first(y), x, x_dot, float(ord), matrix)
+    if _nd(x) == 2:
+        return lambda g, y, x, x_dot, ord=None, axis=None, keepdims=False: _matrix_curvature(
+            _first(g), _first(y), x, x_dot, float(ord))
+    return lambda g, y, x, x_dot, ord=None, axis=None, keepdims=False: _vector_curvature(
+        _first(g), _first(y), x, x_dot, float(ord))
