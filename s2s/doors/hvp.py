@@ -1,5 +1,6 @@
 """s2s.jvp of a gradient: jvp(grad(f), primals, tangents) is (grad(f)(*primals), the Hessian
-along the tangents), the Hessian-vector product of the JAX autodiff cookbook.
+along the tangents), the Hessian-vector product of the JAX autodiff cookbook. Of
+grad(f, has_aux=True), ((gradient, aux), (its tangent, aux's tangent)), as JAX gives them.
 
 Forward mode over the generated reverse code, as hessian and grad(grad(f)) are computed: the
 forward mode of `<name>_vjp(params..., out_bar)`, with tangents for the float arguments and a
@@ -33,10 +34,6 @@ def jvp_of_gradient(gradient, primals: tuple, tangents: tuple, backend: str):
     """jvp(grad(f, argnums), primals, tangents) and jvp(value_and_grad(f, argnums), ...);
     gradient is the core.Transformed of grad or value_and_grad."""
     name = getattr(gradient.fun, "__name__", "the function")
-    if gradient.has_aux:
-        raise S2SError(f"s2s.jvp of {gradient.kind}(..., has_aux=True) of {name} is not supported",
-                       hint="take the gradient without has_aux inside jvp, and compute aux with a call "
-                            "of the function")
     refuse_star_args(gradient.fun, "s2s.jvp of a gradient")
     args = gradient._bind(tuple(primals), {}, gradient._argnums)
     # arguments the call left out take their defaults, which are constants (zero tangents)
@@ -79,6 +76,14 @@ def jvp_of_gradient(gradient, primals: tuple, tangents: tuple, backend: str):
                          else _zeros_like(grads[-1]))
     grad = grads[0] if isinstance(gradient.argnums, int) else tuple(grads)
     grad_dot = grad_dots[0] if isinstance(gradient.argnums, int) else tuple(grad_dots)
+    if gradient.has_aux:  # (the value is (loss, aux), its tangent the pair's or a symbolic zero)
+        if backend == "cpu":
+            value, value_dot = pytree.from_numba(value), pytree.from_numba(value_dot)
+        (value, aux), (value_dot, aux_dot) = value, (None, None) if value_dot is None else value_dot
+        aux_dot = _zeros_like(aux) if aux_dot is None else pytree.restructure(aux_dot, aux)
+        if gradient.kind == "value_and_grad":
+            return ((value, aux), grad), ((0.0 if value_dot is None else value_dot, aux_dot), grad_dot)
+        return (grad, aux), (grad_dot, aux_dot)
     if gradient.kind == "value_and_grad":
         return (value, grad), (0.0 if value_dot is None else value_dot, grad_dot)
     return grad, grad_dot
