@@ -210,9 +210,15 @@ def scan_dict_display(xs, zs, h0):
 
 
 def scan_dict_argument(h0, params):
-    """A dict parameter as xs: its keys are not in the source."""
-    h, hs = lax.scan(lambda h, x: (h * x["u"], h), h0, params)
-    return jnp.sum(h)
+    """A dict parameter as xs: its keys are not in the source (the code is the call's keys')."""
+    h, hs = lax.scan(lambda h, x: (jnp.tanh(h * x["u"] + x["v"]), h), h0, params)
+    return jnp.sum(h) + jnp.sum(hs * hs)
+
+
+def scan_tuple_argument(h0, pair):
+    """A tuple (or list) parameter as xs: the code is the call's length's."""
+    h, hs = lax.scan(lambda h, x: (jnp.tanh(h * x[0] + x[1]), h), h0, pair)
+    return jnp.sum(h) + jnp.sum(hs * hs)
 
 
 def scan_without_outputs(h0, a):
@@ -426,16 +432,23 @@ def test_vmap_of_grad(fun, in_axes, args, backend):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_a_dict_argument_as_xs_is_refused(backend):
-    """Its keys are known only when the function runs: s2s would take its entries for rows."""
-    params = {"u": X}
-    assert scan_dict_argument(0.5, params) == pytest.approx(0.5 * np.prod(X))
-    # (under Numba refused as the check is typed, with the python backend's words, before the
-    # dict's missing .shape, which would have blamed the argument)
-    reason = r"scan: xs is a tuple, list or dict held in a variable.*a dict display"
-    with pytest.raises(s2s.S2SError, match=r"test_lax.py:\d+:\d+: " + reason) as refused:
-        grad_on(scan_dict_argument, backend)(0.5, params)
-    assert "backend='python'" not in str(refused.value)
+def test_a_dict_tuple_or_list_argument_as_xs(backend):
+    """Each entry is sliced along its first axis, as JAX's pytree xs: the code is generated for
+    the call's keys (or number of items), another call's regenerates it."""
+    rows = np.stack([X, X[::-1] * 0.5, X * X]).T  # (4, 3): four steps
+    params = {"v": rows[:, :2] * 0.3, "u": rows[:, 1:]}
+    h0 = np.array([0.2, -0.4])
+    for fun, xs in ((scan_dict_argument, params), (scan_tuple_argument, (params["u"], params["v"])),
+                    (scan_tuple_argument, [params["u"], params["v"]])):
+        assert s2s.jit(fun, backend=backend)(h0, xs) == pytest.approx(fun(h0, xs), rel=1e-13)
+        got = s2s.jit(s2s.grad(fun, argnums=(0, 1)), backend=backend)(h0, xs)
+        np.testing.assert_allclose(got[0], central_difference_grad(fun, (h0, xs), 0), rtol=1e-6, atol=1e-8)
+        for k in ("u", "v") if isinstance(xs, dict) else (0, 1):
+            def moved(v, k=k):
+                changed = dict(xs) if isinstance(xs, dict) else list(xs)
+                changed[k] = v
+                return fun(h0, changed if not isinstance(xs, tuple) else tuple(changed))
+            np.testing.assert_allclose(got[1][k], central_difference_grad(moved, (xs[k],), 0), rtol=1e-6, atol=1e-8)
 
 
 @pytest.mark.parametrize("fun, reference, args", [

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import S2SError
-from ..frontend.static_values import carried, carried_kinds
+from ..frontend.static_values import carried, carried_keys, carried_kinds
 from ..frontend.static_values import describe as describe_static
 from ..rules.custom import CustomRule
 from ..runtime.constants import constant_text, is_capturable
@@ -169,7 +169,8 @@ def baked_state(fn: Any) -> str:
         except S2SError:  # no rule yet: transforming the function says so
             pass
     static = [(name, _static_text(value)) for name, value in carried(fn).items()] + \
-        [(name, f"{kind.__module__}.{kind.__qualname__}") for name, kind in carried_kinds(fn).items()]
+        [(name, f"{kind.__module__}.{kind.__qualname__}") for name, kind in carried_kinds(fn).items()] + \
+        [(name, f"container of {keys!r}") for name, keys in carried_keys(fn).items()]
     fn = _code_owner(fn)
     closure = []
     if fn.__closure__:

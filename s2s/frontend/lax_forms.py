@@ -33,6 +33,7 @@ import numpy as np
 from .. import lax, runtime
 from ..rules.custom import checkpoint
 from ..ir import nodes as ir
+from . import static_values
 from .control_flow import lower_control_flow
 from .source import MISSING, is_user_function, list_names, walk_nodes, walk_own
 
@@ -540,7 +541,8 @@ class LaxLowering:
                 message = ir.Const(f"{os.path.basename(o.filename)}:{o.line}:{o.column}: scan: xs is a tuple, "
                                    f"list or dict held in a variable, whose elements s2s would take for its "
                                    f"rows: pass xs as a tuple display, (a, b), a dict display, {{'a': a}}, "
-                                   f"a variable that a dict display of arrays binds, or one array")
+                                   f"a variable that a dict display of arrays binds, an argument of the "
+                                   f"function, or one array")
                 self.emit(ir.ExprStmt(ir.Call(runtime.require_fits, (ir.Const(None), leaf, message)), self.origin))
             shape = self.assign(ir.Attribute(leaves[0], "shape"))
             n = self.assign(ir.Subscript(shape, ir.Index((ir.Const(0),))))
@@ -667,7 +669,12 @@ class LaxLowering:
                 values.append(self.scanned_tree(element.value, unchecked))
             return ("dict", tuple(keys), values)
         keys = self.dict_keys_of(node)
+        length = self.argument_length(node) if keys is None else None
         value = self.expr(node)
+        if length is not None:
+            entries = [self.assign(ir.Subscript(value, ir.Index((ir.Const(k),)))) for k in range(length)]
+            unchecked += entries
+            return ("tuple", entries)
         if keys is None:
             if isinstance(value, ir.Name):
                 unchecked.append(value)
@@ -676,12 +683,38 @@ class LaxLowering:
         unchecked += entries
         return ("dict", keys, entries)
 
+    def argument_length(self, node: cst.BaseExpression) -> int | None:
+        """The number of items of the call's tuple or list argument a parameter holds, where
+        nothing binds it anew or writes into it (the code is generated for the call's length:
+        static_values.specialised); else None."""
+        if not isinstance(node, cst.Name):
+            return None
+        length = static_values.carried_keys(self.parsed.fn).get(node.value)
+        if not isinstance(length, int):
+            return None
+        name = node.value
+        for n in _walk_all(self.parsed.node.body):
+            targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else \
+                [n.target] if isinstance(n, (cst.AugAssign, cst.AnnAssign, cst.Del, cst.For, cst.NamedExpr)) else []
+            if any(isinstance(t, cst.Name) and t.value == name or isinstance(t, cst.Subscript)
+                   and isinstance(t.value, cst.Name) and t.value.value == name for t in _walk_all(targets)):
+                return None  # xs = ..., xs[0] = v
+            if isinstance(n, cst.Attribute) and isinstance(n.value, cst.Name) and n.value.value == name:
+                return None  # xs.append(...)
+        return length
+
     def dict_keys_of(self, node: cst.BaseExpression) -> tuple | None:
         """The keys of the dict a local variable holds, where every binding of it is a dict display
-        with the same constant keys and nothing writes into it; else None."""
-        if not isinstance(node, cst.Name) or node.value not in self.dicts:
+        with the same constant keys and nothing writes into it; of a parameter that nothing binds
+        anew nor writes into, the keys of the call's dict argument (the code is generated for
+        them: static_values.specialised); else None."""
+        if not isinstance(node, cst.Name):
             return None
-        name, found = node.value, set()
+        argument = static_values.carried_keys(self.parsed.fn).get(node.value)
+        argument = argument if isinstance(argument, tuple) else None
+        if node.value not in self.dicts and argument is None:
+            return None
+        name, found = node.value, set() if argument is None else {argument}
         for n in _walk_all(self.parsed.node.body):
             if isinstance(n, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == name
                                                  for t in n.targets):

@@ -21,6 +21,9 @@ from ..errors import S2SError
 
 _CARRIED = "__s2s_static__"  # the attribute of a specialised copy: {parameter: value}
 _KINDS = "__s2s_kinds__"  # and {parameter: the type of its argument}, where it tests types
+# and {parameter: its dict argument's keys, or its tuple or list argument's length}, where it
+# may scan over one (s2s.lax.scan)
+_KEYS = "__s2s_container_keys__"
 
 
 def is_static(value: Any) -> bool:
@@ -62,9 +65,10 @@ _SPECIALISED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _PARAMETERS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-def _parameters(fun: types.FunctionType) -> tuple[list, bool] | None:
+def _parameters(fun: types.FunctionType) -> tuple[list, bool, bool] | None:
     """(the names of fun's parameters as generated code takes them, None for *args's tuple; does
-    fun test types with isinstance?), once per function (the doors ask on every call)."""
+    fun test types with isinstance?; does it call a scan, s2s.lax.scan?), once per function (the
+    doors ask on every call)."""
     known = _PARAMETERS.get(fun)
     if known is None:
         try:
@@ -73,7 +77,7 @@ def _parameters(fun: types.FunctionType) -> tuple[list, bool] | None:
         except (TypeError, ValueError):
             return None
         names = [None if p.kind is p.VAR_POSITIONAL else p.name for p in parameters]
-        known = _PARAMETERS[fun] = (names, "isinstance" in fun.__code__.co_names)
+        known = _PARAMETERS[fun] = (names, "isinstance" in fun.__code__.co_names, "scan" in fun.__code__.co_names)
     return known
 
 
@@ -88,8 +92,12 @@ def specialised(fun: Any, bound: tuple, marked: tuple[int, ...] = ()) -> Any:
     known = _parameters(fun)
     if known is None:
         return fun
-    names, tests_types = known
-    if not tests_types and not marked and not any(is_static(value) for value in bound):
+    names, tests_types, scans = known
+    # s2s.lax.scan over a dict, tuple or list argument slices each of its entries: the code is
+    # that of the call's keys (or number of items).
+    keys = {name: tuple(value) if isinstance(value, dict) else len(value) for name, value in zip(names, bound)
+            if name is not None and isinstance(value, (dict, tuple, list))} if scans else {}
+    if not tests_types and not keys and not marked and not any(is_static(value) for value in bound):
         return fun
     static = {name: value for k, (name, value) in enumerate(zip(names, bound))
               if name is not None and (k in marked or is_static(value))}
@@ -99,7 +107,7 @@ def specialised(fun: Any, bound: tuple, marked: tuple[int, ...] = ()) -> Any:
     # isinstance(x, np.ndarray) of an argument is decided by its type, as a JAX trace decides it:
     # where the function tests types, the types of the others are carried too.
     kinds = {name: type(value) for name, value in named if name not in static} if tests_types else {}
-    return carrying(fun, static, kinds)
+    return carrying(fun, static, kinds, keys)
 
 
 def _check_hashable(fun: Any, name: str, value: Any) -> None:
@@ -112,13 +120,16 @@ def _check_hashable(fun: Any, name: str, value: Any) -> None:
                        "(an array is passed as it is)") from None
 
 
-def carrying(fun: Any, static: dict, kinds: dict | None = None) -> Any:
-    """fun, or its copy that carries these static values ({parameter: value}) and the types of
-    other arguments its isinstance tests read ({parameter: type})."""
-    kinds = kinds or {}
-    if not (static or kinds) or not isinstance(fun, types.FunctionType) or getattr(fun, _CARRIED, None) is not None:
+def carrying(fun: Any, static: dict, kinds: dict | None = None, keys: dict | None = None) -> Any:
+    """fun, or its copy that carries these static values ({parameter: value}), the types of
+    other arguments its isinstance tests read ({parameter: type}) and the keys of the dict
+    arguments it may scan over ({parameter: keys}, or the length of a tuple or list argument)."""
+    kinds, keys = kinds or {}, keys or {}
+    if not (static or kinds or keys) or not isinstance(fun, types.FunctionType) \
+            or getattr(fun, _CARRIED, None) is not None:
         return fun
-    key = tuple((name, type(value), value) for name, value in static.items()) + tuple(kinds.items())
+    key = tuple((name, type(value), value) for name, value in static.items()) + tuple(kinds.items()) \
+        + tuple(("keys", name, k) for name, k in keys.items())
     copies = _SPECIALISED.setdefault(fun, {})
     copy = copies.get(key)
     if copy is None:
@@ -129,6 +140,7 @@ def carrying(fun: Any, static: dict, kinds: dict | None = None) -> Any:
         copy.__annotations__ = dict(fun.__annotations__)
         setattr(copy, _CARRIED, static)
         setattr(copy, _KINDS, kinds)
+        setattr(copy, _KEYS, keys)
         copies[key] = copy
     return copy
 
@@ -154,6 +166,12 @@ def carried(fn: Any) -> dict:
 def carried_kinds(fn: Any) -> dict:
     """The types of the other arguments a specialised copy carries ({} for any other function)."""
     return getattr(fn, _KINDS, None) or {}
+
+
+def carried_keys(fn: Any) -> dict:
+    """The keys of the dict arguments (the lengths of the tuple and list arguments) a specialised
+    copy carries ({} for any other function)."""
+    return getattr(fn, _KEYS, None) or {}
 
 
 def static_parameters(fn: Any, assigned: set[str]) -> tuple[dict, dict]:
