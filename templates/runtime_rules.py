@@ -46,6 +46,8 @@ from s2s.runtime import (
     diff_bar,
     flatten,
     dot_bar_x,
+    gradient_flat,
+    gradient_like,
     flatten_bar,
     dot_bar_y,
     hstack_bar,
@@ -159,6 +161,20 @@ def broadcast_like_(y, t, c):
     """t + zeros_like(c) (forward mode's tangent of a sum with an operand of zero tangent)."""
     y_dot = broadcast_like(t_dot, c)
     t_bar += unbroadcast(y_bar, t)
+
+
+@rule(runtime.gradient_like, pure=True, view=True, shape_argument=1)
+def gradient_like_(y, g, x):
+    """The flat gradient g in x's structure (s2s.grad inside a transformed function): linear in g;
+    x gives only the structure."""
+    y_dot = gradient_like(g_dot, x)
+    g_bar += gradient_flat(y_bar, g)
+
+
+@rule(runtime.gradient_flat, pure=True, fresh=True, shape_argument=1)
+def gradient_flat_(y, bar, g):
+    """gradient_like's adjoint: linear in bar."""
+    y_dot = gradient_flat(bar_dot, g)
 
 
 @rule(runtime.carry_like_item, pure=True, shape_argument=1)
@@ -531,6 +547,8 @@ DECLARATIONS = [
     nondifferentiable(runtime.zeros_like, pure=True, like=True, number_stays=True),
     # Where a try leaves its body: a number the branches after it test (frontend/try_statements.py).
     nondifferentiable(runtime.try_outcome, integer="always"),
+    # s2s.grad(f)(x) inside a transformed function: how many numbers x holds, and a tangent of one of them.
+    nondifferentiable(runtime.flat_size, runtime.unit_tangent, pure=True),
     nondifferentiable(runtime.zeros_shaped, runtime.ones_like, runtime.shape, runtime.clip_inside, runtime.range_len,
                       runtime.dict_keys, runtime.has_key, runtime.shares_memory, pure=True),
     # sum(xs) starts from it: 0 (zeros of the items' shape under Numba), whatever xs holds.

@@ -197,6 +197,8 @@ EXAMPLES = {
                               "+ runtime.linalg_eig(A + A.T)[1][0] ** 2"),
     runtime.linalg_eigvals: ("A", "runtime.linalg_eigvals(np.triu(A) + np.diag(np.arange(3.0))) * 2.0"),
     np.linalg.eigvals: ("A", "np.linalg.eigvals(np.triu(A) + np.diag(np.arange(3.0))) * np.linalg.eigvals(A @ A.T)"),
+    runtime.gradient_like: ("x, A", "runtime.gradient_like(x * x, A[0]) + runtime.gradient_like(A.ravel()[:3] * x[0], x)"),
+    runtime.gradient_flat: ("x, y", "runtime.gradient_flat(x * y, y) * x"),
     runtime.real_eigenvalues: ("x", "runtime.real_eigenvalues(x * x)"),
     np.linalg.qr: ("A", "np.linalg.qr(A)[0] + np.linalg.qr(A)[1] * 2.0"),
     np.linalg.pinv: ("A", "np.linalg.pinv(A[:, :2]) @ A"),

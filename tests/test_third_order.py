@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import s2s
-from finite_differences import where
+from finite_differences import central_difference_grad, where
 
 
 # ---- a scalar function of an array, with mixed terms, and its closed-form derivatives -----
@@ -261,14 +261,135 @@ def hessian_with_aux(x):
     return np.sum(s2s.hessian(cubic_mix, has_aux=True)(x))
 
 
+def hessian_of_a_number(t):
+    return s2s.hessian(quintic)(t)
+
+
 def test_what_stays_refused_inside_a_transformed_function():
     # (checks made as the written helper runs: each names the user's statement that called it)
     with pytest.raises(s2s.S2SError, match=r"takes an array as its argument t, not a number.*s2s.jvp") as info:
-        s2s.grad(slope_of_a_number)(0.4)
-    assert where(slope_of_a_number, "s2s.grad(quintic)") in str(info.value)
+        s2s.grad(hessian_of_a_number)(0.4)
+    assert where(hessian_of_a_number, "s2s.hessian(quintic)") in str(info.value)
     with pytest.raises(s2s.S2SError, match=r"number output; for an array output use s2s.jacfwd\(velocity\)") as info:
         s2s.grad(gradient_of_an_array)(X)
     assert where(gradient_of_an_array, "s2s.grad(velocity)") in str(info.value)
     with pytest.raises(s2s.S2SError) as info:
         s2s.grad(hessian_with_aux)(X)
     assert where(hessian_with_aux, "has_aux") in str(info.value) and "argnums only" in str(info.value)
+
+
+# ---- s2s.grad of numbers, tuples, grad of grad, closures and value_and_grad inside ---------
+
+
+def _fanout(x):
+    return np.sin(np.sin(x) + np.sin(x))
+
+
+def _fanout2(x, y):
+    return np.sin(np.sin(x) + np.sin(y)) * x * y
+
+
+def _inner_prod(t):
+    return t[0] * t[1]
+
+
+def _sinsq(x):
+    return np.sum(np.sin(x) ** 2)
+
+
+def grad_of_a_number(x):  # the gradient of a function of a number is a number, as JAX's
+    return s2s.grad(_fanout)(x)
+
+
+def grad_of_grad(x):
+    return s2s.grad(s2s.grad(_fanout))(x)
+
+
+def grad_of_another_number_argument(x, y):
+    return s2s.grad(_fanout2, 1)(x, y)
+
+
+def grad_of_a_tuple_argument(x):
+    return np.sum(np.sin(np.array(s2s.grad(_inner_prod)((x, x)))))
+
+
+def grad_of_a_lambda_closing_over_x(x):
+    inner_fun = lambda y: x * y  # noqa: E731
+    return x * s2s.grad(inner_fun)(2.0)
+
+
+def grad_of_a_nested_def_closing_over_x(x):
+    def inner_fun(y):
+        return y * x
+    return x * s2s.grad(inner_fun)(2.0)
+
+
+def grad_of_an_inline_lambda(x):
+    return s2s.grad(lambda y: np.exp(y) * np.tanh(x[0]))(x[1])
+
+
+def value_and_grad_inside(x):
+    return s2s.value_and_grad(_sinsq)(x)[0] + np.sum(s2s.value_and_grad(_sinsq)(x)[1] ** 2)
+
+
+NESTED_CASES = {
+    grad_of_a_number: (0.7,),
+    grad_of_grad: (0.7,),
+    grad_of_another_number_argument: (0.7, 0.4),
+    grad_of_a_tuple_argument: (0.7,),
+    grad_of_a_lambda_closing_over_x: (0.7,),
+    grad_of_a_nested_def_closing_over_x: (0.7,),
+    grad_of_an_inline_lambda: (np.array([0.3, 0.8]),),
+    value_and_grad_inside: (np.array([0.3, 0.8, -0.5]),),
+}
+
+
+@pytest.mark.parametrize("fun", list(NESTED_CASES), ids=lambda f: f.__name__)
+def test_nested_grads_of_numbers_tuples_closures_and_grads_match_differences(fun):
+    args = NESTED_CASES[fun]
+    expected = central_difference_grad(fun, args, 0, h=1e-5)
+    got = s2s.grad(fun)(*args)
+    assert np.ndim(got) == np.ndim(args[0])
+    np.testing.assert_allclose(got, expected, rtol=1e-7, atol=1e-8)
+    tangent = np.ones_like(args[0]) if np.ndim(args[0]) else 1.0
+    out, slope = s2s.jvp(fun, args, (tangent,) + tuple(0.0 for _ in args[1:]))
+    np.testing.assert_allclose(out, fun(*args), rtol=1e-13)
+    np.testing.assert_allclose(slope, np.sum(expected), rtol=1e-7, atol=1e-8)
+
+
+def test_the_gradient_of_a_number_inside_is_a_number_and_closures_carry_their_derivative():
+    assert isinstance(s2s.grad(_fanout)(0.7), float)  # (outside, as a reference)
+    assert type(grad_of_a_number(0.7)) is type(s2s.grad(_fanout)(0.7))
+    # d/dx x * grad(lambda y: x * y)(2.0) = d/dx x * x = 2x
+    assert s2s.grad(grad_of_a_lambda_closing_over_x)(0.7) == pytest.approx(1.4, rel=1e-14)
+    assert s2s.grad(grad_of_a_nested_def_closing_over_x)(-1.5) == pytest.approx(-3.0, rel=1e-14)
+    # the third derivative of sin(2 sin x), by hand: f' = 2 cos(2 sin x) cos x
+    def second(x):
+        return -4 * np.sin(2 * np.sin(x)) * np.cos(x) ** 2 - 2 * np.cos(2 * np.sin(x)) * np.sin(x)
+    assert grad_of_grad(0.7) == pytest.approx(second(0.7), rel=1e-12)
+
+
+def test_nested_grads_of_a_number_and_a_closure_compile_under_jit():
+    def both(x):
+        return grad_of_grad(x) + grad_of_a_lambda_closing_over_x(x) + grad_of_a_tuple_argument(x)
+
+    got = s2s.jit(s2s.grad(both))(0.7)
+    expected = central_difference_grad(both, (0.7,), 0, h=1e-5)
+    assert got == pytest.approx(float(expected), rel=1e-7)
+
+
+def grad_of_a_lambda_in_a_loop_body(x):
+    return s2s.lax.fori_loop(0, 2, lambda i, c: c + s2s.grad(lambda y: x * y)(c), x)
+
+
+def grad_of_a_lambda_with_a_default(x):
+    return s2s.grad(lambda y, c=2.0: x * y * c)(1.0)
+
+
+def test_what_stays_refused_of_nested_functions_given_to_grad():
+    with pytest.raises(s2s.S2SError, match=r"in the body of the transformed function itself") as info:
+        s2s.grad(grad_of_a_lambda_in_a_loop_body)(0.5)
+    assert where(grad_of_a_lambda_in_a_loop_body, "lambda y") in str(info.value)
+    with pytest.raises(s2s.S2SError, match=r"plain positional parameters") as info:
+        s2s.grad(grad_of_a_lambda_with_a_default)(0.5)
+    assert where(grad_of_a_lambda_with_a_default, "lambda y") in str(info.value)

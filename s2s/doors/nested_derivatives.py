@@ -22,9 +22,20 @@ has no tapes; the reverse-mode code that s2s.grad(f) outside would run has tapes
 mode of generated reverse-mode code is refused (transforms/reverse/core.py). The price is one
 jvp per element (n for grad and jacfwd, n^2 for the Hessian) instead of one reverse sweep.
 
-The functions are written for array arguments (x.size, x.reshape): grad and hessian of a
-function with a number output, jacfwd and jacrev of one with an array output. A module of
-them is written once per function to the cache directory, with f in its namespace as `fun`.
+grad (and value_and_grad) take x a number, an array, or a tuple or list of them, one number
+of x at a time (runtime.flat_size, unit_tangent, gradient_like): the gradient of a function of
+a number is a number, as JAX's. hessian, jacfwd and jacrev are written for array arguments
+(x.size, x.reshape). grad, value_and_grad and hessian take a function with a number output,
+jacfwd and jacrev one with an array output. A module of them is written once per function to
+the cache directory, with f in its namespace as `fun`.
+
+f may be a helper written here (s2s.grad(s2s.grad(f))), or a lambda or def nested in the
+transformed function: the frontend writes that as a module-level def with the variables it
+reads of the transformed function as parameters after its own (frontend/nested_calls.py), and
+local_function makes it a function of its own, in a file of the cache directory, with the
+transformed function's globals and closure cells. The call passes those variables on, so the
+transform around differentiates through them too: d/dx of x * s2s.grad(lambda y: x * y)(2.0)
+is 2x.
 """
 
 from __future__ import annotations
@@ -36,18 +47,20 @@ import math
 import os
 import re
 import sys
+import types
 import weakref
 from typing import Callable
 
 from ..driver import cache
 from ..errors import S2SError
-from ..frontend.nested import register_nested_call, register_nested_object
-from .api import grad
+from ..frontend.nested import register_local_function, register_nested_call, register_nested_object
+from .api import grad, value_and_grad
 from .core import Transformed
 from .forward import _nested_entry
 from .jacobians import Jacobian, SecondOrder, hessian, jacfwd, jacrev
 
 _MEMO: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_LOCAL: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # fn -> {its source: the function}
 
 
 def _signature(fun: Callable) -> list[str]:
@@ -81,6 +94,7 @@ def _helper_source(fun: Callable, kind: str, k: int) -> tuple[str, str]:
     names = [p.partition("=")[0] for p in params]
     x = names[k]
     name = re.sub(r"\W", "_", fun.__name__).strip("_") or "fun"  # (a lambda's is <lambda>)
+    shown = getattr(fun, "__s2s_shown__", fun.__name__)  # (in messages: the name the user wrote)
     label = list(inspect.signature(fun).parameters)[k]  # (the user's name of the argument, for the names)
     slope = f"{name}_slope_{label}"
     helper = f"{name}_{kind}_{label}"
@@ -94,14 +108,14 @@ def _helper_source(fun: Callable, kind: str, k: int) -> tuple[str, str]:
         "from s2s import runtime",
         "",
     ]
-    refusal = (f"s2s.{kind}({name}) inside a transformed function takes an array as its argument {label}, not a "
-               f"number; for a number t write the derivative with s2s.jvp: s2s.jvp(lambda u: {name}(..., u, ...), "
+    refusal = (f"s2s.{kind}({shown}) inside a transformed function takes an array as its argument {label}, not a "
+               f"number; for a number t write the derivative with s2s.jvp: s2s.jvp(lambda u: {shown}(..., u, ...), "
                "(t,), (1.0,))[1]")
     check = f"    runtime.require_array({x}, {refusal!r})"
-    number = (f"s2s.{kind}({name}) inside a transformed function takes a function with a number output; for an "
-              f"array output use s2s.jacfwd({name})(...)")
-    array = (f"s2s.{kind}({name}) inside a transformed function takes a function with an array output; for a "
-             f"number output use s2s.grad({name})(...)")
+    number = (f"s2s.{kind}({shown}) inside a transformed function takes a function with a number output; for an "
+              f"array output use s2s.jacfwd({shown})(...)")
+    array = (f"s2s.{kind}({shown}) inside a transformed function takes a function with an array output; for a "
+             f"number output use s2s.grad({shown})(...)")
     tangent_of = f"s2s.jvp(lambda u: {_call('fun', names, k, 'u')}, ({x},), ({{}},))[1]"
     if kind == "hessian":
         lines += [
@@ -127,20 +141,20 @@ def _helper_source(fun: Callable, kind: str, k: int) -> tuple[str, str]:
             "            hessian[i, j] = value",
             f"    return hessian.reshape({x}.shape + {x}.shape)",
         ]
-    elif kind == "grad":
+    elif kind in ("grad", "value_and_grad"):
+        # (x a number, an array, or a tuple or list of them: runtime.unit_tangent gives the
+        # tangent of its number i, runtime.gradient_like the gradient in x's structure)
+        gradient = f"runtime.gradient_like(gradient, {x})"
         lines += [
             "",
             f"def {helper}({', '.join(params)}):",
-            check,
-            f"    n = {x}.size",
+            f"    n = runtime.flat_size({x})",
             "    gradient = np.zeros(n)",
             "    for i in range(n):",
-            "        unit = np.zeros(n)",
-            "        unit[i] = 1.0",
-            f"        value = {tangent_of.format(f'unit.reshape({x}.shape)')}",
+            f"        value = {tangent_of.format(f'runtime.unit_tangent({x}, i)')}",
             f"        runtime.require_scalar(value, {number!r})",
             "        gradient[i] = value",
-            f"    return gradient.reshape({x}.shape)",
+            f"    return {gradient}" if kind == "grad" else f"    return ({_call('fun', names, k, x)}, {gradient})",
         ]
     else:  # jacfwd, jacrev: the first column gives the output's shape
         lines += [
@@ -198,6 +212,7 @@ def nested_derivative(kind: str) -> Callable:
         sys.modules[module_name] = module
         spec.loader.exec_module(module)
         helper = getattr(module, helper_name)
+        helper.__s2s_shown__ = f"s2s.{kind}({getattr(fun, '__s2s_shown__', fun.__name__)})"  # (grad of grad's messages)
         # The caller's module is made from fun and what fun's forward mode was made from (the
         # helper itself is s2s's: the implementation fingerprint covers it).
         forward = _nested_entry(fun)
@@ -208,7 +223,8 @@ def nested_derivative(kind: str) -> Callable:
     return entry_of
 
 
-for _public, _kind in ((grad, "grad"), (hessian, "hessian"), (jacfwd, "jacfwd"), (jacrev, "jacrev")):
+for _public, _kind in ((grad, "grad"), (value_and_grad, "value_and_grad"), (hessian, "hessian"), (jacfwd, "jacfwd"),
+                      (jacrev, "jacrev")):
     register_nested_call(_public, nested_derivative(_kind))
 
 
@@ -231,3 +247,50 @@ def _entry_of_object(made) -> Callable | None:
 
 
 register_nested_object(_entry_of_object)
+
+
+def local_function(fn: Callable, name: str, text: str, cells: list[str], about: str, shown: str) -> Callable:
+    """A lambda or def nested in fn that s2s.grad(...) is given inside fn, as a function of its
+    own: text, the source of a module-level def `name` (the frontend writes it, with the
+    variables of fn that it reads as parameters after its own), in a file of the cache
+    directory, with fn's globals and the cells of fn's closure named in cells (read when it
+    runs, as the nested function reads them). shown: its name in messages (the user's)."""
+    from ..frontend.source import GENERATED_HEADER  # (the frontend, which calls this, has loaded it)
+
+    source = f"{GENERATED_HEADER} from {about} (written by s2s.doors.nested_derivatives).\n"
+    if cells:  # (a def in a function whose locals they are: its code reads them as closure cells)
+        body = "\n".join("    " + line if line else line for line in text.splitlines())
+        source += f"def _closure():\n    {' = '.join(cells)} = None\n\n{body}\n    return {name}\n"
+    else:
+        source += text
+    memo = _LOCAL.setdefault(fn, {})
+    found = memo.get(source)
+    if found is not None:
+        return found
+    digest = hashlib.sha256(f"{fn.__module__}.{fn.__qualname__}\0{source}".encode()).hexdigest()[:16]
+    module_name = f"s2s_nested.{name}_{digest}"
+    directory = cache.usable_dir(os.path.join(cache.user_cache_dir(), "nested"))
+    path = os.path.join(directory, f"{name}_{digest}.py")
+    if not os.path.exists(path) or _read(path) != source:
+        cache.write_atomic(path, source)
+    code = compile(source, path, "exec")
+    made = next(c for c in code.co_consts if isinstance(c, types.CodeType) and c.co_name == ("_closure" if cells else name))
+    if cells:
+        made = next(c for c in made.co_consts if isinstance(c, types.CodeType) and c.co_name == name)
+        outer = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+        closure = tuple(outer[free] for free in made.co_freevars)
+    else:
+        closure = None
+    function = types.FunctionType(made, fn.__globals__, name, None, closure)
+    function.__module__ = module_name
+    function.__qualname__ = name
+    function.__s2s_shown__ = shown
+    module = types.ModuleType(module_name)
+    module.__file__ = path
+    setattr(module, name, function)
+    sys.modules[module_name] = module
+    memo[source] = function
+    return function
+
+
+register_local_function(local_function)

@@ -175,8 +175,9 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
             return self.comprehension(node)  # (comprehensions.py)
         if isinstance(node, cst.Lambda):
             raise self.error(node, "lambda expressions are supported only as the functions passed to "
-                             "s2s.lax forms (cond, switch, fori_loop, while_loop, scan) and to s2s.jvp",
-                             "define a function with def at module level")
+                             "s2s.lax forms (cond, switch, fori_loop, while_loop, scan), to s2s.jvp and to s2s.grad "
+                             "(hessian, jacfwd, jacrev), or assigned once to a name (f = lambda t: ...)",
+                             "define a function with def (here or at module level)")
         if isinstance(node, cst.FormattedString):
             raise self.error(node, "f-strings are not supported", "pass the values to print separately")
         if isinstance(node, (cst.Yield, cst.Await)):
@@ -579,7 +580,8 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
         if public is not None:
             raise self.error(node, "a transform called inside a transformed function (here "
                              f"s2s.{public.__name__}(f)(...)) is not supported; s2s.jvp(f, primals, tangents), "
-                             "s2s.grad(f)(...), s2s.hessian(f)(...), s2s.jacfwd(f)(...) and s2s.jacrev(f)(...) are",
+                             "s2s.grad(f)(...), s2s.value_and_grad(f)(...), s2s.hessian(f)(...), s2s.jacfwd(f)(...) "
+                             "and s2s.jacrev(f)(...) are",
                              "transform the function around it (s2s.grad of the whole step), or call the jitted "
                              "transform from Python: g = s2s.jit(s2s.grad(loss))(params, batch)")
         if getattr(callee, "__module__", None) == "s2s.optimizers":

@@ -27,6 +27,7 @@ from .comprehensions import ComprehensionLowering
 from .control_flow import lower_control_flow
 from .expressions import ExpressionLowering
 from .lax_forms import LaxLowering, assigned_names
+from .nested_calls import lambda_def
 from .source import (MISSING, ParsedFunction, Resolver, is_user_function, list_names, parse_function,
                      plain_display_items, walk_nodes, walk_own)
 from . import static_arguments, static_values
@@ -52,6 +53,27 @@ def _local_names(node: cst.FunctionDef) -> set[str]:
     """Every name the function binds (params and assignment targets; not those of the
     lambdas and defs nested in it, which s2s.lax forms inline under names of their own)."""
     return set(parameter_names(node.params)) | assigned_names(node.body)
+
+
+def _lambda_names(node: cst.FunctionDef) -> set[str]:
+    """The names that the function binds once, by `f = lambda ...: ...` (not a parameter, no
+    other assignment): nested functions, as if written with def."""
+    bound: dict[str, list] = {}
+    for n in walk_own(node.body):
+        if isinstance(n, cst.Assign) and len(n.targets) == 1 and isinstance(n.targets[0].target, cst.Name) \
+                and isinstance(n.value, cst.Lambda):
+            bound.setdefault(n.targets[0].target.value, []).append(n)
+    if not bound:
+        return set()
+
+    class Unbind(cst.CSTTransformer):  # (the body without those assignments: what else binds the names)
+        def leave_Assign(self, original: cst.Assign, updated: cst.Assign):
+            if any(original is n for nodes in bound.values() for n in nodes):
+                return updated.with_changes(targets=[cst.AssignTarget(cst.Name("_"))])
+            return updated
+
+    others = assigned_names(node.body.visit(Unbind())) | set(parameter_names(node.params))
+    return {name for name, nodes in bound.items() if len(nodes) == 1 and name not in others}
 
 
 def parameter_names(params: cst.Parameters) -> list[str]:
@@ -142,13 +164,16 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering, TryLowe
         self.in_blocks = in_blocks
         self.written_in = dict(self.static)  # (for the header)
         self.resolver = Resolver(parsed.fn, self.static)  # (the same dict: an assignment ends both)
-        self.locals = _Locals(_local_names(parsed.node), self.static)
+        # `f = lambda y: ...`, the one binding of f: a nested function, as `def f(y): return ...`
+        self.lambda_names = _lambda_names(parsed.node)
+        self.locals = _Locals(_local_names(parsed.node) - self.lambda_names, self.static)
         star_kwarg = parsed.node.params.star_kwarg
         self.star_kwarg = star_kwarg.name.value if star_kwarg is not None else None  # (always empty: parameter_names)
         self.lists = list_names(parsed.node)  # names that only ever hold lists (xs += [v] appends)
         self.dicts = list_names(parsed.node, (cst.Dict, cst.DictComp))  # names that only ever hold dicts
         # Nested defs: every name, and those defined so far (to be inlined by s2s.lax forms).
-        self.def_names = {n.name.value for n in walk_own(parsed.node.body) if isinstance(n, cst.FunctionDef)}
+        self.def_names = {n.name.value for n in walk_own(parsed.node.body) if isinstance(n, cst.FunctionDef)} \
+            | self.lambda_names
         self.names = ir.Names(self.locals | set(self.static) | _outer_names(parsed.fn.__code__) | self.def_names)
         self.callees: dict[int, Any] = {}
         self.constants: dict[str, Any] = {}
@@ -423,6 +448,10 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering, TryLowe
     def small_statement(self, node: cst.CSTNode) -> None:
         self.statement_node = node
         if isinstance(node, cst.Assign):
+            target = node.targets[0].target
+            if isinstance(target, cst.Name) and target.value in self.lambda_names and isinstance(node.value, cst.Lambda):
+                self.nested_def(lambda_def(node.value, target.value))
+                return
             if self.comprehension_statement(node):  # ys = [f(v) for v in x]: ys = [], ys.append(f(v)) in the loop
                 return
             value = self.expr(node.value)

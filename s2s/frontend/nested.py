@@ -33,3 +33,15 @@ NESTED_OBJECTS: list[Callable] = []
 
 def register_nested_object(entry_of: Callable) -> None:
     NESTED_OBJECTS.append(entry_of)
+
+
+# s2s.grad(inner)(y) of a lambda or a def nested in the transformed function: a function that
+# takes (fn, name, source, origin) -- the transformed function, the name to give, the source of a
+# module-level def of the nested function with what it reads of fn's variables as parameters
+# after its own, and where it stands ("file.py:12") -- and gives that function, made with fn's
+# globals and closure cells (doors/nested_derivatives.py writes it to a file of its own).
+LOCAL_FUNCTIONS: list = []
+
+
+def register_local_function(make: Callable) -> None:
+    LOCAL_FUNCTIONS.append(make)

@@ -5,6 +5,8 @@ code (the ExpressionLowering half of the Normalizer, expressions.py, inherits it
 from __future__ import annotations
 
 import inspect
+import os
+import re
 from typing import Any, Callable
 
 import libcst as cst
@@ -12,8 +14,9 @@ import libcst as cst
 from .. import runtime
 from ..errors import S2SError
 from ..ir import nodes as ir
-from .nested import NESTED_CALLS
-from .source import dotted, is_constant, is_user_function, walk_nodes
+from .lax_forms import assigned_names
+from .nested import LOCAL_FUNCTIONS, NESTED_CALLS, NESTED_OBJECTS
+from .source import MISSING, dotted, is_constant, is_user_function, walk_nodes
 
 
 class JvpCallLowering:
@@ -52,10 +55,133 @@ class JvpCallLowering:
         return self.user_call(node, entry, primals + tangents, [])
 
     def nested_derivative_call(self, node: cst.Call, func: cst.Call, public: Any) -> ir.Atom:
-        """s2s.grad(f)(x), s2s.hessian(f, argnums=k)(x, y), jacfwd, jacrev inside a transformed
-        function: a call of the function NESTED_CALLS writes for f, in forward mode with nested
-        s2s.jvp (doors/nested_derivatives.py), which the transform reads like user code."""
+        """s2s.grad(f)(x), s2s.hessian(f, argnums=k)(x, y), value_and_grad, jacfwd, jacrev inside a
+        transformed function: a call of the function NESTED_CALLS writes for f, in forward mode
+        with nested s2s.jvp (doors/nested_derivatives.py), which the transform reads like user
+        code. f: a module-level function, another such transform of one (s2s.grad(s2s.grad(f))),
+        or a lambda or def nested here (nested_function)."""
         kind = public.__name__
+        hint = (f"write s2s.{kind}(f)(...) or s2s.{kind}(f, argnums=k)(...) with f a module-level function "
+                "and k an int")
+        argnums = self.nested_argnums(func, kind, node)
+        fun, extra, count = self.nested_function(func.args[0].value, kind, hint)
+        argnums = self.own_argnums(func, argnums, extra, count, hint)
+        try:
+            entry = NESTED_CALLS[public](fun, argnums)
+        except S2SError as exc:
+            raise self.error(node, f"s2s.{kind} of {fun.__name__}: {exc.reason}", exc.hint) from None
+        args, kwargs = self.arguments(node)
+        if extra and (kwargs or len(args) != count):
+            raise self.error(node, f"s2s.{kind}(...) of a nested function inside a transformed function is given "
+                             f"{len(args)} positional arguments for its {count} parameters",
+                             "pass each of its parameters, by position")
+        return self.user_call(node, entry, args + extra, kwargs)
+
+    def nested_function(self, function: cst.BaseExpression, kind: str, hint: str) -> tuple[Any, list, int]:
+        """The Python function that s2s.<kind>(function) differentiates inside a transformed
+        function, the values of the transformed function's variables that it reads (passed
+        after its own arguments: a lambda or a def nested here, made a function of its own whose
+        parameters they are), and how many parameters it has besides them."""
+        if isinstance(function, cst.Call):  # s2s.grad(s2s.grad(f)): the helper of the inner call's
+            public = None if isinstance(function.func, cst.Name) and function.func.value in self.locals \
+                else self.resolver.resolve(function.func)
+            if public in NESTED_CALLS and public.__name__ != "value_and_grad":
+                argnums = self.nested_argnums(function, public.__name__, function)
+                inner, extra, count = self.nested_function(function.args[0].value, public.__name__, hint)
+                argnums = self.own_argnums(function, argnums, extra, count, hint)
+                try:
+                    return NESTED_CALLS[public](inner, argnums), extra, count
+                except S2SError as exc:
+                    raise self.error(function, f"s2s.{public.__name__} of {inner.__name__}: {exc.reason}",
+                                     exc.hint) from None
+        if isinstance(function, cst.Lambda):
+            return self.local_function(function, kind, "lambda", lambda_def(function))
+        if isinstance(function, cst.Name) and function.value in self.def_names:
+            if function.value not in self.local_defs:
+                raise self.error(function, f"the nested function {function.value} is used before its def",
+                                 "define it before the call")
+            return self.local_function(function, kind, function.value, self.local_defs[function.value].node)
+        fun = MISSING if isinstance(function, cst.Name) and function.value in self.locals \
+            else self.resolver.resolve(function)
+        if type(fun).__module__.startswith("s2s.doors"):  # g = s2s.grad(f) at module level: g's helper
+            entry = next((e for e in (of(fun) for of in NESTED_OBJECTS) if e is not None), None)
+            if entry is not None:
+                self.references.add((dotted(function), fun.fun.__module__, fun.fun.__qualname__))
+                return entry, [], len(inspect.signature(entry).parameters)
+        if not is_user_function(fun):
+            raise self.error(function, f"s2s.{kind} inside a transformed function needs a module-level function, "
+                             "a lambda or a function defined in it", hint)
+        self.references.add((dotted(function), fun.__module__, fun.__qualname__))
+        return fun, [], len(inspect.signature(fun).parameters)
+
+    def local_function(self, node: cst.CSTNode, kind: str, name: str, definition: cst.FunctionDef):
+        """A lambda or nested def given to s2s.<kind> inside the transformed function, as a
+        module-level function with the variables of this function that it reads as parameters
+        after its own (nested_function's triple). Its body reads them when it is called, as a
+        closure does."""
+        way_out = (f"define the function at module level and pass what it reads as arguments: "
+                   f"s2s.{kind}(f)(y, x) with def f(y, x)")
+        if self.frames:
+            raise self.error(node, f"s2s.{kind} of a lambda or nested function is supported in the body of the "
+                             "transformed function itself, not inside a nested function or an s2s.lax form's body",
+                             way_out)
+        params = definition.params
+        if params.star_arg not in (None, cst.MaybeSentinel.DEFAULT) or params.star_kwarg is not None \
+                or params.kwonly_params or params.posonly_params or any(p.default is not None for p in params.params):
+            raise self.error(node, f"a function given to s2s.{kind} inside a transformed function takes plain "
+                             "positional parameters (no defaults, *args or keyword-only parameters)", way_out)
+        if any(isinstance(n, (cst.Nonlocal, cst.Global)) for n in walk_nodes(definition.body)):
+            raise self.error(node, f"a function given to s2s.{kind} inside a transformed function cannot rebind "
+                             "the variables around it (nonlocal, global)", way_out)
+        own = {p.name.value for p in params.params} | assigned_names(definition.body)
+        extra, cells = [], []
+        for free in sorted(_read_names(definition.body) - own):
+            if free in self.def_names or free in self.static:
+                what = "the nested function" if free in self.def_names else "the static argument"
+                raise self.error(node, f"the function given to s2s.{kind} reads {what} {free} of the transformed "
+                                 "function", way_out)
+            if free in self.locals:
+                extra.append(free)
+            elif free in self.resolver.closure:
+                cells.append(free)
+        origin = self.parsed.origin(node) if name == "lambda" else self.statement_origin(definition)
+        place = f"{os.path.basename(origin.filename)}:{origin.line}"
+        outer = re.sub(r"\W", "_", self.fn.__name__).strip("_") or "fun"
+        label = f"{outer}_{name}" if name != "lambda" else f"{outer}_lambda_{origin.line}"
+        body = definition.body
+        statements = list(body.body) if isinstance(body, cst.IndentedBlock) else [cst.SimpleStatementLine(list(body.body))]
+        # (each statement under the comment that generated code writes, naming the user's line:
+        # errors and the code generated from this function name that line, source.py:_user_origins)
+        origins = [origin if name == "lambda" else self.statement_origin(stmt) for stmt in statements]
+        commented = [stmt.with_changes(leading_lines=[cst.EmptyLine(comment=cst.Comment(
+            f"# {os.path.basename(o.filename)}:{o.line}  {o.text}"))]) for stmt, o in zip(statements, origins)]
+        new_params = list(params.params) + [cst.Param(cst.Name(v)) for v in extra]
+        made = definition.with_changes(
+            name=cst.Name(label), params=params.with_changes(params=_commas(new_params)),
+            body=cst.IndentedBlock(commented), leading_lines=[], decorators=[])
+        text = cst.Module([]).code_for_node(made)
+        reads = f" with what it reads of {self.fn.__name__} ({', '.join(extra)}) as parameters after its own" \
+            if extra else ""
+        what = "the lambda" if name == "lambda" else f"the nested function {name}"
+        source = f"{what} at {place} in {self.fn.__name__}, a function of its own{reads}"
+        try:
+            fun = LOCAL_FUNCTIONS[0](self.fn, label, text, cells, source, "lambda" if name == "lambda" else name)
+        except S2SError as exc:
+            raise self.error(node, exc.reason, exc.hint) from None
+        return fun, [self.expr(cst.Name(v)) for v in extra], len(params.params)
+
+    def statement_origin(self, stmt: cst.CSTNode):
+        """Where a statement of a nested function stands: that of `f = lambda y: body` is the
+        `return body` of the def written for it (lower.py), whose body is the lambda's own."""
+        try:
+            return self.parsed.origin(stmt)
+        except KeyError:
+            if isinstance(stmt, cst.FunctionDef):
+                stmt = stmt.body.body[0]
+            return self.parsed.origin(stmt.body[0].value)
+
+    def nested_argnums(self, func: cst.Call, kind: str, node: cst.CSTNode) -> int:
+        """The int literal argnums of s2s.<kind>(f, argnums) (0 where none is given)."""
         hint = (f"write s2s.{kind}(f)(...) or s2s.{kind}(f, argnums=k)(...) with f a module-level function "
                 "and k an int")
         if not func.args or func.args[0].keyword is not None or func.args[0].star:
@@ -70,21 +196,17 @@ class JvpCallLowering:
             if argnums is None:
                 raise self.error(arg, f"s2s.{kind} inside a transformed function takes an int literal as argnums",
                                  hint)
-        function = func.args[0].value
-        if isinstance(function, cst.Name) and (function.value in self.locals or function.value in self.def_names) \
-                or isinstance(function, cst.Lambda):
-            raise self.error(func, f"s2s.{kind} inside a transformed function takes a module-level function, "
-                             "not a lambda or a function it defines", hint)
-        fun = self.resolver.resolve(function)
-        if not is_user_function(fun):
-            raise self.error(func, f"s2s.{kind} inside a transformed function needs a module-level function", hint)
-        try:
-            entry = NESTED_CALLS[public](fun, argnums)
-        except S2SError as exc:
-            raise self.error(node, f"s2s.{kind} of {fun.__name__}: {exc.reason}", exc.hint) from None
-        self.references.add((dotted(function), fun.__module__, fun.__qualname__))
-        args, kwargs = self.arguments(node)
-        return self.user_call(node, entry, args, kwargs)
+        return argnums
+
+    def own_argnums(self, func: cst.Call, argnums: int, extra: list, count: int, hint: str) -> int:
+        """argnums of a lambda or nested def that reads the transformed function's variables:
+        among its own parameters (-1 its last), which come before them."""
+        if not extra:
+            return argnums
+        if not -count <= argnums < count:
+            raise self.error(func, f"argnums {argnums} is out of range for the {count} parameters of the nested "
+                             "function", hint)
+        return argnums % count
 
     def jvp_defaults(self, node: cst.Call, fun: Any, primals: list, tangents: list) -> tuple[list, list]:
         """The primals and tangents with fun's defaults for the parameters not given (f(u, c=2.0)
@@ -149,3 +271,35 @@ def _int_literal(node: cst.BaseExpression) -> int | None:
             and isinstance(node.expression, cst.Integer):
         return -int(node.expression.evaluated_value)
     return None
+
+
+def lambda_def(lam: cst.Lambda, name: str = "lambda") -> cst.FunctionDef:
+    """`def name(params): return body` of `lambda params: body` (its body the lambda's node)."""
+    params = lam.params.with_changes(params=_commas(list(lam.params.params)))
+    return cst.FunctionDef(cst.Name(name), params, cst.IndentedBlock([cst.SimpleStatementLine([cst.Return(lam.body)])]))
+
+
+def _commas(params: list) -> list:
+    """Parameters written `a, b, c` (a lambda's are written without spaces around its colon)."""
+    return [p.with_changes(comma=cst.MaybeSentinel.DEFAULT, whitespace_after_param=cst.SimpleWhitespace(""),
+                           star="") for p in params]
+
+
+def _read_names(body: cst.CSTNode) -> set[str]:
+    """The names a function body reads as variables (not attributes or keywords: np.sum reads np)."""
+    names: set[str] = set()
+
+    class Collect(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            names.add(node.value)
+
+        def visit_Attribute(self, node: cst.Attribute) -> bool:
+            node.value.visit(self)
+            return False
+
+        def visit_Arg(self, node: cst.Arg) -> bool:
+            node.value.visit(self)
+            return False
+
+    body.visit(Collect())
+    return names

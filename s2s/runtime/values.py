@@ -602,3 +602,59 @@ def require_distinct(items, message):
         rows = np.stack([a.ravel() for a in np.broadcast_arrays(*arrays)])
         if np.unique(rows, axis=1).shape[1] != rows.shape[1]:
             raise S2SError(message)
+
+
+# ---- s2s.grad(f)(x) inside a transformed function (doors/nested_derivatives.py) ----------
+# The helper s2s writes takes the derivative one number of x at a time, in forward mode; these
+# give it x's numbers whatever x is: a number, an array, or a tuple or list of them (JAX's
+# pytrees). The gradient of a function of a number is a number, as JAX's.
+
+
+def flat_size(x) -> int:
+    """How many numbers x holds: 1 for a number, an array's size, the sum over a tuple's items."""
+    if isinstance(x, np.ndarray):
+        return x.size
+    if isinstance(x, (tuple, list)):
+        return sum(flat_size(v) for v in x)
+    return 1
+
+
+def unit_tangent(x, i):
+    """A tangent of x's structure, 1.0 at x's number i (in flat_size's order) and 0.0 elsewhere
+    (zeros where i is outside x)."""
+    if isinstance(x, np.ndarray):
+        unit = np.zeros(x.size)
+        if 0 <= i < x.size:
+            unit[i] = 1.0
+        return unit.reshape(x.shape)
+    if isinstance(x, (tuple, list)):
+        parts, start = [], 0
+        for v in x:
+            parts.append(unit_tangent(v, i - start))
+            start += flat_size(v)
+        return tuple(parts) if isinstance(x, tuple) else list(parts)
+    return 1.0 if i == 0 else 0.0
+
+
+def gradient_like(g, x):
+    """The flat gradient g (one number per number of x, in flat_size's order) in x's structure:
+    a number for a number, an array of x's shape for an array, a tuple for a tuple."""
+    if isinstance(x, np.ndarray):
+        return g.reshape(x.shape)
+    if isinstance(x, (tuple, list)):
+        parts, start = [], 0
+        for v in x:
+            n = flat_size(v)
+            parts.append(gradient_like(g[start:start + n], v))
+            start += n
+        return tuple(parts) if isinstance(x, tuple) else list(parts)
+    return g[0]
+
+
+def gradient_flat(bar, g):
+    """The adjoint of gradient_like(g, x): bar's numbers (an adjoint of x's structure) in a
+    1-d array of g's length and dtype."""
+    if isinstance(bar, (tuple, list)):
+        parts = [gradient_flat(v, np.zeros(flat_size(v), g.dtype)) for v in bar]
+        return np.concatenate(parts) if parts else np.zeros(0, g.dtype)
+    return np.array(bar, dtype=g.dtype).reshape(g.shape)

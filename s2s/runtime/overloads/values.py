@@ -872,3 +872,69 @@ def _require_distinct(items, message):
     checks = "".join(f"    if _repeats(items[{k}]):\n        raise S2SError(message)\n" for k in arrays)
     return _compile(f"def impl(items, message):\n{checks}    return None\n", "impl",
                     _repeats=_repeats, S2SError=S2SError)
+
+
+# ---- s2s.grad(f)(x) inside a transformed function: x a number, an array, or a tuple of them
+
+
+def _offsets(x) -> str:
+    """Lines s1 = s0 + flat_size(x[0]), ...: where each item of the tuple x begins among its numbers."""
+    return "    s0 = 0\n" + "".join(f"    s{k + 1} = s{k} + rt.flat_size(x[{k}])\n" for k in range(len(x)))
+
+
+@overload(rt.flat_size)
+def _flat_size(x):
+    if isinstance(x, types.Array):
+        return lambda x: x.size
+    if _scalar(x):
+        return lambda x: 1
+    if isinstance(x, types.BaseTuple):
+        return _compile(f"def flat_size(x):\n{_offsets(x)}    return s{len(x)}\n", "flat_size")
+    raise TypingError("s2s: s2s.grad(f)(x) inside a function compiled by s2s.jit takes x a number, an array or a "
+                      "tuple of them")
+
+
+@overload(rt.unit_tangent)
+def _unit_tangent(x, i):
+    if isinstance(x, types.Array):
+        def impl(x, i):
+            unit = np.zeros(x.size)
+            if 0 <= i < x.size:
+                unit[i] = 1.0
+            return unit.reshape(x.shape)
+        return impl
+    if _scalar(x):
+        return lambda x, i: 1.0 if i == 0 else 0.0
+    if isinstance(x, types.BaseTuple):
+        parts = "".join(f"rt.unit_tangent(x[{k}], i - s{k}), " for k in range(len(x)))
+        return _compile(f"def unit_tangent(x, i):\n{_offsets(x)}    return ({parts})\n", "unit_tangent")
+    return None
+
+
+@overload(rt.gradient_like)
+def _gradient_like(g, x):
+    if isinstance(x, types.Array):
+        return lambda g, x: g.reshape(x.shape)
+    if _scalar(x):
+        return lambda g, x: g[0]
+    if isinstance(x, types.BaseTuple):
+        parts = "".join(f"rt.gradient_like(np.ascontiguousarray(g[s{k}:s{k + 1}]), x[{k}]), " for k in range(len(x)))
+        return _compile(f"def gradient_like(g, x):\n{_offsets(x)}    return ({parts})\n", "gradient_like")
+    return None
+
+
+@overload(rt.gradient_flat)
+def _gradient_flat(bar, g):
+    if isinstance(bar, types.Array):
+        return lambda bar, g: bar.astype(g.dtype).reshape(g.shape)
+    if _scalar(bar):
+        def impl(bar, g):
+            out = np.empty(g.shape, g.dtype)
+            out[0] = bar
+            return out
+        return impl
+    if isinstance(bar, types.BaseTuple):
+        parts = "".join(f"rt.gradient_flat(bar[{k}], np.empty(rt.flat_size(bar[{k}]), g.dtype)), "
+                        for k in range(len(bar)))
+        return _compile(f"def gradient_flat(bar, g):\n    return np.concatenate(({parts}))\n", "gradient_flat")
+    return None
