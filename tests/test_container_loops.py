@@ -8,6 +8,7 @@ over a tuple or list argument, a loop that takes a dict's items by position, and
 a loop goes over (with the way out)."""
 
 import json
+import operator
 import os
 
 import numpy as np
@@ -327,6 +328,8 @@ def sorted_items_weighted(d):
     t = 0.0
     for i, (k, v) in enumerate(sorted(d.items())):
         t = t + np.sum(v ** 2) * (i + 1.0)
+    for i, (k, v) in enumerate(sorted(d.items(), key=operator.itemgetter(0))):
+        t = t + np.sum(np.sin(v)) * (i + 2.0)
     return t
 
 

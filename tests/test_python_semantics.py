@@ -507,7 +507,8 @@ def reads_with_get(d):
 def get_of_a_dict_built_by_keywords(x, y):
     d = dict(a=x, b=2 * y)
     e = {"c": x * y}
-    return np.sum(d.get("a") * d.get("z", 3.0) + d.get("b", 1.0) * e.get("c"))
+    f = dict([("p", x), ("q", y * y)], r=x)
+    return np.sum(d.get("a") * d.get("z", 3.0) + d.get("b", 1.0) * e.get("c")) + np.sum(f["p"] * f["q"] - f["r"])
 
 
 def branches_on_a_containers_type(x, w):
@@ -606,7 +607,7 @@ def isinstance_of_a_local(x):
 
 @pytest.mark.parametrize("fun, text, message", [
     (get_at_a_key_known_when_it_runs, "d.get(k", r"\.get\(\) of a dict is supported at a constant key"),
-    (dict_of_pairs, "dict(zip", r"dict\(\.\.\.\) is supported in its keyword form alone"),
+    (dict_of_pairs, "dict(zip", r"dict\(\.\.\.\) is supported in its keyword form, dict\(a=x, b=y\), and of a display"),
     (isinstance_of_a_local, "isinstance(y", r"decided when the code is generated.*not a parameter"),
 ], ids=["get_variable_key", "dict_of_pairs", "isinstance_of_a_local"])
 def test_dict_idioms_s2s_cannot_decide_are_refused_at_the_users_line(fun, text, message):

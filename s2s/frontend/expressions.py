@@ -1159,12 +1159,20 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
                 [(k, passed(a)) for k, a in kwargs])
 
     def dict_call(self, node: cst.Call) -> ir.Atom:
-        """dict(a=x, b=y): the display {"a": x, "b": y} (dict() the empty one)."""
-        if any(a.star or a.keyword is None for a in node.args):
-            raise self.error(node, "dict(...) is supported in its keyword form alone, dict(a=x, b=y)",
-                             "write a dict display, {\"a\": x, \"b\": y}")
-        return self.dictionary(cst.Dict([cst.DictElement(cst.SimpleString(repr(a.keyword.value)), a.value)
-                                         for a in node.args]))
+        """dict(a=x, b=y) and dict([("a", x), ("b", y)], c=z): the display {"a": x, "b": y, ...}
+        (dict() the empty one)."""
+        elements, args = [], list(node.args)
+        if args and args[0].keyword is None and not args[0].star and isinstance(args[0].value, (cst.List, cst.Tuple)) \
+                and all(isinstance(e, cst.Element) and isinstance(e.value, cst.Tuple) and len(e.value.elements) == 2
+                        and not any(isinstance(p, cst.StarredElement) for p in e.value.elements)
+                        for e in args[0].value.elements):
+            elements = [cst.DictElement(e.value.elements[0].value, e.value.elements[1].value)
+                        for e in args.pop(0).value.elements]
+        if any(a.star or a.keyword is None for a in args):
+            raise self.error(node, "dict(...) is supported in its keyword form, dict(a=x, b=y), and of a display "
+                             "of pairs, dict([(\"a\", x), (\"b\", y)])", "write a dict display, {\"a\": x, \"b\": y}")
+        return self.dictionary(cst.Dict(elements + [cst.DictElement(cst.SimpleString(repr(a.keyword.value)), a.value)
+                                                    for a in args]))
 
     def isinstance_call(self, node: cst.Call) -> ir.Const | None:
         """isinstance(x, dict) of a parameter: decided by the type of the call's argument (the code

@@ -1084,10 +1084,18 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering, TryLowe
 
     def sorted_dict_view(self, node: cst.BaseExpression) -> cst.Call | None:
         """d.items() (or d.keys()) where node is sorted(d.items()): a loop over the (key, value)
-        pairs in the keys' order (a dict's keys differ, so its values are never compared)."""
-        if not (isinstance(node, cst.Call) and len(node.args) == 1 and node.args[0].keyword is None
+        pairs in the keys' order (a dict's keys differ, so its values are never compared); the
+        order by key too where the sort says so, key=operator.itemgetter(0) of the items."""
+        if not (isinstance(node, cst.Call) and node.args and node.args[0].keyword is None
                 and not node.args[0].star and _dict_method(node.args[0].value) in ("items", "keys")):
             return None
+        for extra in node.args[1:]:
+            by_key = extra.keyword is not None and extra.keyword.value == "key" \
+                and _dict_method(node.args[0].value) == "items" and isinstance(extra.value, cst.Call) \
+                and self.resolver.resolve(extra.value.func) is operator.itemgetter and len(extra.value.args) == 1 \
+                and isinstance(extra.value.args[0].value, cst.Integer) and extra.value.args[0].value.value == "0"
+            if not by_key:
+                return None
         if isinstance(node.func, cst.Name) and node.func.value in self.locals:
             return None
         return node.args[0].value if self.resolver.resolve(node.func) is builtins.sorted else None
