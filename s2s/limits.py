@@ -49,10 +49,6 @@ LIMITS: dict[str, Limit] = {
         r"RandomState or Generator cannot be compiled",
         "draw the samples outside and pass them in, or use s2s.random with a key", "z = rng.normal(0.0, 1.0, n)",
         helpers=("draw",)),
-    "products-beyond-two-dimensions": Limit(
-        "np.dot and np.inner of arrays of more than two dimensions", NUMBA,
-        r"(dot|inner)>?\) found for signature",
-        "write the contraction with @ (a stack of matrices), np.einsum or np.tensordot", "np.dot(A3, B3)"),
     "dict-loop": Limit(
         "a loop over a dict argument (for k, v in d.items(), .keys(), .values()) where its keys are not known as "
         "the code is written: in a function that the function given to s2s.jit calls (s2s.jit of the function "

@@ -2,8 +2,9 @@
 (which checks that each is refused at its line, under its limit, and runs on the python backend).
 A known gap that is fixed shows there as a program that compiles: take it off the list, and keep its
 program here, where the sweep holds it to agree (gather_and_slice, fancy_augmented_write, none_argument,
-energy's per-example Hessians, the products of two dtypes and with a number, a transposed reshape, the
-variance of a list, stacked eigh and svd, bernoulli of an array of probabilities)."""
+energy's per-example Hessians, the products of two dtypes and with a number, np.dot beyond two
+dimensions, a transposed reshape, the variance of a list, stacked eigh and svd, bernoulli of an array
+of probabilities)."""
 
 import numpy as np
 
@@ -103,10 +104,6 @@ def energy(x):  # for s2s.jit(s2s.vmap(s2s.hessian(energy)))
 
 
 # ---- each limit's way out, as its docs/pages/limits.md entry words it: these compile and agree ------------
-
-
-def dot_beyond_two_dimensions_way_out(A, B):
-    return np.sum(np.sin(np.einsum("ijk,lkm->ijlm", A, B)))
 
 
 def loop_over_dict_items_way_out(params, x):

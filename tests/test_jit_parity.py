@@ -221,11 +221,9 @@ PROGRAMS = _corpus()
 
 # program -> the limit (a key of s2s.limits.LIMITS) under which s2s.jit refuses it today
 LISTED: dict[str, str] = {
-    "programs.products_beyond_two_dimensions": "products-beyond-two-dimensions",
     "programs.squeeze_and_expand": "squeeze-without-axis",
     "limit_cases.unknown_to_numba": "numpy-function-unknown-to-numba",
     "limit_cases.draws_from_a_generator": "random-state-draws",
-    "limit_cases.dot_beyond_two_dimensions": "products-beyond-two-dimensions",
     "limit_cases.loop_over_dict_items": "dict-loop",
     "limit_cases.number_becomes_array": "number-becomes-array",
     "limit_cases.squeeze_without_axis": "squeeze-without-axis",

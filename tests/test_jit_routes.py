@@ -85,6 +85,23 @@ def test_products_of_two_dtypes_and_with_numbers_under_jit():
     np.testing.assert_allclose(s2s.jit(s2s.grad(products))(X, COUNTS), expected, rtol=1e-6, atol=1e-7)
 
 
+def contractions_of_stacks(a, b, v):
+    return (np.sum(np.sin(np.dot(a, b))) + np.sum(np.dot(a, v) ** 2) + np.sum(np.cos(np.dot(v, b)))
+            + np.sum(np.sin(np.inner(a, b.transpose(0, 2, 1)))) + np.sum(np.inner(v, a) ** 2))
+
+
+def test_dot_and_inner_beyond_two_dimensions_under_jit():
+    """Numba's np.dot and np.inner take 1-d and 2-d arrays: s2s.jit's forms contract the rows of
+    the summed axes in one matrix product, and their adjoints put the products back in shape."""
+    rng = np.random.default_rng(4)
+    args = (rng.standard_normal((2, 2, 4)), rng.standard_normal((2, 4, 3)), rng.standard_normal(4))
+    assert s2s.jit(contractions_of_stacks)(*args) == pytest.approx(contractions_of_stacks(*args), rel=1e-12)
+    got = s2s.jit(s2s.grad(contractions_of_stacks, argnums=(0, 1, 2)))(*args)
+    for k in range(3):
+        np.testing.assert_allclose(got[k], central_difference_grad(contractions_of_stacks, args, k), rtol=1e-6,
+                                   atol=1e-7)
+
+
 # ---- reductions of a list or tuple of arrays --------------------------------------------------
 # NumPy reduces the array of the display; Numba's reductions take arrays, so the display (and the
 # operand of the reductions' derivatives) becomes np.array(...) of it, which Numba builds.

@@ -71,10 +71,56 @@ def _matmul_bar_y(g, x, y):
     raise TypingError("s2s: under jit, matmul derivatives are for arrays of one or more dimensions")
 
 
+# ---- np.dot of arrays of 3 or more dimensions ---------------------------------------------
+# NumPy sums x's last axis against y's second to last (its last where y is 1-d): the result has
+# x's other axes, then y's. Numba's np.dot takes 1-d and 2-d arrays; these forms, only where one
+# has more, are one matrix product: x as rows of its last axis, y with that axis first and the
+# others flattened behind it (_dot_operands), the adjoints the product's, put back in shape.
+
+
+def _dot_nd(x, y) -> bool:
+    return isinstance(x, types.Array) and isinstance(y, types.Array) and x.ndim >= 1 and y.ndim >= 1 \
+        and max(x.ndim, y.ndim) > 2
+
+
+def _dot_operands(y):
+    """Source of (x's rows, y with its summed axis first as a matrix, the result's shape)."""
+    d = y.ndim
+    if d == 1:
+        return ("    rows = np.ascontiguousarray(x).reshape((-1, x.shape[-1]))\n"
+                "    columns = np.ascontiguousarray(y).reshape((y.shape[0], 1))\n"
+                "    shape = x.shape[:-1]\n")
+    order = (d - 2,) + tuple(range(d - 2)) + (d - 1,)
+    return ("    rows = np.ascontiguousarray(x).reshape((-1, x.shape[-1]))\n"
+            f"    columns = np.ascontiguousarray(np.transpose(y, {order})).reshape((y.shape[-2], -1))\n"
+            "    shape = x.shape[:-1] + y.shape[:-2] + y.shape[-1:]\n")
+
+
+@overload(np.dot)
+def _dot_of_arrays_of_more_dimensions(x, y):
+    if _dot_nd(x, y):
+        source = "def impl(x, y):\n" + _dot_operands(y) + "    return (rows @ columns).reshape(shape)\n"
+        return _compile(source, "impl")
+
+
+def _dot_nd_bar(g, x, y, which: str):
+    d = y.ndim
+    lines = "def impl(g, x, y):\n" + _dot_operands(y) + "    g2 = np.ascontiguousarray(g).reshape((rows.shape[0], -1))\n"
+    if which == "x":
+        return _compile(lines + "    return (g2 @ columns.T).reshape(x.shape)\n", "impl")
+    if d == 1:
+        return _compile(lines + "    return (rows.T @ g2).reshape(y.shape)\n", "impl")
+    back = tuple(range(1, d - 1)) + (0, d - 1)  # (the summed axis back to second to last)
+    return _compile(lines + "    moved = (rows.T @ g2).reshape((y.shape[-2],) + y.shape[:-2] + y.shape[-1:])\n"
+                    f"    return np.ascontiguousarray(np.transpose(moved, {back}))\n", "impl")
+
+
 @overload(rt.dot_bar_x)
 def _dot_bar_x(g, x, y):
     if _nd(x) == 0 or _nd(y) == 0:
         return lambda g, x, y: rt.unbroadcast(g * y, x)
+    if _dot_nd(x, y):
+        return _dot_nd_bar(g, x, y, "x")
     return lambda g, x, y: rt.matmul_bar_x(g, x, y)
 
 
@@ -82,6 +128,8 @@ def _dot_bar_x(g, x, y):
 def _dot_bar_y(g, x, y):
     if _nd(x) == 0 or _nd(y) == 0:
         return lambda g, x, y: rt.unbroadcast(g * x, y)
+    if _dot_nd(x, y):
+        return _dot_nd_bar(g, x, y, "y")
     return lambda g, x, y: rt.matmul_bar_y(g, x, y)
 
 
@@ -101,11 +149,26 @@ def _inner_bar_x(g, x, y):
         return lambda g, x, y: np.outer(g, y)
     if nx <= 2 and ny == 2:
         return lambda g, x, y: np.dot(g, y)
-    raise TypingError("s2s: the derivative of np.inner is implemented for up to 2-D arrays")
+    return _inner_rows_bar("x")
+
+
+def _inner_rows_bar(which: str):
+    """np.inner's adjoint in x or y where one has more than two dimensions: of the product of
+    the rows of their last axes (overloads/reductions.py), put back in shape."""
+    def impl(g, x, y):
+        rows_x = np.ascontiguousarray(x).reshape((-1, x.shape[-1]))
+        rows_y = np.ascontiguousarray(y).reshape((-1, y.shape[-1]))
+        g2 = np.ascontiguousarray(g * 1.0).reshape((rows_x.shape[0], rows_y.shape[0]))
+        if which == "x":
+            return (g2 @ rows_y).reshape(x.shape)
+        return (g2.T @ rows_x).reshape(y.shape)
+    return impl
 
 
 @overload(rt.inner_bar_y)
 def _inner_bar_y(g, x, y):
+    if _nd(x) >= 1 and _nd(y) >= 1 and max(_nd(x), _nd(y)) > 2:
+        return _inner_rows_bar("y")
     if _nd(x) == 2 and _nd(y) == 2:
         return lambda g, x, y: rt.inner_bar_x(np.transpose(g), y, x)
     return lambda g, x, y: rt.inner_bar_x(g, y, x)

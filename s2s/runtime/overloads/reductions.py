@@ -589,5 +589,9 @@ def _inner(x, y):
         return lambda x, y: np.dot(y, x)
     if nx == 2 and ny == 2:
         return lambda x, y: np.dot(x, y.T)
-    raise TypingError("s2s: under jit, np.inner takes arrays of up to 2 dimensions; use np.tensordot "
-                      "or x @ y.T")
+
+    def rows(x, y):  # (more dimensions: the rows of each last axis, one matrix product)
+        rows_x = np.ascontiguousarray(x).reshape((-1, x.shape[-1]))
+        rows_y = np.ascontiguousarray(y).reshape((-1, y.shape[-1]))
+        return (rows_x @ rows_y.T).reshape(x.shape[:-1] + y.shape[:-1])
+    return rows
