@@ -48,10 +48,9 @@ from s2s.runtime import (
     qr_inner_bar,
     qr_options,
     svd_options,
-    lstsq_bar_a,
-    lstsq_bar_b,
-    lstsq_dot,
-    lstsq_residuals_dot,
+    full_rank_solution,
+    lstsq_residuals,
+    residual_weights,
     select,
     select_bar,
     select_default_bar,
@@ -912,18 +911,30 @@ def svd_vectors(y, a, full_matrices=True, compute_uv=True, hermitian=False):
 @rule(np.linalg.lstsq, runtime.linalg_lstsq)
 @primitive(np.linalg.lstsq, numba=runtime.linalg_lstsq)
 def lstsq(y, a, b, rcond=None):
-    """y = (x, residuals, rank, s) for a of full rank (runtime/linalg.py; below it the helpers
-    raise, naming lstsq): x and the residuals by the helpers, the rank is piecewise constant, and
-    s are the singular values of a (svd's rule)."""
+    """y = (x, residuals, rank, s) for a of full rank (below it the derivative is refused when the
+    code runs: runtime.full_rank_solution). With P = pinv(a) and r = b - a x, Golub and Pereyra's
+    x' = P (b' - a' x) + P P.T a'.T r + (I - P a) a'.T P.T x; the residuals, |r|^2 per column
+    (empty where m <= n), change by 2 r.(b' - a' x) (a.T r = 0); the rank is piecewise constant,
+    and s are a's singular values (svd's rule). Written with pinv, @ and helpers that have rules
+    of their own, so that second derivatives follow."""
+    x = full_rank_solution(y[0], y[2], a)
+    p = np.linalg.pinv(a)
+    p_t = np.swapaxes(p, -1, -2)
+    r = b - a @ x
     usv = np.linalg.svd(a, full_matrices=False)
     y_dot = (
-        lstsq_dot(a, b, y[0], y[2], a_dot, b_dot),
-        lstsq_residuals_dot(y[1], a, b, y[0], y[2], a_dot, b_dot),
+        p @ (b_dot - a_dot @ x) + p @ (p_t @ (np.swapaxes(a_dot, -1, -2) @ r))
+        + np.swapaxes(a_dot, -1, -2) @ (p_t @ x) - p @ (a @ (np.swapaxes(a_dot, -1, -2) @ (p_t @ x))),
+        lstsq_residuals(2.0 * np.sum(r * (b_dot - a_dot @ x), axis=0), y[1]),
         zeros_like(y[2]),
-        matrix_diagonal(np.swapaxes(usv[0], -1, -2) @ a_dot @ np.swapaxes(usv[2], -1, -2)),
+        # (zeros of s's shape where a is not differentiated: an item of a tuple tangent)
+        matrix_diagonal(np.swapaxes(usv[0], -1, -2) @ a_dot @ np.swapaxes(usv[2], -1, -2)) + zeros_like(y[3]),
     )
-    a_bar += lstsq_bar_a(y_bar[0], y_bar[1], a, b, y[0], y[2]) + usv[0] @ diagonal_matrix(y_bar[3]) @ usv[2]
-    b_bar += lstsq_bar_b(y_bar[0], y_bar[1], a, b, y[0], y[2])
+    weights = residual_weights(r, y_bar[1])
+    a_bar += (-solve_bar_a(p_t @ y_bar[0], x) + solve_bar_a(r, y_bar[0]) @ (p @ p_t)
+              + solve_bar_a(p_t @ x, y_bar[0] - np.swapaxes(a, -1, -2) @ (p_t @ y_bar[0]))
+              - 2.0 * solve_bar_a(weights, x) + usv[0] @ diagonal_matrix(y_bar[3]) @ usv[2])
+    b_bar += p_t @ y_bar[0] + 2.0 * weights
 
 
 @rule(np.linalg.pinv)

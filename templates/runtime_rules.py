@@ -48,6 +48,8 @@ from s2s.runtime import (
     dot_bar_x,
     gradient_flat,
     gradient_like,
+    lstsq_residuals,
+    residual_weights,
     flatten_bar,
     dot_bar_y,
     hstack_bar,
@@ -386,6 +388,25 @@ def real_eigenvalues_(y, w):
     """The identity (of real eigenvalues; it refuses complex ones)."""
     y_dot = w_dot
     w_bar += y_bar
+
+
+@rule(runtime.full_rank_solution, pure=True, first_or_new=True)
+def full_rank_solution_(y, x, rank, a):
+    """The identity in x (np.linalg.lstsq's solution; it refuses a rank-deficient a)."""
+    y_dot = x_dot
+    x_bar += y_bar
+
+
+@rule(runtime.lstsq_residuals, pure=True, fresh=True, shape_argument=1)
+def lstsq_residuals_(y, value, residuals):
+    """value in the residuals' shape: linear in value."""
+    y_dot = lstsq_residuals(value_dot, residuals)
+
+
+@rule(runtime.residual_weights, pure=True, fresh=True)
+def residual_weights_(y, r, residuals_bar):
+    """r * residuals_bar, or zeros: bilinear."""
+    y_dot = residual_weights(r_dot, residuals_bar) + residual_weights(r, residuals_bar_dot)
 
 
 @rule(runtime.singular_values, pure=True, first_or_new=True)

@@ -805,6 +805,21 @@ def test_lstsq_under_jit():
     np.testing.assert_allclose(got, s2s.grad(lstsq_loss)(TALL, RHS), rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_second_derivatives_of_lstsq(backend):
+    """In a and in b, of a tall a with a column of right-hand sides (the residuals' and s's
+    curvature included): against differences of the gradient."""
+    def in_a(a):
+        return lstsq_loss(a, RHS_COLUMNS) + np.sum(np.sin(np.linalg.lstsq(a, RHS, rcond=None)[0]))
+
+    grad = s2s.grad(in_a)
+    want = np.array([(grad(TALL + 1e-5 * e) - grad(TALL - 1e-5 * e)) / 2e-5
+                     for e in np.eye(TALL.size).reshape(-1, *TALL.shape)])
+    got = s2s.jit(s2s.hessian(in_a), backend=backend)(TALL)
+    np.testing.assert_allclose(got.reshape(TALL.size, TALL.size), want.reshape(TALL.size, TALL.size), rtol=1e-5,
+                               atol=1e-6)
+
+
 def test_lstsq_below_full_rank_is_refused_at_the_users_line():
     deficient = np.outer(RHS, [1.0, 2.0, -1.0])  # rank 1
     with pytest.raises(s2s.S2SError, match=r"test_linalg_rules\.py:\d+:\d+: the derivative of np\.linalg\.lstsq is "

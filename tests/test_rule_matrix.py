@@ -51,8 +51,6 @@ _NO_SECOND_ORDER = "second order refused: a helper of its reverse rule has no de
 KNOWN_GAPS: dict = {
     **{(fn, "second_order"): _NO_SECOND_ORDER
        for fn in (np.polyval, runtime.polyval, np.interp, np.corrcoef, runtime.batched_product)},
-    **{(fn, "second_order"): "second order refused: np.linalg.lstsq's reverse rule computes u and v"
-       for fn in (np.linalg.lstsq, runtime.linalg_lstsq)},
 }
 
 

@@ -13,7 +13,7 @@ import numpy as np
 __all__ = ["tensordot", "tensordot_bar_a", "tensordot_bar_b", "kron", "kron_bar_a", "kron_bar_b", "lower_half",
            "lower_symmetric", "lower_symmetric_bar", "matrix_diagonal", "diagonal_matrix", "eigen_quotient",
            "pair_differences", "strict_lower", "qr_inner_bar", "qr_options", "right_solve", "svd_options", "linalg_svd",
-           "lstsq_dot", "lstsq_residuals_dot", "lstsq_bar_a", "lstsq_bar_b", "linalg_lstsq", "linalg_eig", "linalg_eigvals",
+           "full_rank_solution", "lstsq_residuals", "residual_weights", "linalg_lstsq", "linalg_eig", "linalg_eigvals",
            "real_eigenvalues", "singular_values", "linalg_eigh", "linalg_eigvalsh"]
 
 
@@ -248,54 +248,29 @@ def linalg_svd(a, full_matrices=True, compute_uv=True, hermitian=False):
 # Below full rank the solution jumps where a singular value crosses rcond: refused, by name.
 
 
-def _lstsq_columns(a, b, x, rank):
-    """(P, b, x, R), b and x as matrices of columns."""
-    m, n = np.shape(a)
-    if rank != min(m, n):
+def full_rank_solution(x, rank, a):
+    """x, np.linalg.lstsq's solution, where a has full rank (rank min(m, n)); below it the
+    solution jumps where a singular value crosses rcond: no derivative (a ValueError)."""
+    if rank != min(np.shape(a)):
         raise ValueError("s2s: the derivative of np.linalg.lstsq is for a matrix of full rank (rank min(m, n)): "
                          "below it the solution jumps where a singular value crosses rcond")
-    p = np.linalg.pinv(a)
-    b2 = np.reshape(b, (m, -1))
-    x2 = np.reshape(x, (n, -1))
-    return p, b2, x2, b2 - a @ x2
+    return x
 
 
-def lstsq_dot(a, b, x, rank, a_dot, b_dot):
-    """The tangent of x = np.linalg.lstsq(a, b)[0] (linear in a_dot and b_dot)."""
-    p, b2, x2, r = _lstsq_columns(a, b, x, rank)
-    n = np.shape(a)[1]
-    d = np.reshape(b_dot, np.shape(b2)) - a_dot @ x2
-    x_dot = p @ d + p @ (p.T @ (a_dot.T @ r)) + (np.eye(n) - p @ a) @ (a_dot.T @ (p.T @ x2))
-    return np.reshape(x_dot, np.shape(x))
-
-
-def lstsq_residuals_dot(residuals, a, b, x, rank, a_dot, b_dot):
-    """The tangent of np.linalg.lstsq(a, b)[1], |b - a x|^2 per column (empty where m <= n)."""
+def lstsq_residuals(value, residuals):
+    """value (|b - a x|^2's change per column: a number for a vector b) in the shape of lstsq's
+    residuals, which are empty where m <= n. Linear in value."""
     if np.size(residuals) == 0:
-        return np.zeros_like(residuals)
-    p, b2, x2, r = _lstsq_columns(a, b, x, rank)
-    d = np.reshape(b_dot, np.shape(b2)) - a_dot @ x2
-    return 2.0 * np.sum(r * d, axis=0)
+        return np.zeros(np.shape(residuals))
+    return np.reshape(np.asarray(value, dtype=np.result_type(value, 0.0)), np.shape(residuals))
 
 
-def lstsq_bar_a(x_bar, residuals_bar, a, b, x, rank):
-    """The adjoint of a from those of x and the residuals (the transpose of the tangents above)."""
-    p, b2, x2, r = _lstsq_columns(a, b, x, rank)
-    n = np.shape(a)[1]
-    g = np.reshape(x_bar, np.shape(x2))
-    a_bar = -(p.T @ g) @ x2.T + (r @ g.T) @ (p @ p.T) + (p.T @ x2) @ (g.T @ (np.eye(n) - p @ a))
-    if np.size(residuals_bar) != 0:
-        a_bar = a_bar - 2.0 * (r * residuals_bar) @ x2.T
-    return a_bar
-
-
-def lstsq_bar_b(x_bar, residuals_bar, a, b, x, rank):
-    """The adjoint of b from those of x and the residuals."""
-    p, b2, x2, r = _lstsq_columns(a, b, x, rank)
-    b_bar = p.T @ np.reshape(x_bar, np.shape(x2))
-    if np.size(residuals_bar) != 0:
-        b_bar = b_bar + 2.0 * r * residuals_bar
-    return np.reshape(b_bar, np.shape(b))
+def residual_weights(r, residuals_bar):
+    """r, b - a x, weighted by the adjoint of each column's residual (zeros where lstsq gives no
+    residuals): half the residuals' adjoint in b. Bilinear."""
+    if np.size(residuals_bar) == 0:
+        return np.zeros(np.shape(r), np.result_type(r, 0.0))
+    return r * residuals_bar
 
 
 def linalg_lstsq(a, b, rcond=None):

@@ -601,74 +601,38 @@ def _lstsq_operands(name, a, b):
                           "vector or matrix b")
 
 
-@register_jitable
-def _lstsq_columns(a, b, x, rank):
-    m, n = a.shape
-    if rank != min(m, n):
-        raise ValueError("s2s: the derivative of np.linalg.lstsq is for a matrix of full rank (rank min(m, n)): "
-                         "below it the solution jumps where a singular value crosses rcond")
-    a = np.ascontiguousarray(a * 1.0)
-    p = np.linalg.pinv(a)
-    b2 = np.ascontiguousarray(b * 1.0).reshape((m, -1))
-    x2 = np.ascontiguousarray(x * 1.0).reshape((n, -1))
-    return a, p, np.ascontiguousarray(p.T), b2, x2, b2 - a @ x2
+@overload(rt.full_rank_solution)
+def _full_rank_solution(x, rank, a):
+    _lstsq_operands("full_rank_solution", a, x)
 
-
-@overload(rt.lstsq_dot)
-def _lstsq_dot(a, b, x, rank, a_dot, b_dot):
-    _lstsq_operands("lstsq_dot", a, b)
-
-    def impl(a, b, x, rank, a_dot, b_dot):
-        a, p, p_t, b2, x2, r = _lstsq_columns(a, b, x, rank)
-        n = a.shape[1]
-        a_dot = np.ascontiguousarray(a_dot * 1.0)
-        a_dot_t = np.ascontiguousarray(a_dot.T)
-        d = np.ascontiguousarray(b_dot * 1.0).reshape(b2.shape) - a_dot @ x2
-        x_dot = p @ d + p @ (p_t @ (a_dot_t @ r)) + (np.eye(n) - p @ a) @ (a_dot_t @ (p_t @ x2))
-        return x_dot.reshape(x.shape)
+    def impl(x, rank, a):
+        if rank != min(a.shape[0], a.shape[1]):
+            raise ValueError("s2s: the derivative of np.linalg.lstsq is for a matrix of full rank (rank min(m, n)): "
+                             "below it the solution jumps where a singular value crosses rcond")
+        return x
     return impl
 
 
-@overload(rt.lstsq_residuals_dot)
-def _lstsq_residuals_dot(residuals, a, b, x, rank, a_dot, b_dot):
-    _lstsq_operands("lstsq_residuals_dot", a, b)
+@overload(rt.lstsq_residuals)
+def _lstsq_residuals(value, residuals):
+    if _scalar(value):
+        def number(value, residuals):
+            return np.full(residuals.shape, value * 1.0)
+        return number
 
-    def impl(residuals, a, b, x, rank, a_dot, b_dot):
+    def impl(value, residuals):
         if residuals.size == 0:
             return np.zeros(residuals.shape)
-        a, p, p_t, b2, x2, r = _lstsq_columns(a, b, x, rank)
-        d = np.ascontiguousarray(b_dot * 1.0).reshape(b2.shape) - np.ascontiguousarray(a_dot * 1.0) @ x2
-        return 2.0 * np.sum(r * d, axis=0)
+        return np.ascontiguousarray(value * 1.0).reshape(residuals.shape)
     return impl
 
 
-@overload(rt.lstsq_bar_a)
-def _lstsq_bar_a(x_bar, residuals_bar, a, b, x, rank):
-    _lstsq_operands("lstsq_bar_a", a, b)
-
-    def impl(x_bar, residuals_bar, a, b, x, rank):
-        a, p, p_t, b2, x2, r = _lstsq_columns(a, b, x, rank)
-        n = a.shape[1]
-        g = np.ascontiguousarray(x_bar * 1.0).reshape(x2.shape)
-        g_t = np.ascontiguousarray(g.T)
-        x2_t = np.ascontiguousarray(x2.T)
-        a_bar = -(p_t @ g) @ x2_t + (r @ g_t) @ (p @ p_t) + (p_t @ x2) @ (g_t @ (np.eye(n) - p @ a))
-        if residuals_bar.size != 0:
-            a_bar = a_bar - 2.0 * (r * residuals_bar) @ x2_t
-        return a_bar
-    return impl
-
-
-@overload(rt.lstsq_bar_b)
-def _lstsq_bar_b(x_bar, residuals_bar, a, b, x, rank):
-    _lstsq_operands("lstsq_bar_b", a, b)
-
-    def impl(x_bar, residuals_bar, a, b, x, rank):
-        a, p, p_t, b2, x2, r = _lstsq_columns(a, b, x, rank)
-        b_bar = p_t @ np.ascontiguousarray(x_bar * 1.0).reshape(x2.shape)
-        if residuals_bar.size != 0:
-            b_bar = b_bar + 2.0 * r * residuals_bar
-        return b_bar.reshape(b.shape)
+@overload(rt.residual_weights)
+def _residual_weights(r, residuals_bar):
+    def impl(r, residuals_bar):
+        if residuals_bar.size == 0:
+            return np.zeros(r.shape)
+        return r * residuals_bar
     return impl
 
 
