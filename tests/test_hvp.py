@@ -114,6 +114,17 @@ def test_jvp_of_a_gradient_with_aux_carries_aux_and_its_tangent(backend):
     _assert_close(aux_dot["squares"], 2 * x * v)
 
 
+def checked_pair(t):
+    assert isinstance(t, tuple) and isinstance(t[1], float)
+    return t[0] ** 2 * t[1]
+
+
+def test_jvp_of_a_gradient_runs_the_code_generated_for_the_arguments_types():
+    """isinstance of an argument is decided for the call, as grad decides it."""
+    g, hv = s2s.jvp(s2s.grad(checked_pair), ((1.5, 2.0),), ((1.0, 0.5),))
+    assert g == pytest.approx((6.0, 2.25)) and hv == pytest.approx((2 * 2.0 + 2 * 1.5 * 0.5, 2 * 1.5))
+
+
 def test_refusals_say_what_to_do():
     with pytest.raises(s2s.S2SError, match="argument 2 is not made of floats") as info:
         s2s.jvp(s2s.grad(relax), (np.ones(2), 0.5, 3), (np.ones(2), 0.0, 1))

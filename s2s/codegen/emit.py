@@ -106,6 +106,8 @@ class Emitter:
             return ast.Call(parse_expr("runtime.generator"), [ast.Constant(captured.generator_number(value))], [])
         if isinstance(value, type) and issubclass(value, np.generic):
             return parse_expr(f"np.{value.__name__}")
+        if value in (float, int, bool, complex):  # (Python's types, as isinstance's second argument)
+            return name(value.__name__)
         if value is Ellipsis:
             return ast.Constant(Ellipsis)
         raise S2SError(f"cannot write the constant {value!r} into generated code")

@@ -36,6 +36,8 @@ def jvp_of_gradient(gradient, primals: tuple, tangents: tuple, backend: str):
     name = getattr(gradient.fun, "__name__", "the function")
     refuse_star_args(gradient.fun, "s2s.jvp of a gradient")
     args = gradient._bind(tuple(primals), {}, gradient._argnums)
+    # (the code grad runs for these arguments: their static values, and their types where it tests them)
+    gradient = gradient.for_arguments(args)
     # arguments the call left out take their defaults, which are constants (zero tangents)
     tangents = tuple(tangents) + tuple(None for _ in range(len(args) - len(primals)))
     gradient._check_args(args)

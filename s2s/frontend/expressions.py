@@ -1174,10 +1174,11 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
         return self.dictionary(cst.Dict(elements + [cst.DictElement(cst.SimpleString(repr(a.keyword.value)), a.value)
                                                     for a in args]))
 
-    def isinstance_call(self, node: cst.Call) -> ir.Const | None:
+    def isinstance_call(self, node: cst.Call) -> ir.Atom | None:
         """isinstance(x, dict) of a parameter: decided by the type of the call's argument (the code
-        is generated for it, as a JAX trace decides it), as `if` and `assert` decide it; None where
-        the test runs as written."""
+        is generated for it, as a JAX trace decides it), as `if` and `assert` decide it. Of anything
+        else, the test as written, its types Python's (isinstance(v, float) is not of np.float64,
+        which float stands for as a dtype); None where the types are not constants."""
         decided = self.static_decision(node)
         if decided is not MISSING:
             return ir.Const(decided)
@@ -1193,6 +1194,8 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
                                  "code is generated, from the types of the call's arguments: here the object "
                                  "tested is not a parameter of the function (or the function assigns it)",
                                  "test a parameter the function does not assign, or keep the test outside")
+            if all(k in (builtins.float, builtins.int, builtins.bool, builtins.complex) for k in kinds):
+                return self.assign(ir.Call(builtins.isinstance, (self.expr(node.args[0].value), ir.Const(kind))))
         return None
 
     def dict_get(self, node: cst.Call, receiver: ir.Atom) -> ir.Atom:
