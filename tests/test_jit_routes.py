@@ -95,8 +95,8 @@ def test_dot_and_inner_beyond_two_dimensions_under_jit():
     the summed axes in one matrix product, and their adjoints put the products back in shape."""
     rng = np.random.default_rng(4)
     args = (rng.standard_normal((2, 2, 4)), rng.standard_normal((2, 4, 3)), rng.standard_normal(4))
-    assert s2s.jit(contractions_of_stacks)(*args) == pytest.approx(contractions_of_stacks(*args), rel=1e-12)
-    got = s2s.jit(s2s.grad(contractions_of_stacks, argnums=(0, 1, 2)))(*args)
+    value, got = s2s.jit(s2s.value_and_grad(contractions_of_stacks, argnums=(0, 1, 2)))(*args)
+    assert value == pytest.approx(contractions_of_stacks(*args), rel=1e-12)
     for k in range(3):
         np.testing.assert_allclose(got[k], central_difference_grad(contractions_of_stacks, args, k), rtol=1e-6,
                                    atol=1e-7)

@@ -449,7 +449,8 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering, TryLowe
         self.statement_node = node
         if isinstance(node, cst.Assign):
             target = node.targets[0].target
-            if isinstance(target, cst.Name) and target.value in self.lambda_names and isinstance(node.value, cst.Lambda):
+            if isinstance(target, cst.Name) and target.value in self.lambda_names \
+                    and isinstance(node.value, cst.Lambda):
                 self.nested_def(lambda_def(node.value, target.value))
                 return
             if self.comprehension_statement(node):  # ys = [f(v) for v in x]: ys = [], ys.append(f(v)) in the loop

@@ -149,7 +149,8 @@ class JvpCallLowering:
         outer = re.sub(r"\W", "_", self.fn.__name__).strip("_") or "fun"
         label = f"{outer}_{name}" if name != "lambda" else f"{outer}_lambda_{origin.line}"
         body = definition.body
-        statements = list(body.body) if isinstance(body, cst.IndentedBlock) else [cst.SimpleStatementLine(list(body.body))]
+        statements = list(body.body) if isinstance(body, cst.IndentedBlock) \
+            else [cst.SimpleStatementLine(list(body.body))]
         # (each statement under the comment that generated code writes, naming the user's line:
         # errors and the code generated from this function name that line, source.py:_user_origins)
         origins = [origin if name == "lambda" else self.statement_origin(stmt) for stmt in statements]

@@ -152,7 +152,8 @@ def norm_bar_curvature(g, y, x, x_dot, ord=None, axis=None, keepdims=False):
         g_full = _expand(g, np.shape(x), reduce_axes, keepdims)
         return g_full * _safe_ratio(x_dot - x * _safe_ratio(y_dot_full, y_full), y_full)
     if not matrix and not isinstance(ord, str):
-        # a p-norm, D = sign(x) |x|^(p-1) / y^(p-1): dD = (p-1) (|x|^(p-2) x_dot - sign(x) |x|^(p-1) y_dot / y) / y^(p-1)
+        # a p-norm, D = sign(x) |x|^(p-1) / y^(p-1):
+        # dD = (p-1) (|x|^(p-2) x_dot - sign(x) |x|^(p-1) y_dot / y) / y^(p-1)
         p = float(ord)
         reduce_axes = None if axis is None else axes
         y_full = _expand(y, np.shape(x), reduce_axes, keepdims)

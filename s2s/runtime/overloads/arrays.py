@@ -105,7 +105,8 @@ def _dot_of_arrays_of_more_dimensions(x, y):
 
 def _dot_nd_bar(g, x, y, which: str):
     d = y.ndim
-    lines = "def impl(g, x, y):\n" + _dot_operands(y) + "    g2 = np.ascontiguousarray(g).reshape((rows.shape[0], -1))\n"
+    lines = ("def impl(g, x, y):\n" + _dot_operands(y)
+             + "    g2 = np.ascontiguousarray(g).reshape((rows.shape[0], -1))\n")
     if which == "x":
         return _compile(lines + "    return (g2 @ columns.T).reshape(x.shape)\n", "impl")
     if d == 1:
