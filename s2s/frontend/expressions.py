@@ -619,6 +619,8 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
             raise self.error(node, f"a scipy.stats distribution ({_distribution_name(callee)}) is supported here only "
                              "through its methods, called at once: norm.logpdf(x, loc, scale) or "
                              "norm(loc, scale).logpdf(x)", "call the method where you need the value")
+        if scipy_name(callee) == "scipy.integrate.odeint":
+            return self.odeint_call(node)
         if scipy_name(callee) is not None:
             callee = self.scipy_callee(node, callee)
         if isinstance(callee, type) and (callee.__module__ or "").split(".")[0] not in ("builtins", "numpy"):
@@ -795,7 +797,7 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
         written = facts(callee).written_as
         if written is not None:
             return written
-        covered = sorted(n for n in map(scipy_name, load_facts()) if n is not None)
+        covered = sorted([n for n in map(scipy_name, load_facts()) if n is not None] + ["scipy.integrate.odeint"])
         distributions = ""
         if scipy_name(callee).startswith("scipy.stats."):
             distributions = f", and of scipy.stats the methods of {stats_forms.covered()}"

@@ -1,6 +1,8 @@
-"""s2s.jvp(f, (x, ...), (t, ...)) called inside a transformed function: lowered to a call of
-f's generated forward mode, f_jvp(x, ..., t, ...), which the transform then reads like user
-code (the ExpressionLowering half of the Normalizer, expressions.py, inherits it)."""
+"""Calls inside a transformed function that are given a function: s2s.jvp(f, (x, ...), (t, ...)),
+lowered to a call of f's generated forward mode, f_jvp(x, ..., t, ...); s2s.grad(f)(x) and its
+kin; scipy.integrate.odeint(f, y0, t), lowered to a call of its NumPy form. The transform then
+reads the function called like user code (the ExpressionLowering half of the Normalizer,
+expressions.py, inherits these)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import libcst as cst
 from .. import runtime
 from ..errors import S2SError
 from ..ir import nodes as ir
+from ..scipy_forms import integrate as integrate_forms
 from .lax_forms import assigned_names
 from .nested import LOCAL_FUNCTIONS, NESTED_CALLS, NESTED_OBJECTS
 from .source import MISSING, dotted, is_constant, is_user_function, walk_nodes
@@ -77,11 +80,15 @@ class JvpCallLowering:
                              "pass each of its parameters, by position")
         return self.user_call(node, entry, args + extra, kwargs)
 
-    def nested_function(self, function: cst.BaseExpression, kind: str, hint: str) -> tuple[Any, list, int]:
+    def nested_function(self, function: cst.BaseExpression, kind: str, hint: str,
+                        way_out: str | None = None) -> tuple[Any, list, int]:
         """The Python function that s2s.<kind>(function) differentiates inside a transformed
-        function, the values of the transformed function's variables that it reads (passed
-        after its own arguments: a lambda or a def nested here, made a function of its own whose
-        parameters they are), and how many parameters it has besides them."""
+        function (kind: a transform's name, or the dotted name of a library function that calls
+        its function argument, scipy.integrate.odeint), the values of the transformed function's
+        variables that it reads (passed after its own arguments: a lambda or a def nested here,
+        made a function of its own whose parameters they are), and how many parameters it has
+        besides them."""
+        title = kind if "." in kind else f"s2s.{kind}"
         if isinstance(function, cst.Call):  # s2s.grad(s2s.grad(f)): the helper of the inner call's
             public = None if isinstance(function.func, cst.Name) and function.func.value in self.locals \
                 else self.resolver.resolve(function.func)
@@ -95,12 +102,13 @@ class JvpCallLowering:
                     raise self.error(function, f"s2s.{public.__name__} of {inner.__name__}: {exc.reason}",
                                      exc.hint) from None
         if isinstance(function, cst.Lambda):
-            return self.local_function(function, kind, "lambda", lambda_def(function))
+            return self.local_function(function, kind, "lambda", lambda_def(function), way_out)
         if isinstance(function, cst.Name) and function.value in self.def_names:
             if function.value not in self.local_defs:
                 raise self.error(function, f"the nested function {function.value} is used before its def",
                                  "define it before the call")
-            return self.local_function(function, kind, function.value, self.local_defs[function.value].node)
+            return self.local_function(function, kind, function.value, self.local_defs[function.value].node,
+                                       way_out)
         fun = MISSING if isinstance(function, cst.Name) and function.value in self.locals \
             else self.resolver.resolve(function)
         if type(fun).__module__.startswith("s2s.doors"):  # g = s2s.grad(f) at module level: g's helper
@@ -109,36 +117,38 @@ class JvpCallLowering:
                 self.references.add((dotted(function), fun.fun.__module__, fun.fun.__qualname__))
                 return entry, [], len(inspect.signature(entry).parameters)
         if not is_user_function(fun):
-            raise self.error(function, f"s2s.{kind} inside a transformed function needs a module-level function, "
+            raise self.error(function, f"{title} inside a transformed function needs a module-level function, "
                              "a lambda or a function defined in it", hint)
         self.references.add((dotted(function), fun.__module__, fun.__qualname__))
         return fun, [], len(inspect.signature(fun).parameters)
 
-    def local_function(self, node: cst.CSTNode, kind: str, name: str, definition: cst.FunctionDef):
-        """A lambda or nested def given to s2s.<kind> inside the transformed function, as a
-        module-level function with the variables of this function that it reads as parameters
-        after its own (nested_function's triple). Its body reads them when it is called, as a
-        closure does."""
-        way_out = (f"define the function at module level and pass what it reads as arguments: "
-                   f"s2s.{kind}(f)(y, x) with def f(y, x)")
+    def local_function(self, node: cst.CSTNode, kind: str, name: str, definition: cst.FunctionDef,
+                       way_out: str | None = None):
+        """A lambda or nested def given to s2s.<kind> (or the library function kind names) inside
+        the transformed function, as a module-level function with the variables of this function
+        that it reads as parameters after its own (nested_function's triple). Its body reads them
+        when it is called, as a closure does."""
+        title = kind if "." in kind else f"s2s.{kind}"
+        way_out = way_out or (f"define the function at module level and pass what it reads as arguments: "
+                              f"s2s.{kind}(f)(y, x) with def f(y, x)")
         if self.frames:
-            raise self.error(node, f"s2s.{kind} of a lambda or nested function is supported in the body of the "
+            raise self.error(node, f"{title} of a lambda or nested function is supported in the body of the "
                              "transformed function itself, not inside a nested function or an s2s.lax form's body",
                              way_out)
         params = definition.params
         if params.star_arg not in (None, cst.MaybeSentinel.DEFAULT) or params.star_kwarg is not None \
                 or params.kwonly_params or params.posonly_params or any(p.default is not None for p in params.params):
-            raise self.error(node, f"a function given to s2s.{kind} inside a transformed function takes plain "
+            raise self.error(node, f"a function given to {title} inside a transformed function takes plain "
                              "positional parameters (no defaults, *args or keyword-only parameters)", way_out)
         if any(isinstance(n, (cst.Nonlocal, cst.Global)) for n in walk_nodes(definition.body)):
-            raise self.error(node, f"a function given to s2s.{kind} inside a transformed function cannot rebind "
+            raise self.error(node, f"a function given to {title} inside a transformed function cannot rebind "
                              "the variables around it (nonlocal, global)", way_out)
         own = {p.name.value for p in params.params} | assigned_names(definition.body)
         extra, cells = [], []
         for free in sorted(_read_names(definition.body) - own):
             if free in self.def_names or free in self.static:
                 what = "the nested function" if free in self.def_names else "the static argument"
-                raise self.error(node, f"the function given to s2s.{kind} reads {what} {free} of the transformed "
+                raise self.error(node, f"the function given to {title} reads {what} {free} of the transformed "
                                  "function", way_out)
             if free in self.locals:
                 extra.append(free)
@@ -170,6 +180,66 @@ class JvpCallLowering:
         except S2SError as exc:
             raise self.error(node, exc.reason, exc.hint) from None
         return fun, [self.expr(cst.Name(v)) for v in extra], len(params.params)
+
+    def odeint_call(self, node: cst.Call) -> ir.Atom:
+        """scipy.integrate.odeint(func, y0, t, args=(a, b), rtol=..., atol=..., tfirst=...) inside a
+        transformed function: a call of its NumPy form (scipy_forms/integrate.py) with the user's
+        dynamics, a module-level function or a lambda or def nested here (made a function of its
+        own, what it reads of this function passed after args). LSODA's settings that steer its
+        own method (Dfun, ml, mu, h0, hmax, hmin, mxordn, ...) do not change the solution and are
+        not used; full_output and tcrit are refused."""
+        import scipy.integrate
+
+        name = "scipy.integrate.odeint"
+        hint = "write odeint(f, y0, t, args=(a, b)) with def f(y, t, a, b) at module level or in this function"
+        way_out = ("define the dynamics at module level and pass what they read in args: "
+                   "odeint(f, y0, t, args=(a,)) with def f(y, t, a)")
+        if any(arg.star for arg in node.args):
+            raise self.error(node, f"{name} is called here with * or ** arguments", hint)
+        try:
+            given = inspect.signature(scipy.integrate.odeint).bind(
+                *[a.value for a in node.args if a.keyword is None],
+                **{a.keyword.value: a.value for a in node.args if a.keyword is not None}).arguments
+        except TypeError as exc:
+            raise self.error(node, f"{name} is not called with its parameters here ({exc})", hint) from None
+        for option, default in (("full_output", (0, False)), ("tcrit", (None,))):
+            value = self.expr(given[option]) if option in given else ir.Const(default[0])
+            if not (isinstance(value, ir.Const) and value.value in default):
+                raise self.error(given[option], f"s2s differentiates {name} without {option}",
+                                 "leave it out (the solution is the same)" if option == "full_output"
+                                 else "integrate up to each critical time and from it in two calls")
+        order = "y, t"
+        if "tfirst" in given:
+            tfirst = self.expr(given["tfirst"])
+            if not (isinstance(tfirst, ir.Const) and isinstance(tfirst.value, (bool, int))):
+                raise self.error(given["tfirst"], f"tfirst of {name} is True or False, written as such", hint)
+            order = "t, y" if tfirst.value else "y, t"
+        fun, extra, _ = self.nested_function(given["func"], name, hint, way_out)
+        y0, t = self.expr(given["y0"]), self.expr(given["t"])
+        args_node = given.get("args")
+        if args_node is None:
+            args = self.assign(ir.Build("tuple", tuple(extra)))
+        elif isinstance(args_node, cst.Tuple):
+            args = self.assign(ir.Build("tuple", tuple(self.expr(e.value) for e in args_node.elements) + tuple(extra)))
+        elif extra:
+            raise self.error(args_node, f"the dynamics given to {name} read variables of the transformed function, "
+                             "and args is not a tuple display", "write args as a tuple display: args=(a, b)")
+        else:
+            args = self.expr(args_node)
+
+        def setting(option, default, unset=(None,)):
+            """An option's value, its default where it is not given or given as one of unset."""
+            found = self.expr(given[option]) if option in given else None
+            return ir.Const(default) if found is None or isinstance(found, ir.Const) and found.value in unset \
+                else found
+
+        tolerance = integrate_forms.DEFAULT_TOLERANCE
+        rtol, atol = setting("rtol", tolerance), setting("atol", tolerance)
+        mxstep = setting("mxstep", integrate_forms.MAX_STEPS, unset=(None, 0))  # (odeint's 0: its default)
+        # (specialised to the dynamics and the order of their arguments, which its code has written in)
+        callee, arguments, _ = self.static_callee(
+            integrate_forms.odeint, [ir.Const(fun), y0, t, args, rtol, atol, mxstep, ir.Const(order)], [])
+        return self.user_call(node, callee, arguments, [])
 
     def statement_origin(self, stmt: cst.CSTNode):
         """Where a statement of a nested function stands: that of `f = lambda y: body` is the
