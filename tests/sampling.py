@@ -19,7 +19,7 @@ import zlib
 
 FULL_SUITE = os.environ.get("S2S_FULL_SUITE") == "1"
 FULL_JIT = FULL_SUITE or os.environ.get("S2S_FULL_JIT") == "1"
-SLOW_EVERY = 6
+SLOW_EVERY = 8
 SLOW_TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "slow_tests.json")
 
 
