@@ -10,6 +10,14 @@ import numpy as np
 from s2s import runtime
 from s2s.rules import SAME_SPELLING, Case, nondifferentiable, primitive, refuse_when_active, rule
 from s2s.runtime import (
+    dynamic_index_bar,
+    dynamic_index_in_dim,
+    dynamic_slice,
+    dynamic_slice_in_dim,
+    dynamic_update_index_bar,
+    dynamic_update_index_in_dim,
+    dynamic_update_slice,
+    dynamic_update_slice_in_dim,
     append_bar_arr,
     append_bar_values,
     array_bar,
@@ -1096,6 +1104,50 @@ def scatter_add_(y, a, indices, values):
     y_dot = scatter_add(a_dot, indices, values_dot)
     a_bar += y_bar
     values_bar += unbroadcast(take_axis(y_bar, indices, 0), values)
+
+
+# s2s.lax's dynamic slices (s2s.lax exports these runtime helpers themselves): the start indices
+# are integers (no derivative), each clamped as JAX clamps it, in the derivative as in the value.
+@rule(runtime.dynamic_slice, pure=True, fresh=True)
+def dynamic_slice_(y, operand, start_indices, slice_sizes):
+    """Linear in operand: its adjoint is y_bar where the block was read, zeros elsewhere."""
+    y_dot = dynamic_slice(operand_dot, start_indices, slice_sizes)
+    operand_bar += dynamic_update_slice(zeros_like(operand), y_bar, start_indices)
+
+
+@rule(runtime.dynamic_update_slice, pure=True, fresh=True, linear="all")
+def dynamic_update_slice_(y, operand, update, start_indices):
+    """Linear in operand and update jointly: update's adjoint is y_bar read at the block,
+    operand's is y_bar with the block (written over) zeroed."""
+    y_dot = dynamic_update_slice(operand_dot, update_dot, start_indices)
+    operand_bar += dynamic_update_slice(y_bar, zeros_like(update), start_indices)
+    update_bar += dynamic_slice(y_bar, start_indices, np.shape(update))
+
+
+@rule(runtime.dynamic_slice_in_dim, pure=True, fresh=True)
+def dynamic_slice_in_dim_(y, operand, start_index, slice_size, axis=0):
+    y_dot = dynamic_slice_in_dim(operand_dot, start_index, slice_size, axis)
+    operand_bar += dynamic_update_slice_in_dim(zeros_like(operand), y_bar, start_index, axis)
+
+
+@rule(runtime.dynamic_update_slice_in_dim, pure=True, fresh=True, linear="all")
+def dynamic_update_slice_in_dim_(y, operand, update, start_index, axis):
+    y_dot = dynamic_update_slice_in_dim(operand_dot, update_dot, start_index, axis)
+    operand_bar += dynamic_update_slice_in_dim(y_bar, zeros_like(update), start_index, axis)
+    update_bar += dynamic_slice_in_dim(y_bar, start_index, np.shape(update)[axis], axis)
+
+
+@rule(runtime.dynamic_index_in_dim, pure=True, fresh=True)
+def dynamic_index_in_dim_(y, operand, index, axis=0, keepdims=True):
+    y_dot = dynamic_index_in_dim(operand_dot, index, axis, keepdims)
+    operand_bar += dynamic_index_bar(y_bar, operand, index, axis, keepdims)
+
+
+@rule(runtime.dynamic_update_index_in_dim, pure=True, fresh=True, linear="all")
+def dynamic_update_index_in_dim_(y, operand, update, index, axis):
+    y_dot = dynamic_update_index_in_dim(operand_dot, update_dot, index, axis)
+    operand_bar += dynamic_update_index_in_dim(y_bar, zeros_like(update), index, axis)
+    update_bar += dynamic_update_index_bar(y_bar, update, index, axis)
 
 
 @rule(np.bincount, pure=True, fresh=True)

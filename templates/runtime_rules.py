@@ -127,6 +127,8 @@ from s2s.runtime import (
     gradient_bar,
     sinc_curvature,
     take_bar,
+    dynamic_index_bar,
+    dynamic_update_index_bar,
     convolve_bar,
     cov_centered,
     cov_centered_bar,
@@ -839,6 +841,16 @@ def average_weights_(w, a, weights, axis=None):
 def average_weights_bar_(r, g, a, weights, axis=None):
     r_dot = average_weights_bar(g_dot, a, weights, axis)
     g_bar += average_weights(g, r_bar, axis)
+
+
+@rule(runtime.dynamic_index_bar, pure=True, fresh=True)
+def dynamic_index_bar_(r, g, operand, index, axis=0, keepdims=True):
+    r_dot = dynamic_index_bar(g_dot, operand, index, axis, keepdims)
+
+
+@rule(runtime.dynamic_update_index_bar, pure=True, fresh=True)
+def dynamic_update_index_bar_(r, g, update, index, axis):
+    r_dot = dynamic_update_index_bar(g_dot, update, index, axis)
 
 
 @rule(runtime.take_bar, pure=True, fresh=True)

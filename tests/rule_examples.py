@@ -358,6 +358,16 @@ EXAMPLES = {
     np.take: ("x, A", "np.take(x, np.array([0, 2, 2])) * x + np.sum(np.take(A, np.array([1, 0]), axis=1) ** 2)"),
     runtime.take_axis: ("A", "runtime.take_axis(A, np.array([2, 2, 0]), axis=0) ** 2"),
     runtime.take_bar: ("x, A", "runtime.take_bar(x * x, A, np.array([1, 1, 2]), 1)"),
+    # s2s.lax's dynamic slices (the runtime helpers themselves), starts clamped as JAX's: 5 is 3 - size
+    runtime.dynamic_slice: ("A", "runtime.dynamic_slice(A * A, (1, 5), (2, 2))"),
+    runtime.dynamic_update_slice: ("x, A", "runtime.dynamic_update_slice(A * A, np.outer(x, x)[1:], (4, 0))"),
+    runtime.dynamic_slice_in_dim: ("A", "runtime.dynamic_slice_in_dim(A * A, 2, 2, axis=1)"),
+    runtime.dynamic_update_slice_in_dim: ("x, A",
+                                          "runtime.dynamic_update_slice_in_dim(A * A, np.outer(x, x)[:2], 1, 0)"),
+    runtime.dynamic_index_in_dim: ("A", "runtime.dynamic_index_in_dim(A * A, 1, 1, False) * A[0]"),
+    runtime.dynamic_update_index_in_dim: ("x, A", "runtime.dynamic_update_index_in_dim(A * A, x * x, -1, 1)"),
+    runtime.dynamic_index_bar: ("x, A", "runtime.dynamic_index_bar(x * x, A, 2, 0, False)"),
+    runtime.dynamic_update_index_bar: ("x, A", "runtime.dynamic_update_index_bar(A * A, x, 1, 0)"),
     # np.add.at(a, indices, values) is written a = runtime.scatter_add(a, indices, values); repeated indices
     runtime.scatter_add: ("x, s, A", "y = A * x\n    np.add.at(y, np.array([0, 2, 0, 0]), np.vstack((A, x)) * s)"
                                      "\n    z = x * 1.0\n    np.add.at(z, np.array([1, 1]), s * s)"

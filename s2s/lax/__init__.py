@@ -1,5 +1,7 @@
 """Control flow as JAX users write it: `s2s.lax.cond`, `switch`, `fori_loop`, `while_loop`, `scan`,
-`select` and `stop_gradient`; and the collectives of s2s.pmap: `psum`, `pmean`, `pmax`, `pmin`,
+`select` and `stop_gradient`; JAX's dynamic slices (`dynamic_slice`, `dynamic_update_slice` and their
+`_in_dim` / `_index_in_dim` forms, start indices clamped as JAX clamps them: primitives with rules,
+runtime/arrays.py); and the collectives of s2s.pmap: `psum`, `pmean`, `pmax`, `pmin`,
 `all_gather` and `axis_index`.
 
 Called as they are, these run as plain Python and NumPy with JAX's semantics. Inside a function
@@ -20,10 +22,20 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .collectives import COLLECTIVES, all_gather, axis_index, pmax, pmean, pmin, psum  # noqa: F401 (COLLECTIVES: the frontend's fence)
-from ..runtime import stop_gradient
+from ..runtime import (  # noqa: F401 (s2s.lax's dynamic slices are the runtime helpers their rules name)
+    dynamic_index_in_dim,
+    dynamic_slice,
+    dynamic_slice_in_dim,
+    dynamic_update_index_in_dim,
+    dynamic_update_slice,
+    dynamic_update_slice_in_dim,
+    stop_gradient,
+)
 from ..tree_util import tree_map
 
 __all__ = ["cond", "switch", "fori_loop", "while_loop", "scan", "select", "stop_gradient",
+           "dynamic_slice", "dynamic_update_slice", "dynamic_slice_in_dim", "dynamic_index_in_dim",
+           "dynamic_update_slice_in_dim", "dynamic_update_index_in_dim",
            "psum", "pmean", "pmax", "pmin", "all_gather", "axis_index"]
 
 

@@ -703,3 +703,86 @@ def astype_bar(g, x):
 def astype_integer(x, dtype):
     """x.astype(dtype) for an integer or bool dtype: piecewise constant, not differentiated."""
     return x.astype(dtype) if isinstance(x, np.ndarray) else dtype(x)
+
+
+# ---- s2s.lax's dynamic slices (JAX's semantics: each start clamped so the block lies inside) ------
+
+
+def _clamped_starts(shape, start_indices, sizes):
+    if len(start_indices) != len(shape) or len(sizes) != len(shape):
+        raise TypeError(f"s2s.lax: an array of {len(shape)} dimensions is sliced with {len(start_indices)} start "
+                        f"indices and {len(sizes)} sizes (one of each per dimension)")
+    for n, k in zip(shape, sizes):
+        if not 0 <= k <= n:
+            raise TypeError(f"s2s.lax: a slice of size {k} of an axis of length {n}")
+    return tuple(min(max(int(s), 0), n - k) for s, n, k in zip(start_indices, shape, sizes))
+
+
+def dynamic_slice(operand, start_indices, slice_sizes):
+    """s2s.lax.dynamic_slice: the block of operand of shape slice_sizes starting at
+    start_indices, each start clamped into [0, length - size] as JAX clamps it (the block is
+    always whole; a start past the end moves the block back, a negative one to 0)."""
+    operand = np.asarray(operand)
+    starts = _clamped_starts(operand.shape, start_indices, slice_sizes)
+    return operand[tuple(slice(s, s + k) for s, k in zip(starts, slice_sizes))].copy()
+
+
+def dynamic_update_slice(operand, update, start_indices):
+    """s2s.lax.dynamic_update_slice: a copy of operand with update written at start_indices,
+    clamped so that update fits (JAX's)."""
+    update = np.asarray(update)
+    out = np.array(operand, dtype=np.result_type(operand, update), copy=True)
+    starts = _clamped_starts(out.shape, start_indices, update.shape)
+    out[tuple(slice(s, s + k) for s, k in zip(starts, update.shape))] = update
+    return out
+
+
+def _in_dim(shape, axis, start, size):
+    """The start indices and sizes of a slice along one axis (the others whole)."""
+    axis = axis % len(shape)
+    starts = tuple(start if k == axis else 0 for k in range(len(shape)))
+    return starts, tuple(size if k == axis else n for k, n in enumerate(shape))
+
+
+def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0):
+    """s2s.lax.dynamic_slice_in_dim: slice_size elements along axis from start_index (clamped)."""
+    operand = np.asarray(operand)
+    starts, sizes = _in_dim(operand.shape, axis, start_index, slice_size)
+    return dynamic_slice(operand, starts, sizes)
+
+
+def dynamic_index_in_dim(operand, index, axis=0, keepdims=True):
+    """s2s.lax.dynamic_index_in_dim: the element at index along axis (clamped), the axis kept
+    with length 1 where keepdims (JAX's default), else dropped."""
+    operand = np.asarray(operand)
+    block = dynamic_slice_in_dim(operand, index, 1, axis)
+    return block if keepdims else np.squeeze(block, axis % operand.ndim)
+
+
+def dynamic_update_slice_in_dim(operand, update, start_index, axis):
+    """s2s.lax.dynamic_update_slice_in_dim: update written along axis from start_index (clamped)."""
+    operand = np.asarray(operand)
+    starts, _ = _in_dim(operand.shape, axis, start_index, 0)
+    return dynamic_update_slice(operand, update, starts)
+
+
+def dynamic_update_index_in_dim(operand, update, index, axis):
+    """s2s.lax.dynamic_update_index_in_dim: update written at index along axis (clamped); update
+    has the axis with length 1, or not at all (JAX's two forms)."""
+    operand, update = np.asarray(operand), np.asarray(update)
+    if update.ndim == operand.ndim - 1:
+        update = np.expand_dims(update, axis % operand.ndim)
+    return dynamic_update_slice_in_dim(operand, update, index, axis)
+
+
+def dynamic_index_bar(g, operand, index, axis=0, keepdims=True):
+    """Adjoint of dynamic_index_in_dim(operand, index, axis, keepdims): zeros of operand's shape
+    with g at the index (clamped) along axis."""
+    return dynamic_update_index_in_dim(np.zeros(np.shape(operand), np.result_type(g, float)), g, index, axis)
+
+
+def dynamic_update_index_bar(g, update, index, axis):
+    """Adjoint of dynamic_update_index_in_dim with respect to update: g at the index along
+    axis, in update's shape (with or without the axis)."""
+    block = dynamic_index_in_dim(g, index, axis, True)
+    return block.reshape(np.shape(update)) if np.ndim(update) else block.reshape(())[()]

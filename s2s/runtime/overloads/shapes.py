@@ -884,3 +884,117 @@ def _astype_bar(g, x):
         return lambda g, x: np.asarray(g).astype(x.dtype)
     kind = as_dtype(x).type
     return lambda g, x: kind(g)
+
+
+# ---- s2s.lax's dynamic slices: code written for the operand's ndim, each start clamped as JAX's -----
+
+
+def _clamps(nd: int, sizes: str) -> str:
+    """Lines binding s0, s1, ... to the clamped starts (sizes: the expression of the sizes)."""
+    return "".join(f"    s{k} = min(max(int(start_indices[{k}]), 0), operand.shape[{k}] - {sizes}[{k}])\n"
+                   for k in range(nd))
+
+
+def _block(nd: int, sizes: str) -> str:
+    return ", ".join(f"s{k}:s{k} + {sizes}[{k}]" for k in range(nd))
+
+
+def _dims(operand, name):
+    _array(f"s2s.lax.{name}", operand)
+    if operand.ndim == 0:
+        raise TypingError(f"s2s: s2s.lax.{name} slices an array of one dimension or more")
+    return operand.ndim
+
+
+@overload(rt.dynamic_slice)
+def _dynamic_slice(operand, start_indices, slice_sizes):
+    nd = _dims(operand, "dynamic_slice")
+    return _compile(f"def impl(operand, start_indices, slice_sizes):\n{_clamps(nd, 'slice_sizes')}"
+                    f"    return operand[{_block(nd, 'slice_sizes')}].copy()\n", "impl")
+
+
+@overload(rt.dynamic_update_slice)
+def _dynamic_update_slice(operand, update, start_indices):
+    nd = _dims(operand, "dynamic_update_slice")
+    item = update.dtype if isinstance(update, types.Array) else update
+    kind = np.result_type(as_dtype(operand.dtype), as_dtype(item)).type
+    return _compile(f"def impl(operand, update, start_indices):\n{_clamps(nd, 'update.shape')}"
+                    f"    out = operand.astype(kind)\n"
+                    f"    out[{_block(nd, 'update.shape')}] = update\n    return out\n", "impl", kind=kind)
+
+
+def _along(nd: int, value: str, other: str) -> str:
+    """A tuple of nd entries: value at the axis a, other (formatted with k) elsewhere."""
+    return "(" + "".join(f"{value} if a == {k} else {other.format(k=k)}, " for k in range(nd)) + ")"
+
+
+@overload(rt.dynamic_slice_in_dim)
+def _dynamic_slice_in_dim(operand, start_index, slice_size, axis=0):
+    nd = _dims(operand, "dynamic_slice_in_dim")
+    return _compile(f"def impl(operand, start_index, slice_size, axis=0):\n    a = axis % {nd}\n"
+                    f"    return rt.dynamic_slice(operand, {_along(nd, 'start_index', '0')}, "
+                    f"{_along(nd, 'slice_size', 'operand.shape[{k}]')})\n", "impl")
+
+
+@overload(rt.dynamic_update_slice_in_dim)
+def _dynamic_update_slice_in_dim(operand, update, start_index, axis):
+    nd = _dims(operand, "dynamic_update_slice_in_dim")
+    return _compile(f"def impl(operand, update, start_index, axis):\n    a = axis % {nd}\n"
+                    f"    return rt.dynamic_update_slice(operand, update, {_along(nd, 'start_index', '0')})\n", "impl")
+
+
+def _literal_bool(value, name: str) -> bool:
+    if isinstance(value, types.Omitted):
+        return bool(value.value)
+    if isinstance(value, (bool, types.BooleanLiteral)):
+        return bool(getattr(value, "literal_value", value))
+    raise TypingError(f"s2s: under jit, {name} of s2s.lax.dynamic_index_in_dim is True or False in the source "
+                      "(the result's number of dimensions depends on it)")
+
+
+def _without_axis(nd: int, of: str) -> str:
+    """The shape `of` (nd entries) without the axis a."""
+    return "(" + "".join(f"{of}[{j} if {j} < a else {j + 1}], " for j in range(nd - 1)) + ")"
+
+
+@overload(rt.dynamic_index_in_dim, prefer_literal=True)
+def _dynamic_index_in_dim(operand, index, axis=0, keepdims=True):
+    nd = _dims(operand, "dynamic_index_in_dim")
+    kept = _literal_bool(keepdims, "keepdims")
+    block = "rt.dynamic_slice_in_dim(operand, index, 1, a)"
+    result = block if kept else f"np.ascontiguousarray({block}).reshape({_without_axis(nd, 'operand.shape')})"
+    return _compile(f"def impl(operand, index, axis=0, keepdims=True):\n    a = axis % {nd}\n"
+                    f"    return {result}\n", "impl")
+
+
+def _with_axis(nd: int) -> str:
+    """update's shape with an axis of length 1 put back at a (update of nd - 1 dimensions)."""
+    return "(" + "".join(f"1 if a == {k} else update.shape[{k} if {k} < a else {k - 1}], " for k in range(nd)) + ")"
+
+
+@overload(rt.dynamic_update_index_in_dim)
+def _dynamic_update_index_in_dim(operand, update, index, axis):
+    nd = _dims(operand, "dynamic_update_index_in_dim")
+    given = update.ndim if isinstance(update, types.Array) else 0
+    block = "update" if given == nd else f"np.ascontiguousarray(update).reshape({_with_axis(nd)})"
+    if given not in (nd, nd - 1):
+        raise TypingError(f"s2s: s2s.lax.dynamic_update_index_in_dim writes an update of {nd} or {nd - 1} "
+                          f"dimensions into an array of {nd}, not one of {given}")
+    if given == 0:
+        block = "np.full((1,), update)"
+    return _compile(f"def impl(operand, update, index, axis):\n    a = axis % {nd}\n"
+                    f"    return rt.dynamic_update_slice_in_dim(operand, {block}, index, a)\n", "impl")
+
+
+@overload(rt.dynamic_index_bar, prefer_literal=True)
+def _dynamic_index_bar(g, operand, index, axis=0, keepdims=True):
+    return lambda g, operand, index, axis=0, keepdims=True: rt.dynamic_update_index_in_dim(
+        np.zeros(operand.shape), g, index, axis)
+
+
+@overload(rt.dynamic_update_index_bar)
+def _dynamic_update_index_bar(g, update, index, axis):
+    if isinstance(update, types.Array):
+        return lambda g, update, index, axis: np.ascontiguousarray(
+            rt.dynamic_index_in_dim(g, index, axis, True)).reshape(update.shape)
+    return lambda g, update, index, axis: rt.dynamic_index_in_dim(g, index, axis, True)[0]
