@@ -10,7 +10,6 @@ not fuse a call of an overload into the array expression around it). A SciPy fun
 nowhere here is refused at the user's call (frontend/expressions.py)."""
 
 import numpy as np
-import scipy.signal
 import scipy.special
 
 from s2s import runtime
@@ -397,7 +396,7 @@ def log_softmax_(y, x, axis=None):
 
 
 @rule(runtime.signal_convolve, pure=True, fresh=True)
-@primitive(scipy.signal.convolve, written_as=runtime.signal_convolve)
+@primitive("scipy.signal.convolve", written_as=runtime.signal_convolve)  # (by name: scipy.signal is slow to import)
 def signal_convolve_(z, in1, in2, mode="full", method="auto"):
     """Bilinear (any method: they differ in rounding only); each argument's adjoint correlates the
     cotangent with the other (runtime.signal_convolve_bar1, _bar2)."""

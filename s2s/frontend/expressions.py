@@ -797,7 +797,8 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
         written = facts(callee).written_as
         if written is not None:
             return written
-        covered = sorted([n for n in map(scipy_name, load_facts()) if n is not None] + ["scipy.integrate.odeint"])
+        named = [n if isinstance(n, str) else scipy_name(n) for n in load_facts()]  # (SciPy's named by name too)
+        covered = sorted([n for n in named if n is not None and n.startswith("scipy.")] + ["scipy.integrate.odeint"])
         distributions = ""
         if scipy_name(callee).startswith("scipy.stats."):
             distributions = f", and of scipy.stats the methods of {stats_forms.covered()}"

@@ -82,7 +82,10 @@ def rule(*objects: Any, **facts: Any):
 
 class primitive:
     """Facts of these functions (keyword arguments: the fields of Facts). A declaration in
-    a template module's DECLARATIONS, or a decorator of a rule, under its @rule."""
+    a template module's DECLARATIONS, or a decorator of a rule, under its @rule. A function may be
+    named by its public dotted name instead ("scipy.signal.convolve"): a SciPy function whose
+    module is slow to import (importing it would cost every process that loads the rules),
+    whose facts are then found by the name of the function a call reaches (facts)."""
 
     def __init__(self, *objects: Any, **facts: Any):
         unknown = set(facts) - {f.name for f in dataclasses.fields(Facts)}
@@ -521,12 +524,23 @@ def dtype_argument(fn: Any, args: tuple, kwargs: tuple) -> Any:
     return args[position] if position is not None and 0 <= position < len(args) else None
 
 
+def _scipy_public_name(obj: Any) -> str | None:
+    """scipy.signal.convolve for a function of SciPy's (its private modules left out), else None."""
+    module, name = getattr(obj, "__module__", None), getattr(obj, "__name__", None)
+    if not (isinstance(module, str) and module.startswith("scipy.") and isinstance(name, str)):
+        return None
+    return ".".join(part for part in module.split(".") if not part.startswith("_")) + "." + name
+
+
 def facts(obj: Any) -> Facts:
-    """What is known of obj: its declared facts, or those of a ufunc or math function, or none."""
+    """What is known of obj: its declared facts (by the object, or for a SciPy function by its
+    public name), or those of a ufunc or math function, or none."""
     try:
         found = load_facts().get(obj)
     except TypeError:  # an unhashable callable
         return _NOTHING
+    if found is None and callable(obj):
+        found = load_facts().get(_scipy_public_name(obj))
     if found is not None:
         return found
     implied = _implied(obj)
