@@ -408,8 +408,8 @@ def is_user_function(obj: Any) -> bool:
     if not isinstance(obj, types.FunctionType):
         return False
     module = getattr(obj, "__module__", "") or ""
-    if module.startswith("s2s.scipy_forms."):
-        return True  # a SciPy function's NumPy form (scipy_forms/), transformed as a user's helper
+    if module.startswith("s2s.scipy_forms.") or module == "s2s.optax.losses":
+        return True  # a SciPy function's NumPy form (scipy_forms/), optax's losses: transformed as a user's helper
     root = module.split(".")[0]
     # SciPy's functions are primitives (templates/scipy_rules.py) or refused at the call: never
     # SciPy's own source, which s2s would read as the user's
