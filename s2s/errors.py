@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import functools
 import os
+import time
 import types
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
+from . import progress
 from .options import config
 
 
@@ -80,6 +82,8 @@ def user_facing(fun: Callable) -> Callable:
 
     @functools.wraps(fun)
     def entry(*args, **kwargs):
+        if progress.recorders:  # (a profiler trace is open: the call is recorded)
+            return _recorded(fun, args, kwargs)
         try:
             return fun(*args, **kwargs)
         except S2SError as error:
@@ -88,3 +92,18 @@ def user_facing(fun: Callable) -> Callable:
             raise error.with_traceback(_own_frames_removed(error.__traceback__))  # (s2s's frames hidden: JAX_TRACEBACK_FILTERING=off shows them)
 
     return entry
+
+
+def _recorded(fun: Callable, args: tuple, kwargs: dict) -> Any:
+    owner = args[0] if args else None
+    what = getattr(owner, "fun", None)
+    name = f"{type(owner).__name__} of {progress.describe(what)}" if what is not None else fun.__qualname__
+    start = time.perf_counter()
+    try:
+        return fun(*args, **kwargs)
+    except S2SError as error:
+        if config.jax_traceback_filtering == "off":
+            raise
+        raise error.with_traceback(_own_frames_removed(error.__traceback__))
+    finally:
+        progress.record("call", f"call: {name}", start, time.perf_counter())

@@ -40,6 +40,15 @@ if not logger.handlers:
 AFTER_SECONDS = 1.0
 _active = threading.local()  # the outermost piece of work on this thread speaks for the ones inside it
 
+# Where s2s.profiler records, while a trace is open: each is called with (category, name, start,
+# end), perf_counter seconds, for every piece of work and every call of a transformed function.
+recorders: list = []
+
+
+def record(category: str, name: str, start: float, end: float) -> None:
+    for recorder in list(recorders):
+        recorder(category, name, start, end)
+
 
 def describe(fun: Any) -> str:
     """`loss (model.py:12)`: a user's function as the messages name it."""
@@ -52,7 +61,22 @@ def describe(fun: Any) -> str:
 
 @contextlib.contextmanager
 def progress(doing: str) -> Iterator[None]:
-    """Say `doing ...` if the work inside takes longer than AFTER_SECONDS, then how long it took."""
+    """Say `doing ...` if the work inside takes longer than AFTER_SECONDS, then how long it took
+    (and record it, where a profiler trace is open)."""
+    if recorders:
+        begun = time.perf_counter()
+        try:
+            with _said(doing):
+                yield
+        finally:
+            record(doing.split(" ")[0], doing, begun, time.perf_counter())
+        return
+    with _said(doing):
+        yield
+
+
+@contextlib.contextmanager
+def _said(doing: str) -> Iterator[None]:
     if getattr(_active, "depth", 0):
         _active.depth += 1
         try:

@@ -28,7 +28,7 @@ LAYERS = [
     {"transforms", "optimize"},  # forward, reverse, batching; passes over emitted Python
     {"driver"},  # the pipeline and the cache
     {"backends"},  # python, cpu (Numba)
-    {"doors", "testing", "debug", "optimizers", "optax", "training", "__init__", "__main__"},  # API, command line, import hook
+    {"doors", "testing", "debug", "optimizers", "optax", "training", "profiler", "__init__", "__main__"},  # API, command line, import hook
 ]
 
 
