@@ -7,7 +7,7 @@ import os
 import time
 import types
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable
 
 from . import progress
 from .options import config
@@ -78,32 +78,27 @@ def user_facing(fun: Callable) -> Callable:
     """Decorate an entry point that runs the user's function: an S2SError leaves it with s2s's own
     frames taken out of its traceback, as JAX filters its tracebacks, so that it ends at the
     user's call and the message names the user's line. `s2s.config.update("jax_traceback_filtering",
-    "off")` (or JAX_TRACEBACK_FILTERING=off) keeps every frame."""
+    "off")` (or JAX_TRACEBACK_FILTERING=off) keeps every frame. While an s2s.profiler trace is
+    open, each call is recorded there."""
 
     @functools.wraps(fun)
     def entry(*args, **kwargs):
-        if progress.recorders:  # (a profiler trace is open: the call is recorded)
-            return _recorded(fun, args, kwargs)
+        start = time.perf_counter() if progress.recorders else None  # (a profiler trace is open)
         try:
             return fun(*args, **kwargs)
         except S2SError as error:
             if config.jax_traceback_filtering == "off":
                 raise
             raise error.with_traceback(_own_frames_removed(error.__traceback__))  # (s2s's frames hidden: JAX_TRACEBACK_FILTERING=off shows them)
+        finally:
+            if start is not None:
+                progress.record("call", f"call: {_call_name(fun, args)}", start, time.perf_counter())
 
     return entry
 
 
-def _recorded(fun: Callable, args: tuple, kwargs: dict) -> Any:
+def _call_name(fun: Callable, args: tuple) -> str:
+    """`Transformed of loss (model.py:12)`: the transform object called, and the user's function."""
     owner = args[0] if args else None
     what = getattr(owner, "fun", None)
-    name = f"{type(owner).__name__} of {progress.describe(what)}" if what is not None else fun.__qualname__
-    start = time.perf_counter()
-    try:
-        return fun(*args, **kwargs)
-    except S2SError as error:
-        if config.jax_traceback_filtering == "off":
-            raise
-        raise error.with_traceback(_own_frames_removed(error.__traceback__))
-    finally:
-        progress.record("call", f"call: {name}", start, time.perf_counter())
+    return f"{type(owner).__name__} of {progress.describe(what)}" if what is not None else fun.__qualname__

@@ -46,6 +46,7 @@ recorders: list = []
 
 
 def record(category: str, name: str, start: float, end: float) -> None:
+    """Tell the open traces of a piece of work (category: its kind, "writing", "compiling", "call")."""
     for recorder in list(recorders):
         recorder(category, name, start, end)
 
@@ -77,6 +78,7 @@ def progress(doing: str) -> Iterator[None]:
 
 @contextlib.contextmanager
 def _said(doing: str) -> Iterator[None]:
+    """The saying: by the outermost piece of work on this thread only."""
     if getattr(_active, "depth", 0):
         _active.depth += 1
         try:
