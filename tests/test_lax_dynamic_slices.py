@@ -1,6 +1,6 @@
 """s2s.lax's dynamic slices (dynamic_slice, dynamic_update_slice and their _in_dim and
-_index_in_dim forms), primitives with rules: values with JAX's clamping of the start indices,
-derivatives against central differences (start indices inside, past the end and negative), a
+_index_in_dim forms), primitives with rules: values with JAX's start indices (a negative one from
+the end, then clamped), derivatives against central differences (start indices inside, past the end and negative), a
 Hessian against differences of the gradient, vmap with an index per example, and s2s.jit."""
 
 import numpy as np
@@ -14,19 +14,21 @@ RANDOM = np.random.RandomState(3)
 X = RANDOM.randn(4, 5)
 UPDATE = RANDOM.randn(2, 5)
 COLUMN = RANDOM.randn(4)
-STARTS = [0, 2, 7, -3]  # inside, inside, past the end (clamped back), negative (clamped to 0)
+STARTS = [0, 2, 7, -3]  # inside, inside, past the end (clamped back), negative (from the end)
 
 
 def test_starts_are_clamped_as_jax_clamps_them():
     row = np.arange(10.0)
     np.testing.assert_array_equal(lax.dynamic_slice(row, (8,), (4,)), [6.0, 7.0, 8.0, 9.0])
-    np.testing.assert_array_equal(lax.dynamic_slice(row, (-2,), (3,)), [0.0, 1.0, 2.0])
+    np.testing.assert_array_equal(lax.dynamic_slice(row, (-2,), (3,)), [7.0, 8.0, 9.0])  # (from the end)
+    np.testing.assert_array_equal(lax.dynamic_slice(row, (-20,), (3,)), [0.0, 1.0, 2.0])
+    np.testing.assert_array_equal(lax.dynamic_slice(X, (-3, -1), (2, 3)), X[1:3, 2:5])
     np.testing.assert_array_equal(lax.dynamic_slice_in_dim(X, 4, 2, axis=1), X[:, 3:5])
     np.testing.assert_array_equal(lax.dynamic_index_in_dim(X, 9, 0, keepdims=False), X[3])
     np.testing.assert_array_equal(lax.dynamic_index_in_dim(X, 1), X[1:2])
     written = lax.dynamic_update_slice(np.zeros(6), np.ones(2), (5,))
     np.testing.assert_array_equal(written, [0, 0, 0, 0, 1, 1])
-    np.testing.assert_array_equal(lax.dynamic_update_index_in_dim(X, COLUMN, -1, 1)[:, 0], COLUMN)
+    np.testing.assert_array_equal(lax.dynamic_update_index_in_dim(X, COLUMN, -1, 1)[:, 4], COLUMN)
     np.testing.assert_array_equal(lax.dynamic_update_index_in_dim(X, COLUMN, 2, 1)[:, [0, 1, 3, 4]],
                                   X[:, [0, 1, 3, 4]])
     with pytest.raises(TypeError, match="one of each per dimension"):
@@ -101,7 +103,7 @@ def everything(x, u, v, i):
 
 
 def test_compiled_value_and_gradient_against_central_differences():
-    args = (X, UPDATE, COLUMN, 2)
+    args = (X, UPDATE, COLUMN, -2)
     value, gradient = s2s.jit(s2s.value_and_grad(everything, argnums=(0, 1, 2)))(*args)
     np.testing.assert_allclose(value, everything(*args), rtol=1e-12)
     for k, got in enumerate(gradient):

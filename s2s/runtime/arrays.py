@@ -715,13 +715,14 @@ def _clamped_starts(shape, start_indices, sizes):
     for n, k in zip(shape, sizes):
         if not 0 <= k <= n:
             raise TypeError(f"s2s.lax: a slice of size {k} of an axis of length {n}")
-    return tuple(min(max(int(s), 0), n - k) for s, n, k in zip(start_indices, shape, sizes))
+    # (a negative start counts from the end, as an index does; then it is clamped)
+    return tuple(min(max(int(s) + n if s < 0 else int(s), 0), n - k) for s, n, k in zip(start_indices, shape, sizes))
 
 
 def dynamic_slice(operand, start_indices, slice_sizes):
     """s2s.lax.dynamic_slice: the block of operand of shape slice_sizes starting at
-    start_indices, each start clamped into [0, length - size] as JAX clamps it (the block is
-    always whole; a start past the end moves the block back, a negative one to 0)."""
+    start_indices, as JAX takes them: a negative start counts from the end, then each is clamped
+    into [0, length - size] (the block is always whole: a start past the end moves it back)."""
     operand = np.asarray(operand)
     starts = _clamped_starts(operand.shape, start_indices, slice_sizes)
     return operand[tuple(slice(s, s + k) for s, k in zip(starts, slice_sizes))].copy()

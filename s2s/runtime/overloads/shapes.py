@@ -890,9 +890,11 @@ def _astype_bar(g, x):
 
 
 def _clamps(nd: int, sizes: str) -> str:
-    """Lines binding s0, s1, ... to the clamped starts (sizes: the expression of the sizes)."""
-    return "".join(f"    s{k} = min(max(int(start_indices[{k}]), 0), operand.shape[{k}] - {sizes}[{k}])\n"
-                   for k in range(nd))
+    """Lines binding s0, s1, ... to the starts, a negative one from the end, clamped (sizes: the
+    expression of the sizes)."""
+    return "".join(f"    s{k} = int(start_indices[{k}])\n"
+                   f"    s{k} = min(max(s{k} + operand.shape[{k}] if s{k} < 0 else s{k}, 0), "
+                   f"operand.shape[{k}] - {sizes}[{k}])\n" for k in range(nd))
 
 
 def _block(nd: int, sizes: str) -> str:
