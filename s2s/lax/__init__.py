@@ -1,6 +1,6 @@
 """Control flow as JAX users write it: `s2s.lax.cond`, `switch`, `fori_loop`, `while_loop`, `scan`,
 `select` and `stop_gradient`; JAX's dynamic slices (`dynamic_slice`, `dynamic_update_slice` and their
-`_in_dim` / `_index_in_dim` forms, start indices clamped as JAX clamps them: primitives with rules,
+`_in_dim` / `_index_in_dim` forms, start indices taken as JAX takes them: primitives with rules,
 runtime/arrays.py); and the collectives of s2s.pmap: `psum`, `pmean`, `pmax`, `pmin`,
 `all_gather` and `axis_index`.
 

@@ -1,6 +1,7 @@
 """Overloads of the helpers for scans, shifts and rearrangements (runtime/arrays.py): flip, rot90,
 cumsum, cumprod, diff, roll, sort (with an axis, which Numba's own take none), rollaxis, tile
-(which Numba lacks), flatten, diag, hstack/vstack and astype, and their derivatives.
+(which Numba lacks), flatten, diag, hstack/vstack, astype and s2s.lax's dynamic slices, and their
+derivatives.
 
 Work along an axis goes through _rows: the axis swapped last and the array viewed as rows
 (one per position of the other axes), so one kernel over rows serves every ndim and axis, an
