@@ -44,7 +44,7 @@ import importlib
 import inspect
 import math
 import operator
-import textwrap
+import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -360,21 +360,31 @@ class Rule:
         return values
 
 
+@lru_cache(maxsize=None)
+def _template_module(module_name: str) -> tuple[dict, frozenset]:
+    """A template module's top-level defs, by the line their code starts at (its first decorator's),
+    parsed once for the module (not each template's source found and parsed apart: a fresh
+    process loads every rule), and the runtime helpers the module names."""
+    module = sys.modules[module_name]
+    with open(module.__file__, encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    defs = {min([node.lineno] + [d.lineno for d in node.decorator_list]): node
+            for node in tree.body if isinstance(node, ast.FunctionDef)}
+    return defs, frozenset(n for n, v in vars(module).items() if runtime.is_helper(v))
+
+
 def _parse_template(template) -> Rule:
-    source = textwrap.dedent(inspect.getsource(template))
-    tree = ast.parse(source).body[0]
-    assert isinstance(tree, ast.FunctionDef)
+    defs, helpers = _template_module(template.__module__)
+    tree = defs[template.__code__.co_firstlineno]
+    assert isinstance(tree, ast.FunctionDef) and tree.name == template.__name__
     body = tree.body
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
         body = body[1:]
     signature = inspect.signature(template)
     params = list(signature.parameters)
     rule_ = Rule(template.__name__, "rule", params, signature)
-    module = inspect.getmodule(template)
-    rule_.helpers = frozenset(
-        n for n, v in vars(module).items() if runtime.is_helper(v)
-    )
-    rule_.where = f"{inspect.getsourcefile(template)}:{inspect.getsourcelines(template)[1]}"
+    rule_.helpers = helpers
+    rule_.where = f"{template.__code__.co_filename}:{template.__code__.co_firstlineno}"
     for stmt in body:
         if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name) \
                 and stmt.target.id.endswith("_bar") and isinstance(stmt.op, (ast.Add, ast.Sub)):
