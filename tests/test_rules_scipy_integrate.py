@@ -53,6 +53,18 @@ def test_jvp_and_hessian_of_a_linear_system_are_its_closed_forms():
     np.testing.assert_allclose(s2s.hessian(decay_squares)(RATE), hessian, rtol=1e-6, atol=1e-8)
 
 
+def decay_of_a_number(y0, rate):
+    return odeint(decay, y0, TIMES, args=(rate,))
+
+
+def test_a_number_is_a_state_of_one_component_as_scipy_takes_it():
+    solution = decay_of_a_number(1.5, 0.4)
+    assert solution.shape == scipy.integrate.odeint(decay, 1.5, TIMES, args=(0.4,)).shape == (3, 1)
+    span = TIMES[-1] - TIMES[0]
+    slope = s2s.grad(lambda y0, rate: decay_of_a_number(y0, rate)[-1, 0], argnums=1)(1.5, 0.4)
+    np.testing.assert_allclose(slope, -span * 1.5 * np.exp(-0.4 * span), rtol=1e-7)
+
+
 def test_vmap_of_the_gradient_over_initial_states():
     starts = np.array([Y0, 2 * Y0, -Y0])
     span = TIMES[-1] - TIMES[0]

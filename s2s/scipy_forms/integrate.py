@@ -53,7 +53,7 @@ def odeint(func, y0, t, args, rtol, atol, mxstep, order):
             return func(s, y, *args)
         return func(y, s, *args)
 
-    y = y0 + 0.0
+    y = np.atleast_1d(y0) + 0.0  # (a number is a state of one component, as SciPy takes it)
     out = np.zeros((len(t),) + np.shape(y))
     out[0] = y
     f = rhs(y, t[0])
