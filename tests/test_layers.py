@@ -163,3 +163,18 @@ def test_every_subpackage_ships_in_the_wheel():
     packages = {m for m, p in MODULES.items() if p.endswith("__init__.py")}
     assert packages == listed, f"missing from pyproject.toml: {sorted(packages - listed)}; " \
                                f"listed but absent: {sorted(listed - packages)}"
+
+
+def test_no_module_defines_a_top_level_name_twice():
+    """A second def of a name replaces the first for every caller in the module (an overload module's
+    helpers share one namespace): each function and class is defined once."""
+    import collections
+
+    twice = []
+    for module, path in MODULES.items():
+        with open(path, encoding="utf-8") as handle:
+            tree = ast.parse(handle.read())
+        counts = collections.Counter(node.name for node in tree.body if isinstance(
+            node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))
+        twice += [f"{module}.{name}" for name, count in counts.items() if count > 1]
+    assert not twice, f"defined twice: {twice}"

@@ -926,7 +926,7 @@ def _dynamic_update_slice(operand, update, start_indices):
                     f"    out[{_block(nd, 'update.shape')}] = update\n    return out\n", "impl", kind=kind)
 
 
-def _along(nd: int, value: str, other: str) -> str:
+def _one_axis(nd: int, value: str, other: str) -> str:
     """A tuple of nd entries: value at the axis a, other (formatted with k) elsewhere."""
     return "(" + "".join(f"{value} if a == {k} else {other.format(k=k)}, " for k in range(nd)) + ")"
 
@@ -935,15 +935,15 @@ def _along(nd: int, value: str, other: str) -> str:
 def _dynamic_slice_in_dim(operand, start_index, slice_size, axis=0):
     nd = _dims(operand, "dynamic_slice_in_dim")
     return _compile(f"def impl(operand, start_index, slice_size, axis=0):\n    a = axis % {nd}\n"
-                    f"    return rt.dynamic_slice(operand, {_along(nd, 'start_index', '0')}, "
-                    f"{_along(nd, 'slice_size', 'operand.shape[{k}]')})\n", "impl")
+                    f"    return rt.dynamic_slice(operand, {_one_axis(nd, 'start_index', '0')}, "
+                    f"{_one_axis(nd, 'slice_size', 'operand.shape[{k}]')})\n", "impl")
 
 
 @overload(rt.dynamic_update_slice_in_dim)
 def _dynamic_update_slice_in_dim(operand, update, start_index, axis):
     nd = _dims(operand, "dynamic_update_slice_in_dim")
     return _compile(f"def impl(operand, update, start_index, axis):\n    a = axis % {nd}\n"
-                    f"    return rt.dynamic_update_slice(operand, update, {_along(nd, 'start_index', '0')})\n", "impl")
+                    f"    return rt.dynamic_update_slice(operand, update, {_one_axis(nd, 'start_index', '0')})\n", "impl")
 
 
 def _literal_bool(value, name: str) -> bool:
