@@ -12,6 +12,7 @@ import pytest
 import s2s
 import s2s.optax as optax
 from finite_differences import central_difference_grad
+from optax_cases import optimizers, schedules
 
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "optax_reference.json")) as f:
     REFERENCE = json.load(f)
@@ -21,29 +22,8 @@ def arrays(tree):
     return {k: np.array(v) for k, v in tree.items()}
 
 
-OPTIMIZERS = {
-    "adam": lambda: optax.adam(0.05),
-    "adam nesterov": lambda: optax.adam(0.05, b1=0.8, nesterov=True),
-    "adamw": lambda: optax.adamw(0.05, weight_decay=0.1),
-    "adamw masked": lambda: optax.adamw(0.05, weight_decay=0.1, mask={"w": True, "b": False}),
-    "sgd": lambda: optax.sgd(0.1),
-    "sgd momentum": lambda: optax.sgd(0.1, momentum=0.9),
-    "sgd nesterov": lambda: optax.sgd(0.1, momentum=0.9, nesterov=True),
-    "rmsprop": lambda: optax.rmsprop(0.01),
-    "rmsprop momentum": lambda: optax.rmsprop(0.01, decay=0.8, momentum=0.5),
-    "clipped adam": lambda: optax.chain(optax.clip_by_global_norm(1.0), optax.adam(0.05)),
-    "adam on a schedule": lambda: optax.adam(optax.exponential_decay(0.1, 2, 0.5)),
-    "sgd on a warmup cosine": lambda: optax.sgd(optax.warmup_cosine_decay_schedule(0.0, 0.2, 2, 6, 0.01)),
-}
-
-SCHEDULES = {
-    "exponential_decay": lambda: optax.exponential_decay(0.1, 3, 0.5),
-    "exponential_decay staircase": lambda: optax.exponential_decay(0.1, 3, 0.5, transition_begin=2, staircase=True),
-    "exponential_decay end_value": lambda: optax.exponential_decay(0.1, 2, 0.5, end_value=0.03),
-    "warmup_cosine_decay_schedule": lambda: optax.warmup_cosine_decay_schedule(0.0, 1.0, 3, 10, 0.1),
-    "linear_schedule": lambda: optax.linear_schedule(1.0, 0.2, 4, transition_begin=1),
-    "cosine_decay_schedule": lambda: optax.cosine_decay_schedule(2.0, 5, alpha=0.1),
-}
+OPTIMIZERS = optimizers(optax)
+SCHEDULES = schedules(optax)
 
 
 def test_the_reference_covers_every_case_here():

@@ -7,10 +7,14 @@ s2s.optax against. Run with optax and JAX installed (not test dependencies of s2
 
 import json
 import os
+import sys
 
 import jax
 import numpy as np
 import optax
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/
+import optax_cases  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
@@ -19,29 +23,8 @@ RNG = np.random.default_rng(5)
 PARAMS = {"w": RNG.normal(size=(3, 2)), "b": RNG.normal(size=2)}
 GRADIENTS = [{"w": RNG.normal(size=(3, 2)), "b": RNG.normal(size=2)} for _ in range(6)]
 
-OPTIMIZERS = {
-    "adam": lambda: optax.adam(0.05),
-    "adam nesterov": lambda: optax.adam(0.05, b1=0.8, nesterov=True),
-    "adamw": lambda: optax.adamw(0.05, weight_decay=0.1),
-    "adamw masked": lambda: optax.adamw(0.05, weight_decay=0.1, mask={"w": True, "b": False}),
-    "sgd": lambda: optax.sgd(0.1),
-    "sgd momentum": lambda: optax.sgd(0.1, momentum=0.9),
-    "sgd nesterov": lambda: optax.sgd(0.1, momentum=0.9, nesterov=True),
-    "rmsprop": lambda: optax.rmsprop(0.01),
-    "rmsprop momentum": lambda: optax.rmsprop(0.01, decay=0.8, momentum=0.5),
-    "clipped adam": lambda: optax.chain(optax.clip_by_global_norm(1.0), optax.adam(0.05)),
-    "adam on a schedule": lambda: optax.adam(optax.exponential_decay(0.1, 2, 0.5)),
-    "sgd on a warmup cosine": lambda: optax.sgd(optax.warmup_cosine_decay_schedule(0.0, 0.2, 2, 6, 0.01)),
-}
-
-SCHEDULES = {
-    "exponential_decay": lambda: optax.exponential_decay(0.1, 3, 0.5),
-    "exponential_decay staircase": lambda: optax.exponential_decay(0.1, 3, 0.5, transition_begin=2, staircase=True),
-    "exponential_decay end_value": lambda: optax.exponential_decay(0.1, 2, 0.5, end_value=0.03),
-    "warmup_cosine_decay_schedule": lambda: optax.warmup_cosine_decay_schedule(0.0, 1.0, 3, 10, 0.1),
-    "linear_schedule": lambda: optax.linear_schedule(1.0, 0.2, 4, transition_begin=1),
-    "cosine_decay_schedule": lambda: optax.cosine_decay_schedule(2.0, 5, alpha=0.1),
-}
+OPTIMIZERS = optax_cases.optimizers(optax)
+SCHEDULES = optax_cases.schedules(optax)
 
 LOGITS = RNG.normal(size=(4, 3)) * 3.0
 DISTRIBUTIONS = np.abs(RNG.normal(size=(4, 3)))
