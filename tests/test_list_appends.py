@@ -547,3 +547,27 @@ def test_slices_of_lists_with_steps():
     want = central_difference_grad(list_slices, [x], 0)
     close(s2s.grad(list_slices)(x), want)
     close(s2s.jit(s2s.grad(list_slices))(x), want)
+
+
+# ---- constant slices of a list argument whose items differ in type, under jit(grad) -------------
+# (a tuple under Numba: each item's adjoint goes to its slot at an index known when it compiles)
+
+
+def slices_of_a_nested_list_argument(l):
+    rest = l[1:]
+    return l[1:][0] * 3.0 + l[0][0] * rest[1] + l[::-2][0] ** 2
+
+
+def test_constant_slices_of_a_list_of_mixed_items_under_jit():
+    first, second, third = 1.3, 2.0, 1.5
+
+    def of_numbers(a, b, c):
+        return slices_of_a_nested_list_argument([[a], b, c])
+
+    want = [central_difference_grad(of_numbers, [first, second, third], k) for k in range(3)]
+    for grad in (s2s.grad(slices_of_a_nested_list_argument), s2s.jit(s2s.grad(slices_of_a_nested_list_argument))):
+        got = grad([[first], second, third])
+        assert isinstance(got, list) and isinstance(got[0], list)
+        close(got[0][0], want[0])
+        close(got[1], want[1])
+        close(got[2], want[2])

@@ -462,7 +462,15 @@ class ReverseSweeper:
             # tuple anew, at an index known only at run time too where its items have one type
             # (`for W, b in layers`, `layers[i][0]`)
             maybe_tuple = kind is not None and kind != "arr"
-            if self.an.is_container(base) or maybe_tuple or (
+            items = self._constant_slice_of_tuple(stmt, base) if known_tuple else None
+            if items is not None:
+                # A constant slice of a tuple (`l[1:]`, of a list argument under s2s.jit): each
+                # item's adjoint goes to its own slot, at an index Numba knows when it compiles
+                # (the tuple's items may differ in type, which an index known only at run time cannot)
+                for k, j in enumerate(items):
+                    item_bar = ast.Subscript(y_bar, ast.Constant(k), ast.Load())
+                    out.append(assign(bar, runtime_call("add_at", name(bar), ast.Constant(j), item_bar)))
+            elif self.an.is_container(base) or maybe_tuple or (
                     consts and (known_tuple or self._parameter_or_copy(base) or self._unpacked(base)
                                 or self._item_of_container(base) or self._item_of_unpacked(base))):
                 out.append(assign(bar, runtime_call("add_at", name(bar), argument, y_bar)))
@@ -472,6 +480,18 @@ class ReverseSweeper:
                 out.append(ast.Expr(runtime_call("index_add", name(bar), argument, y_bar)))
         self.kill(target, None, out, stmt)
         return out
+
+    def _constant_slice_of_tuple(self, stmt: ir.Assign, base: str) -> range | None:
+        """The slots of a tuple of known length that a slice with constant bounds picks, or None."""
+        info = self.plan.classes.pre(stmt, base)
+        items = stmt.value.index.items
+        if len(items) != 1 or not isinstance(items[0], ir.Slice) or not isinstance(info[1], tuple):
+            return None
+        bounds = [items[0].lower, items[0].upper, items[0].step]
+        if not all(b is None or isinstance(b, ir.Const) and isinstance(b.value, int) for b in bounds) \
+                or bounds[2] is not None and bounds[2].value == 0:
+            return None
+        return range(*slice(*(None if b is None else b.value for b in bounds)).indices(len(info[1])))
 
     def _parameter_or_copy(self, var: str, seen: frozenset = frozenset()) -> bool:
         """var is a parameter or a tuple display, or only ever bound to one or to a copy of one
