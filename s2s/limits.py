@@ -75,9 +75,10 @@ LIMITS: dict[str, Limit] = {
         r"Cannot unify", "give it its final type from its first assignment: s = np.zeros_like(x[0])",
         "s = 0.0; for i in range(n): s = s + np.cumsum(X[i])"),
     "squeeze-without-axis": Limit(
-        "np.squeeze without axis= (s2s.jit compiles for the arguments' number of dimensions, not for which "
-        "of their axes have size 1)", NUMBA, r"np\.squeeze needs its axes",
-        "name the axes: np.squeeze(x, axis=0)", "y = np.squeeze(x)"),
+        "np.squeeze without axis= of a value whose axes of length 1 s2s.jit does not follow from the arguments "
+        "(it follows elementwise operations, matrix products, transposes, np.expand_dims and basic indexing "
+        "in the function itself, not np.reshape or a helper's result)", NUMBA, r"np\.squeeze needs its axes",
+        "name the axes: np.squeeze(x, axis=0)", "y = np.squeeze(np.reshape(x, (1, -1)))"),
 }
 
 

@@ -289,8 +289,8 @@ def shape_functions(A, x):
 
 
 def squeeze_and_expand(x):
-    """np.squeeze without axis= cannot compile under numba.njit (its result's ndim depends on the
-    shape), so this case is python-only; squeeze_with_axis is the compiled one."""
+    """np.squeeze without axis= (its result's ndim depends on the shape): s2s.jit finds the axes
+    from which of the argument's axes have length 1."""
     f = np.squeeze(np.expand_dims(x, 0))
     return np.sum(f**3) + np.inner(x, f)
 
@@ -406,7 +406,7 @@ CASES = {
     "reductions_with_axis": (reductions_with_axis, lambda r: (r.uniform(0.5, 1.5, (3, 4)),), (0,), True),
     "linear_algebra": (linear_algebra, lambda r: (r.standard_normal((3, 3)), r.standard_normal(3)), (0, 1), True),
     "shape_functions": (shape_functions, lambda r: (r.standard_normal((3, 3)), r.standard_normal(3)), (0, 1), True),
-    "squeeze_and_expand": (squeeze_and_expand, lambda r: (r.standard_normal(3),), (0,), False),
+    "squeeze_and_expand": (squeeze_and_expand, lambda r: (r.standard_normal(3),), (0,), True),
     "selection_functions": (selection_functions, lambda r: (r.standard_normal(6), r.standard_normal(6)), (0, 1), True),
     "creation_functions": (creation_functions, lambda r: (r.standard_normal(4),), (0,), True),
     "linalg_functions": (linalg_functions, lambda r: (r.standard_normal((3, 3)) + 3 * np.eye(3), r.standard_normal(3)), (0, 1), True),

@@ -221,7 +221,6 @@ PROGRAMS = _corpus()
 
 # program -> the limit (a key of s2s.limits.LIMITS) under which s2s.jit refuses it today
 LISTED: dict[str, str] = {
-    "programs.squeeze_and_expand": "squeeze-without-axis",
     "limit_cases.unknown_to_numba": "numpy-function-unknown-to-numba",
     "limit_cases.draws_from_a_generator": "random-state-draws",
     "limit_cases.loop_over_dict_items": "dict-loop",

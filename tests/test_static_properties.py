@@ -134,3 +134,44 @@ def test_jacrev_under_jit_decides_the_test_for_the_call(x):
     for i in range(out.size):
         np.testing.assert_allclose(jacobian[i], central_difference_grad(lambda v: normalised_rows(v)[i], (x,), 0),
                                    rtol=1e-6, atol=1e-9)
+
+
+# ---- np.squeeze without axes: the axes s2s.jit finds from the arguments' axes of length 1 ---------
+
+
+def squeezes_a_product(X, w):
+    return np.sum(np.sin((X @ w).squeeze()) * np.arange(3.0))
+
+
+def squeezes_an_argument(x):
+    y = np.squeeze(np.expand_dims(x, 0).T * 2.0)
+    return np.sum(y ** 3) + np.sum(np.squeeze(x[:, None]))
+
+
+def test_squeeze_without_axes_under_jit_is_specialised_to_the_axes_of_length_1():
+    r = np.random.default_rng(3)
+    X, w = r.standard_normal((3, 4)), r.standard_normal((4, 1))
+    grad = s2s.jit(s2s.grad(squeezes_a_product, argnums=(0, 1)))
+    got = grad(X, w)
+    for k in (0, 1):
+        np.testing.assert_allclose(got[k], central_difference_grad(squeezes_a_product, [X, w], k), rtol=1e-6, atol=1e-8)
+    assert "runtime.squeeze(_t1, axis=(1,))" in s2s.source(grad)
+    assert "w 2-d array (axis 1 of length 1)" in s2s.source(grad)
+    # another call whose arguments have other axes of length 1 gets code of its own (a (1, 3) result: axis 0 goes)
+    jitted = s2s.jit(lambda X, w: np.sin((X @ w).squeeze()))
+    for X, w in ((X, w), (X[:1], w), (X[:1], np.ones((4, 3)))):
+        np.testing.assert_allclose(jitted(X, w), np.sin((X @ w).squeeze()))
+        assert np.ndim(jitted(X, w)) == np.ndim(np.sin((X @ w).squeeze()))
+
+
+@pytest.mark.parametrize("shape", [(4,), (1,)])
+def test_squeeze_without_axes_under_jit_in_every_mode(shape):
+    x = np.random.default_rng(4).standard_normal(shape)
+    want = central_difference_grad(squeezes_an_argument, [x], 0)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(squeezes_an_argument))(x), want, rtol=1e-6, atol=1e-8)
+    t = np.linspace(0.5, 1.0, x.size).reshape(shape)
+    value, tangent = s2s.jvp(squeezes_an_argument, (x,), (t,))
+    np.testing.assert_allclose(tangent, np.dot(want, t), rtol=1e-6)
+    # sum((2x)^3) + sum(x): the Hessian is diagonal, 48 x
+    np.testing.assert_allclose(s2s.jit(s2s.hessian(squeezes_an_argument))(x),
+                               np.diag(48.0 * x.ravel()).reshape(shape + shape), rtol=1e-12, atol=1e-12)

@@ -71,6 +71,13 @@ def argument_facts(args) -> list:
     return [argument_fact(a) for a in args]
 
 
+def unit_axes(args) -> list:
+    """For each argument, its axes of length 1 where it is an array (a list), else None: what
+    s2s.jit specialises a function that squeezes without axes to, beside the facts
+    (transforms/static_properties.py)."""
+    return [[k for k, n in enumerate(a.shape) if n == 1] if isinstance(a, np.ndarray) else None for a in args]
+
+
 def _info_from_fact(fact, root: str):
     if fact in ("float", "bool"):
         return NUMBER

@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import backends, driver
 from ..tree_util import pytree
-from ..analysis.shapes import argument_facts
+from ..analysis.shapes import argument_facts, unit_axes
 from ..driver import cache
 from ..errors import S2SError, user_facing
 from ..frontend import static_values
@@ -56,6 +56,22 @@ def _generated_manifest(fun: Callable, transform: str, options: dict) -> tuple[s
             return cache.cached_manifest(fun, transform, options, generate)
         except OSError:
             return uncached()
+
+
+def _generated_for_call(fun: Callable, transform: str, options: dict, args) -> tuple[str, dict]:
+    """(source, entries) as _generated for code specialised to a call's kinds of arguments; for
+    a function that squeezes an argument's values without axes, to which of their axes have
+    length 1 too (options "unit_axes"), and then entries["unit_axes"] is True: the caller keys
+    the code by them (_unit_axes_key)."""
+    source, entries = _generated(fun, transform, options)
+    if entries.get("wants_unit_axes"):
+        source, entries = _generated(fun, transform, {**options, "unit_axes": unit_axes(args)})
+        entries = {**entries, "unit_axes": True}
+    return source, entries
+
+
+def _unit_axes_key(args) -> tuple:
+    return tuple(tuple(axes) if axes is not None else None for axes in unit_axes(args))
 
 
 def _source(fun: Callable, transform: str, options: dict) -> str:
@@ -289,6 +305,7 @@ class Transformed(Derivative):
         # each kind of call, and the source of the latest.
         self._by_facts: dict = {}
         self._by_plain_kinds: dict = {}  # _plain_kinds(args) -> what _by_facts holds, and the seed
+        self._squeezing: set = set()  # kinds whose code is specialised to the axes of length 1 too
         self._specialised_source: str | None = None
         self._specialised_entries: dict = {}
 
@@ -337,23 +354,32 @@ class Transformed(Derivative):
         """The generated name of the function (its vjp is `<name>_vjp`) in .source."""
         return (self._specialised_entries if self._specialised_source is not None else self.generated()[1])["name"]
 
+    def _facts_key(self, args) -> tuple:
+        """The key of _by_facts: the kinds of the arguments, and where the code for those kinds
+        squeezes without axes, which of the arguments' axes have length 1."""
+        key = _kinds(args)
+        return (key, _unit_axes_key(args)) if key in self._squeezing else key
+
     def specialised(self, args) -> tuple[str, dict]:
         """(source, entries) of the module generated for these kinds of arguments (numbers,
         arrays and their ndim), as s2s.jit runs it; its gradient's seed is a number."""
         options = {"argnums": list(self._argnums), "has_aux": self.has_aux, "facts": argument_facts(args)}
         if self.kind == "grad":
             options["value"] = False  # grad has no use for it (left out where proved a number)
-        return _generated(self.fun, "grad", options)
+        return _generated_for_call(self.fun, "grad", options, args)
 
     def specialised_source(self, args) -> str:
         return self.specialised(args)[0]
 
     def _specialised_vjp(self, args):
         """The vjp generated for these kinds of arguments (s2s.jit of grad and value_and_grad)."""
-        key = _kinds(args)
+        key = self._facts_key(args)
         found = self._by_facts.get(key)
         if found is None:
             source, entries = self.specialised(args)
+            if entries.get("unit_axes"):
+                self._squeezing.add(key)
+                key = self._facts_key(args)
             module = backends.load(source, self.fun.__name__, self.backend)
             found = self._by_facts[key] = (backends.entry(module, entries["vjp"], self.fun), source, entries)
         self._specialised_source, self._specialised_entries = found[1], found[2]
@@ -432,7 +458,7 @@ class Transformed(Derivative):
                 raise failure from None
             self._require_scalar(value[0] if self.has_aux else value)
             raise
-        if seen is None and rememberable:
+        if seen is None and rememberable and _kinds(args) not in self._squeezing:
             self._by_plain_kinds[plain] = self._by_facts[_kinds(args)] + (call_args[-1],)
         if out is not None:  # None: a module that proved the value a number left it out
             if self.backend == "cpu" and self.has_aux:
@@ -576,9 +602,11 @@ class Primal(StaticSiblings):
         # {kinds of arguments: (compiled, source)} where the code tests an ndim, which the code
         # generated for each kind of call decides (transforms/static_properties.py), a call
         # passes a tuple of items of different kinds, over which a loop is written out item by
-        # item (frontend/dict_loops.py), or the code for every call has a variable of two types
-        # which the code for a kind of call may not have (optimize/carries.py); else None
+        # item (frontend/dict_loops.py), the code squeezes without axes (to the axes of length 1
+        # of the arguments too, for the kinds in _squeezing), or the code for every call has a
+        # variable of two types which the code for a kind of call may not have (optimize/carries.py); else None
         self._by_kinds: dict | None = None
+        self._squeezing: set = set()
         self._specialised_source = None
 
     @property
@@ -608,7 +636,7 @@ class Primal(StaticSiblings):
     def _compiled_for(self, args: tuple):
         if self._compiled is None:
             source = self._own_source()
-            if self.backend == "cpu" and _tests_an_ndim(source):
+            if self.backend == "cpu" and (_tests_an_ndim(source) or _SQUEEZES_WITHOUT_AXES.search(source)):
                 self._by_kinds = {}
             module = backends.load(source, self.fun.__name__, self.backend)
             # (the function's generated name: a callee of the same name may hold its own)
@@ -619,9 +647,13 @@ class Primal(StaticSiblings):
                 return self._compiled
             self._by_kinds = {}  # (from now on: a loop over such a tuple or dict is written out for its items)
         key = _kinds(args)
+        key = (key, _unit_axes_key(args)) if key in self._squeezing else key
         found = self._by_kinds.get(key)
         if found is None:
-            source, entries = _generated(self.fun, "primal", {"facts": argument_facts(args)})
+            source, entries = _generated_for_call(self.fun, "primal", {"facts": argument_facts(args)}, args)
+            if entries.get("unit_axes"):
+                self._squeezing.add(key)
+                key = (key, _unit_axes_key(args))
             module = backends.load(source, self.fun.__name__, self.backend)
             found = self._by_kinds[key] = (backends.entry(module, entries["name"], self.fun), source)
         self._specialised_source = found[1]
@@ -671,6 +703,7 @@ def loops_over_dict_keys(args, source: str) -> bool:
     return any(isinstance(a, dict) for a in args) and any(loop in source for loop in _LOOPS_OVER_KEYS)
 
 
+_SQUEEZES_WITHOUT_AXES = re.compile(r"\bsqueeze\([\w.]+\)")
 _READS_AN_NDIM = re.compile(r"\.ndim\b|np\.ndim\(")
 _BOUND_TO_A_SHAPE = re.compile(r"^\s*(\w+) = (?:np\.shape\(\w+\)|\w+\.shape)$", re.M)
 
@@ -707,6 +740,7 @@ class ForwardTransformed:
         self._module = None
         self._entries: dict = {}
         self._by_facts: dict = {}  # kinds of the arguments -> the specialised entry (cpu)
+        self._squeezing: set = set()  # kinds whose entry is specialised to the axes of length 1 too
         self.manifests: list[dict] = []  # of the modules generated or read so far
         self.watches: list = []  # cache.Watch of each: is the memo (_forward_transformed) current?
         self._parameters: list | None = None  # of fun's signature (with_defaults)
@@ -790,11 +824,16 @@ class ForwardTransformed:
         given, where they are (a dict's keys in its own order: a loop over it goes so)."""
         described = given if given is not None else args
         key = _kinds(described)
+        key = (key, _unit_axes_key(described)) if key in self._squeezing else key
         if key not in self._by_facts:
             options = {"facts": argument_facts(described)}
             if self.active is not None:
                 options["active"] = list(self.active)
             source, names = self._generated(options)
+            if names.get("wants_unit_axes"):  # (it squeezes without axes: see _generated_for_call)
+                source, names = self._generated({**options, "unit_axes": unit_axes(described)})
+                self._squeezing.add(key)
+                key = (key, _unit_axes_key(described))
             module = backends.load(source, self.fun.__name__ + "_jvp", self.backend)
             self._by_facts[key] = backends.entry(module, names["jvp"], self.fun)
         return self._by_facts[key]

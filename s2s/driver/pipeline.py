@@ -40,7 +40,7 @@ from ..transforms.drivers import columns_driver, grad_wrapper, second_order_driv
 from ..transforms.reverse import (ForwardSweeps, ReversePlans, ReverseSweeps, forward_sweeps, plan_module,
                                   reverse_sweeps, vjp_definitions)
 from ..transforms.variants import jvp_functions
-from ..transforms.static_properties import fold_static_properties
+from ..transforms.static_properties import fold_squeezed_axes, fold_static_properties
 from ..transforms.vectorize import total_module, vmap_module
 from ..transforms.zero_d_merges import numbers_where_paths_meet
 
@@ -64,6 +64,8 @@ class Unit:
     reverse_sweeps: ReverseSweeps | None = None  # after "reverse_sweep"
     text: str | None = None  # from "unparse" on
     entries: dict = field(default_factory=dict)  # the module's entry points, by role, from the transform
+    # a squeeze without axes that the arguments' axes of length 1 would decide, not given (s2s.jit asks again)
+    wants_unit_axes: bool = False
 
     @property
     def entry(self) -> ir.Function:
@@ -92,6 +94,7 @@ def lower(unit: Unit) -> None:
     if named_facts is not None:  # (code generated for one call: `if w is None:` has one answer there)
         drop_branches_on_none(unit.entry, named_facts)
         fold_static_properties(unit.entry, named_facts)  # (and `if z.ndim == 1:`)
+        unit.wants_unit_axes = fold_squeezed_axes(unit.entry, named_facts, _named_unit_axes(unit))
     if unit.transform not in ("vmap", "vmap_total"):  # (Numba has no loop over a dict's keys)
         by_python = {id(f.python): f for f in unit.functions}
         for function in unit.functions:
@@ -115,7 +118,7 @@ def primal(unit: Unit) -> None:
     unit.header = header(unit.entry, f"primal of {unit.entry.name}", unit.display_path)
     named_facts = _named_facts(unit)
     if named_facts is not None:
-        unit.header.insert(1, _specialised_line(named_facts, unit.entry.static))
+        unit.header.insert(1, _specialised_line(named_facts, unit.entry.static, _named_unit_axes(unit)))
         unit.loop_facts = {unit.entry_name(): named_facts}  # (for the carries: what the arguments are)
     unit.entries = {"name": unit.entry_name()}
 
@@ -146,6 +149,15 @@ def _named_facts(unit: Unit) -> dict | None:
     if facts is None:
         return None
     return {p: (facts[k] if k < len(facts) else None) for k, p in enumerate(unit.entry.params)}
+
+
+def _named_unit_axes(unit: Unit) -> dict | None:
+    """The axes of length 1 of each array argument, by parameter, where s2s.jit gave them
+    (for a function that squeezes without axes: transforms/static_properties.py)."""
+    units = unit.options.get("unit_axes")
+    if units is None:
+        return None
+    return {p: (units[k] if k < len(units) else None) for k, p in enumerate(unit.entry.params)}
 
 
 def plan(unit: Unit) -> None:
@@ -187,7 +199,7 @@ def vjp_module(unit: Unit) -> None:
     what = f"{unit.transform} of {entry.name} with respect to {', '.join(entry.params[k] for k in argnums)}"
     unit.header = header(entry, what, unit.display_path)
     if named_facts is not None:
-        unit.header.insert(1, _specialised_line(named_facts, entry.static))
+        unit.header.insert(1, _specialised_line(named_facts, entry.static, _named_unit_axes(unit)))
         # The gradient's seed is a number (s2s.jit calls the vjp with 1.0).
         unit.loop_facts = {f"{ename}_vjp": {**named_facts, seed: "float"}}
     unit.body = body
@@ -238,15 +250,26 @@ def forward(unit: Unit) -> None:
         for p, k in zip(names[primals:], active):  # s2s.jvp checks that a tangent has its primal's shape
             if named[p] == named[names[k]] and named[p] == ["array", 1]:
                 named[p] = ["like", names[k]]
-        unit.header.insert(1, _specialised_line(named, entry.static))
+        unit.header.insert(1, _specialised_line(named, entry.static, _named_unit_axes(unit)))
         unit.loop_facts = {jvp_def.name: named}
     unit.body = body
 
 
-def _specialised_line(named_facts: dict, static: dict) -> str:
-    """The header's line on what s2s.jit saw of the arguments (static values have their own line)."""
+def _specialised_line(named_facts: dict, static: dict, units: dict | None = None) -> str:
+    """The header's line on what s2s.jit saw of the arguments (static values have their own
+    line), and for a function that squeezes without axes, which of their axes have length 1."""
     return "Specialised (s2s.jit) for arguments: " + ", ".join(
-        f"{p} {_describe_fact(f)}" for p, f in named_facts.items() if p not in static) + "."
+        f"{p} {_describe_fact(f)}{_describe_units((units or {}).get(p))}"
+        for p, f in named_facts.items() if p not in static) + "."
+
+
+def _describe_units(axes) -> str:
+    if axes is None:
+        return ""
+    if not axes:
+        return " (no axis of length 1)"
+    return f" (axis {', '.join(map(str, axes))} of length 1)" if len(axes) == 1 else \
+        f" (axes {', '.join(map(str, axes))} of length 1)"
 
 
 def _describe_fact(fact) -> str:
@@ -433,6 +456,7 @@ def generate(fn: Any, transform: str, options: dict | None = None, display_path:
         "references": sorted({(f.python.__module__, path, module, qualname)
                               for f in functions for path, module, qualname in f.references}),
         # as the cache gives them back (tuples become lists)
-        "entries": json.loads(json.dumps(unit.entries)),
+        "entries": json.loads(json.dumps({**unit.entries, **({"wants_unit_axes": True} if unit.wants_unit_axes
+                                                               else {})})),
     }
     return unit.text, dependencies

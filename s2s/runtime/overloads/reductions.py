@@ -563,10 +563,11 @@ def _squeeze(x, axis=None):
     if _scalar(x):
         return lambda x, axis=None: x
     if _is_none(axis):
-        raise TypingError("s2s: under jit, np.squeeze needs its axes: write np.squeeze(x, axis=k) with k the "
+        raise TypingError("s2s: under jit, np.squeeze needs its axes here: write np.squeeze(x, axis=k) with k the "
                           "size-1 axes, an int or a tuple of ints (which axes go decides the result's ndim, which "
-                          "Numba must know when it compiles; s2s.jit specialises to the arguments' ndim, not their "
-                          "shapes)")
+                          "Numba must know when it compiles; s2s.jit finds them where the squeezed value is made in "
+                          "the jitted or differentiated function itself from its array arguments, elementwise, by "
+                          "matrix products, transposes or basic indexing)")
     axes = _static_axes(axis, x.ndim)
     if axes is None:
         return lambda x, axis=None: numba.literally(axis)
