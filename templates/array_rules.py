@@ -35,6 +35,9 @@ from s2s.runtime import (
     dstack_bar,
     fftshift,
     ifftshift,
+    irfft,
+    irfft_bar,
+    irfft_options,
     astype,
     astype_bar,
     cumprod_jvp,
@@ -606,6 +609,18 @@ def fftshift_(y, x, axes=None):
 def ifftshift_(y, x, axes=None):
     y_dot = ifftshift(x_dot, axes)
     x_bar += fftshift(y_bar, axes)
+
+
+# np.fft.irfft of real data: a real sum of cosines, linear in the spectrum a; its adjoint is the
+# weighted real part of rfft of the cotangent (runtime/functions.py), which refuses a complex a
+# when it runs. Numba has no np.fft: runtime's under Numba. (The other transforms' results are
+# complex: refused below.)
+@rule(np.fft.irfft, runtime.irfft, pure=True, fresh=True, linear="all", integer="never", options=irfft_options,
+      batching="along_axis")
+@primitive(np.fft.irfft, numba=runtime.irfft, numba_always=True)
+def irfft_(y, a, n=None, axis=-1, norm=None, out=None):
+    y_dot = irfft(a_dot, n, axis, norm)
+    a_bar += irfft_bar(y_bar, a, n, axis, norm)
 
 
 @rule(np.append, pure=True, fresh=True, linear="all", operands=(0, 1), dtype_from=(0, 1))

@@ -53,6 +53,8 @@ from s2s.runtime import (
     flatten_bar,
     dot_bar_y,
     hstack_bar,
+    irfft,
+    irfft_bar,
     inner_bar_x,
     inner_bar_y,
     kron_bar_a,
@@ -782,6 +784,13 @@ def append_bar_arr_(r, g, arr, values, axis=None):
 @rule(runtime.append_bar_values, pure=True, fresh=True)
 def append_bar_values_(r, g, arr, values, axis=None):
     r_dot = append_bar_values(g_dot, arr, values, axis)
+
+
+@rule(runtime.irfft_bar, pure=True, fresh=True, integer="never", shape_argument=1, linear=(0,))
+def irfft_bar_(r, g, a, n=None, axis=-1, norm=None):
+    """Linear in g (a gives its shape): its transpose is irfft itself."""
+    r_dot = irfft_bar(g_dot, a, n, axis, norm)
+    g_bar += irfft(r_bar, n, axis, norm)
 
 
 @rule(runtime.pad_bar, pure=True, fresh=True, shape_argument=1)

@@ -134,6 +134,12 @@ EXAMPLES = {
     runtime.fftshift: ("A", "runtime.fftshift(np.reshape(A * A, (1, 9)), 1)[0, :3] * A[0]"),
     np.fft.ifftshift: ("x, A", "np.fft.ifftshift(x * x) * x + np.sum(np.fft.ifftshift(A, axes=(0,)) * A, axis=1)"),
     runtime.ifftshift: ("A", "runtime.ifftshift(np.reshape(A * A, (9,)))[:3] * A[1]"),
+    # irfft: the default n (4, of 3 entries), odd n that read the 3 (5), pad them (7) or cut them (3), axis 0, norms
+    np.fft.irfft: ("x, A", "np.fft.irfft(x * x) * x[0] + np.sum(np.fft.irfft(A, 5, axis=0, norm='ortho') ** 2)"
+                           " + np.fft.irfft(A * x, n=7, norm='forward')[1, :4] + np.sum(np.fft.irfft(x, 3) * x)"),
+    runtime.irfft: ("A", "runtime.irfft(A * A, 4, 0)[:3] * A"),
+    runtime.irfft_bar: ("x, y, A", "runtime.irfft_bar(np.outer(x, y + x), A, 3, 0, 'forward') * A"
+                                   " + runtime.irfft_bar(np.concatenate((x * y, y[:1])), x)"),
     np.append: ("x, y, A, s", "np.append(x, y * x) * np.append(A, s)[3:9] + np.sum(np.append(A, x[None] * A[0], axis=0) ** 2)"
                               " + np.sum(np.append(A, A[:, :1] * x[:, None], 1) ** 3) + np.sum(np.append(x, [s, 1.0]) ** 2)"),
     np.cumprod: ("x, A", "np.cumprod(x) + np.sum(np.cumprod(A, 1) * A)"),

@@ -1,15 +1,18 @@
 """Helpers of the rules for np.polyval, np.interp, np.linalg.matrix_power, np.repeat, np.convolve,
-np.correlate, scipy.signal.convolve, np.linspace and np.meshgrid (templates/array_rules.py,
+np.correlate, scipy.signal.convolve, np.fft.irfft, np.linspace and np.meshgrid (templates/array_rules.py,
 templates/scipy_rules.py): the primal where Numba lacks it, and the derivatives."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from .reductions import _shape_of
+
 __all__ = ["polyval", "polyder", "polyval_bar_p", "interp_slope", "interp_dot_fp", "interp_bar_fp", "interp_slope_bar_fp",
            "interp_xp_refused", "interp_options", "matrix_power", "matrix_power_options", "repeat", "repeat_bar",
            "convolve", "correlate", "convolve_bar", "correlate_bar_a", "correlate_bar_v", "signal_convolve",
-           "signal_convolve_bar1", "signal_convolve_bar2", "linspace_options", "linspace_grid", "meshgrid",
+           "signal_convolve_bar1", "signal_convolve_bar2", "irfft_options", "irfft", "irfft_bar",
+           "linspace_options", "linspace_grid", "meshgrid",
            "meshgrid_options", "meshgrid_spread", "meshgrid_bar", "real_if_close"]
 
 
@@ -278,6 +281,67 @@ def signal_convolve_bar2(g, in1, in2, mode="full"):
     import scipy.signal
 
     return scipy.signal.correlate(_full_signal_cotangent(g, in1, in2), _float(in1), "valid")
+
+
+# ---- np.fft.irfft ------------------------------------------------------------------------
+# Of real x of length L along the axis, irfft(x, n) (n = 2 (L - 1) by default) reads the first
+# n // 2 + 1 entries of x (zeros where x is shorter) as a Hermitian spectrum; for real entries
+#   y_j = (x_0 + sum_{0 < k < n/2} 2 x_k cos(2 pi k j / n) + [n even] x_{n/2} cos(pi j)) / s,
+# s = n for norm None or "backward", sqrt(n) for "ortho", 1 for "forward". It is linear in x;
+# its transpose is x_bar_k = c_k / s * sum_j g_j cos(2 pi k j / n) for k <= n // 2 (c_0 = 1,
+# c_{n/2} = 1 for even n, c_k = 2 otherwise) and 0 beyond, cut or padded to L: the sums of
+# cosines are the real part of rfft(g, n). Its adjoint in a complex x is refused (irfft reads the
+# imaginary parts too, and s2s differentiates real programs); a tangent of any x is irfft's.
+
+IRFFT_COMPLEX = ("s2s: np.fft.irfft is differentiated of real data, and this array is complex: s2s differentiates "
+                 "real programs (write the transform of complex data with np.cos and np.sin of the frequencies "
+                 "times the positions, on its real and imaginary parts as two real arrays)")
+IRFFT_OUT = "np.fft.irfft(..., out=...) writes into out, which s2s does not follow: use the returned value"
+
+
+def irfft_options(n=None, axis=-1, norm=None, out=None, **_) -> str | None:
+    """np.fft.irfft is differentiated with any n, axis and norm, without out= (rules: Facts.options;
+    irfft refuses an out= that is a variable when it runs)."""
+    if out is not None:
+        return IRFFT_OUT
+    if norm not in (None, "backward", "ortho", "forward"):
+        return f"np.fft.irfft takes norm None, 'backward', 'ortho' or 'forward', not {norm!r}"
+    return None
+
+
+def _irfft_scale(m, norm):
+    """What irfft of m points divides its sum of cosines by."""
+    if norm is None or norm == "backward":
+        return float(m)
+    if norm == "ortho":
+        return float(np.sqrt(m))
+    if norm == "forward":
+        return 1.0
+    raise ValueError(f"s2s: np.fft.irfft takes norm None, 'backward', 'ortho' or 'forward', not {norm!r}")
+
+
+def irfft(a, n=None, axis=-1, norm=None, out=None):
+    """np.fft.irfft(a, n, axis, norm), which generated code calls for np.fft.irfft and for its
+    tangents (Numba has no np.fft: overloads/functions.py sums the cosines of real data)."""
+    if out is not None:
+        raise ValueError(f"s2s: {IRFFT_OUT}")
+    return np.fft.irfft(a, n, axis, norm)
+
+
+def irfft_bar(g, a, n=None, axis=-1, norm=None):
+    """Adjoint of np.fft.irfft(a, n, axis, norm) in real a (a may be its shape, where generated code
+    keeps only that): the weighted real part of rfft(g, n) along the axis, cut or padded to a's length."""
+    if np.iscomplexobj(a):
+        raise ValueError(IRFFT_COMPLEX)
+    length = _shape_of(a)[axis]
+    m = 2 * (length - 1) if n is None else int(n)
+    sums = np.moveaxis(np.fft.rfft(np.asarray(g), m, axis).real, axis, -1)  # (m // 2 + 1 of them)
+    sums[..., 1:(m + 1) // 2] *= 2.0
+    sums /= _irfft_scale(m, norm)
+    out = np.zeros(sums.shape[:-1] + (length,), sums.dtype)
+    kept = min(length, sums.shape[-1])
+    out[..., :kept] = sums[..., :kept]
+    return np.moveaxis(out, -1, axis)
 
 
 # ---- np.linspace -------------------------------------------------------------------------

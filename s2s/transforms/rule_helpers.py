@@ -42,7 +42,7 @@ def drop_defaults(node: ast.Call, found) -> ast.Call:
         params = list(inspect.signature(target).parameters.values())
         while node.args and len(node.args) <= len(params):
             default = params[len(node.args) - 1].default
-            last = node.args[-1]
+            last = _number_sign(node.args[-1])
             if default is inspect.Parameter.empty or not isinstance(last, ast.Constant) or not _same(last.value, default):
                 break
             node.args.pop()
@@ -54,15 +54,27 @@ def drop_defaults(node: ast.Call, found) -> ast.Call:
         defaults = {k: p.default for k, p in found.signature.parameters.items()
                     if p.default is not inspect.Parameter.empty}
         own = _own_defaults(func, target)
-        node.keywords = [kw for kw in node.keywords
-                         if not (kw.arg in defaults and kw.arg in own and isinstance(kw.value, ast.Constant)
-                                 and _same(kw.value.value, defaults[kw.arg])
-                                 and (own[kw.arg] is np._NoValue or _same(kw.value.value, own[kw.arg])))]
+
+        def left_out(kw: ast.keyword) -> bool:
+            value = _number_sign(kw.value)
+            return kw.arg in defaults and kw.arg in own and isinstance(value, ast.Constant) \
+                and _same(value.value, defaults[kw.arg]) \
+                and (own[kw.arg] is np._NoValue or _same(value.value, own[kw.arg]))
+
+        node.keywords = [kw for kw in node.keywords if not left_out(kw)]
         # np.transpose(x, None) and friends: a trailing positional None is the default.
         if isinstance(func, ast.Attribute) and not target:
             while node.args and len(node.args) > 1 and isinstance(node.args[-1], ast.Constant) \
                     and node.args[-1].value is None:
                 node.args.pop()
+    return node
+
+
+def _number_sign(node: ast.expr) -> ast.expr:
+    """-1 as the constant it is (generated code writes a negative number as a negation: axis=-1)."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant) \
+            and type(node.operand.value) in (int, float):
+        return ast.Constant(-node.operand.value)
     return node
 
 

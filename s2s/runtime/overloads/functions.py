@@ -1,10 +1,11 @@
 """Overloads of the helpers of np.polyval, np.interp, np.linalg.matrix_power, np.repeat,
-np.convolve, np.correlate, scipy.signal.convolve, np.linspace and np.meshgrid (runtime/functions.py). A number and an
+np.convolve, np.correlate, scipy.signal.convolve, np.fft.irfft, np.linspace and np.meshgrid (runtime/functions.py). A number and an
 array take code of their own (Numba types them apart); options the rules refuse (np.interp's
 left, right, period) are refused when Numba compiles."""
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 from numba import types
 from numba.core.errors import TypingError
@@ -12,6 +13,7 @@ from numba.extending import overload, register_jitable
 
 from ... import runtime as rt
 from .common import _compile, _is_none, _nd, _scalar
+from .reductions import _shape_of, _tuple_source
 from .shapes import _rows
 
 # ---- np.polyval --------------------------------------------------------------------
@@ -489,6 +491,175 @@ def _signal_convolve_bar1(g, in1, in2, mode="full"):
 @overload(rt.signal_convolve_bar2)
 def _signal_convolve_bar2(g, in1, in2, mode="full"):
     return _signal_convolve_adjoint(g, in1, in2, "in2", "in1")
+
+
+# ---- np.fft.irfft -------------------------------------------------------------------------
+# Numba has no np.fft: irfft of real data is its sum of cosines (runtime/functions.py), and its
+# adjoint the transposed sum (n // 2 + 1 by n products a row, where an FFT takes n log n: the
+# short transforms of a model's spectra). The array is a C-contiguous (before, length, after)
+# block whose middle axis one compiled loop of each kind transforms, whatever the axis, n and
+# norm; an overload, written for the array's ndim, only reads the options and puts the result
+# back in its shape (small compilations, and few: n and axis are not typed as literals).
+
+
+def _irfft_of_real(a, refusal: str):
+    """The dtype of irfft's result of a real array a (float32 stays float32, as NumPy's); a complex
+    one is refused."""
+    if not isinstance(a, types.Array) or a.ndim < 1:
+        raise TypingError("s2s: under jit, np.fft.irfft and its derivative take arrays")
+    if isinstance(a.dtype, types.Complex):
+        raise TypingError(refusal)
+    return np.float32 if a.dtype == types.float32 else np.float64
+
+
+_IRFFT_OF_COMPLEX = ("s2s: under jit, np.fft.irfft takes a real array (Numba has no np.fft: s2s sums the cosines "
+                     "of real data)")
+
+
+def _irfft_options(n, axis, norm, length: str) -> str:
+    """The source that reads irfft's options: its number of points m (n, or 2 (length - 1)) and
+    its scale, of norm None or a literal (_unknown_norm: numba.literally makes a variable's one)."""
+    if _is_none(n):
+        points = f"2 * ({length} - 1)"
+    elif isinstance(n, types.Integer):
+        points = "n"
+    else:
+        raise TypingError("s2s: under jit, np.fft.irfft takes n as an int or None")
+    if not isinstance(axis, (types.Integer, types.Omitted, int)):
+        raise TypingError("s2s: under jit, np.fft.irfft takes axis as an int")
+    scales = {None: "float(m)", "backward": "float(m)", "ortho": "np.sqrt(float(m))", "forward": "1.0"}
+    value = None if _is_none(norm) else getattr(norm, "literal_value", norm)
+    if not isinstance(value, str) and value is not None:
+        raise TypingError("s2s: under jit, np.fft.irfft takes norm None, 'backward', 'ortho' or 'forward'")
+    # (another string is refused when it runs, as NumPy refuses it: Numba asked for a literal type,
+    # and a refusal while it types one is not told)
+    return f"    m = _some_points({points})\n    scale = {scales.get(value, '_refused_norm(m)')}\n"
+
+
+def _unknown_norm(norm) -> bool:
+    """norm is a string that Numba has not typed as a literal (a variable's)."""
+    return isinstance(norm, types.UnicodeType) and not isinstance(norm, types.StringLiteral)
+
+
+@register_jitable
+def _some_points(m):
+    if m < 1:
+        raise ValueError("s2s: np.fft.irfft takes n >= 1 (an array of one entry along the axis needs n)")
+    return m
+
+
+@register_jitable
+def _refused_norm(m):
+    """Refuses a norm NumPy does not know (m >= 1 here: the return only gives the call its type)."""
+    if m > 0:
+        raise ValueError("s2s: np.fft.irfft takes norm None, 'backward', 'ortho' or 'forward'")
+    return 1.0
+
+
+@register_jitable
+def _axis_of(axis, ndim):
+    if axis < -ndim or axis >= ndim:
+        raise ValueError("s2s: np.fft.irfft's axis is out of bounds for the array")
+    return axis % ndim
+
+
+@register_jitable
+def _around(shape, axis):
+    """The products of the lengths before the axis and after it."""
+    before, after = 1, 1
+    for k in range(len(shape)):
+        if k < axis:
+            before *= shape[k]
+        elif k > axis:
+            after *= shape[k]
+    return before, after
+
+
+@register_jitable
+def _cosines(count, m, scale):
+    """(count, m): row k is c_k cos(2 pi k j / m) / scale, irfft's weights; k j is reduced mod m
+    first, so that each angle is an exact multiple of 2 pi / m."""
+    basis = np.empty((count, m))
+    for k in range(count):
+        weight = (1.0 if k == 0 or 2 * k == m else 2.0) / scale
+        for j in range(m):
+            basis[k, j] = weight * np.cos(2.0 * np.pi * ((k * j) % m) / m)
+    return basis
+
+
+@register_jitable
+def _cosine_sums(blocks, out, scale):
+    """out[p, j, q] = the sum over k of blocks[p, k, q] times irfft's weight of (k, j), for out's m =
+    out.shape[1] points (the entries of blocks past m // 2 are not read)."""
+    m = out.shape[1]
+    count = min(blocks.shape[1], m // 2 + 1)
+    basis = _cosines(count, m, scale)
+    for p in range(blocks.shape[0]):
+        for k in range(count):
+            for j in range(m):
+                weight = basis[k, j]
+                for q in range(blocks.shape[2]):
+                    out[p, j, q] += blocks[p, k, q] * weight
+
+
+@register_jitable
+def _cosine_sums_bar(g, out, scale):
+    """out[p, k, q] = the sum over j of g[p, j, q] times irfft's weight of (k, j), for the k up to
+    m // 2 (m = g.shape[1]; out, zeros, has the length of irfft's argument)."""
+    m = g.shape[1]
+    count = min(out.shape[1], m // 2 + 1)
+    basis = _cosines(count, m, scale)
+    for p in range(g.shape[0]):
+        for k in range(count):
+            for j in range(m):
+                weight = basis[k, j]
+                for q in range(g.shape[2]):
+                    out[p, k, q] += g[p, j, q] * weight
+
+
+def _with_length(ndim: int, array: str, length: str) -> str:
+    """The source of the shape of an array with another length along the axis ax."""
+    return _tuple_source(f"{length} if ax == {k} else {array}.shape[{k}]" for k in range(ndim))
+
+
+@overload(rt.irfft)
+def _irfft_real(a, n=None, axis=-1, norm=None, out=None):
+    dtype = _irfft_of_real(a, _IRFFT_OF_COMPLEX)
+    if not _is_none(out):
+        raise TypingError(f"s2s: {rt.functions.IRFFT_OUT}")
+    if _unknown_norm(norm):
+        return lambda a, n=None, axis=-1, norm=None, out=None: numba.literally(norm)
+    source = ("def impl(a, n=None, axis=-1, norm=None, out=None):\n"
+              f"    ax = _axis_of(axis, {a.ndim})\n"
+              "    length = a.shape[ax]\n"
+              f"{_irfft_options(n, axis, norm, 'length')}"
+              "    before, after = _around(a.shape, ax)\n"
+              "    y = np.zeros((before, m, after), dtype)\n"
+              "    _cosine_sums(np.ascontiguousarray(a).reshape((before, length, after)), y, scale)\n"
+              f"    return y.reshape({_with_length(a.ndim, 'a', 'm')})\n")
+    return _compile(source, "impl", dtype=dtype, _axis_of=_axis_of, _some_points=_some_points, _around=_around,
+                    _cosine_sums=_cosine_sums, _refused_norm=_refused_norm)
+
+
+@overload(rt.irfft_bar)
+def _irfft_bar(g, a, n=None, axis=-1, norm=None):
+    if not isinstance(a, types.BaseTuple):  # (a, or its shape)
+        _irfft_of_real(a, rt.functions.IRFFT_COMPLEX)
+    dtype = _irfft_of_real(g, _IRFFT_OF_COMPLEX)
+    if _unknown_norm(norm):
+        return lambda g, a, n=None, axis=-1, norm=None: numba.literally(norm)
+    source = ("def impl(g, a, n=None, axis=-1, norm=None):\n"
+              f"    ax = _axis_of(axis, {g.ndim})\n"
+              "    length = _shape_of(a)[ax]\n"
+              f"{_irfft_options(n, axis, norm, 'length')}"
+              "    if g.shape[ax] != m:\n"
+              "        raise ValueError('s2s: the cotangent of np.fft.irfft has n entries along the axis')\n"
+              "    before, after = _around(g.shape, ax)\n"
+              "    out = np.zeros((before, length, after), dtype)\n"
+              "    _cosine_sums_bar(np.ascontiguousarray(g).reshape((before, m, after)), out, scale)\n"
+              f"    return out.reshape({_with_length(g.ndim, 'g', 'length')})\n")
+    return _compile(source, "impl", dtype=dtype, _axis_of=_axis_of, _some_points=_some_points, _around=_around,
+                    _shape_of=_shape_of, _cosine_sums_bar=_cosine_sums_bar, _refused_norm=_refused_norm)
 
 
 # ---- np.linspace -------------------------------------------------------------------------
