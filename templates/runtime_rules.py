@@ -33,6 +33,7 @@ from s2s.runtime import (
     batched_transpose_bar,
     concatenate_bar,
     split_bar,
+    singular_covariance_refused,
     copy,
     derivative_like,
     cumprod_jvp,
@@ -938,3 +939,15 @@ def correlate_bar_a_(r, g, a, v, mode="valid"):
 @rule(runtime.correlate_bar_v, pure=True, fresh=True, shape_argument=2)
 def correlate_bar_v_(r, g, a, v, mode="valid"):
     r_dot = correlate_bar_v(g_dot, a, v, mode) + correlate_bar_v(g, a_dot, v, mode)
+
+
+# A covariance of lower rank that a density is computed from (scipy_forms/stats.py:
+# multivariate_normal with allow_singular): the density has no derivative in it, and a derivative
+# that flows through it raises where it runs (the covariance may be of full rank on another call).
+@rule(runtime.singular_covariance, pure=True, view=True)
+def singular_covariance_(y, c):
+    y_dot = singular_covariance_refused(c_dot)
+    c_bar += singular_covariance_refused(y_bar)
+
+
+DECLARATIONS += [nondifferentiable(runtime.singular_covariance_refused, pure=True)]

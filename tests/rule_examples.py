@@ -54,6 +54,9 @@ EXAMPLES = {
     operator.mod: ("y, x", "y % x"),
     operator.neg: ("x", "-x"),
     np.flip: ("A", "np.flip(A, 0) * A"),
+    # (a covariance of lower rank: its rule raises where a derivative flows through it, which
+    # tests/test_rules_scipy_stats.py checks; here it is a constant of the derivative)
+    runtime.singular_covariance: ("A", "np.sum(runtime.singular_covariance(np.ones((3, 3))) @ A)"),
     runtime.flip: ("A", "runtime.flip(A, (0, 1)) * A"),
     np.cumsum: ("x, A", "np.cumsum(x) + np.sum(np.cumsum(A, 1) * A)"),
     np.flipud: ("x, A", "np.flipud(A) * A + np.flipud(x) * x"),

@@ -291,16 +291,53 @@ def singular_allowed(x, mean, cov):
     return mvn.logpdf(x, mean, cov, allow_singular=True)
 
 
+def singular_allowed_sum(points, mean, cov):
+    return np.sum(mvn.logpdf(points, mean, cov, allow_singular=True)) + mvn.entropy(mean, cov)
+
+
+# A covariance of rank 2 in three dimensions, and points of its support (mean plus its range)
+_BASIS = np.array([[1.0, 0.2], [-0.3, 0.8], [0.5, -0.4]])
+SINGULAR = _BASIS @ _BASIS.T
+SUPPORT = MEAN + np.array([[0.3, -0.2], [1.1, 0.4], [-0.5, 0.9]]) @ _BASIS.T
+
+
 @pytest.mark.parametrize("backend", ["python", "cpu"])
-def test_a_singular_covariance_that_scipy_allows_is_refused_where_it_is_met(backend):
-    # (SciPy's density there is of a pseudo-determinant, which s2s does not differentiate)
-    singular = np.outer(MEAN, MEAN)
+def test_a_covariance_of_lower_rank_that_scipy_allows_is_scipys_density(backend):
+    """SciPy's density of lower rank (its pseudo-determinant and pseudo-inverse; -inf off the
+    support), differentiated in the points and the mean: against central differences along the
+    support (off it the density is -inf) and the closed form -pinv(cov) (x - mean)."""
+    off = SUPPORT[0] + np.cross(_BASIS[:, 0], _BASIS[:, 1])
+    for point in (SUPPORT[0], off):
+        np.testing.assert_allclose(s2s.jit(singular_allowed, backend=backend)(point, MEAN, SINGULAR),
+                                   mvn.logpdf(point, MEAN, SINGULAR, allow_singular=True), rtol=1e-12)
+    np.testing.assert_allclose(s2s.jit(singular_allowed_sum, backend=backend)(SUPPORT, MEAN, SINGULAR),
+                               singular_allowed_sum(SUPPORT, MEAN, SINGULAR), rtol=1e-12)
+    grad = s2s.jit(s2s.grad(singular_allowed_sum, argnums=(0, 1)), backend=backend)(SUPPORT, MEAN, SINGULAR)
+    np.testing.assert_allclose(grad[0], -(SUPPORT - MEAN) @ np.linalg.pinv(SINGULAR), rtol=1e-9, atol=1e-12)
+    for k, along in ((0, np.outer([1.0, -0.5, 2.0], _BASIS[:, 0])), (1, _BASIS[:, 1] * 0.7)):
+        args = [SUPPORT, MEAN, SINGULAR]
+
+        def moved(h):
+            shifted = list(args)
+            shifted[k] = args[k] + h * along
+            return singular_allowed_sum(*shifted)
+        slope = (moved(1e-6) - moved(-1e-6)) / 2e-6
+        np.testing.assert_allclose(np.sum(grad[k] * along), slope, rtol=1e-6)
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_the_derivative_in_a_covariance_of_lower_rank_is_refused_where_it_runs(backend):
+    # (the density jumps where a change of the covariance changes its rank: no derivative there)
     where = r"test_rules_scipy_stats.py:\d+:\d+: " if backend == "python" else "test_rules_scipy_stats.py"
-    with pytest.raises(s2s.S2SError, match=where + ".*differentiates the density of a covariance of full rank only"):
-        s2s.jit(s2s.grad(singular_allowed), backend=backend)(POINTS[0], MEAN, singular)
+    with pytest.raises(s2s.S2SError, match=where + ".*has no derivative with respect to the covariance"):
+        s2s.jit(s2s.grad(singular_allowed, argnums=2), backend=backend)(POINTS[0], MEAN, SINGULAR)
     if backend == "python":
-        with pytest.raises(s2s.S2SError, match=where + ".*pass one of full rank"):
-            s2s.jvp(singular_allowed, (POINTS[0], MEAN, singular), (POINTS[0], MEAN, singular))
+        with pytest.raises(s2s.S2SError, match=where + ".*make the covariance a constant of the derivative"):
+            s2s.jvp(singular_allowed, (POINTS[0], MEAN, SINGULAR), (POINTS[0], MEAN, SINGULAR))
+    # of full rank, the same code differentiates in the covariance
+    np.testing.assert_allclose(s2s.jit(s2s.grad(singular_allowed, argnums=2), backend=backend)(POINTS[0], MEAN, COV),
+                               central_difference_grad(singular_allowed, [POINTS[0], MEAN, COV], 2), rtol=1e-6,
+                               atol=1e-8)
 
 
 def test_compiled_multivariate_normal_of_one_point_is_scipys():

@@ -12,7 +12,7 @@ __all__ = ["quantile_weights", "quantile_q_refused", "quantile", "percentile", "
            "cross_options", "heaviside", "trapezoid", "trapezoid_weights", "trapezoid_x_refused",
            "gradient", "gradient_bar", "gradient_options", "cov_options", "cov_centered", "cov_centered_bar",
            "cov_scale", "cov_result", "cov_square", "corrcoef_options", "corrcoef_scales",
-           "corrcoef_tangent", "corrcoef_gram_bar"]
+           "corrcoef_tangent", "corrcoef_gram_bar", "singular_covariance", "singular_covariance_refused"]
 
 
 def quantile_options(q=None, axis=None, out=None, overwrite_input=False, method="linear", **_) -> str | None:
@@ -394,3 +394,23 @@ def corrcoef_gram_bar(r_bar, r, scales):
     diagonal = -0.5 * (np.sum(p, axis=1) + np.sum(p, axis=0)) * scales * scales
     g_bar = r_bar * np.outer(scales, scales) + np.diag(diagonal)
     return g_bar + g_bar.T
+
+
+# ---- a covariance of lower rank (scipy.stats.multivariate_normal with allow_singular) -----------
+
+SINGULAR_COVARIANCE_REFUSED = (
+    "s2s: multivariate_normal(allow_singular=True) of a covariance of lower rank has no derivative with respect "
+    "to the covariance (a change in most directions changes its rank, and the density jumps): make the "
+    "covariance a constant of the derivative, or pass one of full rank")
+
+
+def singular_covariance(c):
+    """c itself, a covariance of lower rank that a density is computed from (scipy_forms/stats.py):
+    its rule's lines call singular_covariance_refused, so a derivative with respect to it raises."""
+    return c
+
+
+def singular_covariance_refused(v):
+    """Where a derivative flows through singular_covariance: raises (at run time: the covariance
+    may be of full rank on other calls of the same code)."""
+    raise ValueError(SINGULAR_COVARIANCE_REFUSED)

@@ -19,6 +19,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import special
 
+from ..runtime import singular_covariance
+
 LOG_SQRT_2PI = 0.9189385332046727  # log(sqrt(2 pi))
 LOG_2PI = 1.8378770664093453
 LOG_2 = 0.6931471805599453
@@ -358,22 +360,44 @@ def multivariate_normal_logpdf(x, mean=0.0, cov=None, allow_singular=False):
     # x is one point (d,) or one a row (n, d). SciPy reads cov's lower triangle (its eigh), and so
     # does this form: the gradient with respect to cov is that triangle's, upper entries zero.
     # The quadratic form is through a solve, the log determinant through slogdet. allow_singular:
-    # SciPy then takes a covariance of lower rank (an eigenvalue at its cutoff or below) by its
-    # pseudo-determinant, which this form does not have: such a covariance raises here.
+    # SciPy takes a covariance of lower rank (an eigenvalue at its cutoff or below) by its
+    # pseudo-determinant and pseudo-inverse, and so does this form (_lower_rank_parts); a density
+    # of lower rank has no derivative in the covariance (a change of most directions changes its
+    # rank), and asking for one raises where it runs (singular_covariance).
     c = np.tril(cov) + np.tril(cov, -1).T
-    if allow_singular:
-        spectrum = np.linalg.eigvalsh(c)
-        if np.min(spectrum) <= SINGULAR_CUTOFF * np.max(np.abs(spectrum)):
-            # ("s2s:": an S2SError at the user's statement that called it, backends/failures.py)
-            raise ValueError("s2s: multivariate_normal.logpdf(allow_singular=True) of a singular covariance: s2s "
-                             "differentiates the density of a covariance of full rank only; pass one of full "
-                             "rank, or give the density of lower rank a rule of your own with s2s.custom_vjp")
     diff = x - mean
-    sign, logdet = np.linalg.slogdet(c)
-    solved = np.linalg.solve(c, diff.T)
-    maha = np.sum(diff.T * solved, axis=0)
-    logp = -0.5 * (c.shape[0] * LOG_2PI + logdet + maha)
-    return np.where(sign > 0, logp, np.nan)
+    if allow_singular and _lower_rank(c):
+        logdet, rank, maha, inside = _lower_rank_parts(diff, singular_covariance(c))
+        outside = -np.inf  # (SciPy's, off the support: a deviation along the covariance's null space)
+    else:
+        sign, logdet = np.linalg.slogdet(c)
+        rank = c.shape[0]
+        solved = np.linalg.solve(c, diff.T)
+        maha = np.sum(diff.T * solved, axis=0)
+        inside = sign + 0.0 * maha > 0
+        outside = np.nan
+    logp = -0.5 * (rank * LOG_2PI + logdet + maha)
+    return np.where(inside, logp, outside)
+
+
+def _lower_rank(c):
+    spectrum = np.linalg.eigvalsh(c)
+    return np.min(spectrum) <= SINGULAR_CUTOFF * np.max(np.abs(spectrum))
+
+
+def _lower_rank_parts(diff, c):
+    """(log pseudo-determinant, rank, the quadratic form by the pseudo-inverse, whether each
+    point is in the support) of a covariance of lower rank, from its eigenvalues above SciPy's
+    cutoff, as SciPy's: a point is in the support where its deviation along the null space is
+    below 1e3 times the cutoff."""
+    spectrum, vectors = np.linalg.eigh(c)
+    cutoff = SINGULAR_CUTOFF * np.max(np.abs(spectrum))
+    kept = spectrum > cutoff
+    safe = np.where(kept, spectrum, 1.0)
+    whiten = vectors * np.where(kept, 1.0 / np.sqrt(safe), 0.0)
+    maha = np.sum((diff @ whiten) ** 2, axis=-1)
+    off = np.sum((diff @ (vectors * np.where(kept, 0.0, 1.0))) ** 2, axis=-1)
+    return np.sum(np.log(safe)), np.sum(kept), maha, off < (1e3 * cutoff) ** 2
 
 
 def multivariate_normal_pdf(x, mean=0.0, cov=None, allow_singular=False):
@@ -382,17 +406,20 @@ def multivariate_normal_pdf(x, mean=0.0, cov=None, allow_singular=False):
 
 def multivariate_normal_entropy(mean=0.0, cov=None, allow_singular=False):
     # 0.5 (d (1 + log 2 pi) + log det cov), of the covariance logpdf reads (its lower triangle).
-    # allow_singular: SciPy's entropy of a covariance of lower rank counts its rank and
-    # pseudo-determinant, which this form does not have: such a covariance raises here.
+    # SciPy's entropy takes a covariance of lower rank whatever allow_singular is (its own entropy
+    # has no such parameter): it counts its rank and pseudo-determinant, and so does this form (no
+    # derivative in the covariance there either).
     c = np.tril(cov) + np.tril(cov, -1).T
-    if allow_singular:
-        spectrum = np.linalg.eigvalsh(c)
-        if np.min(spectrum) <= SINGULAR_CUTOFF * np.max(np.abs(spectrum)):
-            raise ValueError("s2s: multivariate_normal.entropy(allow_singular=True) of a singular covariance: s2s "
-                             "differentiates the entropy of a covariance of full rank only; pass one of full "
-                             "rank, or give the entropy of lower rank a rule of your own with s2s.custom_vjp")
-    sign, logdet = np.linalg.slogdet(c)
-    return np.where(sign > 0, 0.5 * (c.shape[0] * (1.0 + LOG_2PI) + logdet), np.nan)
+    if _lower_rank(c):
+        spectrum = np.linalg.eigvalsh(singular_covariance(c))
+        kept = spectrum > SINGULAR_CUTOFF * np.max(np.abs(spectrum))
+        rank = np.sum(kept)
+        logdet = np.sum(np.log(np.where(kept, spectrum, 1.0)))
+        sign = 1.0
+    else:
+        sign, logdet = np.linalg.slogdet(c)
+        rank = c.shape[0]
+    return np.where(sign > 0, 0.5 * (rank * (1.0 + LOG_2PI) + logdet), np.nan)
 
 
 # The distributions covered, each by its methods: scipy.stats.<name>.<method> is <name>_<method> above.

@@ -11,7 +11,7 @@ from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
 
 from ... import runtime as rt
-from ..statistics import _gradient_bar_last
+from ..statistics import SINGULAR_COVARIANCE_REFUSED, _gradient_bar_last
 from .common import _compile, _is_none
 from .reductions import _axis_overload, _float_of, _tuple_source
 
@@ -73,6 +73,24 @@ _axis_overload(rt.median, "a")(_quantile_primal("np.median", "0.5"))
 def _quantile_q_refused(q):
     raise TypingError("s2s: np.quantile, np.percentile and np.median are not differentiated with respect to q, "
                       "which depends on a differentiated input here: make q a constant of the derivative")
+
+
+@overload(rt.singular_covariance)
+def _singular_covariance(c):
+    return lambda c: c
+
+
+@register_jitable
+def _raise_singular_covariance_refused():
+    raise ValueError(SINGULAR_COVARIANCE_REFUSED)
+
+
+@overload(rt.singular_covariance_refused)
+def _singular_covariance_refused(v):
+    def impl(v):
+        _raise_singular_covariance_refused()  # (at run time: on another call the covariance may be of full rank)
+        return v
+    return impl
 
 
 @_axis_overload(rt.nansum, "a")
