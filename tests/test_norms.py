@@ -91,6 +91,7 @@ CASES = [(vector_1, VECTOR), (vector_inf, VECTOR), (vector_minus_inf, VECTOR), (
          (vector_default, VECTOR), (matrix_1, MATRIX), (matrix_minus_1, MATRIX), (matrix_inf, MATRIX),
          (matrix_fro, MATRIX), (matrix_2, MATRIX), (matrix_minus_2, MATRIX), (matrix_nuc, MATRIX),
          (rows, MATRIX), (columns_inf, MATRIX)]
+# (s2s.jit compiles these norms too: tested below, over a pair of axes and along an axis of a stack)
 PYTHON_ONLY = [(stack_1, STACK), (stack_fro_keepdims, STACK), (last_axis_3, STACK)]
 
 
@@ -151,9 +152,14 @@ def test_an_unknown_ord_is_refused_where_it_is_written():
     assert 'ord="max"' in str(info.value)
 
 
-def test_under_numba_a_stack_of_matrices_is_refused_with_the_statement():
-    with pytest.raises(s2s.S2SError, match=r"test_norms.py:\d+:\d+: .*only as one int axis \(vector norms along it\)"):
-        s2s.jit(s2s.grad(stack_1))(STACK)
+def along_a_one_tuple(x):
+    return np.sum(np.linalg.norm(x, axis=(2,)) ** 2)
+
+
+def test_under_numba_a_one_tuple_axis_is_refused_with_the_statement():
+    with pytest.raises(s2s.S2SError, match=r"test_norms.py:\d+:\d+: .*only as one int axis \(vector norms along it\) "
+                                           r"or as a pair of int axes .*pass its int"):
+        s2s.jit(s2s.grad(along_a_one_tuple))(STACK)
 
 
 def frobenius_over_pairs_of_axes(x):
@@ -168,6 +174,48 @@ def test_under_numba_the_frobenius_norms_over_a_pair_of_axes():
     np.testing.assert_allclose(s2s.grad(frobenius_over_pairs_of_axes)(x), expected, rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(s2s.jit(s2s.grad(frobenius_over_pairs_of_axes))(x), expected, rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(s2s.jit(s2s.jacfwd(frobenius_over_pairs_of_axes))(x), expected, rtol=1e-6, atol=1e-7)
+
+
+def matrix_norms_over_pairs_of_axes(x):
+    """Matrix norms over pairs of axes of a 3-d array, the pair in either order ((2, 0): the
+    matrices of (0, 2) transposed, which 1 and inf tell apart), negative, and kept. (Numba
+    compiles the norms of each type of ord once: 2 and 1 are one compile.)"""
+    weights = np.arange(1.0, 1.0 + x.shape[1])
+    return (np.sum(np.sin(np.linalg.norm(x, "nuc", (0, 1)))) + np.sum(np.linalg.norm(x, 2, (2, 0)) * weights)
+            + np.sum(np.linalg.norm(x, 1, (2, 0)) ** 2)
+            + np.sum(np.linalg.norm(x, np.inf, (-1, -2), keepdims=True) * x))
+
+
+def spectral_and_nuclear_norms_over_pairs_of_axes(x):
+    return np.sum(np.sin(np.linalg.norm(x, "nuc", (0, 1)))) + np.sum(np.linalg.norm(x, 2, (2, 0)) ** 2)
+
+
+# (random: distinct singular values, and no ties among the row or column sums)
+PAIRS_X, PAIRS_V = np.random.default_rng(11).standard_normal((2, 3, 4, 5))
+
+
+def test_under_numba_matrix_norms_over_a_pair_of_axes():
+    """Under Numba they are the norms of a stack of matrices: the gradient and the tangent
+    against central differences of NumPy's np.linalg.norm."""
+    f, x, v = matrix_norms_over_pairs_of_axes, PAIRS_X, PAIRS_V
+    expected = central_difference_grad(f, (x,), 0)
+    np.testing.assert_allclose(s2s.jit(s2s.grad(f))(x), expected, rtol=1e-6, atol=1e-7)
+    value, tangent = s2s.jvp(f, (x,), (v,), backend="cpu")
+    assert value == pytest.approx(f(x), rel=1e-12)
+    assert tangent == pytest.approx(np.sum(expected * v), rel=1e-7)
+
+
+def test_under_numba_the_hessian_of_matrix_norms_over_a_pair_of_axes():
+    """Along a vector (the jvp of the compiled gradient), against central differences of central
+    differences of NumPy's np.linalg.norm: the second derivatives through the SVD of each matrix
+    (those of 1 and inf are 0: matrix_norms_over_pairs_of_axes's gradient checks their D)."""
+    f, x, v = spectral_and_nuclear_norms_over_pairs_of_axes, PAIRS_X, PAIRS_V
+    h = 1e-4
+    along_v = (central_difference_grad(f, (x + h * v,), 0, 1e-5)
+               - central_difference_grad(f, (x - h * v,), 0, 1e-5)) / (2 * h)
+    gradient, hessian_v = s2s.jvp(s2s.jit(s2s.grad(f)), (x,), (v,))
+    np.testing.assert_allclose(gradient, central_difference_grad(f, (x,), 0), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(hessian_v, along_v, rtol=1e-5, atol=1e-5)
 
 
 # ---- second derivatives of the spectral and nuclear norms (through the SVD) --------------

@@ -3,9 +3,13 @@ np.linalg.norm takes: a vector or a matrix, no axis. The ord is a number (a vect
 or 1, -1, 2, -2, inf, -inf of a matrix), None, or 'fro' / 'nuc' of a matrix. Vector norms along
 an int axis of an array of 3 or more dimensions are those of the rows of a matrix (the axis
 moved last, the others flattened in their order: _vectors_along), put back in the shape NumPy
-gives them."""
+gives them. Matrix norms over a pair of axes (every ord of a matrix) are those of a stack of
+matrices (the pair moved last, the other axes flattened in their order: _matrices_over), each
+taken as a matrix with no axis is, put back in NumPy's shape."""
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 from numba import types
@@ -74,8 +78,8 @@ def _kinds(x, ord, axis, keepdims, what):
     text = isinstance(ord, (types.UnicodeType, types.StringLiteral))
     if not (_is_none(axis) or isinstance(axis, types.Integer) and not text):
         raise TypingError(f"s2s: under s2s.jit, the {what} of np.linalg.norm takes an axis only as one int axis "
-                          "(vector norms along it), or as a pair of axes with ord None or 'fro'; for other norms "
-                          "over a tuple of axes, reshape to a matrix first, or use backend='python'")
+                          "(vector norms along it) or as a pair of int axes (matrix norms over them); for a "
+                          "1-tuple axis, pass its int, or use backend='python'")
     return number, text, _kept(keepdims), isinstance(axis, types.Integer) and _nd(x) == 2
 
 
@@ -157,19 +161,192 @@ def _first_overload(v):
     return lambda v: v
 
 
-def _frobenius_over_two_axes(x, ord, axis, keepdims) -> bool:
-    """The Frobenius norms over a pair of axes of an array of 3 or more dimensions (ord None or
-    'fro', no keepdims): sqrt of a sum of squares over those axes, as rt.reduce_sum takes them."""
-    text = isinstance(ord, (types.UnicodeType, types.StringLiteral))
-    return (isinstance(axis, types.BaseTuple) and len(axis) == 2 and _nd(x) >= 3 and (_is_none(ord) or text)
-            and not _kept(keepdims))
+def _over_a_pair(x, axis) -> bool:
+    """Matrix norms over a pair of axes (every ord NumPy takes of a matrix), of an array of 2 or
+    more dimensions: those of a stack of matrices (_matrices_over), one at a time."""
+    return (isinstance(axis, types.BaseTuple) and len(axis) == 2 and _nd(x) >= 2
+            and all(isinstance(a, types.Integer) for a in axis))
 
 
 @register_jitable
-def _check_fro(ord):
-    if ord is not None and ord != "fro":
-        raise ValueError("s2s: under s2s.jit, np.linalg.norm over a pair of axes of an array of 3 or more "
-                         "dimensions takes ord None or 'fro'")
+def _pair(axis, nd):
+    """The pair of axes (rows, columns) as NumPy checks and counts them, from 0."""
+    r, c = axis[0], axis[1]
+    if r < -nd or r >= nd or c < -nd or c >= nd:
+        raise ValueError("s2s: np.linalg.norm: an axis of the pair is out of bounds for the array")
+    r, c = r % nd, c % nd
+    if r == c:
+        raise ValueError("s2s: np.linalg.norm: duplicate axes given")
+    return r, c
+
+
+def _matrices_over(x, axis):
+    """(the matrices over a pair of axes of x as a C-contiguous stack (B, m, n), their rows along
+    axis[0] and their columns along axis[1] as NumPy takes them, in the order of x's other axes;
+    the shape of x with the pair moved last, in that order)."""
+
+
+@overload(_matrices_over)
+def _matrices_over_overload(x, axis):
+    nd = _nd(x)
+    # the k-th of the other axes, lo and hi the pair in increasing order
+    others = "".join(f"{k} if {k} < lo else ({k + 1} if {k + 1} < hi else {k + 2}), " for k in range(nd - 2))
+    count = " * ".join(f"moved.shape[{k}]" for k in range(nd - 2)) or "1"
+    return _compile(f"def impl(x, axis):\n    r, c = _pair(axis, x.ndim)\n    lo, hi = min(r, c), max(r, c)\n"
+                    f"    moved = np.ascontiguousarray(np.transpose(x, ({others}r, c)))\n"
+                    f"    return moved.reshape(({count}, moved.shape[-2], moved.shape[-1])), moved.shape\n",
+                    "impl", _pair=_pair)
+
+
+def _matrices_back(d, shape, axis):
+    """The stack of _matrices_over(x, axis), changed, in x's shape again."""
+
+
+@overload(_matrices_back)
+def _matrices_back_overload(d, shape, axis):
+    nd = len(shape)
+    back = "".join(f"{nd - 2} if {k} == r else ({nd - 1} if {k} == c else "
+                   f"{k} - (1 if {k} > r else 0) - (1 if {k} > c else 0)), " for k in range(nd))
+    return _compile(f"def impl(d, shape, axis):\n    r, c = _pair(axis, len(shape))\n"
+                    f"    moved = np.ascontiguousarray(d).reshape(shape)\n"
+                    f"    return np.ascontiguousarray(np.transpose(moved, ({back})))\n", "impl", _pair=_pair)
+
+
+@register_jitable
+def _pair_put_back_number(out, shape, axis):
+    return out[0]
+
+
+@register_jitable
+def _pair_put_back_array(out, shape, axis):
+    return out.reshape(shape[:-2])
+
+
+@functools.cache
+def _pair_put_back(nd: int, kept: bool):
+    """A function (out, shape, axis) -> the norms of the stack of _matrices_over(x, axis), one
+    each, in the shape np.linalg.norm gives them: x's without the pair, or with it kept (of
+    length 1); a number where x is a matrix and keepdims is False."""
+    if not kept:
+        return _pair_put_back_number if nd == 2 else _pair_put_back_array
+    # (the other axes keep their order, so x's shape with the pair of length 1 is a reshape)
+    dims = "".join(f"1 if {k} == r or {k} == c else others[{k} - (1 if {k} > r else 0) - (1 if {k} > c else 0)], "
+                   for k in range(nd))
+    return register_jitable(_compile(f"def impl(out, shape, axis):\n    r, c = _pair(axis, len(shape))\n"
+                                     f"    others = shape[:-2] + (1, 1)\n"
+                                     f"    return out.reshape(({dims}))\n", "impl", _pair=_pair))
+
+
+def _each(v, y):
+    """One number per matrix of the stack, in its order, from v shaped like the norms y (or
+    broadcast to them)."""
+
+
+@overload(_each)
+def _each_overload(v, y):
+    if isinstance(y, types.Array):
+        return lambda v, y: np.ravel(v + np.zeros(y.shape))
+    return lambda v, y: np.full(1, _first(v) * 1.0)
+
+
+def _frobenius_over_two_axes(x, ord, axis, keepdims) -> bool:
+    """The Frobenius norms over a pair of axes of an array of 3 or more dimensions (ord None or
+    'fro' as a constant, no keepdims): sqrt of a sum of squares over those axes, as rt.reduce_sum
+    takes them, with no stack of matrices (and none of the SVD code its other ords compile)."""
+    fro = _is_none(ord) or isinstance(ord, types.StringLiteral) and ord.literal_value == "fro"
+    return _over_a_pair(x, axis) and _nd(x) >= 3 and fro and (keepdims is False or _is_false(keepdims))
+
+
+@register_jitable
+def _named(ord):
+    if ord == "nuc":
+        return NUC
+    if ord != "fro":
+        raise ValueError("Invalid norm order for matrices.")
+    return FRO
+
+
+@register_jitable
+def _fro_ord(ord):
+    return FRO, 0.0
+
+
+@register_jitable
+def _named_ord(ord):
+    return _named(ord), 0.0
+
+
+@register_jitable
+def _number_ord(ord):
+    return NUMBER, float(ord)
+
+
+def _matrix_ord(ord):
+    """A function ord -> (kind, p): a matrix norm's ord as _matrix_d takes it, for ord's type.
+    (The loops over a stack take these, not ord: they compile once for every ord.)"""
+    if _is_none(ord):
+        return _fro_ord
+    if isinstance(ord, (types.UnicodeType, types.StringLiteral)):
+        return _named_ord
+    if isinstance(ord, (types.Integer, types.Float)):
+        return _number_ord
+    raise TypingError(f"s2s: np.linalg.norm of a matrix takes ord None, a number, 'fro' or 'nuc' (got {ord})")
+
+
+def _literal(ord, axis, keepdims=None) -> bool:
+    """Whether the pair path is asked with a constant ord or axis (and no constant keepdims, which
+    decides the result's ndim): it then returns None, and Numba types the call again with their
+    plain types, so that it compiles once for each type of ord rather than for each value of ord
+    and axis (each compile links all of the SVD code in)."""
+    constant = isinstance(ord, types.Literal) or any(isinstance(a, types.Literal) for a in axis)
+    return constant and not isinstance(keepdims, types.BooleanLiteral)
+
+
+@register_jitable
+def _stack_norms(stack, kind, p):
+    """np.linalg.norm of each matrix of a stack (B, m, n)."""
+    out = np.empty(stack.shape[0])
+    for i in range(stack.shape[0]):
+        m = np.ascontiguousarray(stack[i] * 1.0)
+        if kind == FRO:
+            out[i] = np.sqrt(np.sum(m * m))
+        elif kind == NUC:
+            out[i] = np.sum(np.linalg.svd(m, full_matrices=False)[1])
+        else:
+            out[i] = np.linalg.norm(m, p)
+    return out
+
+
+@register_jitable
+def _stack_bar(g, y, stack, kind, p):
+    """g D of each matrix of a stack (g, y: one number per matrix)."""
+    d = np.empty(stack.shape)
+    for i in range(stack.shape[0]):
+        d[i] = g[i] * _matrix_d(stack[i], y[i], kind, p)
+    return d
+
+
+@register_jitable
+def _stack_dot(dots, y, stack, kind, p):
+    """The sum of D x_dot of each matrix of a stack (dots: the stack of x_dot)."""
+    out = np.empty(stack.shape[0])
+    for i in range(stack.shape[0]):
+        out[i] = np.sum(_matrix_d(stack[i], y[i], kind, p) * dots[i])
+    return out
+
+
+@register_jitable
+def _stack_curvature(g, y, stack, dots, kind, p):
+    """g dD along x_dot of each matrix of a stack, as _norm_bar_curvature takes one matrix."""
+    c = np.empty(stack.shape)
+    for i in range(stack.shape[0]):
+        if kind == FRO:
+            c[i] = _two_norm_curvature(g[i], y[i], stack[i], dots[i])
+        elif kind == NUC:
+            c[i] = g[i] * _svd_curvature(stack[i], dots[i], True, True)
+        else:
+            c[i] = _matrix_curvature(g[i], y[i], stack[i], dots[i], p)
+    return c
 
 
 @overload(rt.linalg_norm, prefer_literal=True)
@@ -183,10 +360,17 @@ def _linalg_norm(x, ord=None, axis=None, keepdims=False):
             return put_back(rt.linalg_norm(rows, ord, 1), shape, a)
         return deep
     if _frobenius_over_two_axes(x, ord, axis, keepdims):
-        def frobenius(x, ord=None, axis=None, keepdims=False):
-            _check_fro(ord)
-            return np.sqrt(rt.reduce_sum(x * x, axis))
-        return frobenius
+        return lambda x, ord=None, axis=None, keepdims=False: np.sqrt(rt.reduce_sum(x * x, axis))
+    if _over_a_pair(x, axis):
+        if _literal(ord, axis, keepdims):
+            return None
+        put_back, kind_of = _pair_put_back(_nd(x), _kept(keepdims)), _matrix_ord(ord)
+
+        def pair(x, ord=None, axis=None, keepdims=False):
+            stack, shape = _matrices_over(x, axis)
+            kind, p = kind_of(ord)
+            return put_back(_stack_norms(stack, kind, p), shape, axis)
+        return pair
     number, text, kept, by_axis = _kinds(x, ord, axis, keepdims, "value")
     if by_axis:
         def along(x, ord=None, axis=None, keepdims=False):
@@ -269,6 +453,17 @@ def _norm_bar(g, y, x, ord=None, axis=None, keepdims=False):
         return deep
     if _frobenius_over_two_axes(x, ord, axis, keepdims):  # g x / y, y and g spread over the axes
         return lambda g, y, x, ord=None, axis=None, keepdims=False: rt.sum_bar(_over(g * 1.0, y), x, axis) * x
+    if _over_a_pair(x, axis):
+        if _literal(ord, axis):  # (keepdims: g and y have the shape it gives)
+            return None
+        kind_of = _matrix_ord(ord)
+
+        # (g and y: one number per matrix over the pair, in the order of the other axes, the pair kept or not)
+        def pair(g, y, x, ord=None, axis=None, keepdims=False):
+            stack, shape = _matrices_over(x, axis)
+            kind, p = kind_of(ord)
+            return _matrices_back(_stack_bar(_each(g, y), _each(y, y), stack, kind, p), shape, axis)
+        return pair
     d = register_jitable(_derivative(x, ord, axis, keepdims, "derivative"))
 
     if _kinds(x, ord, axis, keepdims, "derivative")[3]:
@@ -299,6 +494,17 @@ def _norm_dot(x_dot, y, x, ord=None, axis=None, keepdims=False):
         return deep
     if _frobenius_over_two_axes(x, ord, axis, keepdims):  # the sum of x x_dot over the axes, over y
         return lambda x_dot, y, x, ord=None, axis=None, keepdims=False: _over(rt.reduce_sum(x * x_dot, axis), y)
+    if _over_a_pair(x, axis):
+        if _literal(ord, axis, keepdims):
+            return None
+        put_back, kind_of = _pair_put_back(_nd(x), _kept(keepdims)), _matrix_ord(ord)
+
+        def pair(x_dot, y, x, ord=None, axis=None, keepdims=False):
+            stack, shape = _matrices_over(x, axis)
+            dots = _matrices_over(x_dot + np.zeros(x.shape), axis)[0]
+            kind, p = kind_of(ord)
+            return put_back(_stack_dot(dots, _each(y, y), stack, kind, p), shape, axis)
+        return pair
     d = register_jitable(_derivative(x, ord, axis, keepdims, "derivative"))
     kept = _kinds(x, ord, axis, keepdims, "derivative")[2]
 
@@ -438,6 +644,17 @@ def _norm_bar_curvature(g, y, x, x_dot, ord=None, axis=None, keepdims=False):
                                       np.ascontiguousarray(y * 1.0).reshape(-1), rows, dots, ord, 1, False)
             return _vectors_back(c, shape, a)
         return deep
+    if _over_a_pair(x, axis):
+        if _literal(ord, axis):
+            return None
+        kind_of = _matrix_ord(ord)
+
+        def pair(g, y, x, x_dot, ord=None, axis=None, keepdims=False):
+            stack, shape = _matrices_over(x, axis)
+            dots = _matrices_over(x_dot + np.zeros(x.shape), axis)[0]
+            kind, p = kind_of(ord)
+            return _matrices_back(_stack_curvature(_each(g, y), _each(y, y), stack, dots, kind, p), shape, axis)
+        return pair
     _derivative(x, ord, axis, keepdims, "second derivative")
     if _kinds(x, ord, axis, keepdims, "second derivative")[3]:
         # g and y hold one number per row (or column); keepdims keeps the reduced axis
