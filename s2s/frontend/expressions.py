@@ -883,6 +883,9 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
             args, kwargs = [ir.Const(0.0) if a is given["mean"] else a for a in args], \
                 [(k, ir.Const(0.0) if v is given["mean"] else v) for k, v in kwargs]
             given["mean"] = ir.Const(0.0)
+        allowed = given.get("allow_singular")
+        if allowed is not None and not (isinstance(allowed, ir.Const) and allowed.value is False):
+            fn = stats_forms.form(name, method, of_any_rank=True)
         missing = [p.name for p in signature.parameters.values()  # (cov: a default of None, an array needed)
                    if p.default is None and (p.name not in given or isinstance(given[p.name], ir.Const))]
         if missing:

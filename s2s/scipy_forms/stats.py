@@ -359,11 +359,23 @@ def dirichlet_pdf(x, alpha):
 def multivariate_normal_logpdf(x, mean=0.0, cov=None, allow_singular=False):
     # x is one point (d,) or one a row (n, d). SciPy reads cov's lower triangle (its eigh), and so
     # does this form: the gradient with respect to cov is that triangle's, upper entries zero.
-    # The quadratic form is through a solve, the log determinant through slogdet. allow_singular:
-    # SciPy takes a covariance of lower rank (an eigenvalue at its cutoff or below) by its
-    # pseudo-determinant and pseudo-inverse, and so does this form (_lower_rank_parts); a density
-    # of lower rank has no derivative in the covariance (a change of most directions changes its
-    # rank), and asking for one raises where it runs (singular_covariance).
+    # The quadratic form is through a solve, the log determinant through slogdet. A call that passes
+    # allow_singular (not a constant False) is lowered to the form of any rank below (form()).
+    c = np.tril(cov) + np.tril(cov, -1).T
+    diff = x - mean
+    sign, logdet = np.linalg.slogdet(c)
+    solved = np.linalg.solve(c, diff.T)
+    maha = np.sum(diff.T * solved, axis=0)
+    logp = -0.5 * (c.shape[0] * LOG_2PI + logdet + maha)
+    return np.where(sign > 0, logp, np.nan)
+
+
+def multivariate_normal_logpdf_of_any_rank(x, mean=0.0, cov=None, allow_singular=True):
+    # allow_singular: SciPy takes a covariance of lower rank (an eigenvalue at its cutoff or below)
+    # by its pseudo-determinant and pseudo-inverse, and so does this form (_lower_rank_parts); a
+    # density of lower rank has no derivative in the covariance (a change of most directions
+    # changes its rank), and asking for one raises where it runs (singular_covariance). (A form
+    # of its own: the code for SciPy's default, of full rank, compiles none of this.)
     c = np.tril(cov) + np.tril(cov, -1).T
     diff = x - mean
     if allow_singular and _lower_rank(c):
@@ -401,7 +413,11 @@ def _lower_rank_parts(diff, c):
 
 
 def multivariate_normal_pdf(x, mean=0.0, cov=None, allow_singular=False):
-    return np.exp(multivariate_normal_logpdf(x, mean, cov, allow_singular))
+    return np.exp(multivariate_normal_logpdf(x, mean, cov))
+
+
+def multivariate_normal_pdf_of_any_rank(x, mean=0.0, cov=None, allow_singular=True):
+    return np.exp(multivariate_normal_logpdf_of_any_rank(x, mean, cov, allow_singular))
 
 
 def multivariate_normal_entropy(mean=0.0, cov=None, allow_singular=False):
@@ -441,7 +457,7 @@ def no_derivative(fn) -> tuple[str, ...]:
 
 def spelling(fn) -> str:
     """scipy.stats.<name>.<method> of a form, for messages."""
-    name, method = fn.__name__.rsplit("_", 1)
+    name, method = fn.__name__.removesuffix("_of_any_rank").rsplit("_", 1)
     return f"scipy.stats.{name}.{method}"
 
 
@@ -450,9 +466,12 @@ def covered_methods(name: str) -> list[str]:
             if f"{name}_{m}" in globals()]
 
 
-def form(name: str, method: str):
-    """The form of scipy.stats.<name>.<method>, or None."""
-    return globals().get(f"{name}_{method}") if name in DISTRIBUTIONS else None
+def form(name: str, method: str, of_any_rank: bool = False):
+    """The form of scipy.stats.<name>.<method>, or None; of_any_rank: the call passes
+    allow_singular, other than as a constant False (multivariate_normal's forms of any rank)."""
+    if name not in DISTRIBUTIONS:
+        return None
+    return globals().get(f"{name}_{method}_of_any_rank" if of_any_rank else "", globals().get(f"{name}_{method}"))
 
 
 def covered() -> str:
