@@ -143,6 +143,11 @@ def squeezes_a_product(X, w):
     return np.sum(np.sin((X @ w).squeeze()) * np.arange(3.0))
 
 
+def squeezes_a_reassigned_parameter(x):
+    x = x.T  # (its argument's axes of length 1 are not x's now: the squeeze is not decided from them)
+    return np.sum(np.squeeze(x) ** 2)
+
+
 def squeezes_an_argument(x):
     y = np.squeeze(np.expand_dims(x, 0).T * 2.0)
     return np.sum(y ** 3) + np.sum(np.squeeze(x[:, None]))
@@ -162,6 +167,11 @@ def test_squeeze_without_axes_under_jit_is_specialised_to_the_axes_of_length_1()
     for X, w in ((X, w), (X[:1], w), (X[:1], np.ones((4, 3)))):
         np.testing.assert_allclose(jitted(X, w), np.sin((X @ w).squeeze()))
         assert np.ndim(jitted(X, w)) == np.ndim(np.sin((X @ w).squeeze()))
+
+
+def test_a_squeeze_of_a_reassigned_parameter_is_refused_with_the_way_out():
+    with pytest.raises(s2s.S2SError, match=r"test_static_properties.py:\d+:\d+: .*np.squeeze\(x, axis=k\)"):
+        s2s.jit(s2s.grad(squeezes_a_reassigned_parameter))(np.ones((1, 3)))
 
 
 @pytest.mark.parametrize("shape", [(4,), (1,)])

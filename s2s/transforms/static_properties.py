@@ -35,12 +35,7 @@ def fold_static_properties(function: ir.Function, arguments: dict) -> None:
     if not any(_reads_a_property(stmt) for stmt in ir.walk(function.body)):
         return
     classes = ShapeClasses(function, arguments)
-    bound = {}  # how many times each name is assigned (a shape's length is read from a name bound once)
-    for stmt in ir.walk(function.body):
-        for target in ir.stmt_writes(stmt):
-            bound[target] = bound.get(target, 0) + 1
-    once = {s.targets[0]: s.value for s in ir.walk(function.body) if isinstance(s, ir.Assign)
-            and len(s.targets) == 1 and not s.unpack and not s.inplace and bound.get(s.targets[0]) == 1}
+    once, bound = _bound_once(function)  # (a shape's length is read from a name bound once)
     ndim_of = _NdimOf(once, {p: _fact_ndim(arguments.get(p)) for p in function.params if bound.get(p, 0) == 0})
     lengths: dict[str, int] = {}  # names bound once to the shape of an array of known ndim
     written = False
@@ -78,7 +73,9 @@ def fold_squeezed_axes(function: ir.Function, arguments: dict, units: dict | Non
     if not calls:
         return False
     classes = ShapeClasses(function, arguments)
-    ones = _OnesOf(_bound_once(function), function.params, arguments, units or {})
+    once, bound = _bound_once(function)
+    unassigned = [p for p in function.params if bound.get(p, 0) == 0]  # (a parameter assigned is not its argument)
+    ones = _OnesOf(once, unassigned, arguments, units or {})
     wanted = False
     for stmt in calls:
         operand = stmt.value.args[0]
@@ -101,15 +98,16 @@ def fold_squeezed_axes(function: ir.Function, arguments: dict, units: dict | Non
     return wanted
 
 
-def _bound_once(function: ir.Function) -> dict:
-    """The names assigned once in the function, to the values they are assigned."""
-    bound = {}
+def _bound_once(function: ir.Function) -> tuple[dict, dict]:
+    """(the names assigned once in the function, to the values they are assigned; how many times
+    each name is assigned)."""
+    bound: dict[str, int] = {}
     for stmt in ir.walk(function.body):
         for target in ir.stmt_writes(stmt):
             bound[target] = bound.get(target, 0) + 1
-    return {s.targets[0]: s.value for s in ir.walk(function.body) if isinstance(s, ir.Assign)
-            and len(s.targets) == 1 and not s.unpack and not s.inplace and bound.get(s.targets[0]) == 1
-            and s.targets[0] not in function.params}
+    once = {s.targets[0]: s.value for s in ir.walk(function.body) if isinstance(s, ir.Assign)
+            and len(s.targets) == 1 and not s.unpack and not s.inplace and bound.get(s.targets[0]) == 1}
+    return once, bound
 
 
 class _OnesOf:
