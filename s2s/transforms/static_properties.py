@@ -110,32 +110,49 @@ def _bound_once(function: ir.Function) -> tuple[dict, dict]:
     return once, bound
 
 
-class _OnesOf:
-    """Of a value made from the arguments (names bound once), which axes have length 1: a tuple
-    with True, False or None (not known) for each axis, or None where its ndim is not known.
-    Elementwise operations broadcast; matrix products, transposes, `x[:, None]` and basic
-    indexing follow their axes."""
+class _FromNamesBoundOnce:
+    """What is known of a value from the names bound once that it is made of (_made, in a
+    subclass), worked out once per name; OF_A_NUMBER for a constant number, None where nothing
+    is known."""
 
-    def __init__(self, once: dict, params: list, arguments: dict, units: dict):
+    OF_A_NUMBER: object = None
+
+    def __init__(self, once: dict, known: dict):
         self.once = once
-        self.known: dict = {}
-        for p in params:
-            ndim = _fact_ndim(arguments.get(p))
-            if ndim == 0:
-                self.known[p] = ()
-            elif ndim is not None:
-                given = units.get(p)
-                self.known[p] = tuple((k in given) if given is not None else None for k in range(ndim))
+        self.known = dict(known)
 
     def __call__(self, atom):
         if isinstance(atom, ir.Const):
-            return () if type(atom.value) in (bool, int, float) else None
+            return self.OF_A_NUMBER if type(atom.value) in (bool, int, float) else None
         if not isinstance(atom, ir.Name):
             return None
         if atom.id not in self.known:
             self.known[atom.id] = None  # (while it is being worked out: a cycle knows nothing)
             self.known[atom.id] = self._made(self.once.get(atom.id))
         return self.known[atom.id]
+
+    def _made(self, value):
+        raise NotImplementedError
+
+
+class _OnesOf(_FromNamesBoundOnce):
+    """Of a value made from the arguments (names bound once), which axes have length 1: a tuple
+    with True, False or None (not known) for each axis, or None where its ndim is not known.
+    Elementwise operations broadcast; matrix products, transposes, `x[:, None]` and basic
+    indexing follow their axes."""
+
+    OF_A_NUMBER = ()
+
+    def __init__(self, once: dict, params: list, arguments: dict, units: dict):
+        known = {}
+        for p in params:
+            ndim = _fact_ndim(arguments.get(p))
+            if ndim == 0:
+                known[p] = ()
+            elif ndim is not None:
+                given = units.get(p)
+                known[p] = tuple((k in given) if given is not None else None for k in range(ndim))
+        super().__init__(once, known)
 
     def _made(self, value):
         if isinstance(value, (ir.Name, ir.Const)):
@@ -265,24 +282,12 @@ def _fact_ndim(fact) -> int | None:
     return None
 
 
-class _NdimOf:
+class _NdimOf(_FromNamesBoundOnce):
     """The ndim of a value from the names bound once that it is made of: a number's 0, an
     array's of known ndim, np.asarray/np.array of one, an elementwise operation of them (the
     largest of its operands')."""
 
-    def __init__(self, once: dict, params: dict):
-        self.once = once
-        self.known = dict(params)
-
-    def __call__(self, atom) -> int | None:
-        if isinstance(atom, ir.Const):
-            return 0 if type(atom.value) in (bool, int, float) else None
-        if not isinstance(atom, ir.Name):
-            return None
-        if atom.id not in self.known:
-            self.known[atom.id] = None  # (while it is being worked out: a cycle knows nothing)
-            self.known[atom.id] = self._made(self.once.get(atom.id))
-        return self.known[atom.id]
+    OF_A_NUMBER = 0
 
     def _made(self, value) -> int | None:
         if isinstance(value, (ir.Name, ir.Const)):
