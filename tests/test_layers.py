@@ -28,8 +28,8 @@ LAYERS = [
     {"transforms", "optimize"},  # forward, reverse, batching; passes over emitted Python
     {"driver"},  # the pipeline and the cache
     {"backends"},  # python, cpu (Numba)
-    # API, command line, import hook; what users import beside it (optax, training state, the profiler)
-    {"doors", "testing", "debug", "optimizers", "optax", "training", "profiler", "__init__", "__main__"},
+    # API, command line, import hook; what users import beside it (optax, training state, the profiler, nn)
+    {"doors", "testing", "debug", "optimizers", "optax", "training", "profiler", "nn", "__init__", "__main__"},
 ]
 
 

@@ -533,14 +533,15 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
             distribution = self.distribution_of(func.value)
             if distribution is not None:  # scipy.stats.norm.logpdf(x, mu, sigma), norm(mu, sigma).logpdf(x)
                 return self.stats_call(node, func.attr.value, *distribution)
-        if isinstance(func, cst.Attribute) and not self._is_module_path(func.value):
+        offered = self.offered_function(func)
+        if offered is None and isinstance(func, cst.Attribute) and not self._is_module_path(func.value):
             return self.method_call(node, func)
         if isinstance(func, cst.Name) and func.value in self.locals:
             raise self.error(node, "calling a local variable is not supported",
                              "call module-level functions by name")
         if isinstance(func, cst.Name) and func.value in self.def_names:
             return self.local_call(node, func.value)
-        callee = self.resolver.resolve(func)
+        callee = offered if offered is not None else self.resolver.resolve(func)
         if isinstance(callee, functools._lru_cache_wrapper):
             callee = callee.__wrapped__  # @functools.lru_cache / cache: the function it remembers
         if hasattr(callee, "as_called_function"):  # an @s2s.jit function: its code, compiled with ours
@@ -1064,6 +1065,31 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
             else:
                 raise EinsumRefused("np.einsum's sublists are written with integer literals and Ellipsis")
         return items
+
+    def offered_function(self, func: cst.BaseExpression) -> Any:
+        """model.apply of a global or closure object (not a module) whose attribute stands for a
+        plain function, offering it by the protocol an @s2s.jit function follows
+        (as_called_function: s2s.nn's model.apply gives the function it writes for the module);
+        None for any other callee, which keeps the refusals below."""
+        if not isinstance(func, cst.Attribute) or self._is_module_path(func.value):
+            return None
+        chain, root = [], func
+        while isinstance(root, cst.Attribute):
+            chain.insert(0, root.attr.value)
+            root = root.value
+        if not isinstance(root, cst.Name) or root.value in self.locals or root.value in self.def_names:
+            return None
+        value = self.resolver.lookup(root.value)
+        if value is MISSING or isinstance(value, types.ModuleType):
+            return None
+        for attr in chain:
+            if attr.startswith("_"):
+                return None
+            try:
+                value = getattr(value, attr)
+            except Exception:  # noqa: BLE001 - no such attribute: the refusals below say so
+                return None
+        return value if hasattr(value, "as_called_function") else None
 
     def _is_module_path(self, node: cst.BaseExpression) -> bool:
         root = node

@@ -408,7 +408,7 @@ def is_user_function(obj: Any) -> bool:
     if not isinstance(obj, types.FunctionType):
         return False
     module = getattr(obj, "__module__", "") or ""
-    if module.startswith("s2s.scipy_forms.") or module == "s2s.optax.losses":
+    if module.startswith("s2s.scipy_forms.") or module in ("s2s.optax.losses", "s2s.nn.functional"):
         return True  # a SciPy function's NumPy form (scipy_forms/), optax's losses: transformed as a user's helper
     root = module.split(".")[0]
     # SciPy's functions are primitives (templates/scipy_rules.py) or refused at the call: never

@@ -1,0 +1,604 @@
+"""The plain function s2s.nn writes for a module: its __call__ with the module taken out.
+
+Inside a function s2s transforms, `model.apply(variables, x)` is read as a call of a function of
+`(variables, x, rngs=None)` that s2s.nn writes from the module's `__call__`:
+
+    def MLP_apply(variables, x, rngs=None):
+        params = variables["params"]
+        x = nn_functional.dense(x, params["Dense_0"]["kernel"], params["Dense_0"]["bias"])
+        x = nn.relu(x)
+        return nn_functional.dense(x, params["Dense_1"]["kernel"], params["Dense_1"]["bias"])
+
+It is written by running the method's statements over what is known before any array exists
+(a partial evaluation): `self.features` and the other fields become constants, a submodule
+construction (`nn.Dense(32)`) runs, named by module.py as at init, and its call becomes the call
+of its layer's function on its entry of the params dict (layers.py, written_call) or of the
+function written for it (a module of the user's); an `if` or `for` that the fields decide
+(`for feat in self.features:`) is unrolled; everything else is copied as it is written, for
+s2s to read. What cannot be written faithfully is refused with an S2SError: a submodule called
+under an if, for or while that the data decides, a module used as a value, self.param in
+__call__ of a module of the user's, statements other than assignments, expressions, if, for,
+while and return.
+
+Each written function lives in a generated module (a real file of s2s's cache, as s2s's own
+generated code: backends/loading.py) whose globals are those of the module class's file, so
+the names the method reads (np, nn, the user's helpers) mean what they meant there.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import inspect
+import keyword
+import os
+import textwrap
+from typing import Any
+
+import libcst as cst
+import numpy as np
+
+from ..backends import loading
+from ..errors import S2SError
+from . import functional
+from .. import random
+from .module import WRITERS, Module, Scope, _running
+
+_WRITTEN_IMPORTS = ("import s2s.nn.functional as nn_functional\n"
+                    "import s2s.random as nn_random\n")
+_PROVIDED = {"nn_functional": functional, "nn_random": random}
+
+
+class _Static:
+    """An expression whose value is known when the function is written."""
+
+    def __init__(self, value: Any, node: cst.BaseExpression | None = None):
+        self.value, self.node = value, node
+
+
+class _Code:
+    """An expression computed when the written function runs."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+
+class _Refused(Exception):
+    pass
+
+
+def _code_of(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)
+
+
+def _free_names(node: cst.CSTNode) -> set[str]:
+    """The names an expression reads (not attribute names, keywords, or a lambda's own)."""
+    found: set[str] = set()
+
+    def visit(n):
+        if isinstance(n, cst.Name):
+            found.add(n.value)
+            return
+        if isinstance(n, cst.Attribute):
+            visit(n.value)
+            return
+        if isinstance(n, cst.Arg):
+            visit(n.value)
+            return
+        for child in n.children:
+            visit(child)
+
+    visit(node)
+    return found
+
+
+def _assigned_names(node: cst.CSTNode) -> set[str]:
+    names: set[str] = set()
+
+    def targets(t):
+        if isinstance(t, cst.Name):
+            names.add(t.value)
+        elif isinstance(t, (cst.Tuple, cst.List)):
+            for e in t.elements:
+                targets(e.value)
+
+    def visit(n):
+        if isinstance(n, cst.Assign):
+            for t in n.targets:
+                targets(t.target)
+        elif isinstance(n, (cst.AugAssign, cst.AnnAssign)):
+            targets(n.target)
+        elif isinstance(n, cst.For):
+            targets(n.target)
+        for child in n.children:
+            visit(child)
+
+    visit(node)
+    return names
+
+
+class FunctionWriter:
+    """Writes one function: one module's __call__, for one call of it."""
+
+    DYNAMIC = object()
+
+    def __init__(self, program: "ProgramWriter", module: Module, name: str, top: bool):
+        self.program, self.module, self.name, self.top = program, module, name, top
+        self.method = type(module).__call__
+        self.method = getattr(self.method, "__wrapped__", self.method)
+        self.namespace = dict(self.method.__globals__)
+        closure = inspect.getclosurevars(self.method).nonlocals
+        self.namespace.update(closure)
+        self.static: dict[str, Any] = {}
+        self.dynamic: set[str] = set()
+        self.lines: list[str] = []
+        self.depth = 0  # under an if, for or while the data decides
+        self.uses_rngs = False
+        self.injected: dict[str, Any] = {}
+        self.origin = ""
+
+    # -- errors --------------------------------------------------------------------------------
+
+    def refuse(self, node: cst.CSTNode | None, what: str, hint: str) -> S2SError:
+        where = f"{type(self.module).__name__}.__call__"
+        text = f" ({_code_of(node).strip()[:80]})" if node is not None else ""
+        return S2SError(f"s2s.nn cannot write {where} as a plain function: {what}{text}", hint=hint)
+
+    # -- expressions ---------------------------------------------------------------------------
+
+    def evaluate(self, node: cst.BaseExpression) -> Any:
+        return eval(compile(_code_of(node).strip(), "<s2s.nn>", "eval"), self.namespace, dict(self.static))
+
+    def expr(self, node: cst.BaseExpression):
+        names = _free_names(node)
+        if not names & self.dynamic and not isinstance(node, (cst.Lambda, cst.ListComp, cst.GeneratorExp,
+                                                               cst.DictComp, cst.SetComp)):
+            try:
+                return _Static(self.evaluate(node), node)
+            except S2SError:
+                raise
+            except Exception:  # noqa: BLE001 - not known when written (a name bound in a comprehension): as written
+                if names & (set(self.static) | {"self"}):
+                    raise self.refuse(node, "this expression of the module's fields fails when the code is written",
+                                      "compute it from the fields alone, or from the arrays") from None
+                return _Code(_code_of(node))
+        if isinstance(node, cst.Name):
+            return _Code(node.value)
+        if isinstance(node, cst.Call):
+            return self.call(node)
+        if isinstance(node, cst.Attribute):
+            return _Code(f"{self.code(node.value)}.{node.attr.value}")
+        if isinstance(node, cst.Subscript):
+            items = []
+            for element in node.slice:
+                s = element.slice
+                if isinstance(s, cst.Index):
+                    items.append(self.code(s.value))
+                else:
+                    parts = [self.code(p) if p is not None else "" for p in (s.lower, s.upper, s.step)]
+                    items.append(f"{parts[0]}:{parts[1]}" + (f":{parts[2]}" if s.step is not None else ""))
+            return _Code(f"{self.code(node.value)}[{', '.join(items)}]")
+        if isinstance(node, cst.BinaryOperation):
+            op = _code_of(node.operator).strip()
+            return _Code(f"({self.code(node.left)} {op} {self.code(node.right)})")
+        if isinstance(node, cst.UnaryOperation):
+            op = _code_of(node.operator).strip()
+            return _Code(f"({op} {self.code(node.expression)})" if op == "not" else f"({op}{self.code(node.expression)})")
+        if isinstance(node, cst.BooleanOperation):
+            op = _code_of(node.operator).strip()
+            return _Code(f"({self.code(node.left)} {op} {self.code(node.right)})")
+        if isinstance(node, cst.Comparison):
+            text = self.code(node.left)
+            for c in node.comparisons:
+                text += f" {_code_of(c.operator).strip()} {self.code(c.comparator)}"
+            return _Code(f"({text})")
+        if isinstance(node, (cst.Tuple, cst.List)):
+            items = [("*" if isinstance(e, cst.StarredElement) else "") + self.code(e.value) for e in node.elements]
+            if isinstance(node, cst.List):
+                return _Code(f"[{', '.join(items)}]")
+            return _Code(f"({', '.join(items)}{',' if len(items) == 1 else ''})")
+        if isinstance(node, cst.Dict):
+            items = []
+            for e in node.elements:
+                if not isinstance(e, cst.DictElement):
+                    raise self.refuse(node, "a ** in a dict display", "write the entries out")
+                items.append(f"{self.code(e.key)}: {self.code(e.value)}")
+            return _Code("{" + ", ".join(items) + "}")
+        if isinstance(node, cst.IfExp):
+            test = self.expr(node.test)
+            if isinstance(test, _Static):
+                return self.expr(node.body if test.value else node.orelse)
+            return _Code(f"({self.code(node.body)} if {self.text(test)} else {self.code(node.orelse)})")
+        if isinstance(node, (cst.Lambda, cst.ListComp, cst.GeneratorExp, cst.DictComp, cst.SetComp)):
+            if names & (set(self.static) | {"self"}):
+                raise self.refuse(node, "a lambda or comprehension reads the module's fields or its submodules",
+                                  "compute what it reads from the fields before it, outside it")
+            return _Code(_code_of(node))
+        raise self.refuse(node, f"{type(node).__name__} expressions are not written", "write it another way")
+
+    def code(self, node: cst.BaseExpression) -> str:
+        return self.text(self.expr(node))
+
+    def text(self, piece) -> str:
+        if isinstance(piece, _Code):
+            return piece.text
+        return self.constant(piece.value, piece.node)
+
+    def constant(self, value: Any, node: cst.BaseExpression | None = None) -> str:
+        """The code of a value known when the function is written."""
+        if isinstance(value, Module):
+            raise self.refuse(node, "a module used as a value (s2s.nn writes calls of modules only)",
+                              "call the module where its result is needed")
+        if node is not None and not (_free_names(node) & (set(self.static) | {"self"})) \
+                and isinstance(node, (cst.Name, cst.Attribute)):
+            return _code_of(node)  # np.float32, nn.relu, a global: as written (the globals are the file's)
+        if value is None or isinstance(value, (bool, int, str)):
+            return repr(value)
+        if isinstance(value, float):
+            return repr(value) if np.isfinite(value) else f"float({str(value)!r})"
+        if isinstance(value, (np.integer, np.floating, np.bool_)):
+            return self.constant(value.item())
+        if isinstance(value, tuple):
+            items = [self.constant(v) for v in value]
+            return f"({', '.join(items)}{',' if len(items) == 1 else ''})"
+        if isinstance(value, list):
+            return f"[{', '.join(self.constant(v) for v in value)}]"
+        return self.program.inject(self, value)
+
+    def call(self, node: cst.Call):
+        func = node.func
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self" \
+                and func.attr.value in ("param", "variable", "make_rng"):
+            raise self.refuse(node, f"self.{func.attr.value} in the __call__ of a module of the user's",
+                              "make the parameters through layers (nn.Dense, nn.Conv, ...), or call the module "
+                              "eagerly (model.apply outside the transformed function)")
+        callee = self.expr(func)
+        if isinstance(callee, _Static) and isinstance(callee.value, type) and issubclass(callee.value, Module):
+            return self.construction(node, callee.value)
+        args, kwargs = [], {}
+        for arg in node.args:
+            if arg.keyword is not None:
+                kwargs[arg.keyword.value] = self.code(arg.value)
+            elif arg.star:
+                args.append(f"{arg.star}{self.code(arg.value)}")
+            else:
+                args.append(self.code(arg.value))
+        if isinstance(callee, _Static) and isinstance(callee.value, Module):
+            return _Code(self.module_call(callee.value, args, kwargs, node))
+        pieces = args + [f"{k}={v}" for k, v in kwargs.items()]
+        return _Code(f"{self.text(callee)}({', '.join(pieces)})")
+
+    def construction(self, node: cst.Call, cls: type) -> _Static:
+        """A submodule made with arguments of which some are known only when the function runs:
+        only Dropout's deterministic flag may be (kept as code for its call); the rest refused."""
+        args, kwargs, deferred = [], {}, None
+        for arg in node.args:
+            piece = self.expr(arg.value)
+            if isinstance(piece, _Code):
+                if arg.keyword is not None and arg.keyword.value == "deterministic" and hasattr(cls, "rng_collection"):
+                    deferred = piece.text
+                    continue
+                raise self.refuse(node, "a submodule made with an argument known only when the function runs",
+                                  "make it from the module's fields and constants (the data flows through its "
+                                  "call, not its settings)")
+            if arg.star:
+                raise self.refuse(node, "*args or **kwargs in making a submodule", "name the arguments")
+            if arg.keyword is not None:
+                kwargs[arg.keyword.value] = piece.value
+            else:
+                args.append(piece.value)
+        made = cls(*args, **kwargs)
+        made._nn["deterministic_code"] = deferred
+        return _Static(made, None)
+
+    def static_text(self, text: str) -> Any:
+        """The value of a piece of written code that is a literal, else DYNAMIC."""
+        try:
+            return ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            return self.DYNAMIC
+
+    def module_call(self, child: Module, args: list[str], kwargs: dict[str, str], node: cst.CSTNode | None) -> str:
+        if self.depth:
+            raise self.refuse(node, "a submodule called under an if, for or while that the data decides "
+                              "(which submodules run would be known only when the function runs)",
+                              "decide it from the module's fields, or call the submodule on both branches "
+                              "and choose with np.where")
+        if child._nn["parent"] is not self.module:
+            raise self.refuse(node, "a module that is not a submodule of this one (made in its __call__, its "
+                              "setup or given as one of its fields) is called", "make it a submodule here")
+        name = child._nn["name"]
+        child._scope()  # (bound under this module's scope, by its name: its random streams' path)
+        params = f'params["{name}"]'
+        if hasattr(child, "written_call"):
+            try:
+                return child.written_call(params, args, kwargs, self)
+            except S2SError as exc:
+                raise self.refuse(node, exc.reason if hasattr(exc, "reason") else str(exc),
+                                  getattr(exc, "hint", "") or "see the layer's documentation") from None
+        written = self.program.write(child, f"{self.name}_{name}", top=False)
+        if written.uses_rngs:
+            self.uses_rngs = True
+        pieces = [params, *args] + [f"{k}={v}" for k, v in kwargs.items()]
+        if written.uses_rngs:
+            pieces.append("rngs=rngs")
+        self.program.link(self, written.name)
+        return f"{written.name}({', '.join(pieces)})"
+
+    def program_call_of_child(self, owner: Module, child: Module, params: str, args: list[str],
+                              kwargs: dict[str, str]) -> str:
+        """The call of a module that owner (a layer written in one expression: Sequential) holds:
+        its params within owner's (params), written as this function writes its own children."""
+        child._scope()
+        name = child._nn["name"]
+        child_params = f'{params}["{name}"]'
+        if hasattr(child, "written_call"):
+            return child.written_call(child_params, args, kwargs, self)
+        written = self.program.write(child, f"{self.name}_{'_'.join(child._scope().path)}", top=False)
+        self.uses_rngs = self.uses_rngs or written.uses_rngs
+        self.program.link(self, written.name)
+        pieces = [child_params, *args] + [f"{k}={v}" for k, v in kwargs.items()]
+        return f"{written.name}({', '.join(pieces + (['rngs=rngs'] if written.uses_rngs else []))})"
+
+    # -- statements ----------------------------------------------------------------------------
+
+    def emit(self, text: str, indent: int) -> None:
+        self.lines.append("    " * indent + text)
+
+    def bind(self, target: cst.BaseExpression, piece, indent: int, node: cst.CSTNode) -> None:
+        if isinstance(target, cst.Name):
+            if isinstance(piece, _Static) and not self.depth and not isinstance(piece.value, np.ndarray):
+                self.static[target.value] = piece.value
+                self.dynamic.discard(target.value)
+                return
+            self.static.pop(target.value, None)
+            self.dynamic.add(target.value)
+            self.emit(f"{target.value} = {self.text(piece)}", indent)
+            return
+        if isinstance(target, (cst.Tuple, cst.List)) and isinstance(piece, _Static) and not self.depth \
+                and all(isinstance(e.value, cst.Name) for e in target.elements):
+            values = list(piece.value)
+            if len(values) != len(target.elements):
+                raise self.refuse(node, "unpacking a value of another length", "match the names to the items")
+            for e, v in zip(target.elements, values):
+                self.bind(e.value, _Static(v), indent, node)
+            return
+        if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
+            raise self.refuse(node, "an attribute of self assigned in __call__", "keep the value in a local variable")
+        for name in _assigned_names(cst.Assign([cst.AssignTarget(target)], cst.Name("_"))):
+            self.static.pop(name, None)
+            self.dynamic.add(name)
+        self.emit(f"{_code_of(target).strip()} = {self.text(piece)}", indent)
+
+    def materialise(self, names: set[str], indent: int) -> None:
+        """Names known when written that a branch the data decides may change: written out before
+        it as variables."""
+        for name in sorted(names & set(self.static)):
+            value = self.static.pop(name)
+            self.dynamic.add(name)
+            self.emit(f"{name} = {self.constant(value)}", indent)
+
+    def block(self, body, indent: int) -> None:
+        statements = body.body if isinstance(body, cst.IndentedBlock) else [body]
+        for statement in statements:
+            if isinstance(statement, cst.SimpleStatementLine):
+                for small in statement.body:
+                    self.small(small, indent)
+            elif isinstance(statement, cst.SimpleStatementSuite):
+                for small in statement.body:
+                    self.small(small, indent)
+            else:
+                self.compound(statement, indent)
+
+    def small(self, node: cst.BaseSmallStatement, indent: int) -> None:
+        if isinstance(node, cst.Pass):
+            return
+        if isinstance(node, cst.Expr):
+            if isinstance(node.value, (cst.SimpleString, cst.ConcatenatedString)):
+                return  # a docstring
+            if isinstance(node.value, cst.Call):
+                self.emit(self.text(self.call(node.value)), indent)
+                return
+            self.emit(self.code(node.value), indent)
+            return
+        if isinstance(node, cst.Return):
+            self.emit("return" + (f" {self.code(node.value)}" if node.value is not None else ""), indent)
+            return
+        if isinstance(node, cst.Assign):
+            piece = self.expr(node.value)
+            if len(node.targets) > 1:
+                self.materialise(_assigned_names(node), indent)
+            for target in node.targets:
+                self.bind(target.target, piece, indent, node)
+            return
+        if isinstance(node, cst.AnnAssign) and node.value is not None:
+            self.bind(node.target, self.expr(node.value), indent, node)
+            return
+        if isinstance(node, cst.AugAssign):
+            op = _code_of(node.operator).strip()[:-1]
+            combined = cst.BinaryOperation(node.target, cst.parse_expression(f"a {op} b").operator,
+                                           node.value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+                                           if not isinstance(node.value, (cst.Name, cst.Integer, cst.Float))
+                                           else node.value)
+            self.bind(node.target, self.expr(combined), indent, node)
+            return
+        if isinstance(node, (cst.Break, cst.Continue)) and self.depth:
+            self.emit(_code_of(node).strip(), indent)
+            return
+        if isinstance(node, cst.Assert):
+            self.emit(_code_of(node).strip(), indent)
+            return
+        raise self.refuse(node, f"{type(node).__name__} statements are not written",
+                          "use assignments, expressions, if, for, while and return")
+
+    def compound(self, node: cst.BaseCompoundStatement, indent: int) -> None:
+        if isinstance(node, cst.If):
+            test = self.expr(node.test)
+            if isinstance(test, _Static) and not self.depth:
+                if test.value:
+                    self.block(node.body, indent)
+                elif node.orelse is not None:
+                    orelse = node.orelse
+                    self.block(orelse.body, indent) if isinstance(orelse, cst.Else) else self.compound(orelse, indent)
+                return
+            self.materialise(_assigned_names(node), indent)
+            self.depth += 1
+            self.emit(f"if {self.text(test)}:", indent)
+            self.block(node.body, indent + 1)
+            orelse = node.orelse
+            while orelse is not None:
+                if isinstance(orelse, cst.Else):
+                    self.emit("else:", indent)
+                    self.block(orelse.body, indent + 1)
+                    break
+                self.emit(f"elif {self.code(orelse.test)}:", indent)
+                self.block(orelse.body, indent + 1)
+                orelse = orelse.orelse
+            self.depth -= 1
+            return
+        if isinstance(node, cst.For):
+            iterable = self.expr(node.iter)
+            if isinstance(iterable, _Static) and not self.depth and node.orelse is None:
+                if any(isinstance(n, (cst.Break, cst.Continue)) for n in _walk(node.body)):
+                    raise self.refuse(node, "break or continue in a loop over the module's fields, which is unrolled",
+                                      "choose the items before the loop (self.features[:k])")
+                for item in iterable.value:
+                    self.bind(node.target, _Static(item), indent, node)
+                    self.block(node.body, indent)
+                return
+            self.materialise(_assigned_names(node), indent)
+            self.depth += 1
+            for name in _assigned_names(cst.Assign([cst.AssignTarget(node.target)], cst.Name("_"))):
+                self.dynamic.add(name)
+            self.emit(f"for {_code_of(node.target).strip()} in {self.text(iterable)}:", indent)
+            self.block(node.body, indent + 1)
+            self.depth -= 1
+            return
+        if isinstance(node, cst.While) and node.orelse is None:
+            self.materialise(_assigned_names(node), indent)
+            self.depth += 1
+            self.emit(f"while {self.code(node.test)}:", indent)
+            self.block(node.body, indent + 1)
+            self.depth -= 1
+            return
+        raise self.refuse(node, f"{type(node).__name__} statements are not written",
+                          "use assignments, expressions, if, for, while and return")
+
+    # -- the function ----------------------------------------------------------------------------
+
+    def write(self) -> str:
+        try:
+            source = textwrap.dedent(inspect.getsource(self.method))
+        except (OSError, TypeError) as exc:
+            raise self.refuse(None, f"the source of {type(self.module).__name__}.__call__ cannot be read ({exc})",
+                              "define the module in a file") from None
+        function = next(s for s in cst.parse_module(source).body if isinstance(s, cst.FunctionDef))
+        params = function.params
+        if params.star_kwarg is not None or params.star_arg not in (None, cst.MaybeSentinel.DEFAULT) \
+                or params.posonly_params:
+            raise self.refuse(None, "*args, **kwargs or positional-only parameters in __call__",
+                              "name the parameters")
+        own = list(params.params)[1:] + list(params.kwonly_params)
+        names = [p.name.value for p in own]
+        if "self" != params.params[0].name.value:
+            raise self.refuse(None, "the first parameter of __call__ is not named self", "name it self")
+        if {"variables", "params", "rngs"} & set(names):
+            raise self.refuse(None, "a parameter of __call__ named variables, params or rngs (the written "
+                              "function's own)", "rename it")
+        self.dynamic.update(names)
+        self.static["self"] = self.module
+        try:
+            self.origin = f"{os.path.basename(inspect.getsourcefile(self.method))}:{inspect.getsourcelines(self.method)[1]}"
+        except (OSError, TypeError):
+            self.origin = "?"
+        self.module._scope()
+        self.module._set_up()
+        compact = getattr(self.method, "nn_compact", False)
+        if compact:
+            self.module._nn["counts"] = {}
+        _running().append(self.module)
+        try:
+            self.block(function.body, 1)
+        finally:
+            _running().pop()
+        signature = []
+        for p in own:
+            default = f"={_code_of(p.default).strip()}" if p.default is not None else ""
+            signature.append(p.name.value + default)
+        head = ["variables" if self.top else "params", *signature]
+        if self.top:
+            head.append("rngs=None")
+        elif self.uses_rngs:
+            head.append("rngs=None")
+        doc = (f'    """{type(self.module).__name__}.__call__ ({self.origin}) as a plain function of its '
+               f'parameters{", written by s2s.nn" if self.top else ""}."""')
+        body = ['    params = variables["params"]'] if self.top else []
+        return "\n".join([f"def {self.name}({', '.join(head)}):", doc, *body, *self.lines]) + "\n"
+
+
+def _walk(node: cst.CSTNode):
+    yield node
+    for child in node.children:
+        if not isinstance(child, (cst.For, cst.While, cst.FunctionDef)):
+            yield from _walk(child)
+
+
+class ProgramWriter:
+    """The functions of one module tree: each in its generated module, calling its children's."""
+
+    def __init__(self):
+        self.names: set[str] = set()
+        self.modules: dict[str, Any] = {}  # function name -> its loaded generated module
+        self.links: list[tuple[FunctionWriter, str]] = []
+
+    def unique(self, name: str) -> str:
+        name = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+        candidate, k = name, 2
+        while candidate in self.names or keyword.iskeyword(candidate):
+            candidate, k = f"{name}_{k}", k + 1
+        self.names.add(candidate)
+        return candidate
+
+    def inject(self, writer: FunctionWriter, value: Any) -> str:
+        """A name for a value the written code reads from its module (a function, an array)."""
+        for name, held in writer.injected.items():
+            if held is value:
+                return name
+        base = getattr(value, "__name__", None)
+        base = base if isinstance(base, str) and base.isidentifier() else "nn_constant"
+        name, k = base, 2
+        while name in writer.injected or (name in writer.namespace and writer.namespace[name] is not value) \
+                or name in _PROVIDED:
+            name, k = f"{base}_{k}", k + 1
+        writer.injected[name] = value
+        return name
+
+    def link(self, writer: FunctionWriter, name: str) -> None:
+        writer.injected[name] = self.modules[name].__dict__[name]
+
+    def write(self, module: Module, name: str, top: bool) -> FunctionWriter:
+        writer = FunctionWriter(self, module, self.unique(name), top)
+        text = writer.write()
+        header = (f"# Written by s2s.nn from {type(module).__name__}.__call__ ({writer.origin}): the module as a "
+                  "plain function\n# of its parameters. s2s.nn adds the globals of the module class's file "
+                  "when it loads this file.\n")
+        source = header + _WRITTEN_IMPORTS + "\n\n" + text
+        loaded = loading.import_generated(source, f"nn_{writer.name}")
+        own = vars(loaded)
+        for key, value in writer.namespace.items():
+            if key not in own and not key.startswith("__"):
+                own[key] = value
+        own.update(writer.injected)
+        self.modules[writer.name] = loaded
+        return writer
+
+
+def written_apply(module: Module):
+    """The function s2s reads for module.apply (module.py, Apply.as_called_function)."""
+    bound = module._bound_copy(Scope(None, {}, "write"))
+    program = ProgramWriter()
+    writer = program.write(bound, f"{type(module).__name__}_apply", top=True)
+    return vars(program.modules[writer.name])[writer.name]
+
+
+WRITERS.append(written_apply)

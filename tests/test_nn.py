@@ -1,0 +1,295 @@
+"""s2s.nn, Flax's modules in NumPy: init draws Flax's parameters (names, nesting, initialisers,
+random streams), apply runs eagerly, and inside s2s.grad, vmap and jit model.apply is the plain
+function s2s.nn writes for the module. Values are checked against the same network written in
+NumPy here, gradients against central differences, and what cannot be written is refused."""
+
+import hashlib
+import inspect
+
+import numpy as np
+import pytest
+
+import s2s
+import s2s.nn as nn
+from s2s import random
+from finite_differences import central_difference_grad
+
+KEY = random.PRNGKey(0)
+
+
+def name_hash(name):
+    return int.from_bytes(hashlib.sha1(name.encode()).digest()[:4], "big")
+
+
+def grad_by_differences(fun, tree):
+    """Central differences of the scalar fun(tree) with respect to every leaf of a dict tree."""
+    leaves, treedef = s2s.tree_util.tree_flatten(tree)
+    sizes = [np.size(leaf) for leaf in leaves]
+    flat = np.concatenate([np.ravel(leaf) for leaf in leaves])
+
+    def of_flat(v):
+        parts = np.split(v, np.cumsum(sizes)[:-1])
+        return fun(s2s.tree_util.tree_unflatten(treedef, [p.reshape(np.shape(l)) for p, l in zip(parts, leaves)]))
+
+    g = central_difference_grad(of_flat, (flat,), 0)
+    parts = np.split(g, np.cumsum(sizes)[:-1])
+    return s2s.tree_util.tree_unflatten(treedef, [p.reshape(np.shape(l)) for p, l in zip(parts, leaves)])
+
+
+def assert_trees_close(a, b, **tolerances):
+    assert s2s.tree_util.tree_structure(a) == s2s.tree_util.tree_structure(b)
+    for x, y in zip(s2s.tree_util.tree_leaves(a), s2s.tree_util.tree_leaves(b)):
+        np.testing.assert_allclose(x, y, **tolerances)
+
+
+class MLP(nn.Module):
+    hidden: int = 5
+    classes: int = 3
+
+    @nn.compact
+    def __call__(self, x):
+        x = nn.Dense(self.hidden)(x)
+        x = nn.relu(x)
+        return nn.Dense(self.classes)(x)
+
+
+MODEL = MLP()
+X = np.random.default_rng(1).normal(size=(4, 2))
+VARIABLES = MODEL.init(KEY, X)
+
+
+def mlp_in_numpy(p, x):
+    h = np.maximum(x @ p["Dense_0"]["kernel"] + p["Dense_0"]["bias"], 0.0)
+    return h @ p["Dense_1"]["kernel"] + p["Dense_1"]["bias"]
+
+
+def mlp_loss(variables, x):
+    return np.sum(np.tanh(MODEL.apply(variables, x)) ** 2)
+
+
+def test_init_names_dense_layers_as_flax_and_draws_lecun_normal_kernels_and_zero_biases():
+    params = VARIABLES["params"]
+    assert set(VARIABLES) == {"params"} and set(params) == {"Dense_0", "Dense_1"}
+    assert {k: v.shape for k, v in params["Dense_0"].items()} == {"kernel": (2, 5), "bias": (5,)}
+    assert {k: v.shape for k, v in params["Dense_1"].items()} == {"kernel": (5, 3), "bias": (3,)}
+    # Flax's streams: the 'params' key folded with the SHA-1 of the name, then the count (the
+    # kernel is the module's first parameter); lecun_normal: a normal truncated to [-2, 2] with
+    # variance 1 / fan_in once divided by the truncated normal's standard deviation
+    for name, fan_in in (("Dense_0", 2), ("Dense_1", 5)):
+        key = random.fold_in(random.fold_in(KEY, name_hash(name)), 1)
+        shape = params[name]["kernel"].shape
+        expected = random.truncated_normal(key, -2.0, 2.0, shape) * (np.sqrt(1.0 / fan_in) / 0.87962566103423978)
+        np.testing.assert_array_equal(params[name]["kernel"], expected)
+        np.testing.assert_array_equal(params[name]["bias"], np.zeros(shape[1]))
+
+
+def test_apply_eagerly_is_the_network_in_numpy():
+    np.testing.assert_allclose(MODEL.apply(VARIABLES, X), mlp_in_numpy(VARIABLES["params"], X), rtol=1e-12)
+
+
+def test_grad_through_apply_matches_central_differences_and_the_written_function_is_plain_source():
+    value, grads = s2s.value_and_grad(mlp_loss)(VARIABLES, X)
+    np.testing.assert_allclose(value, np.sum(np.tanh(mlp_in_numpy(VARIABLES["params"], X)) ** 2), rtol=1e-12)
+    expected = grad_by_differences(lambda v: mlp_loss(v, X), VARIABLES)
+    assert_trees_close(grads, expected, rtol=1e-6, atol=1e-8)
+    written = inspect.getsource(MODEL.apply.as_called_function())
+    assert 'nn_functional.dense(x, params["Dense_0"]["kernel"], params["Dense_0"]["bias"])' in written
+    assert "def MLP_apply(variables, x, rngs=None):" in written
+
+
+def test_vmap_of_apply_over_examples_is_apply_of_each():
+    per_example = s2s.vmap(lambda v, x: MODEL.apply(v, x), in_axes=(None, 0))(VARIABLES, X)
+    np.testing.assert_allclose(per_example, mlp_in_numpy(VARIABLES["params"], X), rtol=1e-12)
+    per_example_grads = s2s.vmap(s2s.grad(mlp_loss), in_axes=(None, 0))(VARIABLES, X)
+    first = s2s.grad(mlp_loss)(VARIABLES, X[0])
+    assert_trees_close(s2s.tree_util.tree_map(lambda g: g[0], per_example_grads), first, rtol=1e-10)
+
+
+def test_jit_of_grad_through_apply_agrees_with_the_python_backend():
+    compiled = s2s.jit(s2s.grad(mlp_loss))(VARIABLES, X)
+    assert_trees_close(compiled, s2s.grad(mlp_loss)(VARIABLES, X), rtol=1e-10)
+
+
+class Block(nn.Module):
+    features: tuple = (4, 3)
+
+    def setup(self):
+        self.layers = [nn.Dense(f) for f in self.features]
+        self.norm = nn.LayerNorm()
+
+    def __call__(self, x):
+        for layer in self.layers:
+            x = nn.tanh(layer(x))
+        return self.norm(x)
+
+
+class Tagger(nn.Module):
+    vocabulary: int = 7
+
+    @nn.compact
+    def __call__(self, ids, train: bool = False):
+        x = nn.Embed(self.vocabulary, 5)(ids)
+        x = Block()(x)
+        x = nn.Dropout(0.5, deterministic=not train)(x)
+        x = nn.Sequential([nn.Dense(4), nn.gelu, nn.Dense(2)])(x)
+        return nn.log_softmax(x)
+
+
+IDS = np.array([1, 2, 5, 6, 2])
+TAGGER = Tagger()
+TAGGER_VARIABLES = TAGGER.init(KEY, IDS)
+
+
+def layer_norm(x, scale, bias):
+    centred = x - x.mean(-1, keepdims=True)
+    return centred / np.sqrt((centred ** 2).mean(-1, keepdims=True) + 1e-6) * scale + bias
+
+
+def tagger_in_numpy(p, ids, mask=None):
+    x = p["Embed_0"]["embedding"][ids]
+    for name in ("layers_0", "layers_1"):
+        x = np.tanh(x @ p["Block_0"][name]["kernel"] + p["Block_0"][name]["bias"])
+    x = layer_norm(x, p["Block_0"]["norm"]["scale"], p["Block_0"]["norm"]["bias"])
+    if mask is not None:
+        x = np.where(mask, x / 0.5, 0.0)
+    h = x @ p["Sequential_0"]["layers_0"]["kernel"] + p["Sequential_0"]["layers_0"]["bias"]
+    h = 0.5 * h * (1 + np.tanh(np.sqrt(2 / np.pi) * (h + 0.044715 * h ** 3)))
+    z = h @ p["Sequential_0"]["layers_2"]["kernel"] + p["Sequential_0"]["layers_2"]["bias"]
+    return z - np.log(np.exp(z).sum(-1, keepdims=True))
+
+
+def test_setup_attributes_sequential_places_and_nested_modules_name_parameters_as_flax():
+    params = TAGGER_VARIABLES["params"]
+    assert set(params) == {"Embed_0", "Block_0", "Sequential_0"}  # (Dropout has no parameters)
+    assert set(params["Block_0"]) == {"layers_0", "layers_1", "norm"}
+    assert set(params["Sequential_0"]) == {"layers_0", "layers_2"}
+    np.testing.assert_array_equal(params["Block_0"]["norm"]["scale"], np.ones(3))
+    np.testing.assert_array_equal(params["Block_0"]["norm"]["bias"], np.zeros(3))
+    # Embed: variance_scaling(1.0, 'fan_in', 'normal', out_axis=0): the fan_in of a (7, 5) table is 5
+    key = random.fold_in(random.fold_in(KEY, name_hash("Embed_0")), 1)
+    np.testing.assert_array_equal(params["Embed_0"]["embedding"], random.normal(key, (7, 5)) * np.sqrt(1 / 5))
+    # a nested module's key folds in each name of its path
+    key = random.fold_in(random.fold_in(random.fold_in(KEY, name_hash("Block_0")), name_hash("layers_1")), 1)
+    expected = random.truncated_normal(key, -2.0, 2.0, (4, 3)) * (np.sqrt(1 / 4) / 0.87962566103423978)
+    np.testing.assert_array_equal(params["Block_0"]["layers_1"]["kernel"], expected)
+
+
+def test_dropout_draws_its_mask_from_the_dropout_stream_and_is_the_identity_when_deterministic():
+    params = TAGGER_VARIABLES["params"]
+    np.testing.assert_allclose(TAGGER.apply(TAGGER_VARIABLES, IDS), tagger_in_numpy(params, IDS), rtol=1e-12)
+    dropout_key = random.PRNGKey(3)
+    mask = random.bernoulli(random.fold_in(random.fold_in(dropout_key, name_hash("Dropout_0")), 1), 0.5, (5, 3))
+    trained = TAGGER.apply(TAGGER_VARIABLES, IDS, train=True, rngs={"dropout": dropout_key})
+    np.testing.assert_allclose(trained, tagger_in_numpy(params, IDS, mask), rtol=1e-12)
+
+
+def test_grad_through_embed_layer_norm_dropout_and_sequential_matches_central_differences():
+    dropout_key = random.PRNGKey(3)
+
+    def loss(variables, ids, key):
+        return np.sum(TAGGER.apply(variables, ids, train=True, rngs={"dropout": key}) ** 2)
+
+    value, grads = s2s.value_and_grad(loss)(TAGGER_VARIABLES, IDS, dropout_key)
+    np.testing.assert_allclose(value, loss(TAGGER_VARIABLES, IDS, dropout_key), rtol=1e-12)
+    expected = grad_by_differences(lambda v: loss(v, IDS, dropout_key), TAGGER_VARIABLES)
+    assert_trees_close(grads, expected, rtol=1e-5, atol=1e-7)
+
+
+class ConvNet(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        x = nn.Conv(3, (3, 2), padding="SAME")(x)
+        x = nn.sigmoid(x)
+        x = nn.Conv(2, (2, 2), padding="VALID")(x)
+        return nn.Conv(1, 3, padding="SAME")(x.reshape(x.shape[0], -1, 2))
+
+
+def correlate(x, kernel, pads):
+    """Cross-correlation in loops, channels last, zero padding pads (low, high) per spatial axis."""
+    x = np.pad(x, [(0, 0)] + list(pads) + [(0, 0)])
+    spatial = kernel.shape[:-2]
+    out_shape = tuple(n - k + 1 for n, k in zip(x.shape[1:-1], spatial))
+    out = np.zeros((x.shape[0],) + out_shape + (kernel.shape[-1],))
+    for index in np.ndindex(*out_shape):
+        window = x[(slice(None),) + tuple(slice(i, i + k) for i, k in zip(index, spatial))]
+        out[(slice(None),) + index] = np.tensordot(window, kernel, axes=len(spatial) + 1)
+    return out
+
+
+def test_conv_1d_and_2d_same_and_valid_in_nhwc_are_cross_correlations_and_differentiate():
+    model = ConvNet()
+    x = np.random.default_rng(2).normal(size=(2, 5, 4, 2))
+    variables = model.init(KEY, x)
+    p = variables["params"]
+    assert p["Conv_0"]["kernel"].shape == (3, 2, 2, 3) and p["Conv_2"]["kernel"].shape == (3, 2, 1)
+    h = 1 / (1 + np.exp(-(correlate(x, p["Conv_0"]["kernel"], [(1, 1), (0, 1)]) + p["Conv_0"]["bias"])))
+    h = correlate(h, p["Conv_1"]["kernel"], [(0, 0), (0, 0)]) + p["Conv_1"]["bias"]
+    y = correlate(h.reshape(2, -1, 2), p["Conv_2"]["kernel"], [(1, 1)]) + p["Conv_2"]["bias"]
+    np.testing.assert_allclose(model.apply(variables, x), y, rtol=1e-12)
+
+    def loss(variables, x):
+        return np.sum(model.apply(variables, x) ** 2)
+
+    grads = s2s.grad(loss)(variables, x)
+    assert_trees_close(grads, grad_by_differences(lambda v: loss(v, x), variables), rtol=1e-5, atol=1e-7)
+
+
+def test_activations_are_their_closed_forms_and_differentiate():
+    x = np.linspace(-3.0, 3.0, 8).reshape(1, 8)
+    np.testing.assert_allclose(nn.relu(x), np.where(x > 0, x, 0.0))
+    np.testing.assert_allclose(nn.sigmoid(x), 1 / (1 + np.exp(-x)))
+    np.testing.assert_allclose(nn.tanh(x), np.tanh(x))
+    np.testing.assert_allclose(nn.softmax(x), np.exp(x) / np.exp(x).sum())
+    np.testing.assert_allclose(nn.log_softmax(x), x - np.log(np.exp(x).sum()))
+    np.testing.assert_allclose(nn.gelu(x, approximate=False),
+                               [[0.5 * v * (1 + __import__("math").erf(v / np.sqrt(2))) for v in x[0]]], rtol=1e-12)
+    np.testing.assert_array_equal(nn.one_hot(np.array([0, 2, 5]), 3), [[1, 0, 0], [0, 0, 1], [0, 0, 0]])
+
+    def combined(x):
+        return np.sum(nn.softmax(x) * nn.log_softmax(2 * x) + nn.gelu(x) * nn.sigmoid(x) + nn.relu(x) * nn.tanh(x))
+
+    np.testing.assert_allclose(s2s.grad(combined)(x), central_difference_grad(combined, (x,), 0), rtol=1e-6)
+
+
+class Branching(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        if np.sum(x) > 0:
+            return nn.Dense(2)(x)
+        return x
+
+
+class Holder(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        dense = nn.Dense(2)
+        return helper(dense, x)
+
+
+def helper(layer, x):
+    return layer(x)
+
+
+def test_what_cannot_be_written_as_a_plain_function_is_refused_with_a_way_out():
+    x = np.ones((1, 2))
+    variables = Branching().init(KEY, x)
+    branching = Branching()
+    with pytest.raises(s2s.S2SError, match="under an if, for or while that the data decides"):
+        s2s.grad(lambda v: np.sum(branching.apply(v, x)))(variables)
+    holder = Holder()
+    variables = holder.init(KEY, x)
+    with pytest.raises(s2s.S2SError, match="a module used as a value"):
+        s2s.grad(lambda v: np.sum(holder.apply(v, x)))(variables)
+
+
+class Plain:
+    def apply(self, x):
+        return x
+
+
+PLAIN = Plain()
+
+
+def test_other_global_objects_are_still_refused_as_values():
+    with pytest.raises(s2s.S2SError, match="cannot be used as a value"):
+        s2s.grad(lambda x: PLAIN.apply(x) ** 2)(1.0)
