@@ -133,3 +133,19 @@ def test_numba_lowering_failures_name_their_known_cause(fn, x, cause):
     # each hint for its own failure only (a[...] of a 0-d array was sent to the boolean mask's)
     with pytest.raises(s2s.S2SError, match=f"Numba failed while compiling.*a known cause: {cause}"):
         s2s.jit(fn)(x)
+
+
+def writes_a_slice(x, y):
+    z = x * 1.0
+    z[1:3] = y
+    return np.sum(z * z)
+
+
+def test_a_slice_written_from_an_array_of_another_length_raises_value_error_under_jit():
+    # (Numba's message is the fixed one of its generic target: s2s.runtime.overloads.numba_errors)
+    grad = s2s.jit(s2s.grad(writes_a_slice))
+    np.testing.assert_allclose(grad(np.arange(4.0), np.ones(2)), [0.0, 0.0, 0.0, 6.0])
+    with pytest.raises(ValueError, match="cannot assign slice"):
+        grad(np.arange(4.0), np.ones(3))
+    with pytest.raises(ValueError):
+        writes_a_slice(np.arange(4.0), np.ones(3))

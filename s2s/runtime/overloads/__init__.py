@@ -12,8 +12,8 @@ so that `import s2s` and the python backend never load Numba.
 def register_numba() -> None:
     """Give every helper its numba.extending.overload, once."""
     from . import (  # noqa: F401  (importing registers)
-        arrays, batching, debug, functions, linalg, norms, random, reductions, scipy_linalg, shapes, special, statistics,
-        tapes, values)
+        arrays, batching, debug, functions, linalg, norms, numba_errors, random, reductions, scipy_linalg, shapes, special,
+        statistics, tapes, values)
 
 
 def register_cuda() -> None:
