@@ -97,6 +97,29 @@ def test_grad_through_apply_matches_central_differences_and_the_written_function
     assert "def MLP_apply(variables, x, rngs=None):" in written
 
 
+class Scaled(nn.Module):
+    scale: np.ndarray
+
+    @nn.compact
+    def __call__(self, x):
+        return nn.Dense(2)(x * self.scale)
+
+
+def test_instances_whose_array_fields_differ_keep_their_own_values_and_gradients():
+    # (both write the same source; each function must still read its own instance's array)
+    first, second = Scaled(scale=np.array([1.0, 2.0])), Scaled(scale=np.array([3.0, 7.0]))
+    variables = first.init(KEY, X)
+
+    def loss_of(model):
+        return lambda v, x: np.sum(model.apply(v, x) ** 2)
+
+    for model in (first, second):
+        loss = loss_of(model)
+        value, grads = s2s.value_and_grad(loss)(variables, X)
+        np.testing.assert_allclose(value, np.sum(model.apply(variables, X) ** 2), rtol=1e-12)
+        assert_trees_close(grads, grad_by_differences(lambda v: loss(v, X), variables), rtol=1e-6, atol=1e-8)
+
+
 def test_vmap_of_apply_over_examples_is_apply_of_each():
     per_example = s2s.vmap(lambda v, x: MODEL.apply(v, x), in_axes=(None, 0))(VARIABLES, X)
     np.testing.assert_allclose(per_example, mlp_in_numpy(VARIABLES["params"], X), rtol=1e-12)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import hashlib
 import inspect
 import keyword
 import os
@@ -583,7 +584,9 @@ class ProgramWriter:
                   "plain function\n# of its parameters. s2s.nn adds the globals of the module class's file "
                   "when it loads this file.\n")
         source = header + _WRITTEN_IMPORTS + "\n\n" + text
-        loaded = loading.import_generated(source, f"nn_{writer.name}")
+        # (one source can stand for different values: two instances whose array fields differ write
+        # the same text, so the module's name also says which values it holds)
+        loaded = loading.import_generated(source, f"nn_{writer.name}", suffix=_values_suffix(writer.injected))
         own = vars(loaded)
         for key, value in writer.namespace.items():
             if key not in own and not key.startswith("__"):
@@ -591,6 +594,21 @@ class ProgramWriter:
         own.update(writer.injected)
         self.modules[writer.name] = loaded
         return writer
+
+
+def _values_suffix(injected: dict[str, Any]) -> str:
+    """A suffix of the module name that differs for different injected values: arrays by their
+    contents, anything else by its identity (a function, a module of the user's)."""
+    digest = hashlib.sha1()
+    for name in sorted(injected):
+        value = injected[name]
+        digest.update(name.encode())
+        if isinstance(value, np.ndarray):
+            digest.update(f"{value.dtype}{value.shape}".encode())
+            digest.update(np.ascontiguousarray(value).tobytes())
+        else:
+            digest.update(str(id(value)).encode())
+    return "_" + digest.hexdigest()[:16]
 
 
 def written_apply(module: Module):
