@@ -47,6 +47,32 @@ def _filtering(value: Any) -> str:
     return value
 
 
+def _bytes(value: Any) -> int:
+    try:
+        return _parse_bytes(value)
+    except ValueError:
+        raise ValueError(f"expected a number of bytes (1073741824, '1GiB', '512MiB'), got {value!r}") from None
+
+
+def _parse_bytes(value: Any) -> int:
+    if isinstance(value, str):
+        text = value.strip().lower()
+        for suffix, scale in (("tib", 1 << 40), ("gib", 1 << 30), ("mib", 1 << 20), ("kib", 1 << 10), ("gb", 10**9), ("mb", 10**6),
+                              ("kb", 10**3), ("b", 1)):
+            if text.endswith(suffix):
+                number = float(text[:-len(suffix)])
+                break
+        else:
+            number, scale = float(text), 1
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        number, scale = float(value), 1
+    else:
+        raise ValueError(f"expected a number of bytes (1073741824, '1GiB', '512MiB'), got {value!r}")
+    if not number >= 0 or number * scale > 2 ** 62:
+        raise ValueError(f"expected a number of bytes from 0 up, got {value!r}")
+    return int(number * scale)
+
+
 OPTIONS = {
     "jax_enable_x64": Option(
         True, "s2s follows NumPy's dtypes: float64, or float32 where the inputs are float32. "
@@ -57,6 +83,11 @@ OPTIONS = {
     "jax_traceback_filtering": Option(
         "auto", "'off': an S2SError shows s2s's own frames in its traceback; any other value hides them, "
                 "so the traceback ends at your call and the message names your line.", _filtering),
+    "s2s_tape_budget": Option(
+        1 << 30, "The bytes one loop's reverse-mode tape may take (1 GiB by default; '512MiB' and 1e9 are taken too): "
+                 "a range loop whose tape would take more runs checkpointed (snapshots of its carried values, "
+                 "each stretch of trips run again taped in the reverse sweep), which costs about one more run of "
+                 "the loop. grad, value_and_grad and vjp take tape_budget= for one function.", _bytes),
 }
 
 UNSUPPORTED = {

@@ -17,8 +17,13 @@ from .shipping import recorded
 
 
 @recorded
-def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
+def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, *,
+         tape_budget: int | str | None = None):
     """Reverse-mode gradient of a scalar function, as in jax.grad.
+
+    tape_budget: the bytes one loop's tape may take (default s2s.config.s2s_tape_budget, 1 GiB,
+    or S2S_TAPE_BUDGET): a `for i in range(n)` loop whose tape would take more is checkpointed,
+    at the cost of about one more run of the loop (docs: "Long loops in bounded memory").
 
     >>> import numpy as np, s2s
     >>> def f(x):
@@ -27,7 +32,10 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False)
     True
     """
     if isinstance(fun, Primal):  # grad(jit(f)) is jit(grad(f)), as JAX compiles both
-        return jit(grad(fun.fun, argnums, has_aux), backend=fun.backend)
+        return jit(grad(fun.fun, argnums, has_aux, tape_budget=tape_budget), backend=fun.backend)
+    if tape_budget is not None and isinstance(fun, (Transformed, Jacobian, SecondOrder)):
+        raise S2SError("tape_budget is taken by a first derivative (grad, value_and_grad, vjp of the function "
+                       "itself)", hint="set s2s.config.update('s2s_tape_budget', ...) for derivatives of derivatives")
     if isinstance(fun, Transformed) and fun.kind == "grad" and not fun.has_aux and not has_aux:
         return _second_order(fun, argnums, scalar=True)
     if isinstance(fun, Jacobian) and not fun.has_aux and not has_aux:
@@ -35,25 +43,26 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False)
     if isinstance(fun, SecondOrder):  # grad(grad(grad(f))), grad(hessian(f)) of a number
         return third_order(fun, argnums, scalar=True, has_aux=has_aux)
     refuse_fourth_order(fun, "grad")
-    return Transformed(fun, "grad", argnums, has_aux)
+    return Transformed(fun, "grad", argnums, has_aux, tape_budget=tape_budget)
 
 
 @recorded
-def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Transformed:
-    """Like grad, but also returns the value: (value, grad) or ((value, aux), grad)."""
+def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, *,
+                   tape_budget: int | str | None = None) -> Transformed:
+    """Like grad, but also returns the value: (value, grad) or ((value, aux), grad). tape_budget: as grad's."""
     if isinstance(fun, Primal):
-        return jit(value_and_grad(fun.fun, argnums, has_aux), backend=fun.backend)
-    return Transformed(fun, "value_and_grad", argnums, has_aux)
+        return jit(value_and_grad(fun.fun, argnums, has_aux, tape_budget=tape_budget), backend=fun.backend)
+    return Transformed(fun, "value_and_grad", argnums, has_aux, tape_budget=tape_budget)
 
 
 @user_facing
-def vjp(fun: Callable, *primals, has_aux: bool = False):
+def vjp(fun: Callable, *primals, has_aux: bool = False, tape_budget: int | str | None = None):
     """(out, vjp_fun): vjp_fun(cotangent) returns a tuple with one adjoint per primal.
 
-    The generated code runs the forward sweep again on each call of vjp_fun.
+    The generated code runs the forward sweep again on each call of vjp_fun. tape_budget: as grad's.
     """
     argnums = tuple(range(len(primals)))
-    transformed = Transformed(fun, "vjp", argnums, has_aux)
+    transformed = Transformed(fun, "vjp", argnums, has_aux, tape_budget=tape_budget)
     transformed = transformed.for_arguments(transformed._bind(primals, {}))  # (static values: core.StaticSiblings)
     for k, primal in enumerate(primals):
         if any(pytree.is_integer_leaf(leaf) for leaf in pytree.leaves(primal)):

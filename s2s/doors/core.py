@@ -22,7 +22,7 @@ from ..driver import cache
 from ..errors import S2SError, user_facing
 from ..frontend import static_values
 from ..frontend.signatures import own_signature
-from ..options import config
+from ..options import OPTIONS, config
 from ..progress import describe, progress
 from .primitives import as_function
 from .values import numpy_scalar, private_copies, zero_tangent
@@ -269,7 +269,7 @@ class Transformed(Derivative):
     """The result of a transform: callable, with the generated module in .source."""
 
     def __init__(self, fun: Callable, kind: str, argnums=0, has_aux: bool = False, backend: str = "python",
-                 rows: bool = False):
+                 rows: bool = False, tape_budget: int | str | None = None):
         fun = _unbatched(fun)
         if isinstance(fun, Derivative):
             raise S2SError(f"{kind} of an already transformed function is not supported (grad, jacfwd, jacrev and "
@@ -283,6 +283,8 @@ class Transformed(Derivative):
         self.has_aux = has_aux
         self.backend = backend
         self.rows = rows  # also the compiled loop over stacks of cotangents (jacrev)
+        # the bytes a loop's tape may take before it runs checkpointed; None: s2s.config's s2s_tape_budget
+        self.tape_budget = None if tape_budget is None else OPTIONS["s2s_tape_budget"].accept(tape_budget)
         functools.update_wrapper(self, fun, updated=())  # not fun's __dict__: it may be a transform
         self._source: str | None = None
         self._entries: dict = {}  # the entry points of _source
@@ -328,6 +330,8 @@ class Transformed(Derivative):
             options = {"argnums": list(self._argnums), "has_aux": self.has_aux}
             if self.rows:
                 options["rows"] = True
+            if self.tape_budget is not None:
+                options["tape_budget"] = self.tape_budget
             self._source, self._entries = _generated(self.fun, "grad", options)
         return self._source, self._entries
 
@@ -337,10 +341,10 @@ class Transformed(Derivative):
         return self._module
 
     def for_function(self, fun: Callable) -> "Transformed":
-        return Transformed(fun, self.kind, self.argnums, self.has_aux, self.backend, self.rows)
+        return Transformed(fun, self.kind, self.argnums, self.has_aux, self.backend, self.rows, self.tape_budget)
 
     def with_backend(self, backend: str) -> "Transformed":
-        other = Transformed(self.fun, self.kind, self.argnums, self.has_aux, backend, self.rows)
+        other = Transformed(self.fun, self.kind, self.argnums, self.has_aux, backend, self.rows, self.tape_budget)
         other._source, other._entries = self._source, self._entries
         return other
 
@@ -366,6 +370,8 @@ class Transformed(Derivative):
         options = {"argnums": list(self._argnums), "has_aux": self.has_aux, "facts": argument_facts(args)}
         if self.kind == "grad":
             options["value"] = False  # grad has no use for it (left out where proved a number)
+        if self.tape_budget is not None:
+            options["tape_budget"] = self.tape_budget
         return _generated_for_call(self.fun, "grad", options, args)
 
     def specialised_source(self, args) -> str:

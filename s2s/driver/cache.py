@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import S2SError
+from ..options import config
 from ..frontend.static_values import carried, carried_keys, carried_kinds
 from ..frontend.static_values import describe as describe_static
 from ..rules.custom import CustomRule
@@ -206,6 +207,8 @@ def captured_stamp(fn: Any) -> str:
 
 
 def entry_key(fn: Any, transform: str, options: dict) -> str:
+    if "tape_budget" not in options:  # (reverse mode writes s2s.config's budget into the code: pipeline.py)
+        options = {**options, "tape_budget": config.s2s_tape_budget}
     payload = json.dumps({"s2s": __version__, "code": implementation_fingerprint(),
                           "state": baked_state(fn), "transform": transform, "options": options,
                           "module": fn.__module__, "name": fn.__qualname__, "place": _place(fn),

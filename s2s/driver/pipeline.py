@@ -36,6 +36,7 @@ from ..optimize.carries import promote_carries
 from ..optimize.fuse import fuse_module
 from ..runtime.constants import constant_text
 from ..optimize.loops import loop_module
+from ..options import config
 from ..transforms.drivers import columns_driver, grad_wrapper, second_order_driver
 from ..transforms.reverse import (ForwardSweeps, ReversePlans, ReverseSweeps, forward_sweeps, plan_module,
                                   reverse_sweeps, vjp_definitions)
@@ -166,7 +167,14 @@ def plan(unit: Unit) -> None:
     reverse sweep finds each value it reads (its variable, a tape, a tape of its shape, or
     computed again), the rule each statement's reverse lines come from."""
     unit.plans = plan_module(unit.functions, unit.emitter, _argnums(unit), bool(unit.options.get("has_aux", False)),
-                             _named_facts(unit), bool(unit.options.get("value", True)))
+                             _named_facts(unit), bool(unit.options.get("value", True)), _tape_budget(unit))
+
+
+def _tape_budget(unit: Unit) -> int:
+    """The bytes a loop's tape may take before the loop runs checkpointed: grad's or vjp's
+    tape_budget, else s2s.config's s2s_tape_budget (S2S_TAPE_BUDGET)."""
+    budget = unit.options.get("tape_budget")
+    return int(config.s2s_tape_budget if budget is None else budget)
 
 
 def forward_sweep(unit: Unit) -> None:

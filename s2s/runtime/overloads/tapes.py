@@ -214,3 +214,36 @@ def _top_shape(tape, like):
     dims = ", ".join(f"tape[n - {ndim - k}]" for k in range(ndim)) + ("," if ndim == 1 else "")
     return _compile(f"def impl(tape, like):\n    n = len(tape)\n    if n < {ndim}:\n        return like\n"
                     f"    return ({dims})\n", "impl")
+
+
+# ---- checkpointing ------------------------------------------------------------------
+
+
+@overload(rt.snapshot_bytes)
+def _snapshot_bytes(x):
+    if isinstance(x, types.Array):
+        return lambda x: x.nbytes
+    if _scalar(x):
+        size = np.dtype(str(types.unliteral(x))).itemsize if isinstance(types.unliteral(x), types.Number) else 1
+        return lambda x: size
+    return lambda x: -1  # (a list, a tuple: its loop stays taped)
+
+
+@overload(rt.checkpoint_stride)
+def _checkpoint_stride(trips, pushes, budget, *sizes):
+    def impl(trips, pushes, budget, *sizes):
+        state = 0
+        largest = 0
+        for size in sizes:
+            if size < 0:
+                return 0
+            state += size
+            largest = max(largest, size)
+        per_trip = pushes * max(largest, 1)
+        if trips <= 1 or trips * per_trip <= budget:
+            return 0
+        stride = int(np.sqrt(trips * max(state, 1) / per_trip))
+        if stride * per_trip > budget:
+            stride = budget // per_trip
+        return min(max(stride, 1), trips)
+    return impl

@@ -30,6 +30,7 @@ from ... import runtime
 from ...codegen.emit import assign, name, runtime_call
 from ...errors import S2SError
 from ...frontend.source import is_user_function
+from .checkpointing import checkpoint_loops
 
 
 def _refuse_sequence_arithmetic(fn: ir.Function, an) -> None:
@@ -274,7 +275,11 @@ def vjp_function(plan, forward, reverse, function_name: str, checks_tangent: boo
         body.append(em.comment("Whether a variable that some paths leave unbound was bound: its adjoint starts "
                                "at zero only then"))
         body += [assign(flag, ast.Constant(False)) for _, flag in sorted(plan.bound_flags.items())]
-    body += forward.statements
+    forward_statements, reverse_statements = forward.statements, reverse.statements
+    if plan.tape_budget is not None:
+        forward_statements, reverse_statements = checkpoint_loops(plan, forward, reverse, forward_statements,
+                                                                  reverse_statements, plan.tape_budget)
+    body += forward_statements
     if checks_tangent and isinstance(result, ir.Name):
         # (a tangent of another shape would fail inside the sweep, with NumPy's words)
         pair = [ast.Subscript(em.atom(result), ast.Constant(k), ast.Load()) for k in (1, 0)]
@@ -283,7 +288,7 @@ def vjp_function(plan, forward, reverse, function_name: str, checks_tangent: boo
         saved = plan.names.fresh("out")  # (the reverse sweep pops earlier values into the result's variable)
         body.append(assign(saved, name(result.id)))
         output = name(saved)
-    body += reverse.statements
+    body += reverse_statements
     body.append(ast.Return(ast.Tuple([output, ast.Tuple(reverse.adjoints, ast.Load())], ast.Load())))
     args = ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in fn.params] + [ast.arg(plan.out_bar)],
                          kwonlyargs=[], kw_defaults=[], defaults=[])

@@ -62,6 +62,8 @@ class ForwardSweep:
     # with the function called: the reverse_sweep pass names the function that gives that value
     # (in the order the module's functions are made), which they then call.
     by_rule: list[tuple[list[ast.Call], Any]]
+    # id(loop) -> the taped loop written for a range loop (checkpointing.py may write it again)
+    loops: dict[int, ast.For] = field(default_factory=dict)
 
 
 class ForwardSweeper:
@@ -77,11 +79,12 @@ class ForwardSweeper:
         self.loop_totals: dict[int, str] = {}  # id(loop) -> its trip count in all (counting_loop)
         self.counting_loops: dict[int, list] = {}  # id(outermost loop) -> the loops counting before it
         self.by_rule: list[tuple[list[ast.Call], Any]] = []
+        self.taped_loops: dict[int, ast.For] = {}
         self._loops = {id(s): s for s in ir.walk(plan.fn.body) if isinstance(s, (ir.For, ir.While))}
 
     def run(self) -> ForwardSweep:
         statements = self.forward_block(self.plan.fn.body)
-        return ForwardSweep(statements, self.tapes, self.by_rule)
+        return ForwardSweep(statements, self.tapes, self.by_rule, self.taped_loops)
 
     def forward_block(self, block: list) -> list:
         plan = self.plan
@@ -110,6 +113,8 @@ class ForwardSweeper:
                 emitted = self.em.primal(stmt, body_of=self.forward_block)
                 if id(stmt) in plan.by_rule:
                     self.call_by_rule(emitted, stmt.value.fn)
+                if isinstance(stmt, ir.For) and isinstance(emitted, ast.For):
+                    self.taped_loops[id(stmt)] = emitted
                 out.extend(emitted if isinstance(emitted, list) else [emitted])
                 out[mark:mark] = self.counting_loops.pop(id(stmt), [])
             out += [line for n, t in taped if n.when == "post" for line in self.push(stmt, n, t)]

@@ -157,10 +157,12 @@ def _function(fname: str, plan: ReversePlan, doc: str, body: list) -> ast.Functi
 
 
 def plan_module(functions: list[ir.Function], emitter: Emitter, argnums: tuple[int, ...], has_aux: bool = False,
-                facts: dict | None = None, value_needed: bool = True) -> ReversePlans:
+                facts: dict | None = None, value_needed: bool = True, tape_budget: int | None = None) -> ReversePlans:
     """Plan the reverse mode of the entry (the last function) with respect to the arguments at
     argnums, and of its callees for the adjoints their calls may ask for. facts: what the entry's
-    arguments are (s2s.jit); value_needed=False: grad, which leaves a value proved a number out."""
+    arguments are (s2s.jit); value_needed=False: grad, which leaves a value proved a number out;
+    tape_budget: the bytes a loop's tape may take before the loop runs checkpointed
+    (checkpointing.py), None for no checkpointing."""
     entry = functions[-1]
     active = tuple(argnum_params(entry, argnums))
     variants = Variants(functions, emitter, "_vjp")
@@ -179,6 +181,7 @@ def plan_module(functions: list[ir.Function], emitter: Emitter, argnums: tuple[i
                 plan = ReversePlan(lowered, emitter, list(params), has_aux, facts, value_needed, entry=True)
             else:  # (under s2s.jit a callee's arguments are not known: specialised, with no facts)
                 plan = ReversePlan(lowered, emitter, list(params), facts={} if facts is not None else None)
+            plan.tape_budget = tape_budget
         except S2SError as exc:
             if lowered is entry:
                 raise

@@ -37,6 +37,10 @@ class ReversePlan(RuleInstances, Planning):
     one function); entry: fn is the function the user differentiates (has_aux, facts and
     value_needed apply to it alone)."""
 
+    # The bytes a loop's tape may take before the loop runs checkpointed (checkpointing.py);
+    # None: never. plan_module sets it from the transform's options.
+    tape_budget: int | None = None
+
     def __init__(self, fn: ir.Function, emitter: Emitter, active_params: list[str], has_aux: bool = False,
                  facts: dict | None = None, value_needed: bool = True, entry: bool = False):
         refuse_before_analysis(fn)

@@ -29,6 +29,7 @@ class ReverseSweep:
     statements: list[ast.stmt]  # from the seed of the result's adjoint back to the first statement's
     adjoints: list[ast.expr]  # of the active parameters, in order (zeros where none flowed)
     popped: set[str]  # the variables it pops (or recomputes) values back into
+    loops: dict[int, ast.For]  # id(range loop) -> its reverse loop (checkpointing.py may write it again)
 
 
 class ReverseSweeper:
@@ -52,6 +53,7 @@ class ReverseSweeper:
         self.pending_earlier_shape: dict[str, tuple[str, str]] = {}
         self.popped_into: set[str] = set()
         self.popped_early: set[tuple] = set()  # (id(stmt), need) popped before stmt's other pops
+        self.reverse_loops: dict[int, ast.For] = {}
 
     def run(self) -> ReverseSweep:
         plan = self.plan
@@ -79,7 +81,7 @@ class ReverseSweeper:
             adj = self.adjoint_of(p) if (p in plan.straight and p in self.live) or (
                 p not in plan.straight and p in self.materialized and p not in self.pending) else None
             adjoints.append(adj if adj is not None else runtime_call("zeros_like", name(p)))
-        return ReverseSweep(reverse, adjoints, self.popped_into)
+        return ReverseSweep(reverse, adjoints, self.popped_into, self.reverse_loops)
 
     def reverse_block(self, block: list) -> list:
         out: list = []
@@ -200,8 +202,9 @@ class ReverseSweeper:
         if isinstance(stmt, ir.For):
             out = self.pops(stmt, taped)
             body = self.nested(stmt.body)
-            return out + [ast.For(name(stmt.var, True), self.reverse_range(stmt), body or [ast.Pass()], [],
-                                  lineno=0)]
+            loop = ast.For(name(stmt.var, True), self.reverse_range(stmt), body or [ast.Pass()], [], lineno=0)
+            self.reverse_loops[id(stmt)] = loop
+            return out + [loop]
         if isinstance(stmt, ir.While):
             out = self.pops(stmt, taped)
             trips = self.plan.while_trips(stmt)
