@@ -92,9 +92,11 @@ def test_a_generated_file_is_the_source_of_the_jitted_gradient():
 
 
 def test_examples_run(tmp_path):
-    for example in EXAMPLES + ["per_example.py", "monte_carlo.py", "data_parallel.py", "variational.py", "rnn.py", "gaussian_process.py"]:
+    for example in EXAMPLES + ["per_example.py", "monte_carlo.py", "data_parallel.py", "variational.py", "rnn.py",
+                               "gaussian_process.py", "flax_mnist_like.py"]:
         result = subprocess.run([sys.executable, os.path.join(ROOT, "examples", example)],
                                 capture_output=True, text=True, cwd=tmp_path, timeout=600)
         assert result.returncode == 0, result.stdout + result.stderr
         assert any(line in result.stdout for line in ("recovered w:", "fitted damping", "root:", "vega: Monte Carlo",
-                                                             "data-parallel gradient matches", "variational mean:", "trained: one-step-ahead", "fitted length"))
+                                                      "data-parallel gradient matches", "variational mean:",
+                                                      "trained: one-step-ahead", "fitted length", "trained the MLP:"))
