@@ -25,6 +25,8 @@ import pytest
 from _pytest.reports import TestReport
 from _pytest.runner import runtestprotocol
 
+from numba_warm_up import warm_up
+
 ENABLED = hasattr(os, "fork") and os.environ.get("S2S_SUITE_FORK", "1") != "0"
 
 
@@ -118,6 +120,7 @@ class FileProcess:
 
 
 _current: FileProcess | None = None
+_warmed = False
 
 
 def _ended_report(item, status: int) -> TestReport:
@@ -128,8 +131,12 @@ def _ended_report(item, status: int) -> TestReport:
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_protocol(item, nextitem):
     global _current
+    global _warmed
     if not ENABLED:
         return None
+    if not _warmed:  # (in this process, before its first file is forked: numba_warm_up.py)
+        warm_up()
+        _warmed = True
     if _current is None or _current.path != item.path:
         _current = FileProcess(item)
     item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
