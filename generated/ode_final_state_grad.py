@@ -57,61 +57,31 @@ def final_state_vjp(params, theta0, omega0, steps, dt, out_bar):
     theta = theta0
     # ode.py:33  omega = omega0
     omega = omega0
-    # Checkpointing: where this loop's tape (2 value(s) a trip) would exceed the tape budget, 1073741824 bytes,
-    # it runs untaped, with a snapshot of omega, theta every step_stride trips (about sqrt(trips); 0: taped as usual),
-    # and the reverse sweep reruns each stretch taped from its snapshot, last first.
-    step_stride = runtime.checkpoint_stride(
-        steps,
-        2,
-        1073741824,
-        runtime.snapshot_bytes(omega),
-        runtime.snapshot_bytes(theta),
-    )
-    if step_stride == 0:
-        for step in range(steps):
-            # ode.py:35  dtheta, domega = pendulum_rhs(theta, omega, damping, length)
-            if omega_tape_len == 0:
-                omega_tape = runtime.new_tape(omega, steps)
-            omega_tape[omega_tape_len] = omega
-            omega_tape_len += 1
-            if theta_tape_len == 0:
-                theta_tape = runtime.new_tape(theta, steps)
-            theta_tape[theta_tape_len] = theta
-            theta_tape_len += 1
-            _t1 = pendulum_rhs(theta, omega, damping, length)
-            dtheta, domega = _t1
-            # ode.py:36  theta = theta + dt * dtheta
-            dtheta_shape = runtime.push_shape(dtheta_shape_tape, dtheta)
-            _t2 = dt * dtheta
-            _t2_shape = runtime.push_shape(_t2_shape_tape, _t2)
-            theta_shape = runtime.push_shape(theta_shape_tape, theta)
-            theta = theta + _t2
-            # ode.py:37  omega = omega + dt * domega
-            domega_shape = runtime.push_shape(domega_shape_tape, domega)
-            _t3 = dt * domega
-            _t3_shape = runtime.push_shape(_t3_shape_tape, _t3)
-            omega_shape = runtime.push_shape(omega_shape_tape, omega)
-            omega = omega + _t3
-    else:
-        omega_snapshots = runtime.new_tape(
-            omega, (steps + (step_stride - 1)) // step_stride
-        )
-        theta_snapshots = runtime.new_tape(
-            theta, (steps + (step_stride - 1)) // step_stride
-        )
-        for step in range(steps):
-            if step % step_stride == 0:
-                omega_snapshots[step // step_stride] = runtime.copy(omega)
-                theta_snapshots[step // step_stride] = runtime.copy(theta)
-            # ode.py:35  dtheta, domega = pendulum_rhs(theta, omega, damping, length)
-            _t1 = pendulum_rhs(theta, omega, damping, length)
-            dtheta, domega = _t1
-            # ode.py:36  theta = theta + dt * dtheta
-            _t2 = dt * dtheta
-            theta = theta + _t2
-            # ode.py:37  omega = omega + dt * domega
-            _t3 = dt * domega
-            omega = omega + _t3
+    # ode.py:34  for step in range(steps):
+    for step in range(steps):
+        # ode.py:35  dtheta, domega = pendulum_rhs(theta, omega, damping, length)
+        if omega_tape_len == 0:
+            omega_tape = runtime.new_tape(omega, steps)
+        omega_tape[omega_tape_len] = omega
+        omega_tape_len += 1
+        if theta_tape_len == 0:
+            theta_tape = runtime.new_tape(theta, steps)
+        theta_tape[theta_tape_len] = theta
+        theta_tape_len += 1
+        _t1 = pendulum_rhs(theta, omega, damping, length)
+        dtheta, domega = _t1
+        # ode.py:36  theta = theta + dt * dtheta
+        dtheta_shape = runtime.push_shape(dtheta_shape_tape, dtheta)
+        _t2 = dt * dtheta
+        _t2_shape = runtime.push_shape(_t2_shape_tape, _t2)
+        theta_shape = runtime.push_shape(theta_shape_tape, theta)
+        theta = theta + _t2
+        # ode.py:37  omega = omega + dt * domega
+        domega_shape = runtime.push_shape(domega_shape_tape, domega)
+        _t3 = dt * domega
+        _t3_shape = runtime.push_shape(_t3_shape_tape, _t3)
+        omega_shape = runtime.push_shape(omega_shape_tape, omega)
+        omega = omega + _t3
     # ode.py:38  return np.array([theta, omega])
     _t4 = (theta, omega)
     _t5 = np.array(_t4)
@@ -124,96 +94,32 @@ def final_state_vjp(params, theta0, omega0, steps, dt, out_bar):
     # Grad of: ode.py:34  for step in range(steps):
     damping_bar = runtime.zeros_like(damping)
     length_bar = runtime.zeros_like(length)
-    if step_stride == 0:
-        for step in range(steps - 1, -1, -1):
-            # Grad of: ode.py:37  omega = omega + dt * domega
-            _t3_shape = runtime.pop_shape(_t3_shape_tape, _t3_shape)
-            omega_shape = runtime.pop_shape(omega_shape_tape, omega_shape)
-            _t3_bar = runtime.unbroadcast(omega_bar, _t3_shape)
-            omega_bar = runtime.unbroadcast(omega_bar, omega_shape)
-            domega_shape = runtime.pop_shape(domega_shape_tape, domega_shape)
-            domega_bar = runtime.unbroadcast(dt * _t3_bar, domega_shape)
-            # Grad of: ode.py:36  theta = theta + dt * dtheta
-            _t2_shape = runtime.pop_shape(_t2_shape_tape, _t2_shape)
-            theta_shape = runtime.pop_shape(theta_shape_tape, theta_shape)
-            _t2_bar = runtime.unbroadcast(theta_bar, _t2_shape)
-            theta_bar = runtime.unbroadcast(theta_bar, theta_shape)
-            dtheta_shape = runtime.pop_shape(dtheta_shape_tape, dtheta_shape)
-            dtheta_bar = runtime.unbroadcast(dt * _t2_bar, dtheta_shape)
-            # Grad of: ode.py:35  dtheta, domega = pendulum_rhs(theta, omega, damping, length)
-            _t1_bar = (dtheta_bar, domega_bar)
-            omega_tape_len -= 1
-            omega = omega_tape[omega_tape_len]
-            theta_tape_len -= 1
-            theta = theta_tape[theta_tape_len]
-            pendulum_rhs_bars = pendulum_rhs_vjp(
-                theta, omega, damping, length, _t1_bar
-            )[1]
-            theta_bar = runtime.tree_add(theta_bar, pendulum_rhs_bars[0])
-            omega_bar = runtime.tree_add(omega_bar, pendulum_rhs_bars[1])
-            damping_bar = runtime.tree_add(damping_bar, pendulum_rhs_bars[2])
-            length_bar = runtime.tree_add(length_bar, pendulum_rhs_bars[3])
-    else:
-        # Checkpointed: each stretch of step_stride trips from its snapshot, rerun taped, then reversed
-        for step_stretch in range(
-            (steps + (step_stride - 1)) // step_stride - 1, -1, -1
-        ):
-            omega = omega_snapshots[step_stretch]
-            theta = theta_snapshots[step_stretch]
-            step_first = step_stretch * step_stride
-            step_last = min(step_first + step_stride, steps)
-            for step in range(step_first, step_last):
-                # ode.py:35  dtheta, domega = pendulum_rhs(theta, omega, damping, length)
-                if omega_tape_len == 0:
-                    omega_tape = runtime.new_tape(omega, step_stride)
-                omega_tape[omega_tape_len] = omega
-                omega_tape_len += 1
-                if theta_tape_len == 0:
-                    theta_tape = runtime.new_tape(theta, step_stride)
-                theta_tape[theta_tape_len] = theta
-                theta_tape_len += 1
-                _t1 = pendulum_rhs(theta, omega, damping, length)
-                dtheta, domega = _t1
-                # ode.py:36  theta = theta + dt * dtheta
-                dtheta_shape = runtime.push_shape(dtheta_shape_tape, dtheta)
-                _t2 = dt * dtheta
-                _t2_shape = runtime.push_shape(_t2_shape_tape, _t2)
-                theta_shape = runtime.push_shape(theta_shape_tape, theta)
-                theta = theta + _t2
-                # ode.py:37  omega = omega + dt * domega
-                domega_shape = runtime.push_shape(domega_shape_tape, domega)
-                _t3 = dt * domega
-                _t3_shape = runtime.push_shape(_t3_shape_tape, _t3)
-                omega_shape = runtime.push_shape(omega_shape_tape, omega)
-                omega = omega + _t3
-            for step in range(step_last - 1, step_first - 1, -1):
-                # Grad of: ode.py:37  omega = omega + dt * domega
-                _t3_shape = runtime.pop_shape(_t3_shape_tape, _t3_shape)
-                omega_shape = runtime.pop_shape(omega_shape_tape, omega_shape)
-                _t3_bar = runtime.unbroadcast(omega_bar, _t3_shape)
-                omega_bar = runtime.unbroadcast(omega_bar, omega_shape)
-                domega_shape = runtime.pop_shape(domega_shape_tape, domega_shape)
-                domega_bar = runtime.unbroadcast(dt * _t3_bar, domega_shape)
-                # Grad of: ode.py:36  theta = theta + dt * dtheta
-                _t2_shape = runtime.pop_shape(_t2_shape_tape, _t2_shape)
-                theta_shape = runtime.pop_shape(theta_shape_tape, theta_shape)
-                _t2_bar = runtime.unbroadcast(theta_bar, _t2_shape)
-                theta_bar = runtime.unbroadcast(theta_bar, theta_shape)
-                dtheta_shape = runtime.pop_shape(dtheta_shape_tape, dtheta_shape)
-                dtheta_bar = runtime.unbroadcast(dt * _t2_bar, dtheta_shape)
-                # Grad of: ode.py:35  dtheta, domega = pendulum_rhs(theta, omega, damping, length)
-                _t1_bar = (dtheta_bar, domega_bar)
-                omega_tape_len -= 1
-                omega = omega_tape[omega_tape_len]
-                theta_tape_len -= 1
-                theta = theta_tape[theta_tape_len]
-                pendulum_rhs_bars = pendulum_rhs_vjp(
-                    theta, omega, damping, length, _t1_bar
-                )[1]
-                theta_bar = runtime.tree_add(theta_bar, pendulum_rhs_bars[0])
-                omega_bar = runtime.tree_add(omega_bar, pendulum_rhs_bars[1])
-                damping_bar = runtime.tree_add(damping_bar, pendulum_rhs_bars[2])
-                length_bar = runtime.tree_add(length_bar, pendulum_rhs_bars[3])
+    for step in range(steps - 1, -1, -1):
+        # Grad of: ode.py:37  omega = omega + dt * domega
+        _t3_shape = runtime.pop_shape(_t3_shape_tape, _t3_shape)
+        omega_shape = runtime.pop_shape(omega_shape_tape, omega_shape)
+        _t3_bar = runtime.unbroadcast(omega_bar, _t3_shape)
+        omega_bar = runtime.unbroadcast(omega_bar, omega_shape)
+        domega_shape = runtime.pop_shape(domega_shape_tape, domega_shape)
+        domega_bar = runtime.unbroadcast(dt * _t3_bar, domega_shape)
+        # Grad of: ode.py:36  theta = theta + dt * dtheta
+        _t2_shape = runtime.pop_shape(_t2_shape_tape, _t2_shape)
+        theta_shape = runtime.pop_shape(theta_shape_tape, theta_shape)
+        _t2_bar = runtime.unbroadcast(theta_bar, _t2_shape)
+        theta_bar = runtime.unbroadcast(theta_bar, theta_shape)
+        dtheta_shape = runtime.pop_shape(dtheta_shape_tape, dtheta_shape)
+        dtheta_bar = runtime.unbroadcast(dt * _t2_bar, dtheta_shape)
+        # Grad of: ode.py:35  dtheta, domega = pendulum_rhs(theta, omega, damping, length)
+        _t1_bar = (dtheta_bar, domega_bar)
+        omega_tape_len -= 1
+        omega = omega_tape[omega_tape_len]
+        theta_tape_len -= 1
+        theta = theta_tape[theta_tape_len]
+        pendulum_rhs_bars = pendulum_rhs_vjp(theta, omega, damping, length, _t1_bar)[1]
+        theta_bar = runtime.tree_add(theta_bar, pendulum_rhs_bars[0])
+        omega_bar = runtime.tree_add(omega_bar, pendulum_rhs_bars[1])
+        damping_bar = runtime.tree_add(damping_bar, pendulum_rhs_bars[2])
+        length_bar = runtime.tree_add(length_bar, pendulum_rhs_bars[3])
     # Grad of: ode.py:31  damping, length = params
     params_bar = runtime.unpack_bar((damping_bar, length_bar), params)
     return (_t5, (params_bar,))

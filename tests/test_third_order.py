@@ -3,6 +3,7 @@ jacrev(jacfwd(jacrev(f))), grad(hessian(f)) of a number, grad(jacfwd(f)), ..., c
 closed forms and central differences of hand-written second derivatives (never s2s itself),
 on the python backend and under s2s.jit; and what stays refused, with its way out."""
 
+import collections
 import math
 
 import numpy as np
@@ -332,6 +333,15 @@ def value_and_grad_inside(x):
     return s2s.value_and_grad(_sinsq)(x)[0] + np.sum(s2s.value_and_grad(_sinsq)(x)[1] ** 2)
 
 
+def _dict_energy(p):
+    return np.sum(np.sin(p["a"]) * p["b"]) + p["c"] ** 2
+
+
+def grad_of_a_dict_argument(x):  # the gradient of a function of a dict is a dict with its keys
+    g = s2s.grad(_dict_energy)({"a": x, "b": 2.0 * x, "c": x[0]})
+    return np.sum(np.sin(g["a"])) + np.sum(g["b"] ** 2) + g["c"]
+
+
 NESTED_CASES = {
     grad_of_a_number: (0.7,),
     grad_of_grad: (0.7,),
@@ -341,6 +351,7 @@ NESTED_CASES = {
     grad_of_a_nested_def_closing_over_x: (0.7,),
     grad_of_an_inline_lambda: (np.array([0.3, 0.8]),),
     value_and_grad_inside: (np.array([0.3, 0.8, -0.5]),),
+    grad_of_a_dict_argument: (np.array([0.3, 0.8, -0.5]),),
 }
 
 
@@ -376,6 +387,45 @@ def test_nested_grads_of_a_number_and_a_closure_compile_under_jit():
     got = s2s.jit(s2s.grad(both))(0.7)
     expected = central_difference_grad(both, (0.7,), 0, h=1e-5)
     assert got == pytest.approx(float(expected), rel=1e-7)
+
+
+Pair = collections.namedtuple("Pair", "w b")
+
+
+def _pair_energy(p):
+    return np.sum(np.cos(p.w) * p.b)
+
+
+def grads_of_a_namedtuple(p):
+    return s2s.grad(_pair_energy)(p)
+
+
+def grads_of_a_dict_in_a_nested_def(params, x):
+    def loss_fn(q):
+        return np.sum(np.tanh(x @ q["w"] + q["b"]) ** 2)
+    return s2s.grad(loss_fn)(params)
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_nested_grads_of_a_dict_and_a_namedtuple_have_their_structure_under_jit(backend):
+    rng = np.random.default_rng(3)
+    params, x = {"w": rng.normal(size=(3, 2)), "b": rng.normal(size=2)}, rng.normal(size=(4, 3))
+    got = s2s.jit(grads_of_a_dict_in_a_nested_def, backend=backend)(params, x)
+    assert isinstance(got, dict) and sorted(got) == ["b", "w"]
+
+    def loss(w, b):
+        return np.sum(np.tanh(x @ w + b) ** 2)
+
+    for k, key in enumerate(["w", "b"]):
+        expected = central_difference_grad(loss, (params["w"], params["b"]), k)
+        np.testing.assert_allclose(got[key], expected, rtol=1e-7, atol=1e-9)
+    pair = Pair(np.array([0.3, 0.8]), np.array([1.5, -0.5]))
+    got = s2s.jit(grads_of_a_namedtuple, backend=backend)(pair)
+    assert type(got) is Pair
+    np.testing.assert_allclose(got.w, central_difference_grad(lambda w: _pair_energy(Pair(w, pair.b)), (pair.w,), 0),
+                               rtol=1e-7)
+    np.testing.assert_allclose(got.b, central_difference_grad(lambda b: _pair_energy(Pair(pair.w, b)), (pair.b,), 0),
+                               rtol=1e-7)
 
 
 def grad_of_a_lambda_in_a_loop_body(x):

@@ -22,9 +22,9 @@ has no tapes; the reverse-mode code that s2s.grad(f) outside would run has tapes
 mode of generated reverse-mode code is refused (transforms/reverse/core.py). The price is one
 jvp per element (n for grad and jacfwd, n^2 for the Hessian) instead of one reverse sweep.
 
-grad (and value_and_grad) take x a number, an array, or a tuple or list of them, one number
-of x at a time (runtime.flat_size, unit_tangent, gradient_like): the gradient of a function of
-a number is a number, as JAX's. hessian, jacfwd and jacrev are written for array arguments
+grad (and value_and_grad) take x a number, an array, or a tuple, list, namedtuple or dict of them,
+nested, one number of x at a time (runtime.flat_size, unit_tangent, gradient_like): the gradient
+has x's structure, and the gradient of a function of a number is a number, as JAX's. hessian, jacfwd and jacrev are written for array arguments
 (x.size, x.reshape). grad, value_and_grad and hessian take a function with a number output,
 jacfwd and jacrev one with an array output. A module of them is written once per function to
 the cache directory, with f in its namespace as `fun`.
@@ -142,7 +142,7 @@ def _helper_source(fun: Callable, kind: str, k: int) -> tuple[str, str]:
             f"    return hessian.reshape({x}.shape + {x}.shape)",
         ]
     elif kind in ("grad", "value_and_grad"):
-        # (x a number, an array, or a tuple or list of them: runtime.unit_tangent gives the
+        # (x a number, an array, or a container of them: runtime.unit_tangent gives the
         # tangent of its number i, runtime.gradient_like the gradient in x's structure)
         gradient = f"runtime.gradient_like(gradient, {x})"
         lines += [

@@ -606,16 +606,36 @@ def require_distinct(items, message):
 
 # ---- s2s.grad(f)(x) inside a transformed function (doors/nested_derivatives.py) ----------
 # The helper s2s writes takes the derivative one number of x at a time, in forward mode; these
-# give it x's numbers whatever x is: a number, an array, or a tuple or list of them (JAX's
-# pytrees). The gradient of a function of a number is a number, as JAX's.
+# give it x's numbers whatever x is: a number, an array, or a tuple, list, namedtuple or dict of
+# them, nested (JAX's pytrees; a dict's values in its own order, which each of these follows).
+# The gradient of a function of a number is a number, as JAX's.
+
+
+def _children(x) -> list | None:
+    """The items of a container of x's pytree (a dict's values), None for a leaf."""
+    if isinstance(x, dict):
+        return list(x.values())
+    if isinstance(x, (tuple, list)):
+        return list(x)
+    return None
+
+
+def _rebuilt(x, parts: list):
+    """A container of x's kind (the same keys, the same namedtuple class) holding parts."""
+    if isinstance(x, dict):
+        return dict(zip(x.keys(), parts))
+    if isinstance(x, tuple) and hasattr(type(x), "_fields"):
+        return type(x)(*parts)
+    return tuple(parts) if isinstance(x, tuple) else list(parts)
 
 
 def flat_size(x) -> int:
-    """How many numbers x holds: 1 for a number, an array's size, the sum over a tuple's items."""
+    """How many numbers x holds: 1 for a number, an array's size, the sum over a container's items."""
     if isinstance(x, np.ndarray):
         return x.size
-    if isinstance(x, (tuple, list)):
-        return sum(flat_size(v) for v in x)
+    children = _children(x)
+    if children is not None:
+        return sum(flat_size(v) for v in children)
     return 1
 
 
@@ -627,34 +647,37 @@ def unit_tangent(x, i):
         if 0 <= i < x.size:
             unit[i] = 1.0
         return unit.reshape(x.shape)
-    if isinstance(x, (tuple, list)):
+    children = _children(x)
+    if children is not None:
         parts, start = [], 0
-        for v in x:
+        for v in children:
             parts.append(unit_tangent(v, i - start))
             start += flat_size(v)
-        return tuple(parts) if isinstance(x, tuple) else list(parts)
+        return _rebuilt(x, parts)
     return 1.0 if i == 0 else 0.0
 
 
 def gradient_like(g, x):
     """The flat gradient g (one number per number of x, in flat_size's order) in x's structure:
-    a number for a number, an array of x's shape for an array, a tuple for a tuple."""
+    a number for a number, an array of x's shape for an array, a container like x's for one."""
     if isinstance(x, np.ndarray):
         return g.reshape(x.shape)
-    if isinstance(x, (tuple, list)):
+    children = _children(x)
+    if children is not None:
         parts, start = [], 0
-        for v in x:
+        for v in children:
             n = flat_size(v)
             parts.append(gradient_like(g[start:start + n], v))
             start += n
-        return tuple(parts) if isinstance(x, tuple) else list(parts)
+        return _rebuilt(x, parts)
     return g[0]
 
 
 def gradient_flat(bar, g):
     """The adjoint of gradient_like(g, x): bar's numbers (an adjoint of x's structure) in a
     1-d array of g's length and dtype."""
-    if isinstance(bar, (tuple, list)):
-        parts = [gradient_flat(v, np.zeros(flat_size(v), g.dtype)) for v in bar]
+    children = _children(bar)
+    if children is not None:
+        parts = [gradient_flat(v, np.zeros(flat_size(v), g.dtype)) for v in children]
         return np.concatenate(parts) if parts else np.zeros(0, g.dtype)
     return np.array(bar, dtype=g.dtype).reshape(g.shape)

@@ -874,12 +874,19 @@ def _require_distinct(items, message):
                     _repeats=_repeats, S2SError=S2SError)
 
 
-# ---- s2s.grad(f)(x) inside a transformed function: x a number, an array, or a tuple of them
+# ---- s2s.grad(f)(x) inside a transformed function: x a number, an array, or a tuple, namedtuple
+# or dict (a DictTuple) of them
 
 
 def _offsets(x) -> str:
     """Lines s1 = s0 + flat_size(x[0]), ...: where each item of the tuple x begins among its numbers."""
     return "    s0 = 0\n" + "".join(f"    s{k + 1} = s{k} + rt.flat_size(x[{k}])\n" for k in range(len(x)))
+
+
+def _built(x, parts: str) -> str:
+    """The expression of a container of x's type holding parts: a namedtuple (a dict argument's
+    DictTuple too, which comes back as a dict) of x's class, `cls`, or a tuple."""
+    return f"cls({parts})" if isinstance(x, types.BaseNamedTuple) else f"({parts})"
 
 
 @overload(rt.flat_size)
@@ -891,7 +898,7 @@ def _flat_size(x):
     if isinstance(x, types.BaseTuple):
         return _compile(f"def flat_size(x):\n{_offsets(x)}    return s{len(x)}\n", "flat_size")
     raise TypingError("s2s: s2s.grad(f)(x) inside a function compiled by s2s.jit takes x a number, an array or a "
-                      "tuple of them")
+                      "tuple, namedtuple or dict of them")
 
 
 @overload(rt.unit_tangent)
@@ -907,7 +914,8 @@ def _unit_tangent(x, i):
         return lambda x, i: 1.0 if i == 0 else 0.0
     if isinstance(x, types.BaseTuple):
         parts = "".join(f"rt.unit_tangent(x[{k}], i - s{k}), " for k in range(len(x)))
-        return _compile(f"def unit_tangent(x, i):\n{_offsets(x)}    return ({parts})\n", "unit_tangent")
+        return _compile(f"def unit_tangent(x, i):\n{_offsets(x)}    return {_built(x, parts)}\n", "unit_tangent",
+                        cls=getattr(x, "instance_class", None))
     return None
 
 
@@ -919,7 +927,8 @@ def _gradient_like(g, x):
         return lambda g, x: g[0]
     if isinstance(x, types.BaseTuple):
         parts = "".join(f"rt.gradient_like(np.ascontiguousarray(g[s{k}:s{k + 1}]), x[{k}]), " for k in range(len(x)))
-        return _compile(f"def gradient_like(g, x):\n{_offsets(x)}    return ({parts})\n", "gradient_like")
+        return _compile(f"def gradient_like(g, x):\n{_offsets(x)}    return {_built(x, parts)}\n", "gradient_like",
+                        cls=getattr(x, "instance_class", None))
     return None
 
 
