@@ -22,12 +22,13 @@ has no tapes; the reverse-mode code that s2s.grad(f) outside would run has tapes
 mode of generated reverse-mode code is refused (transforms/reverse/core.py). The price is one
 jvp per element (n for grad and jacfwd, n^2 for the Hessian) instead of one reverse sweep.
 
-grad (and value_and_grad) take x a number, an array, or a tuple, list, namedtuple or dict of them,
-nested, one number of x at a time (runtime.flat_size, unit_tangent, gradient_like): the gradient
-has x's structure, and the gradient of a function of a number is a number, as JAX's. hessian, jacfwd and jacrev are written for array arguments
-(x.size, x.reshape). grad, value_and_grad and hessian take a function with a number output,
-jacfwd and jacrev one with an array output. A module of them is written once per function to
-the cache directory, with f in its namespace as `fun`.
+grad (and value_and_grad) take x a number, an array, or a tuple, list, namedtuple or dict of
+them, nested, one number of x at a time (runtime.flat_size, unit_tangent, gradient_like): the
+gradient has x's structure, and the gradient of a function of a number is a number, as JAX's.
+hessian, jacfwd and jacrev are written for array arguments (x.size, x.reshape). grad,
+value_and_grad and hessian take a function with a number output, jacfwd and jacrev one with an
+array output. A module of them is written once per function to the cache directory, with f in
+its namespace as `fun`.
 
 f may be a helper written here (s2s.grad(s2s.grad(f))), or a lambda or def nested in the
 transformed function: the frontend writes that as a module-level def with the variables it

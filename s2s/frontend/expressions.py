@@ -1091,6 +1091,12 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
                 return None
         return value if hasattr(value, "as_called_function") else None
 
+    def _root_is_local(self, node: cst.BaseExpression) -> bool:
+        """Is node a variable of the function, or an attribute of one (state, state.tx)?"""
+        while isinstance(node, cst.Attribute):
+            node = node.value
+        return isinstance(node, cst.Name) and node.value in self.locals
+
     def _is_module_path(self, node: cst.BaseExpression) -> bool:
         root = node
         while isinstance(root, cst.Attribute):
@@ -1278,6 +1284,17 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
             return self.dict_get(node, receiver)
         args, kwargs = self.arguments(node)
         target = methods().get(method)
+        if target is None and not hasattr(np.ndarray, method) and self._root_is_local(func.value):
+            # state.apply_fn(params, x), state.apply_gradients(grads=g): a function that a value
+            # holds, which s2s cannot read when it writes the code (it reads functions by name)
+            held = f"{_dotted(func.value)}.{method}"
+            raise self.error(node, f"{held}(...) calls what the value {_dotted(func.value)} holds, known only when "
+                             "the code runs: s2s reads the code of the functions it calls when it writes derivative "
+                             "and compiled code, and finds them by name",
+                             "call a module-level function by name, and a model as model.apply(params, x) with "
+                             "model a module-level object; to train with a TrainState, compile the gradient of a "
+                             "module-level loss, grad_fn = s2s.jit(s2s.grad(loss)), and take the step in Python: "
+                             "state = state.apply_gradients(grads=grad_fn(state.params, batch))")
         if target is None:
             raise self.error(node, f"the method .{method}() is not supported",
                              "call the NumPy function instead")

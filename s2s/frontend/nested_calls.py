@@ -72,13 +72,22 @@ class JvpCallLowering:
         try:
             entry = NESTED_CALLS[public](fun, argnums)
         except S2SError as exc:
-            raise self.error(node, f"s2s.{kind} of {fun.__name__}: {exc.reason}", exc.hint) from None
+            raise self.nested_error(node, f"s2s.{kind} of {fun.__name__}", exc) from None
         args, kwargs = self.arguments(node)
         if extra and (kwargs or len(args) != count):
             raise self.error(node, f"s2s.{kind}(...) of a nested function inside a transformed function is given "
                              f"{len(args)} positional arguments for its {count} parameters",
                              "pass each of its parameters, by position")
         return self.user_call(node, entry, args + extra, kwargs)
+
+    def nested_error(self, node: cst.CSTNode, what: str, exc: S2SError) -> S2SError:
+        """The refusal of a function given to a transform here: at the construct refused, where the
+        refusal names one in the same file (a def or lambda nested here, or a function beside it),
+        with the line of the call; at the call otherwise."""
+        call = self.parsed.origin(node)
+        if exc.origin is None or call is None or exc.origin.filename != call.filename:
+            return self.error(node, f"{what}: {exc.reason}", exc.hint)
+        return S2SError(f"{what} (called at line {call.line}): {exc.reason}", exc.origin, exc.hint)
 
     def nested_function(self, function: cst.BaseExpression, kind: str, hint: str,
                         way_out: str | None = None) -> tuple[Any, list, int]:
@@ -99,8 +108,7 @@ class JvpCallLowering:
                 try:
                     return NESTED_CALLS[public](inner, argnums), extra, count
                 except S2SError as exc:
-                    raise self.error(function, f"s2s.{public.__name__} of {inner.__name__}: {exc.reason}",
-                                     exc.hint) from None
+                    raise self.nested_error(function, f"s2s.{public.__name__} of {inner.__name__}", exc) from None
         if isinstance(function, cst.Lambda):
             return self.local_function(function, kind, "lambda", lambda_def(function), way_out)
         if isinstance(function, cst.Name) and function.value in self.def_names:

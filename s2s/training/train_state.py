@@ -7,7 +7,10 @@ in one immutable value.
     state = state.apply_gradients(grads=grads)
 
 apply_gradients runs the optimizer's update as Python and NumPy on the pytrees (s2s.optax), on the
-gradient a transformed function returns."""
+gradient a transformed function returns. A train_step that s2s.jit compiles whole is not supported:
+inside a transformed function, state.apply_fn(...) and state.apply_gradients(...) are refused with an
+S2SError at their line (what an argument holds is known only when the code runs); jit the gradient
+of a module-level loss and take the step in Python."""
 
 from __future__ import annotations
 
