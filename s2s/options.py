@@ -47,7 +47,9 @@ def _filtering(value: Any) -> str:
     return value
 
 
-def _bytes(value: Any) -> int:
+def _bytes(value: Any) -> int | None:
+    if value is None or (isinstance(value, str) and value.strip().lower() in ("", "none")):
+        return None
     try:
         return _parse_bytes(value)
     except ValueError:
@@ -84,10 +86,10 @@ OPTIONS = {
         "auto", "'off': an S2SError shows s2s's own frames in its traceback; any other value hides them, "
                 "so the traceback ends at your call and the message names your line.", _filtering),
     "s2s_tape_budget": Option(
-        1 << 30, "The bytes one loop's reverse-mode tape may take (1 GiB by default; '512MiB' and 1e9 are taken too): "
-                 "a range loop whose tape would take more runs checkpointed (snapshots of its carried values, "
-                 "each stretch of trips run again taped in the reverse sweep), which costs about one more run of "
-                 "the loop. grad, value_and_grad and vjp take tape_budget= for one function.", _bytes),
+        None, "The bytes one loop's reverse-mode tape may take ('1GiB', '512MiB' and 1e9 are taken too; None, the "
+              "default: no limit): a range loop whose tape would take more runs checkpointed (snapshots of its "
+              "carried values, each stretch of trips run again taped in the reverse sweep), which costs about one "
+              "more run of the loop. grad, value_and_grad and vjp take tape_budget= for one function.", _bytes),
 }
 
 UNSUPPORTED = {

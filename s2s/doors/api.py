@@ -21,9 +21,10 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
          tape_budget: int | str | None = None):
     """Reverse-mode gradient of a scalar function, as in jax.grad.
 
-    tape_budget: the bytes one loop's tape may take (default s2s.config.s2s_tape_budget, 1 GiB,
-    or S2S_TAPE_BUDGET): a `for i in range(n)` loop whose tape would take more is checkpointed,
-    at the cost of about one more run of the loop (docs: "Long loops in bounded memory").
+    tape_budget: the bytes one loop's tape may take (default s2s.config.s2s_tape_budget, or
+    S2S_TAPE_BUDGET; unset, no limit): a `for i in range(n)` loop whose tape would take more is
+    checkpointed, at the cost of about one more run of the loop (docs: "Long loops: the tape
+    budget").
 
     >>> import numpy as np, s2s
     >>> def f(x):

@@ -170,11 +170,13 @@ def plan(unit: Unit) -> None:
                              _named_facts(unit), bool(unit.options.get("value", True)), _tape_budget(unit))
 
 
-def _tape_budget(unit: Unit) -> int:
+def _tape_budget(unit: Unit) -> int | None:
     """The bytes a loop's tape may take before the loop runs checkpointed: grad's or vjp's
-    tape_budget, else s2s.config's s2s_tape_budget (S2S_TAPE_BUDGET)."""
+    tape_budget, else s2s.config's s2s_tape_budget (S2S_TAPE_BUDGET); None: no limit, and no
+    checkpointed path written."""
     budget = unit.options.get("tape_budget")
-    return int(config.s2s_tape_budget if budget is None else budget)
+    budget = config.s2s_tape_budget if budget is None else budget
+    return None if budget is None else int(budget)
 
 
 def forward_sweep(unit: Unit) -> None:
