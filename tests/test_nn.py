@@ -67,6 +67,10 @@ def mlp_loss(variables, x):
     return np.sum(np.tanh(MODEL.apply(variables, x)) ** 2)
 
 
+def mlp_loss_mean(variables, x):
+    return np.mean(np.tanh(MODEL.apply(variables, x)) ** 2)
+
+
 def test_init_names_dense_layers_as_flax_and_draws_lecun_normal_kernels_and_zero_biases():
     params = VARIABLES["params"]
     assert set(VARIABLES) == {"params"} and set(params) == {"Dense_0", "Dense_1"}
@@ -126,6 +130,18 @@ def test_vmap_of_apply_over_examples_is_apply_of_each():
     per_example_grads = s2s.vmap(s2s.grad(mlp_loss), in_axes=(None, 0))(VARIABLES, X)
     first = s2s.grad(mlp_loss)(VARIABLES, X[0])
     assert_trees_close(s2s.tree_util.tree_map(lambda g: g[0], per_example_grads), first, rtol=1e-10)
+
+
+def test_pmap_of_grad_through_apply_averages_to_the_full_batch_gradient(monkeypatch):
+    monkeypatch.setenv("S2S_CPU_DEVICES", "2")
+
+    def shard_step(variables, x):
+        return s2s.lax.pmean(s2s.grad(mlp_loss_mean)(variables, x), "i")
+
+    shards = np.random.default_rng(2).normal(size=(2, 3, 2))
+    averaged = s2s.pmap(shard_step, "i", in_axes=(None, 0), out_axes=None, devices=s2s.devices()[:2])(VARIABLES, shards)
+    full = grad_by_differences(lambda v: mlp_loss_mean(v, shards.reshape(6, 2)), VARIABLES)
+    assert_trees_close(averaged, full, rtol=1e-6, atol=1e-8)
 
 
 def test_jit_of_grad_through_apply_agrees_with_the_python_backend():
