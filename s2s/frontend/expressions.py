@@ -1284,8 +1284,9 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
             return self.dict_get(node, receiver)
         args, kwargs = self.arguments(node)
         target = methods().get(method)
-        if target is None and not any(hasattr(kind, method) for kind in (np.ndarray, np.random.Generator, np.random.RandomState)) \
-                and self._root_is_local(func.value):
+        held_by_value = not any(hasattr(kind, method) for kind in (np.ndarray, np.random.Generator,
+                                                                     np.random.RandomState))
+        if target is None and held_by_value and self._root_is_local(func.value):
             # state.apply_fn(params, x), state.apply_gradients(grads=g): a function that a value
             # holds, which s2s cannot read when it writes the code (it reads functions by name)
             held = f"{_dotted(func.value)}.{method}"
