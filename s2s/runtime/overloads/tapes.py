@@ -231,19 +231,4 @@ def _snapshot_bytes(x):
 
 @overload(rt.checkpoint_stride)
 def _checkpoint_stride(trips, pushes, budget, *sizes):
-    def impl(trips, pushes, budget, *sizes):
-        state = 0
-        largest = 0
-        for size in sizes:
-            if size < 0:
-                return 0
-            state += size
-            largest = max(largest, size)
-        per_trip = pushes * max(largest, 1)
-        if trips <= 1 or trips * per_trip <= budget:
-            return 0
-        stride = int(np.sqrt(trips * max(state, 1) / per_trip))
-        if stride * per_trip > budget:
-            stride = budget // per_trip
-        return min(max(stride, 1), trips)
-    return impl
+    return rt.checkpoint_stride  # (plain Python over numbers, which Numba compiles as it is)
