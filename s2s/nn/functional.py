@@ -83,11 +83,12 @@ def layer_norm_without_affine(x, epsilon):
 
 def dropout(x, rate, deterministic, key):
     """x with each entry kept with probability 1 - rate and scaled by 1 / (1 - rate), else 0
-    (Flax's mask: random.bernoulli(key, 1 - rate, x.shape)); x itself when deterministic."""
+    (Flax's mask: random.bernoulli(key, 1 - rate, x.shape), drawn in float32 as Flax draws it);
+    x itself when deterministic."""
     if deterministic:
         return x
     keep = 1.0 - rate
-    mask = random.bernoulli(key, keep, x.shape)
+    mask = random.bernoulli(key, np.float32(keep), x.shape)
     return np.where(mask, x / keep, 0.0)
 
 

@@ -15,16 +15,25 @@ import numpy as np
 
 from ..errors import S2SError
 from . import functional, initializers
-from .module import Module, compact, name_hash
+from .module import Module, compact, static_hash
 
 
 def _key_code(path: tuple, count: int) -> str:
     """The code of the key a module at path draws for its count-th use of the 'dropout' stream:
-    rngs["dropout"] folded with each name's hash, then with the count (module.py, Scope)."""
-    code = 'rngs["dropout"]'
-    for name in path:
-        code = f"nn_random.fold_in({code}, {name_hash(name)})"
-    return f"nn_random.fold_in({code}, {count})"
+    rngs["dropout"] folded with the hash of the path and the count (module.py, Scope)."""
+    return f'nn_random.fold_in(rngs["dropout"], {static_hash(tuple(path) + (count,))})'
+
+
+
+def _drawn_as_flax(init_fn: Callable) -> Callable:
+    """init_fn drawing as Flax draws: in float32 (Flax's param_dtype), widened to a float64
+    param_dtype (s2s's default), so that init gives Flax's numbers; zeros and ones are the same
+    either way. A float32 param_dtype is drawn as it is."""
+    def draw(key, shape, dtype=np.float64):
+        if np.dtype(dtype) != np.float64:
+            return init_fn(key, shape, dtype)
+        return np.asarray(init_fn(key, shape, np.float32), np.float64)
+    return draw
 
 
 class Layer(Module):
@@ -53,10 +62,10 @@ class Dense(Layer):
     @compact
     def __call__(self, inputs):
         x = np.asarray(inputs)
-        kernel = self.param("kernel", self.kernel_init, (x.shape[-1], self.features), self.param_dtype)
+        kernel = self.param("kernel", _drawn_as_flax(self.kernel_init), (x.shape[-1], self.features), self.param_dtype)
         if not self.use_bias:
             return functional.dense_without_bias(x, kernel)
-        bias = self.param("bias", self.bias_init, (self.features,), self.param_dtype)
+        bias = self.param("bias", _drawn_as_flax(self.bias_init), (self.features,), self.param_dtype)
         return functional.dense(x, kernel, bias)
 
     def written_call(self, params, args, kwargs, writer):
@@ -118,11 +127,12 @@ class Conv(Layer):
     def __call__(self, inputs):
         kernel_size, pads = self._checked()
         x = np.asarray(inputs)
-        kernel = self.param("kernel", self.kernel_init, kernel_size + (x.shape[-1], self.features), self.param_dtype)
+        kernel = self.param("kernel", _drawn_as_flax(self.kernel_init), kernel_size + (x.shape[-1], self.features),
+                            self.param_dtype)
         flat = [p for pair in pads for p in pair]
         y = (functional.conv_1d if len(kernel_size) == 1 else functional.conv_2d)(x, kernel, *flat)
         if self.use_bias:
-            y = y + self.param("bias", self.bias_init, (self.features,), self.param_dtype)
+            y = y + self.param("bias", _drawn_as_flax(self.bias_init), (self.features,), self.param_dtype)
         return y
 
     def written_call(self, params, args, kwargs, writer):
@@ -144,7 +154,8 @@ class Embed(Layer):
 
     @compact
     def __call__(self, inputs):
-        table = self.param("embedding", self.embedding_init, (self.num_embeddings, self.features), self.param_dtype)
+        table = self.param("embedding", _drawn_as_flax(self.embedding_init), (self.num_embeddings, self.features),
+                           self.param_dtype)
         return functional.embed(table, np.asarray(inputs))
 
     def written_call(self, params, args, kwargs, writer):
@@ -165,8 +176,9 @@ class LayerNorm(Layer):
     def __call__(self, x):
         x = np.asarray(x)
         features = (x.shape[-1],)
-        scale = self.param("scale", self.scale_init, features, self.param_dtype) if self.use_scale else 1.0
-        bias = self.param("bias", self.bias_init, features, self.param_dtype) if self.use_bias else 0.0
+        scale = self.param("scale", _drawn_as_flax(self.scale_init), features, self.param_dtype) \
+            if self.use_scale else 1.0
+        bias = self.param("bias", _drawn_as_flax(self.bias_init), features, self.param_dtype) if self.use_bias else 0.0
         return functional.layer_norm(x, scale, bias, self.epsilon)
 
     def written_call(self, params, args, kwargs, writer):
@@ -226,8 +238,10 @@ class Dropout(Layer):
 
 class Sequential(Module):
     """Each layer applied to the result of the one before; a layer may be a module or a function
-    (nn.relu). Sequential([nn.Dense(4), nn.relu, nn.Dense(2)]) names its modules layers_0 and
-    layers_2, by their place in the list, as Flax does."""
+    (nn.relu). As in Flax, modules that no module made (made outside init and apply, or in a
+    setup) are its layers_0, layers_2, ... by their place in the list; modules made inline in an
+    @nn.compact method (Sequential([nn.Dense(4), nn.relu, nn.Dense(2)]) there) stay that
+    method's module's Dense_0 and Dense_1, and the Sequential has no parameters of its own."""
 
     layers: Sequence[Any]
 

@@ -6,11 +6,12 @@ describes the computation. `model.init(key, x)` runs `__call__` once, creating e
 with its initialiser; `model.apply(variables, x)` runs it with the parameters given. Names and
 nesting are Flax's: a submodule made inline is `ClassName_k` (k counting that class within its
 parent, in the order they are made), one assigned in setup is named by its attribute
-(`layers_0`, `layers_1` for a list), a module given as a field of another by that field.
+(`layers_0`, `layers_1` for a list), a module that no module made (made outside init and apply,
+or in a setup) and that is given as a field of another by that field (Sequential's `layers_0`).
 
-Random streams are Flax's too: a module's stream of kind k ('params', 'dropout') is the key of
-its parent folded with the SHA-1 of its name (the first four bytes, big-endian), and each draw
-(`make_rng(k)`, one per parameter created) folds in a count from 1.
+Random streams are Flax's too: each draw of a module's stream of kind k ('params', 'dropout';
+`make_rng(k)`, one per parameter created) is the stream's key given to init or apply folded once
+with a hash of the module's path and a count of its draws from 1 (static_hash).
 
 Inside a function given to s2s (grad, jit, vmap), `model.apply` is not run: s2s reads it as
 the plain function s2s.nn writes for the module (writing.py; `model.apply.as_called_function()`).
@@ -47,9 +48,14 @@ def compact(method: Callable) -> Callable:
     return method
 
 
-def name_hash(name: str) -> int:
-    """The number Flax folds into a key for a scope's name: SHA-1's first four bytes, big-endian."""
-    return int.from_bytes(hashlib.sha1(name.encode("utf-8")).digest()[:4], "big")
+def static_hash(items: tuple) -> int:
+    """The number Flax folds into a stream's key for a draw: the SHA-1 of the draw's path and
+    count one after another (a name as UTF-8, a count as its big-endian bytes), its first four
+    bytes read big-endian."""
+    digest = hashlib.sha1()
+    for item in items:
+        digest.update(item.encode("utf-8") if isinstance(item, str) else item.to_bytes((item.bit_length() + 7) // 8, "big"))
+    return int.from_bytes(digest.digest()[:4], "big")
 
 
 class Scope:
@@ -74,8 +80,7 @@ class Scope:
                 params = self.params.get(name, {})
             else:
                 params = None
-            rngs = {kind: random.fold_in(key, name_hash(name)) for kind, key in self.rngs.items()} \
-                if self.mode != "write" else {}
+            rngs = self.rngs if self.mode != "write" else {}  # (the streams' keys; a draw hashes the path)
             self.children[name] = Scope(params, rngs, self.mode, self.path + (name,))
         return self.children[name]
 
@@ -85,7 +90,7 @@ class Scope:
             raise S2SError(f"{where} draws from the random stream {kind!r}, which was not given",
                            hint=f"pass rngs={{{kind!r}: key}} to init or apply")
         self.rng_counts[kind] = self.rng_counts.get(kind, 0) + 1
-        return random.fold_in(self.rngs[kind], self.rng_counts[kind])
+        return random.fold_in(self.rngs[kind], static_hash(self.path + (self.rng_counts[kind],)))
 
 
 def _modules_in(value: Any) -> list[tuple[str, "Module"]]:
@@ -131,8 +136,10 @@ class Module:
         return f"{class_name}_{k}"
 
     def _adopt_fields(self):
-        """Modules given as fields (Sequential's layers) become children named by the field; one
-        just made inline for this purpose gives its automatic name back to its maker."""
+        """Modules given as fields (Sequential's layers) that no module has made yet (made outside
+        init and apply, or in a setup) become children named by the field (`layers_0`); one made
+        inline in an @nn.compact method stays its maker's child, with its automatic name
+        (`Dense_0` of the maker), as in Flax."""
         for field in dataclasses.fields(self):
             if field.name == "name":
                 continue
@@ -142,12 +149,9 @@ class Module:
                 continue
             adopted = []
             for suffix, child in found:
-                maker = child._nn["parent"]
-                if maker is not None and child.name is None:
-                    auto = child._nn["name"]
-                    class_name = type(child).__name__
-                    if auto == f"{class_name}_{maker._nn['counts'].get(class_name, 0) - 1}":
-                        maker._nn["counts"][class_name] -= 1
+                if child._nn["parent"] is not None:
+                    adopted.append(child)
+                    continue
                 child = copy.copy(child)
                 object.__setattr__(child, "_nn", dict(child._nn, parent=self, scope=None,
                                                        name=child.name or field.name + suffix))

@@ -329,10 +329,15 @@ class FunctionWriter:
     def program_call_of_child(self, owner: Module, child: Module, params: str, args: list[str],
                               kwargs: dict[str, str]) -> str:
         """The call of a module that owner (a layer written in one expression: Sequential) holds:
-        its params within owner's (params), written as this function writes its own children."""
-        child._scope()
-        name = child._nn["name"]
-        child_params = f'{params}["{name}"]'
+        its params where its scope is, within owner's (params) where owner adopted it, within this
+        function's where it was made inline here (Flax's nn.Sequential([nn.Dense(4), ...]) in an
+        @nn.compact method: the layers are Dense_0, ... of this module), written as this function
+        writes its own children."""
+        path, owner_path, own_path = child._scope().path, owner._scope().path, self.module._scope().path
+        if path[:len(owner_path)] == owner_path:
+            child_params = params + "".join(f'["{name}"]' for name in path[len(owner_path):])
+        else:
+            child_params = "params" + "".join(f'["{name}"]' for name in path[len(own_path):])
         if hasattr(child, "written_call"):
             return child.written_call(child_params, args, kwargs, self)
         written = self.program.write(child, f"{self.name}_{'_'.join(child._scope().path)}", top=False)
