@@ -274,6 +274,8 @@ def test_conv_1d_and_2d_same_and_valid_in_nhwc_are_cross_correlations_and_differ
     h = correlate(h, p["Conv_1"]["kernel"], [(0, 0), (0, 0)]) + p["Conv_1"]["bias"]
     y = correlate(h.reshape(2, -1, 2), p["Conv_2"]["kernel"], [(1, 1)]) + p["Conv_2"]["bias"]
     np.testing.assert_allclose(model.apply(variables, x), y, rtol=1e-12)
+    assert_flax_s(p, FLAX["conv_params"])  # (the kernels' fan_in: the window's size times the input features)
+    np.testing.assert_allclose(model.apply(variables, x), FLAX["conv_apply"], rtol=1e-5, atol=1e-6)
 
     def loss(variables, x):
         return np.sum(model.apply(variables, x) ** 2)

@@ -51,6 +51,15 @@ class Tagger(nn.Module):
         return nn.log_softmax(x)
 
 
+class ConvNet(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        x = nn.Conv(3, (3, 2), padding="SAME")(x)
+        x = nn.sigmoid(x)
+        x = nn.Conv(2, (2, 2), padding="VALID")(x)
+        return nn.Conv(1, 3, padding="SAME")(x.reshape(x.shape[0], -1, 2))
+
+
 def as_lists(tree):
     return jax.tree_util.tree_map(lambda a: np.asarray(a).tolist(), tree)
 
@@ -59,6 +68,8 @@ x = np.random.default_rng(1).normal(size=(4, 2)).astype(np.float32)
 ids = np.array([1, 2, 5, 6, 2])
 mlp = MLP().init(jax.random.PRNGKey(0), x)
 tagger = Tagger().init(jax.random.PRNGKey(0), ids)
+images = np.random.default_rng(2).normal(size=(2, 5, 4, 2)).astype(np.float32)
+conv = ConvNet().init(jax.random.PRNGKey(0), images)
 json.dump({
     "versions": {"flax": __import__("flax").__version__, "jax": jax.__version__},
     "mlp_params": as_lists(mlp["params"]),
@@ -67,5 +78,7 @@ json.dump({
     "tagger_apply": as_lists(Tagger().apply(tagger, ids)),
     "tagger_apply_with_dropout": as_lists(Tagger().apply(tagger, ids, train=True,
                                                          rngs={"dropout": jax.random.PRNGKey(3)})),
+    "conv_params": as_lists(conv["params"]),
+    "conv_apply": as_lists(ConvNet().apply(conv, images)),
 }, sys.stdout, indent=1)
 sys.stdout.write("\n")
