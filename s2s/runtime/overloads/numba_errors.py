@@ -16,12 +16,18 @@ from numba.np import arrayobj
 
 def _use_the_generic_message() -> None:
     # (the registry's entries, not a typing context's: resolving through a context would load
-    # every registry, a cost the first compile pays anyway but a cached call need not)
+    # every registry, a cost the first compile pays anyway but a cached call need not; a Numba
+    # without these names keeps its own message)
+    stub = getattr(arrayobj, "raise_with_shape_context", None)
+    cpu = getattr(arrayobj, "ol_raise_with_shape_context_cpu", None)
+    generic = getattr(arrayobj, "ol_raise_with_shape_context_generic", None)
+    if stub is None or cpu is None or generic is None:
+        return
     for function, function_type in builtin_registry.globals:
-        if function is arrayobj.raise_with_shape_context:
+        if function is stub:
             for template in function_type.templates:
-                if getattr(template, "_overload_func", None) is arrayobj.ol_raise_with_shape_context_cpu:
-                    template._overload_func = arrayobj.ol_raise_with_shape_context_generic
+                if getattr(template, "_overload_func", None) is cpu:
+                    template._overload_func = generic
 
 
 _use_the_generic_message()
