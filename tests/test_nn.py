@@ -324,11 +324,13 @@ def test_what_cannot_be_written_as_a_plain_function_is_refused_with_a_way_out():
     x = np.ones((1, 2))
     variables = Branching().init(KEY, x)
     branching = Branching()
-    with pytest.raises(s2s.S2SError, match="under an if, for or while that the data decides"):
+    with pytest.raises(s2s.S2SError, match="under an if, for or while that the data decides") as info:
         s2s.grad(lambda v: np.sum(branching.apply(v, x)))(variables)
+    line = inspect.getsourcelines(Branching.__call__)[1] + 3  # (the decorator, the def, the if)
+    assert str(info.value).startswith(f"{__file__}:{line}:20: s2s.nn cannot write Branching.__call__")
     holder = Holder()
     variables = holder.init(KEY, x)
-    with pytest.raises(s2s.S2SError, match="a module used as a value"):
+    with pytest.raises(s2s.S2SError, match=r"test_nn.py:\d+:\d+: .*a module used as a value"):
         s2s.grad(lambda v: np.sum(holder.apply(v, x)))(variables)
 
 

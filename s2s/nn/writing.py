@@ -33,7 +33,6 @@ import hashlib
 import inspect
 import keyword
 import os
-import textwrap
 from typing import Any
 
 import libcst as cst
@@ -41,6 +40,7 @@ import numpy as np
 
 from ..backends import loading
 from ..errors import S2SError
+from ..frontend.source import parse_function
 from . import functional
 from .. import random
 from .module import WRITERS, Module, Scope, _running
@@ -137,13 +137,17 @@ class FunctionWriter:
         self.uses_rngs = False
         self.injected: dict[str, Any] = {}
         self.origin = ""
+        self.parsed = None  # __call__'s source with positions (frontend/source.py), once read
 
     # -- errors --------------------------------------------------------------------------------
 
     def refuse(self, node: cst.CSTNode | None, what: str, hint: str) -> S2SError:
+        """The refusal, at node's file:line:col in __call__ (at its def where node is None)."""
         where = f"{type(self.module).__name__}.__call__"
-        text = f" ({_code_of(node).strip()[:80]})" if node is not None else ""
-        return S2SError(f"s2s.nn cannot write {where} as a plain function: {what}{text}", hint=hint)
+        origin = None
+        if self.parsed is not None:
+            origin = self.parsed.origin(node if node in self.parsed.positions else self.parsed.node)
+        return S2SError(f"s2s.nn cannot write {where} as a plain function: {what}", origin, hint)
 
     # -- expressions ---------------------------------------------------------------------------
 
@@ -494,11 +498,11 @@ class FunctionWriter:
 
     def write(self) -> str:
         try:
-            source = textwrap.dedent(inspect.getsource(self.method))
-        except (OSError, TypeError) as exc:
-            raise self.refuse(None, f"the source of {type(self.module).__name__}.__call__ cannot be read ({exc})",
-                              "define the module in a file") from None
-        function = next(s for s in cst.parse_module(source).body if isinstance(s, cst.FunctionDef))
+            self.parsed = parse_function(self.method)
+        except S2SError as exc:
+            raise self.refuse(None, f"the source of {type(self.module).__name__}.__call__ cannot be read "
+                              f"({exc.reason})", "define the module in a file") from None
+        function = self.parsed.node
         params = function.params
         if params.star_kwarg is not None or params.star_arg not in (None, cst.MaybeSentinel.DEFAULT) \
                 or params.posonly_params:
@@ -513,10 +517,7 @@ class FunctionWriter:
                               "function's own)", "rename it")
         self.dynamic.update(names)
         self.static["self"] = self.module
-        try:
-            self.origin = f"{os.path.basename(inspect.getsourcefile(self.method))}:{inspect.getsourcelines(self.method)[1]}"
-        except (OSError, TypeError):
-            self.origin = "?"
+        self.origin = f"{os.path.basename(self.parsed.filename)}:{self.parsed.first_line}"
         self.module._scope()
         self.module._set_up()
         compact = getattr(self.method, "nn_compact", False)
