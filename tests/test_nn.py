@@ -345,3 +345,113 @@ PLAIN = Plain()
 def test_other_global_objects_are_still_refused_as_values():
     with pytest.raises(s2s.S2SError, match="cannot be used as a value"):
         s2s.grad(lambda x: PLAIN.apply(x) ** 2)(1.0)
+
+
+class Linear(nn.Module):
+    features: int
+
+    @nn.compact
+    def __call__(self, x):
+        w = self.param("w", nn.initializers.lecun_normal(), (x.shape[-1], self.features))
+        b = self.param("b", nn.initializers.normal(0.5), (self.features,))
+        return x @ w + b
+
+
+class LinearTanh(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        x = Linear(4)(x)  # a module of the user's inside another
+        scale = self.param("scale", nn.initializers.uniform(2.0), (1,))
+        return np.tanh(x) * scale
+
+
+class Gated(nn.Module):
+    """setup-style: a module of the user's held as an attribute, called twice, and a parameter of
+    its own read in __call__."""
+
+    def setup(self):
+        self.inner = Linear(2)
+
+    def __call__(self, x):
+        return self.inner(x) * self.param("gain", nn.initializers.ones, (2,)) + self.inner(x) ** 2
+
+
+LINEAR_TANH = LinearTanh()
+LINEAR_TANH_VARIABLES = LINEAR_TANH.init(KEY, X)
+GATED = Gated()
+GATED_VARIABLES = GATED.init(KEY, X)
+
+
+def linear_tanh_apply(variables, x):
+    return LINEAR_TANH.apply(variables, x)
+
+
+def linear_tanh_loss(variables, x):
+    return np.sum(LINEAR_TANH.apply(variables, x) ** 2) + np.sum(GATED.apply(variables["gated"], x) ** 2)
+
+
+def test_self_param_in_a_module_of_the_users_is_the_read_of_its_entry_of_the_params_dict():
+    params = LINEAR_TANH_VARIABLES["params"]
+    assert {k: np.shape(v) for k, v in params["Linear_0"].items()} == {"w": (2, 4), "b": (4,)}
+    assert set(params) == {"Linear_0", "scale"} and params["scale"].shape == (1,)
+    assert set(GATED_VARIABLES["params"]) == {"inner", "gain"} and set(GATED_VARIABLES["params"]["inner"]) == {"w", "b"}
+    expected = np.tanh(X @ params["Linear_0"]["w"] + params["Linear_0"]["b"]) * params["scale"]
+    np.testing.assert_allclose(LINEAR_TANH.apply(LINEAR_TANH_VARIABLES, X), expected, rtol=1e-12)
+    np.testing.assert_allclose(s2s.jit(linear_tanh_apply, backend="python")(LINEAR_TANH_VARIABLES, X), expected,
+                               rtol=1e-12)
+    written = inspect.getsource(LINEAR_TANH.apply.as_called_function())
+    assert 'x = LinearTanh_apply_Linear_0(params["Linear_0"], x)\n    scale = params["scale"]\n' in written
+    assert "initializers" not in written and "shape" not in written  # (init's arguments are init's alone)
+
+
+def test_grad_through_self_param_nested_and_setup_style_matches_central_differences():
+    variables = {"params": LINEAR_TANH_VARIABLES["params"], "gated": GATED_VARIABLES}
+    value, grads = s2s.value_and_grad(linear_tanh_loss)(variables, X)
+    np.testing.assert_allclose(value, linear_tanh_loss(variables, X), rtol=1e-12)
+    assert_trees_close(grads, grad_by_differences(lambda v: linear_tanh_loss(v, X), variables), rtol=1e-6, atol=1e-8)
+    per_example = s2s.vmap(linear_tanh_apply, in_axes=(None, 0))(LINEAR_TANH_VARIABLES, X)
+    np.testing.assert_allclose(per_example, LINEAR_TANH.apply(LINEAR_TANH_VARIABLES, X), rtol=1e-12)
+
+
+class TwoOfOneName(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        return x * self.param("w", nn.initializers.ones, (2,)) + self.param("w", nn.initializers.ones, (2,))
+
+
+class ParamUnderAnIf(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        if np.sum(x) > 0:
+            x = x * self.param("w", nn.initializers.ones, (2,))
+        return x
+
+
+class ParamNamedByData(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        return x * self.param(str(x.shape[0]), nn.initializers.ones, (2,))
+
+
+class WithVariable(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        return x + self.variable("stats", "mean", np.zeros, (2,)).value
+
+
+class WithMakeRng(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        return x + random.normal(self.make_rng("noise"), x.shape)
+
+
+@pytest.mark.parametrize("module, refusal", [
+    (TwoOfOneName(), "a second self.param named 'w' in one call"),
+    (ParamUnderAnIf(), "self.param under an if, for or while that the data decides"),
+    (ParamNamedByData(), "a parameter named by a value known only when the function runs"),
+    (WithVariable(), "self.variable in the __call__"),
+    (WithMakeRng(), "self.make_rng in the __call__"),
+])
+def test_self_param_that_cannot_be_written_faithfully_and_variables_and_rngs_are_refused(module, refusal):
+    with pytest.raises(s2s.S2SError, match=rf"test_nn.py:\d+:\d+: s2s.nn cannot write .*{refusal}"):
+        module.apply.as_called_function()

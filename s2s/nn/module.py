@@ -213,11 +213,15 @@ class Module:
 
     def param(self, name: str, init_fn: Callable, *init_args, **init_kwargs) -> Any:
         """The parameter name of this module: made by init_fn(key, *init_args) in init (the key
-        the next of the 'params' stream), read from the variables in apply."""
+        the next of the 'params' stream), read from the variables in apply. In the function s2s.nn
+        writes, self.param in __call__ is the read of the parameter (writing.py, FunctionWriter.param);
+        this is reached there only from setup or a method that __call__ calls, and refused."""
         scope = self._scope()
         if scope.mode == "write":
-            raise S2SError(f"{type(self).__name__}.param is called where s2s.nn writes the module's code",
-                           hint="call self.param in __call__ (an @nn.compact method), not in setup")
+            raise S2SError(f"self.param({name!r}, ...) is called in setup or in a method that __call__ calls, "
+                           "where s2s.nn writes the code of the module",
+                           hint="call self.param in the statements of __call__ itself (w = self.param(...)), or "
+                           "call the module eagerly (model.apply outside the transformed function)")
         if scope.mode == "init":
             if name not in scope.params:
                 scope.params[name] = init_fn(scope.make_rng("params"), *init_args, **init_kwargs)

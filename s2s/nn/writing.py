@@ -9,6 +9,12 @@ Inside a function s2s transforms, `model.apply(variables, x)` is read as a call 
         x = nn.relu(x)
         return nn_functional.dense(x, params["Dense_1"]["kernel"], params["Dense_1"]["bias"])
 
+A module of the user's that a module calls is written as a function of its own entry of the
+params dict (`Model_apply_Linear_0(params["Linear_0"], x)`), and `self.param(name, init_fn,
+*init_args)` in a __call__ reads that module's parameter: `w = params["w"]`. Its name is a string
+or a value the fields decide; init_fn and its arguments are init's alone (module.py, Module.param)
+and are not written (`x.shape[-1]` among them is not evaluated either).
+
 It is written by running the method's statements over what is known before any array exists
 (a partial evaluation): `self.features` and the other fields become constants, a submodule
 construction (`nn.Dense(32)`) runs, named by module.py as at init, and its call becomes the call
@@ -16,9 +22,12 @@ of its layer's function on its entry of the params dict (layers.py, written_call
 function written for it (a module of the user's); an `if` or `for` that the fields decide
 (`for feat in self.features:`) is unrolled; everything else is copied as it is written, for
 s2s to read. What cannot be written faithfully is refused with an S2SError: a submodule called
-under an if, for or while that the data decides, a module used as a value, self.param in
-__call__ of a module of the user's, statements other than assignments, expressions, if, for,
-while and return.
+under an if, for or while that the data decides, a module used as a value, self.param under an
+if, for or while that the data decides, a second self.param of one name (or the name of a
+submodule) in one call, self.param named by a value known only when the function runs,
+self.variable and self.make_rng in __call__ of a module of the user's, a local variable named
+params, variables or rngs (the written function's own), statements other than assignments,
+expressions, if, for, while and return.
 
 Each written function lives in a generated module (a real file of s2s's cache, as s2s's own
 generated code: backends/loading.py) whose globals are those of the module class's file, so
@@ -70,6 +79,29 @@ class _Refused(Exception):
 
 def _code_of(node: cst.CSTNode) -> str:
     return cst.Module([]).code_for_node(node)
+
+
+_SELF_METHODS = ("param", "variable", "make_rng")  # (what reads or makes a module's variables)
+
+
+def _self_method(node: cst.CSTNode) -> str | None:
+    """"param" for a call self.param(...), likewise "variable" and "make_rng"; None otherwise."""
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+            and isinstance(node.func.value, cst.Name) and node.func.value.value == "self" \
+            and node.func.attr.value in _SELF_METHODS:
+        return node.func.attr.value
+    return None
+
+
+def _calls_self_method(node: cst.CSTNode) -> bool:
+    """Whether an expression calls self.param, self.variable or self.make_rng (it is then written
+    piece by piece, not evaluated when written: that would run the call)."""
+    return _self_method(node) is not None or any(_calls_self_method(child) for child in node.children)
+
+
+def _key(name: str) -> str:
+    """A dict key in written code: "w" (repr's quotes where the name holds a double quote)."""
+    return f'"{name}"' if '"' not in name and "\\" not in name and name.isprintable() else repr(name)
 
 
 def _free_names(node: cst.CSTNode) -> set[str]:
@@ -138,6 +170,8 @@ class FunctionWriter:
         self.injected: dict[str, Any] = {}
         self.origin = ""
         self.parsed = None  # __call__'s source with positions (frontend/source.py), once read
+        self.read_names: set[str] = set()  # what this call reads of params: its parameters, its children
+        self.children_called: set[str] = set()  # (a child may be called again: it reads its entry again)
 
     # -- errors --------------------------------------------------------------------------------
 
@@ -157,11 +191,14 @@ class FunctionWriter:
     def expr(self, node: cst.BaseExpression):
         names = _free_names(node)
         if not names & self.dynamic and not isinstance(node, (cst.Lambda, cst.ListComp, cst.GeneratorExp,
-                                                               cst.DictComp, cst.SetComp)):
+                                                               cst.DictComp, cst.SetComp)) \
+                and not _calls_self_method(node):
             try:
                 return _Static(self.evaluate(node), node)
-            except S2SError:
-                raise
+            except S2SError as exc:
+                if exc.origin is not None:
+                    raise
+                raise self.refuse(node, exc.reason, exc.hint) from None  # (module.py's, at this expression)
             except Exception:  # noqa: BLE001 - not known when written (a name bound in a comprehension): as written
                 if names & (set(self.static) | {"self"}):
                     raise self.refuse(node, "this expression of the module's fields fails when the code is written",
@@ -252,11 +289,14 @@ class FunctionWriter:
 
     def call(self, node: cst.Call):
         func = node.func
-        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self" \
-                and func.attr.value in ("param", "variable", "make_rng"):
-            raise self.refuse(node, f"self.{func.attr.value} in the __call__ of a module of the user's",
-                              "make the parameters through layers (nn.Dense, nn.Conv, ...), or call the module "
-                              "eagerly (model.apply outside the transformed function)")
+        method = _self_method(node)
+        if method == "param":
+            return _Code(self.param(node))
+        if method is not None:
+            hint = ("keep state as arrays that __call__ takes and returns" if method == "variable" else
+                    "pass a key to __call__ and draw with s2s.random (nn.Dropout draws from apply's rngs)")
+            raise self.refuse(node, f"self.{method} in the __call__ of a module of the user's",
+                              hint + ", or call the module eagerly (model.apply outside the transformed function)")
         callee = self.expr(func)
         if isinstance(callee, _Static) and isinstance(callee.value, type) and issubclass(callee.value, Module):
             return self.construction(node, callee.value)
@@ -272,6 +312,34 @@ class FunctionWriter:
             return _Code(self.module_call(callee.value, args, kwargs, node))
         pieces = args + [f"{k}={v}" for k, v in kwargs.items()]
         return _Code(f"{self.text(callee)}({', '.join(pieces)})")
+
+    def param(self, node: cst.Call) -> str:
+        """self.param(name, init_fn, *init_args): the read of this module's parameter name from its
+        params (`params["w"]`). init_fn and its arguments are not written: init alone runs them."""
+        if self.depth:
+            raise self.refuse(node, "self.param under an if, for or while that the data decides (which "
+                              "parameters are read would be known only when the function runs)",
+                              "make the parameter before the if or loop (or decide it from the module's fields)")
+        named = [arg for arg in node.args if arg.keyword is not None and arg.keyword.value == "name"]
+        if named:
+            name_node = named[0].value
+        elif node.args and node.args[0].keyword is None and not node.args[0].star:
+            name_node = node.args[0].value
+        else:
+            raise self.refuse(node, "self.param without its name", "call self.param(name, init_fn, *init_args)")
+        piece = self.expr(name_node)
+        if not isinstance(piece, _Static) or not isinstance(piece.value, str):
+            raise self.refuse(node, "a parameter named by a value known only when the function runs",
+                              "name it with a string, or from the module's fields")
+        name = piece.value
+        if name in self.children_called:
+            raise self.refuse(node, f"a parameter named {name!r}, as a submodule of this module is",
+                              "give each parameter and submodule its own name")
+        if name in self.read_names:
+            raise self.refuse(node, f"a second self.param named {name!r} in one call of the module (Flax "
+                              "refuses it too)", "give each parameter its own name")
+        self.read_names.add(name)
+        return f"params[{_key(name)}]"
 
     def construction(self, node: cst.Call, cls: type) -> _Static:
         """A submodule made with arguments of which some are known only when the function runs:
@@ -313,8 +381,13 @@ class FunctionWriter:
             raise self.refuse(node, "a module that is not a submodule of this one (made in its __call__, its "
                               "setup or given as one of its fields) is called", "make it a submodule here")
         name = child._nn["name"]
+        if name in self.read_names - self.children_called:
+            raise self.refuse(node, f"a submodule named {name!r} as a parameter of this module",
+                              "give each parameter and submodule its own name")
+        self.read_names.add(name)
+        self.children_called.add(name)
         child._scope()  # (bound under this module's scope, by its name: its random streams' path)
-        params = f'params["{name}"]'
+        params = f"params[{_key(name)}]"
         if hasattr(child, "written_call"):
             try:
                 return child.written_call(params, args, kwargs, self)
@@ -356,6 +429,10 @@ class FunctionWriter:
         self.lines.append("    " * indent + text)
 
     def bind(self, target: cst.BaseExpression, piece, indent: int, node: cst.CSTNode) -> None:
+        taken = _assigned_names(cst.Assign([cst.AssignTarget(target)], cst.Name("_"))) & {"params", "variables", "rngs"}
+        if taken:
+            raise self.refuse(node, f"a variable named {sorted(taken)[0]} (a name of the written function's own)",
+                              "rename it")
         if isinstance(target, cst.Name):
             if isinstance(piece, _Static) and not self.depth and not isinstance(piece.value, np.ndarray):
                 self.static[target.value] = piece.value
@@ -407,7 +484,9 @@ class FunctionWriter:
             if isinstance(node.value, (cst.SimpleString, cst.ConcatenatedString)):
                 return  # a docstring
             if isinstance(node.value, cst.Call):
-                self.emit(self.text(self.call(node.value)), indent)
+                written = self.text(self.call(node.value))
+                if _self_method(node.value) != "param":  # (a parameter made and not used: nothing to read)
+                    self.emit(written, indent)
                 return
             self.emit(self.code(node.value), indent)
             return
@@ -519,7 +598,12 @@ class FunctionWriter:
         self.static["self"] = self.module
         self.origin = f"{os.path.basename(self.parsed.filename)}:{self.parsed.first_line}"
         self.module._scope()
-        self.module._set_up()
+        try:
+            self.module._set_up()
+        except S2SError as exc:
+            if exc.origin is not None:
+                raise
+            raise self.refuse(None, f"its setup fails where the code is written: {exc.reason}", exc.hint) from None
         compact = getattr(self.method, "nn_compact", False)
         if compact:
             self.module._nn["counts"] = {}
