@@ -145,9 +145,17 @@ def test_transforms_of_a_jitted_function():
     np.testing.assert_allclose(s2s.vjp(jitted, X)[1](1.0)[0], want, rtol=1e-14)
 
 
-def test_making_a_namedtuple_inside_is_refused_at_its_line():
-    with pytest.raises(s2s.S2SError, match=r"making a namedtuple \(Point\)") as info:
-        s2s.jit(makes_a_point)(X)
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_a_namedtuple_made_in_a_jitted_function_comes_back_as_one(backend):
+    made = s2s.jit(makes_a_point, backend=backend)(X)
+    assert type(made) is Point
+    np.testing.assert_array_equal(made, (X[0] * 2.0, X[1]))
+
+
+def test_making_a_namedtuple_where_it_is_differentiated_is_refused_at_its_line():
+    with pytest.raises(s2s.S2SError, match=r"making a namedtuple \(Point\) inside a function s2s differentiates") \
+            as info:
+        s2s.grad(lambda x: sum(makes_a_point(x)))(X)
     assert info.value.origin.line == makes_a_point.__code__.co_firstlineno + 1
 
 

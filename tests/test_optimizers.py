@@ -187,7 +187,8 @@ def test_optimizer_update_inside_jit_is_refused_with_the_way_out():
         s2s.jit(step_with_the_optimizer)(0, state, np.ones(3))
     message = str(info.value)
     assert "test_optimizers.py:" in message and "s2s.jit(s2s.grad(loss))" in message
-    # s2s.grad(f)(...) and value_and_grad inside are taken (in forward mode, tests/test_third_order.py):
+    # s2s.grad(f)(...) and value_and_grad inside are taken (one reverse sweep where the function around is
+    # compiled only; forward mode where it is differentiated, tests/test_third_order.py):
     # w - 0.2 (w x - 1) x
     np.testing.assert_allclose(s2s.jit(step_with_a_nested_grad, backend="python")(np.zeros(3), np.ones(3)), 0.2)
     np.testing.assert_allclose(s2s.jit(step_with_a_nested_value_and_grad)(np.zeros(3), np.ones(3)), 0.2)

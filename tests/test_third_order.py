@@ -428,6 +428,47 @@ def test_nested_grads_of_a_dict_and_a_namedtuple_have_their_structure_under_jit(
                                rtol=1e-7)
 
 
+def _rollout_energy(w, x):
+    """A loop of tanh updates: its reverse mode keeps a tape of the steps."""
+    h = x
+    for _ in range(4):
+        h = np.tanh(w @ h + 0.1)
+    return np.sum(h ** 2), h
+
+
+def gradient_step_in_a_compiled_function(w, x):
+    grad_fn = s2s.value_and_grad(_rollout_energy, has_aux=True)
+    (energy, h), g = grad_fn(w, x)
+    return w - 0.1 * g, energy, h
+
+
+def nested_grad_of_a_loop(w, x):
+    return s2s.grad(lambda v: _rollout_energy(v, x)[0])(w)
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_a_nested_grad_in_a_function_compiled_only_is_one_reverse_sweep(backend):
+    """Where the function around is compiled and not differentiated, s2s.grad(f)(w) is a call of
+    f's generated reverse mode (its tape included), not one jvp per number of w; has_aux and a
+    transform bound to a name first (grad_fn = s2s.value_and_grad(f, has_aux=True)) too."""
+    rng = np.random.default_rng(5)
+    w, x = rng.normal(size=(3, 3)) * 0.6, rng.normal(size=3)
+    expected = central_difference_grad(lambda v: _rollout_energy(v, x)[0], (w,), 0)
+    jitted = s2s.jit(nested_grad_of_a_loop, backend=backend)
+    np.testing.assert_allclose(jitted(w, x), expected, rtol=1e-7, atol=1e-9)
+    assert "def _rollout_energy_vjp_wrt_w(" in s2s.source(jitted) and "_jvp" not in s2s.source(jitted)
+    stepped, energy, h = s2s.jit(gradient_step_in_a_compiled_function, backend=backend)(w, x)
+    np.testing.assert_allclose(stepped, w - 0.1 * expected, rtol=1e-7, atol=1e-9)
+    assert energy == pytest.approx(_rollout_energy(w, x)[0], rel=1e-14)
+    np.testing.assert_allclose(h, _rollout_energy(w, x)[1], rtol=1e-14)
+
+
+def test_has_aux_inside_a_function_that_is_differentiated_is_refused_at_its_line():
+    with pytest.raises(s2s.S2SError, match=r"has_aux=True\) inside a function s2s differentiates") as info:
+        s2s.grad(lambda w, x: np.sum(gradient_step_in_a_compiled_function(w, x)[0]))(np.eye(3), np.ones(3))
+    assert where(gradient_step_in_a_compiled_function, "has_aux") in str(info.value)
+
+
 def grad_of_a_lambda_in_a_loop_body(x):
     return s2s.lax.fori_loop(0, 2, lambda i, c: c + s2s.grad(lambda y: x * y)(c), x)
 

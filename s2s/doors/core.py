@@ -242,13 +242,14 @@ class StaticSiblings:
     def for_function(self, fun: Callable) -> Any:
         raise NotImplementedError
 
-    def for_arguments(self, bound: tuple, static_positions: tuple[int, ...] = ()) -> Any:
+    def for_arguments(self, bound: tuple, static_positions: tuple[int, ...] = (), objects: dict | None = None) -> Any:
         """This door, or its sibling for the static values of the bound arguments (of a door
-        over another, vmap(grad(f)), the door over the other's sibling)."""
+        over another, vmap(grad(f)), the door over the other's sibling); objects: what
+        static_values.split_objects split from them."""
         inner = self.fun
         marked = static_positions or self.static_positions
         fun = inner.for_arguments(bound, marked) if isinstance(inner, StaticSiblings) \
-            else static_values.specialised(inner, bound, marked)
+            else static_values.specialised(inner, bound, marked, objects)
         sibling = self
         if fun is not self.fun:
             siblings = self.__dict__.setdefault("_siblings", {})
@@ -637,7 +638,10 @@ class Primal(StaticSiblings):
     @user_facing
     def __call__(self, *args, **kwargs):
         bound = self._bind(args, kwargs)
-        return self.for_arguments(bound)._call_bound(bound)
+        # (a TrainState goes in as its arrays, its apply_fn and tx written into the code: static_values)
+        bound, objects = static_values.split_objects(bound)
+        out = self.for_arguments(bound, objects=objects)._call_bound(bound)
+        return static_values.join_objects(out, objects) if objects else out
 
     def _compiled_for(self, args: tuple):
         if self._compiled is None:

@@ -22,6 +22,18 @@ has no tapes; the reverse-mode code that s2s.grad(f) outside would run has tapes
 mode of generated reverse-mode code is refused (transforms/reverse/core.py). The price is one
 jvp per element (n for grad and jacfwd, n^2 for the Hessian) instead of one reverse sweep.
 
+Where the function around is compiled and not differentiated (s2s.jit of a train_step that
+takes s2s.grad(loss_fn)(params)), grad and value_and_grad are one reverse sweep instead: the
+call becomes a call of a helper that calls f's generated reverse mode with the seed 1.0,
+
+    def loss_fn_grad_params(a0, a1):
+        value, adjoints = vjp(a0, a1, 1.0)
+        runtime.require_scalar(value, "...")
+        return adjoints[0]
+
+and s2s.jit reads that generated code like the user's (as forward mode reads it for a second
+derivative). has_aux=True is taken there too (the vjp's value is then (value, aux)).
+
 grad (and value_and_grad) take x a number, an array, or a tuple, list, namedtuple or dict of
 them, nested, one number of x at a time (runtime.flat_size, unit_tangent, gradient_like): the
 gradient has x's structure, and the gradient of a function of a number is a number, as JAX's.
@@ -52,11 +64,12 @@ import types
 import weakref
 from typing import Callable
 
+from .. import backends
 from ..driver import cache
 from ..errors import S2SError
 from ..frontend.nested import register_local_function, register_nested_call, register_nested_object
 from .api import grad, value_and_grad
-from .core import Transformed
+from .core import Transformed, _generated_manifest
 from .forward import _nested_entry
 from .jacobians import Jacobian, SecondOrder, hessian, jacfwd, jacrev
 
@@ -184,10 +197,79 @@ def _read(path: str) -> str:
         return handle.read()
 
 
-def nested_derivative(kind: str) -> Callable:
-    """What s2s.<kind>(fun, argnums)(...) inside a transformed function calls."""
+def _reverse_helper_source(fun: Callable, kind: str, k: int, has_aux: bool) -> tuple[str, str]:
+    """(module source, the helper's name) for s2s.<kind>(fun, argnums=k, has_aux=...) (grad,
+    value_and_grad) in a function that is compiled and not differentiated: one call of fun's
+    generated reverse mode, `vjp`, with the seed 1.0."""
+    params = _signature(fun)
+    names = [p.partition("=")[0] for p in params]
+    name = re.sub(r"\W", "_", fun.__name__).strip("_") or "fun"
+    shown = getattr(fun, "__s2s_shown__", fun.__name__)
+    label = list(inspect.signature(fun).parameters)[k]
+    helper = f"{name}_{kind}_{label}" + ("_with_aux" if has_aux else "")
+    number = (f"s2s.{kind}({shown}) inside a transformed function takes a function with a number output; for an "
+              f"array output use s2s.jacrev({shown})(...)")
+    value = "(value, aux)" if has_aux else "value"
+    returned = {("grad", False): "adjoints[0]", ("grad", True): "(adjoints[0], aux)",
+                ("value_and_grad", False): "(value, adjoints[0])",
+                ("value_and_grad", True): "((value, aux), adjoints[0])"}[kind, has_aux]
+    lines = [
+        f'"""s2s.{kind}({name}, argnums={k}) called inside a function that s2s.jit compiles: one reverse sweep of',
+        f'{name}\'s generated reverse mode, vjp (written by s2s.doors.nested_derivatives)."""',
+        "",
+        "from s2s import runtime",
+        "",
+        "",
+        f"def {helper}({', '.join(params)}):",
+        f"    {value}, adjoints = vjp({', '.join(names)}, 1.0)",
+        f"    runtime.require_scalar(value, {number!r})",
+        f"    return {returned}",
+    ]
+    return "\n".join(lines) + "\n", helper
 
-    def entry_of(fun: Callable, argnums) -> Callable:
+
+def _reverse_entry(fun: Callable, kind: str, k: int, has_aux: bool) -> Callable:
+    """The helper s2s.<kind>(fun, argnums=k, has_aux=...) (grad, value_and_grad) calls where it is
+    compiled and not differentiated: fun's reverse mode, generated once, read by the transform
+    around it as the generated code it is (as forward mode reads it for a second derivative)."""
+    source, manifest = _generated_manifest(fun, "grad", {"argnums": [k], "has_aux": has_aux})
+    vjp = getattr(backends.load(source, fun.__name__, "python"), f"{manifest['entries']['name']}_vjp")
+    text, helper_name = _reverse_helper_source(fun, kind, k, has_aux)
+    helper = _helper_module(fun, text, helper_name, vjp=vjp)
+    setattr(helper, cache.NESTED_MANIFEST, cache.nested_manifest(fun, [manifest]))
+    return helper
+
+
+def _nested_file(fun: Callable, source: str, name: str) -> tuple[str, str]:
+    """(module name, path) of source written for fun in a file of the cache directory, named by
+    name and a digest of fun's place and the source."""
+    digest = hashlib.sha256(f"{fun.__module__}.{fun.__qualname__}\0{source}".encode()).hexdigest()[:16]
+    directory = cache.usable_dir(os.path.join(cache.user_cache_dir(), "nested"))
+    path = os.path.join(directory, f"{name}_{digest}.py")
+    if not os.path.exists(path) or _read(path) != source:
+        cache.write_atomic(path, source)
+    return f"s2s_nested.{name}_{digest}", path
+
+
+def _helper_module(fun: Callable, source: str, helper_name: str, **names) -> Callable:
+    """The function helper_name of a module of the cache directory holding source, with fun
+    (and names) in its namespace before it runs."""
+    module_name, path = _nested_file(fun, source, helper_name)
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)
+    module.fun = fun  # (before it runs: its functions read fun when the frontend reads them)
+    for key, value in names.items():
+        setattr(module, key, value)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return getattr(module, helper_name)
+
+
+def nested_derivative(kind: str) -> Callable:
+    """What s2s.<kind>(fun, argnums)(...) inside a transformed function calls: reverse, where the
+    function around it is compiled and not differentiated (grad and value_and_grad)."""
+
+    def entry_of(fun: Callable, argnums, reverse: bool = False, has_aux: bool = False) -> Callable:
         if not isinstance(argnums, int):
             raise S2SError(f"s2s.{kind} inside a transformed function takes one int argnums",
                            hint="differentiate with respect to one argument per call")
@@ -195,30 +277,23 @@ def nested_derivative(kind: str) -> Callable:
         if not -count <= argnums < count:
             raise S2SError(f"argnums {argnums} is out of range for the {count} parameters of {fun.__name__}")
         k = argnums % count
+        reverse = reverse and kind in ("grad", "value_and_grad")
         memo = _MEMO.setdefault(fun, {})
         stamp = (cache.source_hash(fun), cache.baked_state(fun))  # (its defaults are written into the helper)
-        found = memo.get((kind, k))
+        found = memo.get((kind, k, reverse, has_aux))
         if found is not None and found[0] == stamp:
             return found[1]
-        source, helper_name = _helper_source(fun, kind, k)
-        digest = hashlib.sha256(f"{fun.__module__}.{fun.__qualname__}\0{source}".encode()).hexdigest()[:16]
-        module_name = f"s2s_nested.{helper_name}_{digest}"
-        directory = cache.usable_dir(os.path.join(cache.user_cache_dir(), "nested"))
-        path = os.path.join(directory, f"{helper_name}_{digest}.py")
-        if not os.path.exists(path) or _read(path) != source:
-            cache.write_atomic(path, source)
-        spec = importlib.util.spec_from_file_location(module_name, path)
-        module = importlib.util.module_from_spec(spec)
-        module.fun = fun  # (before it runs: its functions read fun when the frontend reads them)
-        sys.modules[module_name] = module
-        spec.loader.exec_module(module)
-        helper = getattr(module, helper_name)
+        if reverse:
+            helper = _reverse_entry(fun, kind, k, has_aux)
+        else:
+            source, helper_name = _helper_source(fun, kind, k)
+            helper = _helper_module(fun, source, helper_name)
+            # The caller's module is made from fun and what fun's forward mode was made from (the
+            # helper itself is s2s's: the implementation fingerprint covers it).
+            forward = _nested_entry(fun)
+            setattr(helper, cache.NESTED_MANIFEST, getattr(forward, cache.NESTED_MANIFEST))
         helper.__s2s_shown__ = f"s2s.{kind}({getattr(fun, '__s2s_shown__', fun.__name__)})"  # (grad of grad's messages)
-        # The caller's module is made from fun and what fun's forward mode was made from (the
-        # helper itself is s2s's: the implementation fingerprint covers it).
-        forward = _nested_entry(fun)
-        setattr(helper, cache.NESTED_MANIFEST, getattr(forward, cache.NESTED_MANIFEST))
-        memo[(kind, k)] = (stamp, helper)
+        memo[(kind, k, reverse, has_aux)] = (stamp, helper)
         return helper
 
     return entry_of
@@ -229,7 +304,7 @@ for _public, _kind in ((grad, "grad"), (value_and_grad, "value_and_grad"), (hess
     register_nested_call(_public, nested_derivative(_kind))
 
 
-def _entry_of_object(made) -> Callable | None:
+def _entry_of_object(made, reverse: bool = False) -> Callable | None:
     """The function a call of a transform's result g = s2s.grad(f) (jacfwd, jacrev, hessian; also
     jitted) becomes inside a transformed function, or None where it is not one of those."""
     if isinstance(made, Transformed) and made.kind == "grad" and not made.has_aux and not made.rows \
@@ -244,7 +319,7 @@ def _entry_of_object(made) -> Callable | None:
         return None
     if not inspect.isfunction(made.fun):
         return None
-    return nested_derivative(kind)(made.fun, argnums)
+    return nested_derivative(kind)(made.fun, argnums, reverse)
 
 
 register_nested_object(_entry_of_object)
@@ -267,12 +342,7 @@ def local_function(fn: Callable, name: str, text: str, cells: list[str], about: 
     found = memo.get(source)
     if found is not None:
         return found
-    digest = hashlib.sha256(f"{fn.__module__}.{fn.__qualname__}\0{source}".encode()).hexdigest()[:16]
-    module_name = f"s2s_nested.{name}_{digest}"
-    directory = cache.usable_dir(os.path.join(cache.user_cache_dir(), "nested"))
-    path = os.path.join(directory, f"{name}_{digest}.py")
-    if not os.path.exists(path) or _read(path) != source:
-        cache.write_atomic(path, source)
+    module_name, path = _nested_file(fn, source, name)
     code = compile(source, path, "exec")
     made = next(c for c in code.co_consts
                 if isinstance(c, types.CodeType) and c.co_name == ("_closure" if cells else name))

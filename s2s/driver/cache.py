@@ -38,7 +38,7 @@ import numpy as np
 
 from ..errors import S2SError
 from ..options import config
-from ..frontend.static_values import carried, carried_keys, carried_kinds
+from ..frontend.static_values import carried, carried_keys, carried_kinds, carried_objects
 from ..frontend.static_values import describe as describe_static
 from ..rules.custom import CustomRule
 from ..runtime.constants import constant_text, is_capturable
@@ -169,9 +169,11 @@ def baked_state(fn: Any) -> str:
             rule = repr([f"{f.__module__}.{f.__qualname__}" for f in fn.rule_functions()])
         except S2SError:  # no rule yet: transforming the function says so
             pass
-    static = [(name, _static_text(value)) for name, value in carried(fn).items()] + \
+    static = [(name, static_text(value)) for name, value in carried(fn).items()] + \
         [(name, f"{kind.__module__}.{kind.__qualname__}") for name, kind in carried_kinds(fn).items()] + \
-        [(name, f"container of {keys!r}") for name, keys in carried_keys(fn).items()]
+        [(name, f"container of {keys!r}") for name, keys in carried_keys(fn).items()] + \
+        [(name, f"{cls.__module__}.{cls.__qualname__}: {cls.__s2s_static_text__(held, layout)}")
+         for name, (cls, held, layout) in carried_objects(fn).items()]
     fn = _code_owner(fn)
     closure = []
     if fn.__closure__:
@@ -183,7 +185,7 @@ def baked_state(fn: Any) -> str:
     return repr((fn.__defaults__, getattr(fn, "__kwdefaults__", None), closure) + ((static,) if static else ())) + rule
 
 
-def _static_text(value: Any) -> str:
+def static_text(value: Any) -> str:
     """A static value a specialised copy carries (frontend/static_arguments.py), the same in
     every process: a Python function by its place, source and state (two lambdas of a module
     share a name)."""

@@ -30,6 +30,7 @@ from .origins import through_generated
 from ..frontend.collect import collect
 from ..frontend.dict_loops import unroll_dict_loops
 from ..frontend.known_arguments import drop_branches_on_none
+from ..frontend.nested import lowering_undifferentiated
 from ..ir import nodes as ir
 from ..rules.custom import CustomRule
 from ..optimize.carries import promote_carries
@@ -89,7 +90,8 @@ def lower(unit: Unit) -> None:
     of a gradient, a jvp or a primal), the branches of `if w is None:` and of `if z.ndim == 1:`;
     loops over dicts of known keys, written out; a variable that holds a number on one path and
     a 0-d array on another, one type under Numba."""
-    unit.functions = collect(unit.fn)
+    with lowering_undifferentiated(unit.transform == "primal"):  # (a nested s2s.grad may run in reverse mode)
+        unit.functions = collect(unit.fn)
     assign_names(unit.functions, unit.emitter)
     named_facts = _named_facts(unit)
     if named_facts is not None:  # (code generated for one call: `if w is None:` has one answer there)

@@ -31,7 +31,7 @@ from .argument_writes import call_site
 from .comprehensions import GENERATOR_HINT
 from .einsum import HINT as EINSUM_HINT
 from .einsum import EinsumRefused, lower_einsum, sublist_subscripts
-from .nested import NESTED_CALLS, NESTED_OBJECTS, NESTED_TRANSFORMS
+from .nested import NESTED_CALLS, NESTED_OBJECTS, NESTED_TRANSFORMS, undifferentiated
 from .nested_calls import JvpCallLowering
 from .writing_calls import WritingCalls
 from .source import MISSING, is_user_function, named_lambda, plain_display_items, scipy_name, walk_nodes, walk_own
@@ -522,6 +522,11 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
 
     def call(self, node: cst.Call) -> ir.Atom:
         func = node.func
+        if isinstance(func, cst.Name) and func.value in getattr(self, "transform_aliases", {}):
+            # grad_fn(p) of grad_fn = s2s.grad(loss_fn): s2s.grad(loss_fn)(p), at this call's place
+            written = node.with_changes(func=self.transform_aliases[func.value])
+            self.parsed.written_for[written] = node
+            return self.call(written)
         if isinstance(func, cst.Call) and func.args and func.args[0].keyword is None and not func.args[0].star \
                 and all(a.keyword is not None for a in func.args[1:]) \
                 and not (isinstance(func.func, cst.Name) and func.func.value in self.locals) \
@@ -593,7 +598,7 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
                              "(opt_update is one compiled kernel call per dtype already)")
         if type(callee).__module__.startswith("s2s.doors") and not hasattr(callee, "as_loop_function"):
             # g = s2s.grad(f) at module level, g(x) here: as s2s.grad(f)(x) (nested_calls.py)
-            entry = next((e for e in (of(callee) for of in NESTED_OBJECTS) if e is not None), None)
+            entry = next((e for e in (of(callee, undifferentiated()) for of in NESTED_OBJECTS) if e is not None), None)
             if entry is not None:
                 self.references.add((_dotted(func), callee.fun.__module__, callee.fun.__qualname__))
                 args, kwargs = self.arguments(node)
@@ -625,9 +630,14 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
         if scipy_name(callee) is not None:
             callee = self.scipy_callee(node, callee)
         if isinstance(callee, type) and (callee.__module__ or "").split(".")[0] not in ("builtins", "numpy"):
+            if hasattr(callee, "_fields") and undifferentiated() and _named_where_defined(callee):
+                return self.named_tuple(node, callee)
             kind = "a namedtuple" if hasattr(callee, "_fields") else "an object of a class"
-            raise self.error(node, f"making {kind} ({callee.__name__}) inside a transformed function is not "
-                             "supported (one passed in as an argument is)",
+            where = "a function s2s differentiates or batches" if hasattr(callee, "_fields") \
+                else "a transformed function"
+            raise self.error(node, f"making {kind} ({callee.__name__}) inside {where} is not supported (one "
+                             "passed in as an argument is; s2s.jit of a function that is not differentiated "
+                             "makes module-level namedtuples)",
                              "return a tuple or a dict, and build the object from it outside")
         if callee is runtime.dict_of and len(node.args) == 2 and all(
                 isinstance(a.value, cst.Tuple) for a in node.args):
@@ -1073,6 +1083,9 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
         None for any other callee, which keeps the refusals below."""
         if not isinstance(func, cst.Attribute) or self._is_module_path(func.value):
             return None
+        held = self.object_attribute(func)
+        if held is not MISSING:  # state.apply_fn(...) of a TrainState argument: the function it holds
+            return held if hasattr(held, "as_called_function") or is_user_function(held) else None
         chain, root = [], func
         while isinstance(root, cst.Attribute):
             chain.insert(0, root.attr.value)
@@ -1090,6 +1103,33 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
             except Exception:  # noqa: BLE001 - no such attribute: the refusals below say so
                 return None
         return value if hasattr(value, "as_called_function") else None
+
+    def object_attribute(self, node: cst.Attribute) -> Any:
+        """The static attribute (state.apply_fn) of a parameter that holds an object split into its
+        fields (static_values.split_objects), else MISSING."""
+        if isinstance(node.value, cst.Name) and node.value.value in self.objects:
+            static = self.objects[node.value.value][1]
+            if node.attr.value in static:
+                return static[node.attr.value]
+        return MISSING
+
+    def object_method(self, node: cst.Call, func: cst.Attribute) -> ir.Atom | None:
+        """state.apply_gradients(grads=g) of a parameter that holds an object split into its fields:
+        a call of the plain function its class writes for the method, with the fields first (None
+        for a receiver that is not such a parameter)."""
+        if not (isinstance(func.value, cst.Name) and func.value.value in self.objects):
+            return None
+        cls, static, layout = self.objects[func.value.value]
+        try:
+            function = cls.__s2s_method__(func.attr.value, static, layout)
+        except S2SError as exc:
+            raise self.error(node, exc.reason, exc.hint) from None
+        if function is None:
+            raise self.error(node, f"the method {cls.__name__}.{func.attr.value} is not one s2s can compile (of "
+                             f"a {cls.__name__} argument, s2s compiles {', '.join(cls.__s2s_methods__)})",
+                             f"call it outside the compiled function, on the {cls.__name__} it returns")
+        args, kwargs = self.arguments(node)
+        return self.user_call(node, function, [self.expr(func.value), *args], kwargs)
 
     def _root_is_local(self, node: cst.BaseExpression) -> bool:
         """Is node a variable of the function, or an attribute of one (state, state.tx)?"""
@@ -1282,6 +1322,9 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
             return self.cast(node, receiver, self.type_atom(node.args[0].value))
         if method == "get" and methods().get(method) is None:
             return self.dict_get(node, receiver)
+        called = self.object_method(node, func)
+        if called is not None:
+            return called
         args, kwargs = self.arguments(node)
         target = methods().get(method)
         held_by_value = not any(hasattr(kind, method) for kind in (np.ndarray, np.random.Generator,
@@ -1341,6 +1384,33 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
         else:
             self.emit(ir.Assign(tuple(names), value, self.origin))
         return [ir.Name(n) for n in names]
+
+    def named_tuple(self, node: cst.Call, cls: type) -> ir.Atom:
+        """cls(a, b=...) of a module-level namedtuple class, in code s2s.jit compiles and does not
+        differentiate: runtime.named_tuple with the class's module and name (generated code
+        imports only np, math and runtime), its fields in order, defaults filled in."""
+        args, kwargs = self.arguments(node)
+        if any(isinstance(a, Spread) for a in args):
+            raise self.error(node, f"making the namedtuple {cls.__name__} from a starred argument is not supported",
+                             "pass its fields one by one")
+        fields, defaults = cls._fields, getattr(cls, "_field_defaults", {})
+        given = dict(zip(fields, args))
+        for key, value in kwargs:
+            if key not in fields or key in given:
+                raise self.error(node, f"{cls.__name__}() is given the field {key} twice or has no such field")
+            given[key] = value
+        if len(args) > len(fields):
+            raise self.error(node, f"{cls.__name__}() takes {len(fields)} fields and is given {len(args)}")
+        values = []
+        for field in fields:
+            if field in given:
+                values.append(given[field])
+            elif field in defaults and _is_constant(defaults[field]):
+                values.append(ir.Const(defaults[field]))
+            else:
+                raise self.error(node, f"{cls.__name__}() is not given its field {field}", "pass every field")
+        return self.assign(ir.Call(runtime.named_tuple, (ir.Const(cls.__module__), ir.Const(cls.__qualname__),
+                                                         *values)))
 
     def user_call(self, node, callee, args, kwargs) -> ir.Atom:
         callee, full = self.call_arguments(node, callee, args, kwargs)
@@ -1454,6 +1524,14 @@ def _bound_once_to_display(function: cst.FunctionDef, name: str) -> int | None:
         return None
     items = plain_display_items(bindings[0])
     return None if items is None else len(items)
+
+
+def _named_where_defined(cls: type) -> bool:
+    """Is cls found again at its module and qualified name (a class generated code can name)?"""
+    try:
+        return runtime.named_class(cls.__module__, cls.__qualname__) is cls
+    except (ImportError, AttributeError):
+        return False
 
 
 def _is_distribution(obj: Any) -> bool:

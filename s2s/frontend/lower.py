@@ -27,6 +27,7 @@ from .comprehensions import ComprehensionLowering
 from .control_flow import lower_control_flow
 from .expressions import ExpressionLowering
 from .lax_forms import LaxLowering, assigned_names
+from .nested import NESTED_CALLS
 from .nested_calls import lambda_def
 from .source import (MISSING, ParsedFunction, Resolver, is_user_function, list_names, parse_function,
                      plain_display_items, walk_nodes, walk_own)
@@ -74,6 +75,38 @@ def _lambda_names(node: cst.FunctionDef) -> set[str]:
 
     others = assigned_names(node.body.visit(Unbind())) | set(parameter_names(node.params))
     return {name for name, nodes in bound.items() if len(nodes) == 1 and name not in others}
+
+
+def _transform_aliases(node: cst.FunctionDef, resolver: Resolver) -> dict[str, cst.Call]:
+    """{name: the call} of the names the function binds once to s2s.grad(f, ...) (value_and_grad,
+    hessian, jacfwd, jacrev) and uses only to call (not a parameter, no other assignment)."""
+    bound: dict[str, list] = {}
+    for n in walk_own(node.body):
+        if isinstance(n, cst.Assign) and len(n.targets) == 1 and isinstance(n.targets[0].target, cst.Name) \
+                and isinstance(n.value, cst.Call) and not isinstance(n.value.func, cst.Call):
+            bound.setdefault(n.targets[0].target.value, []).append(n)
+    bound = {name: nodes for name, nodes in bound.items() if len(nodes) == 1
+             and resolver.resolve(nodes[0].value.func) in NESTED_CALLS}
+    if not bound:
+        return {}
+    called: dict[str, int] = {}
+    named: dict[str, int] = {}
+    for n in walk_own(node.body):
+        if isinstance(n, cst.Call) and isinstance(n.func, cst.Name):
+            called[n.func.value] = called.get(n.func.value, 0) + 1
+        if isinstance(n, cst.Name):
+            named[n.value] = named.get(n.value, 0) + 1
+
+    class Unbind(cst.CSTTransformer):  # (the body without those assignments: what else binds the names)
+        def leave_Assign(self, original: cst.Assign, updated: cst.Assign):
+            if any(original is nodes[0] for nodes in bound.values()):
+                return updated.with_changes(targets=[cst.AssignTarget(cst.Name("_"))])
+            return updated
+
+    others = assigned_names(node.body.visit(Unbind())) | set(parameter_names(node.params))
+    # (named: the binding itself, and each call; any other use of the name keeps it a variable)
+    return {name: nodes[0].value for name, nodes in bound.items()
+            if name not in others and named.get(name, 0) == 1 + called.get(name, 0)}
 
 
 def parameter_names(params: cst.Parameters) -> list[str]:
@@ -161,12 +194,21 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering, TryLowe
         in_blocks |= {n.value for comp in walk_own(parsed.node.body) if isinstance(comp, cst.CompFor)
                       for n in walk_own(comp.target) if isinstance(n, cst.Name)}  # (a comprehension's too)
         self.static, self.kinds = static_parameters(parsed.fn, in_blocks)
+        # A parameter that holds an object split into its fields (a TrainState: static_values.split_objects):
+        # its static attributes (state.apply_fn) and methods (state.apply_gradients) are read at its name
+        # until a statement assigns it.
+        self.objects = {name: held for name, held in static_values.carried_objects(parsed.fn).items()
+                        if name not in in_blocks}
         self.in_blocks = in_blocks
         self.written_in = dict(self.static)  # (for the header)
         self.resolver = Resolver(parsed.fn, self.static)  # (the same dict: an assignment ends both)
         # `f = lambda y: ...`, the one binding of f: a nested function, as `def f(y): return ...`
         self.lambda_names = _lambda_names(parsed.node)
-        self.locals = _Locals(_local_names(parsed.node) - self.lambda_names, self.static)
+        # `grad_fn = s2s.value_and_grad(loss_fn, has_aux=True)`, the one binding of grad_fn: its
+        # calls are calls of the transform's result, s2s.value_and_grad(loss_fn, has_aux=True)(p)
+        self.transform_aliases = _transform_aliases(parsed.node, self.resolver)
+        self.locals = _Locals(_local_names(parsed.node) - self.lambda_names - set(self.transform_aliases),
+                              self.static)
         star_kwarg = parsed.node.params.star_kwarg
         self.star_kwarg = star_kwarg.name.value if star_kwarg is not None else None  # (always empty: parameter_names)
         self.lists = list_names(parsed.node)  # names that only ever hold lists (xs += [v] appends)
@@ -297,6 +339,7 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering, TryLowe
             for assigned in assigned_names(statement):
                 self.static.pop(assigned, None)
                 self.kinds.pop(assigned, None)
+                self.objects.pop(assigned, None)
             if name is not None:
                 self.static[name] = value
             for array in self.array_bindings(statement):
@@ -453,6 +496,8 @@ class Normalizer(ExpressionLowering, LaxLowering, ComprehensionLowering, TryLowe
                     and isinstance(node.value, cst.Lambda):
                 self.nested_def(lambda_def(node.value, target.value))
                 return
+            if isinstance(target, cst.Name) and self.transform_aliases.get(target.value) is node.value:
+                return  # (grad_fn = s2s.grad(f): its calls are written as s2s.grad(f)(...))
             if self.comprehension_statement(node):  # ys = [f(v) for v in x]: ys = [], ys.append(f(v)) in the loop
                 return
             value = self.expr(node.value)

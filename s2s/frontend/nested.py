@@ -7,6 +7,8 @@ this module imports nothing, so that registering does not load libcst.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 from typing import Callable
 
 NESTED_TRANSFORMS: dict[Callable, Callable[[Callable], Callable]] = {}
@@ -24,6 +26,27 @@ NESTED_CALLS: dict[Callable, Callable] = {}
 
 def register_nested_call(public: Callable, entry_of: Callable) -> None:
     NESTED_CALLS[public] = entry_of
+
+
+# Whether the function being lowered is only compiled, not differentiated (s2s.jit of a plain
+# function): there s2s.grad(f)(x) may call f's generated reverse mode, one sweep, rather than
+# forward mode, one jvp per number of x, which is what a transform that differentiates the call
+# again needs (reverse mode of generated reverse-mode code is refused).
+_UNDIFFERENTIATED = contextvars.ContextVar("s2s_lowering_undifferentiated", default=False)
+
+
+@contextlib.contextmanager
+def lowering_undifferentiated(flag: bool):
+    """While the functions of one transform are lowered: flag, is that transform s2s.jit's primal?"""
+    token = _UNDIFFERENTIATED.set(flag)
+    try:
+        yield
+    finally:
+        _UNDIFFERENTIATED.reset(token)
+
+
+def undifferentiated() -> bool:
+    return _UNDIFFERENTIATED.get()
 
 
 # g = s2s.grad(f) (or jacfwd, jacrev, hessian) made outside and g(x) called inside a transformed

@@ -17,8 +17,9 @@ from .. import runtime
 from ..errors import S2SError
 from ..ir import nodes as ir
 from ..scipy_forms import integrate as integrate_forms
+from . import static_values
 from .lax_forms import assigned_names
-from .nested import LOCAL_FUNCTIONS, NESTED_CALLS, NESTED_OBJECTS
+from .nested import LOCAL_FUNCTIONS, NESTED_CALLS, NESTED_OBJECTS, undifferentiated
 from .source import MISSING, dotted, is_constant, is_user_function, walk_nodes
 
 
@@ -61,16 +62,22 @@ class JvpCallLowering:
         """s2s.grad(f)(x), s2s.hessian(f, argnums=k)(x, y), value_and_grad, jacfwd, jacrev inside a
         transformed function: a call of the function NESTED_CALLS writes for f, in forward mode
         with nested s2s.jvp (doors/nested_derivatives.py), which the transform reads like user
-        code. f: a module-level function, another such transform of one (s2s.grad(s2s.grad(f))),
-        or a lambda or def nested here (nested_function)."""
+        code; grad and value_and_grad (with has_aux) in a function that is compiled and not
+        differentiated, one call of f's generated reverse mode. f: a module-level function,
+        another such transform of one (s2s.grad(s2s.grad(f))), or a lambda or def nested here
+        (nested_function)."""
         kind = public.__name__
         hint = (f"write s2s.{kind}(f)(...) or s2s.{kind}(f, argnums=k)(...) with f a module-level function "
                 "and k an int")
-        argnums = self.nested_argnums(func, kind, node)
+        reverse = undifferentiated()
+        # (has_aux: where the function around is compiled only, its reverse mode returns the aux too)
+        reads_aux = reverse and kind in ("grad", "value_and_grad")
+        has_aux = self.nested_has_aux(func, kind, node) if reads_aux else False
+        argnums = self.nested_argnums(func, kind, node, reads_aux)
         fun, extra, count = self.nested_function(func.args[0].value, kind, hint)
         argnums = self.own_argnums(func, argnums, extra, count, hint)
         try:
-            entry = NESTED_CALLS[public](fun, argnums)
+            entry = NESTED_CALLS[public](fun, argnums, reverse, has_aux)
         except S2SError as exc:
             raise self.nested_error(node, f"s2s.{kind} of {fun.__name__}", exc) from None
         args, kwargs = self.arguments(node)
@@ -106,7 +113,8 @@ class JvpCallLowering:
                 inner, extra, count = self.nested_function(function.args[0].value, public.__name__, hint)
                 argnums = self.own_argnums(function, argnums, extra, count, hint)
                 try:
-                    return NESTED_CALLS[public](inner, argnums), extra, count
+                    # (in forward mode: the outer call differentiates it again)
+                    return NESTED_CALLS[public](inner, argnums, False), extra, count
                 except S2SError as exc:
                     raise self.nested_error(function, f"s2s.{public.__name__} of {inner.__name__}", exc) from None
         if isinstance(function, cst.Lambda):
@@ -187,6 +195,8 @@ class JvpCallLowering:
             fun = LOCAL_FUNCTIONS[0](self.fn, label, text, cells, source, "lambda" if name == "lambda" else name)
         except S2SError as exc:
             raise self.error(node, exc.reason, exc.hint) from None
+        # (a TrainState it reads is an object split into its fields in it too: state.apply_fn(...))
+        fun = static_values.carrying(fun, {}, objects={v: self.objects[v] for v in extra if v in self.objects})
         return fun, [self.expr(cst.Name(v)) for v in extra], len(params.params)
 
     def odeint_call(self, node: cst.Call) -> ir.Atom:
@@ -259,8 +269,20 @@ class JvpCallLowering:
                 stmt = stmt.body.body[0]
             return self.parsed.origin(stmt.body[0].value)
 
-    def nested_argnums(self, func: cst.Call, kind: str, node: cst.CSTNode) -> int:
-        """The int literal argnums of s2s.<kind>(f, argnums) (0 where none is given)."""
+    def nested_has_aux(self, func: cst.Call, kind: str, node: cst.CSTNode) -> bool:
+        """has_aux=True or False of s2s.<kind>(f, has_aux=...) (False where it is not given)."""
+        for arg in func.args[1:]:
+            if arg.keyword is not None and arg.keyword.value == "has_aux":
+                value = arg.value
+                if not (isinstance(value, cst.Name) and value.value in ("True", "False")):
+                    raise self.error(arg, f"s2s.{kind} inside a transformed function takes has_aux=True or False, "
+                                     "written as such", f"write s2s.{kind}(f, has_aux=True)(...)")
+                return value.value == "True"
+        return False
+
+    def nested_argnums(self, func: cst.Call, kind: str, node: cst.CSTNode, has_aux_read: bool = False) -> int:
+        """The int literal argnums of s2s.<kind>(f, argnums) (0 where none is given; has_aux is
+        nested_has_aux's, where the function around is compiled only)."""
         hint = (f"write s2s.{kind}(f)(...) or s2s.{kind}(f, argnums=k)(...) with f a module-level function "
                 "and k an int")
         if not func.args or func.args[0].keyword is not None or func.args[0].star:
@@ -268,6 +290,13 @@ class JvpCallLowering:
         argnums: Any = 0
         for position, arg in enumerate(func.args[1:], start=1):
             keyword = arg.keyword.value if arg.keyword is not None else None
+            if keyword == "has_aux" and has_aux_read:
+                continue
+            if keyword == "has_aux" and kind in ("grad", "value_and_grad"):
+                raise self.error(arg, f"s2s.{kind}(f, has_aux=True) inside a function s2s differentiates or batches is "
+                                 "not supported (it is inside one s2s.jit compiles only)",
+                                 "return the aux from a second call of the function, or differentiate a function "
+                                 "that returns the value alone")
             if arg.star or not (keyword == "argnums" or keyword is None and position == 1):
                 raise self.error(arg, f"s2s.{kind} inside a transformed function takes argnums only (no "
                                  "has_aux or other options)", hint)

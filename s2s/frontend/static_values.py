@@ -24,6 +24,9 @@ _KINDS = "__s2s_kinds__"  # and {parameter: the type of its argument}, where it 
 # and {parameter: its dict argument's keys, or its tuple or list argument's length}, where it
 # may scan over one (s2s.lax.scan)
 _KEYS = "__s2s_container_keys__"
+# and {parameter: (its argument's class, {attribute: static value}, layout)} of an argument that an
+# object with static attributes was split for (split_objects)
+_OBJECTS = "__s2s_objects__"
 
 
 def is_static(value: Any) -> bool:
@@ -81,7 +84,66 @@ def _parameters(fun: types.FunctionType) -> tuple[list, bool, bool] | None:
     return known
 
 
-def specialised(fun: Any, bound: tuple, marked: tuple[int, ...] = ()) -> Any:
+# ---- objects with static attributes (flax's TrainState: apply_fn and tx, beside arrays) ----------
+#
+# A class takes part by three methods: `obj.__s2s_split__()` gives (fields, static, layout): a
+# namedtuple of the values that carry numbers, which the compiled code takes in the object's place,
+# a dict of the attributes that choose code (functions, an optimizer), and a hashable layout of the
+# fields (the trees' keys) on which the code may depend; `cls.__s2s_join__(fields, static)` makes the
+# object again from what the code returns; `cls.__s2s_method__(name, static, layout)` gives a plain
+# function of (fields, ...) that s2s reads for a call of obj.name(...) (None: not one s2s can read);
+# `cls.__s2s_static_text__(static, layout)` says what the code depends on, for the cache.
+
+
+def splits(value: Any) -> bool:
+    return hasattr(type(value), "__s2s_split__") and not isinstance(value, type)
+
+
+def split_objects(bound: tuple) -> tuple[tuple, dict]:
+    """(the bound arguments with each object that splits replaced by its fields, {position: (its
+    class, its static attributes, its fields' layout)})."""
+    if not any(splits(value) for value in bound):
+        return bound, {}
+    objects, out = {}, []
+    for k, value in enumerate(bound):
+        if splits(value):
+            fields, static, layout = value.__s2s_split__()
+            objects[k] = (type(value), static, layout)
+            out.append(fields)
+        else:
+            out.append(value)
+    return tuple(out), objects
+
+
+def join_objects(result: Any, objects: dict) -> Any:
+    """result with the fields of each class split_objects split made that class's object again,
+    with the static attributes of the argument of that class (the code cannot change them)."""
+    by_fields = {}
+    for cls, static, _ in objects.values():
+        fields_class = cls.__s2s_fields_class__()
+        known = by_fields.get(fields_class)
+        if known is not None and (known[0] is not cls or known[1] != static):
+            raise S2SError(f"two {cls.__name__} arguments of one call hold different {', '.join(static)}, and the "
+                           f"{cls.__name__} the code returns could take either's",
+                           hint="pass one of them, or call the function once for each")
+        by_fields[fields_class] = (cls, static)
+
+    def join(value):
+        found = by_fields.get(type(value))
+        if found is not None:
+            return found[0].__s2s_join__(value, found[1])
+        if isinstance(value, tuple) and not hasattr(value, "_fields"):
+            return tuple(join(v) for v in value)
+        if isinstance(value, list):
+            return [join(v) for v in value]
+        if isinstance(value, dict):
+            return {k: join(v) for k, v in value.items()}
+        return value
+
+    return join(result)
+
+
+def specialised(fun: Any, bound: tuple, marked: tuple[int, ...] = (), objects: dict | None = None) -> Any:
     """fun, or a copy of it that carries the static values of the bound arguments (in the order
     generated code takes them: frontend.lower.parameter_names); one copy per combination, so
     that what the doors keep per function is kept per combination too. The arguments at the
@@ -93,11 +155,12 @@ def specialised(fun: Any, bound: tuple, marked: tuple[int, ...] = ()) -> Any:
     if known is None:
         return fun
     names, tests_types, scans = known
+    objects = {names[k]: entry for k, entry in (objects or {}).items() if names[k] is not None}
     # s2s.lax.scan over a dict, tuple or list argument slices each of its entries: the code is
     # that of the call's keys (or number of items).
     keys = {name: tuple(value) if isinstance(value, dict) else len(value) for name, value in zip(names, bound)
             if name is not None and isinstance(value, (dict, tuple, list))} if scans else {}
-    if not tests_types and not keys and not marked and not any(is_static(value) for value in bound):
+    if not tests_types and not keys and not marked and not objects and not any(is_static(value) for value in bound):
         return fun
     static = {name: value for k, (name, value) in enumerate(zip(names, bound))
               if name is not None and (k in marked or is_static(value))}
@@ -107,7 +170,7 @@ def specialised(fun: Any, bound: tuple, marked: tuple[int, ...] = ()) -> Any:
     # isinstance(x, np.ndarray) of an argument is decided by its type, as a JAX trace decides it:
     # where the function tests types, the types of the others are carried too.
     kinds = {name: type(value) for name, value in named if name not in static} if tests_types else {}
-    return carrying(fun, static, kinds, keys)
+    return carrying(fun, static, kinds, keys, objects)
 
 
 def _check_hashable(fun: Any, name: str, value: Any) -> None:
@@ -120,16 +183,20 @@ def _check_hashable(fun: Any, name: str, value: Any) -> None:
                        "(an array is passed as it is)") from None
 
 
-def carrying(fun: Any, static: dict, kinds: dict | None = None, keys: dict | None = None) -> Any:
+def carrying(fun: Any, static: dict, kinds: dict | None = None, keys: dict | None = None,
+             objects: dict | None = None) -> Any:
     """fun, or its copy that carries these static values ({parameter: value}), the types of
-    other arguments its isinstance tests read ({parameter: type}) and the keys of the dict
-    arguments it may scan over ({parameter: keys}, or the length of a tuple or list argument)."""
-    kinds, keys = kinds or {}, keys or {}
-    if not (static or kinds or keys) or not isinstance(fun, types.FunctionType) \
+    other arguments its isinstance tests read ({parameter: type}), the keys of the dict
+    arguments it may scan over ({parameter: keys}, or the length of a tuple or list argument)
+    and what the objects split for its arguments hold ({parameter: (class, static, layout)})."""
+    kinds, keys, objects = kinds or {}, keys or {}, objects or {}
+    if not (static or kinds or keys or objects) or not isinstance(fun, types.FunctionType) \
             or getattr(fun, _CARRIED, None) is not None:
         return fun
     key = tuple((name, type(value), value) for name, value in static.items()) + tuple(kinds.items()) \
-        + tuple(("keys", name, k) for name, k in keys.items())
+        + tuple(("keys", name, k) for name, k in keys.items()) \
+        + tuple(("object", name, cls, tuple(sorted(held.items(), key=lambda item: item[0])), layout)
+                for name, (cls, held, layout) in objects.items())
     copies = _SPECIALISED.setdefault(fun, {})
     copy = copies.get(key)
     if copy is None:
@@ -141,6 +208,7 @@ def carrying(fun: Any, static: dict, kinds: dict | None = None, keys: dict | Non
         setattr(copy, _CARRIED, static)
         setattr(copy, _KINDS, kinds)
         setattr(copy, _KEYS, keys)
+        setattr(copy, _OBJECTS, objects)
         copies[key] = copy
     return copy
 
@@ -172,6 +240,12 @@ def carried_keys(fn: Any) -> dict:
     """The keys of the dict arguments (the lengths of the tuple and list arguments) a specialised
     copy carries ({} for any other function)."""
     return getattr(fn, _KEYS, None) or {}
+
+
+def carried_objects(fn: Any) -> dict:
+    """{parameter: (class, static attributes, layout)} of the objects split for a specialised
+    copy's arguments ({} for any other function)."""
+    return getattr(fn, _OBJECTS, None) or {}
 
 
 def static_parameters(fn: Any, assigned: set[str]) -> tuple[dict, dict]:

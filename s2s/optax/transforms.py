@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, NamedTuple
 
+import weakref
+
 import numpy as np
 
 from ..tree_util import tree_leaves, tree_map
@@ -47,6 +49,15 @@ class AddDecayedWeightsState(NamedTuple):
 
 ClipByGlobalNormState = EmptyState
 
+# What each transformation made here is, by its update function: (kind, settings), from which
+# written.py writes the update as code s2s.jit compiles (a train_step's state.apply_gradients).
+RECIPES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _made(kind: str, init: Callable, update: Callable, **settings) -> GradientTransformation:
+    RECIPES[update] = (kind, settings)
+    return GradientTransformation(init, update)
+
 
 def _zeros_like(params):
     return tree_map(lambda p: np.zeros_like(np.asarray(p, dtype=float) if np.ndim(p) == 0 else p), params)
@@ -57,13 +68,13 @@ def _unchanged(params):
 
 
 def identity() -> GradientTransformation:
-    return GradientTransformation(_unchanged, lambda updates, state, params=None: (updates, state))
+    return _made("identity", _unchanged, lambda updates, state, params=None: (updates, state))
 
 
 def scale(step_size: float) -> GradientTransformation:
     """Every update times step_size."""
-    return GradientTransformation(_unchanged, lambda updates, state, params=None: (
-        tree_map(lambda g: step_size * g, updates), state))
+    return _made("scale", _unchanged, lambda updates, state, params=None: (
+        tree_map(lambda g: step_size * g, updates), state), step_size=step_size)
 
 
 def scale_by_schedule(step_size_fn: Callable[[int], float]) -> GradientTransformation:
@@ -73,7 +84,7 @@ def scale_by_schedule(step_size_fn: Callable[[int], float]) -> GradientTransform
         step_size = step_size_fn(state.count)
         return tree_map(lambda g: step_size * g, updates), ScaleByScheduleState(state.count + 1)
 
-    return GradientTransformation(lambda params: ScaleByScheduleState(0), update)
+    return _made("scale_by_schedule", lambda params: ScaleByScheduleState(0), update, step_size_fn=step_size_fn)
 
 
 def scale_by_learning_rate(learning_rate, *, flip_sign: bool = True) -> GradientTransformation:
@@ -104,7 +115,7 @@ def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, eps_roo
         out = tree_map(lambda m, v: m / (np.sqrt(v / (1 - b2 ** count) + eps_root) + eps), mu_hat, nu)
         return out, ScaleByAdamState(count, mu, nu)
 
-    return GradientTransformation(init, update)
+    return _made("scale_by_adam", init, update, b1=b1, b2=b2, eps=eps, eps_root=eps_root, nesterov=nesterov)
 
 
 def scale_by_rms(decay: float = 0.9, eps: float = 1e-8, initial_scale: float = 0.0) -> GradientTransformation:
@@ -118,7 +129,7 @@ def scale_by_rms(decay: float = 0.9, eps: float = 1e-8, initial_scale: float = 0
         nu = tree_map(lambda g, v: decay * v + (1 - decay) * g * g, updates, state.nu)
         return tree_map(lambda g, v: g / np.sqrt(v + eps), updates, nu), ScaleByRmsState(nu)
 
-    return GradientTransformation(init, update)
+    return _made("scale_by_rms", init, update, decay=decay, eps=eps)
 
 
 def trace(decay: float, nesterov: bool = False) -> GradientTransformation:
@@ -129,7 +140,7 @@ def trace(decay: float, nesterov: bool = False) -> GradientTransformation:
         out = tree_map(lambda g, t: g + decay * t, updates, new) if nesterov else new
         return out, TraceState(new)
 
-    return GradientTransformation(lambda params: TraceState(_zeros_like(params)), update)
+    return _made("trace", lambda params: TraceState(_zeros_like(params)), update, decay=decay, nesterov=nesterov)
 
 
 def add_decayed_weights(weight_decay=0.0, mask=None) -> GradientTransformation:
@@ -149,7 +160,7 @@ def add_decayed_weights(weight_decay=0.0, mask=None) -> GradientTransformation:
             return tree_map(lambda g, p: g + rate * p, updates, params), new_state
         return tree_map(lambda g, p, m: g + rate * p if m else g, updates, params, chosen), new_state
 
-    return GradientTransformation(init, update)
+    return _made("add_decayed_weights", init, update, weight_decay=weight_decay, mask=mask)
 
 
 def global_norm(updates) -> float:
@@ -166,7 +177,7 @@ def clip_by_global_norm(max_norm: float) -> GradientTransformation:
             return updates, state
         return tree_map(lambda g: g / norm * max_norm, updates), state
 
-    return GradientTransformation(_unchanged, update)
+    return _made("clip_by_global_norm", _unchanged, update, max_norm=max_norm)
 
 
 def chain(*transforms: GradientTransformation) -> GradientTransformation:
@@ -182,7 +193,7 @@ def chain(*transforms: GradientTransformation) -> GradientTransformation:
             states.append(its_state)
         return updates, tuple(states)
 
-    return GradientTransformation(init, update)
+    return _made("chain", init, update, transforms=transforms)
 
 
 def _added(p, u):

@@ -262,6 +262,23 @@ DICT_LOOP_WAY_OUT = ("loop over it in the function s2s.jit is given, whose code 
                      "constant keys (d['w']), or use backend='python'")
 
 
+def named_class(module: str, qualname: str) -> type:
+    """The namedtuple class module.qualname (generated code names a class by where it is defined:
+    its module is not one the code imports)."""
+    import importlib
+
+    found = importlib.import_module(module)
+    for part in qualname.split("."):
+        found = getattr(found, part)
+    return found
+
+
+def named_tuple(module, qualname, *values):
+    """A namedtuple of the class module.qualname holding values (`State(count, mu)` in a function
+    s2s.jit compiles); under Numba (overload) the same, the class found when it compiles."""
+    return named_class(module, qualname)(*values)
+
+
 def with_items(d, values):
     """A container of d's kind with these values: a dict with d's keys (the values in sorted-key
     order, as pytree.flatten orders them; the dict in d's order, which a loop over it follows),

@@ -2,22 +2,40 @@
 its parameters, the optimizer (an s2s.optax gradient transformation) and the optimizer's state,
 in one immutable value.
 
-    state = train_state.TrainState.create(apply_fn=model_apply, params=params, tx=optax.adam(1e-3))
+    state = train_state.TrainState.create(apply_fn=model.apply, params=params, tx=optax.adam(1e-3))
     grads = s2s.grad(loss)(state.params, batch)
     state = state.apply_gradients(grads=grads)
 
-apply_gradients runs the optimizer's update as Python and NumPy on the pytrees (s2s.optax), on the
-gradient a transformed function returns. A train_step that s2s.jit compiles whole is not supported:
-inside a transformed function, state.apply_fn(...) and state.apply_gradients(...) are refused with an
-S2SError at their line (what an argument holds is known only when the code runs); jit the gradient
-of a module-level loss and take the step in Python."""
+Outside transformed code, apply_gradients runs the optimizer's update as Python and NumPy on the
+pytrees (s2s.optax). A train_step that s2s.jit compiles whole takes the state as its arrays, as
+Flax's TrainState is a pytree whose apply_fn and tx are static fields:
+
+    @s2s.jit
+    def train_step(state, batch):
+        def loss_fn(params):
+            logits = state.apply_fn(params, batch["image"])
+            return optax.softmax_cross_entropy_with_integer_labels(logits, batch["label"]).mean()
+        grads = s2s.grad(loss_fn)(state.params)
+        return state.apply_gradients(grads=grads)
+
+The call passes the compiled code a namedtuple of the state's other fields (step, params,
+opt_state, and a subclass's own), `state.apply_fn` is read as the function it holds (a model's
+apply: the plain function s2s.nn writes), `state.apply_gradients(grads=...)` as a plain function
+written for the optimizer and the parameters' layout (written.py), and the namedtuple the code
+returns is made a TrainState again with the argument's apply_fn and tx (the static_values
+protocol: __s2s_split__, __s2s_join__, __s2s_method__).
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from typing import Any, Callable
 
 from .. import optax
+from ..driver import cache
+from ..optax.written import layout_of
+from .written import STATIC_FIELDS, apply_gradients_function, apply_gradients_text, dynamic_fields, fields_class
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,3 +60,61 @@ class TrainState:
 
     def replace(self, **changes) -> "TrainState":
         return dataclasses.replace(self, **changes)
+
+    # ---- under s2s.jit (frontend/static_values.py) ------------------------------------------
+
+    __s2s_methods__ = ("apply_gradients(grads=...)",)
+
+    @classmethod
+    def __s2s_fields_class__(cls) -> type:
+        """The namedtuple of this class's fields that carry numbers."""
+        return fields_class(cls)
+
+    def __s2s_split__(self) -> tuple[Any, dict, tuple]:
+        # (dicts in sorted-key order, as tree_map gives them back, and so the optimizer's state and
+        # apply_gradients' parameters: the code compiled for the first step serves the next ones)
+        fields = fields_class(type(self))(*(_in_sorted_order(getattr(self, f)) for f in dynamic_fields(type(self))))
+        static = {name: getattr(self, name) for name in STATIC_FIELDS}
+        return fields, static, layout_of(fields.params)
+
+    @classmethod
+    def __s2s_join__(cls, fields: Any, static: dict) -> "TrainState":
+        return cls(**fields._asdict(), **static)
+
+    @classmethod
+    def __s2s_method__(cls, name: str, static: dict, layout: tuple) -> Callable | None:
+        if name != "apply_gradients":
+            return None
+        return apply_gradients_function(cls, static["tx"], layout)
+
+    @classmethod
+    def __s2s_static_text__(cls, static: dict, layout: tuple) -> str:
+        """What the code written for a state depends on besides its arrays: the function apply_fn
+        stands for, and the source written for apply_gradients (the optimizer's settings in it)."""
+        apply_fn = static["apply_fn"]
+        if hasattr(apply_fn, "as_called_function"):
+            apply_fn = apply_fn.as_called_function()
+        try:
+            written = apply_gradients_text(cls, static["tx"], layout)
+        except Exception as exc:  # noqa: BLE001 - the call of apply_gradients refuses it, at its line
+            written = f"not written: {exc}"
+        digest = hashlib.sha256(written.encode()).hexdigest()[:16]
+        return f"apply_fn={cache.static_text(apply_fn)}; apply_gradients={digest}"
+
+
+def _in_sorted_order(tree: Any) -> Any:
+    """tree with each dict's keys in sorted order (the same leaves)."""
+    if isinstance(tree, dict):
+        try:
+            keys = sorted(tree)
+        except TypeError:
+            keys = list(tree)
+        return {k: _in_sorted_order(tree[k]) for k in keys}
+    if isinstance(tree, tuple) and hasattr(tree, "_fields"):
+        return type(tree)(*(_in_sorted_order(v) for v in tree))
+    if isinstance(tree, (tuple, list)):
+        return type(tree)(_in_sorted_order(v) for v in tree)
+    return tree
+
+
+fields_class(TrainState)

@@ -371,6 +371,15 @@ def _dict_of(keys, values):
     return _compile(f"def impl(keys, values):\n    return cls({items})\n", "impl", cls=cls)
 
 
+@overload(rt.named_tuple)
+def _named_tuple(module, qualname, *values):
+    if not (isinstance(module, types.StringLiteral) and isinstance(qualname, types.StringLiteral)):
+        return None  # typed again with the names as literals
+    cls = rt.named_class(module.literal_value, qualname.literal_value)
+    items = "".join(f"values[{k}], " for k in range(len(values)))
+    return _compile(f"def impl(module, qualname, *values):\n    return cls({items})\n", "impl", cls=cls)
+
+
 @overload(rt.with_items)
 def _with_items(d, values):
     if isinstance(d, types.BaseNamedTuple):  # (a DictTuple, or the user's namedtuple)
