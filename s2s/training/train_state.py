@@ -103,17 +103,22 @@ class TrainState:
 
 
 def _in_sorted_order(tree: Any) -> Any:
-    """tree with each dict's keys in sorted order (the same leaves)."""
+    """tree with each dict's keys in sorted order (the same leaves; tree itself where it is so)."""
     if isinstance(tree, dict):
+        keys = list(tree)
         try:
-            keys = sorted(tree)
+            ordered = sorted(keys)
         except TypeError:
-            keys = list(tree)
-        return {k: _in_sorted_order(tree[k]) for k in keys}
-    if isinstance(tree, tuple) and hasattr(tree, "_fields"):
-        return type(tree)(*(_in_sorted_order(v) for v in tree))
+            ordered = keys
+        items = [(k, _in_sorted_order(tree[k])) for k in ordered]
+        if ordered == keys and all(v is tree[k] for k, v in items):
+            return tree  # (what a compiled step returns: its next call takes it as it is)
+        return dict(items)
     if isinstance(tree, (tuple, list)):
-        return type(tree)(_in_sorted_order(v) for v in tree)
+        items = [_in_sorted_order(v) for v in tree]
+        if all(a is b for a, b in zip(items, tree)):
+            return tree
+        return type(tree)(*items) if hasattr(tree, "_fields") else type(tree)(items)
     return tree
 
 
