@@ -178,3 +178,17 @@ def test_a_train_step_s2s_cannot_compile_is_refused_at_its_line():
 
 def replaced_step(state, batch):
     return state.replace(step=state.step + 1)
+
+
+def step_of_a_state_in_a_tuple(states, batch):
+    state, _ = states
+    return state.apply_gradients(grads=state.params)
+
+
+def test_a_state_the_code_cannot_see_whole_is_refused_with_what_compiles():
+    state = tiny_state(optax.sgd(0.1))
+    with pytest.raises(s2s.S2SError, match=r"state\.apply_gradients\(\.\.\.\) calls what the value state holds") \
+            as info:
+        s2s.jit(step_of_a_state_in_a_tuple, backend="python")((state, state), BATCH)
+    assert where(step_of_a_state_in_a_tuple, "state.apply_gradients") in str(info.value)
+    assert "an argument of the function s2s.jit is given" in str(info.value)

@@ -1330,15 +1330,18 @@ class ExpressionLowering(JvpCallLowering, WritingCalls):
         held_by_value = not any(hasattr(kind, method) for kind in (np.ndarray, np.random.Generator,
                                                                      np.random.RandomState))
         if target is None and held_by_value and self._root_is_local(func.value):
-            # state.apply_fn(params, x), state.apply_gradients(grads=g): a function that a value
-            # holds, which s2s cannot read when it writes the code (it reads functions by name)
+            # obj.fn(x) of a value that holds a function, which s2s cannot read when it writes the
+            # code (it reads functions by name); a TrainState that s2s.jit is given is split so that
+            # it can (object_method)
             held = f"{_dotted(func.value)}.{method}"
             raise self.error(node, f"{held}(...) calls what the value {_dotted(func.value)} holds, known only when "
                              "the code runs: s2s reads the code of the functions it calls when it writes derivative "
                              "and compiled code, and finds them by name",
                              "call a module-level function by name, and a model as model.apply(params, x) with "
-                             "model a module-level object; to train with a TrainState, compile the gradient of a "
-                             "module-level loss, grad_fn = s2s.jit(s2s.grad(loss)), and take the step in Python: "
+                             "model a module-level object; a TrainState's apply_fn(...) and apply_gradients(grads=...) "
+                             "compile where the state is an argument of the function s2s.jit is given (not rebound "
+                             "before, not in a tuple or dict); else compile the gradient of a module-level loss, "
+                             "grad_fn = s2s.jit(s2s.grad(loss)), and take the step in Python: "
                              "state = state.apply_gradients(grads=grad_fn(state.params, batch))")
         if target is None:
             raise self.error(node, f"the method .{method}() is not supported",
