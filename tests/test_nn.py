@@ -13,7 +13,7 @@ import pytest
 import s2s
 import s2s.nn as nn
 from s2s import random
-from finite_differences import central_difference_grad
+from finite_differences import central_difference_grad, where
 
 KEY = random.PRNGKey(0)
 
@@ -455,3 +455,183 @@ class WithMakeRng(nn.Module):
 def test_self_param_that_cannot_be_written_faithfully_and_variables_and_rngs_are_refused(module, refusal):
     with pytest.raises(s2s.S2SError, match=rf"test_nn.py:\d+:\d+: s2s.nn cannot write .*{refusal}"):
         module.apply.as_called_function()
+
+
+class ScaledBySetup(nn.Module):
+    """setup-style self.param, Flax's other pattern: the parameters are attributes that __call__ reads."""
+
+    features: int
+
+    def setup(self):
+        self.kernel = self.param("kernel", nn.initializers.lecun_normal(), (3, self.features))
+        self.bias = self.param("bias", nn.initializers.normal(0.5), (self.features,))
+        self.dense = nn.Dense(self.features)
+
+    def __call__(self, x):
+        return np.tanh(x @ self.kernel + self.bias) + self.dense(x) * self.kernel.sum() + self.bias[0]
+
+
+class SetupPieces(nn.Module):
+    """Parameters of a setup in larger expressions, held in a list and a dict, and a submodule's
+    parameter read by its parent."""
+
+    def setup(self):
+        self.kernel = self.param("kernel", nn.initializers.normal(0.5), (3, 3))
+        self.scales = [self.param(f"scale_{i}", nn.initializers.uniform(2.0), (3,)) for i in range(2)]
+        self.offsets = {"a": self.param("offset", nn.initializers.normal(0.5), (3,))}
+        self.inner = ScaledBySetup(3)
+
+    def __call__(self, x):
+        kernel = self.kernel
+        y = np.dot(x, self.kernel.T) + self.kernel[0] * 2 + np.sin(kernel).sum(0)
+        for scale in self.scales:
+            y = y * scale
+        y = y + self.offsets["a"] + self.scales[len(self.scales) - 1]
+        return self.inner(y) + self.inner.kernel[0]
+
+
+X3 = np.random.default_rng(3).normal(size=(4, 3))
+SCALED_BY_SETUP = ScaledBySetup(4)
+SCALED_BY_SETUP_VARIABLES = SCALED_BY_SETUP.init(KEY, X3)
+SETUP_PIECES = SetupPieces()
+SETUP_PIECES_VARIABLES = SETUP_PIECES.init(KEY, X3)
+
+
+def scaled_by_setup_apply(variables, x):
+    return SCALED_BY_SETUP.apply(variables, x)
+
+
+def setup_pieces_apply(variables, x):
+    return SETUP_PIECES.apply(variables, x)
+
+
+def setup_params_loss(variables, x):
+    scaled = SCALED_BY_SETUP.apply(variables["scaled"], x)
+    return np.sum(scaled ** 2) + np.sum(np.tanh(SETUP_PIECES.apply(variables["pieces"], x)))
+
+
+def test_self_param_in_setup_is_named_as_flax_and_is_the_read_of_params_in_the_written_function():
+    params = SCALED_BY_SETUP_VARIABLES["params"]
+    # (Flax's layout: setup's parameters by their names, its submodule by its attribute)
+    assert s2s.tree_util.tree_map(np.shape, SCALED_BY_SETUP_VARIABLES) == {
+        "params": {"kernel": (3, 4), "bias": (4,), "dense": {"kernel": (3, 4), "bias": (4,)}}}
+    assert set(SETUP_PIECES_VARIABLES["params"]) == {"kernel", "scale_0", "scale_1", "offset", "inner"}
+    dense = X3 @ params["dense"]["kernel"] + params["dense"]["bias"]
+    expected = np.tanh(X3 @ params["kernel"] + params["bias"]) + dense * params["kernel"].sum() + params["bias"][0]
+    np.testing.assert_allclose(SCALED_BY_SETUP.apply(SCALED_BY_SETUP_VARIABLES, X3), expected, rtol=1e-12)
+    np.testing.assert_allclose(s2s.jit(scaled_by_setup_apply, backend="python")(SCALED_BY_SETUP_VARIABLES, X3),
+                               expected, rtol=1e-12)
+    np.testing.assert_allclose(s2s.jit(setup_pieces_apply, backend="python")(SETUP_PIECES_VARIABLES, X3),
+                               SETUP_PIECES.apply(SETUP_PIECES_VARIABLES, X3), rtol=1e-12)
+    written = inspect.getsource(SCALED_BY_SETUP.apply.as_called_function())
+    assert ('    return ((np.tanh(((x @ params["kernel"]) + params["bias"])) + (nn_functional.dense(x, '
+            'params["dense"]["kernel"], params["dense"]["bias"]) * params["kernel"].sum())) + params["bias"][0])\n'
+            in written)
+    assert "initializers" not in written and "features" not in written  # (the initialisers are init's alone)
+    written = inspect.getsource(SETUP_PIECES.apply.as_called_function())
+    for line in ('kernel = params["kernel"]',
+                 'y = ((np.dot(x, params["kernel"].T) + (params["kernel"][0] * 2)) + np.sin(kernel).sum(0))',
+                 'scale = params["scale_0"]', 'scale = params["scale_1"]',
+                 'y = ((y + params["offset"]) + params["scale_1"])',
+                 'return (SetupPieces_apply_inner(params["inner"], y) + params["inner"]["kernel"][0])'):
+        assert line in written
+    assert "initializers" not in written
+
+
+def test_grad_through_parameters_of_a_setup_matches_central_differences():
+    variables = {"scaled": SCALED_BY_SETUP_VARIABLES, "pieces": SETUP_PIECES_VARIABLES}
+    value, grads = s2s.value_and_grad(setup_params_loss)(variables, X3)
+    np.testing.assert_allclose(value, setup_params_loss(variables, X3), rtol=1e-12)
+    assert_trees_close(grads, grad_by_differences(lambda v: setup_params_loss(v, X3), variables), rtol=1e-6, atol=1e-8)
+
+
+class TwoParamsOfOneNameInSetup(nn.Module):
+    def setup(self):
+        self.first = self.param("w", nn.initializers.ones, (2,))
+        self.second = self.param("w", nn.initializers.zeros, (2,))
+
+    def __call__(self, x):
+        return x * self.first
+
+
+class ParamNamedAsASubmoduleOfSetup(nn.Module):
+    def setup(self):
+        self.w = self.param("dense", nn.initializers.ones, (2,))
+        self.dense = nn.Dense(2)
+
+    def __call__(self, x):
+        return self.dense(x) * self.w
+
+
+class ParamInCallNamedAsInSetup(nn.Module):
+    def setup(self):
+        self.w = self.param("w", nn.initializers.ones, (2,))
+
+    def __call__(self, x):
+        return x * self.w + self.param("w", nn.initializers.ones, (2,))
+
+
+class Scales(nn.Module):
+    scale: object
+
+    def __call__(self, x):
+        return x * self.scale
+
+
+class ParentParamAsAField(nn.Module):
+    def setup(self):
+        self.w = self.param("w", nn.initializers.ones, (2,))
+        self.child = Scales(self.w)
+
+    def __call__(self, x):
+        return self.child(x)
+
+
+class SetupUsesAParamsValue(nn.Module):
+    def setup(self):
+        self.w = self.param("w", nn.initializers.ones, (2,))
+        self.size = self.w.shape[0]
+
+    def __call__(self, x):
+        return x * self.size
+
+
+class MethodReadsAParamOfSetup(nn.Module):
+    def setup(self):
+        self.w = self.param("w", nn.initializers.ones, (2,))
+
+    def scaled(self, x):
+        return x * self.w
+
+    def __call__(self, x):
+        return self.scaled(x)
+
+
+SETUP_REFUSALS = [
+    (TwoParamsOfOneNameInSetup, "setup", 'self.param("w", nn.initializers.zeros',
+     "the setup of TwoParamsOfOneNameInSetup makes a second parameter named 'w'", True),
+    (ParamNamedAsASubmoduleOfSetup, "setup", "self.dense = nn.Dense(2)",
+     "the submodule dense of ParamNamedAsASubmoduleOfSetup is named 'dense', as a parameter its setup made", True),
+    (ParamInCallNamedAsInSetup, "__call__", "return x * self.w + self.param",
+     r"self.param\('w', \.\.\.\) in ParamInCallNamedAsInSetup, whose setup made a parameter of that name", True),
+    (ParentParamAsAField, None, "return x * self.scale",
+     r"the parameter 'w' of ParentParamAsAField \(the top module\) is read in Scales.__call__", False),
+    (SetupUsesAParamsValue, "setup", "self.size = self.w.shape[0]",
+     "the value of the parameter 'w' of SetupUsesAParamsValue is used where s2s.nn writes", False),
+    (MethodReadsAParamOfSetup, "__call__", "return self.scaled(x)", r"a method of a module \(scaled\) called", False),
+]
+
+
+@pytest.mark.parametrize("module, method, line, refusal, eagerly", SETUP_REFUSALS,
+                         ids=[case[0].__name__ for case in SETUP_REFUSALS])
+def test_parameters_of_a_setup_that_cannot_be_written_faithfully_are_refused_at_their_line(module, method, line,
+                                                                                           refusal, eagerly):
+    at = where(inspect.unwrap(getattr(module, method) if method else Scales.__call__), line)
+    with pytest.raises(s2s.S2SError, match=rf"{at}\d+: .*{refusal}"):
+        module().apply.as_called_function()
+    x = np.ones((1, 2))
+    if eagerly:  # (Flax refuses the name where init runs, too)
+        with pytest.raises(s2s.S2SError, match=rf"{at}\d+: .*{refusal}"):
+            module().init(KEY, x)
+    else:
+        module().apply(module().init(KEY, x), x)

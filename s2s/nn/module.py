@@ -15,6 +15,9 @@ with a hash of the module's path and a count of its draws from 1 (static_hash).
 
 Inside a function given to s2s (grad, jit, vmap), `model.apply` is not run: s2s reads it as
 the plain function s2s.nn writes for the module (writing.py; `model.apply.as_called_function()`).
+Where that function is written, setup runs in the scope's "write" mode, where no parameter exists:
+`self.param` there gives a ParamPlaceholder, which the written code reads from its params
+(`params["kernel"]`).
 """
 
 from __future__ import annotations
@@ -23,13 +26,16 @@ import copy
 import dataclasses
 import functools
 import hashlib
+import linecache
+import os
+import sys
 import threading
 from typing import Any, Callable
 
 import numpy as np
 
 from .. import random
-from ..errors import S2SError
+from ..errors import Origin, S2SError
 
 # The function that writes a module's plain function (writing.py registers it when s2s.nn loads)
 WRITERS: list[Callable] = []
@@ -56,6 +62,73 @@ def static_hash(items: tuple) -> int:
     for item in items:
         digest.update(item.encode("utf-8") if isinstance(item, str) else item.to_bytes((item.bit_length() + 7) // 8, "big"))
     return int.from_bytes(digest.digest()[:4], "big")
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # (s2s's own files)
+_NUMPY = os.path.dirname(np.__file__) + os.sep
+
+
+def _user_origin() -> Origin | None:
+    """Where the user's code called what raises: the first frame outside s2s and NumPy (a line of
+    setup, for a name given twice or a parameter's value used there)."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith((_PACKAGE, _NUMPY)):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    positions = list(frame.f_code.co_positions())
+    line, _, column, _ = positions[frame.f_lasti // 2] if frame.f_lasti // 2 < len(positions) else (None,) * 4
+    line = line or frame.f_lineno
+    text = (linecache.getline(frame.f_code.co_filename, line) or "").strip()
+    return Origin(frame.f_code.co_filename, line, (column or 0) + 1, text)
+
+
+class ParamValueUsed(S2SError):
+    """The value of a ParamPlaceholder is asked for (writing.py writes the expression as code then)."""
+
+
+class ParamPlaceholder:
+    """What self.param(name, ...) gives in setup where s2s.nn writes a module's code (the scope's
+    "write" mode): the parameter name of module, which the written function reads from its params
+    (`params["kernel"]`; writing.py, FunctionWriter.param_read). No array exists there: asking for
+    its value (an attribute, arithmetic, NumPy, len, bool) raises ParamValueUsed."""
+
+    __slots__ = ("module", "name")
+
+    def __init__(self, module: "Module", name: str):
+        object.__setattr__(self, "module", module)
+        object.__setattr__(self, "name", name)
+
+    def __repr__(self) -> str:
+        return f"<parameter {self.name!r} of {type(self.module).__name__}, where s2s.nn writes its code>"
+
+    def _used(self, *args, **kwargs):
+        raise ParamValueUsed(f"the value of the parameter {self.name!r} of {type(self.module).__name__} is used where "
+                             "s2s.nn writes the module's code (in its setup, or in what runs there), before any "
+                             "parameter exists",
+                             _user_origin(), hint="use the parameter in __call__ (x @ self.kernel), where it is "
+                             "the read of params, and compute shapes and settings from the module's fields")
+
+    def __getattr__(self, name: str):
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)  # (protocols looked up by copy, pickle, NumPy: not offered)
+        self._used()
+
+    def __setattr__(self, name: str, value: Any):
+        self._used()
+
+    __array__ = __array_ufunc__ = __array_function__ = _used
+    __bool__ = __len__ = __iter__ = __contains__ = __getitem__ = __setitem__ = __call__ = _used
+    __index__ = __int__ = __float__ = __complex__ = _used
+    __lt__ = __le__ = __gt__ = __ge__ = _used
+    __neg__ = __pos__ = __abs__ = __invert__ = _used
+
+
+for _op in ("add", "sub", "mul", "matmul", "truediv", "floordiv", "mod", "divmod", "pow", "lshift", "rshift", "and",
+            "xor", "or"):
+    for _spelling in (f"__{_op}__", f"__r{_op}__", f"__i{_op}__"):
+        setattr(ParamPlaceholder, _spelling, ParamPlaceholder._used)
+del _op, _spelling
 
 
 class Scope:
@@ -169,6 +242,11 @@ class Module:
             for suffix, child in _modules_in(value):
                 child._nn["parent"] = self
                 child._nn["name"] = child.name or name + suffix
+                if state["setup_names"].get(child._nn["name"]) == "param":
+                    raise S2SError(f"the submodule {name}{suffix} of {type(self).__name__} is named "
+                                   f"{child._nn['name']!r}, as a parameter its setup made (Flax refuses it too)",
+                                   _user_origin(), hint="give each parameter and submodule its own name")
+                state["setup_names"][child._nn["name"]] = "submodule"
         object.__setattr__(self, name, value)
 
     # -- running -----------------------------------------------------------------------------
@@ -196,6 +274,7 @@ class Module:
         if type(self).setup is Module.setup:
             return
         self._nn["in_setup"] = True
+        self._nn["setup_names"] = {}  # name -> "param" or "submodule": what setup made (Flax's reservations)
         _running().append(self)
         try:
             self.setup()
@@ -213,15 +292,36 @@ class Module:
 
     def param(self, name: str, init_fn: Callable, *init_args, **init_kwargs) -> Any:
         """The parameter name of this module: made by init_fn(key, *init_args) in init (the key
-        the next of the 'params' stream), read from the variables in apply. In the function s2s.nn
-        writes, self.param in __call__ is the read of the parameter (writing.py, FunctionWriter.param);
-        this is reached there only from setup or a method that __call__ calls, and refused."""
+        the next of the 'params' stream), read from the variables in apply. A name is made once:
+        twice in setup, in setup and again in __call__, or as a submodule setup makes is refused,
+        as Flax refuses it. Where s2s.nn writes the module's code, setup's self.param gives a
+        ParamPlaceholder (the written code reads params["name"]); self.param in __call__ is written
+        there as the read of the parameter (writing.py, FunctionWriter.param) and reaches this only
+        from a method that __call__ calls, which is refused."""
         scope = self._scope()
+        state = self._nn
+        if not isinstance(name, str):
+            raise S2SError(f"self.param is given the name {name!r}, which is not a string", _user_origin(),
+                           hint="name the parameter with a string")
+        made = state.get("setup_names", {})
+        if state["in_setup"]:
+            if name in made:
+                what = "a second parameter" if made[name] == "param" else "a parameter as a submodule"
+                raise S2SError(f"the setup of {type(self).__name__} makes {what} named {name!r} (Flax refuses it "
+                               "too)", _user_origin(), hint="give each parameter and submodule its own name")
+            made[name] = "param"
+        elif name in made:
+            raise S2SError(f"self.param({name!r}, ...) in {type(self).__name__}, whose setup made a "
+                           f"{'parameter' if made[name] == 'param' else 'submodule'} of that name (Flax refuses it "
+                           "too)", _user_origin(), hint="give each parameter and submodule its own name")
         if scope.mode == "write":
-            raise S2SError(f"self.param({name!r}, ...) is called in setup or in a method that __call__ calls, "
-                           "where s2s.nn writes the code of the module",
-                           hint="call self.param in the statements of __call__ itself (w = self.param(...)), or "
-                           "call the module eagerly (model.apply outside the transformed function)")
+            if state["in_setup"]:
+                return ParamPlaceholder(self, name)
+            raise S2SError(f"self.param({name!r}, ...) is called in a method that __call__ calls, where s2s.nn "
+                           "writes the code of the module",
+                           hint="call self.param in setup or in the statements of __call__ itself "
+                           "(w = self.param(...)), or call the module eagerly (model.apply outside the transformed "
+                           "function)")
         if scope.mode == "init":
             if name not in scope.params:
                 scope.params[name] = init_fn(scope.make_rng("params"), *init_args, **init_kwargs)

@@ -13,21 +13,34 @@ A module of the user's that a module calls is written as a function of its own e
 params dict (`Model_apply_Linear_0(params["Linear_0"], x)`), and `self.param(name, init_fn,
 *init_args)` in a __call__ reads that module's parameter: `w = params["w"]`. Its name is a string
 or a value the fields decide; init_fn and its arguments are init's alone (module.py, Module.param)
-and are not written (`x.shape[-1]` among them is not evaluated either).
+and are not written (`x.shape[-1]` among them is not evaluated either). `self.param` in setup
+(`self.kernel = self.param("kernel", ...)`, Flax's other pattern) gives, where the code is
+written, a ParamPlaceholder (module.py): the module's parameter, written as `params["kernel"]`
+wherever __call__ uses it (FunctionWriter.param_read); one of a submodule that was written here
+(`self.inner.kernel` after `self.inner(x)`) is `params["inner"]["kernel"]`.
 
 It is written by running the method's statements over what is known before any array exists
 (a partial evaluation): `self.features` and the other fields become constants, a submodule
 construction (`nn.Dense(32)`) runs, named by module.py as at init, and its call becomes the call
 of its layer's function on its entry of the params dict (layers.py, written_call) or of the
 function written for it (a module of the user's); an `if` or `for` that the fields decide
-(`for feat in self.features:`) is unrolled; everything else is copied as it is written, for
-s2s to read. What cannot be written faithfully is refused with an S2SError: a submodule called
-under an if, for or while that the data decides, a module used as a value, self.param under an
-if, for or while that the data decides, a second self.param of one name (or the name of a
-submodule) in one call, self.param named by a value known only when the function runs,
-self.variable and self.make_rng in __call__ of a module of the user's, a local variable named
-params, variables or rngs (the written function's own), statements other than assignments,
-expressions, if, for, while and return.
+(`for feat in self.features:`, `for w in self.weights:` over setup's parameters) is unrolled;
+everything else is copied as it is written, for s2s to read. A placeholder has no value: an
+expression that reads one (`self.kernel.T`, `self.kernel[0]`, `self.kernel.sum()`,
+`np.dot(x, self.kernel)`; FunctionWriter.reads_param) is written piece by piece rather than
+evaluated, its other pieces still evaluated where they are known (`len(self.weights) - 1`:
+FunctionWriter.fold), and a list, tuple or dict of them is indexed when written.
+
+What cannot be written faithfully is refused with an S2SError at its file:line:col: a submodule
+called under an if, for or while that the data decides, a module used as a value, self.param
+under an if, for or while that the data decides, a second self.param of one name (or the name of
+a submodule) in one call, self.param named by a value known only when the function runs,
+self.param in __call__ named as a parameter or submodule of setup (and, in module.py, where init
+runs too: a name made twice in setup), a placeholder's value used in setup (ParamValueUsed), a
+parameter of another module read in a module's __call__ (a parent's given as a field), a method
+of the module called on arrays, self.variable and self.make_rng in __call__ of a module of the
+user's, a local variable named params, variables or rngs (the written function's own),
+statements other than assignments, expressions, if, for, while and return.
 
 Each written function lives in a generated module (a real file of s2s's cache, as s2s's own
 generated code: backends/loading.py) whose globals are those of the module class's file, so
@@ -52,7 +65,7 @@ from ..errors import S2SError
 from ..frontend.source import parse_function
 from . import functional
 from .. import random
-from .module import WRITERS, Module, Scope, _running
+from .module import WRITERS, Module, ParamPlaceholder, ParamValueUsed, Scope, _running
 
 _WRITTEN_IMPORTS = ("import s2s.nn.functional as nn_functional\n"
                     "import s2s.random as nn_random\n")
@@ -97,6 +110,20 @@ def _calls_self_method(node: cst.CSTNode) -> bool:
     """Whether an expression calls self.param, self.variable or self.make_rng (it is then written
     piece by piece, not evaluated when written: that would run the call)."""
     return _self_method(node) is not None or any(_calls_self_method(child) for child in node.children)
+
+
+_UNKNOWN = object()  # (a name or attribute whose value is not known when written: FunctionWriter.chain)
+
+
+def _holds_param(value: Any) -> bool:
+    """Whether a value is a parameter of a setup (a ParamPlaceholder) or a list, tuple or dict holding one."""
+    if isinstance(value, ParamPlaceholder):
+        return True
+    if isinstance(value, (list, tuple)):
+        return any(_holds_param(item) for item in value)
+    if isinstance(value, dict):
+        return any(_holds_param(item) for item in value.values())
+    return False
 
 
 def _key(name: str) -> str:
@@ -188,11 +215,51 @@ class FunctionWriter:
     def evaluate(self, node: cst.BaseExpression) -> Any:
         return eval(compile(_code_of(node).strip(), "<s2s.nn>", "eval"), self.namespace, dict(self.static))
 
+    def chain(self, node: cst.BaseExpression) -> Any:
+        """The value of a name or a chain of attributes (self.kernel, np.float32) known when the
+        function is written, read without running anything but attribute reads; _UNKNOWN where it is
+        not known, or where a parameter of a setup is on the way (self.kernel.T)."""
+        if isinstance(node, cst.Name):
+            name = node.value
+            if name in self.dynamic:
+                return _UNKNOWN
+            if name in self.static:
+                return self.static[name]
+            return self.namespace[name] if name in self.namespace else getattr(builtins, name, _UNKNOWN)
+        if isinstance(node, cst.Attribute):
+            base = self.chain(node.value)
+            if base is _UNKNOWN or _holds_param(base):
+                return _UNKNOWN
+            try:
+                return getattr(base, node.attr.value)
+            except Exception:  # noqa: BLE001 - (not known when written: evaluating the expression says why)
+                return _UNKNOWN
+        return _UNKNOWN
+
+    def reads_param(self, node: cst.CSTNode) -> bool:
+        """Whether an expression reads a parameter of a setup: a name or attribute whose value is
+        one or holds one (`self.kernel`, `self.weights`). Such an expression is written piece by
+        piece, not evaluated when written (no array exists then: ParamPlaceholder)."""
+        if isinstance(node, (cst.Name, cst.Attribute)) and _holds_param(self.chain(node)):
+            return True
+        if isinstance(node, cst.Name):
+            return False
+        if isinstance(node, cst.Attribute):
+            return self.reads_param(node.value)
+        if isinstance(node, cst.Arg):
+            return self.reads_param(node.value)
+        return any(self.reads_param(child) for child in node.children)
+
     def expr(self, node: cst.BaseExpression):
         names = _free_names(node)
-        if not names & self.dynamic and not isinstance(node, (cst.Lambda, cst.ListComp, cst.GeneratorExp,
-                                                               cst.DictComp, cst.SetComp)) \
-                and not _calls_self_method(node):
+        known = not names & self.dynamic and not isinstance(node, (cst.Lambda, cst.ListComp, cst.GeneratorExp,
+                                                                   cst.DictComp, cst.SetComp)) \
+            and not _calls_self_method(node)
+        if known and isinstance(node, (cst.Name, cst.Attribute)):
+            value = self.chain(node)
+            if _holds_param(value):  # (a parameter of a setup, or a list of them: written where it is used)
+                return _Static(value, node)
+        if known and not self.reads_param(node):
             try:
                 return _Static(self.evaluate(node), node)
             except S2SError as exc:
@@ -211,31 +278,24 @@ class FunctionWriter:
         if isinstance(node, cst.Attribute):
             return _Code(f"{self.code(node.value)}.{node.attr.value}")
         if isinstance(node, cst.Subscript):
-            items = []
-            for element in node.slice:
-                s = element.slice
-                if isinstance(s, cst.Index):
-                    items.append(self.code(s.value))
-                else:
-                    parts = [self.code(p) if p is not None else "" for p in (s.lower, s.upper, s.step)]
-                    items.append(f"{parts[0]}:{parts[1]}" + (f":{parts[2]}" if s.step is not None else ""))
-            return _Code(f"{self.code(node.value)}[{', '.join(items)}]")
-        if isinstance(node, cst.BinaryOperation):
+            return self.subscript(node)
+        if isinstance(node, (cst.BinaryOperation, cst.BooleanOperation)):
             op = _code_of(node.operator).strip()
-            return _Code(f"({self.code(node.left)} {op} {self.code(node.right)})")
+            return self.fold([self.expr(node.left), self.expr(node.right)], f"({{}} {op} {{}})", node)
         if isinstance(node, cst.UnaryOperation):
             op = _code_of(node.operator).strip()
-            return _Code(f"({op} {self.code(node.expression)})" if op == "not" else f"({op}{self.code(node.expression)})")
-        if isinstance(node, cst.BooleanOperation):
-            op = _code_of(node.operator).strip()
-            return _Code(f"({self.code(node.left)} {op} {self.code(node.right)})")
+            return self.fold([self.expr(node.expression)], f"({op} {{}})" if op == "not" else f"({op}{{}})", node)
         if isinstance(node, cst.Comparison):
-            text = self.code(node.left)
-            for c in node.comparisons:
-                text += f" {_code_of(c.operator).strip()} {self.code(c.comparator)}"
-            return _Code(f"({text})")
+            form = "({}" + "".join(f" {_code_of(c.operator).strip()} {{}}" for c in node.comparisons) + ")"
+            return self.fold([self.expr(node.left)] + [self.expr(c.comparator) for c in node.comparisons], form, node)
         if isinstance(node, (cst.Tuple, cst.List)):
-            items = [("*" if isinstance(e, cst.StarredElement) else "") + self.code(e.value) for e in node.elements]
+            pieces = [self.expr(e.value) for e in node.elements]
+            if all(isinstance(p, _Static) for p in pieces) \
+                    and not any(isinstance(e, cst.StarredElement) for e in node.elements):
+                values = [p.value for p in pieces]  # (parameters of a setup among them: (self.a, self.b))
+                return _Static(values if isinstance(node, cst.List) else tuple(values), node)
+            items = [("*" if isinstance(e, cst.StarredElement) else "") + self.text(p)
+                     for e, p in zip(node.elements, pieces)]
             if isinstance(node, cst.List):
                 return _Code(f"[{', '.join(items)}]")
             return _Code(f"({', '.join(items)}{',' if len(items) == 1 else ''})")
@@ -258,6 +318,46 @@ class FunctionWriter:
             return _Code(_code_of(node))
         raise self.refuse(node, f"{type(node).__name__} expressions are not written", "write it another way")
 
+    def fold(self, pieces: list, form: str, node: cst.BaseExpression):
+        """An operation on pieces (form: its code, "({} + {})"): its value where the pieces are
+        values known when written and none is a parameter of a setup (len(self.weights) - 1, in an
+        expression written piece by piece), else its code."""
+        if all(isinstance(p, _Static) and not _holds_param(p.value) for p in pieces):
+            names = {f"_v{i}": p.value for i, p in enumerate(pieces)}
+            try:
+                return _Static(eval(form.format(*names), {}, names), node)
+            except Exception:  # noqa: BLE001 - (written as it is: it fails where it runs, as eagerly)
+                pass
+        return _Code(form.format(*(self.text(p) for p in pieces)))
+
+    def subscript(self, node: cst.Subscript):
+        base = self.expr(node.value)
+        elements = []  # (an index's piece, or a slice's three pieces, None where left out)
+        for element in node.slice:
+            s = element.slice
+            if isinstance(s, cst.Index):
+                elements.append(self.expr(s.value))
+            else:
+                elements.append(tuple(self.expr(p) if p is not None else None for p in (s.lower, s.upper, s.step)))
+        known = all(isinstance(p, _Static) or p is None for e in elements
+                    for p in (e if isinstance(e, tuple) else (e,)))
+        if known and isinstance(base, _Static) and _holds_param(base.value) \
+                and not isinstance(base.value, ParamPlaceholder):
+            keys = [slice(*(p.value if p is not None else None for p in e)) if isinstance(e, tuple) else e.value
+                    for e in elements]
+            try:  # (an item of a list or dict of parameters of a setup: self.weights[0] is the parameter)
+                return _Static(base.value[keys[0] if len(keys) == 1 else tuple(keys)], node)
+            except Exception:  # noqa: BLE001 - (written as it is: it fails where it runs, as eagerly)
+                pass
+        items = []
+        for e, element in zip(elements, node.slice):
+            if isinstance(e, tuple):
+                parts = [self.text(p) if p is not None else "" for p in e]
+                items.append(f"{parts[0]}:{parts[1]}" + (f":{parts[2]}" if element.slice.step is not None else ""))
+            else:
+                items.append(self.text(e))
+        return _Code(f"{self.text(base)}[{', '.join(items)}]")
+
     def code(self, node: cst.BaseExpression) -> str:
         return self.text(self.expr(node))
 
@@ -266,11 +366,22 @@ class FunctionWriter:
             return piece.text
         return self.constant(piece.value, piece.node)
 
-    def constant(self, value: Any, node: cst.BaseExpression | None = None) -> str:
-        """The code of a value known when the function is written."""
+    def constant(self, value: Any, node: cst.BaseExpression | None = None, at: cst.CSTNode | None = None) -> str:
+        """The code of a value known when the function is written (at: where a refusal points, the
+        expression that holds it)."""
+        at = node if at is None else at
+        if isinstance(value, ParamPlaceholder):
+            return self.param_read(value, at)
         if isinstance(value, Module):
-            raise self.refuse(node, "a module used as a value (s2s.nn writes calls of modules only)",
+            raise self.refuse(at, "a module used as a value (s2s.nn writes calls of modules only)",
                               "call the module where its result is needed")
+        if _holds_param(value):
+            if type(value) is dict:
+                return "{" + ", ".join(f"{self.constant(k, at=at)}: {self.constant(v, at=at)}"
+                                       for k, v in value.items()) + "}"
+            if type(value) not in (list, tuple):
+                raise self.refuse(at, f"parameters of a setup held in a {type(value).__name__}",
+                                  "hold them in a list, tuple or dict")
         if node is not None and not (_free_names(node) & (set(self.static) | {"self"})) \
                 and isinstance(node, (cst.Name, cst.Attribute)):
             return _code_of(node)  # np.float32, nn.relu, a global: as written (the globals are the file's)
@@ -281,11 +392,26 @@ class FunctionWriter:
         if isinstance(value, (np.integer, np.floating, np.bool_)):
             return self.constant(value.item())
         if isinstance(value, tuple):
-            items = [self.constant(v) for v in value]
+            items = [self.constant(v, at=at) for v in value]
             return f"({', '.join(items)}{',' if len(items) == 1 else ''})"
         if isinstance(value, list):
-            return f"[{', '.join(self.constant(v) for v in value)}]"
+            return f"[{', '.join(self.constant(v, at=at) for v in value)}]"
         return self.program.inject(self, value)
+
+    def param_read(self, placeholder: ParamPlaceholder, at: cst.CSTNode | None) -> str:
+        """A parameter that a setup made (module.py, ParamPlaceholder): the read of its entry of
+        this function's params, `params["kernel"]` for this module's own, `params["inner"]["kernel"]`
+        for one of a submodule that was written here (its setup run); another module's (a parent's
+        given as a field) is not among this function's params and is refused."""
+        owner = placeholder.module
+        path, own = owner._scope().path, self.module._scope().path
+        if path[:len(own)] != own:
+            where = "/".join(path) or "the top module"
+            raise self.refuse(at, f"the parameter {placeholder.name!r} of {type(owner).__name__} ({where}) is read in "
+                              f"{type(self.module).__name__}.__call__, which s2s.nn writes as a function of its own "
+                              "parameters", "pass it to the call as an argument (self.child(x, self.kernel)), or "
+                              "make the parameter in this module")
+        return "params" + "".join(f"[{_key(name)}]" for name in path[len(own):]) + f"[{_key(placeholder.name)}]"
 
     def call(self, node: cst.Call):
         func = node.func
@@ -300,14 +426,38 @@ class FunctionWriter:
         callee = self.expr(func)
         if isinstance(callee, _Static) and isinstance(callee.value, type) and issubclass(callee.value, Module):
             return self.construction(node, callee.value)
+        pieces = [(arg, self.expr(arg.value)) for arg in node.args]
+        if isinstance(callee, _Static) and not isinstance(callee.value, Module) \
+                and all(isinstance(p, _Static) and not arg.star and not isinstance(p.value, ParamPlaceholder)
+                        for arg, p in pieces):
+            # (every value known, a list of parameters of a setup among them: len(self.weights),
+            # zip(self.weights, self.biases) are known; np.stack(self.weights) is written as code)
+            try:
+                return _Static(callee.value(*[p.value for arg, p in pieces if arg.keyword is None],
+                                            **{arg.keyword.value: p.value for arg, p in pieces
+                                               if arg.keyword is not None}), node)
+            except ParamValueUsed:
+                pass
+            except S2SError as exc:
+                if exc.origin is not None:
+                    raise
+                raise self.refuse(node, exc.reason, exc.hint) from None
+            except Exception:  # noqa: BLE001 - (as for an expression of the fields: expr)
+                raise self.refuse(node, "this expression of the module's fields fails when the code is written",
+                                  "compute it from the fields alone, or from the arrays") from None
+        if isinstance(callee, _Static) and inspect.ismethod(callee.value) and isinstance(callee.value.__self__, Module):
+            raise self.refuse(node, f"a method of a module ({callee.value.__name__}) called on values known only when "
+                              "the function runs (s2s.nn writes __call__ alone)",
+                              "write its statements in __call__, or make it a function of what it reads "
+                              "(helper(x, self.kernel))")
         args, kwargs = [], {}
-        for arg in node.args:
+        for arg, piece in pieces:
             if arg.keyword is not None:
-                kwargs[arg.keyword.value] = self.code(arg.value)
+                kwargs[arg.keyword.value] = self.text(piece)
             elif arg.star:
-                args.append(f"{arg.star}{self.code(arg.value)}")
+                args.append(f"{arg.star}{self.text(piece)}")
             else:
-                args.append(self.code(arg.value))
+                args.append(self.text(piece))
         if isinstance(callee, _Static) and isinstance(callee.value, Module):
             return _Code(self.module_call(callee.value, args, kwargs, node))
         pieces = args + [f"{k}={v}" for k, v in kwargs.items()]
@@ -332,6 +482,11 @@ class FunctionWriter:
             raise self.refuse(node, "a parameter named by a value known only when the function runs",
                               "name it with a string, or from the module's fields")
         name = piece.value
+        made = self.module._nn.get("setup_names", {})
+        if name in made:
+            raise self.refuse(node, f"self.param({name!r}, ...) in {type(self.module).__name__}, whose setup made a "
+                              f"{'parameter' if made[name] == 'param' else 'submodule'} of that name (Flax refuses it "
+                              "too)", "give each parameter and submodule its own name")
         if name in self.children_called:
             raise self.refuse(node, f"a parameter named {name!r}, as a submodule of this module is",
                               "give each parameter and submodule its own name")
@@ -434,7 +589,8 @@ class FunctionWriter:
             raise self.refuse(node, f"a variable named {sorted(taken)[0]} (a name of the written function's own)",
                               "rename it")
         if isinstance(target, cst.Name):
-            if isinstance(piece, _Static) and not self.depth and not isinstance(piece.value, np.ndarray):
+            if isinstance(piece, _Static) and not self.depth \
+                    and not isinstance(piece.value, (np.ndarray, ParamPlaceholder)):
                 self.static[target.value] = piece.value
                 self.dynamic.discard(target.value)
                 return
@@ -652,6 +808,7 @@ class ProgramWriter:
 
     def inject(self, writer: FunctionWriter, value: Any) -> str:
         """A name for a value the written code reads from its module (a function, an array)."""
+        assert not _holds_param(value)  # (FunctionWriter.constant writes those as reads of params)
         for name, held in writer.injected.items():
             if held is value:
                 return name
