@@ -130,19 +130,58 @@ def _load(source: str, stem: str, backend: str, parallel: tuple[str, ...]) -> ty
         compile_ = functools.partial(numba.njit, cache=True, nogil=True, error_model="numpy",
                                      pipeline_class=GeneratedCodeCompiler)
         keys = _function_keys(source)
+        inlined = inlined_functions(source, parallel)
         for attr, value in list(vars(module).items()):
             if isinstance(value, types.FunctionType) and value.__module__ == module_name:
                 if getattr(value, "__s2s_python__", False):
                     continue  # (a try probe, which compiled code calls in object mode: runtime.runs_as_python)
-                shared = (keys.get(attr), attr in parallel)
+                shared = (keys.get(attr), attr in parallel, attr in inlined)
                 if shared[0] is None or value.__name__ != attr:  # not a generated `def`
                     setattr(module, attr, compile_(parallel=attr in parallel)(value))
                     continue
                 if shared not in _compiled:
-                    _compiled[shared] = compile_(parallel=attr in parallel)(value)
+                    options = {"inline": "always"} if attr in inlined else {"parallel": attr in parallel}
+                    _compiled[shared] = compile_(**options)(value)
                 setattr(module, attr, _compiled[shared])
     _loaded[key] = module
     return module
+
+
+# A wrapper of at most this many statements, without loops, is inlined into its one caller
+INLINED_STATEMENTS = 8
+
+
+def inlined_functions(source: str, parallel: tuple[str, ...] = ()) -> set[str]:
+    """The generated functions that Numba inlines into their caller (inline="always") rather than
+    compiles on their own: small wrappers without loops (a nested grad's helper, a TrainState's
+    apply_gradients) that one call of another function calls and nothing else names. Numba
+    optimises a compiled function again inside each function that links it, so each level of
+    calls costs LLVM's time over all the code below it: a train_step's first compile took 50-54 s
+    with its wrappers inlined against 64 s. Inlining larger functions was measured too and made
+    other first compiles slower (an MLP's gradient by a third): each caller's typing grows. Never
+    inlined: a function with a Python block (objmode) or a prange loop, one a parallel driver calls."""
+    tree = ast.parse(source)
+    functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
+    named: dict[str, int] = {}
+    callers: dict[str, list[str]] = {}
+    for caller, node in functions.items():
+        for n in ast.walk(node):
+            if isinstance(n, ast.Name) and n.id in functions:
+                named[n.id] = named.get(n.id, 0) + 1
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in functions:
+                callers.setdefault(n.func.id, []).append(caller)
+    inlined = set()
+    for name, its_callers in callers.items():
+        node = functions[name]
+        if len(its_callers) != 1 or named.get(name) != 1 or its_callers[0] in (*parallel, name) \
+                or len(node.body) > INLINED_STATEMENTS:
+            continue
+        if any(isinstance(n, (ast.For, ast.While, ast.With, ast.Try)) for n in ast.walk(node)):
+            continue
+        if any(isinstance(n, ast.Attribute) and n.attr in ("prange", "objmode") for n in ast.walk(node)):
+            continue
+        inlined.add(name)
+    return inlined
 
 
 def forget_numba_caches() -> None:
