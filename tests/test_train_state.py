@@ -166,6 +166,14 @@ def test_a_train_step_s2s_cannot_compile_is_refused_at_its_line():
     with pytest.raises(s2s.S2SError, match="a learning rate that is a schedule") as info:
         s2s.jit(seed_train_step, backend="python")(state, BATCH)
     assert where(seed_train_step, "state.apply_gradients") in str(info.value)
+    masked = tiny_state(optax.adamw(0.1, mask=lambda params: s2s.tree_util.tree_map(lambda p: p.ndim > 1, params)))
+    with pytest.raises(s2s.S2SError, match="a mask given as a function cannot be compiled") as info:
+        s2s.jit(seed_train_step, backend="python")(masked, BATCH)
+    assert where(seed_train_step, "state.apply_gradients") in str(info.value)
+    own = optax.GradientTransformation(lambda params: optax.EmptyState(),
+                                       lambda updates, state, params=None: (updates, state))
+    with pytest.raises(s2s.S2SError, match="an optimizer's update that s2s.optax did not make"):
+        s2s.jit(seed_train_step, backend="python")(tiny_state(own), BATCH)
     with pytest.raises(s2s.S2SError, match=r"TrainState\.replace is not one s2s can compile") as info:
         s2s.jit(replaced_step, backend="python")(tiny_state(optax.sgd(0.1)), BATCH)
     assert where(replaced_step, "state.replace") in str(info.value)
