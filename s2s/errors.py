@@ -27,6 +27,19 @@ class Origin:
 
         return f"{os.path.basename(self.filename)}:{self.line}"
 
+    @classmethod
+    def of_frame(cls, frame: types.FrameType) -> "Origin":
+        """Where a running frame is: the line and column of the instruction it runs (a call of
+        s2s's, for an error raised at the user's line while the user's code runs)."""
+        import linecache
+
+        positions = list(frame.f_code.co_positions())
+        at = frame.f_lasti // 2
+        line, _, column, _ = positions[at] if at < len(positions) else (None,) * 4
+        line = line or frame.f_lineno
+        text = (linecache.getline(frame.f_code.co_filename, line) or "").strip()
+        return cls(frame.f_code.co_filename, line, (column or 0) + 1, text)
+
 
 class S2SError(Exception):
     """A construct s2s cannot transform correctly.

@@ -17,7 +17,6 @@ others (JAX traces one program for all shards; here each shard runs its own cont
 from __future__ import annotations
 
 import functools
-import linecache
 import sys
 import threading
 from dataclasses import dataclass
@@ -270,13 +269,7 @@ def _caller() -> Origin | None:
     frame = sys._getframe(1)
     while frame is not None and frame.f_code.co_filename == __file__:
         frame = frame.f_back
-    if frame is None:
-        return None
-    positions = list(frame.f_code.co_positions())
-    line, _, column, _ = positions[frame.f_lasti // 2] if frame.f_lasti // 2 < len(positions) else (None,) * 4
-    line = line or frame.f_lineno
-    text = (linecache.getline(frame.f_code.co_filename, line) or "").strip()
-    return Origin(frame.f_code.co_filename, line, (column or 0) + 1, text)
+    return None if frame is None else Origin.of_frame(frame)
 
 
 def _position(named: tuple[Frame, ...]) -> tuple[int, int]:

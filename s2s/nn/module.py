@@ -26,7 +26,6 @@ import copy
 import dataclasses
 import functools
 import hashlib
-import linecache
 import os
 import sys
 import threading
@@ -74,13 +73,7 @@ def _user_origin() -> Origin | None:
     frame = sys._getframe(1)
     while frame is not None and frame.f_code.co_filename.startswith((_PACKAGE, _NUMPY)):
         frame = frame.f_back
-    if frame is None:
-        return None
-    positions = list(frame.f_code.co_positions())
-    line, _, column, _ = positions[frame.f_lasti // 2] if frame.f_lasti // 2 < len(positions) else (None,) * 4
-    line = line or frame.f_lineno
-    text = (linecache.getline(frame.f_code.co_filename, line) or "").strip()
-    return Origin(frame.f_code.co_filename, line, (column or 0) + 1, text)
+    return None if frame is None else Origin.of_frame(frame)
 
 
 class ParamValueUsed(S2SError):
